@@ -1,0 +1,1 @@
+//! olmpack: OLM bundles and File-Based Catalogs from one release plan.

@@ -1,0 +1,90 @@
+//! Finding the real binaries the environments run.
+//!
+//! Each tool is looked up first in its environment variable (set by `cargo xtask test`, or by
+//! `eval "$(cargo xtask env)"` before a plain `cargo test`), then on `PATH`.
+
+use std::path::PathBuf;
+
+/// A tool the test environments can run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tool {
+    Etcd,
+    KubeApiserver,
+    KubeControllerManager,
+    Registry,
+    Opm,
+    Crdify,
+    Actionlint,
+    Skopeo,
+    Umoci,
+}
+
+impl Tool {
+    /// The environment variable naming the binary.
+    pub fn env_var(self) -> &'static str {
+        match self {
+            Tool::Etcd => "OLMPACK_ETCD",
+            Tool::KubeApiserver => "OLMPACK_KUBE_APISERVER",
+            Tool::KubeControllerManager => "OLMPACK_KUBE_CONTROLLER_MANAGER",
+            Tool::Registry => "OLMPACK_REGISTRY",
+            Tool::Opm => "OLMPACK_OPM",
+            Tool::Crdify => "OLMPACK_CRDIFY",
+            Tool::Actionlint => "OLMPACK_ACTIONLINT",
+            Tool::Skopeo => "OLMPACK_SKOPEO",
+            Tool::Umoci => "OLMPACK_UMOCI",
+        }
+    }
+
+    /// The binary's file name, as looked up on `PATH`.
+    pub fn file_name(self) -> &'static str {
+        match self {
+            Tool::Etcd => "etcd",
+            Tool::KubeApiserver => "kube-apiserver",
+            Tool::KubeControllerManager => "kube-controller-manager",
+            Tool::Registry => "docker-registry",
+            Tool::Opm => "opm",
+            Tool::Crdify => "crdify",
+            Tool::Actionlint => "actionlint",
+            Tool::Skopeo => "skopeo",
+            Tool::Umoci => "umoci",
+        }
+    }
+
+    /// The path of the binary, or an error saying how to provide it.
+    pub fn path(self) -> Result<PathBuf, ToolNotFound> {
+        if let Some(path) = std::env::var_os(self.env_var()) {
+            let path = PathBuf::from(path);
+            return if path.is_file() {
+                Ok(path)
+            } else {
+                Err(ToolNotFound {
+                    tool: self.file_name(),
+                    env_var: self.env_var(),
+                    looked_at: Some(path),
+                })
+            };
+        }
+        std::env::var_os("PATH")
+            .into_iter()
+            .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
+            .map(|dir| dir.join(self.file_name()))
+            .find(|candidate| candidate.is_file())
+            .ok_or(ToolNotFound {
+                tool: self.file_name(),
+                env_var: self.env_var(),
+                looked_at: None,
+            })
+    }
+}
+
+/// A tool binary that is neither named by its environment variable nor on `PATH`.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{tool} not found{}: run `cargo xtask setup` and use `cargo xtask test`, or set {env_var}",
+    looked_at.as_ref().map(|p| format!(" at {}", p.display())).unwrap_or_else(|| " on PATH".to_owned())
+)]
+pub struct ToolNotFound {
+    pub tool: &'static str,
+    pub env_var: &'static str,
+    pub looked_at: Option<PathBuf>,
+}

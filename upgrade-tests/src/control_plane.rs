@@ -1,0 +1,463 @@
+//! [`TestEnv`]: a real etcd + kube-apiserver (+ optionally kube-controller-manager) per test.
+//!
+//! Guarantees:
+//! - Everything lives in one temp directory (`$TMPDIR/olmpack-env-*`): etcd data, PKI,
+//!   kubeconfig, process logs. Dropping the [`TestEnv`] kills every process it started (by PID,
+//!   also while a test unwinds from a panic) and removes that directory.
+//! - Ports are chosen free on 127.0.0.1; a start that loses a port race is retried with new
+//!   ports, so any number of environments can run at once, in one process or in many.
+//! - The API server authorizes with `Node,RBAC`. The admin client authenticates with a client
+//!   certificate in `system:masters`; [`TestEnv::client_as`] impersonates any other user.
+//!
+//! Assumptions: the binaries are found as described in [`crate::binaries`]. The processes are
+//! killed, not shut down gracefully: a test environment's data is never reused.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use k8s_openapi::api::core::v1::ServiceAccount;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+
+use crate::binaries::{Tool, ToolNotFound};
+use crate::pki::{CertificateAuthority, PkiError};
+use crate::process::{ChildProcess, ProcessError, free_port, wait_until};
+
+/// How long each component may take to become ready.
+const START_TIMEOUT: Duration = Duration::from_secs(90);
+/// How many times a start is retried with fresh ports after a failure.
+const START_ATTEMPTS: usize = 3;
+
+/// Failure to start or use a test environment.
+#[derive(Debug, thiserror::Error)]
+pub enum EnvError {
+    #[error(transparent)]
+    ToolNotFound(#[from] ToolNotFound),
+    #[error("failed to create the test environment's certificates")]
+    Pki(#[from] PkiError),
+    #[error("failed to write {path}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to create a temp directory")]
+    TempDir(#[source] std::io::Error),
+    #[error("failed to pick a free port")]
+    Port(#[source] std::io::Error),
+    #[error(transparent)]
+    Process(#[from] ProcessError),
+    #[error("failed to build a client from the kubeconfig")]
+    Kubeconfig(#[source] kube::config::KubeconfigError),
+    #[error("failed to create a Kubernetes client")]
+    Client(#[source] kube::Error),
+    #[error("the test environment did not start after {attempts} attempts")]
+    GaveUp {
+        attempts: usize,
+        #[source]
+        last: Box<EnvError>,
+    },
+    #[error("failed to install CustomResourceDefinition {name}")]
+    InstallCrd {
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("CustomResourceDefinition {name} was not established after {waited:?}")]
+    CrdNotEstablished { name: String, waited: Duration },
+}
+
+/// Options for [`TestEnv::start_with`].
+#[derive(Clone, Debug, Default)]
+pub struct TestEnvOptions {
+    /// Also run kube-controller-manager with the garbage collector, namespace, service
+    /// account and deployment controllers (no scheduler or kubelet: pods never run).
+    pub controller_manager: bool,
+    /// Extra `--flag=value` arguments for kube-apiserver.
+    pub apiserver_args: Vec<String>,
+}
+
+/// A running control plane. See the module docs for its guarantees.
+pub struct TestEnv {
+    // Field order is drop order: processes die before their directory is removed.
+    controller_manager: Option<ChildProcess>,
+    apiserver: ChildProcess,
+    etcd: ChildProcess,
+    ca: CertificateAuthority,
+    config: Config,
+    client: Client,
+    kubeconfig: PathBuf,
+    server: String,
+    dir: tempfile::TempDir,
+}
+
+impl std::fmt::Debug for TestEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TestEnv")
+            .field("server", &self.server)
+            .field("dir", &self.dir.path())
+            .field("pids", &self.pids())
+            .finish_non_exhaustive()
+    }
+}
+
+impl TestEnv {
+    /// Starts etcd and kube-apiserver and waits until the API server is ready.
+    pub async fn start() -> Result<Self, EnvError> {
+        Self::start_with(TestEnvOptions::default()).await
+    }
+
+    /// Starts an environment with `options`; see [`TestEnvOptions`].
+    pub async fn start_with(options: TestEnvOptions) -> Result<Self, EnvError> {
+        crate::install_crypto_provider();
+        let mut last = None;
+        for _ in 0..START_ATTEMPTS {
+            match Self::try_start(&options).await {
+                Ok(env) => return Ok(env),
+                // Missing binaries will not appear on a retry.
+                Err(err @ EnvError::ToolNotFound(_)) => return Err(err),
+                Err(err) => {
+                    tracing::warn!(error = %err, "test environment failed to start; retrying");
+                    last = Some(err);
+                }
+            }
+        }
+        Err(EnvError::GaveUp {
+            attempts: START_ATTEMPTS,
+            last: Box::new(last.expect("at least one attempt ran")),
+        })
+    }
+
+    async fn try_start(options: &TestEnvOptions) -> Result<Self, EnvError> {
+        let etcd_bin = Tool::Etcd.path()?;
+        let apiserver_bin = Tool::KubeApiserver.path()?;
+        let kcm_bin = if options.controller_manager {
+            Some(Tool::KubeControllerManager.path()?)
+        } else {
+            None
+        };
+
+        let dir = tempfile::Builder::new()
+            .prefix("olmpack-env-")
+            .tempdir()
+            .map_err(EnvError::TempDir)?;
+        let path = dir.path();
+
+        // PKI: one CA for serving and client certificates; one service-account signing key.
+        let ca = CertificateAuthority::new("olmpack-test-ca")?;
+        let serving = ca.issue_server(&[
+            "127.0.0.1",
+            "localhost",
+            "kubernetes",
+            "kubernetes.default",
+            "kubernetes.default.svc",
+            "10.0.0.1",
+        ])?;
+        let admin = ca.issue_client("olmpack-admin", &["system:masters"])?;
+        let ca_file = write(path, "ca.crt", ca.cert_pem())?;
+        let cert_file = write(path, "apiserver.crt", &serving.cert_pem)?;
+        let key_file = write(path, "apiserver.key", &serving.key_pem)?;
+        let (sa_private, sa_public) = crate::pki::key_pair_pem()?;
+        let sa_key_file = write(path, "sa.key", &sa_private)?;
+        let sa_pub_file = write(path, "sa.pub", &sa_public)?;
+
+        // etcd
+        let etcd_client = free_port().map_err(EnvError::Port)?;
+        let etcd_peer = free_port().map_err(EnvError::Port)?;
+        let client_url = format!("http://127.0.0.1:{etcd_client}");
+        let peer_url = format!("http://127.0.0.1:{etcd_peer}");
+        let mut etcd = ChildProcess::start(
+            "etcd",
+            &etcd_bin,
+            &[
+                "--name=default".to_owned(),
+                format!("--data-dir={}", path.join("etcd").display()),
+                format!("--listen-client-urls={client_url}"),
+                format!("--advertise-client-urls={client_url}"),
+                format!("--listen-peer-urls={peer_url}"),
+                format!("--initial-advertise-peer-urls={peer_url}"),
+                format!("--initial-cluster=default={peer_url}"),
+                "--unsafe-no-fsync=true".to_owned(),
+                "--log-level=warn".to_owned(),
+            ],
+            &path.join("etcd.log"),
+        )?;
+        wait_until(&mut etcd, START_TIMEOUT, || etcd_healthy(etcd_client)).await?;
+
+        // kube-apiserver
+        let port = free_port().map_err(EnvError::Port)?;
+        let mut args = vec![
+            format!("--etcd-servers={client_url}"),
+            "--bind-address=127.0.0.1".to_owned(),
+            "--advertise-address=127.0.0.1".to_owned(),
+            format!("--secure-port={port}"),
+            format!("--cert-dir={}", path.join("apiserver-certs").display()),
+            format!("--tls-cert-file={}", cert_file.display()),
+            format!("--tls-private-key-file={}", key_file.display()),
+            format!("--client-ca-file={}", ca_file.display()),
+            "--authorization-mode=Node,RBAC".to_owned(),
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local".to_owned(),
+            format!("--service-account-key-file={}", sa_pub_file.display()),
+            format!(
+                "--service-account-signing-key-file={}",
+                sa_key_file.display()
+            ),
+            "--service-cluster-ip-range=10.0.0.0/24".to_owned(),
+            "--allow-privileged=true".to_owned(),
+            "--endpoint-reconciler-type=none".to_owned(),
+            "--enable-priority-and-fairness=false".to_owned(),
+            "--profiling=false".to_owned(),
+        ];
+        if !options.controller_manager {
+            // Without the service-account controllers no namespace has a default
+            // ServiceAccount, and this plugin would reject every pod.
+            args.push("--disable-admission-plugins=ServiceAccount".to_owned());
+        }
+        args.extend(options.apiserver_args.iter().cloned());
+        let mut apiserver = ChildProcess::start(
+            "kube-apiserver",
+            &apiserver_bin,
+            &args,
+            &path.join("apiserver.log"),
+        )?;
+
+        let server = format!("https://127.0.0.1:{port}");
+        let kubeconfig_text =
+            kubeconfig_json(&server, ca.cert_pem(), &admin.cert_pem, &admin.key_pem);
+        let kubeconfig = write(path, "admin.kubeconfig", &kubeconfig_text)?;
+        let config = config_from(&kubeconfig_text).await?;
+        let client = Client::try_from(config.clone()).map_err(EnvError::Client)?;
+        wait_until(&mut apiserver, START_TIMEOUT, || readyz(&client)).await?;
+
+        let controller_manager = match kcm_bin {
+            Some(bin) => {
+                let mut kcm = ChildProcess::start(
+                    "kube-controller-manager",
+                    &bin,
+                    &[
+                        format!("--kubeconfig={}", kubeconfig.display()),
+                        "--controllers=garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller,deployment-controller,replicaset-controller".to_owned(),
+                        format!("--service-account-private-key-file={}", sa_key_file.display()),
+                        format!("--root-ca-file={}", ca_file.display()),
+                        "--leader-elect=false".to_owned(),
+                        "--secure-port=0".to_owned(),
+                        "--use-service-account-credentials=false".to_owned(),
+                    ],
+                    &path.join("controller-manager.log"),
+                )?;
+                // The service-account controller creating `default` in `default` shows the
+                // controllers are connected and running.
+                let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), "default");
+                wait_until(&mut kcm, START_TIMEOUT, || {
+                    let accounts = accounts.clone();
+                    async move { matches!(accounts.get_opt("default").await, Ok(Some(_))) }
+                })
+                .await?;
+                Some(kcm)
+            }
+            None => None,
+        };
+
+        Ok(Self {
+            controller_manager,
+            apiserver,
+            etcd,
+            ca,
+            config,
+            client,
+            kubeconfig,
+            server,
+            dir,
+        })
+    }
+
+    /// A client authenticated as the cluster admin (`system:masters`).
+    pub fn client(&self) -> Client {
+        self.client.clone()
+    }
+
+    /// The admin client's configuration, e.g. to derive clients with other settings.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// A client that impersonates `user` in `groups` (subject to RBAC like that user).
+    pub fn client_as(&self, user: &str, groups: &[&str]) -> Result<Client, EnvError> {
+        let mut config = self.config.clone();
+        config.auth_info.impersonate = Some(user.to_owned());
+        config.auth_info.impersonate_groups =
+            Some(groups.iter().map(|g| (*g).to_owned()).collect());
+        Client::try_from(config).map_err(EnvError::Client)
+    }
+
+    /// A client that acts as ServiceAccount `namespace/name`, with the groups the API server
+    /// gives a real service-account token.
+    pub fn client_as_service_account(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Client, EnvError> {
+        self.client_as(
+            &format!("system:serviceaccount:{namespace}:{name}"),
+            &[
+                "system:serviceaccounts",
+                &format!("system:serviceaccounts:{namespace}"),
+                "system:authenticated",
+            ],
+        )
+    }
+
+    /// The path of an admin kubeconfig file (for other tools: opm, kubectl, operators).
+    pub fn kubeconfig_path(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// The API server's URL, `https://127.0.0.1:<port>`.
+    pub fn server_url(&self) -> &str {
+        &self.server
+    }
+
+    /// The CA that signed the API server's certificate; it can issue more certificates
+    /// (webhook servers, clients) that the API server trusts.
+    pub fn ca(&self) -> &CertificateAuthority {
+        &self.ca
+    }
+
+    /// The directory holding this environment's data and logs (removed on drop).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The PIDs of every process this environment started.
+    pub fn pids(&self) -> Vec<u32> {
+        let mut pids = vec![self.etcd.pid(), self.apiserver.pid()];
+        pids.extend(self.controller_manager.as_ref().map(ChildProcess::pid));
+        pids
+    }
+
+    /// The end of the API server's log, for failure messages.
+    pub fn apiserver_log_tail(&self) -> String {
+        self.apiserver.log_tail()
+    }
+
+    /// Creates (or replaces) a CRD and waits until it is established and served.
+    pub async fn install_crd(&self, crd: &CustomResourceDefinition) -> Result<(), EnvError> {
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        let api: Api<CustomResourceDefinition> = Api::all(self.client());
+        let install_err = |source| EnvError::InstallCrd {
+            name: name.clone(),
+            source,
+        };
+        match api.get_opt(&name).await.map_err(install_err)? {
+            Some(existing) => {
+                let mut crd = crd.clone();
+                crd.metadata.resource_version = existing.metadata.resource_version;
+                api.replace(&name, &PostParams::default(), &crd)
+                    .await
+                    .map_err(install_err)?;
+            }
+            None => {
+                api.create(&PostParams::default(), crd)
+                    .await
+                    .map_err(install_err)?;
+            }
+        }
+        let started = Instant::now();
+        loop {
+            if let Ok(Some(current)) = api.get_opt(&name).await {
+                let established = current
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .is_some_and(|conds| {
+                        conds
+                            .iter()
+                            .any(|c| c.type_ == "Established" && c.status == "True")
+                    });
+                if established {
+                    return Ok(());
+                }
+            }
+            if started.elapsed() > START_TIMEOUT {
+                return Err(EnvError::CrdNotEstablished {
+                    name,
+                    waited: START_TIMEOUT,
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+fn write(dir: &Path, name: &str, contents: &str) -> Result<PathBuf, EnvError> {
+    let path = dir.join(name);
+    std::fs::write(&path, contents).map_err(|source| EnvError::Write {
+        path: path.clone(),
+        source,
+    })?;
+    Ok(path)
+}
+
+/// A kubeconfig (JSON, which every YAML reader also reads) with embedded credentials.
+fn kubeconfig_json(server: &str, ca_pem: &str, cert_pem: &str, key_pem: &str) -> String {
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{
+            "name": "olmpack-test",
+            "cluster": {"server": server, "certificate-authority-data": b64(ca_pem)},
+        }],
+        "users": [{
+            "name": "olmpack-admin",
+            "user": {"client-certificate-data": b64(cert_pem), "client-key-data": b64(key_pem)},
+        }],
+        "contexts": [{
+            "name": "olmpack-test",
+            "context": {"cluster": "olmpack-test", "user": "olmpack-admin"},
+        }],
+        "current-context": "olmpack-test",
+    })
+    .to_string()
+}
+
+async fn config_from(kubeconfig: &str) -> Result<Config, EnvError> {
+    let parsed = Kubeconfig::from_yaml(kubeconfig).map_err(EnvError::Kubeconfig)?;
+    Config::from_custom_kubeconfig(parsed, &KubeConfigOptions::default())
+        .await
+        .map_err(EnvError::Kubeconfig)
+}
+
+async fn readyz(client: &Client) -> bool {
+    let request = http::Request::get("/readyz")
+        .body(Vec::new())
+        .expect("a static request is valid");
+    matches!(
+        tokio::time::timeout(Duration::from_secs(5), client.request_text(request)).await,
+        Ok(Ok(body)) if body.trim() == "ok"
+    )
+}
+
+/// etcd's `/health` over plain HTTP/1.0 (no client library needed for one GET).
+async fn etcd_healthy(port: u16) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let probe = async {
+        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .ok()?;
+        stream
+            .write_all(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+            .await
+            .ok()?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await.ok()?;
+        Some(response.contains("\"health\":\"true\""))
+    };
+    matches!(
+        tokio::time::timeout(Duration::from_secs(2), probe).await,
+        Ok(Some(true))
+    )
+}

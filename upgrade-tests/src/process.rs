@@ -1,0 +1,229 @@
+//! Child processes that cannot outlive their test.
+//!
+//! Guarantees:
+//! - A [`ChildProcess`] is killed (SIGKILL) and reaped when it is dropped, including while a
+//!   test unwinds from a panic.
+//! - If the test process itself dies without unwinding (SIGKILL, `abort`, a harness timeout),
+//!   the kernel kills the children too: every child is started with `PR_SET_PDEATHSIG`
+//!   from one long-lived spawner thread (the signal fires when the *thread* that forked the
+//!   child exits, so children are never forked from short-lived test threads).
+//! - Output goes to a log file next to the process's data, so a failed start can show why.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, OnceLock, mpsc};
+use std::time::Duration;
+
+/// Failure to start or watch a child process.
+#[derive(Debug, thiserror::Error)]
+pub enum ProcessError {
+    #[error("failed to create log file {path}")]
+    Log {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to start {program}")]
+    Spawn {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{name} exited during start-up ({status}); last output:\n{log_tail}")]
+    Exited {
+        name: String,
+        status: String,
+        log_tail: String,
+    },
+    #[error("{name} was not ready after {waited:?}; last output:\n{log_tail}")]
+    NotReady {
+        name: String,
+        waited: Duration,
+        log_tail: String,
+    },
+}
+
+type SpawnRequest = (Command, mpsc::Sender<std::io::Result<Child>>);
+
+/// Sends commands to the one thread that forks every child (see the module docs).
+fn spawner() -> &'static Mutex<mpsc::Sender<SpawnRequest>> {
+    static SPAWNER: OnceLock<Mutex<mpsc::Sender<SpawnRequest>>> = OnceLock::new();
+    SPAWNER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<SpawnRequest>();
+        std::thread::Builder::new()
+            .name("upgrade-tests-spawner".into())
+            .spawn(move || {
+                for (mut cmd, reply) in rx {
+                    let _ = reply.send(spawn_with_parent_death_signal(&mut cmd));
+                }
+            })
+            .expect("the OS refused to start the spawner thread");
+        Mutex::new(tx)
+    })
+}
+
+#[allow(unsafe_code)]
+fn spawn_with_parent_death_signal(cmd: &mut Command) -> std::io::Result<Child> {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs between fork and exec and calls only prctl and getppid,
+    // both async-signal-safe; it allocates nothing and takes no locks.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent may have died between fork and prctl.
+            if libc::getppid() == 1 {
+                return Err(std::io::Error::other("parent exited during spawn"));
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn()
+}
+
+/// A running child process, killed on drop.
+#[derive(Debug)]
+pub struct ChildProcess {
+    name: String,
+    child: Child,
+    log: PathBuf,
+}
+
+impl ChildProcess {
+    /// Starts `program args…` with stdout and stderr appended to `log`.
+    pub fn start(
+        name: &str,
+        program: &Path,
+        args: &[String],
+        log: &Path,
+    ) -> Result<Self, ProcessError> {
+        let file = File::create(log).map_err(|source| ProcessError::Log {
+            path: log.to_owned(),
+            source,
+        })?;
+        let err_file = file.try_clone().map_err(|source| ProcessError::Log {
+            path: log.to_owned(),
+            source,
+        })?;
+        let mut cmd = Command::new(program);
+        cmd.args(args)
+            .stdin(Stdio::null())
+            .stdout(file)
+            .stderr(err_file);
+        let (tx, rx) = mpsc::channel();
+        let spawn_err = |source| ProcessError::Spawn {
+            program: program.display().to_string(),
+            source,
+        };
+        spawner()
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .send((cmd, tx))
+            .map_err(|_| spawn_err(std::io::Error::other("spawner thread is gone")))?;
+        let child = rx
+            .recv()
+            .map_err(|_| spawn_err(std::io::Error::other("spawner thread is gone")))?
+            .map_err(spawn_err)?;
+        Ok(Self {
+            name: name.to_owned(),
+            child,
+            log: log.to_owned(),
+        })
+    }
+
+    /// The operating-system process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The log file that receives the process's output.
+    pub fn log_path(&self) -> &Path {
+        &self.log
+    }
+
+    /// An error if the process has exited (with the end of its log).
+    pub fn check_running(&mut self) -> Result<(), ProcessError> {
+        match self.child.try_wait() {
+            Ok(Some(status)) => Err(ProcessError::Exited {
+                name: self.name.clone(),
+                status: status.to_string(),
+                log_tail: self.log_tail(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// A not-ready error carrying the end of the log.
+    pub fn not_ready(&self, waited: Duration) -> ProcessError {
+        ProcessError::NotReady {
+            name: self.name.clone(),
+            waited,
+            log_tail: self.log_tail(),
+        }
+    }
+
+    /// The last 4 KiB of the process's output.
+    pub fn log_tail(&self) -> String {
+        log_tail(&self.log, 4096)
+    }
+
+    /// Kills the process and waits for it; idempotent.
+    pub fn stop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for ChildProcess {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn log_tail(path: &Path, max: u64) -> String {
+    let Ok(mut file) = File::open(path) else {
+        return String::new();
+    };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let _ = file.seek(SeekFrom::Start(len.saturating_sub(max)));
+    let mut buf = Vec::new();
+    let _ = file.read_to_end(&mut buf);
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+/// A TCP port on 127.0.0.1 that was free a moment ago.
+///
+/// Another process may take it before ours binds it; callers retry their start-up on a
+/// bind failure (see [`crate::TestEnv`]).
+pub fn free_port() -> std::io::Result<u16> {
+    let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
+    Ok(listener.local_addr()?.port())
+}
+
+/// Polls `probe` every 100 ms until it returns true, the process exits, or `timeout` passes.
+pub async fn wait_until<F, Fut>(
+    process: &mut ChildProcess,
+    timeout: Duration,
+    mut probe: F,
+) -> Result<(), ProcessError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let started = std::time::Instant::now();
+    loop {
+        process.check_running()?;
+        if probe().await {
+            return Ok(());
+        }
+        if started.elapsed() > timeout {
+            return Err(process.not_ready(timeout));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -1,0 +1,185 @@
+//! `cargo xtask`: installs the reference tools and runs the whole test suite.
+//!
+//! - `cargo xtask setup` installs every tool pinned in `tools.toml` (see [`tools`]).
+//! - `cargo xtask test [FILTER]` runs setup, then the whole suite, then checks that the run
+//!   left no process and no test-environment directory behind.
+//! - `cargo xtask env` prints the `export` lines that point a plain `cargo test` at the tools.
+//! - `cargo xtask lint` runs `cargo fmt --check` and `cargo clippy -D warnings`.
+
+mod sweep;
+mod tools;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask", about = "olmpack project automation")]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Install the reference tools pinned in tools.toml into the per-user cache
+    /// ($OLMPACK_TOOLS_DIR, default ~/.cache/olmpack/tools). Idempotent.
+    Setup,
+    /// Run setup, then every test of the workspace against the real tools.
+    ///
+    /// FILTER is passed to the test harness of every test binary. Exits non-zero when a test
+    /// fails or when a process or test directory started by the run outlives it.
+    Test {
+        /// Only run tests whose name contains this string.
+        filter: Option<String>,
+        /// More arguments for the test harness (after `--`), e.g. `--nocapture`.
+        #[arg(last = true)]
+        harness_args: Vec<String>,
+    },
+    /// Print `export VAR=...` lines for the pinned tools, for use with a plain `cargo test`.
+    Env,
+    /// Check formatting and run clippy with warnings denied.
+    Lint,
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("xtask: error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    let root = workspace_root();
+    match cli.command {
+        Cmd::Setup => {
+            setup(&root)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Env => {
+            let pins = tools::Pins::load(&root)?;
+            let layout = tools::Layout::from_env()?;
+            for (key, value) in layout.test_env(&pins) {
+                println!("export {key}={}", shell_quote(&value.to_string_lossy()));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Lint => {
+            cargo(&root, &["fmt", "--all", "--", "--check"])?;
+            cargo(
+                &root,
+                &[
+                    "clippy",
+                    "--workspace",
+                    "--all-targets",
+                    "--",
+                    "-D",
+                    "warnings",
+                ],
+            )?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Test {
+            filter,
+            harness_args,
+        } => test(&root, filter, harness_args),
+    }
+}
+
+fn setup(root: &Path) -> Result<(tools::Pins, tools::Layout)> {
+    let pins = tools::Pins::load(root)?;
+    let layout = tools::Layout::from_env()?;
+    let started = Instant::now();
+    for line in tools::setup(&pins, &layout)? {
+        eprintln!("setup: {line}");
+    }
+    eprintln!(
+        "setup: tools ready in {} ({:.1?})",
+        layout.cache.display(),
+        started.elapsed()
+    );
+    Ok((pins, layout))
+}
+
+fn test(root: &Path, filter: Option<String>, harness_args: Vec<String>) -> Result<ExitCode> {
+    let (pins, layout) = setup(root)?;
+
+    // Every test environment puts its data, certificates and logs under this directory
+    // (via TMPDIR), so the sweep below can tell our processes and leftovers from others.
+    let scratch = root.join("target").join("xtask-test-tmp");
+    if scratch.exists() {
+        std::fs::remove_dir_all(&scratch)
+            .with_context(|| format!("clearing {}", scratch.display()))?;
+    }
+    std::fs::create_dir_all(&scratch)?;
+
+    let started = Instant::now();
+    let mut cmd = Command::new(cargo_bin());
+    cmd.current_dir(root)
+        .args(["test", "--workspace"])
+        .env("TMPDIR", &scratch)
+        .env("OLMPACK_WORKSPACE", root);
+    for (key, value) in layout.test_env(&pins) {
+        cmd.env(key, value);
+    }
+    let mut passthrough = Vec::new();
+    if let Some(filter) = filter {
+        passthrough.push(filter);
+    }
+    passthrough.extend(harness_args);
+    if !passthrough.is_empty() {
+        cmd.arg("--").args(passthrough);
+    }
+    let status = cmd.status().context("running cargo test")?;
+    eprintln!("xtask: cargo test finished in {:.1?}", started.elapsed());
+
+    let leftovers = sweep::sweep(&scratch)?;
+    for line in &leftovers {
+        eprintln!("xtask: left behind by the tests: {line}");
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+
+    if !status.success() {
+        eprintln!("xtask: tests failed ({status})");
+        return Ok(ExitCode::FAILURE);
+    }
+    if !leftovers.is_empty() {
+        eprintln!(
+            "xtask: {} process(es) or directories outlived the tests",
+            leftovers.len()
+        );
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn cargo(root: &Path, args: &[&str]) -> Result<()> {
+    let status = Command::new(cargo_bin())
+        .current_dir(root)
+        .args(args)
+        .status()
+        .with_context(|| format!("running cargo {}", args.join(" ")))?;
+    anyhow::ensure!(status.success(), "cargo {} failed", args.join(" "));
+    Ok(())
+}
+
+fn cargo_bin() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned())
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives one level below the workspace root")
+        .to_path_buf()
+}
+
+fn shell_quote(value: &str) -> String {
+    format!("'{}'", value.replace('\'', r"'\''"))
+}

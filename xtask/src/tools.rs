@@ -1,0 +1,520 @@
+//! The reference tools pinned in `tools.toml`: where they live and how they are installed.
+//!
+//! Contract:
+//! - Every tool lands in `<cache>/<name>/<version>/bin/` where `<cache>` is
+//!   `$OLMPACK_TOOLS_DIR`, else `$XDG_CACHE_HOME/olmpack/tools`, else `~/.cache/olmpack/tools`.
+//! - A tool directory is complete or absent: it is built in a sibling temp directory and
+//!   renamed into place, with a `.complete` stamp naming exactly what was built. A stamp that
+//!   does not match the pin (or no stamp) means "build again".
+//! - Installing is idempotent: when every stamp matches and every Debian package is present,
+//!   setup runs no build and no package manager.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail, ensure};
+use serde::Deserialize;
+
+/// The parsed `tools.toml`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pins {
+    pub kubernetes: KubernetesPin,
+    pub go: BTreeMap<String, GoPin>,
+    pub debian: DebianPins,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KubernetesPin {
+    pub version: String,
+    pub staging: String,
+    pub go: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GoPin {
+    pub module: String,
+    pub version: String,
+    pub package: String,
+    pub binary: String,
+    /// Go build tags, as the tool's own build uses them.
+    #[serde(default)]
+    pub tags: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DebianPins {
+    pub packages: Vec<String>,
+}
+
+/// Binaries built from k8s.io/kubernetes.
+const KUBE_BINARIES: [&str; 2] = ["kube-apiserver", "kube-controller-manager"];
+
+/// Debian packages whose binaries the tests use, with the binary and its env variable.
+const DEBIAN_BINARIES: [(&str, &str, &str); 3] = [
+    (
+        "docker-registry",
+        "/usr/bin/docker-registry",
+        "OLMPACK_REGISTRY",
+    ),
+    ("skopeo", "/usr/bin/skopeo", "OLMPACK_SKOPEO"),
+    ("umoci", "/usr/bin/umoci", "OLMPACK_UMOCI"),
+];
+
+impl Pins {
+    pub fn load(workspace: &Path) -> Result<Self> {
+        let path = workspace.join("tools.toml");
+        let text =
+            fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+    }
+}
+
+/// Where the tools of one pin set live.
+#[derive(Debug)]
+pub struct Layout {
+    pub cache: PathBuf,
+}
+
+impl Layout {
+    pub fn from_env() -> Result<Self> {
+        let cache = if let Some(dir) = std::env::var_os("OLMPACK_TOOLS_DIR") {
+            PathBuf::from(dir)
+        } else if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
+            PathBuf::from(dir).join("olmpack/tools")
+        } else if let Some(home) = std::env::var_os("HOME") {
+            PathBuf::from(home).join(".cache/olmpack/tools")
+        } else {
+            bail!("cannot place the tool cache: set OLMPACK_TOOLS_DIR or HOME");
+        };
+        Ok(Self { cache })
+    }
+
+    fn tool_dir(&self, name: &str, version: &str) -> PathBuf {
+        self.cache.join(name).join(version)
+    }
+
+    /// The environment variables that point the test suite at every pinned tool.
+    pub fn test_env(&self, pins: &Pins) -> Vec<(String, OsString)> {
+        let kube = self
+            .tool_dir("kubernetes", &pins.kubernetes.version)
+            .join("bin");
+        let mut vars = vec![
+            (
+                "OLMPACK_KUBE_APISERVER".to_owned(),
+                kube.join("kube-apiserver").into_os_string(),
+            ),
+            (
+                "OLMPACK_KUBE_CONTROLLER_MANAGER".to_owned(),
+                kube.join("kube-controller-manager").into_os_string(),
+            ),
+        ];
+        for (name, pin) in &pins.go {
+            let bin = self
+                .tool_dir(name, &pin.version)
+                .join("bin")
+                .join(&pin.binary);
+            vars.push((env_var_for(name), bin.into_os_string()));
+        }
+        for (_, bin, var) in DEBIAN_BINARIES {
+            vars.push((var.to_owned(), OsString::from(bin)));
+        }
+        vars
+    }
+}
+
+/// `opm` → `OLMPACK_OPM`.
+fn env_var_for(tool: &str) -> String {
+    format!("OLMPACK_{}", tool.to_uppercase().replace('-', "_"))
+}
+
+/// Installs every pinned tool that is missing; returns what it did, one line per tool.
+pub fn setup(pins: &Pins, layout: &Layout) -> Result<Vec<String>> {
+    fs::create_dir_all(&layout.cache)
+        .with_context(|| format!("creating {}", layout.cache.display()))?;
+    let mut report = Vec::new();
+    report.push(install_debian(&pins.debian)?);
+    report.push(install_kubernetes(&pins.kubernetes, layout)?);
+    for (name, pin) in &pins.go {
+        report.push(install_go_tool(name, pin, layout)?);
+    }
+    Ok(report)
+}
+
+fn install_debian(pins: &DebianPins) -> Result<String> {
+    let missing: Vec<&str> = pins
+        .packages
+        .iter()
+        .map(String::as_str)
+        .filter(|pkg| !debian_installed(pkg))
+        .collect();
+    if missing.is_empty() {
+        return Ok(format!(
+            "debian: {} already installed",
+            pins.packages.join(", ")
+        ));
+    }
+    // As root run apt-get directly; otherwise through passwordless sudo (CI runners).
+    let sudo = !is_root();
+    if sudo && !passwordless_sudo() {
+        bail!(
+            "Debian packages missing: {}; install them with `sudo apt-get install -y {}` and run setup again",
+            missing.join(", "),
+            missing.join(" ")
+        );
+    }
+    let apt = || {
+        let mut cmd = Command::new(if sudo { "sudo" } else { "env" });
+        if sudo {
+            cmd.args(["-n", "env"]);
+        }
+        cmd.args(["DEBIAN_FRONTEND=noninteractive", "apt-get"]);
+        cmd
+    };
+    let started = Instant::now();
+    let install = |update_first: bool| -> Result<bool> {
+        if update_first {
+            run(apt().args(["update", "-q"]))?;
+        }
+        Ok(apt()
+            .args(["install", "-y", "-q", "--no-install-recommends"])
+            .args(&missing)
+            .status()
+            .context("running apt-get")?
+            .success())
+    };
+    // A fresh machine has no package lists yet: update only when the first try fails.
+    if !install(false)? {
+        ensure!(
+            install(true)?,
+            "apt-get could not install {}",
+            missing.join(", ")
+        );
+    }
+    Ok(format!(
+        "debian: installed {} in {:.0?}",
+        missing.join(", "),
+        started.elapsed()
+    ))
+}
+
+fn debian_installed(package: &str) -> bool {
+    Command::new("dpkg-query")
+        .args(["-W", "-f=${Status}", package])
+        .output()
+        .map(|out| String::from_utf8_lossy(&out.stdout).contains("install ok installed"))
+        .unwrap_or(false)
+}
+
+fn passwordless_sudo() -> bool {
+    Command::new("sudo")
+        .args(["-n", "true"])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim() == "0")
+        .unwrap_or(false)
+}
+
+/// What a tool directory's `.complete` stamp must say for the directory to be reused.
+fn stamp(parts: &[&str]) -> String {
+    let mut s = parts.join("\n");
+    s.push('\n');
+    s
+}
+
+fn is_complete(dir: &Path, stamp: &str, binaries: &[&str]) -> bool {
+    fs::read_to_string(dir.join(".complete")).is_ok_and(|s| s == stamp)
+        && binaries.iter().all(|b| dir.join("bin").join(b).is_file())
+}
+
+fn install_kubernetes(pin: &KubernetesPin, layout: &Layout) -> Result<String> {
+    let dest = layout.tool_dir("kubernetes", &pin.version);
+    let stamp = stamp(&[
+        "k8s.io/kubernetes",
+        &pin.version,
+        &pin.staging,
+        "version-ldflags",
+    ]);
+    if is_complete(&dest, &stamp, &KUBE_BINARIES) {
+        return Ok(format!("kubernetes {}: up to date", pin.version));
+    }
+    let started = Instant::now();
+    build_into(&dest, &stamp, |work| {
+        // The staging modules are replaced with ./staging paths in kubernetes' own go.mod;
+        // read that list from the published go.mod and pin each to its release instead.
+        let gomod = go_mod_of("k8s.io/kubernetes", &pin.version, work)?;
+        let staging = staging_modules(&gomod)?;
+        let mut module = format!(
+            "module olmpack.dev/tools/kubernetes\n\ngo {}\n\nrequire k8s.io/kubernetes {}\n\nreplace (\n",
+            pin.go, pin.version
+        );
+        for m in &staging {
+            module.push_str(&format!("\t{m} => {m} {}\n", pin.staging));
+        }
+        module.push_str(")\n");
+        let packages: Vec<(String, String)> = KUBE_BINARIES
+            .iter()
+            .map(|b| (format!("k8s.io/kubernetes/cmd/{b}"), (*b).to_owned()))
+            .collect();
+        // Without these the binaries report v0.0.0-master, which breaks version checks.
+        let (major, minor) = kube_major_minor(&pin.version)?;
+        let ldflags = [
+            "k8s.io/component-base/version",
+            "k8s.io/client-go/pkg/version",
+        ]
+        .iter()
+        .map(|pkg| {
+            format!(
+                "-X {pkg}.gitVersion={} -X {pkg}.gitMajor={major} -X {pkg}.gitMinor={minor} -X {pkg}.gitTreeState=clean -X {pkg}.buildDate=1970-01-01T00:00:00Z",
+                pin.version
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+        build_wrapper_module(
+            work,
+            &module,
+            &BuildFlags {
+                tags: "",
+                ldflags: &ldflags,
+            },
+            &packages,
+        )
+    })?;
+    Ok(format!(
+        "kubernetes {}: built {} in {:.0?}",
+        pin.version,
+        KUBE_BINARIES.join(", "),
+        started.elapsed()
+    ))
+}
+
+fn install_go_tool(name: &str, pin: &GoPin, layout: &Layout) -> Result<String> {
+    let dest = layout.tool_dir(name, &pin.version);
+    let tags = pin.tags.join(",");
+    let stamp = stamp(&[&pin.module, &pin.version, &pin.package, &pin.binary, &tags]);
+    if is_complete(&dest, &stamp, &[&pin.binary]) {
+        return Ok(format!("{name} {}: up to date", pin.version));
+    }
+    let started = Instant::now();
+    build_into(&dest, &stamp, |work| {
+        let gomod = go_mod_of(&pin.module, &pin.version, work)?;
+        let go = go_directive(&gomod).unwrap_or("1.22");
+        let module = format!(
+            "module olmpack.dev/tools/{name}\n\ngo {go}\n\nrequire {} {}\n",
+            pin.module, pin.version
+        );
+        build_wrapper_module(
+            work,
+            &module,
+            &BuildFlags {
+                tags: &tags,
+                ldflags: "",
+            },
+            &[(pin.package.clone(), pin.binary.clone())],
+        )
+    })?;
+    Ok(format!(
+        "{name} {}: built in {:.0?}",
+        pin.version,
+        started.elapsed()
+    ))
+}
+
+/// Builds in `<dest>.tmp-<pid>` and renames it to `dest` only when `build` succeeded.
+fn build_into(dest: &Path, stamp: &str, build: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+    let parent = dest.parent().context("tool directory has no parent")?;
+    fs::create_dir_all(parent)?;
+    let work = parent.join(format!(
+        ".{}.tmp-{}",
+        dest.file_name().unwrap_or_default().to_string_lossy(),
+        std::process::id()
+    ));
+    if work.exists() {
+        fs::remove_dir_all(&work)?;
+    }
+    fs::create_dir_all(work.join("bin"))?;
+    let result = build(&work).and_then(|()| {
+        fs::write(work.join(".complete"), stamp)?;
+        if dest.exists() {
+            fs::remove_dir_all(dest)
+                .with_context(|| format!("removing stale {}", dest.display()))?;
+        }
+        fs::rename(&work, dest).with_context(|| format!("moving build into {}", dest.display()))?;
+        Ok(())
+    });
+    if result.is_err() {
+        let _ = fs::remove_dir_all(&work);
+    }
+    result
+}
+
+/// Downloads `module@version` through the module proxy and returns its go.mod text.
+fn go_mod_of(module: &str, version: &str, work: &Path) -> Result<String> {
+    let out = Command::new("go")
+        .args(["mod", "download", "-json", &format!("{module}@{version}")])
+        .current_dir(work)
+        .env("GOFLAGS", "-mod=mod")
+        .output()
+        .context("running `go mod download` (is Go installed?)")?;
+    let info: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .with_context(|| format!("reading `go mod download` output for {module}@{version}"))?;
+    if let Some(err) = info.get("Error").and_then(|e| e.as_str()) {
+        bail!("the Go module proxy has no {module}@{version}: {err}");
+    }
+    let path = info
+        .get("GoMod")
+        .and_then(|p| p.as_str())
+        .context("`go mod download` named no go.mod")?;
+    fs::read_to_string(path).with_context(|| format!("reading {path}"))
+}
+
+/// The `k8s.io/*` modules that kubernetes' go.mod replaces with `./staging/...` paths.
+fn staging_modules(gomod: &str) -> Result<Vec<String>> {
+    let modules: Vec<String> = gomod
+        .lines()
+        .filter_map(|line| {
+            let (from, to) = line.trim().trim_start_matches("replace").split_once("=>")?;
+            to.trim()
+                .starts_with("./staging/")
+                .then(|| from.trim().to_owned())
+        })
+        .collect();
+    ensure!(
+        !modules.is_empty(),
+        "k8s.io/kubernetes' go.mod replaces no staging modules; the build recipe needs updating"
+    );
+    Ok(modules)
+}
+
+/// Flags for `go build`.
+struct BuildFlags<'a> {
+    tags: &'a str,
+    ldflags: &'a str,
+}
+
+/// `v1.37.2` → `("1", "37")`.
+fn kube_major_minor(version: &str) -> Result<(&str, &str)> {
+    let mut parts = version.trim_start_matches('v').split('.');
+    match (parts.next(), parts.next()) {
+        (Some(major), Some(minor)) => Ok((major, minor)),
+        _ => bail!("kubernetes version {version:?} is not vMAJOR.MINOR.PATCH"),
+    }
+}
+
+fn go_directive(gomod: &str) -> Option<&str> {
+    gomod
+        .lines()
+        .find_map(|line| line.strip_prefix("go ").map(str::trim))
+}
+
+/// Writes a wrapper module that imports `packages` and builds each `(package, binary)` into
+/// `work/bin/<binary>`.
+fn build_wrapper_module(
+    work: &Path,
+    module: &str,
+    flags: &BuildFlags<'_>,
+    packages: &[(String, String)],
+) -> Result<()> {
+    let src = work.join("src");
+    fs::create_dir_all(&src)?;
+    fs::write(src.join("go.mod"), module)?;
+    let imports: String = packages
+        .iter()
+        .map(|(p, _)| format!("\t_ \"{p}\"\n"))
+        .collect();
+    fs::write(
+        src.join("tools.go"),
+        format!("//go:build tools\n\npackage tools\n\nimport (\n{imports})\n"),
+    )?;
+    let go = |args: &[&str]| -> Result<()> {
+        let mut cmd = Command::new("go");
+        cmd.args(args)
+            .current_dir(&src)
+            .env("GOFLAGS", "-mod=mod")
+            .env("GOTOOLCHAIN", "local");
+        run(&mut cmd)
+    };
+    go(&["mod", "tidy"])?;
+    let tag_arg = format!("-tags={}", flags.tags);
+    let ldflags_arg = format!("-ldflags={}", flags.ldflags);
+    for (package, binary) in packages {
+        let out = format!("../bin/{binary}");
+        let mut args = vec!["build", "-o", &out];
+        if !flags.tags.is_empty() {
+            args.push(&tag_arg);
+        }
+        if !flags.ldflags.is_empty() {
+            args.push(&ldflags_arg);
+        }
+        args.push(package);
+        go(&args)?;
+    }
+    fs::remove_dir_all(&src)?;
+    Ok(())
+}
+
+fn run(cmd: &mut Command) -> Result<()> {
+    let shown = format!("{cmd:?}");
+    let status = cmd.status().with_context(|| format!("starting {shown}"))?;
+    ensure!(status.success(), "{shown} failed with {status}");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn staging_modules_are_read_from_the_replace_block() {
+        let gomod = "module k8s.io/kubernetes\n\nreplace (\n\tk8s.io/api => ./staging/src/k8s.io/api\n\tgithub.com/x/y => github.com/x/y v1.0.0\n\tk8s.io/kms => ./staging/src/k8s.io/kms\n)\n";
+        assert_eq!(
+            staging_modules(gomod).unwrap(),
+            vec!["k8s.io/api".to_owned(), "k8s.io/kms".to_owned()]
+        );
+        assert!(staging_modules("module x\n").is_err());
+    }
+
+    #[test]
+    fn the_pin_file_of_this_repository_parses() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let pins = Pins::load(&root).unwrap();
+        assert!(pins.kubernetes.version.starts_with("v1."));
+        assert!(pins.go.contains_key("opm"));
+        let vars = Layout {
+            cache: PathBuf::from("/cache"),
+        }
+        .test_env(&pins);
+        let opm = vars.iter().find(|(k, _)| k == "OLMPACK_OPM").unwrap();
+        assert_eq!(
+            opm.1,
+            OsString::from(format!("/cache/opm/{}/bin/opm", pins.go["opm"].version))
+        );
+    }
+
+    #[test]
+    fn a_directory_without_a_matching_stamp_is_rebuilt() {
+        let dir = std::env::temp_dir().join(format!("xtask-stamp-{}", std::process::id()));
+        fs::create_dir_all(dir.join("bin")).unwrap();
+        fs::write(dir.join("bin/tool"), "").unwrap();
+        assert!(!is_complete(&dir, "a\n", &["tool"]));
+        fs::write(dir.join(".complete"), "a\n").unwrap();
+        assert!(is_complete(&dir, "a\n", &["tool"]));
+        assert!(!is_complete(&dir, "b\n", &["tool"]));
+        assert!(!is_complete(&dir, "a\n", &["tool", "other"]));
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}
