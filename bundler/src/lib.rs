@@ -1,1 +1,29 @@
-//! olmpack: OLM bundles and File-Based Catalogs from one release plan.
+//! olmpack: OLM bundles, File-Based Catalogs and their images from one release plan, for any
+//! operator.
+//!
+//! Data flows one way: **plan → model → validate → render → write/push**.
+//! - [`plan`]: the release plan (`olmpack.yaml`) and its JSON Schema.
+//! - [`bundle`]: registry+v1 bundles: build the CSV and bundle files from manifests, validate
+//!   any bundle directory.
+//! - [`catalog`]: File-Based Catalogs: model, render, templates, upgrade graphs, validation.
+//! - [`image`]: bundle and catalog images without a container engine; OCI layouts and pushes.
+//! - [`report`]: validation findings and their text/JSON/JUnit output.
+//! - [`output`]: generated file trees, written atomically or checked against disk.
+//!
+//! Pure code in the middle, I/O at the edges: only `plan` loading, `output` and `image` push
+//! touch the file system or network.
+
+pub mod bundle;
+pub mod catalog;
+pub mod image;
+pub mod output;
+pub mod plan;
+pub mod report;
+pub mod yaml;
+
+/// Installs rustls' ring provider as the process default; call first in every binary and test
+/// harness that may use TLS (several dependencies also compile in aws-lc-rs, and with two
+/// providers rustls panics at the first TLS setup). Safe to call more than once.
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}

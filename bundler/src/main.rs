@@ -1,6 +1,8 @@
-//! The `olmpack` CLI. Not built yet: it says so and exits non-zero.
+//! The `olmpack` command line: parses arguments and orchestrates library calls, nothing more.
+
+mod cli;
 
 fn main() -> std::process::ExitCode {
-    eprintln!("olmpack: the bundle, catalog and image commands are not built yet (see README.md)");
-    std::process::ExitCode::from(2)
+    olmpack::install_crypto_provider();
+    cli::main()
 }

@@ -1,0 +1,1 @@
+//! registry+v1 bundles (issue: olmpack bundle). In progress.

@@ -1,0 +1,1 @@
+//! File-Based Catalogs (issue: olmpack catalog). Not built yet.

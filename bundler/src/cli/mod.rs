@@ -1,0 +1,90 @@
+//! Argument parsing and dispatch. Each command group lives in its own module.
+//!
+//! Exit codes: `0` success; `1` the input is invalid (validation errors, a stale `--check`);
+//! `2` olmpack could not do its job (unreadable input, bad arguments, I/O or network failure).
+
+mod bundle;
+mod catalog;
+mod image;
+
+use std::error::Error;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Ship a Kubernetes operator through OLM: bundles, File-Based Catalogs and their images,
+/// from one release plan, deterministically.
+#[derive(Debug, Parser)]
+#[command(name = "olmpack", version, propagate_version = true)]
+struct Cli {
+    /// Log more (repeat for more detail); logs go to stderr.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Log as JSON lines instead of text.
+    #[arg(long, global = true)]
+    log_json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Generate and validate registry+v1 bundles.
+    #[command(subcommand)]
+    Bundle(bundle::BundleCommand),
+    /// Generate, render, validate and draw File-Based Catalogs.
+    #[command(subcommand)]
+    Catalog(catalog::CatalogCommand),
+    /// Build, push and resolve bundle and catalog images (no container engine needed).
+    #[command(subcommand)]
+    Image(image::ImageCommand),
+}
+
+/// The result of a command: an exit code, or an error that stops it.
+pub type CmdResult = Result<ExitCode, Box<dyn Error + Send + Sync>>;
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.verbose, cli.log_json);
+    let result = match cli.command {
+        Command::Bundle(cmd) => bundle::run(cmd),
+        Command::Catalog(cmd) => catalog::run(cmd),
+        Command::Image(cmd) => image::run(cmd),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            print_error(err.as_ref());
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `error: top` then one `caused by:` line per source, each message said once.
+fn print_error(err: &(dyn Error + 'static)) {
+    eprintln!("error: {err}");
+    let mut source = err.source();
+    while let Some(cause) = source {
+        eprintln!("  caused by: {cause}");
+        source = cause.source();
+    }
+}
+
+fn init_logging(verbose: u8, json: bool) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("OLMPACK_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = if json {
+        builder.json().try_init()
+    } else {
+        builder.try_init()
+    };
+}

@@ -1,0 +1,1 @@
+//! The release plan (`olmpack.yaml`). In progress.

@@ -1,0 +1,73 @@
+//! YAML in and out, the one way olmpack does it.
+//!
+//! Output is deterministic: object keys sorted (serde_json's map is ordered), block style,
+//! strings quoted only where YAML would misread them. Input accepts multi-document streams,
+//! anchors and aliases; errors carry line and column.
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// Failure to parse or print YAML.
+#[derive(Debug, thiserror::Error)]
+pub enum YamlError {
+    #[error("invalid YAML: {0}")]
+    Parse(String),
+    #[error("failed to print YAML: {0}")]
+    Print(String),
+}
+
+/// Parses one YAML document.
+pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
+    serde_saphyr::from_str(text).map_err(|e| YamlError::Parse(e.to_string()))
+}
+
+/// Parses every document of a `---`-separated stream; empty documents are skipped.
+pub fn from_multi_str(text: &str) -> Result<Vec<serde_json::Value>, YamlError> {
+    let docs: Vec<serde_json::Value> =
+        serde_saphyr::from_multiple(text).map_err(|e| YamlError::Parse(e.to_string()))?;
+    Ok(docs.into_iter().filter(|d| !d.is_null()).collect())
+}
+
+/// Prints a value as one YAML document (no leading `---`, one trailing newline).
+pub fn to_string<T: Serialize>(value: &T) -> Result<String, YamlError> {
+    // Go through serde_json::Value so that every map is key-sorted, whatever `T` is.
+    let value = serde_json::to_value(value).map_err(|e| YamlError::Print(e.to_string()))?;
+    let mut text = serde_saphyr::to_string(&value).map_err(|e| YamlError::Print(e.to_string()))?;
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_tricky_scalars_and_sorts_keys() {
+        let value =
+            serde_json::json!({"z": "yes", "a": "123", "m": "x: y", "n": null, "t": "multi\nline"});
+        let text = to_string(&value).unwrap();
+        assert!(text.starts_with("a: \"123\"\n"));
+        let back: serde_json::Value = from_str(&text).unwrap();
+        assert_eq!(back, value);
+    }
+
+    #[test]
+    fn multi_document_streams_with_aliases() {
+        let docs = from_multi_str("a: 1\n---\n---\nb: &x 2\nc: *x\n").unwrap();
+        assert_eq!(
+            docs,
+            vec![
+                serde_json::json!({"a": 1}),
+                serde_json::json!({"b": 2, "c": 2})
+            ]
+        );
+    }
+
+    #[test]
+    fn errors_carry_the_line() {
+        let err = from_str::<serde_json::Value>("a: [1, 2\nb: 3").unwrap_err();
+        assert!(err.to_string().contains("line 2"), "{err}");
+    }
+}
