@@ -1,1 +1,4 @@
-//! registry+v1 bundles (issue: olmpack bundle). In progress.
+//! registry+v1 bundles: read any bundle directory ([`load`]), generate ours from a release
+//! plan, and validate.
+
+pub mod load;

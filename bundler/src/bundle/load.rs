@@ -1,0 +1,356 @@
+//! Reading a registry+v1 bundle directory from disk, whoever made it.
+//!
+//! Contract:
+//! - [`load_dir`] reads `manifests/` (every `*.yaml`, `*.yml`, `*.json`, multi-document
+//!   streams allowed), `metadata/annotations.yaml`, and the optional `metadata/properties.yaml`
+//!   and `metadata/dependencies.yaml`. It fails only when the directory cannot be read at all;
+//!   everything else that is wrong with the bundle (bad YAML, no CSV, two CSVs, unknown kinds)
+//!   is kept as data ([`LoadedBundle::problems`]) for the validator to report, so one run
+//!   shows every problem.
+//! - Objects keep the file they came from and their index in it, so findings can name both.
+//! - Files are visited in sorted path order: loading is deterministic.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+/// The bundle's fixed layout.
+pub const MANIFESTS_DIR: &str = "manifests";
+pub const METADATA_DIR: &str = "metadata";
+pub const ANNOTATIONS_FILE: &str = "metadata/annotations.yaml";
+pub const PROPERTIES_FILE: &str = "metadata/properties.yaml";
+pub const DEPENDENCIES_FILE: &str = "metadata/dependencies.yaml";
+
+/// Failure to read a bundle directory at all.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("bundle directory {path} does not exist or is not a directory")]
+    NotADirectory { path: PathBuf },
+    #[error("failed to read {path}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// One Kubernetes object read from a manifest file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Object {
+    /// Path relative to the bundle directory, e.g. `manifests/foo.crd.yaml`.
+    pub file: PathBuf,
+    /// Index of the document within the file (0 for single-document files).
+    pub index: usize,
+    pub value: Value,
+}
+
+impl Object {
+    pub fn kind(&self) -> &str {
+        self.value.get("kind").and_then(Value::as_str).unwrap_or("")
+    }
+
+    pub fn api_version(&self) -> &str {
+        self.value
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+
+    pub fn name(&self) -> &str {
+        self.value
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+
+    /// `Kind/name`, as findings name objects.
+    pub fn display_name(&self) -> String {
+        format!("{}/{}", self.kind(), self.name())
+    }
+}
+
+/// A file that could not be used, with the reason (reported by the validator).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileProblem {
+    pub file: PathBuf,
+    pub message: String,
+}
+
+/// Everything read from a bundle directory.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LoadedBundle {
+    pub dir: PathBuf,
+    /// Every object from `manifests/`, in file order then document order.
+    pub objects: Vec<Object>,
+    /// `annotations` from `metadata/annotations.yaml`, if the file parsed.
+    pub annotations: Option<BTreeMap<String, String>>,
+    /// `properties` from `metadata/properties.yaml`, if present and parsed.
+    pub properties: Option<Vec<Value>>,
+    /// `dependencies` from `metadata/dependencies.yaml`, if present and parsed.
+    pub dependencies: Option<Vec<Value>>,
+    /// Files that exist but could not be used.
+    pub problems: Vec<FileProblem>,
+    /// Relative paths of every file in the bundle, with sizes (for size and layout checks).
+    pub files: BTreeMap<PathBuf, u64>,
+}
+
+impl LoadedBundle {
+    /// The ClusterServiceVersion objects (a valid bundle has exactly one).
+    pub fn csvs(&self) -> impl Iterator<Item = &Object> {
+        self.objects
+            .iter()
+            .filter(|o| o.kind() == "ClusterServiceVersion")
+    }
+
+    /// The CustomResourceDefinition objects.
+    pub fn crds(&self) -> impl Iterator<Item = &Object> {
+        self.objects
+            .iter()
+            .filter(|o| o.kind() == "CustomResourceDefinition")
+    }
+
+    /// The one CSV, when there is exactly one.
+    pub fn csv(&self) -> Option<&Object> {
+        let mut csvs = self.csvs();
+        match (csvs.next(), csvs.next()) {
+            (Some(csv), None) => Some(csv),
+            _ => None,
+        }
+    }
+
+    /// An annotation from `metadata/annotations.yaml`.
+    pub fn annotation(&self, key: &str) -> Option<&str> {
+        self.annotations.as_ref()?.get(key).map(String::as_str)
+    }
+}
+
+/// Reads the bundle at `dir` (see the module contract).
+pub fn load_dir(dir: &Path) -> Result<LoadedBundle, LoadError> {
+    if !dir.is_dir() {
+        return Err(LoadError::NotADirectory {
+            path: dir.to_path_buf(),
+        });
+    }
+    let mut bundle = LoadedBundle {
+        dir: dir.to_path_buf(),
+        ..LoadedBundle::default()
+    };
+    let files = crate::output::read_tree(dir).map_err(|e| match e {
+        crate::output::OutputError::Read { path, source } => LoadError::Read { path, source },
+        other => LoadError::Read {
+            path: dir.to_path_buf(),
+            source: std::io::Error::other(other.to_string()),
+        },
+    })?;
+    for (path, contents) in &files {
+        bundle.files.insert(path.clone(), contents.len() as u64);
+        let in_manifests = path.starts_with(MANIFESTS_DIR);
+        if in_manifests && is_manifest_file(path) {
+            read_objects(&mut bundle, path, contents);
+        }
+    }
+    let annotations_path = Path::new(ANNOTATIONS_FILE);
+    if let Some(contents) = files.get(annotations_path) {
+        bundle.annotations = read_section(&mut bundle, annotations_path, contents, "annotations")
+            .and_then(|v| string_map(&mut bundle, annotations_path, v));
+    }
+    for (file, key) in [
+        (PROPERTIES_FILE, "properties"),
+        (DEPENDENCIES_FILE, "dependencies"),
+    ] {
+        let path = Path::new(file);
+        if let Some(contents) = files.get(path) {
+            let list = read_section(&mut bundle, path, contents, key).and_then(|v| match v {
+                Value::Array(items) => Some(items),
+                _ => {
+                    bundle.problems.push(FileProblem {
+                        file: path.to_path_buf(),
+                        message: format!("`{key}` must be a list"),
+                    });
+                    None
+                }
+            });
+            match key {
+                "properties" => bundle.properties = list,
+                _ => bundle.dependencies = list,
+            }
+        }
+    }
+    Ok(bundle)
+}
+
+fn is_manifest_file(path: &Path) -> bool {
+    matches!(
+        path.extension().and_then(|e| e.to_str()),
+        Some("yaml" | "yml" | "json")
+    )
+}
+
+fn read_objects(bundle: &mut LoadedBundle, path: &Path, contents: &[u8]) {
+    let Ok(text) = std::str::from_utf8(contents) else {
+        bundle.problems.push(FileProblem {
+            file: path.to_path_buf(),
+            message: "not UTF-8 text".to_owned(),
+        });
+        return;
+    };
+    match crate::yaml::from_multi_str(text) {
+        Ok(docs) => {
+            for (index, value) in docs.into_iter().enumerate() {
+                if !value.is_object() {
+                    bundle.problems.push(FileProblem {
+                        file: path.to_path_buf(),
+                        message: format!("document {index} is not a Kubernetes object (a mapping)"),
+                    });
+                    continue;
+                }
+                bundle.objects.push(Object {
+                    file: path.to_path_buf(),
+                    index,
+                    value,
+                });
+            }
+        }
+        Err(err) => bundle.problems.push(FileProblem {
+            file: path.to_path_buf(),
+            message: err.to_string(),
+        }),
+    }
+}
+
+/// Parses a metadata file and returns its top-level `key`.
+fn read_section(
+    bundle: &mut LoadedBundle,
+    path: &Path,
+    contents: &[u8],
+    key: &str,
+) -> Option<Value> {
+    let text = match std::str::from_utf8(contents) {
+        Ok(text) => text,
+        Err(_) => {
+            bundle.problems.push(FileProblem {
+                file: path.to_path_buf(),
+                message: "not UTF-8 text".to_owned(),
+            });
+            return None;
+        }
+    };
+    match crate::yaml::from_str::<Value>(text) {
+        Ok(Value::Object(mut map)) => match map.remove(key) {
+            Some(value) => Some(value),
+            None => {
+                bundle.problems.push(FileProblem {
+                    file: path.to_path_buf(),
+                    message: format!("has no top-level `{key}` key"),
+                });
+                None
+            }
+        },
+        Ok(_) => {
+            bundle.problems.push(FileProblem {
+                file: path.to_path_buf(),
+                message: "is not a YAML mapping".to_owned(),
+            });
+            None
+        }
+        Err(err) => {
+            bundle.problems.push(FileProblem {
+                file: path.to_path_buf(),
+                message: err.to_string(),
+            });
+            None
+        }
+    }
+}
+
+fn string_map(
+    bundle: &mut LoadedBundle,
+    path: &Path,
+    value: Value,
+) -> Option<BTreeMap<String, String>> {
+    let Value::Object(map) = value else {
+        bundle.problems.push(FileProblem {
+            file: path.to_path_buf(),
+            message: "`annotations` must be a mapping of strings".to_owned(),
+        });
+        return None;
+    };
+    let mut out = BTreeMap::new();
+    for (k, v) in map {
+        match v {
+            Value::String(s) => {
+                out.insert(k, s);
+            }
+            other => {
+                bundle.problems.push(FileProblem {
+                    file: path.to_path_buf(),
+                    message: format!("annotation `{k}` must be a string, found {other}"),
+                });
+            }
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, rel: &str, text: &str) {
+        let path = dir.join(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn reads_objects_annotations_and_keeps_problems() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        write(
+            d,
+            "manifests/a.yaml",
+            "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
+        );
+        write(d, "manifests/broken.yaml", "a: [1\n");
+        write(d, "manifests/README.md", "not a manifest");
+        write(
+            d,
+            "metadata/annotations.yaml",
+            "annotations:\n  operators.operatorframework.io.bundle.package.v1: p\n  bad: 3\n",
+        );
+        let b = load_dir(d).unwrap();
+        assert_eq!(
+            b.objects
+                .iter()
+                .map(Object::display_name)
+                .collect::<Vec<_>>(),
+            vec!["Service/s", "ConfigMap/c"]
+        );
+        assert_eq!(b.objects[1].index, 1);
+        assert_eq!(
+            b.annotation("operators.operatorframework.io.bundle.package.v1"),
+            Some("p")
+        );
+        let problems: Vec<_> = b
+            .problems
+            .iter()
+            .map(|p| p.file.display().to_string())
+            .collect();
+        assert_eq!(
+            problems,
+            vec!["manifests/broken.yaml", "metadata/annotations.yaml"]
+        );
+        assert!(b.files.contains_key(Path::new("manifests/README.md")));
+    }
+
+    #[test]
+    fn a_missing_directory_is_an_error() {
+        let err = load_dir(Path::new("/nonexistent/bundle")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "bundle directory /nonexistent/bundle does not exist or is not a directory"
+        );
+    }
+}
