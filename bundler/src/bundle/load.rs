@@ -11,7 +11,6 @@
 //! - Files are visited in sorted path order: loading is deterministic.
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -297,6 +296,7 @@ fn string_map(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     fn write(dir: &Path, rel: &str, text: &str) {
         let path = dir.join(rel);

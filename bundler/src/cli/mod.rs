@@ -6,6 +6,7 @@
 mod bundle;
 mod catalog;
 mod image;
+mod plan;
 
 use std::error::Error;
 use std::process::ExitCode;
@@ -38,6 +39,9 @@ enum Command {
     /// Build, push and resolve bundle and catalog images (no container engine needed).
     #[command(subcommand)]
     Image(image::ImageCommand),
+    /// Inspect the release plan (olmpack.yaml).
+    #[command(subcommand)]
+    Plan(plan::PlanCommand),
 }
 
 /// The result of a command: an exit code, or an error that stops it.
@@ -50,6 +54,7 @@ pub fn main() -> ExitCode {
         Command::Bundle(cmd) => bundle::run(cmd),
         Command::Catalog(cmd) => catalog::run(cmd),
         Command::Image(cmd) => image::run(cmd),
+        Command::Plan(cmd) => plan::run(cmd),
     };
     match result {
         Ok(code) => code,

@@ -1,1 +1,464 @@
-//! The release plan (`olmpack.yaml`). In progress.
+//! The release plan (`olmpack.yaml`): everything olmpack needs to produce an operator's bundles
+//! and catalog, in one declarative file.
+//!
+//! Contract:
+//! - Unknown keys are errors (a typo must not silently drop a setting), reported with the
+//!   file and the field path (`releases[2].chanels`).
+//! - Paths inside the plan are relative to the plan file's directory.
+//! - [`Plan::releases`] is kept in file order; [`LoadedPlan::sorted_releases`] gives semver
+//!   order, which is what upgrade edges are computed from.
+//! - The JSON Schema ([`schema::json_schema`]) is generated from these types, so editors
+//!   check exactly what olmpack accepts.
+
+pub mod schema;
+pub mod upgrade;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The file name olmpack looks for when `--plan` is not given.
+pub const DEFAULT_PLAN_FILE: &str = "olmpack.yaml";
+
+/// Failure to read a release plan.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error("failed to read release plan {path}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("{path}: {field}: {message}")]
+    Invalid {
+        path: PathBuf,
+        field: String,
+        message: String,
+    },
+}
+
+/// An operator's release plan.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(title = "olmpack release plan")]
+pub struct Plan {
+    /// The OLM package name (a DNS-1123 label), e.g. `my-operator`.
+    pub package: String,
+    /// The channel a subscription without a channel follows. Must be one of the channels that
+    /// some release is published to.
+    pub default_channel: String,
+    /// Channels every release is published to unless the release says otherwise.
+    #[serde(default)]
+    pub channels: Vec<String>,
+    /// `createdAt` for every release that sets none (RFC 3339). Without it, and without
+    /// `SOURCE_DATE_EPOCH`, the CSV has no `createdAt`: olmpack never writes the current time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
+    /// ClusterServiceVersion metadata shared by every release.
+    pub csv: CsvMetadata,
+    /// Labels for `metadata/annotations.yaml` and `bundle.Dockerfile` on top of the standard
+    /// ones, e.g. `com.redhat.openshift.versions`.
+    #[serde(default)]
+    pub bundle_labels: BTreeMap<String, String>,
+    /// Sample custom resources (YAML files, relative to the plan) for `alm-examples`, used by
+    /// every release whose CRDs own their kind.
+    #[serde(default)]
+    pub samples: Vec<PathBuf>,
+    /// How `replaces` / `skips` are computed when a release does not set them.
+    #[serde(default)]
+    pub upgrades: UpgradePolicy,
+    /// Every release, oldest first or in any order.
+    pub releases: Vec<Release>,
+}
+
+/// CSV fields shared by all releases.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CsvMetadata {
+    pub display_name: String,
+    /// Long description (Markdown), `spec.description`.
+    pub description: String,
+    /// One-line summary, the `description` annotation OperatorHub shows in tiles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub short_description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icon: Option<Icon>,
+    #[serde(default)]
+    pub keywords: Vec<String>,
+    #[serde(default)]
+    pub maintainers: Vec<Maintainer>,
+    pub provider: Provider,
+    #[serde(default)]
+    pub links: Vec<Link>,
+    /// e.g. `alpha`, `beta`, `stable`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maturity: Option<String>,
+    /// One of OperatorHub's capability levels, e.g. `Seamless Upgrades`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<String>,
+    #[serde(default)]
+    pub categories: Vec<String>,
+    /// Oldest Kubernetes version the operator supports (semver, e.g. `1.28.0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_kube_version: Option<String>,
+    /// Install modes the operator supports. Default: AllNamespaces only. Forced to
+    /// AllNamespaces only when a CRD uses a conversion webhook (OLM requires it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub install_modes: Option<Vec<InstallModeType>>,
+    /// Extra CSV annotations (`repository`, `support`, `containerImage`, feature flags...).
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+    /// CSV labels, e.g. `operatorframework.io/arch.amd64: supported`.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// Display metadata for owned CRDs, keyed by CRD name (`plural.group`).
+    #[serde(default)]
+    pub crds: BTreeMap<String, CrdDisplay>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Icon {
+    /// Image file relative to the plan; its bytes are embedded as base64.
+    pub path: PathBuf,
+    /// `image/svg+xml`, `image/png`, `image/jpeg` or `image/gif`.
+    pub mediatype: String,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Maintainer {
+    pub name: String,
+    pub email: String,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Provider {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Link {
+    pub name: String,
+    pub url: String,
+}
+
+/// OLM install modes.
+#[derive(
+    Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq, PartialOrd, Ord,
+)]
+pub enum InstallModeType {
+    OwnNamespace,
+    SingleNamespace,
+    MultiNamespace,
+    AllNamespaces,
+}
+
+impl InstallModeType {
+    pub const ALL: [InstallModeType; 4] = [
+        InstallModeType::OwnNamespace,
+        InstallModeType::SingleNamespace,
+        InstallModeType::MultiNamespace,
+        InstallModeType::AllNamespaces,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InstallModeType::OwnNamespace => "OwnNamespace",
+            InstallModeType::SingleNamespace => "SingleNamespace",
+            InstallModeType::MultiNamespace => "MultiNamespace",
+            InstallModeType::AllNamespaces => "AllNamespaces",
+        }
+    }
+}
+
+/// How an owned CRD is shown in consoles.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CrdDisplay {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Kubernetes kinds the operator creates for this CRD (`resources` in the CSV).
+    #[serde(default)]
+    pub resources: Vec<CrdResource>,
+    /// Descriptors for every version; a version listed in `versions` replaces these.
+    #[serde(default)]
+    pub spec_descriptors: Vec<Descriptor>,
+    #[serde(default)]
+    pub status_descriptors: Vec<Descriptor>,
+    /// Per-version overrides of the descriptors.
+    #[serde(default)]
+    pub versions: BTreeMap<String, VersionDescriptors>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CrdResource {
+    pub kind: String,
+    pub version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct VersionDescriptors {
+    #[serde(default)]
+    pub spec_descriptors: Vec<Descriptor>,
+    #[serde(default)]
+    pub status_descriptors: Vec<Descriptor>,
+}
+
+/// A spec or status descriptor (a field shown in consoles).
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Descriptor {
+    pub path: String,
+    pub display_name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(
+        default,
+        rename = "x-descriptors",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub x_descriptors: Vec<String>,
+}
+
+/// How default upgrade edges are computed.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UpgradePolicy {
+    /// `replaces-chain` (default): each release replaces the newest older release that is
+    /// not `broken`, and skips the broken ones in between. `none`: only explicit edges.
+    #[serde(default)]
+    pub policy: EdgePolicy,
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum EdgePolicy {
+    #[default]
+    ReplacesChain,
+    None,
+}
+
+/// One release: a bundle.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Release {
+    /// Semantic version of the release, without a leading `v`.
+    pub version: String,
+    /// Directory of Kubernetes YAML (plain, kustomize or helm output), relative to the plan.
+    pub manifests: PathBuf,
+    /// Channels this release is published to (default: the plan's `channels`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channels: Option<Vec<String>>,
+    /// Explicit `spec.replaces` (a bundle name, e.g. `my-operator.v1.2.3`); `""` for none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaces: Option<String>,
+    /// Explicit `spec.skips` (bundle names); added to computed skips.
+    #[serde(default)]
+    pub skips: Vec<String>,
+    /// The `olm.skipRange` annotation, e.g. `>=1.0.0 <1.0.3`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skip_range: Option<String>,
+    /// A broken release: later releases skip it and nothing replaces it.
+    #[serde(default)]
+    pub broken: bool,
+    /// Marked deprecated in the catalog.
+    #[serde(default)]
+    pub deprecated: bool,
+    /// `createdAt` for this release (RFC 3339), overriding the plan's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
+    /// More sample custom resources for this release only.
+    #[serde(default)]
+    pub samples: Vec<PathBuf>,
+    /// Entries for `metadata/properties.yaml` (`{type, value}`).
+    #[serde(default)]
+    pub properties: Vec<serde_json::Value>,
+    /// Entries for `metadata/dependencies.yaml` (`{type, value}`).
+    #[serde(default)]
+    pub dependencies: Vec<serde_json::Value>,
+}
+
+/// A plan with the location it was read from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoadedPlan {
+    pub path: PathBuf,
+    pub plan: Plan,
+}
+
+impl LoadedPlan {
+    /// The directory that relative paths in the plan are resolved against.
+    pub fn base_dir(&self) -> &Path {
+        match self.path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        }
+    }
+
+    /// Resolves a path from the plan.
+    pub fn resolve(&self, path: &Path) -> PathBuf {
+        self.base_dir().join(path)
+    }
+
+    /// Releases with parsed versions, oldest first.
+    pub fn sorted_releases(&self) -> Vec<(semver::Version, &Release)> {
+        let mut releases: Vec<_> = self
+            .plan
+            .releases
+            .iter()
+            .filter_map(|r| Some((semver::Version::parse(&r.version).ok()?, r)))
+            .collect();
+        releases.sort_by(|a, b| a.0.cmp(&b.0));
+        releases
+    }
+
+    /// The bundle (CSV) name of a version: `<package>.v<version>`.
+    pub fn bundle_name(&self, version: &str) -> String {
+        format!("{}.v{version}", self.plan.package)
+    }
+
+    /// The channels a release is published to.
+    pub fn channels_of<'a>(&'a self, release: &'a Release) -> &'a [String] {
+        release.channels.as_deref().unwrap_or(&self.plan.channels)
+    }
+
+    pub fn release(&self, version: &str) -> Option<&Release> {
+        self.plan.releases.iter().find(|r| r.version == version)
+    }
+}
+
+/// Reads and checks a plan file.
+pub fn load(path: &Path) -> Result<LoadedPlan, PlanError> {
+    let text = std::fs::read_to_string(path).map_err(|source| PlanError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse(path, &text)
+}
+
+/// Parses plan text that came from `path` (used in messages and to resolve relative paths).
+pub fn parse(path: &Path, text: &str) -> Result<LoadedPlan, PlanError> {
+    let value: serde_json::Value = crate::yaml::from_str(text).map_err(|e| PlanError::Parse {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    let plan: Plan = serde_path_to_error::deserialize(value).map_err(|e| {
+        let field = e.path().to_string();
+        PlanError::Invalid {
+            path: path.to_path_buf(),
+            field: if field == "." {
+                "(top level)".to_owned()
+            } else {
+                field
+            },
+            message: e.into_inner().to_string(),
+        }
+    })?;
+    let loaded = LoadedPlan {
+        path: path.to_path_buf(),
+        plan,
+    };
+    check(&loaded)?;
+    Ok(loaded)
+}
+
+/// Checks what the types cannot express.
+fn check(loaded: &LoadedPlan) -> Result<(), PlanError> {
+    let plan = &loaded.plan;
+    let invalid = |field: String, message: String| PlanError::Invalid {
+        path: loaded.path.clone(),
+        field,
+        message,
+    };
+    if !is_dns1123_label(&plan.package) {
+        return Err(invalid(
+            "package".into(),
+            format!(
+                "{:?} is not a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters)",
+                plan.package
+            ),
+        ));
+    }
+    if plan.releases.is_empty() {
+        return Err(invalid(
+            "releases".into(),
+            "at least one release is required".into(),
+        ));
+    }
+    let mut seen = BTreeMap::new();
+    for (i, release) in plan.releases.iter().enumerate() {
+        let version = semver::Version::parse(&release.version).map_err(|e| {
+            invalid(
+                format!("releases[{i}].version"),
+                format!("{:?} is not a semantic version: {e}", release.version),
+            )
+        })?;
+        if let Some(first) = seen.insert(version, i) {
+            return Err(invalid(
+                format!("releases[{i}].version"),
+                format!("version {} is also releases[{first}]", release.version),
+            ));
+        }
+        if loaded.channels_of(release).is_empty() {
+            return Err(invalid(
+                format!("releases[{i}].channels"),
+                "no channels: set the release's `channels` or the plan's `channels`".into(),
+            ));
+        }
+        for (j, channel) in loaded.channels_of(release).iter().enumerate() {
+            if channel.trim().is_empty() || channel.contains(',') {
+                return Err(invalid(
+                    format!("releases[{i}].channels[{j}]"),
+                    format!("{channel:?} is not a valid channel name"),
+                ));
+            }
+        }
+    }
+    let published = plan
+        .releases
+        .iter()
+        .flat_map(|r| loaded.channels_of(r))
+        .any(|c| c == &plan.default_channel);
+    if !published {
+        return Err(invalid(
+            "defaultChannel".into(),
+            format!(
+                "channel {:?} has no release; publish a release to it or pick another default",
+                plan.default_channel
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// DNS-1123 label: `[a-z0-9]([-a-z0-9]*[a-z0-9])?`, at most 63 characters.
+pub fn is_dns1123_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+/// DNS-1123 subdomain: dot-separated labels, at most 253 characters.
+pub fn is_dns1123_subdomain(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns1123_label)
+}
+
+#[cfg(test)]
+mod tests;

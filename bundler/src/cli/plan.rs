@@ -1,0 +1,45 @@
+//! `olmpack plan …`: inspect the release plan.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use olmpack::plan;
+
+use super::CmdResult;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum PlanCommand {
+    /// Print the JSON Schema of olmpack.yaml (for editors: `# yaml-language-server: $schema=…`).
+    Schema,
+    /// Print each release's computed upgrade edges (replaces, skips, skipRange).
+    Edges {
+        /// The release plan.
+        #[arg(long, default_value = plan::DEFAULT_PLAN_FILE)]
+        plan: PathBuf,
+    },
+}
+
+pub fn run(cmd: PlanCommand) -> CmdResult {
+    match cmd {
+        PlanCommand::Schema => print!("{}", plan::schema::json_schema()),
+        PlanCommand::Edges { plan: path } => {
+            let loaded = plan::load(&path)?;
+            let edges = plan::upgrade::edges(&loaded);
+            for (version, _) in loaded.sorted_releases() {
+                let e = &edges[&version.to_string()];
+                println!("{}", loaded.bundle_name(&version.to_string()));
+                println!("  replaces: {}", e.replaces.as_deref().unwrap_or("-"));
+                println!(
+                    "  skips: {}",
+                    if e.skips.is_empty() {
+                        "-".to_owned()
+                    } else {
+                        e.skips.join(", ")
+                    }
+                );
+                println!("  skipRange: {}", e.skip_range.as_deref().unwrap_or("-"));
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,118 @@
+use super::*;
+
+const BASE: &str = "package: op\ndefaultChannel: stable\nchannels: [stable]\ncsv: {displayName: Op, description: d, provider: {name: p}}\n";
+
+fn parse_str(text: &str) -> Result<LoadedPlan, PlanError> {
+    parse(Path::new("dir/olmpack.yaml"), text)
+}
+
+#[test]
+fn a_minimal_plan_parses_and_resolves_paths() {
+    let plan = parse_str(&format!(
+        "{BASE}releases:\n- {{version: 1.0.0, manifests: deploy}}\n"
+    ))
+    .unwrap();
+    assert_eq!(
+        plan.resolve(Path::new("deploy")),
+        PathBuf::from("dir/deploy")
+    );
+    assert_eq!(plan.bundle_name("1.0.0"), "op.v1.0.0");
+    assert_eq!(
+        plan.channels_of(&plan.plan.releases[0]),
+        ["stable".to_owned()]
+    );
+}
+
+#[test]
+fn bad_plans_name_file_and_field() {
+    let cases: &[(&str, String, &str)] = &[
+        (
+            "unknown key in a release",
+            format!("{BASE}releases:\n- {{version: 1.0.0, manifests: m, chanels: [x]}}\n"),
+            "dir/olmpack.yaml: releases[0].chanels: unknown field `chanels`, expected one of",
+        ),
+        (
+            "unknown top-level key",
+            format!("{BASE}pakage: x\nreleases: []\n"),
+            "dir/olmpack.yaml: pakage: unknown field `pakage`",
+        ),
+        (
+            "bad version",
+            format!("{BASE}releases:\n- {{version: v1.0, manifests: m}}\n"),
+            "dir/olmpack.yaml: releases[0].version: \"v1.0\" is not a semantic version",
+        ),
+        (
+            "duplicate version",
+            format!("{BASE}releases:\n- {{version: 1.0.0, manifests: m}}\n- {{version: 1.0.0, manifests: other}}\n"),
+            "dir/olmpack.yaml: releases[1].version: version 1.0.0 is also releases[0]",
+        ),
+        (
+            "no releases",
+            format!("{BASE}releases: []\n"),
+            "dir/olmpack.yaml: releases: at least one release is required",
+        ),
+        (
+            "package not a DNS label",
+            "package: My_Op\ndefaultChannel: s\nchannels: [s]\ncsv: {displayName: O, description: d, provider: {name: p}}\nreleases:\n- {version: 1.0.0, manifests: m}\n".to_owned(),
+            "dir/olmpack.yaml: package: \"My_Op\" is not a DNS-1123 label",
+        ),
+        (
+            "default channel without a release",
+            "package: op\ndefaultChannel: fast\nchannels: [stable]\ncsv: {displayName: O, description: d, provider: {name: p}}\nreleases:\n- {version: 1.0.0, manifests: m}\n".to_owned(),
+            "dir/olmpack.yaml: defaultChannel: channel \"fast\" has no release",
+        ),
+        (
+            "release without channels",
+            "package: op\ndefaultChannel: s\ncsv: {displayName: O, description: d, provider: {name: p}}\nreleases:\n- {version: 1.0.0, manifests: m}\n".to_owned(),
+            "dir/olmpack.yaml: releases[0].channels: no channels",
+        ),
+        (
+            "missing required CSV field",
+            "package: op\ndefaultChannel: s\nchannels: [s]\ncsv: {description: d, provider: {name: p}}\nreleases:\n- {version: 1.0.0, manifests: m}\n".to_owned(),
+            "dir/olmpack.yaml: csv: missing field `displayName`",
+        ),
+        (
+            "wrong type",
+            format!("{BASE}releases:\n- {{version: 1.0.0, manifests: m, broken: sometimes}}\n"),
+            "dir/olmpack.yaml: releases[0].broken: invalid type: string \"sometimes\", expected a boolean",
+        ),
+        (
+            "bad install mode",
+            "package: op\ndefaultChannel: s\nchannels: [s]\ncsv: {displayName: O, description: d, provider: {name: p}, installModes: [AllNamespace]}\nreleases:\n- {version: 1.0.0, manifests: m}\n".to_owned(),
+            "dir/olmpack.yaml: csv.installModes[0]: unknown variant `AllNamespace`",
+        ),
+        (
+            "malformed YAML",
+            "package: [op\n".to_owned(),
+            "dir/olmpack.yaml: invalid YAML: ",
+        ),
+    ];
+    for (name, text, expected) in cases {
+        let err = parse_str(text).expect_err(name).to_string();
+        assert!(
+            err.starts_with(expected),
+            "{name}: got {err:?}, want prefix {expected:?}"
+        );
+    }
+}
+
+#[test]
+fn dns_names() {
+    assert!(is_dns1123_label("a-b1"));
+    assert!(!is_dns1123_label("-a"));
+    assert!(!is_dns1123_label("A"));
+    assert!(!is_dns1123_label(&"a".repeat(64)));
+    assert!(is_dns1123_subdomain("webapps.apps.olmpack.dev"));
+    assert!(!is_dns1123_subdomain("a..b"));
+}
+
+#[test]
+fn the_published_schema_is_current() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../olmpack.schema.json");
+    let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        on_disk == schema::json_schema(),
+        "{} is stale: run `cargo run -p olmpack -- plan schema > olmpack.schema.json`",
+        path.display()
+    );
+}
