@@ -19,6 +19,7 @@ pub mod image;
 pub mod output;
 pub mod plan;
 pub mod report;
+pub mod semver_range;
 pub mod yaml;
 
 /// Installs rustls' ring provider as the process default; call first in every binary and test

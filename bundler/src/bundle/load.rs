@@ -91,8 +91,8 @@ pub struct LoadedBundle {
     pub dependencies: Option<Vec<Value>>,
     /// Files that exist but could not be used.
     pub problems: Vec<FileProblem>,
-    /// Relative paths of every file in the bundle, with sizes (for size and layout checks).
-    pub files: BTreeMap<PathBuf, u64>,
+    /// Every file of the bundle (relative path → contents), for layout and size checks.
+    pub files: BTreeMap<PathBuf, Vec<u8>>,
 }
 
 impl LoadedBundle {
@@ -132,10 +132,6 @@ pub fn load_dir(dir: &Path) -> Result<LoadedBundle, LoadError> {
             path: dir.to_path_buf(),
         });
     }
-    let mut bundle = LoadedBundle {
-        dir: dir.to_path_buf(),
-        ..LoadedBundle::default()
-    };
     let files = crate::output::read_tree(dir).map_err(|e| match e {
         crate::output::OutputError::Read { path, source } => LoadError::Read { path, source },
         other => LoadError::Read {
@@ -143,10 +139,26 @@ pub fn load_dir(dir: &Path) -> Result<LoadedBundle, LoadError> {
             source: std::io::Error::other(other.to_string()),
         },
     })?;
+    Ok(load_files(
+        dir,
+        files.iter().map(|(p, c)| (p.as_path(), c.as_slice())),
+    ))
+}
+
+/// Reads a bundle from files in memory (relative path → contents), e.g. one just generated;
+/// `dir` is only used to label the result.
+pub fn load_files<'a>(
+    dir: &Path,
+    files: impl IntoIterator<Item = (&'a Path, &'a [u8])>,
+) -> LoadedBundle {
+    let files: BTreeMap<&Path, &[u8]> = files.into_iter().collect();
+    let mut bundle = LoadedBundle {
+        dir: dir.to_path_buf(),
+        ..LoadedBundle::default()
+    };
     for (path, contents) in &files {
-        bundle.files.insert(path.clone(), contents.len() as u64);
-        let in_manifests = path.starts_with(MANIFESTS_DIR);
-        if in_manifests && is_manifest_file(path) {
+        bundle.files.insert(path.to_path_buf(), contents.to_vec());
+        if path.starts_with(MANIFESTS_DIR) && is_manifest_file(path) {
             read_objects(&mut bundle, path, contents);
         }
     }
@@ -177,7 +189,7 @@ pub fn load_dir(dir: &Path) -> Result<LoadedBundle, LoadError> {
             }
         }
     }
-    Ok(bundle)
+    bundle
 }
 
 fn is_manifest_file(path: &Path) -> bool {

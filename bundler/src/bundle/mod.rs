@@ -1,4 +1,12 @@
-//! registry+v1 bundles: read any bundle directory ([`load`]), generate ours from a release
-//! plan, and validate.
+//! registry+v1 bundles: generate ours from a release plan ([`generate`]), read any bundle
+//! directory ([`load`]), and validate it ([`validate`]).
+//!
+//! Flow: plan + manifests ([`manifests`]) → CSV and objects ([`csv`], pure) → files
+//! ([`files`], pure) → validation ([`validate`], pure) → the caller writes or checks them.
 
+pub mod csv;
+pub mod files;
+pub mod generate;
 pub mod load;
+pub mod manifests;
+pub mod validate;

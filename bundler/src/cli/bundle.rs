@@ -1,16 +1,159 @@
-//! `olmpack bundle …` (in progress).
+//! `olmpack bundle …`: generate bundles from the release plan, validate any bundle.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use olmpack::bundle::generate::{self, GenerateError, GenerateOptions};
+use olmpack::bundle::{load, validate};
+use olmpack::plan;
+use olmpack::report::{OutputFormat, Report, Severity};
 
 use super::CmdResult;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum BundleCommand {
-    /// Not built yet.
+    /// Generate bundle/<version>/ for every release of the plan, validate each, and replace
+    /// the output directory in one step (nothing is written when anything fails).
+    ///
+    /// createdAt comes from the plan or SOURCE_DATE_EPOCH, never the clock: the output is
+    /// byte-identical on every run.
+    Generate {
+        /// The release plan.
+        #[arg(long, default_value = plan::DEFAULT_PLAN_FILE)]
+        plan: PathBuf,
+        /// Output directory [default: `bundle` next to the plan].
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Write nothing; exit 1 with a diff if the output directory is not up to date.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Validate a bundle directory, or a directory of bundle directories.
+    ///
+    /// Exit codes: 0 no errors (warnings allowed), 1 errors found, 2 the bundle could not be
+    /// read at all.
     Validate {
-        /// The bundle directory.
-        dir: std::path::PathBuf,
+        /// A bundle (with manifests/ and metadata/) or a directory of bundles.
+        dir: PathBuf,
+        /// Report format.
+        #[arg(long, short, value_enum, default_value_t = OutputFormat::Text)]
+        output: OutputFormat,
+        /// Kubernetes version the bundle must install on: APIs removed by then are errors.
+        #[arg(long, value_name = "MAJOR.MINOR", default_value = "1.37", value_parser = parse_kube_version)]
+        kube_version: (u64, u64),
     },
 }
 
-pub fn run(_cmd: BundleCommand) -> CmdResult {
-    Err("olmpack bundle is not built yet".into())
+fn parse_kube_version(s: &str) -> Result<(u64, u64), String> {
+    let s = s.trim_start_matches('v');
+    let mut parts = s.split('.');
+    match (parts.next().map(str::parse), parts.next().map(str::parse)) {
+        (Some(Ok(major)), Some(Ok(minor))) => Ok((major, minor)),
+        _ => Err(format!("{s:?} is not MAJOR.MINOR (e.g. 1.33)")),
+    }
+}
+
+pub fn run(cmd: BundleCommand) -> CmdResult {
+    match cmd {
+        BundleCommand::Generate { plan, out, check } => generate(&plan, out, check),
+        BundleCommand::Validate {
+            dir,
+            output,
+            kube_version,
+        } => validate_cmd(&dir, output, kube_version),
+    }
+}
+
+fn generate(plan_path: &Path, out: Option<PathBuf>, check: bool) -> CmdResult {
+    let loaded = plan::load(plan_path)?;
+    let out = out.unwrap_or_else(|| loaded.resolve(Path::new("bundle")));
+    let options = GenerateOptions {
+        source_date_epoch: generate::source_date_epoch_from_env()?,
+        only_version: None,
+    };
+    let generated = match generate::generate(&loaded, &options) {
+        Ok(generated) => generated,
+        Err(GenerateError::Invalid(findings)) => {
+            let mut report = Report::new(plan_path.display().to_string());
+            report.extend(findings);
+            report.normalize();
+            eprint!("{}", report.render(OutputFormat::Text));
+            eprintln!("olmpack: no bundle written");
+            return Ok(ExitCode::from(1));
+        }
+        Err(other) => return Err(other.into()),
+    };
+    for report in &generated.reports {
+        let notable = report.findings.iter().any(|f| f.severity != Severity::Info);
+        if notable {
+            eprint!("{}", report.render(OutputFormat::Text));
+        }
+    }
+    if check {
+        let drifts = generated.tree.check_against(&out)?;
+        if drifts.is_empty() {
+            println!(
+                "{} is up to date ({} files)",
+                out.display(),
+                generated.tree.len()
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+        for drift in &drifts {
+            println!("{drift}");
+        }
+        eprintln!(
+            "olmpack: {} is stale ({} difference(s)); run `olmpack bundle generate`",
+            out.display(),
+            drifts.len()
+        );
+        return Ok(ExitCode::from(1));
+    }
+    generated.tree.write_to(&out)?;
+    println!(
+        "wrote {} bundle(s), {} files, to {}",
+        generated.reports.len(),
+        generated.tree.len(),
+        out.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Validates `dir` as one bundle, or each subdirectory that looks like a bundle.
+fn validate_cmd(dir: &Path, output: OutputFormat, kube_version: (u64, u64)) -> CmdResult {
+    let options = validate::Options { kube_version };
+    let bundles: Vec<PathBuf> =
+        if dir.join("manifests").is_dir() || dir.join("metadata").is_dir() || !dir.is_dir() {
+            vec![dir.to_path_buf()]
+        } else {
+            let mut subdirs: Vec<PathBuf> = std::fs::read_dir(dir)?
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.join("manifests").is_dir() || p.join("metadata").is_dir())
+                .collect();
+            subdirs.sort();
+            if subdirs.is_empty() {
+                vec![dir.to_path_buf()]
+            } else {
+                subdirs
+            }
+        };
+    let mut combined = Report::new(dir.display().to_string());
+    for bundle_dir in &bundles {
+        let loaded = load::load_dir(bundle_dir)?;
+        let report = validate::validate(&loaded, &options);
+        let prefix = bundle_dir
+            .strip_prefix(dir)
+            .unwrap_or(Path::new(""))
+            .to_path_buf();
+        combined.extend(report.findings.into_iter().map(|mut f| {
+            if !prefix.as_os_str().is_empty() {
+                f.file = Some(prefix.join(f.file.unwrap_or_default()));
+            }
+            f
+        }));
+    }
+    combined.normalize();
+    print!("{}", combined.render(output));
+    Ok(ExitCode::from(combined.exit_code()))
 }

@@ -1,0 +1,303 @@
+//! Generating every bundle of a release plan: read inputs (the only I/O), build, render,
+//! validate. The result is a [`FileTree`] of `<version>/…` that the caller writes to `bundle/`
+//! or checks against it — nothing is written here, so a failure leaves no partial output.
+//!
+//! `createdAt` comes from the release, else the plan, else `SOURCE_DATE_EPOCH`; with none of
+//! them the CSV has no `createdAt`. The wall clock is never read.
+
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+
+use super::csv::{self, ReleaseSpec};
+use super::files::{self, BundleMetadata};
+use super::manifests::{self, Sourced};
+use super::validate;
+use crate::output::FileTree;
+use crate::plan::{LoadedPlan, upgrade};
+use crate::report::{Finding, Report, Severity};
+
+/// Failure to generate bundles.
+#[derive(Debug, thiserror::Error)]
+pub enum GenerateError {
+    /// Problems in the plan or the manifests; every one is listed.
+    #[error("{} problem(s) in the release plan or its manifests", .0.iter().filter(|f| f.severity == Severity::Error).count())]
+    Invalid(Vec<Finding>),
+    #[error("failed to render the bundle of release {version}")]
+    Render {
+        version: String,
+        #[source]
+        source: files::RenderError,
+    },
+}
+
+/// Settings from the environment, passed in so generation stays pure of it.
+#[derive(Clone, Debug, Default)]
+pub struct GenerateOptions {
+    /// `SOURCE_DATE_EPOCH`, seconds since 1970.
+    pub source_date_epoch: Option<i64>,
+    /// Only this release (by version); all releases when `None`.
+    pub only_version: Option<String>,
+}
+
+/// The generated bundles and what olmpack noticed on the way.
+#[derive(Clone, Debug)]
+pub struct Generated {
+    /// `<version>/manifests/…`, `<version>/metadata/…`, `<version>/bundle.Dockerfile`.
+    pub tree: FileTree,
+    /// Warnings from generation and the validation of each generated bundle.
+    pub reports: Vec<Report>,
+}
+
+/// Generates the bundle of every release (or one, see [`GenerateOptions::only_version`]).
+pub fn generate(plan: &LoadedPlan, options: &GenerateOptions) -> Result<Generated, GenerateError> {
+    let edges = upgrade::edges(plan);
+    let mut problems = Vec::new();
+    let plan_samples = read_samples(plan, &plan.plan.samples, "samples", &mut problems);
+    let icon = read_icon(plan, &mut problems);
+    let epoch_created = options.source_date_epoch.and_then(format_epoch);
+    let mut tree = FileTree::new();
+    let mut reports = Vec::new();
+    let plan_file = plan.path.display().to_string();
+
+    for (i, release) in plan.plan.releases.iter().enumerate() {
+        if options
+            .only_version
+            .as_ref()
+            .is_some_and(|v| v != &release.version)
+        {
+            continue;
+        }
+        let Ok(version) = semver::Version::parse(&release.version) else {
+            continue; // plan::load already rejected it
+        };
+        let created_at = match release
+            .created_at
+            .as_ref()
+            .or(plan.plan.created_at.as_ref())
+        {
+            Some(value) => match check_rfc3339(value) {
+                Ok(()) => Some(value.clone()),
+                Err(message) => {
+                    let field = if release.created_at.is_some() {
+                        format!("releases[{i}].createdAt")
+                    } else {
+                        "createdAt".into()
+                    };
+                    problems.push(
+                        Finding::error("plan/created-at", message)
+                            .file(&plan_file)
+                            .field(field),
+                    );
+                    None
+                }
+            },
+            None => epoch_created.clone(),
+        };
+        let release_samples = read_samples(
+            plan,
+            &release.samples,
+            &format!("releases[{i}].samples"),
+            &mut problems,
+        );
+        let inputs = match manifests::read_dir(&plan.resolve(&release.manifests)) {
+            Ok(inputs) => inputs,
+            Err(found) => {
+                problems.extend(found);
+                continue;
+            }
+        };
+        let spec = ReleaseSpec {
+            package: &plan.plan.package,
+            version: &version,
+            csv: &plan.plan.csv,
+            icon: icon.clone(),
+            edges: edges.get(&release.version).cloned().unwrap_or_default(),
+            created_at,
+            samples: plan_samples.clone(),
+            release_samples,
+        };
+        let built = match csv::build(&spec, &inputs) {
+            Ok(built) => built,
+            Err(found) => {
+                problems.extend(found.into_iter().map(|f| with_plan_file(f, &plan_file)));
+                continue;
+            }
+        };
+        let channels = plan.channels_of(release);
+        let meta = BundleMetadata {
+            package: &plan.plan.package,
+            channels,
+            default_channel: channels
+                .iter()
+                .any(|c| c == &plan.plan.default_channel)
+                .then_some(plan.plan.default_channel.as_str()),
+            extra_labels: &plan.plan.bundle_labels,
+            properties: &release.properties,
+            dependencies: &release.dependencies,
+        };
+        let files = files::render(&built, &meta).map_err(|source| GenerateError::Render {
+            version: release.version.clone(),
+            source,
+        })?;
+        let dir = Path::new(&release.version);
+        let loaded = super::load::load_files(dir, files.iter());
+        let mut report = validate::validate(&loaded, &validate::Options::default());
+        report.extend(
+            built
+                .notes
+                .iter()
+                .cloned()
+                .map(|f| with_plan_file(f, &plan_file)),
+        );
+        report.normalize();
+        if report.has_errors() {
+            problems.extend(
+                report
+                    .findings
+                    .iter()
+                    .filter(|f| f.severity == Severity::Error)
+                    .cloned()
+                    .map(|f| locate_in(f, dir)),
+            );
+        }
+        reports.push(report);
+        tree.merge_under(dir, files)
+            .map_err(|e| GenerateError::Render {
+                version: release.version.clone(),
+                source: e.into(),
+            })?;
+    }
+    if let Some(only) = &options.only_version
+        && plan.release(only).is_none()
+    {
+        problems.push(
+            Finding::error(
+                "plan/unknown-release",
+                format!("the plan has no release {only}"),
+            )
+            .file(&plan_file)
+            .field("releases"),
+        );
+    }
+    if problems.iter().any(|f| f.severity == Severity::Error) {
+        return Err(GenerateError::Invalid(problems));
+    }
+    Ok(Generated { tree, reports })
+}
+
+/// Plan-level findings without a file are about the plan file.
+fn with_plan_file(finding: Finding, plan_file: &str) -> Finding {
+    if finding.file.is_none() {
+        finding.file(plan_file)
+    } else {
+        finding
+    }
+}
+
+/// Findings on a generated bundle name the file inside `<version>/`.
+fn locate_in(mut finding: Finding, dir: &Path) -> Finding {
+    if let Some(file) = finding.file.take() {
+        finding.file = Some(if file.is_relative() && !file.starts_with(dir) {
+            dir.join(file)
+        } else {
+            file
+        });
+    }
+    finding
+}
+
+fn read_samples(
+    plan: &LoadedPlan,
+    paths: &[PathBuf],
+    field: &str,
+    problems: &mut Vec<Finding>,
+) -> Vec<Sourced> {
+    let mut samples = Vec::new();
+    for (i, path) in paths.iter().enumerate() {
+        let file = plan.resolve(path);
+        let text = match std::fs::read_to_string(&file) {
+            Ok(text) => text,
+            Err(err) => {
+                problems.push(
+                    Finding::error(
+                        "plan/sample-unreadable",
+                        format!("cannot read sample file {}: {err}", file.display()),
+                    )
+                    .file(plan.path.display().to_string())
+                    .field(format!("{field}[{i}]")),
+                );
+                continue;
+            }
+        };
+        match crate::yaml::from_multi_str(&text) {
+            Ok(docs) => {
+                samples.extend(docs.into_iter().enumerate().map(|(index, value)| Sourced {
+                    file: file.clone(),
+                    index,
+                    value,
+                }))
+            }
+            Err(err) => problems.push(
+                Finding::error("plan/sample-invalid", err.to_string())
+                    .file(file.display().to_string()),
+            ),
+        }
+    }
+    samples
+}
+
+fn read_icon(plan: &LoadedPlan, problems: &mut Vec<Finding>) -> Option<(String, String)> {
+    let icon = plan.plan.csv.icon.as_ref()?;
+    let file = plan.resolve(&icon.path);
+    match std::fs::read(&file) {
+        Ok(bytes) => Some((
+            base64::engine::general_purpose::STANDARD.encode(bytes),
+            icon.mediatype.clone(),
+        )),
+        Err(err) => {
+            problems.push(
+                Finding::error(
+                    "plan/icon-unreadable",
+                    format!("cannot read icon {}: {err}", file.display()),
+                )
+                .file(plan.path.display().to_string())
+                .field("csv.icon.path"),
+            );
+            None
+        }
+    }
+}
+
+fn check_rfc3339(value: &str) -> Result<(), String> {
+    time::OffsetDateTime::parse(value, &time::format_description::well_known::Rfc3339)
+        .map(|_| ())
+        .map_err(|e| format!("{value:?} is not an RFC 3339 timestamp ({e})"))
+}
+
+/// `SOURCE_DATE_EPOCH` seconds → `YYYY-MM-DDTHH:MM:SSZ`.
+pub fn format_epoch(seconds: i64) -> Option<String> {
+    let t = time::OffsetDateTime::from_unix_timestamp(seconds).ok()?;
+    Some(format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second()
+    ))
+}
+
+/// Reads `SOURCE_DATE_EPOCH`; an unparsable value is an error rather than silently ignored.
+pub fn source_date_epoch_from_env() -> Result<Option<i64>, String> {
+    match std::env::var("SOURCE_DATE_EPOCH") {
+        Ok(v) if v.trim().is_empty() => Ok(None),
+        Ok(v) => v
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| format!("SOURCE_DATE_EPOCH={v:?} is not a number of seconds")),
+        Err(_) => Ok(None),
+    }
+}

@@ -1,0 +1,261 @@
+//! The generator's input: a directory of Kubernetes YAML (plain files, `kustomize build` or
+//! `helm template` output), read and sorted into what a bundle needs.
+//!
+//! Contract:
+//! - Every `*.yaml`, `*.yml` and `*.json` file under the directory is read, recursively, in
+//!   sorted path order; multi-document streams are fine.
+//! - Every problem is collected (not just the first) as a [`Finding`] naming the file, the
+//!   object and the field; [`read_dir`] fails when there is any.
+//! - Objects OLM cannot ship in a registry+v1 bundle are errors, except `Namespace`, which
+//!   kustomize output nearly always has and OLM creates itself: it is dropped with a warning.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::report::Finding;
+
+/// A Kubernetes object with the file and document it came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sourced {
+    pub file: PathBuf,
+    pub index: usize,
+    pub value: Value,
+}
+
+impl Sourced {
+    pub fn kind(&self) -> &str {
+        str_at(&self.value, "/kind")
+    }
+
+    pub fn name(&self) -> &str {
+        str_at(&self.value, "/metadata/name")
+    }
+
+    pub fn api_version(&self) -> &str {
+        str_at(&self.value, "/apiVersion")
+    }
+
+    /// `Kind/name`.
+    pub fn display(&self) -> String {
+        format!("{}/{}", self.kind(), self.name())
+    }
+
+    /// `file (document N)` when the file holds several documents.
+    pub fn location(&self) -> String {
+        format!("{} (document {})", self.file.display(), self.index + 1)
+    }
+
+    /// A finding located at this object.
+    pub fn finding(&self, finding: Finding) -> Finding {
+        finding.file(self.location()).object(self.display())
+    }
+}
+
+/// The string at a JSON pointer, or `""`.
+pub fn str_at<'a>(value: &'a Value, pointer: &str) -> &'a str {
+    value.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+/// Kinds OLM can ship as plain bundle objects (besides the CSV and CRDs), as opm's
+/// supported-resources list has them.
+pub const SUPPORTED_EXTRA_KINDS: [&str; 22] = [
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "ConfigMap",
+    "ConsoleCLIDownload",
+    "ConsoleLink",
+    "ConsolePlugin",
+    "ConsoleQuickStart",
+    "ConsoleYAMLSample",
+    "NetworkPolicy",
+    "PodDisruptionBudget",
+    "PodMonitor",
+    "PriorityClass",
+    "PrometheusRule",
+    "Role",
+    "RoleBinding",
+    "Secret",
+    "Service",
+    "ServiceAccount",
+    "ServiceMonitor",
+    "VerticalPodAutoscaler",
+    "CustomResourceDefinition",
+    "ClusterServiceVersion",
+];
+
+/// The input objects, by role.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Inputs {
+    pub crds: Vec<Sourced>,
+    pub deployments: Vec<Sourced>,
+    pub service_accounts: Vec<Sourced>,
+    pub roles: Vec<Sourced>,
+    pub cluster_roles: Vec<Sourced>,
+    pub role_bindings: Vec<Sourced>,
+    pub cluster_role_bindings: Vec<Sourced>,
+    pub services: Vec<Sourced>,
+    pub validating_webhooks: Vec<Sourced>,
+    pub mutating_webhooks: Vec<Sourced>,
+    /// Custom resources of a kind that one of the input CRDs defines: samples.
+    pub custom_resources: Vec<Sourced>,
+    /// Other supported objects, shipped as they are.
+    pub others: Vec<Sourced>,
+    /// Warnings about what was dropped.
+    pub notes: Vec<Finding>,
+}
+
+/// Reads every manifest under `dir`; `Err` holds every problem found.
+pub fn read_dir(dir: &Path) -> Result<Inputs, Vec<Finding>> {
+    let files = match crate::output::read_tree(dir) {
+        Ok(files) if files.is_empty() => {
+            return Err(vec![
+                Finding::error("input/no-manifests", "the manifests directory is empty or missing")
+                    .file(dir.display().to_string())
+                    .hint("point the release's `manifests` at the output of `kustomize build`, `helm template` or your operator's manifest command"),
+            ]);
+        }
+        Ok(files) => files,
+        Err(err) => {
+            return Err(vec![
+                Finding::error("input/unreadable", error_chain(&err))
+                    .file(dir.display().to_string()),
+            ]);
+        }
+    };
+    let mut objects = Vec::new();
+    let mut problems = Vec::new();
+    for (relative, contents) in files {
+        let is_manifest = matches!(
+            relative.extension().and_then(|e| e.to_str()),
+            Some("yaml" | "yml" | "json")
+        );
+        if !is_manifest {
+            continue;
+        }
+        let file = dir.join(&relative);
+        let text = match String::from_utf8(contents) {
+            Ok(text) => text,
+            Err(_) => {
+                problems.push(Finding::error("input/not-utf8", "not UTF-8 text").file(file));
+                continue;
+            }
+        };
+        match crate::yaml::from_multi_str(&text) {
+            Ok(docs) => {
+                objects.extend(docs.into_iter().enumerate().map(|(index, value)| Sourced {
+                    file: file.clone(),
+                    index,
+                    value,
+                }))
+            }
+            Err(err) => {
+                problems.push(Finding::error("input/invalid-yaml", err.to_string()).file(file))
+            }
+        }
+    }
+    let inputs = classify(objects, &mut problems);
+    if problems.is_empty() {
+        Ok(inputs)
+    } else {
+        Err(problems)
+    }
+}
+
+/// Sorts objects into roles; pure.
+pub fn classify(objects: Vec<Sourced>, problems: &mut Vec<Finding>) -> Inputs {
+    let mut inputs = Inputs::default();
+    // CRDs first, so custom resources of their kinds are recognised in any order.
+    let crd_kinds: BTreeSet<(String, String)> = objects
+        .iter()
+        .filter(|o| o.kind() == "CustomResourceDefinition")
+        .map(|o| {
+            (
+                str_at(&o.value, "/spec/group").to_owned(),
+                str_at(&o.value, "/spec/names/kind").to_owned(),
+            )
+        })
+        .collect();
+    for object in objects {
+        if !object.value.is_object() {
+            problems.push(
+                Finding::error(
+                    "input/not-an-object",
+                    "document is not a Kubernetes object (a mapping)",
+                )
+                .file(object.location()),
+            );
+            continue;
+        }
+        let mut missing = Vec::new();
+        if object.api_version().is_empty() {
+            missing.push("apiVersion");
+        }
+        if object.kind().is_empty() {
+            missing.push("kind");
+        }
+        if object.name().is_empty() {
+            missing.push("metadata.name");
+        }
+        if let Some(field) = missing.first() {
+            problems.push(object.finding(
+                Finding::error("input/missing-field", format!("{field} is required")).field(*field),
+            ));
+            continue;
+        }
+        let group = object.api_version().rsplit_once('/').map_or("", |(g, _)| g);
+        match object.kind() {
+            "CustomResourceDefinition" => inputs.crds.push(object),
+            "Deployment" if group == "apps" => inputs.deployments.push(object),
+            "ServiceAccount" => inputs.service_accounts.push(object),
+            "Role" => inputs.roles.push(object),
+            "ClusterRole" => inputs.cluster_roles.push(object),
+            "RoleBinding" => inputs.role_bindings.push(object),
+            "ClusterRoleBinding" => inputs.cluster_role_bindings.push(object),
+            "Service" => inputs.services.push(object),
+            "ValidatingWebhookConfiguration" => inputs.validating_webhooks.push(object),
+            "MutatingWebhookConfiguration" => inputs.mutating_webhooks.push(object),
+            "Namespace" => inputs.notes.push(object.finding(Finding::warning(
+                "input/namespace-dropped",
+                "Namespace objects are not shipped in bundles; OLM installs into the namespace the user picks",
+            ))),
+            "ClusterServiceVersion" => problems.push(object.finding(
+                Finding::error(
+                    "input/csv-not-accepted",
+                    "a ClusterServiceVersion in the manifests is not used: olmpack generates the CSV",
+                )
+                .field("kind")
+                .hint("move its metadata into the plan's `csv` section"),
+            )),
+            kind if crd_kinds.contains(&(group.to_owned(), kind.to_owned())) => {
+                inputs.custom_resources.push(object)
+            }
+            kind if SUPPORTED_EXTRA_KINDS.contains(&kind) => inputs.others.push(object),
+            kind => problems.push(object.finding(
+                Finding::error(
+                    "input/unsupported-kind",
+                    format!(
+                        "kind {kind} ({}) cannot be shipped in a registry+v1 bundle",
+                        object.api_version()
+                    ),
+                )
+                .field("kind")
+                .hint("OLM installs only the CSV's deployments, RBAC, CRDs and a fixed list of kinds (Service, ConfigMap, Secret, PrometheusRule, ServiceMonitor, ...); remove it or create it from the operator"),
+            )),
+        }
+    }
+    inputs
+}
+
+/// `message: cause: cause` for an error chain.
+pub fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

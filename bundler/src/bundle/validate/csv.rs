@@ -1,0 +1,601 @@
+//! `csv/` rules: the ClusterServiceVersion's own fields, examples, edges, images, install modes,
+//! and its agreement with the bundle's CRDs and annotations.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use super::{Context, array_at, str_at};
+use crate::bundle::files::PACKAGE_KEY;
+use crate::plan::is_dns1123_subdomain;
+use crate::report::Finding;
+
+pub(super) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
+    required_fields(ctx, out);
+    name_and_version(ctx, out);
+    edges(ctx, out);
+    install(ctx, out);
+    install_modes(ctx, out);
+    min_kube_version(ctx, out);
+    annotations(ctx, out);
+    owned_crds(ctx, out);
+    examples(ctx, out);
+    related_images(ctx, out);
+}
+
+fn required_fields(ctx: &Context<'_>, out: &mut Vec<Finding>) {
+    if ctx.csv.api_version() != "operators.coreos.com/v1alpha1" {
+        out.push(ctx.at(
+            Finding::error(
+                "csv/api-version",
+                format!(
+                    "apiVersion is {:?}; it must be operators.coreos.com/v1alpha1",
+                    ctx.csv.api_version()
+                ),
+            ),
+            "apiVersion",
+        ));
+    }
+    for (pointer, field) in [
+        ("/spec", "spec"),
+        ("/spec/displayName", "spec.displayName"),
+        ("/spec/install", "spec.install"),
+        ("/spec/install/strategy", "spec.install.strategy"),
+        ("/spec/version", "spec.version"),
+    ] {
+        let missing = match ctx.csv.value.pointer(pointer) {
+            None | Some(Value::Null) => true,
+            Some(Value::String(s)) => s.trim().is_empty(),
+            Some(_) => false,
+        };
+        if missing {
+            out.push(ctx.at(
+                Finding::error("csv/missing-field", format!("{field} is required")),
+                field,
+            ));
+        }
+    }
+}
+
+fn name_and_version(ctx: &Context<'_>, out: &mut Vec<Finding>) {
+    let name = ctx.csv.name();
+    if !is_dns1123_subdomain(name) || name.len() > 63 {
+        out.push(ctx.at(Finding::error("csv/name", format!("{name:?} must be a DNS-1123 subdomain of at most 63 characters (it is also used as a label value)")), "metadata.name"));
+    }
+    let version = str_at(ctx.spec(), "/version");
+    if !version.is_empty() {
+        match semver::Version::parse(version) {
+            Err(e) => out.push(ctx.at(
+                Finding::error(
+                    "csv/version",
+                    format!("{version:?} is not a semantic version: {e}"),
+                ),
+                "spec.version",
+            )),
+            Ok(_) => {
+                let package = ctx.bundle.annotation(PACKAGE_KEY).unwrap_or("");
+                let expected = format!("{package}.v{version}");
+                if !package.is_empty() && name != expected {
+                    out.push(ctx.at(
+                        Finding::warning(
+                            "csv/name-format",
+                            format!(
+                                "name {name:?} does not follow <package>.v<version> ({expected:?})"
+                            ),
+                        ),
+                        "metadata.name",
+                    ));
+                }
+            }
+        }
+    }
+}
+
+fn edges(ctx: &Context<'_>, out: &mut Vec<Finding>) {
+    let name = ctx.csv.name();
+    let replaces = str_at(ctx.spec(), "/replaces");
+    if ctx.spec().get("replaces").is_some() {
+        if !is_dns1123_subdomain(replaces) || replaces.len() > 63 {
+            out.push(ctx.at(
+                Finding::error(
+                    "csv/replaces",
+                    format!("replaces {replaces:?} is not a valid bundle name"),
+                ),
+                "spec.replaces",
+            ));
+        } else if replaces == name {
+            out.push(ctx.at(
+                Finding::error("csv/replaces", "a bundle cannot replace itself"),
+                "spec.replaces",
+            ));
+        }
+    }
+    for (i, skip) in array_at(ctx.spec(), "/skips").iter().enumerate() {
+        let skip = skip.as_str().unwrap_or("");
+        if skip.is_empty() || !is_dns1123_subdomain(skip) {
+            out.push(ctx.at(
+                Finding::error(
+                    "csv/skips",
+                    format!("skips entry {skip:?} is not a valid bundle name"),
+                ),
+                format!("spec.skips[{i}]"),
+            ));
+        } else if skip == name {
+            out.push(ctx.at(
+                Finding::error("csv/skips", "a bundle cannot skip itself"),
+                format!("spec.skips[{i}]"),
+            ));
+        }
+    }
+    if let Some(range) = ctx.annotation("olm.skipRange") {
+        match crate::semver_range::Range::parse(range) {
+            Err(e) => out.push(ctx.at(
+                Finding::error(
+                    "csv/skip-range",
+                    format!("olm.skipRange {range:?} is not a valid range: {e}"),
+                ),
+                "metadata.annotations.olm.skipRange",
+            )),
+            Ok(parsed) => {
+                if let Ok(own) = semver::Version::parse(str_at(ctx.spec(), "/version"))
+                    && parsed.contains(&own)
+                {
+                    out.push(ctx.at(
+                        Finding::error(
+                            "csv/skip-range",
+                            format!(
+                                "olm.skipRange {range:?} includes the bundle's own version {own}"
+                            ),
+                        ),
+                        "metadata.annotations.olm.skipRange",
+                    ));
+                }
+                if ctx.spec().get("replaces").is_none() {
+                    out.push(ctx.at(
+                        Finding::warning("csv/skip-range-without-replaces", "olm.skipRange without replaces: in an OLM v0 channel the versions in the range drop out of the update graph")
+                            .hint("also set replaces to the previous release"),
+                        "metadata.annotations.olm.skipRange",
+                    ));
+                }
+            }
+        }
+    }
+}
+
+fn install(ctx: &Context<'_>, out: &mut Vec<Finding>) {
+    let strategy = str_at(ctx.spec(), "/install/strategy");
+    if !strategy.is_empty() && strategy != "deployment" {
+        out.push(ctx.at(
+            Finding::error(
+                "csv/install-strategy",
+                format!(
+                    "install strategy {strategy:?} is not supported; it must be \"deployment\""
+                ),
+            ),
+            "spec.install.strategy",
+        ));
+    }
+    let deployments = ctx.deployments();
+    if deployments.is_empty() {
+        out.push(ctx.at(
+            Finding::error(
+                "csv/no-deployments",
+                "the install strategy has no deployments",
+            ),
+            "spec.install.spec.deployments",
+        ));
+    }
+    let mut names = BTreeSet::new();
+    for (i, d) in deployments.iter().enumerate() {
+        let name = str_at(d, "/name");
+        let field = format!("spec.install.spec.deployments[{i}].name");
+        if !is_dns1123_subdomain(name) {
+            out.push(ctx.at(
+                Finding::error(
+                    "csv/deployment-name",
+                    format!("deployment name {name:?} is not a DNS-1123 subdomain"),
+                ),
+                field,
+            ));
+        } else if !names.insert(name) {
+            out.push(ctx.at(
+                Finding::error(
+                    "csv/duplicate-deployment",
+                    format!("deployment {name} is listed twice"),
+                ),
+                field,
+            ));
+        }
+        if d.get("spec").is_none_or(Value::is_null) {
+            out.push(ctx.at(
+                Finding::error("csv/missing-field", "deployment spec is required"),
+                format!("spec.install.spec.deployments[{i}].spec"),
+            ));
+        }
+    }
+    for list in ["permissions", "clusterPermissions"] {
+        for (i, p) in array_at(ctx.spec(), &format!("/install/spec/{list}"))
+            .iter()
+            .enumerate()
+        {
+            if str_at(p, "/serviceAccountName").is_empty() {
+                out.push(ctx.at(
+                    Finding::error("csv/permissions", "serviceAccountName is required"),
+                    format!("spec.install.spec.{list}[{i}].serviceAccountName"),
+                ));
+            }
+            for (j, rule) in array_at(p, "/rules").iter().enumerate() {
+                if array_at(rule, "/verbs").is_empty() {
+                    out.push(ctx.at(
+                        Finding::error("csv/permissions", "a policy rule needs at least one verb"),
+                        format!("spec.install.spec.{list}[{i}].rules[{j}].verbs"),
+                    ));
+                }
+            }
+        }
+    }
+}
+
+const MODES: [&str; 4] = [
+    "OwnNamespace",
+    "SingleNamespace",
+    "MultiNamespace",
+    "AllNamespaces",
+];
+
+fn install_modes(ctx: &Context<'_>, out: &mut Vec<Finding>) {
+    let modes = array_at(ctx.spec(), "/installModes");
+    if modes.is_empty() {
+        out.push(ctx.at(
+            Finding::error("csv/install-modes", "install modes not found"),
+            "spec.installModes",
+        ));
+        return;
+    }
+    let mut seen = BTreeSet::new();
+    let mut any_supported = false;
+    for (i, mode) in modes.iter().enumerate() {
+        let kind = str_at(mode, "/type");
+        let field = format!("spec.installModes[{i}]");
+        if !MODES.contains(&kind) {
+            out.push(ctx.at(
+                Finding::error(
+                    "csv/install-modes",
+                    format!("unknown install mode {kind:?}"),
+                ),
+                format!("{field}.type"),
+            ));
+        }
+        if !seen.insert(kind) {
+            out.push(ctx.at(
+                Finding::error(
+                    "csv/install-modes",
+                    format!("install mode {kind} is listed twice"),
+                ),
+                format!("{field}.type"),
+            ));
+        }
+        any_supported |= mode.get("supported").and_then(Value::as_bool) == Some(true);
+    }
+    if !any_supported {
+        out.push(ctx.at(
+            Finding::error("csv/install-modes", "no install mode is supported"),
+            "spec.installModes",
+        ));
+    }
+}
+
+fn min_kube_version(ctx: &Context<'_>, out: &mut Vec<Finding>) {
+    let min = str_at(ctx.spec(), "/minKubeVersion");
+    if min.is_empty() {
+        out.push(ctx.at(
+            Finding::warning(
+                "csv/min-kube-version",
+                "minKubeVersion is not set; OLM will offer the operator on any Kubernetes version",
+            ),
+            "spec.minKubeVersion",
+        ));
+    } else if semver::Version::parse(min.trim_start_matches('v')).is_err() {
+        out.push(ctx.at(
+            Finding::error(
+                "csv/min-kube-version",
+                format!("minKubeVersion {min:?} is not a semantic version like 1.28.0"),
+            ),
+            "spec.minKubeVersion",
+        ));
+    }
+}
+
+const CASED_ANNOTATIONS: [&str; 5] = [
+    "olm.operatorGroup",
+    "olm.operatorNamespace",
+    "olm.targetNamespaces",
+    "olm.providedAPIs",
+    "olm.skipRange",
+];
+
+fn annotations(ctx: &Context<'_>, out: &mut Vec<Finding>) {
+    let Some(annotations) = ctx
+        .csv
+        .value
+        .pointer("/metadata/annotations")
+        .and_then(Value::as_object)
+    else {
+        return;
+    };
+    for key in annotations.keys() {
+        if let Some(proper) = CASED_ANNOTATIONS
+            .iter()
+            .find(|p| p.eq_ignore_ascii_case(key) && *p != key)
+        {
+            out.push(ctx.at(
+                Finding::error(
+                    "csv/annotation-case",
+                    format!("annotation {key} uses the wrong case; OLM reads {proper}"),
+                ),
+                format!("metadata.annotations.{key}"),
+            ));
+        }
+        if key == "olm.properties" {
+            out.push(ctx.at(Finding::warning("csv/properties-annotation", "the olm.properties annotation is deprecated; declare properties in metadata/properties.yaml"), "metadata.annotations.olm.properties"));
+        }
+        if !annotations[key].is_string() {
+            out.push(ctx.at(
+                Finding::error("csv/annotation-type", "annotation values must be strings"),
+                format!("metadata.annotations.{key}"),
+            ));
+        }
+    }
+}
+
+/// `(group, version, kind)` of the bundle's CRD versions.
+fn bundle_crd_versions(ctx: &Context<'_>) -> BTreeMap<(String, String, String), String> {
+    let mut out = BTreeMap::new();
+    for crd in ctx.bundle.crds() {
+        let group = str_at(&crd.value, "/spec/group").to_owned();
+        let kind = str_at(&crd.value, "/spec/names/kind").to_owned();
+        for v in array_at(&crd.value, "/spec/versions") {
+            out.insert(
+                (group.clone(), str_at(v, "/name").to_owned(), kind.clone()),
+                crd.name().to_owned(),
+            );
+        }
+    }
+    out
+}
+
+fn owned_crds(ctx: &Context<'_>, out: &mut Vec<Finding>) {
+    let in_bundle = bundle_crd_versions(ctx);
+    let owned = array_at(ctx.spec(), "/customresourcedefinitions/owned");
+    let mut owned_kinds = BTreeSet::new();
+    for (i, entry) in owned.iter().enumerate() {
+        let name = str_at(entry, "/name");
+        let field = format!("spec.customresourcedefinitions.owned[{i}]");
+        let Some((_, group)) = name.split_once('.') else {
+            out.push(ctx.at(
+                Finding::error(
+                    "csv/owned-crd",
+                    format!("owned CRD name {name:?} must be <plural>.<group>"),
+                ),
+                format!("{field}.name"),
+            ));
+            continue;
+        };
+        let key = (
+            group.to_owned(),
+            str_at(entry, "/version").to_owned(),
+            str_at(entry, "/kind").to_owned(),
+        );
+        owned_kinds.insert((key.0.clone(), key.2.clone()));
+        match in_bundle.get(&key) {
+            Some(crd_name) if crd_name == name => {}
+            _ => out.push(ctx.at(
+                Finding::error(
+                    "csv/owned-crd-not-in-bundle",
+                    format!("owned CRD {name} {}/{} is not in the bundle", key.1, key.2),
+                ),
+                field.clone(),
+            )),
+        }
+        if str_at(entry, "/displayName").is_empty() {
+            out.push(ctx.at(
+                Finding::warning("csv/owned-crd", "owned CRD has no displayName"),
+                format!("{field}.displayName"),
+            ));
+        }
+    }
+    for ((group, version, kind), crd) in &in_bundle {
+        if !owned_kinds.contains(&(group.clone(), kind.clone())) {
+            out.push(
+                Finding::error("csv/crd-not-owned", format!("CRD {crd} ({group}/{version} {kind}) is in the bundle but the CSV does not own it"))
+                    .file(ctx.csv.file.clone())
+                    .object(ctx.csv.display_name())
+                    .field("spec.customresourcedefinitions.owned"),
+            );
+        }
+    }
+}
+
+fn examples(ctx: &Context<'_>, out: &mut Vec<Finding>) {
+    let owned: BTreeSet<(String, String)> =
+        array_at(ctx.spec(), "/customresourcedefinitions/owned")
+            .iter()
+            .filter_map(|o| {
+                let (_, group) = str_at(o, "/name").split_once('.')?;
+                Some((
+                    format!("{group}/{}", str_at(o, "/version")),
+                    str_at(o, "/kind").to_owned(),
+                ))
+            })
+            .collect();
+    let field = "metadata.annotations.alm-examples";
+    let text = ctx
+        .annotation("alm-examples")
+        .or_else(|| ctx.annotation("olm.examples"));
+    let Some(text) = text else {
+        if !owned.is_empty() {
+            out.push(ctx.at(
+                Finding::warning(
+                    "csv/examples",
+                    "no alm-examples: consoles cannot offer a sample to start from",
+                ),
+                field,
+            ));
+        }
+        return;
+    };
+    let parsed: Result<Vec<Value>, _> = serde_json::from_str(text);
+    let examples = match parsed {
+        Ok(examples) => examples,
+        Err(e) => {
+            out.push(ctx.at(
+                Finding::error(
+                    "csv/examples",
+                    format!("alm-examples is not a JSON array of objects: {e}"),
+                ),
+                field,
+            ));
+            return;
+        }
+    };
+    let mut covered = BTreeSet::new();
+    for (i, example) in examples.iter().enumerate() {
+        let gvk = (
+            str_at(example, "/apiVersion").to_owned(),
+            str_at(example, "/kind").to_owned(),
+        );
+        if !owned.contains(&gvk) {
+            out.push(ctx.at(
+                Finding::error(
+                    "csv/example-not-owned",
+                    format!(
+                        "example {i} is a {} {}, which no owned CRD provides",
+                        gvk.0, gvk.1
+                    ),
+                ),
+                format!("{field}[{i}]"),
+            ));
+        }
+        covered.insert(gvk.1);
+    }
+    for (_, kind) in &owned {
+        if !covered.contains(kind) {
+            out.push(ctx.at(
+                Finding::warning("csv/examples", format!("owned kind {kind} has no example")),
+                field,
+            ));
+        }
+    }
+}
+
+fn related_images(ctx: &Context<'_>, out: &mut Vec<Finding>) {
+    let mut names = BTreeSet::new();
+    for (i, image) in array_at(ctx.spec(), "/relatedImages").iter().enumerate() {
+        let reference = str_at(image, "/image");
+        let field = format!("spec.relatedImages[{i}]");
+        if let Err(message) = check_image_reference(reference) {
+            out.push(ctx.at(
+                Finding::error(
+                    "csv/related-image",
+                    format!("image {reference:?} {message}"),
+                ),
+                format!("{field}.image"),
+            ));
+        }
+        let name = str_at(image, "/name");
+        if !name.is_empty() && !names.insert(name) {
+            out.push(ctx.at(
+                Finding::warning(
+                    "csv/related-image",
+                    format!("two related images are named {name:?}"),
+                ),
+                format!("{field}.name"),
+            ));
+        }
+    }
+    for (i, d) in ctx.deployments().iter().enumerate() {
+        for list in ["containers", "initContainers"] {
+            for (j, c) in array_at(d, &format!("/spec/template/spec/{list}"))
+                .iter()
+                .enumerate()
+            {
+                let reference = str_at(c, "/image");
+                if let Err(message) = check_image_reference(reference) {
+                    out.push(ctx.at(Finding::error("csv/container-image", format!("image {reference:?} {message}")), format!("spec.install.spec.deployments[{i}].spec.template.spec.{list}[{j}].image")));
+                }
+            }
+        }
+    }
+}
+
+/// Checks a container image reference (`[registry/]repository[:tag][@digest]`).
+pub fn check_image_reference(reference: &str) -> Result<(), String> {
+    if reference.is_empty() {
+        return Err("is empty".into());
+    }
+    if reference.chars().any(char::is_whitespace) {
+        return Err("contains whitespace".into());
+    }
+    let (rest, digest) = match reference.split_once('@') {
+        Some((rest, digest)) => (rest, Some(digest)),
+        None => (reference, None),
+    };
+    if let Some(digest) = digest {
+        let Some((algorithm, hex)) = digest.split_once(':') else {
+            return Err("has a digest without an algorithm".into());
+        };
+        let valid = match algorithm {
+            "sha256" => hex.len() == 64,
+            "sha512" => hex.len() == 128,
+            _ => false,
+        };
+        if !valid
+            || !hex
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        {
+            return Err(format!("has an invalid digest {digest:?}"));
+        }
+    }
+    let last_slash = rest.rfind('/');
+    let (path, tag) = match rest.rfind(':') {
+        Some(colon) if last_slash.is_none_or(|s| colon > s) => {
+            (&rest[..colon], Some(&rest[colon + 1..]))
+        }
+        _ => (rest, None),
+    };
+    if let Some(tag) = tag {
+        let ok = !tag.is_empty()
+            && tag.len() <= 128
+            && tag
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'-')
+            && !tag.starts_with(['.', '-']);
+        if !ok {
+            return Err(format!("has an invalid tag {tag:?}"));
+        }
+    }
+    let mut components: Vec<&str> = path.split('/').collect();
+    if components.len() > 1 && (components[0].contains(['.', ':']) || components[0] == "localhost")
+    {
+        components.remove(0);
+    }
+    for component in components {
+        let ok = !component.is_empty()
+            && component.bytes().all(|b| {
+                b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-')
+            })
+            && component
+                .bytes()
+                .next()
+                .is_some_and(|b| b.is_ascii_alphanumeric())
+            && component
+                .bytes()
+                .last()
+                .is_some_and(|b| b.is_ascii_alphanumeric());
+        if !ok {
+            return Err(format!("has an invalid repository component {component:?}"));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,131 @@
+//! Validating any registry+v1 bundle: everything operator-sdk's validators (CSV, CRD, bundle,
+//! OperatorHub, capabilities, categories, good practices, deprecated APIs), opm's bundle
+//! format rules and OLM v1's registry+v1 install checks look at — and what they miss (CRD
+//! schema errors, a duplicated install mode, removed APIs after 1.26, a hard-coded CRD
+//! conversion stanza, Dockerfile labels that drifted from annotations.yaml).
+//!
+//! Every finding carries a stable rule id (`family/name`), a severity, the file, the object
+//! and the field path. Rule families:
+//!
+//! | family | what it checks |
+//! |---|---|
+//! | `bundle/` | layout, annotations, Dockerfile labels, object kinds, size limit |
+//! | `csv/` | the ClusterServiceVersion's fields, examples, edges, images, install modes |
+//! | `crd/` | CustomResourceDefinitions, including their schemas |
+//! | `webhook/` | `webhookdefinitions`, including conversion webhooks |
+//! | `operatorhub/` | OperatorHub metadata: provider, maintainers, links, icon, capabilities, categories |
+//! | `deprecated-api/` | APIs removed by the targeted Kubernetes version |
+//! | `good-practice/` | resource requests, descriptions, channel names, meta-operator permissions |
+//! | `security/` | the restricted Pod Security Standard for the operator's pods |
+//! | `olmv1/` | what OLM v1 refuses or handles differently |
+//!
+//! Validation is pure: it reads a [`LoadedBundle`] and never touches the file system.
+
+mod crd;
+mod csv;
+mod deprecated;
+mod layout;
+mod operatorhub;
+mod practices;
+mod webhooks;
+
+use serde_json::Value;
+
+use super::load::{LoadedBundle, Object};
+use crate::report::{Finding, Report};
+
+/// What validation targets.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The Kubernetes version the bundle must install on (`major`, `minor`); APIs removed by
+    /// then are errors, later removals warnings.
+    pub kube_version: (u64, u64),
+}
+
+/// The newest Kubernetes minor olmpack knows (the version its tests run against).
+pub const TARGET_KUBE_VERSION: (u64, u64) = (1, 37);
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            kube_version: TARGET_KUBE_VERSION,
+        }
+    }
+}
+
+/// Validates `bundle` and returns every finding, sorted.
+pub fn validate(bundle: &LoadedBundle, options: &Options) -> Report {
+    let mut report = Report::new(bundle.dir.display().to_string());
+    let mut out = Vec::new();
+    layout::check(bundle, &mut out);
+    if let Some(csv_object) = bundle.csv() {
+        let ctx = Context {
+            bundle,
+            csv: csv_object,
+        };
+        csv::check(&ctx, &mut out);
+        webhooks::check(&ctx, &mut out);
+        operatorhub::check(&ctx, &mut out);
+        practices::check(&ctx, &mut out);
+    }
+    crd::check_all(bundle, &mut out);
+    deprecated::check(bundle, options, &mut out);
+    report.extend(out);
+    report.normalize();
+    report
+}
+
+/// What the per-CSV checks share.
+struct Context<'a> {
+    bundle: &'a LoadedBundle,
+    csv: &'a Object,
+}
+
+impl Context<'_> {
+    fn spec(&self) -> &Value {
+        self.csv.value.get("spec").unwrap_or(&Value::Null)
+    }
+
+    /// A finding about the CSV, located at `field`.
+    fn at(&self, finding: Finding, field: impl Into<String>) -> Finding {
+        on(self.csv, finding).field(field)
+    }
+
+    fn deployments(&self) -> Vec<&Value> {
+        self.spec()
+            .pointer("/install/spec/deployments")
+            .and_then(Value::as_array)
+            .map(|d| d.iter().collect())
+            .unwrap_or_default()
+    }
+
+    fn annotation(&self, key: &str) -> Option<&str> {
+        self.csv
+            .value
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(key))
+            .and_then(Value::as_str)
+    }
+}
+
+/// A finding located at an object (file and `Kind/name`).
+fn on(object: &Object, finding: Finding) -> Finding {
+    finding
+        .file(object.file.clone())
+        .object(object.display_name())
+}
+
+fn str_at<'a>(value: &'a Value, pointer: &str) -> &'a str {
+    value.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+fn array_at<'a>(value: &'a Value, pointer: &str) -> &'a [Value] {
+    value
+        .pointer(pointer)
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+}
+
+#[cfg(test)]
+mod tests;

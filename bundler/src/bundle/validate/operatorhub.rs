@@ -1,0 +1,184 @@
+//! `operatorhub/` rules: what OperatorHub shows — provider, maintainers, links, icon,
+//! description, capability level and categories.
+
+use serde_json::Value;
+
+use super::{Context, array_at, str_at};
+use crate::report::Finding;
+
+pub const CAPABILITIES: [&str; 5] = [
+    "Basic Install",
+    "Seamless Upgrades",
+    "Full Lifecycle",
+    "Deep Insights",
+    "Auto Pilot",
+];
+pub const CATEGORIES: [&str; 16] = [
+    "AI/Machine Learning",
+    "Application Runtime",
+    "Big Data",
+    "Cloud Provider",
+    "Developer Tools",
+    "Database",
+    "Integration & Delivery",
+    "Logging & Tracing",
+    "Monitoring",
+    "Modernization & Migration",
+    "Networking",
+    "OpenShift Optional",
+    "Security",
+    "Storage",
+    "Streaming & Messaging",
+    "Observability",
+];
+const ICON_TYPES: [&str; 4] = ["image/gif", "image/jpeg", "image/png", "image/svg+xml"];
+
+pub(super) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
+    let spec = ctx.spec();
+    if str_at(spec, "/provider/name").trim().is_empty() {
+        out.push(ctx.at(
+            Finding::error("operatorhub/provider", "provider.name is required"),
+            "spec.provider.name",
+        ));
+    }
+    if str_at(spec, "/description").trim().is_empty() {
+        out.push(ctx.at(
+            Finding::warning("operatorhub/description", "spec.description is empty"),
+            "spec.description",
+        ));
+    }
+    for (i, m) in array_at(spec, "/maintainers").iter().enumerate() {
+        let email = str_at(m, "/email");
+        if str_at(m, "/name").is_empty() || email.is_empty() {
+            out.push(ctx.at(
+                Finding::error(
+                    "operatorhub/maintainer",
+                    "a maintainer needs a name and an email",
+                ),
+                format!("spec.maintainers[{i}]"),
+            ));
+        } else if !valid_email(email) {
+            out.push(ctx.at(
+                Finding::error(
+                    "operatorhub/maintainer",
+                    format!("{email:?} is not an email address"),
+                ),
+                format!("spec.maintainers[{i}].email"),
+            ));
+        }
+    }
+    for (i, l) in array_at(spec, "/links").iter().enumerate() {
+        let url = str_at(l, "/url");
+        if str_at(l, "/name").is_empty() || url.is_empty() {
+            out.push(ctx.at(
+                Finding::error("operatorhub/link", "a link needs a name and a url"),
+                format!("spec.links[{i}]"),
+            ));
+        } else if !(url.starts_with("https://") || url.starts_with("http://"))
+            || url.len() < 10
+            || url.contains(char::is_whitespace)
+        {
+            out.push(ctx.at(
+                Finding::error(
+                    "operatorhub/link",
+                    format!("{url:?} is not an absolute http(s) URL"),
+                ),
+                format!("spec.links[{i}].url"),
+            ));
+        }
+    }
+    let icons = array_at(spec, "/icon");
+    match icons.len() {
+        0 => out.push(ctx.at(
+            Finding::warning("operatorhub/icon", "no icon: consoles show a placeholder"),
+            "spec.icon",
+        )),
+        1 => {
+            let icon = &icons[0];
+            if str_at(icon, "/base64data").is_empty() || str_at(icon, "/mediatype").is_empty() {
+                out.push(ctx.at(
+                    Finding::error(
+                        "operatorhub/icon",
+                        "the icon needs base64data and mediatype",
+                    ),
+                    "spec.icon[0]",
+                ));
+            } else if !ICON_TYPES.contains(&str_at(icon, "/mediatype")) {
+                out.push(ctx.at(
+                    Finding::error(
+                        "operatorhub/icon",
+                        format!(
+                            "icon mediatype {:?} is not one of {}",
+                            str_at(icon, "/mediatype"),
+                            ICON_TYPES.join(", ")
+                        ),
+                    ),
+                    "spec.icon[0].mediatype",
+                ));
+            }
+        }
+        n => out.push(ctx.at(
+            Finding::error(
+                "operatorhub/icon",
+                format!("{n} icons; OperatorHub takes exactly one"),
+            ),
+            "spec.icon",
+        )),
+    }
+    match ctx.annotation("capabilities") {
+        None => out.push(ctx.at(
+            Finding::warning("operatorhub/capabilities", "no capabilities annotation"),
+            "metadata.annotations.capabilities",
+        )),
+        Some(level) if !CAPABILITIES.contains(&level) => out.push(ctx.at(
+            Finding::error(
+                "operatorhub/capabilities",
+                format!(
+                    "capabilities {level:?} is not one of {}",
+                    CAPABILITIES.join(", ")
+                ),
+            ),
+            "metadata.annotations.capabilities",
+        )),
+        Some(_) => {}
+    }
+    if let Some(categories) = ctx.annotation("categories") {
+        for category in categories
+            .split(',')
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+        {
+            if !CATEGORIES.contains(&category) {
+                out.push(ctx.at(
+                    Finding::warning(
+                        "operatorhub/categories",
+                        format!("category {category:?} is not one of OperatorHub's"),
+                    ),
+                    "metadata.annotations.categories",
+                ));
+            }
+        }
+    }
+    if matches!(spec.get("keywords"), None | Some(Value::Null)) {
+        out.push(ctx.at(
+            Finding::info(
+                "operatorhub/keywords",
+                "no keywords: the operator is harder to find",
+            ),
+            "spec.keywords",
+        ));
+    }
+}
+
+/// A pragmatic RFC 5322 check: one `@`, a non-empty local part, a dotted domain.
+fn valid_email(email: &str) -> bool {
+    let Some((local, domain)) = email.split_once('@') else {
+        return false;
+    };
+    !local.is_empty()
+        && !domain.contains('@')
+        && domain.contains('.')
+        && !domain.starts_with('.')
+        && !domain.ends_with('.')
+        && !email.contains(char::is_whitespace)
+}

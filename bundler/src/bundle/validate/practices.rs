@@ -1,0 +1,200 @@
+//! `good-practice/`, `security/` and `olmv1/` rules: what is legal but likely wrong, pods that
+//! do not meet the restricted Pod Security Standard, and what OLM v1 handles differently.
+
+use serde_json::Value;
+
+use super::{Context, array_at, str_at};
+use crate::bundle::files::{CHANNELS_KEY, DEFAULT_CHANNEL_KEY};
+use crate::report::Finding;
+
+pub(super) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
+    containers(ctx, out);
+    descriptions(ctx, out);
+    channels(ctx, out);
+    meta_operator(ctx, out);
+    olm_v1(ctx, out);
+}
+
+fn containers(ctx: &Context<'_>, out: &mut Vec<Finding>) {
+    for (i, d) in ctx.deployments().iter().enumerate() {
+        let pod = d.pointer("/spec/template/spec").unwrap_or(&Value::Null);
+        let pod_field = format!("spec.install.spec.deployments[{i}].spec.template.spec");
+        let pod_non_root = pod
+            .pointer("/securityContext/runAsNonRoot")
+            .and_then(Value::as_bool)
+            == Some(true);
+        let pod_seccomp = matches!(
+            str_at(pod, "/securityContext/seccompProfile/type"),
+            "RuntimeDefault" | "Localhost"
+        );
+        if pod.get("hostNetwork").and_then(Value::as_bool) == Some(true)
+            || pod.get("hostPID").and_then(Value::as_bool) == Some(true)
+        {
+            out.push(ctx.at(
+                Finding::warning(
+                    "security/host-namespaces",
+                    "the pod shares the host's network or PID namespace",
+                ),
+                pod_field.clone(),
+            ));
+        }
+        for list in ["containers", "initContainers"] {
+            for (j, c) in array_at(pod, &format!("/{list}")).iter().enumerate() {
+                let field = format!("{pod_field}.{list}[{j}]");
+                let name = str_at(c, "/name");
+                let requests = c.pointer("/resources/requests");
+                if requests.and_then(|r| r.get("cpu")).is_none()
+                    || requests.and_then(|r| r.get("memory")).is_none()
+                {
+                    out.push(ctx.at(
+                        Finding::warning(
+                            "good-practice/resource-requests",
+                            format!("container {name} has no CPU and memory requests"),
+                        ),
+                        format!("{field}.resources.requests"),
+                    ));
+                }
+                let sc = c.get("securityContext").unwrap_or(&Value::Null);
+                if sc.get("privileged").and_then(Value::as_bool) == Some(true) {
+                    out.push(ctx.at(
+                        Finding::error(
+                            "security/privileged",
+                            format!("container {name} is privileged"),
+                        ),
+                        format!("{field}.securityContext.privileged"),
+                    ));
+                }
+                if sc.get("allowPrivilegeEscalation").and_then(Value::as_bool) != Some(false) {
+                    out.push(ctx.at(
+                        Finding::warning(
+                            "security/restricted",
+                            format!(
+                                "container {name} does not set allowPrivilegeEscalation: false"
+                            ),
+                        ),
+                        format!("{field}.securityContext.allowPrivilegeEscalation"),
+                    ));
+                }
+                let drops_all = array_at(sc, "/capabilities/drop")
+                    .iter()
+                    .any(|c| c.as_str() == Some("ALL"));
+                if !drops_all {
+                    out.push(ctx.at(
+                        Finding::warning(
+                            "security/restricted",
+                            format!("container {name} does not drop ALL capabilities"),
+                        ),
+                        format!("{field}.securityContext.capabilities.drop"),
+                    ));
+                }
+                if !pod_non_root && sc.get("runAsNonRoot").and_then(Value::as_bool) != Some(true) {
+                    out.push(ctx.at(
+                        Finding::warning(
+                            "security/restricted",
+                            format!("container {name} may run as root (runAsNonRoot is not true)"),
+                        ),
+                        format!("{field}.securityContext.runAsNonRoot"),
+                    ));
+                }
+                if !pod_seccomp
+                    && !matches!(
+                        str_at(sc, "/seccompProfile/type"),
+                        "RuntimeDefault" | "Localhost"
+                    )
+                {
+                    out.push(ctx.at(Finding::warning("security/restricted", format!("container {name} has no RuntimeDefault or Localhost seccomp profile")), format!("{field}.securityContext.seccompProfile")));
+                }
+            }
+        }
+    }
+}
+
+fn descriptions(ctx: &Context<'_>, out: &mut Vec<Finding>) {
+    for list in ["owned", "required"] {
+        for (i, crd) in array_at(ctx.spec(), &format!("/customresourcedefinitions/{list}"))
+            .iter()
+            .enumerate()
+        {
+            if str_at(crd, "/description").trim().is_empty() {
+                out.push(ctx.at(
+                    Finding::warning(
+                        "good-practice/crd-description",
+                        format!("{} has no description", str_at(crd, "/name")),
+                    ),
+                    format!("spec.customresourcedefinitions.{list}[{i}].description"),
+                ));
+            }
+        }
+    }
+}
+
+fn channels(ctx: &Context<'_>, out: &mut Vec<Finding>) {
+    let mut names: Vec<&str> = ctx
+        .bundle
+        .annotation(CHANNELS_KEY)
+        .map(|c| c.split(',').map(str::trim).collect())
+        .unwrap_or_default();
+    names.extend(ctx.bundle.annotation(DEFAULT_CHANNEL_KEY));
+    for name in names {
+        if !name.is_empty()
+            && !["candidate", "fast", "stable"]
+                .iter()
+                .any(|p| name.starts_with(p))
+        {
+            out.push(Finding::warning("good-practice/channel-name", format!("channel {name:?} does not start with candidate, fast or stable (OLM's channel naming convention)")).file("metadata/annotations.yaml").field(CHANNELS_KEY));
+        }
+    }
+}
+
+/// Operators that may create or patch CRDs can change other operators' APIs.
+fn meta_operator(ctx: &Context<'_>, out: &mut Vec<Finding>) {
+    for list in ["permissions", "clusterPermissions"] {
+        for (i, p) in array_at(ctx.spec(), &format!("/install/spec/{list}"))
+            .iter()
+            .enumerate()
+        {
+            for (j, rule) in array_at(p, "/rules").iter().enumerate() {
+                let has = |key: &str, wanted: &[&str]| {
+                    array_at(rule, key)
+                        .iter()
+                        .any(|v| v.as_str().is_some_and(|v| wanted.contains(&v)))
+                };
+                if has("/apiGroups", &["apiextensions.k8s.io", "*"])
+                    && has("/resources", &["customresourcedefinitions", "*"])
+                    && has("/verbs", &["create", "patch", "update", "*"])
+                {
+                    out.push(ctx.at(Finding::warning("good-practice/crd-write-permission", "the operator may create or change CustomResourceDefinitions; OLM manages CRDs, and an operator that writes them is a meta-operator"), format!("spec.install.spec.{list}[{i}].rules[{j}]")));
+                }
+            }
+        }
+    }
+}
+
+fn olm_v1(ctx: &Context<'_>, out: &mut Vec<Finding>) {
+    let modes = array_at(ctx.spec(), "/installModes");
+    let all = modes.iter().any(|m| {
+        str_at(m, "/type") == "AllNamespaces"
+            && m.get("supported").and_then(Value::as_bool) == Some(true)
+    });
+    if !modes.is_empty() && !all {
+        out.push(ctx.at(Finding::warning("olmv1/install-mode", "AllNamespaces is not supported: OLM v1 installs registry+v1 bundles in AllNamespaces mode only (others need an alpha feature gate)"), "spec.installModes"));
+    }
+    if !array_at(ctx.spec(), "/customresourcedefinitions/required").is_empty() {
+        out.push(ctx.at(Finding::warning("olmv1/dependencies", "required CRDs: OLM v1 does not resolve dependencies and refuses bundles that declare them"), "spec.customresourcedefinitions.required"));
+    }
+    if !array_at(ctx.spec(), "/apiservicedefinitions/owned").is_empty() {
+        out.push(ctx.at(
+            Finding::warning(
+                "olmv1/api-services",
+                "owned API services are not supported by OLM v1",
+            ),
+            "spec.apiservicedefinitions.owned",
+        ));
+    }
+    for (i, dep) in ctx.bundle.dependencies.iter().flatten().enumerate() {
+        let kind = str_at(dep, "/type");
+        if matches!(kind, "olm.gvk" | "olm.package" | "olm.constraint") {
+            out.push(Finding::warning("olmv1/dependencies", format!("dependency of type {kind}: OLM v1 refuses bundles that declare dependencies")).file("metadata/dependencies.yaml").field(format!("dependencies[{i}]")));
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! `webhook/` rules: the CSV's `webhookdefinitions`, as OLM v0 and OLM v1 check them.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use super::{Context, array_at, str_at};
+use crate::plan::is_dns1123_subdomain;
+use crate::report::Finding;
+
+const TYPES: [&str; 3] = [
+    "ValidatingAdmissionWebhook",
+    "MutatingAdmissionWebhook",
+    "ConversionWebhook",
+];
+const FORBIDDEN_GROUPS: [&str; 3] = ["*", "operators.coreos.com", "olm.operatorframework.io"];
+const FORBIDDEN_ADMISSION_RESOURCES: [&str; 5] = [
+    "*",
+    "validatingwebhookconfigurations",
+    "mutatingwebhookconfigurations",
+    "validatingwebhookconfiguration",
+    "mutatingwebhookconfiguration",
+];
+
+pub(super) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
+    let defs = array_at(ctx.spec(), "/webhookdefinitions");
+    let deployments: BTreeSet<&str> = ctx
+        .deployments()
+        .iter()
+        .map(|d| str_at(d, "/name"))
+        .collect();
+    let owned: BTreeSet<&str> = array_at(ctx.spec(), "/customresourcedefinitions/owned")
+        .iter()
+        .map(|o| str_at(o, "/name"))
+        .collect();
+    let mut names: BTreeSet<(&str, &str)> = BTreeSet::new();
+    let mut converted: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut has_conversion = false;
+    for (i, def) in defs.iter().enumerate() {
+        let field = |f: &str| format!("spec.webhookdefinitions[{i}].{f}");
+        let kind = str_at(def, "/type");
+        if !TYPES.contains(&kind) {
+            out.push(ctx.at(
+                Finding::error("webhook/type", format!("unknown webhook type {kind:?}")),
+                field("type"),
+            ));
+        }
+        let name = str_at(def, "/generateName");
+        if !is_dns1123_subdomain(name) {
+            out.push(ctx.at(
+                Finding::error(
+                    "webhook/name",
+                    format!("generateName {name:?} is not a DNS-1123 subdomain"),
+                ),
+                field("generateName"),
+            ));
+        } else if !names.insert((kind, name)) {
+            out.push(ctx.at(
+                Finding::error(
+                    "webhook/name",
+                    format!("two {kind} definitions are named {name}"),
+                ),
+                field("generateName"),
+            ));
+        }
+        let deployment = str_at(def, "/deploymentName");
+        if !deployments.contains(deployment) {
+            out.push(ctx.at(
+                Finding::error(
+                    "webhook/deployment",
+                    format!("deploymentName {deployment:?} is not a deployment of this CSV"),
+                ),
+                field("deploymentName"),
+            ));
+        }
+        match def.get("containerPort").and_then(Value::as_i64) {
+            None => {}
+            Some(port) if (1..=65535).contains(&port) => {}
+            Some(port) => out.push(ctx.at(
+                Finding::error(
+                    "webhook/port",
+                    format!("containerPort {port} is not between 1 and 65535"),
+                ),
+                field("containerPort"),
+            )),
+        }
+        if array_at(def, "/admissionReviewVersions").is_empty() {
+            out.push(
+                ctx.at(
+                    Finding::error(
+                        "webhook/review-versions",
+                        "admissionReviewVersions is required",
+                    )
+                    .hint("use [v1]"),
+                    field("admissionReviewVersions"),
+                ),
+            );
+        }
+        match str_at(def, "/sideEffects") {
+            "None" | "NoneOnDryRun" => {}
+            "" => out.push(ctx.at(Finding::error("webhook/side-effects", "sideEffects is required"), field("sideEffects"))),
+            other => out.push(ctx.at(Finding::error("webhook/side-effects", format!("sideEffects {other:?} is not allowed for admissionregistration.k8s.io/v1 (None or NoneOnDryRun)")), field("sideEffects"))),
+        }
+        if kind == "ConversionWebhook" {
+            has_conversion = true;
+            let crds = array_at(def, "/conversionCRDs");
+            if crds.is_empty() {
+                out.push(ctx.at(
+                    Finding::error(
+                        "webhook/conversion-crds",
+                        "a ConversionWebhook needs conversionCRDs",
+                    ),
+                    field("conversionCRDs"),
+                ));
+            }
+            for (j, crd) in crds.iter().enumerate() {
+                let crd = crd.as_str().unwrap_or("");
+                if !owned.contains(crd) {
+                    out.push(ctx.at(
+                        Finding::error(
+                            "webhook/conversion-crds",
+                            format!("conversion CRD {crd} is not owned by this CSV"),
+                        ),
+                        format!("{}[{j}]", field("conversionCRDs")),
+                    ));
+                }
+                if let Some(prev) = converted.insert(crd, i) {
+                    out.push(ctx.at(
+                        Finding::error(
+                            "webhook/conversion-crds",
+                            format!("CRD {crd} is also converted by webhookdefinitions[{prev}]"),
+                        ),
+                        format!("{}[{j}]", field("conversionCRDs")),
+                    ));
+                }
+                if let Some(object) = ctx.bundle.crds().find(|c| c.name() == crd)
+                    && object
+                        .value
+                        .pointer("/spec/preserveUnknownFields")
+                        .and_then(Value::as_bool)
+                        == Some(true)
+                {
+                    out.push(super::on(object, Finding::error("webhook/conversion-crds", "a CRD converted by a webhook must not set preserveUnknownFields: true")).field("spec.preserveUnknownFields"));
+                }
+            }
+        } else {
+            for (j, rule) in array_at(def, "/rules").iter().enumerate() {
+                for group in array_at(rule, "/apiGroups") {
+                    let group = group.as_str().unwrap_or("");
+                    if FORBIDDEN_GROUPS.contains(&group) {
+                        out.push(ctx.at(Finding::error("webhook/rules", format!("a webhook may not intercept API group {group:?} (OLM refuses it)")), format!("{}[{j}].apiGroups", field("rules"))));
+                    }
+                    if group == "admissionregistration.k8s.io" {
+                        for resource in array_at(rule, "/resources") {
+                            let resource = resource.as_str().unwrap_or("");
+                            if FORBIDDEN_ADMISSION_RESOURCES.contains(&resource) {
+                                out.push(ctx.at(Finding::error("webhook/rules", format!("a webhook may not intercept admissionregistration.k8s.io {resource}")), format!("{}[{j}].resources", field("rules"))));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if has_conversion {
+        let modes = array_at(ctx.spec(), "/installModes");
+        let supported = |t: &str| {
+            modes.iter().any(|m| {
+                str_at(m, "/type") == t && m.get("supported").and_then(Value::as_bool) == Some(true)
+            })
+        };
+        let others = ["OwnNamespace", "SingleNamespace", "MultiNamespace"]
+            .into_iter()
+            .any(supported);
+        if !supported("AllNamespaces") || others {
+            out.push(ctx.at(
+                Finding::error("webhook/conversion-install-modes", "a CSV with a conversion webhook must support AllNamespaces and no other install mode")
+                    .hint("OLM v0 and v1 both refuse it otherwise"),
+                "spec.installModes",
+            ));
+        }
+    }
+    // CRDs that still carry their own webhook conversion fight OLM's (the classic upgrade 404).
+    for crd in ctx.bundle.crds() {
+        if str_at(&crd.value, "/spec/conversion/strategy") == "Webhook"
+            && !converted.contains_key(crd.name())
+        {
+            out.push(super::on(crd, Finding::error("webhook/conversion-not-declared", "the CRD converts through a webhook, but no ConversionWebhook in the CSV lists it; OLM will not inject the CA and conversions will fail")
+                .field("spec.conversion")
+                .hint("declare a ConversionWebhook in webhookdefinitions and drop spec.conversion from the CRD (olmpack bundle generate does both)")));
+        }
+    }
+}
