@@ -1,0 +1,899 @@
+//! The invalid-bundle corpus: one defect per bundle, each caught with its rule id, file, field
+//! and exact message. Every case starts from the example operator's 1.1.1 bundle (which
+//! validates clean) and breaks one thing.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use olmpack::bundle::generate::{GenerateOptions, generate};
+use olmpack::bundle::{load, validate};
+use olmpack::report::{Finding, Severity};
+use serde_json::{Value, json};
+
+const CSV: &str = "manifests/guestbook-operator.clusterserviceversion.yaml";
+const CRD: &str = "manifests/demo.olmpack.dev_guestbooks.yaml";
+const ANNOTATIONS: &str = "metadata/annotations.yaml";
+
+type Files = BTreeMap<String, Vec<u8>>;
+
+fn example_bundle() -> Files {
+    let plan =
+        olmpack::plan::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("example/olmpack.yaml"))
+            .unwrap();
+    let generated = generate(
+        &plan,
+        &GenerateOptions {
+            only_version: Some("1.1.1".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    generated
+        .tree
+        .iter()
+        .map(|(path, contents)| {
+            (
+                path.strip_prefix("1.1.1").unwrap().display().to_string(),
+                contents.to_vec(),
+            )
+        })
+        .collect()
+}
+
+fn yaml(files: &Files, path: &str) -> Value {
+    olmpack::yaml::from_str(std::str::from_utf8(&files[path]).unwrap()).unwrap()
+}
+
+fn put(files: &mut Files, path: &str, value: &Value) {
+    files.insert(
+        path.to_owned(),
+        olmpack::yaml::to_string(value).unwrap().into_bytes(),
+    );
+}
+
+fn edit(files: &mut Files, path: &str, change: impl FnOnce(&mut Value)) {
+    let mut value = yaml(files, path);
+    change(&mut value);
+    put(files, path, &value);
+}
+
+fn csv(change: impl FnOnce(&mut Value)) -> impl FnOnce(&mut Files) {
+    move |files| edit(files, CSV, change)
+}
+
+fn crd(change: impl FnOnce(&mut Value)) -> impl FnOnce(&mut Files) {
+    move |files| edit(files, CRD, change)
+}
+
+fn annotation(key: &str, value: Option<&str>) -> impl FnOnce(&mut Files) {
+    let (key, value) = (key.to_owned(), value.map(str::to_owned));
+    move |files| {
+        edit(files, ANNOTATIONS, |a| match value {
+            Some(v) => a["annotations"][&key] = json!(v),
+            None => {
+                a["annotations"].as_object_mut().unwrap().remove(&key);
+            }
+        });
+        // Keep the Dockerfile in step, so only the intended rule fires.
+        let labels: BTreeMap<String, String> =
+            serde_json::from_value(yaml(files, ANNOTATIONS)["annotations"].clone()).unwrap();
+        files.insert(
+            "bundle.Dockerfile".into(),
+            olmpack::bundle::files::dockerfile(&labels).into_bytes(),
+        );
+    }
+}
+
+fn validate_files(files: &Files) -> Vec<Finding> {
+    let loaded = load::load_files(
+        Path::new("bundle"),
+        files
+            .iter()
+            .map(|(p, c)| (Path::new(p.as_str()), c.as_slice())),
+    );
+    validate::validate(&loaded, &validate::Options::default()).findings
+}
+
+struct Case {
+    name: &'static str,
+    rule: &'static str,
+    file: &'static str,
+    field: Option<&'static str>,
+    message: &'static str,
+    breaks: Box<dyn FnOnce(&mut Files)>,
+}
+
+fn case(
+    name: &'static str,
+    rule: &'static str,
+    file: &'static str,
+    field: Option<&'static str>,
+    message: &'static str,
+    breaks: impl FnOnce(&mut Files) + 'static,
+) -> Case {
+    Case {
+        name,
+        rule,
+        file,
+        field,
+        message,
+        breaks: Box::new(breaks),
+    }
+}
+
+fn first_deployment(csv: &mut Value) -> &mut Value {
+    &mut csv["spec"]["install"]["spec"]["deployments"][0]
+}
+
+fn cases() -> Vec<Case> {
+    vec![
+        // bundle/: layout, annotations, objects
+        case(
+            "no CSV",
+            "bundle/no-csv",
+            "manifests",
+            None,
+            "the bundle has no ClusterServiceVersion",
+            |f| {
+                f.remove(CSV);
+            },
+        ),
+        case(
+            "two CSVs",
+            "bundle/multiple-csvs",
+            "manifests/copy.yaml",
+            None,
+            "the bundle has 2 ClusterServiceVersions; it must have exactly one",
+            |f| {
+                let copy = f[CSV].clone();
+                f.insert("manifests/copy.yaml".into(), copy);
+            },
+        ),
+        case(
+            "no annotations.yaml",
+            "bundle/missing-annotations",
+            ANNOTATIONS,
+            None,
+            "metadata/annotations.yaml is missing",
+            |f| {
+                f.remove(ANNOTATIONS);
+            },
+        ),
+        case(
+            "no package annotation",
+            "bundle/annotation-missing",
+            ANNOTATIONS,
+            Some("annotations.operators.operatorframework.io.bundle.package.v1"),
+            "annotation operators.operatorframework.io.bundle.package.v1 is required",
+            annotation("operators.operatorframework.io.bundle.package.v1", None),
+        ),
+        case(
+            "helm media type",
+            "bundle/annotation-value",
+            ANNOTATIONS,
+            Some("annotations.operators.operatorframework.io.bundle.mediatype.v1"),
+            "operators.operatorframework.io.bundle.mediatype.v1 is \"helm\"; registry+v1 bundles need \"registry+v1\"",
+            annotation(
+                "operators.operatorframework.io.bundle.mediatype.v1",
+                Some("helm"),
+            ),
+        ),
+        case(
+            "default channel not listed",
+            "bundle/default-channel",
+            ANNOTATIONS,
+            Some("annotations.operators.operatorframework.io.bundle.channel.default.v1"),
+            "default channel \"fast\" is not one of the bundle's channels (candidate, stable)",
+            annotation(
+                "operators.operatorframework.io.bundle.channel.default.v1",
+                Some("fast"),
+            ),
+        ),
+        case(
+            "bad package name",
+            "bundle/package-name",
+            ANNOTATIONS,
+            Some("annotations.operators.operatorframework.io.bundle.package.v1"),
+            "package name \"Guestbook_Operator\" is not a DNS-1123 label",
+            annotation(
+                "operators.operatorframework.io.bundle.package.v1",
+                Some("Guestbook_Operator"),
+            ),
+        ),
+        case(
+            "empty channel entry",
+            "bundle/channels",
+            ANNOTATIONS,
+            Some("annotations.operators.operatorframework.io.bundle.channels.v1"),
+            "the channel list is empty or has an empty entry",
+            annotation(
+                "operators.operatorframework.io.bundle.channels.v1",
+                Some("stable,"),
+            ),
+        ),
+        case(
+            "subdirectory in manifests",
+            "bundle/manifests-subdirectory",
+            "manifests/extra",
+            None,
+            "manifests/ must be flat: opm rejects a bundle whose manifests directory has a subdirectory",
+            |f| {
+                f.insert(
+                    "manifests/extra/cm.yaml".into(),
+                    b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n".to_vec(),
+                );
+            },
+        ),
+        case(
+            "hidden file",
+            "bundle/hidden-file",
+            "manifests/.cm.yaml",
+            None,
+            "hidden files are not allowed in manifests/ (opm rejects the bundle)",
+            |f| {
+                f.insert(
+                    "manifests/.cm.yaml".into(),
+                    b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n".to_vec(),
+                );
+            },
+        ),
+        case(
+            "unsupported kind",
+            "bundle/unsupported-kind",
+            "manifests/job.yaml",
+            Some("kind"),
+            "kind Job cannot be shipped in a registry+v1 bundle (opm and OLM reject it)",
+            |f| {
+                f.insert(
+                    "manifests/job.yaml".into(),
+                    b"apiVersion: batch/v1\nkind: Job\nmetadata: {name: migrate}\n".to_vec(),
+                );
+            },
+        ),
+        case(
+            "duplicate object",
+            "bundle/duplicate-object",
+            "manifests/z.yaml",
+            None,
+            "Service/guestbook-metrics is also defined in manifests/guestbook-metrics_v1_service.yaml",
+            |f| {
+                let copy = f["manifests/guestbook-metrics_v1_service.yaml"].clone();
+                f.insert("manifests/z.yaml".into(), copy);
+            },
+        ),
+        case(
+            "deployment service account shipped",
+            "bundle/service-account-conflict",
+            "manifests/sa.yaml",
+            None,
+            "ServiceAccount guestbook-controller is the service account of a CSV deployment; OLM creates it, so it must not be in the bundle",
+            |f| {
+                f.insert("manifests/sa.yaml".into(), b"apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: guestbook-controller}\n".to_vec());
+            },
+        ),
+        case(
+            "Dockerfile label drift",
+            "bundle/dockerfile-labels",
+            "bundle.Dockerfile",
+            Some("operators.operatorframework.io.bundle.channels.v1"),
+            "LABEL operators.operatorframework.io.bundle.channels.v1 is \"stable\" but annotations.yaml says \"candidate,stable\"",
+            |f| {
+                let text = String::from_utf8(f["bundle.Dockerfile"].clone())
+                    .unwrap()
+                    .replace("channels.v1=\"candidate,stable\"", "channels.v1=\"stable\"");
+                f.insert("bundle.Dockerfile".into(), text.into_bytes());
+            },
+        ),
+        case(
+            "malformed YAML",
+            "bundle/unreadable-file",
+            "manifests/bad.yaml",
+            None,
+            "invalid YAML: line 2 column 9: illegal placement of ':' indicator",
+            |f| {
+                f.insert(
+                    "manifests/bad.yaml".into(),
+                    b"kind: [one\nmetadata: x\n".to_vec(),
+                );
+            },
+        ),
+        case("over the size limit", "bundle/size", "", None, "", |f| {
+            // 1.5 MB of incompressible data: gzip cannot save it.
+            let mut state = 0x2545_f491_4f6c_dd1d_u64;
+            let noise: String = (0..1_500_000)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    char::from(b'a' + (state % 26) as u8)
+                })
+                .collect();
+            f.insert("manifests/big.yaml".into(), format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: big}}\ndata: {{blob: {noise}}}\n").into_bytes());
+        }),
+        case(
+            "property without value",
+            "bundle/property",
+            "metadata/properties.yaml",
+            Some("properties[0]"),
+            "each entry needs `type` and `value`",
+            |f| {
+                f.insert(
+                    "metadata/properties.yaml".into(),
+                    b"properties:\n- type: olm.maxOpenShiftVersion\n".to_vec(),
+                );
+            },
+        ),
+        // csv/
+        case(
+            "wrong CSV apiVersion",
+            "csv/api-version",
+            CSV,
+            Some("apiVersion"),
+            "apiVersion is \"operators.coreos.com/v2\"; it must be operators.coreos.com/v1alpha1",
+            csv(|c| c["apiVersion"] = json!("operators.coreos.com/v2")),
+        ),
+        case(
+            "no displayName",
+            "csv/missing-field",
+            CSV,
+            Some("spec.displayName"),
+            "spec.displayName is required",
+            csv(|c| {
+                c["spec"].as_object_mut().unwrap().remove("displayName");
+            }),
+        ),
+        case(
+            "invalid CSV name",
+            "csv/name",
+            CSV,
+            Some("metadata.name"),
+            "\"Guestbook.v1.1.1\" must be a DNS-1123 subdomain of at most 63 characters (it is also used as a label value)",
+            csv(|c| c["metadata"]["name"] = json!("Guestbook.v1.1.1")),
+        ),
+        case(
+            "version not semver",
+            "csv/version",
+            CSV,
+            Some("spec.version"),
+            "\"1.1\" is not a semantic version: unexpected end of input while parsing minor version number",
+            csv(|c| c["spec"]["version"] = json!("1.1")),
+        ),
+        case(
+            "invalid replaces",
+            "csv/replaces",
+            CSV,
+            Some("spec.replaces"),
+            "replaces \"guestbook operator 1.1.0\" is not a valid bundle name",
+            csv(|c| c["spec"]["replaces"] = json!("guestbook operator 1.1.0")),
+        ),
+        case(
+            "replaces itself",
+            "csv/replaces",
+            CSV,
+            Some("spec.replaces"),
+            "a bundle cannot replace itself",
+            csv(|c| c["spec"]["replaces"] = json!("guestbook-operator.v1.1.1")),
+        ),
+        case(
+            "empty skip",
+            "csv/skips",
+            CSV,
+            Some("spec.skips[0]"),
+            "skips entry \"\" is not a valid bundle name",
+            csv(|c| c["spec"]["skips"] = json!([""])),
+        ),
+        case(
+            "invalid skipRange",
+            "csv/skip-range",
+            CSV,
+            Some("metadata.annotations.olm.skipRange"),
+            "olm.skipRange \">=1.0 <1.1.1\" is not a valid range: \"1.0\" is not a semantic version (unexpected end of input while parsing minor version number)",
+            csv(|c| c["metadata"]["annotations"]["olm.skipRange"] = json!(">=1.0 <1.1.1")),
+        ),
+        case(
+            "skipRange includes itself",
+            "csv/skip-range",
+            CSV,
+            Some("metadata.annotations.olm.skipRange"),
+            "olm.skipRange \">=1.0.0 <=1.1.1\" includes the bundle's own version 1.1.1",
+            csv(|c| c["metadata"]["annotations"]["olm.skipRange"] = json!(">=1.0.0 <=1.1.1")),
+        ),
+        case(
+            "helm install strategy",
+            "csv/install-strategy",
+            CSV,
+            Some("spec.install.strategy"),
+            "install strategy \"helm\" is not supported; it must be \"deployment\"",
+            csv(|c| c["spec"]["install"]["strategy"] = json!("helm")),
+        ),
+        case(
+            "no deployments",
+            "csv/no-deployments",
+            CSV,
+            Some("spec.install.spec.deployments"),
+            "the install strategy has no deployments",
+            csv(|c| c["spec"]["install"]["spec"]["deployments"] = json!([])),
+        ),
+        case(
+            "duplicate deployment",
+            "csv/duplicate-deployment",
+            CSV,
+            Some("spec.install.spec.deployments[1].name"),
+            "deployment guestbook-controller is listed twice",
+            csv(|c| {
+                let d = first_deployment(c).clone();
+                c["spec"]["install"]["spec"]["deployments"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(d);
+            }),
+        ),
+        case(
+            "deployment name",
+            "csv/deployment-name",
+            CSV,
+            Some("spec.install.spec.deployments[0].name"),
+            "deployment name \"Guestbook_Controller\" is not a DNS-1123 subdomain",
+            csv(|c| first_deployment(c)["name"] = json!("Guestbook_Controller")),
+        ),
+        case(
+            "duplicate install mode",
+            "csv/install-modes",
+            CSV,
+            Some("spec.installModes[4].type"),
+            "install mode AllNamespaces is listed twice",
+            csv(|c| {
+                c["spec"]["installModes"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(json!({"type": "AllNamespaces", "supported": true}))
+            }),
+        ),
+        case(
+            "no supported install mode",
+            "csv/install-modes",
+            CSV,
+            Some("spec.installModes"),
+            "no install mode is supported",
+            csv(|c| {
+                for m in c["spec"]["installModes"].as_array_mut().unwrap() {
+                    m["supported"] = json!(false);
+                }
+            }),
+        ),
+        case(
+            "minKubeVersion",
+            "csv/min-kube-version",
+            CSV,
+            Some("spec.minKubeVersion"),
+            "minKubeVersion \"1.28\" is not a semantic version like 1.28.0",
+            csv(|c| c["spec"]["minKubeVersion"] = json!("1.28")),
+        ),
+        case(
+            "annotation case",
+            "csv/annotation-case",
+            CSV,
+            Some("metadata.annotations.olm.SkipRange"),
+            "annotation olm.SkipRange uses the wrong case; OLM reads olm.skipRange",
+            csv(|c| c["metadata"]["annotations"]["olm.SkipRange"] = json!(">=1.0.0 <1.1.0")),
+        ),
+        case(
+            "alm-examples not JSON",
+            "csv/examples",
+            CSV,
+            Some("metadata.annotations.alm-examples"),
+            "alm-examples is not a JSON array of objects: expected value at line 1 column 1",
+            csv(|c| c["metadata"]["annotations"]["alm-examples"] = json!("kind: Guestbook")),
+        ),
+        case(
+            "example of an unowned kind",
+            "csv/example-not-owned",
+            CSV,
+            Some("metadata.annotations.alm-examples[0]"),
+            "example 0 is a demo.olmpack.dev/v2 Guestbook, which no owned CRD provides",
+            csv(|c| {
+                c["metadata"]["annotations"]["alm-examples"] = json!(
+                    r#"[{"apiVersion":"demo.olmpack.dev/v2","kind":"Guestbook","metadata":{"name":"x"}}]"#
+                )
+            }),
+        ),
+        case(
+            "owned CRD missing",
+            "csv/owned-crd-not-in-bundle",
+            CSV,
+            Some("spec.customresourcedefinitions.owned[2]"),
+            "owned CRD guestbooks.demo.olmpack.dev v2/Guestbook is not in the bundle",
+            csv(|c| {
+                c["spec"]["customresourcedefinitions"]["owned"].as_array_mut().unwrap().push(json!({"name": "guestbooks.demo.olmpack.dev", "version": "v2", "kind": "Guestbook", "displayName": "G"}))
+            }),
+        ),
+        case(
+            "CRD not owned",
+            "csv/crd-not-owned",
+            CSV,
+            Some("spec.customresourcedefinitions.owned"),
+            "CRD guestbooks.demo.olmpack.dev (demo.olmpack.dev/v1 Guestbook) is in the bundle but the CSV does not own it",
+            csv(|c| c["spec"]["customresourcedefinitions"]["owned"] = json!([])),
+        ),
+        case(
+            "related image invalid",
+            "csv/related-image",
+            CSV,
+            Some("spec.relatedImages[0].image"),
+            "image \"quay.io/olmpack/Guestbook:v1\" has an invalid repository component \"Guestbook\"",
+            csv(|c| c["spec"]["relatedImages"][0]["image"] = json!("quay.io/olmpack/Guestbook:v1")),
+        ),
+        case(
+            "container image with bad digest",
+            "csv/container-image",
+            CSV,
+            Some("spec.install.spec.deployments[0].spec.template.spec.containers[0].image"),
+            "image \"quay.io/olmpack/guestbook@sha256:1234\" has an invalid digest \"sha256:1234\"",
+            csv(|c| {
+                first_deployment(c)["spec"]["template"]["spec"]["containers"][0]["image"] =
+                    json!("quay.io/olmpack/guestbook@sha256:1234")
+            }),
+        ),
+        case(
+            "permission without account",
+            "csv/permissions",
+            CSV,
+            Some("spec.install.spec.clusterPermissions[0].serviceAccountName"),
+            "serviceAccountName is required",
+            csv(|c| {
+                c["spec"]["install"]["spec"]["clusterPermissions"][0]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("serviceAccountName");
+            }),
+        ),
+        // webhook/
+        case(
+            "webhook to unknown deployment",
+            "webhook/deployment",
+            CSV,
+            Some("spec.webhookdefinitions[0].deploymentName"),
+            "deploymentName \"other\" is not a deployment of this CSV",
+            csv(|c| c["spec"]["webhookdefinitions"][0]["deploymentName"] = json!("other")),
+        ),
+        case(
+            "webhook side effects",
+            "webhook/side-effects",
+            CSV,
+            Some("spec.webhookdefinitions[1].sideEffects"),
+            "sideEffects \"Some\" is not allowed for admissionregistration.k8s.io/v1 (None or NoneOnDryRun)",
+            csv(|c| c["spec"]["webhookdefinitions"][1]["sideEffects"] = json!("Some")),
+        ),
+        case(
+            "webhook review versions",
+            "webhook/review-versions",
+            CSV,
+            Some("spec.webhookdefinitions[1].admissionReviewVersions"),
+            "admissionReviewVersions is required",
+            csv(|c| {
+                c["spec"]["webhookdefinitions"][1]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("admissionReviewVersions");
+            }),
+        ),
+        case(
+            "webhook on OLM's API group",
+            "webhook/rules",
+            CSV,
+            Some("spec.webhookdefinitions[1].rules[0].apiGroups"),
+            "a webhook may not intercept API group \"operators.coreos.com\" (OLM refuses it)",
+            csv(|c| {
+                c["spec"]["webhookdefinitions"][1]["rules"][0]["apiGroups"] =
+                    json!(["operators.coreos.com"])
+            }),
+        ),
+        case(
+            "conversion with OwnNamespace",
+            "webhook/conversion-install-modes",
+            CSV,
+            Some("spec.installModes"),
+            "a CSV with a conversion webhook must support AllNamespaces and no other install mode",
+            csv(|c| c["spec"]["installModes"][0]["supported"] = json!(true)),
+        ),
+        case(
+            "conversion of an unowned CRD",
+            "webhook/conversion-crds",
+            CSV,
+            Some("spec.webhookdefinitions[0].conversionCRDs[0]"),
+            "conversion CRD others.demo.olmpack.dev is not owned by this CSV",
+            csv(|c| {
+                c["spec"]["webhookdefinitions"][0]["conversionCRDs"] =
+                    json!(["others.demo.olmpack.dev"])
+            }),
+        ),
+        case(
+            "hard-coded CRD conversion",
+            "webhook/conversion-not-declared",
+            CRD,
+            Some("spec.conversion"),
+            "the CRD converts through a webhook, but no ConversionWebhook in the CSV lists it; OLM will not inject the CA and conversions will fail",
+            |f| {
+                edit(f, CSV, |c| {
+                    c["spec"]["webhookdefinitions"]
+                        .as_array_mut()
+                        .unwrap()
+                        .retain(|w| w["type"] != "ConversionWebhook");
+                });
+                edit(
+                    f,
+                    CRD,
+                    |c| c["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {"service": {"name": "guestbook-webhook", "namespace": "guestbook-system", "path": "/convert"}}}}),
+                );
+            },
+        ),
+        // crd/
+        case(
+            "CRD name",
+            "crd/name",
+            CRD,
+            Some("metadata.name"),
+            "metadata.name must be <plural>.<group> (\"guestbooks.demo.olmpack.dev\")",
+            crd(|c| c["metadata"]["name"] = json!("guestbook.demo.olmpack.dev")),
+        ),
+        case(
+            "two storage versions",
+            "crd/storage-version",
+            CRD,
+            Some("spec.versions"),
+            "exactly one version must be the storage version, found 2",
+            crd(|c| c["spec"]["versions"][0]["storage"] = json!(true)),
+        ),
+        case(
+            "schema without type",
+            "crd/schema",
+            CRD,
+            Some(
+                "spec.versions[1].schema.openAPIV3Schema.properties.spec.properties.replicas.type",
+            ),
+            "the schema is not structural: type is missing",
+            crd(|c| {
+                c["spec"]["versions"][1]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["replicas"].as_object_mut().unwrap().remove("type");
+            }),
+        ),
+        case(
+            "version without schema",
+            "crd/schema",
+            CRD,
+            Some("spec.versions[0].schema"),
+            "version v1alpha1 has no schema.openAPIV3Schema (required by apiextensions.k8s.io/v1)",
+            crd(|c| {
+                c["spec"]["versions"][0]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("schema");
+            }),
+        ),
+        case(
+            "enum of the wrong type",
+            "crd/schema",
+            CRD,
+            Some(
+                "spec.versions[1].schema.openAPIV3Schema.properties.spec.properties.page.properties.theme.enum",
+            ),
+            "enum value 3 is not a string",
+            crd(|c| {
+                c["spec"]["versions"][1]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+                    ["page"]["properties"]["theme"]["enum"] = json!(["light", 3])
+            }),
+        ),
+        case(
+            "printer column path",
+            "crd/printer-columns",
+            CRD,
+            Some("spec.versions[1].additionalPrinterColumns[0].jsonPath"),
+            "jsonPath \"spec.replicas\" must start with '.'",
+            crd(|c| {
+                c["spec"]["versions"][1]["additionalPrinterColumns"][0]["jsonPath"] =
+                    json!("spec.replicas")
+            }),
+        ),
+        case(
+            "scale path outside spec",
+            "crd/subresources",
+            CRD,
+            Some("spec.versions[1].subresources.scale.specReplicasPath"),
+            "scale.specReplicasPath must be under .spec",
+            crd(|c| {
+                c["spec"]["versions"][1]["subresources"]["scale"]["specReplicasPath"] =
+                    json!(".replicas")
+            }),
+        ),
+        // deprecated-api/
+        case(
+            "v1beta1 CRD",
+            "deprecated-api/removed",
+            CRD,
+            Some("apiVersion"),
+            "apiextensions.k8s.io/v1beta1 CustomResourceDefinition was removed in Kubernetes 1.22; use apiextensions.k8s.io/v1",
+            crd(|c| c["apiVersion"] = json!("apiextensions.k8s.io/v1beta1")),
+        ),
+        case(
+            "policy/v1beta1 PodDisruptionBudget",
+            "deprecated-api/removed",
+            "manifests/pdb.yaml",
+            Some("apiVersion"),
+            "policy/v1beta1 PodDisruptionBudget was removed in Kubernetes 1.25; use policy/v1",
+            |f| {
+                f.insert("manifests/pdb.yaml".into(), b"apiVersion: policy/v1beta1\nkind: PodDisruptionBudget\nmetadata: {name: guestbook}\nspec: {minAvailable: 1}\n".to_vec());
+            },
+        ),
+        case(
+            "flowcontrol v1beta3 (removed in 1.32, after operator-sdk's list ends)",
+            "deprecated-api/removed",
+            "manifests/prometheusrule.yaml",
+            Some("apiVersion"),
+            "flowcontrol.apiserver.k8s.io/v1beta3 PriorityLevelConfiguration was removed in Kubernetes 1.32; use flowcontrol.apiserver.k8s.io/v1",
+            |f| {
+                f.insert("manifests/prometheusrule.yaml".into(), b"apiVersion: flowcontrol.apiserver.k8s.io/v1beta3\nkind: PriorityLevelConfiguration\nmetadata: {name: guestbook}\n".to_vec());
+            },
+        ),
+        // operatorhub/
+        case(
+            "no provider",
+            "operatorhub/provider",
+            CSV,
+            Some("spec.provider.name"),
+            "provider.name is required",
+            csv(|c| c["spec"]["provider"] = json!({})),
+        ),
+        case(
+            "maintainer email",
+            "operatorhub/maintainer",
+            CSV,
+            Some("spec.maintainers[0].email"),
+            "\"maintainers at olmpack\" is not an email address",
+            csv(|c| c["spec"]["maintainers"][0]["email"] = json!("maintainers at olmpack")),
+        ),
+        case(
+            "capability level",
+            "operatorhub/capabilities",
+            CSV,
+            Some("metadata.annotations.capabilities"),
+            "capabilities \"Autopilot\" is not one of Basic Install, Seamless Upgrades, Full Lifecycle, Deep Insights, Auto Pilot",
+            csv(|c| c["metadata"]["annotations"]["capabilities"] = json!("Autopilot")),
+        ),
+        case(
+            "icon media type",
+            "operatorhub/icon",
+            CSV,
+            Some("spec.icon[0].mediatype"),
+            "icon mediatype \"image/bmp\" is not one of image/gif, image/jpeg, image/png, image/svg+xml",
+            csv(|c| c["spec"]["icon"][0]["mediatype"] = json!("image/bmp")),
+        ),
+        case(
+            "link URL",
+            "operatorhub/link",
+            CSV,
+            Some("spec.links[0].url"),
+            "\"github.com/olmpack\" is not an absolute http(s) URL",
+            csv(|c| c["spec"]["links"][0]["url"] = json!("github.com/olmpack")),
+        ),
+        // security/
+        case(
+            "privileged container",
+            "security/privileged",
+            CSV,
+            Some(
+                "spec.install.spec.deployments[0].spec.template.spec.containers[0].securityContext.privileged",
+            ),
+            "container manager is privileged",
+            csv(|c| {
+                first_deployment(c)["spec"]["template"]["spec"]["containers"][0]["securityContext"]
+                    ["privileged"] = json!(true)
+            }),
+        ),
+    ]
+}
+
+#[test]
+fn the_example_bundle_is_valid() {
+    let findings = validate_files(&example_bundle());
+    let errors: Vec<_> = findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+}
+
+#[test]
+fn every_defect_is_caught_with_its_rule_file_field_and_message() {
+    let cases = cases();
+    assert!(cases.len() >= 40, "the corpus has {} bundles", cases.len());
+    let mut failures = Vec::new();
+    let mut rules = std::collections::BTreeSet::new();
+    for case in cases {
+        let mut files = example_bundle();
+        (case.breaks)(&mut files);
+        let findings = validate_files(&files);
+        rules.insert(case.rule.split('/').next().unwrap().to_owned());
+        let hit = findings.iter().find(|f| {
+            f.rule == case.rule
+                && f.severity == Severity::Error
+                && f.file.as_deref().unwrap_or(Path::new("")) == Path::new(case.file)
+                && f.field.as_deref() == case.field
+                && (case.message.is_empty() || f.message == case.message)
+        });
+        if hit.is_none() {
+            let same_rule: Vec<_> = findings.iter().filter(|f| f.rule == case.rule).collect();
+            failures.push(format!(
+                "{}: wanted {} at {:?} {:?} {:?}; same-rule findings: {same_rule:#?}",
+                case.name, case.rule, case.file, case.field, case.message
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    let families: Vec<_> = rules.into_iter().collect();
+    assert_eq!(
+        families,
+        [
+            "bundle",
+            "crd",
+            "csv",
+            "deprecated-api",
+            "operatorhub",
+            "security",
+            "webhook"
+        ]
+    );
+}
+
+#[test]
+fn the_cli_exits_1_and_names_the_file_for_a_broken_bundle() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = example_bundle();
+    csv(|c| c["spec"]["version"] = json!("one"))(&mut files);
+    for (path, contents) in &files {
+        let target: PathBuf = dir.path().join(path);
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::write(target, contents).unwrap();
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_olmpack"))
+        .args(["bundle", "validate", "--output", "json"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let finding = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == "csv/version")
+        .unwrap();
+    assert_eq!(finding["file"], CSV);
+    assert_eq!(finding["field"], "spec.version");
+
+    // JUnit: one failing test case per error.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_olmpack"))
+        .args(["bundle", "validate", "-o", "junit"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let xml = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        xml.contains("<failure message=\"&quot;one&quot; is not a semantic version"),
+        "{xml}"
+    );
+
+    // A missing directory is "could not run" (2), not "invalid" (1).
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_olmpack"))
+        .args(["bundle", "validate", "/nonexistent/bundle"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("bundle directory /nonexistent/bundle does not exist")
+    );
+}
