@@ -6,6 +6,10 @@
 //! the edges ([`webhook::server`], [`controller`]).
 
 pub mod api;
+pub mod controller;
 pub mod conversion;
 pub mod manifests;
+pub mod metrics;
 pub mod releases;
+pub mod run;
+pub mod webhook;
