@@ -16,7 +16,7 @@ use super::CmdResult;
 pub enum ImageCommand {
     /// Build a bundle or catalog image into an OCI image layout (no container engine needed).
     #[command(subcommand)]
-    Build(BuildCommand),
+    Build(Box<BuildCommand>),
     /// Push an image from an OCI layout to a registry; prints the pushed digest.
     Push {
         /// The layout directory, optionally with the tag of one image in it: LAYOUT[:TAG].
@@ -24,14 +24,14 @@ pub enum ImageCommand {
         /// Where to push: host/repository[:tag] (the tag defaults to `latest`).
         target: String,
         #[command(flatten)]
-        registry: RegistryArgs,
+        registry: Box<RegistryArgs>,
     },
     /// Print the digest an image reference resolves to now.
     Resolve {
         /// An image reference: host/repository:tag or host/repository@sha256:….
         reference: String,
         #[command(flatten)]
-        registry: RegistryArgs,
+        registry: Box<RegistryArgs>,
     },
 }
 
@@ -165,26 +165,29 @@ pub fn run(cmd: ImageCommand) -> CmdResult {
         .build()?;
     let progress = Progress::auto();
     match cmd {
-        ImageCommand::Build(BuildCommand::Bundle { dir, output }) => {
-            let root = olmpack::image::build_bundle_image(&dir, &output.layout, &output.options())?;
-            println!("{}", root.digest);
-        }
-        ImageCommand::Build(BuildCommand::Catalog {
-            dir,
-            output,
-            base,
-            registry,
-        }) => {
-            let access = registry.access()?;
-            let root = runtime.block_on(olmpack::image::build_catalog_image(
-                &dir,
-                &output.layout,
-                &output.options(),
-                base.as_deref().map(|b| (b, &access)),
-                &progress,
-            ))?;
-            println!("{}", root.digest);
-        }
+        ImageCommand::Build(build) => match *build {
+            BuildCommand::Bundle { dir, output } => {
+                let options = output.options();
+                let root = olmpack::image::build_bundle_image(&dir, &output.layout, &options)?;
+                println!("{}", root.digest);
+            }
+            BuildCommand::Catalog {
+                dir,
+                output,
+                base,
+                registry,
+            } => {
+                let access = registry.access()?;
+                let root = runtime.block_on(olmpack::image::build_catalog_image(
+                    &dir,
+                    &output.layout,
+                    &output.options(),
+                    base.as_deref().map(|b| (b, &access)),
+                    &progress,
+                ))?;
+                println!("{}", root.digest);
+            }
+        },
         ImageCommand::Push {
             source,
             target,

@@ -73,7 +73,7 @@ pub enum BuildError {
     Base {
         reference: String,
         #[source]
-        source: BaseError,
+        source: Box<BaseError>,
     },
     #[error("the base image {reference} has no usable platform image")]
     NoBasePlatform { reference: String },
@@ -212,7 +212,7 @@ pub async fn build_catalog_image(
                 .await
                 .map_err(|source| BuildError::Base {
                     reference: reference.to_owned(),
-                    source,
+                    source: Box::new(source),
                 })?;
             on_base(
                 &writer,

@@ -95,6 +95,14 @@ pub enum RegistryError {
         #[source]
         source: OciDistributionError,
     },
+    #[error("{what}: {registry} denied access (HTTP {status}); check the registry credentials")]
+    Denied {
+        what: String,
+        registry: String,
+        status: u16,
+        #[source]
+        source: OciDistributionError,
+    },
     #[error("{what} failed after {attempts} attempt(s)")]
     Request {
         what: String,
@@ -219,6 +227,14 @@ impl RegistryClient {
                     tokio::time::sleep(pause).await;
                 }
                 Err(source) => {
+                    if let Some(status) = denied_status(&source) {
+                        return Err(RegistryError::Denied {
+                            what,
+                            registry: self.registry.clone(),
+                            status,
+                            source,
+                        });
+                    }
                     return Err(RegistryError::Request {
                         what,
                         attempts: tries,
@@ -230,13 +246,41 @@ impl RegistryClient {
     }
 }
 
+/// The HTTP status of an authentication or authorization refusal (401, 403).
+fn denied_status(err: &OciDistributionError) -> Option<u16> {
+    match err {
+        OciDistributionError::UnauthorizedError { .. } => Some(401),
+        OciDistributionError::AuthenticationFailure(_) => Some(401),
+        OciDistributionError::RequestError(e) => e
+            .status()
+            .map(|s| s.as_u16())
+            .filter(|s| *s == 401 || *s == 403),
+        OciDistributionError::ServerError { code, .. } if *code == 401 || *code == 403 => {
+            Some(*code)
+        }
+        OciDistributionError::RegistryError { envelope, .. } => {
+            envelope.errors.iter().find_map(|e| match e.code {
+                OciErrorCode::Unauthorized => Some(401),
+                OciErrorCode::Denied => Some(403),
+                _ => None,
+            })
+        }
+        _ => None,
+    }
+}
+
+fn transient_status(code: u16) -> bool {
+    code >= 500 || code == 408 || code == 429
+}
+
 /// True for failures that another try may not hit: the connection, a timeout, the server.
 pub fn is_transient(err: &OciDistributionError) -> bool {
     match err {
-        OciDistributionError::RequestError(e) => !e.is_builder() && !e.is_redirect(),
-        OciDistributionError::ServerError { code, .. } => {
-            *code >= 500 || *code == 408 || *code == 429
-        }
+        OciDistributionError::RequestError(e) => match e.status() {
+            Some(status) => transient_status(status.as_u16()),
+            None => !e.is_builder() && !e.is_redirect(),
+        },
+        OciDistributionError::ServerError { code, .. } => transient_status(*code),
         OciDistributionError::RegistryError { envelope, .. } => envelope.errors.iter().any(|e| {
             matches!(
                 e.code,
