@@ -222,7 +222,7 @@ async fn trace_logs_of_a_bearer_push_hold_no_password_and_no_token() {
     let dir = tempfile::tempdir().unwrap();
     let layout = dir.path().join("bundle");
     build_bundle_image(&fixture("bundle"), &layout, &options("v1")).unwrap();
-    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_olmpack"))
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_olmpack"))
         .args(["-vvv", "image", "push"])
         .arg(format!("{}:v1", layout.display()))
         .arg(format!("{}/bearer/logs:v1", gate.host()))
@@ -232,20 +232,14 @@ async fn trace_logs_of_a_bearer_push_hold_no_password_and_no_token() {
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .and_then(|mut child| {
-            let mut stdin = child.stdin.take().unwrap();
-            tokio::spawn(async move {
-                stdin
-                    .write_all(format!("{PASSWORD}\n").as_bytes())
-                    .await
-                    .unwrap();
-            });
-            Ok(child)
-        })
-        .unwrap()
-        .wait_with_output()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(format!("{PASSWORD}\n").as_bytes())
         .await
         .unwrap();
+    drop(stdin);
+    let output = child.wait_with_output().await.unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
     assert!(stderr.contains("TRACE"), "trace logging was on");
