@@ -243,6 +243,11 @@ impl Metrics {
         self.leader.set(i64::from(leader));
     }
 
+    /// Whether this instance currently leads.
+    pub fn is_leader(&self) -> bool {
+        self.leader.get() == 1
+    }
+
     /// Marks the instance ready (`/readyz` answers 200).
     pub fn set_ready(&self, ready: bool) {
         self.ready.store(ready, Ordering::SeqCst);

@@ -166,26 +166,25 @@ pub fn contains(live: &Value, desired: &Value) -> bool {
     }
 }
 
-/// Applies `desired` with [`FIELD_MANAGER`] unless `live` already holds it; returns the
-/// object as it is now and whether a write was sent.
-pub async fn ensure<K>(
-    api: &Api<K>,
-    live: Option<K>,
-    desired: &Value,
-) -> Result<(K, bool), kube::Error>
-where
-    K: Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    if let Some(live) = live {
-        let as_json = serde_json::to_value(&live).unwrap_or(Value::Null);
-        if contains(&as_json, desired) {
-            return Ok((live, false));
+/// Whether `desired` must be applied over `live` (absent, or missing a field we set).
+pub fn needs_apply<K: serde::Serialize>(live: Option<&K>, desired: &Value) -> bool {
+    match live {
+        None => true,
+        Some(live) => {
+            let as_json = serde_json::to_value(live).unwrap_or(Value::Null);
+            !contains(&as_json, desired)
         }
     }
+}
+
+/// Server-side applies `desired` with [`FIELD_MANAGER`] (forcing ownership of its fields).
+pub async fn apply<K>(api: &Api<K>, desired: &Value) -> Result<K, kube::Error>
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
     let name = desired["metadata"]["name"].as_str().unwrap_or_default();
     let params = PatchParams::apply(FIELD_MANAGER).force();
-    let applied = api.patch(name, &params, &Patch::Apply(desired)).await?;
-    Ok((applied, true))
+    api.patch(name, &params, &Patch::Apply(desired)).await
 }
 
 #[cfg(test)]

@@ -213,24 +213,30 @@ async fn reconcile_inner(
         .get_opt(&name)
         .await
         .map_err(ReconcileError::api("read the Deployment", key))?;
-    crash::check(ctx.crash, CrashPoint::BeforeDeploymentApply);
-    let (deployment, wrote) = apply::ensure(&deployments, live, &apply::deployment(app))
-        .await
-        .map_err(ReconcileError::api("apply the Deployment", key))?;
-    if wrote {
-        tracing::info!(webapp = %key, "Deployment applied");
-    }
-    crash::check(ctx.crash, CrashPoint::AfterDeploymentApply);
+    let desired = apply::deployment(app);
+    let deployment = match live {
+        Some(live) if !apply::needs_apply(Some(&live), &desired) => live,
+        _ => {
+            crash::check(ctx.crash, CrashPoint::BeforeDeploymentApply);
+            let applied = apply::apply(&deployments, &desired)
+                .await
+                .map_err(ReconcileError::api("apply the Deployment", key))?;
+            tracing::info!(webapp = %key, "Deployment applied");
+            crash::check(ctx.crash, CrashPoint::AfterDeploymentApply);
+            applied
+        }
+    };
 
     let services: Api<Service> = Api::namespaced(ctx.client.clone(), &ns);
     let live = services
         .get_opt(&name)
         .await
         .map_err(ReconcileError::api("read the Service", key))?;
-    let (_, wrote) = apply::ensure(&services, live, &apply::service(app))
-        .await
-        .map_err(ReconcileError::api("apply the Service", key))?;
-    if wrote {
+    let desired = apply::service(app);
+    if apply::needs_apply(live.as_ref(), &desired) {
+        apply::apply(&services, &desired)
+            .await
+            .map_err(ReconcileError::api("apply the Service", key))?;
         tracing::info!(webapp = %key, "Service applied");
     }
 

@@ -261,3 +261,65 @@ pub async fn create_webapp(
         }
     }
 }
+
+/// The operator binary as a child process (killed when dropped).
+pub struct OperatorProcess {
+    pub child: tokio::process::Child,
+    pub log: PathBuf,
+}
+
+impl OperatorProcess {
+    /// Starts `webapp-operator run` as the operator's ServiceAccount with `extra` arguments
+    /// and `env`.
+    pub fn start(cluster: &Cluster, label: &str, extra: &[&str], env: &[(&str, &str)]) -> Self {
+        let kubeconfig = cluster.operator_kubeconfig();
+        let log = cluster.cert_dir.path().join(format!("{label}.log"));
+        let file = std::fs::File::create(&log).unwrap();
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_webapp-operator"));
+        command
+            .arg("run")
+            .arg(format!("--kubeconfig={}", kubeconfig.display()))
+            .arg(format!("--namespace={OPERATOR_NS}"))
+            .args([
+                "--bind-address=127.0.0.1",
+                "--metrics-port=0",
+                "--log-format=json",
+            ])
+            .args(extra)
+            .env_remove(webapp_operator::controller::crash::CRASH_ENV)
+            .stdout(std::process::Stdio::null())
+            .stderr(file)
+            .kill_on_drop(true);
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        let child = command.spawn().expect("the operator binary starts");
+        Self { child, log }
+    }
+
+    /// Waits for the process to exit by itself; panics after `timeout`.
+    pub async fn exit_code(&mut self, timeout: Duration) -> Option<i32> {
+        match tokio::time::timeout(timeout, self.child.wait()).await {
+            Ok(status) => status.unwrap().code(),
+            Err(_) => panic!(
+                "the operator did not exit within {timeout:?}; log:\n{}",
+                std::fs::read_to_string(&self.log).unwrap_or_default()
+            ),
+        }
+    }
+
+    /// The process's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// SIGTERM, then waits for a graceful exit.
+    pub async fn terminate(mut self) -> Option<i32> {
+        let pid = self.child.id().expect("running");
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .unwrap();
+        self.exit_code(Duration::from_secs(30)).await
+    }
+}
