@@ -67,8 +67,9 @@ pub struct BuildArgs {
     /// Name the image in the layout (`org.opencontainers.image.ref.name`).
     #[arg(long)]
     tag: Option<String>,
-    /// File mtimes and the image's creation time, in seconds since the Unix epoch.
-    #[arg(long, env = "SOURCE_DATE_EPOCH", default_value_t = 0)]
+    /// File mtimes and the image's creation time, in seconds since the Unix epoch (empty
+    /// means 0).
+    #[arg(long, env = "SOURCE_DATE_EPOCH", default_value = "0", value_parser = parse_epoch)]
     source_date_epoch: u64,
     /// The platform recorded for images without a base, as OS/ARCH[/VARIANT].
     #[arg(long, default_value = "linux/amd64", value_parser = parse_platform)]
@@ -101,6 +102,15 @@ pub struct RegistryArgs {
     /// Seconds a registry response may stall before it is retried.
     #[arg(long, default_value_t = 60)]
     timeout: u64,
+}
+
+fn parse_epoch(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(0);
+    }
+    text.parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds since the Unix epoch"))
 }
 
 fn parse_platform(text: &str) -> Result<Platform, String> {
