@@ -396,6 +396,11 @@ fn cli_build_prints_the_digest_and_honours_source_date_epoch() {
         config["config"]["Labels"]["operators.operatorframework.io.index.configs.v1"],
         "/configs"
     );
+    assert_eq!(
+        cli("", "catalog", "catalog"),
+        printed,
+        "an empty SOURCE_DATE_EPOCH means 0"
+    );
 
     let output = Command::new(env!("CARGO_BIN_EXE_olmpack"))
         .args([
