@@ -1,1 +1,30 @@
-//! File-Based Catalogs (issue: olmpack catalog). Not built yet.
+//! File-Based Catalogs: the FBC model, rendering bundles, templates, validation, upgrade
+//! graphs and catalog generation.
+//!
+//! Data flows one way:
+//! - [`load`] reads a catalog tree or stream into the serialisation layer [`declcfg`];
+//! - [`model`] builds the semantic catalog (package → channels → bundles) with opm's rules;
+//! - [`validate`] adds what opm does not check; [`upgrade`] computes OLM v0 and v1 upgrade
+//!   paths; [`graph`] draws channels as mermaid or Graphviz;
+//! - [`render`] turns a bundle directory into the `olm.bundle` opm produces; [`template`]
+//!   expands `olm.template.basic` and `olm.semver`;
+//! - [`policy`] computes channels for a release plan and [`generate`] writes the catalog.
+//!
+//! Everything but [`load`], [`write`] and [`render`]'s directory reader is pure.
+
+pub mod declcfg;
+pub mod generate;
+pub mod gojson;
+pub mod graph;
+pub mod ignore;
+pub mod load;
+pub mod model;
+pub mod policy;
+pub mod property;
+pub mod pullspec;
+pub mod render;
+pub mod template;
+pub mod upgrade;
+pub mod validate;
+pub mod version;
+pub mod write;

@@ -1,16 +1,198 @@
-//! `olmpack catalog …` (not built yet).
+//! `olmpack catalog …`: File-Based Catalogs — validate, render, templates, graphs, upgrade paths.
+
+use std::io::Read as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use olmpack::catalog::declcfg::{DeclarativeConfig, to_value};
+use olmpack::catalog::graph::{self, GraphFormat};
+use olmpack::catalog::load::{load_dir, load_stream};
+use olmpack::catalog::model::Model;
+use olmpack::catalog::render::{MigrateLevel, RenderOptions, render_dir};
+use olmpack::catalog::template::{self, DirResolver};
+use olmpack::catalog::upgrade;
+use olmpack::catalog::validate::{ValidateOptions, validate_dir};
+use olmpack::catalog::write::{self, Format};
+use olmpack::report::OutputFormat;
 
 use super::CmdResult;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum CatalogCommand {
-    /// Not built yet.
+    /// Validate a catalog directory: everything `opm validate` checks, plus upgrade-graph checks.
     Validate {
         /// The catalog directory.
-        dir: std::path::PathBuf,
+        dir: PathBuf,
+        #[arg(long, short, value_enum, default_value_t)]
+        output: OutputFormat,
+        /// Fail on warnings too (skipRange and reachability problems opm accepts).
+        #[arg(long)]
+        strict: bool,
+        /// Report, as infos, every bundle whose OLM v0 and OLM v1 upgrade paths differ.
+        #[arg(long)]
+        upgrade_paths: bool,
+    },
+    /// Render bundle directories to `olm.bundle` blobs (as `opm render DIR` does).
+    Render {
+        /// Bundle directories.
+        #[arg(required = true)]
+        refs: Vec<PathBuf>,
+        #[arg(long, short, value_enum, default_value_t)]
+        output: Format,
+        /// Migrations to run (as opm's `--migrate-level`).
+        #[arg(long, value_enum, default_value_t)]
+        migrate_level: MigrateLevel,
+        /// Image reference to record for the bundle (only with one directory).
+        #[arg(long)]
+        image: Option<String>,
+    },
+    /// Expand an `olm.template.basic` or `olm.semver` template.
+    Template {
+        /// The template file (`-` for stdin).
+        file: PathBuf,
+        /// Map a bundle image reference to a local bundle directory: `IMAGE=DIR` (repeatable).
+        #[arg(long = "bundle", value_name = "IMAGE=DIR")]
+        bundles: Vec<String>,
+        #[arg(long, short, value_enum, default_value_t)]
+        output: Format,
+        #[arg(long, value_enum, default_value_t)]
+        migrate_level: MigrateLevel,
+    },
+    /// Draw the upgrade graph (mermaid or Graphviz dot).
+    Graph {
+        /// The catalog directory.
+        dir: PathBuf,
+        #[arg(long, value_enum, default_value_t)]
+        format: GraphFormat,
+        /// Only this package.
+        #[arg(long)]
+        package: Option<String>,
+    },
+    /// The upgrade path every bundle would follow under OLM v0 and OLM v1.
+    UpgradePaths {
+        /// The catalog directory.
+        dir: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
     },
 }
 
-pub fn run(_cmd: CatalogCommand) -> CmdResult {
-    Err("olmpack catalog is not built yet".into())
+pub fn run(cmd: CatalogCommand) -> CmdResult {
+    match cmd {
+        CatalogCommand::Validate {
+            dir,
+            output,
+            strict,
+            upgrade_paths,
+        } => {
+            let (report, _) = validate_dir(
+                &dir,
+                ValidateOptions {
+                    strict,
+                    upgrade_paths,
+                },
+            )?;
+            print!("{}", report.render(output));
+            Ok(ExitCode::from(report.exit_code()))
+        }
+        CatalogCommand::Render {
+            refs,
+            output,
+            migrate_level,
+            image,
+        } => {
+            if image.is_some() && refs.len() > 1 {
+                return Err("--image needs exactly one bundle directory".into());
+            }
+            let mut values = Vec::new();
+            for dir in &refs {
+                let bundle = render_dir(
+                    dir,
+                    &RenderOptions {
+                        image: image.clone().unwrap_or_default(),
+                        migrate: migrate_level,
+                    },
+                )?;
+                values.push(to_value(&bundle));
+            }
+            print!("{}", print_values(&values, output)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        CatalogCommand::Template {
+            file,
+            bundles,
+            output,
+            migrate_level,
+        } => {
+            let text = if file.as_os_str() == "-" {
+                let mut s = String::new();
+                std::io::stdin().read_to_string(&mut s)?;
+                s
+            } else {
+                std::fs::read_to_string(&file)
+                    .map_err(|e| format!("failed to read {}: {e}", file.display()))?
+            };
+            let mut resolver = DirResolver {
+                migrate: migrate_level,
+                ..DirResolver::default()
+            };
+            for pair in bundles {
+                let (image, dir) = pair
+                    .split_once('=')
+                    .ok_or_else(|| format!("--bundle {pair:?} is not IMAGE=DIR"))?;
+                resolver.dirs.insert(image.to_owned(), PathBuf::from(dir));
+            }
+            let cfg: DeclarativeConfig = template::render_any(&text, &resolver)?;
+            print!("{}", write::to_string(&cfg, output)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        CatalogCommand::Graph {
+            dir,
+            format,
+            package,
+        } => {
+            let model = load_model(&dir)?;
+            if let Some(p) = &package
+                && !model.packages.contains_key(p)
+            {
+                return Err(format!("package {p:?} is not in {}", dir.display()).into());
+            }
+            print!("{}", graph::render(&model, package.as_deref(), format));
+            Ok(ExitCode::SUCCESS)
+        }
+        CatalogCommand::UpgradePaths { dir, json } => {
+            let model = load_model(&dir)?;
+            let paths: Vec<_> = model
+                .packages
+                .values()
+                .flat_map(upgrade::package_paths)
+                .collect();
+            if json {
+                println!("{}", serde_json::to_string_pretty(&paths)?);
+            } else {
+                print!("{}", upgrade::render_text(&paths));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn print_values(values: &[serde_json::Value], format: Format) -> Result<String, write::WriteError> {
+    match format {
+        Format::Json => write::values_to_json(values),
+        Format::Yaml => write::values_to_yaml(values),
+    }
+}
+
+/// Loads a catalog directory (or a single file) into the semantic model; load and model
+/// problems do not stop drawing — `validate` reports them.
+fn load_model(path: &std::path::Path) -> Result<Model, Box<dyn std::error::Error + Send + Sync>> {
+    let loaded = if path.is_file() {
+        let bytes = std::fs::read(path)?;
+        load_stream(path, &bytes)
+    } else {
+        load_dir(path)?
+    };
+    Ok(Model::build(&loaded.config).0)
 }

@@ -1,16 +1,226 @@
-//! `olmpack image …` (not built yet).
+//! `olmpack image …`: build bundle and catalog images into OCI layouts, push them, resolve
+//! tags to digests. Digests go to stdout, progress and errors to stderr.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use olmpack::image::auth::AuthFiles;
+use olmpack::image::layout::Platform;
+use olmpack::image::progress::Progress;
+use olmpack::image::{BuildOptions, Credentials, RegistryAccess, Secret};
 
 use super::CmdResult;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum ImageCommand {
-    /// Not built yet.
+    /// Build a bundle or catalog image into an OCI image layout (no container engine needed).
+    #[command(subcommand)]
+    Build(Box<BuildCommand>),
+    /// Push an image from an OCI layout to a registry; prints the pushed digest.
+    Push {
+        /// The layout directory, optionally with the tag of one image in it: LAYOUT[:TAG].
+        source: String,
+        /// Where to push: host/repository[:tag] (the tag defaults to `latest`).
+        target: String,
+        #[command(flatten)]
+        registry: Box<RegistryArgs>,
+    },
+    /// Print the digest an image reference resolves to now.
     Resolve {
-        /// An image reference.
+        /// An image reference: host/repository:tag or host/repository@sha256:….
         reference: String,
+        #[command(flatten)]
+        registry: Box<RegistryArgs>,
     },
 }
 
-pub fn run(_cmd: ImageCommand) -> CmdResult {
-    Err("olmpack image is not built yet".into())
+#[derive(Debug, clap::Subcommand)]
+pub enum BuildCommand {
+    /// A registry+v1 bundle directory (manifests/, metadata/, tests/scorecard/).
+    Bundle {
+        /// The bundle directory.
+        dir: PathBuf,
+        #[command(flatten)]
+        output: BuildArgs,
+    },
+    /// A File-Based Catalog directory, placed at /configs.
+    Catalog {
+        /// The catalog directory.
+        dir: PathBuf,
+        #[command(flatten)]
+        output: BuildArgs,
+        /// Build on this image (e.g. quay.io/operator-framework/opm:v1.74.0), keeping its
+        /// layers and every platform of an index; runs `opm serve /configs`.
+        #[arg(long, value_name = "REF")]
+        base: Option<String>,
+        #[command(flatten)]
+        registry: RegistryArgs,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BuildArgs {
+    /// The OCI image layout directory to write (replaced whole if it is a layout already).
+    #[arg(long, value_name = "OUT")]
+    layout: PathBuf,
+    /// Name the image in the layout (`org.opencontainers.image.ref.name`).
+    #[arg(long)]
+    tag: Option<String>,
+    /// File mtimes and the image's creation time, in seconds since the Unix epoch (empty
+    /// means 0).
+    #[arg(long, env = "SOURCE_DATE_EPOCH", default_value = "0", value_parser = parse_epoch)]
+    source_date_epoch: u64,
+    /// The platform recorded for images without a base, as OS/ARCH[/VARIANT].
+    #[arg(long, default_value = "linux/amd64", value_parser = parse_platform)]
+    platform: Platform,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RegistryArgs {
+    /// Registry user name; without it, credentials come from the Docker/Podman auth files
+    /// (REGISTRY_AUTH_FILE, DOCKER_CONFIG, ~/.docker/config.json).
+    #[arg(long, env = "OLMPACK_REGISTRY_USERNAME", hide_env_values = true)]
+    username: Option<String>,
+    /// Read the registry password (or a token, with --username) from stdin.
+    #[arg(long, requires = "username")]
+    password_stdin: bool,
+    /// The registry password (prefer --password-stdin).
+    #[arg(
+        long,
+        env = "OLMPACK_REGISTRY_PASSWORD",
+        hide_env_values = true,
+        hide = true
+    )]
+    password: Option<String>,
+    /// Allow plain HTTP to a registry that is not on a loopback address.
+    #[arg(long)]
+    insecure_http: bool,
+    /// Tries per registry request before giving up.
+    #[arg(long, default_value_t = 6)]
+    attempts: u32,
+    /// Seconds a registry response may stall before it is retried.
+    #[arg(long, default_value_t = 60)]
+    timeout: u64,
+}
+
+fn parse_epoch(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(0);
+    }
+    text.parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds since the Unix epoch"))
+}
+
+fn parse_platform(text: &str) -> Result<Platform, String> {
+    let parts: Vec<&str> = text.split('/').collect();
+    match parts.as_slice() {
+        [os, arch] | [os, arch, _] if !os.is_empty() && !arch.is_empty() => Ok(Platform {
+            os: (*os).to_owned(),
+            architecture: (*arch).to_owned(),
+            variant: parts.get(2).map(|v| (*v).to_owned()),
+            os_version: None,
+            os_features: None,
+        }),
+        _ => Err(format!("{text:?} is not OS/ARCH[/VARIANT]")),
+    }
+}
+
+impl RegistryArgs {
+    fn access(&self) -> Result<RegistryAccess, Box<dyn std::error::Error + Send + Sync>> {
+        let credentials = match &self.username {
+            None => Credentials::FromAuthFiles,
+            Some(username) => {
+                let password = if self.password_stdin {
+                    let mut line = String::new();
+                    std::io::stdin().read_line(&mut line)?;
+                    line.trim_end_matches(['\r', '\n']).to_owned()
+                } else {
+                    self.password
+                        .clone()
+                        .ok_or("--username needs --password-stdin or OLMPACK_REGISTRY_PASSWORD")?
+                };
+                Credentials::Basic {
+                    username: username.clone(),
+                    password: Secret::new(password),
+                }
+            }
+        };
+        let mut access = RegistryAccess {
+            credentials,
+            auth_files: AuthFiles::from_env(),
+            insecure_http: self.insecure_http,
+            read_timeout: Duration::from_secs(self.timeout.max(1)),
+            ..Default::default()
+        };
+        access.retry.attempts = self.attempts.max(1);
+        Ok(access)
+    }
+}
+
+impl BuildArgs {
+    fn options(&self) -> BuildOptions {
+        BuildOptions {
+            source_date_epoch: self.source_date_epoch,
+            tag: self.tag.clone(),
+            platform: self.platform.clone(),
+        }
+    }
+}
+
+pub fn run(cmd: ImageCommand) -> CmdResult {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let progress = Progress::auto();
+    match cmd {
+        ImageCommand::Build(build) => match *build {
+            BuildCommand::Bundle { dir, output } => {
+                let options = output.options();
+                let root = olmpack::image::build_bundle_image(&dir, &output.layout, &options)?;
+                println!("{}", root.digest);
+            }
+            BuildCommand::Catalog {
+                dir,
+                output,
+                base,
+                registry,
+            } => {
+                let access = registry.access()?;
+                let root = runtime.block_on(olmpack::image::build_catalog_image(
+                    &dir,
+                    &output.layout,
+                    &output.options(),
+                    base.as_deref().map(|b| (b, &access)),
+                    &progress,
+                ))?;
+                println!("{}", root.digest);
+            }
+        },
+        ImageCommand::Push {
+            source,
+            target,
+            registry,
+        } => {
+            let access = registry.access()?;
+            let report = runtime.block_on(olmpack::image::push_layout(
+                &source, &target, &access, &progress,
+            ))?;
+            eprintln!(
+                "pushed {} ({} blob(s) sent, {} already there)",
+                report.pinned, report.blobs_pushed, report.blobs_present
+            );
+            println!("{}", report.digest);
+        }
+        ImageCommand::Resolve {
+            reference,
+            registry,
+        } => {
+            let access = registry.access()?;
+            let digest = runtime.block_on(olmpack::image::resolve_digest(&reference, &access))?;
+            println!("{digest}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

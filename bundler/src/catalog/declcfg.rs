@@ -1,0 +1,580 @@
+//! The File-Based Catalog serialisation layer: the four OLM schemas as typed values, anything
+//! else kept as raw JSON.
+//!
+//! Contract:
+//! - [`Meta::from_value`] accepts what opm's loader accepts: `schema`, `package` and `name` are
+//!   found case-insensitively (two keys that differ only by case are an error), and the typed
+//!   fields of the OLM schemas are matched the way Go's `encoding/json` matches struct fields
+//!   (exact key first, then case-insensitive). Unknown keys are ignored, as opm does.
+//! - Parsing never panics; every failure names the schema, object and field.
+//! - Serialising writes the fields in opm's order and omits the fields opm omits when empty, so
+//!   `olmpack` output and `opm render` output compare equal as JSON.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+pub const SCHEMA_PACKAGE: &str = "olm.package";
+pub const SCHEMA_CHANNEL: &str = "olm.channel";
+pub const SCHEMA_BUNDLE: &str = "olm.bundle";
+pub const SCHEMA_DEPRECATIONS: &str = "olm.deprecations";
+
+/// A blob that does not fit its schema.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DeclcfgError {
+    #[error("object is not a mapping")]
+    NotAnObject,
+    #[error("object has no `schema` field")]
+    MissingSchema,
+    #[error("duplicate keys for key {folded:?}: {keys:?}")]
+    DuplicateKeys { folded: String, keys: Vec<String> },
+    #[error("{schema} {name:?}: field `{field}` must be {expected}")]
+    FieldType {
+        schema: String,
+        name: String,
+        field: String,
+        expected: &'static str,
+    },
+}
+
+/// Everything read from a catalog: the OLM schemas in file order, and every other blob.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DeclarativeConfig {
+    pub packages: Vec<Package>,
+    pub channels: Vec<Channel>,
+    pub bundles: Vec<Bundle>,
+    pub deprecations: Vec<Deprecation>,
+    pub others: Vec<Meta>,
+}
+
+impl DeclarativeConfig {
+    /// Appends every object of `other`.
+    pub fn merge(&mut self, other: DeclarativeConfig) {
+        self.packages.extend(other.packages);
+        self.channels.extend(other.channels);
+        self.bundles.extend(other.bundles);
+        self.deprecations.extend(other.deprecations);
+        self.others.extend(other.others);
+    }
+
+    /// Number of objects of every schema.
+    pub fn len(&self) -> usize {
+        self.packages.len()
+            + self.channels.len()
+            + self.bundles.len()
+            + self.deprecations.len()
+            + self.others.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Adds one blob, typed by its schema.
+    pub fn push_meta(&mut self, meta: Meta) -> Result<(), DeclcfgError> {
+        match meta.schema.as_str() {
+            SCHEMA_PACKAGE => self.packages.push(Package::from_meta(&meta)?),
+            SCHEMA_CHANNEL => self.channels.push(Channel::from_meta(&meta)?),
+            SCHEMA_BUNDLE => self.bundles.push(Bundle::from_meta(&meta)?),
+            SCHEMA_DEPRECATIONS => self.deprecations.push(Deprecation::from_meta(&meta)?),
+            "" => return Err(DeclcfgError::MissingSchema),
+            _ => self.others.push(meta),
+        }
+        Ok(())
+    }
+
+    /// Every object as JSON values, in opm's write order: per package (sorted by name) the
+    /// package, its channels by name, its bundles by name, other blobs by schema, then the
+    /// deprecations; blobs of no package last.
+    pub fn to_values(&self) -> Vec<Value> {
+        use std::collections::BTreeMap;
+        #[derive(Default)]
+        struct Group<'a> {
+            packages: Vec<&'a Package>,
+            channels: Vec<&'a Channel>,
+            bundles: Vec<&'a Bundle>,
+            others: Vec<&'a Meta>,
+            deprecations: Vec<&'a Deprecation>,
+        }
+        let mut groups: BTreeMap<&str, Group<'_>> = BTreeMap::new();
+        let mut root_others = Vec::new();
+        for p in &self.packages {
+            groups.entry(&p.name).or_default().packages.push(p);
+        }
+        for c in &self.channels {
+            groups.entry(&c.package).or_default().channels.push(c);
+        }
+        for b in &self.bundles {
+            groups.entry(&b.package).or_default().bundles.push(b);
+        }
+        for d in &self.deprecations {
+            groups.entry(&d.package).or_default().deprecations.push(d);
+        }
+        for o in &self.others {
+            if o.package.is_empty() {
+                root_others.push(o);
+            } else {
+                groups.entry(&o.package).or_default().others.push(o);
+            }
+        }
+        let mut out = Vec::with_capacity(self.len());
+        for (_, mut g) in groups {
+            g.channels.sort_by(|a, b| a.name.cmp(&b.name));
+            g.bundles.sort_by(|a, b| a.name.cmp(&b.name));
+            g.others.sort_by(|a, b| a.schema.cmp(&b.schema));
+            out.extend(g.packages.iter().map(|p| to_value(*p)));
+            out.extend(g.channels.iter().map(|c| to_value(*c)));
+            out.extend(g.bundles.iter().map(|b| to_value(*b)));
+            out.extend(g.others.iter().map(|o| o.blob.clone()));
+            out.extend(g.deprecations.iter().map(|d| to_value(*d)));
+        }
+        root_others.sort_by(|a, b| a.schema.cmp(&b.schema));
+        out.extend(root_others.iter().map(|o| o.blob.clone()));
+        out
+    }
+}
+
+/// A typed blob as JSON (the typed schemas always serialise).
+pub fn to_value<T: Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+/// Any blob: its schema, package and name (found case-insensitively) and the blob itself.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Meta {
+    /// Where the blob was read from, when it was read from a file.
+    pub origin: Option<Origin>,
+    pub schema: String,
+    pub package: String,
+    pub name: String,
+    pub blob: Value,
+}
+
+impl Meta {
+    /// Reads the identifying keys of a blob (see the module contract).
+    pub fn from_value(blob: Value) -> Result<Meta, DeclcfgError> {
+        let Value::Object(map) = &blob else {
+            return Err(DeclcfgError::NotAnObject);
+        };
+        let mut folded: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        for key in map.keys() {
+            folded
+                .entry(key.to_lowercase())
+                .or_default()
+                .push(key.clone());
+        }
+        if let Some((folded, keys)) = folded.iter().find(|(_, keys)| keys.len() > 1) {
+            return Err(DeclcfgError::DuplicateKeys {
+                folded: folded.clone(),
+                keys: keys.clone(),
+            });
+        }
+        let field = |name: &str| -> Result<String, DeclcfgError> {
+            match folded.get(name).and_then(|k| map.get(&k[0])) {
+                None => Ok(String::new()),
+                Some(Value::String(s)) => Ok(s.clone()),
+                Some(_) => Err(DeclcfgError::FieldType {
+                    schema: String::new(),
+                    name: String::new(),
+                    field: name.to_owned(),
+                    expected: "a string",
+                }),
+            }
+        };
+        Ok(Meta {
+            origin: None,
+            schema: field("schema")?,
+            package: field("package")?,
+            name: field("name")?,
+            blob,
+        })
+    }
+}
+
+/// The file and document index a blob came from.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Origin {
+    /// Relative to the catalog root.
+    pub file: std::sync::Arc<std::path::Path>,
+    /// The document's index within the file.
+    pub index: usize,
+}
+
+/// One `{type, value}` property.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Property {
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub value: Value,
+}
+
+impl Property {
+    pub fn new(type_: impl Into<String>, value: Value) -> Self {
+        Self {
+            type_: type_.into(),
+            value,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Icon {
+    pub base64data: String,
+    pub mediatype: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Package {
+    /// Where the blob was read from (never serialised).
+    #[serde(skip)]
+    pub origin: Option<Origin>,
+    pub schema: String,
+    pub name: String,
+    pub default_channel: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub icon: Option<Icon>,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub properties: Vec<Property>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Channel {
+    /// Where the blob was read from (never serialised).
+    #[serde(skip)]
+    pub origin: Option<Origin>,
+    pub schema: String,
+    pub name: String,
+    pub package: String,
+    pub entries: Vec<ChannelEntry>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub properties: Vec<Property>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChannelEntry {
+    pub name: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub replaces: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skips: Vec<String>,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub skip_range: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Bundle {
+    /// Where the blob was read from (never serialised).
+    #[serde(skip)]
+    pub origin: Option<Origin>,
+    pub schema: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub package: String,
+    pub image: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub properties: Vec<Property>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub related_images: Vec<RelatedImage>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RelatedImage {
+    pub name: String,
+    pub image: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Deprecation {
+    /// Where the blob was read from (never serialised).
+    #[serde(skip)]
+    pub origin: Option<Origin>,
+    pub schema: String,
+    pub package: String,
+    pub entries: Vec<DeprecationEntry>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DeprecationEntry {
+    pub reference: Reference,
+    pub message: String,
+}
+
+/// A reference to a package, channel or bundle within one package.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct Reference {
+    pub schema: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub name: String,
+}
+
+/// Reads typed fields out of a blob the way Go's `encoding/json` does for a struct.
+struct Fields<'a> {
+    map: &'a Map<String, Value>,
+    schema: &'a str,
+    name: String,
+}
+
+impl<'a> Fields<'a> {
+    fn new(value: &'a Value, schema: &'a str) -> Result<Self, DeclcfgError> {
+        let map = value.as_object().ok_or(DeclcfgError::NotAnObject)?;
+        let mut fields = Fields {
+            map,
+            schema,
+            name: String::new(),
+        };
+        fields.name = fields.string("name").unwrap_or_default();
+        Ok(fields)
+    }
+
+    fn get(&self, key: &str) -> Option<&'a Value> {
+        lookup(self.map, key).filter(|v| !v.is_null())
+    }
+
+    fn err(&self, field: &str, expected: &'static str) -> DeclcfgError {
+        DeclcfgError::FieldType {
+            schema: self.schema.to_owned(),
+            name: self.name.clone(),
+            field: field.to_owned(),
+            expected,
+        }
+    }
+
+    fn string(&self, key: &str) -> Result<String, DeclcfgError> {
+        match self.get(key) {
+            None => Ok(String::new()),
+            Some(Value::String(s)) => Ok(s.clone()),
+            Some(_) => Err(self.err(key, "a string")),
+        }
+    }
+
+    fn array(&self, key: &str) -> Result<&'a [Value], DeclcfgError> {
+        match self.get(key) {
+            None => Ok(&[]),
+            Some(Value::Array(items)) => Ok(items),
+            Some(_) => Err(self.err(key, "a list")),
+        }
+    }
+
+    fn strings(&self, key: &str) -> Result<Vec<String>, DeclcfgError> {
+        self.array(key)?
+            .iter()
+            .map(|v| match v {
+                Value::String(s) => Ok(s.clone()),
+                Value::Null => Ok(String::new()),
+                _ => Err(self.err(key, "a list of strings")),
+            })
+            .collect()
+    }
+
+    fn properties(&self, key: &str) -> Result<Vec<Property>, DeclcfgError> {
+        self.array(key)?
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let field = format!("{key}[{i}]");
+                let map = v.as_object().ok_or_else(|| self.err(&field, "a mapping"))?;
+                let type_ = match lookup(map, "type") {
+                    None | Some(Value::Null) => String::new(),
+                    Some(Value::String(s)) => s.clone(),
+                    Some(_) => return Err(self.err(&format!("{field}.type"), "a string")),
+                };
+                let value = lookup(map, "value").cloned().unwrap_or(Value::Null);
+                Ok(Property { type_, value })
+            })
+            .collect()
+    }
+
+    fn sub(&self, value: &'a Value, field: &str) -> Result<Fields<'a>, DeclcfgError> {
+        let map = value
+            .as_object()
+            .ok_or_else(|| self.err(field, "a mapping"))?;
+        Ok(Fields {
+            map,
+            schema: self.schema,
+            name: self.name.clone(),
+        })
+    }
+}
+
+/// Go's struct-field matching: the exact key, else the first key equal ignoring case.
+pub(crate) fn lookup<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    map.get(key).or_else(|| {
+        map.iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(key))
+            .map(|(_, v)| v)
+    })
+}
+
+impl Package {
+    pub fn from_meta(meta: &Meta) -> Result<Self, DeclcfgError> {
+        let f = Fields::new(&meta.blob, SCHEMA_PACKAGE)?;
+        let icon = match f.get("icon") {
+            None => None,
+            Some(v) => {
+                let i = f.sub(v, "icon")?;
+                Some(Icon {
+                    base64data: i.string("base64data")?,
+                    mediatype: i.string("mediatype")?,
+                })
+            }
+        };
+        Ok(Package {
+            origin: meta.origin.clone(),
+            schema: meta.schema.clone(),
+            name: f.string("name")?,
+            default_channel: f.string("defaultChannel")?,
+            icon,
+            description: f.string("description")?,
+            properties: f.properties("properties")?,
+        })
+    }
+}
+
+impl Channel {
+    pub fn from_meta(meta: &Meta) -> Result<Self, DeclcfgError> {
+        let f = Fields::new(&meta.blob, SCHEMA_CHANNEL)?;
+        let entries = f
+            .array("entries")?
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let e = f.sub(v, &format!("entries[{i}]"))?;
+                Ok(ChannelEntry {
+                    name: e.string("name")?,
+                    replaces: e.string("replaces")?,
+                    skips: e.strings("skips")?,
+                    skip_range: e.string("skipRange")?,
+                })
+            })
+            .collect::<Result<_, DeclcfgError>>()?;
+        Ok(Channel {
+            origin: meta.origin.clone(),
+            schema: meta.schema.clone(),
+            name: f.string("name")?,
+            package: f.string("package")?,
+            entries,
+            properties: f.properties("properties")?,
+        })
+    }
+}
+
+impl Bundle {
+    pub fn from_meta(meta: &Meta) -> Result<Self, DeclcfgError> {
+        let f = Fields::new(&meta.blob, SCHEMA_BUNDLE)?;
+        let related_images = f
+            .array("relatedImages")?
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let r = f.sub(v, &format!("relatedImages[{i}]"))?;
+                Ok(RelatedImage {
+                    name: r.string("name")?,
+                    image: r.string("image")?,
+                })
+            })
+            .collect::<Result<_, DeclcfgError>>()?;
+        Ok(Bundle {
+            origin: meta.origin.clone(),
+            schema: meta.schema.clone(),
+            name: f.string("name")?,
+            package: f.string("package")?,
+            image: f.string("image")?,
+            properties: f.properties("properties")?,
+            related_images,
+        })
+    }
+
+    /// Whether this blob has only `schema` and `image`, the form templates expand.
+    pub fn is_image_reference(&self) -> bool {
+        !self.schema.is_empty()
+            && !self.image.is_empty()
+            && self.package.is_empty()
+            && self.properties.is_empty()
+            && self.related_images.is_empty()
+    }
+}
+
+impl Deprecation {
+    pub fn from_meta(meta: &Meta) -> Result<Self, DeclcfgError> {
+        let f = Fields::new(&meta.blob, SCHEMA_DEPRECATIONS)?;
+        let entries = f
+            .array("entries")?
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let e = f.sub(v, &format!("entries[{i}]"))?;
+                let reference = match e.get("reference") {
+                    None => Reference {
+                        schema: String::new(),
+                        name: String::new(),
+                    },
+                    Some(r) => {
+                        let r = e.sub(r, &format!("entries[{i}].reference"))?;
+                        Reference {
+                            schema: r.string("schema")?,
+                            name: r.string("name")?,
+                        }
+                    }
+                };
+                Ok(DeprecationEntry {
+                    reference,
+                    message: e.string("message")?,
+                })
+            })
+            .collect::<Result<_, DeclcfgError>>()?;
+        Ok(Deprecation {
+            origin: meta.origin.clone(),
+            schema: meta.schema.clone(),
+            package: f.string("package")?,
+            entries,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn keys_are_case_insensitive_and_duplicates_by_case_fail() {
+        let meta = Meta::from_value(json!({"Schema": "olm.package", "NAME": "p"})).unwrap();
+        assert_eq!(
+            (meta.schema.as_str(), meta.name.as_str()),
+            ("olm.package", "p")
+        );
+        let err = Meta::from_value(json!({"schema": "x", "Schema": "y"})).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "duplicate keys for key \"schema\": [\"Schema\", \"schema\"]"
+        );
+    }
+
+    #[test]
+    fn bundle_round_trips_in_opm_field_order() {
+        let blob = json!({"schema": "olm.bundle", "name": "b", "package": "p", "image": "",
+            "properties": [{"type": "olm.package", "value": {"packageName": "p", "version": "1.0.0"}}]});
+        let mut cfg = DeclarativeConfig::default();
+        cfg.push_meta(Meta::from_value(blob.clone()).unwrap())
+            .unwrap();
+        let text = serde_json::to_string(&cfg.bundles[0]).unwrap();
+        assert!(text.starts_with(r#"{"schema":"olm.bundle","name":"b","package":"p","image":"""#));
+        assert_eq!(cfg.to_values(), vec![blob]);
+    }
+
+    #[test]
+    fn wrong_field_types_name_the_field() {
+        let meta =
+            Meta::from_value(json!({"schema": "olm.channel", "name": "c", "entries": {}})).unwrap();
+        let err = Channel::from_meta(&meta).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "olm.channel \"c\": field `entries` must be a list"
+        );
+    }
+}

@@ -1,0 +1,270 @@
+//! Reading File-Based Catalogs: directory trees, single files and streams (JSON or YAML).
+//!
+//! Contract:
+//! - [`load_dir`] reads every regular file under the root that no `.indexignore` hides (like
+//!   opm, whatever its extension), in sorted path order, parsing files on all cores; the result
+//!   is the same whatever the thread count.
+//! - A file is a JSON stream when its first non-blank byte is `{`, else a YAML stream; empty
+//!   documents are skipped.
+//! - Problems in the content (bad syntax, a blob without `schema`, a field of the wrong type)
+//!   are kept as [`LoadProblem`]s so one run reports them all; only an unreadable root is an
+//!   error.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::declcfg::{DeclarativeConfig, DeclcfgError, Meta, Origin};
+use super::ignore::IgnoreMatcher;
+
+pub const INDEX_IGNORE: &str = ".indexignore";
+
+/// The catalog root cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("catalog directory {path} does not exist or is not a directory")]
+    NotADirectory { path: PathBuf },
+    #[error("failed to read {path}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Something in a catalog file that could not be loaded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoadProblem {
+    /// Relative to the catalog root.
+    pub file: PathBuf,
+    /// The document within the file, when the problem is in one document.
+    pub index: Option<usize>,
+    pub message: String,
+}
+
+/// A loaded catalog and the problems met on the way.
+#[derive(Clone, Debug, Default)]
+pub struct LoadedCatalog {
+    pub config: DeclarativeConfig,
+    pub problems: Vec<LoadProblem>,
+    /// Files read (after `.indexignore`), relative to the root.
+    pub files: Vec<PathBuf>,
+}
+
+/// Loads a catalog directory (see the module contract).
+pub fn load_dir(root: &Path) -> Result<LoadedCatalog, LoadError> {
+    if !root.is_dir() {
+        return Err(LoadError::NotADirectory {
+            path: root.to_path_buf(),
+        });
+    }
+    let files = list_files(root)?;
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 16);
+    let chunk = files.len().div_ceil(threads).max(1);
+    let parsed: Vec<Vec<(DeclarativeConfig, Vec<LoadProblem>)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = files
+            .chunks(chunk)
+            .map(|part| {
+                s.spawn(move || {
+                    part.iter()
+                        .map(|rel| match std::fs::read(root.join(rel)) {
+                            Ok(bytes) => parse_file(rel, &bytes),
+                            Err(err) => (
+                                DeclarativeConfig::default(),
+                                vec![LoadProblem {
+                                    file: rel.clone(),
+                                    index: None,
+                                    message: format!("cannot be read: {err}"),
+                                }],
+                            ),
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    let mut out = LoadedCatalog {
+        files: files.clone(),
+        ..LoadedCatalog::default()
+    };
+    for (config, problems) in parsed.into_iter().flatten() {
+        out.config.merge(config);
+        out.problems.extend(problems);
+    }
+    Ok(out)
+}
+
+/// Parses one catalog file's bytes (JSON or YAML stream); `rel` names it in origins and problems.
+pub fn parse_file(rel: &Path, bytes: &[u8]) -> (DeclarativeConfig, Vec<LoadProblem>) {
+    let mut config = DeclarativeConfig::default();
+    let mut problems = Vec::new();
+    let problem = |index: Option<usize>, message: String| LoadProblem {
+        file: rel.to_path_buf(),
+        index,
+        message,
+    };
+    let docs = match parse_stream(bytes) {
+        Ok(docs) => docs,
+        Err(message) => {
+            problems.push(problem(None, message));
+            return (config, problems);
+        }
+    };
+    let file: Arc<Path> = Arc::from(rel);
+    for (index, doc) in docs.into_iter().enumerate() {
+        let result = Meta::from_value(doc).and_then(|mut meta| {
+            meta.origin = Some(Origin {
+                file: file.clone(),
+                index,
+            });
+            config.push_meta(meta)
+        });
+        if let Err(err) = result {
+            let message = match err {
+                DeclcfgError::MissingSchema => "object is missing root schema field".to_owned(),
+                other => other.to_string(),
+            };
+            problems.push(problem(Some(index), message));
+        }
+    }
+    (config, problems)
+}
+
+/// Parses a stream of documents: JSON values back to back, or `---`-separated YAML.
+pub fn parse_stream(bytes: &[u8]) -> Result<Vec<Value>, String> {
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if first == Some(&b'{') {
+        let mut docs = Vec::new();
+        for doc in serde_json::Deserializer::from_slice(bytes).into_iter::<Value>() {
+            docs.push(doc.map_err(|e| format!("invalid JSON: {e}"))?);
+        }
+        Ok(docs)
+    } else {
+        let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_owned())?;
+        crate::yaml::from_multi_str(text).map_err(|e| e.to_string())
+    }
+}
+
+/// Loads a single stream (a file's contents or stdin).
+pub fn load_stream(name: &Path, bytes: &[u8]) -> LoadedCatalog {
+    let (config, problems) = parse_file(name, bytes);
+    LoadedCatalog {
+        config,
+        problems,
+        files: vec![name.to_path_buf()],
+    }
+}
+
+/// Every file under `root` that `.indexignore` files do not hide, sorted, relative.
+fn list_files(root: &Path) -> Result<Vec<PathBuf>, LoadError> {
+    let mut matcher = IgnoreMatcher::new();
+    let mut files = Vec::new();
+    let mut dirs = vec![PathBuf::new()];
+    // Breadth-first so shallower `.indexignore` files are added before deeper ones.
+    while !dirs.is_empty() {
+        let mut next = Vec::new();
+        for rel_dir in dirs {
+            let abs = root.join(&rel_dir);
+            let read = std::fs::read_dir(&abs).map_err(|source| LoadError::Read {
+                path: abs.clone(),
+                source,
+            })?;
+            let mut entries = Vec::new();
+            for entry in read {
+                let entry = entry.map_err(|source| LoadError::Read {
+                    path: abs.clone(),
+                    source,
+                })?;
+                entries.push(entry);
+            }
+            entries.sort_by_key(|e| e.file_name());
+            for entry in entries {
+                let rel = rel_dir.join(entry.file_name());
+                let path = entry.path();
+                let meta = std::fs::metadata(&path).map_err(|source| LoadError::Read {
+                    path: path.clone(),
+                    source,
+                })?;
+                if meta.is_dir() {
+                    next.push(rel);
+                } else if entry.file_name() == INDEX_IGNORE {
+                    let text =
+                        std::fs::read_to_string(&path).map_err(|source| LoadError::Read {
+                            path: path.clone(),
+                            source,
+                        })?;
+                    matcher.add_file(&slash(&rel_dir), &text);
+                } else {
+                    files.push(rel);
+                }
+            }
+        }
+        next.sort();
+        dirs = next;
+    }
+    files.retain(|f| !matcher.is_ignored(&slash(f)));
+    files.sort();
+    Ok(files)
+}
+
+fn slash(path: &Path) -> String {
+    path.components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_and_yaml_streams() {
+        let (cfg, problems) = parse_file(
+            Path::new("a.json"),
+            br#"{"schema":"olm.package","name":"p"} {"schema":"custom","x":1}"#,
+        );
+        assert!(problems.is_empty());
+        assert_eq!(cfg.packages[0].name, "p");
+        assert_eq!(cfg.others[0].schema, "custom");
+        let (cfg, problems) = parse_file(
+            Path::new("b.yaml"),
+            b"---\nschema: olm.channel\nname: c\npackage: p\nentries: []\n---\nname: x\n",
+        );
+        assert_eq!(cfg.channels.len(), 1);
+        assert_eq!(problems[0].message, "object is missing root schema field");
+        assert_eq!(problems[0].index, Some(1));
+    }
+
+    #[test]
+    fn directory_with_indexignore() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::create_dir_all(d.join("p/sub")).unwrap();
+        std::fs::write(d.join(".indexignore"), "*.md\n").unwrap();
+        std::fs::write(d.join("README.md"), "not a catalog").unwrap();
+        std::fs::write(d.join("p/catalog.yaml"), "schema: olm.package\nname: p\n").unwrap();
+        std::fs::write(d.join("p/sub/.indexignore"), "skip.json\n").unwrap();
+        std::fs::write(d.join("p/sub/skip.json"), "{").unwrap();
+        let loaded = load_dir(d).unwrap();
+        assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+        assert_eq!(loaded.files, vec![PathBuf::from("p/catalog.yaml")]);
+        assert_eq!(
+            loaded.config.packages[0]
+                .origin
+                .as_ref()
+                .unwrap()
+                .file
+                .as_ref(),
+            Path::new("p/catalog.yaml")
+        );
+    }
+}

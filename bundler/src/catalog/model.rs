@@ -1,0 +1,812 @@
+//! The semantic catalog: packages → channels → bundles, built from a [`DeclarativeConfig`]
+//! with every check `opm validate` makes (conversion and model validation).
+//!
+//! Contract:
+//! - [`Model::build`] never stops at the first problem (opm does): it returns the best model it
+//!   can build plus one [`Finding`] per problem. A catalog has an error here exactly when
+//!   `opm validate` fails on it; the messages follow opm's wording, naming package, channel and
+//!   bundle.
+//! - Maps are ordered (`BTreeMap`), so everything derived from a model is deterministic.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use super::declcfg::{
+    ChannelEntry, DeclarativeConfig, Icon, Origin, Property, RelatedImage, SCHEMA_BUNDLE,
+    SCHEMA_CHANNEL, SCHEMA_PACKAGE,
+};
+use super::property::{self, Typed};
+use super::version::{Range, Version, cmp_versions, parse_version};
+use crate::report::Finding;
+
+/// A whole catalog.
+#[derive(Clone, Debug, Default)]
+pub struct Model {
+    pub packages: BTreeMap<String, Package>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Package {
+    pub name: String,
+    /// As written (may name a channel that does not exist).
+    pub default_channel: String,
+    pub description: String,
+    pub icon: Option<Icon>,
+    pub channels: BTreeMap<String, Channel>,
+    pub bundles: BTreeMap<String, Bundle>,
+    /// Deprecation message, when the package is deprecated.
+    pub deprecation: Option<String>,
+    pub origin: Option<Origin>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Channel {
+    pub name: String,
+    pub entries: Vec<ChannelEntry>,
+    pub deprecation: Option<String>,
+    pub origin: Option<Origin>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Bundle {
+    pub name: String,
+    /// `None` when the `olm.package` property is missing or its version does not parse.
+    pub version: Option<Version>,
+    pub release: String,
+    pub image: String,
+    pub properties: Vec<Property>,
+    pub related_images: Vec<RelatedImage>,
+    pub deprecation: Option<String>,
+    /// Whether any `olm.bundle.object` property is present.
+    pub has_objects: bool,
+    pub origin: Option<Origin>,
+}
+
+impl Bundle {
+    /// `version` or `version-release`, as opm compares bundles.
+    pub fn version_string(&self) -> String {
+        match (&self.version, self.release.is_empty()) {
+            (Some(v), true) => v.to_string(),
+            (Some(v), false) => format!("{v}-{}", self.release),
+            (None, _) => String::new(),
+        }
+    }
+}
+
+/// Where a finding points: file and `package/channel/bundle`.
+fn at(origin: &Option<Origin>) -> Option<PathBuf> {
+    origin.as_ref().map(|o| o.file.to_path_buf())
+}
+
+fn finding(rule: &str, message: String, origin: &Option<Origin>, object: String) -> Finding {
+    let mut f = Finding::error(format!("catalog/{rule}"), message).object(object);
+    if let Some(file) = at(origin) {
+        f = f.file(file);
+    }
+    f
+}
+
+impl Channel {
+    /// Entries no other entry `replaces` or `skips` (opm's head rule); sorted.
+    pub fn heads(&self) -> Vec<&ChannelEntry> {
+        let mut incoming = BTreeSet::new();
+        for e in &self.entries {
+            if !e.replaces.is_empty() {
+                incoming.insert(e.replaces.as_str());
+            }
+            incoming.extend(e.skips.iter().map(String::as_str));
+        }
+        let mut heads: Vec<&ChannelEntry> = self
+            .entries
+            .iter()
+            .filter(|e| !incoming.contains(e.name.as_str()))
+            .collect();
+        heads.sort_by(|a, b| a.name.cmp(&b.name));
+        heads.dedup_by(|a, b| a.name == b.name);
+        heads
+    }
+
+    /// The single head, if there is exactly one.
+    pub fn head(&self) -> Option<&ChannelEntry> {
+        match self.heads().as_slice() {
+            [one] => Some(one),
+            _ => None,
+        }
+    }
+
+    pub fn entry(&self, name: &str) -> Option<&ChannelEntry> {
+        self.entries.iter().find(|e| e.name == name)
+    }
+
+    /// Names skipped by any entry's `skips`.
+    pub fn skipped(&self) -> BTreeSet<&str> {
+        self.entries
+            .iter()
+            .flat_map(|e| e.skips.iter().map(String::as_str))
+            .collect()
+    }
+
+    /// opm's replaces-chain rules: one head, no cycle, nothing stranded.
+    pub fn replaces_chain_problem(&self) -> Option<(&'static str, String)> {
+        let heads = self.heads();
+        let head = match heads.as_slice() {
+            [] => {
+                return Some((
+                    "no-channel-head",
+                    "no channel head found in graph".to_owned(),
+                ));
+            }
+            [one] => *one,
+            many => {
+                let names: Vec<&str> = many.iter().map(|e| e.name.as_str()).collect();
+                return Some((
+                    "multiple-channel-heads",
+                    format!(
+                        "multiple channel heads found in graph: {}",
+                        names.join(", ")
+                    ),
+                ));
+            }
+        };
+        let skipped = self.skipped();
+        let mut chain: Vec<&str> = vec![head.name.as_str()];
+        let mut on_chain: BTreeSet<&str> = BTreeSet::from([head.name.as_str()]);
+        let mut cur = Some(head);
+        while let Some(e) = cur {
+            if skipped.contains(e.replaces.as_str()) {
+                break;
+            }
+            if on_chain.contains(e.replaces.as_str()) {
+                let start = chain
+                    .iter()
+                    .position(|n| *n == e.replaces)
+                    .unwrap_or_default();
+                let mut cycle: Vec<&str> = chain[start..].to_vec();
+                cycle.push(e.replaces.as_str());
+                return Some((
+                    "replaces-cycle",
+                    format!(
+                        "detected cycle in replaces chain of upgrade graph: {}",
+                        cycle.join(" -> ")
+                    ),
+                ));
+            }
+            chain.push(e.replaces.as_str());
+            on_chain.insert(e.replaces.as_str());
+            cur = self.entry(&e.replaces);
+        }
+        let stranded: BTreeSet<&str> = self
+            .entries
+            .iter()
+            .map(|e| e.name.as_str())
+            .filter(|n| !on_chain.contains(n) && !skipped.contains(n))
+            .collect();
+        if stranded.is_empty() {
+            None
+        } else {
+            Some((
+                "stranded-bundles",
+                format!(
+                    "channel contains one or more stranded bundles: {}",
+                    stranded.into_iter().collect::<Vec<_>>().join(", ")
+                ),
+            ))
+        }
+    }
+}
+
+impl Package {
+    /// Channels a bundle is listed in, sorted.
+    pub fn channels_of(&self, bundle: &str) -> Vec<&Channel> {
+        self.channels
+            .values()
+            .filter(|c| c.entry(bundle).is_some())
+            .collect()
+    }
+
+    /// Bundles sorted by version (then name); bundles without a version last.
+    pub fn bundles_by_version(&self) -> Vec<&Bundle> {
+        let mut out: Vec<&Bundle> = self.bundles.values().collect();
+        out.sort_by(|a, b| match (&a.version, &b.version) {
+            (Some(x), Some(y)) => cmp_versions(x, y)
+                .then_with(|| a.release.cmp(&b.release))
+                .then_with(|| a.name.cmp(&b.name)),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (None, None) => a.name.cmp(&b.name),
+        });
+        out
+    }
+}
+
+/// DNS-1123 label: at most 63 of `[a-z0-9-]`, alphanumeric at both ends.
+pub fn dns1123_label_problem(name: &str) -> Option<String> {
+    let b = name.as_bytes();
+    if b.len() > 63 {
+        return Some("must be no more than 63 characters".to_owned());
+    }
+    let ok = !b.is_empty()
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b[0] != b'-'
+        && b[b.len() - 1] != b'-';
+    (!ok).then(|| "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character".to_owned())
+}
+
+impl Model {
+    /// Builds the model and returns every problem `opm validate` would find (module contract).
+    pub fn build(cfg: &DeclarativeConfig) -> (Model, Vec<Finding>) {
+        let mut model = Model::default();
+        let mut out = Vec::new();
+
+        for p in &cfg.packages {
+            let obj = format!("{SCHEMA_PACKAGE}/{}", p.name);
+            if p.name.is_empty() {
+                out.push(finding(
+                    "package-no-name",
+                    "config contains package with no name".to_owned(),
+                    &p.origin,
+                    obj,
+                ));
+                continue;
+            }
+            if model.packages.contains_key(&p.name) {
+                out.push(finding(
+                    "duplicate-package",
+                    format!("duplicate package {:?}", p.name),
+                    &p.origin,
+                    p.name.clone(),
+                ));
+                continue;
+            }
+            if let Some(why) = dns1123_label_problem(&p.name) {
+                out.push(finding(
+                    "invalid-package-name",
+                    format!("invalid package name {:?}: {why}", p.name),
+                    &p.origin,
+                    p.name.clone(),
+                ));
+            }
+            model.packages.insert(
+                p.name.clone(),
+                Package {
+                    name: p.name.clone(),
+                    default_channel: p.default_channel.clone(),
+                    description: p.description.clone(),
+                    icon: p.icon.clone(),
+                    origin: p.origin.clone(),
+                    ..Package::default()
+                },
+            );
+        }
+
+        for c in &cfg.channels {
+            let obj = format!("{}/{}", c.package, c.name);
+            let Some(pkg) = model.packages.get_mut(&c.package) else {
+                out.push(finding(
+                    "unknown-package",
+                    format!("unknown package {:?} for channel {:?}", c.package, c.name),
+                    &c.origin,
+                    obj,
+                ));
+                continue;
+            };
+            if c.name.is_empty() {
+                out.push(finding(
+                    "channel-no-name",
+                    format!("package {:?} contains channel with no name", c.package),
+                    &c.origin,
+                    obj,
+                ));
+                continue;
+            }
+            if pkg.channels.contains_key(&c.name) {
+                out.push(finding(
+                    "duplicate-channel",
+                    format!("package {:?} has duplicate channel {:?}", c.package, c.name),
+                    &c.origin,
+                    obj,
+                ));
+                continue;
+            }
+            let mut entries: Vec<ChannelEntry> = Vec::new();
+            for e in &c.entries {
+                if entries.iter().any(|x| x.name == e.name) {
+                    out.push(finding(
+                        "duplicate-entry",
+                        format!(
+                            "invalid package {:?}, channel {:?}: duplicate entry {:?}",
+                            c.package, c.name, e.name
+                        ),
+                        &c.origin,
+                        format!("{obj}/{}", e.name),
+                    ));
+                    continue;
+                }
+                entries.push(e.clone());
+            }
+            pkg.channels.insert(
+                c.name.clone(),
+                Channel {
+                    name: c.name.clone(),
+                    entries,
+                    deprecation: None,
+                    origin: c.origin.clone(),
+                },
+            );
+        }
+
+        for b in &cfg.bundles {
+            let obj = format!("{}/{}", b.package, b.name);
+            if b.package.is_empty() {
+                out.push(finding(
+                    "bundle-no-package",
+                    format!("package name must be set for bundle {:?}", b.name),
+                    &b.origin,
+                    obj,
+                ));
+                continue;
+            }
+            let Some(pkg) = model.packages.get_mut(&b.package) else {
+                out.push(finding(
+                    "unknown-package",
+                    format!("unknown package {:?} for bundle {:?}", b.package, b.name),
+                    &b.origin,
+                    obj,
+                ));
+                continue;
+            };
+            if pkg.bundles.contains_key(&b.name) {
+                out.push(finding(
+                    "duplicate-bundle",
+                    format!("package {:?} has duplicate bundle {:?}", b.package, b.name),
+                    &b.origin,
+                    obj,
+                ));
+                continue;
+            }
+            let mut packages = Vec::new();
+            let mut has_objects = false;
+            let mut bad_property = false;
+            for (i, p) in b.properties.iter().enumerate() {
+                match property::parse(i, p) {
+                    Ok(Typed::Package {
+                        package_name,
+                        version,
+                        release,
+                    }) => packages.push((package_name, version, release)),
+                    Ok(Typed::BundleObject(_)) => has_objects = true,
+                    Ok(_) => {}
+                    Err(err) => {
+                        bad_property = true;
+                        out.push(
+                            finding(
+                                "invalid-property",
+                                format!("parse properties for bundle {:?}: {err}", b.name),
+                                &b.origin,
+                                obj.clone(),
+                            )
+                            .field(format!("properties[{i}]")),
+                        );
+                    }
+                }
+            }
+            let mut bundle = Bundle {
+                name: b.name.clone(),
+                version: None,
+                release: String::new(),
+                image: b.image.clone(),
+                properties: b.properties.clone(),
+                related_images: b.related_images.clone(),
+                deprecation: None,
+                has_objects,
+                origin: b.origin.clone(),
+            };
+            if !bad_property {
+                if packages.len() != 1 {
+                    out.push(finding(
+                        "package-property-count",
+                        format!(
+                            "package {:?} bundle {:?} must have exactly 1 \"olm.package\" property, found {}",
+                            b.package,
+                            b.name,
+                            packages.len()
+                        ),
+                        &b.origin,
+                        obj.clone(),
+                    ));
+                } else {
+                    let (name, version, release) = &packages[0];
+                    if name != &b.package {
+                        out.push(finding(
+                            "package-property-mismatch",
+                            format!(
+                                "package {:?} does not match \"olm.package\" property {:?}",
+                                b.package, name
+                            ),
+                            &b.origin,
+                            obj.clone(),
+                        ));
+                    }
+                    match parse_version(version) {
+                        Ok(v) => bundle.version = Some(v),
+                        Err(e) => out.push(finding(
+                            "invalid-version",
+                            format!("error parsing bundle {:?} version {version:?}: {e}", b.name),
+                            &b.origin,
+                            obj.clone(),
+                        )),
+                    }
+                    if !release.is_empty() {
+                        if let Err(e) = check_release(release) {
+                            out.push(finding(
+                                "invalid-release",
+                                format!(
+                                    "error parsing bundle {:?} release version {release:?}: {e}",
+                                    b.name
+                                ),
+                                &b.origin,
+                                obj.clone(),
+                            ));
+                        }
+                        bundle.release = release.clone();
+                    }
+                }
+            }
+            if let Err(e) = super::pullspec::check(&b.image) {
+                out.push(
+                    finding(
+                        "invalid-image",
+                        format!(
+                            "package {:?} bundle {:?} image: invalid image pull spec {:?}: {e}",
+                            b.package, b.name, b.image
+                        ),
+                        &b.origin,
+                        obj.clone(),
+                    )
+                    .field("image"),
+                );
+            }
+            for (i, r) in b.related_images.iter().enumerate() {
+                if let Err(e) = super::pullspec::check(&r.image) {
+                    out.push(
+                        finding(
+                            "invalid-image",
+                            format!(
+                                "package {:?} bundle {:?} relatedImages[{i}].image: invalid image pull spec {:?}: {e}",
+                                b.package, b.name, r.image
+                            ),
+                            &b.origin,
+                            obj.clone(),
+                        )
+                        .field(format!("relatedImages[{i}].image")),
+                    );
+                }
+            }
+            if pkg.channels.values().all(|c| c.entry(&b.name).is_none()) {
+                out.push(finding(
+                    "bundle-not-in-channel",
+                    format!(
+                        "package {:?}, bundle {:?} not found in any channel entries",
+                        b.package, b.name
+                    ),
+                    &b.origin,
+                    obj.clone(),
+                ));
+            }
+            pkg.bundles.insert(b.name.clone(), bundle);
+        }
+
+        for pkg in model.packages.values() {
+            let missing: BTreeSet<&str> = pkg
+                .channels
+                .values()
+                .flat_map(|c| c.entries.iter().map(|e| e.name.as_str()))
+                .filter(|n| !pkg.bundles.contains_key(*n))
+                .collect();
+            if !missing.is_empty() {
+                out.push(finding(
+                    "entry-without-bundle",
+                    format!(
+                        "no olm.bundle blobs found in package {:?} for olm.channel entries [{}]",
+                        pkg.name,
+                        missing.into_iter().collect::<Vec<_>>().join(" ")
+                    ),
+                    &pkg.origin,
+                    pkg.name.clone(),
+                ));
+            }
+        }
+
+        deprecations(cfg, &mut model, &mut out);
+        for pkg in model.packages.values() {
+            validate_package(pkg, &mut out);
+        }
+        (model, out)
+    }
+}
+
+fn check_release(release: &str) -> Result<(), String> {
+    if release.len() > 20 {
+        return Err(format!(
+            "invalid release {release:?}: exceeds maximum length of 20 characters"
+        ));
+    }
+    for (i, seg) in release.split('.').enumerate() {
+        let ok = !seg.is_empty()
+            && seg.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+            && !(seg.len() > 1 && seg.starts_with('0') && seg.chars().all(|c| c.is_ascii_digit()));
+        if !ok {
+            return Err(format!(
+                "segment {i}: invalid prerelease identifier {seg:?}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn deprecations(cfg: &DeclarativeConfig, model: &mut Model, out: &mut Vec<Finding>) {
+    let mut seen_packages = BTreeSet::new();
+    for (i, d) in cfg.deprecations.iter().enumerate() {
+        let obj = format!("olm.deprecations/{}", d.package);
+        if d.package.is_empty() {
+            out.push(finding(
+                "deprecation-no-package",
+                format!("package name must be set for deprecation item {i}"),
+                &d.origin,
+                obj,
+            ));
+            continue;
+        }
+        let Some(pkg) = model.packages.get_mut(&d.package) else {
+            out.push(finding(
+                "deprecation-unknown-package",
+                format!(
+                    "cannot apply deprecations to an unknown package {:?}",
+                    d.package
+                ),
+                &d.origin,
+                obj,
+            ));
+            continue;
+        };
+        if !seen_packages.insert(d.package.clone()) {
+            out.push(finding(
+                "duplicate-deprecations",
+                format!(
+                    "expected a maximum of one deprecation per package: {:?}",
+                    d.package
+                ),
+                &d.origin,
+                obj,
+            ));
+            continue;
+        }
+        let mut refs = BTreeSet::new();
+        for (j, e) in d.entries.iter().enumerate() {
+            let r = &e.reference;
+            let field = format!("entries[{j}]");
+            let err = |rule: &str, msg: String| {
+                finding(rule, msg, &d.origin, obj.clone()).field(field.clone())
+            };
+            if r.schema.is_empty() {
+                out.push(err(
+                    "deprecation-no-schema",
+                    format!(
+                        "schema must be set for deprecation entry [{j}] for package {:?}",
+                        d.package
+                    ),
+                ));
+                continue;
+            }
+            if !refs.insert(r.clone()) {
+                out.push(err(
+                    "duplicate-deprecation-entry",
+                    format!(
+                        "duplicate deprecation entry {{schema: {:?}, name: {:?}}} for package {:?}",
+                        r.schema, r.name, d.package
+                    ),
+                ));
+                continue;
+            }
+            let message = Some(e.message.clone());
+            match r.schema.as_str() {
+                SCHEMA_BUNDLE => match pkg.bundles.get_mut(&r.name) {
+                    Some(b) => b.deprecation = message,
+                    None => out.push(err(
+                        "deprecation-unknown-bundle",
+                        format!(
+                            "cannot deprecate bundle {:?} for package {:?}: bundle not found",
+                            r.name, d.package
+                        ),
+                    )),
+                },
+                SCHEMA_CHANNEL => match pkg.channels.get_mut(&r.name) {
+                    Some(c) => c.deprecation = message,
+                    None => out.push(err(
+                        "deprecation-unknown-channel",
+                        format!(
+                            "cannot deprecate channel {:?} for package {:?}: channel not found",
+                            r.name, d.package
+                        ),
+                    )),
+                },
+                SCHEMA_PACKAGE => {
+                    if !r.name.is_empty() {
+                        out.push(err(
+                            "deprecation-package-name",
+                            format!(
+                                "package name must be empty for deprecated package {:?} (specified {:?})",
+                                d.package, r.name
+                            ),
+                        ));
+                    } else {
+                        pkg.deprecation = message;
+                    }
+                }
+                other => out.push(err(
+                    "deprecation-unknown-schema",
+                    format!(
+                        "cannot deprecate object {{schema: {other:?}, name: {:?}}} referenced by entry {j} for package {:?}: object schema unknown",
+                        r.name, d.package
+                    ),
+                )),
+            }
+        }
+    }
+}
+
+fn validate_package(pkg: &Package, out: &mut Vec<Finding>) {
+    let pkg_err = |rule: &str, msg: String| {
+        finding(
+            rule,
+            format!("invalid package {:?}: {msg}", pkg.name),
+            &pkg.origin,
+            pkg.name.clone(),
+        )
+    };
+    if pkg.default_channel.is_empty() {
+        out.push(pkg_err(
+            "default-channel-unset",
+            "default channel must be set".to_owned(),
+        ));
+    } else if !pkg.channels.contains_key(&pkg.default_channel) {
+        out.push(
+            pkg_err(
+                "default-channel-missing",
+                format!(
+                    "default channel {:?} not found in channels list",
+                    pkg.default_channel
+                ),
+            )
+            .field("defaultChannel"),
+        );
+    }
+    if pkg.channels.is_empty() && pkg.default_channel.is_empty() {
+        out.push(pkg_err(
+            "no-channels",
+            "package must contain at least one channel".to_owned(),
+        ));
+    }
+    // Unique versions across the package.
+    let mut by_version: BTreeMap<String, BTreeSet<&str>> = BTreeMap::new();
+    for b in pkg.bundles.values() {
+        if pkg.channels.values().any(|c| c.entry(&b.name).is_some()) {
+            by_version
+                .entry(b.version_string())
+                .or_default()
+                .insert(b.name.as_str());
+        }
+    }
+    let dups: Vec<String> = by_version
+        .iter()
+        .filter(|(_, names)| names.len() > 1)
+        .map(|(v, names)| {
+            format!(
+                "{{{v}: [{}]}}",
+                names.iter().copied().collect::<Vec<_>>().join(", ")
+            )
+        })
+        .collect();
+    if !dups.is_empty() {
+        out.push(pkg_err(
+            "duplicate-versions",
+            format!("duplicate versions found in bundles: [{}]", dups.join(" ")),
+        ));
+    }
+    if pkg.deprecation.as_deref() == Some("") {
+        out.push(pkg_err(
+            "deprecation-message",
+            "invalid deprecation: message must be set".to_owned(),
+        ));
+    }
+    for ch in pkg.channels.values() {
+        let ch_err = |rule: &str, msg: String| {
+            finding(
+                rule,
+                format!(
+                    "invalid package {:?}: invalid channel {:?}: {msg}",
+                    pkg.name, ch.name
+                ),
+                &ch.origin,
+                format!("{}/{}", pkg.name, ch.name),
+            )
+        };
+        if ch.entries.is_empty() {
+            out.push(ch_err(
+                "empty-channel",
+                "channel must contain at least one bundle".to_owned(),
+            ));
+        } else if let Some((rule, msg)) = ch.replaces_chain_problem() {
+            out.push(ch_err(rule, msg));
+        }
+        if ch.deprecation.as_deref() == Some("") {
+            out.push(ch_err(
+                "deprecation-message",
+                "invalid deprecation: message must be set".to_owned(),
+            ));
+        }
+        for e in &ch.entries {
+            let Some(b) = pkg.bundles.get(&e.name) else {
+                continue;
+            };
+            let b_err = |rule: &str, msg: String| {
+                finding(
+                    rule,
+                    format!(
+                        "invalid package {:?}: invalid channel {:?}: invalid bundle {:?}: {msg}",
+                        pkg.name, ch.name, b.name
+                    ),
+                    &b.origin,
+                    format!("{}/{}/{}", pkg.name, ch.name, b.name),
+                )
+            };
+            if b.name.is_empty() {
+                out.push(b_err("bundle-no-name", "name must be set".to_owned()));
+            }
+            if !b.release.is_empty() {
+                let normalized = format!("{}-v{}", pkg.name, b.version_string());
+                if b.name != normalized {
+                    out.push(b_err(
+                        "bundle-name-not-normalized",
+                        format!(
+                            "name {:?} does not match normalized name {normalized:?}",
+                            b.name
+                        ),
+                    ));
+                }
+                if b.version.as_ref().is_some_and(|v| !v.build.is_empty()) {
+                    out.push(b_err(
+                        "build-metadata-with-release",
+                        "cannot use build metadata in version with a release version".to_owned(),
+                    ));
+                }
+            }
+            for (i, s) in e.skips.iter().enumerate() {
+                if s.is_empty() {
+                    out.push(b_err("empty-skip", format!("skip[{i}] is empty")));
+                }
+            }
+            if !e.skip_range.is_empty()
+                && let Err(why) = Range::parse(&e.skip_range)
+            {
+                out.push(b_err(
+                    "invalid-skip-range",
+                    format!("invalid skipRange {:?}: {why}", e.skip_range),
+                ));
+            }
+            if b.image.is_empty() && !b.has_objects {
+                out.push(b_err(
+                    "bundle-image-unset",
+                    "bundle image must be set".to_owned(),
+                ));
+            }
+            if b.deprecation.as_deref() == Some("") {
+                out.push(b_err(
+                    "deprecation-message",
+                    "invalid deprecation: message must be set".to_owned(),
+                ));
+            }
+        }
+    }
+}

@@ -1,0 +1,220 @@
+//! Typed bundle properties: the property types OLM interprets, checked the way opm decodes
+//! them; every other type is kept as opaque JSON.
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+use super::declcfg::{Property, lookup};
+
+pub const TYPE_PACKAGE: &str = "olm.package";
+pub const TYPE_PACKAGE_REQUIRED: &str = "olm.package.required";
+pub const TYPE_GVK: &str = "olm.gvk";
+pub const TYPE_GVK_REQUIRED: &str = "olm.gvk.required";
+pub const TYPE_BUNDLE_OBJECT: &str = "olm.bundle.object";
+pub const TYPE_CSV_METADATA: &str = "olm.csv.metadata";
+pub const TYPE_CHANNEL: &str = "olm.channel";
+pub const TYPE_CONSTRAINT: &str = "olm.constraint";
+pub const TYPE_DEPRECATED: &str = "olm.deprecated";
+
+/// A property whose value does not decode as its type requires.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("parse property[{index}] of type {type_:?}: {reason}")]
+pub struct PropertyError {
+    pub index: usize,
+    pub type_: String,
+    pub reason: String,
+}
+
+/// The interpreted form of one property.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Typed {
+    Package {
+        package_name: String,
+        version: String,
+        release: String,
+    },
+    PackageRequired {
+        package_name: String,
+        version_range: String,
+    },
+    Gvk {
+        group: String,
+        version: String,
+        kind: String,
+    },
+    GvkRequired {
+        group: String,
+        version: String,
+        kind: String,
+    },
+    /// The decoded manifest bytes.
+    BundleObject(Vec<u8>),
+    CsvMetadata(Value),
+    Channel {
+        channel_name: String,
+    },
+    Other,
+}
+
+/// Decodes one property (see the module docs).
+pub fn parse(index: usize, p: &Property) -> Result<Typed, PropertyError> {
+    let fail = |reason: String| PropertyError {
+        index,
+        type_: p.type_.clone(),
+        reason,
+    };
+    if p.value.is_null() {
+        return Err(fail("unexpected end of JSON input".to_owned()));
+    }
+    let struct_of = |name: &str| -> Result<&serde_json::Map<String, Value>, PropertyError> {
+        p.value.as_object().ok_or_else(|| {
+            fail(format!(
+                "json: cannot unmarshal {} into Go value of type property.{name}",
+                json_kind(&p.value)
+            ))
+        })
+    };
+    let string = |map: &serde_json::Map<String, Value>, go: &str, key: &str| match lookup(map, key)
+    {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(other) => Err(fail(format!(
+            "json: cannot unmarshal {} into Go struct field {go}.{key} of type string",
+            json_kind(other)
+        ))),
+    };
+    Ok(match p.type_.as_str() {
+        TYPE_PACKAGE => {
+            let m = struct_of("Package")?;
+            Typed::Package {
+                package_name: string(m, "Package", "packageName")?,
+                version: string(m, "Package", "version")?,
+                release: match lookup(m, "release") {
+                    Some(Value::Number(n)) => n.to_string(),
+                    _ => string(m, "Package", "release")?,
+                },
+            }
+        }
+        TYPE_PACKAGE_REQUIRED => {
+            let m = struct_of("PackageRequired")?;
+            Typed::PackageRequired {
+                package_name: string(m, "PackageRequired", "packageName")?,
+                version_range: string(m, "PackageRequired", "versionRange")?,
+            }
+        }
+        TYPE_GVK | TYPE_GVK_REQUIRED => {
+            let go = if p.type_ == TYPE_GVK {
+                "GVK"
+            } else {
+                "GVKRequired"
+            };
+            let m = struct_of(go)?;
+            let (group, version, kind) = (
+                string(m, go, "group")?,
+                string(m, go, "version")?,
+                string(m, go, "kind")?,
+            );
+            if p.type_ == TYPE_GVK {
+                Typed::Gvk {
+                    group,
+                    version,
+                    kind,
+                }
+            } else {
+                Typed::GvkRequired {
+                    group,
+                    version,
+                    kind,
+                }
+            }
+        }
+        TYPE_BUNDLE_OBJECT => {
+            let m = struct_of("BundleObject")?;
+            let data = string(m, "BundleObject", "data")?;
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(data.as_bytes())
+                .map_err(|e| fail(format!("illegal base64 data: {e}")))?;
+            Typed::BundleObject(bytes)
+        }
+        TYPE_CSV_METADATA => {
+            struct_of("CSVMetadata")?;
+            Typed::CsvMetadata(p.value.clone())
+        }
+        TYPE_CHANNEL => {
+            let m = struct_of("Channel")?;
+            Typed::Channel {
+                channel_name: string(m, "Channel", "channelName")?,
+            }
+        }
+        _ => Typed::Other,
+    })
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// `olm.package` with opm's field order (`release` only when set).
+pub fn package(name: &str, version: &str, release: &str) -> Property {
+    let value = if release.is_empty() {
+        json!({"packageName": name, "version": version})
+    } else {
+        json!({"packageName": name, "version": version, "release": release})
+    };
+    Property::new(TYPE_PACKAGE, value)
+}
+
+pub fn gvk(group: &str, version: &str, kind: &str) -> Property {
+    Property::new(
+        TYPE_GVK,
+        json!({"group": group, "kind": kind, "version": version}),
+    )
+}
+
+pub fn gvk_required(group: &str, version: &str, kind: &str) -> Property {
+    Property::new(
+        TYPE_GVK_REQUIRED,
+        json!({"group": group, "kind": kind, "version": version}),
+    )
+}
+
+pub fn package_required(name: &str, range: &str) -> Property {
+    Property::new(
+        TYPE_PACKAGE_REQUIRED,
+        json!({"packageName": name, "versionRange": range}),
+    )
+}
+
+pub fn bundle_object(manifest_json: &[u8]) -> Property {
+    Property::new(
+        TYPE_BUNDLE_OBJECT,
+        json!({"data": base64::engine::general_purpose::STANDARD.encode(manifest_json)}),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrong_shapes_fail_like_opm() {
+        let bad = Property::new(TYPE_PACKAGE, json!({"packageName": 3}));
+        assert_eq!(
+            parse(2, &bad).unwrap_err().to_string(),
+            "parse property[2] of type \"olm.package\": json: cannot unmarshal number into Go struct field Package.packageName of type string"
+        );
+        let obj = bundle_object(b"{}");
+        assert_eq!(parse(0, &obj).unwrap(), Typed::BundleObject(b"{}".to_vec()));
+        assert_eq!(
+            parse(0, &Property::new("x.custom", json!(1))).unwrap(),
+            Typed::Other
+        );
+    }
+}

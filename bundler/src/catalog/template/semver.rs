@@ -1,0 +1,357 @@
+//! `olm.semver`: channels generated from bundle versions, as opm generates them.
+//!
+//! Contract (opm's algorithm, reproduced):
+//! - strict input: only `schema`, `generateMajorChannels`, `generateMinorChannels`,
+//!   `defaultChannelTypePreference`, `candidate`/`fast`/`stable` `{bundles: [{image}]}`
+//!   (keys case-insensitive); neither generate flag means minor channels;
+//! - channels `<archetype>-v<X>` and/or `<archetype>-v<X>.<Y>`, entries sorted by version;
+//! - edges: entries are walked per archetype, stream kind and version; at each change of
+//!   archetype, kind, major or minor the previous entry gets `replaces` = highest entry of the
+//!   previous minor (same major) and `skips` = every earlier entry of the major not replaced;
+//!   nothing links across majors or archetypes;
+//! - default channel: the most stable archetype, then the highest version, then the preferred
+//!   stream kind; the package's description and icon come from its head's CSV.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use super::{BundleResolver, Rendered, TemplateError};
+use crate::catalog::declcfg::{
+    Channel, ChannelEntry, DeclarativeConfig, Icon, Package, SCHEMA_CHANNEL, SCHEMA_PACKAGE,
+};
+use crate::catalog::property::{self, Typed};
+use crate::catalog::version::{Version, cmp_versions};
+
+pub const SCHEMA: &str = "olm.semver";
+
+const ARCHETYPES: [&str; 3] = ["candidate", "fast", "stable"];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    // Declaration order = opm's stream priority (default < major < minor).
+    Major,
+    Minor,
+}
+
+/// Expands an `olm.semver` template given as text.
+pub fn render(
+    text: &str,
+    resolver: &dyn BundleResolver,
+) -> Result<DeclarativeConfig, TemplateError> {
+    render_value(&super::parse_doc(text)?, resolver)
+}
+
+fn field<'a>(map: &'a serde_json::Map<String, Value>, key: &str) -> Option<&'a Value> {
+    crate::catalog::declcfg::lookup(map, key).filter(|v| !v.is_null())
+}
+
+pub fn render_value(
+    doc: &Value,
+    resolver: &dyn BundleResolver,
+) -> Result<DeclarativeConfig, TemplateError> {
+    let err = |m: String| TemplateError::Semver(m);
+    let map = doc
+        .as_object()
+        .ok_or_else(|| err("template is not a mapping".to_owned()))?;
+    const KNOWN: [&str; 7] = [
+        "schema",
+        "generatemajorchannels",
+        "generateminorchannels",
+        "defaultchanneltypepreference",
+        "candidate",
+        "fast",
+        "stable",
+    ];
+    for key in map.keys() {
+        if !KNOWN.contains(&key.to_lowercase().as_str()) {
+            return Err(TemplateError::UnknownField(key.clone()));
+        }
+    }
+    let schema = field(map, "schema").and_then(Value::as_str).unwrap_or("");
+    if schema != SCHEMA {
+        return Err(TemplateError::Schema {
+            found: schema.to_owned(),
+            expected: SCHEMA,
+        });
+    }
+    let flag = |k: &str| field(map, k).and_then(Value::as_bool).unwrap_or(false);
+    let major = flag("generateMajorChannels");
+    let mut minor = flag("generateMinorChannels");
+    if !major && !minor {
+        minor = true;
+    }
+    let preference = match field(map, "defaultChannelTypePreference").and_then(Value::as_str) {
+        None | Some("") => {
+            if minor {
+                Kind::Minor
+            } else {
+                Kind::Major
+            }
+        }
+        Some("minor") if minor => Kind::Minor,
+        Some("major") if major => Kind::Major,
+        Some("minor") => return Err(err("schema attribute mismatch: DefaultChannelTypePreference set to 'minor' doesn't make sense if not generating minor-version channels".to_owned())),
+        Some("major") => return Err(err("schema attribute mismatch: DefaultChannelTypePreference set to 'major' doesn't make sense if not generating major-version channels".to_owned())),
+        Some(other) => return Err(err(format!("unknown DefaultChannelTypePreference: {other:?}"))),
+    };
+
+    // Images per archetype, in template order.
+    let mut images: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for arch in ARCHETYPES {
+        let list = field(map, arch)
+            .and_then(Value::as_object)
+            .and_then(|c| field(c, "bundles"))
+            .and_then(Value::as_array)
+            .map_or(&[][..], Vec::as_slice);
+        for b in list {
+            let image = b
+                .as_object()
+                .and_then(|o| field(o, "image"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            images.entry(arch).or_default().push(image.to_owned());
+        }
+    }
+    let mut rendered: BTreeMap<String, Rendered> = BTreeMap::new();
+    for image in images.values().flatten() {
+        if rendered.contains_key(image) {
+            continue;
+        }
+        let r = resolver
+            .resolve(image)
+            .map_err(|source| TemplateError::Resolve {
+                image: image.clone(),
+                source,
+            })?;
+        rendered.insert(image.clone(), r);
+    }
+    if rendered.is_empty() {
+        return Err(err(
+            "render: no bundles specified or no bundles could be rendered".to_owned(),
+        ));
+    }
+
+    let mut pkg_name = String::new();
+    let mut versions: BTreeMap<&str, BTreeMap<String, Version>> = BTreeMap::new();
+    for arch in ARCHETYPES {
+        let mut entries: BTreeMap<String, Version> = BTreeMap::new();
+        for image in images.get(arch).into_iter().flatten() {
+            let b = &rendered[image].bundle;
+            let packages: Vec<(String, String)> = b
+                .properties
+                .iter()
+                .enumerate()
+                .filter_map(|(i, p)| match property::parse(i, p) {
+                    Ok(Typed::Package {
+                        package_name,
+                        version,
+                        ..
+                    }) => Some((package_name, version)),
+                    _ => None,
+                })
+                .collect();
+            let [(name, version)] = packages.as_slice() else {
+                return Err(err(format!(
+                    "bundle {:?} has multiple \"olm.package\" properties, expected exactly 1",
+                    b.name
+                )));
+            };
+            let v = Version::parse(version).map_err(|e| {
+                err(format!(
+                    "bundle {:?} has invalid version {version:?}: {e}",
+                    b.name
+                ))
+            })?;
+            if pkg_name.is_empty() {
+                pkg_name = name.clone();
+            } else if *name != pkg_name {
+                return Err(err(format!(
+                    "bundle {name:?} does not belong to this package: {pkg_name:?}"
+                )));
+            }
+            if entries.insert(b.name.clone(), v).is_some() {
+                return Err(err(format!("duplicate bundle name {:?}", b.name)));
+            }
+        }
+        let mut stripped = BTreeSet::new();
+        for v in entries.values() {
+            let mut s = v.clone();
+            s.build = semver::BuildMetadata::EMPTY;
+            if !stripped.insert(s.to_string()) {
+                return Err(err(format!(
+                    "encountered bundle versions which differ only by build metadata, which cannot be ordered: bundle version {:?} cannot be compared to {:?}",
+                    v.to_string(),
+                    s.to_string()
+                )));
+            }
+        }
+        versions.insert(arch, entries);
+    }
+
+    // Channels and their entries.
+    struct Tuple {
+        arch: usize,
+        kind: Kind,
+        channel: String,
+        name: String,
+        version: Version,
+        index: usize,
+    }
+    let mut channels: BTreeMap<String, Vec<ChannelEntry>> = BTreeMap::new();
+    let mut tuples: Vec<Tuple> = Vec::new();
+    // (archetype priority, version, kind, name): the default-channel high-water mark.
+    let mut high: Option<(usize, Version, Kind, String)> = None;
+    for (arch_index, arch) in ARCHETYPES.iter().enumerate() {
+        let bundles = &versions[arch];
+        let mut names: Vec<&String> = bundles.keys().collect();
+        names.sort_by(|a, b| cmp_versions(&bundles[*a], &bundles[*b]));
+        for name in names {
+            let v = &bundles[name];
+            let mut kinds = Vec::new();
+            if major {
+                kinds.push((Kind::Major, format!("{arch}-v{}", v.major)));
+            }
+            if minor {
+                kinds.push((Kind::Minor, format!("{arch}-v{}.{}", v.major, v.minor)));
+            }
+            for (kind, channel) in kinds {
+                let entries = channels.entry(channel.clone()).or_insert_with(|| {
+                    let better = match &high {
+                        None => true,
+                        Some((ha, hv, hk, _)) => {
+                            if arch_index != *ha {
+                                arch_index > *ha
+                            } else if cmp_versions(v, hv) != std::cmp::Ordering::Equal {
+                                cmp_versions(v, hv) == std::cmp::Ordering::Greater
+                            } else if kind != *hk {
+                                kind == preference || (*hk != preference && kind > *hk)
+                            } else {
+                                false
+                            }
+                        }
+                    };
+                    if better {
+                        high = Some((arch_index, v.clone(), kind, channel.clone()));
+                    }
+                    Vec::new()
+                });
+                entries.push(ChannelEntry {
+                    name: name.clone(),
+                    ..ChannelEntry::default()
+                });
+                tuples.push(Tuple {
+                    arch: arch_index,
+                    kind,
+                    channel,
+                    name: name.clone(),
+                    version: v.clone(),
+                    index: entries.len() - 1,
+                });
+            }
+        }
+    }
+    tuples.sort_by(|a, b| {
+        a.arch
+            .cmp(&b.arch)
+            .then(a.kind.cmp(&b.kind))
+            .then_with(|| cmp_versions(&a.version, &b.version))
+    });
+    let mut prev_z_max = String::new();
+    let mut cur_skips: BTreeSet<String> = BTreeSet::new();
+    let finalize = |channels: &mut BTreeMap<String, Vec<ChannelEntry>>,
+                    t: &Tuple,
+                    replaces: &str,
+                    skips: &BTreeSet<String>| {
+        if let Some(entry) = channels
+            .get_mut(&t.channel)
+            .and_then(|e| e.get_mut(t.index))
+        {
+            entry.replaces = replaces.to_owned();
+            let list: Vec<String> = skips.iter().filter(|s| *s != replaces).cloned().collect();
+            if !list.is_empty() {
+                entry.skips = list;
+            }
+        }
+    };
+    for i in 1..tuples.len() {
+        let (prev, cur) = (&tuples[i - 1], &tuples[i]);
+        let arch_change = cur.arch != prev.arch;
+        let kind_change = cur.kind != prev.kind;
+        let x_change = cur.version.major != prev.version.major;
+        let y_change = x_change || cur.version.minor != prev.version.minor;
+        if arch_change || kind_change || x_change || y_change {
+            finalize(&mut channels, prev, &prev_z_max, &cur_skips);
+        }
+        if arch_change || kind_change || x_change {
+            cur_skips.clear();
+            prev_z_max.clear();
+        } else {
+            if y_change {
+                prev_z_max = prev.name.clone();
+            }
+            cur_skips.insert(prev.name.clone());
+        }
+    }
+    if tuples.len() > 1 {
+        let (prev, last) = (&tuples[tuples.len() - 2], &tuples[tuples.len() - 1]);
+        if prev.arch == last.arch
+            && prev.kind == last.kind
+            && prev.version.major == last.version.major
+        {
+            finalize(&mut channels, last, &prev_z_max, &cur_skips);
+        }
+    }
+
+    let default_channel = high.map(|h| h.3).unwrap_or_default();
+    let mut package = Package {
+        origin: None,
+        schema: SCHEMA_PACKAGE.to_owned(),
+        name: pkg_name.clone(),
+        default_channel: default_channel.clone(),
+        icon: None,
+        description: String::new(),
+        properties: Vec::new(),
+    };
+    // Description and icon from the default channel's last entry.
+    if let Some(head) = channels.get(&default_channel).and_then(|e| e.last())
+        && let Some(csv) = rendered
+            .values()
+            .find(|r| r.bundle.name == head.name)
+            .and_then(|r| r.csv.as_ref())
+    {
+        if let Some(d) = csv.pointer("/spec/description").and_then(Value::as_str) {
+            package.description = d.to_owned();
+        }
+        if let Some(icon) = csv.pointer("/spec/icon/0") {
+            package.icon = Some(Icon {
+                base64data: icon
+                    .get("base64data")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
+                mediatype: icon
+                    .get("mediatype")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
+            });
+        }
+    }
+    let mut cfg = DeclarativeConfig {
+        packages: vec![package],
+        ..DeclarativeConfig::default()
+    };
+    for (name, entries) in channels {
+        cfg.channels.push(Channel {
+            origin: None,
+            schema: SCHEMA_CHANNEL.to_owned(),
+            name,
+            package: pkg_name.clone(),
+            entries,
+            properties: Vec::new(),
+        });
+    }
+    cfg.bundles = rendered.into_values().map(|r| r.bundle).collect();
+    Ok(cfg)
+}

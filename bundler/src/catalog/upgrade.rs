@@ -1,0 +1,251 @@
+//! Which version an installed bundle upgrades to, under OLM v0 and under OLM v1.
+//!
+//! OLM v0 (a Subscription to one channel): the channel head wins when its `skipRange` covers
+//! the installed version (a `skipRange` on any other entry is ignored); otherwise an entry that
+//! `replaces` or `skips` the installed bundle, the one closest to the head when there are
+//! several.
+//!
+//! OLM v1 (a ClusterExtension on the channel, `upgradeConstraintPolicy: CatalogProvided`): any
+//! entry whose `replaces`, `skips` or `skipRange` (on any entry, not only the head) names the
+//! installed bundle; deprecated bundles last, then the highest version. There is no pruning:
+//! a bundle skipped by another stays a valid target.
+//!
+//! Paths repeat the step until no successor is left; they are finite (a visited bundle ends
+//! the walk).
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use serde::Serialize;
+
+use super::model::{Channel, Package};
+use super::version::{Range, cmp_versions};
+
+/// Why one bundle is a successor of another.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Edge {
+    Replaces,
+    Skips,
+    SkipRange,
+}
+
+/// One upgrade step.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Step {
+    pub to: String,
+    pub via: Edge,
+}
+
+/// The paths an installed copy of one bundle would follow in one channel.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct UpgradePath {
+    pub package: String,
+    pub channel: String,
+    pub bundle: String,
+    pub v0: Vec<Step>,
+    pub v1: Vec<Step>,
+}
+
+impl UpgradePath {
+    pub fn differs(&self) -> bool {
+        self.v0
+            .iter()
+            .map(|s| &s.to)
+            .ne(self.v1.iter().map(|s| &s.to))
+    }
+}
+
+/// `a → b (replaces) → c (skipRange)`.
+pub fn describe(from: &str, steps: &[Step]) -> String {
+    let mut s = from.to_owned();
+    for step in steps {
+        let via = match step.via {
+            Edge::Replaces => "replaces",
+            Edge::Skips => "skips",
+            Edge::SkipRange => "skipRange",
+        };
+        s.push_str(&format!(" → {} ({via})", step.to));
+    }
+    if steps.is_empty() {
+        s.push_str(" (no upgrade)");
+    }
+    s
+}
+
+fn covers(pkg: &Package, range: &str, bundle: &str) -> bool {
+    if range.is_empty() {
+        return false;
+    }
+    let (Ok(r), Some(Some(v))) = (
+        Range::parse(range),
+        pkg.bundles.get(bundle).map(|b| b.version.as_ref()),
+    ) else {
+        return false;
+    };
+    r.contains(v)
+}
+
+/// Distance of every entry from the head along `replaces`/`skips` edges.
+fn distances(ch: &Channel, head: &str) -> BTreeMap<String, usize> {
+    let mut dist = BTreeMap::new();
+    let mut queue = VecDeque::from([(head.to_owned(), 0usize)]);
+    while let Some((name, d)) = queue.pop_front() {
+        if dist.contains_key(&name) {
+            continue;
+        }
+        dist.insert(name.clone(), d);
+        if let Some(e) = ch.entry(&name) {
+            if !e.replaces.is_empty() {
+                queue.push_back((e.replaces.clone(), d + 1));
+            }
+            for s in &e.skips {
+                queue.push_back((s.clone(), d + 1));
+            }
+        }
+    }
+    dist
+}
+
+/// OLM v0's next bundle for `installed` in `ch` (module docs).
+pub fn v0_successor(pkg: &Package, ch: &Channel, installed: &str) -> Option<Step> {
+    let head = ch.head()?;
+    if head.name == installed {
+        return None;
+    }
+    if covers(pkg, &head.skip_range, installed) {
+        return Some(Step {
+            to: head.name.clone(),
+            via: Edge::SkipRange,
+        });
+    }
+    let dist = distances(ch, &head.name);
+    ch.entries
+        .iter()
+        .filter_map(|e| {
+            if e.replaces == installed {
+                Some((e, Edge::Replaces))
+            } else if e.skips.iter().any(|s| s == installed) {
+                Some((e, Edge::Skips))
+            } else {
+                None
+            }
+        })
+        .min_by(|(a, _), (b, _)| {
+            let da = dist.get(&a.name).copied().unwrap_or(usize::MAX);
+            let db = dist.get(&b.name).copied().unwrap_or(usize::MAX);
+            da.cmp(&db).then_with(|| a.name.cmp(&b.name))
+        })
+        .map(|(e, via)| Step {
+            to: e.name.clone(),
+            via,
+        })
+}
+
+/// OLM v1's next bundle for `installed` among the entries of `channels` (module docs).
+pub fn v1_successor(pkg: &Package, channels: &[&Channel], installed: &str) -> Option<Step> {
+    let mut candidates: BTreeMap<&str, Edge> = BTreeMap::new();
+    for ch in channels {
+        for e in &ch.entries {
+            if e.name == installed {
+                continue;
+            }
+            let via = if e.replaces == installed {
+                Edge::Replaces
+            } else if e.skips.iter().any(|s| s == installed) {
+                Edge::Skips
+            } else if covers(pkg, &e.skip_range, installed) {
+                Edge::SkipRange
+            } else {
+                continue;
+            };
+            candidates.entry(e.name.as_str()).or_insert(via);
+        }
+    }
+    candidates
+        .into_iter()
+        .max_by(|(a, _), (b, _)| {
+            let (ba, bb) = (pkg.bundles.get(*a), pkg.bundles.get(*b));
+            let dep = |x: Option<&super::model::Bundle>| x.is_some_and(|b| b.deprecation.is_some());
+            // Not deprecated beats deprecated; then the higher version; then the name.
+            dep(bb)
+                .cmp(&dep(ba))
+                .then_with(|| {
+                    match (
+                        ba.and_then(|b| b.version.as_ref()),
+                        bb.and_then(|b| b.version.as_ref()),
+                    ) {
+                        (Some(x), Some(y)) => cmp_versions(x, y),
+                        _ => std::cmp::Ordering::Equal,
+                    }
+                })
+                .then_with(|| b.cmp(a))
+        })
+        .map(|(name, via)| Step {
+            to: name.to_owned(),
+            via,
+        })
+}
+
+fn walk(start: &str, mut next: impl FnMut(&str) -> Option<Step>) -> Vec<Step> {
+    let mut seen = BTreeSet::from([start.to_owned()]);
+    let mut steps = Vec::new();
+    let mut cur = start.to_owned();
+    while let Some(step) = next(&cur) {
+        if !seen.insert(step.to.clone()) {
+            break;
+        }
+        cur = step.to.clone();
+        steps.push(step);
+    }
+    steps
+}
+
+/// The v0 and v1 paths of every entry of every channel of `pkg`, sorted by channel then
+/// version.
+pub fn package_paths(pkg: &Package) -> Vec<UpgradePath> {
+    let order: Vec<&str> = pkg
+        .bundles_by_version()
+        .iter()
+        .map(|b| b.name.as_str())
+        .collect();
+    let mut out = Vec::new();
+    for ch in pkg.channels.values() {
+        if ch.heads().len() != 1 {
+            continue;
+        }
+        let mut names: Vec<&str> = ch.entries.iter().map(|e| e.name.as_str()).collect();
+        names.sort_by_key(|n| order.iter().position(|o| o == n).unwrap_or(usize::MAX));
+        for name in names {
+            out.push(UpgradePath {
+                package: pkg.name.clone(),
+                channel: ch.name.clone(),
+                bundle: name.to_owned(),
+                v0: walk(name, |cur| v0_successor(pkg, ch, cur)),
+                v1: walk(name, |cur| v1_successor(pkg, &[ch], cur)),
+            });
+        }
+    }
+    out
+}
+
+/// Text for `olmpack catalog upgrade-paths`: one block per channel.
+pub fn render_text(paths: &[UpgradePath]) -> String {
+    let mut out = String::new();
+    let mut last: Option<(&str, &str)> = None;
+    for p in paths {
+        if last != Some((&p.package, &p.channel)) {
+            out.push_str(&format!("{} / {}\n", p.package, p.channel));
+            last = Some((&p.package, &p.channel));
+        }
+        out.push_str(&format!("  v0: {}\n", describe(&p.bundle, &p.v0)));
+        if p.differs() {
+            out.push_str(&format!(
+                "  v1: {}   <- differs\n",
+                describe(&p.bundle, &p.v1)
+            ));
+        } else {
+            out.push_str("  v1: same\n");
+        }
+    }
+    out
+}

@@ -1,0 +1,57 @@
+//! Writing catalogs: JSON or YAML streams in opm's order (see
+//! [`DeclarativeConfig::to_values`]), deterministic byte for byte.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::declcfg::DeclarativeConfig;
+
+/// Output format of a catalog stream.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    #[default]
+    Json,
+    Yaml,
+}
+
+/// Failure to print a catalog.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error("failed to print catalog as YAML")]
+    Yaml(#[from] crate::yaml::YamlError),
+    #[error("failed to print catalog as JSON")]
+    Json(#[from] serde_json::Error),
+}
+
+/// One JSON document per object, indented by four spaces like `opm render -o json`.
+pub fn values_to_json(values: &[Value]) -> Result<String, WriteError> {
+    let mut out = Vec::new();
+    for v in values {
+        let mut ser = serde_json::Serializer::with_formatter(
+            &mut out,
+            serde_json::ser::PrettyFormatter::with_indent(b"    "),
+        );
+        v.serialize(&mut ser)?;
+        out.push(b'\n');
+    }
+    Ok(String::from_utf8(out).unwrap_or_default())
+}
+
+/// `---`-separated YAML documents, keys sorted.
+pub fn values_to_yaml(values: &[Value]) -> Result<String, WriteError> {
+    let mut out = String::new();
+    for v in values {
+        out.push_str("---\n");
+        out.push_str(&crate::yaml::to_string(v)?);
+    }
+    Ok(out)
+}
+
+/// The whole catalog as one stream.
+pub fn to_string(cfg: &DeclarativeConfig, format: Format) -> Result<String, WriteError> {
+    let values = cfg.to_values();
+    match format {
+        Format::Json => values_to_json(&values),
+        Format::Yaml => values_to_yaml(&values),
+    }
+}

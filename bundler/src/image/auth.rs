@@ -1,0 +1,305 @@
+//! Registry credentials: given explicitly or found in a Docker/Podman auth file.
+//!
+//! Contract:
+//! - [`Secret`] never shows its value through `Debug` or `Display`; nothing in olmpack logs a
+//!   password, token or `auth` string.
+//! - Auth files are searched in this order, the first file with an entry for the registry
+//!   wins: `$REGISTRY_AUTH_FILE`, `$XDG_RUNTIME_DIR/containers/auth.json`,
+//!   `$DOCKER_CONFIG/config.json` (else `~/.docker/config.json`). An entry is `auths.<key>`
+//!   where the key is the registry host, optionally with an `http://` or `https://` scheme and
+//!   a trailing path (Docker Hub's key is `https://index.docker.io/v1/`); it holds `auth`
+//!   (base64 of `user:password`) or `username` and `password`, or `identitytoken`, which is
+//!   sent as a bearer token. Credential helpers (`credsStore`, `credHelpers`) are not run.
+//! - No entry anywhere means anonymous access.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use serde::Deserialize;
+
+/// A value that must not be printed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The value itself, for the one place that sends it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+/// How to authenticate to a registry.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Credentials {
+    /// Look the registry up in the auth files (see the module docs); anonymous if absent.
+    #[default]
+    FromAuthFiles,
+    Anonymous,
+    Basic {
+        username: String,
+        password: Secret,
+    },
+    /// A registry bearer token (or an identity token from an auth file).
+    Bearer(Secret),
+}
+
+/// Failure to read credentials.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    #[error("failed to read the registry auth file {path}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} is not a valid registry auth file")]
+    Json {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{path}: auths.{key}.auth is not base64 of user:password")]
+    BadAuthField { path: PathBuf, key: String },
+}
+
+/// Where auth files are looked for; [`AuthFiles::from_env`] reads the process environment.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AuthFiles {
+    /// In search order.
+    pub paths: Vec<PathBuf>,
+}
+
+impl AuthFiles {
+    /// The standard locations, from `REGISTRY_AUTH_FILE`, `XDG_RUNTIME_DIR`, `DOCKER_CONFIG`
+    /// and `HOME`.
+    pub fn from_env() -> Self {
+        let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
+        let mut paths = Vec::new();
+        if let Some(file) = var("REGISTRY_AUTH_FILE") {
+            paths.push(PathBuf::from(file));
+        }
+        if let Some(dir) = var("XDG_RUNTIME_DIR") {
+            paths.push(PathBuf::from(dir).join("containers/auth.json"));
+        }
+        if let Some(dir) = var("DOCKER_CONFIG") {
+            paths.push(PathBuf::from(dir).join("config.json"));
+        } else if let Some(home) = var("HOME") {
+            paths.push(PathBuf::from(home).join(".docker/config.json"));
+        }
+        Self { paths }
+    }
+
+    /// The credentials for `registry` (a host, with port if any), or anonymous.
+    pub fn lookup(&self, registry: &str) -> Result<Credentials, AuthError> {
+        for path in &self.paths {
+            let text = match std::fs::read(path) {
+                Ok(text) => text,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(source) => {
+                    return Err(AuthError::Read {
+                        path: path.clone(),
+                        source,
+                    });
+                }
+            };
+            if let Some(found) = credentials_in(path, &text, registry)? {
+                return Ok(found);
+            }
+        }
+        Ok(Credentials::Anonymous)
+    }
+}
+
+#[derive(Deserialize)]
+struct AuthFile {
+    #[serde(default)]
+    auths: std::collections::BTreeMap<String, AuthEntry>,
+}
+
+#[derive(Deserialize)]
+struct AuthEntry {
+    #[serde(default)]
+    auth: Option<String>,
+    #[serde(default)]
+    username: Option<String>,
+    #[serde(default)]
+    password: Option<String>,
+    #[serde(default)]
+    identitytoken: Option<String>,
+}
+
+/// The credentials for `registry` in one auth file's content, if it has an entry.
+pub fn credentials_in(
+    path: &Path,
+    text: &[u8],
+    registry: &str,
+) -> Result<Option<Credentials>, AuthError> {
+    let file: AuthFile = serde_json::from_slice(text).map_err(|source| AuthError::Json {
+        path: path.to_owned(),
+        source,
+    })?;
+    let wanted = normalize_host(registry);
+    let Some((key, entry)) = file
+        .auths
+        .iter()
+        .find(|(key, _)| normalize_host(key) == wanted)
+    else {
+        return Ok(None);
+    };
+    if let Some(token) = entry.identitytoken.as_deref().filter(|t| !t.is_empty()) {
+        return Ok(Some(Credentials::Bearer(Secret::new(token))));
+    }
+    if let Some(auth) = entry.auth.as_deref().filter(|a| !a.is_empty()) {
+        let bad = || AuthError::BadAuthField {
+            path: path.to_owned(),
+            key: key.clone(),
+        };
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(auth.trim())
+            .map_err(|_| bad())?;
+        let decoded = String::from_utf8(decoded).map_err(|_| bad())?;
+        let (username, password) = decoded.split_once(':').ok_or_else(bad)?;
+        return Ok(Some(Credentials::Basic {
+            username: username.to_owned(),
+            password: Secret::new(password),
+        }));
+    }
+    match (&entry.username, &entry.password) {
+        (Some(username), Some(password)) => Ok(Some(Credentials::Basic {
+            username: username.clone(),
+            password: Secret::new(password.clone()),
+        })),
+        _ => Ok(None),
+    }
+}
+
+/// `https://index.docker.io/v1/`, `docker.io`, `registry-1.docker.io` → `docker.io`;
+/// otherwise the host without scheme and path.
+fn normalize_host(key: &str) -> String {
+    let without_scheme = key
+        .strip_prefix("https://")
+        .or_else(|| key.strip_prefix("http://"))
+        .unwrap_or(key);
+    let host = without_scheme
+        .split('/')
+        .next()
+        .unwrap_or(without_scheme)
+        .to_ascii_lowercase();
+    match host.as_str() {
+        "index.docker.io" | "registry-1.docker.io" => "docker.io".to_owned(),
+        _ => host,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lookup(json: &str, registry: &str) -> Result<Option<Credentials>, String> {
+        credentials_in(Path::new("/cfg.json"), json.as_bytes(), registry).map_err(|e| e.to_string())
+    }
+
+    fn basic(user: &str, pass: &str) -> Option<Credentials> {
+        Some(Credentials::Basic {
+            username: user.into(),
+            password: Secret::new(pass),
+        })
+    }
+
+    #[test]
+    fn finds_entries_by_host_in_every_documented_form() {
+        // base64("alice:pa:ss") — passwords may contain ':'.
+        let alice = "YWxpY2U6cGE6c3M=";
+        type Case = (String, &'static str, Result<Option<Credentials>, String>);
+        let cases: Vec<Case> = vec![
+            (
+                format!(r#"{{"auths":{{"127.0.0.1:5000":{{"auth":"{alice}"}}}}}}"#),
+                "127.0.0.1:5000",
+                Ok(basic("alice", "pa:ss")),
+            ),
+            (
+                format!(r#"{{"auths":{{"https://quay.io/v2/":{{"auth":"{alice}"}}}}}}"#),
+                "quay.io",
+                Ok(basic("alice", "pa:ss")),
+            ),
+            (
+                format!(r#"{{"auths":{{"https://index.docker.io/v1/":{{"auth":"{alice}"}}}}}}"#),
+                "docker.io",
+                Ok(basic("alice", "pa:ss")),
+            ),
+            (
+                r#"{"auths":{"ghcr.io":{"username":"bob","password":"pw"}}}"#.into(),
+                "ghcr.io",
+                Ok(basic("bob", "pw")),
+            ),
+            (
+                r#"{"auths":{"ghcr.io":{"identitytoken":"tok"}}}"#.into(),
+                "ghcr.io",
+                Ok(Some(Credentials::Bearer(Secret::new("tok")))),
+            ),
+            (
+                format!(r#"{{"auths":{{"quay.io":{{"auth":"{alice}"}}}}}}"#),
+                "quay.io:443",
+                Ok(None),
+            ),
+            (r#"{"credsStore":"desktop"}"#.into(), "quay.io", Ok(None)),
+            (
+                r#"{"auths":{"quay.io":{"auth":"bm8tY29sb24="}}}"#.into(),
+                "quay.io",
+                Err("/cfg.json: auths.quay.io.auth is not base64 of user:password".into()),
+            ),
+            (
+                r#"{"auths":{"quay.io":{"auth":"%%%"}}}"#.into(),
+                "quay.io",
+                Err("/cfg.json: auths.quay.io.auth is not base64 of user:password".into()),
+            ),
+            (
+                "{\"auths\": 1}".into(),
+                "quay.io",
+                Err("/cfg.json is not a valid registry auth file".into()),
+            ),
+        ];
+        for (json, registry, expected) in cases {
+            assert_eq!(lookup(&json, registry), expected, "{json} for {registry}");
+        }
+    }
+
+    #[test]
+    fn secrets_do_not_print() {
+        let creds = Credentials::Basic {
+            username: "alice".into(),
+            password: Secret::new("hunter2"),
+        };
+        let shown = format!("{creds:?} {:?}", Credentials::Bearer(Secret::new("tok")));
+        assert!(
+            !shown.contains("hunter2") && !shown.contains("tok\""),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn the_first_file_with_an_entry_wins_and_missing_files_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = dir.path().join("auth.json");
+        let second = dir.path().join("config.json");
+        std::fs::write(&first, r#"{"auths":{"other.io":{"auth":"YTpi"}}}"#).unwrap();
+        std::fs::write(&second, r#"{"auths":{"quay.io":{"auth":"Yzpk"}}}"#).unwrap();
+        let files = AuthFiles {
+            paths: vec![dir.path().join("missing.json"), first, second],
+        };
+        assert_eq!(files.lookup("quay.io").unwrap(), basic("c", "d").unwrap());
+        assert_eq!(files.lookup("other.io").unwrap(), basic("a", "b").unwrap());
+        assert_eq!(files.lookup("nowhere.io").unwrap(), Credentials::Anonymous);
+    }
+}

@@ -1,0 +1,292 @@
+//! Pulling a base image (manifest or index, its configs and layers) into a layout being built.
+//!
+//! Contract: every blob is verified against its digest while it is written; Docker schema 2
+//! media types are mapped to their OCI equivalents (same bytes); attestation and unknown-platform
+//! entries of an index are skipped; non-distributable (foreign) layers are refused.
+
+use std::collections::HashSet;
+
+use oci_client::RegistryOperation;
+use oci_client::manifest::OciDescriptor;
+use serde_json::Value;
+
+use super::digest::sha256_digest;
+use super::layout::{Descriptor, ImageIndex, ImageManifest, LayoutError, LayoutWriter, Platform};
+use super::media_type;
+use super::progress::Progress;
+use super::reference::{self, Reference, ReferenceError};
+use super::registry::{RegistryAccess, RegistryClient, RegistryError};
+
+/// Failure to pull a base image.
+#[derive(Debug, thiserror::Error)]
+pub enum BaseError {
+    #[error(transparent)]
+    Reference(#[from] ReferenceError),
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
+    #[error("manifest {digest} is not a valid {what}")]
+    Manifest {
+        digest: String,
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("manifest {digest} has media type {media_type:?}, which olmpack cannot build on")]
+    MediaType { digest: String, media_type: String },
+    #[error("config {digest} is not a JSON object")]
+    Config { digest: String },
+    #[error(
+        "layer {digest} is non-distributable (media type {media_type:?}); olmpack cannot copy it"
+    )]
+    ForeignLayer { digest: String, media_type: String },
+    #[error("failed to store layer {digest}")]
+    Store {
+        digest: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A base image: one platform image, or several from an index.
+#[derive(Clone, Debug)]
+pub struct BaseImage {
+    pub is_index: bool,
+    pub images: Vec<PlatformImage>,
+}
+
+/// One platform's image of the base: its config and its layers (already in the layout).
+#[derive(Clone, Debug)]
+pub struct PlatformImage {
+    pub platform: Option<Platform>,
+    pub config: Value,
+    pub layers: Vec<Descriptor>,
+}
+
+/// Pulls `reference` and stores its layers in `writer`.
+pub async fn fetch(
+    reference: &str,
+    access: &RegistryAccess,
+    writer: &LayoutWriter,
+    progress: &Progress,
+) -> Result<BaseImage, BaseError> {
+    let reference = reference::parse(reference)?;
+    let client = RegistryClient::new(&reference, access)?;
+    client
+        .authenticate(&reference, RegistryOperation::Pull)
+        .await?;
+    let (bytes, digest) = pull_manifest(&client, &reference).await?;
+    let media = media_type_of(&bytes);
+    let mut fetched = HashSet::new();
+    if media_type::is_index(&media) {
+        let index: ImageIndex =
+            serde_json::from_slice(&bytes).map_err(|source| BaseError::Manifest {
+                digest: digest.clone(),
+                what: "image index",
+                source,
+            })?;
+        let mut images = Vec::new();
+        for entry in index.manifests.iter().filter(|d| is_platform_image(d)) {
+            let child = Reference::with_digest(
+                reference.registry().to_owned(),
+                reference.repository().to_owned(),
+                entry.digest.clone(),
+            );
+            let (bytes, digest) = pull_manifest(&client, &child).await?;
+            let mut image = fetch_image(
+                &client,
+                &child,
+                &bytes,
+                &digest,
+                writer,
+                progress,
+                &mut fetched,
+            )
+            .await?;
+            image.platform = entry.platform.clone();
+            images.push(image);
+        }
+        Ok(BaseImage {
+            is_index: true,
+            images,
+        })
+    } else if media_type::is_manifest(&media) {
+        let image = fetch_image(
+            &client,
+            &reference,
+            &bytes,
+            &digest,
+            writer,
+            progress,
+            &mut fetched,
+        )
+        .await?;
+        Ok(BaseImage {
+            is_index: false,
+            images: vec![image],
+        })
+    } else {
+        Err(BaseError::MediaType {
+            digest,
+            media_type: media,
+        })
+    }
+}
+
+/// The `mediaType` of a manifest, inferred from its shape when absent.
+fn media_type_of(bytes: &[u8]) -> String {
+    let value: Value = serde_json::from_slice(bytes).unwrap_or(Value::Null);
+    match value.get("mediaType").and_then(Value::as_str) {
+        Some(media) => media.to_owned(),
+        None if value.get("manifests").is_some() => media_type::INDEX.to_owned(),
+        None => media_type::MANIFEST.to_owned(),
+    }
+}
+
+/// Index entries that are runnable images: not attestations, not `unknown/unknown`.
+fn is_platform_image(entry: &Descriptor) -> bool {
+    let attestation = entry
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key("vnd.docker.reference.type"));
+    let unknown = entry
+        .platform
+        .as_ref()
+        .is_some_and(|p| p.os == "unknown" || p.architecture == "unknown");
+    media_type::is_manifest(&entry.media_type) && !attestation && !unknown
+}
+
+async fn pull_manifest(
+    client: &RegistryClient,
+    reference: &Reference,
+) -> Result<(Vec<u8>, String), BaseError> {
+    let (bytes, digest) = client
+        .with_retries(
+            format!("pulling manifest {}", reference.whole()),
+            || async {
+                client
+                    .client
+                    .pull_manifest_raw(reference, &client.auth, media_type::ALL_MANIFESTS)
+                    .await
+            },
+        )
+        .await?;
+    Ok((bytes.to_vec(), digest))
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn fetch_image(
+    client: &RegistryClient,
+    reference: &Reference,
+    bytes: &[u8],
+    digest: &str,
+    writer: &LayoutWriter,
+    progress: &Progress,
+    fetched: &mut HashSet<String>,
+) -> Result<PlatformImage, BaseError> {
+    let manifest: ImageManifest =
+        serde_json::from_slice(bytes).map_err(|source| BaseError::Manifest {
+            digest: digest.to_owned(),
+            what: "image manifest",
+            source,
+        })?;
+    let config_bytes = pull_to_memory(client, reference, &manifest.config).await?;
+    let config: Value = serde_json::from_slice(&config_bytes)
+        .ok()
+        .filter(Value::is_object)
+        .ok_or_else(|| BaseError::Config {
+            digest: manifest.config.digest.clone(),
+        })?;
+    let mut layers = Vec::new();
+    for layer in &manifest.layers {
+        let media = oci_layer_media_type(layer)?;
+        if fetched.insert(layer.digest.clone()) {
+            pull_to_layout(client, reference, layer, writer).await?;
+            progress.blob("pulled", &layer.digest, layer.size);
+        }
+        let mut descriptor = Descriptor::new(&media, layer.digest.clone(), layer.size);
+        descriptor.annotations = layer.annotations.clone();
+        layers.push(descriptor);
+    }
+    Ok(PlatformImage {
+        platform: None,
+        config,
+        layers,
+    })
+}
+
+fn oci_layer_media_type(layer: &Descriptor) -> Result<String, BaseError> {
+    let media = match layer.media_type.as_str() {
+        media_type::DOCKER_LAYER_GZIP => media_type::LAYER_GZIP,
+        media_type::DOCKER_LAYER_TAR => media_type::LAYER_TAR,
+        other
+            if other.starts_with("application/vnd.oci.image.layer.v1.tar")
+                && !other.contains("nondistributable") =>
+        {
+            other
+        }
+        other => {
+            return Err(BaseError::ForeignLayer {
+                digest: layer.digest.clone(),
+                media_type: other.to_owned(),
+            });
+        }
+    };
+    if layer.urls.as_ref().is_some_and(|u| !u.is_empty()) {
+        return Err(BaseError::ForeignLayer {
+            digest: layer.digest.clone(),
+            media_type: layer.media_type.clone(),
+        });
+    }
+    Ok(media.to_owned())
+}
+
+fn oci_descriptor(d: &Descriptor) -> OciDescriptor {
+    OciDescriptor {
+        media_type: d.media_type.clone(),
+        digest: d.digest.clone(),
+        size: d.size as i64,
+        ..Default::default()
+    }
+}
+
+async fn pull_to_memory(
+    client: &RegistryClient,
+    reference: &Reference,
+    blob: &Descriptor,
+) -> Result<Vec<u8>, BaseError> {
+    let descriptor = oci_descriptor(blob);
+    let bytes = client
+        .with_retries(format!("pulling blob {}", blob.digest), || async {
+            let mut out = Vec::new();
+            client
+                .client
+                .pull_blob(reference, &descriptor, &mut out)
+                .await
+                .map(|()| out)
+        })
+        .await?;
+    debug_assert_eq!(sha256_digest(&bytes), blob.digest);
+    Ok(bytes)
+}
+
+async fn pull_to_layout(
+    client: &RegistryClient,
+    reference: &Reference,
+    blob: &Descriptor,
+    writer: &LayoutWriter,
+) -> Result<(), BaseError> {
+    let descriptor = oci_descriptor(blob);
+    let temp = writer.temp_blob_path();
+    client
+        .with_retries(format!("pulling blob {}", blob.digest), || async {
+            // A fresh file per attempt: a retry must not append to a partial download.
+            let file = tokio::fs::File::create(&temp).await?;
+            // pull_blob checks the digest of what it wrote.
+            client.client.pull_blob(reference, &descriptor, file).await
+        })
+        .await?;
+    writer.commit_blob(&temp, &blob.digest)?;
+    Ok(())
+}

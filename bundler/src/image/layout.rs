@@ -1,0 +1,550 @@
+//! OCI image layouts on disk (`oci-layout`, `index.json`, `blobs/sha256/…`): written whole or
+//! not at all, read with every blob's digest checked.
+//!
+//! Contract:
+//! - [`LayoutWriter`] assembles the layout in a hidden sibling temp directory of the target
+//!   and renames it into place in [`LayoutWriter::finish`]. An existing target is replaced only
+//!   if it is an OCI layout or an empty directory; anything else is refused. Dropping the
+//!   writer without finishing removes the temp directory.
+//! - [`Layout`] reads a layout; [`Layout::read_blob`] fails if a blob's bytes do not hash to
+//!   its name.
+//! - JSON written here (index, manifests, configs) is compact and its field order fixed, so the
+//!   same content always gives the same digest.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::REF_NAME_ANNOTATION;
+use super::digest::{HashingWriter, sha256_digest, sha256_hex};
+use super::media_type;
+
+const OCI_LAYOUT_FILE: &str = "oci-layout";
+const OCI_LAYOUT_CONTENT: &[u8] = br#"{"imageLayoutVersion":"1.0.0"}"#;
+
+/// Failure to read or write an OCI image layout.
+#[derive(Debug, thiserror::Error)]
+pub enum LayoutError {
+    #[error("failed to write the image layout {path}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("failed to read {path}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{path} is not valid JSON for an OCI {what}")]
+    Json {
+        path: PathBuf,
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{path} exists and is not an OCI image layout; refusing to replace it")]
+    NotALayout { path: PathBuf },
+    #[error("{path} has imageLayoutVersion {version:?}; only 1.0.0 is supported")]
+    Version { path: PathBuf, version: String },
+    #[error("{layout} has no image tagged {tag:?} (tags: {tags})")]
+    NoSuchTag {
+        layout: PathBuf,
+        tag: String,
+        tags: String,
+    },
+    #[error("{layout} holds {count} images; name one with LAYOUT:TAG (tags: {tags})")]
+    Ambiguous {
+        layout: PathBuf,
+        count: usize,
+        tags: String,
+    },
+    #[error("{layout} holds no image")]
+    Empty { layout: PathBuf },
+    #[error("{digest:?} in {layout} is not a sha256 digest")]
+    BadDigest { layout: PathBuf, digest: String },
+    #[error("blob {expected} in {layout} is corrupt: its content hashes to {actual}")]
+    Corrupt {
+        layout: PathBuf,
+        expected: String,
+        actual: String,
+    },
+}
+
+/// An OCI content descriptor.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Descriptor {
+    pub media_type: String,
+    pub digest: String,
+    pub size: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform: Option<Platform>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub urls: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact_type: Option<String>,
+}
+
+impl Descriptor {
+    pub fn new(media_type: &str, digest: String, size: u64) -> Self {
+        Self {
+            media_type: media_type.to_owned(),
+            digest,
+            size,
+            platform: None,
+            annotations: None,
+            urls: None,
+            artifact_type: None,
+        }
+    }
+}
+
+/// The platform an image runs on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Platform {
+    pub architecture: String,
+    pub os: String,
+    #[serde(
+        rename = "os.version",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub os_version: Option<String>,
+    #[serde(
+        rename = "os.features",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub os_features: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
+}
+
+impl Platform {
+    pub fn linux_amd64() -> Self {
+        Self {
+            architecture: "amd64".into(),
+            os: "linux".into(),
+            os_version: None,
+            os_features: None,
+            variant: None,
+        }
+    }
+}
+
+/// An OCI image index (also the shape of a layout's `index.json`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageIndex {
+    pub schema_version: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media_type: Option<String>,
+    pub manifests: Vec<Descriptor>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<BTreeMap<String, String>>,
+}
+
+impl ImageIndex {
+    pub fn new(manifests: Vec<Descriptor>) -> Self {
+        Self {
+            schema_version: 2,
+            media_type: Some(media_type::INDEX.to_owned()),
+            manifests,
+            annotations: None,
+        }
+    }
+}
+
+/// An OCI image manifest.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageManifest {
+    pub schema_version: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media_type: Option<String>,
+    pub config: Descriptor,
+    pub layers: Vec<Descriptor>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<BTreeMap<String, String>>,
+}
+
+/// Builds a layout in a temp directory next to its destination. See the module docs.
+#[derive(Debug)]
+pub struct LayoutWriter {
+    dest: PathBuf,
+    staging: tempfile::TempDir,
+    next_temp: std::sync::atomic::AtomicU64,
+}
+
+impl LayoutWriter {
+    /// Starts a layout that [`finish`](Self::finish) will move to `dest`.
+    pub fn create(dest: &Path) -> Result<Self, LayoutError> {
+        let write_err = |source| LayoutError::Write {
+            path: dest.to_owned(),
+            source,
+        };
+        check_replaceable(dest)?;
+        let parent = match dest.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+            _ => PathBuf::from("."),
+        };
+        fs::create_dir_all(&parent).map_err(write_err)?;
+        let name = dest
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "layout".into());
+        let staging = tempfile::Builder::new()
+            .prefix(&format!(".{name}.tmp-"))
+            .tempdir_in(&parent)
+            .map_err(write_err)?;
+        fs::create_dir_all(staging.path().join("blobs/sha256")).map_err(write_err)?;
+        Ok(Self {
+            dest: dest.to_owned(),
+            staging,
+            next_temp: Default::default(),
+        })
+    }
+
+    fn write_err(&self, source: io::Error) -> LayoutError {
+        LayoutError::Write {
+            path: self.dest.clone(),
+            source,
+        }
+    }
+
+    /// A fresh path inside the staging directory for a blob being written.
+    pub fn temp_blob_path(&self) -> PathBuf {
+        let n = self
+            .next_temp
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.staging.path().join(format!("blobs/.incoming-{n}"))
+    }
+
+    /// Moves a fully written temp blob to its content address.
+    pub fn commit_blob(&self, temp: &Path, digest: &str) -> Result<(), LayoutError> {
+        let hex = sha256_hex(digest).ok_or_else(|| LayoutError::BadDigest {
+            layout: self.dest.clone(),
+            digest: digest.to_owned(),
+        })?;
+        fs::rename(temp, self.staging.path().join("blobs/sha256").join(hex))
+            .map_err(|e| self.write_err(e))
+    }
+
+    /// Writes a blob produced by `fill` and returns its digest and size.
+    pub fn write_blob_with<E: From<LayoutError>, T>(
+        &self,
+        fill: impl FnOnce(&mut HashingWriter<io::BufWriter<fs::File>>) -> Result<T, E>,
+    ) -> Result<(T, String, u64), E> {
+        let temp = self.temp_blob_path();
+        let file = fs::File::create(&temp).map_err(|e| self.write_err(e))?;
+        let mut writer = HashingWriter::new(io::BufWriter::new(file));
+        let value = fill(&mut writer)?;
+        let (buffered, digest, size) = writer.finish();
+        let file = buffered
+            .into_inner()
+            .map_err(|e| self.write_err(e.into_error()))?;
+        file.sync_all().map_err(|e| self.write_err(e))?;
+        self.commit_blob(&temp, &digest)?;
+        Ok((value, digest, size))
+    }
+
+    /// Stores `bytes` as a blob and returns its descriptor.
+    pub fn put_blob(&self, media_type: &str, bytes: &[u8]) -> Result<Descriptor, LayoutError> {
+        let digest = sha256_digest(bytes);
+        let hex = sha256_hex(&digest).expect("sha256_digest is well formed");
+        fs::write(self.staging.path().join("blobs/sha256").join(hex), bytes)
+            .map_err(|e| self.write_err(e))?;
+        Ok(Descriptor::new(media_type, digest, bytes.len() as u64))
+    }
+
+    /// Stores a JSON document as a blob.
+    pub fn put_json<T: Serialize>(
+        &self,
+        media_type: &str,
+        value: &T,
+    ) -> Result<Descriptor, LayoutError> {
+        let bytes = serde_json::to_vec(value).expect("image JSON always serializes");
+        self.put_blob(media_type, &bytes)
+    }
+
+    /// Writes `index.json` (naming `root` with `tag`, if any) and `oci-layout`, then moves the
+    /// layout to its destination, replacing an older layout there.
+    pub fn finish(self, root: &Descriptor, tag: Option<&str>) -> Result<(), LayoutError> {
+        let mut entry = root.clone();
+        if let Some(tag) = tag {
+            entry
+                .annotations
+                .get_or_insert_with(BTreeMap::new)
+                .insert(REF_NAME_ANNOTATION.to_owned(), tag.to_owned());
+        }
+        let index = ImageIndex::new(vec![entry]);
+        let staging = self.staging.path();
+        let index_bytes = serde_json::to_vec(&index).expect("index JSON always serializes");
+        fs::write(staging.join("index.json"), index_bytes).map_err(|e| self.write_err(e))?;
+        fs::write(staging.join(OCI_LAYOUT_FILE), OCI_LAYOUT_CONTENT)
+            .map_err(|e| self.write_err(e))?;
+        check_replaceable(&self.dest)?;
+        let dest = self.dest.clone();
+        let staging = self.staging.keep();
+        swap_into_place(&staging, &dest).map_err(|source| {
+            let _ = fs::remove_dir_all(&staging);
+            LayoutError::Write { path: dest, source }
+        })
+    }
+}
+
+fn check_replaceable(dest: &Path) -> Result<(), LayoutError> {
+    match fs::symlink_metadata(dest) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(LayoutError::Read {
+            path: dest.to_owned(),
+            source,
+        }),
+        Ok(meta) if meta.is_dir() => {
+            let is_layout = dest.join(OCI_LAYOUT_FILE).is_file();
+            let is_empty = fs::read_dir(dest)
+                .map(|mut d| d.next().is_none())
+                .unwrap_or(false);
+            if is_layout || is_empty {
+                Ok(())
+            } else {
+                Err(LayoutError::NotALayout {
+                    path: dest.to_owned(),
+                })
+            }
+        }
+        Ok(_) => Err(LayoutError::NotALayout {
+            path: dest.to_owned(),
+        }),
+    }
+}
+
+/// Renames `staging` to `dest`; an existing `dest` is moved aside first and removed after.
+fn swap_into_place(staging: &Path, dest: &Path) -> io::Result<()> {
+    if !dest.exists() {
+        return fs::rename(staging, dest);
+    }
+    let old = staging.with_extension("old");
+    fs::rename(dest, &old)?;
+    if let Err(e) = fs::rename(staging, dest) {
+        // Put the previous layout back; the new one is discarded by the caller.
+        let _ = fs::rename(&old, dest);
+        return Err(e);
+    }
+    let _ = fs::remove_dir_all(&old);
+    Ok(())
+}
+
+/// An OCI image layout on disk.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    root: PathBuf,
+    index: ImageIndex,
+}
+
+impl Layout {
+    /// Opens a layout: checks `oci-layout` and reads `index.json`.
+    pub fn open(root: &Path) -> Result<Self, LayoutError> {
+        let marker = root.join(OCI_LAYOUT_FILE);
+        let text = fs::read(&marker).map_err(|source| LayoutError::Read {
+            path: marker.clone(),
+            source,
+        })?;
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Marker {
+            image_layout_version: String,
+        }
+        let parsed: Marker = serde_json::from_slice(&text).map_err(|source| LayoutError::Json {
+            path: marker.clone(),
+            what: "layout marker",
+            source,
+        })?;
+        if parsed.image_layout_version != "1.0.0" {
+            return Err(LayoutError::Version {
+                path: marker,
+                version: parsed.image_layout_version,
+            });
+        }
+        let index_path = root.join("index.json");
+        let bytes = fs::read(&index_path).map_err(|source| LayoutError::Read {
+            path: index_path.clone(),
+            source,
+        })?;
+        let index = serde_json::from_slice(&bytes).map_err(|source| LayoutError::Json {
+            path: index_path,
+            what: "image index",
+            source,
+        })?;
+        Ok(Self {
+            root: root.to_owned(),
+            index,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.root
+    }
+
+    /// The layout's `index.json`.
+    pub fn index(&self) -> &ImageIndex {
+        &self.index
+    }
+
+    /// The image named `tag`, or the only image when `tag` is `None`.
+    pub fn find(&self, tag: Option<&str>) -> Result<Descriptor, LayoutError> {
+        let tag_of = |d: &Descriptor| {
+            d.annotations
+                .as_ref()
+                .and_then(|a| a.get(REF_NAME_ANNOTATION))
+                .cloned()
+        };
+        let tags = || {
+            let names: Vec<String> = self.index.manifests.iter().filter_map(tag_of).collect();
+            if names.is_empty() {
+                "none".to_owned()
+            } else {
+                names.join(", ")
+            }
+        };
+        match tag {
+            Some(tag) => self
+                .index
+                .manifests
+                .iter()
+                .find(|d| tag_of(d).as_deref() == Some(tag))
+                .cloned()
+                .ok_or_else(|| LayoutError::NoSuchTag {
+                    layout: self.root.clone(),
+                    tag: tag.to_owned(),
+                    tags: tags(),
+                }),
+            None => match self.index.manifests.as_slice() {
+                [only] => Ok(only.clone()),
+                [] => Err(LayoutError::Empty {
+                    layout: self.root.clone(),
+                }),
+                many => Err(LayoutError::Ambiguous {
+                    layout: self.root.clone(),
+                    count: many.len(),
+                    tags: tags(),
+                }),
+            },
+        }
+    }
+
+    /// Where a blob's bytes are.
+    pub fn blob_path(&self, digest: &str) -> Result<PathBuf, LayoutError> {
+        let hex = sha256_hex(digest).ok_or_else(|| LayoutError::BadDigest {
+            layout: self.root.clone(),
+            digest: digest.to_owned(),
+        })?;
+        Ok(self.root.join("blobs/sha256").join(hex))
+    }
+
+    /// A blob's bytes, checked against its digest.
+    pub fn read_blob(&self, digest: &str) -> Result<Vec<u8>, LayoutError> {
+        let path = self.blob_path(digest)?;
+        let bytes = fs::read(&path).map_err(|source| LayoutError::Read { path, source })?;
+        let actual = sha256_digest(&bytes);
+        if actual != digest {
+            return Err(LayoutError::Corrupt {
+                layout: self.root.clone(),
+                expected: digest.to_owned(),
+                actual,
+            });
+        }
+        Ok(bytes)
+    }
+
+    /// A JSON blob, checked and parsed.
+    pub fn read_json<T: serde::de::DeserializeOwned>(
+        &self,
+        digest: &str,
+        what: &'static str,
+    ) -> Result<T, LayoutError> {
+        let bytes = self.read_blob(digest)?;
+        serde_json::from_slice(&bytes).map_err(|source| LayoutError::Json {
+            path: self.blob_path(digest).unwrap_or_default(),
+            what,
+            source,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_to_replace_a_directory_that_is_not_a_layout() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("out");
+        fs::create_dir(&dest).unwrap();
+        fs::write(dest.join("precious.txt"), "keep me").unwrap();
+        let err = LayoutWriter::create(&dest).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{} exists and is not an OCI image layout; refusing to replace it",
+                dest.display()
+            )
+        );
+        assert!(dest.join("precious.txt").is_file());
+    }
+
+    #[test]
+    fn replaces_an_older_layout_and_leaves_no_temp_dirs() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("out");
+        for content in [&b"one"[..], b"two"] {
+            let writer = LayoutWriter::create(&dest).unwrap();
+            let blob = writer.put_blob(media_type::CONFIG, content).unwrap();
+            writer.finish(&blob, Some("v1")).unwrap();
+        }
+        let layout = Layout::open(&dest).unwrap();
+        let found = layout.find(Some("v1")).unwrap();
+        assert_eq!(layout.read_blob(&found.digest).unwrap(), b"two");
+        assert_eq!(layout.find(None).unwrap(), found);
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["out"]);
+        let err = layout.find(Some("v2")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("{} has no image tagged \"v2\" (tags: v1)", dest.display())
+        );
+    }
+
+    #[test]
+    fn dropping_an_unfinished_writer_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("out");
+        let writer = LayoutWriter::create(&dest).unwrap();
+        writer.put_blob(media_type::CONFIG, b"x").unwrap();
+        drop(writer);
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn corrupt_blobs_are_detected() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("out");
+        let writer = LayoutWriter::create(&dest).unwrap();
+        let blob = writer.put_blob(media_type::CONFIG, b"good").unwrap();
+        writer.finish(&blob, None).unwrap();
+        let layout = Layout::open(&dest).unwrap();
+        fs::write(layout.blob_path(&blob.digest).unwrap(), b"evil").unwrap();
+        let err = layout.read_blob(&blob.digest).unwrap_err();
+        assert!(matches!(err, LayoutError::Corrupt { .. }), "{err}");
+    }
+}

@@ -1,0 +1,345 @@
+//! Pushing an image from an OCI layout to a registry.
+//!
+//! Contract, in order:
+//! 1. Every blob and manifest is read from the layout and checked against its digest before
+//!    anything is sent.
+//! 2. Blobs the registry already has (HEAD) are not sent again; the others are uploaded, each
+//!    with retries (see [`super::registry`]), and confirmed with a HEAD afterwards.
+//! 3. Manifests are pushed by digest, children before the index that lists them, each only
+//!    after everything it refers to is confirmed in the registry.
+//! 4. The tag is moved last, to the root manifest; then the tag is resolved again and must
+//!    give the root digest.
+//!
+//! A failed push leaves at most unreferenced blobs or untagged complete manifests behind;
+//! running it again finishes it without re-sending what is there.
+
+use std::collections::BTreeSet;
+
+use futures::{StreamExt, TryStreamExt};
+use oci_client::Reference;
+use oci_client::RegistryOperation;
+
+use super::layout::{Descriptor, ImageIndex, ImageManifest, Layout, LayoutError};
+use super::media_type;
+use super::progress::Progress;
+use super::reference::{self, LayoutRef, ReferenceError};
+use super::registry::{RegistryAccess, RegistryClient, RegistryError};
+
+/// Failure to push an image.
+#[derive(Debug, thiserror::Error)]
+pub enum PushError {
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
+    #[error(transparent)]
+    Reference(#[from] ReferenceError),
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    #[error("{digest} in {layout} has media type {media_type:?}, which olmpack does not push")]
+    MediaType {
+        layout: String,
+        digest: String,
+        media_type: String,
+    },
+    #[error("{reference} names digest {wanted}, but the layout's image is {actual}")]
+    DigestMismatch {
+        reference: String,
+        wanted: String,
+        actual: String,
+    },
+    #[error("the registry still lacks blob {digest} after it was uploaded")]
+    BlobMissing { digest: String },
+    #[error("after the push {reference} resolves to {actual}, not the pushed {expected}")]
+    TagMismatch {
+        reference: String,
+        expected: String,
+        actual: String,
+    },
+    #[error("failed to read blob {digest} from the layout")]
+    ReadBlob {
+        digest: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// What a push did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PushReport {
+    /// The digest of the pushed root (manifest or index).
+    pub digest: String,
+    /// `registry/repository@digest`.
+    pub pinned: String,
+    pub blobs_pushed: usize,
+    pub blobs_present: usize,
+    pub bytes_pushed: u64,
+}
+
+/// A manifest or index to push, with the bytes whose digest it has.
+#[derive(Clone, Debug)]
+struct ManifestToPush {
+    descriptor: Descriptor,
+    bytes: Vec<u8>,
+}
+
+/// What an image consists of, in push order.
+#[derive(Clone, Debug, Default)]
+struct PushPlan {
+    blobs: Vec<Descriptor>,
+    /// Children first, the root last.
+    manifests: Vec<ManifestToPush>,
+}
+
+/// Reads the image graph under `root`, checking every manifest and blob digest.
+fn plan(layout: &Layout, root: &Descriptor) -> Result<PushPlan, PushError> {
+    let mut plan = PushPlan::default();
+    let mut seen = BTreeSet::new();
+    add_manifest(layout, root, &mut plan, &mut seen)?;
+    Ok(plan)
+}
+
+fn add_manifest(
+    layout: &Layout,
+    descriptor: &Descriptor,
+    plan: &mut PushPlan,
+    seen: &mut BTreeSet<String>,
+) -> Result<(), PushError> {
+    let bytes = layout.read_blob(&descriptor.digest)?;
+    if media_type::is_index(&descriptor.media_type) {
+        let index: ImageIndex = layout.read_json(&descriptor.digest, "image index")?;
+        for child in &index.manifests {
+            add_manifest(layout, child, plan, seen)?;
+        }
+    } else if media_type::is_manifest(&descriptor.media_type) {
+        let manifest: ImageManifest = layout.read_json(&descriptor.digest, "image manifest")?;
+        for blob in std::iter::once(&manifest.config).chain(&manifest.layers) {
+            if seen.insert(blob.digest.clone()) {
+                // Reading checks the digest; the bytes are read again when sent.
+                check_blob(layout, blob)?;
+                plan.blobs.push(blob.clone());
+            }
+        }
+    } else {
+        return Err(PushError::MediaType {
+            layout: layout.path().display().to_string(),
+            digest: descriptor.digest.clone(),
+            media_type: descriptor.media_type.clone(),
+        });
+    }
+    if seen.insert(descriptor.digest.clone()) {
+        plan.manifests.push(ManifestToPush {
+            descriptor: descriptor.clone(),
+            bytes,
+        });
+    }
+    Ok(())
+}
+
+fn check_blob(layout: &Layout, blob: &Descriptor) -> Result<(), PushError> {
+    use sha2::Digest as _;
+    use std::io::Read;
+    let path = layout.blob_path(&blob.digest)?;
+    let read_err = |source| PushError::ReadBlob {
+        digest: blob.digest.clone(),
+        source,
+    };
+    let mut file = std::fs::File::open(&path).map_err(read_err)?;
+    let mut hasher = sha2::Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buf).map_err(read_err)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    let actual = super::digest::format_digest(&hasher.finalize());
+    if actual != blob.digest {
+        return Err(LayoutError::Corrupt {
+            layout: layout.path().to_owned(),
+            expected: blob.digest.clone(),
+            actual,
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// Pushes the image `source` names (`DIR[:TAG]`) to `target` (`host/repo[:tag][@digest]`).
+pub async fn push_layout(
+    source: &str,
+    target: &str,
+    access: &RegistryAccess,
+    progress: &Progress,
+) -> Result<PushReport, PushError> {
+    let LayoutRef { path, tag } = reference::parse_layout_ref(source)?;
+    let layout = Layout::open(&path)?;
+    let root = layout.find(tag.as_deref())?;
+    let target = reference::parse(target)?;
+    if let Some(wanted) = target.digest()
+        && wanted != root.digest
+    {
+        return Err(PushError::DigestMismatch {
+            reference: target.whole(),
+            wanted: wanted.to_owned(),
+            actual: root.digest,
+        });
+    }
+    let plan = plan(&layout, &root)?;
+    let client = RegistryClient::new(&target, access)?;
+    client
+        .authenticate(&target, RegistryOperation::Push)
+        .await?;
+    let repo = |digest: &str| {
+        Reference::with_digest(
+            target.registry().to_owned(),
+            target.repository().to_owned(),
+            digest.to_owned(),
+        )
+    };
+
+    let total: u64 = plan.blobs.iter().map(|b| b.size).sum();
+    progress.start(
+        &format!("pushing to {}/{}", target.registry(), target.repository()),
+        plan.blobs.len(),
+        total,
+    );
+    let outcomes: Vec<(bool, u64)> = futures::stream::iter(plan.blobs.iter())
+        .map(|blob| push_blob(&client, &layout, &target, blob, progress))
+        .buffer_unordered(access.max_concurrent.max(1))
+        .try_collect()
+        .await?;
+
+    for manifest in &plan.manifests {
+        let reference = repo(&manifest.descriptor.digest);
+        push_manifest(&client, &reference, manifest).await?;
+        progress.step(&format!("manifest {}", manifest.descriptor.digest));
+    }
+
+    // The tag moves last, once everything it will point to is there.
+    if target.digest().is_none() {
+        let tag = target.tag().unwrap_or("latest");
+        let tagged = Reference::with_tag(
+            target.registry().to_owned(),
+            target.repository().to_owned(),
+            tag.to_owned(),
+        );
+        let root_manifest = plan
+            .manifests
+            .last()
+            .expect("the plan always ends with the root");
+        push_manifest(&client, &tagged, root_manifest).await?;
+        let actual = client
+            .with_retries(format!("resolving {}", tagged.whole()), || async {
+                client
+                    .client
+                    .fetch_manifest_digest(&tagged, &client.auth)
+                    .await
+            })
+            .await?;
+        if actual != root.digest {
+            return Err(PushError::TagMismatch {
+                reference: tagged.whole(),
+                expected: root.digest,
+                actual,
+            });
+        }
+        progress.step(&format!("tagged {tag}"));
+    }
+    progress.finish();
+
+    let pushed = outcomes.iter().filter(|(sent, _)| *sent).count();
+    Ok(PushReport {
+        pinned: repo(&root.digest).whole(),
+        digest: root.digest,
+        blobs_pushed: pushed,
+        blobs_present: outcomes.len() - pushed,
+        bytes_pushed: outcomes
+            .iter()
+            .filter(|(sent, _)| *sent)
+            .map(|(_, size)| size)
+            .sum(),
+    })
+}
+
+/// Uploads one blob unless the registry has it; returns whether it was sent, and its size.
+async fn push_blob(
+    client: &RegistryClient,
+    layout: &Layout,
+    target: &Reference,
+    blob: &Descriptor,
+    progress: &Progress,
+) -> Result<(bool, u64), PushError> {
+    let exists = || async {
+        client
+            .with_retries(format!("checking blob {}", blob.digest), || async {
+                client.client.blob_exists(target, &blob.digest).await
+            })
+            .await
+    };
+    if exists().await? {
+        progress.blob("exists", &blob.digest, blob.size);
+        return Ok((false, blob.size));
+    }
+    let path = layout.blob_path(&blob.digest)?;
+    let bytes =
+        bytes::Bytes::from(
+            tokio::fs::read(&path)
+                .await
+                .map_err(|source| PushError::ReadBlob {
+                    digest: blob.digest.clone(),
+                    source,
+                })?,
+        );
+    if super::digest::sha256_digest(&bytes) != blob.digest {
+        return Err(LayoutError::Corrupt {
+            layout: layout.path().to_owned(),
+            expected: blob.digest.clone(),
+            actual: super::digest::sha256_digest(&bytes),
+        }
+        .into());
+    }
+    client
+        .with_retries(format!("uploading blob {}", blob.digest), || async {
+            // The registry checks the upload against `digest` before it accepts it.
+            client
+                .client
+                .push_blob(target, bytes.clone(), &blob.digest)
+                .await
+        })
+        .await?;
+    if !exists().await? {
+        return Err(PushError::BlobMissing {
+            digest: blob.digest.clone(),
+        });
+    }
+    progress.blob("pushed", &blob.digest, blob.size);
+    Ok((true, blob.size))
+}
+
+async fn push_manifest(
+    client: &RegistryClient,
+    reference: &Reference,
+    manifest: &ManifestToPush,
+) -> Result<(), PushError> {
+    let content_type = manifest
+        .descriptor
+        .media_type
+        .parse::<http::HeaderValue>()
+        .map_err(|_| PushError::MediaType {
+            layout: String::new(),
+            digest: manifest.descriptor.digest.clone(),
+            media_type: manifest.descriptor.media_type.clone(),
+        })?;
+    client
+        .with_retries(
+            format!("pushing manifest to {}", reference.whole()),
+            || async {
+                client
+                    .client
+                    .push_manifest_raw(reference, manifest.bytes.clone(), content_type.clone())
+                    .await
+            },
+        )
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,347 @@
+//! One registry connection: oci-client configured for the host, with credentials and retries.
+//!
+//! Contract:
+//! - Plain HTTP is used only for loopback registries (`localhost`, `127.0.0.0/8`, `::1`) or
+//!   when [`RegistryAccess::insecure_http`] is set; every other registry is HTTPS.
+//! - Every request is retried with exponential backoff (doubling from
+//!   [`RetryPolicy::initial_backoff`] up to [`RetryPolicy::max_backoff`], with jitter) on
+//!   connection errors, timeouts (a response stalled longer than
+//!   [`RegistryAccess::read_timeout`]), HTTP 5xx, 408 and 429. Client errors such as 401, 403
+//!   or 404 are not retried.
+//! - Credentials go to oci-client only; errors and logs name the registry, never a secret.
+
+use std::future::Future;
+use std::time::Duration;
+
+use oci_client::client::{ClientConfig, ClientProtocol};
+use oci_client::errors::{OciDistributionError, OciErrorCode};
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Client, Reference, RegistryOperation};
+
+use super::auth::{AuthError, AuthFiles, Credentials};
+use super::reference::is_loopback;
+
+/// How olmpack talks to registries.
+#[derive(Clone, Debug)]
+pub struct RegistryAccess {
+    pub credentials: Credentials,
+    /// Where [`Credentials::FromAuthFiles`] looks.
+    pub auth_files: AuthFiles,
+    /// Allow plain HTTP to registries that are not on a loopback address.
+    pub insecure_http: bool,
+    pub retry: RetryPolicy,
+    /// A response that sends nothing for this long fails (and is retried).
+    pub read_timeout: Duration,
+    pub connect_timeout: Duration,
+    /// Blobs uploaded or downloaded at once.
+    pub max_concurrent: usize,
+}
+
+impl Default for RegistryAccess {
+    fn default() -> Self {
+        Self {
+            credentials: Credentials::FromAuthFiles,
+            auth_files: AuthFiles::from_env(),
+            insecure_http: false,
+            retry: RetryPolicy::default(),
+            read_timeout: Duration::from_secs(60),
+            connect_timeout: Duration::from_secs(15),
+            max_concurrent: 4,
+        }
+    }
+}
+
+/// How often and how patiently to retry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Tries per request, the first included.
+    pub attempts: u32,
+    pub initial_backoff: Duration,
+    pub max_backoff: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            attempts: 6,
+            initial_backoff: Duration::from_millis(250),
+            max_backoff: Duration::from_secs(8),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The pause before retry number `retry` (1-based), without jitter.
+    pub fn backoff(&self, retry: u32) -> Duration {
+        let factor = 2u32.saturating_pow(retry.saturating_sub(1));
+        self.initial_backoff
+            .saturating_mul(factor)
+            .min(self.max_backoff)
+    }
+}
+
+/// A registry request that failed for good.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    #[error("failed to read credentials for {registry}")]
+    Credentials {
+        registry: String,
+        #[source]
+        source: AuthError,
+    },
+    #[error("failed to set up the registry client for {registry}")]
+    Client {
+        registry: String,
+        #[source]
+        source: OciDistributionError,
+    },
+    #[error("{what}: {registry} denied access (HTTP {status}); check the registry credentials")]
+    Denied {
+        what: String,
+        registry: String,
+        status: u16,
+        #[source]
+        source: OciDistributionError,
+    },
+    #[error("{what} failed after {attempts} attempt(s)")]
+    Request {
+        what: String,
+        attempts: u32,
+        #[source]
+        source: OciDistributionError,
+    },
+}
+
+/// An authenticated connection to one registry.
+pub struct RegistryClient {
+    pub(crate) client: Client,
+    pub(crate) auth: RegistryAuth,
+    registry: String,
+    retry: RetryPolicy,
+}
+
+impl std::fmt::Debug for RegistryClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegistryClient")
+            .field("registry", &self.registry)
+            .field("auth", &self.auth)
+            .field("retry", &self.retry)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RegistryClient {
+    /// A client for the registry of `reference`.
+    pub fn new(reference: &Reference, access: &RegistryAccess) -> Result<Self, RegistryError> {
+        let registry = reference.resolve_registry().to_owned();
+        let protocol = if access.insecure_http || is_loopback(&registry) {
+            ClientProtocol::HttpsExcept(vec![registry.clone()])
+        } else {
+            ClientProtocol::Https
+        };
+        let config = ClientConfig {
+            protocol,
+            use_monolithic_push: true,
+            read_timeout: Some(access.read_timeout),
+            connect_timeout: Some(access.connect_timeout),
+            max_concurrent_upload: access.max_concurrent.max(1),
+            max_concurrent_download: access.max_concurrent.max(1),
+            user_agent: concat!("olmpack/", env!("CARGO_PKG_VERSION")),
+            ..Default::default()
+        };
+        let client = Client::try_from(config).map_err(|source| RegistryError::Client {
+            registry: registry.clone(),
+            source,
+        })?;
+        let credentials =
+            match &access.credentials {
+                Credentials::FromAuthFiles => access
+                    .auth_files
+                    .lookup(reference.registry())
+                    .map_err(|source| RegistryError::Credentials {
+                        registry: registry.clone(),
+                        source,
+                    })?,
+                other => other.clone(),
+            };
+        let auth = match credentials {
+            Credentials::FromAuthFiles | Credentials::Anonymous => RegistryAuth::Anonymous,
+            Credentials::Basic { username, password } => {
+                RegistryAuth::Basic(username, password.expose().to_owned())
+            }
+            Credentials::Bearer(token) => RegistryAuth::Bearer(token.expose().to_owned()),
+        };
+        Ok(Self {
+            client,
+            auth,
+            registry,
+            retry: access.retry,
+        })
+    }
+
+    /// The registry host this client talks to.
+    pub fn registry(&self) -> &str {
+        &self.registry
+    }
+
+    /// Authenticates for `operation` on `reference`'s repository (fetching a bearer token
+    /// when the registry asks for one).
+    pub async fn authenticate(
+        &self,
+        reference: &Reference,
+        operation: RegistryOperation,
+    ) -> Result<(), RegistryError> {
+        self.with_retries(format!("authenticating to {}", self.registry), || async {
+            self.client
+                .auth(reference, &self.auth, operation)
+                .await
+                .map(|_| ())
+        })
+        .await
+    }
+
+    /// Runs `attempt` until it succeeds, fails with a permanent error, or the attempts run out.
+    pub async fn with_retries<T, F, Fut>(
+        &self,
+        what: String,
+        mut attempt: F,
+    ) -> Result<T, RegistryError>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, OciDistributionError>>,
+    {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match attempt().await {
+                Ok(value) => return Ok(value),
+                Err(err) if tries < self.retry.attempts && is_transient(&err) => {
+                    let pause = with_jitter(self.retry.backoff(tries));
+                    tracing::info!(
+                        what = %what,
+                        attempt = tries,
+                        error = %err,
+                        pause_ms = pause.as_millis() as u64,
+                        "registry request failed; retrying"
+                    );
+                    tokio::time::sleep(pause).await;
+                }
+                Err(source) => {
+                    if let Some(status) = denied_status(&source) {
+                        return Err(RegistryError::Denied {
+                            what,
+                            registry: self.registry.clone(),
+                            status,
+                            source,
+                        });
+                    }
+                    return Err(RegistryError::Request {
+                        what,
+                        attempts: tries,
+                        source,
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// The HTTP status of an authentication or authorization refusal (401, 403).
+fn denied_status(err: &OciDistributionError) -> Option<u16> {
+    match err {
+        OciDistributionError::UnauthorizedError { .. } => Some(401),
+        OciDistributionError::AuthenticationFailure(_) => Some(401),
+        OciDistributionError::RequestError(e) => e
+            .status()
+            .map(|s| s.as_u16())
+            .filter(|s| *s == 401 || *s == 403),
+        OciDistributionError::ServerError { code, .. } if *code == 401 || *code == 403 => {
+            Some(*code)
+        }
+        OciDistributionError::RegistryError { envelope, .. } => {
+            envelope.errors.iter().find_map(|e| match e.code {
+                OciErrorCode::Unauthorized => Some(401),
+                OciErrorCode::Denied => Some(403),
+                _ => None,
+            })
+        }
+        _ => None,
+    }
+}
+
+fn transient_status(code: u16) -> bool {
+    code >= 500 || code == 408 || code == 429
+}
+
+/// True for failures that another try may not hit: the connection, a timeout, the server.
+pub fn is_transient(err: &OciDistributionError) -> bool {
+    match err {
+        OciDistributionError::RequestError(e) => match e.status() {
+            Some(status) => transient_status(status.as_u16()),
+            None => !e.is_builder() && !e.is_redirect(),
+        },
+        OciDistributionError::ServerError { code, .. } => transient_status(*code),
+        OciDistributionError::RegistryError { envelope, .. } => envelope.errors.iter().any(|e| {
+            matches!(
+                e.code,
+                OciErrorCode::Toomanyrequests
+                    | OciErrorCode::BlobUploadUnknown
+                    | OciErrorCode::BlobUploadInvalid
+            )
+        }),
+        // A truncated body or a reset mid-response surfaces as an I/O error.
+        OciDistributionError::IoError(_) => true,
+        // A reset between the headers and the body of an upload answer can leave the
+        // registry's reply without the headers oci-client expects.
+        OciDistributionError::RegistryNoLocationError
+        | OciDistributionError::RegistryNoDigestError => true,
+        _ => false,
+    }
+}
+
+/// Adds up to 25% of `pause`, derived from the clock (retries need spread, not secrecy).
+fn with_jitter(pause: Duration) -> Duration {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let quarter = pause.as_millis() as u64 / 4;
+    let extra = if quarter == 0 {
+        0
+    } else {
+        u64::from(nanos) % quarter
+    };
+    pause + Duration::from_millis(extra)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_the_cap() {
+        let policy = RetryPolicy {
+            attempts: 10,
+            initial_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_millis(700),
+        };
+        let pauses: Vec<u128> = (1..=5).map(|n| policy.backoff(n).as_millis()).collect();
+        assert_eq!(pauses, [100, 200, 400, 700, 700]);
+    }
+
+    #[test]
+    fn server_errors_are_transient_client_errors_are_not() {
+        let server = |code| OciDistributionError::ServerError {
+            code,
+            url: "u".into(),
+            message: String::new(),
+        };
+        assert!(is_transient(&server(500)));
+        assert!(is_transient(&server(503)));
+        assert!(is_transient(&server(429)));
+        assert!(!is_transient(&server(404)));
+        assert!(!is_transient(&OciDistributionError::UnauthorizedError {
+            url: "u".into()
+        }));
+    }
+}

@@ -1,0 +1,70 @@
+//! Graphs and upgrade paths of fixture catalogs (insta snapshots) and their OLM v0/v1
+//! differences.
+
+use std::path::Path;
+
+use olmpack::catalog::graph::{GraphFormat, render};
+use olmpack::catalog::load::load_dir;
+use olmpack::catalog::model::Model;
+use olmpack::catalog::upgrade::{self, Edge};
+
+fn model(name: &str) -> Model {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/catalog")
+        .join(name);
+    Model::build(&load_dir(&dir).unwrap().config).0
+}
+
+#[test]
+fn mermaid_and_dot_snapshots() {
+    let m = model("valid/two-channels-with-deprecations");
+    insta::assert_snapshot!(
+        "two_channels_mermaid",
+        render(&m, None, GraphFormat::Mermaid)
+    );
+    insta::assert_snapshot!("two_channels_dot", render(&m, None, GraphFormat::Dot));
+    let m = model("valid/skips-and-skiprange-on-head");
+    insta::assert_snapshot!(
+        "skiprange_mermaid",
+        render(&m, Some("pkg"), GraphFormat::Mermaid)
+    );
+    assert_eq!(
+        render(&m, None, GraphFormat::Dot),
+        render(&m, None, GraphFormat::Dot)
+    );
+}
+
+#[test]
+fn v0_and_v1_paths_differ_where_skiprange_is_not_on_the_head() {
+    let m = model("invalid/skiprange-not-on-head");
+    let paths = upgrade::package_paths(&m.packages["pkg"]);
+    let from_a = paths.iter().find(|p| p.bundle == "pkg.v1.0.0").unwrap();
+    // v0 ignores the non-head skipRange: 1.0.0 → 1.1.0 (replaces) → 1.2.0 (replaces).
+    assert_eq!(
+        from_a.v0.iter().map(|s| s.to.as_str()).collect::<Vec<_>>(),
+        ["pkg.v1.1.0", "pkg.v1.2.0"]
+    );
+    // v1 sees both the replaces and the skipRange edge into 1.1.0, then goes on.
+    assert_eq!(from_a.v1[0].to, "pkg.v1.1.0");
+    let m = model("valid/skips-and-skiprange-on-head");
+    let paths = upgrade::package_paths(&m.packages["pkg"]);
+    let from_a = paths.iter().find(|p| p.bundle == "pkg.v1.0.0").unwrap();
+    // The head's skipRange covers 1.0.0: v0 jumps straight to the head; v1 picks the highest.
+    assert_eq!(from_a.v0.len(), 1);
+    assert_eq!(from_a.v0[0].via, Edge::SkipRange);
+    assert_eq!(from_a.v1.len(), 1);
+    assert_eq!(from_a.v1[0].to, "pkg.v1.2.0");
+    insta::assert_snapshot!("upgrade_paths_text", upgrade::render_text(&paths));
+}
+
+#[test]
+fn v1_prefers_non_deprecated_and_v0_follows_the_head() {
+    let m = model("valid/two-channels-with-deprecations");
+    let pkg = &m.packages["pkg"];
+    let stable = &pkg.channels["stable"];
+    let step = upgrade::v0_successor(pkg, stable, "pkg.v1.0.0").unwrap();
+    assert_eq!((step.to.as_str(), step.via), ("pkg.v1.1.0", Edge::Replaces));
+    assert!(upgrade::v0_successor(pkg, stable, "pkg.v1.2.0").is_none());
+    let step = upgrade::v1_successor(pkg, &[stable], "pkg.v1.1.0").unwrap();
+    assert_eq!(step.to, "pkg.v1.2.0");
+}

@@ -1,0 +1,128 @@
+//! `olmpack catalog render` of bundle directories equals `opm render` (compared as JSON).
+//!
+//! Fixtures: two registry+v1 bundles with a CSV (relatedImages, init containers, an
+//! `olm.skipRange`, owned and required CRDs), CRDs with several versions, annotations,
+//! properties.yaml and dependencies.yaml.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use olmpack::catalog::declcfg::to_value;
+use olmpack::catalog::render::{MigrateLevel, RenderOptions, render_dir};
+use serde_json::Value;
+
+fn bundles() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/catalog/bundles");
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    out.sort();
+    out
+}
+
+fn opm_render(args: &[&str], dir: &Path) -> Value {
+    let opm = upgrade_tests::Tool::Opm
+        .path()
+        .expect("opm is required for this test");
+    let out = Command::new(opm)
+        .arg("render")
+        .arg(dir)
+        .args(["-o", "json"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn bundle_directories_render_like_opm() {
+    let dirs = bundles();
+    assert!(dirs.len() >= 2);
+    for dir in dirs {
+        let ours = to_value(&render_dir(&dir, &RenderOptions::default()).unwrap());
+        let theirs = opm_render(&[], &dir);
+        assert_eq!(ours, theirs, "{}", dir.display());
+        // Same property order, not just the same set.
+        let types = |v: &Value| -> Vec<String> {
+            v["properties"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["type"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        assert!(types(&ours).last().unwrap() == "olm.bundle.object");
+    }
+}
+
+#[test]
+fn migrate_level_with_an_image_reference_matches_opm() {
+    for dir in bundles() {
+        let ours = render_dir(
+            &dir,
+            &RenderOptions {
+                image: String::new(),
+                migrate: MigrateLevel::BundleObjectToCsvMetadata,
+            },
+        )
+        .unwrap();
+        // Without an image opm leaves the bundle objects alone; so do we.
+        assert!(
+            ours.properties
+                .iter()
+                .any(|p| p.type_ == "olm.bundle.object")
+        );
+        let loaded = olmpack::bundle::load::load_dir(&dir).unwrap();
+        let csv = loaded.csv().unwrap();
+        let version = csv.value["spec"]["version"].as_str().unwrap();
+        let image = format!("quay.io/example/webapp-operator-bundle:v{version}");
+        let ours = to_value(
+            &render_dir(
+                &dir,
+                &RenderOptions {
+                    image: image.clone(),
+                    migrate: MigrateLevel::BundleObjectToCsvMetadata,
+                },
+            )
+            .unwrap(),
+        );
+        let theirs = opm_render(
+            &[
+                "--migrate-level",
+                "bundle-object-to-csv-metadata",
+                "--alpha-image-ref-template",
+                "quay.io/example/{{.Package}}-bundle:v{{.Version}}",
+            ],
+            &dir,
+        );
+        assert_eq!(ours, theirs, "{}", dir.display());
+        assert_eq!(
+            ours["properties"].as_array().unwrap().last().unwrap()["type"],
+            "olm.csv.metadata"
+        );
+    }
+}
+
+#[test]
+fn rendering_is_deterministic_and_the_cli_prints_json() {
+    let dir = &bundles()[0];
+    let bin = env!("CARGO_BIN_EXE_olmpack");
+    let run = || {
+        Command::new(bin)
+            .args(["catalog", "render"])
+            .arg(dir)
+            .output()
+            .unwrap()
+    };
+    let (a, b) = (run(), run());
+    assert!(a.status.success());
+    assert_eq!(a.stdout, b.stdout);
+    let v: Value = serde_json::from_slice(&a.stdout).unwrap();
+    assert_eq!(v["schema"], "olm.bundle");
+}

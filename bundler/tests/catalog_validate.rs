@@ -1,0 +1,451 @@
+//! `olmpack catalog validate` against the invalid-catalog corpus and against the real opm.
+//!
+//! - `corpus_findings_are_exact`: every catalog under `fixtures/catalog/invalid/` has one
+//!   defect and fails with its rule id and exact message (opm-equivalent defects by default,
+//!   upgrade-graph defects opm accepts only with `--strict`).
+//! - `opm_and_olmpack_agree_on_pass_fail`: for every catalog in `fixtures/catalog/{valid,invalid}`
+//!   `opm validate` and `olmpack catalog validate` both pass or both fail.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use olmpack::catalog::validate::{ValidateOptions, validate_dir};
+use olmpack::report::Severity;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/catalog")
+}
+
+/// (catalog, rule, exact message, only with --strict)
+const CORPUS: &[(&str, &str, &str, bool)] = &[
+    (
+        "two-heads",
+        "catalog/multiple-channel-heads",
+        "invalid package \"pkg\": invalid channel \"stable\": multiple channel heads found in graph: pkg.v1.1.0, pkg.v1.2.0",
+        false,
+    ),
+    (
+        "no-head-cycle",
+        "catalog/no-channel-head",
+        "invalid package \"pkg\": invalid channel \"stable\": no channel head found in graph",
+        false,
+    ),
+    (
+        "cycle-below-head",
+        "catalog/replaces-cycle",
+        "invalid package \"pkg\": invalid channel \"stable\": detected cycle in replaces chain of upgrade graph: pkg.v1.1.0 -> pkg.v1.0.0 -> pkg.v1.1.0",
+        false,
+    ),
+    (
+        "stranded-bundle",
+        "catalog/stranded-bundles",
+        "invalid package \"pkg\": invalid channel \"stable\": channel contains one or more stranded bundles: pkg.v1.0.0",
+        false,
+    ),
+    (
+        "dangling-default-channel",
+        "catalog/default-channel-missing",
+        "invalid package \"pkg\": default channel \"beta\" not found in channels list",
+        false,
+    ),
+    (
+        "missing-default-channel",
+        "catalog/default-channel-unset",
+        "invalid package \"pkg\": default channel must be set",
+        false,
+    ),
+    (
+        "duplicate-versions",
+        "catalog/duplicate-versions",
+        "invalid package \"pkg\": duplicate versions found in bundles: [{1.0.0: [pkg.v1.0.0, pkg.v1.0.0-rebuild]}]",
+        false,
+    ),
+    (
+        "duplicate-package",
+        "catalog/duplicate-package",
+        "duplicate package \"pkg\"",
+        false,
+    ),
+    (
+        "duplicate-channel",
+        "catalog/duplicate-channel",
+        "package \"pkg\" has duplicate channel \"stable\"",
+        false,
+    ),
+    (
+        "duplicate-bundle",
+        "catalog/duplicate-bundle",
+        "package \"pkg\" has duplicate bundle \"pkg.v1.0.0\"",
+        false,
+    ),
+    (
+        "duplicate-entry",
+        "catalog/duplicate-entry",
+        "invalid package \"pkg\", channel \"stable\": duplicate entry \"pkg.v1.0.0\"",
+        false,
+    ),
+    (
+        "bundle-in-no-channel",
+        "catalog/bundle-not-in-channel",
+        "package \"pkg\", bundle \"pkg.v1.1.0\" not found in any channel entries",
+        false,
+    ),
+    (
+        "entry-without-bundle",
+        "catalog/entry-without-bundle",
+        "no olm.bundle blobs found in package \"pkg\" for olm.channel entries [pkg.v1.1.0]",
+        false,
+    ),
+    (
+        "channel-unknown-package",
+        "catalog/unknown-package",
+        "unknown package \"other\" for channel \"stable\"",
+        false,
+    ),
+    (
+        "bundle-unknown-package",
+        "catalog/unknown-package",
+        "unknown package \"other\" for bundle \"other.v1.0.0\"",
+        false,
+    ),
+    (
+        "missing-schema",
+        "catalog/load",
+        "object is missing root schema field",
+        false,
+    ),
+    (
+        "invalid-package-name",
+        "catalog/invalid-package-name",
+        "invalid package name \"My_Pkg\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character",
+        false,
+    ),
+    (
+        "two-package-properties",
+        "catalog/package-property-count",
+        "package \"pkg\" bundle \"pkg.v1.0.0\" must have exactly 1 \"olm.package\" property, found 2",
+        false,
+    ),
+    (
+        "no-package-property",
+        "catalog/package-property-count",
+        "package \"pkg\" bundle \"pkg.v1.0.0\" must have exactly 1 \"olm.package\" property, found 0",
+        false,
+    ),
+    (
+        "package-property-mismatch",
+        "catalog/package-property-mismatch",
+        "package \"pkg\" does not match \"olm.package\" property \"other\"",
+        false,
+    ),
+    (
+        "invalid-version",
+        "catalog/invalid-version",
+        "error parsing bundle \"pkg.v1.0\" version \"1.0\": unexpected end of input while parsing minor version number",
+        false,
+    ),
+    (
+        "invalid-image",
+        "catalog/invalid-image",
+        "package \"pkg\" bundle \"pkg.v1.0.0\" image: invalid image pull spec \"Quay.io/Example/PKG:v1\": repository name must be lowercase",
+        false,
+    ),
+    (
+        "invalid-related-image",
+        "catalog/invalid-image",
+        "package \"pkg\" bundle \"pkg.v1.0.0\" relatedImages[0].image: invalid image pull spec \"quay.io/example/op@sha256:1234\": invalid reference format",
+        false,
+    ),
+    (
+        "invalid-skiprange",
+        "catalog/invalid-skip-range",
+        "invalid package \"pkg\": invalid channel \"stable\": invalid bundle \"pkg.v1.2.0\": invalid skipRange \">=1.0 <1.2.0\": Could not parse Range \">=1.0\": Could not parse version \"1.0\" in \">=1.0\": unexpected end of input while parsing minor version number",
+        false,
+    ),
+    (
+        "empty-skip",
+        "catalog/empty-skip",
+        "invalid package \"pkg\": invalid channel \"stable\": invalid bundle \"pkg.v1.2.0\": skip[0] is empty",
+        false,
+    ),
+    (
+        "bundle-without-image",
+        "catalog/bundle-image-unset",
+        "invalid package \"pkg\": invalid channel \"stable\": invalid bundle \"pkg.v1.0.0\": bundle image must be set",
+        false,
+    ),
+    (
+        "empty-channel",
+        "catalog/empty-channel",
+        "invalid package \"pkg\": invalid channel \"fast\": channel must contain at least one bundle",
+        false,
+    ),
+    (
+        "deprecate-unknown-bundle",
+        "catalog/deprecation-unknown-bundle",
+        "cannot deprecate bundle \"pkg.v9.9.9\" for package \"pkg\": bundle not found",
+        false,
+    ),
+    (
+        "deprecate-unknown-channel",
+        "catalog/deprecation-unknown-channel",
+        "cannot deprecate channel \"beta\" for package \"pkg\": channel not found",
+        false,
+    ),
+    (
+        "deprecations-unknown-package",
+        "catalog/deprecation-unknown-package",
+        "cannot apply deprecations to an unknown package \"other\"",
+        false,
+    ),
+    (
+        "two-deprecations",
+        "catalog/duplicate-deprecations",
+        "expected a maximum of one deprecation per package: \"pkg\"",
+        false,
+    ),
+    (
+        "deprecation-unknown-schema",
+        "catalog/deprecation-unknown-schema",
+        "cannot deprecate object {schema: \"olm.thing\", name: \"x\"} referenced by entry 0 for package \"pkg\": object schema unknown",
+        false,
+    ),
+    (
+        "deprecation-package-with-name",
+        "catalog/deprecation-package-name",
+        "package name must be empty for deprecated package \"pkg\" (specified \"pkg\")",
+        false,
+    ),
+    (
+        "deprecation-empty-message",
+        "catalog/deprecation-message",
+        "invalid package \"pkg\": invalid channel \"stable\": invalid bundle \"pkg.v1.0.0\": invalid deprecation: message must be set",
+        false,
+    ),
+    (
+        "duplicate-keys-by-case",
+        "catalog/load",
+        "duplicate keys for key \"schema\": [\"Schema\", \"schema\"]",
+        false,
+    ),
+    (
+        "property-wrong-shape",
+        "catalog/invalid-property",
+        "parse properties for bundle \"pkg.v1.0.0\": parse property[1] of type \"olm.gvk\": json: cannot unmarshal string into Go value of type property.GVK",
+        false,
+    ),
+    (
+        "bundle-without-package-field",
+        "catalog/bundle-no-package",
+        "package name must be set for bundle \"pkg.v1.0.0\"",
+        false,
+    ),
+    (
+        "invalid-release",
+        "catalog/invalid-release",
+        "error parsing bundle \"pkg-v1.0.0-01\" release version \"01\": segment 0: invalid prerelease identifier \"01\"",
+        false,
+    ),
+    (
+        "release-name-not-normalized",
+        "catalog/bundle-name-not-normalized",
+        "invalid package \"pkg\": invalid channel \"stable\": invalid bundle \"pkg.v1.0.0-2\": name \"pkg.v1.0.0-2\" does not match normalized name \"pkg-v1.0.0-2\"",
+        false,
+    ),
+    (
+        "skiprange-not-on-head",
+        "catalog/skiprange-not-on-head",
+        "skipRange \">=1.0.0 <1.1.0\" of bundle \"pkg.v1.1.0\" in channel \"stable\" is not on the channel head: OLM v0 ignores it, OLM v1 honours it, so the two upgrade differently",
+        true,
+    ),
+    (
+        "skiprange-covers-nothing",
+        "catalog/skiprange-covers-nothing",
+        "skipRange \">=2.0.0 <3.0.0\" of bundle \"pkg.v1.2.0\" (1.2.0) covers no version older than the bundle",
+        true,
+    ),
+    (
+        "skiprange-covers-newer",
+        "catalog/skiprange-covers-newer",
+        "skipRange \">=1.0.0 <1.3.0\" of bundle \"pkg.v1.1.0\" (1.1.0) covers newer or equal versions: pkg.v1.2.0 (1.2.0); OLM would offer a downgrade to them",
+        true,
+    ),
+    (
+        "skiprange-prunes-live-version",
+        "catalog/skiprange-prunes-live-version",
+        "bundle \"pkg.v1.2.0\" has skipRange \">=1.0.0 <1.2.0\" but no `replaces`: OLM v0 prunes pkg.v1.0.0, pkg.v1.1.0 from channel \"stable\" (no longer installable, no replaces chain through them) although they are not deprecated",
+        true,
+    ),
+    (
+        "no-upgrade-into",
+        "catalog/no-upgrade-into",
+        "no older version in channel \"stable\" can upgrade to bundle \"pkg.v1.1.0\" (1.1.0): it has no replaces, skips or skipRange edge from pkg.v1.0.0",
+        true,
+    ),
+    (
+        "replaces-newer-version",
+        "catalog/replaces-newer-version",
+        "bundle \"pkg.v1.1.0\" (1.1.0) replaces \"pkg.v1.2.0\" (1.2.0), which is not older: OLM would offer a downgrade",
+        true,
+    ),
+    (
+        "syntax-error",
+        "catalog/load",
+        "invalid JSON: EOF while parsing a value at line 2 column 26",
+        false,
+    ),
+    (
+        "unignored-readme",
+        "catalog/load",
+        "object is not a mapping",
+        false,
+    ),
+];
+
+#[test]
+fn corpus_findings_are_exact() {
+    let dir = fixtures().join("invalid");
+    let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    on_disk.sort();
+    let mut listed: Vec<String> = CORPUS.iter().map(|c| c.0.to_owned()).collect();
+    listed.sort();
+    assert_eq!(on_disk, listed, "every corpus catalog has a table row");
+    assert!(CORPUS.len() >= 30);
+    for (name, rule, message, strict_only) in CORPUS {
+        let path = dir.join(name);
+        let (default, _) = validate_dir(&path, ValidateOptions::default()).unwrap();
+        let (strict, _) = validate_dir(
+            &path,
+            ValidateOptions {
+                strict: true,
+                ..ValidateOptions::default()
+            },
+        )
+        .unwrap();
+        let found = strict
+            .findings
+            .iter()
+            .find(|f| f.rule == *rule)
+            .unwrap_or_else(|| panic!("{name}: no {rule} finding in {:#?}", strict.findings));
+        assert_eq!(found.message, *message, "{name}");
+        assert_eq!(found.severity, Severity::Error, "{name}");
+        assert!(found.file.is_some(), "{name}: {found:?}");
+        assert!(
+            found.object.is_some() || found.rule == "catalog/load",
+            "{name}: {found:?}"
+        );
+        assert!(strict.has_errors(), "{name} fails with --strict");
+        assert_eq!(
+            default.has_errors(),
+            !strict_only,
+            "{name}: default pass/fail"
+        );
+        if *strict_only {
+            let warning = default.findings.iter().find(|f| f.rule == *rule).unwrap();
+            assert_eq!(warning.severity, Severity::Warning, "{name}");
+        }
+    }
+}
+
+fn catalogs() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for kind in ["valid", "invalid"] {
+        for e in std::fs::read_dir(fixtures().join(kind)).unwrap() {
+            out.push(e.unwrap().path());
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn opm_and_olmpack_agree_on_pass_fail() {
+    let opm = upgrade_tests::Tool::Opm
+        .path()
+        .expect("opm is required for this test");
+    let mut disagreements = Vec::new();
+    let mut counts = (0, 0);
+    for path in catalogs() {
+        let opm_ok = Command::new(&opm)
+            .arg("validate")
+            .arg(&path)
+            .output()
+            .unwrap()
+            .status
+            .success();
+        let (report, _) = validate_dir(&path, ValidateOptions::default()).unwrap();
+        let ours_ok = !report.has_errors();
+        if opm_ok {
+            counts.0 += 1;
+        } else {
+            counts.1 += 1;
+        }
+        if opm_ok != ours_ok {
+            disagreements.push(format!(
+                "{}: opm {} olmpack {}\n{}",
+                path.display(),
+                opm_ok,
+                ours_ok,
+                report.render(olmpack::report::OutputFormat::Text)
+            ));
+        }
+        if path.parent().unwrap().ends_with("valid") {
+            assert!(opm_ok, "{} is meant to be valid", path.display());
+        }
+    }
+    assert!(disagreements.is_empty(), "{}", disagreements.join("\n"));
+    eprintln!(
+        "agreement: {} passing, {} failing catalogs",
+        counts.0, counts.1
+    );
+    assert!(counts.0 >= 10 && counts.1 >= 30);
+}
+
+#[test]
+fn the_cli_exit_codes_and_formats() {
+    let bin = env!("CARGO_BIN_EXE_olmpack");
+    let run = |args: &[&str]| Command::new(bin).args(args).output().unwrap();
+    let valid = fixtures().join("valid/linear-chain");
+    let out = run(&["catalog", "validate", valid.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let invalid = fixtures().join("invalid/two-heads");
+    let out = run(&[
+        "catalog",
+        "validate",
+        "-o",
+        "json",
+        invalid.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        json["findings"][0]["rule"],
+        "catalog/multiple-channel-heads"
+    );
+    let out = run(&[
+        "catalog",
+        "validate",
+        "-o",
+        "junit",
+        invalid.to_str().unwrap(),
+    ]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("<failure"));
+    let warn = fixtures().join("invalid/skiprange-not-on-head");
+    assert_eq!(
+        run(&["catalog", "validate", warn.to_str().unwrap()])
+            .status
+            .code(),
+        Some(0)
+    );
+    assert_eq!(
+        run(&["catalog", "validate", "--strict", warn.to_str().unwrap()])
+            .status
+            .code(),
+        Some(1)
+    );
+    let out = run(&["catalog", "validate", "/nonexistent/catalog"]);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -1,0 +1,5 @@
+//! Helpers shared by the integration tests; each test binary uses a subset.
+#![allow(dead_code)]
+
+pub mod harness;
+pub mod strategies;
