@@ -17,6 +17,7 @@ pub enum Tool {
     Actionlint,
     Skopeo,
     Umoci,
+    Faketime,
 }
 
 impl Tool {
@@ -32,6 +33,7 @@ impl Tool {
             Tool::Actionlint => "OLMPACK_ACTIONLINT",
             Tool::Skopeo => "OLMPACK_SKOPEO",
             Tool::Umoci => "OLMPACK_UMOCI",
+            Tool::Faketime => "OLMPACK_FAKETIME",
         }
     }
 
@@ -47,6 +49,7 @@ impl Tool {
             Tool::Actionlint => "actionlint",
             Tool::Skopeo => "skopeo",
             Tool::Umoci => "umoci",
+            Tool::Faketime => "faketime",
         }
     }
 

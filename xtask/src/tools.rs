@@ -58,13 +58,14 @@ pub struct DebianPins {
 const KUBE_BINARIES: [&str; 2] = ["kube-apiserver", "kube-controller-manager"];
 
 /// Debian packages whose binaries the tests use, with the binary and its env variable.
-const DEBIAN_BINARIES: [(&str, &str, &str); 3] = [
+const DEBIAN_BINARIES: [(&str, &str, &str); 4] = [
     (
         "docker-registry",
         "/usr/bin/docker-registry",
         "OLMPACK_REGISTRY",
     ),
     ("skopeo", "/usr/bin/skopeo", "OLMPACK_SKOPEO"),
+    ("faketime", "/usr/bin/faketime", "OLMPACK_FAKETIME"),
     ("umoci", "/usr/bin/umoci", "OLMPACK_UMOCI"),
 ];
 

@@ -177,6 +177,7 @@ pub fn classify(objects: Vec<Sourced>, problems: &mut Vec<Finding>) -> Inputs {
             )
         })
         .collect();
+    let mut seen: std::collections::BTreeMap<(String, String, String), String> = Default::default();
     for object in objects {
         if !object.value.is_object() {
             problems.push(
@@ -205,6 +206,23 @@ pub fn classify(objects: Vec<Sourced>, problems: &mut Vec<Finding>) -> Inputs {
             continue;
         }
         let group = object.api_version().rsplit_once('/').map_or("", |(g, _)| g);
+        let identity = (
+            group.to_owned(),
+            object.kind().to_owned(),
+            object.name().to_owned(),
+        );
+        if let Some(first) = seen.insert(identity, object.location()) {
+            problems.push(
+                object.finding(
+                    Finding::error(
+                        "input/duplicate-object",
+                        format!("{} is also defined in {first}", object.display()),
+                    )
+                    .field("metadata.name"),
+                ),
+            );
+            continue;
+        }
         match object.kind() {
             "CustomResourceDefinition" => inputs.crds.push(object),
             "Deployment" if group == "apps" => inputs.deployments.push(object),

@@ -1,0 +1,348 @@
+//! `olmpack bundle generate` on the example operator: snapshots, determinism (also on other
+//! days, via faketime), agreement with the real opm, bad input, `--check`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use olmpack::bundle::generate::{GenerateOptions, generate};
+use olmpack::bundle::load;
+use olmpack::catalog::render::{RenderOptions, render_loaded};
+use olmpack::output::read_tree;
+use serde_json::Value;
+use upgrade_tests::Tool;
+
+fn example_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("example")
+}
+
+fn olmpack() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_olmpack"))
+}
+
+/// Copies the example plan and its inputs into a fresh directory, so tests can change them.
+fn example_copy() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (path, contents) in read_tree(&example_dir()).unwrap() {
+        let target = dir.path().join(path);
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::write(target, contents).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn generated_bundles_match_their_snapshots() {
+    let plan = olmpack::plan::load(&example_dir().join("olmpack.yaml")).unwrap();
+    let generated = generate(&plan, &GenerateOptions::default()).unwrap();
+    assert_eq!(generated.reports.len(), 3);
+    for (path, contents) in generated.tree.iter() {
+        let name = path.display().to_string().replace('/', "__");
+        insta::assert_snapshot!(name, std::str::from_utf8(contents).unwrap());
+    }
+}
+
+#[test]
+fn generation_is_byte_identical_across_runs_and_days() {
+    let faketime = Tool::Faketime
+        .path()
+        .expect("faketime is installed by cargo xtask setup");
+    let work = tempfile::tempdir().unwrap();
+    let plan = example_dir().join("olmpack.yaml");
+    let mut outputs = Vec::new();
+    for (i, day) in ["2027-03-01 08:00:00", "2031-11-30 23:59:59"]
+        .iter()
+        .enumerate()
+    {
+        let out = work.path().join(format!("out-{i}"));
+        let status = Command::new(&faketime)
+            .arg(day)
+            .arg(env!("CARGO_BIN_EXE_olmpack"))
+            .args(["bundle", "generate", "--plan"])
+            .arg(&plan)
+            .arg("--out")
+            .arg(&out)
+            .env("TZ", if i == 0 { "UTC" } else { "Asia/Kolkata" })
+            .status()
+            .unwrap();
+        assert!(status.success());
+        outputs.push(read_tree(&out).unwrap());
+    }
+    assert!(!outputs[0].is_empty());
+    assert_eq!(outputs[0], outputs[1], "output differs between days");
+}
+
+#[test]
+fn created_at_comes_from_the_plan_or_source_date_epoch_only() {
+    let dir = example_copy();
+    let plan_path = dir.path().join("olmpack.yaml");
+    let text = std::fs::read_to_string(&plan_path)
+        .unwrap()
+        .replace("createdAt: \"2026-01-15T00:00:00Z\"\n", "");
+    std::fs::write(&plan_path, text).unwrap();
+    let csv_of = |epoch: Option<&str>| -> String {
+        let out = dir.path().join("bundle");
+        let mut cmd = olmpack();
+        cmd.args(["bundle", "generate", "--plan"])
+            .arg(&plan_path)
+            .env_remove("SOURCE_DATE_EPOCH");
+        if let Some(epoch) = epoch {
+            cmd.env("SOURCE_DATE_EPOCH", epoch);
+        }
+        assert!(cmd.status().unwrap().success());
+        std::fs::read_to_string(
+            out.join("1.0.0/manifests/guestbook-operator.clusterserviceversion.yaml"),
+        )
+        .unwrap()
+    };
+    assert!(
+        !csv_of(None).contains("createdAt"),
+        "no plan date and no SOURCE_DATE_EPOCH: no createdAt"
+    );
+    assert!(csv_of(Some("1700000000")).contains("createdAt: \"2023-11-14T22:13:20Z\""));
+}
+
+#[test]
+fn opm_renders_every_generated_bundle_like_olmpack() {
+    let opm = Tool::Opm
+        .path()
+        .expect("opm is installed by cargo xtask setup");
+    let out = tempfile::tempdir().unwrap();
+    let status = olmpack()
+        .args(["bundle", "generate", "--plan"])
+        .arg(example_dir().join("olmpack.yaml"))
+        .arg("--out")
+        .arg(out.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    for version in ["1.0.0", "1.1.0", "1.1.1"] {
+        let dir = out.path().join(version);
+        let rendered = Command::new(&opm)
+            .args(["render", "-o", "json"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(
+            rendered.status.success(),
+            "opm render {version}: {}",
+            String::from_utf8_lossy(&rendered.stderr)
+        );
+        let theirs: Value = serde_json::from_slice(&rendered.stdout).unwrap();
+        let ours = serde_json::to_value(
+            render_loaded(&load::load_dir(&dir).unwrap(), &RenderOptions::default()).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(summary(&ours), summary(&theirs), "bundle {version}");
+        assert_eq!(summary(&theirs).1, version);
+    }
+}
+
+/// (package, version, provided GVKs, required GVKs, related images) of an `olm.bundle`.
+fn summary(bundle: &Value) -> (String, String, Vec<String>, Vec<String>, Vec<String>) {
+    let props = bundle["properties"].as_array().unwrap();
+    let of = |kind: &str| -> Vec<String> {
+        let mut v: Vec<String> = props
+            .iter()
+            .filter(|p| p["type"] == kind)
+            .map(|p| p["value"].to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    let package = props.iter().find(|p| p["type"] == "olm.package").unwrap();
+    let mut images: Vec<String> = bundle["relatedImages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|i| format!("{}={}", i["name"], i["image"]))
+        .collect();
+    images.sort();
+    (
+        package["value"]["packageName"].as_str().unwrap().to_owned(),
+        package["value"]["version"].as_str().unwrap().to_owned(),
+        of("olm.gvk"),
+        of("olm.gvk.required"),
+        images,
+    )
+}
+
+/// Runs generate on a broken copy of the example; returns (exit code, stderr) and checks that
+/// the output directory was not touched.
+fn generate_broken(change: impl FnOnce(&Path)) -> (i32, String) {
+    let dir = example_copy();
+    let out = dir.path().join("bundle");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("sentinel"), "before").unwrap();
+    change(dir.path());
+    let result = olmpack()
+        .args(["bundle", "generate", "--plan"])
+        .arg(dir.path().join("olmpack.yaml"))
+        .output()
+        .unwrap();
+    let entries: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        entries,
+        vec![std::ffi::OsString::from("sentinel")],
+        "a failed generate wrote output"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("olmpack-new") || n.contains("olmpack-old"))
+        .collect();
+    assert!(
+        leftovers.is_empty(),
+        "temp output left behind: {leftovers:?}"
+    );
+    (
+        result.status.code().unwrap(),
+        String::from_utf8(result.stderr).unwrap(),
+    )
+}
+
+fn append(dir: &Path, file: &str, text: &str) {
+    let path = dir.join(file);
+    let mut contents = std::fs::read_to_string(&path).unwrap();
+    contents.push_str(text);
+    std::fs::write(path, contents).unwrap();
+}
+
+#[test]
+fn bad_input_names_file_and_field_and_writes_nothing() {
+    let cases: Vec<(&str, Box<dyn FnOnce(&Path)>, i32, Vec<&str>)> = vec![
+        (
+            "malformed YAML in a manifest",
+            Box::new(|d: &Path| {
+                append(
+                    d,
+                    "deploy/1.1.0/manifests.yaml",
+                    "---\nkind: [oops\nmetadata: x\n",
+                )
+            }),
+            1,
+            vec![
+                "error[input/invalid-yaml]",
+                "deploy/1.1.0/manifests.yaml",
+                "invalid YAML: line 201 column 9: illegal placement",
+            ],
+        ),
+        (
+            "unsupported kind",
+            Box::new(|d: &Path| {
+                append(
+                    d,
+                    "deploy/1.0.0/manifests.yaml",
+                    "---\napiVersion: batch/v1\nkind: Job\nmetadata: {name: migrate}\n",
+                )
+            }),
+            1,
+            vec![
+                "error[input/unsupported-kind]",
+                "deploy/1.0.0/manifests.yaml (document 10): Job/migrate: kind: kind Job (batch/v1) cannot be shipped in a registry+v1 bundle",
+            ],
+        ),
+        (
+            "duplicate CRD",
+            Box::new(|d: &Path| {
+                let text = std::fs::read_to_string(d.join("deploy/1.0.0/manifests.yaml")).unwrap();
+                let crd = text
+                    .split("---\n")
+                    .find(|doc| doc.contains("kind: CustomResourceDefinition"))
+                    .unwrap()
+                    .to_owned();
+                std::fs::write(d.join("deploy/1.0.0/crd-copy.yaml"), crd).unwrap();
+            }),
+            1,
+            vec![
+                "error[input/duplicate-object]",
+                "CustomResourceDefinition/guestbooks.demo.olmpack.dev: metadata.name: CustomResourceDefinition/guestbooks.demo.olmpack.dev is also defined in",
+            ],
+        ),
+        (
+            "missing required CSV field",
+            Box::new(|d: &Path| {
+                let path = d.join("olmpack.yaml");
+                let text = std::fs::read_to_string(&path)
+                    .unwrap()
+                    .replace("  displayName: Guestbook Operator\n", "");
+                std::fs::write(path, text).unwrap();
+            }),
+            2,
+            vec!["olmpack.yaml: csv: missing field `displayName`"],
+        ),
+        (
+            "unknown key in the plan",
+            Box::new(|d: &Path| {
+                append(
+                    d,
+                    "olmpack.yaml",
+                    "  - version: 1.2.0\n    manifests: deploy/1.1.1\n    skipRang: \">=1.0.0 <1.2.0\"\n",
+                )
+            }),
+            2,
+            vec!["olmpack.yaml: releases[3].skipRang: unknown field `skipRang`"],
+        ),
+        (
+            "missing sample file",
+            Box::new(|d: &Path| std::fs::remove_file(d.join("samples/v1.yaml")).unwrap()),
+            1,
+            vec![
+                "error[plan/sample-unreadable]",
+                "olmpack.yaml: samples[1]: cannot read sample file",
+            ],
+        ),
+    ];
+    for (name, change, code, expected) in cases {
+        let (got_code, stderr) = generate_broken(change);
+        assert_eq!(got_code, code, "{name}: {stderr}");
+        for part in expected {
+            assert!(
+                stderr.contains(part),
+                "{name}: stderr lacks {part:?}:\n{stderr}"
+            );
+        }
+        assert!(!stderr.contains("panicked"), "{name}: {stderr}");
+    }
+}
+
+#[test]
+fn check_reports_stale_output_with_a_diff() {
+    let dir = example_copy();
+    let plan = dir.path().join("olmpack.yaml");
+    let run = |check: bool| {
+        let mut cmd = olmpack();
+        cmd.args(["bundle", "generate", "--plan"]).arg(&plan);
+        if check {
+            cmd.arg("--check");
+        }
+        cmd.output().unwrap()
+    };
+    assert!(run(false).status.success());
+    assert!(run(true).status.success(), "fresh output is up to date");
+    let csv = dir
+        .path()
+        .join("bundle/1.1.1/manifests/guestbook-operator.clusterserviceversion.yaml");
+    let text = std::fs::read_to_string(&csv)
+        .unwrap()
+        .replace("maturity: stable", "maturity: alpha");
+    std::fs::write(&csv, text).unwrap();
+    std::fs::write(
+        dir.path().join("bundle/1.1.1/manifests/extra.yaml"),
+        "x: 1\n",
+    )
+    .unwrap();
+    let stale = run(true);
+    assert_eq!(stale.status.code(), Some(1));
+    let stdout = String::from_utf8(stale.stdout).unwrap();
+    assert!(
+        stdout.contains("-  maturity: alpha\n+  maturity: stable"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("not generated (would be removed): 1.1.1/manifests/extra.yaml"),
+        "{stdout}"
+    );
+}
