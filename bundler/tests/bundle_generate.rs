@@ -212,7 +212,9 @@ fn append(dir: &Path, file: &str, text: &str) {
 
 #[test]
 fn bad_input_names_file_and_field_and_writes_nothing() {
-    let cases: Vec<(&str, Box<dyn FnOnce(&Path)>, i32, Vec<&str>)> = vec![
+    // (name, how to break the example, exit code, what stderr must say)
+    type Case = (&'static str, Box<dyn FnOnce(&Path)>, i32, Vec<&'static str>);
+    let cases: Vec<Case> = vec![
         (
             "malformed YAML in a manifest",
             Box::new(|d: &Path| {
