@@ -9,6 +9,7 @@
 //! - [`image`]: bundle and catalog images without a container engine; OCI layouts and pushes.
 //! - [`report`]: validation findings and their text/JSON/JUnit output.
 //! - [`output`]: generated file trees, written atomically or checked against disk.
+//! - [`release`]: the whole release job — bundles and catalog from one plan.
 //!
 //! Pure code in the middle, I/O at the edges: only `plan` loading, `output` and `image` push
 //! touch the file system or network.
@@ -18,6 +19,7 @@ pub mod catalog;
 pub mod image;
 pub mod output;
 pub mod plan;
+pub mod release;
 pub mod report;
 pub mod semver_range;
 pub mod yaml;

@@ -180,8 +180,27 @@ pub fn generate(plan: &LoadedPlan, options: &GenerateOptions) -> Result<Generate
             .field("releases"),
         );
     }
+    let base = plan.base_dir().to_path_buf();
+    let relative = |mut f: Finding| {
+        if let Some(file) = &f.file {
+            if let Ok(rest) = file.strip_prefix(&base) {
+                if !base.as_os_str().is_empty() && base != Path::new(".") {
+                    f.file = Some(rest.to_path_buf());
+                }
+            }
+        }
+        f
+    };
     if problems.iter().any(|f| f.severity == Severity::Error) {
-        return Err(GenerateError::Invalid(problems));
+        return Err(GenerateError::Invalid(
+            problems.into_iter().map(relative).collect(),
+        ));
+    }
+    for report in &mut reports {
+        report.findings = std::mem::take(&mut report.findings)
+            .into_iter()
+            .map(relative)
+            .collect();
     }
     Ok(Generated { tree, reports })
 }

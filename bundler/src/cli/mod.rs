@@ -7,8 +7,10 @@ mod bundle;
 mod catalog;
 mod image;
 mod plan;
+mod release;
 
 use std::error::Error;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -30,6 +32,16 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// The release job: generate bundle/ and catalog/ from the plan (olmpack.yaml), validate
+    /// them, and write both — or, with --check, fail with a diff when they are stale.
+    Generate(release::GenerateArgs),
+    /// Run the release job on the embedded example operator (no files, cluster or registry
+    /// needed) and write the result to --out.
+    Example {
+        /// Where to write bundle/ and catalog/.
+        #[arg(long, default_value = "olmpack-example")]
+        out: PathBuf,
+    },
     /// Generate and validate registry+v1 bundles.
     #[command(subcommand)]
     Bundle(bundle::BundleCommand),
@@ -51,6 +63,8 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose, cli.log_json);
     let result = match cli.command {
+        Command::Generate(args) => release::generate_cmd(args),
+        Command::Example { out } => release::example_cmd(&out),
         Command::Bundle(cmd) => bundle::run(cmd),
         Command::Catalog(cmd) => catalog::run(cmd),
         Command::Image(cmd) => image::run(cmd),

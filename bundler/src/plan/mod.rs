@@ -58,6 +58,10 @@ pub struct Plan {
     /// `SOURCE_DATE_EPOCH`, the CSV has no `createdAt`: olmpack never writes the current time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<String>,
+    /// The bundle image of each release, with `{version}` standing for the release version,
+    /// e.g. `quay.io/acme/my-operator-bundle:v{version}`. The catalog names bundles by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bundle_image: Option<String>,
     /// ClusterServiceVersion metadata shared by every release.
     pub csv: CsvMetadata,
     /// Labels for `metadata/annotations.yaml` and `bundle.Dockerfile` on top of the standard

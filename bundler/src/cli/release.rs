@@ -1,0 +1,161 @@
+//! `olmpack generate` (the release job: bundle/ and catalog/ from the plan) and
+//! `olmpack example` (the same job on the embedded example operator).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use olmpack::bundle::generate::{self, GenerateError, GenerateOptions};
+use olmpack::output::FileTree;
+use olmpack::plan;
+use olmpack::release::{self, ReleaseError};
+use olmpack::report::{OutputFormat, Report, Severity};
+
+use super::CmdResult;
+
+/// The example operator, embedded so `olmpack example` needs no files.
+const EXAMPLE: &[(&str, &str)] = &[
+    ("olmpack.yaml", include_str!("../../example/olmpack.yaml")),
+    ("icon.svg", include_str!("../../example/icon.svg")),
+    (
+        "samples/v1alpha1.yaml",
+        include_str!("../../example/samples/v1alpha1.yaml"),
+    ),
+    (
+        "samples/v1.yaml",
+        include_str!("../../example/samples/v1.yaml"),
+    ),
+    (
+        "deploy/1.0.0/manifests.yaml",
+        include_str!("../../example/deploy/1.0.0/manifests.yaml"),
+    ),
+    (
+        "deploy/1.1.0/manifests.yaml",
+        include_str!("../../example/deploy/1.1.0/manifests.yaml"),
+    ),
+    (
+        "deploy/1.1.1/manifests.yaml",
+        include_str!("../../example/deploy/1.1.1/manifests.yaml"),
+    ),
+];
+
+/// Where the release job writes.
+#[derive(Debug, clap::Args)]
+pub struct GenerateArgs {
+    /// The release plan.
+    #[arg(long, default_value = plan::DEFAULT_PLAN_FILE)]
+    plan: PathBuf,
+    /// Bundle output directory [default: `bundle` next to the plan].
+    #[arg(long)]
+    bundles: Option<PathBuf>,
+    /// Catalog output directory [default: `catalog` next to the plan].
+    #[arg(long)]
+    catalog: Option<PathBuf>,
+    /// Write nothing; exit 1 with a diff if either directory is not up to date.
+    #[arg(long)]
+    check: bool,
+}
+
+/// Runs the release job on a plan file.
+pub fn generate_cmd(args: GenerateArgs) -> CmdResult {
+    let loaded = plan::load(&args.plan)?;
+    let bundles = args
+        .bundles
+        .unwrap_or_else(|| loaded.resolve(Path::new("bundle")));
+    let catalog = args
+        .catalog
+        .unwrap_or_else(|| loaded.resolve(Path::new("catalog")));
+    run_release(&loaded, &bundles, &catalog, args.check)
+}
+
+/// The release job on the embedded example, written under `out`.
+pub fn example_cmd(out: &Path) -> CmdResult {
+    let inputs = tempfile::tempdir()?;
+    for (path, text) in EXAMPLE {
+        let target = inputs.path().join(path);
+        std::fs::create_dir_all(target.parent().unwrap_or(inputs.path()))?;
+        std::fs::write(target, text)?;
+    }
+    let loaded = plan::load(&inputs.path().join("olmpack.yaml"))?;
+    println!(
+        "olmpack example: the guestbook operator (3 releases, CRD v1alpha1 → v1 with a conversion webhook)"
+    );
+    let code = run_release(&loaded, &out.join("bundle"), &out.join("catalog"), false)?;
+    if code == ExitCode::SUCCESS {
+        println!(
+            "next: `olmpack bundle validate {}` and `olmpack catalog validate {}`",
+            out.join("bundle").display(),
+            out.join("catalog").display()
+        );
+    }
+    Ok(code)
+}
+
+fn run_release(
+    loaded: &plan::LoadedPlan,
+    bundles: &Path,
+    catalog: &Path,
+    check: bool,
+) -> CmdResult {
+    let options = GenerateOptions {
+        source_date_epoch: generate::source_date_epoch_from_env()?,
+        only_version: None,
+    };
+    let output = match release::build(loaded, &options) {
+        Ok(output) => output,
+        Err(ReleaseError::Bundles(GenerateError::Invalid(findings))) => {
+            let mut report = Report::new(loaded.path.display().to_string());
+            report.extend(findings);
+            report.normalize();
+            eprint!("{}", report.render(OutputFormat::Text));
+            eprintln!("olmpack: nothing written");
+            return Ok(ExitCode::from(1));
+        }
+        Err(other) => return Err(other.into()),
+    };
+    for report in &output.reports {
+        if report.findings.iter().any(|f| f.severity != Severity::Info) {
+            eprint!("{}", report.render(OutputFormat::Text));
+        }
+    }
+    if check {
+        let mut stale = 0;
+        for (tree, dir) in [(&output.bundles, bundles), (&output.catalog, catalog)] {
+            for drift in tree.check_against(dir)? {
+                println!("{}: {drift}", dir.display());
+                stale += 1;
+            }
+        }
+        if stale > 0 {
+            eprintln!(
+                "olmpack: {stale} difference(s); run `olmpack generate` and commit the result"
+            );
+            return Ok(ExitCode::from(1));
+        }
+        println!(
+            "{} and {} are up to date",
+            bundles.display(),
+            catalog.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    write_both(&output.bundles, bundles, &output.catalog, catalog)?;
+    println!(
+        "wrote {} bundle(s) to {} and the catalog of package {} to {}",
+        output.reports.len(),
+        bundles.display(),
+        loaded.plan.package,
+        catalog.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Both trees are complete in memory before either is written; each write is atomic.
+fn write_both(
+    bundles: &FileTree,
+    bundle_dir: &Path,
+    catalog: &FileTree,
+    catalog_dir: &Path,
+) -> Result<(), olmpack::output::OutputError> {
+    bundles.write_to(bundle_dir)?;
+    catalog.write_to(catalog_dir)
+}

@@ -1,0 +1,141 @@
+//! The whole release job: every bundle of a plan, and the File-Based Catalog that publishes
+//! them — built in memory, validated, then written (or checked) by the caller.
+//!
+//! The catalog's channel entries follow the plan: each release is in the channels it names;
+//! within a channel each release replaces the previous one that is not `broken` and skips the
+//! broken ones in between (the same rule the CSVs' `replaces`/`skips` follow when every release
+//! shares its channels); explicit `replaces`/`skips` and every `skipRange` in the plan are
+//! carried over as written. Bundle images are named by the plan's `bundleImage` template.
+
+use std::path::Path;
+
+use crate::bundle::generate::{self, GenerateError, GenerateOptions};
+use crate::bundle::load;
+use crate::catalog::declcfg::Icon;
+use crate::catalog::generate::{self as catalog_generate, PackageMeta};
+use crate::catalog::policy::{Policy, ReleaseInput};
+use crate::catalog::render::{self, RenderOptions};
+use crate::output::FileTree;
+use crate::plan::LoadedPlan;
+use crate::report::Report;
+
+/// Failure of the release job.
+#[derive(Debug, thiserror::Error)]
+pub enum ReleaseError {
+    #[error("failed to generate the bundles")]
+    Bundles(#[from] GenerateError),
+    #[error("the plan has no bundleImage, so the catalog cannot name its bundle images")]
+    NoBundleImage,
+    #[error("failed to render the bundle of release {version} for the catalog")]
+    Render {
+        version: String,
+        #[source]
+        source: render::RenderError,
+    },
+    #[error("failed to build the catalog")]
+    Catalog(#[from] catalog_generate::GenerateError),
+}
+
+/// Everything a release writes.
+#[derive(Clone, Debug)]
+pub struct ReleaseOutput {
+    /// `<version>/…` for `bundle/`.
+    pub bundles: FileTree,
+    /// `<package>/catalog.json` for `catalog/`.
+    pub catalog: FileTree,
+    /// Warnings found on the way (per generated bundle).
+    pub reports: Vec<Report>,
+}
+
+/// The bundle image of `version`: the plan's template with `{version}` replaced.
+pub fn bundle_image(plan: &LoadedPlan, version: &str) -> Option<String> {
+    plan.plan
+        .bundle_image
+        .as_ref()
+        .map(|t| t.replace("{version}", version))
+}
+
+/// Builds the bundles and the catalog of `plan`.
+pub fn build(plan: &LoadedPlan, options: &GenerateOptions) -> Result<ReleaseOutput, ReleaseError> {
+    let generated = generate::generate(plan, options)?;
+    plan.plan
+        .bundle_image
+        .as_ref()
+        .ok_or(ReleaseError::NoBundleImage)?;
+    let mut rendered = Vec::new();
+    let mut inputs = Vec::new();
+    for (version, release) in plan.sorted_releases() {
+        let version_text = release.version.clone();
+        let prefix = Path::new(&version_text);
+        let files: Vec<(&Path, &[u8])> = generated
+            .tree
+            .iter()
+            .filter_map(|(p, c)| p.strip_prefix(prefix).ok().map(|rel| (rel, c)))
+            .collect();
+        let loaded = load::load_files(prefix, files);
+        let image = bundle_image(plan, &version_text).unwrap_or_default();
+        let bundle = render::render_loaded(
+            &loaded,
+            &RenderOptions {
+                image,
+                ..Default::default()
+            },
+        )
+        .map_err(|source| ReleaseError::Render {
+            version: version_text.clone(),
+            source,
+        })?;
+        rendered.push(bundle);
+        inputs.push(ReleaseInput {
+            bundle: plan.bundle_name(&version_text),
+            version,
+            channels: plan.channels_of(release).to_vec(),
+            replaces: release.replaces.clone().filter(|r| !r.is_empty()),
+            skips: (!release.skips.is_empty()).then(|| release.skips.clone()),
+            skip_range: release.skip_range.clone(),
+            deprecated: release
+                .deprecated
+                .then(|| format!("{} {} is deprecated", plan.plan.package, release.version)),
+            broken: release.broken,
+        });
+    }
+    let package = PackageMeta {
+        name: plan.plan.package.clone(),
+        default_channel: plan.plan.default_channel.clone(),
+        description: plan.plan.csv.description.clone(),
+        icon: icon(&generated.tree),
+    };
+    let policy = Policy {
+        promote: false,
+        per_minor_channels: false,
+        skip_range: false,
+        ..Policy::default()
+    };
+    let catalog = catalog_generate::build_catalog(&package, &inputs, &policy, &rendered)?;
+    Ok(ReleaseOutput {
+        bundles: generated.tree,
+        catalog,
+        reports: generated.reports,
+    })
+}
+
+/// The package icon: the newest bundle's CSV icon.
+fn icon(bundles: &FileTree) -> Option<Icon> {
+    let (_, csv) = bundles
+        .iter()
+        .filter(|(p, _)| p.to_string_lossy().ends_with(".clusterserviceversion.yaml"))
+        .max_by(|a, b| {
+            let version = |p: &Path| {
+                p.iter()
+                    .next()
+                    .and_then(|v| semver::Version::parse(&v.to_string_lossy()).ok())
+            };
+            version(a.0).cmp(&version(b.0))
+        })?;
+    let value: serde_json::Value = crate::yaml::from_str(std::str::from_utf8(csv).ok()?).ok()?;
+    let icon = value.pointer("/spec/icon/0")?;
+    Some(Icon {
+        base64data: icon.get("base64data")?.as_str()?.to_owned(),
+        mediatype: icon.get("mediatype")?.as_str()?.to_owned(),
+    })
+}
