@@ -182,12 +182,12 @@ pub fn generate(plan: &LoadedPlan, options: &GenerateOptions) -> Result<Generate
     }
     let base = plan.base_dir().to_path_buf();
     let relative = |mut f: Finding| {
-        if let Some(file) = &f.file {
-            if let Ok(rest) = file.strip_prefix(&base) {
-                if !base.as_os_str().is_empty() && base != Path::new(".") {
-                    f.file = Some(rest.to_path_buf());
-                }
-            }
+        if let Some(file) = &f.file
+            && let Ok(rest) = file.strip_prefix(&base)
+            && !base.as_os_str().is_empty()
+            && base != Path::new(".")
+        {
+            f.file = Some(rest.to_path_buf());
         }
         f
     };
