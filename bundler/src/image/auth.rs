@@ -9,7 +9,10 @@
 //!   where the key is the registry host, optionally with an `http://` or `https://` scheme and
 //!   a trailing path (Docker Hub's key is `https://index.docker.io/v1/`); it holds `auth`
 //!   (base64 of `user:password`) or `username` and `password`, or `identitytoken`, which is
-//!   sent as a bearer token. Credential helpers (`credsStore`, `credHelpers`) are not run.
+//!   sent as a bearer token.
+//! - Credential helpers are run as Docker runs them (`docker-credential-<name> get`, the
+//!   registry host on stdin): `credHelpers.<host>` first, then an `auths` entry with
+//!   credentials, then `credsStore`. A helper that has nothing for the host counts as no entry.
 //! - No entry anywhere means anonymous access.
 
 use std::fmt;
@@ -71,6 +74,17 @@ pub enum AuthError {
     },
     #[error("{path}: auths.{key}.auth is not base64 of user:password")]
     BadAuthField { path: PathBuf, key: String },
+    #[error("failed to run the credential helper docker-credential-{helper} for {registry}")]
+    Helper {
+        helper: String,
+        registry: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "the credential helper docker-credential-{helper} gave unreadable output for {registry}"
+    )]
+    HelperOutput { helper: String, registry: String },
 }
 
 /// Where auth files are looked for; [`AuthFiles::from_env`] reads the process environment.
@@ -78,6 +92,8 @@ pub enum AuthError {
 pub struct AuthFiles {
     /// In search order.
     pub paths: Vec<PathBuf>,
+    /// Where `docker-credential-*` helpers are; `None` searches `PATH`.
+    pub helper_dir: Option<PathBuf>,
 }
 
 impl AuthFiles {
@@ -97,7 +113,10 @@ impl AuthFiles {
         } else if let Some(home) = var("HOME") {
             paths.push(PathBuf::from(home).join(".docker/config.json"));
         }
-        Self { paths }
+        Self {
+            paths,
+            helper_dir: None,
+        }
     }
 
     /// The credentials for `registry` (a host, with port if any), or anonymous.
@@ -113,18 +132,87 @@ impl AuthFiles {
                     });
                 }
             };
-            if let Some(found) = credentials_in(path, &text, registry)? {
-                return Ok(found);
+            let found = match credentials_in(path, &text, registry)? {
+                Some(Found::Credentials(credentials)) => Some(credentials),
+                Some(Found::Helper(helper)) => self.run_helper(&helper, registry)?,
+                None => None,
+            };
+            if let Some(credentials) = found {
+                return Ok(credentials);
             }
         }
         Ok(Credentials::Anonymous)
     }
 }
 
+impl AuthFiles {
+    /// Asks `docker-credential-<helper>` for the registry's credentials.
+    fn run_helper(&self, helper: &str, registry: &str) -> Result<Option<Credentials>, AuthError> {
+        use std::io::Write;
+        let program = format!("docker-credential-{helper}");
+        let program = match &self.helper_dir {
+            Some(dir) => dir.join(program),
+            None => PathBuf::from(program),
+        };
+        let failed = |source| AuthError::Helper {
+            helper: helper.to_owned(),
+            registry: registry.to_owned(),
+            source,
+        };
+        let mut child = std::process::Command::new(program)
+            .arg("get")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .map_err(failed)?;
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin.write_all(registry.as_bytes()).map_err(failed)?;
+        }
+        let output = child.wait_with_output().map_err(failed)?;
+        if !output.status.success() {
+            // "credentials not found in native keychain" and the like.
+            return Ok(None);
+        }
+        #[derive(Deserialize)]
+        #[serde(rename_all = "PascalCase")]
+        struct HelperAnswer {
+            username: String,
+            secret: String,
+        }
+        let answer: HelperAnswer =
+            serde_json::from_slice(&output.stdout).map_err(|_| AuthError::HelperOutput {
+                helper: helper.to_owned(),
+                registry: registry.to_owned(),
+            })?;
+        Ok(Some(if answer.username == "<token>" {
+            Credentials::Bearer(Secret::new(answer.secret))
+        } else {
+            Credentials::Basic {
+                username: answer.username,
+                password: Secret::new(answer.secret),
+            }
+        }))
+    }
+}
+
+/// What an auth file says about a registry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Found {
+    Credentials(Credentials),
+    /// Ask this credential helper (`docker-credential-<name>`).
+    Helper(String),
+}
+
 #[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct AuthFile {
     #[serde(default)]
     auths: std::collections::BTreeMap<String, AuthEntry>,
+    #[serde(default)]
+    cred_helpers: std::collections::BTreeMap<String, String>,
+    #[serde(default)]
+    creds_store: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -139,31 +227,52 @@ struct AuthEntry {
     identitytoken: Option<String>,
 }
 
-/// The credentials for `registry` in one auth file's content, if it has an entry.
+/// What one auth file's content says about `registry`, if anything.
 pub fn credentials_in(
     path: &Path,
     text: &[u8],
     registry: &str,
-) -> Result<Option<Credentials>, AuthError> {
+) -> Result<Option<Found>, AuthError> {
     let file: AuthFile = serde_json::from_slice(text).map_err(|source| AuthError::Json {
         path: path.to_owned(),
         source,
     })?;
     let wanted = normalize_host(registry);
-    let Some((key, entry)) = file
-        .auths
+    if let Some(helper) = file
+        .cred_helpers
         .iter()
         .find(|(key, _)| normalize_host(key) == wanted)
-    else {
-        return Ok(None);
-    };
+        .map(|(_, helper)| helper)
+    {
+        return Ok(Some(Found::Helper(helper.clone())));
+    }
+    let entry = file
+        .auths
+        .iter()
+        .find(|(key, _)| normalize_host(key) == wanted);
+    if let Some((key, entry)) = entry
+        && let Some(credentials) = entry_credentials(path, key, entry)?
+    {
+        return Ok(Some(Found::Credentials(credentials)));
+    }
+    Ok(file
+        .creds_store
+        .filter(|store| !store.is_empty())
+        .map(Found::Helper))
+}
+
+fn entry_credentials(
+    path: &Path,
+    key: &str,
+    entry: &AuthEntry,
+) -> Result<Option<Credentials>, AuthError> {
     if let Some(token) = entry.identitytoken.as_deref().filter(|t| !t.is_empty()) {
         return Ok(Some(Credentials::Bearer(Secret::new(token))));
     }
     if let Some(auth) = entry.auth.as_deref().filter(|a| !a.is_empty()) {
         let bad = || AuthError::BadAuthField {
             path: path.to_owned(),
-            key: key.clone(),
+            key: key.to_owned(),
         };
         let decoded = base64::engine::general_purpose::STANDARD
             .decode(auth.trim())
@@ -206,22 +315,29 @@ fn normalize_host(key: &str) -> String {
 mod tests {
     use super::*;
 
-    fn lookup(json: &str, registry: &str) -> Result<Option<Credentials>, String> {
+    fn lookup(json: &str, registry: &str) -> Result<Option<Found>, String> {
         credentials_in(Path::new("/cfg.json"), json.as_bytes(), registry).map_err(|e| e.to_string())
     }
 
-    fn basic(user: &str, pass: &str) -> Option<Credentials> {
-        Some(Credentials::Basic {
+    fn basic(user: &str, pass: &str) -> Option<Found> {
+        Some(Found::Credentials(Credentials::Basic {
             username: user.into(),
             password: Secret::new(pass),
-        })
+        }))
+    }
+
+    fn creds(found: Option<Found>) -> Credentials {
+        match found {
+            Some(Found::Credentials(c)) => c,
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
     fn finds_entries_by_host_in_every_documented_form() {
         // base64("alice:pa:ss") — passwords may contain ':'.
         let alice = "YWxpY2U6cGE6c3M=";
-        type Case = (String, &'static str, Result<Option<Credentials>, String>);
+        type Case = (String, &'static str, Result<Option<Found>, String>);
         let cases: Vec<Case> = vec![
             (
                 format!(r#"{{"auths":{{"127.0.0.1:5000":{{"auth":"{alice}"}}}}}}"#),
@@ -246,14 +362,33 @@ mod tests {
             (
                 r#"{"auths":{"ghcr.io":{"identitytoken":"tok"}}}"#.into(),
                 "ghcr.io",
-                Ok(Some(Credentials::Bearer(Secret::new("tok")))),
+                Ok(Some(Found::Credentials(Credentials::Bearer(Secret::new(
+                    "tok",
+                ))))),
             ),
             (
                 format!(r#"{{"auths":{{"quay.io":{{"auth":"{alice}"}}}}}}"#),
                 "quay.io:443",
                 Ok(None),
             ),
-            (r#"{"credsStore":"desktop"}"#.into(), "quay.io", Ok(None)),
+            (r#"{"auths":{"quay.io":{}}}"#.into(), "quay.io", Ok(None)),
+            (
+                r#"{"credsStore":"desktop","auths":{"quay.io":{}}}"#.into(),
+                "quay.io",
+                Ok(Some(Found::Helper("desktop".into()))),
+            ),
+            (
+                format!(
+                    r#"{{"credsStore":"desktop","credHelpers":{{"quay.io":"ecr"}},"auths":{{"quay.io":{{"auth":"{alice}"}}}}}}"#
+                ),
+                "quay.io",
+                Ok(Some(Found::Helper("ecr".into()))),
+            ),
+            (
+                format!(r#"{{"credsStore":"desktop","auths":{{"quay.io":{{"auth":"{alice}"}}}}}}"#),
+                "quay.io",
+                Ok(basic("alice", "pa:ss")),
+            ),
             (
                 r#"{"auths":{"quay.io":{"auth":"bm8tY29sb24="}}}"#.into(),
                 "quay.io",
@@ -297,9 +432,46 @@ mod tests {
         std::fs::write(&second, r#"{"auths":{"quay.io":{"auth":"Yzpk"}}}"#).unwrap();
         let files = AuthFiles {
             paths: vec![dir.path().join("missing.json"), first, second],
+            helper_dir: None,
         };
-        assert_eq!(files.lookup("quay.io").unwrap(), basic("c", "d").unwrap());
-        assert_eq!(files.lookup("other.io").unwrap(), basic("a", "b").unwrap());
+        assert_eq!(files.lookup("quay.io").unwrap(), creds(basic("c", "d")));
+        assert_eq!(files.lookup("other.io").unwrap(), creds(basic("a", "b")));
         assert_eq!(files.lookup("nowhere.io").unwrap(), Credentials::Anonymous);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn credential_helpers_are_asked_for_the_host() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        // A helper that knows one registry (with a password) and one token registry.
+        let script = "#!/bin/sh\nread host\ncase \"$host\" in\n  \
+            quay.io) echo '{\"ServerURL\":\"quay.io\",\"Username\":\"h\",\"Secret\":\"s\"}' ;;\n  \
+            ghcr.io) echo '{\"ServerURL\":\"ghcr.io\",\"Username\":\"<token>\",\"Secret\":\"t\"}' ;;\n  \
+            *) echo 'credentials not found in native keychain'; exit 1 ;;\nesac\n";
+        let helper = dir.path().join("docker-credential-fake");
+        std::fs::write(&helper, script).unwrap();
+        std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let config = dir.path().join("config.json");
+        std::fs::write(&config, r#"{"credsStore":"fake"}"#).unwrap();
+        let files = AuthFiles {
+            paths: vec![config],
+            helper_dir: Some(dir.path().to_owned()),
+        };
+        assert_eq!(files.lookup("quay.io").unwrap(), creds(basic("h", "s")));
+        assert_eq!(
+            files.lookup("ghcr.io").unwrap(),
+            Credentials::Bearer(Secret::new("t"))
+        );
+        assert_eq!(files.lookup("docker.io").unwrap(), Credentials::Anonymous);
+
+        let missing = AuthFiles {
+            helper_dir: Some(dir.path().join("nowhere")),
+            ..files
+        };
+        assert_eq!(
+            missing.lookup("quay.io").unwrap_err().to_string(),
+            "failed to run the credential helper docker-credential-fake for quay.io"
+        );
     }
 }
