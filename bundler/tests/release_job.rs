@@ -12,26 +12,67 @@ fn olmpack() -> Command {
 #[test]
 fn the_example_job_writes_bundles_and_a_catalog_opm_accepts() {
     let out = tempfile::tempdir().unwrap();
-    let run = olmpack().args(["example", "--out"]).arg(out.path()).output().unwrap();
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let run = olmpack()
+        .args(["example", "--out"])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
     let stdout = String::from_utf8(run.stdout).unwrap();
     assert!(stdout.contains("wrote 3 bundle(s)"), "{stdout}");
     // Warnings name files relative to the plan, not a temp directory.
     let stderr = String::from_utf8(run.stderr).unwrap();
-    assert!(stderr.contains("warning[input/namespace-dropped] deploy/1.0.0/manifests.yaml (document 1)"), "{stderr}");
+    assert!(
+        stderr
+            .contains("warning[input/namespace-dropped] deploy/1.0.0/manifests.yaml (document 1)"),
+        "{stderr}"
+    );
 
     let catalog = out.path().join("catalog");
-    let opm = Tool::Opm.path().expect("opm is installed by cargo xtask setup");
-    let validated = Command::new(&opm).arg("validate").arg(&catalog).output().unwrap();
-    assert!(validated.status.success(), "opm validate: {}", String::from_utf8_lossy(&validated.stderr));
-    let ours = olmpack().args(["catalog", "validate"]).arg(&catalog).output().unwrap();
-    assert!(ours.status.success(), "{}", String::from_utf8_lossy(&ours.stdout));
-    let bundles = olmpack().args(["bundle", "validate"]).arg(out.path().join("bundle")).output().unwrap();
-    assert!(bundles.status.success(), "{}", String::from_utf8_lossy(&bundles.stdout));
+    let opm = Tool::Opm
+        .path()
+        .expect("opm is installed by cargo xtask setup");
+    let validated = Command::new(&opm)
+        .arg("validate")
+        .arg(&catalog)
+        .output()
+        .unwrap();
+    assert!(
+        validated.status.success(),
+        "opm validate: {}",
+        String::from_utf8_lossy(&validated.stderr)
+    );
+    let ours = olmpack()
+        .args(["catalog", "validate"])
+        .arg(&catalog)
+        .output()
+        .unwrap();
+    assert!(
+        ours.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ours.stdout)
+    );
+    let bundles = olmpack()
+        .args(["bundle", "validate"])
+        .arg(out.path().join("bundle"))
+        .output()
+        .unwrap();
+    assert!(
+        bundles.status.success(),
+        "{}",
+        String::from_utf8_lossy(&bundles.stdout)
+    );
 
     // The catalog names every bundle by the plan's image template and keeps the skipRange.
     let text = std::fs::read_to_string(catalog.join("guestbook-operator/catalog.json")).unwrap();
-    assert!(text.contains("\"image\": \"quay.io/olmpack/guestbook-operator-bundle:v1.1.1\""), "{text}");
+    assert!(
+        text.contains("\"image\": \"quay.io/olmpack/guestbook-operator-bundle:v1.1.1\""),
+        "{text}"
+    );
     assert!(text.contains("\"skipRange\": \">=1.0.0 <1.1.1\""));
 }
 
@@ -56,7 +97,10 @@ fn generate_check_passes_on_fresh_output_and_fails_on_a_stale_catalog() {
     assert!(generate(false).status.success());
     assert!(generate(true).status.success());
     let catalog = work.path().join("catalog/guestbook-operator/catalog.json");
-    let text = std::fs::read_to_string(&catalog).unwrap().replace("\"defaultChannel\": \"stable\"", "\"defaultChannel\": \"candidate\"");
+    let text = std::fs::read_to_string(&catalog).unwrap().replace(
+        "\"defaultChannel\": \"stable\"",
+        "\"defaultChannel\": \"candidate\"",
+    );
     std::fs::write(&catalog, text).unwrap();
     let stale = generate(true);
     assert_eq!(stale.status.code(), Some(1));

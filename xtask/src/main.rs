@@ -43,6 +43,9 @@ enum Cmd {
     Env,
     /// Check formatting and run clippy with warnings denied.
     Lint,
+    /// Regenerate the reference operator's generated files: operator/deploy/<release>/ from
+    /// `webapp-operator manifests`, then bundle/ and catalog/ with `olmpack generate`.
+    Regenerate,
 }
 
 fn main() -> ExitCode {
@@ -89,7 +92,52 @@ fn run(cli: Cli) -> Result<ExitCode> {
             filter,
             harness_args,
         } => test(&root, filter, harness_args),
+        Cmd::Regenerate => {
+            regenerate(&root)?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
+}
+
+fn regenerate(root: &Path) -> Result<()> {
+    let run = |args: &[&str]| -> Result<String> {
+        let out = Command::new(cargo_bin())
+            .current_dir(root)
+            .args(["run", "--quiet", "--package"])
+            .args(args)
+            .output()
+            .with_context(|| format!("running cargo run -p {}", args.join(" ")))?;
+        anyhow::ensure!(
+            out.status.success(),
+            "cargo run -p {} failed:\n{}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Ok(String::from_utf8(out.stdout)?)
+    };
+    let releases = run(&["webapp-operator", "--", "manifests", "--list-releases"])?;
+    let deploy = root.join("operator").join("deploy");
+    let staging = root.join("target").join("deploy-staging");
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging)?;
+    }
+    for release in releases.lines().filter(|l| !l.trim().is_empty()) {
+        let text = run(&["webapp-operator", "--", "manifests", "--release", release])?;
+        let dir = staging.join(release);
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(dir.join("manifests.yaml"), text)?;
+    }
+    if deploy.exists() {
+        std::fs::remove_dir_all(&deploy)?;
+    }
+    std::fs::rename(&staging, &deploy)?;
+    eprintln!("xtask: wrote {}", deploy.display());
+    let status = Command::new(cargo_bin())
+        .current_dir(root)
+        .args(["run", "--quiet", "--package", "olmpack", "--", "generate"])
+        .status()?;
+    anyhow::ensure!(status.success(), "olmpack generate failed");
+    Ok(())
 }
 
 fn setup(root: &Path) -> Result<(tools::Pins, tools::Layout)> {

@@ -328,12 +328,16 @@ fn structural(schema: &Value, path: &str, found: &mut Vec<(Finding, String)>) {
         }
     }
     if let Some(values) = node.get("enum").and_then(Value::as_array) {
-        let matches = |v: &Value| match kind {
-            "string" => v.is_string(),
-            "integer" => v.is_i64() || v.is_u64(),
-            "number" => v.is_number(),
-            "boolean" => v.is_boolean(),
-            _ => true,
+        let nullable = node.get("nullable").and_then(Value::as_bool) == Some(true);
+        let matches = |v: &Value| {
+            (v.is_null() && nullable)
+                || match kind {
+                    "string" => v.is_string(),
+                    "integer" => v.is_i64() || v.is_u64(),
+                    "number" => v.is_number(),
+                    "boolean" => v.is_boolean(),
+                    _ => true,
+                }
         };
         if let Some(bad) = values.iter().find(|v| !matches(v)) {
             report(

@@ -1,0 +1,149 @@
+//! The reference operator's bundle/ and catalog/ (generated from olmpack.yaml at the
+//! repository root): current, and accepted by the real opm and by olmpack's validators.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use olmpack::bundle::load;
+use olmpack::catalog::render::{RenderOptions, render_loaded};
+use serde_json::Value;
+use upgrade_tests::Tool;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn olmpack() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_olmpack"));
+    cmd.current_dir(root());
+    cmd
+}
+
+#[test]
+fn bundle_and_catalog_are_current() {
+    let out = olmpack().args(["generate", "--check"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "bundle/ or catalog/ is stale; run `cargo xtask regenerate`:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn the_releases_walk_the_crd_versions() {
+    let plan = olmpack::plan::load(&root().join("olmpack.yaml")).unwrap();
+    let served = |version: &str| -> Vec<(String, bool)> {
+        let crd: Value = olmpack::yaml::from_str(
+            &std::fs::read_to_string(root().join(format!(
+                "bundle/{version}/manifests/apps.olmpack.dev_webapps.yaml"
+            )))
+            .unwrap(),
+        )
+        .unwrap();
+        crd["spec"]["versions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|v| v["served"] == true)
+            .map(|v| (v["name"].as_str().unwrap().to_owned(), v["storage"] == true))
+            .collect()
+    };
+    assert!(plan.plan.releases.len() >= 5);
+    assert_eq!(served("0.1.0"), [("v1alpha1".to_owned(), true)]);
+    assert!(served("0.2.0").contains(&("v1beta1".to_owned(), true)));
+    assert!(served("0.3.0").contains(&("v1".to_owned(), true)));
+    assert!(
+        !served("1.0.0").iter().any(|(v, _)| v == "v1alpha1"),
+        "1.0.0 no longer serves v1alpha1"
+    );
+    // The conversion webhook is declared in the CSV from 0.2.0 on, never in the CRD itself.
+    for version in ["0.2.0", "0.3.0", "1.0.0", "1.0.1"] {
+        let csv = std::fs::read_to_string(root().join(format!(
+            "bundle/{version}/manifests/webapp-operator.clusterserviceversion.yaml"
+        )))
+        .unwrap();
+        assert!(csv.contains("type: ConversionWebhook"), "{version}");
+        let crd = std::fs::read_to_string(root().join(format!(
+            "bundle/{version}/manifests/apps.olmpack.dev_webapps.yaml"
+        )))
+        .unwrap();
+        assert!(
+            !crd.contains("conversion:"),
+            "{version} CRD keeps spec.conversion"
+        );
+    }
+    let patch = std::fs::read_to_string(
+        root().join("bundle/1.0.1/manifests/webapp-operator.clusterserviceversion.yaml"),
+    )
+    .unwrap();
+    assert!(patch.contains("olm.skipRange: \">=0.3.0 <1.0.1\""));
+}
+
+#[test]
+fn opm_and_olmpack_accept_the_catalog_and_render_every_bundle_alike() {
+    let opm = Tool::Opm
+        .path()
+        .expect("opm is installed by cargo xtask setup");
+    let validated = Command::new(&opm)
+        .arg("validate")
+        .arg(root().join("catalog"))
+        .output()
+        .unwrap();
+    assert!(
+        validated.status.success(),
+        "opm validate: {}",
+        String::from_utf8_lossy(&validated.stderr)
+    );
+    let ours = olmpack()
+        .args(["catalog", "validate", "catalog"])
+        .output()
+        .unwrap();
+    assert!(
+        ours.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ours.stdout)
+    );
+    let bundles = olmpack()
+        .args(["bundle", "validate", "bundle"])
+        .output()
+        .unwrap();
+    assert!(
+        bundles.status.success(),
+        "{}",
+        String::from_utf8_lossy(&bundles.stdout)
+    );
+
+    for entry in std::fs::read_dir(root().join("bundle")).unwrap() {
+        let dir = entry.unwrap().path();
+        let rendered = Command::new(&opm)
+            .args(["render", "-o", "json"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(
+            rendered.status.success(),
+            "opm render {}: {}",
+            dir.display(),
+            String::from_utf8_lossy(&rendered.stderr)
+        );
+        let theirs: Value = serde_json::from_slice(&rendered.stdout).unwrap();
+        let ours = serde_json::to_value(
+            render_loaded(&load::load_dir(&dir).unwrap(), &RenderOptions::default()).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            ours["properties"],
+            theirs["properties"],
+            "{}",
+            dir.display()
+        );
+        assert_eq!(
+            ours["relatedImages"],
+            theirs["relatedImages"],
+            "{}",
+            dir.display()
+        );
+        assert_eq!(ours["name"], theirs["name"]);
+    }
+}
