@@ -11,8 +11,9 @@
 //! - [`output`]: generated file trees, written atomically or checked against disk.
 //! - [`release`]: the whole release job — bundles and catalog from one plan.
 //!
-//! Pure code in the middle, I/O at the edges: only `plan` loading, `output` and `image` push
-//! touch the file system or network.
+//! Pure code in the middle, I/O at the edges: only plan and manifest loading, `output`, and
+//! `image` (build reads directories, push and base pulls use the network) touch the file
+//! system or network.
 
 pub mod bundle;
 pub mod catalog;
@@ -21,7 +22,6 @@ pub mod output;
 pub mod plan;
 pub mod release;
 pub mod report;
-pub mod semver_range;
 pub mod yaml;
 
 /// Installs rustls' ring provider as the process default; call first in every binary and test

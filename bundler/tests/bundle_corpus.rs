@@ -387,7 +387,7 @@ fn cases() -> Vec<Case> {
             "csv/skip-range",
             CSV,
             Some("metadata.annotations.olm.skipRange"),
-            "olm.skipRange \">=1.0 <1.1.1\" is not a valid range: \"1.0\" is not a semantic version (unexpected end of input while parsing minor version number)",
+            "olm.skipRange \">=1.0 <1.1.1\" is not a valid range: Could not parse Range \">=1.0\": Could not parse version \"1.0\" in \">=1.0\": unexpected end of input while parsing minor version number",
             csv(|c| c["metadata"]["annotations"]["olm.skipRange"] = json!(">=1.0 <1.1.1")),
         ),
         case(

@@ -128,7 +128,7 @@ fn edges(ctx: &Context<'_>, out: &mut Vec<Finding>) {
         }
     }
     if let Some(range) = ctx.annotation("olm.skipRange") {
-        match crate::semver_range::Range::parse(range) {
+        match crate::catalog::version::Range::parse(range) {
             Err(e) => out.push(ctx.at(
                 Finding::error(
                     "csv/skip-range",
