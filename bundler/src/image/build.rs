@@ -197,7 +197,8 @@ pub async fn build_catalog_image(
     }
     let writer = LayoutWriter::create(out)?;
     let catalog_layer = write_layer(&writer, &[source], options)?;
-    let history = format!("COPY {} {CATALOG_DIR}", catalog_dir_name(catalog_dir));
+    // Fixed text: the source directory's name must not reach the image.
+    let history = format!("COPY . {CATALOG_DIR}/");
     let mut labels = BTreeMap::new();
     labels.insert(CATALOG_CONFIGS_LABEL.to_owned(), CATALOG_DIR.to_owned());
 
@@ -229,12 +230,6 @@ pub async fn build_catalog_image(
     };
     writer.finish(&root, options.tag.as_deref())?;
     Ok(root)
-}
-
-fn catalog_dir_name(dir: &Path) -> String {
-    dir.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "catalog".into())
 }
 
 fn require_dir(dir: &Path) -> Result<(), BuildError> {
