@@ -501,3 +501,32 @@ async fn image_json_and_digests_are_pinned() {
         insta::assert_json_snapshot!("image_build_pinned", pinned);
     });
 }
+
+#[tokio::test]
+async fn a_catalog_layout_inside_the_catalog_directory_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = dir.path().join("catalog");
+    copy_tree(&fixture("catalog"), &catalog);
+    let err = build_catalog_image(
+        &catalog,
+        &catalog.join("image"),
+        &options("v1"),
+        None,
+        &Progress::Quiet,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "the layout {} is inside {}, the directory being built",
+            catalog.join("image").display(),
+            catalog.display()
+        )
+    );
+    assert_eq!(
+        read_tree(&catalog),
+        read_tree(&fixture("catalog")),
+        "nothing written"
+    );
+}
