@@ -196,9 +196,15 @@ fn set_tree_metadata(dir: &Path, mtime: SystemTime, mode: u32) {
 }
 
 /// Builds bundle and catalog images of copies of the fixtures placed under `base`.
-async fn build_copies(base: &Path, mtime: SystemTime, mode: u32, epoch: u64) -> (String, String) {
-    let bundle = base.join("somewhere/bundle");
-    let catalog = base.join("elsewhere/catalog");
+async fn build_copies(
+    base: &Path,
+    names: (&str, &str),
+    mtime: SystemTime,
+    mode: u32,
+    epoch: u64,
+) -> (String, String) {
+    let bundle = base.join(names.0);
+    let catalog = base.join(names.1);
     copy_tree(&fixture("bundle"), &bundle);
     copy_tree(&fixture("catalog"), &catalog);
     set_tree_metadata(&bundle, mtime, mode);
@@ -230,6 +236,7 @@ async fn same_content_gives_the_same_digest_whenever_and_wherever_it_is_built() 
         .unwrap();
     let a = build_copies(
         first.path(),
+        ("somewhere/bundle", "elsewhere/catalog"),
         SystemTime::UNIX_EPOCH + Duration::from_secs(1_000),
         0o600,
         0,
@@ -237,7 +244,14 @@ async fn same_content_gives_the_same_digest_whenever_and_wherever_it_is_built() 
     .await;
     // Later, elsewhere, with other mtimes and permissions on disk.
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    let b = build_copies(second.path(), SystemTime::now(), 0o755, 0).await;
+    let b = build_copies(
+        second.path(),
+        ("my-bundle", "deeper/fbc"),
+        SystemTime::now(),
+        0o755,
+        0,
+    )
+    .await;
     assert_eq!(a, b);
     for layout in ["bundle-layout", "catalog-layout"] {
         assert_eq!(
@@ -263,7 +277,14 @@ async fn same_content_gives_the_same_digest_whenever_and_wherever_it_is_built() 
 
     // ... and so does another source date epoch, which shows up as the creation time.
     let fourth = tempfile::tempdir().unwrap();
-    let c = build_copies(fourth.path(), SystemTime::now(), 0o644, 1_700_000_000).await;
+    let c = build_copies(
+        fourth.path(),
+        ("bundle", "catalog"),
+        SystemTime::now(),
+        0o644,
+        1_700_000_000,
+    )
+    .await;
     assert_ne!(c.0, a.0);
     assert_ne!(c.1, a.1);
     let (layout, manifest, config) = image(&fourth.path().join("bundle-layout"));
@@ -448,4 +469,64 @@ fn layer_tar_matches_the_reference_tar_listing() {
     let mut raw = Vec::new();
     gz.read_to_end(&mut raw).unwrap();
     assert_eq!(raw.len() % 512, 0);
+}
+
+#[tokio::test]
+async fn image_json_and_digests_are_pinned() {
+    // Any change to what olmpack writes shows up here: the digests are the reproducibility
+    // promise, checked on every machine that runs the tests.
+    let dir = tempfile::tempdir().unwrap();
+    let bundle =
+        build_bundle_image(&fixture("bundle"), &dir.path().join("b"), &options("v1")).unwrap();
+    let catalog = build_catalog_image(
+        &fixture("catalog"),
+        &dir.path().join("c"),
+        &options("v1"),
+        None,
+        &Progress::Quiet,
+    )
+    .await
+    .unwrap();
+    let mut pinned = serde_json::Map::new();
+    for (name, root, layout) in [("bundle", &bundle, "b"), ("catalog", &catalog, "c")] {
+        let (layout, manifest, config) = image(&dir.path().join(layout));
+        let manifest_json: Value = layout.read_json(&root.digest, "manifest").unwrap();
+        assert_eq!(manifest_json["config"]["digest"], manifest.config.digest);
+        pinned.insert(
+            name.to_owned(),
+            serde_json::json!({"digest": root.digest, "manifest": manifest_json, "config": config}),
+        );
+    }
+    insta::with_settings!({snapshot_path => "fixtures/image/snapshots", prepend_module_to_snapshot => false}, {
+        insta::assert_json_snapshot!("image_build_pinned", pinned);
+    });
+}
+
+#[tokio::test]
+async fn a_catalog_layout_inside_the_catalog_directory_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = dir.path().join("catalog");
+    copy_tree(&fixture("catalog"), &catalog);
+    let err = build_catalog_image(
+        &catalog,
+        &catalog.join("image"),
+        &options("v1"),
+        None,
+        &Progress::Quiet,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "the layout {} is inside {}, the directory being built",
+            catalog.join("image").display(),
+            catalog.display()
+        )
+    );
+    assert_eq!(
+        read_tree(&catalog),
+        read_tree(&fixture("catalog")),
+        "nothing written"
+    );
 }

@@ -59,6 +59,8 @@ pub enum BuildError {
     },
     #[error("{path}: {problem}")]
     BadAnnotations { path: PathBuf, problem: String },
+    #[error("the layout {layout} is inside {dir}, the directory being built")]
+    LayoutInsideSource { layout: PathBuf, dir: PathBuf },
     #[error("{path} holds no files; a catalog image needs a File-Based Catalog")]
     EmptyCatalog { path: PathBuf },
     #[error("failed to build the layer for {dest}")]
@@ -179,6 +181,7 @@ pub async fn build_catalog_image(
     progress: &Progress,
 ) -> Result<Descriptor, BuildError> {
     require_dir(catalog_dir)?;
+    refuse_layout_inside(catalog_dir, out)?;
     let source = LayerSource {
         dir: catalog_dir.to_owned(),
         dest: CATALOG_DIR.trim_start_matches('/').to_owned(),
@@ -197,7 +200,8 @@ pub async fn build_catalog_image(
     }
     let writer = LayoutWriter::create(out)?;
     let catalog_layer = write_layer(&writer, &[source], options)?;
-    let history = format!("COPY {} {CATALOG_DIR}", catalog_dir_name(catalog_dir));
+    // Fixed text: the source directory's name must not reach the image.
+    let history = format!("COPY . {CATALOG_DIR}/");
     let mut labels = BTreeMap::new();
     labels.insert(CATALOG_CONFIGS_LABEL.to_owned(), CATALOG_DIR.to_owned());
 
@@ -231,10 +235,33 @@ pub async fn build_catalog_image(
     Ok(root)
 }
 
-fn catalog_dir_name(dir: &Path) -> String {
-    dir.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "catalog".into())
+/// A layout written inside the directory it is built from would end up in later builds.
+fn refuse_layout_inside(dir: &Path, out: &Path) -> Result<(), BuildError> {
+    let absolute = |p: &Path| {
+        std::path::absolute(p)
+            .ok()
+            .map(|p| p.components().collect::<PathBuf>())
+    };
+    let dir_abs = dir.canonicalize().ok().or_else(|| absolute(dir));
+    let parent = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let out_abs = parent
+        .canonicalize()
+        .ok()
+        .zip(out.file_name())
+        .map(|(p, name)| p.join(name))
+        .or_else(|| absolute(out));
+    match (dir_abs, out_abs) {
+        (Some(dir_abs), Some(out_abs)) if out_abs.starts_with(&dir_abs) => {
+            Err(BuildError::LayoutInsideSource {
+                layout: out.to_owned(),
+                dir: dir.to_owned(),
+            })
+        }
+        _ => Ok(()),
+    }
 }
 
 fn require_dir(dir: &Path) -> Result<(), BuildError> {

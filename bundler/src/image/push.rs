@@ -12,6 +12,9 @@
 //!
 //! A failed push leaves at most unreferenced blobs or untagged complete manifests behind;
 //! running it again finishes it without re-sending what is there.
+//!
+//! Caveat: each blob is held in memory while it is uploaded (catalog layers are tens of MB;
+//! base image layers are re-used from the registry when already there).
 
 use std::collections::BTreeSet;
 
@@ -34,12 +37,8 @@ pub enum PushError {
     Reference(#[from] ReferenceError),
     #[error(transparent)]
     Registry(#[from] RegistryError),
-    #[error("{digest} in {layout} has media type {media_type:?}, which olmpack does not push")]
-    MediaType {
-        layout: String,
-        digest: String,
-        media_type: String,
-    },
+    #[error("{digest} has media type {media_type:?}, which olmpack does not push")]
+    MediaType { digest: String, media_type: String },
     #[error("{reference} names digest {wanted}, but the layout's image is {actual}")]
     DigestMismatch {
         reference: String,
@@ -120,7 +119,6 @@ fn add_manifest(
         }
     } else {
         return Err(PushError::MediaType {
-            layout: layout.path().display().to_string(),
             digest: descriptor.digest.clone(),
             media_type: descriptor.media_type.clone(),
         });
@@ -326,7 +324,6 @@ async fn push_manifest(
         .media_type
         .parse::<http::HeaderValue>()
         .map_err(|_| PushError::MediaType {
-            layout: String::new(),
             digest: manifest.descriptor.digest.clone(),
             media_type: manifest.descriptor.media_type.clone(),
         })?;
