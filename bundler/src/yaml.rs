@@ -38,7 +38,12 @@ pub fn from_multi_str(text: &str) -> Result<Vec<serde_json::Value>, YamlError> {
 pub fn to_string<T: Serialize>(value: &T) -> Result<String, YamlError> {
     // Go through serde_json::Value so that every map is key-sorted, whatever `T` is.
     let value = serde_json::to_value(value).map_err(|e| YamlError::Print(e.to_string()))?;
-    let mut text = serde_saphyr::to_string(&value).map_err(|e| YamlError::Print(e.to_string()))?;
+    // Long single-line strings (image references, base64 icons) stay on one line, as
+    // kubectl writes them; multi-line strings still use literal `|` blocks.
+    let mut options = serde_saphyr::SerializerOptions::default();
+    options.folded_wrap_chars = usize::MAX;
+    let mut text = serde_saphyr::to_string_with_options(&value, options)
+        .map_err(|e| YamlError::Print(e.to_string()))?;
     if !text.ends_with('\n') {
         text.push('\n');
     }
@@ -57,6 +62,13 @@ mod tests {
         assert!(text.starts_with("a: \"123\"\n"));
         let back: serde_json::Value = from_str(&text).unwrap();
         assert_eq!(back, value);
+    }
+
+    #[test]
+    fn long_single_line_strings_are_not_folded() {
+        let long = "x".repeat(50) + " " + &"y".repeat(50);
+        let text = to_string(&serde_json::json!({ "k": long })).unwrap();
+        assert_eq!(text, format!("k: {long}\n"));
     }
 
     #[test]

@@ -12,6 +12,7 @@ use base64::Engine as _;
 use super::csv::{self, ReleaseSpec};
 use super::files::{self, BundleMetadata};
 use super::manifests::{self, Sourced};
+use super::pin;
 use super::validate;
 use crate::output::FileTree;
 use crate::plan::{LoadedPlan, upgrade};
@@ -38,6 +39,18 @@ pub struct GenerateOptions {
     pub source_date_epoch: Option<i64>,
     /// Only this release (by version); all releases when `None`.
     pub only_version: Option<String>,
+    /// When set, every image reference is pinned to the digest this resolves it to.
+    pub resolver: Option<ImageResolver>,
+}
+
+/// Resolves an image reference to its digest (`sha256:…`), or says why it cannot.
+#[derive(Clone)]
+pub struct ImageResolver(pub std::sync::Arc<dyn Fn(&str) -> Result<String, String> + Send + Sync>);
+
+impl std::fmt::Debug for ImageResolver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ImageResolver")
+    }
 }
 
 /// The generated bundles and what olmpack noticed on the way.
@@ -58,6 +71,7 @@ pub fn generate(plan: &LoadedPlan, options: &GenerateOptions) -> Result<Generate
     let epoch_created = options.source_date_epoch.and_then(format_epoch);
     let mut tree = FileTree::new();
     let mut reports = Vec::new();
+    let mut digests = std::collections::BTreeMap::new();
     let plan_file = plan.path.display().to_string();
 
     for (i, release) in plan.plan.releases.iter().enumerate() {
@@ -117,13 +131,34 @@ pub fn generate(plan: &LoadedPlan, options: &GenerateOptions) -> Result<Generate
             samples: plan_samples.clone(),
             release_samples,
         };
-        let built = match csv::build(&spec, &inputs) {
+        let mut built = match csv::build(&spec, &inputs) {
             Ok(built) => built,
             Err(found) => {
                 problems.extend(found.into_iter().map(|f| with_plan_file(f, &plan_file)));
                 continue;
             }
         };
+        if let Some(resolver) = &options.resolver {
+            for reference in pin::references(&built.csv) {
+                if digests.contains_key(&reference) {
+                    continue;
+                }
+                match (resolver.0)(&reference) {
+                    Ok(digest) => {
+                        digests.insert(reference, digest);
+                    }
+                    Err(message) => problems.push(
+                        Finding::error(
+                            "image/unresolved",
+                            format!("cannot pin {reference} to a digest: {message}"),
+                        )
+                        .file(&plan_file)
+                        .field(format!("releases[{i}].manifests")),
+                    ),
+                }
+            }
+            pin::pin(&mut built.csv, &digests);
+        }
         let channels = plan.channels_of(release);
         let meta = BundleMetadata {
             package: &plan.plan.package,

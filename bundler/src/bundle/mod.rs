@@ -9,4 +9,5 @@ pub mod files;
 pub mod generate;
 pub mod load;
 pub mod manifests;
+pub mod pin;
 pub mod validate;

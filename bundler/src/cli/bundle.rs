@@ -27,6 +27,10 @@ pub enum BundleCommand {
         /// Write nothing; exit 1 with a diff if the output directory is not up to date.
         #[arg(long)]
         check: bool,
+        /// Pin every image (relatedImages, containers, RELATED_IMAGE_* values) to the digest
+        /// its registry serves now.
+        #[arg(long)]
+        pin_digests: bool,
     },
     /// Validate a bundle directory, or a directory of bundle directories.
     ///
@@ -55,7 +59,12 @@ fn parse_kube_version(s: &str) -> Result<(u64, u64), String> {
 
 pub fn run(cmd: BundleCommand) -> CmdResult {
     match cmd {
-        BundleCommand::Generate { plan, out, check } => generate(&plan, out, check),
+        BundleCommand::Generate {
+            plan,
+            out,
+            check,
+            pin_digests,
+        } => generate(&plan, out, check, pin_digests),
         BundleCommand::Validate {
             dir,
             output,
@@ -64,12 +73,17 @@ pub fn run(cmd: BundleCommand) -> CmdResult {
     }
 }
 
-fn generate(plan_path: &Path, out: Option<PathBuf>, check: bool) -> CmdResult {
+fn generate(plan_path: &Path, out: Option<PathBuf>, check: bool, pin_digests: bool) -> CmdResult {
     let loaded = plan::load(plan_path)?;
     let out = out.unwrap_or_else(|| loaded.resolve(Path::new("bundle")));
     let options = GenerateOptions {
         source_date_epoch: generate::source_date_epoch_from_env()?,
         only_version: None,
+        resolver: if pin_digests {
+            Some(super::digest_resolver()?)
+        } else {
+            None
+        },
     };
     let generated = match generate::generate(&loaded, &options) {
         Ok(generated) => generated,

@@ -79,6 +79,33 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// Resolves image references through the registries (credentials from the usual auth files),
+/// for `--pin-digests`.
+pub fn digest_resolver() -> Result<olmpack::bundle::generate::ImageResolver, std::io::Error> {
+    let runtime = std::sync::Arc::new(
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?,
+    );
+    let access = olmpack::image::RegistryAccess::default();
+    Ok(olmpack::bundle::generate::ImageResolver(
+        std::sync::Arc::new(move |reference: &str| {
+            runtime
+                .block_on(olmpack::image::resolve_digest(reference, &access))
+                .map_err(|e| {
+                    let mut text = e.to_string();
+                    let mut source = std::error::Error::source(&e);
+                    while let Some(cause) = source {
+                        text.push_str(": ");
+                        text.push_str(&cause.to_string());
+                        source = cause.source();
+                    }
+                    text
+                })
+        }),
+    ))
+}
+
 /// `error: top` then one `caused by:` line per source, each message said once.
 fn print_error(err: &(dyn Error + 'static)) {
     eprintln!("error: {err}");

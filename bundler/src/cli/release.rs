@@ -53,6 +53,9 @@ pub struct GenerateArgs {
     /// Write nothing; exit 1 with a diff if either directory is not up to date.
     #[arg(long)]
     check: bool,
+    /// Pin every image to the digest its registry serves now.
+    #[arg(long)]
+    pin_digests: bool,
 }
 
 /// Runs the release job on a plan file.
@@ -64,7 +67,7 @@ pub fn generate_cmd(args: GenerateArgs) -> CmdResult {
     let catalog = args
         .catalog
         .unwrap_or_else(|| loaded.resolve(Path::new("catalog")));
-    run_release(&loaded, &bundles, &catalog, args.check)
+    run_release(&loaded, &bundles, &catalog, args.check, args.pin_digests)
 }
 
 /// The release job on the embedded example, written under `out`.
@@ -79,7 +82,13 @@ pub fn example_cmd(out: &Path) -> CmdResult {
     println!(
         "olmpack example: the guestbook operator (3 releases, CRD v1alpha1 → v1 with a conversion webhook)"
     );
-    let code = run_release(&loaded, &out.join("bundle"), &out.join("catalog"), false)?;
+    let code = run_release(
+        &loaded,
+        &out.join("bundle"),
+        &out.join("catalog"),
+        false,
+        false,
+    )?;
     if code == ExitCode::SUCCESS {
         println!(
             "next: `olmpack bundle validate {}` and `olmpack catalog validate {}`",
@@ -95,10 +104,16 @@ fn run_release(
     bundles: &Path,
     catalog: &Path,
     check: bool,
+    pin_digests: bool,
 ) -> CmdResult {
     let options = GenerateOptions {
         source_date_epoch: generate::source_date_epoch_from_env()?,
         only_version: None,
+        resolver: if pin_digests {
+            Some(super::digest_resolver()?)
+        } else {
+            None
+        },
     };
     let output = match release::build(loaded, &options) {
         Ok(output) => output,

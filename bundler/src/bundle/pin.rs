@@ -1,0 +1,144 @@
+//! Pinning image references to digests: every image a bundle runs or lists
+//! (`spec.relatedImages`, deployment containers and init containers, `RELATED_IMAGE_*` env
+//! values, the `containerImage` annotation) is rewritten from `repo:tag` to `repo@sha256:…`.
+//!
+//! Pure: the caller resolves the references (see [`references`]) and passes the digests in,
+//! so generation stays free of network access unless pinning is asked for.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+/// Every image reference in a CSV that pinning would rewrite, sorted.
+pub fn references(csv: &Value) -> BTreeSet<String> {
+    let mut refs = BTreeSet::new();
+    visit(&mut csv.clone(), &mut |image| {
+        refs.insert(image.clone());
+    });
+    refs
+}
+
+/// Rewrites every reference found in `digests` (reference → `sha256:…`) to `repo@digest`.
+pub fn pin(csv: &mut Value, digests: &BTreeMap<String, String>) {
+    visit(csv, &mut |image| {
+        if let Some(digest) = digests.get(image.as_str()) {
+            *image = pinned(image, digest);
+        }
+    });
+}
+
+/// `host/repo:tag` + `sha256:…` → `host/repo@sha256:…` (a reference that already has a digest
+/// keeps its repository and gets the resolved digest).
+pub fn pinned(reference: &str, digest: &str) -> String {
+    let without_digest = reference.split('@').next().unwrap_or(reference);
+    let last_slash = without_digest.rfind('/').map_or(0, |i| i + 1);
+    let repository = match without_digest[last_slash..].rfind(':') {
+        Some(colon) => &without_digest[..last_slash + colon],
+        None => without_digest,
+    };
+    format!("{repository}@{digest}")
+}
+
+fn visit(csv: &mut Value, f: &mut dyn FnMut(&mut String)) {
+    let mut apply = |value: Option<&mut Value>| {
+        if let Some(Value::String(image)) = value {
+            if !image.is_empty() {
+                f(image);
+            }
+        }
+    };
+    apply(csv.pointer_mut("/metadata/annotations/containerImage"));
+    if let Some(images) = csv
+        .pointer_mut("/spec/relatedImages")
+        .and_then(Value::as_array_mut)
+    {
+        for image in images {
+            apply(image.get_mut("image"));
+        }
+    }
+    let Some(deployments) = csv
+        .pointer_mut("/spec/install/spec/deployments")
+        .and_then(Value::as_array_mut)
+    else {
+        return;
+    };
+    for deployment in deployments {
+        for list in ["containers", "initContainers"] {
+            let Some(containers) = deployment
+                .pointer_mut(&format!("/spec/template/spec/{list}"))
+                .and_then(Value::as_array_mut)
+            else {
+                continue;
+            };
+            for container in containers {
+                apply(container.get_mut("image"));
+                let Some(env) = container.get_mut("env").and_then(Value::as_array_mut) else {
+                    continue;
+                };
+                for var in env {
+                    let related = var
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .is_some_and(|n| n.starts_with("RELATED_IMAGE_"));
+                    if related {
+                        apply(var.get_mut("value"));
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn pinned_drops_the_tag_and_keeps_registry_ports() {
+        let d = "sha256:abc";
+        assert_eq!(pinned("quay.io/a/b:v1", d), "quay.io/a/b@sha256:abc");
+        assert_eq!(
+            pinned("127.0.0.1:5000/a/b:v1", d),
+            "127.0.0.1:5000/a/b@sha256:abc"
+        );
+        assert_eq!(
+            pinned("127.0.0.1:5000/a/b", d),
+            "127.0.0.1:5000/a/b@sha256:abc"
+        );
+        assert_eq!(pinned("a/b:v1@sha256:old", d), "a/b@sha256:abc");
+    }
+
+    #[test]
+    fn every_image_field_is_found_and_rewritten() {
+        let mut csv = json!({
+            "metadata": {"annotations": {"containerImage": "r/op:v1"}},
+            "spec": {
+                "relatedImages": [{"name": "op", "image": "r/op:v1"}, {"name": "app", "image": "r/app:v1"}],
+                "install": {"spec": {"deployments": [{"spec": {"template": {"spec": {
+                    "containers": [{"image": "r/op:v1", "env": [{"name": "RELATED_IMAGE_APP", "value": "r/app:v1"}, {"name": "OTHER", "value": "r/x:v1"}]}],
+                    "initContainers": [{"image": "r/init:v1"}],
+                }}}}]}},
+            },
+        });
+        let refs: Vec<String> = references(&csv).into_iter().collect();
+        assert_eq!(refs, ["r/app:v1", "r/init:v1", "r/op:v1"]);
+        let digests = refs
+            .iter()
+            .map(|r| (r.clone(), format!("sha256:{}", r.len())))
+            .collect();
+        pin(&mut csv, &digests);
+        assert_eq!(
+            csv["metadata"]["annotations"]["containerImage"],
+            "r/op@sha256:7"
+        );
+        assert_eq!(csv["spec"]["relatedImages"][1]["image"], "r/app@sha256:8");
+        let pod = &csv["spec"]["install"]["spec"]["deployments"][0]["spec"]["template"]["spec"];
+        assert_eq!(pod["containers"][0]["env"][0]["value"], "r/app@sha256:8");
+        assert_eq!(
+            pod["containers"][0]["env"][1]["value"], "r/x:v1",
+            "only RELATED_IMAGE_ vars are images"
+        );
+        assert_eq!(pod["initContainers"][0]["image"], "r/init@sha256:9");
+    }
+}
