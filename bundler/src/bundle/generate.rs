@@ -45,7 +45,10 @@ pub struct GenerateOptions {
 
 /// Resolves an image reference to its digest (`sha256:…`), or says why it cannot.
 #[derive(Clone)]
-pub struct ImageResolver(pub std::sync::Arc<dyn Fn(&str) -> Result<String, String> + Send + Sync>);
+pub struct ImageResolver(pub std::sync::Arc<ResolveFn>);
+
+/// `reference → Ok(digest) | Err(reason)`.
+pub type ResolveFn = dyn Fn(&str) -> Result<String, String> + Send + Sync;
 
 impl std::fmt::Debug for ImageResolver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -41,10 +41,10 @@ pub fn pinned(reference: &str, digest: &str) -> String {
 
 fn visit(csv: &mut Value, f: &mut dyn FnMut(&mut String)) {
     let mut apply = |value: Option<&mut Value>| {
-        if let Some(Value::String(image)) = value {
-            if !image.is_empty() {
-                f(image);
-            }
+        if let Some(Value::String(image)) = value
+            && !image.is_empty()
+        {
+            f(image);
         }
     };
     apply(csv.pointer_mut("/metadata/annotations/containerImage"));
