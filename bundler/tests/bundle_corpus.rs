@@ -91,7 +91,11 @@ fn validate_files(files: &Files) -> Vec<Finding> {
             .iter()
             .map(|(p, c)| (Path::new(p.as_str()), c.as_slice())),
     );
-    validate::validate(&loaded, &validate::Options::default()).findings
+    let options = validate::Options {
+        operatorhub: true,
+        ..Default::default()
+    };
+    validate::validate(&loaded, &options).findings
 }
 
 struct Case {

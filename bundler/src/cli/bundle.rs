@@ -45,6 +45,9 @@ pub enum BundleCommand {
         /// Kubernetes version the bundle must install on: APIs removed by then are errors.
         #[arg(long, value_name = "MAJOR.MINOR", default_value = "1.37", value_parser = parse_kube_version)]
         kube_version: (u64, u64),
+        /// Apply OperatorHub's publishing rules strictly (operatorhub/ findings become errors).
+        #[arg(long)]
+        operatorhub: bool,
     },
 }
 
@@ -69,7 +72,8 @@ pub fn run(cmd: BundleCommand) -> CmdResult {
             dir,
             output,
             kube_version,
-        } => validate_cmd(&dir, output, kube_version),
+            operatorhub,
+        } => validate_cmd(&dir, output, kube_version, operatorhub),
     }
 }
 
@@ -134,8 +138,16 @@ fn generate(plan_path: &Path, out: Option<PathBuf>, check: bool, pin_digests: bo
 }
 
 /// Validates `dir` as one bundle, or each subdirectory that looks like a bundle.
-fn validate_cmd(dir: &Path, output: OutputFormat, kube_version: (u64, u64)) -> CmdResult {
-    let options = validate::Options { kube_version };
+fn validate_cmd(
+    dir: &Path,
+    output: OutputFormat,
+    kube_version: (u64, u64),
+    operatorhub: bool,
+) -> CmdResult {
+    let options = validate::Options {
+        kube_version,
+        operatorhub,
+    };
     let bundles: Vec<PathBuf> =
         if dir.join("manifests").is_dir() || dir.join("metadata").is_dir() || !dir.is_dir() {
             vec![dir.to_path_buf()]
