@@ -236,10 +236,22 @@ pub fn dns1123_label_problem(name: &str) -> Option<String> {
 impl Model {
     /// Builds the model and returns every problem `opm validate` would find (module contract).
     pub fn build(cfg: &DeclarativeConfig) -> (Model, Vec<Finding>) {
+        Self::from_config(cfg.clone())
+    }
+
+    /// [`Model::build`], consuming the config (property values move instead of being copied).
+    pub fn from_config(cfg: DeclarativeConfig) -> (Model, Vec<Finding>) {
+        let DeclarativeConfig {
+            packages,
+            channels,
+            bundles,
+            deprecations: deprecation_blobs,
+            others: _,
+        } = cfg;
         let mut model = Model::default();
         let mut out = Vec::new();
 
-        for p in &cfg.packages {
+        for p in &packages {
             let obj = format!("{SCHEMA_PACKAGE}/{}", p.name);
             if p.name.is_empty() {
                 out.push(finding(
@@ -280,7 +292,7 @@ impl Model {
             );
         }
 
-        for c in &cfg.channels {
+        for c in &channels {
             let obj = format!("{}/{}", c.package, c.name);
             let Some(pkg) = model.packages.get_mut(&c.package) else {
                 out.push(finding(
@@ -336,8 +348,12 @@ impl Model {
             );
         }
 
-        for b in &cfg.bundles {
-            let obj = format!("{}/{}", b.package, b.name);
+        for mut b in bundles {
+            let obj = if b.package.is_empty() {
+                b.name.clone()
+            } else {
+                format!("{}/{}", b.package, b.name)
+            };
             if b.package.is_empty() {
                 out.push(finding(
                     "bundle-no-package",
@@ -396,7 +412,7 @@ impl Model {
                 version: None,
                 release: String::new(),
                 image: b.image.clone(),
-                properties: b.properties.clone(),
+                properties: std::mem::take(&mut b.properties),
                 related_images: b.related_images.clone(),
                 deprecation: None,
                 has_objects,
@@ -518,7 +534,7 @@ impl Model {
             }
         }
 
-        deprecations(cfg, &mut model, &mut out);
+        deprecations(&deprecation_blobs, &mut model, &mut out);
         for pkg in model.packages.values() {
             validate_package(pkg, &mut out);
         }
@@ -545,9 +561,9 @@ fn check_release(release: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn deprecations(cfg: &DeclarativeConfig, model: &mut Model, out: &mut Vec<Finding>) {
+fn deprecations(blobs: &[super::declcfg::Deprecation], model: &mut Model, out: &mut Vec<Finding>) {
     let mut seen_packages = BTreeSet::new();
-    for (i, d) in cfg.deprecations.iter().enumerate() {
+    for (i, d) in blobs.iter().enumerate() {
         let obj = format!("olm.deprecations/{}", d.package);
         if d.package.is_empty() {
             out.push(finding(

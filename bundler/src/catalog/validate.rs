@@ -33,17 +33,13 @@ pub struct ValidateOptions {
 /// Loads and validates a catalog directory.
 pub fn validate_dir(dir: &Path, options: ValidateOptions) -> Result<(Report, Model), LoadError> {
     let loaded = load_dir(dir)?;
-    Ok(validate_loaded(
-        &dir.display().to_string(),
-        &loaded,
-        options,
-    ))
+    Ok(validate_loaded(&dir.display().to_string(), loaded, options))
 }
 
 /// Validates an already loaded catalog.
 pub fn validate_loaded(
     subject: &str,
-    loaded: &LoadedCatalog,
+    loaded: LoadedCatalog,
     options: ValidateOptions,
 ) -> (Report, Model) {
     let mut report = Report::new(subject);
@@ -54,7 +50,7 @@ pub fn validate_loaded(
         }
         report.push(f);
     }
-    let (model, findings) = Model::build(&loaded.config);
+    let (model, findings) = Model::from_config(loaded.config);
     report.extend(findings);
     for pkg in model.packages.values() {
         report.extend(graph_findings(pkg, options));
@@ -188,13 +184,13 @@ pub fn graph_findings(pkg: &Package, options: ValidateOptions) -> Vec<Finding> {
                 })
                 .map(|x| x.name.as_str())
                 .collect();
+            let range = Range::parse(&e.skip_range).ok();
             let reachable = older_names.iter().any(|older| {
-                upgrade::v1_successor(pkg, &[ch], older).is_some_and(|s| s.to == e.name)
-                    || upgrade::v0_successor(pkg, ch, older).is_some_and(|s| s.to == e.name)
-                    || e.replaces == *older
+                e.replaces == *older
                     || e.skips.iter().any(|s| s == older)
-                    || Range::parse(&e.skip_range)
-                        .is_ok_and(|r| version_of(older).is_some_and(|v| r.contains(v)))
+                    || range
+                        .as_ref()
+                        .is_some_and(|r| version_of(older).is_some_and(|v| r.contains(v)))
             });
             if !reachable {
                 out.push(warn(pkg, "no-upgrade-into", format!("{}/{}/{}", pkg.name, ch.name, e.name), &e.name, format!(
