@@ -47,7 +47,7 @@ async fn operator_reconcile_lifecycle() {
         &cluster,
         Version::V1,
         "shop",
-        json!({"image": "shop:1", "replicas": 2, "containerPort": 9000,
+        json!({"image": "shop:1", "replicas": 2, "containerPort": 9000, "resources": {"cpu": "1000m"},
                "database": {"secretName": "db", "key": "dsn"}, "logLevel": "Debug"}),
     )
     .await;
@@ -121,6 +121,10 @@ async fn operator_reconcile_lifecycle() {
 
     // Ten further reconciles without a change: zero writes, nothing changes.
     let writes_before = operator.metrics.api_writes();
+    // The counter sees the operator's writes: finalizer, Deployment, Service, routing
+    // table, status.
+    assert!(writes_before >= 5, "writes counted: {writes_before}");
+    assert!(operator.metrics.api_requests("PATCH") >= 4);
     let versions = |app: &v1::WebApp, d: &Deployment, s: &Service, c: &ConfigMap| {
         [
             app.resource_version(),
