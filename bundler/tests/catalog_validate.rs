@@ -449,3 +449,21 @@ fn the_cli_exit_codes_and_formats() {
     let out = run(&["catalog", "validate", "/nonexistent/catalog"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn lean_loading_validates_exactly_like_full_loading() {
+    use olmpack::catalog::load::load_dir;
+    use olmpack::catalog::validate::validate_loaded;
+    for path in catalogs() {
+        for strict in [false, true] {
+            let options = ValidateOptions {
+                strict,
+                upgrade_paths: true,
+            };
+            let (lean, _) = validate_dir(&path, options).unwrap();
+            let full = load_dir(&path).unwrap();
+            let (full, _) = validate_loaded(&path.display().to_string(), full, options);
+            assert_eq!(lean, full, "{}", path.display());
+        }
+    }
+}

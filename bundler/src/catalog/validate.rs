@@ -16,7 +16,7 @@
 
 use std::path::Path;
 
-use super::load::{LoadError, LoadedCatalog, load_dir};
+use super::load::{LoadError, LoadOptions, LoadedCatalog, load_dir_with};
 use super::model::{Model, Package};
 use super::upgrade;
 use super::version::{Range, cmp_versions};
@@ -30,9 +30,10 @@ pub struct ValidateOptions {
     pub upgrade_paths: bool,
 }
 
-/// Loads and validates a catalog directory.
+/// Loads and validates a catalog directory. The returned model is lean (large property values
+/// replaced, see [`LoadOptions::lean`]): enough for graphs and upgrade paths.
 pub fn validate_dir(dir: &Path, options: ValidateOptions) -> Result<(Report, Model), LoadError> {
-    let loaded = load_dir(dir)?;
+    let loaded = load_dir_with(dir, LoadOptions { lean: true })?;
     Ok(validate_loaded(&dir.display().to_string(), loaded, options))
 }
 
