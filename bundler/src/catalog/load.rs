@@ -134,15 +134,8 @@ pub fn parse_file_with(
         index,
         message,
     };
-    let docs = match parse_stream(bytes) {
-        Ok(docs) => docs,
-        Err(message) => {
-            problems.push(problem(None, message));
-            return (config, problems);
-        }
-    };
     let file: Arc<Path> = Arc::from(rel);
-    for (index, doc) in docs.into_iter().enumerate() {
+    let mut handle = |index: usize, doc: Value, problems: &mut Vec<LoadProblem>| {
         let result = Meta::from_value(doc).and_then(|mut meta| {
             meta.origin = Some(Origin {
                 file: file.clone(),
@@ -167,14 +160,42 @@ pub fn parse_file_with(
             };
             problems.push(problem(Some(index), message));
         }
+    };
+    if is_json(bytes) {
+        // One document at a time: a large file is never held as values all at once.
+        for (index, doc) in serde_json::Deserializer::from_slice(bytes)
+            .into_iter::<Value>()
+            .enumerate()
+        {
+            match doc {
+                Ok(doc) => handle(index, doc, &mut problems),
+                Err(e) => {
+                    problems.push(problem(None, format!("invalid JSON: {e}")));
+                    break;
+                }
+            }
+        }
+    } else {
+        match parse_stream(bytes) {
+            Ok(docs) => {
+                for (index, doc) in docs.into_iter().enumerate() {
+                    handle(index, doc, &mut problems);
+                }
+            }
+            Err(message) => problems.push(problem(None, message)),
+        }
     }
     (config, problems)
 }
 
+/// Whether a stream is JSON (its first non-blank byte is `{`), as opm's decoder decides.
+fn is_json(bytes: &[u8]) -> bool {
+    bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+}
+
 /// Parses a stream of documents: JSON values back to back, or `---`-separated YAML.
 pub fn parse_stream(bytes: &[u8]) -> Result<Vec<Value>, String> {
-    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
-    if first == Some(&b'{') {
+    if is_json(bytes) {
         let mut docs = Vec::new();
         for doc in serde_json::Deserializer::from_slice(bytes).into_iter::<Value>() {
             docs.push(doc.map_err(|e| format!("invalid JSON: {e}"))?);
