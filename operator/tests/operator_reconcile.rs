@@ -264,6 +264,35 @@ async fn operator_invalid_spec_waits_for_a_change() {
     assert_eq!(operator.metrics.reconciles(), reconciles);
     assert_eq!(operator.metrics.api_writes(), writes);
 
+    // The metrics endpoint shows it: an unconverged object, no errors, no retries.
+    let metrics = http_get(operator.metrics_addr, "/metrics").await;
+    assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
+    for line in [
+        "webapp_reconciles_total{result=\"invalid_spec\"}",
+        "webapp_reconcile_duration_seconds_count",
+        "webapp_queue_depth 0",
+        "webapp_oldest_unconverged_seconds",
+        "webapp_reconcile_retries_total 0",
+        "webapp_api_requests_total{verb=\"GET\"}",
+        "webapp_leader 1",
+    ] {
+        assert!(metrics.contains(line), "missing {line}:\n{metrics}");
+    }
+    assert!(
+        !metrics.contains("webapp_reconcile_errors_total{"),
+        "{metrics}"
+    );
+    assert!(
+        http_get(operator.metrics_addr, "/healthz")
+            .await
+            .starts_with("HTTP/1.1 200")
+    );
+    assert!(
+        http_get(operator.metrics_addr, "/readyz")
+            .await
+            .starts_with("HTTP/1.1 200")
+    );
+
     // Fixing the spec converges.
     apps.patch(
         "loose",
@@ -279,4 +308,15 @@ async fn operator_invalid_spec_waits_for_a_change() {
     .await;
     assert_eq!(operator.metrics.api_responses(403), 0);
     operator.stop().await.unwrap();
+}
+
+/// A plain HTTP/1.1 GET; returns the whole response.
+async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    response
 }
