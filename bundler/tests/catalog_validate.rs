@@ -141,7 +141,7 @@ const CORPUS: &[(&str, &str, &str, bool)] = &[
     (
         "invalid-version",
         "catalog/invalid-version",
-        "error parsing bundle \"pkg.v1.0\" version \"1.0\": unexpected end of input while parsing minor version number",
+        "error parsing bundle \"pkg.v1.0\" version \"1.0\": No Major.Minor.Patch elements found",
         false,
     ),
     (
@@ -159,7 +159,7 @@ const CORPUS: &[(&str, &str, &str, bool)] = &[
     (
         "invalid-skiprange",
         "catalog/invalid-skip-range",
-        "invalid package \"pkg\": invalid channel \"stable\": invalid bundle \"pkg.v1.2.0\": invalid skipRange \">=1.0 <1.2.0\": Could not parse Range \">=1.0\": Could not parse version \"1.0\" in \">=1.0\": unexpected end of input while parsing minor version number",
+        "invalid package \"pkg\": invalid channel \"stable\": invalid bundle \"pkg.v1.2.0\": invalid skipRange \">=1.0 <1.2.0\": Could not parse Range \">=1.0\": Could not parse version \"1.0\" in \">=1.0\": No Major.Minor.Patch elements found",
         false,
     ),
     (
@@ -243,7 +243,7 @@ const CORPUS: &[(&str, &str, &str, bool)] = &[
     (
         "invalid-release",
         "catalog/invalid-release",
-        "error parsing bundle \"pkg-v1.0.0-01\" release version \"01\": segment 0: invalid prerelease identifier \"01\"",
+        "error parsing bundle \"pkg-v1.0.0-01\" release version \"01\": invalid release \"01\": segment 0: Numeric PreRelease version must not contain leading zeroes \"01\"",
         false,
     ),
     (

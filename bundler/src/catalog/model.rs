@@ -548,17 +548,23 @@ fn check_release(release: &str) -> Result<(), String> {
             "invalid release {release:?}: exceeds maximum length of 20 characters"
         ));
     }
-    for (i, seg) in release.split('.').enumerate() {
-        let ok = !seg.is_empty()
-            && seg.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-            && !(seg.len() > 1 && seg.starts_with('0') && seg.chars().all(|c| c.is_ascii_digit()));
-        if !ok {
-            return Err(format!(
-                "segment {i}: invalid prerelease identifier {seg:?}"
-            ));
-        }
+    let problems: Vec<String> = release
+        .split('.')
+        .enumerate()
+        .filter_map(|(i, seg)| {
+            super::version::check_prerelease_identifier(seg)
+                .err()
+                .map(|e| format!("segment {i}: {e}"))
+        })
+        .collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "invalid release {release:?}: {}",
+            problems.join(", ")
+        ))
     }
-    Ok(())
 }
 
 fn deprecations(blobs: &[super::declcfg::Deprecation], model: &mut Model, out: &mut Vec<Finding>) {
