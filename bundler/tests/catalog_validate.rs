@@ -117,7 +117,7 @@ const CORPUS: &[(&str, &str, &str, bool)] = &[
     (
         "invalid-package-name",
         "catalog/invalid-package-name",
-        "invalid package name \"My_Pkg\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character",
+        "invalid package name \"My_Pkg\": [a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')]",
         false,
     ),
     (
@@ -147,7 +147,7 @@ const CORPUS: &[(&str, &str, &str, bool)] = &[
     (
         "invalid-image",
         "catalog/invalid-image",
-        "package \"pkg\" bundle \"pkg.v1.0.0\" image: invalid image pull spec \"Quay.io/Example/PKG:v1\": repository name must be lowercase",
+        "package \"pkg\" bundle \"pkg.v1.0.0\" image: invalid image pull spec \"Quay.io/Example/PKG:v1\": invalid reference format: repository name must be lowercase",
         false,
     ),
     (

@@ -223,14 +223,19 @@ impl Package {
 pub fn dns1123_label_problem(name: &str) -> Option<String> {
     let b = name.as_bytes();
     if b.len() > 63 {
-        return Some("must be no more than 63 characters".to_owned());
+        return Some("[must be no more than 63 characters]".to_owned());
     }
     let ok = !b.is_empty()
         && b.iter()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
         && b[0] != b'-'
         && b[b.len() - 1] != b'-';
-    (!ok).then(|| "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character".to_owned())
+    (!ok).then(|| {
+        "[a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', \
+         and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', \
+         regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')]"
+            .to_owned()
+    })
 }
 
 impl Model {
