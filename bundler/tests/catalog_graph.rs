@@ -68,3 +68,39 @@ fn v1_prefers_non_deprecated_and_v0_follows_the_head() {
     let step = upgrade::v1_successor(pkg, &[stable], "pkg.v1.1.0").unwrap();
     assert_eq!(step.to, "pkg.v1.2.0");
 }
+
+#[test]
+fn cli_graph_and_upgrade_paths() {
+    let bin = env!("CARGO_BIN_EXE_olmpack");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/catalog/valid/two-channels-with-deprecations");
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(bin)
+            .args(args)
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let m = model("valid/two-channels-with-deprecations");
+    assert_eq!(
+        run(&["catalog", "graph", "--format", "dot"]),
+        render(&m, None, GraphFormat::Dot)
+    );
+    assert_eq!(
+        run(&["catalog", "graph", "--package", "pkg"]),
+        render(&m, None, GraphFormat::Mermaid)
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&run(&["catalog", "upgrade-paths", "--json"])).unwrap();
+    let first = &json[0];
+    assert_eq!(first["channel"], "fast");
+    assert_eq!(first["bundle"], "pkg.v1.0.0");
+    assert_eq!(first["v0"][0]["to"], "pkg.v1.1.0");
+    assert_eq!(first["v0"][0]["via"], "replaces");
+}

@@ -117,7 +117,7 @@ const CORPUS: &[(&str, &str, &str, bool)] = &[
     (
         "invalid-package-name",
         "catalog/invalid-package-name",
-        "invalid package name \"My_Pkg\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character",
+        "invalid package name \"My_Pkg\": [a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')]",
         false,
     ),
     (
@@ -141,13 +141,13 @@ const CORPUS: &[(&str, &str, &str, bool)] = &[
     (
         "invalid-version",
         "catalog/invalid-version",
-        "error parsing bundle \"pkg.v1.0\" version \"1.0\": unexpected end of input while parsing minor version number",
+        "error parsing bundle \"pkg.v1.0\" version \"1.0\": No Major.Minor.Patch elements found",
         false,
     ),
     (
         "invalid-image",
         "catalog/invalid-image",
-        "package \"pkg\" bundle \"pkg.v1.0.0\" image: invalid image pull spec \"Quay.io/Example/PKG:v1\": repository name must be lowercase",
+        "package \"pkg\" bundle \"pkg.v1.0.0\" image: invalid image pull spec \"Quay.io/Example/PKG:v1\": invalid reference format: repository name must be lowercase",
         false,
     ),
     (
@@ -159,7 +159,7 @@ const CORPUS: &[(&str, &str, &str, bool)] = &[
     (
         "invalid-skiprange",
         "catalog/invalid-skip-range",
-        "invalid package \"pkg\": invalid channel \"stable\": invalid bundle \"pkg.v1.2.0\": invalid skipRange \">=1.0 <1.2.0\": Could not parse Range \">=1.0\": Could not parse version \"1.0\" in \">=1.0\": unexpected end of input while parsing minor version number",
+        "invalid package \"pkg\": invalid channel \"stable\": invalid bundle \"pkg.v1.2.0\": invalid skipRange \">=1.0 <1.2.0\": Could not parse Range \">=1.0\": Could not parse version \"1.0\" in \">=1.0\": No Major.Minor.Patch elements found",
         false,
     ),
     (
@@ -243,7 +243,7 @@ const CORPUS: &[(&str, &str, &str, bool)] = &[
     (
         "invalid-release",
         "catalog/invalid-release",
-        "error parsing bundle \"pkg-v1.0.0-01\" release version \"01\": segment 0: invalid prerelease identifier \"01\"",
+        "error parsing bundle \"pkg-v1.0.0-01\" release version \"01\": invalid release \"01\": segment 0: Numeric PreRelease version must not contain leading zeroes \"01\"",
         false,
     ),
     (
@@ -448,4 +448,22 @@ fn the_cli_exit_codes_and_formats() {
     );
     let out = run(&["catalog", "validate", "/nonexistent/catalog"]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn lean_loading_validates_exactly_like_full_loading() {
+    use olmpack::catalog::load::load_dir;
+    use olmpack::catalog::validate::validate_loaded;
+    for path in catalogs() {
+        for strict in [false, true] {
+            let options = ValidateOptions {
+                strict,
+                upgrade_paths: true,
+            };
+            let (lean, _) = validate_dir(&path, options).unwrap();
+            let full = load_dir(&path).unwrap();
+            let (full, _) = validate_loaded(&path.display().to_string(), full, options);
+            assert_eq!(lean, full, "{}", path.display());
+        }
+    }
 }

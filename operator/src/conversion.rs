@@ -229,13 +229,11 @@ impl Spoke for v1beta1::WebApp {
     }
 }
 
-/// The fields of an object that conversion changes; `metadata` is handled separately so that
-/// it passes through byte for byte.
+/// The part of an object that differs between versions. `status` has the same schema in
+/// every version, so [`convert_object`] passes it through as JSON without decoding it.
 #[derive(Deserialize, Serialize)]
 struct Body<S> {
     spec: S,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    status: Option<crate::api::WebAppStatus>,
 }
 
 fn decode<S: serde::de::DeserializeOwned>(
@@ -314,6 +312,7 @@ pub fn convert_object(
     let original_annotations = annotations.clone();
     fields.remove("apiVersion");
     fields.remove("kind");
+    let status = fields.remove("status");
 
     let hub = match source {
         Version::V1 => {
@@ -321,7 +320,7 @@ pub fn convert_object(
             v1::WebApp {
                 metadata: meta(annotations),
                 spec: body.spec,
-                status: body.status,
+                status: None,
             }
         }
         Version::V1alpha1 => {
@@ -329,7 +328,7 @@ pub fn convert_object(
             v1alpha1::WebApp {
                 metadata: meta(annotations),
                 spec: body.spec,
-                status: body.status,
+                status: None,
             }
             .to_hub()
         }
@@ -338,7 +337,7 @@ pub fn convert_object(
             v1beta1::WebApp {
                 metadata: meta(annotations),
                 spec: body.spec,
-                status: body.status,
+                status: None,
             }
             .to_hub()
         }
@@ -346,29 +345,20 @@ pub fn convert_object(
     let (annotations, body) = match desired {
         Version::V1 => (
             hub.metadata.annotations,
-            serde_json::to_value(Body {
-                spec: hub.spec,
-                status: hub.status,
-            }),
+            serde_json::to_value(Body { spec: hub.spec }),
         ),
         Version::V1alpha1 => {
             let spoke = v1alpha1::WebApp::from_hub(hub);
             (
                 spoke.metadata.annotations,
-                serde_json::to_value(Body {
-                    spec: spoke.spec,
-                    status: spoke.status,
-                }),
+                serde_json::to_value(Body { spec: spoke.spec }),
             )
         }
         Version::V1beta1 => {
             let spoke = v1beta1::WebApp::from_hub(hub);
             (
                 spoke.metadata.annotations,
-                serde_json::to_value(Body {
-                    spec: spoke.spec,
-                    status: spoke.status,
-                }),
+                serde_json::to_value(Body { spec: spoke.spec }),
             )
         }
     };
@@ -405,5 +395,8 @@ pub fn convert_object(
     out.insert("kind".to_owned(), Value::String(KIND.to_owned()));
     out.insert("metadata".to_owned(), Value::Object(metadata));
     out.extend(body);
+    if let Some(status) = status {
+        out.insert("status".to_owned(), status);
+    }
     Ok(Value::Object(out))
 }

@@ -1,6 +1,6 @@
 //! Prometheus metrics and the plain-HTTP `/metrics`, `/healthz`, `/readyz` endpoints.
 //!
-//! Metric names (OpenMetrics): `webapp_reconciles_total{result}`,
+//! Metric names (OpenMetrics): `webapp_reconciles_total{result}` (`success`, `invalid_spec`, `error`),
 //! `webapp_reconcile_duration_seconds`, `webapp_reconcile_errors_total{reason}`,
 //! `webapp_reconcile_retries_total`, `webapp_queue_depth`,
 //! `webapp_oldest_unconverged_seconds`, `webapp_api_requests_total{verb}` (every request the
@@ -26,6 +26,17 @@ use prometheus_client::registry::Registry;
 use tokio::sync::watch;
 
 type Labels = Vec<(&'static str, String)>;
+
+/// How a reconcile ended, for [`Metrics::reconciled`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The WebApp matches its spec (or is gone).
+    Converged,
+    /// The spec is invalid; the reconcile waits for a change.
+    InvalidSpec,
+    /// A reconcile error with this stable reason; retried.
+    Error(&'static str),
+}
 
 /// Every metric of one operator instance.
 #[derive(Debug)]
@@ -81,12 +92,12 @@ impl Default for Metrics {
         );
         registry.register(
             "webapp_queue_depth",
-            "Reconciles waiting or running",
+            "Reconciles running now (kube-runtime does not expose its queue)",
             queue_depth.clone(),
         );
         registry.register(
             "webapp_oldest_unconverged_seconds",
-            "Age of the oldest WebApp whose reconcile keeps failing",
+            "Age of the oldest WebApp whose last reconcile failed or found an invalid spec",
             oldest_unconverged.clone(),
         );
         registry.register(
@@ -129,28 +140,30 @@ impl Default for Metrics {
 
 impl Metrics {
     /// Records one finished reconcile of `key`.
-    pub fn reconciled(&self, key: &str, started: Instant, error_reason: Option<&'static str>) {
+    pub fn reconciled(&self, key: &str, started: Instant, outcome: Outcome) {
         self.duration.observe(started.elapsed().as_secs_f64());
-        let result = if error_reason.is_some() {
-            "error"
-        } else {
-            "success"
+        let result = match outcome {
+            Outcome::Converged => "success",
+            Outcome::InvalidSpec => "invalid_spec",
+            Outcome::Error(_) => "error",
         };
         self.reconciles
             .get_or_create(&vec![("result", result.to_owned())])
             .inc();
+        if let Outcome::Error(reason) = outcome {
+            self.errors
+                .get_or_create(&vec![("reason", reason.to_owned())])
+                .inc();
+        }
         let mut unconverged = self.unconverged.lock().unwrap_or_else(|p| p.into_inner());
-        match error_reason {
-            Some(reason) => {
-                self.errors
-                    .get_or_create(&vec![("reason", reason.to_owned())])
-                    .inc();
+        match outcome {
+            Outcome::Converged => {
+                unconverged.remove(key);
+            }
+            Outcome::InvalidSpec | Outcome::Error(_) => {
                 unconverged
                     .entry(key.to_owned())
                     .or_insert_with(Instant::now);
-            }
-            None => {
-                unconverged.remove(key);
             }
         }
         let oldest = unconverged
@@ -217,7 +230,7 @@ impl Metrics {
 
     /// Reconciles finished so far (any result).
     pub fn reconciles(&self) -> u64 {
-        ["success", "error"]
+        ["success", "invalid_spec", "error"]
             .iter()
             .map(|r| {
                 self.reconciles

@@ -54,8 +54,11 @@ async fn operator_two_instances_only_leader_reconciles() {
     let stopped = Instant::now();
     eventually("instance-b leads", WAIT, || async { is_leader(&second) }).await;
     let handover = stopped.elapsed();
+    eprintln!("handover after a graceful stop: {handover:?}");
+    // The follower wakes at the latest when the released lease would have expired: within
+    // the lease duration (plus 1 s of slack for a loaded machine).
     assert!(
-        handover <= LEASE,
+        handover <= LEASE + Duration::from_secs(1),
         "handover took {handover:?}, lease is {LEASE:?}"
     );
 

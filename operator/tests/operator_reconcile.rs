@@ -47,7 +47,7 @@ async fn operator_reconcile_lifecycle() {
         &cluster,
         Version::V1,
         "shop",
-        json!({"image": "shop:1", "replicas": 2, "containerPort": 9000,
+        json!({"image": "shop:1", "replicas": 2, "containerPort": 9000, "resources": {"cpu": "1000m"},
                "database": {"secretName": "db", "key": "dsn"}, "logLevel": "Debug"}),
     )
     .await;
@@ -121,6 +121,10 @@ async fn operator_reconcile_lifecycle() {
 
     // Ten further reconciles without a change: zero writes, nothing changes.
     let writes_before = operator.metrics.api_writes();
+    // The counter sees the operator's writes: finalizer, Deployment, Service, routing
+    // table, status.
+    assert!(writes_before >= 5, "writes counted: {writes_before}");
+    assert!(operator.metrics.api_requests("PATCH") >= 4);
     let versions = |app: &v1::WebApp, d: &Deployment, s: &Service, c: &ConfigMap| {
         [
             app.resource_version(),
@@ -260,6 +264,35 @@ async fn operator_invalid_spec_waits_for_a_change() {
     assert_eq!(operator.metrics.reconciles(), reconciles);
     assert_eq!(operator.metrics.api_writes(), writes);
 
+    // The metrics endpoint shows it: an unconverged object, no errors, no retries.
+    let metrics = http_get(operator.metrics_addr, "/metrics").await;
+    assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
+    for line in [
+        "webapp_reconciles_total{result=\"invalid_spec\"}",
+        "webapp_reconcile_duration_seconds_count",
+        "webapp_queue_depth 0",
+        "webapp_oldest_unconverged_seconds",
+        "webapp_reconcile_retries_total 0",
+        "webapp_api_requests_total{verb=\"GET\"}",
+        "webapp_leader 1",
+    ] {
+        assert!(metrics.contains(line), "missing {line}:\n{metrics}");
+    }
+    assert!(
+        !metrics.contains("webapp_reconcile_errors_total{"),
+        "{metrics}"
+    );
+    assert!(
+        http_get(operator.metrics_addr, "/healthz")
+            .await
+            .starts_with("HTTP/1.1 200")
+    );
+    assert!(
+        http_get(operator.metrics_addr, "/readyz")
+            .await
+            .starts_with("HTTP/1.1 200")
+    );
+
     // Fixing the spec converges.
     apps.patch(
         "loose",
@@ -274,5 +307,103 @@ async fn operator_invalid_spec_waits_for_a_change() {
     })
     .await;
     assert_eq!(operator.metrics.api_responses(403), 0);
+    operator.stop().await.unwrap();
+}
+
+/// A plain HTTP/1.1 GET; returns the whole response.
+async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    response
+}
+
+#[tokio::test]
+async fn operator_cleanup_failure_keeps_finalizer_then_completes() {
+    use k8s_openapi::api::rbac::v1::Role;
+    use webapp_operator::manifests::{NAME, rbac};
+
+    let cluster = harness::cluster(Release::latest(), false).await;
+    let operator = harness::start_operator(&cluster, None).await;
+    let client = cluster.env.client();
+    let apps: Api<v1::WebApp> = Api::namespaced(client.clone(), APPS_NS);
+    let routes: Api<ConfigMap> = Api::namespaced(client.clone(), OPERATOR_NS);
+    harness::create_webapp(&cluster, Version::V1, "gone", json!({"image": "shop:1"})).await;
+    eventually("the routing entry exists", WAIT, || {
+        let routes = routes.clone();
+        async move {
+            routes
+                .get_opt(ROUTES_CONFIGMAP)
+                .await
+                .unwrap()
+                .and_then(|c| c.data)
+                .is_some_and(|d| d.contains_key("apps.gone"))
+        }
+    })
+    .await;
+
+    // The external dependency fails: the operator loses access to its routing table.
+    let roles: Api<Role> = Api::namespaced(client.clone(), OPERATOR_NS);
+    let full = rbac::role(OPERATOR_NS, Release::latest().version);
+    let mut reduced = full.clone();
+    reduced.rules.as_mut().unwrap().retain(|r| {
+        !r.resources
+            .as_ref()
+            .unwrap()
+            .contains(&"configmaps".to_owned())
+    });
+    let apply_role = |role: Role| {
+        let roles = roles.clone();
+        async move {
+            let mut value = serde_json::to_value(&role).unwrap();
+            value["apiVersion"] = json!("rbac.authorization.k8s.io/v1");
+            value["kind"] = json!("Role");
+            roles
+                .patch(
+                    NAME,
+                    &PatchParams::apply("test-setup").force(),
+                    &Patch::Apply(&value),
+                )
+                .await
+                .unwrap();
+        }
+    };
+    apply_role(reduced).await;
+    apps.delete("gone", &DeleteParams::default()).await.unwrap();
+    eventually("cleanup fails and is retried", WAIT, || async {
+        let text = operator.metrics.encode();
+        text.contains("webapp_reconcile_errors_total{reason=\"Forbidden\"}")
+            && operator.metrics.api_responses(403) >= 2
+    })
+    .await;
+    let text = operator.metrics.encode();
+    assert!(
+        !text.contains("webapp_reconcile_retries_total 0\n"),
+        "retried with backoff:\n{text}"
+    );
+    let app = apps.get("gone").await.unwrap();
+    assert!(app.metadata.deletion_timestamp.is_some());
+    assert!(
+        app.finalizers().contains(&FINALIZER.to_owned()),
+        "the finalizer stays while cleanup fails"
+    );
+
+    // The dependency recovers: cleanup continues from the current state and completes.
+    apply_role(full).await;
+    eventually("the WebApp is gone", WAIT, || {
+        let apps = apps.clone();
+        async move { apps.get_opt("gone").await.unwrap().is_none() }
+    })
+    .await;
+    let table = routes
+        .get(ROUTES_CONFIGMAP)
+        .await
+        .unwrap()
+        .data
+        .unwrap_or_default();
+    assert!(!table.contains_key("apps.gone"), "{table:?}");
     operator.stop().await.unwrap();
 }

@@ -72,10 +72,10 @@ impl DeclarativeConfig {
     /// Adds one blob, typed by its schema.
     pub fn push_meta(&mut self, meta: Meta) -> Result<(), DeclcfgError> {
         match meta.schema.as_str() {
-            SCHEMA_PACKAGE => self.packages.push(Package::from_meta(&meta)?),
-            SCHEMA_CHANNEL => self.channels.push(Channel::from_meta(&meta)?),
-            SCHEMA_BUNDLE => self.bundles.push(Bundle::from_meta(&meta)?),
-            SCHEMA_DEPRECATIONS => self.deprecations.push(Deprecation::from_meta(&meta)?),
+            SCHEMA_PACKAGE => self.packages.push(Package::from_meta(meta)?),
+            SCHEMA_CHANNEL => self.channels.push(Channel::from_meta(meta)?),
+            SCHEMA_BUNDLE => self.bundles.push(Bundle::from_meta(meta)?),
+            SCHEMA_DEPRECATIONS => self.deprecations.push(Deprecation::from_meta(meta)?),
             "" => return Err(DeclcfgError::MissingSchema),
             _ => self.others.push(meta),
         }
@@ -371,24 +371,6 @@ impl<'a> Fields<'a> {
             .collect()
     }
 
-    fn properties(&self, key: &str) -> Result<Vec<Property>, DeclcfgError> {
-        self.array(key)?
-            .iter()
-            .enumerate()
-            .map(|(i, v)| {
-                let field = format!("{key}[{i}]");
-                let map = v.as_object().ok_or_else(|| self.err(&field, "a mapping"))?;
-                let type_ = match lookup(map, "type") {
-                    None | Some(Value::Null) => String::new(),
-                    Some(Value::String(s)) => s.clone(),
-                    Some(_) => return Err(self.err(&format!("{field}.type"), "a string")),
-                };
-                let value = lookup(map, "value").cloned().unwrap_or(Value::Null);
-                Ok(Property { type_, value })
-            })
-            .collect()
-    }
-
     fn sub(&self, value: &'a Value, field: &str) -> Result<Fields<'a>, DeclcfgError> {
         let map = value
             .as_object()
@@ -401,6 +383,54 @@ impl<'a> Fields<'a> {
     }
 }
 
+/// Removes a field from a blob (Go's field matching, like [`lookup`]), so large values move
+/// instead of being copied.
+fn take(blob: &mut Value, key: &str) -> Option<Value> {
+    let map = blob.as_object_mut()?;
+    let found = if map.contains_key(key) {
+        key.to_owned()
+    } else {
+        map.keys().find(|k| k.eq_ignore_ascii_case(key))?.clone()
+    };
+    map.remove(&found)
+}
+
+/// Takes the `properties` list out of a blob (moving every value).
+fn take_properties(
+    blob: &mut Value,
+    schema: &str,
+    name: &str,
+) -> Result<Vec<Property>, DeclcfgError> {
+    let err = |field: String, expected: &'static str| DeclcfgError::FieldType {
+        schema: schema.to_owned(),
+        name: name.to_owned(),
+        field,
+        expected,
+    };
+    let items = match take(blob, "properties") {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(items)) => items,
+        Some(_) => return Err(err("properties".to_owned(), "a list")),
+    };
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut v)| {
+            let field = format!("properties[{i}]");
+            if !v.is_object() {
+                return Err(err(field, "a mapping"));
+            }
+            let type_ = match take(&mut v, "type") {
+                None | Some(Value::Null) => String::new(),
+                Some(Value::String(s)) => s,
+                Some(_) => return Err(err(format!("{field}.type"), "a string")),
+            };
+            let value = take(&mut v, "value").unwrap_or(Value::Null);
+            Ok(Property { type_, value })
+        })
+        .collect()
+}
+
 /// Go's struct-field matching: the exact key, else the first key equal ignoring case.
 pub(crate) fn lookup<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
     map.get(key).or_else(|| {
@@ -411,7 +441,8 @@ pub(crate) fn lookup<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a V
 }
 
 impl Package {
-    pub fn from_meta(meta: &Meta) -> Result<Self, DeclcfgError> {
+    pub fn from_meta(mut meta: Meta) -> Result<Self, DeclcfgError> {
+        let properties = take_properties(&mut meta.blob, SCHEMA_PACKAGE, &meta.name)?;
         let f = Fields::new(&meta.blob, SCHEMA_PACKAGE)?;
         let icon = match f.get("icon") {
             None => None,
@@ -430,13 +461,14 @@ impl Package {
             default_channel: f.string("defaultChannel")?,
             icon,
             description: f.string("description")?,
-            properties: f.properties("properties")?,
+            properties,
         })
     }
 }
 
 impl Channel {
-    pub fn from_meta(meta: &Meta) -> Result<Self, DeclcfgError> {
+    pub fn from_meta(mut meta: Meta) -> Result<Self, DeclcfgError> {
+        let properties = take_properties(&mut meta.blob, SCHEMA_CHANNEL, &meta.name)?;
         let f = Fields::new(&meta.blob, SCHEMA_CHANNEL)?;
         let entries = f
             .array("entries")?
@@ -458,13 +490,14 @@ impl Channel {
             name: f.string("name")?,
             package: f.string("package")?,
             entries,
-            properties: f.properties("properties")?,
+            properties,
         })
     }
 }
 
 impl Bundle {
-    pub fn from_meta(meta: &Meta) -> Result<Self, DeclcfgError> {
+    pub fn from_meta(mut meta: Meta) -> Result<Self, DeclcfgError> {
+        let properties = take_properties(&mut meta.blob, SCHEMA_BUNDLE, &meta.name)?;
         let f = Fields::new(&meta.blob, SCHEMA_BUNDLE)?;
         let related_images = f
             .array("relatedImages")?
@@ -484,7 +517,7 @@ impl Bundle {
             name: f.string("name")?,
             package: f.string("package")?,
             image: f.string("image")?,
-            properties: f.properties("properties")?,
+            properties,
             related_images,
         })
     }
@@ -500,7 +533,7 @@ impl Bundle {
 }
 
 impl Deprecation {
-    pub fn from_meta(meta: &Meta) -> Result<Self, DeclcfgError> {
+    pub fn from_meta(meta: Meta) -> Result<Self, DeclcfgError> {
         let f = Fields::new(&meta.blob, SCHEMA_DEPRECATIONS)?;
         let entries = f
             .array("entries")?
@@ -571,7 +604,7 @@ mod tests {
     fn wrong_field_types_name_the_field() {
         let meta =
             Meta::from_value(json!({"schema": "olm.channel", "name": "c", "entries": {}})).unwrap();
-        let err = Channel::from_meta(&meta).unwrap_err();
+        let err = Channel::from_meta(meta).unwrap_err();
         assert_eq!(
             err.to_string(),
             "olm.channel \"c\": field `entries` must be a list"

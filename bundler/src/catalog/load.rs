@@ -52,8 +52,22 @@ pub struct LoadedCatalog {
     pub files: Vec<PathBuf>,
 }
 
+/// How much of each blob to keep.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// Keep only what validation needs: large property values that decode correctly are
+    /// replaced by small ones of the same type (see [`super::property::slim`]). The catalog
+    /// validates exactly as the full one but must not be rendered or written back.
+    pub lean: bool,
+}
+
 /// Loads a catalog directory (see the module contract).
 pub fn load_dir(root: &Path) -> Result<LoadedCatalog, LoadError> {
+    load_dir_with(root, LoadOptions::default())
+}
+
+/// [`load_dir`] with options.
+pub fn load_dir_with(root: &Path, options: LoadOptions) -> Result<LoadedCatalog, LoadError> {
     if !root.is_dir() {
         return Err(LoadError::NotADirectory {
             path: root.to_path_buf(),
@@ -72,7 +86,7 @@ pub fn load_dir(root: &Path) -> Result<LoadedCatalog, LoadError> {
                 s.spawn(move || {
                     part.iter()
                         .map(|rel| match std::fs::read(root.join(rel)) {
-                            Ok(bytes) => parse_file(rel, &bytes),
+                            Ok(bytes) => parse_file_with(rel, &bytes, options),
                             Err(err) => (
                                 DeclarativeConfig::default(),
                                 vec![LoadProblem {
@@ -104,6 +118,15 @@ pub fn load_dir(root: &Path) -> Result<LoadedCatalog, LoadError> {
 
 /// Parses one catalog file's bytes (JSON or YAML stream); `rel` names it in origins and problems.
 pub fn parse_file(rel: &Path, bytes: &[u8]) -> (DeclarativeConfig, Vec<LoadProblem>) {
+    parse_file_with(rel, bytes, LoadOptions::default())
+}
+
+/// [`parse_file`] with options.
+pub fn parse_file_with(
+    rel: &Path,
+    bytes: &[u8],
+    options: LoadOptions,
+) -> (DeclarativeConfig, Vec<LoadProblem>) {
     let mut config = DeclarativeConfig::default();
     let mut problems = Vec::new();
     let problem = |index: Option<usize>, message: String| LoadProblem {
@@ -111,21 +134,24 @@ pub fn parse_file(rel: &Path, bytes: &[u8]) -> (DeclarativeConfig, Vec<LoadProbl
         index,
         message,
     };
-    let docs = match parse_stream(bytes) {
-        Ok(docs) => docs,
-        Err(message) => {
-            problems.push(problem(None, message));
-            return (config, problems);
-        }
-    };
     let file: Arc<Path> = Arc::from(rel);
-    for (index, doc) in docs.into_iter().enumerate() {
+    let mut handle = |index: usize, doc: Value, problems: &mut Vec<LoadProblem>| {
         let result = Meta::from_value(doc).and_then(|mut meta| {
             meta.origin = Some(Origin {
                 file: file.clone(),
                 index,
             });
-            config.push_meta(meta)
+            let is_bundle = meta.schema == super::declcfg::SCHEMA_BUNDLE;
+            config.push_meta(meta)?;
+            if options.lean
+                && is_bundle
+                && let Some(b) = config.bundles.last_mut()
+            {
+                for (i, p) in b.properties.iter_mut().enumerate() {
+                    super::property::slim(i, p);
+                }
+            }
+            Ok(())
         });
         if let Err(err) = result {
             let message = match err {
@@ -134,14 +160,42 @@ pub fn parse_file(rel: &Path, bytes: &[u8]) -> (DeclarativeConfig, Vec<LoadProbl
             };
             problems.push(problem(Some(index), message));
         }
+    };
+    if is_json(bytes) {
+        // One document at a time: a large file is never held as values all at once.
+        for (index, doc) in serde_json::Deserializer::from_slice(bytes)
+            .into_iter::<Value>()
+            .enumerate()
+        {
+            match doc {
+                Ok(doc) => handle(index, doc, &mut problems),
+                Err(e) => {
+                    problems.push(problem(None, format!("invalid JSON: {e}")));
+                    break;
+                }
+            }
+        }
+    } else {
+        match parse_stream(bytes) {
+            Ok(docs) => {
+                for (index, doc) in docs.into_iter().enumerate() {
+                    handle(index, doc, &mut problems);
+                }
+            }
+            Err(message) => problems.push(problem(None, message)),
+        }
     }
     (config, problems)
 }
 
+/// Whether a stream is JSON (its first non-blank byte is `{`), as opm's decoder decides.
+fn is_json(bytes: &[u8]) -> bool {
+    bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+}
+
 /// Parses a stream of documents: JSON values back to back, or `---`-separated YAML.
 pub fn parse_stream(bytes: &[u8]) -> Result<Vec<Value>, String> {
-    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
-    if first == Some(&b'{') {
+    if is_json(bytes) {
         let mut docs = Vec::new();
         for doc in serde_json::Deserializer::from_slice(bytes).into_iter::<Value>() {
             docs.push(doc.map_err(|e| format!("invalid JSON: {e}"))?);

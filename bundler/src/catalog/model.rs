@@ -223,23 +223,40 @@ impl Package {
 pub fn dns1123_label_problem(name: &str) -> Option<String> {
     let b = name.as_bytes();
     if b.len() > 63 {
-        return Some("must be no more than 63 characters".to_owned());
+        return Some("[must be no more than 63 characters]".to_owned());
     }
     let ok = !b.is_empty()
         && b.iter()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
         && b[0] != b'-'
         && b[b.len() - 1] != b'-';
-    (!ok).then(|| "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character".to_owned())
+    (!ok).then(|| {
+        "[a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', \
+         and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', \
+         regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')]"
+            .to_owned()
+    })
 }
 
 impl Model {
     /// Builds the model and returns every problem `opm validate` would find (module contract).
     pub fn build(cfg: &DeclarativeConfig) -> (Model, Vec<Finding>) {
+        Self::from_config(cfg.clone())
+    }
+
+    /// [`Model::build`], consuming the config (property values move instead of being copied).
+    pub fn from_config(cfg: DeclarativeConfig) -> (Model, Vec<Finding>) {
+        let DeclarativeConfig {
+            packages,
+            channels,
+            bundles,
+            deprecations: deprecation_blobs,
+            others: _,
+        } = cfg;
         let mut model = Model::default();
         let mut out = Vec::new();
 
-        for p in &cfg.packages {
+        for p in &packages {
             let obj = format!("{SCHEMA_PACKAGE}/{}", p.name);
             if p.name.is_empty() {
                 out.push(finding(
@@ -280,7 +297,7 @@ impl Model {
             );
         }
 
-        for c in &cfg.channels {
+        for c in &channels {
             let obj = format!("{}/{}", c.package, c.name);
             let Some(pkg) = model.packages.get_mut(&c.package) else {
                 out.push(finding(
@@ -336,8 +353,12 @@ impl Model {
             );
         }
 
-        for b in &cfg.bundles {
-            let obj = format!("{}/{}", b.package, b.name);
+        for mut b in bundles {
+            let obj = if b.package.is_empty() {
+                b.name.clone()
+            } else {
+                format!("{}/{}", b.package, b.name)
+            };
             if b.package.is_empty() {
                 out.push(finding(
                     "bundle-no-package",
@@ -396,7 +417,7 @@ impl Model {
                 version: None,
                 release: String::new(),
                 image: b.image.clone(),
-                properties: b.properties.clone(),
+                properties: std::mem::take(&mut b.properties),
                 related_images: b.related_images.clone(),
                 deprecation: None,
                 has_objects,
@@ -518,7 +539,7 @@ impl Model {
             }
         }
 
-        deprecations(cfg, &mut model, &mut out);
+        deprecations(&deprecation_blobs, &mut model, &mut out);
         for pkg in model.packages.values() {
             validate_package(pkg, &mut out);
         }
@@ -532,22 +553,28 @@ fn check_release(release: &str) -> Result<(), String> {
             "invalid release {release:?}: exceeds maximum length of 20 characters"
         ));
     }
-    for (i, seg) in release.split('.').enumerate() {
-        let ok = !seg.is_empty()
-            && seg.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-            && !(seg.len() > 1 && seg.starts_with('0') && seg.chars().all(|c| c.is_ascii_digit()));
-        if !ok {
-            return Err(format!(
-                "segment {i}: invalid prerelease identifier {seg:?}"
-            ));
-        }
+    let problems: Vec<String> = release
+        .split('.')
+        .enumerate()
+        .filter_map(|(i, seg)| {
+            super::version::check_prerelease_identifier(seg)
+                .err()
+                .map(|e| format!("segment {i}: {e}"))
+        })
+        .collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "invalid release {release:?}: {}",
+            problems.join(", ")
+        ))
     }
-    Ok(())
 }
 
-fn deprecations(cfg: &DeclarativeConfig, model: &mut Model, out: &mut Vec<Finding>) {
+fn deprecations(blobs: &[super::declcfg::Deprecation], model: &mut Model, out: &mut Vec<Finding>) {
     let mut seen_packages = BTreeSet::new();
-    for (i, d) in cfg.deprecations.iter().enumerate() {
+    for (i, d) in blobs.iter().enumerate() {
         let obj = format!("olm.deprecations/{}", d.package);
         if d.package.is_empty() {
             out.push(finding(

@@ -54,7 +54,7 @@ pub fn check(spec: &str) -> Result<(), String> {
         check_domain(domain)?;
     }
     if path.chars().any(|c| c.is_ascii_uppercase()) {
-        return Err("repository name must be lowercase".to_owned());
+        return Err("invalid reference format: repository name must be lowercase".to_owned());
     }
     if domain.is_none()
         && !path.contains('/')

@@ -16,7 +16,7 @@
 
 use std::path::Path;
 
-use super::load::{LoadError, LoadedCatalog, load_dir};
+use super::load::{LoadError, LoadOptions, LoadedCatalog, load_dir_with};
 use super::model::{Model, Package};
 use super::upgrade;
 use super::version::{Range, cmp_versions};
@@ -30,20 +30,17 @@ pub struct ValidateOptions {
     pub upgrade_paths: bool,
 }
 
-/// Loads and validates a catalog directory.
+/// Loads and validates a catalog directory. The returned model is lean (large property values
+/// replaced, see [`LoadOptions::lean`]): enough for graphs and upgrade paths.
 pub fn validate_dir(dir: &Path, options: ValidateOptions) -> Result<(Report, Model), LoadError> {
-    let loaded = load_dir(dir)?;
-    Ok(validate_loaded(
-        &dir.display().to_string(),
-        &loaded,
-        options,
-    ))
+    let loaded = load_dir_with(dir, LoadOptions { lean: true })?;
+    Ok(validate_loaded(&dir.display().to_string(), loaded, options))
 }
 
 /// Validates an already loaded catalog.
 pub fn validate_loaded(
     subject: &str,
-    loaded: &LoadedCatalog,
+    loaded: LoadedCatalog,
     options: ValidateOptions,
 ) -> (Report, Model) {
     let mut report = Report::new(subject);
@@ -54,7 +51,7 @@ pub fn validate_loaded(
         }
         report.push(f);
     }
-    let (model, findings) = Model::build(&loaded.config);
+    let (model, findings) = Model::from_config(loaded.config);
     report.extend(findings);
     for pkg in model.packages.values() {
         report.extend(graph_findings(pkg, options));
@@ -188,13 +185,13 @@ pub fn graph_findings(pkg: &Package, options: ValidateOptions) -> Vec<Finding> {
                 })
                 .map(|x| x.name.as_str())
                 .collect();
+            let range = Range::parse(&e.skip_range).ok();
             let reachable = older_names.iter().any(|older| {
-                upgrade::v1_successor(pkg, &[ch], older).is_some_and(|s| s.to == e.name)
-                    || upgrade::v0_successor(pkg, ch, older).is_some_and(|s| s.to == e.name)
-                    || e.replaces == *older
+                e.replaces == *older
                     || e.skips.iter().any(|s| s == older)
-                    || Range::parse(&e.skip_range)
-                        .is_ok_and(|r| version_of(older).is_some_and(|v| r.contains(v)))
+                    || range
+                        .as_ref()
+                        .is_some_and(|r| version_of(older).is_some_and(|v| r.contains(v)))
             });
             if !reachable {
                 out.push(warn(pkg, "no-upgrade-into", format!("{}/{}/{}", pkg.name, ch.name, e.name), &e.name, format!(

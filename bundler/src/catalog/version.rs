@@ -13,7 +13,49 @@ pub use semver::Version;
 
 /// Parses a bundle version as blang does (no leading `v`, three numeric parts).
 pub fn parse_version(text: &str) -> Result<Version, String> {
-    Version::parse(text).map_err(|e| e.to_string())
+    Version::parse(text).map_err(|e| blang_message(text).unwrap_or_else(|| e.to_string()))
+}
+
+/// blang's wording for the common ways a version is malformed (opm prints these).
+fn blang_message(text: &str) -> Option<String> {
+    if text.is_empty() {
+        return Some("Version string empty".to_owned());
+    }
+    let parts: Vec<&str> = text.splitn(3, '.').collect();
+    if parts.len() != 3 {
+        return Some("No Major.Minor.Patch elements found".to_owned());
+    }
+    let patch = parts[2].split(['-', '+']).next().unwrap_or_default();
+    for (what, part) in [("major", parts[0]), ("minor", parts[1]), ("patch", patch)] {
+        if part.is_empty() || !part.chars().all(|c| c.is_ascii_digit()) {
+            return Some(format!(
+                "Invalid character(s) found in {what} number {part:?}"
+            ));
+        }
+        if part.len() > 1 && part.starts_with('0') {
+            let what = format!("{}{}", what[..1].to_uppercase(), &what[1..]);
+            return Some(format!(
+                "{what} number must not contain leading zeroes {part:?}"
+            ));
+        }
+    }
+    None
+}
+
+/// blang's check of one pre-release identifier (OLM releases are made of them).
+pub fn check_prerelease_identifier(id: &str) -> Result<(), String> {
+    if id.is_empty() {
+        return Err("Prerelease is empty".to_owned());
+    }
+    if !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+        return Err(format!("Invalid character(s) found in prerelease {id:?}"));
+    }
+    if id.chars().all(|c| c.is_ascii_digit()) && id.len() > 1 && id.starts_with('0') {
+        return Err(format!(
+            "Numeric PreRelease version must not contain leading zeroes {id:?}"
+        ));
+    }
+    Ok(())
 }
 
 /// blang's version order: build metadata is ignored.
@@ -77,7 +119,7 @@ impl Range {
                         ));
                     }
                 };
-                let v = Version::parse(version).map_err(|e| {
+                let v = parse_version(version).map_err(|e| {
                     format!("Could not parse Range {part:?}: Could not parse version {version:?} in {part:?}: {e}")
                 })?;
                 and.push((op, v));
@@ -282,6 +324,22 @@ mod tests {
         assert!(Range::parse(">=1.0 <2.0.0").is_err());
         assert!(Range::parse("|| 1.0.0").is_err());
         assert!(Range::parse("latest").is_err());
+    }
+
+    #[test]
+    fn version_errors_use_blangs_words() {
+        assert_eq!(
+            parse_version("1.0").unwrap_err(),
+            "No Major.Minor.Patch elements found"
+        );
+        assert_eq!(
+            parse_version("01.0.0").unwrap_err(),
+            "Major number must not contain leading zeroes \"01\""
+        );
+        assert_eq!(
+            check_prerelease_identifier("01").unwrap_err(),
+            "Numeric PreRelease version must not contain leading zeroes \"01\""
+        );
     }
 
     #[test]

@@ -194,5 +194,5 @@ fn load_model(path: &std::path::Path) -> Result<Model, Box<dyn std::error::Error
     } else {
         load_dir(path)?
     };
-    Ok(Model::build(&loaded.config).0)
+    Ok(Model::from_config(loaded.config).0)
 }

@@ -4,7 +4,9 @@
 //! Idempotence: children have stable names (the WebApp's), a controller owner reference, and
 //! are applied under one field manager ([`FIELD_MANAGER`]). An apply is sent only when the
 //! live object does not already contain every field we set ([`contains`]), so a converged
-//! WebApp costs no writes.
+//! WebApp costs no writes. Every child carries [`HASH_ANNOTATION`], a digest of what was
+//! applied: a field we stop setting (for example `spec.resources` removed) changes the digest,
+//! so the apply that removes it is not skipped.
 
 use std::collections::BTreeMap;
 
@@ -18,6 +20,8 @@ use crate::api::v1;
 pub const FIELD_MANAGER: &str = "webapp-operator";
 /// Label that marks objects the operator manages (its watches select on it).
 pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "webapp-operator");
+/// Annotation with the digest of the applied object (without this annotation).
+pub const HASH_ANNOTATION: &str = "apps.olmpack.dev/applied-hash";
 /// Port of the Service in front of every WebApp.
 pub const SERVICE_PORT: i32 = 80;
 
@@ -60,6 +64,15 @@ fn metadata(app: &v1::WebApp) -> Value {
     })
 }
 
+/// Adds [`HASH_ANNOTATION`] to `object`: the SHA-256 (first 16 hex digits) of its JSON.
+fn with_hash(mut object: Value) -> Value {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(object.to_string().as_bytes());
+    let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    object["metadata"]["annotations"] = json!({HASH_ANNOTATION: hex});
+    object
+}
+
 /// The Deployment of `app` as applied.
 pub fn deployment(app: &v1::WebApp) -> Value {
     let spec = &app.spec;
@@ -95,7 +108,7 @@ pub fn deployment(app: &v1::WebApp) -> Value {
             container["resources"] = json!({"requests": amounts, "limits": amounts});
         }
     }
-    json!({
+    with_hash(json!({
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": metadata(app),
@@ -107,12 +120,12 @@ pub fn deployment(app: &v1::WebApp) -> Value {
                 "spec": {"containers": [container]},
             },
         },
-    })
+    }))
 }
 
 /// The Service of `app` as applied.
 pub fn service(app: &v1::WebApp) -> Value {
-    json!({
+    with_hash(json!({
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": metadata(app),
@@ -120,7 +133,7 @@ pub fn service(app: &v1::WebApp) -> Value {
             "selector": selector(app),
             "ports": [{"name": "http", "port": SERVICE_PORT, "targetPort": "http", "protocol": "TCP"}],
         },
-    })
+    }))
 }
 
 /// The value of a Kubernetes quantity (`500m`, `1Gi`, `0.5`), for comparing the form we
@@ -204,5 +217,31 @@ mod tests {
         assert_eq!(quantity("128Mi"), Some(134_217_728.0));
         assert_eq!(quantity("0.5"), Some(0.5));
         assert_eq!(quantity("x"), None);
+    }
+
+    #[test]
+    fn removing_a_field_forces_an_apply() {
+        let mut app: v1::WebApp = serde_json::from_value(json!({
+            "apiVersion": "apps.olmpack.dev/v1", "kind": "WebApp",
+            "metadata": {"name": "a", "namespace": "n", "uid": "u"},
+            "spec": {"image": "i:1", "resources": {"cpu": "1"}},
+        }))
+        .unwrap();
+        let applied = deployment(&app);
+        assert!(
+            !needs_apply(Some(&applied), &deployment(&app)),
+            "same spec: no apply"
+        );
+        app.spec.resources = None;
+        let desired = deployment(&app);
+        assert!(
+            desired["spec"]["template"]["spec"]["containers"][0]
+                .get("resources")
+                .is_none()
+        );
+        assert!(
+            needs_apply(Some(&applied), &desired),
+            "removed resources: apply"
+        );
     }
 }

@@ -30,7 +30,7 @@ use super::crash::{self, CrashPoint};
 use super::errors::{self, ErrorClass, ReconcileError};
 use super::status::{self, Observed};
 use crate::api::v1;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, Outcome};
 use crate::webhook::admission;
 
 /// Finalizer that guards the cleanup of the routing entry.
@@ -108,11 +108,13 @@ pub async fn reconcile(app: Arc<v1::WebApp>, ctx: Arc<Context>) -> Result<Action
     ctx.metrics.queue(1);
     let result = reconcile_inner(&app, &ctx, &key).await;
     ctx.metrics.queue(-1);
-    ctx.metrics.reconciled(
-        &key,
-        started,
-        result.as_ref().err().map(ReconcileError::reason),
-    );
+    let outcome = match &result {
+        Ok((_, true)) => Outcome::Converged,
+        Ok((_, false)) => Outcome::InvalidSpec,
+        Err(err) => Outcome::Error(err.reason()),
+    };
+    ctx.metrics.reconciled(&key, started, outcome);
+    let result = result.map(|(action, _)| action);
     match &result {
         Ok(_) => {
             ctx.failures
@@ -163,11 +165,12 @@ async fn set_finalizers(
     Ok(())
 }
 
+/// One reconcile; the flag says whether the WebApp converged (false: invalid spec).
 async fn reconcile_inner(
     app: &v1::WebApp,
     ctx: &Context,
     key: &str,
-) -> Result<Action, ReconcileError> {
+) -> Result<(Action, bool), ReconcileError> {
     let ns = app.namespace().unwrap_or_default();
     let name = app.name_any();
     let apps: Api<v1::WebApp> = Api::namespaced(ctx.client.clone(), &ns);
@@ -186,7 +189,7 @@ async fn reconcile_inner(
             tracing::info!(webapp = %key, "cleanup done; finalizer removed");
         }
         ctx.metrics.forget(key);
-        return Ok(Action::await_change());
+        return Ok((Action::await_change(), true));
     }
     if !has_finalizer {
         let mut finalizers = app.finalizers().to_vec();
@@ -205,7 +208,7 @@ async fn reconcile_inner(
         tracing::info!(webapp = %key, %message, "invalid spec; waiting for a change");
         let observed = Observed::InvalidSpec(message);
         write_status(ctx, &apps, app, &observed, now, key).await?;
-        return Ok(Action::await_change());
+        return Ok((Action::await_change(), false));
     }
 
     let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), &ns);
@@ -251,7 +254,10 @@ async fn reconcile_inner(
     )
     .await?;
     let jitter = errors::backoff(0, jitter_seed(key)).as_millis() as u64;
-    Ok(Action::requeue(RESYNC + Duration::from_millis(jitter * 60)))
+    Ok((
+        Action::requeue(RESYNC + Duration::from_millis(jitter * 60)),
+        true,
+    ))
 }
 
 async fn write_status(

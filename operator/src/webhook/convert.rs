@@ -47,10 +47,14 @@ pub fn handle(body: &[u8]) -> (Vec<u8>, Outcome) {
     let mut uid = String::new();
     let result = review(body, &mut uid);
     let (response, outcome) = match result {
-        Ok(objects) => (
-            json!({"uid": uid, "result": {"status": "Success"}, "convertedObjects": objects}),
-            Outcome::Success,
-        ),
+        Ok(objects) => {
+            // Built by hand: `json!` would deep-copy the objects through serialisation.
+            let mut response = Map::with_capacity(3);
+            response.insert("uid".to_owned(), Value::String(uid));
+            response.insert("result".to_owned(), json!({"status": "Success"}));
+            response.insert("convertedObjects".to_owned(), Value::Array(objects));
+            (Value::Object(response), Outcome::Success)
+        }
         Err(err) => (
             json!({
                 "uid": uid,
@@ -60,11 +64,17 @@ pub fn handle(body: &[u8]) -> (Vec<u8>, Outcome) {
             Outcome::Failure,
         ),
     };
-    let review = json!({
-        "apiVersion": REVIEW_API_VERSION,
-        "kind": "ConversionReview",
-        "response": response,
-    });
+    let mut review = Map::with_capacity(3);
+    review.insert(
+        "apiVersion".to_owned(),
+        Value::String(REVIEW_API_VERSION.to_owned()),
+    );
+    review.insert(
+        "kind".to_owned(),
+        Value::String("ConversionReview".to_owned()),
+    );
+    review.insert("response".to_owned(), response);
+    let review = Value::Object(review);
     // A Value with string keys always serialises; fall back to a fixed body regardless.
     let bytes = serde_json::to_vec(&review).unwrap_or_else(|_| {
         br#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","response":{"uid":"","result":{"status":"Failed","message":"failed to encode the response"}}}"#.to_vec()
