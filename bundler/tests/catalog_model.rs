@@ -77,3 +77,63 @@ fn written_order_and_content_match_opm_render() {
         assert_eq!(ours, theirs, "{}", dir.display());
     }
 }
+
+#[test]
+fn rendering_a_catalog_directory_matches_opm_render() {
+    let opm = upgrade_tests::Tool::Opm
+        .path()
+        .expect("opm is required for this test");
+    let bin = env!("CARGO_BIN_EXE_olmpack");
+    let mut dirs = valid();
+    // A catalog made of rendered bundles (bundle objects, relatedImages) and a migration.
+    let work = tempfile::tempdir().unwrap();
+    let cat = work.path().join("rendered");
+    std::fs::create_dir_all(&cat).unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/catalog/bundles");
+    let mut text = String::from(
+        "{\"schema\":\"olm.package\",\"name\":\"webapp-operator\",\"defaultChannel\":\"stable\"}\n\
+         {\"schema\":\"olm.channel\",\"package\":\"webapp-operator\",\"name\":\"stable\",\"entries\":[\
+         {\"name\":\"webapp-operator.v0.1.0\"},{\"name\":\"webapp-operator.v0.2.0\",\"replaces\":\"webapp-operator.v0.1.0\"}]}\n",
+    );
+    for v in ["0.1.0", "0.2.0"] {
+        let mut b = olmpack::catalog::render::render_dir(
+            &fixture.join(format!("webapp-{v}")),
+            &olmpack::catalog::render::RenderOptions {
+                image: format!("quay.io/example/webapp-operator-bundle:v{v}"),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        // Scramble what opm normalises.
+        b.properties.reverse();
+        b.related_images.reverse();
+        text.push_str(&serde_json::to_string(&olmpack::catalog::declcfg::to_value(&b)).unwrap());
+        text.push('\n');
+    }
+    std::fs::write(cat.join("catalog.json"), text).unwrap();
+    dirs.push(cat);
+    for dir in dirs {
+        for migrate in [None, Some("bundle-object-to-csv-metadata")] {
+            let mut theirs = Command::new(&opm);
+            theirs.arg("render").arg(&dir).args(["-o", "json"]);
+            let mut ours = Command::new(bin);
+            ours.args(["catalog", "render"]).arg(&dir);
+            if let Some(level) = migrate {
+                theirs.args(["--migrate-level", level]);
+                ours.args(["--migrate-level", level]);
+            }
+            let (theirs, ours) = (theirs.output().unwrap(), ours.output().unwrap());
+            assert!(
+                theirs.status.success() && ours.status.success(),
+                "{}",
+                dir.display()
+            );
+            assert_eq!(
+                json_stream(&String::from_utf8(ours.stdout).unwrap()),
+                json_stream(&String::from_utf8(theirs.stdout).unwrap()),
+                "{} {migrate:?}",
+                dir.display()
+            );
+        }
+    }
+}

@@ -15,6 +15,12 @@
 //!   because one failing object breaks every list and watch of the resource.
 //! - [`convert_object`] changes nothing in `metadata` except `metadata.annotations`, and only
 //!   when the preserved data changes; the apiserver discards any other metadata change.
+//! - `status` has one schema in every version; [`convert_object`] passes it through without
+//!   decoding it, so an odd status never fails a conversion.
+//!
+//! Caveat: a `spec` that does not match its own version's schema (types, required `image`)
+//! fails the conversion with a message naming the object; the apiserver's validation on
+//! write keeps such objects out of etcd.
 //!
 //! Assumption: objects do not carry [`PRESERVED_ANNOTATION`] set by hand on the hub; such a
 //! value is overwritten or dropped on the next down-conversion.

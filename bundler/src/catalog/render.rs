@@ -324,6 +324,42 @@ pub fn render_loaded(b: &LoadedBundle, options: &RenderOptions) -> Result<Bundle
     })
 }
 
+/// What `opm render <catalog-dir>` does to an already rendered catalog: `olm.bundle.object` and
+/// `olm.csv.metadata` properties moved last, relatedImages sorted by image, and the migration
+/// (for bundles with an image whose `olm.bundle.object`s include a CSV).
+pub fn normalize_catalog(cfg: &mut super::declcfg::DeclarativeConfig, migrate: MigrateLevel) {
+    for b in &mut cfg.bundles {
+        let (objs, rest): (Vec<Property>, Vec<Property>) = std::mem::take(&mut b.properties)
+            .into_iter()
+            .partition(|p| p.type_ == TYPE_BUNDLE_OBJECT || p.type_ == TYPE_CSV_METADATA);
+        b.properties = rest;
+        b.properties.extend(objs);
+        b.related_images.sort_by(|x, y| x.image.cmp(&y.image));
+        if migrate != MigrateLevel::BundleObjectToCsvMetadata
+            || b.image.is_empty()
+            || b.properties.iter().any(|p| p.type_ == TYPE_CSV_METADATA)
+        {
+            continue;
+        }
+        let csv = b
+            .properties
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| match property::parse(i, p) {
+                Ok(property::Typed::BundleObject(bytes)) => {
+                    serde_json::from_slice::<Value>(&bytes).ok()
+                }
+                _ => None,
+            })
+            .find(|o| o.get("kind").and_then(Value::as_str) == Some("ClusterServiceVersion"));
+        if let Some(csv) = csv {
+            b.properties.retain(|p| p.type_ != TYPE_BUNDLE_OBJECT);
+            b.properties
+                .push(Property::new(TYPE_CSV_METADATA, csv_metadata(&csv)));
+        }
+    }
+}
+
 /// The bytes Go would have for a property value (opm sorts by them).
 fn go_bytes(p: &Property) -> Vec<u8> {
     if p.type_ == TYPE_PACKAGE {

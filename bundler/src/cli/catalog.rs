@@ -32,9 +32,10 @@ pub enum CatalogCommand {
         #[arg(long)]
         upgrade_paths: bool,
     },
-    /// Render bundle directories to `olm.bundle` blobs (as `opm render DIR` does).
+    /// Render bundle directories to `olm.bundle` blobs and catalog directories to their
+    /// normalised content (as `opm render DIR` does).
     Render {
-        /// Bundle directories.
+        /// Bundle or catalog directories.
         #[arg(required = true)]
         refs: Vec<PathBuf>,
         #[arg(long, short, value_enum, default_value_t)]
@@ -107,6 +108,23 @@ pub fn run(cmd: CatalogCommand) -> CmdResult {
             }
             let mut values = Vec::new();
             for dir in &refs {
+                if !(dir.join("manifests").is_dir() && dir.join("metadata").is_dir()) {
+                    // A catalog directory, as `opm render` accepts.
+                    let loaded = load_dir(dir)?;
+                    if let Some(p) = loaded.problems.first() {
+                        return Err(format!(
+                            "{}: {}: {}",
+                            dir.display(),
+                            p.file.display(),
+                            p.message
+                        )
+                        .into());
+                    }
+                    let mut cfg = loaded.config;
+                    olmpack::catalog::render::normalize_catalog(&mut cfg, migrate_level);
+                    values.extend(cfg.to_values());
+                    continue;
+                }
                 let bundle = render_dir(
                     dir,
                     &RenderOptions {
