@@ -359,7 +359,7 @@ fn cases() -> Vec<Case> {
             "csv/version",
             CSV,
             Some("spec.version"),
-            "\"1.1\" is not a semantic version: unexpected end of input while parsing minor version number",
+            "\"1.1\" is not a semantic version: No Major.Minor.Patch elements found",
             csv(|c| c["spec"]["version"] = json!("1.1")),
         ),
         case(
@@ -391,7 +391,7 @@ fn cases() -> Vec<Case> {
             "csv/skip-range",
             CSV,
             Some("metadata.annotations.olm.skipRange"),
-            "olm.skipRange \">=1.0 <1.1.1\" is not a valid range: Could not parse Range \">=1.0\": Could not parse version \"1.0\" in \">=1.0\": unexpected end of input while parsing minor version number",
+            "olm.skipRange \">=1.0 <1.1.1\" is not a valid range: Could not parse Range \">=1.0\": Could not parse version \"1.0\" in \">=1.0\": No Major.Minor.Patch elements found",
             csv(|c| c["metadata"]["annotations"]["olm.skipRange"] = json!(">=1.0 <1.1.1")),
         ),
         case(

@@ -105,4 +105,17 @@ fn generate_check_passes_on_fresh_output_and_fails_on_a_stale_catalog() {
     let stale = generate(true);
     assert_eq!(stale.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&stale.stdout).contains("+    \"defaultChannel\": \"stable\""));
+    // `catalog generate` sees the same staleness, and fixes it.
+    let catalog_check = |check: bool| {
+        let mut cmd = olmpack();
+        cmd.args(["catalog", "generate", "--plan"]).arg(&plan);
+        if check {
+            cmd.arg("--check");
+        }
+        cmd.output().unwrap()
+    };
+    assert_eq!(catalog_check(true).status.code(), Some(1));
+    assert!(catalog_check(false).status.success());
+    assert!(catalog_check(true).status.success());
+    assert!(generate(true).status.success());
 }

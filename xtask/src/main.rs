@@ -170,7 +170,7 @@ fn test(root: &Path, filter: Option<String>, harness_args: Vec<String>) -> Resul
     let started = Instant::now();
     let mut cmd = Command::new(cargo_bin());
     cmd.current_dir(root)
-        .args(["test", "--workspace"])
+        .args(["test", "--workspace", "--no-fail-fast"])
         .env("TMPDIR", &scratch)
         .env("OLMPACK_WORKSPACE", root);
     for (key, value) in layout.test_env(&pins) {

@@ -3,10 +3,10 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use olmpack::bundle::generate::{self, GenerateError, GenerateOptions};
+use olmpack::bundle::generate::{self, GenerateError};
 use olmpack::bundle::{load, validate};
 use olmpack::plan;
-use olmpack::report::{OutputFormat, Report, Severity};
+use olmpack::report::{OutputFormat, Report};
 
 use super::CmdResult;
 
@@ -80,33 +80,15 @@ pub fn run(cmd: BundleCommand) -> CmdResult {
 fn generate(plan_path: &Path, out: Option<PathBuf>, check: bool, pin_digests: bool) -> CmdResult {
     let loaded = plan::load(plan_path)?;
     let out = out.unwrap_or_else(|| loaded.resolve(Path::new("bundle")));
-    let options = GenerateOptions {
-        source_date_epoch: generate::source_date_epoch_from_env()?,
-        only_version: None,
-        resolver: if pin_digests {
-            Some(super::digest_resolver()?)
-        } else {
-            None
-        },
-    };
+    let options = super::generate_options(pin_digests)?;
     let generated = match generate::generate(&loaded, &options) {
         Ok(generated) => generated,
         Err(GenerateError::Invalid(findings)) => {
-            let mut report = Report::new(plan_path.display().to_string());
-            report.extend(findings);
-            report.normalize();
-            eprint!("{}", report.render(OutputFormat::Text));
-            eprintln!("olmpack: no bundle written");
-            return Ok(ExitCode::from(1));
+            return Ok(super::report_invalid(plan_path, findings));
         }
         Err(other) => return Err(other.into()),
     };
-    for report in &generated.reports {
-        let notable = report.findings.iter().any(|f| f.severity != Severity::Info);
-        if notable {
-            eprint!("{}", report.render(OutputFormat::Text));
-        }
-    }
+    super::report_warnings(&generated.reports);
     if check {
         let drifts = generated.tree.check_against(&out)?;
         if drifts.is_empty() {

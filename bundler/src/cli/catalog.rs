@@ -19,6 +19,19 @@ use super::CmdResult;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum CatalogCommand {
+    /// Write the catalog for the release plan: one directory per package, deterministic; the
+    /// bundles are generated in memory to render it (see `olmpack generate` for both).
+    Generate {
+        /// The release plan.
+        #[arg(long, default_value = olmpack::plan::DEFAULT_PLAN_FILE)]
+        plan: PathBuf,
+        /// Output directory [default: `catalog` next to the plan].
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Write nothing; exit 1 with a diff if the output directory is not up to date.
+        #[arg(long)]
+        check: bool,
+    },
     /// Validate a catalog directory: everything `opm validate` checks, plus upgrade-graph checks.
     Validate {
         /// The catalog directory.
@@ -81,6 +94,9 @@ pub enum CatalogCommand {
 
 pub fn run(cmd: CatalogCommand) -> CmdResult {
     match cmd {
+        CatalogCommand::Generate { plan, out, check } => {
+            super::release::catalog_only(&plan, out, check)
+        }
         CatalogCommand::Validate {
             dir,
             output,

@@ -106,6 +106,44 @@ pub fn digest_resolver() -> Result<olmpack::bundle::generate::ImageResolver, std
     ))
 }
 
+/// Generation options from the environment and the `--pin-digests` flag.
+pub fn generate_options(
+    pin_digests: bool,
+) -> Result<olmpack::bundle::generate::GenerateOptions, Box<dyn Error + Send + Sync>> {
+    Ok(olmpack::bundle::generate::GenerateOptions {
+        source_date_epoch: olmpack::bundle::generate::source_date_epoch_from_env()?,
+        only_version: None,
+        resolver: if pin_digests {
+            Some(digest_resolver()?)
+        } else {
+            None
+        },
+    })
+}
+
+/// Prints why generation refused the plan (every finding) and that nothing was written.
+pub fn report_invalid(plan: &std::path::Path, findings: Vec<olmpack::report::Finding>) -> ExitCode {
+    let mut report = olmpack::report::Report::new(plan.display().to_string());
+    report.extend(findings);
+    report.normalize();
+    eprint!("{}", report.render(olmpack::report::OutputFormat::Text));
+    eprintln!("olmpack: nothing written");
+    ExitCode::from(1)
+}
+
+/// Prints the warnings of each generated bundle (infos stay quiet).
+pub fn report_warnings(reports: &[olmpack::report::Report]) {
+    for report in reports {
+        if report
+            .findings
+            .iter()
+            .any(|f| f.severity != olmpack::report::Severity::Info)
+        {
+            eprint!("{}", report.render(olmpack::report::OutputFormat::Text));
+        }
+    }
+}
+
 /// `error: top` then one `caused by:` line per source, each message said once.
 fn print_error(err: &(dyn Error + 'static)) {
     eprintln!("error: {err}");

@@ -4,11 +4,10 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use olmpack::bundle::generate::{self, GenerateError, GenerateOptions};
+use olmpack::bundle::generate::GenerateError;
 use olmpack::output::FileTree;
 use olmpack::plan;
 use olmpack::release::{self, ReleaseError};
-use olmpack::report::{OutputFormat, Report, Severity};
 
 use super::CmdResult;
 
@@ -106,32 +105,15 @@ fn run_release(
     check: bool,
     pin_digests: bool,
 ) -> CmdResult {
-    let options = GenerateOptions {
-        source_date_epoch: generate::source_date_epoch_from_env()?,
-        only_version: None,
-        resolver: if pin_digests {
-            Some(super::digest_resolver()?)
-        } else {
-            None
-        },
-    };
+    let options = super::generate_options(pin_digests)?;
     let output = match release::build(loaded, &options) {
         Ok(output) => output,
         Err(ReleaseError::Bundles(GenerateError::Invalid(findings))) => {
-            let mut report = Report::new(loaded.path.display().to_string());
-            report.extend(findings);
-            report.normalize();
-            eprint!("{}", report.render(OutputFormat::Text));
-            eprintln!("olmpack: nothing written");
-            return Ok(ExitCode::from(1));
+            return Ok(super::report_invalid(&loaded.path, findings));
         }
         Err(other) => return Err(other.into()),
     };
-    for report in &output.reports {
-        if report.findings.iter().any(|f| f.severity != Severity::Info) {
-            eprint!("{}", report.render(OutputFormat::Text));
-        }
-    }
+    super::report_warnings(&output.reports);
     if check {
         let mut stale = 0;
         for (tree, dir) in [(&output.bundles, bundles), (&output.catalog, catalog)] {
@@ -173,4 +155,39 @@ fn write_both(
 ) -> Result<(), olmpack::output::OutputError> {
     bundles.write_to(bundle_dir)?;
     catalog.write_to(catalog_dir)
+}
+
+/// `olmpack catalog generate`: the release job, writing (or checking) only the catalog.
+pub fn catalog_only(plan_path: &Path, out: Option<PathBuf>, check: bool) -> CmdResult {
+    let loaded = plan::load(plan_path)?;
+    let out = out.unwrap_or_else(|| loaded.resolve(Path::new("catalog")));
+    let output = match release::build(&loaded, &super::generate_options(false)?) {
+        Ok(output) => output,
+        Err(ReleaseError::Bundles(GenerateError::Invalid(findings))) => {
+            return Ok(super::report_invalid(&loaded.path, findings));
+        }
+        Err(other) => return Err(other.into()),
+    };
+    if check {
+        let drifts = output.catalog.check_against(&out)?;
+        for drift in &drifts {
+            println!("{drift}");
+        }
+        if !drifts.is_empty() {
+            eprintln!(
+                "olmpack: {} is stale; run `olmpack catalog generate`",
+                out.display()
+            );
+            return Ok(ExitCode::from(1));
+        }
+        println!("{} is up to date", out.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    output.catalog.write_to(&out)?;
+    println!(
+        "wrote the catalog of package {} to {}",
+        loaded.plan.package,
+        out.display()
+    );
+    Ok(ExitCode::SUCCESS)
 }
