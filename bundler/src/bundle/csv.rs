@@ -79,7 +79,13 @@ pub fn build(spec: &ReleaseSpec<'_>, inputs: &Inputs) -> Result<BuiltBundle, Vec
         }
     }
 
-    let deployments = deployments(&inputs.deployments);
+    let has_webhooks = !inputs.validating_webhooks.is_empty()
+        || !inputs.mutating_webhooks.is_empty()
+        || inputs
+            .crds
+            .iter()
+            .any(|c| str_at(&c.value, "/spec/conversion/strategy") == "Webhook");
+    let deployments = deployments(&inputs.deployments, has_webhooks, &mut notes);
     let deployment_accounts: BTreeSet<String> = inputs
         .deployments
         .iter()
@@ -329,12 +335,23 @@ fn service_account_of(deployment: &Value) -> String {
     }
 }
 
-fn deployments(inputs: &[Sourced]) -> Vec<Value> {
+fn deployments(inputs: &[Sourced], has_webhooks: bool, notes: &mut Vec<Finding>) -> Vec<Value> {
     let mut out: Vec<Value> = inputs
         .iter()
         .map(|d| {
             let mut spec = d.value.get("spec").cloned().unwrap_or(Value::Null);
             wire_watch_namespace(&mut spec);
+            if has_webhooks {
+                for dropped in drop_cert_volumes(&mut spec) {
+                    notes.push(d.finding(
+                        Finding::warning(
+                            "input/webhook-cert-volume-dropped",
+                            format!("volume {dropped} carries webhook serving certificates; OLM mounts its own there, so it is left out of the CSV"),
+                        )
+                        .field("spec.template.spec.volumes"),
+                    ));
+                }
+            }
             let mut entry = json!({ "name": d.name(), "spec": spec });
             if let Some(labels) = d.value.pointer("/metadata/labels") {
                 entry["label"] = labels.clone();
@@ -344,6 +361,69 @@ fn deployments(inputs: &[Sourced]) -> Vec<Value> {
         .collect();
     out.sort_by(|a, b| str_at(a, "/name").cmp(str_at(b, "/name")));
     out
+}
+
+/// Where OLM mounts the serving certificates it manages for webhooks and API services.
+const OLM_CERT_PATHS: [&str; 2] = [
+    "/apiserver.local.config/certificates",
+    "/tmp/k8s-webhook-server/serving-certs",
+];
+/// The volume names OLM gives them; a deployment that already has one would be invalid.
+const OLM_CERT_VOLUMES: [&str; 2] = ["apiservice-cert", "webhook-cert"];
+
+/// Removes volumes (and their mounts) that would collide with the certificate volumes OLM
+/// injects for webhooks; returns the names of the volumes removed.
+fn drop_cert_volumes(spec: &mut Value) -> Vec<String> {
+    let mut dropped: BTreeSet<String> = BTreeSet::new();
+    for list in ["containers", "initContainers"] {
+        let Some(containers) = spec
+            .pointer_mut(&format!("/template/spec/{list}"))
+            .and_then(Value::as_array_mut)
+        else {
+            continue;
+        };
+        for container in containers {
+            let Some(mounts) = container
+                .get_mut("volumeMounts")
+                .and_then(Value::as_array_mut)
+            else {
+                continue;
+            };
+            mounts.retain(|m| {
+                let cert = OLM_CERT_PATHS.contains(&str_at(m, "/mountPath"))
+                    || OLM_CERT_VOLUMES.contains(&str_at(m, "/name"));
+                if cert {
+                    dropped.insert(str_at(m, "/name").to_owned());
+                }
+                !cert
+            });
+            if mounts.is_empty() {
+                container.as_object_mut().map(|c| c.remove("volumeMounts"));
+            }
+        }
+    }
+    if let Some(volumes) = spec
+        .pointer_mut("/template/spec/volumes")
+        .and_then(Value::as_array_mut)
+    {
+        volumes.retain(|v| {
+            let name = str_at(v, "/name");
+            let cert = dropped.contains(name) || OLM_CERT_VOLUMES.contains(&name);
+            if cert {
+                dropped.insert(name.to_owned());
+            }
+            !cert
+        });
+        if volumes.is_empty() {
+            if let Some(pod) = spec
+                .pointer_mut("/template/spec")
+                .and_then(Value::as_object_mut)
+            {
+                pod.remove("volumes");
+            }
+        }
+    }
+    dropped.into_iter().collect()
 }
 
 /// `WATCH_NAMESPACE` with a literal value → the namespaces OLM's OperatorGroup targets.
@@ -916,4 +996,33 @@ fn related_images(deployments: &[Sourced], notes: &mut Vec<Finding>) -> Vec<Valu
         (str_at(a, "/name"), str_at(a, "/image")).cmp(&(str_at(b, "/name"), str_at(b, "/image")))
     });
     images
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn certificate_volumes_olm_injects_are_dropped_with_their_mounts() {
+        let mut spec = json!({"template": {"spec": {
+            "containers": [{"name": "manager", "volumeMounts": [
+                {"name": "cert", "mountPath": "/tmp/k8s-webhook-server/serving-certs", "readOnly": true},
+                {"name": "tmp", "mountPath": "/tmp"},
+            ]}],
+            "volumes": [
+                {"name": "cert", "secret": {"secretName": "webhook-server-cert"}},
+                {"name": "apiservice-cert", "secret": {"secretName": "x"}},
+                {"name": "tmp", "emptyDir": {}},
+            ],
+        }}});
+        assert_eq!(drop_cert_volumes(&mut spec), ["apiservice-cert", "cert"]);
+        assert_eq!(
+            spec["template"]["spec"]["volumes"],
+            json!([{"name": "tmp", "emptyDir": {}}])
+        );
+        assert_eq!(
+            spec["template"]["spec"]["containers"][0]["volumeMounts"],
+            json!([{"name": "tmp", "mountPath": "/tmp"}])
+        );
+    }
 }

@@ -223,7 +223,6 @@ pub fn generate(plan: &LoadedPlan, options: &GenerateOptions) -> Result<Generate
         if let Some(file) = &f.file
             && let Ok(rest) = file.strip_prefix(&base)
             && !base.as_os_str().is_empty()
-            && base != Path::new(".")
         {
             f.file = Some(rest.to_path_buf());
         }
