@@ -414,13 +414,12 @@ fn drop_cert_volumes(spec: &mut Value) -> Vec<String> {
             }
             !cert
         });
-        if volumes.is_empty() {
-            if let Some(pod) = spec
+        if volumes.is_empty()
+            && let Some(pod) = spec
                 .pointer_mut("/template/spec")
                 .and_then(Value::as_object_mut)
-            {
-                pod.remove("volumes");
-            }
+        {
+            pod.remove("volumes");
         }
     }
     dropped.into_iter().collect()
