@@ -48,7 +48,8 @@ pub enum CatalogCommand {
     /// Render bundle directories to `olm.bundle` blobs and catalog directories to their
     /// normalised content (as `opm render DIR` does).
     Render {
-        /// Bundle or catalog directories.
+        /// Bundle or catalog directories, or bundle image references (pulled from their
+        /// registry, credentials from the usual auth files).
         #[arg(required = true)]
         refs: Vec<PathBuf>,
         #[arg(long, short, value_enum, default_value_t)]
@@ -124,6 +125,14 @@ pub fn run(cmd: CatalogCommand) -> CmdResult {
             }
             let mut values = Vec::new();
             for dir in &refs {
+                if !dir.exists() {
+                    // Not a path: a bundle image reference.
+                    values.push(to_value(&render_image(
+                        &dir.to_string_lossy(),
+                        migrate_level,
+                    )?));
+                    continue;
+                }
                 if !(dir.join("manifests").is_dir() && dir.join("metadata").is_dir()) {
                     // A catalog directory, as `opm render` accepts.
                     let loaded = load_dir(dir)?;
@@ -229,4 +238,34 @@ fn load_model(path: &std::path::Path) -> Result<Model, Box<dyn std::error::Error
         load_dir(path)?
     };
     Ok(Model::from_config(loaded.config).0)
+}
+
+/// Pulls a bundle image and renders it as `opm render <image>` does.
+fn render_image(
+    reference: &str,
+    migrate: MigrateLevel,
+) -> Result<olmpack::catalog::declcfg::Bundle, Box<dyn std::error::Error + Send + Sync>> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let files = runtime.block_on(olmpack::image::pull::pull_files(
+        reference,
+        &olmpack::image::RegistryAccess::default(),
+    ))?;
+    if !files.keys().any(|p| p.starts_with("manifests")) {
+        return Err(
+            format!("{reference} is not a bundle image: it has no /manifests directory").into(),
+        );
+    }
+    let loaded = olmpack::bundle::load::load_files(
+        std::path::Path::new(reference),
+        files.iter().map(|(p, c)| (p.as_path(), c.as_slice())),
+    );
+    Ok(olmpack::catalog::render::render_loaded(
+        &loaded,
+        &RenderOptions {
+            image: reference.to_owned(),
+            migrate,
+        },
+    )?)
 }

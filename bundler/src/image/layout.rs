@@ -227,6 +227,15 @@ impl LayoutWriter {
         self.staging.path().join(format!("blobs/.incoming-{n}"))
     }
 
+    /// Reads a blob already stored in this (unfinished) layout.
+    pub fn read_staged_blob(&self, digest: &str) -> Result<Vec<u8>, LayoutError> {
+        let hex = sha256_hex(digest).ok_or_else(|| LayoutError::BadDigest {
+            layout: self.dest.clone(),
+            digest: digest.to_owned(),
+        })?;
+        fs::read(self.staging.path().join("blobs/sha256").join(hex)).map_err(|e| self.write_err(e))
+    }
+
     /// Moves a fully written temp blob to its content address.
     pub fn commit_blob(&self, temp: &Path, digest: &str) -> Result<(), LayoutError> {
         let hex = sha256_hex(digest).ok_or_else(|| LayoutError::BadDigest {

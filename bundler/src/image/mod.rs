@@ -35,6 +35,7 @@ pub mod digest;
 pub mod layer;
 pub mod layout;
 pub mod progress;
+pub mod pull;
 pub mod push;
 pub mod reference;
 pub mod registry;
