@@ -524,7 +524,7 @@ fn cases() -> Vec<Case> {
             "csv/related-image",
             CSV,
             Some("spec.relatedImages[0].image"),
-            "image \"quay.io/olmpack/Guestbook:v1\" has an invalid repository component \"Guestbook\"",
+            "image \"quay.io/olmpack/Guestbook:v1\" is not a valid pull spec: invalid reference format: repository name must be lowercase",
             csv(|c| c["spec"]["relatedImages"][0]["image"] = json!("quay.io/olmpack/Guestbook:v1")),
         ),
         case(
@@ -532,7 +532,7 @@ fn cases() -> Vec<Case> {
             "csv/container-image",
             CSV,
             Some("spec.install.spec.deployments[0].spec.template.spec.containers[0].image"),
-            "image \"quay.io/olmpack/guestbook@sha256:1234\" has an invalid digest \"sha256:1234\"",
+            "image \"quay.io/olmpack/guestbook@sha256:1234\" is not a valid pull spec: invalid reference format",
             csv(|c| {
                 first_deployment(c)["spec"]["template"]["spec"]["containers"][0]["image"] =
                     json!("quay.io/olmpack/guestbook@sha256:1234")

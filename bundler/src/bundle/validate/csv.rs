@@ -528,74 +528,11 @@ fn related_images(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     }
 }
 
-/// Checks a container image reference (`[registry/]repository[:tag][@digest]`).
-pub fn check_image_reference(reference: &str) -> Result<(), String> {
+/// Checks an image reference with opm's pull-spec grammar; unlike opm, empty is an error
+/// (OLM cannot pull an empty image).
+fn check_image_reference(reference: &str) -> Result<(), String> {
     if reference.is_empty() {
         return Err("is empty".into());
     }
-    if reference.chars().any(char::is_whitespace) {
-        return Err("contains whitespace".into());
-    }
-    let (rest, digest) = match reference.split_once('@') {
-        Some((rest, digest)) => (rest, Some(digest)),
-        None => (reference, None),
-    };
-    if let Some(digest) = digest {
-        let Some((algorithm, hex)) = digest.split_once(':') else {
-            return Err("has a digest without an algorithm".into());
-        };
-        let valid = match algorithm {
-            "sha256" => hex.len() == 64,
-            "sha512" => hex.len() == 128,
-            _ => false,
-        };
-        if !valid
-            || !hex
-                .bytes()
-                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
-        {
-            return Err(format!("has an invalid digest {digest:?}"));
-        }
-    }
-    let last_slash = rest.rfind('/');
-    let (path, tag) = match rest.rfind(':') {
-        Some(colon) if last_slash.is_none_or(|s| colon > s) => {
-            (&rest[..colon], Some(&rest[colon + 1..]))
-        }
-        _ => (rest, None),
-    };
-    if let Some(tag) = tag {
-        let ok = !tag.is_empty()
-            && tag.len() <= 128
-            && tag
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'-')
-            && !tag.starts_with(['.', '-']);
-        if !ok {
-            return Err(format!("has an invalid tag {tag:?}"));
-        }
-    }
-    let mut components: Vec<&str> = path.split('/').collect();
-    if components.len() > 1 && (components[0].contains(['.', ':']) || components[0] == "localhost")
-    {
-        components.remove(0);
-    }
-    for component in components {
-        let ok = !component.is_empty()
-            && component.bytes().all(|b| {
-                b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-')
-            })
-            && component
-                .bytes()
-                .next()
-                .is_some_and(|b| b.is_ascii_alphanumeric())
-            && component
-                .bytes()
-                .last()
-                .is_some_and(|b| b.is_ascii_alphanumeric());
-        if !ok {
-            return Err(format!("has an invalid repository component {component:?}"));
-        }
-    }
-    Ok(())
+    crate::catalog::pullspec::check(reference).map_err(|e| format!("is not a valid pull spec: {e}"))
 }
