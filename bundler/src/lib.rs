@@ -18,6 +18,8 @@
 pub mod bundle;
 pub mod catalog;
 pub mod image;
+pub mod json;
+pub mod names;
 pub mod output;
 pub mod plan;
 pub mod release;

@@ -19,7 +19,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};
 
-use super::manifests::{Inputs, Sourced, str_at};
+use super::manifests::{Inputs, Sourced};
+use crate::json::str_at;
 use crate::plan::upgrade::Edges;
 use crate::plan::{CsvMetadata, InstallModeType};
 use crate::report::Finding;

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::csv::BuiltBundle;
-use super::manifests::str_at;
+use crate::json::str_at;
 use crate::output::{FileTree, OutputError};
 use crate::yaml::YamlError;
 

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::json::str_at;
 use crate::report::Finding;
 
 /// A Kubernetes object with the file and document it came from.
@@ -51,11 +52,6 @@ impl Sourced {
     pub fn finding(&self, finding: Finding) -> Finding {
         finding.file(self.location()).object(self.display())
     }
-}
-
-/// The string at a JSON pointer, or `""`.
-pub fn str_at<'a>(value: &'a Value, pointer: &str) -> &'a str {
-    value.pointer(pointer).and_then(Value::as_str).unwrap_or("")
 }
 
 /// Kinds OLM can ship as plain bundle objects (besides the CSV and CRDs), as opm's
@@ -119,7 +115,7 @@ pub fn read_dir(dir: &Path) -> Result<Inputs, Vec<Finding>> {
         Ok(files) => files,
         Err(err) => {
             return Err(vec![
-                Finding::error("input/unreadable", error_chain(&err))
+                Finding::error("input/unreadable", crate::report::error_chain(&err))
                     .file(dir.display().to_string()),
             ]);
         }
@@ -264,16 +260,4 @@ pub fn classify(objects: Vec<Sourced>, problems: &mut Vec<Finding>) -> Inputs {
         }
     }
     inputs
-}
-
-/// `message: cause: cause` for an error chain.
-pub fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

@@ -17,6 +17,7 @@ use super::declcfg::{
 };
 use super::property::{self, Typed};
 use super::version::{Range, Version, cmp_versions, parse_version};
+use crate::names::dns1123_label_problem;
 use crate::report::Finding;
 
 /// A whole catalog.
@@ -217,25 +218,6 @@ impl Package {
         });
         out
     }
-}
-
-/// DNS-1123 label: at most 63 of `[a-z0-9-]`, alphanumeric at both ends.
-pub fn dns1123_label_problem(name: &str) -> Option<String> {
-    let b = name.as_bytes();
-    if b.len() > 63 {
-        return Some("[must be no more than 63 characters]".to_owned());
-    }
-    let ok = !b.is_empty()
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        && b[0] != b'-'
-        && b[b.len() - 1] != b'-';
-    (!ok).then(|| {
-        "[a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', \
-         and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', \
-         regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')]"
-            .to_owned()
-    })
 }
 
 impl Model {

@@ -28,6 +28,7 @@ use super::declcfg::{Bundle, Property, RelatedImage, SCHEMA_BUNDLE};
 use super::gojson;
 use super::property::{self, TYPE_BUNDLE_OBJECT, TYPE_CSV_METADATA, TYPE_GVK, TYPE_PACKAGE};
 use crate::bundle::load::{LoadError, LoadedBundle, Object, load_dir};
+use crate::json::{array_at, str_at};
 
 /// The CSV annotation that carries extra properties.
 pub const PROPERTIES_ANNOTATION: &str = "operatorframework.io/properties";
@@ -104,16 +105,6 @@ fn manifests(b: &LoadedBundle) -> Vec<&Object> {
         .collect()
 }
 
-fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
-    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
-}
-
-fn arr_at<'a>(v: &'a Value, pointer: &str) -> &'a [Value] {
-    v.pointer(pointer)
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
-}
-
 type Gvk = (String, String, String);
 
 /// Renders a loaded bundle (module contract).
@@ -150,7 +141,7 @@ pub fn render_loaded(b: &LoadedBundle, options: &RenderOptions) -> Result<Bundle
         let group = str_at(&o.value, "/spec/group");
         let kind = str_at(&o.value, "/spec/names/kind");
         let plural = str_at(&o.value, "/spec/names/plural");
-        let mut versions: Vec<&str> = arr_at(&o.value, "/spec/versions")
+        let mut versions: Vec<&str> = array_at(&o.value, "/spec/versions")
             .iter()
             .map(|v| str_at(v, "/name"))
             .collect();
@@ -163,14 +154,14 @@ pub fn render_loaded(b: &LoadedBundle, options: &RenderOptions) -> Result<Bundle
             crd_keys.insert((group.into(), v.into(), kind.into(), plural.into()));
         }
     }
-    for api in arr_at(csv, "/spec/apiservicedefinitions/owned") {
+    for api in array_at(csv, "/spec/apiservicedefinitions/owned") {
         provided.insert((
             str_at(api, "/group").into(),
             str_at(api, "/version").into(),
             str_at(api, "/kind").into(),
         ));
     }
-    for owned in arr_at(csv, "/spec/customresourcedefinitions/owned") {
+    for owned in array_at(csv, "/spec/customresourcedefinitions/owned") {
         let crd_name = str_at(owned, "/name");
         let (plural, group) = crd_name
             .split_once('.')
@@ -194,7 +185,7 @@ pub fn render_loaded(b: &LoadedBundle, options: &RenderOptions) -> Result<Bundle
         }
     }
     let mut required: BTreeSet<Gvk> = BTreeSet::new();
-    for req in arr_at(csv, "/spec/customresourcedefinitions/required") {
+    for req in array_at(csv, "/spec/customresourcedefinitions/required") {
         let crd_name = str_at(req, "/name");
         let (_, group) = crd_name
             .split_once('.')
@@ -208,7 +199,7 @@ pub fn render_loaded(b: &LoadedBundle, options: &RenderOptions) -> Result<Bundle
             str_at(req, "/kind").into(),
         ));
     }
-    for api in arr_at(csv, "/spec/apiservicedefinitions/required") {
+    for api in array_at(csv, "/spec/apiservicedefinitions/required") {
         required.insert((
             str_at(api, "/group").into(),
             str_at(api, "/version").into(),
@@ -388,7 +379,7 @@ fn dedup(props: &mut Vec<Property>) {
 }
 
 fn related_images(csv: &Value, bundle_image: &str) -> Vec<RelatedImage> {
-    let mut out: Vec<RelatedImage> = arr_at(csv, "/spec/relatedImages")
+    let mut out: Vec<RelatedImage> = array_at(csv, "/spec/relatedImages")
         .iter()
         .map(|r| RelatedImage {
             name: str_at(r, "/name").to_owned(),
@@ -404,9 +395,9 @@ fn related_images(csv: &Value, bundle_image: &str) -> Vec<RelatedImage> {
     }
     if str_at(csv, "/spec/install/strategy") == "deployment" {
         let mut images = BTreeSet::new();
-        for d in arr_at(csv, "/spec/install/spec/deployments") {
+        for d in array_at(csv, "/spec/install/spec/deployments") {
             for key in ["containers", "initContainers"] {
-                for c in arr_at(d, &format!("/spec/template/spec/{key}")) {
+                for c in array_at(d, &format!("/spec/template/spec/{key}")) {
                     images.insert(str_at(c, "/image").to_owned());
                 }
             }

@@ -92,16 +92,7 @@ pub fn digest_resolver() -> Result<olmpack::bundle::generate::ImageResolver, std
         std::sync::Arc::new(move |reference: &str| {
             runtime
                 .block_on(olmpack::image::resolve_digest(reference, &access))
-                .map_err(|e| {
-                    let mut text = e.to_string();
-                    let mut source = std::error::Error::source(&e);
-                    while let Some(cause) = source {
-                        text.push_str(": ");
-                        text.push_str(&cause.to_string());
-                        source = cause.source();
-                    }
-                    text
-                })
+                .map_err(|e| olmpack::report::error_chain(&e))
         }),
     ))
 }

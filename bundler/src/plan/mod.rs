@@ -19,6 +19,8 @@ use std::path::{Path, PathBuf};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::names::is_dns1123_label;
+
 /// The file name olmpack looks for when `--plan` is not given.
 pub const DEFAULT_PLAN_FILE: &str = "olmpack.yaml";
 
@@ -447,21 +449,6 @@ fn check(loaded: &LoadedPlan) -> Result<(), PlanError> {
         ));
     }
     Ok(())
-}
-
-/// DNS-1123 label: `[a-z0-9]([-a-z0-9]*[a-z0-9])?`, at most 63 characters.
-pub fn is_dns1123_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 63
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
-}
-
-/// DNS-1123 subdomain: dot-separated labels, at most 253 characters.
-pub fn is_dns1123_subdomain(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns1123_label)
 }
 
 #[cfg(test)]

@@ -97,16 +97,6 @@ fn bad_plans_name_file_and_field() {
 }
 
 #[test]
-fn dns_names() {
-    assert!(is_dns1123_label("a-b1"));
-    assert!(!is_dns1123_label("-a"));
-    assert!(!is_dns1123_label("A"));
-    assert!(!is_dns1123_label(&"a".repeat(64)));
-    assert!(is_dns1123_subdomain("webapps.apps.olmpack.dev"));
-    assert!(!is_dns1123_subdomain("a..b"));
-}
-
-#[test]
 fn the_published_schema_is_current() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../olmpack.schema.json");
     let on_disk = std::fs::read_to_string(&path).unwrap_or_default();

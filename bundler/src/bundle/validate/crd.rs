@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::{array_at, on, str_at};
 use crate::bundle::load::{LoadedBundle, Object};
-use crate::plan::is_dns1123_label;
+use crate::names::is_dns1123_label;
 use crate::report::Finding;
 
 const TYPES: [&str; 6] = ["object", "array", "string", "integer", "number", "boolean"];

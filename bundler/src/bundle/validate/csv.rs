@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::{Context, array_at, str_at};
 use crate::bundle::files::PACKAGE_KEY;
-use crate::plan::is_dns1123_subdomain;
+use crate::names::is_dns1123_subdomain;
 use crate::report::Finding;
 
 pub(super) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {

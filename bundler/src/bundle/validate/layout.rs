@@ -10,7 +10,7 @@ use crate::bundle::files::{
 };
 use crate::bundle::load::{ANNOTATIONS_FILE, LoadedBundle, MANIFESTS_DIR};
 use crate::bundle::manifests::SUPPORTED_EXTRA_KINDS;
-use crate::plan::is_dns1123_label;
+use crate::names::is_dns1123_label;
 use crate::report::Finding;
 
 /// OLM v0 stages bundles in ConfigMaps: gzip + base64 of all files must fit in 1 MiB.

@@ -32,6 +32,7 @@ mod webhooks;
 use serde_json::Value;
 
 use super::load::{LoadedBundle, Object};
+use crate::json::{array_at, str_at};
 use crate::report::{Finding, Report, Severity};
 
 /// What validation targets.
@@ -124,18 +125,6 @@ fn on(object: &Object, finding: Finding) -> Finding {
     finding
         .file(object.file.clone())
         .object(object.display_name())
-}
-
-fn str_at<'a>(value: &'a Value, pointer: &str) -> &'a str {
-    value.pointer(pointer).and_then(Value::as_str).unwrap_or("")
-}
-
-fn array_at<'a>(value: &'a Value, pointer: &str) -> &'a [Value] {
-    value
-        .pointer(pointer)
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or(&[])
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::{Context, array_at, str_at};
-use crate::plan::is_dns1123_subdomain;
+use crate::names::is_dns1123_subdomain;
 use crate::report::Finding;
 
 const TYPES: [&str; 3] = [
