@@ -7,10 +7,8 @@
 //! shares its channels); explicit `replaces`/`skips` and every `skipRange` in the plan are
 //! carried over as written. Bundle images are named by the plan's `bundleImage` template.
 
-use std::path::Path;
-
 use crate::bundle::generate::{self, GenerateError, GenerateOptions};
-use crate::bundle::load;
+use crate::bundle::load::LoadedBundle;
 use crate::catalog::declcfg::Icon;
 use crate::catalog::generate::{self as catalog_generate, PackageMeta};
 use crate::catalog::policy::{Policy, ReleaseInput};
@@ -66,16 +64,10 @@ pub fn build(plan: &LoadedPlan, options: &GenerateOptions) -> Result<ReleaseOutp
     let mut inputs = Vec::new();
     for (version, release) in plan.sorted_releases() {
         let version_text = release.version.clone();
-        let prefix = Path::new(&version_text);
-        let files: Vec<(&Path, &[u8])> = generated
-            .tree
-            .iter()
-            .filter_map(|(p, c)| p.strip_prefix(prefix).ok().map(|rel| (rel, c)))
-            .collect();
-        let loaded = load::load_files(prefix, files);
+        let loaded = &generated.bundles[&version_text];
         let image = bundle_image(plan, &version_text).unwrap_or_default();
         let bundle = render::render_loaded(
-            &loaded,
+            loaded,
             &RenderOptions {
                 image,
                 ..Default::default()
@@ -103,7 +95,11 @@ pub fn build(plan: &LoadedPlan, options: &GenerateOptions) -> Result<ReleaseOutp
         name: plan.plan.package.clone(),
         default_channel: plan.plan.default_channel.clone(),
         description: plan.plan.csv.description.clone(),
-        icon: icon(&generated.tree),
+        icon: icon(
+            plan.sorted_releases()
+                .last()
+                .and_then(|(_, r)| generated.bundles.get(&r.version)),
+        ),
     };
     let policy = Policy {
         promote: false,
@@ -120,20 +116,8 @@ pub fn build(plan: &LoadedPlan, options: &GenerateOptions) -> Result<ReleaseOutp
 }
 
 /// The package icon: the newest bundle's CSV icon.
-fn icon(bundles: &FileTree) -> Option<Icon> {
-    let (_, csv) = bundles
-        .iter()
-        .filter(|(p, _)| p.to_string_lossy().ends_with(".clusterserviceversion.yaml"))
-        .max_by(|a, b| {
-            let version = |p: &Path| {
-                p.iter()
-                    .next()
-                    .and_then(|v| semver::Version::parse(&v.to_string_lossy()).ok())
-            };
-            version(a.0).cmp(&version(b.0))
-        })?;
-    let value: serde_json::Value = crate::yaml::from_str(std::str::from_utf8(csv).ok()?).ok()?;
-    let icon = value.pointer("/spec/icon/0")?;
+fn icon(newest: Option<&LoadedBundle>) -> Option<Icon> {
+    let icon = newest?.csv()?.value.pointer("/spec/icon/0")?;
     Some(Icon {
         base64data: icon.get("base64data")?.as_str()?.to_owned(),
         mediatype: icon.get("mediatype")?.as_str()?.to_owned(),

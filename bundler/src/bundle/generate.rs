@@ -11,6 +11,7 @@ use base64::Engine as _;
 
 use super::csv::{self, ReleaseSpec};
 use super::files::{self, BundleMetadata};
+use super::load::LoadedBundle;
 use super::manifests::{self, Sourced};
 use super::pin;
 use super::validate;
@@ -63,6 +64,9 @@ pub struct Generated {
     pub tree: FileTree,
     /// Warnings from generation and the validation of each generated bundle.
     pub reports: Vec<Report>,
+    /// Each generated bundle as read back for validation, keyed by release version (so later
+    /// steps, like rendering the catalog, need not parse the files again).
+    pub bundles: std::collections::BTreeMap<String, LoadedBundle>,
 }
 
 /// Generates the bundle of every release (or one, see [`GenerateOptions::only_version`]).
@@ -74,6 +78,7 @@ pub fn generate(plan: &LoadedPlan, options: &GenerateOptions) -> Result<Generate
     let epoch_created = options.source_date_epoch.and_then(format_epoch);
     let mut tree = FileTree::new();
     let mut reports = Vec::new();
+    let mut bundles = std::collections::BTreeMap::new();
     let mut digests = std::collections::BTreeMap::new();
     let plan_file = plan.path.display().to_string();
 
@@ -200,6 +205,7 @@ pub fn generate(plan: &LoadedPlan, options: &GenerateOptions) -> Result<Generate
             );
         }
         reports.push(report);
+        bundles.insert(release.version.clone(), loaded);
         tree.merge_under(dir, files)
             .map_err(|e| GenerateError::Render {
                 version: release.version.clone(),
@@ -239,7 +245,11 @@ pub fn generate(plan: &LoadedPlan, options: &GenerateOptions) -> Result<Generate
             .map(relative)
             .collect();
     }
-    Ok(Generated { tree, reports })
+    Ok(Generated {
+        tree,
+        reports,
+        bundles,
+    })
 }
 
 /// Plan-level findings without a file are about the plan file.
