@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use olmpack::bundle::load;
-use olmpack::catalog::render::{RenderOptions, render_loaded};
+mod bundle_support;
+
 use serde_json::Value;
 use upgrade_tests::Tool;
 
@@ -115,36 +115,7 @@ fn opm_and_olmpack_accept_the_catalog_and_render_every_bundle_alike() {
     );
 
     for entry in std::fs::read_dir(root().join("bundle")).unwrap() {
-        let dir = entry.unwrap().path();
-        let rendered = Command::new(&opm)
-            .args(["render", "-o", "json"])
-            .arg(&dir)
-            .output()
-            .unwrap();
-        assert!(
-            rendered.status.success(),
-            "opm render {}: {}",
-            dir.display(),
-            String::from_utf8_lossy(&rendered.stderr)
-        );
-        let theirs: Value = serde_json::from_slice(&rendered.stdout).unwrap();
-        let ours = serde_json::to_value(
-            render_loaded(&load::load_dir(&dir).unwrap(), &RenderOptions::default()).unwrap(),
-        )
-        .unwrap();
-        assert_eq!(
-            ours["properties"],
-            theirs["properties"],
-            "{}",
-            dir.display()
-        );
-        assert_eq!(
-            ours["relatedImages"],
-            theirs["relatedImages"],
-            "{}",
-            dir.display()
-        );
-        assert_eq!(ours["name"], theirs["name"]);
+        bundle_support::assert_renders_like_opm(&entry.unwrap().path());
     }
 }
 
