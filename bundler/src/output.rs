@@ -246,24 +246,6 @@ fn unified_diff(path: &Path, old: &[u8], new: &[u8]) -> String {
         .to_string()
 }
 
-/// Writes one file atomically: a temp file in the same directory, then a rename.
-pub fn write_file_atomic(path: &Path, contents: &[u8]) -> Result<(), OutputError> {
-    use std::io::Write as _;
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let wrap = |source| OutputError::Write {
-        path: path.to_path_buf(),
-        source,
-    };
-    fs::create_dir_all(&parent).map_err(wrap)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(&parent).map_err(wrap)?;
-    tmp.write_all(contents).map_err(wrap)?;
-    tmp.persist(path).map_err(|e| wrap(e.error))?;
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -181,11 +181,6 @@ impl Report {
         self.count(Severity::Error) > 0
     }
 
-    /// Whether a finding with this rule id is present (for tests and callers).
-    pub fn has_rule(&self, rule: &str) -> bool {
-        self.findings.iter().any(|f| f.rule == rule)
-    }
-
     /// `0` without errors, `1` with errors (see the module docs).
     pub fn exit_code(&self) -> u8 {
         u8::from(self.has_errors())

@@ -27,11 +27,11 @@ pub const DEPENDENCIES_FILE: &str = "metadata/dependencies.yaml";
 pub enum LoadError {
     #[error("bundle directory {path} does not exist or is not a directory")]
     NotADirectory { path: PathBuf },
-    #[error("failed to read {path}")]
+    #[error("failed to read bundle directory {path}")]
     Read {
         path: PathBuf,
         #[source]
-        source: std::io::Error,
+        source: crate::output::OutputError,
     },
 }
 
@@ -132,12 +132,9 @@ pub fn load_dir(dir: &Path) -> Result<LoadedBundle, LoadError> {
             path: dir.to_path_buf(),
         });
     }
-    let files = crate::output::read_tree(dir).map_err(|e| match e {
-        crate::output::OutputError::Read { path, source } => LoadError::Read { path, source },
-        other => LoadError::Read {
-            path: dir.to_path_buf(),
-            source: std::io::Error::other(other.to_string()),
-        },
+    let files = crate::output::read_tree(dir).map_err(|source| LoadError::Read {
+        path: dir.to_path_buf(),
+        source,
     })?;
     Ok(load_files(
         dir,

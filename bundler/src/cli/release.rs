@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use olmpack::bundle::generate::GenerateError;
-use olmpack::output::FileTree;
 use olmpack::plan;
 use olmpack::release::{self, ReleaseError};
 
@@ -135,7 +134,9 @@ fn run_release(
         );
         return Ok(ExitCode::SUCCESS);
     }
-    write_both(&output.bundles, bundles, &output.catalog, catalog)?;
+    // Both trees are complete in memory before either is written; each write is atomic.
+    output.bundles.write_to(bundles)?;
+    output.catalog.write_to(catalog)?;
     println!(
         "wrote {} bundle(s) to {} and the catalog of package {} to {}",
         output.reports.len(),
@@ -144,17 +145,6 @@ fn run_release(
         catalog.display()
     );
     Ok(ExitCode::SUCCESS)
-}
-
-/// Both trees are complete in memory before either is written; each write is atomic.
-fn write_both(
-    bundles: &FileTree,
-    bundle_dir: &Path,
-    catalog: &FileTree,
-    catalog_dir: &Path,
-) -> Result<(), olmpack::output::OutputError> {
-    bundles.write_to(bundle_dir)?;
-    catalog.write_to(catalog_dir)
 }
 
 /// `olmpack catalog generate`: the release job, writing (or checking) only the catalog.
