@@ -52,6 +52,17 @@ fn generation_is_byte_identical_across_runs_and_days() {
         .iter()
         .enumerate()
     {
+        // Guard: the fake clock really reaches child processes, or this test proves nothing.
+        let year = Command::new(&faketime)
+            .arg(day)
+            .args(["date", "-u", "+%Y"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&year.stdout).trim(),
+            &day[..4],
+            "faketime is not faking the clock"
+        );
         let out = work.path().join(format!("out-{i}"));
         let status = Command::new(&faketime)
             .arg(day)
