@@ -343,16 +343,10 @@ fn check_rfc3339(value: &str) -> Result<(), String> {
 
 /// `SOURCE_DATE_EPOCH` seconds → `YYYY-MM-DDTHH:MM:SSZ`.
 pub fn format_epoch(seconds: i64) -> Option<String> {
-    let t = time::OffsetDateTime::from_unix_timestamp(seconds).ok()?;
-    Some(format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
-        t.year(),
-        u8::from(t.month()),
-        t.day(),
-        t.hour(),
-        t.minute(),
-        t.second()
-    ))
+    time::OffsetDateTime::from_unix_timestamp(seconds)
+        .ok()?
+        .format(&time::format_description::well_known::Rfc3339)
+        .ok()
 }
 
 /// Reads `SOURCE_DATE_EPOCH`; an unparsable value is an error rather than silently ignored.
