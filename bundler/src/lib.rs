@@ -9,6 +9,7 @@
 //! - [`image`]: bundle and catalog images without a container engine; OCI layouts and pushes.
 //! - [`report`]: validation findings and their text/JSON/JUnit output.
 //! - [`output`]: generated file trees, written atomically or checked against disk.
+//! - [`upgrade_graph`]: the plan's upgrade graph, the one source of CSV and channel edges.
 //! - [`release`]: the whole release job — bundles and catalog from one plan.
 //!
 //! Pure code in the middle, I/O at the edges: only plan and manifest loading, `output`, and
@@ -24,6 +25,7 @@ pub mod output;
 pub mod plan;
 pub mod release;
 pub mod report;
+pub mod upgrade_graph;
 pub mod yaml;
 
 /// Installs rustls' ring provider as the process default; call first in every binary and test
