@@ -344,6 +344,11 @@ fn csv_edges_equal_catalog_channel_entries_for_random_plans() {
             Ok(())
         })
         .unwrap();
+    eprintln!(
+        "{} of {} random plans made a valid catalog",
+        valid.get(),
+        total.get()
+    );
     // The property must have been checked on real catalogs, not only on refused graphs.
     assert!(
         valid.get() * 3 >= total.get(),
