@@ -318,7 +318,8 @@ fn hostile_huge_string_in_plan_is_bounded_and_truncated() {
 
 #[test]
 fn hostile_invalid_plans_exit_1_in_our_words() {
-    let cases: Vec<(&str, Box<dyn Fn(&str) -> Vec<u8>>, &str)> = vec![
+    type Mutation = Box<dyn Fn(&str) -> Vec<u8>>;
+    let cases: Vec<(&str, Mutation, &str)> = vec![
         (
             "syntax",
             Box::new(|t| format!("{t}\n  - [oops\n").into_bytes()),
