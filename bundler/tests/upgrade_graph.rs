@@ -323,7 +323,7 @@ fn check_random_plan(plan: &LoadedPlan) -> Result<bool, TestCaseError> {
 #[test]
 fn csv_edges_equal_catalog_channel_entries_for_random_plans() {
     let strategy = (
-        any::<bool>(),
+        prop::bool::weighted(0.25),
         1u8..8,
         prop::collection::vec(random_release(), 1..6),
     );
@@ -351,7 +351,7 @@ fn csv_edges_equal_catalog_channel_entries_for_random_plans() {
     );
     // The property must have been checked on real catalogs, not only on refused graphs.
     assert!(
-        valid.get() * 3 >= total.get(),
+        valid.get() * 5 >= total.get(),
         "only {} of {} random plans made a valid catalog",
         valid.get(),
         total.get()
