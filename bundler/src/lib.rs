@@ -17,6 +17,8 @@
 //! `image` (build reads directories, push and base pulls use the network) touch the file
 //! system or network.
 
+#![forbid(unsafe_code)]
+
 pub mod bundle;
 pub mod catalog;
 pub mod image;

@@ -1,5 +1,7 @@
 //! The `olmpack` command line: parses arguments and orchestrates library calls, nothing more.
 
+#![forbid(unsafe_code)]
+
 mod cli;
 
 fn main() -> std::process::ExitCode {

@@ -5,6 +5,8 @@
 //! Data flows one way: [`api`] types → pure [`conversion`] and reconcile planning → I/O at
 //! the edges ([`webhook::server`], [`controller`]).
 
+#![forbid(unsafe_code)]
+
 pub mod api;
 pub mod controller;
 pub mod conversion;

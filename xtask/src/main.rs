@@ -6,6 +6,8 @@
 //! - `cargo xtask env` prints the `export` lines that point a plain `cargo test` at the tools.
 //! - `cargo xtask lint` runs `cargo fmt --check` and `cargo clippy -D warnings`.
 
+#![forbid(unsafe_code)]
+
 mod sweep;
 mod tools;
 
