@@ -101,13 +101,9 @@ pub enum InputError {
     )]
     TooManyFiles { root: PathBuf, limit: usize },
     #[error(
-        "{path}: is a symlink to {target}, outside {root}; olmpack follows symlinks only inside the directory it reads"
+        "{path}: is a symlink to {target}, outside the directory being read; olmpack follows symlinks only inside it"
     )]
-    SymlinkOutside {
-        path: PathBuf,
-        target: PathBuf,
-        root: PathBuf,
-    },
+    SymlinkOutside { path: PathBuf, target: PathBuf },
     #[error("{path}: is a symlink that never reaches a file (a symlink loop)")]
     SymlinkLoop { path: PathBuf },
     #[error(
@@ -546,7 +542,6 @@ impl Walk {
             Some(root) if !target.starts_with(root) => Err(InputError::SymlinkOutside {
                 path: abs.to_path_buf(),
                 target,
-                root: root.clone(),
             }),
             _ => Ok(()),
         }
