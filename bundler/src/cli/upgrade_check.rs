@@ -235,6 +235,13 @@ fn from_catalog(
         )
         .into());
     }
+    if !bundles.is_dir() {
+        return Err(format!(
+            "cannot read the bundle directories: {} is not a directory",
+            bundles.display()
+        )
+        .into());
+    }
     let (model, _) = Model::from_config(loaded.config);
     let mut releases = BTreeMap::new();
     add_missing_releases(&model, bundles, &mut releases)?;

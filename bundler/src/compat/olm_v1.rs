@@ -404,3 +404,288 @@ fn one_of_check(a: &JSONSchemaProps, b: &JSONSchemaProps) -> Option<String> {
     (!removed.is_empty())
         .then(|| format!("allowed oneOf branches removed or changed: {removed:?} of the old oneOf"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    fn props(value: Value) -> JSONSchemaProps {
+        own(&serde_json::from_value(value).unwrap())
+    }
+
+    /// One row per check: old node, new node, the problems (rule, message) OLM v1 reports.
+    #[test]
+    fn every_property_check() {
+        let rows: Vec<(Value, Value, Vec<(&str, &str)>)> = vec![
+            (
+                json!({"type": "string"}),
+                json!({"type": "string", "description": "x"}),
+                vec![],
+            ),
+            (
+                json!({"enum": ["a", "b"]}),
+                json!({"enum": ["a", "b", "c"]}),
+                vec![],
+            ),
+            (
+                json!({"enum": ["a", "b"]}),
+                json!({"enum": ["a"]}),
+                vec![("crd-upgrade/enum", "allowed enum values removed: [\"b\"]")],
+            ),
+            (
+                json!({}),
+                json!({"enum": ["a"]}),
+                vec![(
+                    "crd-upgrade/enum",
+                    "enum constraint added where there was none: [\"a\"]",
+                )],
+            ),
+            (json!({"default": 1}), json!({"default": 1.0}), vec![]),
+            (
+                json!({"default": 1}),
+                json!({"default": 2}),
+                vec![("crd-upgrade/default", "default changed: 1 -> 2")],
+            ),
+            (
+                json!({}),
+                json!({"default": "x"}),
+                vec![("crd-upgrade/default", "default added: \"x\"")],
+            ),
+            (
+                json!({"default": "x"}),
+                json!({}),
+                vec![("crd-upgrade/default", "default removed: \"x\"")],
+            ),
+            (
+                json!({"required": ["a"]}),
+                json!({"required": ["b", "a"]}),
+                vec![("crd-upgrade/required", "new required fields: [\"b\"]")],
+            ),
+            (
+                json!({"required": ["a", "b"]}),
+                json!({"required": ["a"]}),
+                vec![],
+            ),
+            (
+                json!({"type": "integer"}),
+                json!({"type": "number"}),
+                vec![(
+                    "crd-upgrade/type",
+                    "type changed: \"integer\" -> \"number\"",
+                )],
+            ),
+            (
+                json!({"maximum": 5}),
+                json!({"maximum": 4}),
+                vec![("crd-upgrade/maximum", "maximum decreased: 5 -> 4")],
+            ),
+            (json!({"maximum": 5}), json!({"maximum": 6}), vec![]),
+            (
+                json!({}),
+                json!({"maxItems": 3}),
+                vec![(
+                    "crd-upgrade/max-items",
+                    "maxItems added where there was none: 3",
+                )],
+            ),
+            (
+                json!({"maxLength": 3}),
+                json!({"maxLength": 2}),
+                vec![("crd-upgrade/max-length", "maxLength decreased: 3 -> 2")],
+            ),
+            (
+                json!({}),
+                json!({"maxProperties": 1}),
+                vec![(
+                    "crd-upgrade/max-properties",
+                    "maxProperties added where there was none: 1",
+                )],
+            ),
+            (
+                json!({"minimum": 1}),
+                json!({"minimum": 2}),
+                vec![("crd-upgrade/minimum", "minimum increased: 1 -> 2")],
+            ),
+            (json!({"minimum": 2}), json!({}), vec![]),
+            (
+                json!({}),
+                json!({"minItems": 1}),
+                vec![(
+                    "crd-upgrade/min-items",
+                    "minItems added where there was none: 1",
+                )],
+            ),
+            (
+                json!({"minLength": 1}),
+                json!({"minLength": 2}),
+                vec![("crd-upgrade/min-length", "minLength increased: 1 -> 2")],
+            ),
+            (
+                json!({}),
+                json!({"minProperties": 1}),
+                vec![(
+                    "crd-upgrade/min-properties",
+                    "minProperties added where there was none: 1",
+                )],
+            ),
+            (
+                json!({}),
+                json!({"pattern": "^a$"}),
+                vec![("crd-upgrade/pattern", "pattern added: \"^a$\"")],
+            ),
+            (
+                json!({"pattern": "^a$"}),
+                json!({}),
+                vec![("crd-upgrade/pattern", "pattern removed: \"^a$\"")],
+            ),
+            (
+                json!({"pattern": "^a$"}),
+                json!({"pattern": "^b$"}),
+                vec![("crd-upgrade/pattern", "pattern changed: \"^a$\" -> \"^b$\"")],
+            ),
+            (
+                json!({}),
+                json!({"nullable": true}),
+                vec![("crd-upgrade/nullable", "nullable added")],
+            ),
+            (
+                json!({"nullable": true}),
+                json!({"nullable": false}),
+                vec![("crd-upgrade/nullable", "nullable removed")],
+            ),
+            (
+                json!({}),
+                json!({"oneOf": [{"required": ["a"]}]}),
+                vec![(
+                    "crd-upgrade/one-of",
+                    "oneOf constraint added where there was none (1 branches)",
+                )],
+            ),
+            (
+                json!({"oneOf": [{"required": ["a"]}, {"required": ["b"]}]}),
+                json!({"oneOf": [{"required": ["a"]}]}),
+                vec![(
+                    "crd-upgrade/one-of",
+                    "allowed oneOf branches removed or changed: [1] of the old oneOf",
+                )],
+            ),
+            (
+                json!({"oneOf": [{"required": ["a"]}]}),
+                json!({"oneOf": [{"required": ["a"]}, {"required": ["b"]}]}),
+                vec![],
+            ),
+            (
+                json!({"type": "string"}),
+                json!({"type": "string", "format": "email"}),
+                vec![(
+                    "crd-upgrade/unhandled",
+                    "a change no OLM v1 check handles (OLM v1 fails closed on it): format: none -> \"email\"",
+                )],
+            ),
+            (
+                json!({}),
+                json!({"x-kubernetes-validations": [{"rule": "self > 0"}]}),
+                vec![(
+                    "crd-upgrade/unhandled",
+                    "a change no OLM v1 check handles (OLM v1 fails closed on it): x-kubernetes-validations: none -> [{\"rule\":\"self > 0\"}]",
+                )],
+            ),
+        ];
+        for (old, new, want) in rows {
+            let got = compare_properties(props(old.clone()), props(new.clone()));
+            let got: Vec<(&str, &str)> = got.iter().map(|(r, m)| (*r, m.as_str())).collect();
+            assert_eq!(got, want, "{old} -> {new}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod crd_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn crd(versions: serde_json::Value, webhook: bool) -> CustomResourceDefinition {
+        let mut value = json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "things.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                     "names": {"kind": "Thing", "plural": "things"}, "versions": versions}
+        });
+        if webhook {
+            value["spec"]["conversion"] =
+                json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"]}});
+        }
+        serde_json::from_value(value).unwrap()
+    }
+
+    fn version(name: &str, storage: bool, props: serde_json::Value) -> serde_json::Value {
+        json!({"name": name, "served": true, "storage": storage, "schema": {"openAPIV3Schema": {
+            "type": "object", "properties": {"spec": {"type": "object", "properties": props}}}}})
+    }
+
+    fn summary(problems: &[Problem]) -> Vec<(String, String, String)> {
+        problems
+            .iter()
+            .map(|p| {
+                (
+                    p.rule.to_owned(),
+                    p.version.clone().unwrap_or_default(),
+                    p.path.clone().unwrap_or_default(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn served_versions_need_a_webhook_and_old_problems_ratchet() {
+        let a = json!({"a": {"type": "string"}});
+        let ab = json!({"a": {"type": "string"}, "b": {"type": "string"}});
+        // v1alpha1 has b, v1 does not: a served-version problem (b's schema against an empty
+        // one: its type goes), unless a webhook converts.
+        let old = crd(json!([version("v1", true, a.clone())]), false);
+        let new = crd(
+            json!([
+                version("v1alpha1", false, ab.clone()),
+                version("v1", true, a.clone())
+            ]),
+            false,
+        );
+        assert_eq!(
+            summary(&check(&old, &new, &[])),
+            vec![(
+                "crd-upgrade/type".to_owned(),
+                "v1alpha1 -> v1".to_owned(),
+                "^.spec.b".to_owned()
+            ),]
+        );
+        let with_webhook = crd(
+            json!([
+                version("v1alpha1", false, ab.clone()),
+                version("v1", true, a.clone())
+            ]),
+            true,
+        );
+        assert!(check(&old, &with_webhook, &[]).is_empty());
+        // The same problem in the old CRD is not reported again.
+        assert!(check(&new, &new, &[]).is_empty());
+        // Removing a field from an existing version, and a stored version.
+        let dropped = crd(json!([version("v1", true, json!({}))]), false);
+        assert_eq!(
+            summary(&check(&old, &dropped, &["v1".into(), "v1beta1".into()])),
+            vec![
+                (
+                    "crd-upgrade/stored-version-removal".into(),
+                    "v1beta1".into(),
+                    String::new()
+                ),
+                (
+                    "crd-upgrade/existing-field-removal".into(),
+                    "v1".into(),
+                    "^.spec.a".into()
+                ),
+                ("crd-upgrade/type".into(), "v1".into(), "^.spec.a".into()),
+            ]
+        );
+    }
+}
