@@ -457,3 +457,62 @@ pub fn report(subject: &str, results: &[EdgeResult]) -> crate::report::Report {
     report.normalize();
     report
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::load::load_stream;
+
+    fn model(entries: &str, versions: &[&str]) -> Model {
+        let mut text =
+            String::from(r#"{"schema":"olm.package","name":"p","defaultChannel":"stable"}"#);
+        text.push_str(&format!(
+            r#"{{"schema":"olm.channel","package":"p","name":"stable","entries":{entries}}}"#
+        ));
+        for v in versions {
+            text.push_str(&format!(
+                r#"{{"schema":"olm.bundle","package":"p","name":"p.v{v}","image":"x/p:{v}","properties":[{{"type":"olm.package","value":{{"packageName":"p","version":"{v}"}}}}]}}"#
+            ));
+        }
+        Model::from_config(load_stream(std::path::Path::new("c.json"), text.as_bytes()).config).0
+    }
+
+    fn pairs(edges: &[Edge]) -> Vec<(String, String, Vec<&'static str>)> {
+        edges
+            .iter()
+            .map(|e| {
+                (
+                    e.from.clone(),
+                    e.to.clone(),
+                    e.via.iter().map(|v| v.as_str()).collect(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn replaces_skips_skip_range_and_next_heads() {
+        let now = model(
+            r#"[{"name":"p.v1.0.0"},{"name":"p.v1.1.0","replaces":"p.v1.0.0"},
+               {"name":"p.v1.2.0","replaces":"p.v1.1.0","skips":["p.v1.0.0"],"skipRange":">=1.0.0 <1.2.0"}]"#,
+            &["1.0.0", "1.1.0", "1.2.0"],
+        );
+        let edge = |from: &str, to: &str, via: &[&'static str]| {
+            (from.to_owned(), to.to_owned(), via.to_vec())
+        };
+        assert_eq!(
+            pairs(&edges(&now)),
+            vec![
+                edge("p.v1.0.0", "p.v1.1.0", &["replaces"]),
+                edge("p.v1.0.0", "p.v1.2.0", &["skips", "skipRange"]),
+                edge("p.v1.1.0", "p.v1.2.0", &["replaces", "skipRange"]),
+            ]
+        );
+        let before = model(r#"[{"name":"p.v1.0.0"}]"#, &["1.0.0"]);
+        assert_eq!(
+            pairs(&next_head_edges(&before, &now)),
+            vec![edge("p.v1.0.0", "p.v1.2.0", &["next head"])]
+        );
+        assert!(next_head_edges(&now, &now).is_empty());
+    }
+}

@@ -414,10 +414,13 @@ mod tests {
         own(&serde_json::from_value(value).unwrap())
     }
 
-    /// One row per check: old node, new node, the problems (rule, message) OLM v1 reports.
+    /// Old node, new node, the problems (rule, message) OLM v1 reports.
+    type Row = (Value, Value, Vec<(&'static str, &'static str)>);
+
+    /// One row per check.
     #[test]
     fn every_property_check() {
-        let rows: Vec<(Value, Value, Vec<(&str, &str)>)> = vec![
+        let rows: Vec<Row> = vec![
             (
                 json!({"type": "string"}),
                 json!({"type": "string", "description": "x"}),
