@@ -149,6 +149,17 @@ pub fn from_multi_str(text: &str) -> Result<Vec<serde_json::Value>, YamlError> {
     Ok(docs.into_iter().filter(|d| !d.is_null()).collect())
 }
 
+/// [`from_multi_str`], lenient about repeated keys the way Go's `sigs.k8s.io/yaml` is (the
+/// decoder Kubernetes tools such as crdify read CRD files with): a repeated key keeps its
+/// last value instead of failing.
+pub fn from_multi_str_last_key_wins(text: &str) -> Result<Vec<serde_json::Value>, YamlError> {
+    let mut options = serde_saphyr::Options::default();
+    options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::LastWins;
+    let docs: Vec<serde_json::Value> =
+        serde_saphyr::from_multiple_with_options(text, options).map_err(parse_error)?;
+    Ok(docs.into_iter().filter(|d| !d.is_null()).collect())
+}
+
 /// Prints a value as one YAML document (no leading `---`, one trailing newline).
 pub fn to_string<T: Serialize>(value: &T) -> Result<String, YamlError> {
     // Go through serde_json::Value so that every map is key-sorted, whatever `T` is.
