@@ -4,11 +4,12 @@ use std::io::Read as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use olmpack::catalog::declcfg::{DeclarativeConfig, to_value};
+use olmpack::catalog::declcfg::DeclarativeConfig;
 use olmpack::catalog::graph::{self, GraphFormat};
 use olmpack::catalog::load::{load_dir, load_stream};
 use olmpack::catalog::model::Model;
 use olmpack::catalog::render::{MigrateLevel, RenderOptions, render_dir};
+use olmpack::catalog::stream::{Blob, render_refs};
 use olmpack::catalog::template::{self, DirResolver};
 use olmpack::catalog::upgrade;
 use olmpack::catalog::validate::{ValidateOptions, validate_dir};
@@ -123,43 +124,20 @@ pub fn run(cmd: CatalogCommand) -> CmdResult {
             if image.is_some() && refs.len() > 1 {
                 return Err("--image needs exactly one bundle directory".into());
             }
-            let mut values = Vec::new();
-            for dir in &refs {
-                if !dir.exists() {
-                    // Not a path: a bundle image reference.
-                    values.push(to_value(&render_image(
-                        &dir.to_string_lossy(),
-                        migrate_level,
-                    )?));
-                    continue;
-                }
-                if !(dir.join("manifests").is_dir() && dir.join("metadata").is_dir()) {
-                    // A catalog directory, as `opm render` accepts.
-                    let loaded = load_dir(dir)?;
-                    if let Some(p) = loaded.problems.first() {
-                        return Err(format!(
-                            "{}: {}: {}",
-                            dir.display(),
-                            p.file.display(),
-                            p.message
-                        )
-                        .into());
-                    }
-                    let mut cfg = loaded.config;
-                    olmpack::catalog::render::normalize_catalog(&mut cfg, migrate_level);
-                    values.extend(cfg.to_values());
-                    continue;
-                }
-                let bundle = render_dir(
-                    dir,
-                    &RenderOptions {
-                        image: image.clone().unwrap_or_default(),
-                        migrate: migrate_level,
-                    },
-                )?;
-                values.push(to_value(&bundle));
-            }
-            print!("{}", print_values(&values, output)?);
+            let names: Vec<String> = refs
+                .iter()
+                .map(|r| r.to_string_lossy().into_owned())
+                .collect();
+            let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let stdout = std::io::stdout();
+            let mut out = stdout.lock();
+            render_refs(
+                &names,
+                jobs,
+                output,
+                |i| render_ref(&refs[i], migrate_level, image.as_deref()),
+                &mut out,
+            )?;
             Ok(ExitCode::SUCCESS)
         }
         CatalogCommand::Template {
@@ -221,11 +199,89 @@ pub fn run(cmd: CatalogCommand) -> CmdResult {
     }
 }
 
-fn print_values(values: &[serde_json::Value], format: Format) -> Result<String, write::WriteError> {
-    match format {
-        Format::Json => write::values_to_json(values),
-        Format::Yaml => write::values_to_yaml(values),
+/// Why one reference of `catalog render` could not be rendered.
+#[derive(Debug, thiserror::Error)]
+enum RefError {
+    #[error(transparent)]
+    Bundle(#[from] olmpack::catalog::render::RenderError),
+    #[error("{0}")]
+    Other(String),
+}
+
+/// One reference as `opm render` treats it: a path that does not exist is an image; a
+/// directory with `manifests/` and `metadata/` directories is a bundle; any other directory
+/// is a catalog.
+fn render_ref(
+    reference: &std::path::Path,
+    migrate: MigrateLevel,
+    image: Option<&str>,
+) -> Result<Vec<Blob>, RefError> {
+    let Ok(meta) = std::fs::metadata(reference) else {
+        let bundle = render_image(&reference.to_string_lossy(), migrate)
+            .map_err(|e| RefError::Other(error_chain(&*e)))?;
+        return Ok(vec![Blob::Bundle(bundle)]);
+    };
+    if !meta.is_dir() {
+        return Err(RefError::Other(format!(
+            "{} is a file; only bundle and catalog directories and images can be rendered \
+             (sqlite databases are not supported)",
+            reference.display()
+        )));
     }
+    if is_bundle_dir(reference) {
+        let options = RenderOptions {
+            image: image.unwrap_or_default().to_owned(),
+            migrate,
+        };
+        return Ok(vec![Blob::Bundle(render_dir(reference, &options)?)]);
+    }
+    let loaded = load_dir(reference).map_err(|e| RefError::Other(error_chain(&e)))?;
+    if let Some(p) = loaded.problems.first() {
+        return Err(RefError::Other(format!(
+            "{}: {}",
+            p.file.display(),
+            p.message
+        )));
+    }
+    let mut cfg = loaded.config;
+    olmpack::catalog::render::normalize_catalog(&mut cfg, migrate);
+    let mut blobs: Vec<Blob> = Vec::with_capacity(cfg.len());
+    blobs.extend(cfg.packages.into_iter().map(Blob::Package));
+    blobs.extend(cfg.channels.into_iter().map(Blob::Channel));
+    blobs.extend(cfg.bundles.into_iter().map(Blob::Bundle));
+    blobs.extend(cfg.others.into_iter().map(Blob::Other));
+    blobs.extend(cfg.deprecations.into_iter().map(Blob::Deprecation));
+    Ok(blobs)
+}
+
+/// opm's test for a bundle directory: `manifests` and `metadata` entries that are
+/// directories themselves (a symlink does not count).
+fn is_bundle_dir(dir: &std::path::Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    let (mut manifests, mut metadata) = (false, false);
+    for e in entries.flatten() {
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            match e.file_name().to_str() {
+                Some("manifests") => manifests = true,
+                Some("metadata") => metadata = true,
+                _ => {}
+            }
+        }
+    }
+    manifests && metadata
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
 }
 
 /// Loads a catalog directory (or a single file) into the semantic model; load and model
@@ -257,12 +313,9 @@ fn render_image(
             format!("{reference} is not a bundle image: it has no /manifests directory").into(),
         );
     }
-    let loaded = olmpack::bundle::load::load_files(
+    Ok(olmpack::catalog::render::render_files(
         std::path::Path::new(reference),
-        files.iter().map(|(p, c)| (p.as_path(), c.as_slice())),
-    );
-    Ok(olmpack::catalog::render::render_loaded(
-        &loaded,
+        &files,
         &RenderOptions {
             image: reference.to_owned(),
             migrate,
