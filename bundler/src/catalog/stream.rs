@@ -26,7 +26,7 @@ use super::write::Format;
 use super::{gojson, goyaml};
 
 /// Encoded output kept in memory before spilling to a temporary file.
-pub const SPILL_IN_MEMORY: usize = 64 << 20;
+pub const SPILL_IN_MEMORY: usize = 16 << 20;
 
 /// One blob of the output stream.
 #[derive(Clone, Debug)]
