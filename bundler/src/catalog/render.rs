@@ -54,22 +54,30 @@ const DEFAULT_CHANNEL_ANNOTATION: &str = "operators.operatorframework.io.bundle.
 pub enum RenderError {
     #[error("failed to read bundle directory")]
     Load(#[from] LoadError),
-    #[error("bundle {dir}: no bundle objects found in manifests/")]
-    NoObjects { dir: String },
-    #[error("bundle {dir}: no ClusterServiceVersion in manifests/")]
-    NoCsv { dir: String },
+    #[error("bundle {dir}: {file}: {message}{}", more_problems(*.more))]
+    BrokenFile {
+        dir: String,
+        file: String,
+        message: String,
+        more: usize,
+    },
+    #[error("bundle {dir}: no bundle objects found in manifests/{skipped}")]
+    NoObjects { dir: String, skipped: SkippedList },
+    #[error("bundle {dir}: no ClusterServiceVersion in manifests/{skipped}")]
+    NoCsv { dir: String, skipped: SkippedList },
     #[error(
-        "bundle {dir}: no file in metadata/ has an `annotations` mapping with the package annotation"
+        "bundle {dir}: no file in metadata/ has an `annotations` mapping with the package annotation{skipped}"
     )]
-    NoAnnotations { dir: String },
+    NoAnnotations { dir: String, skipped: SkippedList },
     #[error(
-        "bundle {bundle}: owned CRD {name} version {version} ({kind}) is not provided by any CRD in the bundle"
+        "bundle {bundle}: owned CRD {name} version {version} ({kind}) is not provided by any CRD in the bundle{skipped}"
     )]
     MissingOwnedCrd {
         bundle: String,
         name: String,
         version: String,
         kind: String,
+        skipped: SkippedList,
     },
     #[error("bundle {bundle}: required CRD name {name:?} is not <plural>.<group>")]
     BadCrdName { bundle: String, name: String },
@@ -87,6 +95,53 @@ pub enum RenderError {
         #[source]
         source: PropertyError,
     },
+}
+
+fn more_problems(more: usize) -> String {
+    match more {
+        0 => String::new(),
+        n => format!(" (and {n} more problem(s); `olmpack bundle validate` lists them all)"),
+    }
+}
+
+/// A file opm reads but skips because its first document does not decode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Skipped {
+    /// Relative to the bundle directory.
+    pub file: PathBuf,
+    pub reason: String,
+}
+
+impl std::fmt::Display for Skipped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: skipped, as opm skips it: {}",
+            self.file.display(),
+            self.reason
+        )
+    }
+}
+
+/// The skipped files, for error messages (empty, or ` (<file>: …; …)`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SkippedList(pub Vec<Skipped>);
+
+impl std::fmt::Display for SkippedList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0.is_empty() {
+            return Ok(());
+        }
+        let items: Vec<String> = self.0.iter().map(ToString::to_string).collect();
+        write!(f, " ({})", items.join("; "))
+    }
+}
+
+/// A rendered bundle and the files opm's reading skips (worth a warning each).
+#[derive(Clone, Debug)]
+pub struct Rendered {
+    pub bundle: Bundle,
+    pub skipped: Vec<Skipped>,
 }
 
 /// How far to migrate the rendered blob (opm's `--migrate-level`).
@@ -107,17 +162,37 @@ pub struct RenderOptions {
 
 /// Renders the bundle directory at `dir`.
 pub fn render_dir(dir: &Path, options: &RenderOptions) -> Result<Bundle, RenderError> {
+    Ok(render_dir_reporting(dir, options)?.bundle)
+}
+
+/// [`render_dir`], also returning the files opm skips.
+pub fn render_dir_reporting(dir: &Path, options: &RenderOptions) -> Result<Rendered, RenderError> {
     if !dir.is_dir() {
         return Err(LoadError::NotADirectory {
             path: dir.to_path_buf(),
         }
         .into());
     }
-    let files = crate::output::read_tree(dir).map_err(|source| LoadError::Read {
+    let tree = crate::input::read_tree(dir).map_err(|source| LoadError::Read {
         path: dir.to_path_buf(),
         source,
     })?;
-    render_files(dir, &files, options)
+    // A file opm would read that cannot be read at all (a FIFO, a symlink loop, too large) is
+    // the error, not what is missing because of it.
+    let refused: Vec<_> = tree
+        .refused
+        .iter()
+        .filter(|r| r.file.components().count() <= 2)
+        .collect();
+    if let Some(first) = refused.first() {
+        return Err(RenderError::BrokenFile {
+            dir: dir.display().to_string(),
+            file: first.file.display().to_string(),
+            message: first.message(),
+            more: refused.len() - 1,
+        });
+    }
+    render_bundle(dir, &tree.files, options)
 }
 
 /// Renders a loaded bundle (module contract).
@@ -125,32 +200,53 @@ pub fn render_loaded(b: &LoadedBundle, options: &RenderOptions) -> Result<Bundle
     render_files(&b.dir, &b.files, options)
 }
 
-type Gvk = (String, String, String);
-/// group, version, kind, plural — opm's API key.
-type ApiKey = (String, String, String, String);
-
 /// Renders a bundle from its files (relative path → contents); `dir` labels errors.
 pub fn render_files(
     dir: &Path,
     files: &BTreeMap<PathBuf, Vec<u8>>,
     options: &RenderOptions,
 ) -> Result<Bundle, RenderError> {
+    Ok(render_bundle(dir, files, options)?.bundle)
+}
+
+type Gvk = (String, String, String);
+/// group, version, kind, plural — opm's API key.
+type ApiKey = (String, String, String, String);
+
+/// [`render_files`], also returning the files opm skips (module contract).
+pub fn render_bundle(
+    dir: &Path,
+    files: &BTreeMap<PathBuf, Vec<u8>>,
+    options: &RenderOptions,
+) -> Result<Rendered, RenderError> {
     let label = dir.display().to_string();
-    let objects = manifests(files);
+    let mut skipped = Vec::new();
+    let objects = manifests(files, &mut skipped);
+    let meta = metadata(files, &mut skipped);
+    let list = || SkippedList(skipped.clone());
     if objects.is_empty() {
-        return Err(RenderError::NoObjects { dir: label });
+        return Err(RenderError::NoObjects {
+            dir: label,
+            skipped: list(),
+        });
     }
     let csv = objects
         .iter()
         .find(|o| kind(o) == "ClusterServiceVersion")
-        .ok_or_else(|| RenderError::NoCsv { dir: label.clone() })?;
+        .ok_or_else(|| RenderError::NoCsv {
+            dir: label.clone(),
+            skipped: list(),
+        })?;
     let ctx = Ctx {
         bundle: str_at(csv, "/metadata/name").to_owned(),
     };
     ctx.check_csv(csv)?;
     let provided = ctx.provided_apis(&objects, csv)?;
-    ctx.check_owned(csv, &provided)?;
-    let meta = metadata(files).ok_or(RenderError::NoAnnotations { dir: label })?;
+    ctx.check_owned(csv, &provided, &skipped)?;
+    let meta = meta.ok_or_else(|| RenderError::NoAnnotations {
+        dir: label,
+        skipped: list(),
+    })?;
     let version = ctx.version(csv)?;
     let release = release(csv);
 
@@ -176,7 +272,7 @@ pub fn render_files(
         properties.retain(|p| p.type_ != TYPE_BUNDLE_OBJECT);
         properties.push(Property::new(TYPE_CSV_METADATA, csv_metadata(csv)));
     }
-    Ok(Bundle {
+    let bundle = Bundle {
         origin: None,
         schema: SCHEMA_BUNDLE.to_owned(),
         name: ctx.bundle,
@@ -184,7 +280,8 @@ pub fn render_files(
         image: options.image.clone(),
         properties,
         related_images,
-    })
+    };
+    Ok(Rendered { bundle, skipped })
 }
 
 fn kind(v: &Value) -> &str {
@@ -193,7 +290,7 @@ fn kind(v: &Value) -> &str {
 
 /// The first document of every top-level manifest file that decodes as an object with a
 /// kind, first CSV only.
-fn manifests(files: &BTreeMap<PathBuf, Vec<u8>>) -> Vec<Value> {
+fn manifests(files: &BTreeMap<PathBuf, Vec<u8>>, skipped: &mut Vec<Skipped>) -> Vec<Value> {
     let mut csv_seen = false;
     let mut out = Vec::new();
     for (path, contents) in files {
@@ -204,12 +301,23 @@ fn manifests(files: &BTreeMap<PathBuf, Vec<u8>>) -> Vec<Value> {
         if !in_manifests || hidden {
             continue;
         }
-        let Some(value) = first_document(contents) else {
-            continue;
+        let value = match first_document(contents) {
+            Ok(Some(value)) if value.is_object() && !kind(&value).is_empty() => value,
+            Ok(_) => {
+                skipped.push(Skipped {
+                    file: path.clone(),
+                    reason: "its first document is not a Kubernetes object with a kind".into(),
+                });
+                continue;
+            }
+            Err(reason) => {
+                skipped.push(Skipped {
+                    file: path.clone(),
+                    reason,
+                });
+                continue;
+            }
         };
-        if !value.is_object() || kind(&value).is_empty() {
-            continue;
-        }
         if kind(&value) == "ClusterServiceVersion" {
             if csv_seen {
                 continue;
@@ -223,12 +331,17 @@ fn manifests(files: &BTreeMap<PathBuf, Vec<u8>>) -> Vec<Value> {
 
 /// The first document of a file as Kubernetes' YAML-or-JSON decoder reads it: JSON when the
 /// text starts with `{`, else the YAML up to the first `---` line that has content.
-pub fn first_document(contents: &[u8]) -> Option<Value> {
-    let text = std::str::from_utf8(contents).ok()?;
+pub fn first_document(contents: &[u8]) -> Result<Option<Value>, String> {
+    let text = std::str::from_utf8(crate::input::strip_bom(contents))
+        .map_err(|_| "not UTF-8 text".to_owned())?;
     let trimmed = text.trim_start();
     if trimmed.starts_with('{') {
         let mut stream = serde_json::Deserializer::from_str(trimmed).into_iter::<Value>();
-        return stream.next()?.ok();
+        return match stream.next() {
+            None => Ok(None),
+            Some(Ok(v)) => Ok(Some(v)),
+            Some(Err(e)) => Err(format!("invalid JSON: {e}")),
+        };
     }
     let mut start = 0;
     let mut pos = 0;
@@ -236,7 +349,10 @@ pub fn first_document(contents: &[u8]) -> Option<Value> {
         if let Some(rest) = line.strip_prefix("---") {
             let rest = rest.trim();
             if !rest.is_empty() && !rest.starts_with('#') {
-                return None;
+                return Err(format!(
+                    "text after the document separator: {:?}",
+                    line.trim_end()
+                ));
             }
             if !text[start..pos].trim().is_empty() {
                 break;
@@ -248,9 +364,11 @@ pub fn first_document(contents: &[u8]) -> Option<Value> {
     let end = if pos >= text.len() { text.len() } else { pos };
     let doc = &text[start..end];
     if doc.trim().is_empty() {
-        return None;
+        return Ok(None);
     }
-    crate::yaml::from_str::<Value>(doc).ok()
+    crate::yaml::from_str::<Value>(doc)
+        .map(Some)
+        .map_err(|e| e.to_string())
 }
 
 /// What opm reads from `metadata/`.
@@ -262,7 +380,7 @@ struct Metadata {
 
 /// The annotations, dependencies and properties files (module contract), or `None` when no
 /// file has the annotations.
-fn metadata(files: &BTreeMap<PathBuf, Vec<u8>>) -> Option<Metadata> {
+fn metadata(files: &BTreeMap<PathBuf, Vec<u8>>, skipped: &mut Vec<Skipped>) -> Option<Metadata> {
     let mut annotations: Option<String> = None;
     let mut dependencies: Option<Vec<Property>> = None;
     let mut properties: Option<Vec<Property>> = None;
@@ -270,8 +388,16 @@ fn metadata(files: &BTreeMap<PathBuf, Vec<u8>>) -> Option<Metadata> {
         if path.parent() != Some(Path::new(crate::bundle::load::METADATA_DIR)) {
             continue;
         }
-        let Some(doc) = first_document(contents) else {
-            continue;
+        let doc = match first_document(contents) {
+            Ok(Some(doc)) => doc,
+            Ok(None) => continue,
+            Err(reason) => {
+                skipped.push(Skipped {
+                    file: path.clone(),
+                    reason,
+                });
+                continue;
+            }
         };
         let Some(map) = doc.as_object() else {
             continue;
@@ -569,7 +695,12 @@ impl Ctx {
     }
 
     /// Every owned CRD of the CSV must be provided by a CRD of the bundle.
-    fn check_owned(&self, csv: &Value, provided: &BTreeSet<ApiKey>) -> Result<(), RenderError> {
+    fn check_owned(
+        &self,
+        csv: &Value,
+        provided: &BTreeSet<ApiKey>,
+        skipped: &[Skipped],
+    ) -> Result<(), RenderError> {
         for owned in definitions(csv, "customresourcedefinitions", "owned") {
             let crd_name = ci_str(owned, "name");
             let (plural, group) =
@@ -591,6 +722,7 @@ impl Ctx {
                     name: crd_name.to_owned(),
                     version: key.1,
                     kind: key.2,
+                    skipped: SkippedList(skipped.to_vec()),
                 });
             }
         }

@@ -28,6 +28,14 @@ use super::{gojson, goyaml};
 /// Encoded output kept in memory before spilling to a temporary file.
 pub const SPILL_IN_MEMORY: usize = 16 << 20;
 
+/// What rendering one reference produced: its blobs, and warnings (files skipped the way
+/// opm skips them) to report.
+#[derive(Clone, Debug, Default)]
+pub struct RefOutput {
+    pub blobs: Vec<Blob>,
+    pub warnings: Vec<String>,
+}
+
 /// One blob of the output stream.
 #[derive(Clone, Debug)]
 pub enum Blob {
@@ -205,21 +213,23 @@ impl Spill {
     }
 }
 
-/// What one reference produced: encoded blobs with their keys, or the render error.
-type Rendered<E> = Result<Vec<(SortKey, Vec<u8>)>, StreamError<E>>;
+/// Encoded blobs with their keys.
+type Encoded = Vec<(SortKey, Vec<u8>)>;
+/// What one reference produced: encoded blobs and warnings, or the render error.
+type Rendered<E> = Result<(Encoded, Vec<String>), StreamError<E>>;
 
 /// Renders `refs` with `render` on up to `jobs` threads and writes the stream to `out`
-/// (module contract).
+/// (module contract). Returns the warnings, in reference order.
 pub fn render_refs<E, F>(
     refs: &[String],
     jobs: usize,
     format: Format,
     render: F,
     out: &mut dyn Write,
-) -> Result<(), StreamError<E>>
+) -> Result<Vec<String>, StreamError<E>>
 where
     E: std::error::Error + Send + 'static,
-    F: Fn(usize) -> Result<Vec<Blob>, E> + Sync,
+    F: Fn(usize) -> Result<RefOutput, E> + Sync,
 {
     let jobs = jobs.clamp(1, refs.len().max(1));
     let next = AtomicUsize::new(0);
@@ -228,6 +238,7 @@ where
     let mut spill = Spill::new();
     let mut index: Vec<(SortKey, u64, usize)> = Vec::new();
     let mut error: Option<(usize, StreamError<E>)> = None;
+    let mut warnings: Vec<(usize, Vec<String>)> = Vec::new();
     let collected: std::io::Result<()> = std::thread::scope(|s| {
         for _ in 0..jobs {
             let tx = tx.clone();
@@ -251,10 +262,13 @@ where
         drop(tx);
         for (i, result) in rx {
             match result {
-                Ok(blobs) => {
+                Ok((blobs, warned)) => {
                     for (key, bytes) in blobs {
                         let (at, len) = spill.append(&bytes)?;
                         index.push((key, at, len));
+                    }
+                    if !warned.is_empty() {
+                        warnings.push((i, warned));
                     }
                 }
                 Err(e) => {
@@ -276,15 +290,16 @@ where
         spill.copy_to(at, len, &mut out)?;
     }
     out.flush()?;
-    Ok(())
+    warnings.sort_by_key(|(i, _)| *i);
+    Ok(warnings.into_iter().flat_map(|(_, w)| w).collect())
 }
 
 fn render_one<E, F>(i: usize, reference: &str, format: Format, render: &F) -> Rendered<E>
 where
     E: std::error::Error + 'static,
-    F: Fn(usize) -> Result<Vec<Blob>, E>,
+    F: Fn(usize) -> Result<RefOutput, E>,
 {
-    let blobs = render(i).map_err(|source| StreamError::Render {
+    let RefOutput { blobs, warnings } = render(i).map_err(|source| StreamError::Render {
         reference: reference.to_owned(),
         source,
     })?;
@@ -301,7 +316,7 @@ where
             })?;
         encoded.push((key, bytes));
     }
-    Ok(encoded)
+    Ok((encoded, warnings))
 }
 
 #[cfg(test)]
@@ -341,7 +356,12 @@ mod tests {
             &refs,
             3,
             Format::Json,
-            |i| Ok::<_, Broken>(vec![bundle(names[i].0, names[i].1)]),
+            |i| {
+                Ok::<_, Broken>(RefOutput {
+                    blobs: vec![bundle(names[i].0, names[i].1)],
+                    warnings: vec![],
+                })
+            },
             &mut out,
         )
         .unwrap();
@@ -362,7 +382,10 @@ mod tests {
                 if i == 2 || i == 4 {
                     Err(Broken(i))
                 } else {
-                    Ok(vec![bundle("p", "n")])
+                    Ok(RefOutput {
+                        blobs: vec![bundle("p", "n")],
+                        warnings: vec![],
+                    })
                 }
             },
             &mut out,

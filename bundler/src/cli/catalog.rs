@@ -8,8 +8,8 @@ use olmpack::catalog::declcfg::DeclarativeConfig;
 use olmpack::catalog::graph::{self, GraphFormat};
 use olmpack::catalog::load::{load_dir, load_stream};
 use olmpack::catalog::model::Model;
-use olmpack::catalog::render::{MigrateLevel, RenderOptions, render_dir};
-use olmpack::catalog::stream::{Blob, render_refs};
+use olmpack::catalog::render::{MigrateLevel, RenderError, RenderOptions, render_dir_reporting};
+use olmpack::catalog::stream::{Blob, RefOutput, StreamError, render_refs};
 use olmpack::catalog::template::{self, DirResolver};
 use olmpack::catalog::upgrade;
 use olmpack::catalog::validate::{ValidateOptions, validate_dir};
@@ -131,13 +131,17 @@ pub fn run(cmd: CatalogCommand) -> CmdResult {
             let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
             let stdout = std::io::stdout();
             let mut out = stdout.lock();
-            render_refs(
+            let warnings = render_refs(
                 &names,
                 jobs,
                 output,
                 |i| render_ref(&refs[i], migrate_level, image.as_deref()),
                 &mut out,
-            )?;
+            )
+            .map_err(stream_error)?;
+            for w in warnings {
+                eprintln!("warning: {w}");
+            }
             Ok(ExitCode::SUCCESS)
         }
         CatalogCommand::Template {
@@ -151,8 +155,7 @@ pub fn run(cmd: CatalogCommand) -> CmdResult {
                 std::io::stdin().read_to_string(&mut s)?;
                 s
             } else {
-                std::fs::read_to_string(&file)
-                    .map_err(|e| format!("failed to read {}: {e}", file.display()))?
+                olmpack::input::text(&file)?
             };
             let mut resolver = DirResolver {
                 migrate: migrate_level,
@@ -164,7 +167,17 @@ pub fn run(cmd: CatalogCommand) -> CmdResult {
                     .ok_or_else(|| format!("--bundle {pair:?} is not IMAGE=DIR"))?;
                 resolver.dirs.insert(image.to_owned(), PathBuf::from(dir));
             }
-            let cfg: DeclarativeConfig = template::render_any(&text, &resolver)?;
+            let cfg: DeclarativeConfig = template::render_any(&text, &resolver).map_err(|e| {
+                // The template or a bundle it names is invalid, unless a file could not be read.
+                let message = format!("{}: {}", file.display(), olmpack::report::error_chain(&e));
+                let unreadable = matches!(&e, template::TemplateError::Resolve { source, .. }
+                    if super::exit_code(source.as_ref()) == 2 && !is_invalid_bundle(source.as_ref()));
+                if unreadable {
+                    Box::<dyn std::error::Error + Send + Sync>::from(e)
+                } else {
+                    Box::new(super::Invalid(message))
+                }
+            })?;
             print!("{}", write::to_string(&cfg, output)?);
             Ok(ExitCode::SUCCESS)
         }
@@ -203,46 +216,66 @@ pub fn run(cmd: CatalogCommand) -> CmdResult {
 #[derive(Debug, thiserror::Error)]
 enum RefError {
     #[error(transparent)]
-    Bundle(#[from] olmpack::catalog::render::RenderError),
-    #[error("{0}")]
-    Other(String),
+    Bundle(#[from] RenderError),
+    #[error(transparent)]
+    Invalid(#[from] super::Invalid),
+    #[error(transparent)]
+    Other(Box<dyn std::error::Error + Send + Sync>),
 }
 
-/// One reference as `opm render` treats it: a path that does not exist is an image; a
-/// directory with `manifests/` and `metadata/` directories is a bundle; any other directory
-/// is a catalog.
+/// The exit-code carrying error for a failed `catalog render` (see [`render_error`]).
+fn stream_error(err: StreamError<RefError>) -> Box<dyn std::error::Error + Send + Sync> {
+    match err {
+        StreamError::Render { source, .. } => match source {
+            RefError::Bundle(e) => render_error(e),
+            RefError::Invalid(e) => Box::new(e),
+            RefError::Other(e) => e,
+        },
+        other => Box::new(other),
+    }
+}
+
+/// One reference as `opm render` treats it: a path that does not exist is an image; a bundle
+/// directory renders to one bundle; any other directory is a catalog, rendered normalised.
 fn render_ref(
     reference: &std::path::Path,
     migrate: MigrateLevel,
     image: Option<&str>,
-) -> Result<Vec<Blob>, RefError> {
+) -> Result<RefOutput, RefError> {
     let Ok(meta) = std::fs::metadata(reference) else {
-        let bundle = render_image(&reference.to_string_lossy(), migrate)
-            .map_err(|e| RefError::Other(error_chain(&*e)))?;
-        return Ok(vec![Blob::Bundle(bundle)]);
+        let bundle =
+            render_image(&reference.to_string_lossy(), migrate).map_err(RefError::Other)?;
+        return Ok(RefOutput {
+            blobs: vec![Blob::Bundle(bundle)],
+            warnings: vec![],
+        });
     };
     if !meta.is_dir() {
-        return Err(RefError::Other(format!(
-            "{} is a file; only bundle and catalog directories and images can be rendered \
+        return Err(super::Invalid(format!(
+            "{}: is a file; only bundle and catalog directories and bundle images can be rendered \
              (sqlite databases are not supported)",
             reference.display()
-        )));
+        ))
+        .into());
     }
     if is_bundle_dir(reference) {
         let options = RenderOptions {
             image: image.unwrap_or_default().to_owned(),
             migrate,
         };
-        return Ok(vec![Blob::Bundle(render_dir(reference, &options)?)]);
+        let rendered = render_dir_reporting(reference, &options)?;
+        let warnings = rendered
+            .skipped
+            .iter()
+            .map(|s| format!("{}: {s}", reference.display()))
+            .collect();
+        return Ok(RefOutput {
+            blobs: vec![Blob::Bundle(rendered.bundle)],
+            warnings,
+        });
     }
-    let loaded = load_dir(reference).map_err(|e| RefError::Other(error_chain(&e)))?;
-    if let Some(p) = loaded.problems.first() {
-        return Err(RefError::Other(format!(
-            "{}: {}",
-            p.file.display(),
-            p.message
-        )));
-    }
+    let loaded = load_dir(reference).map_err(|e| RefError::Other(Box::new(e)))?;
+    refuse_problems(reference, &loaded)?;
     let mut cfg = loaded.config;
     olmpack::catalog::render::normalize_catalog(&mut cfg, migrate);
     let mut blobs: Vec<Blob> = Vec::with_capacity(cfg.len());
@@ -251,48 +284,82 @@ fn render_ref(
     blobs.extend(cfg.bundles.into_iter().map(Blob::Bundle));
     blobs.extend(cfg.others.into_iter().map(Blob::Other));
     blobs.extend(cfg.deprecations.into_iter().map(Blob::Deprecation));
-    Ok(blobs)
+    Ok(RefOutput {
+        blobs,
+        warnings: vec![],
+    })
 }
 
-/// opm's test for a bundle directory: `manifests` and `metadata` entries that are
-/// directories themselves (a symlink does not count).
+/// Whether `dir` is a bundle directory: it has `manifests` (whatever it is: a bundle with a
+/// broken `manifests` is still a bundle, and is reported as one) or
+/// `metadata/annotations.yaml`.
 fn is_bundle_dir(dir: &std::path::Path) -> bool {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return false;
-    };
-    let (mut manifests, mut metadata) = (false, false);
-    for e in entries.flatten() {
-        if e.file_type().is_ok_and(|t| t.is_dir()) {
-            match e.file_name().to_str() {
-                Some("manifests") => manifests = true,
-                Some("metadata") => metadata = true,
-                _ => {}
+    std::fs::symlink_metadata(dir.join("manifests")).is_ok()
+        || std::fs::symlink_metadata(dir.join("metadata/annotations.yaml")).is_ok()
+}
+
+/// A catalog that did not load whole is invalid input: every problem is named, exit 1.
+fn refuse_problems(
+    path: &std::path::Path,
+    loaded: &olmpack::catalog::load::LoadedCatalog,
+) -> Result<(), super::Invalid> {
+    if loaded.problems.is_empty() {
+        return Ok(());
+    }
+    let lines: Vec<String> = loaded
+        .problems
+        .iter()
+        .map(|p| {
+            let file = if path.is_file() {
+                path.to_path_buf()
+            } else {
+                path.join(&p.file)
+            };
+            match p.index {
+                Some(i) => format!("{}: document {i}: {}", file.display(), p.message),
+                None => format!("{}: {}", file.display(), p.message),
             }
-        }
-    }
-    manifests && metadata
+        })
+        .collect();
+    Err(super::Invalid(format!(
+        "the catalog does not load ({} problem(s); `olmpack catalog validate` lists them all):\n  {}",
+        lines.len(),
+        lines.join("\n  ")
+    )))
 }
 
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
+/// A bundle that cannot be rendered because it is invalid is exit 1; one that cannot be read
+/// at all keeps its error (exit 2, or 1 when the reader refused it).
+fn render_error(err: RenderError) -> Box<dyn std::error::Error + Send + Sync> {
+    match err {
+        RenderError::Load(load) => Box::new(load),
+        invalid => Box::new(super::Invalid(olmpack::report::error_chain(&invalid))),
     }
-    text
 }
 
-/// Loads a catalog directory (or a single file) into the semantic model; load and model
-/// problems do not stop drawing — `validate` reports them.
+/// Whether an error from rendering a bundle says the bundle is invalid.
+fn is_invalid_bundle(err: &(dyn std::error::Error + 'static)) -> bool {
+    err.downcast_ref::<RenderError>()
+        .is_some_and(|e| !matches!(e, RenderError::Load(_)))
+}
+
+/// Loads a catalog directory (or a single catalog file) into the semantic model. A catalog
+/// that does not load whole is refused (exit 1); model problems do not stop drawing —
+/// `validate` reports them.
 fn load_model(path: &std::path::Path) -> Result<Model, Box<dyn std::error::Error + Send + Sync>> {
-    let loaded = if path.is_file() {
-        let bytes = std::fs::read(path)?;
+    let loaded = if std::fs::metadata(path).is_ok_and(|m| !m.is_dir()) {
+        let bytes = olmpack::input::read(path)?;
         load_stream(path, &bytes)
     } else {
         load_dir(path)?
     };
+    refuse_problems(path, &loaded)?;
+    if loaded.config.packages.is_empty() {
+        return Err(Box::new(super::Invalid(format!(
+            "{}: holds no package (no `olm.package` blob); nothing to draw",
+            path.display()
+        ))));
+    }
     Ok(Model::from_config(loaded.config).0)
 }
 
