@@ -28,7 +28,7 @@ pub enum ReleaseError {
     Render {
         version: String,
         #[source]
-        source: render::RenderError,
+        source: Box<render::RenderError>,
     },
     #[error("failed to build the catalog")]
     Catalog(#[from] catalog_generate::GenerateError),
@@ -75,7 +75,7 @@ pub fn build(plan: &LoadedPlan, options: &GenerateOptions) -> Result<ReleaseOutp
         )
         .map_err(|source| ReleaseError::Render {
             version: version_text.clone(),
-            source,
+            source: Box::new(source),
         })?;
         rendered.push(bundle);
         inputs.push(ReleaseInput {
