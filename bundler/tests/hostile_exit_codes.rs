@@ -165,7 +165,11 @@ fn hostile_exit_code_table() {
             let before = snapshot(d);
             let out = run(d, &args);
             out.in_our_words();
-            let want = expected_code(class);
+            // opm skips a manifest whose first document does not decode and renders the
+            // rest; `catalog render` does the same (byte-identical output) and warns, naming
+            // the file.
+            let opm_skips = args[..2] == ["catalog", "render"] && named == "broken.yaml";
+            let want = if opm_skips { 0 } else { expected_code(class) };
             if out.code != want {
                 failures.push(format!(
                     "{args:?} on {class:?} input: exit {} (want {want})\n{}",
