@@ -7,6 +7,8 @@
 //!   any bundle directory.
 //! - [`catalog`]: File-Based Catalogs: model, render, templates, upgrade graphs, validation.
 //! - [`image`]: bundle and catalog images without a container engine; OCI layouts and pushes.
+//! - [`compat`]: CRD compatibility across upgrades (OLM v0 and OLM v1 checks, every edge of
+//!   an upgrade graph).
 //! - [`report`]: validation findings and their text/JSON/JUnit output.
 //! - [`input`]: reading input files safely (regular files only, bounded, symlinks kept inside).
 //! - [`output`]: generated file trees, written atomically or checked against disk.
@@ -21,6 +23,7 @@
 
 pub mod bundle;
 pub mod catalog;
+pub mod compat;
 pub mod image;
 pub mod input;
 pub mod json;

@@ -16,6 +16,8 @@
 pub mod declcfg;
 pub mod generate;
 pub mod gojson;
+pub mod gonum;
+pub mod goyaml;
 pub mod graph;
 pub mod ignore;
 pub mod load;
@@ -23,6 +25,7 @@ pub mod model;
 pub mod property;
 pub mod pullspec;
 pub mod render;
+pub mod stream;
 pub mod template;
 pub mod upgrade;
 pub mod validate;
