@@ -10,6 +10,7 @@
 //! - [`compat`]: CRD compatibility across upgrades (OLM v0 and OLM v1 checks, every edge of
 //!   an upgrade graph).
 //! - [`report`]: validation findings and their text/JSON/JUnit output.
+//! - [`input`]: reading input files safely (regular files only, bounded, symlinks kept inside).
 //! - [`output`]: generated file trees, written atomically or checked against disk.
 //! - [`release`]: the whole release job — bundles and catalog from one plan.
 //!
@@ -21,6 +22,7 @@ pub mod bundle;
 pub mod catalog;
 pub mod compat;
 pub mod image;
+pub mod input;
 pub mod json;
 pub mod names;
 pub mod output;

@@ -98,9 +98,9 @@ pub fn run(args: CheckArgs) -> CmdResult {
 
 fn crd_files(old: &Path, new: &Path, output: UpgradeOutput) -> CmdResult {
     let read = |path: &Path| -> Result<_, Box<dyn std::error::Error + Send + Sync>> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read {}: {}", path.display(), io_reason(&e)))?;
-        Ok(compat::parse_crd_file(&path.display().to_string(), &text)?)
+        let text = olmpack::input::text(path)?;
+        compat::parse_crd_file(&path.display().to_string(), &text)
+            .map_err(|e| super::Invalid(e.to_string()).into())
     };
     let (old_crd, new_crd) = (read(old)?, read(new)?);
     let problems = compat::check_files(&old_crd, &new_crd);
@@ -132,20 +132,6 @@ fn crd_files(old: &Path, new: &Path, output: UpgradeOutput) -> CmdResult {
         &[result],
         output,
     ))
-}
-
-/// The words of an I/O error without Rust's "(os error N)".
-fn io_reason(e: &std::io::Error) -> String {
-    match e.kind() {
-        std::io::ErrorKind::NotFound => "no such file".into(),
-        std::io::ErrorKind::PermissionDenied => "permission denied".into(),
-        _ => e
-            .to_string()
-            .split(" (os error")
-            .next()
-            .unwrap_or_default()
-            .to_owned(),
-    }
 }
 
 fn print(subject: &str, results: &[EdgeResult], output: UpgradeOutput) -> ExitCode {
@@ -257,7 +243,13 @@ fn add_missing_releases(
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     if bundles.is_dir() {
         let mut dirs: Vec<PathBuf> = std::fs::read_dir(bundles)
-            .map_err(|e| format!("cannot read {}: {}", bundles.display(), io_reason(&e)))?
+            .map_err(|e| {
+                format!(
+                    "cannot read {}: {}",
+                    bundles.display(),
+                    olmpack::input::describe_io(&e)
+                )
+            })?
             .filter_map(Result::ok)
             .map(|e| e.path())
             .filter(|p| p.join("manifests").is_dir())
