@@ -12,6 +12,7 @@
 //! - [`report`]: validation findings and their text/JSON/JUnit output.
 //! - [`input`]: reading input files safely (regular files only, bounded, symlinks kept inside).
 //! - [`output`]: generated file trees, written atomically or checked against disk.
+//! - [`upgrade_graph`]: the plan's upgrade graph, the one source of CSV and channel edges.
 //! - [`release`]: the whole release job — bundles and catalog from one plan.
 //!
 //! Pure code in the middle, I/O at the edges: only plan and manifest loading, `output`, and
@@ -29,6 +30,7 @@ pub mod output;
 pub mod plan;
 pub mod release;
 pub mod report;
+pub mod upgrade_graph;
 pub mod yaml;
 
 /// Installs rustls' ring provider as the process default; call first in every binary and test
