@@ -191,7 +191,7 @@ fn from_plan(
         let release = Release::from_bundle(&bundle)?;
         releases.insert(release.name.clone(), release);
     }
-    let mut edges = graph::edges(&model);
+    let mut edges = graph::plan_edges(&olmpack::upgrade_graph::UpgradeGraph::from_plan(&loaded));
     let previous_dir = loaded.resolve(Path::new("catalog"));
     if previous_dir.is_dir() {
         let previous = catalog_load::load_dir(&previous_dir)?;
