@@ -225,6 +225,9 @@ struct Tally {
     total: usize,
 }
 
+/// One compared case, as the comparison below collects it.
+type RenderResult = (String, bool, Variant, Outcome, Outcome);
+
 #[test]
 fn realworld_render_matches_opm() {
     let Some(corpus) = upgrade_tests::corpus::require(
@@ -245,7 +248,7 @@ fn realworld_render_matches_opm() {
         .flat_map(|(d, b)| Variant::ALL.iter().map(move |v| (d, *b, *v)))
         .collect();
     let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<(String, bool, Variant, Outcome, Outcome)>> = Mutex::new(Vec::new());
+    let results: Mutex<Vec<RenderResult>> = Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..2 {
             s.spawn(|| {
@@ -263,7 +266,7 @@ fn realworld_render_matches_opm() {
                         .lock()
                         .unwrap()
                         .push((rel, bundle, variant, ours, theirs));
-                    if i % 500 == 0 {
+                    if i.is_multiple_of(500) {
                         eprint!("[{i}/{}]", cases.len());
                         let _ = std::io::stderr().flush();
                     }

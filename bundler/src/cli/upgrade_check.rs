@@ -40,8 +40,9 @@ Every finding has a rule id (crd-upgrade/<check>), the CRD, the version (or pair
 versions), the property path (^.spec.field) and who refuses it (OLM v0, OLM v1, both,
 kube-apiserver). --output markdown prints a per-edge verdict table for $GITHUB_STEP_SUMMARY.
 
-Exit codes: 0 every edge is safe; 1 an edge would be refused (findings printed);
-2 an input could not be read or the arguments are wrong.";
+Exit codes: 0 every edge is safe; 1 an edge would be refused (findings printed) or an input is
+invalid (e.g. a --crd file that is not a CRD); 2 an input is missing or unreadable, or the
+arguments are wrong.";
 
 /// How to print the result.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
