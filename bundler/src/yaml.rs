@@ -156,7 +156,7 @@ pub fn from_multi_str_last_key_wins(text: &str) -> Result<Vec<serde_json::Value>
     let mut options = serde_saphyr::Options::default();
     options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::LastWins;
     let docs: Vec<serde_json::Value> =
-        serde_saphyr::from_multiple_with_options(text, options).map_err(parse_error)?;
+        serde_saphyr::from_multiple_with_options(prepare(text), options).map_err(parse_error)?;
     Ok(docs.into_iter().filter(|d| !d.is_null()).collect())
 }
 

@@ -602,15 +602,16 @@ fn crd_upgrade_cli_crd_mode_breaking_change_exits_1_in_every_format() {
 }
 
 #[test]
-fn crd_upgrade_cli_crd_mode_bad_input_exits_2() {
+fn crd_upgrade_cli_crd_mode_bad_input_exits_1_or_2() {
     let (code, _, stderr) = check_crd("old.yaml", "does-not-exist.yaml", "text");
     assert_eq!(code, Some(2));
     assert_eq!(
         stderr,
-        "error: cannot read bundler/tests/fixtures/crd_upgrade/does-not-exist.yaml: no such file\n"
+        "error: bundler/tests/fixtures/crd_upgrade/does-not-exist.yaml: does not exist\n"
     );
+    // A file that is not a CRD is invalid input (exit 1, as everywhere in olmpack).
     let (code, _, stderr) = check_crd("old.yaml", "not-a-crd.yaml", "text");
-    assert_eq!(code, Some(2));
+    assert_eq!(code, Some(1));
     assert_eq!(
         stderr,
         "error: bundler/tests/fixtures/crd_upgrade/not-a-crd.yaml: v1 ConfigMap is not an apiextensions.k8s.io/v1 CustomResourceDefinition\n"

@@ -225,6 +225,9 @@ struct Tally {
     total: usize,
 }
 
+/// One compared case, as the comparison below collects it.
+type RenderResult = (String, bool, Variant, Outcome, Outcome);
+
 #[test]
 fn realworld_render_matches_opm() {
     let Some(corpus) = upgrade_tests::corpus::require(
@@ -245,8 +248,7 @@ fn realworld_render_matches_opm() {
         .flat_map(|(d, b)| Variant::ALL.iter().map(move |v| (d, *b, *v)))
         .collect();
     let next = AtomicUsize::new(0);
-    type Row = (String, bool, Variant, Outcome, Outcome);
-    let results: Mutex<Vec<Row>> = Mutex::new(Vec::new());
+    let results: Mutex<Vec<RenderResult>> = Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..2 {
             s.spawn(|| {

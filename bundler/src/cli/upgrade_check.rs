@@ -40,8 +40,9 @@ Every finding has a rule id (crd-upgrade/<check>), the CRD, the version (or pair
 versions), the property path (^.spec.field) and who refuses it (OLM v0, OLM v1, both,
 kube-apiserver). --output markdown prints a per-edge verdict table for $GITHUB_STEP_SUMMARY.
 
-Exit codes: 0 every edge is safe; 1 an edge would be refused (findings printed);
-2 an input could not be read or the arguments are wrong.";
+Exit codes: 0 every edge is safe; 1 an edge would be refused (findings printed) or an input is
+invalid (e.g. a --crd file that is not a CRD); 2 an input is missing or unreadable, or the
+arguments are wrong.";
 
 /// How to print the result.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -98,9 +99,9 @@ pub fn run(args: CheckArgs) -> CmdResult {
 
 fn crd_files(old: &Path, new: &Path, output: UpgradeOutput) -> CmdResult {
     let read = |path: &Path| -> Result<_, Box<dyn std::error::Error + Send + Sync>> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read {}: {}", path.display(), io_reason(&e)))?;
-        Ok(compat::parse_crd_file(&path.display().to_string(), &text)?)
+        let text = olmpack::input::text(path)?;
+        compat::parse_crd_file(&path.display().to_string(), &text)
+            .map_err(|e| super::Invalid(e.to_string()).into())
     };
     let (old_crd, new_crd) = (read(old)?, read(new)?);
     let problems = compat::check_files(&old_crd, &new_crd);
@@ -132,20 +133,6 @@ fn crd_files(old: &Path, new: &Path, output: UpgradeOutput) -> CmdResult {
         &[result],
         output,
     ))
-}
-
-/// The words of an I/O error without Rust's "(os error N)".
-fn io_reason(e: &std::io::Error) -> String {
-    match e.kind() {
-        std::io::ErrorKind::NotFound => "no such file".into(),
-        std::io::ErrorKind::PermissionDenied => "permission denied".into(),
-        _ => e
-            .to_string()
-            .split(" (os error")
-            .next()
-            .unwrap_or_default()
-            .to_owned(),
-    }
 }
 
 fn print(subject: &str, results: &[EdgeResult], output: UpgradeOutput) -> ExitCode {
@@ -205,7 +192,7 @@ fn from_plan(
         let release = Release::from_bundle(&bundle)?;
         releases.insert(release.name.clone(), release);
     }
-    let mut edges = graph::edges(&model);
+    let mut edges = graph::plan_edges(&olmpack::upgrade_graph::UpgradeGraph::from_plan(&loaded));
     let previous_dir = loaded.resolve(Path::new("catalog"));
     if previous_dir.is_dir() {
         let previous = catalog_load::load_dir(&previous_dir)?;
@@ -257,7 +244,13 @@ fn add_missing_releases(
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     if bundles.is_dir() {
         let mut dirs: Vec<PathBuf> = std::fs::read_dir(bundles)
-            .map_err(|e| format!("cannot read {}: {}", bundles.display(), io_reason(&e)))?
+            .map_err(|e| {
+                format!(
+                    "cannot read {}: {}",
+                    bundles.display(),
+                    olmpack::input::describe_io(&e)
+                )
+            })?
             .filter_map(Result::ok)
             .map(|e| e.path())
             .filter(|p| p.join("manifests").is_dir())

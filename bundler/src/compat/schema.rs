@@ -80,9 +80,54 @@ fn walk<'a>(s: &'a JSONSchemaProps, path: String, out: &mut BTreeMap<String, &'a
 /// The node itself, without its `properties` and `items` (those are compared at their own
 /// paths), normalized (see [`normalize`]).
 pub fn own(s: &JSONSchemaProps) -> JSONSchemaProps {
-    let mut copy = s.clone();
-    copy.properties = None;
-    copy.items = None;
+    // Field by field, so that the children (often the whole tree below) are never cloned; a
+    // field k8s-openapi adds makes this fail to compile instead of being skipped.
+    let mut copy = JSONSchemaProps {
+        properties: None,
+        items: None,
+        ref_path: s.ref_path.clone(),
+        schema: s.schema.clone(),
+        additional_items: s.additional_items.clone(),
+        additional_properties: s.additional_properties.clone(),
+        all_of: s.all_of.clone(),
+        any_of: s.any_of.clone(),
+        default: s.default.clone(),
+        definitions: s.definitions.clone(),
+        dependencies: s.dependencies.clone(),
+        description: s.description.clone(),
+        enum_: s.enum_.clone(),
+        example: s.example.clone(),
+        exclusive_maximum: s.exclusive_maximum,
+        exclusive_minimum: s.exclusive_minimum,
+        external_docs: s.external_docs.clone(),
+        format: s.format.clone(),
+        id: s.id.clone(),
+        max_items: s.max_items,
+        max_length: s.max_length,
+        max_properties: s.max_properties,
+        maximum: s.maximum,
+        min_items: s.min_items,
+        min_length: s.min_length,
+        min_properties: s.min_properties,
+        minimum: s.minimum,
+        multiple_of: s.multiple_of,
+        not: s.not.clone(),
+        nullable: s.nullable,
+        one_of: s.one_of.clone(),
+        pattern: s.pattern.clone(),
+        pattern_properties: s.pattern_properties.clone(),
+        required: s.required.clone(),
+        title: s.title.clone(),
+        type_: s.type_.clone(),
+        unique_items: s.unique_items,
+        x_kubernetes_embedded_resource: s.x_kubernetes_embedded_resource,
+        x_kubernetes_int_or_string: s.x_kubernetes_int_or_string,
+        x_kubernetes_list_map_keys: s.x_kubernetes_list_map_keys.clone(),
+        x_kubernetes_list_type: s.x_kubernetes_list_type.clone(),
+        x_kubernetes_map_type: s.x_kubernetes_map_type.clone(),
+        x_kubernetes_preserve_unknown_fields: s.x_kubernetes_preserve_unknown_fields,
+        x_kubernetes_validations: s.x_kubernetes_validations.clone(),
+    };
     normalize(&mut copy);
     copy
 }
