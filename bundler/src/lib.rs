@@ -10,6 +10,7 @@
 //! - [`report`]: validation findings and their text/JSON/JUnit output.
 //! - [`output`]: generated file trees, written atomically or checked against disk.
 //! - [`release`]: the whole release job — bundles and catalog from one plan.
+//! - [`live`]: `olmpack upgrade test`, every upgrade edge live on a real apiserver.
 //!
 //! Pure code in the middle, I/O at the edges: only plan and manifest loading, `output`, and
 //! `image` (build reads directories, push and base pulls use the network) touch the file
@@ -19,6 +20,7 @@ pub mod bundle;
 pub mod catalog;
 pub mod image;
 pub mod json;
+pub mod live;
 pub mod names;
 pub mod output;
 pub mod plan;

@@ -25,6 +25,7 @@
 pub mod binaries;
 pub mod control_plane;
 pub mod https;
+pub mod live;
 pub mod pki;
 pub mod process;
 pub mod registry;

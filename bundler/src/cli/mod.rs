@@ -8,6 +8,7 @@ mod catalog;
 mod image;
 mod plan;
 mod release;
+mod upgrade_test;
 
 use std::error::Error;
 use std::path::PathBuf;
@@ -54,6 +55,17 @@ enum Command {
     /// Inspect the release plan (olmpack.yaml).
     #[command(subcommand)]
     Plan(plan::PlanCommand),
+    /// Will this release break the clusters that run an older one? Every upgrade edge.
+    #[command(subcommand)]
+    Upgrade(UpgradeCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum UpgradeCommand {
+    /// Run every edge live on a real apiserver with the operator's conversion webhook:
+    /// upgrade, round trips through every version, storage migration, webhook outage,
+    /// rollback.
+    Test(upgrade_test::TestArgs),
 }
 
 /// The result of a command: an exit code, or an error that stops it.
@@ -69,6 +81,7 @@ pub fn main() -> ExitCode {
         Command::Catalog(cmd) => catalog::run(cmd),
         Command::Image(cmd) => image::run(cmd),
         Command::Plan(cmd) => plan::run(cmd),
+        Command::Upgrade(UpgradeCommand::Test(args)) => upgrade_test::run(args),
     };
     match result {
         Ok(code) => code,
