@@ -10,10 +10,15 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use axum::body::Bytes;
+use axum::routing::post;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, JSONSchemaProps,
+};
 use olmpack::live::Inputs;
-use serde_json::json;
+use serde_json::{Value, json};
 use upgrade_tests::TestEnv;
+use upgrade_tests::defects::{BrokenRelease, Defect, broken_release};
 use upgrade_tests::live::{
     EdgeOptions, EdgeReport, LiveFinding, ReleaseUnderTest, Rollback, Severity, Verdict, Webhook,
     rules, run_edge,
@@ -189,6 +194,228 @@ async fn crd_upgrade_live_edge_1_0_0_to_1_0_1() {
     let report = reference_edge("1.0.0", "1.0.1").await;
     assert!(report.findings.is_empty(), "{:#?}", report.findings);
     assert_eq!(report.rollback, Rollback::Intact);
+}
+
+/// The newest release and a next release with exactly one `defect`.
+fn broken(defect: Defect) -> (ReleaseUnderTest, ReleaseUnderTest, BrokenRelease) {
+    let base = release("1.0.1");
+    let crd = base.crds[0].clone();
+    let defect = broken_release(&crd, defect).expect("the reference CRD carries every defect");
+    let mut next = base.clone();
+    next.name = format!("webapp-operator.v1.0.2-{}", defect.defect);
+    next.crds = vec![defect.crd.clone()];
+    (base, next, defect)
+}
+
+/// `^.spec.x` → `spec.x`.
+fn field(path: &str) -> String {
+    path.trim_start_matches("^.").to_owned()
+}
+
+async fn defect_rule(defect: Defect, rule: &str) -> EdgeReport {
+    let (base, next, _) = broken(defect);
+    let report = run(&base, &next).await;
+    assert_ne!(
+        report.verdict,
+        Verdict::Passed,
+        "{defect}: {:#?}",
+        report.findings
+    );
+    assert!(
+        report.errors().any(|f| f.rule == rule),
+        "{defect}: expected {rule}, got {:#?}",
+        report.findings
+    );
+    report
+}
+
+#[tokio::test]
+async fn crd_upgrade_live_defect_field_removed() {
+    let (_, _, defect) = broken(Defect::FieldRemoved);
+    let report = defect_rule(Defect::FieldRemoved, rules::DATA_LOST).await;
+    let path = field(defect.path.as_deref().unwrap());
+    assert!(
+        findings(&report, rules::DATA_LOST)
+            .iter()
+            .any(|f| f.field.as_deref() == Some(path.as_str())),
+        "{path}: {:#?}",
+        report.findings
+    );
+}
+
+#[tokio::test]
+async fn crd_upgrade_live_defect_new_required_field() {
+    let report = defect_rule(Defect::NewRequiredField, rules::EXISTING_OBJECT_INVALID).await;
+    assert_eq!(report.verdict, Verdict::Refused);
+    let finding = findings(&report, rules::EXISTING_OBJECT_INVALID)[0];
+    assert_eq!(finding.refused_by, Some("OLM v0"));
+    assert!(
+        finding
+            .message
+            .contains(upgrade_tests::defects::NEW_REQUIRED_FIELD),
+        "{}",
+        finding.message
+    );
+}
+
+/// The removed enum value only matters to objects that use it: the base release gets one.
+#[tokio::test]
+async fn crd_upgrade_live_defect_enum_value_removed() {
+    let (mut base, next, defect) = broken(Defect::EnumValueRemoved);
+    let path = field(defect.path.as_deref().unwrap());
+    let value = removed_enum_value(&base.crds[0], &next.crds[0], &defect.version, &path);
+    let mut example = json!({
+        "apiVersion": format!("apps.olmpack.dev/{}", defect.version),
+        "kind": "WebApp",
+        "metadata": {"name": "uses-removed-value"},
+        "spec": {"image": "nginx:1.27"},
+    });
+    set_path(&mut example, &path, value.clone());
+    base.examples.push(example);
+    let report = run(&base, &next).await;
+    assert_eq!(report.verdict, Verdict::Refused, "{:#?}", report.findings);
+    let invalid = findings(&report, rules::EXISTING_OBJECT_INVALID);
+    assert!(
+        invalid.iter().any(
+            |f| f.object.as_deref() == Some("WebApp/uses-removed-value-v1")
+                && f.message.contains(value.as_str().unwrap())
+        ),
+        "{:#?}",
+        report.findings
+    );
+}
+
+#[tokio::test]
+async fn crd_upgrade_live_defect_type_changed() {
+    let report = defect_rule(Defect::TypeChanged, rules::EXISTING_OBJECT_INVALID).await;
+    assert_eq!(report.verdict, Verdict::Refused);
+}
+
+#[tokio::test]
+async fn crd_upgrade_live_defect_storage_version_dropped() {
+    let report = defect_rule(Defect::StorageVersionDropped, rules::STORED_VERSION_REMOVED).await;
+    assert_eq!(report.verdict, Verdict::Refused);
+    let finding = findings(&report, rules::STORED_VERSION_REMOVED)[0];
+    assert!(
+        finding.message.contains("the apiserver refuses it too"),
+        "{}",
+        finding.message
+    );
+    assert!(
+        finding.message.contains("missing from spec.versions"),
+        "{}",
+        finding.message
+    );
+}
+
+#[tokio::test]
+async fn crd_upgrade_live_defect_served_version_removed() {
+    let (_, _, defect) = broken(Defect::ServedVersionRemoved);
+    let report = defect_rule(Defect::ServedVersionRemoved, rules::VERSION_NOT_SERVED).await;
+    let finding = findings(&report, rules::VERSION_NOT_SERVED)[0];
+    assert_eq!(finding.version.as_deref(), Some(defect.version.as_str()));
+    assert_eq!(finding.severity, Severity::Error);
+}
+
+#[tokio::test]
+async fn crd_upgrade_live_defect_conversion_webhook_missing() {
+    let report = defect_rule(Defect::ConversionWebhookMissing, rules::DATA_LOST).await;
+    assert_eq!(report.verdict, Verdict::DataLost);
+}
+
+/// The CRD is unchanged; the next release's webhook drops `spec.logLevel` on the way to the
+/// hub (a fault a static check cannot see).
+#[tokio::test]
+async fn crd_upgrade_live_defect_lossy_conversion() {
+    let (base, mut next, _) = broken(Defect::LossyConversion);
+    next.webhook = Some(Webhook::Router(lossy_router()));
+    let report = run(&base, &next).await;
+    assert_eq!(report.verdict, Verdict::DataLost, "{:#?}", report.findings);
+    let lossy = findings(&report, rules::LOSSY_CONVERSION);
+    assert!(
+        lossy
+            .iter()
+            .any(|f| f.field.as_deref() == Some("spec.logLevel")
+                && f.version.as_deref() == Some("v1")),
+        "{:#?}",
+        report.findings
+    );
+}
+
+/// The operator's conversion, except that objects converted to v1 lose `spec.logLevel`.
+fn lossy_router() -> axum::Router {
+    axum::Router::new().route(
+        webapp_operator::manifests::crd::CONVERT_PATH,
+        post(|body: Bytes| async move {
+            let (bytes, _) = webapp_operator::webhook::convert::handle(&body);
+            let mut review: Value =
+                serde_json::from_slice(&bytes).expect("the handler answers JSON");
+            for object in review["response"]["convertedObjects"]
+                .as_array_mut()
+                .into_iter()
+                .flatten()
+            {
+                if object["apiVersion"] == "apps.olmpack.dev/v1"
+                    && let Some(spec) = object["spec"].as_object_mut()
+                {
+                    spec.remove("logLevel");
+                }
+            }
+            (
+                [(http::header::CONTENT_TYPE, "application/json")],
+                review.to_string(),
+            )
+        }),
+    )
+}
+
+fn schema_at<'a>(
+    crd: &'a CustomResourceDefinition,
+    version: &str,
+    path: &str,
+) -> &'a JSONSchemaProps {
+    let mut schema = crd
+        .spec
+        .versions
+        .iter()
+        .find(|v| v.name == version)
+        .and_then(|v| v.schema.as_ref())
+        .and_then(|s| s.open_api_v3_schema.as_ref())
+        .expect("the version has a schema");
+    for part in path.split('.') {
+        schema = &schema.properties.as_ref().expect("an object schema")[part];
+    }
+    schema
+}
+
+fn removed_enum_value(
+    base: &CustomResourceDefinition,
+    next: &CustomResourceDefinition,
+    version: &str,
+    path: &str,
+) -> Value {
+    let values = |crd| -> Vec<Value> {
+        schema_at(crd, version, path)
+            .enum_
+            .iter()
+            .flatten()
+            .map(|j| j.0.clone())
+            .collect()
+    };
+    let kept = values(next);
+    values(base)
+        .into_iter()
+        .find(|v| !kept.contains(v))
+        .expect("one value was removed")
+}
+
+fn set_path(object: &mut Value, path: &str, value: Value) {
+    let mut target = object;
+    let parts: Vec<&str> = path.split('.').collect();
+    for part in &parts[..parts.len() - 1] {
+        target = &mut target[*part];
+    }
+    target[parts[parts.len() - 1]] = value;
 }
 
 /// The operator itself migrates storage at start-up: objects written under 0.2.0 (stored

@@ -1,0 +1,26 @@
+//! `olmpack upgrade …`: will the next release break the clusters that run an older one?
+
+use clap::Subcommand;
+
+use super::CmdResult;
+use super::{upgrade_check, upgrade_test};
+
+/// Upgrade safety across CRD versions.
+#[derive(Debug, Subcommand)]
+pub enum UpgradeCommand {
+    /// Static check of every upgrade edge (no cluster): compare the CRDs of each edge's two
+    /// releases with OLM v1's and OLM v0's checks.
+    #[command(long_about = upgrade_check::LONG_ABOUT)]
+    Check(upgrade_check::CheckArgs),
+    /// Run every edge live on a real apiserver with the operator's conversion webhook:
+    /// upgrade, round trips through every version, storage migration, webhook outage,
+    /// rollback.
+    Test(upgrade_test::TestArgs),
+}
+
+pub fn run(cmd: UpgradeCommand) -> CmdResult {
+    match cmd {
+        UpgradeCommand::Check(args) => upgrade_check::run(args),
+        UpgradeCommand::Test(args) => upgrade_test::run(args),
+    }
+}
