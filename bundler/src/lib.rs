@@ -14,6 +14,7 @@
 //! - [`output`]: generated file trees, written atomically or checked against disk.
 //! - [`upgrade_graph`]: the plan's upgrade graph, the one source of CSV and channel edges.
 //! - [`release`]: the whole release job — bundles and catalog from one plan.
+//! - [`live`]: `olmpack upgrade test`, every upgrade edge live on a real apiserver.
 //!
 //! Pure code in the middle, I/O at the edges: only plan and manifest loading, `output`, and
 //! `image` (build reads directories, push and base pulls use the network) touch the file
@@ -27,6 +28,7 @@ pub mod compat;
 pub mod image;
 pub mod input;
 pub mod json;
+pub mod live;
 pub mod names;
 pub mod output;
 pub mod plan;

@@ -10,6 +10,8 @@ use webapp_operator::controller::{LeaderElection, Settings, crash};
 use webapp_operator::manifests;
 use webapp_operator::releases::{RELEASES, Release};
 use webapp_operator::run::{Options, TlsFiles};
+use webapp_operator::webhook::server::WebhookServer;
+use webapp_operator::webhook::tls_reload::ReloadingCert;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -26,6 +28,10 @@ struct Cli {
 enum Command {
     /// Run the operator: controller (behind leader election), webhooks, metrics.
     Run(RunArgs),
+    /// Serve only the webhooks (conversion, validation, defaulting) on 127.0.0.1, no cluster
+    /// access: what `olmpack upgrade test --webhook-command` starts, with the certificate, key
+    /// and port in its OLMPACK_WEBHOOK_* environment variables.
+    Webhook(WebhookArgs),
     /// Print a release's deploy manifests as a multi-document YAML stream.
     Manifests {
         /// Release to render (default: the newest).
@@ -87,6 +93,21 @@ struct RunArgs {
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
+}
+
+#[derive(Debug, clap::Args)]
+struct WebhookArgs {
+    /// Serving certificate file (PEM).
+    #[arg(long, env = "OLMPACK_WEBHOOK_CERT_FILE")]
+    tls_cert_file: PathBuf,
+    /// Serving key file (PEM).
+    #[arg(long, env = "OLMPACK_WEBHOOK_KEY_FILE")]
+    tls_key_file: PathBuf,
+    /// Port on --bind-address.
+    #[arg(long, env = "OLMPACK_WEBHOOK_PORT")]
+    port: u16,
+    #[arg(long, default_value = "127.0.0.1")]
+    bind_address: IpAddr,
 }
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -200,10 +221,43 @@ fn run(args: RunArgs) -> ExitCode {
     })
 }
 
+/// Serves the webhooks until SIGTERM or Ctrl-C.
+fn webhook(args: WebhookArgs) -> ExitCode {
+    rustls::crypto::ring::default_provider()
+        .install_default()
+        .ok();
+    init_logging(LogFormat::Text);
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(err) => return report(&err),
+    };
+    runtime.block_on(async move {
+        let cert = match ReloadingCert::load(&args.tls_cert_file, &args.tls_key_file) {
+            Ok(cert) => cert,
+            Err(err) => return report(&err),
+        };
+        let watcher = cert.spawn_watcher(Duration::from_secs(10));
+        let (shutdown, shutdown_rx) = tokio::sync::watch::channel(false);
+        let addr = SocketAddr::new(args.bind_address, args.port);
+        let metrics = std::sync::Arc::new(webapp_operator::metrics::Metrics::default());
+        let server = match WebhookServer::start(addr, cert, metrics, shutdown_rx).await {
+            Ok(server) => server,
+            Err(err) => return report(&err),
+        };
+        tracing::info!(addr = %server.addr(), "webhook server started");
+        terminated().await;
+        let _ = shutdown.send(true);
+        server.stopped().await;
+        watcher.abort();
+        ExitCode::SUCCESS
+    })
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Run(args) => run(args),
+        Command::Webhook(args) => webhook(args),
         Command::Manifests {
             release,
             namespace,

@@ -1,6 +1,11 @@
 //! Starting and stopping a whole operator instance: metrics/health server, webhook server
 //! (when a certificate is configured), certificate watcher and controller. The binary's
 //! `run` command and the integration tests use the same entry point.
+//!
+//! A controller instance also runs the storage migration of the WebApp CRD in the background
+//! (see [`migrate_storage`]): when the CRD's storage version is this release's and
+//! `status.storedVersions` still lists an older one, every WebApp is rewritten and the list
+//! pruned, so that a later release may drop the old version.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -63,7 +68,50 @@ pub struct Running {
     controller: Option<tokio::task::JoinHandle<Result<(), ControllerError>>>,
     webhook: Option<WebhookServer>,
     watcher: Option<tokio::task::JoinHandle<()>>,
+    migration: Option<tokio::task::JoinHandle<()>>,
     metrics_task: tokio::task::JoinHandle<()>,
+}
+
+/// How long the start-up migration waits between attempts (the conversion webhook it needs
+/// may be this very process, not yet reachable through its Service).
+const MIGRATION_RETRY: Duration = Duration::from_secs(5);
+/// How many attempts the start-up migration makes before it gives up until the next start.
+const MIGRATION_ATTEMPTS: usize = 60;
+
+/// The start-up storage migration of the WebApp CRD (module docs): retried until it succeeds
+/// or [`MIGRATION_ATTEMPTS`] fail; the outcome is logged.
+pub async fn migrate_storage(client: kube::Client) {
+    let storage = crate::releases::Release::latest().storage_version().name();
+    for attempt in 1..=MIGRATION_ATTEMPTS {
+        match crd_migrate::migrate_if_needed(&client, crate::api::CRD_NAME, storage).await {
+            Ok(Some(done)) => {
+                tracing::info!(
+                    crd = %done.crd,
+                    storage = %done.storage_version,
+                    rewritten = done.rewritten,
+                    stored_before = ?done.stored_before,
+                    "storage migration finished; status.storedVersions pruned"
+                );
+                return;
+            }
+            Ok(None) => return,
+            Err(err) => {
+                tracing::warn!(attempt, error = %error_chain(&err), "storage migration failed; retrying");
+                tokio::time::sleep(MIGRATION_RETRY).await;
+            }
+        }
+    }
+}
+
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 /// Starts an instance that talks to the cluster with `config`.
@@ -93,8 +141,10 @@ pub async fn start(options: Options, config: kube::Config) -> Result<Running, Ru
         }
         None => (None, None),
     };
+    let mut migration = None;
     let controller = if options.controller {
         let client = controller::client(config, metrics.clone())?;
+        migration = Some(tokio::spawn(migrate_storage(client.clone())));
         Some(tokio::spawn(controller::run(
             client,
             options.settings.clone(),
@@ -115,6 +165,7 @@ pub async fn start(options: Options, config: kube::Config) -> Result<Running, Ru
         controller,
         webhook,
         watcher,
+        migration,
         metrics_task,
     })
 }
@@ -146,6 +197,9 @@ impl Running {
         }
         if let Some(watcher) = self.watcher.take() {
             watcher.abort();
+        }
+        if let Some(migration) = self.migration.take() {
+            migration.abort();
         }
         let _ = (&mut self.metrics_task).await;
         result
@@ -185,6 +239,9 @@ impl Drop for Running {
         }
         if let Some(w) = &self.watcher {
             w.abort();
+        }
+        if let Some(m) = &self.migration {
+            m.abort();
         }
         self.metrics_task.abort();
     }

@@ -7,6 +7,7 @@ use common::harness::{self, APPS_NS, OPERATOR_NS};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, ListParams};
 use webapp_operator::manifests::NAME;
 use webapp_operator::manifests::rbac::{RULES, Scope};
@@ -39,7 +40,14 @@ async fn operator_rbac_undeclared_is_denied() {
         .await
         .expect("reading Leases in its namespace is declared");
 
+    let crds: Api<CustomResourceDefinition> = Api::all(sa.clone());
+    crds.get(webapp_operator::api::CRD_NAME)
+        .await
+        .expect("reading its own CRD is declared (storage migration)");
+
     // Not declared: denied.
+    forbidden(crds.get_opt("other.example.com").await, "read another CRD");
+    forbidden(crds.list(&ListParams::default()).await, "list CRDs");
     forbidden(
         deployments.delete("x", &DeleteParams::default()).await,
         "delete deployments",

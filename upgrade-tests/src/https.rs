@@ -1,7 +1,7 @@
 //! [`HttpsServer`]: serve an axum `Router` over TLS on 127.0.0.1, e.g. a webhook under test.
 //!
-//! Guarantees: TLS only (rustls, ring), HTTP/1.1 and HTTP/2; the server stops when the handle
-//! is dropped. Connections that fail the handshake are dropped without affecting others.
+//! Guarantees: TLS only (rustls, ring), HTTP/1.1 and HTTP/2; the server stops, and closes
+//! every open connection, when the handle is dropped. Connections that fail the handshake are dropped without affecting others.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -35,6 +35,15 @@ pub struct HttpsServer {
 impl HttpsServer {
     /// Serves `router` with `cert` on a free port of 127.0.0.1.
     pub async fn start(router: axum::Router, cert: &CertifiedKey) -> Result<Self, HttpsError> {
+        Self::start_on(0, router, cert).await
+    }
+
+    /// Serves `router` with `cert` on `port` of 127.0.0.1 (0: a free port).
+    pub async fn start_on(
+        port: u16,
+        router: axum::Router,
+        cert: &CertifiedKey,
+    ) -> Result<Self, HttpsError> {
         crate::install_crypto_provider();
         let chain = CertificateDer::pem_slice_iter(cert.cert_pem.as_bytes())
             .collect::<Result<Vec<_>, _>>()?;
@@ -44,16 +53,20 @@ impl HttpsServer {
             .with_single_cert(chain, key)?;
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
         let addr = listener.local_addr()?;
         let task = tokio::spawn(async move {
+            // Connections live in this set: stopping the server (aborting this task) drops
+            // the set and so closes every open connection too.
+            let mut connections = tokio::task::JoinSet::new();
             loop {
                 let Ok((tcp, _)) = listener.accept().await else {
                     continue;
                 };
+                while connections.try_join_next().is_some() {}
                 let acceptor = acceptor.clone();
                 let service = TowerToHyperService::new(router.clone());
-                tokio::spawn(async move {
+                connections.spawn(async move {
                     let Ok(tls) = acceptor.accept(tcp).await else {
                         return;
                     };

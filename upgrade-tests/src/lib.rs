@@ -27,6 +27,7 @@ pub mod control_plane;
 pub mod corpus;
 pub mod defects;
 pub mod https;
+pub mod live;
 pub mod pki;
 pub mod process;
 pub mod registry;

@@ -66,7 +66,7 @@ pub fn describe(from: &str, steps: &[Step]) -> String {
     s
 }
 
-fn covers(pkg: &Package, range: &str, bundle: &str) -> bool {
+pub(crate) fn covers(pkg: &Package, range: &str, bundle: &str) -> bool {
     if range.is_empty() {
         return false;
     }

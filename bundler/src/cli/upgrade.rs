@@ -3,7 +3,7 @@
 use clap::Subcommand;
 
 use super::CmdResult;
-use super::upgrade_check;
+use super::{upgrade_check, upgrade_test};
 
 /// Upgrade safety across CRD versions.
 #[derive(Debug, Subcommand)]
@@ -12,10 +12,15 @@ pub enum UpgradeCommand {
     /// releases with OLM v1's and OLM v0's checks.
     #[command(long_about = upgrade_check::LONG_ABOUT)]
     Check(upgrade_check::CheckArgs),
+    /// Run every edge live on a real apiserver with the operator's conversion webhook:
+    /// upgrade, round trips through every version, storage migration, webhook outage,
+    /// rollback.
+    Test(upgrade_test::TestArgs),
 }
 
 pub fn run(cmd: UpgradeCommand) -> CmdResult {
     match cmd {
         UpgradeCommand::Check(args) => upgrade_check::run(args),
+        UpgradeCommand::Test(args) => upgrade_test::run(args),
     }
 }

@@ -2,9 +2,11 @@
 //! (through the bundler) the CSV's `clusterPermissions`/`permissions` are all rendered from
 //! [`RULES`]; the RBAC tests grant exactly these and expect zero 403s.
 //!
-//! Least privilege: no `delete` anywhere (children go through garbage collection), no
-//! `update` except `webapps/finalizers` (required where the OwnerReferencesPermissionEnforcement
-//! admission plugin is on), Lease and routing-table access only in the operator's namespace.
+//! Least privilege: no `delete` anywhere (children go through garbage collection), `update`
+//! only on `webapps` (the storage migration's no-change rewrite) and `webapps/finalizers`
+//! (required where the OwnerReferencesPermissionEnforcement admission plugin is on), the
+//! WebApp CRD only by name (read it, prune its `status.storedVersions`), Lease and
+//! routing-table access only in the operator's namespace.
 
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{
@@ -13,6 +15,7 @@ use k8s_openapi::api::rbac::v1::{
 use kube::api::ObjectMeta;
 
 use super::{NAME, labels};
+use crate::api::CRD_NAME;
 
 /// Where a rule applies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,6 +33,8 @@ pub struct Rule {
     pub api_group: &'static str,
     pub resources: &'static [&'static str],
     pub verbs: &'static [&'static str],
+    /// Only these objects (`resourceNames`); every object of the resources when empty.
+    pub resource_names: &'static [&'static str],
     /// Why the operator needs it.
     pub reason: &'static str,
 }
@@ -40,14 +45,16 @@ pub const RULES: &[Rule] = &[
         scope: Scope::Cluster,
         api_group: "apps.olmpack.dev",
         resources: &["webapps"],
-        verbs: &["get", "list", "watch", "patch"],
-        reason: "watch WebApps; add and remove the finalizer",
+        verbs: &["get", "list", "watch", "patch", "update"],
+        resource_names: &[],
+        reason: "watch WebApps; add and remove the finalizer; rewrite them in the storage migration",
     },
     Rule {
         scope: Scope::Cluster,
         api_group: "apps.olmpack.dev",
         resources: &["webapps/status"],
         verbs: &["patch"],
+        resource_names: &[],
         reason: "server-side apply of the status",
     },
     Rule {
@@ -55,6 +62,7 @@ pub const RULES: &[Rule] = &[
         api_group: "apps.olmpack.dev",
         resources: &["webapps/finalizers"],
         verbs: &["update"],
+        resource_names: &[],
         reason: "owner references with blockOwnerDeletion",
     },
     Rule {
@@ -62,6 +70,7 @@ pub const RULES: &[Rule] = &[
         api_group: "apps",
         resources: &["deployments"],
         verbs: &["get", "list", "watch", "create", "patch"],
+        resource_names: &[],
         reason: "server-side apply of each WebApp's Deployment (apply creates)",
     },
     Rule {
@@ -69,13 +78,26 @@ pub const RULES: &[Rule] = &[
         api_group: "",
         resources: &["services"],
         verbs: &["get", "list", "watch", "create", "patch"],
+        resource_names: &[],
         reason: "server-side apply of each WebApp's Service (apply creates)",
+    },
+    Rule {
+        scope: Scope::Cluster,
+        api_group: "apiextensions.k8s.io",
+        resources: &[
+            "customresourcedefinitions",
+            "customresourcedefinitions/status",
+        ],
+        verbs: &["get", "patch"],
+        resource_names: &[CRD_NAME],
+        reason: "storage migration: read the WebApp CRD and prune its status.storedVersions",
     },
     Rule {
         scope: Scope::OperatorNamespace,
         api_group: "coordination.k8s.io",
         resources: &["leases"],
         verbs: &["get", "create", "patch"],
+        resource_names: &[],
         reason: "leader election",
     },
     Rule {
@@ -83,6 +105,7 @@ pub const RULES: &[Rule] = &[
         api_group: "",
         resources: &["configmaps"],
         verbs: &["get", "create", "patch"],
+        resource_names: &[],
         reason: "the routing table that the finalizer cleans up",
     },
 ];
@@ -95,6 +118,8 @@ fn policy_rules(scope: Scope) -> Vec<PolicyRule> {
             api_groups: Some(vec![r.api_group.to_owned()]),
             resources: Some(r.resources.iter().map(|s| (*s).to_owned()).collect()),
             verbs: r.verbs.iter().map(|s| (*s).to_owned()).collect(),
+            resource_names: (!r.resource_names.is_empty())
+                .then(|| r.resource_names.iter().map(|s| (*s).to_owned()).collect()),
             ..Default::default()
         })
         .collect()

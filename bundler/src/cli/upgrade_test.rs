@@ -1,0 +1,63 @@
+//! `olmpack upgrade test`: every edge of the upgrade graph, live (see [`olmpack::live`]).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use olmpack::live::{self, OutputFormat, Target};
+use olmpack::plan;
+use upgrade_tests::live::EdgeOptions;
+
+use super::CmdResult;
+
+/// Arguments of `olmpack upgrade test`.
+#[derive(Debug, clap::Args)]
+pub struct TestArgs {
+    /// The release plan (its bundles and catalog are generated in memory).
+    #[arg(long, default_value = plan::DEFAULT_PLAN_FILE, conflicts_with_all = ["catalog", "bundles"])]
+    plan: PathBuf,
+    /// A File-Based Catalog directory whose graph gives the edges (with --bundles).
+    #[arg(long, requires = "bundles")]
+    catalog: Option<PathBuf>,
+    /// A directory of bundle directories (`<dir>/<any>/manifests/…`), matched by CSV name.
+    #[arg(long, requires = "catalog")]
+    bundles: Option<PathBuf>,
+    /// Run on this cluster instead of a test environment of olmpack's own (its apiserver
+    /// must reach the webhook at 127.0.0.1; the CRDs must not exist there yet).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// Command (run with `sh -c`) serving the operator's conversion webhook; it gets
+    /// OLMPACK_WEBHOOK_CERT_FILE, OLMPACK_WEBHOOK_KEY_FILE, OLMPACK_WEBHOOK_CERT_DIR,
+    /// OLMPACK_WEBHOOK_PORT and OLMPACK_RELEASE in its environment.
+    #[arg(long)]
+    webhook_command: Option<String>,
+    /// Copies of every example object.
+    #[arg(long, default_value_t = 1)]
+    copies: usize,
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    output: OutputFormat,
+}
+
+/// Runs `olmpack upgrade test`.
+pub fn run(args: TestArgs) -> CmdResult {
+    let inputs = match (&args.catalog, &args.bundles) {
+        (Some(catalog), Some(bundles)) => live::from_dirs(catalog, bundles)?,
+        _ => live::from_plan(&plan::load(&args.plan)?)?,
+    };
+    let target = match &args.kubeconfig {
+        Some(path) => Target::Kubeconfig(path.clone()),
+        None => Target::TestEnv,
+    };
+    let options = EdgeOptions {
+        copies: args.copies.max(1),
+        ..EdgeOptions::default()
+    };
+    let runtime = tokio::runtime::Runtime::new()?;
+    let reports = runtime.block_on(live::run(
+        &inputs,
+        &target,
+        args.webhook_command.as_deref(),
+        &options,
+    ))?;
+    print!("{}", live::render(&reports, args.output));
+    Ok(ExitCode::from(live::exit_code(&reports)))
+}

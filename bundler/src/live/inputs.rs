@@ -1,0 +1,300 @@
+//! What the live test runs on: releases (CRDs, examples) and the edges between them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceConversion, CustomResourceDefinition, ServiceReference, WebhookClientConfig,
+    WebhookConversion,
+};
+use serde_json::Value;
+use upgrade_tests::live::ReleaseUnderTest;
+
+use crate::bundle::generate::{self, GenerateOptions};
+use crate::bundle::load::LoadedBundle;
+use crate::catalog::model::{Model, Package};
+use crate::catalog::upgrade::covers;
+use crate::plan::LoadedPlan;
+
+/// Failure to prepare the live test's inputs.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    #[error("failed to generate the bundles of the plan")]
+    Generate(#[from] generate::GenerateError),
+    #[error("failed to build the catalog of the plan")]
+    Release(#[from] crate::release::ReleaseError),
+    #[error("failed to read catalog {path}")]
+    Catalog {
+        path: PathBuf,
+        #[source]
+        source: crate::catalog::load::LoadError,
+    },
+    #[error("failed to read bundle directory {path}")]
+    Bundle {
+        path: PathBuf,
+        #[source]
+        source: crate::bundle::load::LoadError,
+    },
+    #[error("failed to list bundle directories in {path}")]
+    BundlesDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{file}: {object}: not a valid CustomResourceDefinition: {reason}")]
+    Crd {
+        file: PathBuf,
+        object: String,
+        reason: String,
+    },
+    #[error(
+        "{file}: {object}: metadata.annotations.alm-examples is not a JSON list of objects: {reason}"
+    )]
+    Examples {
+        file: PathBuf,
+        object: String,
+        reason: String,
+    },
+    #[error("{path}: sample is not a YAML object: {reason}")]
+    Sample { path: PathBuf, reason: String },
+    #[error(
+        "the catalog names bundle {bundle} in an upgrade edge, but no bundle directory holds its CSV"
+    )]
+    MissingBundle { bundle: String },
+}
+
+/// One upgrade edge, by bundle name.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Edge {
+    pub from: String,
+    pub to: String,
+}
+
+/// The releases (by bundle name) and the edges to run.
+#[derive(Clone, Debug, Default)]
+pub struct Inputs {
+    pub releases: BTreeMap<String, ReleaseUnderTest>,
+    pub edges: Vec<Edge>,
+}
+
+/// Generates the plan's bundles and catalog in memory and takes the catalog's edges.
+pub fn from_plan(plan: &LoadedPlan) -> Result<Inputs, InputError> {
+    let options = GenerateOptions::default();
+    let generated = generate::generate(plan, &options)?;
+    let output = crate::release::build(plan, &options)?;
+    let mut config = crate::catalog::declcfg::DeclarativeConfig::default();
+    for (path, bytes) in output.catalog.iter() {
+        let (part, _) = crate::catalog::load::parse_file(path, bytes);
+        config.merge(part);
+    }
+    let (model, _) = Model::from_config(config);
+    let samples = plan_samples(plan)?;
+    let mut releases = BTreeMap::new();
+    for bundle in generated.bundles.values() {
+        let mut release = release_from_bundle(bundle)?;
+        release.examples.extend(samples.iter().cloned());
+        releases.insert(release.name.clone(), release);
+    }
+    finish(releases, &model)
+}
+
+/// Reads a catalog directory and the bundle directories under `bundles` (each a directory
+/// holding `manifests/` and `metadata/`), matched to the catalog by CSV name.
+pub fn from_dirs(catalog: &Path, bundles: &Path) -> Result<Inputs, InputError> {
+    let loaded = crate::catalog::load::load_dir(catalog).map_err(|source| InputError::Catalog {
+        path: catalog.to_owned(),
+        source,
+    })?;
+    let (model, _) = Model::from_config(loaded.config);
+    let list_err = |source| InputError::BundlesDir {
+        path: bundles.to_owned(),
+        source,
+    };
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(bundles)
+        .map_err(list_err)?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.join("manifests").is_dir())
+        .collect();
+    dirs.sort();
+    let mut releases = BTreeMap::new();
+    for dir in dirs {
+        let bundle = crate::bundle::load::load_dir(&dir).map_err(|source| InputError::Bundle {
+            path: dir.clone(),
+            source,
+        })?;
+        let release = release_from_bundle(&bundle)?;
+        releases.insert(release.name.clone(), release);
+    }
+    finish(releases, &model)
+}
+
+fn finish(
+    releases: BTreeMap<String, ReleaseUnderTest>,
+    model: &Model,
+) -> Result<Inputs, InputError> {
+    let edges = edges(model);
+    for edge in &edges {
+        for bundle in [&edge.from, &edge.to] {
+            if !releases.contains_key(bundle) {
+                return Err(InputError::MissingBundle {
+                    bundle: bundle.clone(),
+                });
+            }
+        }
+    }
+    Ok(Inputs { releases, edges })
+}
+
+/// Every edge of every channel: `replaces`, `skips`, and each bundle of the channel a
+/// `skipRange` covers; sorted oldest first, each edge once.
+pub fn edges(model: &Model) -> Vec<Edge> {
+    let mut out = BTreeSet::new();
+    for package in model.packages.values() {
+        for channel in package.channels.values() {
+            for entry in &channel.entries {
+                let mut add = |from: &str| {
+                    if from != entry.name {
+                        out.insert((
+                            rank(package, from),
+                            rank(package, &entry.name),
+                            Edge {
+                                from: from.to_owned(),
+                                to: entry.name.clone(),
+                            },
+                        ));
+                    }
+                };
+                if !entry.replaces.is_empty() {
+                    add(&entry.replaces);
+                }
+                for skipped in &entry.skips {
+                    add(skipped);
+                }
+                for other in &channel.entries {
+                    if covers(package, &entry.skip_range, &other.name) {
+                        add(&other.name);
+                    }
+                }
+            }
+        }
+    }
+    out.into_iter().map(|(_, _, edge)| edge).collect()
+}
+
+/// A bundle's position in version order (unknown bundles last).
+fn rank(package: &Package, bundle: &str) -> usize {
+    package
+        .bundles_by_version()
+        .iter()
+        .position(|b| b.name == bundle)
+        .unwrap_or(usize::MAX)
+}
+
+/// The release of one bundle: its CRDs (with the conversion webhook its CSV asks OLM to
+/// inject) and its `alm-examples`; no webhook command yet.
+pub fn release_from_bundle(bundle: &LoadedBundle) -> Result<ReleaseUnderTest, InputError> {
+    let csv = bundle.csv();
+    let mut crds = Vec::new();
+    for object in bundle.crds() {
+        let crd: CustomResourceDefinition =
+            serde_json::from_value(object.value.clone()).map_err(|err| InputError::Crd {
+                file: bundle.dir.join(&object.file),
+                object: object.display_name(),
+                reason: err.to_string(),
+            })?;
+        crds.push(crd);
+    }
+    let mut examples = Vec::new();
+    if let Some(csv) = csv {
+        for definition in csv.value["spec"]["webhookdefinitions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|d| d["type"] == "ConversionWebhook")
+        {
+            inject_conversion(&mut crds, definition);
+        }
+        if let Some(text) = csv.value["metadata"]["annotations"]["alm-examples"].as_str() {
+            let parsed: Vec<Value> =
+                serde_json::from_str(text).map_err(|err| InputError::Examples {
+                    file: bundle.dir.join(&csv.file),
+                    object: csv.display_name(),
+                    reason: err.to_string(),
+                })?;
+            examples.extend(parsed);
+        }
+    }
+    let name = csv
+        .map(|c| c.name().to_owned())
+        .unwrap_or_else(|| bundle.dir.display().to_string());
+    Ok(ReleaseUnderTest {
+        name,
+        crds,
+        examples,
+        webhook: None,
+    })
+}
+
+/// What OLM does for a `ConversionWebhook` definition: every CRD it names converts through
+/// the webhook at its `webhookPath`.
+fn inject_conversion(crds: &mut [CustomResourceDefinition], definition: &Value) {
+    let names: Vec<&str> = definition["conversionCRDs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let review_versions: Vec<String> = definition["admissionReviewVersions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect();
+    for crd in crds
+        .iter_mut()
+        .filter(|c| names.contains(&c.metadata.name.as_deref().unwrap_or_default()))
+    {
+        crd.spec.conversion = Some(CustomResourceConversion {
+            strategy: "Webhook".to_owned(),
+            webhook: Some(WebhookConversion {
+                conversion_review_versions: if review_versions.is_empty() {
+                    vec!["v1".to_owned()]
+                } else {
+                    review_versions.clone()
+                },
+                client_config: Some(WebhookClientConfig {
+                    service: Some(ServiceReference {
+                        namespace: "olm".to_owned(),
+                        name: definition["deploymentName"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_owned(),
+                        path: definition["webhookPath"].as_str().map(str::to_owned),
+                        port: definition["containerPort"]
+                            .as_i64()
+                            .and_then(|p| i32::try_from(p).ok()),
+                    }),
+                    ..Default::default()
+                }),
+            }),
+        });
+    }
+}
+
+/// The plan's sample objects (every document of every sample file).
+fn plan_samples(plan: &LoadedPlan) -> Result<Vec<Value>, InputError> {
+    let mut out = Vec::new();
+    for path in &plan.plan.samples {
+        let path = plan.resolve(path);
+        let text = std::fs::read_to_string(&path).map_err(|err| InputError::Sample {
+            path: path.clone(),
+            reason: err.kind().to_string(),
+        })?;
+        let docs = crate::yaml::from_multi_str(&text).map_err(|err| InputError::Sample {
+            path: path.clone(),
+            reason: err.to_string(),
+        })?;
+        out.extend(docs.into_iter().filter(Value::is_object));
+    }
+    Ok(out)
+}

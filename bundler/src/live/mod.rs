@@ -1,0 +1,120 @@
+//! `olmpack upgrade test`: every edge of the upgrade graph, live, on a real apiserver.
+//!
+//! Inputs come from a plan (bundles generated in memory, the catalog's graph) or from a
+//! catalog and bundle directories. Each bundle becomes an
+//! [`upgrade_tests::live::ReleaseUnderTest`]: its CRDs, with the conversion webhook that the
+//! CSV's `ConversionWebhook` definitions ask OLM to inject, and its `alm-examples` (plus the
+//! plan's samples). [`run`] runs [`upgrade_tests::live::run_edge`] for every edge, on a test
+//! environment of its own per edge or on one given cluster; [`render`] prints the reports.
+
+mod inputs;
+mod render;
+
+use std::path::PathBuf;
+
+use upgrade_tests::live::{EdgeOptions, EdgeReport, LiveError, ReleaseUnderTest, Verdict, Webhook};
+
+pub use inputs::{Edge, InputError, Inputs, from_dirs, from_plan};
+pub use render::{OutputFormat, render};
+
+/// Where the edges run.
+#[derive(Clone, Debug)]
+pub enum Target {
+    /// A fresh etcd + kube-apiserver per edge, from the tools `cargo xtask setup` installs.
+    TestEnv,
+    /// The cluster of this kubeconfig (its apiserver must reach 127.0.0.1, where the webhook
+    /// listens); edges run one after another and clean up their CRDs.
+    Kubeconfig(PathBuf),
+}
+
+/// Failure to run the live test (not a finding about the releases).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("failed to start the test environment")]
+    Env(#[from] upgrade_tests::EnvError),
+    #[error("failed to read kubeconfig {path}")]
+    Kubeconfig {
+        path: PathBuf,
+        #[source]
+        source: kube::config::KubeconfigError,
+    },
+    #[error("failed to create a client for the cluster of {path}")]
+    Client {
+        path: PathBuf,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("edge {from} → {to} could not run")]
+    Edge {
+        from: String,
+        to: String,
+        #[source]
+        source: LiveError,
+    },
+}
+
+/// Runs every edge of `inputs` on `target`, serving each release's webhook with
+/// `webhook_command` (see [`upgrade_tests::live::webhook`] for its environment).
+pub async fn run(
+    inputs: &Inputs,
+    target: &Target,
+    webhook_command: Option<&str>,
+    options: &EdgeOptions,
+) -> Result<Vec<EdgeReport>, RunError> {
+    let webhook = webhook_command.map(|c| Webhook::Command(c.to_owned()));
+    let release = |name: &str| -> ReleaseUnderTest {
+        let mut release = inputs.releases[name].clone();
+        release.webhook = webhook.clone();
+        release
+    };
+    let shared = match target {
+        Target::TestEnv => None,
+        Target::Kubeconfig(path) => Some(client_for(path).await?),
+    };
+    let mut reports = Vec::new();
+    for edge in &inputs.edges {
+        let (from, to) = (release(&edge.from), release(&edge.to));
+        let wrap = |source| RunError::Edge {
+            from: edge.from.clone(),
+            to: edge.to.clone(),
+            source,
+        };
+        let report = match &shared {
+            Some(client) => upgrade_tests::live::run_edge(client, &from, &to, options)
+                .await
+                .map_err(wrap)?,
+            None => {
+                let env = upgrade_tests::TestEnv::start().await?;
+                let options = EdgeOptions {
+                    cleanup: false,
+                    ..options.clone()
+                };
+                upgrade_tests::live::run_edge(&env.client(), &from, &to, &options)
+                    .await
+                    .map_err(wrap)?
+            }
+        };
+        reports.push(report);
+    }
+    Ok(reports)
+}
+
+async fn client_for(path: &std::path::Path) -> Result<kube::Client, RunError> {
+    let kubeconfig_err = |source| RunError::Kubeconfig {
+        path: path.to_owned(),
+        source,
+    };
+    let kubeconfig = kube::config::Kubeconfig::read_from(path).map_err(kubeconfig_err)?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .map_err(kubeconfig_err)?;
+    kube::Client::try_from(config).map_err(|source| RunError::Client {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// `0` when every edge passed, `1` otherwise.
+pub fn exit_code(reports: &[EdgeReport]) -> u8 {
+    u8::from(reports.iter().any(|r| r.verdict != Verdict::Passed))
+}

@@ -1,0 +1,207 @@
+//! The live reports as text, JSON, JUnit and Markdown (for `$GITHUB_STEP_SUMMARY`). Pure and
+//! deterministic except for the measured seconds, which text and Markdown round.
+
+use std::fmt::Write as _;
+
+use upgrade_tests::live::{EdgeReport, LiveFinding, Rollback, Severity, Verdict};
+
+/// How to print the reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    #[default]
+    Text,
+    Json,
+    Junit,
+    Markdown,
+}
+
+/// The reports in `format`.
+pub fn render(reports: &[EdgeReport], format: OutputFormat) -> String {
+    match format {
+        OutputFormat::Text => text(reports),
+        OutputFormat::Json => {
+            let mut s = serde_json::to_string_pretty(reports).unwrap_or_else(|_| "[]".to_owned());
+            s.push('\n');
+            s
+        }
+        OutputFormat::Junit => junit(reports),
+        OutputFormat::Markdown => markdown(reports),
+    }
+}
+
+fn verdict(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Passed => "passed",
+        Verdict::Refused => "refused",
+        Verdict::DataLost => "data lost",
+        Verdict::Failed => "failed",
+    }
+}
+
+fn severity(s: Severity) -> &'static str {
+    match s {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Info => "info",
+    }
+}
+
+/// `refused by …: object: version: field: message`, the parts that are known.
+fn describe(f: &LiveFinding) -> String {
+    let mut parts = Vec::new();
+    if let Some(by) = f.refused_by {
+        parts.push(format!("refused by {by}"));
+    }
+    parts.extend(f.object.clone());
+    parts.extend(f.version.clone());
+    parts.extend(f.field.clone());
+    parts.push(f.message.clone());
+    parts.join(": ")
+}
+
+fn rollback(r: &Rollback) -> String {
+    match r {
+        Rollback::NotRun => "not run".to_owned(),
+        Rollback::Refused(message) => format!("refused by kube-apiserver ({message})"),
+        Rollback::Intact => "data intact".to_owned(),
+        Rollback::DataLost => "data lost".to_owned(),
+    }
+}
+
+fn text(reports: &[EdgeReport]) -> String {
+    let mut out = String::new();
+    for r in reports {
+        let _ = writeln!(
+            out,
+            "{} → {}: {} ({} objects, {:.1} s); rollback: {}",
+            r.from,
+            r.to,
+            verdict(r.verdict),
+            r.objects,
+            r.seconds,
+            rollback(&r.rollback)
+        );
+        for step in &r.steps {
+            let _ = writeln!(
+                out,
+                "  {} ({:.1} s): {}",
+                step.step, step.seconds, step.outcome
+            );
+        }
+        for f in &r.findings {
+            let _ = writeln!(
+                out,
+                "  {}[{}] {}",
+                severity(f.severity),
+                f.rule,
+                describe(f)
+            );
+        }
+    }
+    let passed = reports
+        .iter()
+        .filter(|r| r.verdict == Verdict::Passed)
+        .count();
+    let _ = writeln!(out, "{passed} of {} edge(s) passed", reports.len());
+    out
+}
+
+fn junit(reports: &[EdgeReport]) -> String {
+    let failures = reports
+        .iter()
+        .filter(|r| r.verdict != Verdict::Passed)
+        .count();
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        out,
+        "<testsuites><testsuite name=\"olmpack upgrade test\" tests=\"{}\" failures=\"{failures}\" errors=\"0\">",
+        reports.len()
+    );
+    for r in reports {
+        let name = xml_escape(&format!("{} → {}", r.from, r.to));
+        let _ = write!(
+            out,
+            "<testcase classname=\"upgrade\" name=\"{name}\" time=\"{:.3}\"",
+            r.seconds
+        );
+        let errors: Vec<String> = r
+            .errors()
+            .map(|f| format!("[{}] {}", f.rule, describe(f)))
+            .collect();
+        if errors.is_empty() {
+            let _ = writeln!(out, "/>");
+        } else {
+            let _ = writeln!(
+                out,
+                "><failure message=\"{}\" type=\"{}\"/></testcase>",
+                xml_escape(&errors.join("; ")),
+                verdict(r.verdict)
+            );
+        }
+    }
+    out.push_str("</testsuite></testsuites>\n");
+    out
+}
+
+fn markdown(reports: &[EdgeReport]) -> String {
+    let mut out = String::from(
+        "| from | to | result | objects | rollback | seconds |\n| --- | --- | --- | --- | --- | --- |\n",
+    );
+    for r in reports {
+        let rollback = match &r.rollback {
+            Rollback::Refused(_) => "refused by kube-apiserver".to_owned(),
+            other => rollback(other),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {:.1} |",
+            r.from,
+            r.to,
+            verdict(r.verdict),
+            r.objects,
+            rollback,
+            r.seconds
+        );
+    }
+    let findings: Vec<(&EdgeReport, &LiveFinding)> = reports
+        .iter()
+        .flat_map(|r| {
+            r.findings
+                .iter()
+                .filter(|f| f.severity != Severity::Info)
+                .map(move |f| (r, f))
+        })
+        .collect();
+    if !findings.is_empty() {
+        out.push_str("\n| edge | rule | finding |\n| --- | --- | --- |\n");
+        for (r, f) in findings {
+            let _ = writeln!(
+                out,
+                "| {} → {} | `{}` | {} |",
+                r.from,
+                r.to,
+                f.rule,
+                describe(f).replace('|', "\\|").replace('\n', " ")
+            );
+        }
+    }
+    out
+}
+
+fn xml_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => {
+                let _ = write!(out, "&#{};", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}

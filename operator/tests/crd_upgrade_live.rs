@@ -1,0 +1,475 @@
+//! Live upgrade tests of the reference operator on a real apiserver, with its real conversion
+//! webhook (`webapp-operator webhook`): every edge of its upgrade graph (read from the root
+//! `olmpack.yaml` through olmpack, as `olmpack upgrade test` reads it), every deliberately
+//! broken next release of [`upgrade_tests::defects`], and the operator's own storage
+//! migration at start-up. Each test runs its own control plane.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::routing::post;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, JSONSchemaProps,
+};
+use olmpack::live::Inputs;
+use serde_json::{Value, json};
+use upgrade_tests::TestEnv;
+use upgrade_tests::defects::{BrokenRelease, Defect, broken_release};
+use upgrade_tests::live::{
+    EdgeOptions, EdgeReport, LiveFinding, ReleaseUnderTest, Rollback, Severity, Verdict, Webhook,
+    rules, run_edge,
+};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the operator crate sits in the workspace")
+        .to_owned()
+}
+
+/// The reference operator's releases and edges, as `olmpack upgrade test` reads them.
+fn inputs() -> &'static Inputs {
+    static INPUTS: OnceLock<Inputs> = OnceLock::new();
+    INPUTS.get_or_init(|| {
+        let plan = olmpack::plan::load(&root().join("olmpack.yaml")).expect("olmpack.yaml loads");
+        olmpack::live::from_plan(&plan).expect("the plan's bundles generate")
+    })
+}
+
+fn operator_webhook() -> Webhook {
+    Webhook::Command(format!(
+        "'{}' webhook",
+        env!("CARGO_BIN_EXE_webapp-operator")
+    ))
+}
+
+fn release(version: &str) -> ReleaseUnderTest {
+    let mut release = inputs().releases[&format!("webapp-operator.v{version}")].clone();
+    release.webhook = Some(operator_webhook());
+    release
+}
+
+async fn run(from: &ReleaseUnderTest, to: &ReleaseUnderTest) -> EdgeReport {
+    let env = TestEnv::start().await.expect("test environment starts");
+    let options = EdgeOptions {
+        cleanup: false,
+        ..EdgeOptions::default()
+    };
+    let report = run_edge(&env.client(), from, to, &options)
+        .await
+        .expect("the edge runs");
+    eprintln!(
+        "{}",
+        olmpack::live::render(
+            std::slice::from_ref(&report),
+            olmpack::live::OutputFormat::Text
+        )
+    );
+    report
+}
+
+fn step<'a>(report: &'a EdgeReport, name: &str) -> &'a str {
+    report
+        .steps
+        .iter()
+        .find(|s| s.step == name)
+        .map(|s| s.outcome.as_str())
+        .unwrap_or_else(|| panic!("no step {name} in {:#?}", report.steps))
+}
+
+fn findings<'a>(report: &'a EdgeReport, rule: &str) -> Vec<&'a LiveFinding> {
+    report.findings.iter().filter(|f| f.rule == rule).collect()
+}
+
+async fn reference_edge(from: &str, to: &str) -> EdgeReport {
+    let (from_name, to_name) = (
+        format!("webapp-operator.v{from}"),
+        format!("webapp-operator.v{to}"),
+    );
+    assert!(
+        inputs()
+            .edges
+            .iter()
+            .any(|e| e.from == from_name && e.to == to_name),
+        "{from} → {to} is not an edge of the graph: {:?}",
+        inputs().edges
+    );
+    let report = run(&release(from), &release(to)).await;
+    assert_eq!(report.verdict, Verdict::Passed, "{:#?}", report.findings);
+    assert!(report.objects > 0);
+    report
+}
+
+#[test]
+fn crd_upgrade_live_graph_edges() {
+    let edges: Vec<(String, String)> = inputs()
+        .edges
+        .iter()
+        .map(|e| (e.from.clone(), e.to.clone()))
+        .collect();
+    let v = |s: &str| format!("webapp-operator.v{s}");
+    assert_eq!(
+        edges,
+        [
+            (v("0.1.0"), v("0.2.0")),
+            (v("0.2.0"), v("0.3.0")),
+            (v("0.3.0"), v("1.0.0")),
+            (v("0.3.0"), v("1.0.1")),
+            (v("1.0.0"), v("1.0.1")),
+        ]
+    );
+}
+
+/// v1alpha1 → v1beta1 storage: the successor without v1alpha1 is refused until the
+/// migration, then installs; the rollback to 0.1.0 is refused (v1beta1 is stored now).
+#[tokio::test]
+async fn crd_upgrade_live_edge_0_1_0_to_0_2_0_migrate_then_drop() {
+    let report = reference_edge("0.1.0", "0.2.0").await;
+    let before = step(&report, "successor-before-migration");
+    assert!(before.contains("refused by kube-apiserver"), "{before}");
+    assert!(before.contains("storedVersions"), "{before}");
+    let migrate = step(&report, "migrate");
+    assert!(
+        migrate.contains("[v1alpha1, v1beta1] → [v1beta1]"),
+        "{migrate}"
+    );
+    assert_eq!(
+        step(&report, "successor-after-migration"),
+        "webapps.apps.olmpack.dev with only v1beta1: installs"
+    );
+    match &report.rollback {
+        Rollback::Refused(message) => {
+            assert!(
+                message.contains("storedVersions") && message.contains("v1beta1"),
+                "{message}"
+            );
+        }
+        other => panic!("rollback: {other:?}"),
+    }
+}
+
+/// The outage: with the webhook stopped, reads at a non-storage version fail with the
+/// apiserver's conversion error, reads at the storage version work, and after a restart
+/// every object reads back intact.
+#[tokio::test]
+async fn crd_upgrade_live_edge_0_2_0_to_0_3_0_webhook_outage() {
+    let report = reference_edge("0.2.0", "0.3.0").await;
+    let outage = step(&report, "outage");
+    assert!(outage.contains("reads at v1alpha1 failed: "), "{outage}");
+    assert!(outage.contains("conversion webhook"), "{outage}");
+    assert!(outage.contains("reads at v1 kept working"), "{outage}");
+    assert!(outage.contains("after the restart all"), "{outage}");
+    assert!(findings(&report, rules::OUTAGE).is_empty());
+    assert!(
+        matches!(report.rollback, Rollback::Refused(_)),
+        "{:?}",
+        report.rollback
+    );
+}
+
+/// 1.0.0 stops serving v1alpha1, which 0.3.0 had deprecated: a warning, not a failure. The
+/// rollback keeps every object intact.
+#[tokio::test]
+async fn crd_upgrade_live_edge_0_3_0_to_1_0_0_rollback_intact() {
+    let report = reference_edge("0.3.0", "1.0.0").await;
+    let warning = findings(&report, rules::VERSION_NOT_SERVED);
+    assert_eq!(warning.len(), 1, "{:#?}", report.findings);
+    assert_eq!(warning[0].severity, Severity::Warning);
+    assert_eq!(warning[0].version.as_deref(), Some("v1alpha1"));
+    assert_eq!(report.rollback, Rollback::Intact);
+}
+
+#[tokio::test]
+async fn crd_upgrade_live_edge_0_3_0_to_1_0_1() {
+    let report = reference_edge("0.3.0", "1.0.1").await;
+    assert_eq!(report.rollback, Rollback::Intact);
+}
+
+#[tokio::test]
+async fn crd_upgrade_live_edge_1_0_0_to_1_0_1() {
+    let report = reference_edge("1.0.0", "1.0.1").await;
+    assert!(report.findings.is_empty(), "{:#?}", report.findings);
+    assert_eq!(report.rollback, Rollback::Intact);
+}
+
+/// The newest release and a next release with exactly one `defect`.
+fn broken(defect: Defect) -> (ReleaseUnderTest, ReleaseUnderTest, BrokenRelease) {
+    let base = release("1.0.1");
+    let crd = base.crds[0].clone();
+    let defect = broken_release(&crd, defect).expect("the reference CRD carries every defect");
+    let mut next = base.clone();
+    next.name = format!("webapp-operator.v1.0.2-{}", defect.defect);
+    next.crds = vec![defect.crd.clone()];
+    (base, next, defect)
+}
+
+/// `^.spec.x` → `spec.x`.
+fn field(path: &str) -> String {
+    path.trim_start_matches("^.").to_owned()
+}
+
+async fn defect_rule(defect: Defect, rule: &str) -> EdgeReport {
+    let (base, next, _) = broken(defect);
+    let report = run(&base, &next).await;
+    assert_ne!(
+        report.verdict,
+        Verdict::Passed,
+        "{defect}: {:#?}",
+        report.findings
+    );
+    assert!(
+        report.errors().any(|f| f.rule == rule),
+        "{defect}: expected {rule}, got {:#?}",
+        report.findings
+    );
+    report
+}
+
+#[tokio::test]
+async fn crd_upgrade_live_defect_field_removed() {
+    let (_, _, defect) = broken(Defect::FieldRemoved);
+    let report = defect_rule(Defect::FieldRemoved, rules::DATA_LOST).await;
+    let path = field(defect.path.as_deref().unwrap());
+    assert!(
+        findings(&report, rules::DATA_LOST)
+            .iter()
+            .any(|f| f.field.as_deref() == Some(path.as_str())),
+        "{path}: {:#?}",
+        report.findings
+    );
+}
+
+#[tokio::test]
+async fn crd_upgrade_live_defect_new_required_field() {
+    let report = defect_rule(Defect::NewRequiredField, rules::EXISTING_OBJECT_INVALID).await;
+    assert_eq!(report.verdict, Verdict::Refused);
+    let finding = findings(&report, rules::EXISTING_OBJECT_INVALID)[0];
+    assert_eq!(finding.refused_by, Some("OLM v0"));
+    assert!(
+        finding
+            .message
+            .contains(upgrade_tests::defects::NEW_REQUIRED_FIELD),
+        "{}",
+        finding.message
+    );
+}
+
+/// The removed enum value only matters to objects that use it: the base release gets one.
+#[tokio::test]
+async fn crd_upgrade_live_defect_enum_value_removed() {
+    let (mut base, next, defect) = broken(Defect::EnumValueRemoved);
+    let path = field(defect.path.as_deref().unwrap());
+    let value = removed_enum_value(&base.crds[0], &next.crds[0], &defect.version, &path);
+    let mut example = json!({
+        "apiVersion": format!("apps.olmpack.dev/{}", defect.version),
+        "kind": "WebApp",
+        "metadata": {"name": "uses-removed-value"},
+        "spec": {"image": "nginx:1.27"},
+    });
+    set_path(&mut example, &path, value.clone());
+    base.examples.push(example);
+    let report = run(&base, &next).await;
+    assert_eq!(report.verdict, Verdict::Refused, "{:#?}", report.findings);
+    let invalid = findings(&report, rules::EXISTING_OBJECT_INVALID);
+    assert!(
+        invalid.iter().any(
+            |f| f.object.as_deref() == Some("WebApp/uses-removed-value-v1")
+                && f.message.contains(value.as_str().unwrap())
+        ),
+        "{:#?}",
+        report.findings
+    );
+}
+
+#[tokio::test]
+async fn crd_upgrade_live_defect_type_changed() {
+    let report = defect_rule(Defect::TypeChanged, rules::EXISTING_OBJECT_INVALID).await;
+    assert_eq!(report.verdict, Verdict::Refused);
+}
+
+#[tokio::test]
+async fn crd_upgrade_live_defect_storage_version_dropped() {
+    let report = defect_rule(Defect::StorageVersionDropped, rules::STORED_VERSION_REMOVED).await;
+    assert_eq!(report.verdict, Verdict::Refused);
+    let finding = findings(&report, rules::STORED_VERSION_REMOVED)[0];
+    assert!(
+        finding.message.contains("the apiserver refuses it too"),
+        "{}",
+        finding.message
+    );
+    assert!(
+        finding.message.contains("missing from spec.versions"),
+        "{}",
+        finding.message
+    );
+}
+
+#[tokio::test]
+async fn crd_upgrade_live_defect_served_version_removed() {
+    let (_, _, defect) = broken(Defect::ServedVersionRemoved);
+    let report = defect_rule(Defect::ServedVersionRemoved, rules::VERSION_NOT_SERVED).await;
+    let finding = findings(&report, rules::VERSION_NOT_SERVED)[0];
+    assert_eq!(finding.version.as_deref(), Some(defect.version.as_str()));
+    assert_eq!(finding.severity, Severity::Error);
+}
+
+#[tokio::test]
+async fn crd_upgrade_live_defect_conversion_webhook_missing() {
+    let report = defect_rule(Defect::ConversionWebhookMissing, rules::DATA_LOST).await;
+    assert_eq!(report.verdict, Verdict::DataLost);
+}
+
+/// The CRD is unchanged; the next release's webhook drops `spec.logLevel` on the way to the
+/// hub (a fault a static check cannot see).
+#[tokio::test]
+async fn crd_upgrade_live_defect_lossy_conversion() {
+    let (base, mut next, _) = broken(Defect::LossyConversion);
+    next.webhook = Some(Webhook::Router(lossy_router()));
+    let report = run(&base, &next).await;
+    assert_eq!(report.verdict, Verdict::DataLost, "{:#?}", report.findings);
+    let lossy = findings(&report, rules::LOSSY_CONVERSION);
+    assert!(
+        lossy
+            .iter()
+            .any(|f| f.field.as_deref() == Some("spec.logLevel")
+                && f.version.as_deref() == Some("v1")),
+        "{:#?}",
+        report.findings
+    );
+}
+
+/// The operator's conversion, except that objects converted to v1 lose `spec.logLevel`.
+fn lossy_router() -> axum::Router {
+    axum::Router::new().route(
+        webapp_operator::manifests::crd::CONVERT_PATH,
+        post(|body: Bytes| async move {
+            let (bytes, _) = webapp_operator::webhook::convert::handle(&body);
+            let mut review: Value =
+                serde_json::from_slice(&bytes).expect("the handler answers JSON");
+            for object in review["response"]["convertedObjects"]
+                .as_array_mut()
+                .into_iter()
+                .flatten()
+            {
+                if object["apiVersion"] == "apps.olmpack.dev/v1"
+                    && let Some(spec) = object["spec"].as_object_mut()
+                {
+                    spec.remove("logLevel");
+                }
+            }
+            (
+                [(http::header::CONTENT_TYPE, "application/json")],
+                review.to_string(),
+            )
+        }),
+    )
+}
+
+fn schema_at<'a>(
+    crd: &'a CustomResourceDefinition,
+    version: &str,
+    path: &str,
+) -> &'a JSONSchemaProps {
+    let mut schema = crd
+        .spec
+        .versions
+        .iter()
+        .find(|v| v.name == version)
+        .and_then(|v| v.schema.as_ref())
+        .and_then(|s| s.open_api_v3_schema.as_ref())
+        .expect("the version has a schema");
+    for part in path.split('.') {
+        schema = &schema.properties.as_ref().expect("an object schema")[part];
+    }
+    schema
+}
+
+fn removed_enum_value(
+    base: &CustomResourceDefinition,
+    next: &CustomResourceDefinition,
+    version: &str,
+    path: &str,
+) -> Value {
+    let values = |crd| -> Vec<Value> {
+        schema_at(crd, version, path)
+            .enum_
+            .iter()
+            .flatten()
+            .map(|j| j.0.clone())
+            .collect()
+    };
+    let kept = values(next);
+    values(base)
+        .into_iter()
+        .find(|v| !kept.contains(v))
+        .expect("one value was removed")
+}
+
+fn set_path(object: &mut Value, path: &str, value: Value) {
+    let mut target = object;
+    let parts: Vec<&str> = path.split('.').collect();
+    for part in &parts[..parts.len() - 1] {
+        target = &mut target[*part];
+    }
+    target[parts[parts.len() - 1]] = value;
+}
+
+/// The operator itself migrates storage at start-up: objects written under 0.2.0 (stored
+/// at v1beta1), the CRD upgraded to 1.0.1, the operator started as its ServiceAccount (with
+/// the RBAC it declares) — `status.storedVersions` becomes `[v1]` and a release that drops
+/// v1alpha1 and v1beta1 then installs.
+#[tokio::test]
+async fn crd_upgrade_live_operator_migrates_storage_at_startup() {
+    use common::harness::{self, eventually};
+    use webapp_operator::api::{CRD_NAME, Version};
+    use webapp_operator::manifests::crd::{WebhookTarget, crd};
+    use webapp_operator::releases::Release;
+
+    let cluster = harness::cluster(Release::find("0.2.0").unwrap(), false).await;
+    for (i, version) in [Version::V1alpha1, Version::V1beta1]
+        .into_iter()
+        .enumerate()
+    {
+        let spec = if version == Version::V1alpha1 {
+            json!({"image": "nginx:1.27", "port": 8080})
+        } else {
+            json!({"image": "nginx:1.27", "containerPort": 8080})
+        };
+        harness::create_webapp(&cluster, version, &format!("app-{i}"), spec).await;
+    }
+    let target = WebhookTarget::Url {
+        url: cluster.webhook_url(),
+        ca_pem: cluster.env.ca().cert_pem().to_owned(),
+    };
+    let latest = crd(Release::latest(), &target).unwrap();
+    cluster.env.install_crd(&latest).await.unwrap();
+    let crds: kube::Api<CustomResourceDefinition> = kube::Api::all(cluster.env.client());
+    let stored = || async { crd_migrate::stored_versions(&crds.get(CRD_NAME).await.unwrap()) };
+    assert_eq!(stored().await, ["v1beta1", "v1"]);
+
+    let operator = harness::start_operator(&cluster, None).await;
+    eventually(
+        "status.storedVersions is [v1]",
+        Duration::from_secs(60),
+        || async { stored().await == ["v1"] },
+    )
+    .await;
+    let mut successor = latest.clone();
+    successor.spec.versions.retain(|v| v.storage);
+    cluster
+        .env
+        .install_crd(&successor)
+        .await
+        .expect("the release without old versions installs");
+    let v1 = cluster
+        .webapps(Version::V1)
+        .list(&Default::default())
+        .await
+        .unwrap();
+    assert_eq!(v1.items.len(), 2);
+    operator.stop().await.unwrap();
+}

@@ -1,0 +1,299 @@
+//! One live edge, step by step (see the module docs of [`super`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Client;
+use kube::api::{DynamicObject, PostParams};
+use serde_json::{Value, json};
+
+use super::api::{self, apiserver_message, crd_name, status_code};
+use super::compare::FieldChange;
+use super::webhook::{CertFiles, RunningWebhook};
+use super::{
+    EdgeOptions, EdgeReport, LiveError, LiveFinding, ReleaseUnderTest, Severity, StepRecord, rules,
+};
+
+/// Requests in flight at once for per-object work.
+const CONCURRENCY: usize = 16;
+/// How long an expected change in the apiserver's behaviour (outage, recovery) may take.
+const CHANGE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Objects as read: (CRD, version) → object name → user data.
+type Snapshot = BTreeMap<(String, String), BTreeMap<String, Value>>;
+
+/// Runs the edge `from → to` on the cluster of `client` (see the module docs of [`super`]).
+pub async fn run_edge(
+    client: &Client,
+    from: &ReleaseUnderTest,
+    to: &ReleaseUnderTest,
+    options: &EdgeOptions,
+) -> Result<EdgeReport, LiveError> {
+    let started = Instant::now();
+    let names: BTreeSet<String> = from.crds.iter().chain(&to.crds).map(crd_name).collect();
+    for name in &names {
+        let exists = api::get_crd(client, name).await.is_ok();
+        if exists {
+            return Err(LiveError::CrdExists { crd: name.clone() });
+        }
+    }
+    let mut run = Run::new(client, options, &from.name, &to.name)?;
+    let outcome = run.steps(from, to).await;
+    run.webhook = None;
+    if options.cleanup {
+        for name in &names {
+            api::delete_crd(client, name).await;
+        }
+    }
+    outcome?;
+    let mut report = run.report;
+    report.findings.extend(run.losses.into_findings());
+    report.seconds = started.elapsed().as_secs_f64();
+    report.verdict = report.judge();
+    Ok(report)
+}
+
+/// A loss's rule, version and field path.
+type LossKey = (&'static str, String, String);
+/// The first object with a loss, the change, how it was seen, and how many objects had it.
+type LossGroup = (String, FieldChange, String, usize);
+
+/// Lost fields, grouped so that 100 copies of one loss make one finding.
+#[derive(Default)]
+struct Losses {
+    seen: BTreeSet<(String, String, String)>,
+    groups: BTreeMap<LossKey, LossGroup>,
+}
+
+impl Losses {
+    fn add(
+        &mut self,
+        rule: &'static str,
+        object: &str,
+        version: &str,
+        change: FieldChange,
+        how: &str,
+    ) {
+        if !self
+            .seen
+            .insert((object.to_owned(), version.to_owned(), change.path.clone()))
+        {
+            return;
+        }
+        let key = (rule, version.to_owned(), change.path.clone());
+        self.groups.entry(key).and_modify(|g| g.3 += 1).or_insert((
+            object.to_owned(),
+            change,
+            how.to_owned(),
+            1,
+        ));
+    }
+
+    fn into_findings(self) -> Vec<LiveFinding> {
+        self.groups
+            .into_iter()
+            .map(|((rule, version, path), (object, change, how, count))| {
+                let more = if count > 1 {
+                    format!(" (and in {} more objects)", count - 1)
+                } else {
+                    String::new()
+                };
+                let severity = if rule == rules::ROLLBACK_DATA_LOST {
+                    Severity::Warning
+                } else {
+                    Severity::Error
+                };
+                LiveFinding::new(rule, severity, format!("{how}: {change}{more}"))
+                    .object(object)
+                    .version(version)
+                    .field(path)
+            })
+            .collect()
+    }
+}
+
+/// One example object as created.
+#[derive(Clone, Debug)]
+struct Created {
+    crd: String,
+    kind: String,
+    name: String,
+    written_at: String,
+}
+
+impl Created {
+    fn display(&self) -> String {
+        format!("{}/{}", self.kind, self.name)
+    }
+}
+
+struct Run<'a> {
+    client: &'a Client,
+    options: &'a EdgeOptions,
+    dir: tempfile::TempDir,
+    certs: CertFiles,
+    ca_pem: String,
+    port: u16,
+    webhook: Option<RunningWebhook>,
+    created: Vec<Created>,
+    report: EdgeReport,
+    losses: Losses,
+    last_step: Instant,
+}
+
+impl<'a> Run<'a> {
+    fn new(
+        client: &'a Client,
+        options: &'a EdgeOptions,
+        from: &str,
+        to: &str,
+    ) -> Result<Self, LiveError> {
+        let dir = tempfile::Builder::new()
+            .prefix("olmpack-live-")
+            .tempdir_in(&options.work_dir)
+            .map_err(|source| LiveError::WorkDir {
+                path: options.work_dir.clone(),
+                source,
+            })?;
+        let ca = crate::pki::CertificateAuthority::new("olmpack-upgrade-test-webhook-ca")?;
+        let pem = ca.issue_server(&[options.webhook_host.as_str(), "localhost"])?;
+        let certs = CertFiles::write(dir.path(), pem)?;
+        let port = crate::process::free_port().map_err(LiveError::Port)?;
+        Ok(Self {
+            client,
+            options,
+            certs,
+            ca_pem: ca.cert_pem().to_owned(),
+            port,
+            dir,
+            webhook: None,
+            created: Vec::new(),
+            report: EdgeReport::new(from, to),
+            losses: Losses::default(),
+            last_step: Instant::now(),
+        })
+    }
+
+    fn step(&mut self, step: &'static str, outcome: impl Into<String>) {
+        self.report.steps.push(StepRecord {
+            step,
+            outcome: outcome.into(),
+            seconds: self.last_step.elapsed().as_secs_f64(),
+        });
+        self.last_step = Instant::now();
+    }
+
+    fn find(&mut self, finding: LiveFinding) {
+        self.report.findings.push(finding);
+    }
+
+    fn prepared(&self, crd: &CustomResourceDefinition) -> CustomResourceDefinition {
+        api::prepare_crd(crd, &self.options.webhook_host, self.port, &self.ca_pem)
+    }
+
+    fn objects(&self, crd: &CustomResourceDefinition, version: &str) -> kube::Api<DynamicObject> {
+        api::objects_api(self.client, crd, version, &self.options.namespace)
+    }
+
+    async fn steps(
+        &mut self,
+        from: &ReleaseUnderTest,
+        to: &ReleaseUnderTest,
+    ) -> Result<(), LiveError> {
+        self.ensure_namespace().await?;
+        self.serve(from).await?;
+        if !self.install(from).await {
+            return Ok(());
+        }
+        self.create_examples(from).await;
+        let before = self.snapshot(&from.crds).await;
+        self.serve(to).await?;
+        if !self.upgrade(to).await {
+            return Ok(());
+        }
+        let after = self.read_back(from, to, &before).await;
+        self.round_trip(to, &after).await;
+        self.migrate_and_drop(to).await;
+        self.outage(to, &after).await?;
+        self.rollback(from, &before).await
+    }
+
+    async fn ensure_namespace(&self) -> Result<(), LiveError> {
+        let api: kube::Api<k8s_openapi::api::core::v1::Namespace> =
+            kube::Api::all(self.client.clone());
+        let ns = serde_json::from_value(json!({"metadata": {"name": self.options.namespace}}))
+            .expect("a namespace with a name is valid");
+        match api.create(&PostParams::default(), &ns).await {
+            Ok(_) => Ok(()),
+            Err(err) if status_code(&err) == Some(409) => Ok(()),
+            Err(source) => Err(LiveError::Kube {
+                action: format!("create namespace {}", self.options.namespace),
+                source,
+            }),
+        }
+    }
+
+    /// Replaces the running webhook with `release`'s (none when no CRD needs one).
+    async fn serve(&mut self, release: &ReleaseUnderTest) -> Result<(), LiveError> {
+        self.webhook = None;
+        let Some(crd) = release.crds.iter().find(|c| api::has_webhook(c)) else {
+            return Ok(());
+        };
+        let webhook = release
+            .webhook
+            .as_ref()
+            .ok_or_else(|| LiveError::NoWebhook {
+                release: release.name.clone(),
+                crd: crd_name(crd),
+            })?;
+        self.webhook = Some(
+            RunningWebhook::start(
+                webhook,
+                &release.name,
+                self.port,
+                &self.certs,
+                self.dir.path(),
+            )
+            .await?,
+        );
+        Ok(())
+    }
+
+    /// Installs `from`'s CRDs; false (with a finding) when the apiserver refuses one.
+    async fn install(&mut self, from: &ReleaseUnderTest) -> bool {
+        for crd in &from.crds {
+            if let Err(err) = api::apply_crd(self.client, &self.prepared(crd)).await {
+                let finding = LiveFinding::refused(
+                    rules::CRD_REFUSED,
+                    "kube-apiserver",
+                    format!(
+                        "{} (the release being upgraded from) does not install: {}",
+                        from.name,
+                        apiserver_message(&err)
+                    ),
+                )
+                .object(format!("CustomResourceDefinition/{}", crd_name(crd)));
+                self.find(finding);
+                return false;
+            }
+        }
+        let webhook = if self.webhook.is_some() {
+            format!(", webhook on {}:{}", self.options.webhook_host, self.port)
+        } else {
+            String::new()
+        };
+        self.step(
+            "install",
+            format!(
+                "{}: {} CRD(s) established{webhook}",
+                from.name,
+                from.crds.len()
+            ),
+        );
+        true
+    }
+}
+
+mod examples;
+mod phases;

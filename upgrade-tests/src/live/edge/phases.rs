@@ -1,0 +1,600 @@
+//! The steps after the examples exist: upgrade, read back, round trips, migration and the
+//! successor, the webhook outage, the rollback.
+
+use std::time::Instant;
+
+use futures::{StreamExt, stream};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{DynamicObject, PostParams};
+use serde_json::json;
+
+use super::{CHANGE_TIMEOUT, CONCURRENCY, Run, Snapshot};
+use crate::live::api::{self, apiserver_message, crd_name, served, status_code};
+use crate::live::{LiveError, LiveFinding, ReleaseUnderTest, Rollback, Severity, rules};
+
+impl Run<'_> {
+    /// OLM v0's checks, then `to`'s CRDs; false (with findings) when the upgrade is refused.
+    pub(super) async fn upgrade(&mut self, to: &ReleaseUnderTest) -> bool {
+        for crd in &to.crds {
+            let name = crd_name(crd);
+            let stored = match api::get_crd(self.client, &name).await {
+                Ok(live) => crd_migrate::stored_versions(&live),
+                Err(_) => Vec::new(),
+            };
+            let listed: Vec<&str> = crd.spec.versions.iter().map(|v| v.name.as_str()).collect();
+            let missing: Vec<&String> = stored
+                .iter()
+                .filter(|v| !listed.contains(&v.as_str()))
+                .collect();
+            let result = api::apply_crd(self.client, &self.prepared(crd)).await;
+            if !missing.is_empty() {
+                let apiserver = match &result {
+                    Err(err) => format!("the apiserver refuses it too: {}", apiserver_message(err)),
+                    Ok(()) => "the apiserver accepted it".to_owned(),
+                };
+                let finding = LiveFinding::refused(
+                    rules::STORED_VERSION_REMOVED,
+                    "OLM v0 and kube-apiserver",
+                    format!(
+                        "status.storedVersions lists {}, which {} no longer lists in spec.versions \
+                         (OLM v0's SafeStorageVersionUpgrade check refuses the upgrade); {apiserver}",
+                        join(&missing),
+                        to.name
+                    ),
+                )
+                .object(format!("CustomResourceDefinition/{name}"))
+                .field("spec.versions");
+                self.find(finding);
+                return false;
+            }
+            if let Err(err) = result {
+                let finding = LiveFinding::refused(
+                    rules::CRD_REFUSED,
+                    "kube-apiserver",
+                    apiserver_message(&err),
+                )
+                .object(format!("CustomResourceDefinition/{name}"));
+                self.find(finding);
+                return false;
+            }
+        }
+        let valid = self.existing_objects_valid(to).await;
+        if valid {
+            self.step(
+                "upgrade",
+                format!(
+                    "{}: CRD(s) applied; every existing object valid under the new schema",
+                    to.name
+                ),
+            );
+        }
+        valid
+    }
+
+    /// OLM v0's second check: every existing object, at every served version of `to`, passes
+    /// `to`'s validation (a server-side dry-run create of a copy).
+    async fn existing_objects_valid(&mut self, to: &ReleaseUnderTest) -> bool {
+        let mut valid = true;
+        for crd in &to.crds {
+            for version in served(crd) {
+                let api = self.objects(crd, &version);
+                let list = match api.list(&Default::default()).await {
+                    Ok(list) => list.items,
+                    Err(err) => {
+                        self.read_failed(
+                            crd,
+                            &version,
+                            &err,
+                            "list (for OLM v0's validation of existing objects)",
+                        );
+                        continue;
+                    }
+                };
+                let checks: Vec<(String, Result<(), kube::Error>)> = stream::iter(list)
+                    .map(|object| {
+                        let api = api.clone();
+                        async move {
+                            let name = object.metadata.name.clone().unwrap_or_default();
+                            (name, dry_run_copy(&api, object).await)
+                        }
+                    })
+                    .buffer_unordered(CONCURRENCY)
+                    .collect()
+                    .await;
+                for (name, result) in checks {
+                    let Err(err) = result else { continue };
+                    valid = false;
+                    let finding = LiveFinding::refused(
+                        rules::EXISTING_OBJECT_INVALID,
+                        "OLM v0",
+                        format!(
+                            "this existing object is invalid under {}'s schema, so OLM v0 refuses the upgrade; the apiserver says: {}",
+                            to.name,
+                            apiserver_message(&err)
+                        ),
+                    )
+                    .object(self.display(&crd_name(crd), &name))
+                    .version(version.clone());
+                    self.find(finding);
+                }
+            }
+        }
+        valid
+    }
+
+    /// Reads every object at every version `to` serves and compares with `before`.
+    pub(super) async fn read_back(
+        &mut self,
+        from: &ReleaseUnderTest,
+        to: &ReleaseUnderTest,
+        before: &Snapshot,
+    ) -> Snapshot {
+        let after = self.snapshot(&to.crds).await;
+        for ((crd, version), objects) in before {
+            match after.get(&(crd.clone(), version.clone())) {
+                Some(now) => self.compare(
+                    rules::DATA_LOST,
+                    crd,
+                    version,
+                    objects,
+                    now,
+                    "read after the upgrade",
+                ),
+                None => self.no_longer_served(from, to, crd, version),
+            }
+        }
+        let versions: usize = to.crds.iter().map(|c| served(c).len()).sum();
+        self.step(
+            "read",
+            format!(
+                "{} object(s) read at {versions} served version(s)",
+                self.created.len()
+            ),
+        );
+        after
+    }
+
+    /// A version `from` served and `to` does not: clients of it get 404. An error unless
+    /// `from` already marked it deprecated.
+    fn no_longer_served(
+        &mut self,
+        from: &ReleaseUnderTest,
+        to: &ReleaseUnderTest,
+        crd: &str,
+        version: &str,
+    ) {
+        let served_now = to
+            .crds
+            .iter()
+            .any(|c| crd_name(c) == *crd && served(c).iter().any(|v| v == version));
+        let written = self.written_at(crd, version).len();
+        if served_now || written == 0 {
+            return;
+        }
+        let deprecated = from
+            .crds
+            .iter()
+            .filter(|c| crd_name(c) == *crd)
+            .flat_map(|c| &c.spec.versions)
+            .any(|v| v.name == version && v.deprecated == Some(true));
+        let message = format!(
+            "{written} object(s) were written at {version}; {} no longer serves it, so the apiserver answers its clients with 404 (the objects stay readable at the served versions){}",
+            to.name,
+            if deprecated {
+                format!("; {} had deprecated it", from.name)
+            } else {
+                format!("; {} served it without a deprecation", from.name)
+            }
+        );
+        let finding = if deprecated {
+            LiveFinding::new(rules::VERSION_NOT_SERVED, Severity::Warning, message)
+        } else {
+            LiveFinding::refused(rules::VERSION_NOT_SERVED, "kube-apiserver", message)
+        };
+        self.find(
+            finding
+                .object(format!("CustomResourceDefinition/{crd}"))
+                .version(version.to_owned()),
+        );
+    }
+
+    /// Writes every object back unchanged at each served version, then reads all at every
+    /// served version: a round trip through any version must change nothing.
+    pub(super) async fn round_trip(&mut self, to: &ReleaseUnderTest, baseline: &Snapshot) {
+        let mut writes = 0;
+        for crd in &to.crds {
+            let versions = served(crd);
+            if versions.len() < 2 {
+                continue;
+            }
+            for via in &versions {
+                writes += self.write_back(crd, via).await;
+                for read in &versions {
+                    let key = (crd_name(crd), read.clone());
+                    let Some(expected) = baseline.get(&key) else {
+                        continue;
+                    };
+                    match api::list(&self.objects(crd, read)).await {
+                        Ok(now) => self.compare(
+                            rules::LOSSY_CONVERSION,
+                            &key.0,
+                            read,
+                            expected,
+                            &now,
+                            &format!("read at {read} after a write at {via}"),
+                        ),
+                        Err(err) => self.read_failed(crd, read, &err, "read"),
+                    }
+                }
+            }
+        }
+        self.step("round-trip", format!("{writes} write(s) through every served version, each followed by reads at every served version"));
+    }
+
+    /// Replaces every object of `crd` at `version` with itself as read; returns the count.
+    async fn write_back(&mut self, crd: &CustomResourceDefinition, version: &str) -> usize {
+        let api = self.objects(crd, version);
+        let list = match api.list(&Default::default()).await {
+            Ok(list) => list.items,
+            Err(err) => {
+                self.read_failed(crd, version, &err, "read");
+                return 0;
+            }
+        };
+        let results: Vec<(String, Result<(), kube::Error>)> = stream::iter(list)
+            .map(|object| {
+                let api = api.clone();
+                async move {
+                    let name = object.metadata.name.clone().unwrap_or_default();
+                    let result = api
+                        .replace(&name, &PostParams::default(), &object)
+                        .await
+                        .map(drop);
+                    (name, result)
+                }
+            })
+            .buffer_unordered(CONCURRENCY)
+            .collect()
+            .await;
+        let count = results.len();
+        for (name, result) in results {
+            if let Err(err) = result {
+                let finding = LiveFinding::new(
+                    rules::LOSSY_CONVERSION,
+                    Severity::Error,
+                    format!(
+                        "writing the object back unchanged, as read at {version}, was refused: {}",
+                        apiserver_message(&err)
+                    ),
+                )
+                .object(self.display(&crd_name(crd), &name))
+                .version(version.to_owned());
+                self.find(finding);
+            }
+        }
+        count
+    }
+
+    /// Tries `to`'s successor that drops every version but the storage version (refused
+    /// while an old version is stored), migrates storage, tries again, restores `to`.
+    pub(super) async fn migrate_and_drop(&mut self, to: &ReleaseUnderTest) {
+        for crd in &to.crds {
+            if crd.spec.versions.len() < 2 {
+                continue;
+            }
+            let name = crd_name(crd);
+            let Some(storage) = crd_migrate::storage_version(crd).map(str::to_owned) else {
+                continue;
+            };
+            let mut successor = self.prepared(crd);
+            successor.spec.versions.retain(|v| v.storage);
+            let stored = match api::get_crd(self.client, &name).await {
+                Ok(live) => crd_migrate::stored_versions(&live),
+                Err(_) => Vec::new(),
+            };
+            if stored.iter().any(|v| *v != storage) {
+                let before = match api::apply_crd(self.client, &successor).await {
+                    Err(err) => format!("refused by kube-apiserver: {}", apiserver_message(&err)),
+                    Ok(()) => {
+                        self.find(LiveFinding::new(rules::MIGRATION_FAILED, Severity::Error, format!("the apiserver accepted dropping {} while status.storedVersions was [{}]", join_except(&stored, &storage), stored.join(", "))).object(format!("CustomResourceDefinition/{name}")));
+                        "accepted".to_owned()
+                    }
+                };
+                self.step(
+                    "successor-before-migration",
+                    format!("{name} with only {storage}: {before}"),
+                );
+            }
+            match crd_migrate::migrate(self.client, &name).await {
+                Ok(done) => self.step(
+                    "migrate",
+                    format!(
+                        "{name}: {} object(s) rewritten; status.storedVersions [{}] → [{}]",
+                        done.rewritten,
+                        done.stored_before.join(", "),
+                        done.storage_version
+                    ),
+                ),
+                Err(err) => {
+                    let finding = LiveFinding::new(
+                        rules::MIGRATION_FAILED,
+                        Severity::Error,
+                        error_chain(&err),
+                    )
+                    .object(format!("CustomResourceDefinition/{name}"));
+                    self.find(finding);
+                    continue;
+                }
+            }
+            match api::apply_crd(self.client, &successor).await {
+                Ok(()) => self.step(
+                    "successor-after-migration",
+                    format!("{name} with only {storage}: installs"),
+                ),
+                Err(err) => {
+                    let finding = LiveFinding::refused(rules::SUCCESSOR_REFUSED, "kube-apiserver", format!("after the storage migration the successor with only {storage} is still refused: {}", apiserver_message(&err)))
+                        .object(format!("CustomResourceDefinition/{name}"));
+                    self.find(finding);
+                }
+            }
+            if let Err(err) = api::apply_crd(self.client, &self.prepared(crd)).await {
+                let finding = LiveFinding::refused(
+                    rules::CRD_REFUSED,
+                    "kube-apiserver",
+                    format!(
+                        "re-applying {} after its successor: {}",
+                        to.name,
+                        apiserver_message(&err)
+                    ),
+                )
+                .object(format!("CustomResourceDefinition/{name}"));
+                self.find(finding);
+            }
+        }
+    }
+
+    /// Stops the webhook: reads at a non-storage version must fail and reads at the storage
+    /// version must not; after a restart every object reads back as before.
+    ///
+    /// Reads are GETs by name, which the apiserver serves from etcd (through conversion);
+    /// lists may be served from a watch cache that was filled while the webhook was up. The
+    /// caches are made ready first: one that starts while the webhook is down backs off for
+    /// minutes after it returns.
+    pub(super) async fn outage(
+        &mut self,
+        to: &ReleaseUnderTest,
+        baseline: &Snapshot,
+    ) -> Result<(), LiveError> {
+        let Some((crd, other, storage)) = to.crds.iter().find_map(|c| {
+            let storage = crd_migrate::storage_version(c)?.to_owned();
+            let other = served(c).into_iter().find(|v| *v != storage)?;
+            (api::has_webhook(c)).then(|| (c.clone(), other, storage))
+        }) else {
+            return Ok(());
+        };
+        let name = crd_name(&crd);
+        let expected = baseline
+            .get(&(name.clone(), other.clone()))
+            .cloned()
+            .unwrap_or_default();
+        let Some(probe) = expected.keys().next().cloned() else {
+            return Ok(());
+        };
+        for version in served(&crd) {
+            if let Err(err) = api::list(&self.objects(&crd, &version)).await {
+                self.read_failed(&crd, &version, &err, "read (before the outage)");
+            }
+        }
+        self.webhook = None;
+        let down = self.wait_get(&crd, &other, &probe, false).await;
+        let storage_api = self.objects(&crd, &storage);
+        let mut storage_ok = 0;
+        for object in expected.keys() {
+            if api::get_once(&storage_api, object).await.is_ok() {
+                storage_ok += 1;
+            }
+        }
+        self.serve(to).await?;
+        let up = self.wait_get(&crd, &other, &probe, true).await;
+        let mut outcome = Vec::new();
+        match down {
+            Some(Err(err)) => outcome.push(format!(
+                "reads at {other} failed: {}",
+                apiserver_message(&err)
+            )),
+            _ => self.find(outage(
+                &name,
+                &other,
+                format!(
+                    "reads at {other} still succeeded {CHANGE_TIMEOUT:?} after the webhook stopped"
+                ),
+            )),
+        }
+        if storage_ok == expected.len() {
+            outcome.push(format!(
+                "reads at {storage} kept working ({storage_ok} objects)"
+            ));
+        } else {
+            self.find(outage(
+                &name,
+                &storage,
+                format!(
+                    "only {storage_ok} of {} objects could be read at the storage version while the webhook was down",
+                    expected.len()
+                ),
+            ));
+        }
+        if up.is_some_and(|r| r.is_ok()) {
+            let other_api = self.objects(&crd, &other);
+            let mut now = std::collections::BTreeMap::new();
+            for object in expected.keys() {
+                if let Ok(value) = api::get_once(&other_api, object).await {
+                    now.insert(object.clone(), value);
+                }
+            }
+            self.compare(
+                rules::DATA_LOST,
+                &name,
+                &other,
+                &expected,
+                &now,
+                "read after the webhook came back",
+            );
+            outcome.push(format!(
+                "after the restart all {} objects read back at {other}",
+                now.len()
+            ));
+        } else {
+            self.find(outage(
+                &name,
+                &other,
+                format!(
+                    "reads at {other} still failed {CHANGE_TIMEOUT:?} after the webhook came back"
+                ),
+            ));
+        }
+        self.step("outage", outcome.join("; "));
+        Ok(())
+    }
+
+    /// Polls a GET of `name` at `version` until it succeeds (`want_ok`) or fails; `None` on
+    /// timeout.
+    async fn wait_get(
+        &self,
+        crd: &CustomResourceDefinition,
+        version: &str,
+        name: &str,
+        want_ok: bool,
+    ) -> Option<Result<serde_json::Value, kube::Error>> {
+        let api = self.objects(crd, version);
+        let started = Instant::now();
+        while started.elapsed() < CHANGE_TIMEOUT {
+            let result = api::get_once(&api, name).await;
+            if result.is_ok() == want_ok {
+                return Some(result);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        None
+    }
+
+    /// Applies `from`'s CRDs again with `from`'s webhook; records the refusal, or compares
+    /// every object at every version `from` serves with `before`.
+    pub(super) async fn rollback(
+        &mut self,
+        from: &ReleaseUnderTest,
+        before: &Snapshot,
+    ) -> Result<(), LiveError> {
+        self.serve(from).await?;
+        for crd in &from.crds {
+            if let Err(err) = api::apply_crd(self.client, &self.prepared(crd)).await {
+                let message = apiserver_message(&err);
+                let finding = LiveFinding {
+                    refused_by: Some("kube-apiserver"),
+                    ..LiveFinding::new(
+                        rules::ROLLBACK_REFUSED,
+                        Severity::Info,
+                        format!("rolling back to {} is refused: {message}", from.name),
+                    )
+                }
+                .object(format!("CustomResourceDefinition/{}", crd_name(crd)));
+                self.find(finding);
+                self.step("rollback", format!("refused by kube-apiserver: {message}"));
+                self.report.rollback = Rollback::Refused(message);
+                return Ok(());
+            }
+        }
+        let findings = self.report.findings.len();
+        let losses = self.losses.groups.len();
+        let now = self.snapshot(&from.crds).await;
+        for ((crd, version), objects) in before {
+            let current = now
+                .get(&(crd.clone(), version.clone()))
+                .cloned()
+                .unwrap_or_default();
+            self.compare(
+                rules::ROLLBACK_DATA_LOST,
+                crd,
+                version,
+                objects,
+                &current,
+                "read after the rollback",
+            );
+        }
+        let intact = self.report.findings.len() == findings && self.losses.groups.len() == losses;
+        self.report.rollback = if intact {
+            Rollback::Intact
+        } else {
+            Rollback::DataLost
+        };
+        self.step(
+            "rollback",
+            if intact {
+                "accepted; every object intact at every version"
+            } else {
+                "accepted; objects lost data (see findings)"
+            },
+        );
+        Ok(())
+    }
+}
+
+/// A server-side dry-run create of a copy of `object` (generated name, same content).
+async fn dry_run_copy(
+    api: &kube::Api<DynamicObject>,
+    object: DynamicObject,
+) -> Result<(), kube::Error> {
+    let mut value = serde_json::to_value(&object).map_err(kube::Error::SerdeError)?;
+    let meta = &object.metadata;
+    value["metadata"] = json!({
+        "generateName": "olmpack-check-",
+        "namespace": meta.namespace,
+        "labels": meta.labels,
+        "annotations": meta.annotations,
+    });
+    let copy: DynamicObject = serde_json::from_value(value).map_err(kube::Error::SerdeError)?;
+    let params = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    match api.create(&params, &copy).await {
+        Ok(_) => Ok(()),
+        // Only validation failures count; anything else is not about the schema.
+        Err(err) if matches!(status_code(&err), Some(400 | 422)) => Err(err),
+        Err(_) => Ok(()),
+    }
+}
+
+fn outage(crd: &str, version: &str, message: String) -> LiveFinding {
+    LiveFinding::new(rules::OUTAGE, Severity::Error, message)
+        .object(format!("CustomResourceDefinition/{crd}"))
+        .version(version.to_owned())
+}
+
+fn join(items: &[&String]) -> String {
+    items
+        .iter()
+        .map(|s| s.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn join_except(items: &[String], except: &str) -> String {
+    items
+        .iter()
+        .filter(|v| *v != except)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

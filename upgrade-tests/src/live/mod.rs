@@ -1,0 +1,308 @@
+//! Live upgrade and rollback tests across CRD versions, on a real apiserver with each
+//! release's real conversion webhook.
+//!
+//! [`run_edge`] runs one upgrade edge `from → to`:
+//! 1. installs `from`'s CRDs and serves `from`'s conversion webhook (CA injected into each
+//!    CRD's `spec.conversion.webhook.clientConfig`, as OLM does);
+//! 2. creates every example object at every version it is written in (when `from` serves it)
+//!    and reads each back at every served version;
+//! 3. replaces the webhook with `to`'s and applies `to`'s CRDs the way OLM v0 does: first its
+//!    checks (`status.storedVersions` ⊆ `to`'s versions; every existing object valid under
+//!    `to`'s schema, by a server-side dry-run create at every served version), then the
+//!    update, which the apiserver may refuse;
+//! 4. reads every object at every served version and compares it field by field with what was
+//!    read before the upgrade, then writes each object back unchanged at every served version
+//!    and reads all of them again (lossless = equal after a round trip through any version);
+//! 5. tries `to`'s successor that drops every version but the storage version — refused by
+//!    the apiserver while `status.storedVersions` lists an old version — migrates storage with
+//!    [`crd_migrate::migrate`], and installs the successor again, which must now succeed;
+//! 6. stops the webhook: reads at a non-storage version fail as the apiserver fails them,
+//!    reads at the storage version still work; after a restart everything reads back intact;
+//! 7. rolls back (applies `from`'s CRDs again, with `from`'s webhook) and reports whether the
+//!    apiserver refused it (with its message) or every object is intact at every version.
+//!
+//! Everything a consumer refuses, and every lost field, is a [`LiveFinding`] in the edge's
+//! [`EdgeReport`]; a [`LiveError`] means the test itself could not run.
+
+pub mod api;
+pub mod compare;
+mod edge;
+pub mod webhook;
+
+use std::path::PathBuf;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use serde::Serialize;
+use serde_json::Value;
+
+pub use edge::run_edge;
+pub use webhook::Webhook;
+
+/// One release as the live test sees it.
+#[derive(Clone, Debug)]
+pub struct ReleaseUnderTest {
+    /// How reports name it (bundle name or version).
+    pub name: String,
+    pub crds: Vec<CustomResourceDefinition>,
+    /// Example objects (CSV `alm-examples`, plan samples), each at the version it is written
+    /// in; objects of other kinds are ignored.
+    pub examples: Vec<Value>,
+    /// Serves the conversion webhook; required when a CRD converts through a webhook.
+    pub webhook: Option<Webhook>,
+}
+
+/// How to run an edge.
+#[derive(Clone, Debug)]
+pub struct EdgeOptions {
+    /// Copies of every example object (the benchmark uses 100).
+    pub copies: usize,
+    /// Namespace of the objects of namespaced CRDs (created when missing).
+    pub namespace: String,
+    /// The address the apiserver reaches the webhook at (127.0.0.1 for a local apiserver).
+    pub webhook_host: String,
+    /// Where webhook logs and certificates go (a temp directory per edge inside it).
+    pub work_dir: PathBuf,
+    /// Delete the CRDs (and so every object) when the edge is done; a throw-away test
+    /// environment skips it.
+    pub cleanup: bool,
+}
+
+impl Default for EdgeOptions {
+    fn default() -> Self {
+        Self {
+            copies: 1,
+            namespace: "olmpack-upgrade-test".to_owned(),
+            webhook_host: "127.0.0.1".to_owned(),
+            work_dir: std::env::temp_dir(),
+            cleanup: true,
+        }
+    }
+}
+
+/// How bad a finding is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// A consumer refuses the upgrade, or data is lost.
+    Error,
+    /// Works, but clients or a rollback are affected.
+    Warning,
+    /// What happened, for the record (e.g. a refused rollback).
+    Info,
+}
+
+/// One observation of a live run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LiveFinding {
+    /// Stable id, `live/<name>`.
+    pub rule: &'static str,
+    pub severity: Severity,
+    /// Who refuses: `kube-apiserver`, `OLM v0`, …
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused_by: Option<&'static str>,
+    /// `Kind/name` of the object, or `CustomResourceDefinition/name`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub object: Option<String>,
+    /// The API version the finding is about.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The field path inside the object.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    pub message: String,
+}
+
+impl LiveFinding {
+    fn new(rule: &'static str, severity: Severity, message: impl Into<String>) -> Self {
+        Self {
+            rule,
+            severity,
+            refused_by: None,
+            object: None,
+            version: None,
+            field: None,
+            message: message.into(),
+        }
+    }
+
+    fn refused(rule: &'static str, by: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            refused_by: Some(by),
+            ..Self::new(rule, Severity::Error, message)
+        }
+    }
+
+    fn object(mut self, object: impl Into<String>) -> Self {
+        self.object = Some(object.into());
+        self
+    }
+
+    fn version(mut self, version: impl Into<String>) -> Self {
+        self.version = Some(version.into());
+        self
+    }
+
+    fn field(mut self, field: impl Into<String>) -> Self {
+        self.field = Some(field.into());
+        self
+    }
+}
+
+/// One step of an edge and what came of it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StepRecord {
+    pub step: &'static str,
+    pub outcome: String,
+    /// Wall-clock time since the previous step ended.
+    pub seconds: f64,
+}
+
+/// The overall result of an edge.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    Passed,
+    /// A consumer (apiserver, OLM) refused the upgrade.
+    Refused,
+    /// The upgrade went through but an object lost data.
+    DataLost,
+    /// Another error-level finding.
+    Failed,
+}
+
+/// What happened when the edge was rolled back.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "outcome", content = "detail")]
+pub enum Rollback {
+    /// Not attempted (the upgrade itself was refused).
+    NotRun,
+    /// The apiserver refused `from`'s CRDs; its message.
+    Refused(String),
+    /// Accepted, every object intact at every version `from` serves.
+    Intact,
+    /// Accepted, but objects lost data (see the findings).
+    DataLost,
+}
+
+/// The result of one edge.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EdgeReport {
+    pub from: String,
+    pub to: String,
+    pub verdict: Verdict,
+    /// How many objects were created.
+    pub objects: usize,
+    pub steps: Vec<StepRecord>,
+    pub findings: Vec<LiveFinding>,
+    pub rollback: Rollback,
+    /// Wall-clock time of the edge.
+    pub seconds: f64,
+}
+
+impl EdgeReport {
+    fn new(from: &str, to: &str) -> Self {
+        Self {
+            from: from.to_owned(),
+            to: to.to_owned(),
+            verdict: Verdict::Passed,
+            objects: 0,
+            steps: Vec::new(),
+            findings: Vec::new(),
+            rollback: Rollback::NotRun,
+            seconds: 0.0,
+        }
+    }
+
+    /// The verdict the findings imply: a refusal wins over data loss over other errors.
+    fn judge(&self) -> Verdict {
+        let errors = || {
+            self.findings
+                .iter()
+                .filter(|f| f.severity == Severity::Error)
+        };
+        if errors().any(|f| f.refused_by.is_some()) {
+            Verdict::Refused
+        } else if errors().any(|f| DATA_RULES.contains(&f.rule)) {
+            Verdict::DataLost
+        } else if errors().next().is_some() {
+            Verdict::Failed
+        } else {
+            Verdict::Passed
+        }
+    }
+
+    /// The error-level findings.
+    pub fn errors(&self) -> impl Iterator<Item = &LiveFinding> {
+        self.findings
+            .iter()
+            .filter(|f| f.severity == Severity::Error)
+    }
+}
+
+/// Rules that mean data was lost.
+const DATA_RULES: &[&str] = &[
+    rules::DATA_LOST,
+    rules::LOSSY_CONVERSION,
+    rules::OBJECT_LOST,
+];
+
+/// The rule ids of live findings.
+pub mod rules {
+    /// OLM v0 and the apiserver refuse: a stored version is missing from `to`'s versions.
+    pub const STORED_VERSION_REMOVED: &str = "live/stored-version-removed";
+    /// The apiserver refused `to`'s CRD for another reason.
+    pub const CRD_REFUSED: &str = "live/crd-refused";
+    /// OLM v0 refuses: an existing object is invalid under `to`'s schema.
+    pub const EXISTING_OBJECT_INVALID: &str = "live/existing-object-invalid";
+    /// A field read before the upgrade is gone or changed after it.
+    pub const DATA_LOST: &str = "live/data-lost";
+    /// A write at one version and a read at another lost or changed a field.
+    pub const LOSSY_CONVERSION: &str = "live/lossy-conversion";
+    /// An object cannot be read at all (conversion failed) or disappeared.
+    pub const OBJECT_LOST: &str = "live/object-lost";
+    /// A read failed with the apiserver's error (e.g. the conversion webhook failed).
+    pub const READ_FAILED: &str = "live/read-failed";
+    /// A version clients wrote objects at is no longer served.
+    pub const VERSION_NOT_SERVED: &str = "live/version-no-longer-served";
+    /// An example object was refused by `from`'s CRD.
+    pub const EXAMPLE_REFUSED: &str = "live/example-refused";
+    /// The storage migration failed.
+    pub const MIGRATION_FAILED: &str = "live/migration-failed";
+    /// The successor that drops old versions was refused after the migration.
+    pub const SUCCESSOR_REFUSED: &str = "live/successor-refused";
+    /// The webhook outage did not behave as the apiserver should.
+    pub const OUTAGE: &str = "live/outage";
+    /// The rollback was refused (information, not an error).
+    pub const ROLLBACK_REFUSED: &str = "live/rollback-refused";
+    /// The rollback was accepted but objects lost data.
+    pub const ROLLBACK_DATA_LOST: &str = "live/rollback-data-lost";
+}
+
+/// The live test could not run (not a finding about the release).
+#[derive(Debug, thiserror::Error)]
+pub enum LiveError {
+    #[error("failed to create a working directory in {path}")]
+    WorkDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to create the webhook's certificate")]
+    Pki(#[from] crate::pki::PkiError),
+    #[error("failed to pick a port for the webhook")]
+    Port(#[source] std::io::Error),
+    #[error(transparent)]
+    Webhook(#[from] webhook::WebhookError),
+    #[error("release {release} converts {crd} through a webhook, but no webhook command was given")]
+    NoWebhook { release: String, crd: String },
+    #[error(
+        "CustomResourceDefinition {crd} already exists on the cluster; the live test needs a cluster without it"
+    )]
+    CrdExists { crd: String },
+    #[error("failed to {action}")]
+    Kube {
+        action: String,
+        #[source]
+        source: kube::Error,
+    },
+}
