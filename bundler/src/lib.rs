@@ -10,6 +10,7 @@
 //! - [`report`]: validation findings and their text/JSON/JUnit output.
 //! - [`output`]: generated file trees, written atomically or checked against disk.
 //! - [`release`]: the whole release job — bundles and catalog from one plan.
+//! - [`pipeline`]: `olmpack release` — from the plan to pushed, digest-pinned images.
 //!
 //! Pure code in the middle, I/O at the edges: only plan and manifest loading, `output`, and
 //! `image` (build reads directories, push and base pulls use the network) touch the file
@@ -21,6 +22,7 @@ pub mod image;
 pub mod json;
 pub mod names;
 pub mod output;
+pub mod pipeline;
 pub mod plan;
 pub mod release;
 pub mod report;
