@@ -8,6 +8,7 @@
 //! - [`catalog`]: File-Based Catalogs: model, render, templates, upgrade graphs, validation.
 //! - [`image`]: bundle and catalog images without a container engine; OCI layouts and pushes.
 //! - [`report`]: validation findings and their text/JSON/JUnit output.
+//! - [`input`]: reading input files safely (regular files only, bounded, symlinks kept inside).
 //! - [`output`]: generated file trees, written atomically or checked against disk.
 //! - [`release`]: the whole release job — bundles and catalog from one plan.
 //! - [`pipeline`]: `olmpack release` — from the plan to pushed, digest-pinned images.
@@ -19,6 +20,7 @@
 pub mod bundle;
 pub mod catalog;
 pub mod image;
+pub mod input;
 pub mod json;
 pub mod names;
 pub mod output;

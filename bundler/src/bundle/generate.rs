@@ -123,7 +123,19 @@ pub fn generate(plan: &LoadedPlan, options: &GenerateOptions) -> Result<Generate
             &format!("releases[{i}].samples"),
             &mut problems,
         );
-        let inputs = match manifests::read_dir(&plan.resolve(&release.manifests)) {
+        let dir = match plan.resolve_input(&release.manifests) {
+            Ok(dir) => dir,
+            Err(err) => {
+                problems.push(plan_path_finding(
+                    plan,
+                    "plan/manifests-unreadable",
+                    &err,
+                    format!("releases[{i}].manifests"),
+                ));
+                continue;
+            }
+        };
+        let inputs = match manifests::read_dir(&dir, plan.input_root()) {
             Ok(inputs) => inputs,
             Err(found) => {
                 problems.extend(found);
@@ -275,6 +287,18 @@ fn locate_in(mut finding: Finding, dir: &Path) -> Finding {
     finding
 }
 
+/// A finding on the plan for a path it names that cannot be used.
+fn plan_path_finding(
+    plan: &LoadedPlan,
+    rule: &str,
+    err: &crate::input::InputError,
+    field: String,
+) -> Finding {
+    Finding::error(rule, err.to_string())
+        .file(plan.path.display().to_string())
+        .field(field)
+}
+
 fn read_samples(
     plan: &LoadedPlan,
     paths: &[PathBuf],
@@ -283,18 +307,18 @@ fn read_samples(
 ) -> Vec<Sourced> {
     let mut samples = Vec::new();
     for (i, path) in paths.iter().enumerate() {
-        let file = plan.resolve(path);
-        let text = match std::fs::read_to_string(&file) {
-            Ok(text) => text,
+        let read = plan
+            .resolve_input(path)
+            .and_then(|file| crate::input::text(&file).map(|text| (file, text)));
+        let (file, text) = match read {
+            Ok(read) => read,
             Err(err) => {
-                problems.push(
-                    Finding::error(
-                        "plan/sample-unreadable",
-                        format!("cannot read sample file {}: {err}", file.display()),
-                    )
-                    .file(plan.path.display().to_string())
-                    .field(format!("{field}[{i}]")),
-                );
+                problems.push(plan_path_finding(
+                    plan,
+                    "plan/sample-unreadable",
+                    &err,
+                    format!("{field}[{i}]"),
+                ));
                 continue;
             }
         };
@@ -317,21 +341,21 @@ fn read_samples(
 
 fn read_icon(plan: &LoadedPlan, problems: &mut Vec<Finding>) -> Option<(String, String)> {
     let icon = plan.plan.csv.icon.as_ref()?;
-    let file = plan.resolve(&icon.path);
-    match std::fs::read(&file) {
+    let read = plan
+        .resolve_input(&icon.path)
+        .and_then(|file| crate::input::read(&file));
+    match read {
         Ok(bytes) => Some((
             base64::engine::general_purpose::STANDARD.encode(bytes),
             icon.mediatype.clone(),
         )),
         Err(err) => {
-            problems.push(
-                Finding::error(
-                    "plan/icon-unreadable",
-                    format!("cannot read icon {}: {err}", file.display()),
-                )
-                .file(plan.path.display().to_string())
-                .field("csv.icon.path"),
-            );
+            problems.push(plan_path_finding(
+                plan,
+                "plan/icon-unreadable",
+                &err,
+                "csv.icon.path".to_owned(),
+            ));
             None
         }
     }

@@ -39,6 +39,13 @@ const PACKAGE_ANNOTATION: &str = "operators.operatorframework.io.bundle.package.
 pub enum RenderError {
     #[error("failed to read bundle directory")]
     Load(#[from] LoadError),
+    #[error("bundle {dir}: {file}: {message}{}", more_problems(*.more))]
+    BrokenFile {
+        dir: String,
+        file: String,
+        message: String,
+        more: usize,
+    },
     #[error("bundle {dir}: no bundle objects found in manifests/")]
     NoObjects { dir: String },
     #[error("bundle {dir}: no ClusterServiceVersion in manifests/")]
@@ -56,6 +63,13 @@ pub enum RenderError {
     },
     #[error("bundle {bundle}: required CRD name {name:?} is not <plural>.<group>")]
     BadCrdName { bundle: String, name: String },
+}
+
+fn more_problems(more: usize) -> String {
+    match more {
+        0 => String::new(),
+        n => format!(" (and {n} more problem(s); `olmpack bundle validate` lists them all)"),
+    }
 }
 
 /// How far to migrate the rendered blob (opm's `--migrate-level`).
@@ -110,6 +124,20 @@ type Gvk = (String, String, String);
 /// Renders a loaded bundle (module contract).
 pub fn render_loaded(b: &LoadedBundle, options: &RenderOptions) -> Result<Bundle, RenderError> {
     let dir = b.dir.display().to_string();
+    // A file opm would read that is broken is the error, not what is missing because of it.
+    let broken: Vec<_> = b
+        .problems
+        .iter()
+        .filter(|p| p.file.components().count() <= 2)
+        .collect();
+    if let Some(first) = broken.first() {
+        return Err(RenderError::BrokenFile {
+            dir,
+            file: first.file.display().to_string(),
+            message: first.message.clone(),
+            more: broken.len() - 1,
+        });
+    }
     let objects = manifests(b);
     if objects.is_empty() {
         return Err(RenderError::NoObjects { dir });

@@ -8,7 +8,7 @@ use olmpack::catalog::declcfg::{DeclarativeConfig, to_value};
 use olmpack::catalog::graph::{self, GraphFormat};
 use olmpack::catalog::load::{load_dir, load_stream};
 use olmpack::catalog::model::Model;
-use olmpack::catalog::render::{MigrateLevel, RenderOptions, render_dir};
+use olmpack::catalog::render::{MigrateLevel, RenderError, RenderOptions, render_dir};
 use olmpack::catalog::template::{self, DirResolver};
 use olmpack::catalog::upgrade;
 use olmpack::catalog::validate::{ValidateOptions, validate_dir};
@@ -133,18 +133,10 @@ pub fn run(cmd: CatalogCommand) -> CmdResult {
                     )?));
                     continue;
                 }
-                if !(dir.join("manifests").is_dir() && dir.join("metadata").is_dir()) {
+                if !is_bundle_dir(dir) {
                     // A catalog directory, as `opm render` accepts.
                     let loaded = load_dir(dir)?;
-                    if let Some(p) = loaded.problems.first() {
-                        return Err(format!(
-                            "{}: {}: {}",
-                            dir.display(),
-                            p.file.display(),
-                            p.message
-                        )
-                        .into());
-                    }
+                    refuse_problems(dir, &loaded)?;
                     let mut cfg = loaded.config;
                     olmpack::catalog::render::normalize_catalog(&mut cfg, migrate_level);
                     values.extend(cfg.to_values());
@@ -156,7 +148,8 @@ pub fn run(cmd: CatalogCommand) -> CmdResult {
                         image: image.clone().unwrap_or_default(),
                         migrate: migrate_level,
                     },
-                )?;
+                )
+                .map_err(render_error)?;
                 values.push(to_value(&bundle));
             }
             print!("{}", print_values(&values, output)?);
@@ -173,8 +166,7 @@ pub fn run(cmd: CatalogCommand) -> CmdResult {
                 std::io::stdin().read_to_string(&mut s)?;
                 s
             } else {
-                std::fs::read_to_string(&file)
-                    .map_err(|e| format!("failed to read {}: {e}", file.display()))?
+                olmpack::input::text(&file)?
             };
             let mut resolver = DirResolver {
                 migrate: migrate_level,
@@ -186,7 +178,17 @@ pub fn run(cmd: CatalogCommand) -> CmdResult {
                     .ok_or_else(|| format!("--bundle {pair:?} is not IMAGE=DIR"))?;
                 resolver.dirs.insert(image.to_owned(), PathBuf::from(dir));
             }
-            let cfg: DeclarativeConfig = template::render_any(&text, &resolver)?;
+            let cfg: DeclarativeConfig = template::render_any(&text, &resolver).map_err(|e| {
+                // The template or a bundle it names is invalid, unless a file could not be read.
+                let message = format!("{}: {}", file.display(), olmpack::report::error_chain(&e));
+                let unreadable = matches!(&e, template::TemplateError::Resolve { source, .. }
+                    if super::exit_code(source.as_ref()) == 2 && !is_invalid_bundle(source.as_ref()));
+                if unreadable {
+                    Box::<dyn std::error::Error + Send + Sync>::from(e)
+                } else {
+                    Box::new(super::Invalid(message))
+                }
+            })?;
             print!("{}", write::to_string(&cfg, output)?);
             Ok(ExitCode::SUCCESS)
         }
@@ -228,15 +230,76 @@ fn print_values(values: &[serde_json::Value], format: Format) -> Result<String, 
     }
 }
 
-/// Loads a catalog directory (or a single file) into the semantic model; load and model
-/// problems do not stop drawing — `validate` reports them.
+/// Whether `dir` is a bundle directory: it has `manifests` (whatever it is: a bundle with a
+/// broken `manifests` is still a bundle, and is reported as one) or
+/// `metadata/annotations.yaml`.
+fn is_bundle_dir(dir: &std::path::Path) -> bool {
+    std::fs::symlink_metadata(dir.join("manifests")).is_ok()
+        || std::fs::symlink_metadata(dir.join("metadata/annotations.yaml")).is_ok()
+}
+
+/// A catalog that did not load whole is invalid input: every problem is named, exit 1.
+fn refuse_problems(
+    path: &std::path::Path,
+    loaded: &olmpack::catalog::load::LoadedCatalog,
+) -> Result<(), super::Invalid> {
+    if loaded.problems.is_empty() {
+        return Ok(());
+    }
+    let lines: Vec<String> = loaded
+        .problems
+        .iter()
+        .map(|p| {
+            let file = if path.is_file() {
+                path.to_path_buf()
+            } else {
+                path.join(&p.file)
+            };
+            match p.index {
+                Some(i) => format!("{}: document {i}: {}", file.display(), p.message),
+                None => format!("{}: {}", file.display(), p.message),
+            }
+        })
+        .collect();
+    Err(super::Invalid(format!(
+        "the catalog does not load ({} problem(s); `olmpack catalog validate` lists them all):\n  {}",
+        lines.len(),
+        lines.join("\n  ")
+    )))
+}
+
+/// A bundle that cannot be rendered because it is invalid is exit 1; one that cannot be read
+/// at all keeps its error (exit 2, or 1 when the reader refused it).
+fn render_error(err: RenderError) -> Box<dyn std::error::Error + Send + Sync> {
+    match err {
+        RenderError::Load(load) => Box::new(load),
+        invalid => Box::new(super::Invalid(olmpack::report::error_chain(&invalid))),
+    }
+}
+
+/// Whether an error from rendering a bundle says the bundle is invalid.
+fn is_invalid_bundle(err: &(dyn std::error::Error + 'static)) -> bool {
+    err.downcast_ref::<RenderError>()
+        .is_some_and(|e| !matches!(e, RenderError::Load(_)))
+}
+
+/// Loads a catalog directory (or a single catalog file) into the semantic model. A catalog
+/// that does not load whole is refused (exit 1); model problems do not stop drawing —
+/// `validate` reports them.
 fn load_model(path: &std::path::Path) -> Result<Model, Box<dyn std::error::Error + Send + Sync>> {
-    let loaded = if path.is_file() {
-        let bytes = std::fs::read(path)?;
+    let loaded = if std::fs::metadata(path).is_ok_and(|m| !m.is_dir()) {
+        let bytes = olmpack::input::read(path)?;
         load_stream(path, &bytes)
     } else {
         load_dir(path)?
     };
+    refuse_problems(path, &loaded)?;
+    if loaded.config.packages.is_empty() {
+        return Err(Box::new(super::Invalid(format!(
+            "{}: holds no package (no `olm.package` blob); nothing to draw",
+            path.display()
+        ))));
+    }
     Ok(Model::from_config(loaded.config).0)
 }
 

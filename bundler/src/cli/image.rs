@@ -46,7 +46,7 @@ pub enum BuildCommand {
         #[command(flatten)]
         output: BuildArgs,
         #[command(flatten)]
-        platform: PlatformArg,
+        platform: ContentArgs,
     },
     /// An operator image: static binaries (one per platform) on no base (a non-root user
     /// 65532 and nothing else) or on a base image named by digest.
@@ -75,7 +75,7 @@ pub enum BuildCommand {
         #[command(flatten)]
         output: BuildArgs,
         #[command(flatten)]
-        platform: PlatformArg,
+        platform: ContentArgs,
         /// Build on this image (e.g. quay.io/operator-framework/opm:v1.74.0), keeping its
         /// layers and every platform of an index; runs `opm serve /configs`.
         #[arg(long, value_name = "REF")]
@@ -99,11 +99,17 @@ pub struct BuildArgs {
     source_date_epoch: u64,
 }
 
+/// Settings of images built from a directory (bundle, catalog).
 #[derive(Debug, clap::Args)]
-pub struct PlatformArg {
+pub struct ContentArgs {
     /// The platform recorded for images without a base, as OS/ARCH[/VARIANT].
     #[arg(long, default_value = "linux/amd64", value_parser = parse_platform)]
     platform: Platform,
+    /// Package the directory even if olmpack cannot load it (by default a bundle or catalog
+    /// with a file that does not parse is refused, exit 1, so no image ships content that
+    /// `validate` rejects as unreadable).
+    #[arg(long)]
+    as_is: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -192,11 +198,11 @@ impl RegistryArgs {
 }
 
 impl BuildArgs {
-    fn options(&self, platform: &PlatformArg) -> BuildOptions {
+    fn options(&self, platform: &Platform) -> BuildOptions {
         BuildOptions {
             source_date_epoch: self.source_date_epoch,
             tag: self.tag.clone(),
-            platform: platform.platform.clone(),
+            platform: platform.clone(),
         }
     }
 }
@@ -213,7 +219,10 @@ pub fn run(cmd: ImageCommand) -> CmdResult {
                 output,
                 platform,
             } => {
-                let options = output.options(&platform);
+                if !platform.as_is && dir.is_dir() {
+                    check_bundle_loads(&dir)?;
+                }
+                let options = output.options(&platform.platform);
                 let root = olmpack::image::build_bundle_image(&dir, &output.layout, &options)?;
                 println!("{}", root.digest);
             }
@@ -224,11 +233,14 @@ pub fn run(cmd: ImageCommand) -> CmdResult {
                 base,
                 registry,
             } => {
+                if !platform.as_is && dir.is_dir() {
+                    check_catalog_loads(&dir)?;
+                }
                 let access = registry.access()?;
                 let root = runtime.block_on(olmpack::image::build_catalog_image(
                     &dir,
                     &output.layout,
-                    &output.options(&platform),
+                    &output.options(&platform.platform),
                     base.as_deref().map(|b| (b, &access)),
                     &progress,
                 ))?;
@@ -256,9 +268,7 @@ pub fn run(cmd: ImageCommand) -> CmdResult {
                     .map(|(platform, path)| OperatorBinary { platform, path })
                     .collect();
                 let options = OperatorOptions {
-                    build: output.options(&PlatformArg {
-                        platform: Platform::linux_amd64(),
-                    }),
+                    build: output.options(&Platform::linux_amd64()),
                     entrypoint,
                 };
                 let access = registry.access()?;
@@ -297,4 +307,52 @@ pub fn run(cmd: ImageCommand) -> CmdResult {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Refuses (exit 1) a bundle with a file olmpack cannot parse: its image would ship it.
+fn check_bundle_loads(
+    dir: &std::path::Path,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let loaded = olmpack::bundle::load::load_dir(dir)?;
+    let lines: Vec<String> = loaded
+        .problems
+        .iter()
+        .map(|p| format!("{}: {}", dir.join(&p.file).display(), p.message))
+        .collect();
+    refuse_unloadable(dir, &lines)
+}
+
+/// Refuses (exit 1) a catalog with a file olmpack cannot load: its image would ship it.
+fn check_catalog_loads(
+    dir: &std::path::Path,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let loaded = olmpack::catalog::load::load_dir(dir)?;
+    let lines: Vec<String> = loaded
+        .problems
+        .iter()
+        .map(|p| match p.index {
+            Some(i) => format!(
+                "{}: document {i}: {}",
+                dir.join(&p.file).display(),
+                p.message
+            ),
+            None => format!("{}: {}", dir.join(&p.file).display(), p.message),
+        })
+        .collect();
+    refuse_unloadable(dir, &lines)
+}
+
+fn refuse_unloadable(
+    dir: &std::path::Path,
+    lines: &[String],
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    if lines.is_empty() {
+        return Ok(());
+    }
+    Err(Box::new(super::Invalid(format!(
+        "{}: not packaged, {} file problem(s) (fix them, or pass --as-is to package the directory anyway):\n  {}",
+        dir.display(),
+        lines.len(),
+        lines.join("\n  ")
+    ))))
 }

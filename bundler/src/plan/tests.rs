@@ -74,7 +74,7 @@ fn bad_plans_name_file_and_field() {
         (
             "wrong type",
             format!("{BASE}releases:\n- {{version: 1.0.0, manifests: m, broken: sometimes}}\n"),
-            "dir/olmpack.yaml: releases[0].broken: invalid type: string \"sometimes\", expected a boolean",
+            "dir/olmpack.yaml: releases[0].broken: wrong type: string \"sometimes\", expected a boolean",
         ),
         (
             "bad install mode",
