@@ -28,7 +28,7 @@ pub enum ReleaseError {
     Render {
         version: String,
         #[source]
-        source: render::RenderError,
+        source: Box<render::RenderError>,
     },
     #[error("failed to build the catalog")]
     Catalog(#[from] catalog_generate::GenerateError),
@@ -90,7 +90,7 @@ pub fn catalog(
         )
         .map_err(|source| ReleaseError::Render {
             version: version_text.clone(),
-            source,
+            source: Box::new(source),
         })?;
         rendered.push(bundle);
         inputs.push(ReleaseInput {
