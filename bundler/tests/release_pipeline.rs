@@ -404,3 +404,73 @@ fn base64_basic(user: &str, password: &str) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn release_pipeline_push_cut_off_half_way_publishes_no_tag_and_a_rerun_finishes() {
+    use image_support::proxy::{Fault, FaultProxy, Rule};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    olmpack::install_crypto_provider();
+    let registry = Registry::start(RegistryAuth::Anonymous).await.unwrap();
+    // After the third manifest is stored, every request is cut off, until `cut` is lifted.
+    let manifests = Arc::new(AtomicUsize::new(0));
+    let cut = Arc::new(AtomicBool::new(true));
+    let (seen, active) = (manifests.clone(), cut.clone());
+    let rule: Arc<Rule> = Arc::new(move |_, method, path| {
+        if active.load(Ordering::SeqCst) && seen.load(Ordering::SeqCst) >= 3 {
+            return Fault::Reset;
+        }
+        if method == "PUT" && path.contains("/manifests/") {
+            seen.fetch_add(1, Ordering::SeqCst);
+        }
+        Fault::Pass
+    });
+    let proxy = FaultProxy::start(registry.host(), rule).await;
+    let work = tempfile::tempdir().unwrap();
+    let plan = example_project(&work.path().join("project"));
+    let binary = operator_binary(work.path());
+    let out = work.path().join("out");
+    let target = format!("{}/acme", proxy.host());
+    let go = |plan: PathBuf, out: PathBuf, binary: PathBuf, target: String| {
+        tokio::task::spawn_blocking(move || release(&plan, &out, &binary, &target, &[]))
+    };
+
+    let failed = go(plan.clone(), out.clone(), binary.clone(), target.clone())
+        .await
+        .unwrap();
+    assert_eq!(failed.status.code(), Some(2), "{}", stderr(&failed));
+    assert!(
+        stderr(&failed).contains("error: release step \"push\" failed"),
+        "{}",
+        stderr(&failed)
+    );
+    // Tags move last: after the cut, no tag of the release exists in the registry.
+    let inspector = image_support::Inspector::new(oci_client::secrets::RegistryAuth::Anonymous);
+    let direct = format!("{}/acme", registry.host());
+    for name in [
+        "guestbook-operator:v1.1.1",
+        "guestbook-operator-bundle:v1.0.0",
+        "guestbook-operator-bundle:v1.1.1",
+        "guestbook-operator-catalog:latest",
+    ] {
+        assert!(
+            inspector
+                .manifest(&format!("{direct}/{name}"))
+                .await
+                .is_none(),
+            "{name} was tagged before everything was pushed"
+        );
+    }
+
+    // The same command, once the network is back, finishes the release.
+    cut.store(false, Ordering::SeqCst);
+    let done = ok(go(plan, out, binary, target).await.unwrap());
+    let summary: serde_json::Value = serde_json::from_slice(&done.stdout).unwrap();
+    let catalog = summary["catalog"]["reference"]
+        .as_str()
+        .unwrap()
+        .replace(&proxy.host(), &registry.host());
+    let (_, digest) = inspector.manifest(&catalog).await.expect("catalog tagged");
+    assert_eq!(digest, summary["catalog"]["digest"]);
+}
