@@ -77,8 +77,10 @@ fn release_pipeline_example_writes_files_and_layouts_and_a_rerun_changes_nothing
         .output()
         .unwrap());
     let text = stdout(&first);
-    assert!(text.contains("upgrade check  [NOT AVAILABLE]"), "{text}");
-    assert!(!text.contains("passed"), "{text}");
+    assert!(
+        text.contains("upgrade check  [unchanged] passed: 3 upgrade edge(s) checked"),
+        "{text}"
+    );
     assert!(text.contains("push           [skipped]"), "{text}");
 
     // The catalog names every bundle image by the digest of the layout built from it.
@@ -284,7 +286,14 @@ async fn release_pipeline_pushes_what_the_catalog_names_and_a_rerun_pushes_nothi
     let run = ok(release(&plan, &out, &binary, &target, &[]));
     let summary: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
     assert_eq!(summary["pushed"], true);
-    assert_eq!(summary["upgradeCheck"]["status"], "not available");
+    assert_eq!(summary["upgradeCheck"]["status"], "passed");
+    assert_eq!(
+        summary["upgradeCheck"]["verdicts"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
     let operator = summary["operator"]["pinned"].as_str().unwrap().to_owned();
     assert!(operator.starts_with(&format!("{target}/guestbook-operator@sha256:")));
 

@@ -24,6 +24,7 @@
 
 pub mod binaries;
 pub mod control_plane;
+pub mod corpus;
 pub mod defects;
 pub mod https;
 pub mod pki;

@@ -4,11 +4,12 @@ use std::io::Read as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use olmpack::catalog::declcfg::{DeclarativeConfig, to_value};
+use olmpack::catalog::declcfg::DeclarativeConfig;
 use olmpack::catalog::graph::{self, GraphFormat};
 use olmpack::catalog::load::{load_dir, load_stream};
 use olmpack::catalog::model::Model;
-use olmpack::catalog::render::{MigrateLevel, RenderError, RenderOptions, render_dir};
+use olmpack::catalog::render::{MigrateLevel, RenderError, RenderOptions, render_dir_reporting};
+use olmpack::catalog::stream::{Blob, RefOutput, StreamError, render_refs};
 use olmpack::catalog::template::{self, DirResolver};
 use olmpack::catalog::upgrade;
 use olmpack::catalog::validate::{ValidateOptions, validate_dir};
@@ -123,36 +124,24 @@ pub fn run(cmd: CatalogCommand) -> CmdResult {
             if image.is_some() && refs.len() > 1 {
                 return Err("--image needs exactly one bundle directory".into());
             }
-            let mut values = Vec::new();
-            for dir in &refs {
-                if !dir.exists() {
-                    // Not a path: a bundle image reference.
-                    values.push(to_value(&render_image(
-                        &dir.to_string_lossy(),
-                        migrate_level,
-                    )?));
-                    continue;
-                }
-                if !is_bundle_dir(dir) {
-                    // A catalog directory, as `opm render` accepts.
-                    let loaded = load_dir(dir)?;
-                    refuse_problems(dir, &loaded)?;
-                    let mut cfg = loaded.config;
-                    olmpack::catalog::render::normalize_catalog(&mut cfg, migrate_level);
-                    values.extend(cfg.to_values());
-                    continue;
-                }
-                let bundle = render_dir(
-                    dir,
-                    &RenderOptions {
-                        image: image.clone().unwrap_or_default(),
-                        migrate: migrate_level,
-                    },
-                )
-                .map_err(render_error)?;
-                values.push(to_value(&bundle));
+            let names: Vec<String> = refs
+                .iter()
+                .map(|r| r.to_string_lossy().into_owned())
+                .collect();
+            let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let stdout = std::io::stdout();
+            let mut out = stdout.lock();
+            let warnings = render_refs(
+                &names,
+                jobs,
+                output,
+                |i| render_ref(&refs[i], migrate_level, image.as_deref()),
+                &mut out,
+            )
+            .map_err(stream_error)?;
+            for w in warnings {
+                eprintln!("warning: {w}");
             }
-            print!("{}", print_values(&values, output)?);
             Ok(ExitCode::SUCCESS)
         }
         CatalogCommand::Template {
@@ -223,11 +212,82 @@ pub fn run(cmd: CatalogCommand) -> CmdResult {
     }
 }
 
-fn print_values(values: &[serde_json::Value], format: Format) -> Result<String, write::WriteError> {
-    match format {
-        Format::Json => write::values_to_json(values),
-        Format::Yaml => write::values_to_yaml(values),
+/// Why one reference of `catalog render` could not be rendered.
+#[derive(Debug, thiserror::Error)]
+enum RefError {
+    #[error(transparent)]
+    Bundle(#[from] RenderError),
+    #[error(transparent)]
+    Invalid(#[from] super::Invalid),
+    #[error(transparent)]
+    Other(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// The exit-code carrying error for a failed `catalog render` (see [`render_error`]).
+fn stream_error(err: StreamError<RefError>) -> Box<dyn std::error::Error + Send + Sync> {
+    match err {
+        StreamError::Render { source, .. } => match source {
+            RefError::Bundle(e) => render_error(e),
+            RefError::Invalid(e) => Box::new(e),
+            RefError::Other(e) => e,
+        },
+        other => Box::new(other),
     }
+}
+
+/// One reference as `opm render` treats it: a path that does not exist is an image; a bundle
+/// directory renders to one bundle; any other directory is a catalog, rendered normalised.
+fn render_ref(
+    reference: &std::path::Path,
+    migrate: MigrateLevel,
+    image: Option<&str>,
+) -> Result<RefOutput, RefError> {
+    let Ok(meta) = std::fs::metadata(reference) else {
+        let bundle =
+            render_image(&reference.to_string_lossy(), migrate).map_err(RefError::Other)?;
+        return Ok(RefOutput {
+            blobs: vec![Blob::Bundle(bundle)],
+            warnings: vec![],
+        });
+    };
+    if !meta.is_dir() {
+        return Err(super::Invalid(format!(
+            "{}: is a file; only bundle and catalog directories and bundle images can be rendered \
+             (sqlite databases are not supported)",
+            reference.display()
+        ))
+        .into());
+    }
+    if is_bundle_dir(reference) {
+        let options = RenderOptions {
+            image: image.unwrap_or_default().to_owned(),
+            migrate,
+        };
+        let rendered = render_dir_reporting(reference, &options)?;
+        let warnings = rendered
+            .skipped
+            .iter()
+            .map(|s| format!("{}: {s}", reference.display()))
+            .collect();
+        return Ok(RefOutput {
+            blobs: vec![Blob::Bundle(rendered.bundle)],
+            warnings,
+        });
+    }
+    let loaded = load_dir(reference).map_err(|e| RefError::Other(Box::new(e)))?;
+    refuse_problems(reference, &loaded)?;
+    let mut cfg = loaded.config;
+    olmpack::catalog::render::normalize_catalog(&mut cfg, migrate);
+    let mut blobs: Vec<Blob> = Vec::with_capacity(cfg.len());
+    blobs.extend(cfg.packages.into_iter().map(Blob::Package));
+    blobs.extend(cfg.channels.into_iter().map(Blob::Channel));
+    blobs.extend(cfg.bundles.into_iter().map(Blob::Bundle));
+    blobs.extend(cfg.others.into_iter().map(Blob::Other));
+    blobs.extend(cfg.deprecations.into_iter().map(Blob::Deprecation));
+    Ok(RefOutput {
+        blobs,
+        warnings: vec![],
+    })
 }
 
 /// Whether `dir` is a bundle directory: it has `manifests` (whatever it is: a bundle with a
@@ -320,12 +380,9 @@ fn render_image(
             format!("{reference} is not a bundle image: it has no /manifests directory").into(),
         );
     }
-    let loaded = olmpack::bundle::load::load_files(
+    Ok(olmpack::catalog::render::render_files(
         std::path::Path::new(reference),
-        files.iter().map(|(p, c)| (p.as_path(), c.as_slice())),
-    );
-    Ok(olmpack::catalog::render::render_loaded(
-        &loaded,
+        &files,
         &RenderOptions {
             image: reference.to_owned(),
             migrate,

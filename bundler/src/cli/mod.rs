@@ -12,6 +12,8 @@ mod image;
 mod pipeline;
 mod plan;
 mod release;
+mod upgrade;
+mod upgrade_check;
 
 use std::error::Error;
 use std::path::PathBuf;
@@ -102,6 +104,10 @@ enum Command {
     /// Inspect the release plan (olmpack.yaml).
     #[command(subcommand)]
     Plan(plan::PlanCommand),
+    /// Will the next release break the clusters that run an older one? CRD upgrade checks
+    /// for every edge of the upgrade graph.
+    #[command(subcommand)]
+    Upgrade(upgrade::UpgradeCommand),
 }
 
 /// The result of a command: an exit code, or an error that stops it.
@@ -143,6 +149,7 @@ pub fn main() -> ExitCode {
         Command::Catalog(cmd) => catalog::run(cmd),
         Command::Image(cmd) => image::run(cmd),
         Command::Plan(cmd) => plan::run(cmd),
+        Command::Upgrade(cmd) => upgrade::run(cmd),
     };
     match result {
         Ok(code) => code,

@@ -161,7 +161,6 @@ fn print_plan(out: &mut dyn Write, summary: &Summary, dir: &Path) -> std::io::Re
             Change::Unchanged => "unchanged",
             Change::Changes => "changes",
             Change::Skipped => "skipped",
-            Change::Unavailable => "NOT AVAILABLE",
         };
         writeln!(
             out,
