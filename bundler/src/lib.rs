@@ -15,6 +15,7 @@
 //! - [`upgrade_graph`]: the plan's upgrade graph, the one source of CSV and channel edges.
 //! - [`release`]: the whole release job — bundles and catalog from one plan.
 //! - [`live`]: `olmpack upgrade test`, every upgrade edge live on a real apiserver.
+//! - [`pipeline`]: `olmpack release` — from the plan to pushed, digest-pinned images.
 //!
 //! Pure code in the middle, I/O at the edges: only plan and manifest loading, `output`, and
 //! `image` (build reads directories, push and base pulls use the network) touch the file
@@ -31,6 +32,7 @@ pub mod json;
 pub mod live;
 pub mod names;
 pub mod output;
+pub mod pipeline;
 pub mod plan;
 pub mod release;
 pub mod report;

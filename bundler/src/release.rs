@@ -5,7 +5,7 @@
 //! [`crate::upgrade_graph::UpgradeGraph`] (see the module for its rules). Bundle images are named by
 //! the plan's `bundleImage` template.
 
-use crate::bundle::generate::{self, GenerateError, GenerateOptions};
+use crate::bundle::generate::{self, GenerateError, GenerateOptions, Generated};
 use crate::bundle::load::LoadedBundle;
 use crate::catalog::declcfg::Icon;
 use crate::catalog::generate::{self as catalog_generate, PackageMeta};
@@ -57,15 +57,30 @@ pub fn build(plan: &LoadedPlan, options: &GenerateOptions) -> Result<ReleaseOutp
         .bundle_image
         .as_ref()
         .ok_or(ReleaseError::NoBundleImage)?;
+    let catalog = catalog(plan, &generated, &|version| {
+        bundle_image(plan, version).unwrap_or_default()
+    })?;
+    Ok(ReleaseOutput {
+        bundles: generated.tree,
+        catalog,
+        reports: generated.reports,
+    })
+}
+
+/// The catalog of `plan` publishing the `generated` bundles, each named by `image_of(version)`.
+pub fn catalog(
+    plan: &LoadedPlan,
+    generated: &Generated,
+    image_of: &dyn Fn(&str) -> String,
+) -> Result<FileTree, ReleaseError> {
     let mut rendered = Vec::new();
     for (_, release) in plan.sorted_releases() {
         let version_text = release.version.clone();
         let loaded = &generated.bundles[&version_text];
-        let image = bundle_image(plan, &version_text).unwrap_or_default();
         let bundle = render::render_loaded(
             loaded,
             &RenderOptions {
-                image,
+                image: image_of(&version_text),
                 ..Default::default()
             },
         )
@@ -85,12 +100,11 @@ pub fn build(plan: &LoadedPlan, options: &GenerateOptions) -> Result<ReleaseOutp
                 .and_then(|(_, r)| generated.bundles.get(&r.version)),
         ),
     };
-    let catalog = catalog_generate::build_catalog(&package, &generated.graph, &rendered)?;
-    Ok(ReleaseOutput {
-        bundles: generated.tree,
-        catalog,
-        reports: generated.reports,
-    })
+    Ok(catalog_generate::build_catalog(
+        &package,
+        &generated.graph,
+        &rendered,
+    )?)
 }
 
 /// The package icon: the newest bundle's CSV icon.

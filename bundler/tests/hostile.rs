@@ -316,10 +316,12 @@ fn hostile_huge_string_in_plan_is_bounded_and_truncated() {
 
 // --- exit codes and messages ---
 
+/// Turns the plan's text into broken bytes.
+type Breaker = Box<dyn Fn(&str) -> Vec<u8>>;
+
 #[test]
 fn hostile_invalid_plans_exit_1_in_our_words() {
-    type Change = Box<dyn Fn(&str) -> Vec<u8>>;
-    let cases: Vec<(&str, Change, &str)> = vec![
+    let cases: Vec<(&str, Breaker, &str)> = vec![
         (
             "syntax",
             Box::new(|t| format!("{t}\n  - [oops\n").into_bytes()),

@@ -45,12 +45,13 @@ pub struct GenerateOptions {
     pub resolver: Option<ImageResolver>,
 }
 
-/// Resolves an image reference to its digest (`sha256:…`), or says why it cannot.
+/// Resolves an image reference to its digest (`sha256:…`), leaves it as written (`None`), or
+/// says why it cannot.
 #[derive(Clone)]
 pub struct ImageResolver(pub std::sync::Arc<ResolveFn>);
 
-/// `reference → Ok(digest) | Err(reason)`.
-pub type ResolveFn = dyn Fn(&str) -> Result<String, String> + Send + Sync;
+/// `reference → Ok(Some(digest)) | Ok(None) (leave it) | Err(reason)`.
+pub type ResolveFn = dyn Fn(&str) -> Result<Option<String>, String> + Send + Sync;
 
 impl std::fmt::Debug for ImageResolver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -170,9 +171,10 @@ pub fn generate(plan: &LoadedPlan, options: &GenerateOptions) -> Result<Generate
                     continue;
                 }
                 match (resolver.0)(&reference) {
-                    Ok(digest) => {
+                    Ok(Some(digest)) => {
                         digests.insert(reference, digest);
                     }
+                    Ok(None) => {}
                     Err(message) => problems.push(
                         Finding::error(
                             "image/unresolved",

@@ -18,11 +18,17 @@ pub fn references(csv: &Value) -> BTreeSet<String> {
     refs
 }
 
-/// Rewrites every reference found in `digests` (reference → `sha256:…`) to `repo@digest`.
+/// Rewrites every reference found in `digests` to `repo@digest`. A value is a digest
+/// (`sha256:…`, the repository stays) or a whole reference that replaces the image (used by
+/// `olmpack release` when the image is published to another repository).
 pub fn pin(csv: &mut Value, digests: &BTreeMap<String, String>) {
     visit(csv, &mut |image| {
         if let Some(digest) = digests.get(image.as_str()) {
-            *image = pinned(image, digest);
+            *image = if digest.starts_with("sha256:") {
+                pinned(image, digest)
+            } else {
+                digest.clone()
+            };
         }
     });
 }

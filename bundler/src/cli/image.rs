@@ -8,7 +8,9 @@ use std::time::Duration;
 use olmpack::image::auth::AuthFiles;
 use olmpack::image::layout::Platform;
 use olmpack::image::progress::Progress;
-use olmpack::image::{BuildOptions, Credentials, RegistryAccess, Secret};
+use olmpack::image::{
+    BuildOptions, Credentials, OperatorBinary, OperatorOptions, RegistryAccess, Secret,
+};
 
 use super::CmdResult;
 
@@ -43,6 +45,28 @@ pub enum BuildCommand {
         dir: PathBuf,
         #[command(flatten)]
         output: BuildArgs,
+        #[command(flatten)]
+        platform: ContentArgs,
+    },
+    /// An operator image: static binaries (one per platform) on no base (a non-root user
+    /// 65532 and nothing else) or on a base image named by digest.
+    Operator {
+        /// The operator binary; repeat once per platform, in the order of --platform.
+        #[arg(long = "binary", value_name = "PATH", required = true)]
+        binaries: Vec<PathBuf>,
+        /// The platforms of the binaries, as OS/ARCH[/VARIANT], comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "linux/amd64", value_parser = parse_platform)]
+        platform: Vec<Platform>,
+        /// Build on this image (repository@sha256:…) instead of on nothing.
+        #[arg(long, value_name = "REF")]
+        base: Option<String>,
+        /// Where the binary lands in the image; the image's entrypoint.
+        #[arg(long, default_value = olmpack::image::operator::DEFAULT_ENTRYPOINT)]
+        entrypoint: String,
+        #[command(flatten)]
+        output: BuildArgs,
+        #[command(flatten)]
+        registry: RegistryArgs,
     },
     /// A File-Based Catalog directory, placed at /configs.
     Catalog {
@@ -50,6 +74,8 @@ pub enum BuildCommand {
         dir: PathBuf,
         #[command(flatten)]
         output: BuildArgs,
+        #[command(flatten)]
+        platform: ContentArgs,
         /// Build on this image (e.g. quay.io/operator-framework/opm:v1.74.0), keeping its
         /// layers and every platform of an index; runs `opm serve /configs`.
         #[arg(long, value_name = "REF")]
@@ -71,6 +97,11 @@ pub struct BuildArgs {
     /// means 0).
     #[arg(long, env = "SOURCE_DATE_EPOCH", default_value = "0", value_parser = parse_epoch)]
     source_date_epoch: u64,
+}
+
+/// Settings of images built from a directory (bundle, catalog).
+#[derive(Debug, clap::Args)]
+pub struct ContentArgs {
     /// The platform recorded for images without a base, as OS/ARCH[/VARIANT].
     #[arg(long, default_value = "linux/amd64", value_parser = parse_platform)]
     platform: Platform,
@@ -109,7 +140,7 @@ pub struct RegistryArgs {
     timeout: u64,
 }
 
-fn parse_epoch(text: &str) -> Result<u64, String> {
+pub(super) fn parse_epoch(text: &str) -> Result<u64, String> {
     let text = text.trim();
     if text.is_empty() {
         return Ok(0);
@@ -118,7 +149,7 @@ fn parse_epoch(text: &str) -> Result<u64, String> {
         .map_err(|_| format!("{text:?} is not a number of seconds since the Unix epoch"))
 }
 
-fn parse_platform(text: &str) -> Result<Platform, String> {
+pub(super) fn parse_platform(text: &str) -> Result<Platform, String> {
     let parts: Vec<&str> = text.split('/').collect();
     match parts.as_slice() {
         [os, arch] | [os, arch, _] if !os.is_empty() && !arch.is_empty() => Ok(Platform {
@@ -133,7 +164,9 @@ fn parse_platform(text: &str) -> Result<Platform, String> {
 }
 
 impl RegistryArgs {
-    fn access(&self) -> Result<RegistryAccess, Box<dyn std::error::Error + Send + Sync>> {
+    pub(super) fn access(
+        &self,
+    ) -> Result<RegistryAccess, Box<dyn std::error::Error + Send + Sync>> {
         let credentials = match &self.username {
             None => Credentials::FromAuthFiles,
             Some(username) => {
@@ -165,11 +198,11 @@ impl RegistryArgs {
 }
 
 impl BuildArgs {
-    fn options(&self) -> BuildOptions {
+    fn options(&self, platform: &Platform) -> BuildOptions {
         BuildOptions {
             source_date_epoch: self.source_date_epoch,
             tag: self.tag.clone(),
-            platform: self.platform.clone(),
+            platform: platform.clone(),
         }
     }
 }
@@ -181,28 +214,68 @@ pub fn run(cmd: ImageCommand) -> CmdResult {
     let progress = Progress::auto();
     match cmd {
         ImageCommand::Build(build) => match *build {
-            BuildCommand::Bundle { dir, output } => {
-                if !output.as_is && dir.is_dir() {
+            BuildCommand::Bundle {
+                dir,
+                output,
+                platform,
+            } => {
+                if !platform.as_is && dir.is_dir() {
                     check_bundle_loads(&dir)?;
                 }
-                let options = output.options();
+                let options = output.options(&platform.platform);
                 let root = olmpack::image::build_bundle_image(&dir, &output.layout, &options)?;
                 println!("{}", root.digest);
             }
             BuildCommand::Catalog {
                 dir,
                 output,
+                platform,
                 base,
                 registry,
             } => {
-                if !output.as_is && dir.is_dir() {
+                if !platform.as_is && dir.is_dir() {
                     check_catalog_loads(&dir)?;
                 }
                 let access = registry.access()?;
                 let root = runtime.block_on(olmpack::image::build_catalog_image(
                     &dir,
                     &output.layout,
-                    &output.options(),
+                    &output.options(&platform.platform),
+                    base.as_deref().map(|b| (b, &access)),
+                    &progress,
+                ))?;
+                println!("{}", root.digest);
+            }
+            BuildCommand::Operator {
+                binaries,
+                platform,
+                base,
+                entrypoint,
+                output,
+                registry,
+            } => {
+                if binaries.len() != platform.len() {
+                    return Err(format!(
+                        "{} --binary for {} --platform; give one binary per platform, in the same order",
+                        binaries.len(),
+                        platform.len()
+                    )
+                    .into());
+                }
+                let binaries: Vec<OperatorBinary> = platform
+                    .into_iter()
+                    .zip(binaries)
+                    .map(|(platform, path)| OperatorBinary { platform, path })
+                    .collect();
+                let options = OperatorOptions {
+                    build: output.options(&Platform::linux_amd64()),
+                    entrypoint,
+                };
+                let access = registry.access()?;
+                let root = runtime.block_on(olmpack::image::build_operator_image(
+                    &binaries,
+                    &output.layout,
+                    &options,
                     base.as_deref().map(|b| (b, &access)),
                     &progress,
                 ))?;

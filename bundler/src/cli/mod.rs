@@ -9,6 +9,7 @@
 mod bundle;
 mod catalog;
 mod image;
+mod pipeline;
 mod plan;
 mod release;
 mod upgrade;
@@ -81,10 +82,14 @@ enum Command {
     /// The release job: generate bundle/ and catalog/ from the plan (olmpack.yaml), validate
     /// them, and write both — or, with --check, fail with a diff when they are stale.
     Generate(release::GenerateArgs),
-    /// Run the release job on the embedded example operator (no files, cluster or registry
-    /// needed) and write the result to --out.
+    /// The whole release: plan → operator image → bundles pinned to it → validation →
+    /// catalog → bundle and catalog images (OCI layouts) → with --push, the registries the
+    /// plan names. Prints every step first; re-running after success changes nothing.
+    Release(Box<pipeline::ReleaseArgs>),
+    /// Run `olmpack release` (without --push) on the embedded example operator (no files,
+    /// cluster or registry needed) and write the result to --out.
     Example {
-        /// Where to write bundle/ and catalog/.
+        /// Where to write bundle/, catalog/ and images/.
         #[arg(long, default_value = "olmpack-example")]
         out: PathBuf,
     },
@@ -139,6 +144,7 @@ pub fn main() -> ExitCode {
     init_logging(cli.verbose, cli.log_json);
     let result = match cli.command {
         Command::Generate(args) => release::generate_cmd(args),
+        Command::Release(args) => pipeline::release_cmd(*args),
         Command::Example { out } => release::example_cmd(&out),
         Command::Bundle(cmd) => bundle::run(cmd),
         Command::Catalog(cmd) => catalog::run(cmd),
@@ -168,6 +174,7 @@ pub fn digest_resolver() -> Result<olmpack::bundle::generate::ImageResolver, std
         std::sync::Arc::new(move |reference: &str| {
             runtime
                 .block_on(olmpack::image::resolve_digest(reference, &access))
+                .map(Some)
                 .map_err(|e| olmpack::report::error_chain(&e))
         }),
     ))

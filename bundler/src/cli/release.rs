@@ -1,5 +1,5 @@
 //! `olmpack generate` (the release job: bundle/ and catalog/ from the plan) and
-//! `olmpack example` (the same job on the embedded example operator).
+//! `olmpack example` (`olmpack release` on the embedded example operator).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -68,7 +68,7 @@ pub fn generate_cmd(args: GenerateArgs) -> CmdResult {
     run_release(&loaded, &bundles, &catalog, args.check, args.pin_digests)
 }
 
-/// The release job on the embedded example, written under `out`.
+/// `olmpack release` without push on the embedded example, written under `out`.
 pub fn example_cmd(out: &Path) -> CmdResult {
     let inputs = tempfile::tempdir()?;
     for (path, text) in EXAMPLE {
@@ -80,18 +80,27 @@ pub fn example_cmd(out: &Path) -> CmdResult {
     println!(
         "olmpack example: the guestbook operator (3 releases, CRD v1alpha1 → v1 with a conversion webhook)"
     );
-    let code = run_release(
+    let options = olmpack::pipeline::Options {
+        out: out.to_owned(),
+        source_date_epoch: olmpack::bundle::generate::source_date_epoch_from_env()?
+            .and_then(|e| u64::try_from(e).ok()),
+        binaries: Vec::new(),
+        registry: None,
+        access: olmpack::image::RegistryAccess::default(),
+        push: false,
+    };
+    let code = super::pipeline::run(
         &loaded,
-        &out.join("bundle"),
-        &out.join("catalog"),
+        &options,
         false,
-        false,
+        super::pipeline::OutputFormat::Text,
     )?;
     if code == ExitCode::SUCCESS {
         println!(
-            "next: `olmpack bundle validate {}` and `olmpack catalog validate {}`",
+            "next: `olmpack bundle validate {}`, `olmpack catalog validate {}`, `skopeo inspect oci:{}:latest`",
             out.join("bundle").display(),
-            out.join("catalog").display()
+            out.join("catalog").display(),
+            out.join("images/catalog").display()
         );
     }
     Ok(code)

@@ -276,9 +276,9 @@ fn require_dir(dir: &Path) -> Result<(), BuildError> {
 
 /// A layer in the layout: its descriptor and its uncompressed digest.
 #[derive(Clone, Debug)]
-struct BuiltLayer {
-    descriptor: Descriptor,
-    diff_id: String,
+pub(super) struct BuiltLayer {
+    pub(super) descriptor: Descriptor,
+    pub(super) diff_id: String,
 }
 
 fn write_layer(
@@ -296,11 +296,25 @@ fn write_layer(
         source,
     };
     let entries = layer::collect(sources).map_err(layer_err)?;
+    write_entries(writer, &entries, &dest, options)
+}
+
+/// Writes a layer holding `entries`; `dest` names it in errors.
+pub(super) fn write_entries(
+    writer: &LayoutWriter,
+    entries: &layer::Entries,
+    dest: &str,
+    options: &BuildOptions,
+) -> Result<BuiltLayer, BuildError> {
+    let layer_err = |source| BuildError::Layer {
+        dest: dest.to_owned(),
+        source,
+    };
     let layer_options = LayerOptions {
         mtime: options.source_date_epoch,
     };
     let (written, digest, size) = writer
-        .write_blob_with(|out| layer::write(&entries, layer_options, out).map_err(layer_err))?;
+        .write_blob_with(|out| layer::write(entries, layer_options, out).map_err(layer_err))?;
     debug_assert_eq!(written.digest, digest);
     Ok(BuiltLayer {
         descriptor: Descriptor::new(media_type::LAYER_GZIP, digest, size),
@@ -330,7 +344,7 @@ pub fn rfc3339(epoch: u64) -> String {
     )
 }
 
-fn history_entry(created_by: &str, options: &BuildOptions) -> Value {
+pub(super) fn history_entry(created_by: &str, options: &BuildOptions) -> Value {
     json!({
         "created": rfc3339(options.source_date_epoch),
         "created_by": created_by,
@@ -375,7 +389,7 @@ fn write_image(
     )
 }
 
-fn write_manifest(
+pub(super) fn write_manifest(
     writer: &LayoutWriter,
     config: &Value,
     layers: Vec<Descriptor>,

@@ -63,7 +63,15 @@ pub struct LayerOptions {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Entry {
     Dir,
-    File { source: PathBuf, len: u64 },
+    File {
+        source: PathBuf,
+        len: u64,
+    },
+    /// A file whose bytes and mode are given (generated files, executables).
+    Content {
+        data: Vec<u8>,
+        mode: u32,
+    },
 }
 
 /// The entries of a layer keyed by tar path (`dir/` for directories, `dir/file` for files).
@@ -168,6 +176,13 @@ pub fn write<W: Write>(
                 header.set_entry_type(tar::EntryType::Regular);
                 header.set_mode(0o644);
                 header.set_size(*len);
+                tar.append_data(&mut header, path, data.as_slice())
+                    .map_err(LayerError::Write)?;
+            }
+            Entry::Content { data, mode } => {
+                header.set_entry_type(tar::EntryType::Regular);
+                header.set_mode(*mode);
+                header.set_size(data.len() as u64);
                 tar.append_data(&mut header, path, data.as_slice())
                     .map_err(LayerError::Write)?;
             }

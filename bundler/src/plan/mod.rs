@@ -63,6 +63,18 @@ pub struct Plan {
     /// e.g. `quay.io/acme/my-operator-bundle:v{version}`. The catalog names bundles by it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bundle_image: Option<String>,
+    /// The operator image of each release, with `{version}`, e.g.
+    /// `quay.io/acme/my-operator:v{version}`: what the manifests' Deployments run.
+    /// `olmpack release` builds it from the operator binaries and pins the CSVs to its digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operator_image: Option<String>,
+    /// The catalog image `olmpack release` builds and pushes, e.g.
+    /// `quay.io/acme/my-operator-catalog:latest`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catalog_image: Option<String>,
+    /// How `olmpack release` builds images.
+    #[serde(default, skip_serializing_if = "ReleaseImages::is_empty")]
+    pub images: ReleaseImages,
     /// ClusterServiceVersion metadata shared by every release.
     pub csv: CsvMetadata,
     /// Labels for `metadata/annotations.yaml` and `bundle.Dockerfile` on top of the standard
@@ -78,6 +90,31 @@ pub struct Plan {
     pub upgrades: UpgradePolicy,
     /// Every release, oldest first or in any order.
     pub releases: Vec<Release>,
+}
+
+/// Image build settings of `olmpack release`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReleaseImages {
+    /// The operator binary of each platform (`os/arch[/variant]` → path relative to the plan),
+    /// e.g. `linux/amd64: target/x86_64-unknown-linux-musl/release/my-operator`. The newest
+    /// release's operator image is built from them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub operator_binaries: BTreeMap<String, PathBuf>,
+    /// The operator image's base (`repository@sha256:…`); none: only the binary and a non-root
+    /// user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operator_base: Option<String>,
+    /// The catalog image's base, e.g. the opm image by digest; none: the catalog alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catalog_base: Option<String>,
+}
+
+impl ReleaseImages {
+    /// True when nothing is set.
+    pub fn is_empty(&self) -> bool {
+        self == &Self::default()
+    }
 }
 
 /// CSV fields shared by all releases.

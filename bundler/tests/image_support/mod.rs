@@ -1,6 +1,8 @@
 //! Helpers shared by the `image_*` integration tests.
 #![allow(dead_code)]
 
+pub mod proxy;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,0 +1,1008 @@
+//! `olmpack release`: the whole pipeline in one run — plan → operator image → bundles pinned
+//! to it → validation → catalog naming the bundle images by digest → upgrade check → bundle
+//! and catalog images as OCI layouts → (with push) the registries the plan names.
+//!
+//! Contract:
+//! - **Upgrades checked.** Every upgrade edge of the catalog goes through the static checks of
+//!   `olmpack upgrade check` ([`crate::compat`]); a refused edge stops the release (exit 1)
+//!   before anything is written.
+//! - **Plan first.** [`prepare`] computes everything (into a staging directory under `--out`)
+//!   and describes every step — what exists, what would change — without touching anything
+//!   else; [`apply`] then writes and pushes. A dry run stops after [`prepare`] and leaves
+//!   `--out` as it was.
+//! - **One name per image.** The plan's `operatorImage`, `bundleImage` and `catalogImage`
+//!   (optionally moved to another registry with [`Options::registry`]) are the only names: the
+//!   CSVs run the operator image by digest, the catalog names each bundle image by digest, and
+//!   those are exactly the images pushed.
+//! - **Re-runnable.** Image layouts live under `<out>/images/`, and the state file
+//!   ([`state`]) records what they were built from and which tags were pushed. An image whose
+//!   inputs did not change is not rebuilt; a tag already at its digest is not pushed again. The
+//!   state is saved after every step, so an interrupted run finishes when re-run.
+//! - **Nothing half-published.** Every image is pushed by digest first; tags move only after
+//!   every image is in its registry, the catalog's tag last.
+//! - **Errors name the step** ([`PipelineError::Step`]); credentials are never printed.
+
+pub mod state;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use sha2::{Digest as _, Sha256};
+
+use crate::bundle::generate::{self, GenerateError, GenerateOptions, ImageResolver};
+use crate::catalog::declcfg::DeclarativeConfig;
+use crate::catalog::load as catalog_load;
+use crate::catalog::model::Model;
+use crate::compat::graph::{self, EdgeResult, Release};
+use crate::image::build::{BuildOptions, build_bundle_image, build_catalog_image};
+use crate::image::layout::{Layout, Platform};
+use crate::image::operator::{OperatorBinary, OperatorOptions, build_operator_image};
+use crate::image::progress::Progress;
+use crate::image::registry::RegistryAccess;
+use crate::image::{digest::format_digest, push_layout};
+use crate::output::FileTree;
+use crate::plan::LoadedPlan;
+use crate::release;
+use crate::report::{Finding, Report, Severity};
+use state::{BuiltImage, State};
+
+/// Step names, in order; errors and the printed plan use them.
+pub mod step {
+    pub const PLAN: &str = "plan";
+    pub const OPERATOR_IMAGE: &str = "operator image";
+    pub const BUNDLES: &str = "bundles";
+    pub const BUNDLE_IMAGES: &str = "bundle images";
+    pub const CATALOG: &str = "catalog";
+    pub const UPGRADE_CHECK: &str = "upgrade check";
+    pub const CATALOG_IMAGE: &str = "catalog image";
+    pub const WRITE: &str = "write";
+    pub const PUSH: &str = "push";
+}
+
+/// What the upgrade-check step reports when every edge passes.
+pub const UPGRADE_CHECK_PASSED: &str = "passed";
+
+/// Failure of the release pipeline.
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    /// The plan or its manifests are invalid; every finding is listed.
+    #[error("the release plan or its manifests are invalid")]
+    Invalid(Vec<Finding>),
+    #[error("release step \"{step}\" failed")]
+    Step {
+        step: &'static str,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+fn fail<E: Into<Box<dyn std::error::Error + Send + Sync>>>(
+    step: &'static str,
+) -> impl FnOnce(E) -> PipelineError {
+    move |source| PipelineError::Step {
+        step,
+        source: source.into(),
+    }
+}
+
+/// How to run the pipeline.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Where bundle/, catalog/, images/ and the state file go.
+    pub out: PathBuf,
+    /// `SOURCE_DATE_EPOCH` (seconds): the CSVs' `createdAt` fallback, and file times and image
+    /// `created` (0 when unset).
+    pub source_date_epoch: Option<u64>,
+    /// Operator binaries; empty: the plan's `images.operatorBinaries`.
+    pub binaries: Vec<OperatorBinary>,
+    /// Publish every image under this `host/namespace` instead of the plan's (the last path
+    /// component of each name is kept), e.g. `ghcr.io/acme`.
+    pub registry: Option<String>,
+    /// Credentials, retries and timeouts for pulls and pushes.
+    pub access: RegistryAccess,
+    /// Push to the registries (otherwise only files and layouts).
+    pub push: bool,
+}
+
+/// Whether a step changes something.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Change {
+    /// Already done by an earlier run.
+    Unchanged,
+    /// Will be done (or was done, after apply).
+    Changes,
+    /// Not done, and not needed (e.g. push without `--push`).
+    Skipped,
+}
+
+/// One line of the printed plan.
+#[derive(Clone, Debug, Serialize)]
+pub struct Step {
+    pub step: &'static str,
+    pub change: Change,
+    pub detail: String,
+}
+
+/// One image of the release.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageSummary {
+    /// The layout's name under `<out>/images/`.
+    pub name: String,
+    /// The tagged reference the image is published as.
+    pub reference: String,
+    /// `repository@sha256:…`: what the CSVs and the catalog name.
+    pub pinned: String,
+    pub digest: String,
+    /// True when it must be (re)built into its layout.
+    #[serde(skip)]
+    pub rebuild: bool,
+    /// True when its tag must be pushed (with push) — not yet at this digest.
+    pub needs_push: bool,
+    #[serde(skip)]
+    inputs: String,
+}
+
+/// The run's result, for `--output json` and release notes.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    pub package: String,
+    pub versions: Vec<String>,
+    pub operator: Option<ImageSummary>,
+    pub bundles: Vec<ImageSummary>,
+    pub catalog: ImageSummary,
+    /// Warnings of the generated bundles (errors stop the release).
+    pub findings: Vec<Finding>,
+    pub upgrade_check: UpgradeCheck,
+    pub steps: Vec<Step>,
+    pub dry_run: bool,
+    pub pushed: bool,
+}
+
+/// The upgrade check's outcome (the static checks of `olmpack upgrade check` on the plan's graph).
+#[derive(Clone, Debug, Serialize)]
+pub struct UpgradeCheck {
+    /// `passed` (a refused edge stops the release).
+    pub status: String,
+    /// One verdict per upgrade edge.
+    pub verdicts: Vec<EdgeResult>,
+}
+
+/// Checks every upgrade edge of the catalog with the static checks of `olmpack upgrade
+/// check`; a refused edge stops the release with its findings (exit 1).
+fn upgrade_check(
+    catalog: &FileTree,
+    generated: &generate::Generated,
+) -> Result<UpgradeCheck, PipelineError> {
+    let mut config = DeclarativeConfig::default();
+    for (file, bytes) in catalog.iter() {
+        config.merge(catalog_load::load_stream(file, bytes).config);
+    }
+    let (model, _) = Model::from_config(config);
+    let mut releases = BTreeMap::new();
+    for bundle in generated.bundles.values() {
+        let release = Release::from_bundle(bundle).map_err(fail(step::UPGRADE_CHECK))?;
+        releases.insert(release.name.clone(), release);
+    }
+    let verdicts = graph::check_edges(&graph::merge(graph::edges(&model)), &releases);
+    let refused: Vec<Finding> = verdicts
+        .iter()
+        .filter(|v| v.refused())
+        .flat_map(|v| v.findings.iter().cloned())
+        .filter(|f| f.severity == Severity::Error)
+        .collect();
+    if !refused.is_empty() {
+        return Err(PipelineError::Invalid(refused));
+    }
+    Ok(UpgradeCheck {
+        status: UPGRADE_CHECK_PASSED.into(),
+        verdicts,
+    })
+}
+
+/// Everything computed before anything is written or pushed.
+#[derive(Debug)]
+pub struct Prepared {
+    staging: tempfile::TempDir,
+    bundles: FileTree,
+    catalog: FileTree,
+    bundles_stale: bool,
+    catalog_stale: bool,
+    state: State,
+    pub summary: Summary,
+}
+
+impl Prepared {
+    /// True when applying would change nothing on disk and push nothing.
+    pub fn is_noop(&self) -> bool {
+        self.summary
+            .steps
+            .iter()
+            .all(|s| s.change != Change::Changes)
+    }
+}
+
+/// `reference` moved under `registry` (`host/namespace`): its last path component is kept.
+pub fn retarget(reference: &str, registry: &str) -> String {
+    let name = reference.rsplit('/').next().unwrap_or(reference);
+    format!("{}/{name}", registry.trim_end_matches('/'))
+}
+
+/// `host/repo:tag` → `host/repo` (and the tag).
+fn split_tag(reference: &str) -> (&str, Option<&str>) {
+    let last_slash = reference.rfind('/').map_or(0, |i| i + 1);
+    match reference[last_slash..].rfind(':') {
+        Some(colon) => (
+            &reference[..last_slash + colon],
+            Some(&reference[last_slash + colon + 1..]),
+        ),
+        None => (reference, None),
+    }
+}
+
+fn pinned(reference: &str, digest: &str) -> String {
+    format!("{}@{digest}", split_tag(reference).0)
+}
+
+/// The image names of a plan, after the registry override.
+#[derive(Clone, Debug)]
+struct Names {
+    operator: Option<String>,
+    bundle: String,
+    catalog: String,
+}
+
+fn names(plan: &LoadedPlan, registry: Option<&str>) -> Result<Names, PipelineError> {
+    let missing = |field: &str| {
+        PipelineError::Step {
+        step: step::PLAN,
+        source: format!(
+            "{}: the plan names no {field}; `olmpack release` publishes every image under the name the plan gives it",
+            plan.path.display()
+        )
+        .into(),
+    }
+    };
+    let bundle = plan
+        .plan
+        .bundle_image
+        .clone()
+        .ok_or_else(|| missing("bundleImage"))?;
+    let catalog = plan
+        .plan
+        .catalog_image
+        .clone()
+        .ok_or_else(|| missing("catalogImage"))?;
+    let move_to = |r: String| match registry {
+        Some(registry) => retarget(&r, registry),
+        None => r,
+    };
+    Ok(Names {
+        operator: plan.plan.operator_image.clone().map(move_to),
+        bundle: move_to(bundle),
+        catalog: move_to(catalog),
+    })
+}
+
+/// `sha256:` of labelled parts, for an image's inputs.
+fn inputs_digest(parts: &[(&str, &[u8])]) -> String {
+    let mut hasher = Sha256::new();
+    for (label, bytes) in parts {
+        hasher.update((label.len() as u64).to_le_bytes());
+        hasher.update(label.as_bytes());
+        hasher.update((bytes.len() as u64).to_le_bytes());
+        hasher.update(bytes);
+    }
+    format_digest(&hasher.finalize())
+}
+
+fn tree_parts(tree: &FileTree) -> Vec<(String, Vec<u8>)> {
+    tree.iter()
+        .map(|(p, c)| (p.to_string_lossy().into_owned(), c.to_vec()))
+        .collect()
+}
+
+/// The digest of the layout `<out>/images/<name>` if it holds `digest` under `tag`.
+fn layout_has(out: &Path, name: &str, tag: Option<&str>, digest: &str) -> bool {
+    Layout::open(&out.join("images").join(name))
+        .and_then(|l| l.find(tag))
+        .is_ok_and(|d| d.digest == digest)
+}
+
+/// Everything an image step needs to decide whether to rebuild.
+struct ImageJob<'a> {
+    name: String,
+    reference: String,
+    inputs: String,
+    out: &'a Path,
+    state: &'a State,
+}
+
+impl ImageJob<'_> {
+    /// The digest of an earlier build with the same inputs, if its layout is intact.
+    fn reusable(&self) -> Option<String> {
+        let built = self.state.images.get(&self.name)?;
+        let tag = split_tag(&self.reference).1;
+        (built.inputs == self.inputs && layout_has(self.out, &self.name, tag, &built.digest))
+            .then(|| built.digest.clone())
+    }
+
+    fn summary(self, digest: String, rebuild: bool) -> ImageSummary {
+        let needs_push = self.state.pushed.get(&self.reference) != Some(&digest);
+        ImageSummary {
+            pinned: pinned(&self.reference, &digest),
+            name: self.name,
+            reference: self.reference,
+            digest,
+            rebuild,
+            needs_push,
+            inputs: self.inputs,
+        }
+    }
+}
+
+fn build_options(options: &Options, reference: &str) -> BuildOptions {
+    BuildOptions {
+        source_date_epoch: options.source_date_epoch.unwrap_or(0),
+        tag: split_tag(reference).1.map(str::to_owned),
+        platform: Platform::linux_amd64(),
+    }
+}
+
+/// Computes the whole release into a staging directory and describes every step.
+pub async fn prepare(
+    plan: &LoadedPlan,
+    options: &Options,
+    progress: &Progress,
+) -> Result<Prepared, PipelineError> {
+    let names = names(plan, options.registry.as_deref())?;
+    std::fs::create_dir_all(&options.out).map_err(fail(step::PLAN))?;
+    let staging = tempfile::Builder::new()
+        .prefix(".release-staging-")
+        .tempdir_in(&options.out)
+        .map_err(fail(step::PLAN))?;
+    let state = State::load(&options.out);
+    let releases = plan.sorted_releases();
+    let newest = releases
+        .last()
+        .map(|(_, r)| r.version.clone())
+        .unwrap_or_default();
+    let mut steps = vec![Step {
+        step: step::PLAN,
+        change: Change::Unchanged,
+        detail: format!(
+            "{}: package {}, {} release(s), newest {newest}",
+            plan.path.display(),
+            plan.plan.package,
+            releases.len()
+        ),
+    }];
+
+    let operator =
+        operator_step(plan, options, &names, &newest, &state, &staging, progress).await?;
+    steps.push(match &operator {
+        Some(image) => image_step(step::OPERATOR_IMAGE, image),
+        None => Step {
+            step: step::OPERATOR_IMAGE,
+            change: Change::Skipped,
+            detail: "not built: no operator binaries (give --binary or the plan's images.operatorBinaries); the CSVs keep the operator image as their manifests name it".into(),
+        },
+    });
+
+    let generated = generate_bundles(plan, options, &names, operator.as_ref(), &newest)?;
+    let bundles_stale = stale(&generated.tree, &options.out.join("bundle"), step::BUNDLES)?;
+    let warnings = warnings(&generated.reports);
+    steps.push(Step {
+        step: step::BUNDLES,
+        change: if bundles_stale {
+            Change::Changes
+        } else {
+            Change::Unchanged
+        },
+        detail: format!(
+            "{} bundle(s) generated and validated ({} warning(s)); {}",
+            generated.bundles.len(),
+            warnings.len(),
+            if bundles_stale {
+                "bundle/ will be written"
+            } else {
+                "bundle/ is up to date"
+            }
+        ),
+    });
+
+    let mut bundle_images = Vec::new();
+    for (_, release) in &releases {
+        let image = bundle_image_step(
+            &generated.tree,
+            &release.version,
+            options,
+            &names,
+            &state,
+            &staging,
+        )?;
+        bundle_images.push(image);
+    }
+    steps.push(images_step(step::BUNDLE_IMAGES, &bundle_images));
+
+    let by_version: BTreeMap<&str, &ImageSummary> = releases
+        .iter()
+        .zip(&bundle_images)
+        .map(|((_, r), i)| (r.version.as_str(), i))
+        .collect();
+    let catalog = release::catalog(plan, &generated, &|version| {
+        by_version
+            .get(version)
+            .map(|i| i.pinned.clone())
+            .unwrap_or_default()
+    })
+    .map_err(fail(step::CATALOG))?;
+    let catalog_stale = stale(&catalog, &options.out.join("catalog"), step::CATALOG)?;
+    steps.push(Step {
+        step: step::CATALOG,
+        change: if catalog_stale {
+            Change::Changes
+        } else {
+            Change::Unchanged
+        },
+        detail: format!(
+            "package {}: every bundle named by digest; {}",
+            plan.plan.package,
+            if catalog_stale {
+                "catalog/ will be written"
+            } else {
+                "catalog/ is up to date"
+            }
+        ),
+    });
+    let upgrade_check = upgrade_check(&catalog, &generated)?;
+    steps.push(Step {
+        step: step::UPGRADE_CHECK,
+        change: Change::Unchanged,
+        detail: format!(
+            "{}: {} upgrade edge(s) checked (CRD schemas, stored versions, conversion), none refused",
+            upgrade_check.status,
+            upgrade_check.verdicts.len()
+        ),
+    });
+
+    let catalog_image =
+        catalog_image_step(plan, &catalog, options, &names, &state, &staging, progress).await?;
+    steps.push(image_step(step::CATALOG_IMAGE, &catalog_image));
+
+    let all_images: Vec<&ImageSummary> = operator
+        .iter()
+        .chain(&bundle_images)
+        .chain(std::iter::once(&catalog_image))
+        .collect();
+    steps.push(push_step(options.push, &all_images));
+
+    let summary = Summary {
+        package: plan.plan.package.clone(),
+        versions: releases.iter().map(|(_, r)| r.version.clone()).collect(),
+        operator,
+        bundles: bundle_images,
+        catalog: catalog_image,
+        findings: warnings,
+        upgrade_check,
+        steps,
+        dry_run: true,
+        pushed: false,
+    };
+    Ok(Prepared {
+        staging,
+        bundles: generated.tree,
+        catalog,
+        bundles_stale,
+        catalog_stale,
+        state,
+        summary,
+    })
+}
+
+fn warnings(reports: &[Report]) -> Vec<Finding> {
+    reports
+        .iter()
+        .flat_map(|r| r.findings.iter())
+        .filter(|f| f.severity == Severity::Warning)
+        .cloned()
+        .collect()
+}
+
+fn stale(tree: &FileTree, dir: &Path, step: &'static str) -> Result<bool, PipelineError> {
+    Ok(!tree.check_against(dir).map_err(fail(step))?.is_empty())
+}
+
+fn image_step(step: &'static str, image: &ImageSummary) -> Step {
+    Step {
+        step,
+        change: if image.rebuild {
+            Change::Changes
+        } else {
+            Change::Unchanged
+        },
+        detail: format!(
+            "{} {} ({})",
+            image.reference,
+            image.digest,
+            if image.rebuild {
+                "will be built"
+            } else {
+                "built before, unchanged"
+            }
+        ),
+    }
+}
+
+fn images_step(step: &'static str, images: &[ImageSummary]) -> Step {
+    let rebuilt = images.iter().filter(|i| i.rebuild).count();
+    let mut detail = format!(
+        "{} image(s), {rebuilt} to build, {} unchanged",
+        images.len(),
+        images.len() - rebuilt
+    );
+    for image in images {
+        detail.push_str(&format!("\n    {} {}", image.reference, image.digest));
+    }
+    Step {
+        step,
+        change: if rebuilt > 0 {
+            Change::Changes
+        } else {
+            Change::Unchanged
+        },
+        detail,
+    }
+}
+
+fn push_step(push: bool, images: &[&ImageSummary]) -> Step {
+    let pending: Vec<&&ImageSummary> = images.iter().filter(|i| i.needs_push).collect();
+    if !push {
+        return Step {
+            step: step::PUSH,
+            change: Change::Skipped,
+            detail: format!(
+                "not asked (--push): {} image(s) stay in OCI layouts under images/",
+                images.len()
+            ),
+        };
+    }
+    let mut detail = format!(
+        "{} image(s) to push, {} already at their digest",
+        pending.len(),
+        images.len() - pending.len()
+    );
+    for image in &pending {
+        detail.push_str(&format!("\n    {}", image.reference));
+    }
+    Step {
+        step: step::PUSH,
+        change: if pending.is_empty() {
+            Change::Unchanged
+        } else {
+            Change::Changes
+        },
+        detail,
+    }
+}
+
+/// The operator binaries: from the options, else the plan's (paths relative to the plan).
+fn binaries(plan: &LoadedPlan, options: &Options) -> Result<Vec<OperatorBinary>, PipelineError> {
+    if !options.binaries.is_empty() {
+        return Ok(options.binaries.clone());
+    }
+    plan.plan
+        .images
+        .operator_binaries
+        .iter()
+        .map(|(platform, path)| {
+            let parts: Vec<&str> = platform.split('/').collect();
+            match parts.as_slice() {
+                [os, arch] | [os, arch, _] if !os.is_empty() && !arch.is_empty() => {
+                    Ok(OperatorBinary {
+                        platform: Platform {
+                            os: (*os).to_owned(),
+                            architecture: (*arch).to_owned(),
+                            variant: parts.get(2).map(|v| (*v).to_owned()),
+                            os_version: None,
+                            os_features: None,
+                        },
+                        path: plan.resolve(path),
+                    })
+                }
+                _ => Err(PipelineError::Step {
+                    step: step::PLAN,
+                    source: format!(
+                        "{}: images.operatorBinaries: {platform:?} is not OS/ARCH[/VARIANT]",
+                        plan.path.display()
+                    )
+                    .into(),
+                }),
+            }
+        })
+        .collect()
+}
+
+async fn operator_step(
+    plan: &LoadedPlan,
+    options: &Options,
+    names: &Names,
+    newest: &str,
+    state: &State,
+    staging: &tempfile::TempDir,
+    progress: &Progress,
+) -> Result<Option<ImageSummary>, PipelineError> {
+    let binaries = binaries(plan, options)?;
+    if binaries.is_empty() {
+        return Ok(None);
+    }
+    let Some(template) = &names.operator else {
+        return Err(PipelineError::Step {
+            step: step::OPERATOR_IMAGE,
+            source: format!(
+                "{}: operator binaries are given but the plan names no operatorImage to publish them as",
+                plan.path.display()
+            )
+            .into(),
+        });
+    };
+    let reference = template.replace("{version}", newest);
+    let base = plan.plan.images.operator_base.clone();
+    let mut parts: Vec<(String, Vec<u8>)> = vec![
+        ("base".into(), base.clone().unwrap_or_default().into_bytes()),
+        (
+            "epoch".into(),
+            options
+                .source_date_epoch
+                .unwrap_or(0)
+                .to_string()
+                .into_bytes(),
+        ),
+        ("tag".into(), reference.clone().into_bytes()),
+    ];
+    for binary in &binaries {
+        let bytes = std::fs::read(&binary.path).map_err(|source| PipelineError::Step {
+            step: step::OPERATOR_IMAGE,
+            source: format!(
+                "failed to read the operator binary {}: {source}",
+                binary.path.display()
+            )
+            .into(),
+        })?;
+        parts.push((
+            crate::image::operator::platform_name(&binary.platform),
+            bytes,
+        ));
+    }
+    let job = ImageJob {
+        name: "operator".into(),
+        inputs: inputs_digest(&borrow(&parts)),
+        reference,
+        out: &options.out,
+        state,
+    };
+    if let Some(digest) = job.reusable() {
+        return Ok(Some(job.summary(digest, false)));
+    }
+    let operator_options = OperatorOptions {
+        build: build_options(options, &job.reference),
+        ..Default::default()
+    };
+    let root = build_operator_image(
+        &binaries,
+        &staging.path().join("images/operator"),
+        &operator_options,
+        base.as_deref().map(|b| (b, &options.access)),
+        progress,
+    )
+    .await
+    .map_err(fail(step::OPERATOR_IMAGE))?;
+    Ok(Some(job.summary(root.digest, true)))
+}
+
+fn borrow(parts: &[(String, Vec<u8>)]) -> Vec<(&str, &[u8])> {
+    parts
+        .iter()
+        .map(|(l, b)| (l.as_str(), b.as_slice()))
+        .collect()
+}
+
+/// Generates every bundle with the operator image of the newest release pinned to the built
+/// digest (and every release's operator image moved to the target registry).
+fn generate_bundles(
+    plan: &LoadedPlan,
+    options: &Options,
+    names: &Names,
+    operator: Option<&ImageSummary>,
+    newest: &str,
+) -> Result<generate::Generated, PipelineError> {
+    let mut replacements = BTreeMap::new();
+    if let (Some(original), Some(target)) = (&plan.plan.operator_image, &names.operator) {
+        for release in &plan.plan.releases {
+            let from = original.replace("{version}", &release.version);
+            let to = target.replace("{version}", &release.version);
+            let to = match operator {
+                Some(image) if release.version == newest => image.pinned.clone(),
+                _ => to,
+            };
+            if from != to {
+                replacements.insert(from, to);
+            }
+        }
+    }
+    let generate_options = GenerateOptions {
+        source_date_epoch: options
+            .source_date_epoch
+            .and_then(|e| i64::try_from(e).ok()),
+        only_version: None,
+        resolver: (!replacements.is_empty()).then(|| {
+            ImageResolver(std::sync::Arc::new(move |reference: &str| {
+                Ok(replacements.get(reference).cloned())
+            }))
+        }),
+    };
+    match generate::generate(plan, &generate_options) {
+        Ok(generated) => Ok(generated),
+        Err(GenerateError::Invalid(findings)) => Err(PipelineError::Invalid(findings)),
+        Err(other) => Err(fail(step::BUNDLES)(other)),
+    }
+}
+
+/// The files of one version's bundle, relative to the bundle directory.
+fn bundle_files(tree: &FileTree, version: &str) -> Result<FileTree, PipelineError> {
+    let mut files = FileTree::new();
+    for (path, contents) in tree.iter() {
+        if let Ok(rel) = path.strip_prefix(version) {
+            files
+                .insert(rel, contents.to_vec())
+                .map_err(fail(step::BUNDLE_IMAGES))?;
+        }
+    }
+    Ok(files)
+}
+
+fn bundle_image_step(
+    tree: &FileTree,
+    version: &str,
+    options: &Options,
+    names: &Names,
+    state: &State,
+    staging: &tempfile::TempDir,
+) -> Result<ImageSummary, PipelineError> {
+    let files = bundle_files(tree, version)?;
+    let reference = names.bundle.replace("{version}", version);
+    let mut parts = tree_parts(&files);
+    parts.push((
+        "epoch".into(),
+        options
+            .source_date_epoch
+            .unwrap_or(0)
+            .to_string()
+            .into_bytes(),
+    ));
+    parts.push(("tag".into(), reference.clone().into_bytes()));
+    let job = ImageJob {
+        name: format!("bundle-{version}"),
+        inputs: inputs_digest(&borrow(&parts)),
+        reference,
+        out: &options.out,
+        state,
+    };
+    if let Some(digest) = job.reusable() {
+        return Ok(job.summary(digest, false));
+    }
+    let source = staging.path().join("src").join(&job.name);
+    files.write_to(&source).map_err(fail(step::BUNDLE_IMAGES))?;
+    let root = build_bundle_image(
+        &source,
+        &staging.path().join("images").join(&job.name),
+        &build_options(options, &job.reference),
+    )
+    .map_err(fail(step::BUNDLE_IMAGES))?;
+    Ok(job.summary(root.digest, true))
+}
+
+async fn catalog_image_step(
+    plan: &LoadedPlan,
+    catalog: &FileTree,
+    options: &Options,
+    names: &Names,
+    state: &State,
+    staging: &tempfile::TempDir,
+    progress: &Progress,
+) -> Result<ImageSummary, PipelineError> {
+    let base = plan.plan.images.catalog_base.clone();
+    let mut parts = tree_parts(catalog);
+    parts.push(("base".into(), base.clone().unwrap_or_default().into_bytes()));
+    parts.push((
+        "epoch".into(),
+        options
+            .source_date_epoch
+            .unwrap_or(0)
+            .to_string()
+            .into_bytes(),
+    ));
+    parts.push(("tag".into(), names.catalog.clone().into_bytes()));
+    let job = ImageJob {
+        name: "catalog".into(),
+        inputs: inputs_digest(&borrow(&parts)),
+        reference: names.catalog.clone(),
+        out: &options.out,
+        state,
+    };
+    if let Some(digest) = job.reusable() {
+        return Ok(job.summary(digest, false));
+    }
+    let source = staging.path().join("src/catalog");
+    catalog
+        .write_to(&source)
+        .map_err(fail(step::CATALOG_IMAGE))?;
+    let root = build_catalog_image(
+        &source,
+        &staging.path().join("images/catalog"),
+        &build_options(options, &job.reference),
+        base.as_deref().map(|b| (b, &options.access)),
+        progress,
+    )
+    .await
+    .map_err(fail(step::CATALOG_IMAGE))?;
+    Ok(job.summary(root.digest, true))
+}
+
+/// Writes what changed, moves rebuilt layouts into place, and (with push) publishes: every
+/// image by digest first, then the tags, the catalog's last. Saves the state after each step.
+pub async fn apply(
+    mut prepared: Prepared,
+    options: &Options,
+    progress: &Progress,
+) -> Result<Summary, PipelineError> {
+    let out = &options.out;
+    if prepared.bundles_stale {
+        prepared
+            .bundles
+            .write_to(&out.join("bundle"))
+            .map_err(fail(step::WRITE))?;
+    }
+    if prepared.catalog_stale {
+        prepared
+            .catalog
+            .write_to(&out.join("catalog"))
+            .map_err(fail(step::WRITE))?;
+    }
+    let images: Vec<ImageSummary> = prepared
+        .summary
+        .operator
+        .iter()
+        .chain(&prepared.summary.bundles)
+        .chain(std::iter::once(&prepared.summary.catalog))
+        .cloned()
+        .collect();
+    for image in images.iter().filter(|i| i.rebuild) {
+        place_layout(prepared.staging.path(), out, &image.name)?;
+        prepared.state.images.insert(
+            image.name.clone(),
+            BuiltImage {
+                inputs: image.inputs.clone(),
+                digest: image.digest.clone(),
+            },
+        );
+        prepared.state.save(out).map_err(fail(step::WRITE))?;
+    }
+    // Layouts no longer part of the release (a release removed from the plan) are forgotten.
+    prepared
+        .state
+        .images
+        .retain(|name, _| images.iter().any(|i| &i.name == name));
+    prepared.state.save(out).map_err(fail(step::WRITE))?;
+    if options.push {
+        push_all(&images, &mut prepared.state, options, progress).await?;
+        prepared.summary.pushed = true;
+    }
+    prepared.summary.dry_run = false;
+    Ok(prepared.summary)
+}
+
+/// Moves `<staging>/images/<name>` to `<out>/images/<name>`, replacing an older layout.
+fn place_layout(staging: &Path, out: &Path, name: &str) -> Result<(), PipelineError> {
+    let from = staging.join("images").join(name);
+    let to = out.join("images").join(name);
+    let io = |source: std::io::Error| PipelineError::Step {
+        step: step::WRITE,
+        source: format!(
+            "failed to move the image layout into {}: {source}",
+            to.display()
+        )
+        .into(),
+    };
+    std::fs::create_dir_all(out.join("images")).map_err(io)?;
+    if to.exists() {
+        let old = staging.join("replaced").join(name);
+        std::fs::create_dir_all(old.parent().unwrap_or(staging)).map_err(io)?;
+        std::fs::rename(&to, &old).map_err(io)?;
+    }
+    std::fs::rename(&from, &to).map_err(io)
+}
+
+async fn push_all(
+    images: &[ImageSummary],
+    state: &mut State,
+    options: &Options,
+    progress: &Progress,
+) -> Result<(), PipelineError> {
+    let out = &options.out;
+    let layout = |image: &ImageSummary| {
+        out.join("images")
+            .join(&image.name)
+            .to_string_lossy()
+            .into_owned()
+    };
+    let pending: Vec<&ImageSummary> = images
+        .iter()
+        .filter(|i| state.pushed.get(&i.reference) != Some(&i.digest))
+        .collect();
+    // 1. Content by digest: nothing is reachable by a tag yet.
+    for image in &pending {
+        push_layout(&layout(image), &image.pinned, &options.access, progress)
+            .await
+            .map_err(fail(step::PUSH))?;
+    }
+    // 2. Tags, the catalog last: it names everything else.
+    for image in &pending {
+        let tagged = format!(
+            "{}:{}",
+            layout(image),
+            split_tag(&image.reference).1.unwrap_or("latest")
+        );
+        let report = push_layout(&tagged, &image.reference, &options.access, progress)
+            .await
+            .map_err(fail(step::PUSH))?;
+        state.pushed.insert(image.reference.clone(), report.digest);
+        state.save(out).map_err(fail(step::PUSH))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_move_to_the_target_registry_keeping_name_and_tag() {
+        let cases = [
+            (
+                "quay.io/acme/op-bundle:v{version}",
+                "ghcr.io/me",
+                "ghcr.io/me/op-bundle:v{version}",
+            ),
+            (
+                "quay.io/acme/op:v1",
+                "127.0.0.1:5000/x/",
+                "127.0.0.1:5000/x/op:v1",
+            ),
+            ("op:latest", "localhost:5000", "localhost:5000/op:latest"),
+        ];
+        for (reference, registry, expected) in cases {
+            assert_eq!(retarget(reference, registry), expected);
+        }
+        assert_eq!(
+            split_tag("127.0.0.1:5000/a/b:v1"),
+            ("127.0.0.1:5000/a/b", Some("v1"))
+        );
+        assert_eq!(
+            split_tag("127.0.0.1:5000/a/b"),
+            ("127.0.0.1:5000/a/b", None)
+        );
+        assert_eq!(pinned("r.io/a:v1", "sha256:1"), "r.io/a@sha256:1");
+    }
+
+    #[test]
+    fn inputs_digest_separates_its_parts() {
+        let a = inputs_digest(&[("a", b"bc")]);
+        let b = inputs_digest(&[("ab", b"c")]);
+        assert_ne!(a, b);
+        assert_eq!(a, inputs_digest(&[("a", b"bc")]));
+    }
+}
