@@ -245,7 +245,8 @@ fn realworld_render_matches_opm() {
         .flat_map(|(d, b)| Variant::ALL.iter().map(move |v| (d, *b, *v)))
         .collect();
     let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<(String, bool, Variant, Outcome, Outcome)>> = Mutex::new(Vec::new());
+    type Compared = (String, bool, Variant, Outcome, Outcome);
+    let results: Mutex<Vec<Compared>> = Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..2 {
             s.spawn(|| {
@@ -263,7 +264,7 @@ fn realworld_render_matches_opm() {
                         .lock()
                         .unwrap()
                         .push((rel, bundle, variant, ours, theirs));
-                    if i % 500 == 0 {
+                    if i.is_multiple_of(500) {
                         eprint!("[{i}/{}]", cases.len());
                         let _ = std::io::stderr().flush();
                     }
