@@ -901,3 +901,92 @@ fn the_cli_exits_1_and_names_the_file_for_a_broken_bundle() {
             .contains("bundle directory /nonexistent/bundle does not exist")
     );
 }
+
+/// The example's CRD written the way v1beta1 CRDs were: `spec.version`, no scope, top-level
+/// subresources and printer columns (with the v1beta1 `JSONPath` key).
+fn as_v1beta1(crd: &mut Value) {
+    crd["apiVersion"] = json!("apiextensions.k8s.io/v1beta1");
+    let spec = crd["spec"].as_object_mut().unwrap();
+    spec.remove("scope");
+    spec.insert("version".into(), json!("v1"));
+    let mut columns = Vec::new();
+    for version in spec["versions"].as_array_mut().unwrap() {
+        let version = version.as_object_mut().unwrap();
+        if let Some(Value::Array(cs)) = version.remove("additionalPrinterColumns") {
+            columns = cs;
+        }
+        version.remove("subresources");
+    }
+    for column in &mut columns {
+        let path = column.as_object_mut().unwrap().remove("jsonPath").unwrap();
+        column["JSONPath"] = path;
+    }
+    assert!(!columns.is_empty(), "the example CRD has printer columns");
+    spec.insert("additionalPrinterColumns".into(), Value::Array(columns));
+    spec.insert("subresources".into(), json!({"status": {}}));
+}
+
+fn validate_for(files: &Files, kube_version: (u64, u64)) -> Vec<Finding> {
+    let loaded = load::load_files(
+        Path::new("bundle"),
+        files
+            .iter()
+            .map(|(p, c)| (Path::new(p.as_str()), c.as_slice())),
+    );
+    let options = validate::Options {
+        kube_version,
+        ..Default::default()
+    };
+    validate::validate(&loaded, &options).findings
+}
+
+fn errors(findings: &[Finding]) -> Vec<String> {
+    findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .map(|f| {
+            format!(
+                "{} {}: {}",
+                f.rule,
+                f.field.as_deref().unwrap_or(""),
+                f.message
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_v1beta1_crd_is_read_as_the_apiserver_converted_it() {
+    let mut files = example_bundle();
+    csv(|c| c["spec"]["minKubeVersion"] = json!("1.16.0"))(&mut files);
+    crd(|c| {
+        as_v1beta1(c);
+        // v1beta1 defaulted preserveUnknownFields to true, which webhook conversion forbids.
+        c["spec"]["preserveUnknownFields"] = json!(false);
+    })(&mut files);
+    // On 1.21 the API still existed: nothing to say.
+    assert_eq!(errors(&validate_for(&files, (1, 21))), Vec::<String>::new());
+    // From 1.22 on, the removal is reported once, by the deprecated-API rule.
+    assert_eq!(
+        errors(&validate_for(&files, (1, 30))),
+        vec![
+            "deprecated-api/removed apiVersion: apiextensions.k8s.io/v1beta1 CustomResourceDefinition was removed in Kubernetes 1.22; use apiextensions.k8s.io/v1"
+                .to_owned()
+        ]
+    );
+}
+
+#[test]
+fn a_v1beta1_crd_gets_the_apiserver_defaults() {
+    let mut files = example_bundle();
+    csv(|c| c["spec"]["minKubeVersion"] = json!("1.16.0"))(&mut files);
+    crd(as_v1beta1)(&mut files);
+    // preserveUnknownFields defaulted to true: the CSV's conversion webhook cannot convert it.
+    assert_eq!(
+        errors(&validate_for(&files, (1, 21))),
+        vec![
+            "webhook/conversion-crds spec.preserveUnknownFields: a CRD converted by a webhook must not set preserveUnknownFields: true"
+                .to_owned()
+        ]
+    );
+}

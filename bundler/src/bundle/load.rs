@@ -10,6 +10,7 @@
 //! - Objects keep the file they came from and their index in it, so findings can name both.
 //! - Files are visited in sorted path order: loading is deterministic.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -70,6 +71,34 @@ impl Object {
     }
 }
 
+/// A CustomResourceDefinition as read (`object`, for locating findings) and in the v1
+/// shape (`v1`, for reading its fields).
+#[derive(Clone, Debug)]
+pub struct Crd<'a> {
+    pub object: &'a Object,
+    pub v1: Cow<'a, Value>,
+}
+
+impl<'a> Crd<'a> {
+    /// Reads `object` as a CRD of either API version.
+    pub fn new(object: &'a Object) -> Self {
+        Self {
+            object,
+            v1: crate::bundle::crd_v1beta1::to_v1(&object.value),
+        }
+    }
+
+    /// `metadata.name`.
+    pub fn name(&self) -> &'a str {
+        self.object.name()
+    }
+
+    /// Whether the file wrote it in the removed v1beta1 API.
+    pub fn is_v1beta1(&self) -> bool {
+        crate::bundle::crd_v1beta1::is_v1beta1(&self.object.value)
+    }
+}
+
 /// A file that could not be used, with the reason (reported by the validator).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileProblem {
@@ -103,11 +132,13 @@ impl LoadedBundle {
             .filter(|o| o.kind() == "ClusterServiceVersion")
     }
 
-    /// The CustomResourceDefinition objects.
-    pub fn crds(&self) -> impl Iterator<Item = &Object> {
+    /// The CustomResourceDefinition objects, each with its v1 form (v1beta1 converted by
+    /// [`crate::bundle::crd_v1beta1`]).
+    pub fn crds(&self) -> impl Iterator<Item = Crd<'_>> {
         self.objects
             .iter()
             .filter(|o| o.kind() == "CustomResourceDefinition")
+            .map(Crd::new)
     }
 
     /// The one CSV, when there is exactly one.

@@ -138,13 +138,15 @@ pub fn render_loaded(b: &LoadedBundle, options: &RenderOptions) -> Result<Bundle
         .iter()
         .filter(|o| o.kind() == "CustomResourceDefinition")
     {
-        let group = str_at(&o.value, "/spec/group");
-        let kind = str_at(&o.value, "/spec/names/kind");
-        let plural = str_at(&o.value, "/spec/names/plural");
-        let mut versions: Vec<&str> = array_at(&o.value, "/spec/versions")
+        let crd = crate::bundle::crd_v1beta1::to_v1(&o.value);
+        let group = str_at(&crd, "/spec/group");
+        let kind = str_at(&crd, "/spec/names/kind");
+        let plural = str_at(&crd, "/spec/names/plural");
+        let mut versions: Vec<&str> = array_at(&crd, "/spec/versions")
             .iter()
             .map(|v| str_at(v, "/name"))
             .collect();
+        // opm also reads v1beta1's `spec.version` when `spec.versions` does not list it.
         let legacy = str_at(&o.value, "/spec/version");
         if !legacy.is_empty() {
             versions.push(legacy);

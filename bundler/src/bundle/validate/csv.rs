@@ -352,9 +352,9 @@ fn annotations(ctx: &Context<'_>, out: &mut Vec<Finding>) {
 fn bundle_crd_versions(ctx: &Context<'_>) -> BTreeMap<(String, String, String), String> {
     let mut out = BTreeMap::new();
     for crd in ctx.bundle.crds() {
-        let group = str_at(&crd.value, "/spec/group").to_owned();
-        let kind = str_at(&crd.value, "/spec/names/kind").to_owned();
-        for v in array_at(&crd.value, "/spec/versions") {
+        let group = str_at(&crd.v1, "/spec/group").to_owned();
+        let kind = str_at(&crd.v1, "/spec/names/kind").to_owned();
+        for v in array_at(&crd.v1, "/spec/versions") {
             out.insert(
                 (group.clone(), str_at(v, "/name").to_owned(), kind.clone()),
                 crd.name().to_owned(),
