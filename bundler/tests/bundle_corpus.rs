@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 const CSV: &str = "manifests/guestbook-operator.clusterserviceversion.yaml";
 const CRD: &str = "manifests/demo.olmpack.dev_guestbooks.yaml";
 const ANNOTATIONS: &str = "metadata/annotations.yaml";
+const DEPENDENCIES: &str = "metadata/dependencies.yaml";
 
 type Files = BTreeMap<String, Vec<u8>>;
 
@@ -122,6 +123,15 @@ fn case(
         field,
         message,
         breaks: Box::new(breaks),
+    }
+}
+
+fn dependencies(list: &'static str) -> impl FnOnce(&mut Files) {
+    move |files| {
+        files.insert(
+            DEPENDENCIES.into(),
+            format!("dependencies:\n{list}").into_bytes(),
+        );
     }
 }
 
@@ -396,7 +406,7 @@ fn cases() -> Vec<Case> {
         ),
         case(
             "skipRange includes itself",
-            "csv/skip-range",
+            "csv/skip-range-self",
             CSV,
             Some("metadata.annotations.olm.skipRange"),
             "olm.skipRange \">=1.0.0 <=1.1.1\" includes the bundle's own version 1.1.1",
@@ -792,6 +802,108 @@ fn cases() -> Vec<Case> {
                     ["privileged"] = json!(true)
             }),
         ),
+        // Read the way Go reads it, and said so (warnings).
+        case("duplicate key", "bundle/lenient-yaml", CRD, None, "", |f| {
+            let text = f.get_mut(CRD).unwrap();
+            text.extend_from_slice(b"kind: CustomResourceDefinition\n");
+        }),
+        case(
+            "field name in the wrong case",
+            "bundle/field-case",
+            CSV,
+            Some("spec.displayName"),
+            "key \"DisplayName\" is read as field displayName: Go's JSON decoding (opm, OLM) ignores case, stricter readers (kubectl, the API server) do not",
+            csv(|c| {
+                let spec = c["spec"].as_object_mut().unwrap();
+                let name = spec.remove("displayName").unwrap();
+                spec.insert("DisplayName".into(), name);
+            }),
+        ),
+        // Upstream's cases (operator-framework/api, operator-registry testdata).
+        case(
+            "conversionCRDs on an admission webhook, OwnNamespace supported",
+            "webhook/conversion-install-modes",
+            CSV,
+            Some("spec.installModes"),
+            "a CSV with a conversion webhook must support AllNamespaces and no other install mode",
+            csv(|c| {
+                c["spec"]["webhookdefinitions"][0]["type"] = json!("ValidatingAdmissionWebhook");
+                c["spec"]["installModes"][0]["supported"] = json!(true);
+            }),
+        ),
+        case(
+            "minKubeVersion as an unquoted number",
+            "csv/field-type",
+            CSV,
+            Some("spec.minKubeVersion"),
+            "minKubeVersion is the number 1.16, not a string: Go cannot decode the CSV",
+            csv(|c| c["spec"]["minKubeVersion"] = json!(1.16)),
+        ),
+        case(
+            "dependency of an unknown type",
+            "bundle/dependency",
+            DEPENDENCIES,
+            Some("dependencies[0].type"),
+            "unsupported dependency type \"olm.crd\" (known: olm.package, olm.gvk, olm.label, olm.constraint)",
+            dependencies(
+                "- type: olm.crd\n  value: {group: test.coreos.com, version: v1alpha1, kind: testcrd}\n",
+            ),
+        ),
+        case(
+            "label dependency with a null value",
+            "bundle/dependency",
+            DEPENDENCIES,
+            Some("dependencies[0].value.label"),
+            "label is required",
+            dependencies("- type: olm.label\n  value:\n"),
+        ),
+        case(
+            "package dependency without a package name",
+            "bundle/dependency",
+            DEPENDENCIES,
+            Some("dependencies[0].value.packageName"),
+            "packageName is required",
+            dependencies("- type: olm.package\n  value: {version: 0.2.0}\n"),
+        ),
+        case(
+            "package dependency with a bad version range",
+            "bundle/dependency",
+            DEPENDENCIES,
+            Some("dependencies[0].value.version"),
+            "",
+            dependencies(
+                "- type: olm.package\n  value: {packageName: testoperator, version: \">!0.2.0\"}\n",
+            ),
+        ),
+        case(
+            "package dependency without a version",
+            "bundle/dependency",
+            DEPENDENCIES,
+            Some("dependencies[0].value.version"),
+            "version is required",
+            dependencies("- type: olm.package\n  value: {packageName: testoperator2}\n"),
+        ),
+        case(
+            "gvk dependency without a value",
+            "bundle/dependency",
+            DEPENDENCIES,
+            Some("dependencies[0].value.group"),
+            "group is required",
+            dependencies("- type: olm.gvk\n  value: {}\n"),
+        ),
+        case(
+            "ServiceAccount whose namespace is a number",
+            "bundle/object-metadata",
+            "manifests/sa.yaml",
+            Some("metadata.namespace"),
+            "metadata.namespace must be a string, found 0",
+            |f| {
+                f.insert(
+                    "manifests/sa.yaml".into(),
+                    b"apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: etcd\n  namespace: 0\n".to_vec(),
+                );
+            },
+        ),
     ]
 }
 
@@ -818,11 +930,25 @@ fn every_defect_is_caught_with_its_rule_file_field_and_message() {
         rules.insert(case.rule.split('/').next().unwrap().to_owned());
         let hit = findings.iter().find(|f| {
             f.rule == case.rule
-                && f.severity == Severity::Error
                 && f.file.as_deref().unwrap_or(Path::new("")) == Path::new(case.file)
                 && f.field.as_deref() == case.field
                 && (case.message.is_empty() || f.message == case.message)
         });
+        // The severity model: an error names who refuses; everything else is a warning.
+        if let Some(hit) = hit {
+            let want = validate::consumers::consumer(case.rule);
+            let severity = if want.is_some() {
+                Severity::Error
+            } else {
+                Severity::Warning
+            };
+            if hit.severity != severity || hit.consumer != want {
+                failures.push(format!(
+                    "{}: {} is {:?} with consumer {:?}; the rule table says {want:?}",
+                    case.name, case.rule, hit.severity, hit.consumer
+                ));
+            }
+        }
         if hit.is_none() {
             let same_rule: Vec<_> = findings.iter().filter(|f| f.rule == case.rule).collect();
             failures.push(format!(
@@ -877,6 +1003,7 @@ fn the_cli_exits_1_and_names_the_file_for_a_broken_bundle() {
         .unwrap();
     assert_eq!(finding["file"], CSV);
     assert_eq!(finding["field"], "spec.version");
+    assert_eq!(finding["consumer"], "opm");
 
     // JUnit: one failing test case per error.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_olmpack"))
@@ -989,4 +1116,51 @@ fn a_v1beta1_crd_gets_the_apiserver_defaults() {
                 .to_owned()
         ]
     );
+}
+
+fn write_bundle(files: &Files) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (path, contents) in files {
+        let target: PathBuf = dir.path().join(path);
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::write(target, contents).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn strict_turns_warnings_into_errors_and_text_names_the_consumer() {
+    let mut files = example_bundle();
+    csv(|c| {
+        let spec = c["spec"].as_object_mut().unwrap();
+        let name = spec.remove("displayName").unwrap();
+        spec.insert("DisplayName".into(), name);
+    })(&mut files);
+    let dir = write_bundle(&files);
+    let run = |extra: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_olmpack"))
+            .args(["bundle", "validate"])
+            .args(extra)
+            .arg(dir.path())
+            .output()
+            .unwrap()
+    };
+    assert_eq!(run(&[]).status.code(), Some(0));
+    let strict = run(&["--strict"]);
+    assert_eq!(strict.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&strict.stdout).contains("error[bundle/field-case]"));
+
+    csv(|c| c["spec"]["version"] = json!("one"))(&mut files);
+    let dir = write_bundle(&files);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_olmpack"))
+        .args(["bundle", "validate"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("error[csv/version]"))
+        .unwrap();
+    assert!(line.ends_with("(refused by opm)"), "{line}");
 }

@@ -120,6 +120,9 @@ pub struct LoadedBundle {
     pub dependencies: Option<Vec<Value>>,
     /// Files that exist but could not be used.
     pub problems: Vec<FileProblem>,
+    /// What was read the lenient way Go's decoders read it (e.g. a key given twice: the last
+    /// value wins), reported as warnings.
+    pub lenient: Vec<FileProblem>,
     /// Every file of the bundle (relative path → contents), for layout and size checks.
     pub files: BTreeMap<PathBuf, Vec<u8>>,
 }
@@ -235,8 +238,17 @@ fn read_objects(bundle: &mut LoadedBundle, path: &Path, contents: &[u8]) {
         });
         return;
     };
-    match crate::yaml::from_multi_str(text) {
-        Ok(docs) => {
+    match crate::yaml::from_multi_str_go(text) {
+        Ok((docs, notes)) => {
+            bundle
+                .lenient
+                .extend(notes.into_iter().map(|note| FileProblem {
+                    file: path.to_path_buf(),
+                    message: format!(
+                        "document {}, line {}: {}",
+                        note.document, note.line, note.message
+                    ),
+                }));
             for (index, value) in docs.into_iter().enumerate() {
                 if !value.is_object() {
                     bundle.problems.push(FileProblem {
@@ -276,7 +288,16 @@ fn read_section(
             return None;
         }
     };
-    match crate::yaml::from_str::<Value>(text) {
+    let parsed = crate::yaml::from_str_go(text).map(|(value, notes)| {
+        bundle
+            .lenient
+            .extend(notes.into_iter().map(|note| FileProblem {
+                file: path.to_path_buf(),
+                message: format!("line {}: {}", note.line, note.message),
+            }));
+        value
+    });
+    match parsed {
         Ok(Value::Object(mut map)) => match map.remove(key) {
             Some(value) => Some(value),
             None => {

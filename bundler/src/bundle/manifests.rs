@@ -122,6 +122,7 @@ pub fn read_dir(dir: &Path) -> Result<Inputs, Vec<Finding>> {
     };
     let mut objects = Vec::new();
     let mut problems = Vec::new();
+    let mut lenient = Vec::new();
     for (relative, contents) in files {
         let is_manifest = matches!(
             relative.extension().and_then(|e| e.to_str()),
@@ -138,8 +139,9 @@ pub fn read_dir(dir: &Path) -> Result<Inputs, Vec<Finding>> {
                 continue;
             }
         };
-        match crate::yaml::from_multi_str(&text) {
-            Ok(docs) => {
+        match crate::yaml::from_multi_str_go(&text) {
+            Ok((docs, notes)) => {
+                lenient.extend(notes.into_iter().map(|note| lenient_finding(&file, note)));
                 objects.extend(docs.into_iter().enumerate().map(|(index, value)| Sourced {
                     file: file.clone(),
                     index,
@@ -151,12 +153,25 @@ pub fn read_dir(dir: &Path) -> Result<Inputs, Vec<Finding>> {
             }
         }
     }
-    let inputs = classify(objects, &mut problems);
+    let mut inputs = classify(objects, &mut problems);
+    inputs.notes.splice(0..0, lenient);
     if problems.is_empty() {
         Ok(inputs)
     } else {
         Err(problems)
     }
+}
+
+/// A warning for input read the lenient way Go reads it.
+fn lenient_finding(file: &Path, note: crate::yaml::Leniency) -> Finding {
+    Finding::warning(
+        "input/lenient-yaml",
+        format!(
+            "document {}, line {}: {}",
+            note.document, note.line, note.message
+        ),
+    )
+    .file(file.to_path_buf())
 }
 
 /// Sorts objects into roles; pure.

@@ -6,6 +6,7 @@
 
 pub mod crd_v1beta1;
 pub mod csv;
+pub mod fieldcase;
 pub mod files;
 pub mod generate;
 pub mod load;

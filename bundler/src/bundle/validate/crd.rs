@@ -169,13 +169,13 @@ fn check(crd: &Crd<'_>, out: &mut Vec<Finding>) {
             None => out.push(at(Finding::error("crd/schema", format!("version {name} has no schema.openAPIV3Schema (required by apiextensions.k8s.io/v1)")), &format!("{field}.schema"))),
             Some(schema) => {
                 if str_at(schema, "/type") != "object" {
-                    out.push(at(Finding::error("crd/schema", "the root schema must have type: object"), &format!("{field}.schema.openAPIV3Schema.type")));
+                    out.push(at(non_structural(Finding::error("crd/schema", "the root schema must have type: object"), legacy), &format!("{field}.schema.openAPIV3Schema.type")));
                 }
                 if let Some(meta) = schema.pointer("/properties/metadata")
                     && let Some(props) = meta.get("properties").and_then(Value::as_object) {
                         for key in props.keys() {
                             if key != "name" && key != "generateName" {
-                                out.push(at(Finding::error("crd/schema", format!("the metadata schema may only restrict name and generateName, not {key}")), &format!("{field}.schema.openAPIV3Schema.properties.metadata.properties.{key}")));
+                                out.push(at(non_structural(Finding::error("crd/schema", format!("the metadata schema may only restrict name and generateName, not {key}")), legacy), &format!("{field}.schema.openAPIV3Schema.properties.metadata.properties.{key}")));
                             }
                         }
                     }

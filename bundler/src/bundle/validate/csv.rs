@@ -141,8 +141,8 @@ fn edges(ctx: &Context<'_>, out: &mut Vec<Finding>) {
                     && parsed.contains(&own)
                 {
                     out.push(ctx.at(
-                        Finding::error(
-                            "csv/skip-range",
+                        Finding::warning(
+                            "csv/skip-range-self",
                             format!(
                                 "olm.skipRange {range:?} includes the bundle's own version {own}"
                             ),
@@ -286,6 +286,17 @@ fn install_modes(ctx: &Context<'_>, out: &mut Vec<Finding>) {
 }
 
 fn min_kube_version(ctx: &Context<'_>, out: &mut Vec<Finding>) {
+    if let Some(number) = ctx.spec().get("minKubeVersion").filter(|v| v.is_number()) {
+        out.push(ctx.at(
+            Finding::error(
+                "csv/field-type",
+                format!("minKubeVersion is the number {number}, not a string: Go cannot decode the CSV"),
+            )
+            .hint(format!("quote it: minKubeVersion: \"{number}.0\"")),
+            "spec.minKubeVersion",
+        ));
+        return;
+    }
     let min = str_at(ctx.spec(), "/minKubeVersion");
     if min.is_empty() {
         out.push(ctx.at(

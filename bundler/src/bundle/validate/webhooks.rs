@@ -101,6 +101,8 @@ pub(super) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
             "" => out.push(ctx.at(Finding::error("webhook/side-effects", "sideEffects is required"), field("sideEffects"))),
             other => out.push(ctx.at(Finding::error("webhook/side-effects", format!("sideEffects {other:?} is not allowed for admissionregistration.k8s.io/v1 (None or NoneOnDryRun)")), field("sideEffects"))),
         }
+        // Upstream's meaning: conversionCRDs on any definition, whatever its type.
+        has_conversion |= !array_at(def, "/conversionCRDs").is_empty();
         if kind == "ConversionWebhook" {
             has_conversion = true;
             let crds = array_at(def, "/conversionCRDs");
@@ -185,7 +187,7 @@ pub(super) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
         if str_at(&crd.v1, "/spec/conversion/strategy") == "Webhook"
             && !converted.contains_key(crd.name())
         {
-            out.push(super::on(crd.object, Finding::error("webhook/conversion-not-declared", "the CRD converts through a webhook, but no ConversionWebhook in the CSV lists it; OLM will not inject the CA and conversions will fail")
+            out.push(super::on(crd.object, Finding::warning("webhook/conversion-not-declared", "the CRD converts through a webhook, but no ConversionWebhook in the CSV lists it; OLM will not inject the CA and conversions will fail")
                 .field("spec.conversion")
                 .hint("declare a ConversionWebhook in webhookdefinitions and drop spec.conversion from the CRD (olmpack bundle generate does both)")));
         }
