@@ -12,15 +12,9 @@ use crate::report::{Consumer, Finding, Severity};
 pub const RULES: &[(&str, Consumer)] = &[
     // opm's bundle loader and `opm render`/`opm validate`.
     ("bundle/annotation-missing", Consumer::Opm),
-    ("bundle/annotation-value", Consumer::Opm),
-    ("bundle/channels", Consumer::Opm),
-    ("bundle/hidden-file", Consumer::Opm),
-    ("bundle/manifests-subdirectory", Consumer::Opm),
     ("bundle/missing-annotations", Consumer::Opm),
-    ("bundle/multiple-csvs", Consumer::Opm),
     ("bundle/no-csv", Consumer::Opm),
     ("bundle/no-manifests", Consumer::Opm),
-    ("bundle/unreadable-file", Consumer::Opm),
     ("bundle/package-name", Consumer::OlmV1),
     ("bundle/metadata-list", Consumer::Opm),
     ("csv/owned-crd", Consumer::Opm),
@@ -56,7 +50,11 @@ pub const RULES: &[(&str, Consumer)] = &[
     ("webhook/name", Consumer::KubeApiserver),
     ("webhook/port", Consumer::KubeApiserver),
     ("webhook/conversion-crds", Consumer::KubeApiserver),
-    // OLM v0's install of the CSV.
+    // OLM v0's install of the CSV (its bundle unpacker decodes every manifest).
+    ("bundle/multiple-csvs", Consumer::OlmV0),
+    ("bundle/unreadable-file", Consumer::OlmV0),
+    ("bundle/annotation-value", Consumer::OlmV1),
+    ("csv/field-type", Consumer::KubeApiserver),
     ("bundle/duplicate-object", Consumer::OlmV0),
     ("bundle/service-account-conflict", Consumer::OlmV0),
     ("bundle/size", Consumer::OlmV0),
@@ -72,8 +70,6 @@ pub const RULES: &[(&str, Consumer)] = &[
     ("webhook/rules", Consumer::OlmV0),
     ("webhook/conversion-install-modes", Consumer::OlmV0),
     ("bundle/dependency", Consumer::Opm),
-    ("bundle/property", Consumer::Opm),
-    ("csv/field-type", Consumer::Opm),
     // What the installed operator needs to run.
     ("csv/container-image", Consumer::PodCannotStart),
     ("csv/missing-volume-source", Consumer::PodCannotStart),

@@ -97,8 +97,8 @@ fn edges(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     if ctx.spec().get("replaces").is_some() {
         if !is_dns1123_subdomain(replaces) || replaces.len() > 63 {
             out.push(ctx.at(
-                Finding::error(
-                    "csv/replaces",
+                Finding::warning(
+                    "csv/replaces-name",
                     format!("replaces {replaces:?} is not a valid bundle name"),
                 ),
                 "spec.replaces",

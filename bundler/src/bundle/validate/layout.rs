@@ -68,9 +68,9 @@ fn manifests_dir(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
         let name = rest.to_string_lossy();
         if name.starts_with('.') {
             out.push(
-                Finding::error(
+                Finding::warning(
                     "bundle/hidden-file",
-                    "hidden files are not allowed in manifests/ (opm rejects the bundle)",
+                    "hidden files in manifests/ are refused by operator-framework/api's bundle loader (operator-sdk bundle validate); opm render ignores them",
                 )
                 .file(path.clone()),
             );
@@ -88,7 +88,7 @@ fn manifests_dir(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
         }
     }
     for dir in subdirs {
-        out.push(Finding::error("bundle/manifests-subdirectory", "manifests/ must be flat: opm rejects a bundle whose manifests directory has a subdirectory").file(dir));
+        out.push(Finding::warning("bundle/manifests-subdirectory", "manifests/ should be flat: operator-framework/api's bundle loader refuses a subdirectory; opm render ignores it").file(dir));
     }
     match bundle.csvs().count() {
         0 => out.push(
