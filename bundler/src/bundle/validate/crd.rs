@@ -356,7 +356,10 @@ fn structural(schema: &Value, path: &str, found: &mut Vec<(Finding, String)>) {
         };
         if let Some(bad) = values.iter().find(|v| !matches(v)) {
             report(
-                Finding::error("crd/schema", format!("enum value {bad} is not a {kind}")),
+                Finding::warning(
+                    "crd/schema-enum",
+                    format!("enum value {bad} is not a {kind}; no object can use it"),
+                ),
                 &format!("{path}.enum"),
             );
         }
