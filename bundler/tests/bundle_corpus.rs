@@ -802,6 +802,21 @@ fn cases() -> Vec<Case> {
                     ["privileged"] = json!(true)
             }),
         ),
+        // What the installed operator needs to run.
+        case(
+            "a Secret volume nobody creates",
+            "csv/missing-volume-source",
+            CSV,
+            Some(
+                "spec.install.spec.deployments[0].spec.template.spec.volumes[0].secret.secretName",
+            ),
+            "the pod needs Secret metrics-server-cert, which neither the bundle nor OLM creates; it cannot start",
+            csv(|c| {
+                first_deployment(c)["spec"]["template"]["spec"]["volumes"] = json!([
+                    {"name": "metrics-certs", "secret": {"secretName": "metrics-server-cert", "optional": false}}
+                ]);
+            }),
+        ),
         // Read the way Go reads it, and said so (warnings).
         case("duplicate key", "bundle/lenient-yaml", CRD, None, "", |f| {
             let text = f.get_mut(CRD).unwrap();

@@ -28,6 +28,7 @@ mod dependencies;
 mod deprecated;
 mod layout;
 mod operatorhub;
+mod podstart;
 mod practices;
 mod webhooks;
 
@@ -81,6 +82,7 @@ pub fn validate(bundle: &LoadedBundle, options: &Options) -> Report {
         webhooks::check(&ctx, &mut out);
         operatorhub::check(&ctx, &mut out);
         practices::check(&ctx, &mut out);
+        podstart::check(&ctx, &mut out);
     }
     crd::check_all(bundle, &mut out);
     deprecated::check(bundle, options, &mut out);
