@@ -24,12 +24,27 @@ pub(super) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
         .filter(|o| matches!(o.kind(), "Secret" | "ConfigMap"))
         .map(|o| (o.kind(), o.name()))
         .collect();
+    let by_olm = olm_secrets(ctx);
+    let by_openshift = openshift_secrets(ctx);
     for (i, deployment) in ctx.deployments().iter().enumerate() {
         let pod = deployment
             .pointer("/spec/template/spec")
             .unwrap_or(&Value::Null);
         for (kind, name, at) in needs(pod) {
-            if shipped.contains(&(kind, name.as_str())) {
+            if shipped.contains(&(kind, name.as_str()))
+                || (kind == "Secret" && by_olm.contains(name.as_str()))
+            {
+                continue;
+            }
+            let field = format!("spec.install.spec.deployments[{i}].spec.template.spec.{at}");
+            if kind == "Secret" && by_openshift.contains(name.as_str()) {
+                out.push(ctx.at(
+                    Finding::warning(
+                        RULE,
+                        format!("the pod needs Secret {name}, which only OpenShift's service CA creates (from a Service annotation); elsewhere it cannot start"),
+                    ),
+                    field,
+                ));
                 continue;
             }
             out.push(ctx.at(
@@ -38,10 +53,45 @@ pub(super) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
                     format!("the pod needs {kind} {name}, which neither the bundle nor OLM creates; it cannot start"),
                 )
                 .hint(format!("ship the {kind} in the bundle, mark the reference optional: true, or remove it")),
-                format!("spec.install.spec.deployments[{i}].spec.template.spec.{at}"),
+                field,
             ));
         }
     }
+}
+
+/// The serving-certificate Secrets OLM v0 creates: `<deployment>-service-cert` for each
+/// deployment behind a webhook or an owned API service.
+fn olm_secrets(ctx: &Context<'_>) -> BTreeSet<String> {
+    let spec = ctx.spec();
+    array_at(spec, "/webhookdefinitions")
+        .iter()
+        .chain(array_at(spec, "/apiservicedefinitions/owned"))
+        .map(|d| str_at(d, "/deploymentName"))
+        .filter(|d| !d.is_empty())
+        .map(|d| format!("{d}-service-cert"))
+        .collect()
+}
+
+/// Secrets OpenShift's service CA creates for a bundle Service's serving-cert annotation.
+fn openshift_secrets<'a>(ctx: &Context<'a>) -> BTreeSet<&'a str> {
+    ctx.bundle
+        .objects
+        .iter()
+        .filter(|o| o.kind() == "Service")
+        .flat_map(|o| {
+            [
+                "service.beta.openshift.io/serving-cert-secret-name",
+                "service.alpha.openshift.io/serving-cert-secret-name",
+            ]
+            .map(|key| {
+                o.value
+                    .pointer("/metadata/annotations")
+                    .and_then(|a| a.get(key))
+                    .and_then(Value::as_str)
+            })
+        })
+        .flatten()
+        .collect()
 }
 
 fn required(reference: &Value) -> bool {
