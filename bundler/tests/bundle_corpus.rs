@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+mod bundle_support;
+
 use olmpack::bundle::generate::{GenerateOptions, generate};
 use olmpack::bundle::{load, validate};
 use olmpack::report::{Finding, Severity};
@@ -1269,41 +1271,6 @@ fn opm_refuses_every_bundle_whose_error_names_opm() {
     assert!(accepted.is_empty(), "opm accepts: {accepted:#?}");
 }
 
-/// `POST …?dryRun=All` of one object as written (raw JSON, so what a typed client could not
-/// even encode still reaches the server); `Err` holds the server's refusal.
-async fn apiserver_dry_run(client: &kube::Client, object: &Value) -> Result<(), String> {
-    let api_version = object["apiVersion"].as_str().unwrap_or("");
-    let kind = object["kind"].as_str().unwrap_or("");
-    let plural = format!("{}s", kind.to_lowercase());
-    let base = if api_version.contains('/') {
-        format!("/apis/{api_version}")
-    } else {
-        format!("/api/{api_version}")
-    };
-    let cluster_scoped = matches!(
-        kind,
-        "CustomResourceDefinition"
-            | "ClusterRole"
-            | "ClusterRoleBinding"
-            | "PriorityClass"
-            | "PriorityLevelConfiguration"
-    );
-    let path = if cluster_scoped {
-        format!("{base}/{plural}?dryRun=All")
-    } else {
-        format!("{base}/namespaces/default/{plural}?dryRun=All")
-    };
-    let request = http::Request::post(path)
-        .header("content-type", "application/json")
-        .body(serde_json::to_vec(object).unwrap())
-        .unwrap();
-    client
-        .request_text(request)
-        .await
-        .map(|_| ())
-        .map_err(|e| e.to_string())
-}
-
 /// The severity model's proof for the API server: every corpus bundle whose defect is in a
 /// plain object (not the CSV) and whose rule names kube-apiserver has that object refused by
 /// the real kube-apiserver (server-side dry run).
@@ -1350,7 +1317,9 @@ async fn the_apiserver_refuses_every_object_whose_error_names_it() {
         );
         let mut any_refused = false;
         for object in objects {
-            any_refused |= apiserver_dry_run(&client, object).await.is_err();
+            any_refused |= bundle_support::apiserver_dry_run(&client, object)
+                .await
+                .is_err();
         }
         if any_refused {
             refused.push(case.rule);

@@ -365,7 +365,7 @@ fn deployments(inputs: &[Sourced], has_webhooks: bool, notes: &mut Vec<Finding>)
 }
 
 /// Where OLM mounts the serving certificates it manages for webhooks and API services.
-const OLM_CERT_PATHS: [&str; 2] = [
+pub const OLM_CERT_PATHS: [&str; 2] = [
     "/apiserver.local.config/certificates",
     "/tmp/k8s-webhook-server/serving-certs",
 ];

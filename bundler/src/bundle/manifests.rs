@@ -188,6 +188,7 @@ pub fn classify(objects: Vec<Sourced>, problems: &mut Vec<Finding>) -> Inputs {
             )
         })
         .collect();
+    let certificates = crate::bundle::certmanager::Wiring::of(&objects);
     let mut seen: std::collections::BTreeMap<(String, String, String), String> = Default::default();
     for object in objects {
         if !object.value.is_object() {
@@ -257,6 +258,14 @@ pub fn classify(objects: Vec<Sourced>, problems: &mut Vec<Finding>) -> Inputs {
                 .field("kind")
                 .hint("move its metadata into the plan's `csv` section"),
             )),
+            _ if group == crate::bundle::certmanager::GROUP => {
+                let finding = certificates.decide(&object);
+                if finding.severity == crate::report::Severity::Error {
+                    problems.push(finding);
+                } else {
+                    inputs.notes.push(finding);
+                }
+            }
             kind if crd_kinds.contains(&(group.to_owned(), kind.to_owned())) => {
                 inputs.custom_resources.push(object)
             }
