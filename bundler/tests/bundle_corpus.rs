@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-mod bundle_support;
+mod apiserver_support;
 
 use olmpack::bundle::generate::{GenerateOptions, generate};
 use olmpack::bundle::{load, validate};
@@ -1317,7 +1317,7 @@ async fn the_apiserver_refuses_every_object_whose_error_names_it() {
         );
         let mut any_refused = false;
         for object in objects {
-            any_refused |= bundle_support::apiserver_dry_run(&client, object)
+            any_refused |= apiserver_support::apiserver_dry_run(&client, object)
                 .await
                 .is_err();
         }

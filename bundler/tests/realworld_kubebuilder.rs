@@ -11,7 +11,7 @@ use std::process::Command;
 use olmpack::bundle::load;
 use serde_json::{Value, json};
 
-mod bundle_support;
+mod apiserver_support;
 
 const PLAN: &str = "package: project
 defaultChannel: alpha
@@ -125,7 +125,7 @@ async fn passes(project: &str) {
     let objects = objects_olm_creates(&dir.path().join("out/0.1.0"));
     assert!(objects.len() >= 5, "{project}: {} objects", objects.len());
     for object in &objects {
-        if let Err(err) = bundle_support::apiserver_dry_run(&client, object).await {
+        if let Err(err) = apiserver_support::apiserver_dry_run(&client, object).await {
             panic!(
                 "{project}: the apiserver refuses {} {}: {err}",
                 object["kind"], object["metadata"]["name"]
