@@ -36,6 +36,51 @@ impl Severity {
     }
 }
 
+/// Who refuses an input, or breaks on it: what makes a finding an error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Consumer {
+    /// The Kubernetes API server refuses the object on create.
+    #[serde(rename = "kube-apiserver")]
+    KubeApiserver,
+    /// OLM v0 (catalog and OLM operators) refuses or fails to install the bundle.
+    #[serde(rename = "OLM v0")]
+    OlmV0,
+    /// OLM v1 (operator-controller) refuses the bundle.
+    #[serde(rename = "OLM v1")]
+    OlmV1,
+    /// `opm` refuses to render, validate or serve it.
+    #[serde(rename = "opm")]
+    Opm,
+    /// Installed as written, the operator's pod cannot start.
+    #[serde(rename = "the pod cannot start")]
+    PodCannotStart,
+    /// operatorhub.io's publishing checks (errors only with `--operatorhub`).
+    #[serde(rename = "OperatorHub")]
+    OperatorHub,
+}
+
+impl Consumer {
+    /// How the consumer is named in output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Consumer::KubeApiserver => "kube-apiserver",
+            Consumer::OlmV0 => "OLM v0",
+            Consumer::OlmV1 => "OLM v1",
+            Consumer::Opm => "opm",
+            Consumer::PodCannotStart => "the pod cannot start",
+            Consumer::OperatorHub => "OperatorHub",
+        }
+    }
+
+    /// What happens, as text output says it: `refused by opm`, `the pod cannot start`.
+    pub fn outcome(self) -> String {
+        match self {
+            Consumer::PodCannotStart => self.as_str().to_owned(),
+            other => format!("refused by {}", other.as_str()),
+        }
+    }
+}
+
 /// One problem found in an input.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Finding {
@@ -52,6 +97,9 @@ pub struct Finding {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
     pub message: String,
+    /// For errors: who refuses the input or breaks on it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consumer: Option<Consumer>,
     /// What to do about it, when there is something specific to say.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
@@ -67,8 +115,15 @@ impl Finding {
             object: None,
             field: None,
             message: message.into(),
+            consumer: None,
             hint: None,
         }
+    }
+
+    /// Names who refuses the input (see [`Consumer`]).
+    pub fn consumer(mut self, consumer: Consumer) -> Self {
+        self.consumer = Some(consumer);
+        self
     }
 
     pub fn error(rule: impl Into<String>, message: impl Into<String>) -> Self {
@@ -218,6 +273,7 @@ impl Report {
                     object: f.object.as_deref().map(show),
                     field: f.field.as_deref().map(show),
                     message: show(&f.message),
+                    consumer: f.consumer,
                     hint: f.hint.as_deref().map(show),
                 })
                 .collect(),
@@ -232,7 +288,13 @@ impl Report {
             if !location.is_empty() {
                 let _ = write!(out, " {location}");
             }
-            let _ = writeln!(out, ": {}", f.message);
+            let _ = write!(out, ": {}", f.message);
+            match f.consumer {
+                Some(consumer) => {
+                    let _ = writeln!(out, " ({})", consumer.outcome());
+                }
+                None => out.push('\n'),
+            }
             if let Some(hint) = &f.hint {
                 let _ = writeln!(out, "  hint: {hint}");
             }
@@ -280,10 +342,12 @@ impl Report {
             };
             match f.severity {
                 Severity::Error => {
+                    let kind = f.consumer.map_or("error", Consumer::as_str);
                     let _ = writeln!(
                         out,
-                        "><failure message=\"{}\" type=\"error\"/></testcase>",
-                        xml_escape(&text)
+                        "><failure message=\"{}\" type=\"{}\"/></testcase>",
+                        xml_escape(&text),
+                        xml_escape(kind)
                     );
                 }
                 Severity::Warning | Severity::Info => {

@@ -160,6 +160,179 @@ pub fn from_multi_str_last_key_wins(text: &str) -> Result<Vec<serde_json::Value>
     Ok(docs.into_iter().filter(|d| !d.is_null()).collect())
 }
 
+/// Something Go's YAML decoding (sigs.k8s.io/yaml, as opm and OLM use it) accepts and
+/// olmpack read the same way, but reports: the input means something else to stricter readers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Leniency {
+    /// 1-based document index in the stream (counting only non-empty documents).
+    pub document: usize,
+    /// 1-based line of the node the note is about.
+    pub line: u64,
+    pub message: String,
+}
+
+/// Parses every document of a stream the way Go's decoders do: as [`from_multi_str`], and a
+/// mapping key given twice keeps its last value (with a [`Leniency`] naming both lines).
+pub fn from_multi_str_go(text: &str) -> Result<(Vec<serde_json::Value>, Vec<Leniency>), YamlError> {
+    match from_multi_str(text) {
+        Ok(docs) => Ok((docs, Vec::new())),
+        Err(strict) => duplicate_keys_last_wins(text).ok_or(strict),
+    }
+}
+
+/// Parses one document the way Go's decoders do (see [`from_multi_str_go`]).
+pub fn from_str_go(text: &str) -> Result<(serde_json::Value, Vec<Leniency>), YamlError> {
+    let (mut docs, notes) = from_multi_str_go(text)?;
+    match docs.len() {
+        0 => Ok((serde_json::Value::Null, notes)),
+        1 => Ok((docs.remove(0), notes)),
+        n => Err(YamlError::Parse(format!(
+            "expected one YAML document, found {n}"
+        ))),
+    }
+}
+
+/// The slow path, taken only when the strict parse failed: re-reads the stream with
+/// duplicate keys passed through, keeping the last value of each. `None` when the stream
+/// still does not parse or has no duplicate key (the strict error is then the one to show).
+fn duplicate_keys_last_wins(text: &str) -> Option<(Vec<serde_json::Value>, Vec<Leniency>)> {
+    let mut options = options();
+    options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::PassThrough;
+    let nodes: Vec<GoNode> =
+        serde_saphyr::from_multiple_with_options(prepare(text), options).ok()?;
+    let mut docs = Vec::new();
+    let mut notes = Vec::new();
+    for node in nodes.into_iter().filter(|n| !n.value.is_null()) {
+        let document = docs.len() + 1;
+        notes.extend(node.duplicates.into_iter().map(|d| Leniency {
+            document,
+            line: d.line,
+            message: format!(
+                "key {:?} is given twice (lines {} and {}); the last value is used, as Go's YAML decoder does",
+                d.key, d.first_line, d.line
+            ),
+        }));
+        docs.push(node.value);
+    }
+    (!notes.is_empty()).then_some((docs, notes))
+}
+
+/// A mapping key given a second time in the same mapping.
+#[derive(Debug)]
+struct Duplicate {
+    key: String,
+    first_line: u64,
+    line: u64,
+}
+
+/// A YAML node read as JSON, with the duplicate keys found inside it.
+#[derive(Debug)]
+struct GoNode {
+    value: serde_json::Value,
+    duplicates: Vec<Duplicate>,
+}
+
+impl GoNode {
+    fn leaf(value: serde_json::Value) -> Self {
+        Self {
+            value,
+            duplicates: Vec::new(),
+        }
+    }
+}
+
+/// A mapping key as Go's YAML-to-JSON conversion spells it (scalars as their text).
+fn key_text(key: serde_json::Value) -> String {
+    match key {
+        serde_json::Value::String(s) => s,
+        other => other.to_string(),
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for GoNode {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(GoNodeVisitor)
+    }
+}
+
+struct GoNodeVisitor;
+
+impl<'de> serde::de::Visitor<'de> for GoNodeVisitor {
+    type Value = GoNode;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a YAML node")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<GoNode, E> {
+        Ok(GoNode::leaf(v.into()))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<GoNode, E> {
+        Ok(GoNode::leaf(v.into()))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<GoNode, E> {
+        Ok(GoNode::leaf(v.into()))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<GoNode, E> {
+        Ok(GoNode::leaf(
+            serde_json::Number::from_f64(v).map_or(serde_json::Value::Null, Into::into),
+        ))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<GoNode, E> {
+        Ok(GoNode::leaf(v.into()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<GoNode, E> {
+        Ok(GoNode::leaf(v.into()))
+    }
+    fn visit_unit<E>(self) -> Result<GoNode, E> {
+        Ok(GoNode::leaf(serde_json::Value::Null))
+    }
+    fn visit_none<E>(self) -> Result<GoNode, E> {
+        Ok(GoNode::leaf(serde_json::Value::Null))
+    }
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<GoNode, D::Error> {
+        serde::Deserialize::deserialize(d)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<GoNode, A::Error> {
+        let mut items = Vec::new();
+        let mut duplicates = Vec::new();
+        while let Some(node) = seq.next_element::<GoNode>()? {
+            items.push(node.value);
+            duplicates.extend(node.duplicates);
+        }
+        Ok(GoNode {
+            value: serde_json::Value::Array(items),
+            duplicates,
+        })
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<GoNode, A::Error> {
+        let mut object = serde_json::Map::new();
+        let mut lines = std::collections::HashMap::new();
+        let mut duplicates = Vec::new();
+        while let Some(key) = map.next_key::<serde_saphyr::Spanned<serde_json::Value>>()? {
+            let line = key.referenced.line();
+            let key = key_text(key.value);
+            let node = map.next_value::<GoNode>()?;
+            duplicates.extend(node.duplicates);
+            if let Some(first_line) = lines.insert(key.clone(), line) {
+                duplicates.push(Duplicate {
+                    key: key.clone(),
+                    first_line,
+                    line,
+                });
+            }
+            object.insert(key, node.value);
+        }
+        duplicates.sort_by_key(|d| d.line);
+        Ok(GoNode {
+            value: serde_json::Value::Object(object),
+            duplicates,
+        })
+    }
+}
+
 /// Prints a value as one YAML document (no leading `---`, one trailing newline).
 pub fn to_string<T: Serialize>(value: &T) -> Result<String, YamlError> {
     // Go through serde_json::Value so that every map is key-sorted, whatever `T` is.
@@ -230,6 +403,49 @@ mod tests {
             text.starts_with("too large to read safely: 250001 values"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn duplicate_keys_keep_the_last_value_and_name_both_lines() {
+        let text =
+            "kind: RoleBinding\nmetadata:\n  name: a\n  name: b\nkind: RoleBinding\n---\nx: 1\n";
+        let (docs, notes) = from_multi_str_go(text).unwrap();
+        assert_eq!(
+            docs,
+            vec![
+                serde_json::json!({"kind": "RoleBinding", "metadata": {"name": "b"}}),
+                serde_json::json!({"x": 1}),
+            ]
+        );
+        let notes: Vec<_> = notes
+            .iter()
+            .map(|n| (n.document, n.line, n.message.as_str()))
+            .collect();
+        assert_eq!(
+            notes,
+            vec![
+                (
+                    1,
+                    4,
+                    "key \"name\" is given twice (lines 3 and 4); the last value is used, as Go's YAML decoder does"
+                ),
+                (
+                    1,
+                    5,
+                    "key \"kind\" is given twice (lines 1 and 5); the last value is used, as Go's YAML decoder does"
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_go_reader_keeps_the_strict_error_for_broken_yaml() {
+        let err = from_multi_str_go("a: [1, 2\nb: 3").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid YAML: line 2 column 2: illegal placement of ':' indicator"
+        );
+        assert_eq!(from_multi_str_go("a: 1\n").unwrap().1, vec![]);
     }
 
     #[test]

@@ -365,7 +365,7 @@ fn deployments(inputs: &[Sourced], has_webhooks: bool, notes: &mut Vec<Finding>)
 }
 
 /// Where OLM mounts the serving certificates it manages for webhooks and API services.
-const OLM_CERT_PATHS: [&str; 2] = [
+pub const OLM_CERT_PATHS: [&str; 2] = [
     "/apiserver.local.config/certificates",
     "/tmp/k8s-webhook-server/serving-certs",
 ];
@@ -679,13 +679,11 @@ fn conversion_webhooks(
     let mut groups: BTreeMap<Endpoint, ConversionGroup> = BTreeMap::new();
     let mut services = BTreeSet::new();
     for crd in &inputs.crds {
-        if str_at(&crd.value, "/spec/conversion/strategy") != "Webhook" {
+        let v1 = crate::bundle::crd_v1beta1::to_v1(&crd.value);
+        if str_at(&v1, "/spec/conversion/strategy") != "Webhook" {
             continue;
         }
-        let service = str_at(
-            &crd.value,
-            "/spec/conversion/webhook/clientConfig/service/name",
-        );
+        let service = str_at(&v1, "/spec/conversion/webhook/clientConfig/service/name");
         if service.is_empty() {
             problems.push(crd.finding(
                 Finding::error(
@@ -707,18 +705,12 @@ fn conversion_webhooks(
             continue;
         };
         services.insert(service.to_owned());
-        let port = crd
-            .value
+        let port = v1
             .pointer("/spec/conversion/webhook/clientConfig/service/port")
             .and_then(Value::as_i64)
             .unwrap_or(443);
-        let path = str_at(
-            &crd.value,
-            "/spec/conversion/webhook/clientConfig/service/path",
-        )
-        .to_owned();
-        let versions = crd
-            .value
+        let path = str_at(&v1, "/spec/conversion/webhook/clientConfig/service/path").to_owned();
+        let versions = v1
             .pointer("/spec/conversion/webhook/conversionReviewVersions")
             .cloned()
             .unwrap_or(json!(["v1"]));
@@ -784,10 +776,10 @@ fn owned_crds(spec: &ReleaseSpec<'_>, crds: &[Sourced]) -> Vec<Value> {
     let mut owned = Vec::new();
     for crd in crds {
         let name = crd.name();
-        let kind = str_at(&crd.value, "/spec/names/kind");
+        let v1 = crate::bundle::crd_v1beta1::to_v1(&crd.value);
+        let kind = str_at(&v1, "/spec/names/kind");
         let display = spec.csv.crds.get(name).cloned().unwrap_or_default();
-        for version in crd
-            .value
+        for version in v1
             .pointer("/spec/versions")
             .and_then(Value::as_array)
             .into_iter()

@@ -10,6 +10,7 @@
 //! - Objects keep the file they came from and their index in it, so findings can name both.
 //! - Files are visited in sorted path order: loading is deterministic.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -70,6 +71,34 @@ impl Object {
     }
 }
 
+/// A CustomResourceDefinition as read (`object`, for locating findings) and in the v1
+/// shape (`v1`, for reading its fields).
+#[derive(Clone, Debug)]
+pub struct Crd<'a> {
+    pub object: &'a Object,
+    pub v1: Cow<'a, Value>,
+}
+
+impl<'a> Crd<'a> {
+    /// Reads `object` as a CRD of either API version.
+    pub fn new(object: &'a Object) -> Self {
+        Self {
+            object,
+            v1: crate::bundle::crd_v1beta1::to_v1(&object.value),
+        }
+    }
+
+    /// `metadata.name`.
+    pub fn name(&self) -> &'a str {
+        self.object.name()
+    }
+
+    /// Whether the file wrote it in the removed v1beta1 API.
+    pub fn is_v1beta1(&self) -> bool {
+        crate::bundle::crd_v1beta1::is_v1beta1(&self.object.value)
+    }
+}
+
 /// A file that could not be used, with the reason (reported by the validator).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileProblem {
@@ -91,6 +120,9 @@ pub struct LoadedBundle {
     pub dependencies: Option<Vec<Value>>,
     /// Files that exist but could not be used.
     pub problems: Vec<FileProblem>,
+    /// What was read the lenient way Go's decoders read it (e.g. a key given twice: the last
+    /// value wins), reported as warnings.
+    pub lenient: Vec<FileProblem>,
     /// Every file of the bundle (relative path → contents), for layout and size checks.
     pub files: BTreeMap<PathBuf, Vec<u8>>,
 }
@@ -103,11 +135,13 @@ impl LoadedBundle {
             .filter(|o| o.kind() == "ClusterServiceVersion")
     }
 
-    /// The CustomResourceDefinition objects.
-    pub fn crds(&self) -> impl Iterator<Item = &Object> {
+    /// The CustomResourceDefinition objects, each with its v1 form (v1beta1 converted by
+    /// [`crate::bundle::crd_v1beta1`]).
+    pub fn crds(&self) -> impl Iterator<Item = Crd<'_>> {
         self.objects
             .iter()
             .filter(|o| o.kind() == "CustomResourceDefinition")
+            .map(Crd::new)
     }
 
     /// The one CSV, when there is exactly one.
@@ -211,8 +245,17 @@ fn read_objects(bundle: &mut LoadedBundle, path: &Path, contents: &[u8]) {
         });
         return;
     };
-    match crate::yaml::from_multi_str(text) {
-        Ok(docs) => {
+    match crate::yaml::from_multi_str_go(text) {
+        Ok((docs, notes)) => {
+            bundle
+                .lenient
+                .extend(notes.into_iter().map(|note| FileProblem {
+                    file: path.to_path_buf(),
+                    message: format!(
+                        "document {}, line {}: {}",
+                        note.document, note.line, note.message
+                    ),
+                }));
             for (index, value) in docs.into_iter().enumerate() {
                 if !value.is_object() {
                     bundle.problems.push(FileProblem {
@@ -252,7 +295,16 @@ fn read_section(
             return None;
         }
     };
-    match crate::yaml::from_str::<Value>(text) {
+    let parsed = crate::yaml::from_str_go(text).map(|(value, notes)| {
+        bundle
+            .lenient
+            .extend(notes.into_iter().map(|note| FileProblem {
+                file: path.to_path_buf(),
+                message: format!("line {}: {}", note.line, note.message),
+            }));
+        value
+    });
+    match parsed {
         Ok(Value::Object(mut map)) => match map.remove(key) {
             Some(value) => Some(value),
             None => {

@@ -129,6 +129,7 @@ pub fn read_dir(dir: &Path, root: Option<&Path>) -> Result<Inputs, Vec<Finding>>
         .iter()
         .map(|r| Finding::error("input/refused", r.message()).file(dir.join(&r.file)))
         .collect();
+    let mut lenient = Vec::new();
     for (relative, contents) in files {
         let is_manifest = matches!(
             relative.extension().and_then(|e| e.to_str()),
@@ -145,8 +146,9 @@ pub fn read_dir(dir: &Path, root: Option<&Path>) -> Result<Inputs, Vec<Finding>>
                 continue;
             }
         };
-        match crate::yaml::from_multi_str(&text) {
-            Ok(docs) => {
+        match crate::yaml::from_multi_str_go(&text) {
+            Ok((docs, notes)) => {
+                lenient.extend(notes.into_iter().map(|note| lenient_finding(&file, note)));
                 objects.extend(docs.into_iter().enumerate().map(|(index, value)| Sourced {
                     file: file.clone(),
                     index,
@@ -158,12 +160,25 @@ pub fn read_dir(dir: &Path, root: Option<&Path>) -> Result<Inputs, Vec<Finding>>
             }
         }
     }
-    let inputs = classify(objects, &mut problems);
+    let mut inputs = classify(objects, &mut problems);
+    inputs.notes.splice(0..0, lenient);
     if problems.is_empty() {
         Ok(inputs)
     } else {
         Err(problems)
     }
+}
+
+/// A warning for input read the lenient way Go reads it.
+fn lenient_finding(file: &Path, note: crate::yaml::Leniency) -> Finding {
+    Finding::warning(
+        "input/lenient-yaml",
+        format!(
+            "document {}, line {}: {}",
+            note.document, note.line, note.message
+        ),
+    )
+    .file(file.to_path_buf())
 }
 
 /// Sorts objects into roles; pure.
@@ -180,6 +195,7 @@ pub fn classify(objects: Vec<Sourced>, problems: &mut Vec<Finding>) -> Inputs {
             )
         })
         .collect();
+    let certificates = crate::bundle::certmanager::Wiring::of(&objects);
     let mut seen: std::collections::BTreeMap<(String, String, String), String> = Default::default();
     for object in objects {
         if !object.value.is_object() {
@@ -249,6 +265,14 @@ pub fn classify(objects: Vec<Sourced>, problems: &mut Vec<Finding>) -> Inputs {
                 .field("kind")
                 .hint("move its metadata into the plan's `csv` section"),
             )),
+            _ if group == crate::bundle::certmanager::GROUP => {
+                let finding = certificates.decide(&object);
+                if finding.severity == crate::report::Severity::Error {
+                    problems.push(finding);
+                } else {
+                    inputs.notes.push(finding);
+                }
+            }
             kind if crd_kinds.contains(&(group.to_owned(), kind.to_owned())) => {
                 inputs.custom_resources.push(object)
             }

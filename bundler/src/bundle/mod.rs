@@ -4,7 +4,10 @@
 //! Flow: plan + manifests ([`manifests`]) → CSV and objects ([`csv`], pure) → files
 //! ([`files`], pure) → validation ([`validate`], pure) → the caller writes or checks them.
 
+pub mod certmanager;
+pub mod crd_v1beta1;
 pub mod csv;
+pub mod fieldcase;
 pub mod files;
 pub mod generate;
 pub mod load;

@@ -48,6 +48,9 @@ pub enum BundleCommand {
         /// Apply OperatorHub's publishing rules strictly (operatorhub/ findings become errors).
         #[arg(long)]
         operatorhub: bool,
+        /// Treat every warning as an error.
+        #[arg(long)]
+        strict: bool,
     },
 }
 
@@ -73,7 +76,16 @@ pub fn run(cmd: BundleCommand) -> CmdResult {
             output,
             kube_version,
             operatorhub,
-        } => validate_cmd(&dir, output, kube_version, operatorhub),
+            strict,
+        } => validate_cmd(
+            &dir,
+            output,
+            validate::Options {
+                kube_version,
+                operatorhub,
+                strict,
+            },
+        ),
     }
 }
 
@@ -120,16 +132,7 @@ fn generate(plan_path: &Path, out: Option<PathBuf>, check: bool, pin_digests: bo
 }
 
 /// Validates `dir` as one bundle, or each subdirectory that looks like a bundle.
-fn validate_cmd(
-    dir: &Path,
-    output: OutputFormat,
-    kube_version: (u64, u64),
-    operatorhub: bool,
-) -> CmdResult {
-    let options = validate::Options {
-        kube_version,
-        operatorhub,
-    };
+fn validate_cmd(dir: &Path, output: OutputFormat, options: validate::Options) -> CmdResult {
     let bundles: Vec<PathBuf> =
         if dir.join("manifests").is_dir() || dir.join("metadata").is_dir() || !dir.is_dir() {
             vec![dir.to_path_buf()]

@@ -77,7 +77,7 @@ impl Release {
             .to_owned();
         let crds = bundle
             .crds()
-            .map(typed_crd)
+            .map(|crd| typed_crd(crd.object))
             .collect::<Result<Vec<_>, _>>()?;
         let findings = validate::validate(bundle, &validate::Options::default())
             .findings

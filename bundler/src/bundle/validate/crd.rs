@@ -6,9 +6,10 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::{array_at, on, str_at};
-use crate::bundle::load::{LoadedBundle, Object};
+use crate::bundle::load::{Crd, LoadedBundle};
 use crate::names::is_dns1123_label;
 use crate::report::Finding;
+use crate::report::Severity;
 
 const TYPES: [&str; 6] = ["object", "array", "string", "integer", "number", "boolean"];
 const COLUMN_TYPES: [&str; 5] = ["integer", "number", "string", "boolean", "date"];
@@ -16,14 +17,14 @@ const COLUMN_TYPES: [&str; 5] = ["integer", "number", "string", "boolean", "date
 pub(super) fn check_all(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
     let mut seen: BTreeMap<(String, String, String), String> = BTreeMap::new();
     for crd in bundle.crds() {
-        check(crd, out);
-        let group = str_at(&crd.value, "/spec/group").to_owned();
-        let kind = str_at(&crd.value, "/spec/names/kind").to_owned();
-        for v in array_at(&crd.value, "/spec/versions") {
+        check(&crd, out);
+        let group = str_at(&crd.v1, "/spec/group").to_owned();
+        let kind = str_at(&crd.v1, "/spec/names/kind").to_owned();
+        for v in array_at(&crd.v1, "/spec/versions") {
             let key = (group.clone(), str_at(v, "/name").to_owned(), kind.clone());
-            if let Some(other) = seen.insert(key.clone(), crd.display_name()) {
+            if let Some(other) = seen.insert(key.clone(), crd.object.display_name()) {
                 out.push(on(
-                    crd,
+                    crd.object,
                     Finding::error(
                         "crd/duplicate",
                         format!("{}/{} {} is also defined by {other}", key.0, key.1, key.2),
@@ -34,9 +35,11 @@ pub(super) fn check_all(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
     }
 }
 
-fn check(crd: &Object, out: &mut Vec<Finding>) {
-    let v = &crd.value;
-    let at = |f: Finding, field: &str| on(crd, f).field(field.to_owned());
+fn check(crd: &Crd<'_>, out: &mut Vec<Finding>) {
+    let v = crd.v1.as_ref();
+    let legacy = crd.is_v1beta1();
+    let at = |f: Finding, field: &str| on(crd.object, f).field(field.to_owned());
+    let crd = crd.object;
     if crd.api_version() != "apiextensions.k8s.io/v1"
         && crd.api_version() != "apiextensions.k8s.io/v1beta1"
     {
@@ -161,22 +164,24 @@ fn check(crd: &Object, out: &mut Vec<Finding>) {
             ));
         }
         match version.pointer("/schema/openAPIV3Schema") {
+            // v1beta1 made the schema optional; its removal is the deprecated-API rule's.
+            None if legacy => {}
             None => out.push(at(Finding::error("crd/schema", format!("version {name} has no schema.openAPIV3Schema (required by apiextensions.k8s.io/v1)")), &format!("{field}.schema"))),
             Some(schema) => {
                 if str_at(schema, "/type") != "object" {
-                    out.push(at(Finding::error("crd/schema", "the root schema must have type: object"), &format!("{field}.schema.openAPIV3Schema.type")));
+                    out.push(at(non_structural(Finding::error("crd/schema", "the root schema must have type: object"), legacy), &format!("{field}.schema.openAPIV3Schema.type")));
                 }
                 if let Some(meta) = schema.pointer("/properties/metadata")
                     && let Some(props) = meta.get("properties").and_then(Value::as_object) {
                         for key in props.keys() {
                             if key != "name" && key != "generateName" {
-                                out.push(at(Finding::error("crd/schema", format!("the metadata schema may only restrict name and generateName, not {key}")), &format!("{field}.schema.openAPIV3Schema.properties.metadata.properties.{key}")));
+                                out.push(at(non_structural(Finding::error("crd/schema", format!("the metadata schema may only restrict name and generateName, not {key}")), legacy), &format!("{field}.schema.openAPIV3Schema.properties.metadata.properties.{key}")));
                             }
                         }
                     }
                 let mut found = Vec::new();
                 structural(schema, &format!("{field}.schema.openAPIV3Schema"), &mut found);
-                out.extend(found.into_iter().map(|(f, path)| at(f, &path)));
+                out.extend(found.into_iter().map(|(f, path)| at(non_structural(f, legacy), &path)));
             }
         }
         for (j, column) in array_at(version, "/additionalPrinterColumns")
@@ -242,6 +247,16 @@ fn check(crd: &Object, out: &mut Vec<Finding>) {
             "spec.conversion.webhook.conversionReviewVersions",
         ));
     }
+}
+
+/// v1beta1 served non-structural schemas (with a `NonStructuralSchema` condition): what v1
+/// refuses is only a warning there, the removal itself being the deprecated-API rule's.
+fn non_structural(mut finding: Finding, legacy: bool) -> Finding {
+    if legacy && finding.severity == Severity::Error {
+        finding.severity = Severity::Warning;
+        finding.message += " (apiextensions.k8s.io/v1 refuses it; v1beta1 served it)";
+    }
+    finding
 }
 
 /// Structural-schema checks, recursively: every node says its type (unless it opts out with
@@ -341,7 +356,10 @@ fn structural(schema: &Value, path: &str, found: &mut Vec<(Finding, String)>) {
         };
         if let Some(bad) = values.iter().find(|v| !matches(v)) {
             report(
-                Finding::error("crd/schema", format!("enum value {bad} is not a {kind}")),
+                Finding::warning(
+                    "crd/schema-enum",
+                    format!("enum value {bad} is not a {kind}; no object can use it"),
+                ),
                 &format!("{path}.enum"),
             );
         }

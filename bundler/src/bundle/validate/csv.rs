@@ -97,8 +97,8 @@ fn edges(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     if ctx.spec().get("replaces").is_some() {
         if !is_dns1123_subdomain(replaces) || replaces.len() > 63 {
             out.push(ctx.at(
-                Finding::error(
-                    "csv/replaces",
+                Finding::warning(
+                    "csv/replaces-name",
                     format!("replaces {replaces:?} is not a valid bundle name"),
                 ),
                 "spec.replaces",
@@ -141,8 +141,8 @@ fn edges(ctx: &Context<'_>, out: &mut Vec<Finding>) {
                     && parsed.contains(&own)
                 {
                     out.push(ctx.at(
-                        Finding::error(
-                            "csv/skip-range",
+                        Finding::warning(
+                            "csv/skip-range-self",
                             format!(
                                 "olm.skipRange {range:?} includes the bundle's own version {own}"
                             ),
@@ -286,6 +286,17 @@ fn install_modes(ctx: &Context<'_>, out: &mut Vec<Finding>) {
 }
 
 fn min_kube_version(ctx: &Context<'_>, out: &mut Vec<Finding>) {
+    if let Some(number) = ctx.spec().get("minKubeVersion").filter(|v| v.is_number()) {
+        out.push(ctx.at(
+            Finding::error(
+                "csv/field-type",
+                format!("minKubeVersion is the number {number}, not a string: Go cannot decode the CSV"),
+            )
+            .hint(format!("quote it: minKubeVersion: \"{number}.0\"")),
+            "spec.minKubeVersion",
+        ));
+        return;
+    }
     let min = str_at(ctx.spec(), "/minKubeVersion");
     if min.is_empty() {
         out.push(ctx.at(
@@ -352,9 +363,9 @@ fn annotations(ctx: &Context<'_>, out: &mut Vec<Finding>) {
 fn bundle_crd_versions(ctx: &Context<'_>) -> BTreeMap<(String, String, String), String> {
     let mut out = BTreeMap::new();
     for crd in ctx.bundle.crds() {
-        let group = str_at(&crd.value, "/spec/group").to_owned();
-        let kind = str_at(&crd.value, "/spec/names/kind").to_owned();
-        for v in array_at(&crd.value, "/spec/versions") {
+        let group = str_at(&crd.v1, "/spec/group").to_owned();
+        let kind = str_at(&crd.v1, "/spec/names/kind").to_owned();
+        for v in array_at(&crd.v1, "/spec/versions") {
             out.insert(
                 (group.clone(), str_at(v, "/name").to_owned(), kind.clone()),
                 crd.name().to_owned(),

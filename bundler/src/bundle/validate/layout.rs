@@ -4,11 +4,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+use serde_json::Value;
+
 use super::{on, str_at};
 use crate::bundle::files::{
     CHANNELS_KEY, DEFAULT_CHANNEL_KEY, MANIFESTS_KEY, MEDIATYPE_KEY, METADATA_KEY, PACKAGE_KEY,
 };
-use crate::bundle::load::{ANNOTATIONS_FILE, LoadedBundle, MANIFESTS_DIR};
+use crate::bundle::load::{ANNOTATIONS_FILE, LoadedBundle, MANIFESTS_DIR, Object};
 use crate::bundle::manifests::SUPPORTED_EXTRA_KINDS;
 use crate::names::is_dns1123_label;
 use crate::report::Finding;
@@ -21,6 +23,11 @@ pub(super) fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
         out.push(
             Finding::error("bundle/unreadable-file", problem.message.clone())
                 .file(problem.file.clone()),
+        );
+    }
+    for note in &bundle.lenient {
+        out.push(
+            Finding::warning("bundle/lenient-yaml", note.message.clone()).file(note.file.clone()),
         );
     }
     manifests_dir(bundle, out);
@@ -61,9 +68,9 @@ fn manifests_dir(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
         let name = rest.to_string_lossy();
         if name.starts_with('.') {
             out.push(
-                Finding::error(
+                Finding::warning(
                     "bundle/hidden-file",
-                    "hidden files are not allowed in manifests/ (opm rejects the bundle)",
+                    "hidden files in manifests/ are refused by operator-framework/api's bundle loader (operator-sdk bundle validate); opm render ignores them",
                 )
                 .file(path.clone()),
             );
@@ -81,7 +88,7 @@ fn manifests_dir(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
         }
     }
     for dir in subdirs {
-        out.push(Finding::error("bundle/manifests-subdirectory", "manifests/ must be flat: opm rejects a bundle whose manifests directory has a subdirectory").file(dir));
+        out.push(Finding::warning("bundle/manifests-subdirectory", "manifests/ should be flat: operator-framework/api's bundle loader refuses a subdirectory; opm render ignores it").file(dir));
     }
     match bundle.csvs().count() {
         0 => out.push(
@@ -213,8 +220,8 @@ fn dockerfile(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
     let labels = dockerfile_labels(&text);
     for (key, value) in annotations {
         match labels.get(key) {
-            None => out.push(Finding::error("bundle/dockerfile-labels", format!("bundle.Dockerfile has no LABEL {key}; an image built from it would not match annotations.yaml")).file("bundle.Dockerfile").field(key.clone())),
-            Some(found) if found != value => out.push(Finding::error("bundle/dockerfile-labels", format!("LABEL {key} is {found:?} but annotations.yaml says {value:?}")).file("bundle.Dockerfile").field(key.clone())),
+            None => out.push(Finding::warning("bundle/dockerfile-labels", format!("bundle.Dockerfile has no LABEL {key}; an image built from it would not match annotations.yaml")).file("bundle.Dockerfile").field(key.clone())),
+            Some(found) if found != value => out.push(Finding::warning("bundle/dockerfile-labels", format!("LABEL {key} is {found:?} but annotations.yaml says {value:?}")).file("bundle.Dockerfile").field(key.clone())),
             Some(_) => {}
         }
     }
@@ -300,6 +307,7 @@ fn objects(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
             );
             continue;
         }
+        metadata_types(object, out);
         if !SUPPORTED_EXTRA_KINDS.contains(&object.kind()) {
             out.push(on(
                 object,
@@ -329,6 +337,24 @@ fn objects(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
         }
         if object.kind() == "ServiceAccount" && deployment_accounts.contains(object.name()) {
             out.push(on(object, Finding::error("bundle/service-account-conflict", format!("ServiceAccount {} is the service account of a CSV deployment; OLM creates it, so it must not be in the bundle", object.name()))));
+        }
+    }
+}
+
+/// `metadata.namespace` (and the other string fields) given as a number or mapping: Go
+/// cannot decode the object's metadata.
+fn metadata_types(object: &Object, out: &mut Vec<Finding>) {
+    for key in ["name", "namespace", "generateName"] {
+        match object.value.pointer(&format!("/metadata/{key}")) {
+            None | Some(Value::Null | Value::String(_)) => {}
+            Some(other) => out.push(on(
+                object,
+                Finding::error(
+                    "bundle/object-metadata",
+                    format!("metadata.{key} must be a string, found {other}"),
+                )
+                .field(format!("metadata.{key}")),
+            )),
         }
     }
 }
@@ -387,7 +413,7 @@ fn metadata_lists(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
                         .file(file)
                         .field(format!("{key}[{i}]")),
                 );
-            } else if !known.contains(&kind) && !kind.contains('.') {
+            } else if rule == "bundle/property" && !known.contains(&kind) && !kind.contains('.') {
                 out.push(
                     Finding::warning(rule, format!("unknown type {kind:?}"))
                         .file(file)

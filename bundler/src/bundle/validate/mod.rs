@@ -21,13 +21,18 @@
 //!
 //! Validation is pure: it reads a [`LoadedBundle`] and never touches the file system.
 
+pub mod consumers;
 mod crd;
 mod csv;
+mod dependencies;
 mod deprecated;
 mod layout;
 mod operatorhub;
+mod podstart;
 mod practices;
 mod webhooks;
+
+use std::borrow::Cow;
 
 use serde_json::Value;
 
@@ -44,6 +49,8 @@ pub struct Options {
     /// Hold the bundle to OperatorHub's publishing rules: `operatorhub/` findings are errors
     /// (by default they are warnings, as OLM itself installs such bundles).
     pub operatorhub: bool,
+    /// Every warning is an error (`--strict`).
+    pub strict: bool,
 }
 
 /// The newest Kubernetes minor olmpack knows (the version its tests run against).
@@ -54,6 +61,7 @@ impl Default for Options {
         Self {
             kube_version: TARGET_KUBE_VERSION,
             operatorhub: false,
+            strict: false,
         }
     }
 }
@@ -62,7 +70,9 @@ impl Default for Options {
 pub fn validate(bundle: &LoadedBundle, options: &Options) -> Report {
     let mut report = Report::new(bundle.dir.display().to_string());
     let mut out = Vec::new();
+    let bundle = &*go_fields(bundle, &mut out);
     layout::check(bundle, &mut out);
+    dependencies::check(bundle, &mut out);
     if let Some(csv_object) = bundle.csv() {
         let ctx = Context {
             bundle,
@@ -72,6 +82,7 @@ pub fn validate(bundle: &LoadedBundle, options: &Options) -> Report {
         webhooks::check(&ctx, &mut out);
         operatorhub::check(&ctx, &mut out);
         practices::check(&ctx, &mut out);
+        podstart::check(&ctx, &mut out);
     }
     crd::check_all(bundle, &mut out);
     deprecated::check(bundle, options, &mut out);
@@ -82,9 +93,38 @@ pub fn validate(bundle: &LoadedBundle, options: &Options) -> Report {
             }
         }
     }
+    consumers::apply(&mut out);
+    if options.strict {
+        consumers::strict(&mut out);
+    }
     report.extend(out);
     report.normalize();
     report
+}
+
+/// The bundle as opm and OLM read it: CSV and CRD fields matched ignoring case (see
+/// [`crate::bundle::fieldcase`]), each rename a warning. Borrowed when nothing is renamed.
+fn go_fields<'a>(bundle: &'a LoadedBundle, out: &mut Vec<Finding>) -> Cow<'a, LoadedBundle> {
+    let mut views = Vec::new();
+    for (i, object) in bundle.objects.iter().enumerate() {
+        let (view, renamed) = crate::bundle::fieldcase::go_view(&object.value);
+        for r in &renamed {
+            out.push(
+                on(object, Finding::warning("bundle/field-case", r.message())).field(r.path()),
+            );
+        }
+        if let Cow::Owned(value) = view {
+            views.push((i, value));
+        }
+    }
+    if views.is_empty() {
+        return Cow::Borrowed(bundle);
+    }
+    let mut copy = bundle.clone();
+    for (i, value) in views {
+        copy.objects[i].value = value;
+    }
+    Cow::Owned(copy)
 }
 
 /// What the per-CSV checks share.

@@ -101,6 +101,8 @@ pub(super) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
             "" => out.push(ctx.at(Finding::error("webhook/side-effects", "sideEffects is required"), field("sideEffects"))),
             other => out.push(ctx.at(Finding::error("webhook/side-effects", format!("sideEffects {other:?} is not allowed for admissionregistration.k8s.io/v1 (None or NoneOnDryRun)")), field("sideEffects"))),
         }
+        // Upstream's meaning: conversionCRDs on any definition, whatever its type.
+        has_conversion |= !array_at(def, "/conversionCRDs").is_empty();
         if kind == "ConversionWebhook" {
             has_conversion = true;
             let crds = array_at(def, "/conversionCRDs");
@@ -135,12 +137,12 @@ pub(super) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
                 }
                 if let Some(object) = ctx.bundle.crds().find(|c| c.name() == crd)
                     && object
-                        .value
+                        .v1
                         .pointer("/spec/preserveUnknownFields")
                         .and_then(Value::as_bool)
                         == Some(true)
                 {
-                    out.push(super::on(object, Finding::error("webhook/conversion-crds", "a CRD converted by a webhook must not set preserveUnknownFields: true")).field("spec.preserveUnknownFields"));
+                    out.push(super::on(object.object, Finding::error("webhook/conversion-crds", "a CRD converted by a webhook must not set preserveUnknownFields: true")).field("spec.preserveUnknownFields"));
                 }
             }
         } else {
@@ -182,10 +184,10 @@ pub(super) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     }
     // CRDs that still carry their own webhook conversion fight OLM's (the classic upgrade 404).
     for crd in ctx.bundle.crds() {
-        if str_at(&crd.value, "/spec/conversion/strategy") == "Webhook"
+        if str_at(&crd.v1, "/spec/conversion/strategy") == "Webhook"
             && !converted.contains_key(crd.name())
         {
-            out.push(super::on(crd, Finding::error("webhook/conversion-not-declared", "the CRD converts through a webhook, but no ConversionWebhook in the CSV lists it; OLM will not inject the CA and conversions will fail")
+            out.push(super::on(crd.object, Finding::warning("webhook/conversion-not-declared", "the CRD converts through a webhook, but no ConversionWebhook in the CSV lists it; OLM will not inject the CA and conversions will fail")
                 .field("spec.conversion")
                 .hint("declare a ConversionWebhook in webhookdefinitions and drop spec.conversion from the CRD (olmpack bundle generate does both)")));
         }

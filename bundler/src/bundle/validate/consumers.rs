@@ -1,0 +1,106 @@
+//! The severity model: an error names who refuses the input or breaks on it.
+//!
+//! Every rule that may report an error is listed in [`RULES`] with its [`Consumer`]; a test
+//! shows that consumer refusing the same input (see `bundler/tests/bundle_consumers.rs`).
+//! [`apply`] stamps the consumer on every error, and turns an error from a rule that is not
+//! listed into a warning: without a consumer, a finding is an opinion. `--strict` then turns
+//! warnings back into errors for those who want them.
+
+use crate::report::{Consumer, Finding, Severity};
+
+/// `(rule id, who refuses)` for every rule that reports errors.
+pub const RULES: &[(&str, Consumer)] = &[
+    // opm's bundle loader and `opm render`/`opm validate`.
+    ("bundle/annotation-missing", Consumer::Opm),
+    ("bundle/missing-annotations", Consumer::Opm),
+    ("bundle/no-csv", Consumer::Opm),
+    ("bundle/no-manifests", Consumer::Opm),
+    ("bundle/package-name", Consumer::OlmV1),
+    ("bundle/metadata-list", Consumer::Opm),
+    ("csv/owned-crd", Consumer::Opm),
+    ("csv/owned-crd-not-in-bundle", Consumer::Opm),
+    ("csv/version", Consumer::Opm),
+    ("csv/replaces", Consumer::Opm),
+    ("csv/skips", Consumer::Opm),
+    ("csv/skip-range", Consumer::Opm),
+    // The API server, on the objects OLM creates from the bundle.
+    ("bundle/object-metadata", Consumer::KubeApiserver),
+    ("crd/api-version", Consumer::KubeApiserver),
+    ("crd/conversion", Consumer::KubeApiserver),
+    ("crd/group", Consumer::KubeApiserver),
+    ("crd/name", Consumer::KubeApiserver),
+    ("crd/names", Consumer::KubeApiserver),
+    ("crd/printer-columns", Consumer::KubeApiserver),
+    ("crd/schema", Consumer::KubeApiserver),
+    ("crd/scope", Consumer::KubeApiserver),
+    ("crd/storage-version", Consumer::KubeApiserver),
+    ("crd/subresources", Consumer::KubeApiserver),
+    ("crd/versions", Consumer::KubeApiserver),
+    ("csv/name", Consumer::KubeApiserver),
+    ("csv/api-version", Consumer::KubeApiserver),
+    ("csv/missing-field", Consumer::KubeApiserver),
+    ("csv/deployment-name", Consumer::KubeApiserver),
+    ("csv/permissions", Consumer::KubeApiserver),
+    ("csv/annotation-type", Consumer::KubeApiserver),
+    ("csv/min-kube-version", Consumer::OlmV0),
+    ("deprecated-api/removed", Consumer::KubeApiserver),
+    ("security/privileged", Consumer::KubeApiserver),
+    ("webhook/side-effects", Consumer::KubeApiserver),
+    ("webhook/review-versions", Consumer::KubeApiserver),
+    ("webhook/name", Consumer::KubeApiserver),
+    ("webhook/port", Consumer::KubeApiserver),
+    ("webhook/conversion-crds", Consumer::KubeApiserver),
+    // OLM v0's install of the CSV (its bundle unpacker decodes every manifest).
+    ("bundle/multiple-csvs", Consumer::OlmV0),
+    ("bundle/unreadable-file", Consumer::OlmV0),
+    ("bundle/annotation-value", Consumer::OlmV1),
+    ("csv/field-type", Consumer::KubeApiserver),
+    ("bundle/duplicate-object", Consumer::OlmV0),
+    ("bundle/service-account-conflict", Consumer::OlmV0),
+    ("bundle/size", Consumer::OlmV0),
+    ("bundle/unsupported-kind", Consumer::OlmV0),
+    ("crd/duplicate", Consumer::OlmV0),
+    ("csv/install-strategy", Consumer::OlmV0),
+    ("csv/no-deployments", Consumer::OlmV1),
+    ("csv/duplicate-deployment", Consumer::OlmV0),
+    ("csv/install-modes", Consumer::OlmV0),
+    ("csv/crd-not-owned", Consumer::OlmV1),
+    ("webhook/type", Consumer::OlmV0),
+    ("webhook/deployment", Consumer::OlmV0),
+    ("webhook/rules", Consumer::OlmV0),
+    ("webhook/conversion-install-modes", Consumer::OlmV0),
+    ("bundle/dependency", Consumer::Opm),
+    // What the installed operator needs to run.
+    ("csv/container-image", Consumer::PodCannotStart),
+    ("csv/missing-volume-source", Consumer::PodCannotStart),
+];
+
+/// The consumer of `rule`, when it has one.
+pub fn consumer(rule: &str) -> Option<Consumer> {
+    if rule.starts_with("operatorhub/") {
+        return Some(Consumer::OperatorHub);
+    }
+    RULES.iter().find(|(r, _)| *r == rule).map(|(_, c)| *c)
+}
+
+/// Stamps each error with its consumer; errors without one become warnings.
+pub fn apply(findings: &mut [Finding]) {
+    for finding in findings.iter_mut() {
+        if finding.severity != Severity::Error {
+            continue;
+        }
+        match consumer(&finding.rule) {
+            Some(consumer) => finding.consumer = Some(consumer),
+            None => finding.severity = Severity::Warning,
+        }
+    }
+}
+
+/// `--strict`: every warning is an error.
+pub fn strict(findings: &mut [Finding]) {
+    for finding in findings.iter_mut() {
+        if finding.severity == Severity::Warning {
+            finding.severity = Severity::Error;
+        }
+    }
+}
