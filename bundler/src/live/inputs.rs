@@ -196,10 +196,10 @@ pub fn release_from_bundle(bundle: &LoadedBundle) -> Result<ReleaseUnderTest, In
     let csv = bundle.csv();
     let mut crds = Vec::new();
     for object in bundle.crds() {
-        let crd: CustomResourceDefinition =
-            serde_json::from_value(object.value.clone()).map_err(|err| InputError::Crd {
-                file: bundle.dir.join(&object.file),
-                object: object.display_name(),
+        let crd: CustomResourceDefinition = serde_json::from_value(object.v1.clone().into_owned())
+            .map_err(|err| InputError::Crd {
+                file: bundle.dir.join(&object.object.file),
+                object: object.object.display_name(),
                 reason: err.to_string(),
             })?;
         crds.push(crd);
