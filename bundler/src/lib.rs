@@ -24,6 +24,7 @@ pub mod output;
 pub mod plan;
 pub mod release;
 pub mod report;
+pub mod upgrade_olm;
 pub mod yaml;
 
 /// Installs rustls' ring provider as the process default; call first in every binary and test

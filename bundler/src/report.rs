@@ -287,7 +287,8 @@ pub fn error_chain(err: &dyn std::error::Error) -> String {
     text
 }
 
-fn xml_escape(s: &str) -> String {
+/// `s` with XML's five special characters escaped.
+pub fn xml_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

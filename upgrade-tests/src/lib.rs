@@ -25,13 +25,15 @@
 pub mod binaries;
 pub mod control_plane;
 pub mod https;
+pub mod olm;
 pub mod pki;
 pub mod process;
 pub mod registry;
 
-pub use binaries::Tool;
+pub use binaries::{Tool, ToolData};
 pub use control_plane::{EnvError, TestEnv, TestEnvOptions};
 pub use https::HttpsServer;
+pub use olm::{OlmEnv, OlmEnvOptions};
 pub use pki::{CertificateAuthority, CertifiedKey};
 pub use registry::{Registry, RegistryAuth};
 

@@ -100,6 +100,17 @@ impl ChildProcess {
         args: &[String],
         log: &Path,
     ) -> Result<Self, ProcessError> {
+        Self::start_with_env(name, program, args, &[], log)
+    }
+
+    /// Like [`ChildProcess::start`], with extra environment variables.
+    pub fn start_with_env(
+        name: &str,
+        program: &Path,
+        args: &[String],
+        env: &[(String, String)],
+        log: &Path,
+    ) -> Result<Self, ProcessError> {
         let file = File::create(log).map_err(|source| ProcessError::Log {
             path: log.to_owned(),
             source,
@@ -110,6 +121,7 @@ impl ChildProcess {
         })?;
         let mut cmd = Command::new(program);
         cmd.args(args)
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(file)
             .stderr(err_file);

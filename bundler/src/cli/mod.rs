@@ -8,6 +8,7 @@ mod catalog;
 mod image;
 mod plan;
 mod release;
+mod upgrade_olm;
 
 use std::error::Error;
 use std::path::PathBuf;
@@ -54,6 +55,17 @@ enum Command {
     /// Inspect the release plan (olmpack.yaml).
     #[command(subcommand)]
     Plan(plan::PlanCommand),
+    /// Test upgrades of the catalog's releases.
+    #[command(subcommand)]
+    Upgrade(UpgradeCommand),
+}
+
+/// `olmpack upgrade …`.
+#[derive(Debug, Subcommand)]
+enum UpgradeCommand {
+    /// Let the real OLM v0 (on a local control plane, no cluster needed) install every
+    /// release by Subscription and upgrade along every edge it takes; report what OLM said.
+    Olm(upgrade_olm::OlmArgs),
 }
 
 /// The result of a command: an exit code, or an error that stops it.
@@ -69,6 +81,7 @@ pub fn main() -> ExitCode {
         Command::Catalog(cmd) => catalog::run(cmd),
         Command::Image(cmd) => image::run(cmd),
         Command::Plan(cmd) => plan::run(cmd),
+        Command::Upgrade(UpgradeCommand::Olm(args)) => upgrade_olm::run(args),
     };
     match result {
         Ok(code) => code,

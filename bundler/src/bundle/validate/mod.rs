@@ -25,6 +25,7 @@ mod crd;
 mod csv;
 mod deprecated;
 mod layout;
+mod mounts;
 mod operatorhub;
 mod practices;
 mod webhooks;
@@ -70,6 +71,7 @@ pub fn validate(bundle: &LoadedBundle, options: &Options) -> Report {
         };
         csv::check(&ctx, &mut out);
         webhooks::check(&ctx, &mut out);
+        mounts::check(&ctx, &mut out);
         operatorhub::check(&ctx, &mut out);
         practices::check(&ctx, &mut out);
     }
