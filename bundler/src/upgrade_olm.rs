@@ -7,6 +7,9 @@
 //!   OLM v0 has a successor for it ([`crate::catalog::upgrade::v0_successor`]), approve the
 //!   next InstallPlan and expect exactly that successor. Channels whose entries are identical
 //!   share their cases (OLM resolves them identically); the report names every channel.
+//! - OLM is served the catalog with every bundle's image cleared ([`inline_catalog`]), so
+//!   that it installs the `olm.bundle.object` manifests inline instead of unpacking bundle
+//!   images with a Job (no kubelet, no registry here).
 //! - Each case runs in its own [`upgrade_tests::OlmEnv`] (cases never see each other's
 //!   objects); up to `jobs` at once.
 //! - Between install and upgrade, every `alm-examples` object of the installed CSV is created;
@@ -44,6 +47,50 @@ pub enum OlmRunError {
     NoPackage { dir: PathBuf, package: String },
     #[error("the OLM test environment failed")]
     Env(#[from] upgrade_tests::olm::OlmError),
+    #[error(
+        "bundle {bundle} has no olm.bundle.object properties: OLM would unpack its image with a Job, which needs a kubelet; render the catalog with `olmpack generate` or `opm render` (without --migrate-level)"
+    )]
+    NoObjects { bundle: String },
+    #[error("failed to write the catalog served to OLM to {path}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to render the catalog served to OLM")]
+    Render(#[from] crate::catalog::write::WriteError),
+}
+
+/// The catalog of `dir` as it is served to OLM, in a temp directory: each bundle's `image`
+/// cleared. OLM v0 installs a bundle's `olm.bundle.object` manifests inline only when the
+/// bundle names no image; with an image it unpacks that image with a Job, which needs a
+/// kubelet and a registry. The manifests are the same either way for a catalog rendered
+/// from its bundles (what `opm render` and `olmpack generate` write).
+pub fn inline_catalog(dir: &Path) -> Result<tempfile::TempDir, OlmRunError> {
+    let loaded = load_dir(dir).map_err(|source| OlmRunError::Load {
+        dir: dir.to_owned(),
+        source,
+    })?;
+    let mut config = loaded.config;
+    for bundle in &mut config.bundles {
+        if !bundle.properties.iter().any(|p| p.type_ == "olm.bundle.object") {
+            return Err(OlmRunError::NoObjects {
+                bundle: bundle.name.clone(),
+            });
+        }
+        bundle.image.clear();
+    }
+    let text = crate::catalog::write::to_string(&config, crate::catalog::write::Format::Json)?;
+    let out = tempfile::Builder::new()
+        .prefix("olmpack-olm-catalog-")
+        .tempdir()
+        .map_err(|source| OlmRunError::Write {
+            path: std::env::temp_dir(),
+            source,
+        })?;
+    let path = out.path().join("catalog.json");
+    std::fs::write(&path, text).map_err(|source| OlmRunError::Write { path, source })?;
+    Ok(out)
 }
 
 /// One install (and at most one upgrade) to run.
@@ -280,7 +327,8 @@ pub async fn run_case(
         webhook_command: options.webhook_command.clone(),
     })
     .await?;
-    let catalog = env.serve_catalog("olmpack", catalog_dir).await?;
+    let served = inline_catalog(catalog_dir)?;
+    let catalog = env.serve_catalog("olmpack", served.path()).await?;
     env.subscribe(&catalog, &case.package, &case.channels[0], &case.from)
         .await?;
     let install = env.next_step(&case.package, options.timeouts).await?;

@@ -246,6 +246,17 @@ impl OlmEnv {
         )
     }
 
+    /// The catalog-operator's last error lines (resolution problems show up there).
+    pub fn catalog_operator_errors(&self) -> Vec<String> {
+        let tail = self.catalog_operator.log_tail();
+        let errors: Vec<String> = tail
+            .lines()
+            .filter(|l| l.contains("level=error") || l.contains("level=warn"))
+            .map(|l| format!("catalog-operator: {l}"))
+            .collect();
+        errors[errors.len().saturating_sub(3)..].to_vec()
+    }
+
     /// Serves the File-Based Catalog `dir` with `opm serve` and registers it as CatalogSource
     /// `name`; returns once OLM reports the connection READY.
     pub async fn serve_catalog(&self, name: &str, dir: &Path) -> Result<Catalog, OlmError> {

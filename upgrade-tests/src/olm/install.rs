@@ -207,12 +207,17 @@ impl OlmEnv {
                 message: c.message.clone(),
             });
         }
+        let conditions: Vec<String> = status
+            .conditions
+            .iter()
+            .map(|c| format!("{}={} {}: {}", c.type_, c.status, c.reason, c.message))
+            .collect();
         Ok(Outcome::TimedOut {
             waiting_for: format!("an InstallPlan for Subscription {package} ({waited:?})"),
             phase: status.state,
             reason: String::new(),
-            message: String::new(),
-            pods: Vec::new(),
+            message: conditions.join("; "),
+            pods: self.catalog_operator_errors(),
         })
     }
 
