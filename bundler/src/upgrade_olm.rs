@@ -73,7 +73,11 @@ pub fn inline_catalog(dir: &Path) -> Result<tempfile::TempDir, OlmRunError> {
     })?;
     let mut config = loaded.config;
     for bundle in &mut config.bundles {
-        if !bundle.properties.iter().any(|p| p.type_ == "olm.bundle.object") {
+        if !bundle
+            .properties
+            .iter()
+            .any(|p| p.type_ == "olm.bundle.object")
+        {
             return Err(OlmRunError::NoObjects {
                 bundle: bundle.name.clone(),
             });
