@@ -9,18 +9,14 @@
 //! deprecations. Rendering uses `OLMPACK_BENCH_RENDER` (default 100) bundle directories
 //! re-versioned from the test fixture. Run: `cargo bench -p olmpack --bench catalog`.
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
+
+use support::{best_of, env_usize};
 
 use base64::Engine as _;
 use serde_json::{Value, json};
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 /// Deterministic filler text.
 fn lorem(seed: usize, len: usize) -> String {
@@ -169,39 +165,6 @@ fn bundle_dirs(root: &Path, count: usize) -> Vec<PathBuf> {
             dir
         })
         .collect()
-}
-
-/// Runs `program args` under `/usr/bin/time`; returns (seconds, peak RSS in MiB, success).
-fn measure(program: &Path, args: &[&str]) -> (f64, f64, bool) {
-    let out = Command::new("/usr/bin/time")
-        .args(["-f", "TIME %e %M"])
-        .arg(program)
-        .args(args)
-        .output()
-        .expect("/usr/bin/time runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let line = stderr
-        .lines()
-        .rev()
-        .find(|l| l.starts_with("TIME "))
-        .unwrap_or_else(|| panic!("no timing from {}: {stderr}", program.display()));
-    let mut parts = line.split_whitespace().skip(1);
-    let secs: f64 = parts.next().unwrap().parse().unwrap();
-    let kib: f64 = parts.next().unwrap().parse().unwrap();
-    (secs, kib / 1024.0, out.status.success())
-}
-
-/// Best wall time and highest RSS over `runs` runs.
-fn best_of(runs: usize, program: &Path, args: &[&str]) -> (f64, f64) {
-    let mut best = f64::MAX;
-    let mut rss: f64 = 0.0;
-    for _ in 0..runs {
-        let (secs, mib, ok) = measure(program, args);
-        assert!(ok, "{} {args:?} failed", program.display());
-        best = best.min(secs);
-        rss = rss.max(mib);
-    }
-    (best, rss)
 }
 
 fn main() {

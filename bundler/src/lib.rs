@@ -7,8 +7,13 @@
 //!   any bundle directory.
 //! - [`catalog`]: File-Based Catalogs: model, render, templates, upgrade graphs, validation.
 //! - [`image`]: bundle and catalog images without a container engine; OCI layouts and pushes.
+//! - [`compat`]: CRD compatibility across upgrades (OLM v0 and OLM v1 checks, every edge of
+//!   an upgrade graph).
 //! - [`report`]: validation findings and their text/JSON/JUnit output.
+//! - [`input`]: reading input files safely (regular files only, bounded, symlinks kept inside).
 //! - [`output`]: generated file trees, written atomically or checked against disk.
+//! - [`upgrade_graph`]: the plan's upgrade graph, the one source of CSV and channel edges.
+//! - [`upgrade_olm`]: the real OLM v0 installs and upgrades a catalog's releases (`olmpack upgrade olm`).
 //! - [`release`]: the whole release job — bundles and catalog from one plan.
 //!
 //! Pure code in the middle, I/O at the edges: only plan and manifest loading, `output`, and
@@ -17,13 +22,16 @@
 
 pub mod bundle;
 pub mod catalog;
+pub mod compat;
 pub mod image;
+pub mod input;
 pub mod json;
 pub mod names;
 pub mod output;
 pub mod plan;
 pub mod release;
 pub mod report;
+pub mod upgrade_graph;
 pub mod upgrade_olm;
 pub mod yaml;
 

@@ -4,6 +4,11 @@
 //! - [`FileTree::write_to`] never leaves a half-written directory: the tree is written to a
 //!   sibling temp directory, then swapped into place with renames. If anything fails, the old
 //!   directory is untouched and the temp directory removed.
+//! - It replaces only what olmpack made: nothing, an empty directory, a directory carrying the
+//!   [`STAMP_FILE`] olmpack writes into every tree, or a directory whose every file is one this
+//!   tree writes (a tree generated before stamps existed). Anything else (a file, a symlink, a
+//!   device, a directory with other files) is refused before a byte is written
+//!   ([`FileTree::check_replaceable`]).
 //! - [`FileTree::check_against`] reports every difference (missing, extra, changed files, the
 //!   latter with a unified diff); an empty list means the directory is up to date.
 //! - Paths are relative and use `/`; iteration order is the sorted path order, so output that
@@ -31,7 +36,19 @@ pub enum OutputError {
     },
     #[error("refusing to write outside the output directory: {path}")]
     Escapes { path: PathBuf },
+    #[error(
+        "{path}: {reason}; olmpack replaces only directories it generated, so nothing was written (pick another output directory, or remove it yourself)"
+    )]
+    NotReplaceable { path: PathBuf, reason: String },
 }
+
+/// The file olmpack puts into every directory it generates; a directory with it may be
+/// replaced by the next run. [`FileTree::check_against`] ignores it. It is empty: a catalog
+/// directory is served as it is (`opm serve`, catalog images), and an empty file holds no
+/// catalog objects, so every reader skips it.
+pub const STAMP_FILE: &str = ".olmpack-generated";
+
+const STAMP: &[u8] = b"";
 
 /// Files to be written under one directory, keyed by relative path.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -109,8 +126,76 @@ impl FileTree {
         self.files.values().map(Vec::len).sum()
     }
 
-    /// Replaces `dir` with exactly this tree (see the module contract).
+    /// Whether [`FileTree::write_to`] may replace `dir` (see the module contract).
+    pub fn check_replaceable(&self, dir: &Path) -> Result<(), OutputError> {
+        let refuse = |reason: &str| OutputError::NotReplaceable {
+            path: dir.to_path_buf(),
+            reason: reason.to_owned(),
+        };
+        let meta = match fs::symlink_metadata(dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(source) => {
+                return Err(OutputError::Read {
+                    path: dir.to_path_buf(),
+                    source,
+                });
+            }
+            Ok(meta) => meta,
+        };
+        let file_type = meta.file_type();
+        if file_type.is_symlink() {
+            return Err(refuse("is a symlink, not a directory olmpack generated"));
+        }
+        if file_type.is_file() {
+            return Err(refuse("is a file, not a directory"));
+        }
+        if !file_type.is_dir() {
+            return Err(refuse("is not a directory (a device, FIFO or socket)"));
+        }
+        if fs::symlink_metadata(dir.join(STAMP_FILE)).is_ok_and(|m| m.is_file()) {
+            return Ok(());
+        }
+        match self.first_foreign_entry(dir)? {
+            None => Ok(()),
+            Some(foreign) => Err(refuse(&format!(
+                "is a directory olmpack did not generate (it holds {}, which olmpack would not write)",
+                foreign.display()
+            ))),
+        }
+    }
+
+    /// The first entry under `dir` (relative) that is not a file this tree writes.
+    fn first_foreign_entry(&self, dir: &Path) -> Result<Option<PathBuf>, OutputError> {
+        let mut stack = vec![PathBuf::new()];
+        while let Some(rel) = stack.pop() {
+            let abs = dir.join(&rel);
+            let entries = fs::read_dir(&abs).map_err(|source| OutputError::Read {
+                path: abs.clone(),
+                source,
+            })?;
+            for entry in entries {
+                let entry = entry.map_err(|source| OutputError::Read {
+                    path: abs.clone(),
+                    source,
+                })?;
+                let path = rel.join(entry.file_name());
+                let file_type = entry.file_type().map_err(|source| OutputError::Read {
+                    path: dir.join(&path),
+                    source,
+                })?;
+                if file_type.is_dir() && self.files.keys().any(|f| f.starts_with(&path)) {
+                    stack.push(path);
+                } else if !(file_type.is_file() && self.files.contains_key(&path)) {
+                    return Ok(Some(path));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Replaces `dir` with exactly this tree plus the [`STAMP_FILE`] (see the module contract).
     pub fn write_to(&self, dir: &Path) -> Result<(), OutputError> {
+        self.check_replaceable(dir)?;
         let parent = match dir.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
@@ -143,6 +228,10 @@ impl FileTree {
                 source,
             })?;
         }
+        fs::write(staging.path().join(STAMP_FILE), STAMP).map_err(|source| OutputError::Write {
+            path: dir.join(STAMP_FILE),
+            source,
+        })?;
         let staged = staging.keep();
         let swap = || -> Result<(), std::io::Error> {
             if dir.exists() {
@@ -187,7 +276,7 @@ impl FileTree {
             }
         }
         for path in on_disk.keys() {
-            if !self.files.contains_key(path) {
+            if !self.files.contains_key(path) && path != Path::new(STAMP_FILE) {
                 drifts.push(Drift::Extra(path.clone()));
             }
         }
@@ -195,39 +284,20 @@ impl FileTree {
     }
 }
 
-/// Reads every regular file under `dir` (empty if `dir` does not exist).
+/// Reads every regular file under `dir` (empty if `dir` does not exist), through the safe
+/// reader ([`crate::input::read_tree`]); entries it refuses count as files that should not be
+/// there (empty contents).
 pub fn read_tree(dir: &Path) -> Result<BTreeMap<PathBuf, Vec<u8>>, OutputError> {
-    let mut files = BTreeMap::new();
-    if !dir.exists() {
-        return Ok(files);
+    if fs::symlink_metadata(dir).is_err() {
+        return Ok(BTreeMap::new());
     }
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(current) = stack.pop() {
-        let entries = fs::read_dir(&current).map_err(|source| OutputError::Read {
-            path: current.clone(),
-            source,
-        })?;
-        for entry in entries {
-            let entry = entry.map_err(|source| OutputError::Read {
-                path: current.clone(),
-                source,
-            })?;
-            let path = entry.path();
-            let file_type = entry.file_type().map_err(|source| OutputError::Read {
-                path: path.clone(),
-                source,
-            })?;
-            if file_type.is_dir() {
-                stack.push(path);
-            } else if file_type.is_file() {
-                let contents = fs::read(&path).map_err(|source| OutputError::Read {
-                    path: path.clone(),
-                    source,
-                })?;
-                let relative = path.strip_prefix(dir).unwrap_or(&path).to_path_buf();
-                files.insert(relative, contents);
-            }
-        }
+    let tree = crate::input::read_tree(dir).map_err(|err| OutputError::Read {
+        path: dir.to_path_buf(),
+        source: std::io::Error::other(err.to_string()),
+    })?;
+    let mut files = tree.files;
+    for refused in tree.refused {
+        files.entry(refused.file).or_default();
     }
     Ok(files)
 }

@@ -186,15 +186,41 @@ impl Report {
         u8::from(self.has_errors())
     }
 
+    /// The report in `format`. Values are shown safely: in text and JUnit, control and bidi
+    /// characters appear as `<U+XXXX>`; JSON carries them raw, escaped as JSON (`\u202e`); in
+    /// every format a value longer than [`MAX_SHOWN`] characters is shortened.
     pub fn render(&self, format: OutputFormat) -> String {
         match format {
-            OutputFormat::Text => self.to_text(),
+            OutputFormat::Text => self.shown(safe_text).to_text(),
             OutputFormat::Json => {
-                let mut s = serde_json::to_string_pretty(self).expect("a report always serializes");
+                let raw = self.shown(safe_raw);
+                let s = serde_json::to_string_pretty(&raw).expect("a report always serializes");
+                let mut s = escape_invisible_in_json(&s);
                 s.push('\n');
                 s
             }
-            OutputFormat::Junit => self.to_junit(),
+            OutputFormat::Junit => self.shown(safe_text).to_junit(),
+        }
+    }
+
+    /// A copy with every text passed through `show`.
+    fn shown(&self, show: fn(&str) -> String) -> Report {
+        let path = |p: &PathBuf| PathBuf::from(show(&p.to_string_lossy()));
+        Report {
+            subject: show(&self.subject),
+            findings: self
+                .findings
+                .iter()
+                .map(|f| Finding {
+                    rule: f.rule.clone(),
+                    severity: f.severity,
+                    file: f.file.as_ref().map(path),
+                    object: f.object.as_deref().map(show),
+                    field: f.field.as_deref().map(show),
+                    message: show(&f.message),
+                    hint: f.hint.as_deref().map(show),
+                })
+                .collect(),
         }
     }
 
@@ -287,6 +313,109 @@ pub fn error_chain(err: &dyn std::error::Error) -> String {
     text
 }
 
+/// Longest value (a run of characters without spaces) shown whole.
+pub const MAX_SHOWN: usize = 200;
+
+/// Characters that change how text around them is displayed without being visible: bidi
+/// controls, zero-width characters, the byte-order mark.
+fn is_invisible(c: char) -> bool {
+    matches!(c, '\u{061c}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+}
+
+/// Text safe for a terminal: control characters (except newlines and tabs) and invisible
+/// ones shown as `<U+XXXX>`, Rust's `\u{…}` escapes shown the same way, and long values
+/// shortened.
+pub fn safe_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in undo_rust_escapes(&shorten(text)).chars() {
+        if (c.is_control() && c != '\n' && c != '\t') || is_invisible(c) {
+            let _ = write!(out, "<U+{:04X}>", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Text for JSON: raw characters (Rust's `\u{…}` escapes undone), long values shortened;
+/// the JSON writer escapes the rest.
+pub fn safe_raw(text: &str) -> String {
+    undo_rust_escapes(&shorten(text))
+}
+
+/// Escapes invisible characters in serialized JSON (they are legal raw, but hide text).
+fn escape_invisible_in_json(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        if is_invisible(c) {
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `\u{202e}` (how Rust's debug format escapes a character) → the character itself.
+fn undo_rust_escapes(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("\\u{") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 3..];
+        let decoded = after.find('}').and_then(|end| {
+            let c = char::from_u32(u32::from_str_radix(&after[..end], 16).ok()?)?;
+            Some((c, end))
+        });
+        match decoded {
+            Some((c, end)) => {
+                out.push(c);
+                rest = &after[end + 1..];
+            }
+            None => {
+                out.push_str(&rest[i..i + 3]);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Every run of more than [`MAX_SHOWN`] non-space characters cut to its start and end.
+fn shorten(text: &str) -> String {
+    if text.len() <= MAX_SHOWN {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len().min(64 * 1024));
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        let count = word.chars().count();
+        if count > MAX_SHOWN {
+            let head: String = word.chars().take(MAX_SHOWN / 2).collect();
+            let tail: String = word.chars().skip(count - 20).collect();
+            let _ = write!(
+                out,
+                "{head}…[{} characters left out]…{tail}",
+                count - MAX_SHOWN / 2 - 20
+            );
+        } else {
+            out.push_str(word);
+        }
+        word.clear();
+    };
+    for c in text.chars() {
+        if c.is_whitespace() {
+            flush(&mut word, &mut out);
+            out.push(c);
+        } else {
+            word.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
+}
+
 /// `s` with XML's five special characters escaped.
 pub fn xml_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -358,6 +487,28 @@ mod tests {
         assert!(xml.contains("message=\"bad &quot;quote&quot; &amp; &lt;tag&gt;\""));
         let clean = Report::new("ok").render(OutputFormat::Junit);
         assert!(clean.contains("tests=\"1\" failures=\"0\""));
+    }
+
+    #[test]
+    fn values_are_shown_safely() {
+        let mut report = Report::new("x");
+        let long = "a".repeat(10_000);
+        report.push(Finding::error(
+            "x/y",
+            String::from("name \u{202e}gpj \\u{0} ") + &long,
+        ));
+        let text = report.render(OutputFormat::Text);
+        assert!(text.contains("name <U+202E>gpj <U+0000> aaa"), "{text}");
+        assert!(text.len() < 1000, "{}", text.len());
+        let json = report.render(OutputFormat::Json);
+        assert!(json.contains("name \\u202egpj \\u0000 aaa"), "{json}");
+        let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert!(
+            value["findings"][0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("\u{202e}gpj \u{0}")
+        );
     }
 
     #[test]

@@ -234,7 +234,7 @@ fn bad_input_names_file_and_field_and_writes_nothing() {
                     .replace("  displayName: Guestbook Operator\n", "");
                 std::fs::write(path, text).unwrap();
             }),
-            2,
+            1,
             vec!["olmpack.yaml: csv: missing field `displayName`"],
         ),
         (
@@ -246,7 +246,7 @@ fn bad_input_names_file_and_field_and_writes_nothing() {
                     "  - version: 1.2.0\n    manifests: deploy/1.1.1\n    skipRang: \">=1.0.0 <1.2.0\"\n",
                 )
             }),
-            2,
+            1,
             vec!["olmpack.yaml: releases[3].skipRang: unknown field `skipRang`"],
         ),
         (
@@ -255,7 +255,8 @@ fn bad_input_names_file_and_field_and_writes_nothing() {
             1,
             vec![
                 "error[plan/sample-unreadable]",
-                "olmpack.yaml: samples[1]: cannot read sample file",
+                "olmpack.yaml: samples[1]:",
+                "samples/v1.yaml: does not exist",
             ],
         ),
     ];

@@ -24,6 +24,8 @@
 
 pub mod binaries;
 pub mod control_plane;
+pub mod corpus;
+pub mod defects;
 pub mod https;
 pub mod olm;
 pub mod pki;

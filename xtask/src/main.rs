@@ -5,7 +5,10 @@
 //!   left no process and no test-environment directory behind.
 //! - `cargo xtask env` prints the `export` lines that point a plain `cargo test` at the tools.
 //! - `cargo xtask lint` runs `cargo fmt --check` and `cargo clippy -D warnings`.
+//! - `cargo xtask conformance` unpacks the real-world corpora once and runs the `realworld_`
+//!   tests against them.
 
+mod corpus;
 mod sweep;
 mod tools;
 
@@ -43,6 +46,18 @@ enum Cmd {
     Env,
     /// Check formatting and run clippy with warnings denied.
     Lint,
+    /// Unpack the real-world corpora (once, into ~/.cache/olmpack/corpus) and run the
+    /// `realworld_` conformance tests against them and the real tools.
+    ///
+    /// Without the corpus ($OLMPACK_CORPUS, default ../shared/corpus) it says so and exits 0,
+    /// except under CI=true, where a missing corpus is a failure.
+    Conformance {
+        /// Only run conformance tests whose name contains this string (default: `realworld_`).
+        filter: Option<String>,
+        /// More arguments for the test harness (after `--`), e.g. `--nocapture`.
+        #[arg(last = true)]
+        harness_args: Vec<String>,
+    },
     /// Regenerate the reference operator's generated files: operator/deploy/<release>/ from
     /// `webapp-operator manifests`, then bundle/ and catalog/ with `olmpack generate`.
     Regenerate,
@@ -71,6 +86,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             for (key, value) in layout.test_env(&pins) {
                 println!("export {key}={}", shell_quote(&value.to_string_lossy()));
             }
+            let cache = corpus::cache_dir()?;
+            println!(
+                "export OLMPACK_CORPUS_CACHE={}",
+                shell_quote(&cache.to_string_lossy())
+            );
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Lint => {
@@ -91,7 +111,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Test {
             filter,
             harness_args,
-        } => test(&root, filter, harness_args),
+        } => test(&root, filter, harness_args, Vec::new()),
+        Cmd::Conformance {
+            filter,
+            harness_args,
+        } => conformance(&root, filter, harness_args),
         Cmd::Regenerate => {
             regenerate(&root)?;
             Ok(ExitCode::SUCCESS)
@@ -155,7 +179,36 @@ fn setup(root: &Path) -> Result<(tools::Pins, tools::Layout)> {
     Ok((pins, layout))
 }
 
-fn test(root: &Path, filter: Option<String>, harness_args: Vec<String>) -> Result<ExitCode> {
+fn conformance(root: &Path, filter: Option<String>, harness_args: Vec<String>) -> Result<ExitCode> {
+    let source = corpus::source_dir(root);
+    let cache = corpus::cache_dir()?;
+    let missing = corpus::ensure_unpacked(&source, &cache)?;
+    if !missing.is_empty() {
+        eprintln!(
+            "xtask: conformance NOT RUN: corpus archive(s) missing: {}",
+            missing.join(", ")
+        );
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            eprintln!("xtask: CI=true and the corpus is missing: failing");
+            return Ok(ExitCode::FAILURE);
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let filter = filter.unwrap_or_else(|| "realworld_".to_owned());
+    anyhow::ensure!(
+        filter.contains("realworld_"),
+        "conformance runs only `realworld_` tests; {filter:?} names none"
+    );
+    let env = vec![("OLMPACK_CORPUS_CACHE".to_owned(), cache.into_os_string())];
+    test(root, Some(filter), harness_args, env)
+}
+
+fn test(
+    root: &Path,
+    filter: Option<String>,
+    harness_args: Vec<String>,
+    extra_env: Vec<(String, std::ffi::OsString)>,
+) -> Result<ExitCode> {
     let (pins, layout) = setup(root)?;
 
     // Every test environment puts its data, certificates and logs under this directory
@@ -173,7 +226,7 @@ fn test(root: &Path, filter: Option<String>, harness_args: Vec<String>) -> Resul
         .args(["test", "--workspace", "--no-fail-fast"])
         .env("TMPDIR", &scratch)
         .env("OLMPACK_WORKSPACE", root);
-    for (key, value) in layout.test_env(&pins) {
+    for (key, value) in layout.test_env(&pins).into_iter().chain(extra_env) {
         cmd.env(key, value);
     }
     let mut passthrough = Vec::new();

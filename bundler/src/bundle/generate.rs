@@ -16,8 +16,9 @@ use super::manifests::{self, Sourced};
 use super::pin;
 use super::validate;
 use crate::output::FileTree;
-use crate::plan::{LoadedPlan, upgrade};
+use crate::plan::LoadedPlan;
 use crate::report::{Finding, Report, Severity};
+use crate::upgrade_graph::UpgradeGraph;
 
 /// Failure to generate bundles.
 #[derive(Debug, thiserror::Error)]
@@ -67,11 +68,13 @@ pub struct Generated {
     /// Each generated bundle as read back for validation, keyed by release version (so later
     /// steps, like rendering the catalog, need not parse the files again).
     pub bundles: std::collections::BTreeMap<String, LoadedBundle>,
+    /// The plan's upgrade graph the CSVs' edges were read from (the catalog reads the same).
+    pub graph: UpgradeGraph,
 }
 
 /// Generates the bundle of every release (or one, see [`GenerateOptions::only_version`]).
 pub fn generate(plan: &LoadedPlan, options: &GenerateOptions) -> Result<Generated, GenerateError> {
-    let edges = upgrade::edges(plan);
+    let graph = UpgradeGraph::from_plan(plan);
     let mut problems = Vec::new();
     let plan_samples = read_samples(plan, &plan.plan.samples, "samples", &mut problems);
     let icon = read_icon(plan, &mut problems);
@@ -122,7 +125,19 @@ pub fn generate(plan: &LoadedPlan, options: &GenerateOptions) -> Result<Generate
             &format!("releases[{i}].samples"),
             &mut problems,
         );
-        let inputs = match manifests::read_dir(&plan.resolve(&release.manifests)) {
+        let dir = match plan.resolve_input(&release.manifests) {
+            Ok(dir) => dir,
+            Err(err) => {
+                problems.push(plan_path_finding(
+                    plan,
+                    "plan/manifests-unreadable",
+                    &err,
+                    format!("releases[{i}].manifests"),
+                ));
+                continue;
+            }
+        };
+        let inputs = match manifests::read_dir(&dir, plan.input_root()) {
             Ok(inputs) => inputs,
             Err(found) => {
                 problems.extend(found);
@@ -134,7 +149,10 @@ pub fn generate(plan: &LoadedPlan, options: &GenerateOptions) -> Result<Generate
             version: &version,
             csv: &plan.plan.csv,
             icon: icon.clone(),
-            edges: edges.get(&release.version).cloned().unwrap_or_default(),
+            edges: graph
+                .csv_edges(&release.version)
+                .cloned()
+                .unwrap_or_default(),
             created_at,
             samples: plan_samples.clone(),
             release_samples,
@@ -193,6 +211,7 @@ pub fn generate(plan: &LoadedPlan, options: &GenerateOptions) -> Result<Generate
                 .cloned()
                 .map(|f| with_plan_file(f, &plan_file)),
         );
+        report.extend(graph.findings_for(&release.version).cloned());
         report.normalize();
         if report.has_errors() {
             problems.extend(
@@ -249,6 +268,7 @@ pub fn generate(plan: &LoadedPlan, options: &GenerateOptions) -> Result<Generate
         tree,
         reports,
         bundles,
+        graph,
     })
 }
 
@@ -273,6 +293,18 @@ fn locate_in(mut finding: Finding, dir: &Path) -> Finding {
     finding
 }
 
+/// A finding on the plan for a path it names that cannot be used.
+fn plan_path_finding(
+    plan: &LoadedPlan,
+    rule: &str,
+    err: &crate::input::InputError,
+    field: String,
+) -> Finding {
+    Finding::error(rule, err.to_string())
+        .file(plan.path.display().to_string())
+        .field(field)
+}
+
 fn read_samples(
     plan: &LoadedPlan,
     paths: &[PathBuf],
@@ -281,18 +313,18 @@ fn read_samples(
 ) -> Vec<Sourced> {
     let mut samples = Vec::new();
     for (i, path) in paths.iter().enumerate() {
-        let file = plan.resolve(path);
-        let text = match std::fs::read_to_string(&file) {
-            Ok(text) => text,
+        let read = plan
+            .resolve_input(path)
+            .and_then(|file| crate::input::text(&file).map(|text| (file, text)));
+        let (file, text) = match read {
+            Ok(read) => read,
             Err(err) => {
-                problems.push(
-                    Finding::error(
-                        "plan/sample-unreadable",
-                        format!("cannot read sample file {}: {err}", file.display()),
-                    )
-                    .file(plan.path.display().to_string())
-                    .field(format!("{field}[{i}]")),
-                );
+                problems.push(plan_path_finding(
+                    plan,
+                    "plan/sample-unreadable",
+                    &err,
+                    format!("{field}[{i}]"),
+                ));
                 continue;
             }
         };
@@ -315,21 +347,21 @@ fn read_samples(
 
 fn read_icon(plan: &LoadedPlan, problems: &mut Vec<Finding>) -> Option<(String, String)> {
     let icon = plan.plan.csv.icon.as_ref()?;
-    let file = plan.resolve(&icon.path);
-    match std::fs::read(&file) {
+    let read = plan
+        .resolve_input(&icon.path)
+        .and_then(|file| crate::input::read(&file));
+    match read {
         Ok(bytes) => Some((
             base64::engine::general_purpose::STANDARD.encode(bytes),
             icon.mediatype.clone(),
         )),
         Err(err) => {
-            problems.push(
-                Finding::error(
-                    "plan/icon-unreadable",
-                    format!("cannot read icon {}: {err}", file.display()),
-                )
-                .file(plan.path.display().to_string())
-                .field("csv.icon.path"),
-            );
+            problems.push(plan_path_finding(
+                plan,
+                "plan/icon-unreadable",
+                &err,
+                "csv.icon.path".to_owned(),
+            ));
             None
         }
     }

@@ -31,7 +31,7 @@ pub enum LoadError {
     Read {
         path: PathBuf,
         #[source]
-        source: crate::output::OutputError,
+        source: crate::input::InputError,
     },
 }
 
@@ -132,14 +132,21 @@ pub fn load_dir(dir: &Path) -> Result<LoadedBundle, LoadError> {
             path: dir.to_path_buf(),
         });
     }
-    let files = crate::output::read_tree(dir).map_err(|source| LoadError::Read {
+    let tree = crate::input::read_tree(dir).map_err(|source| LoadError::Read {
         path: dir.to_path_buf(),
         source,
     })?;
-    Ok(load_files(
+    let mut bundle = load_files(
         dir,
-        files.iter().map(|(p, c)| (p.as_path(), c.as_slice())),
-    ))
+        tree.files.iter().map(|(p, c)| (p.as_path(), c.as_slice())),
+    );
+    bundle
+        .problems
+        .extend(tree.refused.iter().map(|r| FileProblem {
+            file: r.file.clone(),
+            message: r.message(),
+        }));
+    Ok(bundle)
 }
 
 /// Reads a bundle from files in memory (relative path → contents), e.g. one just generated;

@@ -102,26 +102,33 @@ pub struct Inputs {
     pub notes: Vec<Finding>,
 }
 
-/// Reads every manifest under `dir`; `Err` holds every problem found.
-pub fn read_dir(dir: &Path) -> Result<Inputs, Vec<Finding>> {
-    let files = match crate::output::read_tree(dir) {
-        Ok(files) if files.is_empty() => {
+/// Reads every manifest under `dir` (symlinks may lead anywhere inside `root`, see
+/// [`crate::input::read_tree_within`]); `Err` holds every problem found.
+pub fn read_dir(dir: &Path, root: Option<&Path>) -> Result<Inputs, Vec<Finding>> {
+    let tree = match crate::input::read_tree_within(dir, root) {
+        Ok(tree) if tree.files.is_empty() && tree.refused.is_empty() => {
             return Err(vec![
-                Finding::error("input/no-manifests", "the manifests directory is empty or missing")
+                Finding::error("input/no-manifests", "the manifests directory is empty")
                     .file(dir.display().to_string())
                     .hint("point the release's `manifests` at the output of `kustomize build`, `helm template` or your operator's manifest command"),
             ]);
         }
-        Ok(files) => files,
+        Ok(tree) => tree,
         Err(err) => {
             return Err(vec![
-                Finding::error("input/unreadable", crate::report::error_chain(&err))
-                    .file(dir.display().to_string()),
+                Finding::error("input/unreadable", err.to_string())
+                    .file(dir.display().to_string())
+                    .hint("point the release's `manifests` at a directory of Kubernetes YAML"),
             ]);
         }
     };
+    let files = tree.files;
     let mut objects = Vec::new();
-    let mut problems = Vec::new();
+    let mut problems: Vec<Finding> = tree
+        .refused
+        .iter()
+        .map(|r| Finding::error("input/refused", r.message()).file(dir.join(&r.file)))
+        .collect();
     for (relative, contents) in files {
         let is_manifest = matches!(
             relative.extension().and_then(|e| e.to_str()),
@@ -131,7 +138,7 @@ pub fn read_dir(dir: &Path) -> Result<Inputs, Vec<Finding>> {
             continue;
         }
         let file = dir.join(&relative);
-        let text = match String::from_utf8(contents) {
+        let text = match crate::input::decode(&file, contents) {
             Ok(text) => text,
             Err(_) => {
                 problems.push(Finding::error("input/not-utf8", "not UTF-8 text").file(file));

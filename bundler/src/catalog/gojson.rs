@@ -50,7 +50,10 @@ fn write_number(out: &mut Vec<u8>, n: &serde_json::Number) {
         out.extend_from_slice(n.to_string().as_bytes());
         return;
     }
-    let f = n.as_f64().unwrap_or(0.0);
+    write_float(out, n.as_f64().unwrap_or(0.0));
+}
+
+fn write_float(out: &mut Vec<u8>, f: f64) {
     let abs = f.abs();
     if f.fract() == 0.0 && abs < 1e21 {
         // An integral float survives YAML→JSON→unstructured as an int64.
@@ -93,6 +96,93 @@ fn write_string(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
+/// Writes `value` as Go's `json.Encoder` with `SetIndent("", "    ")` and
+/// `SetEscapeHTML(false)` does (what `opm render -o json` prints per blob), newline included.
+/// Struct fields keep their declaration order; maps are sorted, as Go sorts map keys.
+pub fn write_indented<T: serde::Serialize + ?Sized>(
+    out: &mut Vec<u8>,
+    value: &T,
+) -> Result<(), serde_json::Error> {
+    let mut ser = serde_json::Serializer::with_formatter(&mut *out, GoFormatter::default());
+    value.serialize(&mut ser)?;
+    out.push(b'\n');
+    Ok(())
+}
+
+/// serde_json's pretty printer with four spaces, plus Go's escaping of U+2028/U+2029 and its
+/// float format.
+struct GoFormatter {
+    pretty: serde_json::ser::PrettyFormatter<'static>,
+}
+
+impl Default for GoFormatter {
+    fn default() -> Self {
+        Self {
+            pretty: serde_json::ser::PrettyFormatter::with_indent(b"    "),
+        }
+    }
+}
+
+impl serde_json::ser::Formatter for GoFormatter {
+    fn write_f64<W: ?Sized + std::io::Write>(&mut self, w: &mut W, f: f64) -> std::io::Result<()> {
+        let mut buf = Vec::new();
+        write_float(&mut buf, f);
+        w.write_all(&buf)
+    }
+    fn write_f32<W: ?Sized + std::io::Write>(&mut self, w: &mut W, f: f32) -> std::io::Result<()> {
+        self.write_f64(w, f64::from(f))
+    }
+    fn write_string_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        let mut rest = fragment;
+        while let Some(pos) = rest.find(['\u{2028}', '\u{2029}']) {
+            w.write_all(rest[..pos].as_bytes())?;
+            let c = rest[pos..].chars().next().unwrap_or('\u{2028}');
+            write!(w, "\\u{:04x}", c as u32)?;
+            rest = &rest[pos + c.len_utf8()..];
+        }
+        w.write_all(rest.as_bytes())
+    }
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.pretty.begin_array(w)
+    }
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.pretty.end_array(w)
+    }
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.pretty.begin_array_value(w, first)
+    }
+    fn end_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.pretty.end_array_value(w)
+    }
+    fn begin_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.pretty.begin_object(w)
+    }
+    fn end_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.pretty.end_object(w)
+    }
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.pretty.begin_object_key(w, first)
+    }
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.pretty.begin_object_value(w)
+    }
+    fn end_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.pretty.end_object_value(w)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,6 +194,17 @@ mod tests {
         assert_eq!(
             String::from_utf8(to_vec(&v)).unwrap(),
             r#"{"a":"\u003cx \u0026 y\u003e","b":1,"c":[0.25,1e-7,1e+21,-3]}"#
+        );
+    }
+
+    #[test]
+    fn indented_like_go_encoder() {
+        let v = json!({"b": [], "a": {"x": 1.0, "s": "<\u{2028}>"}, "c": {}});
+        let mut out = Vec::new();
+        write_indented(&mut out, &v).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "{\n    \"a\": {\n        \"s\": \"<\\u2028>\",\n        \"x\": 1\n    },\n    \"b\": [],\n    \"c\": {}\n}\n"
         );
     }
 }

@@ -25,11 +25,11 @@ pub const INDEX_IGNORE: &str = ".indexignore";
 pub enum LoadError {
     #[error("catalog directory {path} does not exist or is not a directory")]
     NotADirectory { path: PathBuf },
-    #[error("failed to read {path}")]
+    #[error("failed to read catalog {path}")]
     Read {
         path: PathBuf,
         #[source]
-        source: std::io::Error,
+        source: crate::input::InputError,
     },
 }
 
@@ -73,7 +73,7 @@ pub fn load_dir_with(root: &Path, options: LoadOptions) -> Result<LoadedCatalog,
             path: root.to_path_buf(),
         });
     }
-    let files = list_files(root)?;
+    let (files, refused) = list_files(root)?;
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
@@ -85,15 +85,11 @@ pub fn load_dir_with(root: &Path, options: LoadOptions) -> Result<LoadedCatalog,
             .map(|part| {
                 s.spawn(move || {
                     part.iter()
-                        .map(|rel| match std::fs::read(root.join(rel)) {
+                        .map(|rel| match crate::input::read(&root.join(rel)) {
                             Ok(bytes) => parse_file_with(rel, &bytes, options),
                             Err(err) => (
                                 DeclarativeConfig::default(),
-                                vec![LoadProblem {
-                                    file: rel.clone(),
-                                    index: None,
-                                    message: format!("cannot be read: {err}"),
-                                }],
+                                vec![refused_problem(rel, &err)],
                             ),
                         })
                         .collect::<Vec<_>>()
@@ -107,6 +103,10 @@ pub fn load_dir_with(root: &Path, options: LoadOptions) -> Result<LoadedCatalog,
     });
     let mut out = LoadedCatalog {
         files: files.clone(),
+        problems: refused
+            .iter()
+            .map(|r| refused_problem(&r.file, &r.error))
+            .collect(),
         ..LoadedCatalog::default()
     };
     for (config, problems) in parsed.into_iter().flatten() {
@@ -127,6 +127,7 @@ pub fn parse_file_with(
     bytes: &[u8],
     options: LoadOptions,
 ) -> (DeclarativeConfig, Vec<LoadProblem>) {
+    let bytes = crate::input::strip_bom(bytes);
     let mut config = DeclarativeConfig::default();
     let mut problems = Vec::new();
     let problem = |index: Option<usize>, message: String| LoadProblem {
@@ -195,6 +196,7 @@ fn is_json(bytes: &[u8]) -> bool {
 
 /// Parses a stream of documents: JSON values back to back, or `---`-separated YAML.
 pub fn parse_stream(bytes: &[u8]) -> Result<Vec<Value>, String> {
+    let bytes = crate::input::strip_bom(bytes);
     if is_json(bytes) {
         let mut docs = Vec::new();
         for doc in serde_json::Deserializer::from_slice(bytes).into_iter::<Value>() {
@@ -217,56 +219,57 @@ pub fn load_stream(name: &Path, bytes: &[u8]) -> LoadedCatalog {
     }
 }
 
-/// Every file under `root` that `.indexignore` files do not hide, sorted, relative.
-fn list_files(root: &Path) -> Result<Vec<PathBuf>, LoadError> {
-    let mut matcher = IgnoreMatcher::new();
-    let mut files = Vec::new();
-    let mut dirs = vec![PathBuf::new()];
-    // Breadth-first so shallower `.indexignore` files are added before deeper ones.
-    while !dirs.is_empty() {
-        let mut next = Vec::new();
-        for rel_dir in dirs {
-            let abs = root.join(&rel_dir);
-            let read = std::fs::read_dir(&abs).map_err(|source| LoadError::Read {
-                path: abs.clone(),
-                source,
-            })?;
-            let mut entries = Vec::new();
-            for entry in read {
-                let entry = entry.map_err(|source| LoadError::Read {
-                    path: abs.clone(),
-                    source,
-                })?;
-                entries.push(entry);
-            }
-            entries.sort_by_key(|e| e.file_name());
-            for entry in entries {
-                let rel = rel_dir.join(entry.file_name());
-                let path = entry.path();
-                let meta = std::fs::metadata(&path).map_err(|source| LoadError::Read {
-                    path: path.clone(),
-                    source,
-                })?;
-                if meta.is_dir() {
-                    next.push(rel);
-                } else if entry.file_name() == INDEX_IGNORE {
-                    let text =
-                        std::fs::read_to_string(&path).map_err(|source| LoadError::Read {
-                            path: path.clone(),
-                            source,
-                        })?;
-                    matcher.add_file(&slash(&rel_dir), &text);
-                } else {
-                    files.push(rel);
-                }
-            }
-        }
-        next.sort();
-        dirs = next;
+/// A file the safe reader refused, as a load problem.
+fn refused_problem(rel: &Path, err: &crate::input::InputError) -> LoadProblem {
+    let full = err.to_string();
+    let prefix = format!("{}: ", err.path().display());
+    LoadProblem {
+        file: rel.to_path_buf(),
+        index: None,
+        message: full.strip_prefix(&prefix).unwrap_or(&full).to_owned(),
     }
-    files.retain(|f| !matcher.is_ignored(&slash(f)));
+}
+
+/// Every file under `root` that `.indexignore` files do not hide, sorted, relative; and the
+/// entries the safe reader refuses (FIFOs, symlinks leading outside, symlink cycles), unless
+/// hidden too. Fails when the files to read exceed the input limits.
+fn list_files(root: &Path) -> Result<(Vec<PathBuf>, Vec<crate::input::Refusal>), LoadError> {
+    let read_err = |source| LoadError::Read {
+        path: root.to_path_buf(),
+        source,
+    };
+    let listing = crate::input::list_tree(root, Some(root)).map_err(read_err)?;
+    let mut matcher = IgnoreMatcher::new();
+    // Shallower `.indexignore` files first, as opm applies them.
+    let mut ignores: Vec<&PathBuf> = listing
+        .files
+        .iter()
+        .map(|(rel, _)| rel)
+        .filter(|rel| rel.file_name() == Some(INDEX_IGNORE.as_ref()))
+        .collect();
+    ignores.sort_by_key(|rel| (rel.components().count(), rel.to_path_buf()));
+    for rel in ignores {
+        let text = crate::input::text(&root.join(rel)).map_err(read_err)?;
+        let dir = rel.parent().unwrap_or(Path::new(""));
+        matcher.add_file(&slash(dir), &text);
+    }
+    let keep = |rel: &Path| {
+        rel.file_name() != Some(INDEX_IGNORE.as_ref()) && !matcher.is_ignored(&slash(rel))
+    };
+    listing.check_size(keep).map_err(read_err)?;
+    let mut files: Vec<PathBuf> = listing
+        .files
+        .iter()
+        .map(|(rel, _)| rel.clone())
+        .filter(|rel| keep(rel))
+        .collect();
     files.sort();
-    Ok(files)
+    let refused = listing
+        .refused
+        .into_iter()
+        .filter(|r| !matcher.is_ignored(&slash(&r.file)))
+        .collect();
+    Ok((files, refused))
 }
 
 fn slash(path: &Path) -> String {

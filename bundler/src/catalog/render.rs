@@ -1,61 +1,147 @@
 //! A registry+v1 bundle → the `olm.bundle` blob `opm render` produces for it.
 //!
-//! Contract (what opm v1.74 does for a bundle directory, checked against it in
-//! `tests/catalog_render.rs`):
-//! - manifests: the files directly in `manifests/` not starting with `.`, first document of
-//!   each, in name order; only the first CSV counts; the CSV names the bundle;
-//! - properties: `metadata/properties.yaml`, the CSV's `operatorframework.io/properties`
-//!   annotation, `olm.package` (annotations package + CSV `spec.version`/`spec.release`),
-//!   `olm.gvk` per CRD version and owned API service, `olm.gvk.required` per required CRD and API
-//!   service and per `olm.gvk` in `dependencies.yaml`, `olm.package.required` per `olm.package`
+//! Contract (what opm v1.74 does for a bundle directory; `tests/catalog_render.rs` and the
+//! corpus test `tests/realworld_render.rs` compare with the real opm byte for byte):
+//! - manifests: every file directly in `manifests/` whose name does not start with `.`, in
+//!   name order, whatever its extension; only its first document counts, a file whose first
+//!   document does not decode as an object with a `kind` is skipped; only the first CSV
+//!   counts; the CSV names the bundle;
+//! - metadata: every file directly in `metadata/`, in name order, is tried as the
+//!   annotations file (an `annotations` mapping with a package, channels or default channel),
+//!   the dependencies file (a non-empty `dependencies` list) and the properties file (a
+//!   non-empty `properties` list); the first file that fits each role plays it, whatever its
+//!   name. Without an annotations file the bundle does not render;
+//! - properties: the properties file's, then `olm.package` (annotations package + CSV
+//!   `spec.version`/`spec.release`), the CSV's `olm.properties` annotation (e.g.
+//!   `olm.maxOpenShiftVersion`), `olm.gvk` per CRD version and owned API service, duplicates
+//!   removed; the last `olm.package` wins; `olm.gvk.required` per required CRD and API
+//!   service and per `olm.gvk` dependency, `olm.package.required` per `olm.package`
 //!   dependency, other dependencies as they are, one `olm.bundle.object` per manifest; sorted
 //!   by type then by encoded value, then `olm.bundle.object`/`olm.csv.metadata` moved last;
 //! - relatedImages: the CSV's, plus the bundle image, plus every deployment container and init
 //!   container image not already listed (with an empty name), sorted by image;
+//! - fields opm decodes into Go types (CSV metadata, version, CRD and API service
+//!   definitions, related images, CRD names and versions, typed property values) fail the
+//!   render when they have the wrong JSON type, as opm's decoding does;
 //! - [`MigrateLevel::BundleObjectToCsvMetadata`] replaces the `olm.bundle.object` properties
 //!   by one `olm.csv.metadata` — like opm, only when the bundle has an image (opm skips the
 //!   migration for a directory rendered without an image reference).
 //!
-//! The renderer works on a [`LoadedBundle`]; rendering a bundle *image* is unpacking it into
-//! one and calling [`render_loaded`] with the image reference.
+//! The renderer works on the bundle's files; rendering a bundle *image* is unpacking it and
+//! calling [`render_files`] with the image reference.
 
-use std::collections::BTreeSet;
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use super::declcfg::{Bundle, Property, RelatedImage, SCHEMA_BUNDLE};
+use super::declcfg::{Bundle, Property, RelatedImage, SCHEMA_BUNDLE, lookup};
 use super::gojson;
-use super::property::{self, TYPE_BUNDLE_OBJECT, TYPE_CSV_METADATA, TYPE_GVK, TYPE_PACKAGE};
-use crate::bundle::load::{LoadError, LoadedBundle, Object, load_dir};
+use super::property::{
+    self, PropertyError, TYPE_BUNDLE_OBJECT, TYPE_CSV_METADATA, TYPE_GVK, TYPE_PACKAGE,
+};
+use crate::bundle::load::{LoadError, LoadedBundle};
 use crate::json::{array_at, str_at};
 
-/// The CSV annotation that carries extra properties.
-pub const PROPERTIES_ANNOTATION: &str = "operatorframework.io/properties";
+/// The CSV annotation that carries extra properties (opm reads this key only).
+pub const PROPERTIES_ANNOTATION: &str = "olm.properties";
 const PACKAGE_ANNOTATION: &str = "operators.operatorframework.io.bundle.package.v1";
+const CHANNELS_ANNOTATION: &str = "operators.operatorframework.io.bundle.channels.v1";
+const DEFAULT_CHANNEL_ANNOTATION: &str = "operators.operatorframework.io.bundle.channel.default.v1";
 
-/// Why a bundle cannot be rendered.
+/// Why a bundle cannot be rendered (each is a bundle opm refuses to render too).
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {
     #[error("failed to read bundle directory")]
     Load(#[from] LoadError),
-    #[error("bundle {dir}: no bundle objects found in manifests/")]
-    NoObjects { dir: String },
-    #[error("bundle {dir}: no ClusterServiceVersion in manifests/")]
-    NoCsv { dir: String },
-    #[error("bundle {dir}: metadata/annotations.yaml has no package annotation")]
-    NoAnnotations { dir: String },
+    #[error("bundle {dir}: {file}: {message}{}", more_problems(*.more))]
+    BrokenFile {
+        dir: String,
+        file: String,
+        message: String,
+        more: usize,
+    },
+    #[error("bundle {dir}: no bundle objects found in manifests/{skipped}")]
+    NoObjects { dir: String, skipped: SkippedList },
+    #[error("bundle {dir}: no ClusterServiceVersion in manifests/{skipped}")]
+    NoCsv { dir: String, skipped: SkippedList },
     #[error(
-        "bundle {bundle}: owned CRD {name} version {version} ({kind}) is not provided by any CRD in the bundle"
+        "bundle {dir}: no file in metadata/ has an `annotations` mapping with the package annotation{skipped}"
+    )]
+    NoAnnotations { dir: String, skipped: SkippedList },
+    #[error(
+        "bundle {bundle}: owned CRD {name} version {version} ({kind}) is not provided by any CRD in the bundle{skipped}"
     )]
     MissingOwnedCrd {
         bundle: String,
         name: String,
         version: String,
         kind: String,
+        skipped: SkippedList,
     },
     #[error("bundle {bundle}: required CRD name {name:?} is not <plural>.<group>")]
     BadCrdName { bundle: String, name: String },
+    #[error("bundle {bundle}: {object}: `{field}` must be {expected}; opm cannot decode it")]
+    FieldType {
+        bundle: String,
+        object: String,
+        field: String,
+        expected: &'static str,
+    },
+    #[error("bundle {bundle}: {file}")]
+    Property {
+        bundle: String,
+        file: String,
+        #[source]
+        source: PropertyError,
+    },
+}
+
+fn more_problems(more: usize) -> String {
+    match more {
+        0 => String::new(),
+        n => format!(" (and {n} more problem(s); `olmpack bundle validate` lists them all)"),
+    }
+}
+
+/// A file opm reads but skips because its first document does not decode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Skipped {
+    /// Relative to the bundle directory.
+    pub file: PathBuf,
+    pub reason: String,
+}
+
+impl std::fmt::Display for Skipped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: skipped, as opm skips it: {}",
+            self.file.display(),
+            self.reason
+        )
+    }
+}
+
+/// The skipped files, for error messages (empty, or ` (<file>: …; …)`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SkippedList(pub Vec<Skipped>);
+
+impl std::fmt::Display for SkippedList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0.is_empty() {
+            return Ok(());
+        }
+        let items: Vec<String> = self.0.iter().map(ToString::to_string).collect();
+        write!(f, " ({})", items.join("; "))
+    }
+}
+
+/// A rendered bundle and the files opm's reading skips (worth a warning each).
+#[derive(Clone, Debug)]
+pub struct Rendered {
+    pub bundle: Bundle,
+    pub skipped: Vec<Skipped>,
 }
 
 /// How far to migrate the rendered blob (opm's `--migrate-level`).
@@ -76,226 +162,109 @@ pub struct RenderOptions {
 
 /// Renders the bundle directory at `dir`.
 pub fn render_dir(dir: &Path, options: &RenderOptions) -> Result<Bundle, RenderError> {
-    let loaded = load_dir(dir)?;
-    render_loaded(&loaded, options)
+    Ok(render_dir_reporting(dir, options)?.bundle)
 }
 
-/// The manifests opm reads: first document of each top-level file, first CSV only.
-fn manifests(b: &LoadedBundle) -> Vec<&Object> {
-    let mut csv_seen = false;
-    b.objects
+/// [`render_dir`], also returning the files opm skips.
+pub fn render_dir_reporting(dir: &Path, options: &RenderOptions) -> Result<Rendered, RenderError> {
+    if !dir.is_dir() {
+        return Err(LoadError::NotADirectory {
+            path: dir.to_path_buf(),
+        }
+        .into());
+    }
+    let tree = crate::input::read_tree(dir).map_err(|source| LoadError::Read {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    // A file opm would read that cannot be read at all (a FIFO, a symlink loop, too large) is
+    // the error, not what is missing because of it.
+    let refused: Vec<_> = tree
+        .refused
         .iter()
-        .filter(|o| o.index == 0)
-        .filter(|o| {
-            o.file.parent() == Some(Path::new(crate::bundle::load::MANIFESTS_DIR))
-                && !o
-                    .file
-                    .file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with('.'))
-        })
-        .filter(|o| {
-            if o.kind() == "ClusterServiceVersion" {
-                if csv_seen {
-                    return false;
-                }
-                csv_seen = true;
-            }
-            true
-        })
-        .collect()
+        .filter(|r| r.file.components().count() <= 2)
+        .collect();
+    if let Some(first) = refused.first() {
+        return Err(RenderError::BrokenFile {
+            dir: dir.display().to_string(),
+            file: first.file.display().to_string(),
+            message: first.message(),
+            more: refused.len() - 1,
+        });
+    }
+    render_bundle(dir, &tree.files, options)
 }
-
-type Gvk = (String, String, String);
 
 /// Renders a loaded bundle (module contract).
 pub fn render_loaded(b: &LoadedBundle, options: &RenderOptions) -> Result<Bundle, RenderError> {
-    let dir = b.dir.display().to_string();
-    let objects = manifests(b);
+    render_files(&b.dir, &b.files, options)
+}
+
+/// Renders a bundle from its files (relative path → contents); `dir` labels errors.
+pub fn render_files(
+    dir: &Path,
+    files: &BTreeMap<PathBuf, Vec<u8>>,
+    options: &RenderOptions,
+) -> Result<Bundle, RenderError> {
+    Ok(render_bundle(dir, files, options)?.bundle)
+}
+
+type Gvk = (String, String, String);
+/// group, version, kind, plural — opm's API key.
+type ApiKey = (String, String, String, String);
+
+/// [`render_files`], also returning the files opm skips (module contract).
+pub fn render_bundle(
+    dir: &Path,
+    files: &BTreeMap<PathBuf, Vec<u8>>,
+    options: &RenderOptions,
+) -> Result<Rendered, RenderError> {
+    let label = dir.display().to_string();
+    let mut skipped = Vec::new();
+    let objects = manifests(files, &mut skipped);
+    let meta = metadata(files, &mut skipped);
+    let list = || SkippedList(skipped.clone());
     if objects.is_empty() {
-        return Err(RenderError::NoObjects { dir });
+        return Err(RenderError::NoObjects {
+            dir: label,
+            skipped: list(),
+        });
     }
     let csv = objects
         .iter()
-        .find(|o| o.kind() == "ClusterServiceVersion")
-        .ok_or_else(|| RenderError::NoCsv { dir: dir.clone() })?;
-    let csv = &csv.value;
-    let name = str_at(csv, "/metadata/name").to_owned();
-    let package = b
-        .annotation(PACKAGE_ANNOTATION)
-        .ok_or_else(|| RenderError::NoAnnotations { dir: dir.clone() })?
-        .to_owned();
-    let version = str_at(csv, "/spec/version").to_owned();
-    let release = match csv.pointer("/spec/release") {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Number(n)) => n.to_string(),
-        _ => String::new(),
+        .find(|o| kind(o) == "ClusterServiceVersion")
+        .ok_or_else(|| RenderError::NoCsv {
+            dir: label.clone(),
+            skipped: list(),
+        })?;
+    let ctx = Ctx {
+        bundle: str_at(csv, "/metadata/name").to_owned(),
     };
+    ctx.check_csv(csv)?;
+    let provided = ctx.provided_apis(&objects, csv)?;
+    ctx.check_owned(csv, &provided, &skipped)?;
+    let meta = meta.ok_or_else(|| RenderError::NoAnnotations {
+        dir: label,
+        skipped: list(),
+    })?;
+    let version = ctx.version(csv)?;
+    let release = release(csv);
 
-    // Provided APIs: every CRD version, every owned API service.
-    let mut provided: BTreeSet<Gvk> = BTreeSet::new();
-    let mut crd_keys: BTreeSet<(String, String, String, String)> = BTreeSet::new();
-    for o in objects
+    // The bundle's property list, as opm's bundle parser builds it.
+    let mut own: Vec<Property> = meta.properties.clone();
+    if !meta.package.is_empty() {
+        own.push(property::package(&meta.package, &version, &release));
+    }
+    own.extend(annotation_properties(csv));
+    let gvks: BTreeSet<(&str, &str, &str)> = provided
         .iter()
-        .filter(|o| o.kind() == "CustomResourceDefinition")
-    {
-        let group = str_at(&o.value, "/spec/group");
-        let kind = str_at(&o.value, "/spec/names/kind");
-        let plural = str_at(&o.value, "/spec/names/plural");
-        let mut versions: Vec<&str> = array_at(&o.value, "/spec/versions")
-            .iter()
-            .map(|v| str_at(v, "/name"))
-            .collect();
-        let legacy = str_at(&o.value, "/spec/version");
-        if !legacy.is_empty() {
-            versions.push(legacy);
-        }
-        for v in versions {
-            provided.insert((group.into(), v.into(), kind.into()));
-            crd_keys.insert((group.into(), v.into(), kind.into(), plural.into()));
-        }
-    }
-    for api in array_at(csv, "/spec/apiservicedefinitions/owned") {
-        provided.insert((
-            str_at(api, "/group").into(),
-            str_at(api, "/version").into(),
-            str_at(api, "/kind").into(),
-        ));
-    }
-    for owned in array_at(csv, "/spec/customresourcedefinitions/owned") {
-        let crd_name = str_at(owned, "/name");
-        let (plural, group) = crd_name
-            .split_once('.')
-            .ok_or_else(|| RenderError::BadCrdName {
-                bundle: name.clone(),
-                name: crd_name.to_owned(),
-            })?;
-        let key = (
-            group.to_owned(),
-            str_at(owned, "/version").to_owned(),
-            str_at(owned, "/kind").to_owned(),
-            plural.to_owned(),
-        );
-        if !crd_keys.contains(&key) {
-            return Err(RenderError::MissingOwnedCrd {
-                bundle: name.clone(),
-                name: crd_name.to_owned(),
-                version: key.1,
-                kind: key.2,
-            });
-        }
-    }
-    let mut required: BTreeSet<Gvk> = BTreeSet::new();
-    for req in array_at(csv, "/spec/customresourcedefinitions/required") {
-        let crd_name = str_at(req, "/name");
-        let (_, group) = crd_name
-            .split_once('.')
-            .ok_or_else(|| RenderError::BadCrdName {
-                bundle: name.clone(),
-                name: crd_name.to_owned(),
-            })?;
-        required.insert((
-            group.into(),
-            str_at(req, "/version").into(),
-            str_at(req, "/kind").into(),
-        ));
-    }
-    for api in array_at(csv, "/spec/apiservicedefinitions/required") {
-        required.insert((
-            str_at(api, "/group").into(),
-            str_at(api, "/version").into(),
-            str_at(api, "/kind").into(),
-        ));
-    }
-
-    // The bundle's own property list, as opm's bundle parser builds it.
-    let mut own: Vec<Property> = Vec::new();
-    for p in b.properties.iter().flatten() {
-        own.push(Property::new(
-            str_at(p, "/type"),
-            p.get("value").cloned().unwrap_or(Value::Null),
-        ));
-    }
-    own.push(property::package(&package, &version, &release));
-    if let Some(text) = csv
-        .pointer("/metadata/annotations")
-        .and_then(|a| a.get(PROPERTIES_ANNOTATION))
-        .and_then(Value::as_str)
-        && let Ok(Value::Array(items)) = serde_json::from_str::<Value>(text)
-    {
-        for p in items {
-            own.push(Property::new(
-                str_at(&p, "/type"),
-                p.get("value").cloned().unwrap_or(Value::Null),
-            ));
-        }
-    }
+        .map(|(g, v, k, _)| (g.as_str(), v.as_str(), k.as_str()))
+        .collect();
+    own.extend(gvks.into_iter().map(|(g, v, k)| property::gvk(g, v, k)));
     dedup(&mut own);
 
-    let mut gvks: BTreeSet<Gvk> = BTreeSet::new();
-    let mut package_prop: Option<Property> = None;
-    let mut others: Vec<Property> = Vec::new();
-    for p in &own {
-        match p.type_.as_str() {
-            TYPE_GVK => {
-                gvks.insert((
-                    str_at(&p.value, "/group").into(),
-                    str_at(&p.value, "/version").into(),
-                    str_at(&p.value, "/kind").into(),
-                ));
-            }
-            TYPE_PACKAGE => {
-                package_prop = Some(property::package(
-                    str_at(&p.value, "/packageName"),
-                    str_at(&p.value, "/version"),
-                    str_at(&p.value, "/release"),
-                ));
-            }
-            _ => others.push(p.clone()),
-        }
-    }
-    let mut package_required = Vec::new();
-    for d in b.dependencies.iter().flatten() {
-        let value = d.get("value").cloned().unwrap_or(Value::Null);
-        match str_at(d, "/type") {
-            TYPE_GVK => {
-                required.insert((
-                    str_at(&value, "/group").into(),
-                    str_at(&value, "/version").into(),
-                    str_at(&value, "/kind").into(),
-                ));
-            }
-            TYPE_PACKAGE => package_required.push(property::package_required(
-                str_at(&value, "/packageName"),
-                str_at(&value, "/version"),
-            )),
-            other => others.push(Property::new(other, value)),
-        }
-    }
-    gvks.extend(provided);
-
-    let mut props: Vec<Property> = objects
-        .iter()
-        .map(|o| property::bundle_object(&gojson::to_vec(&o.value)))
-        .collect();
-    props.push(package_prop.unwrap_or_else(|| property::package(&package, &version, &release)));
-    props.extend(gvks.iter().map(|(g, v, k)| property::gvk(g, v, k)));
-    props.extend(
-        required
-            .iter()
-            .map(|(g, v, k)| property::gvk_required(g, v, k)),
-    );
-    props.extend(package_required);
-    props.extend(others);
-    let mut keyed: Vec<(Vec<u8>, Property)> =
-        props.into_iter().map(|p| (go_bytes(&p), p)).collect();
-    keyed.sort_by(|(ka, a), (kb, b)| a.type_.cmp(&b.type_).then_with(|| ka.cmp(kb)));
-    let props: Vec<Property> = keyed.into_iter().map(|(_, p)| p).collect();
-    let (objs, rest): (Vec<Property>, Vec<Property>) = props
-        .into_iter()
-        .partition(|p| p.type_ == TYPE_BUNDLE_OBJECT || p.type_ == TYPE_CSV_METADATA);
-    let mut properties = rest;
-    properties.extend(objs);
-
+    let mut properties = ctx.properties(&objects, &own, &meta, csv, &version, &release)?;
+    let related_images = ctx.related_images(csv, &options.image)?;
     if options.migrate == MigrateLevel::BundleObjectToCsvMetadata
         && !options.image.is_empty()
         && !properties.iter().any(|p| p.type_ == TYPE_CSV_METADATA)
@@ -303,16 +272,709 @@ pub fn render_loaded(b: &LoadedBundle, options: &RenderOptions) -> Result<Bundle
         properties.retain(|p| p.type_ != TYPE_BUNDLE_OBJECT);
         properties.push(Property::new(TYPE_CSV_METADATA, csv_metadata(csv)));
     }
-
-    Ok(Bundle {
+    let bundle = Bundle {
         origin: None,
         schema: SCHEMA_BUNDLE.to_owned(),
-        name,
-        package,
+        name: ctx.bundle,
+        package: meta.package,
         image: options.image.clone(),
         properties,
-        related_images: related_images(csv, &options.image),
+        related_images,
+    };
+    Ok(Rendered { bundle, skipped })
+}
+
+fn kind(v: &Value) -> &str {
+    v.get("kind").and_then(Value::as_str).unwrap_or("")
+}
+
+/// The first document of every top-level manifest file that decodes as an object with a
+/// kind, first CSV only.
+fn manifests(files: &BTreeMap<PathBuf, Vec<u8>>, skipped: &mut Vec<Skipped>) -> Vec<Value> {
+    let mut csv_seen = false;
+    let mut out = Vec::new();
+    for (path, contents) in files {
+        let in_manifests = path.parent() == Some(Path::new(crate::bundle::load::MANIFESTS_DIR));
+        let hidden = path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with('.'));
+        if !in_manifests || hidden {
+            continue;
+        }
+        let value = match first_document(contents) {
+            Ok(Some(value)) if value.is_object() && !kind(&value).is_empty() => value,
+            Ok(_) => {
+                skipped.push(Skipped {
+                    file: path.clone(),
+                    reason: "its first document is not a Kubernetes object with a kind".into(),
+                });
+                continue;
+            }
+            Err(reason) => {
+                skipped.push(Skipped {
+                    file: path.clone(),
+                    reason,
+                });
+                continue;
+            }
+        };
+        if kind(&value) == "ClusterServiceVersion" {
+            if csv_seen {
+                continue;
+            }
+            csv_seen = true;
+        }
+        out.push(value);
+    }
+    out
+}
+
+/// The first document of a file as Kubernetes' YAML-or-JSON decoder reads it: JSON when the
+/// text starts with `{`, else the YAML up to the first `---` line that has content.
+pub fn first_document(contents: &[u8]) -> Result<Option<Value>, String> {
+    let text = std::str::from_utf8(crate::input::strip_bom(contents))
+        .map_err(|_| "not UTF-8 text".to_owned())?;
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('{') {
+        let mut stream = serde_json::Deserializer::from_str(trimmed).into_iter::<Value>();
+        return match stream.next() {
+            None => Ok(None),
+            Some(Ok(v)) => Ok(Some(v)),
+            Some(Err(e)) => Err(format!("invalid JSON: {e}")),
+        };
+    }
+    let mut start = 0;
+    let mut pos = 0;
+    for line in text.split_inclusive('\n') {
+        if let Some(rest) = line.strip_prefix("---") {
+            let rest = rest.trim();
+            if !rest.is_empty() && !rest.starts_with('#') {
+                return Err(format!(
+                    "text after the document separator: {:?}",
+                    line.trim_end()
+                ));
+            }
+            if !text[start..pos].trim().is_empty() {
+                break;
+            }
+            start = pos + line.len();
+        }
+        pos += line.len();
+    }
+    let end = if pos >= text.len() { text.len() } else { pos };
+    let doc = &text[start..end];
+    if doc.trim().is_empty() {
+        return Ok(None);
+    }
+    crate::yaml::from_str::<Value>(doc)
+        .map(Some)
+        .map_err(|e| e.to_string())
+}
+
+/// What opm reads from `metadata/`.
+struct Metadata {
+    package: String,
+    dependencies: Vec<Property>,
+    properties: Vec<Property>,
+}
+
+/// The annotations, dependencies and properties files (module contract), or `None` when no
+/// file has the annotations.
+fn metadata(files: &BTreeMap<PathBuf, Vec<u8>>, skipped: &mut Vec<Skipped>) -> Option<Metadata> {
+    let mut annotations: Option<String> = None;
+    let mut dependencies: Option<Vec<Property>> = None;
+    let mut properties: Option<Vec<Property>> = None;
+    for (path, contents) in files {
+        if path.parent() != Some(Path::new(crate::bundle::load::METADATA_DIR)) {
+            continue;
+        }
+        let doc = match first_document(contents) {
+            Ok(Some(doc)) => doc,
+            Ok(None) => continue,
+            Err(reason) => {
+                skipped.push(Skipped {
+                    file: path.clone(),
+                    reason,
+                });
+                continue;
+            }
+        };
+        let Some(map) = doc.as_object() else {
+            continue;
+        };
+        if annotations.is_none() {
+            annotations = annotations_of(map);
+        }
+        if dependencies.is_none() {
+            dependencies = property_list(map, "dependencies");
+        }
+        if properties.is_none() {
+            properties = property_list(map, "properties");
+        }
+    }
+    Some(Metadata {
+        package: annotations?,
+        dependencies: dependencies.unwrap_or_default(),
+        properties: properties.unwrap_or_default(),
     })
+}
+
+/// The package annotation when `map` decodes as opm's annotations file with any of its three
+/// annotations set.
+fn annotations_of(map: &Map<String, Value>) -> Option<String> {
+    let a = match lookup(map, "annotations") {
+        None | Some(Value::Null) => return None,
+        Some(Value::Object(a)) => a,
+        Some(_) => return None,
+    };
+    let mut values = Vec::new();
+    for key in [
+        PACKAGE_ANNOTATION,
+        CHANNELS_ANNOTATION,
+        DEFAULT_CHANNEL_ANNOTATION,
+    ] {
+        match lookup(a, key) {
+            None | Some(Value::Null) => values.push(""),
+            Some(Value::String(s)) => values.push(s.as_str()),
+            Some(_) => return None,
+        }
+    }
+    values
+        .iter()
+        .any(|v| !v.is_empty())
+        .then(|| values[0].to_owned())
+}
+
+/// A non-empty `{type, value}` list under `key` when `map` decodes as opm's dependencies or
+/// properties file.
+fn property_list(map: &Map<String, Value>, key: &str) -> Option<Vec<Property>> {
+    let items = match lookup(map, key) {
+        Some(Value::Array(items)) => items,
+        _ => return None,
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        match item {
+            Value::Null => out.push(Property::new("", Value::Null)),
+            Value::Object(m) => {
+                let type_ = match lookup(m, "type") {
+                    None | Some(Value::Null) => String::new(),
+                    Some(Value::String(s)) => s.clone(),
+                    Some(_) => return None,
+                };
+                let value = lookup(m, "value").cloned().unwrap_or(Value::Null);
+                out.push(Property::new(type_, value));
+            }
+            _ => return None,
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// The CSV's `olm.properties` annotation, when it decodes as a property list.
+fn annotation_properties(csv: &Value) -> Vec<Property> {
+    let Some(text) = csv
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(PROPERTIES_ANNOTATION))
+        .and_then(Value::as_str)
+    else {
+        return Vec::new();
+    };
+    let Ok(Value::Array(items)) = serde_json::from_str::<Value>(text) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for p in items {
+        let Value::Object(m) = p else {
+            return Vec::new();
+        };
+        let type_ = match lookup(&m, "type") {
+            None | Some(Value::Null) => String::new(),
+            Some(Value::String(s)) => s.clone(),
+            Some(_) => return Vec::new(),
+        };
+        out.push(Property::new(
+            type_,
+            lookup(&m, "value").cloned().unwrap_or(Value::Null),
+        ));
+    }
+    out
+}
+
+/// `spec.release` as opm reads it: a string, or a number printed like Go does.
+fn release(csv: &Value) -> String {
+    match csv.pointer("/spec/release") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => format!("{}", f as i64),
+            Some(f) => super::gonum::format_g(f),
+            None => n.to_string(),
+        },
+        _ => String::new(),
+    }
+}
+
+/// Naming for errors, plus the checks that mirror opm's typed decoding.
+struct Ctx {
+    bundle: String,
+}
+
+impl Ctx {
+    fn field_type(&self, object: &str, field: &str, expected: &'static str) -> RenderError {
+        RenderError::FieldType {
+            bundle: self.bundle.clone(),
+            object: object.to_owned(),
+            field: field.to_owned(),
+            expected,
+        }
+    }
+
+    /// The CSV fields opm decodes into Go types before rendering.
+    fn check_csv(&self, csv: &Value) -> Result<(), RenderError> {
+        let object = "ClusterServiceVersion";
+        for key in ["annotations", "labels"] {
+            match csv.pointer(&format!("/metadata/{key}")) {
+                None | Some(Value::Null) => {}
+                Some(Value::Object(m)) => {
+                    if m.values().any(|v| !(v.is_string() || v.is_null())) {
+                        return Err(self.field_type(
+                            object,
+                            &format!("metadata.{key}"),
+                            "a mapping of strings",
+                        ));
+                    }
+                }
+                Some(_) => {
+                    return Err(self.field_type(
+                        object,
+                        &format!("metadata.{key}"),
+                        "a mapping of strings",
+                    ));
+                }
+            }
+        }
+        if let Some(v) = csv.pointer("/spec/release")
+            && !(v.is_string() || v.is_number() || v.is_null())
+        {
+            return Err(self.field_type(object, "spec.release", "a string or a number"));
+        }
+        if let Some(v) = csv.pointer("/spec/relatedImages")
+            && !v.is_null()
+        {
+            self.check_keys(v, "spec.relatedImages", &["name", "image"])?;
+        }
+        for section in ["customresourcedefinitions", "apiservicedefinitions"] {
+            if let Some(v) = csv.pointer(&format!("/spec/{section}")) {
+                match v {
+                    Value::Null => {}
+                    Value::Object(m) => {
+                        for list in ["owned", "required"] {
+                            if let Some(items) = lookup(m, list) {
+                                self.check_keys(
+                                    items,
+                                    &format!("spec.{section}.{list}"),
+                                    &["group", "kind", "name", "version"],
+                                )?;
+                            }
+                        }
+                    }
+                    _ => {
+                        return Err(self.field_type(
+                            object,
+                            &format!("spec.{section}"),
+                            "a mapping",
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A list (or null) of objects (or nulls) whose `keys` are strings (or null), matched
+    /// case-insensitively as Go's JSON decoder does.
+    fn check_keys(&self, v: &Value, field: &str, keys: &[&str]) -> Result<(), RenderError> {
+        let object = "ClusterServiceVersion";
+        let items = match v {
+            Value::Null => return Ok(()),
+            Value::Array(items) => items,
+            _ => return Err(self.field_type(object, field, "a list")),
+        };
+        for item in items {
+            match item {
+                Value::Null => {}
+                Value::Object(m) => {
+                    for key in keys {
+                        if let Some(v) = lookup(m, key)
+                            && !(v.is_string() || v.is_null())
+                        {
+                            return Err(self.field_type(
+                                object,
+                                &format!("{field}[].{key}"),
+                                "a string",
+                            ));
+                        }
+                    }
+                }
+                _ => return Err(self.field_type(object, field, "a list of mappings")),
+            }
+        }
+        Ok(())
+    }
+
+    /// `spec.version`, which opm decodes as a string.
+    fn version(&self, csv: &Value) -> Result<String, RenderError> {
+        match csv.pointer("/spec/version") {
+            None | Some(Value::Null) => Ok(String::new()),
+            Some(Value::String(s)) => Ok(s.clone()),
+            Some(_) => Err(self.field_type("ClusterServiceVersion", "spec.version", "a string")),
+        }
+    }
+
+    /// Every CRD version and owned API service (opm's provided APIs).
+    fn provided_apis(
+        &self,
+        objects: &[Value],
+        csv: &Value,
+    ) -> Result<BTreeSet<ApiKey>, RenderError> {
+        let mut provided = BTreeSet::new();
+        for crd in objects
+            .iter()
+            .filter(|o| kind(o) == "CustomResourceDefinition")
+        {
+            let api_version = crd.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+            let version = api_version.rsplit('/').next().unwrap_or("");
+            if version != "v1" && version != "v1beta1" {
+                continue;
+            }
+            let name = format!("CustomResourceDefinition/{}", str_at(crd, "/metadata/name"));
+            let string = |ptr: &str| -> Result<String, RenderError> {
+                match crd.pointer(ptr) {
+                    None | Some(Value::Null) => Ok(String::new()),
+                    Some(Value::String(s)) => Ok(s.clone()),
+                    Some(_) => Err(self.field_type(&name, &ptr[1..].replace('/', "."), "a string")),
+                }
+            };
+            let group = string("/spec/group")?;
+            let kind_ = string("/spec/names/kind")?;
+            let plural = string("/spec/names/plural")?;
+            let mut versions = Vec::new();
+            match crd.pointer("/spec/versions") {
+                None | Some(Value::Null) => {}
+                Some(Value::Array(items)) => {
+                    for v in items {
+                        match v.get("name") {
+                            None | Some(Value::Null) => versions.push(String::new()),
+                            Some(Value::String(s)) => versions.push(s.clone()),
+                            Some(_) => {
+                                return Err(self.field_type(
+                                    &name,
+                                    "spec.versions[].name",
+                                    "a string",
+                                ));
+                            }
+                        }
+                    }
+                }
+                Some(_) => return Err(self.field_type(&name, "spec.versions", "a list")),
+            }
+            if version == "v1beta1" {
+                let legacy = string("/spec/version")?;
+                if !legacy.is_empty() {
+                    versions.push(legacy);
+                }
+            }
+            for v in versions {
+                provided.insert((group.clone(), v, kind_.clone(), plural.clone()));
+            }
+        }
+        for api in array_at(csv, "/spec/apiservicedefinitions/owned") {
+            provided.insert(definition_key(api));
+        }
+        Ok(provided)
+    }
+
+    /// Every owned CRD of the CSV must be provided by a CRD of the bundle.
+    fn check_owned(
+        &self,
+        csv: &Value,
+        provided: &BTreeSet<ApiKey>,
+        skipped: &[Skipped],
+    ) -> Result<(), RenderError> {
+        for owned in definitions(csv, "customresourcedefinitions", "owned") {
+            let crd_name = ci_str(owned, "name");
+            let (plural, group) =
+                crd_name
+                    .split_once('.')
+                    .ok_or_else(|| RenderError::BadCrdName {
+                        bundle: self.bundle.clone(),
+                        name: crd_name.to_owned(),
+                    })?;
+            let key = (
+                group.to_owned(),
+                ci_str(owned, "version").to_owned(),
+                ci_str(owned, "kind").to_owned(),
+                plural.to_owned(),
+            );
+            if !provided.contains(&key) {
+                return Err(RenderError::MissingOwnedCrd {
+                    bundle: self.bundle.clone(),
+                    name: crd_name.to_owned(),
+                    version: key.1,
+                    kind: key.2,
+                    skipped: SkippedList(skipped.to_vec()),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The property list of the rendered blob (module contract), sorted.
+    #[allow(clippy::too_many_arguments)]
+    fn properties(
+        &self,
+        objects: &[Value],
+        own: &[Property],
+        meta: &Metadata,
+        csv: &Value,
+        version: &str,
+        release: &str,
+    ) -> Result<Vec<Property>, RenderError> {
+        let bad = |file: &str, source: PropertyError| RenderError::Property {
+            bundle: self.bundle.clone(),
+            file: file.to_owned(),
+            source,
+        };
+        let mut gvks: BTreeSet<Gvk> = BTreeSet::new();
+        let mut package_prop: Option<Property> = None;
+        let mut others: Vec<Property> = Vec::new();
+        for (i, p) in own.iter().enumerate() {
+            match p.type_.as_str() {
+                TYPE_GVK | TYPE_PACKAGE => match property::parse(i, p)
+                    .map_err(|e| bad("properties", e))?
+                {
+                    property::Typed::Gvk {
+                        group,
+                        version,
+                        kind,
+                    } => {
+                        gvks.insert((group, version, kind));
+                    }
+                    property::Typed::Package {
+                        package_name,
+                        version,
+                        release,
+                    } => {
+                        package_prop = Some(property::package(&package_name, &version, &release));
+                    }
+                    _ => {}
+                },
+                _ => others.push(p.clone()),
+            }
+        }
+        let mut required: BTreeSet<Gvk> = BTreeSet::new();
+        let mut package_required = Vec::new();
+        for (i, d) in meta.dependencies.iter().enumerate() {
+            match d.type_.as_str() {
+                TYPE_GVK => {
+                    if let property::Typed::Gvk {
+                        group,
+                        version,
+                        kind,
+                    } = property::parse(i, d).map_err(|e| bad("dependencies", e))?
+                    {
+                        required.insert((group, version, kind));
+                    }
+                }
+                TYPE_PACKAGE => {
+                    if let property::Typed::Package {
+                        package_name,
+                        version,
+                        ..
+                    } = property::parse(i, d).map_err(|e| bad("dependencies", e))?
+                    {
+                        package_required.push(property::package_required(&package_name, &version));
+                    }
+                }
+                _ => others.push(d.clone()),
+            }
+        }
+        for req in definitions(csv, "customresourcedefinitions", "required") {
+            let crd_name = ci_str(req, "name");
+            let (_, group) = crd_name
+                .split_once('.')
+                .ok_or_else(|| RenderError::BadCrdName {
+                    bundle: self.bundle.clone(),
+                    name: crd_name.to_owned(),
+                })?;
+            required.insert((
+                group.into(),
+                ci_str(req, "version").into(),
+                ci_str(req, "kind").into(),
+            ));
+        }
+        for api in definitions(csv, "apiservicedefinitions", "required") {
+            let (g, v, k, _) = definition_key(api);
+            required.insert((g, v, k));
+        }
+
+        let mut props: Vec<Property> = objects
+            .iter()
+            .map(|o| property::bundle_object(&gojson::to_vec(o)))
+            .collect();
+        props.push(
+            package_prop.unwrap_or_else(|| property::package(&meta.package, version, release)),
+        );
+        props.extend(gvks.iter().map(|(g, v, k)| property::gvk(g, v, k)));
+        props.extend(
+            required
+                .iter()
+                .map(|(g, v, k)| property::gvk_required(g, v, k)),
+        );
+        props.extend(package_required);
+        props.extend(others);
+        let mut keyed: Vec<(Vec<u8>, Property)> =
+            props.into_iter().map(|p| (go_bytes(&p), p)).collect();
+        keyed.sort_by(|(ka, a), (kb, b)| a.type_.cmp(&b.type_).then_with(|| ka.cmp(kb)));
+        let (objs, mut rest): (Vec<Property>, Vec<Property>) = keyed
+            .into_iter()
+            .map(|(_, p)| p)
+            .partition(|p| p.type_ == TYPE_BUNDLE_OBJECT || p.type_ == TYPE_CSV_METADATA);
+        rest.extend(objs);
+        Ok(rest)
+    }
+
+    /// The CSV's related images, the bundle image, then every operator image not listed,
+    /// sorted by image.
+    fn related_images(
+        &self,
+        csv: &Value,
+        bundle_image: &str,
+    ) -> Result<Vec<RelatedImage>, RenderError> {
+        let mut out: Vec<RelatedImage> = array_at(csv, "/spec/relatedImages")
+            .iter()
+            .map(|r| RelatedImage {
+                name: ci_str(r, "name").to_owned(),
+                image: ci_str(r, "image").to_owned(),
+            })
+            .collect();
+        let mut all: BTreeSet<String> = out.iter().map(|r| r.image.clone()).collect();
+        if !bundle_image.is_empty() && !all.contains(bundle_image) {
+            out.push(RelatedImage {
+                name: String::new(),
+                image: bundle_image.to_owned(),
+            });
+        }
+        for image in self.operator_images(csv)? {
+            if all.insert(image.clone()) {
+                out.push(RelatedImage {
+                    name: String::new(),
+                    image,
+                });
+            }
+        }
+        out.sort_by(|a, b| a.image.cmp(&b.image));
+        Ok(out)
+    }
+
+    /// Container and init container images of a `deployment` install strategy; field names
+    /// matched case-insensitively, as Go's JSON decoder does.
+    fn operator_images(&self, csv: &Value) -> Result<BTreeSet<String>, RenderError> {
+        let mut images = BTreeSet::new();
+        let Some(install) = csv.get("spec").and_then(|s| ci(s, "install")) else {
+            return Ok(images);
+        };
+        if ci(install, "strategy").and_then(Value::as_str) != Some("deployment") {
+            return Ok(images);
+        }
+        let deployments = ci(install, "spec").and_then(|s| ci(s, "deployments"));
+        for d in deployments.and_then(Value::as_array).into_iter().flatten() {
+            let pod = ci(d, "spec")
+                .and_then(|s| ci(s, "template"))
+                .and_then(|t| ci(t, "spec"));
+            for key in ["containers", "initContainers"] {
+                for c in pod
+                    .and_then(|p| ci(p, key))
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    match ci(c, "image") {
+                        None | Some(Value::Null) => {
+                            images.insert(String::new());
+                        }
+                        Some(Value::String(s)) => {
+                            images.insert(s.clone());
+                        }
+                        Some(_) => {
+                            return Err(self.field_type(
+                                "ClusterServiceVersion",
+                                "spec.install.spec.deployments[].spec.template.spec.containers[].image",
+                                "a string",
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(images)
+    }
+}
+
+/// A field of a JSON object the way Go's decoder finds a struct field.
+fn ci<'v>(v: &'v Value, key: &str) -> Option<&'v Value> {
+    lookup(v.as_object()?, key)
+}
+
+fn ci_str<'v>(v: &'v Value, key: &str) -> &'v str {
+    ci(v, key).and_then(Value::as_str).unwrap_or("")
+}
+
+/// `spec.<section>.<list>` entries of the CSV (exact section key, as opm's map lookup).
+fn definitions<'v>(csv: &'v Value, section: &str, list: &str) -> Vec<&'v Value> {
+    csv.get("spec")
+        .and_then(|s| s.get(section))
+        .and_then(|s| ci(s, list))
+        .and_then(Value::as_array)
+        .map(|items| items.iter().filter(|v| !v.is_null()).collect())
+        .unwrap_or_default()
+}
+
+fn definition_key(api: &Value) -> ApiKey {
+    (
+        ci_str(api, "group").into(),
+        ci_str(api, "version").into(),
+        ci_str(api, "kind").into(),
+        ci_str(api, "name").into(),
+    )
+}
+
+/// The bytes Go would have for a property value (opm sorts by them).
+fn go_bytes(p: &Property) -> Vec<u8> {
+    if p.type_ == TYPE_PACKAGE {
+        // Go struct order: packageName, version, release.
+        let mut s = format!(
+            "{{\"packageName\":{},\"version\":{}",
+            String::from_utf8_lossy(&gojson::to_vec(&json!(str_at(&p.value, "/packageName")))),
+            String::from_utf8_lossy(&gojson::to_vec(&json!(str_at(&p.value, "/version"))))
+        );
+        let release = str_at(&p.value, "/release");
+        if !release.is_empty() {
+            s.push_str(&format!(
+                ",\"release\":{}",
+                String::from_utf8_lossy(&gojson::to_vec(&json!(release)))
+            ));
+        }
+        s.push('}');
+        return s.into_bytes();
+    }
+    gojson::to_vec(&p.value)
+}
+
+/// opm's property set: the first of equal properties stays.
+fn dedup(props: &mut Vec<Property>) {
+    let mut seen = BTreeSet::new();
+    props.retain(|p| seen.insert((p.type_.clone(), gojson::to_vec(&p.value))));
 }
 
 /// What `opm render <catalog-dir>` does to an already rendered catalog: `olm.bundle.object` and
@@ -349,70 +1011,6 @@ pub fn normalize_catalog(cfg: &mut super::declcfg::DeclarativeConfig, migrate: M
                 .push(Property::new(TYPE_CSV_METADATA, csv_metadata(&csv)));
         }
     }
-}
-
-/// The bytes Go would have for a property value (opm sorts by them).
-fn go_bytes(p: &Property) -> Vec<u8> {
-    if p.type_ == TYPE_PACKAGE {
-        // Go struct order: packageName, version, release.
-        let mut s = format!(
-            "{{\"packageName\":{},\"version\":{}",
-            String::from_utf8_lossy(&gojson::to_vec(&json!(str_at(&p.value, "/packageName")))),
-            String::from_utf8_lossy(&gojson::to_vec(&json!(str_at(&p.value, "/version"))))
-        );
-        let release = str_at(&p.value, "/release");
-        if !release.is_empty() {
-            s.push_str(&format!(
-                ",\"release\":{}",
-                String::from_utf8_lossy(&gojson::to_vec(&json!(release)))
-            ));
-        }
-        s.push('}');
-        return s.into_bytes();
-    }
-    gojson::to_vec(&p.value)
-}
-
-fn dedup(props: &mut Vec<Property>) {
-    let mut seen = BTreeSet::new();
-    props.retain(|p| seen.insert((p.type_.clone(), gojson::to_vec(&p.value))));
-}
-
-fn related_images(csv: &Value, bundle_image: &str) -> Vec<RelatedImage> {
-    let mut out: Vec<RelatedImage> = array_at(csv, "/spec/relatedImages")
-        .iter()
-        .map(|r| RelatedImage {
-            name: str_at(r, "/name").to_owned(),
-            image: str_at(r, "/image").to_owned(),
-        })
-        .collect();
-    let mut all: BTreeSet<String> = out.iter().map(|r| r.image.clone()).collect();
-    if !bundle_image.is_empty() && !all.contains(bundle_image) {
-        out.push(RelatedImage {
-            name: String::new(),
-            image: bundle_image.to_owned(),
-        });
-    }
-    if str_at(csv, "/spec/install/strategy") == "deployment" {
-        let mut images = BTreeSet::new();
-        for d in array_at(csv, "/spec/install/spec/deployments") {
-            for key in ["containers", "initContainers"] {
-                for c in array_at(d, &format!("/spec/template/spec/{key}")) {
-                    images.insert(str_at(c, "/image").to_owned());
-                }
-            }
-        }
-        for image in images {
-            if all.insert(image.clone()) {
-                out.push(RelatedImage {
-                    name: String::new(),
-                    image,
-                });
-            }
-        }
-    }
-    out.sort_by(|a, b| a.image.cmp(&b.image));
-    out
 }
 
 /// Go's `omitempty`: false, 0, "", empty list or map, null.

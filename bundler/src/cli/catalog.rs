@@ -4,11 +4,12 @@ use std::io::Read as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use olmpack::catalog::declcfg::{DeclarativeConfig, to_value};
+use olmpack::catalog::declcfg::DeclarativeConfig;
 use olmpack::catalog::graph::{self, GraphFormat};
 use olmpack::catalog::load::{load_dir, load_stream};
 use olmpack::catalog::model::Model;
-use olmpack::catalog::render::{MigrateLevel, RenderOptions, render_dir};
+use olmpack::catalog::render::{MigrateLevel, RenderError, RenderOptions, render_dir_reporting};
+use olmpack::catalog::stream::{Blob, RefOutput, StreamError, render_refs};
 use olmpack::catalog::template::{self, DirResolver};
 use olmpack::catalog::upgrade;
 use olmpack::catalog::validate::{ValidateOptions, validate_dir};
@@ -123,43 +124,24 @@ pub fn run(cmd: CatalogCommand) -> CmdResult {
             if image.is_some() && refs.len() > 1 {
                 return Err("--image needs exactly one bundle directory".into());
             }
-            let mut values = Vec::new();
-            for dir in &refs {
-                if !dir.exists() {
-                    // Not a path: a bundle image reference.
-                    values.push(to_value(&render_image(
-                        &dir.to_string_lossy(),
-                        migrate_level,
-                    )?));
-                    continue;
-                }
-                if !(dir.join("manifests").is_dir() && dir.join("metadata").is_dir()) {
-                    // A catalog directory, as `opm render` accepts.
-                    let loaded = load_dir(dir)?;
-                    if let Some(p) = loaded.problems.first() {
-                        return Err(format!(
-                            "{}: {}: {}",
-                            dir.display(),
-                            p.file.display(),
-                            p.message
-                        )
-                        .into());
-                    }
-                    let mut cfg = loaded.config;
-                    olmpack::catalog::render::normalize_catalog(&mut cfg, migrate_level);
-                    values.extend(cfg.to_values());
-                    continue;
-                }
-                let bundle = render_dir(
-                    dir,
-                    &RenderOptions {
-                        image: image.clone().unwrap_or_default(),
-                        migrate: migrate_level,
-                    },
-                )?;
-                values.push(to_value(&bundle));
+            let names: Vec<String> = refs
+                .iter()
+                .map(|r| r.to_string_lossy().into_owned())
+                .collect();
+            let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let stdout = std::io::stdout();
+            let mut out = stdout.lock();
+            let warnings = render_refs(
+                &names,
+                jobs,
+                output,
+                |i| render_ref(&refs[i], migrate_level, image.as_deref()),
+                &mut out,
+            )
+            .map_err(stream_error)?;
+            for w in warnings {
+                eprintln!("warning: {w}");
             }
-            print!("{}", print_values(&values, output)?);
             Ok(ExitCode::SUCCESS)
         }
         CatalogCommand::Template {
@@ -173,8 +155,7 @@ pub fn run(cmd: CatalogCommand) -> CmdResult {
                 std::io::stdin().read_to_string(&mut s)?;
                 s
             } else {
-                std::fs::read_to_string(&file)
-                    .map_err(|e| format!("failed to read {}: {e}", file.display()))?
+                olmpack::input::text(&file)?
             };
             let mut resolver = DirResolver {
                 migrate: migrate_level,
@@ -186,7 +167,17 @@ pub fn run(cmd: CatalogCommand) -> CmdResult {
                     .ok_or_else(|| format!("--bundle {pair:?} is not IMAGE=DIR"))?;
                 resolver.dirs.insert(image.to_owned(), PathBuf::from(dir));
             }
-            let cfg: DeclarativeConfig = template::render_any(&text, &resolver)?;
+            let cfg: DeclarativeConfig = template::render_any(&text, &resolver).map_err(|e| {
+                // The template or a bundle it names is invalid, unless a file could not be read.
+                let message = format!("{}: {}", file.display(), olmpack::report::error_chain(&e));
+                let unreadable = matches!(&e, template::TemplateError::Resolve { source, .. }
+                    if super::exit_code(source.as_ref()) == 2 && !is_invalid_bundle(source.as_ref()));
+                if unreadable {
+                    Box::<dyn std::error::Error + Send + Sync>::from(e)
+                } else {
+                    Box::new(super::Invalid(message))
+                }
+            })?;
             print!("{}", write::to_string(&cfg, output)?);
             Ok(ExitCode::SUCCESS)
         }
@@ -221,22 +212,154 @@ pub fn run(cmd: CatalogCommand) -> CmdResult {
     }
 }
 
-fn print_values(values: &[serde_json::Value], format: Format) -> Result<String, write::WriteError> {
-    match format {
-        Format::Json => write::values_to_json(values),
-        Format::Yaml => write::values_to_yaml(values),
+/// Why one reference of `catalog render` could not be rendered.
+#[derive(Debug, thiserror::Error)]
+enum RefError {
+    #[error(transparent)]
+    Bundle(#[from] RenderError),
+    #[error(transparent)]
+    Invalid(#[from] super::Invalid),
+    #[error(transparent)]
+    Other(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// The exit-code carrying error for a failed `catalog render` (see [`render_error`]).
+fn stream_error(err: StreamError<RefError>) -> Box<dyn std::error::Error + Send + Sync> {
+    match err {
+        StreamError::Render { source, .. } => match source {
+            RefError::Bundle(e) => render_error(e),
+            RefError::Invalid(e) => Box::new(e),
+            RefError::Other(e) => e,
+        },
+        other => Box::new(other),
     }
 }
 
-/// Loads a catalog directory (or a single file) into the semantic model; load and model
-/// problems do not stop drawing — `validate` reports them.
+/// One reference as `opm render` treats it: a path that does not exist is an image; a bundle
+/// directory renders to one bundle; any other directory is a catalog, rendered normalised.
+fn render_ref(
+    reference: &std::path::Path,
+    migrate: MigrateLevel,
+    image: Option<&str>,
+) -> Result<RefOutput, RefError> {
+    let Ok(meta) = std::fs::metadata(reference) else {
+        let bundle =
+            render_image(&reference.to_string_lossy(), migrate).map_err(RefError::Other)?;
+        return Ok(RefOutput {
+            blobs: vec![Blob::Bundle(bundle)],
+            warnings: vec![],
+        });
+    };
+    if !meta.is_dir() {
+        return Err(super::Invalid(format!(
+            "{}: is a file; only bundle and catalog directories and bundle images can be rendered \
+             (sqlite databases are not supported)",
+            reference.display()
+        ))
+        .into());
+    }
+    if is_bundle_dir(reference) {
+        let options = RenderOptions {
+            image: image.unwrap_or_default().to_owned(),
+            migrate,
+        };
+        let rendered = render_dir_reporting(reference, &options)?;
+        let warnings = rendered
+            .skipped
+            .iter()
+            .map(|s| format!("{}: {s}", reference.display()))
+            .collect();
+        return Ok(RefOutput {
+            blobs: vec![Blob::Bundle(rendered.bundle)],
+            warnings,
+        });
+    }
+    let loaded = load_dir(reference).map_err(|e| RefError::Other(Box::new(e)))?;
+    refuse_problems(reference, &loaded)?;
+    let mut cfg = loaded.config;
+    olmpack::catalog::render::normalize_catalog(&mut cfg, migrate);
+    let mut blobs: Vec<Blob> = Vec::with_capacity(cfg.len());
+    blobs.extend(cfg.packages.into_iter().map(Blob::Package));
+    blobs.extend(cfg.channels.into_iter().map(Blob::Channel));
+    blobs.extend(cfg.bundles.into_iter().map(Blob::Bundle));
+    blobs.extend(cfg.others.into_iter().map(Blob::Other));
+    blobs.extend(cfg.deprecations.into_iter().map(Blob::Deprecation));
+    Ok(RefOutput {
+        blobs,
+        warnings: vec![],
+    })
+}
+
+/// Whether `dir` is a bundle directory: it has `manifests` (whatever it is: a bundle with a
+/// broken `manifests` is still a bundle, and is reported as one) or
+/// `metadata/annotations.yaml`.
+fn is_bundle_dir(dir: &std::path::Path) -> bool {
+    std::fs::symlink_metadata(dir.join("manifests")).is_ok()
+        || std::fs::symlink_metadata(dir.join("metadata/annotations.yaml")).is_ok()
+}
+
+/// A catalog that did not load whole is invalid input: every problem is named, exit 1.
+fn refuse_problems(
+    path: &std::path::Path,
+    loaded: &olmpack::catalog::load::LoadedCatalog,
+) -> Result<(), super::Invalid> {
+    if loaded.problems.is_empty() {
+        return Ok(());
+    }
+    let lines: Vec<String> = loaded
+        .problems
+        .iter()
+        .map(|p| {
+            let file = if path.is_file() {
+                path.to_path_buf()
+            } else {
+                path.join(&p.file)
+            };
+            match p.index {
+                Some(i) => format!("{}: document {i}: {}", file.display(), p.message),
+                None => format!("{}: {}", file.display(), p.message),
+            }
+        })
+        .collect();
+    Err(super::Invalid(format!(
+        "the catalog does not load ({} problem(s); `olmpack catalog validate` lists them all):\n  {}",
+        lines.len(),
+        lines.join("\n  ")
+    )))
+}
+
+/// A bundle that cannot be rendered because it is invalid is exit 1; one that cannot be read
+/// at all keeps its error (exit 2, or 1 when the reader refused it).
+fn render_error(err: RenderError) -> Box<dyn std::error::Error + Send + Sync> {
+    match err {
+        RenderError::Load(load) => Box::new(load),
+        invalid => Box::new(super::Invalid(olmpack::report::error_chain(&invalid))),
+    }
+}
+
+/// Whether an error from rendering a bundle says the bundle is invalid.
+fn is_invalid_bundle(err: &(dyn std::error::Error + 'static)) -> bool {
+    err.downcast_ref::<RenderError>()
+        .is_some_and(|e| !matches!(e, RenderError::Load(_)))
+}
+
+/// Loads a catalog directory (or a single catalog file) into the semantic model. A catalog
+/// that does not load whole is refused (exit 1); model problems do not stop drawing —
+/// `validate` reports them.
 fn load_model(path: &std::path::Path) -> Result<Model, Box<dyn std::error::Error + Send + Sync>> {
-    let loaded = if path.is_file() {
-        let bytes = std::fs::read(path)?;
+    let loaded = if std::fs::metadata(path).is_ok_and(|m| !m.is_dir()) {
+        let bytes = olmpack::input::read(path)?;
         load_stream(path, &bytes)
     } else {
         load_dir(path)?
     };
+    refuse_problems(path, &loaded)?;
+    if loaded.config.packages.is_empty() {
+        return Err(Box::new(super::Invalid(format!(
+            "{}: holds no package (no `olm.package` blob); nothing to draw",
+            path.display()
+        ))));
+    }
     Ok(Model::from_config(loaded.config).0)
 }
 
@@ -257,12 +380,9 @@ fn render_image(
             format!("{reference} is not a bundle image: it has no /manifests directory").into(),
         );
     }
-    let loaded = olmpack::bundle::load::load_files(
+    Ok(olmpack::catalog::render::render_files(
         std::path::Path::new(reference),
-        files.iter().map(|(p, c)| (p.as_path(), c.as_slice())),
-    );
-    Ok(olmpack::catalog::render::render_loaded(
-        &loaded,
+        &files,
         &RenderOptions {
             image: reference.to_owned(),
             migrate,

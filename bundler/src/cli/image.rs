@@ -74,6 +74,11 @@ pub struct BuildArgs {
     /// The platform recorded for images without a base, as OS/ARCH[/VARIANT].
     #[arg(long, default_value = "linux/amd64", value_parser = parse_platform)]
     platform: Platform,
+    /// Package the directory even if olmpack cannot load it (by default a bundle or catalog
+    /// with a file that does not parse is refused, exit 1, so no image ships content that
+    /// `validate` rejects as unreadable).
+    #[arg(long)]
+    as_is: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -177,6 +182,9 @@ pub fn run(cmd: ImageCommand) -> CmdResult {
     match cmd {
         ImageCommand::Build(build) => match *build {
             BuildCommand::Bundle { dir, output } => {
+                if !output.as_is && dir.is_dir() {
+                    check_bundle_loads(&dir)?;
+                }
                 let options = output.options();
                 let root = olmpack::image::build_bundle_image(&dir, &output.layout, &options)?;
                 println!("{}", root.digest);
@@ -187,6 +195,9 @@ pub fn run(cmd: ImageCommand) -> CmdResult {
                 base,
                 registry,
             } => {
+                if !output.as_is && dir.is_dir() {
+                    check_catalog_loads(&dir)?;
+                }
                 let access = registry.access()?;
                 let root = runtime.block_on(olmpack::image::build_catalog_image(
                     &dir,
@@ -223,4 +234,52 @@ pub fn run(cmd: ImageCommand) -> CmdResult {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Refuses (exit 1) a bundle with a file olmpack cannot parse: its image would ship it.
+fn check_bundle_loads(
+    dir: &std::path::Path,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let loaded = olmpack::bundle::load::load_dir(dir)?;
+    let lines: Vec<String> = loaded
+        .problems
+        .iter()
+        .map(|p| format!("{}: {}", dir.join(&p.file).display(), p.message))
+        .collect();
+    refuse_unloadable(dir, &lines)
+}
+
+/// Refuses (exit 1) a catalog with a file olmpack cannot load: its image would ship it.
+fn check_catalog_loads(
+    dir: &std::path::Path,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let loaded = olmpack::catalog::load::load_dir(dir)?;
+    let lines: Vec<String> = loaded
+        .problems
+        .iter()
+        .map(|p| match p.index {
+            Some(i) => format!(
+                "{}: document {i}: {}",
+                dir.join(&p.file).display(),
+                p.message
+            ),
+            None => format!("{}: {}", dir.join(&p.file).display(), p.message),
+        })
+        .collect();
+    refuse_unloadable(dir, &lines)
+}
+
+fn refuse_unloadable(
+    dir: &std::path::Path,
+    lines: &[String],
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    if lines.is_empty() {
+        return Ok(());
+    }
+    Err(Box::new(super::Invalid(format!(
+        "{}: not packaged, {} file problem(s) (fix them, or pass --as-is to package the directory anyway):\n  {}",
+        dir.display(),
+        lines.len(),
+        lines.join("\n  ")
+    ))))
 }

@@ -1,13 +1,18 @@
 //! Argument parsing and dispatch. Each command group lives in its own module.
 //!
-//! Exit codes: `0` success; `1` the input is invalid (validation errors, a stale `--check`);
-//! `2` olmpack could not do its job (unreadable input, bad arguments, I/O or network failure).
+//! Exit codes, the same for every command and every path through it ([`exit_code`]): `0`
+//! success; `1` the input is invalid (findings printed: validation errors, an invalid release
+//! plan, input olmpack refuses to read, a stale `--check`); `2` olmpack could not do its job
+//! (a missing or unreadable input, bad arguments, an output it may not replace, I/O or network
+//! failure).
 
 mod bundle;
 mod catalog;
 mod image;
 mod plan;
 mod release;
+mod upgrade;
+mod upgrade_check;
 mod upgrade_olm;
 
 use std::error::Error;
@@ -19,7 +24,7 @@ use clap::{Parser, Subcommand};
 /// Ship a Kubernetes operator through OLM: bundles, File-Based Catalogs and their images,
 /// from one release plan, deterministically.
 #[derive(Debug, Parser)]
-#[command(name = "olmpack", version, propagate_version = true)]
+#[command(name = "olmpack", version, propagate_version = true, after_help = EXIT_CODES)]
 struct Cli {
     /// Log more (repeat for more detail); logs go to stderr.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
@@ -27,8 +32,48 @@ struct Cli {
     /// Log as JSON lines instead of text.
     #[arg(long, global = true)]
     log_json: bool,
+    #[command(flatten)]
+    input: InputArgs,
     #[command(subcommand)]
     command: Command,
+}
+
+const EXIT_CODES: &str = "Exit codes (every command): 0 success; 1 the input is invalid (findings printed, \
+including an invalid olmpack.yaml, input olmpack refuses to read, and a stale --check); 2 olmpack \
+could not do its job (missing or unreadable input, bad arguments, an output it may not replace, \
+I/O or network failure).";
+
+/// Limits on what olmpack reads (see `olmpack::input`).
+#[derive(Debug, clap::Args)]
+struct InputArgs {
+    /// Largest input file olmpack reads, in MiB.
+    #[arg(long, global = true, value_name = "MIB", default_value_t = 256)]
+    max_file_size: u64,
+    /// Largest total size of one input directory (a bundle, a catalog, a manifests
+    /// directory), in MiB.
+    #[arg(long, global = true, value_name = "MIB", default_value_t = 4096)]
+    max_input_size: u64,
+    /// Most files in one input directory.
+    #[arg(long, global = true, value_name = "N", default_value_t = 200_000)]
+    max_input_files: usize,
+    /// Let paths in the release plan (manifests, samples, icon) point outside the plan's
+    /// directory, and symlinks under them lead anywhere.
+    #[arg(long, global = true)]
+    allow_outside_paths: bool,
+}
+
+impl InputArgs {
+    fn policy(&self) -> olmpack::input::Policy {
+        const MIB: u64 = 1024 * 1024;
+        olmpack::input::Policy {
+            limits: olmpack::input::Limits {
+                max_file_bytes: self.max_file_size.saturating_mul(MIB),
+                max_tree_bytes: self.max_input_size.saturating_mul(MIB),
+                max_tree_files: self.max_input_files,
+            },
+            allow_outside_paths: self.allow_outside_paths,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -55,24 +100,42 @@ enum Command {
     /// Inspect the release plan (olmpack.yaml).
     #[command(subcommand)]
     Plan(plan::PlanCommand),
-    /// Test upgrades of the catalog's releases.
+    /// Will the next release break the clusters that run an older one? CRD upgrade checks
+    /// for every edge of the upgrade graph.
     #[command(subcommand)]
-    Upgrade(UpgradeCommand),
-}
-
-/// `olmpack upgrade …`.
-#[derive(Debug, Subcommand)]
-enum UpgradeCommand {
-    /// Let the real OLM v0 (on a local control plane, no cluster needed) install every
-    /// release by Subscription and upgrade along every edge it takes; report what OLM said.
-    Olm(upgrade_olm::OlmArgs),
+    Upgrade(upgrade::UpgradeCommand),
 }
 
 /// The result of a command: an exit code, or an error that stops it.
 pub type CmdResult = Result<ExitCode, Box<dyn Error + Send + Sync>>;
 
+/// The input is invalid (exit 1); the message names the file and what is wrong.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Invalid(pub String);
+
+/// The exit code of an error (see the module docs): `1` when anything in its chain says the
+/// input is invalid, else `2`.
+pub fn exit_code(err: &(dyn Error + 'static)) -> u8 {
+    let mut current = Some(err);
+    while let Some(e) = current {
+        if e.is::<Invalid>() {
+            return 1;
+        }
+        if let Some(plan) = e.downcast_ref::<olmpack::plan::PlanError>() {
+            return if plan.is_invalid() { 1 } else { 2 };
+        }
+        if let Some(input) = e.downcast_ref::<olmpack::input::InputError>() {
+            return if input.is_refusal() { 1 } else { 2 };
+        }
+        current = e.source();
+    }
+    2
+}
+
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    olmpack::input::set_policy(cli.input.policy());
     init_logging(cli.verbose, cli.log_json);
     let result = match cli.command {
         Command::Generate(args) => release::generate_cmd(args),
@@ -81,13 +144,13 @@ pub fn main() -> ExitCode {
         Command::Catalog(cmd) => catalog::run(cmd),
         Command::Image(cmd) => image::run(cmd),
         Command::Plan(cmd) => plan::run(cmd),
-        Command::Upgrade(UpgradeCommand::Olm(args)) => upgrade_olm::run(args),
+        Command::Upgrade(cmd) => upgrade::run(cmd),
     };
     match result {
         Ok(code) => code,
         Err(err) => {
             print_error(err.as_ref());
-            ExitCode::from(2)
+            ExitCode::from(exit_code(err.as_ref()))
         }
     }
 }
@@ -148,13 +211,21 @@ pub fn report_warnings(reports: &[olmpack::report::Report]) {
     }
 }
 
-/// `error: top` then one `caused by:` line per source, each message said once.
+/// `error: top` then one `caused by:` line per source, each message said once, in our words
+/// (I/O errors without "(os error N)") and shown safely (see `olmpack::report::safe_text`).
 fn print_error(err: &(dyn Error + 'static)) {
-    eprintln!("error: {err}");
+    eprintln!("error: {}", olmpack::report::safe_text(&words(err)));
     let mut source = err.source();
     while let Some(cause) = source {
-        eprintln!("  caused by: {cause}");
+        eprintln!("  caused by: {}", olmpack::report::safe_text(&words(cause)));
         source = cause.source();
+    }
+}
+
+fn words(err: &(dyn Error + 'static)) -> String {
+    match err.downcast_ref::<std::io::Error>() {
+        Some(io) => olmpack::input::describe_io(io),
+        None => err.to_string(),
     }
 }
 

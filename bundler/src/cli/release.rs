@@ -134,7 +134,10 @@ fn run_release(
         );
         return Ok(ExitCode::SUCCESS);
     }
-    // Both trees are complete in memory before either is written; each write is atomic.
+    // Both trees are complete in memory before either is written; each write is atomic, and
+    // neither is written unless both outputs may be replaced.
+    output.bundles.check_replaceable(bundles)?;
+    output.catalog.check_replaceable(catalog)?;
     output.bundles.write_to(bundles)?;
     output.catalog.write_to(catalog)?;
     println!(

@@ -49,7 +49,7 @@ pub enum BuildError {
     ReadAnnotations {
         path: PathBuf,
         #[source]
-        source: std::io::Error,
+        source: crate::input::InputError,
     },
     #[error("{path} is not valid YAML")]
     ParseAnnotations {
@@ -105,7 +105,7 @@ impl Default for BuildOptions {
 /// Reads `metadata/annotations.yaml`'s `annotations` map: the bundle image's labels.
 pub fn read_bundle_labels(bundle_dir: &Path) -> Result<BTreeMap<String, String>, BuildError> {
     let path = bundle_dir.join("metadata/annotations.yaml");
-    let text = std::fs::read_to_string(&path).map_err(|source| BuildError::ReadAnnotations {
+    let text = crate::input::text(&path).map_err(|source| BuildError::ReadAnnotations {
         path: path.clone(),
         source,
     })?;

@@ -11,7 +11,6 @@
 //!   check exactly what olmpack accepts.
 
 pub mod schema;
-pub mod upgrade;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -31,7 +30,7 @@ pub enum PlanError {
     Read {
         path: PathBuf,
         #[source]
-        source: std::io::Error,
+        source: crate::input::InputError,
     },
     #[error("{path}: {message}")]
     Parse { path: PathBuf, message: String },
@@ -320,6 +319,19 @@ impl LoadedPlan {
         self.base_dir().join(path)
     }
 
+    /// Resolves a path the plan reads from (manifests, samples, icon): it must stay inside the
+    /// plan's directory, also through symlinks, unless the reading policy allows outside paths
+    /// (see [`crate::input::inside`]).
+    pub fn resolve_input(&self, path: &Path) -> Result<PathBuf, crate::input::InputError> {
+        crate::input::inside(self.base_dir(), path)
+    }
+
+    /// The directory trees read for the plan may reach through symlinks: the plan's
+    /// directory, or anywhere when the policy allows outside paths.
+    pub fn input_root(&self) -> Option<&Path> {
+        (!crate::input::policy().allow_outside_paths).then(|| self.base_dir())
+    }
+
     /// Releases with parsed versions, oldest first.
     pub fn sorted_releases(&self) -> Vec<(semver::Version, &Release)> {
         let mut releases: Vec<_> = self
@@ -349,11 +361,52 @@ impl LoadedPlan {
 
 /// Reads and checks a plan file.
 pub fn load(path: &Path) -> Result<LoadedPlan, PlanError> {
-    let text = std::fs::read_to_string(path).map_err(|source| PlanError::Read {
+    let text = crate::input::text(path).map_err(|source| PlanError::Read {
         path: path.to_path_buf(),
         source,
     })?;
     parse(path, &text)
+}
+
+impl PlanError {
+    /// True when the plan itself is invalid (exit 1), false when it could not be read (exit 2).
+    pub fn is_invalid(&self) -> bool {
+        match self {
+            PlanError::Read { source, .. } => source.is_refusal(),
+            PlanError::Parse { .. } | PlanError::Invalid { .. } => true,
+        }
+    }
+}
+
+/// A deserializer's complaint in our words: no Rust type names.
+fn describe_type_error(message: &str) -> String {
+    let mut out = message.to_owned();
+    for (theirs, ours) in [
+        ("expected struct ", "expected a mapping ("),
+        ("expected enum ", "expected one of the allowed values ("),
+    ] {
+        while let Some(i) = out.find(theirs) {
+            let rest = &out[i + theirs.len()..];
+            let end = rest
+                .find(|c: char| !c.is_alphanumeric() && c != '_')
+                .unwrap_or(rest.len());
+            let name = lower_words(&rest[..end]);
+            out = format!("{}{ours}{name}){}", &out[..i], &rest[end..]);
+        }
+    }
+    out.replace("invalid type: ", "wrong type: ")
+}
+
+/// `CsvMetadata` → `csv metadata`.
+fn lower_words(name: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in name.chars().enumerate() {
+        if c.is_uppercase() && i > 0 {
+            out.push(' ');
+        }
+        out.extend(c.to_lowercase());
+    }
+    out
 }
 
 /// Parses plan text that came from `path` (used in messages and to resolve relative paths).
@@ -371,7 +424,7 @@ pub fn parse(path: &Path, text: &str) -> Result<LoadedPlan, PlanError> {
             } else {
                 field
             },
-            message: e.into_inner().to_string(),
+            message: describe_type_error(&e.into_inner().to_string()),
         }
     })?;
     let loaded = LoadedPlan {
@@ -413,11 +466,23 @@ fn check(loaded: &LoadedPlan) -> Result<(), PlanError> {
                 format!("{:?} is not a semantic version: {e}", release.version),
             )
         })?;
-        if let Some(first) = seen.insert(version, i) {
-            return Err(invalid(
-                format!("releases[{i}].version"),
-                format!("version {} is also releases[{first}]", release.version),
-            ));
+        // OLM orders bundles ignoring build metadata: 1.0.0+a and 1.0.0+b are one version.
+        let key = (
+            version.major,
+            version.minor,
+            version.patch,
+            version.pre.clone(),
+        );
+        if let Some(first) = seen.insert(key, i) {
+            let message = if plan.releases[first].version == release.version {
+                format!("version {} is also releases[{first}]", release.version)
+            } else {
+                format!(
+                    "version {} equals releases[{first}].version {} but for build metadata, which OLM ignores when it orders bundles",
+                    release.version, plan.releases[first].version
+                )
+            };
+            return Err(invalid(format!("releases[{i}].version"), message));
         }
         if loaded.channels_of(release).is_empty() {
             return Err(invalid(

@@ -1,0 +1,25 @@
+//! `olmpack upgrade …`: will the next release break the clusters that run an older one?
+
+use clap::Subcommand;
+
+use super::CmdResult;
+use super::upgrade_check;
+
+/// Upgrade safety across CRD versions.
+#[derive(Debug, Subcommand)]
+pub enum UpgradeCommand {
+    /// Static check of every upgrade edge (no cluster): compare the CRDs of each edge's two
+    /// releases with OLM v1's and OLM v0's checks.
+    #[command(long_about = upgrade_check::LONG_ABOUT)]
+    Check(upgrade_check::CheckArgs),
+    /// Let the real OLM v0 (on a local control plane, no cluster needed) install every
+    /// release by Subscription and upgrade along every edge it takes; report what OLM said.
+    Olm(super::upgrade_olm::OlmArgs),
+}
+
+pub fn run(cmd: UpgradeCommand) -> CmdResult {
+    match cmd {
+        UpgradeCommand::Check(args) => upgrade_check::run(args),
+        UpgradeCommand::Olm(args) => super::upgrade_olm::run(args),
+    }
+}

@@ -1,0 +1,46 @@
+//! The real-world corpora for `realworld_` conformance tests, as `cargo xtask conformance`
+//! unpacks them: `$OLMPACK_CORPUS_CACHE` (default `~/.cache/olmpack/corpus`) holds
+//! `<name>/` and the stamp `<name>.stamp` written after a complete unpack.
+//!
+//! A test whose corpus is absent says so loudly ("NOT RUN") and returns; under `CI=true`
+//! the corpus must be there, so its absence fails the test.
+
+use std::path::PathBuf;
+
+/// operator-framework/community-operators at 1591b5e (bundle and package-manifest formats).
+pub const COMMUNITY_OPERATORS: &str = "community-operators-1591b5e";
+
+/// The directory the corpora are unpacked into.
+pub fn cache_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("OLMPACK_CORPUS_CACHE") {
+        return Some(PathBuf::from(dir));
+    }
+    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
+        return Some(PathBuf::from(dir).join("olmpack/corpus"));
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/olmpack/corpus"))
+}
+
+/// The unpacked corpus `name`, when a complete unpack of it exists.
+pub fn find(name: &str) -> Option<PathBuf> {
+    let cache = cache_dir()?;
+    let dir = cache.join(name);
+    (dir.is_dir() && cache.join(format!("{name}.stamp")).is_file()).then_some(dir)
+}
+
+/// The unpacked corpus `name` for the test `test`; prints "NOT RUN" and returns `None` when
+/// it is absent, and panics instead under `CI=true`.
+pub fn require(name: &str, test: &str) -> Option<PathBuf> {
+    if let Some(dir) = find(name) {
+        return Some(dir);
+    }
+    let msg = format!(
+        "{test}: NOT RUN: corpus {name} is not unpacked under {} (run `cargo xtask conformance`)",
+        cache_dir().unwrap_or_default().display()
+    );
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{msg}; CI=true requires the corpus");
+    }
+    eprintln!("\n*** {msg} ***\n");
+    None
+}
