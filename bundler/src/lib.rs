@@ -13,6 +13,7 @@
 //! - [`input`]: reading input files safely (regular files only, bounded, symlinks kept inside).
 //! - [`output`]: generated file trees, written atomically or checked against disk.
 //! - [`upgrade_graph`]: the plan's upgrade graph, the one source of CSV and channel edges.
+//! - [`upgrade_olm`]: the real OLM v0 installs and upgrades a catalog's releases (`olmpack upgrade olm`).
 //! - [`release`]: the whole release job — bundles and catalog from one plan.
 //! - [`live`]: `olmpack upgrade test`, every upgrade edge live on a real apiserver.
 //! - [`pipeline`]: `olmpack release` — from the plan to pushed, digest-pinned images.
@@ -37,6 +38,7 @@ pub mod plan;
 pub mod release;
 pub mod report;
 pub mod upgrade_graph;
+pub mod upgrade_olm;
 pub mod yaml;
 
 /// Installs rustls' ring provider as the process default; call first in every binary and test

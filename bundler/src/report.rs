@@ -480,7 +480,8 @@ fn shorten(text: &str) -> String {
     out
 }
 
-fn xml_escape(s: &str) -> String {
+/// `s` with XML's five special characters escaped.
+pub fn xml_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -11,6 +11,10 @@ pub enum Tool {
     Etcd,
     KubeApiserver,
     KubeControllerManager,
+    KubeScheduler,
+    Kwok,
+    OlmOperator,
+    CatalogOperator,
     Registry,
     Opm,
     Crdify,
@@ -27,6 +31,10 @@ impl Tool {
             Tool::Etcd => "OLMPACK_ETCD",
             Tool::KubeApiserver => "OLMPACK_KUBE_APISERVER",
             Tool::KubeControllerManager => "OLMPACK_KUBE_CONTROLLER_MANAGER",
+            Tool::KubeScheduler => "OLMPACK_KUBE_SCHEDULER",
+            Tool::Kwok => "OLMPACK_KWOK",
+            Tool::OlmOperator => "OLMPACK_OLM_OPERATOR",
+            Tool::CatalogOperator => "OLMPACK_CATALOG_OPERATOR",
             Tool::Registry => "OLMPACK_REGISTRY",
             Tool::Opm => "OLMPACK_OPM",
             Tool::Crdify => "OLMPACK_CRDIFY",
@@ -43,6 +51,10 @@ impl Tool {
             Tool::Etcd => "etcd",
             Tool::KubeApiserver => "kube-apiserver",
             Tool::KubeControllerManager => "kube-controller-manager",
+            Tool::KubeScheduler => "kube-scheduler",
+            Tool::Kwok => "kwok",
+            Tool::OlmOperator => "olm-operator",
+            Tool::CatalogOperator => "catalog-operator",
             Tool::Registry => "docker-registry",
             Tool::Opm => "opm",
             Tool::Crdify => "crdify",
@@ -90,4 +102,39 @@ pub struct ToolNotFound {
     pub tool: &'static str,
     pub env_var: &'static str,
     pub looked_at: Option<PathBuf>,
+}
+
+/// A directory of data files that `cargo xtask setup` installs next to a tool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ToolData {
+    /// OLM v0's CustomResourceDefinitions, from the same release as the OLM binaries.
+    OlmCrds,
+    /// kwok's node and pod stages (what kwok does to fake nodes and pods).
+    KwokStages,
+}
+
+impl ToolData {
+    /// The environment variable naming the directory.
+    pub fn env_var(self) -> &'static str {
+        match self {
+            ToolData::OlmCrds => "OLMPACK_OLM_CRDS",
+            ToolData::KwokStages => "OLMPACK_KWOK_STAGES",
+        }
+    }
+
+    /// The directory, or an error saying how to provide it.
+    pub fn path(self) -> Result<PathBuf, ToolNotFound> {
+        let found = std::env::var_os(self.env_var()).map(PathBuf::from);
+        match found {
+            Some(dir) if dir.is_dir() => Ok(dir),
+            looked_at => Err(ToolNotFound {
+                tool: match self {
+                    ToolData::OlmCrds => "OLM's CRDs",
+                    ToolData::KwokStages => "kwok's stages",
+                },
+                env_var: self.env_var(),
+                looked_at,
+            }),
+        }
+    }
 }

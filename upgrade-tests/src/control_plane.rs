@@ -74,7 +74,8 @@ pub enum EnvError {
 #[derive(Clone, Debug, Default)]
 pub struct TestEnvOptions {
     /// Also run kube-controller-manager with the garbage collector, namespace, service
-    /// account and deployment controllers (no scheduler or kubelet: pods never run).
+    /// account, deployment and root-CA publisher controllers (no scheduler or kubelet here:
+    /// pods never run; [`crate::OlmEnv`] adds both).
     pub controller_manager: bool,
     /// Extra `--flag=value` arguments for kube-apiserver.
     pub apiserver_args: Vec<String>,
@@ -239,7 +240,7 @@ impl TestEnv {
                     &bin,
                     &[
                         format!("--kubeconfig={}", kubeconfig.display()),
-                        "--controllers=garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller,deployment-controller,replicaset-controller".to_owned(),
+                        "--controllers=garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller,deployment-controller,replicaset-controller,root-ca-certificate-publisher-controller".to_owned(),
                         format!("--service-account-private-key-file={}", sa_key_file.display()),
                         format!("--root-ca-file={}", ca_file.display()),
                         "--leader-elect=false".to_owned(),

@@ -28,13 +28,15 @@ pub mod corpus;
 pub mod defects;
 pub mod https;
 pub mod live;
+pub mod olm;
 pub mod pki;
 pub mod process;
 pub mod registry;
 
-pub use binaries::Tool;
+pub use binaries::{Tool, ToolData};
 pub use control_plane::{EnvError, TestEnv, TestEnvOptions};
 pub use https::HttpsServer;
+pub use olm::{OlmEnv, OlmEnvOptions};
 pub use pki::{CertificateAuthority, CertifiedKey};
 pub use registry::{Registry, RegistryAuth};
 

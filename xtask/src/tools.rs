@@ -24,6 +24,7 @@ use serde::Deserialize;
 #[serde(deny_unknown_fields)]
 pub struct Pins {
     pub kubernetes: KubernetesPin,
+    pub olm: OlmPin,
     pub go: BTreeMap<String, GoPin>,
     pub debian: DebianPins,
 }
@@ -33,6 +34,15 @@ pub struct Pins {
 pub struct KubernetesPin {
     pub version: String,
     pub staging: String,
+    pub go: String,
+}
+
+/// OLM v0 (olm-operator, catalog-operator, its CRDs) and kwok, built from one wrapper module.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OlmPin {
+    pub version: String,
+    pub kwok: String,
     pub go: String,
 }
 
@@ -55,7 +65,25 @@ pub struct DebianPins {
 }
 
 /// Binaries built from k8s.io/kubernetes.
-const KUBE_BINARIES: [&str; 2] = ["kube-apiserver", "kube-controller-manager"];
+const KUBE_BINARIES: [&str; 3] = [
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+];
+
+const OLM_MODULE: &str = "github.com/operator-framework/operator-lifecycle-manager";
+const KWOK_MODULE: &str = "sigs.k8s.io/kwok";
+/// `(package, binary)` of the OLM + kwok build.
+const OLM_BINARIES: [(&str, &str); 3] = [
+    ("cmd/olm", "olm-operator"),
+    ("cmd/catalog", "catalog-operator"),
+    ("cmd/kwok", "kwok"),
+];
+/// Where OLM's CRDs are in its module, and where setup puts them in the tool directory.
+const OLM_CRDS: (&str, &str) = ("deploy/chart/crds", "crds");
+/// kwok's "fast" node and pod stages (ready at once, deleted at once) and where they go.
+const KWOK_STAGES: [&str; 2] = ["kustomize/stage/node/fast", "kustomize/stage/pod/fast"];
+const KWOK_STAGES_DIR: &str = "kwok-stages";
 
 /// Debian packages whose binaries the tests use, with the binary and its env variable.
 const DEBIAN_BINARIES: [(&str, &str, &str); 4] = [
@@ -116,7 +144,21 @@ impl Layout {
                 "OLMPACK_KUBE_CONTROLLER_MANAGER".to_owned(),
                 kube.join("kube-controller-manager").into_os_string(),
             ),
+            (
+                "OLMPACK_KUBE_SCHEDULER".to_owned(),
+                kube.join("kube-scheduler").into_os_string(),
+            ),
         ];
+        let olm = self.tool_dir("olm", &olm_dir_version(&pins.olm));
+        for (var, path) in [
+            ("OLMPACK_OLM_OPERATOR", "bin/olm-operator"),
+            ("OLMPACK_CATALOG_OPERATOR", "bin/catalog-operator"),
+            ("OLMPACK_KWOK", "bin/kwok"),
+            ("OLMPACK_OLM_CRDS", OLM_CRDS.1),
+            ("OLMPACK_KWOK_STAGES", KWOK_STAGES_DIR),
+        ] {
+            vars.push((var.to_owned(), olm.join(path).into_os_string()));
+        }
         for (name, pin) in &pins.go {
             let bin = self
                 .tool_dir(name, &pin.version)
@@ -143,6 +185,7 @@ pub fn setup(pins: &Pins, layout: &Layout) -> Result<Vec<String>> {
     let mut report = Vec::new();
     report.push(install_debian(&pins.debian)?);
     report.push(install_kubernetes(&pins.kubernetes, layout)?);
+    report.push(install_olm(&pins.olm, layout)?);
     for (name, pin) in &pins.go {
         report.push(install_go_tool(name, pin, layout)?);
     }
@@ -335,6 +378,95 @@ fn install_go_tool(name: &str, pin: &GoPin, layout: &Layout) -> Result<String> {
     ))
 }
 
+/// `v0.38.0-kwok-v0.8.0`: one directory per pair of versions.
+fn olm_dir_version(pin: &OlmPin) -> String {
+    format!("{}-kwok-{}", pin.version, pin.kwok)
+}
+
+/// OLM v0's olm-operator and catalog-operator and kwok, from one wrapper module (kwok's
+/// k8s.io/* versions win MVS and OLM still builds with them), plus OLM's CRDs and kwok's
+/// stage definitions copied from the same module versions.
+fn install_olm(pin: &OlmPin, layout: &Layout) -> Result<String> {
+    let dest = layout.tool_dir("olm", &olm_dir_version(pin));
+    let binaries: Vec<&str> = OLM_BINARIES.iter().map(|(_, b)| *b).collect();
+    let stamp = stamp(&[
+        OLM_MODULE,
+        &pin.version,
+        KWOK_MODULE,
+        &pin.kwok,
+        &binaries.join(" "),
+        OLM_CRDS.0,
+        &KWOK_STAGES.join(" "),
+    ]);
+    if is_complete(&dest, &stamp, &binaries) {
+        return Ok(format!(
+            "olm {} + kwok {}: up to date",
+            pin.version, pin.kwok
+        ));
+    }
+    let started = Instant::now();
+    build_into(&dest, &stamp, |work| {
+        let olm_dir = module_dir(OLM_MODULE, &pin.version, work)?;
+        let kwok_dir = module_dir(KWOK_MODULE, &pin.kwok, work)?;
+        copy_yaml_files(&olm_dir.join(OLM_CRDS.0), &work.join(OLM_CRDS.1))?;
+        for stages in KWOK_STAGES {
+            copy_yaml_files(&kwok_dir.join(stages), &work.join(KWOK_STAGES_DIR))?;
+        }
+        let module = format!(
+            "module olmpack.dev/tools/olm\n\ngo {}\n\nrequire (\n\t{OLM_MODULE} {}\n\t{KWOK_MODULE} {}\n)\n",
+            pin.go, pin.version, pin.kwok
+        );
+        let packages: Vec<(String, String)> = OLM_BINARIES
+            .iter()
+            .map(|(package, binary)| {
+                let module = if *binary == "kwok" {
+                    KWOK_MODULE
+                } else {
+                    OLM_MODULE
+                };
+                (format!("{module}/{package}"), (*binary).to_owned())
+            })
+            .collect();
+        build_wrapper_module(
+            work,
+            &module,
+            &BuildFlags {
+                tags: "",
+                ldflags: "",
+            },
+            &packages,
+        )
+    })?;
+    Ok(format!(
+        "olm {} + kwok {}: built {} in {:.0?}",
+        pin.version,
+        pin.kwok,
+        binaries.join(", "),
+        started.elapsed()
+    ))
+}
+
+/// Copies every `*.yaml` file of `from` except kustomizations into `to` (created).
+fn copy_yaml_files(from: &Path, to: &Path) -> Result<()> {
+    fs::create_dir_all(to)?;
+    let mut copied = 0;
+    for entry in fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
+        let path = entry?.path();
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        if name.ends_with(".yaml") && name != "kustomization.yaml" {
+            // Module cache files are read-only; the copies must be removable and replaceable.
+            fs::write(to.join(&*name), fs::read(&path)?)?;
+            copied += 1;
+        }
+    }
+    ensure!(
+        copied > 0,
+        "{} holds no YAML files; the build recipe needs updating",
+        from.display()
+    );
+    Ok(())
+}
+
 /// Builds in `<dest>.tmp-<pid>` and renames it to `dest` only when `build` succeeded.
 fn build_into(dest: &Path, stamp: &str, build: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
     let parent = dest.parent().context("tool directory has no parent")?;
@@ -363,8 +495,8 @@ fn build_into(dest: &Path, stamp: &str, build: impl FnOnce(&Path) -> Result<()>)
     result
 }
 
-/// Downloads `module@version` through the module proxy and returns its go.mod text.
-fn go_mod_of(module: &str, version: &str, work: &Path) -> Result<String> {
+/// Downloads `module@version` through the module proxy; returns `go mod download -json`.
+fn go_mod_download(module: &str, version: &str, work: &Path) -> Result<serde_json::Value> {
     let out = Command::new("go")
         .args(["mod", "download", "-json", &format!("{module}@{version}")])
         .current_dir(work)
@@ -376,11 +508,26 @@ fn go_mod_of(module: &str, version: &str, work: &Path) -> Result<String> {
     if let Some(err) = info.get("Error").and_then(|e| e.as_str()) {
         bail!("the Go module proxy has no {module}@{version}: {err}");
     }
+    Ok(info)
+}
+
+/// Downloads `module@version` through the module proxy and returns its go.mod text.
+fn go_mod_of(module: &str, version: &str, work: &Path) -> Result<String> {
+    let info = go_mod_download(module, version, work)?;
     let path = info
         .get("GoMod")
         .and_then(|p| p.as_str())
         .context("`go mod download` named no go.mod")?;
     fs::read_to_string(path).with_context(|| format!("reading {path}"))
+}
+
+/// Downloads `module@version` and returns the directory of its sources in the module cache.
+fn module_dir(module: &str, version: &str, work: &Path) -> Result<PathBuf> {
+    let info = go_mod_download(module, version, work)?;
+    info.get("Dir")
+        .and_then(|p| p.as_str())
+        .map(PathBuf::from)
+        .context("`go mod download` named no source directory")
 }
 
 /// The `k8s.io/*` modules that kubernetes' go.mod replaces with `./staging/...` paths.
@@ -504,6 +651,15 @@ mod tests {
             opm.1,
             OsString::from(format!("/cache/opm/{}/bin/opm", pins.go["opm"].version))
         );
+        let kwok = vars.iter().find(|(k, _)| k == "OLMPACK_KWOK").unwrap();
+        assert_eq!(
+            kwok.1,
+            OsString::from(format!(
+                "/cache/olm/{}-kwok-{}/bin/kwok",
+                pins.olm.version, pins.olm.kwok
+            ))
+        );
+        assert!(vars.iter().any(|(k, _)| k == "OLMPACK_KUBE_SCHEDULER"));
     }
 
     #[test]

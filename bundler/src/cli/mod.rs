@@ -15,6 +15,7 @@ mod release;
 mod upgrade;
 mod upgrade_check;
 mod upgrade_test;
+mod upgrade_olm;
 
 use std::error::Error;
 use std::path::PathBuf;

@@ -16,11 +16,15 @@ pub enum UpgradeCommand {
     /// upgrade, round trips through every version, storage migration, webhook outage,
     /// rollback.
     Test(upgrade_test::TestArgs),
+    /// Let the real OLM v0 (on a local control plane, no cluster needed) install every
+    /// release by Subscription and upgrade along every edge it takes; report what OLM said.
+    Olm(super::upgrade_olm::OlmArgs),
 }
 
 pub fn run(cmd: UpgradeCommand) -> CmdResult {
     match cmd {
         UpgradeCommand::Check(args) => upgrade_check::run(args),
         UpgradeCommand::Test(args) => upgrade_test::run(args),
+        UpgradeCommand::Olm(args) => super::upgrade_olm::run(args),
     }
 }

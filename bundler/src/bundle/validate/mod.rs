@@ -27,6 +27,7 @@ mod csv;
 mod dependencies;
 mod deprecated;
 mod layout;
+mod mounts;
 mod operatorhub;
 mod podstart;
 mod practices;
@@ -80,6 +81,7 @@ pub fn validate(bundle: &LoadedBundle, options: &Options) -> Report {
         };
         csv::check(&ctx, &mut out);
         webhooks::check(&ctx, &mut out);
+        mounts::check(&ctx, &mut out);
         operatorhub::check(&ctx, &mut out);
         practices::check(&ctx, &mut out);
         podstart::check(&ctx, &mut out);

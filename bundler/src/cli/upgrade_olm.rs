@@ -1,0 +1,137 @@
+//! `olmpack upgrade olm`: let the real OLM v0 install and upgrade the catalog's releases.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use olmpack::bundle::generate::GenerateError;
+use olmpack::release::{self, ReleaseError};
+use olmpack::upgrade_olm::{self, RunOptions};
+use olmpack::{plan, upgrade_olm::CaseReport};
+use upgrade_tests::olm::{Timeouts, WebhookCommand};
+
+use super::CmdResult;
+
+/// Arguments of `olmpack upgrade olm`.
+#[derive(Debug, clap::Args)]
+pub struct OlmArgs {
+    /// Release plan whose catalog is tested (generated in memory; nothing is written).
+    #[arg(long, conflicts_with = "catalog")]
+    pub plan: Option<PathBuf>,
+    /// File-Based Catalog directory to test (its bundles need `olm.bundle.object`
+    /// properties, as `olmpack generate` and `opm render` write them).
+    #[arg(long)]
+    pub catalog: Option<PathBuf>,
+    /// Only this package of the catalog.
+    #[arg(long)]
+    pub package: Option<String>,
+    /// Shell command run as the process of every Deployment OLM wires webhooks to. It gets
+    /// OLM's serving certificate in $OLMPACK_WEBHOOK_CERT_FILE and $OLMPACK_WEBHOOK_KEY_FILE,
+    /// must serve HTTPS on 127.0.0.1:$OLMPACK_WEBHOOK_PORT, and gets $KUBECONFIG (acting as
+    /// the Deployment's ServiceAccount), $POD_NAMESPACE, $POD_NAME, $OLMPACK_DEPLOYMENT and
+    /// $OLMPACK_IMAGE. Without it, checks that need webhooks are reported as not run.
+    #[arg(long)]
+    pub webhook_command: Option<String>,
+    /// Seconds OLM may take for each install or upgrade step.
+    #[arg(long, default_value_t = 180)]
+    pub timeout: u64,
+    /// Cases run at once (each runs its own control plane and OLM).
+    #[arg(long, default_value_t = 1)]
+    pub jobs: usize,
+    /// Also write the results as JUnit XML to this file.
+    #[arg(long)]
+    pub junit: Option<PathBuf>,
+    /// Also write the results as a Markdown table to this file.
+    #[arg(long)]
+    pub markdown: Option<PathBuf>,
+}
+
+/// Runs `olmpack upgrade olm`.
+pub fn run(args: OlmArgs) -> CmdResult {
+    let generated;
+    let catalog: PathBuf = match (&args.plan, &args.catalog) {
+        (_, Some(dir)) => dir.clone(),
+        (plan_path, None) => {
+            let plan_path = plan_path
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("olmpack.yaml"));
+            match catalog_of_plan(&plan_path)? {
+                Ok(dir) => {
+                    generated = dir;
+                    generated.path().join("catalog")
+                }
+                Err(code) => return Ok(code),
+            }
+        }
+    };
+    let cases = upgrade_olm::load_cases(&catalog, args.package.as_deref())?;
+    let options = RunOptions {
+        webhook_command: args.webhook_command.as_deref().map(WebhookCommand::shell),
+        timeouts: Timeouts {
+            step: Duration::from_secs(args.timeout),
+        },
+        jobs: args.jobs,
+    };
+    let runtime = tokio::runtime::Runtime::new()?;
+    let reports = runtime.block_on(upgrade_olm::run(&catalog, &cases, &options))?;
+    write_reports(&args, &reports)
+}
+
+/// The plan's catalog, generated into a temp directory; `Err(exit code)` when the plan is
+/// invalid (findings printed).
+fn catalog_of_plan(
+    plan_path: &Path,
+) -> Result<Result<tempfile::TempDir, ExitCode>, Box<dyn std::error::Error + Send + Sync>> {
+    let loaded = plan::load(plan_path)?;
+    let output = match release::build(&loaded, &super::generate_options(false)?) {
+        Ok(output) => output,
+        Err(ReleaseError::Bundles(GenerateError::Invalid(findings))) => {
+            return Ok(Err(super::report_invalid(&loaded.path, findings)));
+        }
+        Err(other) => return Err(other.into()),
+    };
+    let dir = tempfile::Builder::new()
+        .prefix("olmpack-olm-catalog-")
+        .tempdir()?;
+    // In a subdirectory: write_to swaps a whole directory into place.
+    output.catalog.write_to(&dir.path().join("catalog"))?;
+    Ok(Ok(dir))
+}
+
+fn write_reports(args: &OlmArgs, reports: &[CaseReport]) -> CmdResult {
+    let table = upgrade_olm::markdown(reports);
+    print!("{table}");
+    if let Some(path) = &args.markdown {
+        std::fs::write(path, &table)
+            .map_err(|e| format!("failed to write {}: {e}", path.display()))?;
+    }
+    if let Some(path) = &args.junit {
+        std::fs::write(path, upgrade_olm::junit(reports))
+            .map_err(|e| format!("failed to write {}: {e}", path.display()))?;
+    }
+    let failed: Vec<String> = reports.iter().flat_map(|r| r.failures()).collect();
+    for failure in &failed {
+        eprintln!("error[olm]: {failure}");
+    }
+    let not_run: Vec<&str> = reports
+        .iter()
+        .filter_map(|r| r.examples.as_ref().err().map(String::as_str))
+        .collect();
+    if let Some(why) = not_run.first() {
+        eprintln!(
+            "warning[olm]: example and webhook checks NOT RUN for {} case(s): {why}",
+            not_run.len()
+        );
+    }
+    println!(
+        "{} case(s): {} passed, {} failed",
+        reports.len(),
+        reports.iter().filter(|r| r.failures().is_empty()).count(),
+        reports.iter().filter(|r| !r.failures().is_empty()).count()
+    );
+    Ok(if failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

@@ -1,0 +1,62 @@
+//! Benchmark (not a test): the real OLM v0 on the test control plane, with the reference
+//! operator serving its webhooks. Prints the seconds from `opm serve` start to the CSV's
+//! `Succeeded` for one install (the channel head), and the wall time of the whole matrix of
+//! the reference catalog (every release installed, every edge OLM takes upgraded), run with
+//! `--jobs 1` and `--jobs 2`. Target: the matrix under 2 minutes on 2 cores.
+//!
+//! Run: `eval "$(cargo xtask env)" && cargo bench -p webapp-operator --bench olm`
+
+use std::path::Path;
+use std::time::Instant;
+
+use olmpack::upgrade_olm::{self, RunOptions};
+use upgrade_tests::olm::WebhookCommand;
+
+fn operator_command() -> WebhookCommand {
+    WebhookCommand::shell(&format!(
+        "'{}' run --tls-cert-file \"$OLMPACK_WEBHOOK_CERT_FILE\" --tls-key-file \"$OLMPACK_WEBHOOK_KEY_FILE\" \
+         --bind-address 127.0.0.1 --webhook-port \"$OLMPACK_WEBHOOK_PORT\" --metrics-port 0 --leader-elect",
+        env!("CARGO_BIN_EXE_webapp-operator")
+    ))
+}
+
+fn main() {
+    let catalog = Path::new(env!("CARGO_MANIFEST_DIR")).join("../catalog");
+    let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+    let cases =
+        upgrade_olm::load_cases(&catalog, Some("webapp-operator")).expect("the catalog loads");
+    let head = cases
+        .iter()
+        .find(|c| c.expected.is_none())
+        .cloned()
+        .expect("a channel head");
+    let options = |jobs| RunOptions {
+        webhook_command: Some(operator_command()),
+        jobs,
+        ..RunOptions::default()
+    };
+    runtime.block_on(async {
+        let report = upgrade_olm::run_case(&catalog, head, &options(1))
+            .await
+            .expect("the OLM environment runs");
+        println!(
+            "one install ({}): {:.1} s from `opm serve` start to {}; {:.1} s with environment start-up",
+            report.case.from,
+            report.install_seconds,
+            upgrade_olm::describe(&report.install.outcome),
+            report.seconds
+        );
+        for jobs in [1, 2] {
+            let started = Instant::now();
+            let reports = upgrade_olm::run(&catalog, &cases, &options(jobs))
+                .await
+                .expect("the OLM environments run");
+            let failed = reports.iter().filter(|r| !r.failures().is_empty()).count();
+            println!(
+                "matrix, {} cases, --jobs {jobs}: {:.1} s ({failed} failed)",
+                reports.len(),
+                started.elapsed().as_secs_f64()
+            );
+        }
+    });
+}

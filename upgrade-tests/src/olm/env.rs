@@ -1,0 +1,507 @@
+//! Starting the components of an [`OlmEnv`] and serving catalogs to it.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Namespace, Node};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Client;
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use serde_json::json;
+
+use super::resources::{self, CatalogSource};
+use super::webhooks::{WebhookCommand, WebhookHost};
+use super::{OlmError, kubelet};
+use crate::binaries::{Tool, ToolData};
+use crate::control_plane::{TestEnv, TestEnvOptions};
+use crate::process::{ChildProcess, free_port, wait_until};
+
+/// Where OLM's global catalogs live (`catalog-operator --namespace`).
+pub const CATALOG_NAMESPACE: &str = "olm";
+/// Where operators are installed, with an AllNamespaces OperatorGroup.
+pub const OPERATOR_NAMESPACE: &str = "operators";
+/// The kwok node every pod is scheduled to.
+const NODE: &str = "kwok-node";
+/// How long a component or a catalog may take to become ready.
+const READY_TIMEOUT: Duration = Duration::from_secs(120);
+/// Field manager of everything this environment applies.
+const MANAGER: &str = "olmpack";
+
+/// Options for [`OlmEnv::start_with`].
+#[derive(Clone, Debug, Default)]
+pub struct OlmEnvOptions {
+    /// Runs as the process of every Deployment OLM wires webhooks to; without it webhook
+    /// calls fail (and with `failurePolicy: Fail`, so do the requests they guard).
+    pub webhook_command: Option<WebhookCommand>,
+}
+
+/// A running OLM v0 environment. See the [module docs](super).
+pub struct OlmEnv {
+    // Field order is drop order: webhook processes, then OLM, then the control plane.
+    webhooks: WebhookHost,
+    _kubelet: AbortOnDrop,
+    olm_operator: ChildProcess,
+    catalog_operator: ChildProcess,
+    kwok: ChildProcess,
+    scheduler: ChildProcess,
+    env: TestEnv,
+}
+
+impl std::fmt::Debug for OlmEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OlmEnv")
+            .field("env", &self.env)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A catalog served by `opm serve` and registered as a CatalogSource; `opm` stops on drop.
+#[derive(Debug)]
+pub struct Catalog {
+    /// The CatalogSource's name (in [`CATALOG_NAMESPACE`]).
+    pub name: String,
+    /// When `opm serve` was started.
+    pub started: Instant,
+    server: ChildProcess,
+}
+
+impl Catalog {
+    /// The namespace of the CatalogSource.
+    pub fn namespace(&self) -> &str {
+        CATALOG_NAMESPACE
+    }
+
+    /// The PID of `opm serve`.
+    pub fn pid(&self) -> u32 {
+        self.server.pid()
+    }
+}
+
+impl OlmEnv {
+    /// Starts everything with default options (no webhook command).
+    pub async fn start() -> Result<Self, OlmError> {
+        Self::start_with(OlmEnvOptions::default()).await
+    }
+
+    /// Starts the control plane, kube-scheduler, kwok and OLM, and creates the operator
+    /// namespace with an AllNamespaces OperatorGroup.
+    pub async fn start_with(options: OlmEnvOptions) -> Result<Self, OlmError> {
+        let scheduler_bin = Tool::KubeScheduler.path()?;
+        let kwok_bin = Tool::Kwok.path()?;
+        let olm_bin = Tool::OlmOperator.path()?;
+        let catalog_bin = Tool::CatalogOperator.path()?;
+        let crds = ToolData::OlmCrds.path()?;
+        let stages = ToolData::KwokStages.path()?;
+
+        let env = TestEnv::start_with(TestEnvOptions {
+            controller_manager: true,
+            apiserver_args: vec!["--enable-aggregator-routing=true".to_owned()],
+        })
+        .await?;
+        let dir = env.dir().to_owned();
+        let kubeconfig = env.kubeconfig_path().display().to_string();
+        let client = env.client();
+
+        for crd in read_crds(&crds)? {
+            env.install_crd(&crd).await?;
+        }
+        for ns in [CATALOG_NAMESPACE, OPERATOR_NAMESPACE] {
+            create_namespace(&client, ns).await?;
+        }
+
+        let mut scheduler = ChildProcess::start(
+            "kube-scheduler",
+            &scheduler_bin,
+            &[
+                format!("--kubeconfig={kubeconfig}"),
+                "--leader-elect=false".to_owned(),
+                "--secure-port=0".to_owned(),
+            ],
+            &dir.join("scheduler.log"),
+        )?;
+        scheduler.check_running()?;
+
+        let kwok_config = dir.join("kwok.yaml");
+        write(&kwok_config, &kwok_config_text(&stages)?)?;
+        let mut kwok = ChildProcess::start(
+            "kwok",
+            &kwok_bin,
+            &[
+                format!("--kubeconfig={kubeconfig}"),
+                format!("--config={}", kwok_config.display()),
+                "--manage-all-nodes=false".to_owned(),
+                "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake".to_owned(),
+                "--cidr=10.244.0.1/24".to_owned(),
+                "--node-ip=10.244.0.1".to_owned(),
+            ],
+            &dir.join("kwok.log"),
+        )?;
+        create_node(&client).await?;
+        let kubelet = AbortOnDrop(tokio::spawn(kubelet::run(client.clone())));
+        let nodes: Api<Node> = Api::all(client.clone());
+        wait_until(&mut kwok, READY_TIMEOUT, || {
+            let nodes = nodes.clone();
+            async move { matches!(nodes.get_opt(NODE).await, Ok(Some(node)) if node_ready(&node)) }
+        })
+        .await?;
+        // The apiserver taints new nodes not-ready; kube-controller-manager's node lifecycle
+        // controller would lift it, but it would also evict pods of a node without kubelet
+        // heartbeats, so it does not run and the taint is lifted here.
+        nodes
+            .patch(
+                NODE,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"taints": null}})),
+            )
+            .await
+            .map_err(OlmError::api(format!("untaint Node {NODE}")))?;
+
+        let olm_operator = ChildProcess::start_with_env(
+            "olm-operator",
+            &olm_bin,
+            &[
+                format!("--namespace={CATALOG_NAMESPACE}"),
+                "--writeStatusName=".to_owned(),
+                "--writePackageServerStatusName=".to_owned(),
+            ],
+            &[("KUBECONFIG".to_owned(), kubeconfig.clone())],
+            &dir.join("olm-operator.log"),
+        )?;
+        let catalog_operator = ChildProcess::start(
+            "catalog-operator",
+            &catalog_bin,
+            &[
+                format!("--kubeconfig={kubeconfig}"),
+                format!("--namespace={CATALOG_NAMESPACE}"),
+                "--writeStatusName=".to_owned(),
+            ],
+            &dir.join("catalog-operator.log"),
+        )?;
+        create_operator_group(&client).await?;
+        disable_copied_csvs(&client).await?;
+
+        let webhooks = WebhookHost::start(
+            client.clone(),
+            OPERATOR_NAMESPACE,
+            options.webhook_command,
+            env.kubeconfig_path().to_owned(),
+            dir.join("webhooks"),
+        )?;
+        Ok(Self {
+            webhooks,
+            _kubelet: kubelet,
+            olm_operator,
+            catalog_operator,
+            kwok,
+            scheduler,
+            env,
+        })
+    }
+
+    /// The control plane underneath.
+    pub fn env(&self) -> &TestEnv {
+        &self.env
+    }
+
+    /// An admin client.
+    pub fn client(&self) -> Client {
+        self.env.client()
+    }
+
+    /// The namespace operators are installed to (AllNamespaces OperatorGroup).
+    pub fn operator_namespace(&self) -> &str {
+        OPERATOR_NAMESPACE
+    }
+
+    /// Whether webhook calls can reach a [`WebhookCommand`]: one was given and this machine
+    /// has a non-loopback IPv4 address for the EndpointSlices. `Err` says why not.
+    pub fn webhooks_available(&self) -> Result<(), String> {
+        self.webhooks.available()
+    }
+
+    /// The webhook host (processes started, their logs).
+    pub fn webhooks(&self) -> &WebhookHost {
+        &self.webhooks
+    }
+
+    /// The PIDs of every process of this environment (control plane, OLM, webhooks).
+    pub fn pids(&self) -> Vec<u32> {
+        let mut pids = self.env.pids();
+        pids.extend([
+            self.scheduler.pid(),
+            self.kwok.pid(),
+            self.olm_operator.pid(),
+            self.catalog_operator.pid(),
+        ]);
+        pids.extend(self.webhooks.pids());
+        pids
+    }
+
+    /// The end of OLM's two logs, for failure messages.
+    pub fn olm_log_tail(&self) -> String {
+        format!(
+            "--- olm-operator ---\n{}\n--- catalog-operator ---\n{}",
+            self.olm_operator.log_tail(),
+            self.catalog_operator.log_tail()
+        )
+    }
+
+    /// The catalog-operator's last error lines (resolution problems show up there).
+    pub fn catalog_operator_errors(&self) -> Vec<String> {
+        let tail = self.catalog_operator.log_tail();
+        let errors: Vec<String> = tail
+            .lines()
+            .filter(|l| l.contains("level=error") || l.contains("level=warn"))
+            .map(|l| format!("catalog-operator: {l}"))
+            .collect();
+        errors[errors.len().saturating_sub(3)..].to_vec()
+    }
+
+    /// Serves the File-Based Catalog `dir` with `opm serve` and registers it as CatalogSource
+    /// `name`; returns once OLM reports the connection READY.
+    pub async fn serve_catalog(&self, name: &str, dir: &Path) -> Result<Catalog, OlmError> {
+        let opm = Tool::Opm.path()?;
+        let mut last = None;
+        for _ in 0..3 {
+            let port = free_port().map_err(OlmError::Port)?;
+            let started = Instant::now();
+            // opm builds its cache in a temp directory: keep it inside the environment's.
+            let mut server = ChildProcess::start_with_env(
+                "opm serve",
+                &opm,
+                &[
+                    "serve".to_owned(),
+                    dir.display().to_string(),
+                    format!("--port={port}"),
+                    "--pprof-addr=127.0.0.1:0".to_owned(),
+                ],
+                &[("TMPDIR".to_owned(), self.env.dir().display().to_string())],
+                &self.env.dir().join(format!("opm-{name}-{port}.log")),
+            )?;
+            match wait_until(&mut server, READY_TIMEOUT, || tcp_open(port)).await {
+                Ok(()) => {
+                    self.register_catalog(name, port).await?;
+                    return Ok(Catalog {
+                        name: name.to_owned(),
+                        started,
+                        server,
+                    });
+                }
+                Err(err) => last = Some(err),
+            }
+        }
+        Err(last.expect("at least one attempt ran").into())
+    }
+
+    async fn register_catalog(&self, name: &str, port: u16) -> Result<(), OlmError> {
+        let api: Api<DynamicObject> = Api::namespaced_with(
+            self.client(),
+            CATALOG_NAMESPACE,
+            &resources::catalog_source(),
+        );
+        let source = json!({
+            "apiVersion": "operators.coreos.com/v1alpha1",
+            "kind": "CatalogSource",
+            "metadata": {"name": name, "namespace": CATALOG_NAMESPACE},
+            "spec": {
+                "sourceType": "grpc",
+                "address": format!("127.0.0.1:{port}"),
+                "displayName": name,
+                "publisher": "olmpack",
+            },
+        });
+        api.patch(
+            name,
+            &PatchParams::apply(MANAGER).force(),
+            &Patch::Apply(&source),
+        )
+        .await
+        .map_err(OlmError::api(format!("create CatalogSource {name}")))?;
+        let typed: Api<CatalogSource> = Api::namespaced_with(
+            self.client(),
+            CATALOG_NAMESPACE,
+            &resources::catalog_source(),
+        );
+        let started = Instant::now();
+        loop {
+            if let Ok(Some(source)) = typed.get_opt(name).await
+                && source
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.connection_state.as_ref())
+                    .is_some_and(|c| c.last_observed_state == "READY")
+            {
+                return Ok(());
+            }
+            if started.elapsed() > READY_TIMEOUT {
+                return Err(OlmError::Timeout {
+                    what: format!(
+                        "CatalogSource {name} was not READY\n{}",
+                        self.olm_log_tail()
+                    ),
+                    waited: READY_TIMEOUT,
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+/// A background task that ends with its owner.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+fn write(path: &Path, contents: &str) -> Result<(), OlmError> {
+    std::fs::write(path, contents).map_err(|source| OlmError::Write {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+fn read(path: &Path) -> Result<String, OlmError> {
+    std::fs::read_to_string(path).map_err(|source| OlmError::Read {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// The `*.yaml` files of `dir`, sorted by name.
+fn yaml_files(dir: &Path) -> Result<Vec<PathBuf>, OlmError> {
+    let entries = std::fs::read_dir(dir).map_err(|source| OlmError::Read {
+        path: dir.to_owned(),
+        source,
+    })?;
+    let mut files: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+fn read_crds(dir: &Path) -> Result<Vec<CustomResourceDefinition>, OlmError> {
+    yaml_files(dir)?
+        .into_iter()
+        .map(|path| {
+            let text = read(&path)?;
+            serde_saphyr::from_str(&text).map_err(|err| OlmError::Invalid {
+                path,
+                message: err.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// Every stage file of `dir` as one multi-document stream (kwok's `--config`), with the
+/// `pod-ready` stage gated on the kubelet stand-in's admission (see [`super::kubelet`]).
+fn kwok_config_text(dir: &Path) -> Result<String, OlmError> {
+    let mut out = String::new();
+    let mut gated = false;
+    for path in yaml_files(dir)? {
+        let mut stage = read(&path)?;
+        if path.file_name().is_some_and(|n| n == "pod-ready.yaml") {
+            stage = kubelet::gate_pod_ready(&stage).ok_or_else(|| OlmError::Invalid {
+                path: path.clone(),
+                message: "kwok's pod-ready stage has no selector to extend".to_owned(),
+            })?;
+            gated = true;
+        }
+        out.push_str("---\n");
+        out.push_str(&stage);
+        out.push('\n');
+    }
+    if !gated {
+        return Err(OlmError::Invalid {
+            path: dir.join("pod-ready.yaml"),
+            message: "kwok's pod-ready stage is missing".to_owned(),
+        });
+    }
+    Ok(out)
+}
+
+async fn create_namespace(client: &Client, name: &str) -> Result<(), OlmError> {
+    let api: Api<Namespace> = Api::all(client.clone());
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}}))
+        .expect("a static Namespace is valid");
+    api.create(&PostParams::default(), &ns)
+        .await
+        .map_err(OlmError::api(format!("create Namespace {name}")))?;
+    Ok(())
+}
+
+async fn create_node(client: &Client) -> Result<(), OlmError> {
+    let api: Api<Node> = Api::all(client.clone());
+    let node: Node = serde_json::from_value(json!({
+        "metadata": {
+            "name": NODE,
+            "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+            "labels": {"kubernetes.io/hostname": NODE, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", "type": "kwok"},
+        },
+    }))
+    .expect("a static Node is valid");
+    api.create(&PostParams::default(), &node)
+        .await
+        .map_err(OlmError::api(format!("create Node {NODE}")))?;
+    Ok(())
+}
+
+fn node_ready(node: &Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+async fn create_operator_group(client: &Client) -> Result<(), OlmError> {
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        OPERATOR_NAMESPACE,
+        &resources::operator_group(),
+    );
+    let group = json!({
+        "apiVersion": "operators.coreos.com/v1",
+        "kind": "OperatorGroup",
+        "metadata": {"name": "global-operators", "namespace": OPERATOR_NAMESPACE},
+        "spec": {},
+    });
+    api.patch(
+        "global-operators",
+        &PatchParams::apply(MANAGER).force(),
+        &Patch::Apply(&group),
+    )
+    .await
+    .map_err(OlmError::api("create the AllNamespaces OperatorGroup"))?;
+    Ok(())
+}
+
+/// OLM copies an AllNamespaces CSV into every namespace unless told not to; the copies cost
+/// time and say nothing about the operator.
+async fn disable_copied_csvs(client: &Client) -> Result<(), OlmError> {
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &resources::olm_config());
+    let config = json!({
+        "apiVersion": "operators.coreos.com/v1",
+        "kind": "OLMConfig",
+        "metadata": {"name": "cluster"},
+        "spec": {"features": {"disableCopiedCSVs": true}},
+    });
+    api.patch(
+        "cluster",
+        &PatchParams::apply(MANAGER).force(),
+        &Patch::Apply(&config),
+    )
+    .await
+    .map_err(OlmError::api("configure OLMConfig cluster"))?;
+    Ok(())
+}
+
+async fn tcp_open(port: u16) -> bool {
+    tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_ok()
+}

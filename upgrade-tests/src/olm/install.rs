@@ -1,0 +1,486 @@
+//! Installing and upgrading by Subscription (`installPlanApproval: Manual`), one approved
+//! InstallPlan at a time, and what OLM reported for each step.
+
+use std::time::{Duration, Instant};
+
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::core::GroupVersionKind;
+use kube::discovery::{self, Scope};
+use serde::Serialize;
+use serde_json::json;
+
+use super::env::{Catalog, OPERATOR_NAMESPACE};
+use super::resources::{self, Csv, InstallPlan, Subscription};
+use super::{OlmEnv, OlmError, kubelet};
+
+/// Where examples of namespaced kinds are created.
+pub const EXAMPLE_NAMESPACE: &str = "default";
+const POLL: Duration = Duration::from_millis(250);
+
+/// How long OLM may take.
+#[derive(Clone, Copy, Debug)]
+pub struct Timeouts {
+    /// From the Subscription (or the previous step) to the CSV's final phase.
+    pub step: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            step: Duration::from_secs(180),
+        }
+    }
+}
+
+/// What OLM did with one install or upgrade step.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "result", rename_all = "camelCase")]
+pub enum Outcome {
+    /// The CSV reached phase `Succeeded`.
+    Succeeded { csv: String },
+    /// OLM refused: `by` names the object whose status says so, `message` is OLM's own.
+    Refused {
+        by: String,
+        reason: String,
+        message: String,
+    },
+    /// No final phase in time: the CSV's (or InstallPlan's) phase and reason then, and what
+    /// the kubelet stand-in reported about the pods.
+    TimedOut {
+        waiting_for: String,
+        phase: String,
+        reason: String,
+        message: String,
+        pods: Vec<String>,
+    },
+}
+
+/// One step: the CSV OLM's InstallPlan proposed, and how it ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Step {
+    /// The CSV the approved InstallPlan installs (`None` when OLM proposed none).
+    pub csv: Option<String>,
+    pub outcome: Outcome,
+    #[serde(skip)]
+    pub elapsed: Duration,
+}
+
+/// An example object created from a CSV's `alm-examples`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Example {
+    pub api_version: String,
+    pub kind: String,
+    pub name: String,
+    /// Why the API server refused it (a webhook's or the schema's message), if it did.
+    pub refused: Option<String>,
+}
+
+impl OlmEnv {
+    /// Subscribes to `package` in `channel` of `catalog` at `starting_csv`, with manual
+    /// InstallPlan approval.
+    pub async fn subscribe(
+        &self,
+        catalog: &Catalog,
+        package: &str,
+        channel: &str,
+        starting_csv: &str,
+    ) -> Result<(), OlmError> {
+        let api: Api<DynamicObject> = Api::namespaced_with(
+            self.client(),
+            OPERATOR_NAMESPACE,
+            &resources::subscription(),
+        );
+        let sub: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "operators.coreos.com/v1alpha1",
+            "kind": "Subscription",
+            "metadata": {"name": package, "namespace": OPERATOR_NAMESPACE},
+            "spec": {
+                "name": package,
+                "channel": channel,
+                "source": catalog.name,
+                "sourceNamespace": catalog.namespace(),
+                "installPlanApproval": "Manual",
+                "startingCSV": starting_csv,
+            },
+        }))
+        .expect("a static Subscription is valid");
+        api.create(&PostParams::default(), &sub)
+            .await
+            .map_err(OlmError::api(format!("create Subscription {package}")))?;
+        Ok(())
+    }
+
+    /// Waits for the next InstallPlan of Subscription `package`, approves it, and waits until
+    /// its CSV succeeds or fails, OLM refuses the plan, or `timeouts.step` passes.
+    pub async fn next_step(&self, package: &str, timeouts: Timeouts) -> Result<Step, OlmError> {
+        let started = Instant::now();
+        let deadline = started + timeouts.step;
+        let plan = self.approve_next_plan(package, deadline).await?;
+        let Some(plan) = plan else {
+            let outcome = self.not_resolved(package, timeouts.step).await?;
+            return Ok(Step {
+                csv: None,
+                outcome,
+                elapsed: started.elapsed(),
+            });
+        };
+        let csv = plan
+            .spec
+            .cluster_service_version_names
+            .first()
+            .cloned()
+            .unwrap_or_default();
+        let outcome = self
+            .wait_for_csv(&plan_name(&plan), &csv, deadline, timeouts.step)
+            .await?;
+        Ok(Step {
+            csv: Some(csv),
+            outcome,
+            elapsed: started.elapsed(),
+        })
+    }
+
+    /// The first unapproved InstallPlan of the Subscription, approved; `None` at the deadline.
+    async fn approve_next_plan(
+        &self,
+        package: &str,
+        deadline: Instant,
+    ) -> Result<Option<InstallPlan>, OlmError> {
+        let subs: Api<Subscription> = Api::namespaced_with(
+            self.client(),
+            OPERATOR_NAMESPACE,
+            &resources::subscription(),
+        );
+        let plans: Api<InstallPlan> = Api::namespaced_with(
+            self.client(),
+            OPERATOR_NAMESPACE,
+            &resources::install_plan(),
+        );
+        while Instant::now() < deadline {
+            let sub = subs
+                .get(package)
+                .await
+                .map_err(OlmError::api(format!("read Subscription {package}")))?;
+            if let Some(name) = sub
+                .status
+                .as_ref()
+                .and_then(|s| s.install_plan_ref.as_ref())
+                .map(|r| r.name.clone())
+                && let Some(plan) = plans
+                    .get_opt(&name)
+                    .await
+                    .map_err(OlmError::api(format!("read InstallPlan {name}")))?
+                && !plan.spec.approved
+            {
+                let patch = json!({"spec": {"approved": true}});
+                plans
+                    .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                    .map_err(OlmError::api(format!("approve InstallPlan {name}")))?;
+                return Ok(Some(plan));
+            }
+            tokio::time::sleep(POLL).await;
+        }
+        Ok(None)
+    }
+
+    /// Why the Subscription has no InstallPlan: OLM's resolution failure, or a timeout.
+    async fn not_resolved(&self, package: &str, waited: Duration) -> Result<Outcome, OlmError> {
+        let subs: Api<Subscription> = Api::namespaced_with(
+            self.client(),
+            OPERATOR_NAMESPACE,
+            &resources::subscription(),
+        );
+        let sub = subs
+            .get(package)
+            .await
+            .map_err(OlmError::api(format!("read Subscription {package}")))?;
+        let status = sub.status.unwrap_or_default();
+        if let Some(c) = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "ResolutionFailed" && c.status == "True")
+        {
+            return Ok(Outcome::Refused {
+                by: format!("Subscription {package}"),
+                reason: c.reason.clone(),
+                message: c.message.clone(),
+            });
+        }
+        let conditions: Vec<String> = status
+            .conditions
+            .iter()
+            .map(|c| format!("{}={} {}: {}", c.type_, c.status, c.reason, c.message))
+            .collect();
+        Ok(Outcome::TimedOut {
+            waiting_for: format!("an InstallPlan for Subscription {package} ({waited:?})"),
+            phase: status.state,
+            reason: String::new(),
+            message: conditions.join("; "),
+            pods: self.catalog_operator_errors(),
+        })
+    }
+
+    async fn wait_for_csv(
+        &self,
+        plan_name: &str,
+        csv_name: &str,
+        deadline: Instant,
+        waited: Duration,
+    ) -> Result<Outcome, OlmError> {
+        let plans: Api<InstallPlan> = Api::namespaced_with(
+            self.client(),
+            OPERATOR_NAMESPACE,
+            &resources::install_plan(),
+        );
+        let csvs: Api<Csv> =
+            Api::namespaced_with(self.client(), OPERATOR_NAMESPACE, &resources::csv());
+        loop {
+            let plan = plans
+                .get(plan_name)
+                .await
+                .map_err(OlmError::api(format!("read InstallPlan {plan_name}")))?;
+            let plan_status = plan.status.unwrap_or_default();
+            if plan_status.phase == "Failed" {
+                let failed = plan_status.conditions.iter().find(|c| c.status == "False");
+                return Ok(Outcome::Refused {
+                    by: format!("InstallPlan {plan_name}"),
+                    reason: failed.map(|c| c.reason.clone()).unwrap_or_default(),
+                    message: failed
+                        .map(|c| c.message.clone())
+                        .filter(|m| !m.is_empty())
+                        .unwrap_or(plan_status.message),
+                });
+            }
+            let csv = csvs.get_opt(csv_name).await.map_err(OlmError::api(format!(
+                "read ClusterServiceVersion {csv_name}"
+            )))?;
+            let status = csv.and_then(|c| c.status).unwrap_or_default();
+            match status.phase.as_str() {
+                "Succeeded" => {
+                    return Ok(Outcome::Succeeded {
+                        csv: csv_name.to_owned(),
+                    });
+                }
+                "Failed" => {
+                    return Ok(Outcome::Refused {
+                        by: format!("ClusterServiceVersion {csv_name}"),
+                        reason: status.reason,
+                        message: status.message,
+                    });
+                }
+                _ => {}
+            }
+            if Instant::now() >= deadline {
+                let (phase, reason, message) = if status.phase.is_empty() {
+                    (
+                        format!("InstallPlan {}", plan_status.phase),
+                        String::new(),
+                        plan_status.message,
+                    )
+                } else {
+                    (status.phase, status.reason, status.message)
+                };
+                return Ok(Outcome::TimedOut {
+                    waiting_for: format!("ClusterServiceVersion {csv_name} ({waited:?})"),
+                    phase,
+                    reason,
+                    message,
+                    pods: kubelet::complaints(&self.client(), OPERATOR_NAMESPACE).await,
+                });
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// Creates every object of CSV `csv`'s `alm-examples` (namespaced ones in
+    /// [`EXAMPLE_NAMESPACE`]), each named `<name>-<version>` so that examples of one object at
+    /// several versions do not collide. A refusal is recorded, not returned as an error.
+    pub async fn create_examples(&self, csv: &str) -> Result<Vec<Example>, OlmError> {
+        let csvs: Api<Csv> =
+            Api::namespaced_with(self.client(), OPERATOR_NAMESPACE, &resources::csv());
+        let found = csvs
+            .get(csv)
+            .await
+            .map_err(OlmError::api(format!("read ClusterServiceVersion {csv}")))?;
+        let text = found
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("alm-examples"))
+            .cloned()
+            .unwrap_or_else(|| "[]".to_owned());
+        let examples: Vec<serde_json::Value> =
+            serde_json::from_str(&text).map_err(|e| OlmError::Invalid {
+                path: format!("ClusterServiceVersion {csv}").into(),
+                message: format!("metadata.annotations.alm-examples: {e}"),
+            })?;
+        let mut out = Vec::new();
+        for mut object in examples {
+            let api_version = object["apiVersion"].as_str().unwrap_or_default().to_owned();
+            let kind = object["kind"].as_str().unwrap_or_default().to_owned();
+            let version = api_version.rsplit('/').next().unwrap_or_default();
+            let name = format!(
+                "{}-{version}",
+                object["metadata"]["name"].as_str().unwrap_or("example")
+            );
+            object["metadata"]["name"] = json!(name);
+            let refused = match self.example_api(&api_version, &kind).await {
+                Ok(api) => {
+                    let object: DynamicObject =
+                        serde_json::from_value(object).map_err(|e| OlmError::Invalid {
+                            path: format!("ClusterServiceVersion {csv}").into(),
+                            message: format!("alm-examples {kind} {name}: {e}"),
+                        })?;
+                    api.create(&PostParams::default(), &object)
+                        .await
+                        .err()
+                        .map(|e| e.to_string())
+                }
+                Err(e) => Some(e),
+            };
+            out.push(Example {
+                api_version,
+                kind,
+                name,
+                refused,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Reads every created example at the version the API server now prefers for its group
+    /// (through conversion, when it is stored at another one); `Err` per unreadable example.
+    pub async fn read_examples(&self, examples: &[Example]) -> Vec<Result<(), String>> {
+        let mut out = Vec::new();
+        for example in examples.iter().filter(|e| e.refused.is_none()) {
+            let group = example
+                .api_version
+                .rsplit_once('/')
+                .map(|(g, _)| g)
+                .unwrap_or("");
+            let result = async {
+                let group = discovery::group(&self.client(), group)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let (resource, caps) = group
+                    .recommended_kind(&example.kind)
+                    .ok_or_else(|| format!("{} is no longer served", example.kind))?;
+                let api: Api<DynamicObject> = match caps.scope {
+                    Scope::Namespaced => {
+                        Api::namespaced_with(self.client(), EXAMPLE_NAMESPACE, &resource)
+                    }
+                    Scope::Cluster => Api::all_with(self.client(), &resource),
+                };
+                api.get(&example.name)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| format!("{} {}: {e}", example.kind, example.name))
+            }
+            .await;
+            out.push(result);
+        }
+        out
+    }
+
+    async fn example_api(
+        &self,
+        api_version: &str,
+        kind: &str,
+    ) -> Result<Api<DynamicObject>, String> {
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        let gvk = GroupVersionKind::gvk(group, version, kind);
+        let (resource, caps) = discovery::pinned_kind(&self.client(), &gvk)
+            .await
+            .map_err(|e| format!("{api_version} {kind} is not served: {e}"))?;
+        Ok(match caps.scope {
+            Scope::Namespaced => Api::namespaced_with(self.client(), EXAMPLE_NAMESPACE, &resource),
+            Scope::Cluster => Api::all_with(self.client(), &resource),
+        })
+    }
+
+    /// Whether CSV `csv` declares webhooks (`spec.webhookdefinitions`).
+    pub async fn has_webhooks(&self, csv: &str) -> Result<bool, OlmError> {
+        let csvs: Api<Csv> =
+            Api::namespaced_with(self.client(), OPERATOR_NAMESPACE, &resources::csv());
+        let found = csvs
+            .get(csv)
+            .await
+            .map_err(OlmError::api(format!("read ClusterServiceVersion {csv}")))?;
+        Ok(found.spec["webhookdefinitions"]
+            .as_array()
+            .is_some_and(|w| !w.is_empty()))
+    }
+
+    /// Waits until a webhook process serves every Deployment CSV `csv` wires webhooks to, at
+    /// the Deployment's current generation; `Err` says which one is not served.
+    pub async fn wait_for_webhooks(&self, csv: &str, timeout: Duration) -> Result<(), String> {
+        self.webhooks_available()?;
+        let csvs: Api<Csv> =
+            Api::namespaced_with(self.client(), OPERATOR_NAMESPACE, &resources::csv());
+        let found = csvs.get(csv).await.map_err(|e| e.to_string())?;
+        let mut deployments: Vec<String> = found.spec["webhookdefinitions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|d| d["deploymentName"].as_str().map(str::to_owned))
+            .collect();
+        deployments.sort();
+        deployments.dedup();
+        let api: Api<k8s_openapi::api::apps::v1::Deployment> =
+            Api::namespaced(self.client(), OPERATOR_NAMESPACE);
+        let deadline = Instant::now() + timeout;
+        for name in deployments {
+            loop {
+                let generation = api
+                    .get_opt(&name)
+                    .await
+                    .ok()
+                    .flatten()
+                    .and_then(|d| d.metadata.generation);
+                if generation.is_some() && self.webhooks().serving_generation(&name) == generation {
+                    break;
+                }
+                if Instant::now() >= deadline {
+                    let problem = self.webhooks().problems().get(&name).cloned();
+                    return Err(format!(
+                        "no webhook process served Deployment {name} after {timeout:?}{}",
+                        problem.map(|p| format!(": {p}")).unwrap_or_default()
+                    ));
+                }
+                tokio::time::sleep(POLL).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every InstallPlan of the operator namespace, for failure messages: `name: phase`.
+    pub async fn install_plans(&self) -> Vec<String> {
+        let plans: Api<InstallPlan> = Api::namespaced_with(
+            self.client(),
+            OPERATOR_NAMESPACE,
+            &resources::install_plan(),
+        );
+        plans
+            .list(&ListParams::default())
+            .await
+            .map(|l| {
+                l.items
+                    .into_iter()
+                    .map(|p| {
+                        format!(
+                            "{} {:?}: {}",
+                            plan_name(&p),
+                            p.spec.cluster_service_version_names,
+                            p.status.map(|s| s.phase).unwrap_or_default()
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+fn plan_name(plan: &InstallPlan) -> String {
+    plan.metadata.name.clone().unwrap_or_default()
+}

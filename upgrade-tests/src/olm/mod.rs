@@ -1,0 +1,81 @@
+//! [`OlmEnv`]: the real OLM v0 on a [`crate::TestEnv`], installing and upgrading operators by
+//! Subscription — without a cluster, a kubelet or a container runtime.
+//!
+//! What runs (all real binaries, pinned in `tools.toml`): etcd, kube-apiserver (with
+//! `--enable-aggregator-routing=true`, so webhook calls go to EndpointSlice addresses),
+//! kube-controller-manager (Deployments, ReplicaSets, garbage collection), kube-scheduler,
+//! kwok (one fake node; pods become Running and Ready), OLM's olm-operator and
+//! catalog-operator with OLM's CRDs, and `opm serve` for each catalog (a CatalogSource with
+//! `spec.address`, so no catalog pod is needed; bundles carry `olm.bundle.object`, so no
+//! unpack Job is needed).
+//!
+//! Webhooks OLM wires must answer: pods are fake, so a [`WebhookCommand`] is started as the
+//! process of every Deployment OLM created a webhook serving certificate for, with that
+//! certificate, and an EndpointSlice of OLM's webhook Service points at it (see [`webhooks`]).
+//! EndpointSlices may not hold loopback addresses (the apiserver refuses them), so the slice
+//! names this machine's own non-loopback IPv4 address, where a forwarder relays to the
+//! command on 127.0.0.1. Without such an address webhooks cannot be served, and
+//! [`OlmEnv::webhooks_available`] says so.
+//!
+//! Guarantees: every process dies with the [`OlmEnv`] (and with the test process); every file
+//! lives in the [`crate::TestEnv`]'s directory, removed on drop.
+
+mod env;
+mod install;
+pub mod kubelet;
+pub mod resources;
+pub mod webhooks;
+
+pub use env::{Catalog, OlmEnv, OlmEnvOptions};
+pub use install::{EXAMPLE_NAMESPACE, Example, Outcome, Step, Timeouts};
+pub use webhooks::WebhookCommand;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::binaries::ToolNotFound;
+use crate::control_plane::EnvError;
+use crate::process::ProcessError;
+
+/// Failure to start or drive an [`OlmEnv`]. (What OLM does with an operator is an
+/// [`Outcome`], not an error.)
+#[derive(Debug, thiserror::Error)]
+pub enum OlmError {
+    #[error(transparent)]
+    ToolNotFound(#[from] ToolNotFound),
+    #[error(transparent)]
+    Env(#[from] EnvError),
+    #[error(transparent)]
+    Process(#[from] ProcessError),
+    #[error("failed to read {path}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to write {path}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+    #[error("failed to pick a free port")]
+    Port(#[source] std::io::Error),
+    #[error("the Kubernetes API refused to {action}")]
+    Api {
+        action: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("{what} after {waited:?}")]
+    Timeout { what: String, waited: Duration },
+}
+
+impl OlmError {
+    fn api(action: impl Into<String>) -> impl FnOnce(kube::Error) -> Self {
+        let action = action.into();
+        move |source| OlmError::Api { action, source }
+    }
+}

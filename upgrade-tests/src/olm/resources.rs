@@ -1,0 +1,129 @@
+//! Typed views of the OLM v0 objects the environment reads, and their API resources.
+//!
+//! Only the fields the environment uses are modelled; everything else is ignored when read.
+
+use kube::core::{ApiResource, GroupVersionKind, Object};
+use serde::{Deserialize, Serialize};
+
+/// The API group of OLM v0's objects.
+pub const GROUP: &str = "operators.coreos.com";
+
+fn resource(version: &str, kind: &str, plural: &str) -> ApiResource {
+    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(GROUP, version, kind), plural)
+}
+
+/// `CatalogSource` (operators.coreos.com/v1alpha1).
+pub fn catalog_source() -> ApiResource {
+    resource("v1alpha1", "CatalogSource", "catalogsources")
+}
+
+/// `Subscription` (operators.coreos.com/v1alpha1).
+pub fn subscription() -> ApiResource {
+    resource("v1alpha1", "Subscription", "subscriptions")
+}
+
+/// `InstallPlan` (operators.coreos.com/v1alpha1).
+pub fn install_plan() -> ApiResource {
+    resource("v1alpha1", "InstallPlan", "installplans")
+}
+
+/// `ClusterServiceVersion` (operators.coreos.com/v1alpha1).
+pub fn csv() -> ApiResource {
+    resource(
+        "v1alpha1",
+        "ClusterServiceVersion",
+        "clusterserviceversions",
+    )
+}
+
+/// `OperatorGroup` (operators.coreos.com/v1).
+pub fn operator_group() -> ApiResource {
+    resource("v1", "OperatorGroup", "operatorgroups")
+}
+
+/// `OLMConfig` (operators.coreos.com/v1).
+pub fn olm_config() -> ApiResource {
+    resource("v1", "OLMConfig", "olmconfigs")
+}
+
+/// A condition as OLM writes it on InstallPlans, Subscriptions and CatalogSources.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Condition {
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub status: String,
+    pub reason: String,
+    pub message: String,
+}
+
+/// A reference by name.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(default)]
+pub struct NameRef {
+    pub name: String,
+}
+
+/// `CatalogSource.status`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CatalogSourceStatus {
+    pub connection_state: Option<ConnectionState>,
+}
+
+/// `CatalogSource.status.connectionState`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ConnectionState {
+    pub address: String,
+    pub last_observed_state: String,
+}
+
+/// `Subscription.status`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SubscriptionStatus {
+    pub state: String,
+    #[serde(rename = "currentCSV")]
+    pub current_csv: String,
+    #[serde(rename = "installedCSV")]
+    pub installed_csv: String,
+    pub install_plan_ref: Option<NameRef>,
+    pub conditions: Vec<Condition>,
+}
+
+/// `InstallPlan.spec`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct InstallPlanSpec {
+    pub approved: bool,
+    pub approval: String,
+    pub cluster_service_version_names: Vec<String>,
+}
+
+/// `InstallPlan.status`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct InstallPlanStatus {
+    pub phase: String,
+    pub message: String,
+    pub conditions: Vec<Condition>,
+}
+
+/// `ClusterServiceVersion.status`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CsvStatus {
+    pub phase: String,
+    pub reason: String,
+    pub message: String,
+}
+
+/// A Subscription as read.
+pub type Subscription = Object<serde_json::Value, SubscriptionStatus>;
+/// An InstallPlan as read.
+pub type InstallPlan = Object<InstallPlanSpec, InstallPlanStatus>;
+/// A ClusterServiceVersion as read (its spec is not interpreted).
+pub type Csv = Object<serde_json::Value, CsvStatus>;
+/// A CatalogSource as read.
+pub type CatalogSource = Object<serde_json::Value, CatalogSourceStatus>;

@@ -1,0 +1,491 @@
+//! Webhook servers for the fake pods of an [`super::OlmEnv`].
+//!
+//! For every Deployment OLM created a webhook serving certificate for (Secret
+//! `<deployment>-service-cert` next to Service `<deployment>-service`), the host:
+//! 1. writes the certificate and key OLM generated to files;
+//! 2. starts the [`WebhookCommand`] with them, listening on 127.0.0.1:`$OLMPACK_WEBHOOK_PORT`,
+//!    with a kubeconfig that acts as the Deployment's ServiceAccount (so the process has
+//!    exactly the permissions OLM granted);
+//! 3. relays this machine's non-loopback IPv4 address (a random port) to that port, and
+//!    applies an EndpointSlice for the Service naming it — the apiserver routes webhook
+//!    calls to endpoints (`--enable-aggregator-routing=true`) and refuses loopback endpoint
+//!    addresses, hence the relay.
+//!
+//! When the Deployment changes (an upgrade) or OLM rotates the certificate, the process is
+//! replaced. Processes die with the host.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Secret, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::Client;
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use serde_json::json;
+
+use super::OlmError;
+use crate::process::{ChildProcess, free_port};
+
+/// Environment variables a [`WebhookCommand`] receives (besides `KUBECONFIG`,
+/// `POD_NAMESPACE` and `POD_NAME`).
+pub const CERT_FILE_ENV: &str = "OLMPACK_WEBHOOK_CERT_FILE";
+/// The serving key file (PEM).
+pub const KEY_FILE_ENV: &str = "OLMPACK_WEBHOOK_KEY_FILE";
+/// The port to serve HTTPS on, on 127.0.0.1.
+pub const PORT_ENV: &str = "OLMPACK_WEBHOOK_PORT";
+/// The Deployment whose pods the process stands in for.
+pub const DEPLOYMENT_ENV: &str = "OLMPACK_DEPLOYMENT";
+/// The image of the Deployment's first container (to pick a binary per release).
+pub const IMAGE_ENV: &str = "OLMPACK_IMAGE";
+
+/// How long a started command may take to listen on its port.
+const LISTEN_TIMEOUT: Duration = Duration::from_secs(60);
+const POLL: Duration = Duration::from_millis(300);
+
+/// The command started as the process of a Deployment's pods.
+#[derive(Clone, Debug)]
+pub struct WebhookCommand {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+}
+
+impl WebhookCommand {
+    /// A shell command line, run as `sh -c 'exec LINE'` (so that killing it kills the
+    /// server, not only a shell).
+    pub fn shell(line: &str) -> Self {
+        Self {
+            program: PathBuf::from("/bin/sh"),
+            args: vec!["-c".to_owned(), format!("exec {line}")],
+        }
+    }
+}
+
+/// Starts and replaces webhook processes; see the module docs.
+pub struct WebhookHost {
+    state: Arc<Mutex<State>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+    unavailable: Option<String>,
+}
+
+#[derive(Default)]
+struct State {
+    hosted: BTreeMap<String, Hosted>,
+    /// Every process start, in order: `deployment (image): log file`.
+    started: Vec<String>,
+    /// The last problem per Deployment (cleared when it is hosted).
+    problems: BTreeMap<String, String>,
+}
+
+struct Hosted {
+    fingerprint: String,
+    /// The Deployment generation the process stands in for.
+    generation: i64,
+    process: ChildProcess,
+    relay: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Hosted {
+    fn drop(&mut self) {
+        self.relay.abort();
+    }
+}
+
+impl std::fmt::Debug for WebhookHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookHost")
+            .field("unavailable", &self.unavailable)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What one reconcile pass needs.
+struct Ctx {
+    client: Client,
+    namespace: String,
+    command: WebhookCommand,
+    admin_kubeconfig: PathBuf,
+    dir: PathBuf,
+    host_ip: Ipv4Addr,
+    state: Arc<Mutex<State>>,
+}
+
+impl WebhookHost {
+    /// Starts hosting webhooks of Deployments in `namespace` (nothing when `command` is
+    /// `None` or no address can carry the EndpointSlices).
+    pub fn start(
+        client: Client,
+        namespace: &str,
+        command: Option<WebhookCommand>,
+        admin_kubeconfig: PathBuf,
+        dir: PathBuf,
+    ) -> Result<Self, OlmError> {
+        let state = Arc::new(Mutex::new(State::default()));
+        let Some(command) = command else {
+            return Ok(Self {
+                state,
+                task: None,
+                unavailable: Some("no webhook command was given".to_owned()),
+            });
+        };
+        let Some(host_ip) = host_ipv4() else {
+            return Ok(Self {
+                state,
+                task: None,
+                unavailable: Some(
+                    "this machine has no non-loopback IPv4 address for webhook EndpointSlices"
+                        .to_owned(),
+                ),
+            });
+        };
+        std::fs::create_dir_all(&dir).map_err(|source| OlmError::Write {
+            path: dir.clone(),
+            source,
+        })?;
+        let ctx = Ctx {
+            client,
+            namespace: namespace.to_owned(),
+            command,
+            admin_kubeconfig,
+            dir,
+            host_ip,
+            state: state.clone(),
+        };
+        let task = tokio::spawn(async move {
+            loop {
+                ctx.reconcile().await;
+                tokio::time::sleep(POLL).await;
+            }
+        });
+        Ok(Self {
+            state,
+            task: Some(task),
+            unavailable: None,
+        })
+    }
+
+    /// `Err(why)` when webhook calls cannot reach a process.
+    pub fn available(&self) -> Result<(), String> {
+        match &self.unavailable {
+            Some(why) => Err(why.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// The PIDs of the running webhook processes.
+    pub fn pids(&self) -> Vec<u32> {
+        self.lock()
+            .hosted
+            .values()
+            .map(|h| h.process.pid())
+            .collect()
+    }
+
+    /// The Deployment generation whose process serves `deployment`'s webhooks now.
+    pub fn serving_generation(&self, deployment: &str) -> Option<i64> {
+        self.lock().hosted.get(deployment).map(|h| h.generation)
+    }
+
+    /// Every process started so far (`deployment (image): log`), oldest first.
+    pub fn started(&self) -> Vec<String> {
+        self.lock().started.clone()
+    }
+
+    /// Why a Deployment's webhook process is not running, per Deployment.
+    pub fn problems(&self) -> BTreeMap<String, String> {
+        self.lock().problems.clone()
+    }
+
+    /// The end of every running webhook process's log.
+    pub fn log_tails(&self) -> String {
+        self.lock()
+            .hosted
+            .iter()
+            .map(|(name, h)| {
+                format!(
+                    "--- webhook process of {name} ---\n{}",
+                    h.process.log_tail()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Drop for WebhookHost {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+        self.lock().hosted.clear();
+    }
+}
+
+impl Ctx {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    async fn reconcile(&self) {
+        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), &self.namespace);
+        let Ok(list) = secrets.list(&ListParams::default()).await else {
+            return;
+        };
+        let mut wanted = BTreeMap::new();
+        for secret in list.items {
+            let name = secret.metadata.name.clone().unwrap_or_default();
+            if let Some(deployment) = name.strip_suffix("-service-cert") {
+                wanted.insert(deployment.to_owned(), secret);
+            }
+        }
+        let gone: Vec<String> = self
+            .lock()
+            .hosted
+            .keys()
+            .filter(|d| !wanted.contains_key(*d))
+            .cloned()
+            .collect();
+        for deployment in gone {
+            self.lock().hosted.remove(&deployment);
+        }
+        for (deployment, secret) in wanted {
+            if let Err(problem) = self.host(&deployment, &secret).await {
+                self.lock().problems.insert(deployment, problem);
+            }
+        }
+    }
+
+    /// Makes sure the current process of `deployment` runs and its EndpointSlice exists.
+    async fn host(&self, deployment: &str, secret: &Secret) -> Result<(), String> {
+        let deployments: Api<Deployment> = Api::namespaced(self.client.clone(), &self.namespace);
+        let Some(found) = deployments
+            .get_opt(deployment)
+            .await
+            .map_err(|e| e.to_string())?
+        else {
+            self.lock().hosted.remove(deployment);
+            return Ok(());
+        };
+        let fingerprint = format!(
+            "{}/{}/{}",
+            found.metadata.uid.clone().unwrap_or_default(),
+            found.metadata.generation.unwrap_or_default(),
+            secret.metadata.resource_version.clone().unwrap_or_default()
+        );
+        {
+            let mut guard = self.lock();
+            let state: &mut State = &mut guard;
+            if let Some(hosted) = state.hosted.get_mut(deployment) {
+                match hosted.process.check_running() {
+                    Ok(()) if hosted.fingerprint == fingerprint => return Ok(()),
+                    Ok(()) => {}
+                    Err(exited) => {
+                        state
+                            .problems
+                            .insert(deployment.to_owned(), exited.to_string());
+                    }
+                }
+            }
+            state.hosted.remove(deployment);
+        }
+        let hosted = self.spawn(deployment, &found, secret, fingerprint).await?;
+        let mut state = self.lock();
+        state.problems.remove(deployment);
+        state.hosted.insert(deployment.to_owned(), hosted);
+        Ok(())
+    }
+
+    async fn spawn(
+        &self,
+        deployment: &str,
+        found: &Deployment,
+        secret: &Secret,
+        fingerprint: String,
+    ) -> Result<Hosted, String> {
+        let data = secret.data.clone().unwrap_or_default();
+        let (Some(cert), Some(key)) = (data.get("tls.crt"), data.get("tls.key")) else {
+            return Err(format!(
+                "Secret {deployment}-service-cert has no tls.crt or tls.key"
+            ));
+        };
+        let generation = found.metadata.generation.unwrap_or_default();
+        let dir = self.dir.join(format!("{deployment}-{generation}"));
+        let _ = std::fs::create_dir_all(&dir);
+        let cert_file = dir.join("tls.crt");
+        let key_file = dir.join("tls.key");
+        std::fs::write(&cert_file, &cert.0).map_err(|e| e.to_string())?;
+        std::fs::write(&key_file, &key.0).map_err(|e| e.to_string())?;
+        let pod = found.spec.template.spec.as_ref();
+        let account = pod
+            .and_then(|p| p.service_account_name.clone())
+            .unwrap_or_else(|| "default".to_owned());
+        let image = pod
+            .and_then(|p| p.containers.first())
+            .and_then(|c| c.image.clone())
+            .unwrap_or_default();
+        let kubeconfig = dir.join("kubeconfig");
+        write_impersonating_kubeconfig(
+            &self.admin_kubeconfig,
+            &kubeconfig,
+            &self.namespace,
+            &account,
+        )?;
+        let port = free_port().map_err(|e| e.to_string())?;
+        let env = [
+            (CERT_FILE_ENV, cert_file.display().to_string()),
+            (KEY_FILE_ENV, key_file.display().to_string()),
+            (PORT_ENV, port.to_string()),
+            (DEPLOYMENT_ENV, deployment.to_owned()),
+            (IMAGE_ENV, image.clone()),
+            ("KUBECONFIG", kubeconfig.display().to_string()),
+            ("POD_NAMESPACE", self.namespace.clone()),
+            ("POD_NAME", format!("{deployment}-{generation}-olmpack")),
+        ]
+        .map(|(k, v)| (k.to_owned(), v));
+        let log = dir.join("process.log");
+        let mut process = ChildProcess::start_with_env(
+            &format!("webhook process of {deployment}"),
+            &self.command.program,
+            &self.command.args,
+            &env,
+            &log,
+        )
+        .map_err(|e| e.to_string())?;
+        self.lock()
+            .started
+            .push(format!("{deployment} ({image}): {}", log.display()));
+        crate::process::wait_until(&mut process, LISTEN_TIMEOUT, || async move {
+            tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_ok()
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+        let (relay_port, relay) = relay(self.host_ip, port).await.map_err(|e| e.to_string())?;
+        self.apply_slice(deployment, relay_port).await?;
+        Ok(Hosted {
+            fingerprint,
+            generation,
+            process,
+            relay,
+        })
+    }
+
+    /// Points OLM's webhook Service `<deployment>-service` at the relay.
+    async fn apply_slice(&self, deployment: &str, port: u16) -> Result<(), String> {
+        let service_name = format!("{deployment}-service");
+        let services: Api<Service> = Api::namespaced(self.client.clone(), &self.namespace);
+        let service = services
+            .get(&service_name)
+            .await
+            .map_err(|e| format!("Service {service_name}: {e}"))?;
+        let ports: Vec<serde_json::Value> = service
+            .spec
+            .and_then(|s| s.ports)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|p| json!({"name": p.name.unwrap_or_default(), "port": port, "protocol": "TCP"}))
+            .collect();
+        let name = format!("{service_name}-olmpack");
+        let slice = json!({
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {
+                "name": name,
+                "namespace": self.namespace,
+                "labels": {
+                    "kubernetes.io/service-name": service_name,
+                    "endpointslice.kubernetes.io/managed-by": "olmpack.dev",
+                },
+            },
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": [self.host_ip.to_string()], "conditions": {"ready": true}}],
+            "ports": ports,
+        });
+        let slices: Api<EndpointSlice> = Api::namespaced(self.client.clone(), &self.namespace);
+        slices
+            .patch(
+                &name,
+                &PatchParams::apply("olmpack").force(),
+                &Patch::Apply(&slice),
+            )
+            .await
+            .map_err(|e| format!("EndpointSlice {name}: {e}"))?;
+        Ok(())
+    }
+}
+
+/// A kubeconfig like `admin` (JSON) that impersonates ServiceAccount `namespace/account`.
+fn write_impersonating_kubeconfig(
+    admin: &Path,
+    out: &Path,
+    namespace: &str,
+    account: &str,
+) -> Result<(), String> {
+    let text = std::fs::read_to_string(admin).map_err(|e| e.to_string())?;
+    let mut config: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    if let Some(users) = config.get_mut("users").and_then(|u| u.as_array_mut()) {
+        for user in users {
+            user["user"]["as"] = json!(format!("system:serviceaccount:{namespace}:{account}"));
+            user["user"]["as-groups"] = json!([
+                "system:serviceaccounts",
+                format!("system:serviceaccounts:{namespace}"),
+                "system:authenticated",
+            ]);
+        }
+    }
+    std::fs::write(out, config.to_string()).map_err(|e| e.to_string())
+}
+
+/// Relays `host_ip:<random port>` to `127.0.0.1:target`; returns the port.
+async fn relay(
+    host_ip: Ipv4Addr,
+    target: u16,
+) -> std::io::Result<(u16, tokio::task::JoinHandle<()>)> {
+    let listener = tokio::net::TcpListener::bind(SocketAddr::new(IpAddr::V4(host_ip), 0)).await?;
+    let port = listener.local_addr()?.port();
+    let task = tokio::spawn(async move {
+        loop {
+            let Ok((mut inbound, _)) = listener.accept().await else {
+                continue;
+            };
+            tokio::spawn(async move {
+                if let Ok(mut outbound) =
+                    tokio::net::TcpStream::connect(("127.0.0.1", target)).await
+                {
+                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                }
+            });
+        }
+    });
+    Ok((port, task))
+}
+
+/// This machine's own IPv4 address on its default route, if it has one that is neither
+/// loopback nor link-local (what an EndpointSlice may hold). No packet is sent.
+pub fn host_ipv4() -> Option<Ipv4Addr> {
+    [
+        "192.0.2.1:9",
+        "10.255.255.254:9",
+        "172.31.255.254:9",
+        "8.8.8.8:53",
+    ]
+    .iter()
+    .find_map(|target| {
+        let socket = std::net::UdpSocket::bind(("0.0.0.0", 0)).ok()?;
+        socket.connect(target).ok()?;
+        match socket.local_addr().ok()?.ip() {
+            IpAddr::V4(ip) if !ip.is_loopback() && !ip.is_link_local() && !ip.is_unspecified() => {
+                Some(ip)
+            }
+            _ => None,
+        }
+    })
+}
