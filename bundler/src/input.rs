@@ -81,7 +81,11 @@ pub fn set_policy(policy: Policy) {
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
     #[error("{path}: {problem}")]
-    Io { path: PathBuf, problem: String },
+    Io {
+        path: PathBuf,
+        problem: String,
+        kind: io::ErrorKind,
+    },
     #[error("{path}: is {what}, not a regular file; olmpack reads only regular files")]
     NotRegular { path: PathBuf, what: &'static str },
     #[error(
@@ -101,13 +105,9 @@ pub enum InputError {
     )]
     TooManyFiles { root: PathBuf, limit: usize },
     #[error(
-        "{path}: is a symlink to {target}, outside {root}; olmpack follows symlinks only inside the directory it reads"
+        "{path}: is a symlink to {target}, outside the directory being read; olmpack follows symlinks only inside it"
     )]
-    SymlinkOutside {
-        path: PathBuf,
-        target: PathBuf,
-        root: PathBuf,
-    },
+    SymlinkOutside { path: PathBuf, target: PathBuf },
     #[error("{path}: is a symlink that never reaches a file (a symlink loop)")]
     SymlinkLoop { path: PathBuf },
     #[error(
@@ -153,6 +153,7 @@ impl InputError {
         InputError::Io {
             path: path.to_path_buf(),
             problem: describe_io(err),
+            kind: err.kind(),
         }
     }
 }
@@ -214,6 +215,20 @@ fn kind_of(file_type: &fs::FileType) -> Option<&'static str> {
 /// Reads one regular file, bounded by the policy's per-file limit (see the module contract).
 pub fn read(path: &Path) -> Result<Vec<u8>, InputError> {
     read_limited(path, policy().limits.max_file_bytes)
+}
+
+/// [`read`] for callers whose errors carry an [`io::Error`]: the message in our words, without
+/// the path (the caller names it), and the kind of a failed system call kept.
+pub fn read_io(path: &Path) -> io::Result<Vec<u8>> {
+    read(path).map_err(|err| {
+        let kind = match &err {
+            InputError::Io { kind, .. } => *kind,
+            _ => io::ErrorKind::InvalidInput,
+        };
+        let full = err.to_string();
+        let prefix = format!("{}: ", path.display());
+        io::Error::new(kind, full.strip_prefix(&prefix).unwrap_or(&full).to_owned())
+    })
 }
 
 /// [`read`], decoded as UTF-8 text without a leading byte-order mark.
@@ -335,6 +350,7 @@ impl Clone for Refusal {
             error: InputError::Io {
                 path: self.error.path().to_path_buf(),
                 problem: self.message(),
+                kind: io::ErrorKind::Other,
             },
         }
     }
@@ -441,6 +457,7 @@ pub fn list_tree(dir: &Path, root: Option<&Path>) -> Result<Listing, InputError>
         return Err(InputError::Io {
             path: dir.to_path_buf(),
             problem: "is not a directory".to_owned(),
+            kind: io::ErrorKind::NotADirectory,
         });
     }
     let root = match root {
@@ -546,7 +563,6 @@ impl Walk {
             Some(root) if !target.starts_with(root) => Err(InputError::SymlinkOutside {
                 path: abs.to_path_buf(),
                 target,
-                root: root.clone(),
             }),
             _ => Ok(()),
         }

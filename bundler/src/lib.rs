@@ -7,9 +7,12 @@
 //!   any bundle directory.
 //! - [`catalog`]: File-Based Catalogs: model, render, templates, upgrade graphs, validation.
 //! - [`image`]: bundle and catalog images without a container engine; OCI layouts and pushes.
+//! - [`compat`]: CRD compatibility across upgrades (OLM v0 and OLM v1 checks, every edge of
+//!   an upgrade graph).
 //! - [`report`]: validation findings and their text/JSON/JUnit output.
 //! - [`input`]: reading input files safely (regular files only, bounded, symlinks kept inside).
 //! - [`output`]: generated file trees, written atomically or checked against disk.
+//! - [`upgrade_graph`]: the plan's upgrade graph, the one source of CSV and channel edges.
 //! - [`release`]: the whole release job — bundles and catalog from one plan.
 //!
 //! Pure code in the middle, I/O at the edges: only plan and manifest loading, `output`, and
@@ -18,6 +21,7 @@
 
 pub mod bundle;
 pub mod catalog;
+pub mod compat;
 pub mod image;
 pub mod input;
 pub mod json;
@@ -26,6 +30,7 @@ pub mod output;
 pub mod plan;
 pub mod release;
 pub mod report;
+pub mod upgrade_graph;
 pub mod yaml;
 
 /// Installs rustls' ring provider as the process default; call first in every binary and test

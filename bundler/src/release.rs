@@ -1,17 +1,14 @@
 //! The whole release job: every bundle of a plan, and the File-Based Catalog that publishes
 //! them — built in memory, validated, then written (or checked) by the caller.
 //!
-//! The catalog's channel entries follow the plan: each release is in the channels it names;
-//! within a channel each release replaces the previous one that is not `broken` and skips the
-//! broken ones in between (the same rule the CSVs' `replaces`/`skips` follow when every release
-//! shares its channels); explicit `replaces`/`skips` and every `skipRange` in the plan are
-//! carried over as written. Bundle images are named by the plan's `bundleImage` template.
+//! The CSVs' upgrade fields and the catalog's channel entries are both read from the plan's
+//! [`crate::upgrade_graph::UpgradeGraph`] (see the module for its rules). Bundle images are named by
+//! the plan's `bundleImage` template.
 
 use crate::bundle::generate::{self, GenerateError, GenerateOptions};
 use crate::bundle::load::LoadedBundle;
 use crate::catalog::declcfg::Icon;
 use crate::catalog::generate::{self as catalog_generate, PackageMeta};
-use crate::catalog::policy::{Policy, ReleaseInput};
 use crate::catalog::render::{self, RenderOptions};
 use crate::output::FileTree;
 use crate::plan::LoadedPlan;
@@ -61,8 +58,7 @@ pub fn build(plan: &LoadedPlan, options: &GenerateOptions) -> Result<ReleaseOutp
         .as_ref()
         .ok_or(ReleaseError::NoBundleImage)?;
     let mut rendered = Vec::new();
-    let mut inputs = Vec::new();
-    for (version, release) in plan.sorted_releases() {
+    for (_, release) in plan.sorted_releases() {
         let version_text = release.version.clone();
         let loaded = &generated.bundles[&version_text];
         let image = bundle_image(plan, &version_text).unwrap_or_default();
@@ -78,18 +74,6 @@ pub fn build(plan: &LoadedPlan, options: &GenerateOptions) -> Result<ReleaseOutp
             source: Box::new(source),
         })?;
         rendered.push(bundle);
-        inputs.push(ReleaseInput {
-            bundle: plan.bundle_name(&version_text),
-            version,
-            channels: plan.channels_of(release).to_vec(),
-            replaces: release.replaces.clone().filter(|r| !r.is_empty()),
-            skips: (!release.skips.is_empty()).then(|| release.skips.clone()),
-            skip_range: release.skip_range.clone(),
-            deprecated: release
-                .deprecated
-                .then(|| format!("{} {} is deprecated", plan.plan.package, release.version)),
-            broken: release.broken,
-        });
     }
     let package = PackageMeta {
         name: plan.plan.package.clone(),
@@ -101,13 +85,7 @@ pub fn build(plan: &LoadedPlan, options: &GenerateOptions) -> Result<ReleaseOutp
                 .and_then(|(_, r)| generated.bundles.get(&r.version)),
         ),
     };
-    let policy = Policy {
-        promote: false,
-        per_minor_channels: false,
-        skip_range: false,
-        ..Policy::default()
-    };
-    let catalog = catalog_generate::build_catalog(&package, &inputs, &policy, &rendered)?;
+    let catalog = catalog_generate::build_catalog(&package, &generated.graph, &rendered)?;
     Ok(ReleaseOutput {
         bundles: generated.tree,
         catalog,

@@ -18,7 +18,22 @@ pub enum YamlError {
 
 /// Parses one YAML document.
 pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
-    serde_saphyr::from_str(prepare(text)).map_err(parse_error)
+    serde_saphyr::from_str_with_options(prepare(text), options()).map_err(parse_error)
+}
+
+/// The parser's resource budget, the same for every YAML olmpack reads: generous for real
+/// manifests and catalogs, fatal to alias bombs and runaway nesting.
+fn options() -> serde_saphyr::Options {
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_documents = 100_000;
+    budget.max_nodes = 2_000_000;
+    budget.max_events = 5_000_000;
+    budget.max_total_scalar_bytes = 256 << 20;
+    budget.max_recorded_anchor_events = 200_000;
+    let mut options = serde_saphyr::Options::default();
+    options.budget = Some(budget);
+    options.alias_limits.max_total_replayed_events = 100_000;
+    options
 }
 
 /// The parser's first line (`line L column C: what`), without its source snippet, in our
@@ -117,6 +132,11 @@ fn budget_words(breach: &str) -> String {
         "Documents" => "documents",
         _ => "parts",
     };
+    if name == "Depth" {
+        return format!(
+            "nested too deeply to read safely: {count} levels, over olmpack's limit for one file"
+        );
+    }
     format!(
         "too large to read safely: {count} {what}, over olmpack's limit for one file (this protects against alias bombs and runaway nesting); split the file"
     )
@@ -125,7 +145,18 @@ fn budget_words(breach: &str) -> String {
 /// Parses every document of a `---`-separated stream; empty documents are skipped.
 pub fn from_multi_str(text: &str) -> Result<Vec<serde_json::Value>, YamlError> {
     let docs: Vec<serde_json::Value> =
-        serde_saphyr::from_multiple(prepare(text)).map_err(parse_error)?;
+        serde_saphyr::from_multiple_with_options(prepare(text), options()).map_err(parse_error)?;
+    Ok(docs.into_iter().filter(|d| !d.is_null()).collect())
+}
+
+/// [`from_multi_str`], lenient about repeated keys the way Go's `sigs.k8s.io/yaml` is (the
+/// decoder Kubernetes tools such as crdify read CRD files with): a repeated key keeps its
+/// last value instead of failing.
+pub fn from_multi_str_last_key_wins(text: &str) -> Result<Vec<serde_json::Value>, YamlError> {
+    let mut options = serde_saphyr::Options::default();
+    options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::LastWins;
+    let docs: Vec<serde_json::Value> =
+        serde_saphyr::from_multiple_with_options(text, options).map_err(parse_error)?;
     Ok(docs.into_iter().filter(|d| !d.is_null()).collect())
 }
 

@@ -1,15 +1,14 @@
 //! `catalog::generate::build_catalog`: the catalog for a release plan is deterministic, valid
-//! for opm and olmpack, and its upgrade graph is what the policy promises.
+//! for opm and olmpack, and its channels are the plan's upgrade graph.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use olmpack::catalog::declcfg::Bundle;
 use olmpack::catalog::generate::{PackageMeta, build_catalog};
-use olmpack::catalog::policy::{Policy, ReleaseInput};
 use olmpack::catalog::render::{RenderOptions, render_dir};
 use olmpack::catalog::validate::{ValidateOptions, validate_dir};
-use olmpack::catalog::version::Version;
+use olmpack::upgrade_graph::UpgradeGraph;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -33,17 +32,16 @@ fn rendered() -> Vec<Bundle> {
         .collect()
 }
 
-fn input(version: &str, channels: &[&str]) -> ReleaseInput {
-    ReleaseInput {
-        bundle: format!("webapp-operator.v{version}"),
-        version: Version::parse(version).unwrap(),
-        channels: channels.iter().map(|c| c.to_string()).collect(),
-        replaces: None,
-        skips: None,
-        skip_range: None,
-        deprecated: None,
-        broken: false,
-    }
+/// The upgrade graph of a plan publishing `releases` (YAML flow mappings) to `stable`.
+fn graph(releases: &[&str]) -> UpgradeGraph {
+    let text = format!(
+        "package: webapp-operator\ndefaultChannel: stable\nchannels: [stable]\ncsv: {{displayName: W, description: d, provider: {{name: p}}}}\nreleases:\n{}",
+        releases
+            .iter()
+            .map(|r| format!("- {r}\n"))
+            .collect::<String>()
+    );
+    UpgradeGraph::from_plan(&olmpack::plan::parse(Path::new("olmpack.yaml"), &text).unwrap())
 }
 
 #[test]
@@ -54,15 +52,12 @@ fn generated_catalog_is_deterministic_and_valid_for_both_validators() {
         description: "Runs web apps.".into(),
         icon: None,
     };
-    let mut old = input("0.1.0", &["stable"]);
-    old.deprecated = Some("0.1.0 is out of support".into());
-    let inputs = vec![old, input("0.2.0", &["stable"])];
-    let policy = Policy {
-        per_minor_channels: true,
-        ..Policy::default()
-    };
-    let a = build_catalog(&package, &inputs, &policy, &rendered()).unwrap();
-    let b = build_catalog(&package, &inputs, &policy, &rendered()).unwrap();
+    let graph = graph(&[
+        "{version: 0.1.0, manifests: m, deprecated: true}",
+        "{version: 0.2.0, manifests: m, skipRange: '>=0.1.0 <0.2.0'}",
+    ]);
+    let a = build_catalog(&package, &graph, &rendered()).unwrap();
+    let b = build_catalog(&package, &graph, &rendered()).unwrap();
     assert_eq!(a, b, "same inputs, same bytes");
     let paths: Vec<String> = a.iter().map(|(p, _)| p.display().to_string()).collect();
     assert_eq!(paths, ["webapp-operator/catalog.json"]);
@@ -86,20 +81,7 @@ fn generated_catalog_is_deterministic_and_valid_for_both_validators() {
     );
     let pkg = &model.packages["webapp-operator"];
     let channels: Vec<&str> = pkg.channels.keys().map(String::as_str).collect();
-    assert_eq!(
-        channels,
-        [
-            "candidate",
-            "candidate-v0.1",
-            "candidate-v0.2",
-            "fast",
-            "fast-v0.1",
-            "fast-v0.2",
-            "stable",
-            "stable-v0.1",
-            "stable-v0.2"
-        ]
-    );
+    assert_eq!(channels, ["stable"]);
     let stable = &pkg.channels["stable"];
     assert_eq!(stable.head().unwrap().name, "webapp-operator.v0.2.0");
     assert_eq!(stable.entries[1].replaces, "webapp-operator.v0.1.0");
@@ -130,8 +112,7 @@ fn a_plan_that_would_be_invalid_is_refused() {
     };
     let err = build_catalog(
         &package,
-        &[input("0.1.0", &["stable"])],
-        &Policy::default(),
+        &graph(&["{version: 0.1.0, manifests: m}"]),
         &rendered(),
     )
     .unwrap_err();

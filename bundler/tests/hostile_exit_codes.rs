@@ -52,6 +52,17 @@ fn plan_input(d: &Path, class: Class) -> (String, &'static str) {
     }
 }
 
+/// Like [`plan_input`], for commands that read only the plan: the hostile plan is a FIFO.
+fn plan_only_input(d: &Path, class: Class) -> (String, &'static str) {
+    if class != Class::Hostile {
+        return plan_input(d, class);
+    }
+    example_into(d);
+    std::fs::remove_file(d.join("olmpack.yaml")).unwrap();
+    mkfifo(&d.join("olmpack.yaml"));
+    ("olmpack.yaml".into(), "olmpack.yaml")
+}
+
 /// A bundle directory `b` of `class` in `d`; returns the argument and the file to name.
 fn bundle_input(d: &Path, class: Class) -> (String, &'static str) {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bundles/sdk-memcached");
@@ -121,7 +132,8 @@ fn commands() -> Vec<(&'static [&'static str], Build)> {
             &["catalog", "generate", "--plan", "{}", "--out", "out"],
             plan_input,
         ),
-        (&["plan", "edges", "--plan", "{}"], plan_input),
+        (&["plan", "edges", "--plan", "{}"], plan_only_input),
+        (&["generate", "--plan", "{}"], plan_only_input),
         (&["bundle", "validate", "{}"], bundle_input),
         (&["catalog", "render", "{}"], bundle_input),
         (

@@ -177,7 +177,7 @@ fn check_conversion(request: &[u8]) -> Result<(), TestCaseError> {
             }
         }
         convert::Outcome::Failure => {
-            prop_assert_eq!(status, "Failed");
+            prop_assert_eq!(status, "Failure");
             prop_assert!(
                 !response["response"]["result"]["message"]
                     .as_str()
@@ -255,7 +255,7 @@ fn operator_malformed_review_gets_a_failure_with_message() {
         let (body, outcome) = convert::handle(request);
         assert_eq!(outcome, convert::Outcome::Failure);
         let response: Value = serde_json::from_slice(&body).unwrap();
-        assert_eq!(response["response"]["result"]["status"], "Failed");
+        assert_eq!(response["response"]["result"]["status"], "Failure");
         assert_eq!(response["response"]["result"]["message"], message);
         if request.starts_with(b"{") {
             assert_eq!(

@@ -21,9 +21,9 @@ use serde_json::{Map, Value, json};
 
 use super::manifests::{Inputs, Sourced};
 use crate::json::str_at;
-use crate::plan::upgrade::Edges;
 use crate::plan::{CsvMetadata, InstallModeType};
 use crate::report::Finding;
+use crate::upgrade_graph::Edges;
 
 /// What the plan says about one release, resolved (files read, edges computed).
 #[derive(Clone, Debug)]

@@ -16,8 +16,9 @@ use super::manifests::{self, Sourced};
 use super::pin;
 use super::validate;
 use crate::output::FileTree;
-use crate::plan::{LoadedPlan, upgrade};
+use crate::plan::LoadedPlan;
 use crate::report::{Finding, Report, Severity};
+use crate::upgrade_graph::UpgradeGraph;
 
 /// Failure to generate bundles.
 #[derive(Debug, thiserror::Error)]
@@ -67,11 +68,13 @@ pub struct Generated {
     /// Each generated bundle as read back for validation, keyed by release version (so later
     /// steps, like rendering the catalog, need not parse the files again).
     pub bundles: std::collections::BTreeMap<String, LoadedBundle>,
+    /// The plan's upgrade graph the CSVs' edges were read from (the catalog reads the same).
+    pub graph: UpgradeGraph,
 }
 
 /// Generates the bundle of every release (or one, see [`GenerateOptions::only_version`]).
 pub fn generate(plan: &LoadedPlan, options: &GenerateOptions) -> Result<Generated, GenerateError> {
-    let edges = upgrade::edges(plan);
+    let graph = UpgradeGraph::from_plan(plan);
     let mut problems = Vec::new();
     let plan_samples = read_samples(plan, &plan.plan.samples, "samples", &mut problems);
     let icon = read_icon(plan, &mut problems);
@@ -146,7 +149,10 @@ pub fn generate(plan: &LoadedPlan, options: &GenerateOptions) -> Result<Generate
             version: &version,
             csv: &plan.plan.csv,
             icon: icon.clone(),
-            edges: edges.get(&release.version).cloned().unwrap_or_default(),
+            edges: graph
+                .csv_edges(&release.version)
+                .cloned()
+                .unwrap_or_default(),
             created_at,
             samples: plan_samples.clone(),
             release_samples,
@@ -205,6 +211,7 @@ pub fn generate(plan: &LoadedPlan, options: &GenerateOptions) -> Result<Generate
                 .cloned()
                 .map(|f| with_plan_file(f, &plan_file)),
         );
+        report.extend(graph.findings_for(&release.version).cloned());
         report.normalize();
         if report.has_errors() {
             problems.extend(
@@ -261,6 +268,7 @@ pub fn generate(plan: &LoadedPlan, options: &GenerateOptions) -> Result<Generate
         tree,
         reports,
         bundles,
+        graph,
     })
 }
 

@@ -1,16 +1,19 @@
 //! Writing the catalog for a release plan: one directory per package, deterministic bytes.
 //!
-//! Interface for `olmpack catalog generate` (the plan module maps `olmpack.yaml` onto it):
-//! [`build_catalog`] takes the package metadata, the releases ([`ReleaseInput`]), the channel
-//! [`Policy`] and the rendered `olm.bundle` blobs ([`super::render`]), and returns a
-//! [`FileTree`] holding `<package>/catalog.json`. The catalog is validated with opm's rules
-//! before it is returned; a plan that would produce an invalid catalog is an error listing
-//! every finding.
+//! Interface for `olmpack catalog generate`: [`build_catalog`] takes the package metadata, the
+//! plan's [`UpgradeGraph`] and the rendered `olm.bundle` blobs ([`super::render`]), and returns
+//! a [`FileTree`] holding `<package>/catalog.json`. Channel entries are the graph's, unchanged;
+//! deprecated releases get an `olm.deprecations` entry. The catalog is validated with opm's
+//! rules before it is returned; a plan that would produce an invalid catalog is an error
+//! listing every finding.
 
-use super::declcfg::{Bundle, DeclarativeConfig, Icon, Package, SCHEMA_PACKAGE};
+use super::declcfg::{
+    Bundle, Channel, ChannelEntry, DeclarativeConfig, Deprecation, DeprecationEntry, Icon, Package,
+    Reference, SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_DEPRECATIONS, SCHEMA_PACKAGE,
+};
 use super::model::Model;
-use super::policy::{self, Policy, PolicyError, ReleaseInput};
 use crate::output::{FileTree, OutputError};
+use crate::upgrade_graph::UpgradeGraph;
 
 /// Package-level metadata from the plan.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -24,12 +27,6 @@ pub struct PackageMeta {
 /// Why the catalog could not be generated.
 #[derive(Debug, thiserror::Error)]
 pub enum GenerateError {
-    #[error("invalid release plan for package {package}")]
-    Policy {
-        package: String,
-        #[source]
-        source: PolicyError,
-    },
     #[error("no rendered bundle for release {bundle} of package {package}")]
     MissingBundle { package: String, bundle: String },
     #[error("generated catalog for package {package} is invalid:\n{findings}")]
@@ -47,24 +44,17 @@ pub enum GenerateError {
 /// The catalog of one package as a declarative config (see the module docs).
 pub fn build_config(
     package: &PackageMeta,
-    inputs: &[ReleaseInput],
-    policy: &Policy,
+    graph: &UpgradeGraph,
     rendered: &[Bundle],
 ) -> Result<DeclarativeConfig, GenerateError> {
-    let channels = policy::compute_channels(&package.name, inputs, policy).map_err(|source| {
-        GenerateError::Policy {
-            package: package.name.clone(),
-            source,
-        }
-    })?;
     let mut bundles = Vec::new();
-    for r in inputs {
+    for node in graph.nodes() {
         let b = rendered
             .iter()
-            .find(|b| b.name == r.bundle)
+            .find(|b| b.name == node.bundle)
             .ok_or_else(|| GenerateError::MissingBundle {
                 package: package.name.clone(),
-                bundle: r.bundle.clone(),
+                bundle: node.bundle.clone(),
             })?;
         bundles.push(b.clone());
     }
@@ -78,11 +68,9 @@ pub fn build_config(
             description: package.description.clone(),
             properties: Vec::new(),
         }],
-        channels,
+        channels: channels(&package.name, graph),
         bundles,
-        deprecations: policy::deprecations(&package.name, inputs)
-            .into_iter()
-            .collect(),
+        deprecations: deprecations(&package.name, graph).into_iter().collect(),
         others: Vec::new(),
     };
     let (_, findings) = Model::build(&cfg);
@@ -103,11 +91,10 @@ pub fn build_config(
 /// `<package>/catalog.json` for one package (see the module docs).
 pub fn build_catalog(
     package: &PackageMeta,
-    inputs: &[ReleaseInput],
-    policy: &Policy,
+    graph: &UpgradeGraph,
     rendered: &[Bundle],
 ) -> Result<FileTree, GenerateError> {
-    let cfg = build_config(package, inputs, policy, rendered)?;
+    let cfg = build_config(package, graph, rendered)?;
     let text = super::write::to_string(&cfg, super::write::Format::Json).map_err(|source| {
         GenerateError::Write {
             package: package.name.clone(),
@@ -117,4 +104,52 @@ pub fn build_catalog(
     let mut tree = FileTree::new();
     tree.insert(format!("{}/catalog.json", package.name), text)?;
     Ok(tree)
+}
+
+/// The `olm.channel` blobs: the graph's channels (by name) and entries (by version).
+fn channels(package: &str, graph: &UpgradeGraph) -> Vec<Channel> {
+    graph
+        .channels()
+        .iter()
+        .map(|channel| Channel {
+            origin: None,
+            schema: SCHEMA_CHANNEL.to_owned(),
+            name: channel.name.clone(),
+            package: package.to_owned(),
+            entries: channel
+                .entries
+                .iter()
+                .map(|e| ChannelEntry {
+                    name: e.bundle.clone(),
+                    replaces: e.edges.replaces.clone().unwrap_or_default(),
+                    skips: e.edges.skips.clone(),
+                    skip_range: e.edges.skip_range.clone().unwrap_or_default(),
+                })
+                .collect(),
+            properties: Vec::new(),
+        })
+        .collect()
+}
+
+/// The `olm.deprecations` blob for the deprecated releases, if any.
+fn deprecations(package: &str, graph: &UpgradeGraph) -> Option<Deprecation> {
+    let mut entries: Vec<DeprecationEntry> = graph
+        .nodes()
+        .iter()
+        .filter(|n| n.deprecated)
+        .map(|n| DeprecationEntry {
+            reference: Reference {
+                schema: SCHEMA_BUNDLE.to_owned(),
+                name: n.bundle.clone(),
+            },
+            message: format!("{package} {} is deprecated", n.version),
+        })
+        .collect();
+    entries.sort_by(|a, b| a.reference.cmp(&b.reference));
+    (!entries.is_empty()).then(|| Deprecation {
+        origin: None,
+        schema: SCHEMA_DEPRECATIONS.to_owned(),
+        package: package.to_owned(),
+        entries,
+    })
 }

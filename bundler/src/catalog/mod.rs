@@ -8,7 +8,8 @@
 //!   paths; [`graph`] draws channels as mermaid or Graphviz;
 //! - [`render`] turns a bundle directory into the `olm.bundle` opm produces; [`template`]
 //!   expands `olm.template.basic` and `olm.semver`;
-//! - [`policy`] computes channels for a release plan and [`generate`] writes the catalog.
+//! - [`generate`] writes the catalog of a release plan, its channels read from the plan's
+//!   [`crate::upgrade_graph`].
 //!
 //! Everything but [`load`], [`write`] and [`render`]'s directory reader is pure.
 
@@ -21,7 +22,6 @@ pub mod graph;
 pub mod ignore;
 pub mod load;
 pub mod model;
-pub mod policy;
 pub mod property;
 pub mod pullspec;
 pub mod render;

@@ -20,14 +20,8 @@ use serde::Serialize;
 use super::model::{Channel, Package};
 use super::version::{Range, cmp_versions};
 
-/// Why one bundle is a successor of another.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub enum Edge {
-    Replaces,
-    Skips,
-    SkipRange,
-}
+/// Why one bundle is a successor of another (the kinds of [`crate::upgrade_graph`]'s edges).
+pub use crate::upgrade_graph::EdgeKind as Edge;
 
 /// One upgrade step.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

@@ -11,6 +11,8 @@ mod catalog;
 mod image;
 mod plan;
 mod release;
+mod upgrade;
+mod upgrade_check;
 
 use std::error::Error;
 use std::path::PathBuf;
@@ -97,6 +99,10 @@ enum Command {
     /// Inspect the release plan (olmpack.yaml).
     #[command(subcommand)]
     Plan(plan::PlanCommand),
+    /// Will the next release break the clusters that run an older one? CRD upgrade checks
+    /// for every edge of the upgrade graph.
+    #[command(subcommand)]
+    Upgrade(upgrade::UpgradeCommand),
 }
 
 /// The result of a command: an exit code, or an error that stops it.
@@ -137,6 +143,7 @@ pub fn main() -> ExitCode {
         Command::Catalog(cmd) => catalog::run(cmd),
         Command::Image(cmd) => image::run(cmd),
         Command::Plan(cmd) => plan::run(cmd),
+        Command::Upgrade(cmd) => upgrade::run(cmd),
     };
     match result {
         Ok(code) => code,

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use olmpack::plan;
+use olmpack::upgrade_graph::UpgradeGraph;
 
 use super::CmdResult;
 
@@ -24,10 +25,10 @@ pub fn run(cmd: PlanCommand) -> CmdResult {
         PlanCommand::Schema => print!("{}", plan::schema::json_schema()),
         PlanCommand::Edges { plan: path } => {
             let loaded = plan::load(&path)?;
-            let edges = plan::upgrade::edges(&loaded);
-            for (version, _) in loaded.sorted_releases() {
-                let e = &edges[&version.to_string()];
-                println!("{}", loaded.bundle_name(&version.to_string()));
+            let graph = UpgradeGraph::from_plan(&loaded);
+            for node in graph.nodes() {
+                let e = &node.csv;
+                println!("{}", node.bundle);
                 println!("  replaces: {}", e.replaces.as_deref().unwrap_or("-"));
                 println!(
                     "  skips: {}",

@@ -122,7 +122,7 @@ impl AuthFiles {
     /// The credentials for `registry` (a host, with port if any), or anonymous.
     pub fn lookup(&self, registry: &str) -> Result<Credentials, AuthError> {
         for path in &self.paths {
-            let text = match std::fs::read(path) {
+            let text = match crate::input::read_io(path) {
                 Ok(text) => text,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(source) => {

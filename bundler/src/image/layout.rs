@@ -362,7 +362,7 @@ impl Layout {
     /// Opens a layout: checks `oci-layout` and reads `index.json`.
     pub fn open(root: &Path) -> Result<Self, LayoutError> {
         let marker = root.join(OCI_LAYOUT_FILE);
-        let text = fs::read(&marker).map_err(|source| LayoutError::Read {
+        let text = crate::input::read_io(&marker).map_err(|source| LayoutError::Read {
             path: marker.clone(),
             source,
         })?;
@@ -383,7 +383,7 @@ impl Layout {
             });
         }
         let index_path = root.join("index.json");
-        let bytes = fs::read(&index_path).map_err(|source| LayoutError::Read {
+        let bytes = crate::input::read_io(&index_path).map_err(|source| LayoutError::Read {
             path: index_path.clone(),
             source,
         })?;

@@ -11,7 +11,6 @@
 //!   check exactly what olmpack accepts.
 
 pub mod schema;
-pub mod upgrade;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -467,11 +466,23 @@ fn check(loaded: &LoadedPlan) -> Result<(), PlanError> {
                 format!("{:?} is not a semantic version: {e}", release.version),
             )
         })?;
-        if let Some(first) = seen.insert(version, i) {
-            return Err(invalid(
-                format!("releases[{i}].version"),
-                format!("version {} is also releases[{first}]", release.version),
-            ));
+        // OLM orders bundles ignoring build metadata: 1.0.0+a and 1.0.0+b are one version.
+        let key = (
+            version.major,
+            version.minor,
+            version.patch,
+            version.pre.clone(),
+        );
+        if let Some(first) = seen.insert(key, i) {
+            let message = if plan.releases[first].version == release.version {
+                format!("version {} is also releases[{first}]", release.version)
+            } else {
+                format!(
+                    "version {} equals releases[{first}].version {} but for build metadata, which OLM ignores when it orders bundles",
+                    release.version, plan.releases[first].version
+                )
+            };
+            return Err(invalid(format!("releases[{i}].version"), message));
         }
         if loaded.channels_of(release).is_empty() {
             return Err(invalid(

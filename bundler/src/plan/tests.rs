@@ -47,6 +47,11 @@ fn bad_plans_name_file_and_field() {
             "dir/olmpack.yaml: releases[1].version: version 1.0.0 is also releases[0]",
         ),
         (
+            "versions that differ only in build metadata",
+            format!("{BASE}releases:\n- {{version: 1.0.0+a, manifests: m}}\n- {{version: 1.0.0+b, manifests: other}}\n"),
+            "dir/olmpack.yaml: releases[1].version: version 1.0.0+b equals releases[0].version 1.0.0+a but for build metadata, which OLM ignores when it orders bundles",
+        ),
+        (
             "no releases",
             format!("{BASE}releases: []\n"),
             "dir/olmpack.yaml: releases: at least one release is required",

@@ -20,6 +20,10 @@ pub enum ReconcileError {
         #[source]
         source: kube::Error,
     },
+    /// The finalizer helper found no name on the object (never the case for one read from
+    /// the API).
+    #[error("WebApp {key} has no name, so its finalizer cannot be managed")]
+    Unnamed { key: String },
 }
 
 /// How an error is retried.
@@ -52,6 +56,7 @@ impl ReconcileError {
                 }
                 _ => ErrorClass::Transient,
             },
+            ReconcileError::Unnamed { .. } => ErrorClass::Transient,
         }
     }
 
@@ -65,6 +70,7 @@ impl ReconcileError {
                 kube::Error::Api(s) if s.code >= 500 => "ServerError",
                 _ => "ApiUnavailable",
             },
+            (ErrorClass::Transient, ReconcileError::Unnamed { .. }) => "Unnamed",
         }
     }
 }

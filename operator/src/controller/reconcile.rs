@@ -3,17 +3,19 @@
 //! Every step reads the current state and writes only the difference, so a reconcile can be
 //! repeated, interrupted (see [`super::crash`]) or replayed after a leader change without
 //! duplicating anything:
-//! 1. deleted → remove the routing entry (idempotent), then the finalizer; children go by
-//!    garbage collection through their owner reference;
-//! 2. ensure the finalizer (merge patch guarded by `resourceVersion`: a stale copy gets a
-//!    409, which is re-read and recomputed);
-//! 3. invalid spec → `InvalidSpec` conditions, wait for a spec change;
-//! 4. Deployment, Service: server-side apply only when the live object differs;
-//! 5. routing entry in the operator's ConfigMap (the external side effect the finalizer
+//! 1. the finalizer, by [`kube::runtime::finalizer`]: without it, it is added (a JSON patch
+//!    whose `test` fails on a stale copy, which is re-read and recomputed) and the change
+//!    triggers the next reconcile; deleted → [`Event::Cleanup`] removes the routing entry
+//!    (idempotent), then the finalizer goes; children go by garbage collection through their
+//!    owner reference. Otherwise [`Event::Apply`]:
+//! 2. invalid spec → `InvalidSpec` conditions, wait for a spec change;
+//! 3. Deployment, Service: server-side apply only when the live object differs;
+//! 4. routing entry in the operator's ConfigMap (the external side effect the finalizer
 //!    cleans up);
-//! 6. status, written only when it differs from the current one.
+//! 5. status, written only when it differs from the current one.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -22,6 +24,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
+use kube::runtime::finalizer::{self, Event, finalizer};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 
@@ -106,7 +109,7 @@ pub async fn reconcile(app: Arc<v1::WebApp>, ctx: Arc<Context>) -> Result<Action
     let started = Instant::now();
     let key = key(&app);
     ctx.metrics.queue(1);
-    let result = reconcile_inner(&app, &ctx, &key).await;
+    let result = reconcile_inner(app, &ctx, &key).await;
     ctx.metrics.queue(-1);
     let outcome = match &result {
         Ok((_, true)) => Outcome::Converged,
@@ -145,58 +148,64 @@ pub fn error_policy(app: Arc<v1::WebApp>, err: &ReconcileError, ctx: Arc<Context
     }
 }
 
-async fn set_finalizers(
-    api: &Api<v1::WebApp>,
-    app: &v1::WebApp,
-    finalizers: Vec<String>,
-    key: &str,
-    step: &'static str,
-) -> Result<(), ReconcileError> {
-    let patch = json!({
-        "metadata": {"resourceVersion": app.resource_version(), "finalizers": finalizers},
-    });
-    api.patch(
-        &app.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(&patch),
-    )
-    .await
-    .map_err(ReconcileError::api(step, key))?;
-    Ok(())
-}
-
-/// One reconcile; the flag says whether the WebApp converged (false: invalid spec).
+/// One reconcile under the finalizer; the flag says whether the WebApp converged (false:
+/// invalid spec).
 async fn reconcile_inner(
-    app: &v1::WebApp,
+    app: Arc<v1::WebApp>,
     ctx: &Context,
     key: &str,
 ) -> Result<(Action, bool), ReconcileError> {
     let ns = app.namespace().unwrap_or_default();
-    let name = app.name_any();
     let apps: Api<v1::WebApp> = Api::namespaced(ctx.client.clone(), &ns);
-    let has_finalizer = app.finalizers().iter().any(|f| f == FINALIZER);
-
-    if app.metadata.deletion_timestamp.is_some() {
-        if has_finalizer {
-            remove_route(ctx, app, key).await?;
-            let rest = app
-                .finalizers()
-                .iter()
-                .filter(|f| *f != FINALIZER)
-                .cloned()
-                .collect();
-            set_finalizers(&apps, app, rest, key, "remove the finalizer").await?;
-            tracing::info!(webapp = %key, "cleanup done; finalizer removed");
+    let deleting = app.metadata.deletion_timestamp.is_some();
+    let converged = AtomicBool::new(true);
+    let action = finalizer(&apps, FINALIZER, app, |event| async {
+        match event {
+            Event::Apply(app) => {
+                let (action, ok) = apply_webapp(&app, ctx, &apps, key).await?;
+                converged.store(ok, Ordering::Relaxed);
+                Ok(action)
+            }
+            Event::Cleanup(app) => {
+                remove_route(ctx, &app, key).await?;
+                tracing::info!(webapp = %key, "cleanup done; removing the finalizer");
+                Ok(Action::await_change())
+            }
         }
+    })
+    .await
+    .map_err(|err| from_finalizer(err, key))?;
+    if deleting {
         ctx.metrics.forget(key);
-        return Ok((Action::await_change(), true));
     }
-    if !has_finalizer {
-        let mut finalizers = app.finalizers().to_vec();
-        finalizers.push(FINALIZER.to_owned());
-        set_finalizers(&apps, app, finalizers, key, "add the finalizer").await?;
-    }
+    Ok((action, converged.into_inner()))
+}
 
+/// The reconcile error behind a failure of [`finalizer`].
+fn from_finalizer(err: finalizer::Error<ReconcileError>, key: &str) -> ReconcileError {
+    match err {
+        finalizer::Error::ApplyFailed(err) | finalizer::Error::CleanupFailed(err) => err,
+        finalizer::Error::AddFinalizer(err) => ReconcileError::api("add the finalizer", key)(err),
+        finalizer::Error::RemoveFinalizer(err) => {
+            ReconcileError::api("remove the finalizer", key)(err)
+        }
+        finalizer::Error::UnnamedObject | finalizer::Error::InvalidFinalizer => {
+            ReconcileError::Unnamed {
+                key: key.to_owned(),
+            }
+        }
+    }
+}
+
+/// Steps 2–5 of the module docs ([`Event::Apply`]).
+async fn apply_webapp(
+    app: &v1::WebApp,
+    ctx: &Context,
+    apps: &Api<v1::WebApp>,
+    key: &str,
+) -> Result<(Action, bool), ReconcileError> {
+    let ns = app.namespace().unwrap_or_default();
+    let name = app.name_any();
     let now = Time(k8s_openapi::jiff::Timestamp::now());
     let problems = admission::validate(&app.spec);
     if !problems.is_empty() {
@@ -207,7 +216,7 @@ async fn reconcile_inner(
             .join("; ");
         tracing::info!(webapp = %key, %message, "invalid spec; waiting for a change");
         let observed = Observed::InvalidSpec(message);
-        write_status(ctx, &apps, app, &observed, now, key).await?;
+        write_status(ctx, apps, app, &observed, now, key).await?;
         return Ok((Action::await_change(), false));
     }
 
@@ -244,15 +253,7 @@ async fn reconcile_inner(
     }
 
     ensure_route(ctx, app, key).await?;
-    write_status(
-        ctx,
-        &apps,
-        app,
-        &Observed::Deployment(&deployment),
-        now,
-        key,
-    )
-    .await?;
+    write_status(ctx, apps, app, &Observed::Deployment(&deployment), now, key).await?;
     let jitter = errors::backoff(0, jitter_seed(key)).as_millis() as u64;
     Ok((
         Action::requeue(RESYNC + Duration::from_millis(jitter * 60)),

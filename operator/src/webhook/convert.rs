@@ -5,10 +5,16 @@
 //! objects in the same number and order, each at `desiredAPIVersion` and with its `kind`,
 //! `metadata` untouched except annotations. Any problem — a body that is not JSON, a wrong
 //! review version, an unknown `desiredAPIVersion`, an object that does not convert — gives a
-//! `Failed` result whose message names the problem (and the object), with the uid when the
+//! `Failure` result whose message names the problem (and the object), with the uid when the
 //! request had one. Conversion is all-or-nothing per review, as the apiserver treats it.
+//!
+//! The review is checked field by field first (so every problem is named in our words, and the
+//! uid is echoed even when the rest is wrong), then read into kube-core's
+//! [`ConversionReview`]/[`ConversionRequest`] and answered with a [`ConversionResponse`].
 
-use serde_json::{Map, Value, json};
+use kube::core::Status;
+use kube::core::conversion::{ConversionRequest, ConversionResponse, ConversionReview};
+use serde_json::{Map, Value};
 
 use crate::api::Version;
 use crate::conversion::convert_object;
@@ -16,7 +22,7 @@ use crate::conversion::convert_object;
 /// The review version this endpoint speaks (`conversionReviewVersions: ["v1"]`).
 pub const REVIEW_API_VERSION: &str = "apiextensions.k8s.io/v1";
 
-/// Failure to handle a review; becomes the `result.message` of a `Failed` response.
+/// Failure to handle a review; becomes the `result.message` of a `Failure` response.
 #[derive(Debug, thiserror::Error)]
 pub enum ReviewError {
     #[error("the request body is not JSON: {0}")]
@@ -31,6 +37,8 @@ pub enum ReviewError {
     UnknownDesired(String),
     #[error("request.objects is missing or not a list")]
     NoObjects,
+    #[error("the ConversionReview is malformed: {0}")]
+    Malformed(String),
     #[error(transparent)]
     Conversion(#[from] crate::conversion::ConversionError),
 }
@@ -44,80 +52,92 @@ pub enum Outcome {
 
 /// Answers a ConversionReview request body with a ConversionReview response body.
 pub fn handle(body: &[u8]) -> (Vec<u8>, Outcome) {
-    let mut uid = String::new();
-    let result = review(body, &mut uid);
-    let (response, outcome) = match result {
-        Ok(objects) => {
-            // Built by hand: `json!` would deep-copy the objects through serialisation.
-            let mut response = Map::with_capacity(3);
-            response.insert("uid".to_owned(), Value::String(uid));
-            response.insert("result".to_owned(), json!({"status": "Success"}));
-            response.insert("convertedObjects".to_owned(), Value::Array(objects));
-            (Value::Object(response), Outcome::Success)
+    let (response, outcome) = match request(body) {
+        Ok(mut request) => {
+            let objects = std::mem::take(&mut request.objects);
+            let converted = Version::from_api_version(&request.desired_api_version)
+                .ok_or_else(|| ReviewError::UnknownDesired(request.desired_api_version.clone()))
+                .and_then(|desired| convert_all(objects, desired));
+            let response = ConversionResponse::for_request(request);
+            match converted {
+                Ok(converted) => (response.success(converted), Outcome::Success),
+                Err(err) => (response.failure(failure(&err)), Outcome::Failure),
+            }
         }
-        Err(err) => (
-            json!({
-                "uid": uid,
-                "result": {"status": "Failed", "message": err.to_string(), "reason": "BadRequest", "code": 400},
-                "convertedObjects": [],
-            }),
-            Outcome::Failure,
-        ),
+        Err((uid, err)) => {
+            let mut response = ConversionResponse::invalid(failure(&err));
+            response.uid = uid;
+            (response, Outcome::Failure)
+        }
     };
-    let mut review = Map::with_capacity(3);
-    review.insert(
-        "apiVersion".to_owned(),
-        Value::String(REVIEW_API_VERSION.to_owned()),
-    );
-    review.insert(
-        "kind".to_owned(),
-        Value::String("ConversionReview".to_owned()),
-    );
-    review.insert("response".to_owned(), response);
-    let review = Value::Object(review);
-    // A Value with string keys always serialises; fall back to a fixed body regardless.
-    let bytes = serde_json::to_vec(&review).unwrap_or_else(|_| {
-        br#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","response":{"uid":"","result":{"status":"Failed","message":"failed to encode the response"}}}"#.to_vec()
+    // A review of JSON values with string keys always serialises; fall back to a fixed body
+    // regardless.
+    let bytes = serde_json::to_vec(&response.into_review()).unwrap_or_else(|_| {
+        br#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","response":{"uid":"","result":{"status":"Failure","message":"failed to encode the response"}}}"#.to_vec()
     });
     (bytes, outcome)
+}
+
+/// The `Failure` status of a review that could not be answered.
+fn failure(err: &ReviewError) -> Status {
+    Status::failure(&err.to_string(), "BadRequest").with_code(400)
+}
+
+/// Converts every object to `desired`, all or nothing.
+fn convert_all(objects: Vec<Value>, desired: Version) -> Result<Vec<Value>, ReviewError> {
+    objects
+        .into_iter()
+        .enumerate()
+        .map(|(index, object)| convert_object(object, desired, index).map_err(Into::into))
+        .collect()
 }
 
 fn take_str(map: &Map<String, Value>, key: &str) -> Option<String> {
     map.get(key).and_then(Value::as_str).map(str::to_owned)
 }
 
-fn review(body: &[u8], uid: &mut String) -> Result<Vec<Value>, ReviewError> {
-    let value: Value =
-        serde_json::from_slice(body).map_err(|err| ReviewError::NotJson(err.to_string()))?;
+/// Reads and checks the review; on failure, the request's uid (when it had one) and why.
+fn request(body: &[u8]) -> Result<ConversionRequest, (String, ReviewError)> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|err| (String::new(), ReviewError::NotJson(err.to_string())))?;
     let Value::Object(mut top) = value else {
-        return Err(ReviewError::NotJson("not a JSON object".to_owned()));
+        return Err((
+            String::new(),
+            ReviewError::NotJson("not a JSON object".to_owned()),
+        ));
     };
     // Take the uid first so that even a wrong review version is answered with it.
-    let mut request = match top.remove("request") {
-        Some(Value::Object(request)) => Some(request),
-        _ => None,
+    let uid = match top.get("request") {
+        Some(Value::Object(request)) => take_str(request, "uid").unwrap_or_default(),
+        _ => String::new(),
     };
-    if let Some(r) = &request {
-        *uid = take_str(r, "uid").unwrap_or_default();
-    }
-    let api_version = take_str(&top, "apiVersion").unwrap_or_default();
-    let kind = take_str(&top, "kind").unwrap_or_default();
+    check(&top, &uid).map_err(|err| (uid.clone(), err))?;
+    // A request carries no response; whatever is there is not ours to read.
+    top.remove("response");
+    let review: ConversionReview = serde_json::from_value(Value::Object(top))
+        .map_err(|err| (uid.clone(), ReviewError::Malformed(err.to_string())))?;
+    ConversionRequest::try_from(review).map_err(|_| (uid, ReviewError::NoRequest))
+}
+
+/// The checks of [`request`], in the order their messages are given.
+fn check(top: &Map<String, Value>, uid: &str) -> Result<(), ReviewError> {
+    let api_version = take_str(top, "apiVersion").unwrap_or_default();
+    let kind = take_str(top, "kind").unwrap_or_default();
     if api_version != REVIEW_API_VERSION || kind != "ConversionReview" {
         return Err(ReviewError::WrongReview { api_version, kind });
     }
-    let request = request.as_mut().ok_or(ReviewError::NoRequest)?;
+    let Some(Value::Object(request)) = top.get("request") else {
+        return Err(ReviewError::NoRequest);
+    };
     if uid.is_empty() {
         return Err(ReviewError::NoUid);
     }
     let desired = take_str(request, "desiredAPIVersion").unwrap_or_default();
-    let desired =
-        Version::from_api_version(&desired).ok_or(ReviewError::UnknownDesired(desired))?;
-    let Some(Value::Array(objects)) = request.remove("objects") else {
+    if Version::from_api_version(&desired).is_none() {
+        return Err(ReviewError::UnknownDesired(desired));
+    }
+    if !matches!(request.get("objects"), Some(Value::Array(_))) {
         return Err(ReviewError::NoObjects);
-    };
-    objects
-        .into_iter()
-        .enumerate()
-        .map(|(index, object)| convert_object(object, desired, index).map_err(Into::into))
-        .collect()
+    }
+    Ok(())
 }

@@ -1,0 +1,279 @@
+//! `olmpack upgrade check`: the static CRD upgrade check of every edge of an upgrade graph
+//! (from a plan, or a catalog and its bundles), or of two CRD files.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use olmpack::bundle::generate::GenerateError;
+use olmpack::bundle::load;
+use olmpack::catalog::load as catalog_load;
+use olmpack::catalog::model::Model;
+use olmpack::compat::graph::{self, Edge, EdgeResult, Release};
+use olmpack::compat::{self, markdown};
+use olmpack::plan;
+use olmpack::release::{self, ReleaseError};
+use olmpack::report::{OutputFormat, Severity};
+
+use super::CmdResult;
+
+pub const LONG_ABOUT: &str = "\
+Static check of every upgrade edge (no cluster): for each edge of the upgrade graph, compare the
+CRDs of the installed release with those of the next one, with every check OLM v1 runs (crdify
+with OLM v1's configuration: scope, storedVersionRemoval, existingFieldRemoval, enum (additions
+allowed), default, required, type, maximum/minimum and their Items/Length/Properties forms,
+pattern, nullable, oneOf, and any other schema change failing closed; served versions must be
+compatible unless the CRD converts through a webhook) and OLM v0's (stored versions, the
+installed release's example objects against the new schema, CSV conversion-webhook rules).
+
+Edges: every replaces, skips and skipRange edge of every channel; with --plan, also from each
+channel head of the catalog already next to the plan (if any) to the new head.
+
+Inputs (one of):
+  --plan olmpack.yaml          generate bundles and catalog in memory, as `olmpack generate` does
+  --catalog DIR --bundles DIR  a catalog and the bundle directories of its bundles (CRDs fall
+                               back to the catalog's olm.bundle.object properties)
+  --crd OLD.yaml NEW.yaml      two CRD files, compared as crdify does with OLM v1's
+                               configuration: exit 1 exactly when OLM v1 would refuse NEW
+
+Every finding has a rule id (crd-upgrade/<check>), the CRD, the version (or pair of served
+versions), the property path (^.spec.field) and who refuses it (OLM v0, OLM v1, both,
+kube-apiserver). --output markdown prints a per-edge verdict table for $GITHUB_STEP_SUMMARY.
+
+Exit codes: 0 every edge is safe; 1 an edge would be refused (findings printed);
+2 an input could not be read or the arguments are wrong.";
+
+/// How to print the result.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum UpgradeOutput {
+    #[default]
+    Text,
+    Json,
+    Junit,
+    /// A per-edge verdict table (for `$GITHUB_STEP_SUMMARY`).
+    Markdown,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// The release plan [default: olmpack.yaml, when no other input is given].
+    #[arg(long, conflicts_with_all = ["catalog", "bundles", "crd"])]
+    plan: Option<PathBuf>,
+    /// A File-Based Catalog directory (needs --bundles).
+    #[arg(long, requires = "bundles", conflicts_with = "crd")]
+    catalog: Option<PathBuf>,
+    /// The directory holding one bundle directory per bundle of --catalog.
+    #[arg(long, requires = "catalog")]
+    bundles: Option<PathBuf>,
+    /// Compare two CRD files (old, new) the way crdify does with OLM v1's configuration.
+    #[arg(long, num_args = 2, value_names = ["OLD", "NEW"])]
+    crd: Option<Vec<PathBuf>>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    output: UpgradeOutput,
+}
+
+pub fn run(args: CheckArgs) -> CmdResult {
+    if let Some(files) = &args.crd {
+        return crd_files(&files[0], &files[1], args.output);
+    }
+    let (subject, results) = match (&args.catalog, &args.bundles) {
+        (Some(catalog), Some(bundles)) => (
+            catalog.display().to_string(),
+            from_catalog(catalog, bundles)?,
+        ),
+        _ => {
+            let path = args
+                .plan
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(plan::DEFAULT_PLAN_FILE));
+            match from_plan(&path)? {
+                Ok(results) => (path.display().to_string(), results),
+                Err(code) => return Ok(code),
+            }
+        }
+    };
+    Ok(print(&subject, &results, args.output))
+}
+
+fn crd_files(old: &Path, new: &Path, output: UpgradeOutput) -> CmdResult {
+    let read = |path: &Path| -> Result<_, Box<dyn std::error::Error + Send + Sync>> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {}", path.display(), io_reason(&e)))?;
+        Ok(compat::parse_crd_file(&path.display().to_string(), &text)?)
+    };
+    let (old_crd, new_crd) = (read(old)?, read(new)?);
+    let problems = compat::check_files(&old_crd, &new_crd);
+    let name = new_crd.metadata.name.clone().unwrap_or_default();
+    let object = format!(
+        "{} -> {}: CustomResourceDefinition/{name}",
+        old.display(),
+        new.display()
+    );
+    let edge = Edge {
+        package: String::new(),
+        from: old.display().to_string(),
+        to: new.display().to_string(),
+        channels: Default::default(),
+        via: Default::default(),
+    };
+    let result = EdgeResult {
+        edge,
+        crds: vec![name],
+        refused_by: problems
+            .iter()
+            .filter(|p| p.severity == Severity::Error)
+            .map(|p| p.refused_by)
+            .collect(),
+        findings: problems.iter().map(|p| p.finding(&object)).collect(),
+    };
+    Ok(print(
+        &format!("{} -> {}", old.display(), new.display()),
+        &[result],
+        output,
+    ))
+}
+
+/// The words of an I/O error without Rust's "(os error N)".
+fn io_reason(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file".into(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".into(),
+        _ => e
+            .to_string()
+            .split(" (os error")
+            .next()
+            .unwrap_or_default()
+            .to_owned(),
+    }
+}
+
+fn print(subject: &str, results: &[EdgeResult], output: UpgradeOutput) -> ExitCode {
+    let report = graph::report(subject, results);
+    let text = match output {
+        UpgradeOutput::Text => {
+            let refused = results.iter().filter(|r| r.refused()).count();
+            format!(
+                "{}{} of {} upgrade edge(s) would be refused\n",
+                report.render(OutputFormat::Text),
+                refused,
+                results.len()
+            )
+        }
+        UpgradeOutput::Json => report.render(OutputFormat::Json),
+        UpgradeOutput::Junit => report.render(OutputFormat::Junit),
+        UpgradeOutput::Markdown => markdown::render(subject, results),
+    };
+    print!("{text}");
+    ExitCode::from(u8::from(results.iter().any(EdgeResult::refused)))
+}
+
+/// The plan's graph, generated in memory; `Err(code)` when the plan itself is invalid.
+fn from_plan(
+    path: &Path,
+) -> Result<Result<Vec<EdgeResult>, ExitCode>, Box<dyn std::error::Error + Send + Sync>> {
+    let loaded = plan::load(path)?;
+    let output = match release::build(&loaded, &super::generate_options(false)?) {
+        Ok(output) => output,
+        Err(ReleaseError::Bundles(GenerateError::Invalid(findings))) => {
+            return Ok(Err(super::report_invalid(path, findings)));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let mut catalog = olmpack::catalog::declcfg::DeclarativeConfig::default();
+    for (file, bytes) in output.catalog.iter() {
+        catalog.merge(catalog_load::load_stream(file, bytes).config);
+    }
+    let (model, _) = Model::from_config(catalog);
+    let mut per_version: BTreeMap<PathBuf, Vec<(PathBuf, &[u8])>> = BTreeMap::new();
+    for (file, bytes) in output.bundles.iter() {
+        let mut parts = file.components();
+        let Some(version) = parts.next() else {
+            continue;
+        };
+        per_version
+            .entry(PathBuf::from(version.as_os_str()))
+            .or_default()
+            .push((parts.as_path().to_path_buf(), bytes));
+    }
+    let mut releases = BTreeMap::new();
+    for (version, files) in &per_version {
+        let bundle = load::load_files(
+            &loaded.resolve(Path::new("bundle")).join(version),
+            files.iter().map(|(p, b)| (p.as_path(), *b)),
+        );
+        let release = Release::from_bundle(&bundle)?;
+        releases.insert(release.name.clone(), release);
+    }
+    let mut edges = graph::edges(&model);
+    let previous_dir = loaded.resolve(Path::new("catalog"));
+    if previous_dir.is_dir() {
+        let previous = catalog_load::load_dir(&previous_dir)?;
+        let (previous, _) = Model::from_config(previous.config);
+        edges.extend(graph::next_head_edges(&previous, &model));
+        add_missing_releases(
+            &previous,
+            &loaded.resolve(Path::new("bundle")),
+            &mut releases,
+        )?;
+    }
+    Ok(Ok(graph::check_edges(&graph::merge(edges), &releases)))
+}
+
+/// A catalog directory and its bundle directories.
+fn from_catalog(
+    catalog: &Path,
+    bundles: &Path,
+) -> Result<Vec<EdgeResult>, Box<dyn std::error::Error + Send + Sync>> {
+    let loaded = catalog_load::load_dir(catalog)?;
+    if let Some(problem) = loaded.problems.first() {
+        return Err(format!(
+            "catalog {}: {}: {}",
+            catalog.display(),
+            problem.file.display(),
+            problem.message
+        )
+        .into());
+    }
+    if !bundles.is_dir() {
+        return Err(format!(
+            "cannot read the bundle directories: {} is not a directory",
+            bundles.display()
+        )
+        .into());
+    }
+    let (model, _) = Model::from_config(loaded.config);
+    let mut releases = BTreeMap::new();
+    add_missing_releases(&model, bundles, &mut releases)?;
+    Ok(graph::check_edges(&graph::edges(&model), &releases))
+}
+
+/// Adds the releases of `model` not yet known: from the bundle directories under `bundles`
+/// (matched by CSV name), else from the catalog's `olm.bundle.object` properties.
+fn add_missing_releases(
+    model: &Model,
+    bundles: &Path,
+    releases: &mut BTreeMap<String, Release>,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    if bundles.is_dir() {
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(bundles)
+            .map_err(|e| format!("cannot read {}: {}", bundles.display(), io_reason(&e)))?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.join("manifests").is_dir())
+            .collect();
+        dirs.sort();
+        for dir in dirs {
+            let release = Release::from_bundle(&load::load_dir(&dir)?)?;
+            releases.entry(release.name.clone()).or_insert(release);
+        }
+    }
+    for pkg in model.packages.values() {
+        for bundle in pkg.bundles.values().filter(|b| b.has_objects) {
+            if !releases.contains_key(&bundle.name) {
+                releases.insert(bundle.name.clone(), Release::from_catalog(bundle)?);
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,518 @@
+//! The edges of an upgrade graph, the releases on both ends, and the check of each edge.
+//!
+//! Edges come from a catalog [`Model`]: on every channel, `replaces`, every `skips` entry,
+//! and `olm.skipRange` (every other entry of the channel whose version is in the range);
+//! [`next_head_edges`] adds, when a previously published catalog is known, the edge from each
+//! of its channel heads to the channel's new head. An edge found several ways is one edge.
+//!
+//! A [`Release`] is what OLM installs from one bundle: its CRDs as OLM applies them (a CSV
+//! `ConversionWebhook` listing a CRD sets that CRD's `spec.conversion` to `Webhook`, as OLM v0
+//! and OLM v1 do), the CSV's example objects, and the bundle's conversion-webhook findings
+//! (the `webhook/conversion-*` rules of `bundle validate`, reused as they are).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceConversion, CustomResourceDefinition, WebhookConversion,
+};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{PairInput, Problem, Refuser, assumed_stored_versions, check_pair};
+use crate::bundle::load::{LoadedBundle, Object};
+use crate::bundle::validate;
+use crate::catalog::model::{Bundle, Model};
+use crate::catalog::property::{self, Typed};
+use crate::catalog::version::{Range, Version};
+use crate::report::{Finding, Severity};
+
+/// A release could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum GraphError {
+    #[error(
+        "{file}: {object}: not a valid apiextensions.k8s.io/v1 CustomResourceDefinition: {path}: {message}"
+    )]
+    Crd {
+        file: PathBuf,
+        object: String,
+        path: String,
+        message: String,
+    },
+    #[error(
+        "{file}: {object}: apiVersion {api_version} is not supported (only apiextensions.k8s.io/v1 CRDs can be compared)"
+    )]
+    CrdVersion {
+        file: PathBuf,
+        object: String,
+        api_version: String,
+    },
+    #[error("catalog bundle {bundle}: olm.bundle.object property {index} is not a JSON manifest")]
+    BundleObject { bundle: String, index: usize },
+}
+
+/// What OLM installs from one bundle.
+#[derive(Clone, Debug, Default)]
+pub struct Release {
+    /// The bundle (CSV) name.
+    pub name: String,
+    /// The CRDs, as OLM applies them.
+    pub crds: Vec<CustomResourceDefinition>,
+    /// Example objects: the CSV's `alm-examples` (which carry the plan's samples).
+    pub examples: Vec<Value>,
+    /// Problems of the bundle that matter on upgrade (conversion webhooks, unreadable examples).
+    pub findings: Vec<Finding>,
+}
+
+impl Release {
+    /// From a bundle directory (or one generated in memory).
+    pub fn from_bundle(bundle: &LoadedBundle) -> Result<Release, GraphError> {
+        let csv = bundle.csv().map(|c| &c.value);
+        let name = csv
+            .and_then(|c| c.pointer("/metadata/name"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let crds = bundle
+            .crds()
+            .map(typed_crd)
+            .collect::<Result<Vec<_>, _>>()?;
+        let findings = validate::validate(bundle, &validate::Options::default())
+            .findings
+            .into_iter()
+            .filter(|f| f.rule.starts_with("webhook/conversion"))
+            .collect();
+        Ok(Self::assemble(name, crds, csv, findings))
+    }
+
+    /// From a catalog bundle's `olm.bundle.object` properties (when no bundle directory has it).
+    pub fn from_catalog(bundle: &Bundle) -> Result<Release, GraphError> {
+        let mut objects = Vec::new();
+        for (index, p) in bundle.properties.iter().enumerate() {
+            if let Ok(Typed::BundleObject(bytes)) = property::parse(index, p) {
+                let value: Value =
+                    serde_json::from_slice(&bytes).map_err(|_| GraphError::BundleObject {
+                        bundle: bundle.name.clone(),
+                        index,
+                    })?;
+                objects.push(Object {
+                    file: PathBuf::from(format!("{}#olm.bundle.object[{index}]", bundle.name)),
+                    index,
+                    value,
+                });
+            }
+        }
+        let csv = objects
+            .iter()
+            .find(|o| o.kind() == "ClusterServiceVersion")
+            .map(|o| &o.value);
+        let crds = objects
+            .iter()
+            .filter(|o| o.kind() == "CustomResourceDefinition")
+            .map(typed_crd)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self::assemble(bundle.name.clone(), crds, csv, Vec::new()))
+    }
+
+    fn assemble(
+        name: String,
+        mut crds: Vec<CustomResourceDefinition>,
+        csv: Option<&Value>,
+        mut findings: Vec<Finding>,
+    ) -> Release {
+        let mut examples = Vec::new();
+        if let Some(csv) = csv {
+            for crd in &mut crds {
+                apply_conversion_webhook(crd, csv);
+            }
+            if let Some(text) = csv
+                .pointer("/metadata/annotations/alm-examples")
+                .and_then(Value::as_str)
+            {
+                match serde_json::from_str::<Vec<Value>>(text) {
+                    Ok(list) => examples = list,
+                    Err(e) => findings.push(
+                        Finding::warning("crd-upgrade/examples-unreadable", format!("metadata.annotations.alm-examples is not a JSON list of objects ({e}); its examples were not checked"))
+                            .object(format!("ClusterServiceVersion/{name}")),
+                    ),
+                }
+            }
+        }
+        crds.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        Release {
+            name,
+            crds,
+            examples,
+            findings,
+        }
+    }
+}
+
+fn typed_crd(object: &Object) -> Result<CustomResourceDefinition, GraphError> {
+    if object.api_version() != "apiextensions.k8s.io/v1" {
+        return Err(GraphError::CrdVersion {
+            file: object.file.clone(),
+            object: object.display_name(),
+            api_version: object.api_version().to_owned(),
+        });
+    }
+    serde_path_to_error::deserialize(&object.value).map_err(|e| GraphError::Crd {
+        file: object.file.clone(),
+        object: object.display_name(),
+        path: e.path().to_string(),
+        message: e.inner().to_string(),
+    })
+}
+
+/// Sets `spec.conversion` to `Webhook` when a CSV `ConversionWebhook` lists the CRD, as OLM
+/// does at install (the service and CA are OLM's to fill in).
+pub fn apply_conversion_webhook(crd: &mut CustomResourceDefinition, csv: &Value) {
+    let name = crd.metadata.name.clone().unwrap_or_default();
+    let defs = csv
+        .pointer("/spec/webhookdefinitions")
+        .and_then(Value::as_array);
+    let Some(def) = defs.into_iter().flatten().find(|d| {
+        d.get("type").and_then(Value::as_str) == Some("ConversionWebhook")
+            && d.get("conversionCRDs")
+                .and_then(Value::as_array)
+                .is_some_and(|c| c.iter().any(|n| n.as_str() == Some(&name)))
+    }) else {
+        return;
+    };
+    let review_versions = def
+        .get("admissionReviewVersions")
+        .and_then(Value::as_array)
+        .map(|v| {
+            v.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    crd.spec.conversion = Some(CustomResourceConversion {
+        strategy: "Webhook".into(),
+        webhook: Some(WebhookConversion {
+            client_config: None,
+            conversion_review_versions: review_versions,
+        }),
+    });
+}
+
+/// How an edge is in the graph.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Via {
+    Replaces,
+    Skips,
+    SkipRange,
+    /// From a channel head of the previously published catalog to the new head.
+    NextHead,
+}
+
+impl Via {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Via::Replaces => "replaces",
+            Via::Skips => "skips",
+            Via::SkipRange => "skipRange",
+            Via::NextHead => "next head",
+        }
+    }
+}
+
+/// One upgrade: from an installed bundle to the next.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Edge {
+    pub package: String,
+    pub from: String,
+    pub to: String,
+    pub channels: BTreeSet<String>,
+    pub via: BTreeSet<Via>,
+}
+
+impl Edge {
+    /// `from -> to`.
+    pub fn label(&self) -> String {
+        format!("{} -> {}", self.from, self.to)
+    }
+}
+
+#[derive(Default)]
+struct Edges(BTreeMap<(String, String, String), Edge>);
+
+impl Edges {
+    fn add(&mut self, package: &str, from: &str, to: &str, channel: &str, via: Via) {
+        let key = (package.to_owned(), from.to_owned(), to.to_owned());
+        let edge = self.0.entry(key).or_insert_with(|| Edge {
+            package: package.to_owned(),
+            from: from.to_owned(),
+            to: to.to_owned(),
+            channels: BTreeSet::new(),
+            via: BTreeSet::new(),
+        });
+        edge.channels.insert(channel.to_owned());
+        edge.via.insert(via);
+    }
+}
+
+/// Every edge of every channel of `model`, ordered by package, then by the versions of
+/// `to` and `from`.
+pub fn edges(model: &Model) -> Vec<Edge> {
+    let mut out = Edges::default();
+    for pkg in model.packages.values() {
+        for ch in pkg.channels.values() {
+            for e in &ch.entries {
+                if !e.replaces.is_empty() {
+                    out.add(&pkg.name, &e.replaces, &e.name, &ch.name, Via::Replaces);
+                }
+                for s in &e.skips {
+                    out.add(&pkg.name, s, &e.name, &ch.name, Via::Skips);
+                }
+                let Ok(range) = Range::parse(&e.skip_range) else {
+                    continue;
+                };
+                if e.skip_range.is_empty() {
+                    continue;
+                }
+                for other in ch.entries.iter().filter(|o| o.name != e.name) {
+                    if pkg
+                        .bundles
+                        .get(&other.name)
+                        .and_then(|b| b.version.as_ref())
+                        .is_some_and(|v| range.contains(v))
+                    {
+                        out.add(&pkg.name, &other.name, &e.name, &ch.name, Via::SkipRange);
+                    }
+                }
+            }
+        }
+    }
+    sorted(model, out.0.into_values().collect())
+}
+
+/// From each channel head of `previous` to the head of the same channel in `current`, when
+/// they differ.
+pub fn next_head_edges(previous: &Model, current: &Model) -> Vec<Edge> {
+    let mut out = Edges::default();
+    for (name, pkg) in &previous.packages {
+        let Some(now) = current.packages.get(name) else {
+            continue;
+        };
+        for (ch_name, ch) in &pkg.channels {
+            let Some(new_head) = now.channels.get(ch_name).and_then(|c| c.head()) else {
+                continue;
+            };
+            for old_head in ch.heads() {
+                if old_head.name != new_head.name {
+                    out.add(name, &old_head.name, &new_head.name, ch_name, Via::NextHead);
+                }
+            }
+        }
+    }
+    sorted(current, out.0.into_values().collect())
+}
+
+fn sorted(model: &Model, mut edges: Vec<Edge>) -> Vec<Edge> {
+    let version = |pkg: &str, name: &str| -> Option<Version> {
+        model.packages.get(pkg)?.bundles.get(name)?.version.clone()
+    };
+    edges.sort_by_cached_key(|e| {
+        (
+            e.package.clone(),
+            version(&e.package, &e.to),
+            version(&e.package, &e.from),
+            e.to.clone(),
+            e.from.clone(),
+        )
+    });
+    edges
+}
+
+/// Merges edges found several ways (channels and `via` united), keeping the first's order.
+pub fn merge(edges: Vec<Edge>) -> Vec<Edge> {
+    let mut out: Vec<Edge> = Vec::new();
+    for edge in edges {
+        match out
+            .iter_mut()
+            .find(|e| e.package == edge.package && e.from == edge.from && e.to == edge.to)
+        {
+            Some(existing) => {
+                existing.channels.extend(edge.channels);
+                existing.via.extend(edge.via);
+            }
+            None => out.push(edge),
+        }
+    }
+    out
+}
+
+/// The verdict on one edge.
+#[derive(Clone, Debug, Serialize)]
+pub struct EdgeResult {
+    pub edge: Edge,
+    /// The CRDs compared (by name).
+    pub crds: Vec<String>,
+    pub findings: Vec<Finding>,
+    /// Who refuses the edge (from the error findings), in order.
+    pub refused_by: BTreeSet<Refuser>,
+}
+
+impl EdgeResult {
+    /// Whether any finding is an error.
+    pub fn refused(&self) -> bool {
+        self.findings.iter().any(|f| f.severity == Severity::Error)
+    }
+}
+
+/// Compares the CRDs of `from` and `to` (matched by name) for one edge.
+pub fn check_edge(edge: &Edge, from: &Release, to: &Release) -> EdgeResult {
+    let label = edge.label();
+    let mut findings = Vec::new();
+    let mut refused_by = BTreeSet::new();
+    let mut crds = Vec::new();
+    for old in &from.crds {
+        let name = old.metadata.name.clone().unwrap_or_default();
+        crds.push(name.clone());
+        let problems = match to
+            .crds
+            .iter()
+            .find(|c| c.metadata.name == old.metadata.name)
+        {
+            Some(new) => check_pair(&PairInput {
+                from: old,
+                to: new,
+                stored_versions: assumed_stored_versions(old),
+                examples: &from.examples,
+            }),
+            None => vec![crd_removed(&name)],
+        };
+        for p in problems {
+            if p.severity == Severity::Error {
+                refused_by.insert(p.refused_by);
+            }
+            findings.push(p.finding(&format!("{label}: CustomResourceDefinition/{name}")));
+        }
+    }
+    for f in &to.findings {
+        let mut f = f.clone();
+        f.object = Some(format!(
+            "{label}: {}",
+            f.object.as_deref().unwrap_or(&to.name)
+        ));
+        if f.severity == Severity::Error {
+            refused_by.insert(Refuser::BothOlms);
+        }
+        findings.push(f);
+    }
+    EdgeResult {
+        edge: edge.clone(),
+        crds,
+        findings,
+        refused_by,
+    }
+}
+
+fn crd_removed(name: &str) -> Problem {
+    Problem {
+        rule: "crd-upgrade/crd-removed",
+        crd: name.to_owned(),
+        version: None,
+        path: None,
+        message: "the next release no longer ships this CRD: its objects lose their operator, and an installer that prunes what a release no longer contains deletes the CRD with every object".into(),
+        refused_by: Refuser::Nobody,
+        severity: Severity::Error,
+    }
+}
+
+/// Checks every edge; an edge whose `from` or `to` has no known release gets an info saying
+/// it was not checked.
+pub fn check_edges(edges: &[Edge], releases: &BTreeMap<String, Release>) -> Vec<EdgeResult> {
+    edges
+        .iter()
+        .map(|edge| match (releases.get(&edge.from), releases.get(&edge.to)) {
+            (Some(from), Some(to)) => check_edge(edge, from, to),
+            (from, _) => {
+                let missing = if from.is_none() { &edge.from } else { &edge.to };
+                EdgeResult {
+                    edge: edge.clone(),
+                    crds: Vec::new(),
+                    findings: vec![Finding::info(
+                        "crd-upgrade/edge-not-checked",
+                        format!("no bundle directory or olm.bundle.object properties for {missing}, so this edge was not checked"),
+                    )
+                    .object(edge.label())],
+                    refused_by: BTreeSet::new(),
+                }
+            }
+        })
+        .collect()
+}
+
+/// All findings of all edges as one report.
+pub fn report(subject: &str, results: &[EdgeResult]) -> crate::report::Report {
+    let mut report = crate::report::Report::new(subject);
+    for r in results {
+        report.extend(r.findings.iter().cloned());
+    }
+    report.normalize();
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::load::load_stream;
+
+    fn model(entries: &str, versions: &[&str]) -> Model {
+        let mut text =
+            String::from(r#"{"schema":"olm.package","name":"p","defaultChannel":"stable"}"#);
+        text.push_str(&format!(
+            r#"{{"schema":"olm.channel","package":"p","name":"stable","entries":{entries}}}"#
+        ));
+        for v in versions {
+            text.push_str(&format!(
+                r#"{{"schema":"olm.bundle","package":"p","name":"p.v{v}","image":"x/p:{v}","properties":[{{"type":"olm.package","value":{{"packageName":"p","version":"{v}"}}}}]}}"#
+            ));
+        }
+        Model::from_config(load_stream(std::path::Path::new("c.json"), text.as_bytes()).config).0
+    }
+
+    fn pairs(edges: &[Edge]) -> Vec<(String, String, Vec<&'static str>)> {
+        edges
+            .iter()
+            .map(|e| {
+                (
+                    e.from.clone(),
+                    e.to.clone(),
+                    e.via.iter().map(|v| v.as_str()).collect(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn replaces_skips_skip_range_and_next_heads() {
+        let now = model(
+            r#"[{"name":"p.v1.0.0"},{"name":"p.v1.1.0","replaces":"p.v1.0.0"},
+               {"name":"p.v1.2.0","replaces":"p.v1.1.0","skips":["p.v1.0.0"],"skipRange":">=1.0.0 <1.2.0"}]"#,
+            &["1.0.0", "1.1.0", "1.2.0"],
+        );
+        let edge = |from: &str, to: &str, via: &[&'static str]| {
+            (from.to_owned(), to.to_owned(), via.to_vec())
+        };
+        assert_eq!(
+            pairs(&edges(&now)),
+            vec![
+                edge("p.v1.0.0", "p.v1.1.0", &["replaces"]),
+                edge("p.v1.0.0", "p.v1.2.0", &["skips", "skipRange"]),
+                edge("p.v1.1.0", "p.v1.2.0", &["replaces", "skipRange"]),
+            ]
+        );
+        let before = model(r#"[{"name":"p.v1.0.0"}]"#, &["1.0.0"]);
+        assert_eq!(
+            pairs(&next_head_edges(&before, &now)),
+            vec![edge("p.v1.0.0", "p.v1.2.0", &["next head"])]
+        );
+        assert!(next_head_edges(&now, &now).is_empty());
+    }
+}

@@ -1,0 +1,69 @@
+//! A Markdown summary of an upgrade check, for `$GITHUB_STEP_SUMMARY`: one row per edge with
+//! its verdict and who refuses it, then the error findings of each refused edge.
+
+use std::fmt::Write as _;
+
+use super::graph::EdgeResult;
+use crate::report::Severity;
+
+/// The summary of `results` (edges in their order), titled with `subject`.
+pub fn render(subject: &str, results: &[EdgeResult]) -> String {
+    let refused = results.iter().filter(|r| r.refused()).count();
+    let mut out = String::new();
+    let _ = writeln!(out, "## CRD upgrade check: {}\n", escape(subject));
+    let _ = writeln!(
+        out,
+        "{} of {} edges would be refused.\n",
+        refused,
+        results.len()
+    );
+    out.push_str(
+        "| Upgrade | Channels | Via | CRDs | Verdict | Refused by | Errors | Warnings |\n",
+    );
+    out.push_str("|---|---|---|---|---|---|---|---|\n");
+    for r in results {
+        let count = |s: Severity| r.findings.iter().filter(|f| f.severity == s).count();
+        let verdict = if r.refused() {
+            "❌ refused"
+        } else {
+            "✅ safe"
+        };
+        let by: Vec<&str> = r.refused_by.iter().map(|b| b.short()).collect();
+        let via: Vec<&str> = r.edge.via.iter().map(|v| v.as_str()).collect();
+        let channels: Vec<&str> = r.edge.channels.iter().map(String::as_str).collect();
+        let _ = writeln!(
+            out,
+            "| `{}` → `{}` | {} | {} | {} | {} | {} | {} | {} |",
+            r.edge.from,
+            r.edge.to,
+            escape(&channels.join(", ")),
+            via.join(", "),
+            r.crds.len(),
+            verdict,
+            if by.is_empty() {
+                "—".to_owned()
+            } else {
+                by.join(", ")
+            },
+            count(Severity::Error),
+            count(Severity::Warning),
+        );
+    }
+    for r in results.iter().filter(|r| r.refused()) {
+        let _ = writeln!(out, "\n### `{}` → `{}`\n", r.edge.from, r.edge.to);
+        for f in r.findings.iter().filter(|f| f.severity == Severity::Error) {
+            let field = f
+                .field
+                .as_deref()
+                .map(|p| format!(" `{p}`"))
+                .unwrap_or_default();
+            let _ = writeln!(out, "- `{}`{}: {}", f.rule, field, escape(&f.message));
+        }
+    }
+    out
+}
+
+/// Escapes what would break a table cell or start Markdown markup.
+fn escape(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
+}

@@ -1,0 +1,125 @@
+//! OLM v0's CRD checks when an InstallPlan replaces a CRD (the catalog operator's CRD step).
+//!
+//! - SafeStorageVersionUpgrade: every entry of the installed CRD's `status.storedVersions`
+//!   must still be a version of the new CRD. That is the same condition as OLM v1's
+//!   `storedVersionRemoval`, so [`super::olm_v1::check`] reports it once, refused by both.
+//! - Existing objects: OLM v0 lists every object at every version that is served by both CRDs
+//!   and validates it against the new schema of that version; one invalid object fails the
+//!   InstallPlan. Statically, the objects are the installed release's examples (CSV
+//!   `alm-examples`, the plan's samples), each at the version it is written in; one already
+//!   invalid under the installed schema cannot exist on a cluster and is skipped (an info
+//!   says so). When the new
+//!   CRD converts through a webhook OLM v0 only warns (it trusts the webhook to fix them).
+//!   CEL rules are not evaluated (OLM v0 does not run them either); an info says so.
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use serde_json::Value;
+
+use super::value::{has_cel_rules, validate_object};
+use super::{PairInput, Problem, Refuser, olm_v1};
+use crate::report::Severity;
+
+/// OLM v0's existing-object check on the examples of `input.from`.
+pub fn check<'a>(input: &PairInput<'a>) -> Vec<Problem> {
+    let crd = input.to.metadata.name.clone().unwrap_or_default();
+    let webhook = olm_v1::has_webhook(input.to);
+    let mut out = Vec::new();
+    let mut cel_versions = Vec::new();
+    for example in input.examples {
+        let Some(version) = example_version(example, input) else {
+            continue;
+        };
+        let schema_of = |crd: &'a CustomResourceDefinition| {
+            crd.spec
+                .versions
+                .iter()
+                .find(|v| v.name == version && v.served)
+                .and_then(|v| v.schema.as_ref()?.open_api_v3_schema.as_ref())
+        };
+        // Reported as a served-version removal when `to` no longer serves it.
+        let (Some(old_root), Some(root)) = (schema_of(input.from), schema_of(input.to)) else {
+            continue;
+        };
+        if has_cel_rules(root) && !cel_versions.contains(&version) {
+            cel_versions.push(version.clone());
+        }
+        let name = example
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("(unnamed)");
+        if !validate_object(example, old_root).is_empty() {
+            // Such an object cannot exist on a cluster running `from`: not this upgrade's problem.
+            out.push(Problem {
+                rule: "crd-upgrade/example-already-invalid",
+                crd: crd.clone(),
+                version: Some(version.clone()),
+                path: None,
+                message: format!("example {name} is already invalid under the installed {version} schema ({}), so it cannot exist on a cluster as written (unless a mutating webhook fixes it); not checked against the new schema", first_reason(example, old_root)),
+                refused_by: Refuser::Nobody,
+                severity: Severity::Info,
+            });
+            continue;
+        }
+        for invalid in validate_object(example, root) {
+            let (severity, refused_by, consequence) = if webhook {
+                (
+                    Severity::Warning,
+                    Refuser::Apiserver,
+                    "OLM v0 only warns because the new CRD converts through a webhook, but kube-apiserver refuses every update of such an object",
+                )
+            } else {
+                (
+                    Severity::Error,
+                    Refuser::OlmV0,
+                    "OLM v0 fails the InstallPlan when such an object exists (\"updated validation is too restrictive\")",
+                )
+            };
+            out.push(Problem {
+                rule: "crd-upgrade/existing-object-invalid",
+                crd: crd.clone(),
+                version: Some(version.clone()),
+                path: Some(invalid.path.clone()),
+                message: format!(
+                    "example {} {name} (from the installed release) is invalid under the new {version} schema: {}: {}; {consequence}",
+                    example.get("kind").and_then(Value::as_str).unwrap_or(""),
+                    if invalid.path.is_empty() { "(root)" } else { &invalid.path },
+                    invalid.message
+                ),
+                refused_by,
+                severity,
+            });
+        }
+    }
+    for version in cel_versions {
+        out.push(Problem {
+            rule: "crd-upgrade/cel-not-evaluated",
+            crd: crd.clone(),
+            version: Some(version.clone()),
+            path: None,
+            message: format!("the new {version} schema has CEL rules (x-kubernetes-validations); the examples were not checked against them (OLM v0 does not run them either, kube-apiserver does on every write)"),
+            refused_by: Refuser::Nobody,
+            severity: Severity::Info,
+        });
+    }
+    out
+}
+
+/// The first reason `example` is invalid under `root`, as `path: message`.
+fn first_reason(
+    example: &Value,
+    root: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps,
+) -> String {
+    validate_object(example, root)
+        .first()
+        .map(|i| format!("{}: {}", i.path, i.message))
+        .unwrap_or_default()
+}
+
+/// The version an example object of this CRD is written in, if it is one.
+fn example_version(example: &Value, input: &PairInput<'_>) -> Option<String> {
+    let api_version = example.get("apiVersion")?.as_str()?;
+    let kind = example.get("kind")?.as_str()?;
+    let (group, version) = api_version.split_once('/')?;
+    (group == input.from.spec.group && kind == input.from.spec.names.kind)
+        .then(|| version.to_owned())
+}

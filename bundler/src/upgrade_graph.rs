@@ -1,0 +1,403 @@
+//! The upgrade graph of a release plan: which release upgrades to which, in which channel.
+//!
+//! It is computed once from the plan ([`UpgradeGraph::from_plan`]) and is the only place upgrade
+//! edges are decided: the CSVs' `replaces`, `skips` and `olm.skipRange` ([`Node::csv`]) and the
+//! catalog's `olm.channel` entries ([`UpgradeGraph::channels`]) are both read from it, so OLM v0
+//! (which reads channel entries) and anyone reading a CSV see one graph.
+//!
+//! Rules, in each channel (a release is a member of the channels it names, else the plan's
+//! `channels`), members ordered by version:
+//! - policy `replaces-chain` (the default): a release replaces the newest older member that is
+//!   not `broken`, and skips the broken members between the two (every older broken member when
+//!   there is none) — so an installed broken release still has an upgrade, and nothing after it
+//!   upgrades *to* it. Policy `none`: nothing is computed.
+//! - an explicit `replaces` wins over the computed one (`""`: no `replaces` at all); explicit
+//!   `skips` are added to the computed ones; skips are sorted and deduplicated;
+//! - `skipRange` is taken as written.
+//!
+//! A CSV holds one set of edges, but a release in several channels may have a different
+//! predecessor in each. The CSV carries the edges of the release's *home channel*: the plan's
+//! default channel when the release is in it, else the first channel the release names. When
+//! the release's edges differ between its channels, a warning (`plan/channel-edges-differ`,
+//! [`UpgradeGraph::findings`]) says so; the catalog keeps each channel's own edges, because a
+//! channel entry that replaces a bundle outside the channel strands the channel's older releases.
+//!
+//! [`UpgradeGraph::edges`] lists every edge (replaces, skips, skipRange) per channel, for code
+//! that checks or tests each upgrade step.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::catalog::version::Range;
+use crate::plan::{EdgePolicy, LoadedPlan, Release};
+use crate::report::Finding;
+
+/// The upgrade edges of one release, as a CSV or one channel entry holds them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Edges {
+    /// The bundle this release replaces (`spec.replaces`).
+    pub replaces: Option<String>,
+    /// Bundles this release skips (`spec.skips`), sorted.
+    pub skips: Vec<String>,
+    /// The `olm.skipRange` annotation, as written in the plan.
+    pub skip_range: Option<String>,
+}
+
+/// One release of the plan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Node {
+    /// Bundle (CSV) name, e.g. `my-operator.v1.2.0`.
+    pub bundle: String,
+    /// The release version.
+    pub version: semver::Version,
+    /// The channels the release is published to, as the plan lists them.
+    pub channels: Vec<String>,
+    /// A broken release: nothing computed upgrades to it.
+    pub broken: bool,
+    /// Marked deprecated in the catalog.
+    pub deprecated: bool,
+    /// The channel whose edges the CSV carries (see the module docs).
+    pub home_channel: String,
+    /// The edges the CSV carries: those of [`Node::home_channel`].
+    pub csv: Edges,
+    /// Index of the release in the plan's `releases` (for messages).
+    index: usize,
+}
+
+/// One entry of a channel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// Bundle (CSV) name.
+    pub bundle: String,
+    /// The release version.
+    pub version: semver::Version,
+    /// The entry's edges in this channel.
+    pub edges: Edges,
+}
+
+/// One channel: its entries, oldest first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Channel {
+    /// Channel name.
+    pub name: String,
+    /// Entries ordered by version.
+    pub entries: Vec<Entry>,
+}
+
+/// Why one bundle is an upgrade of another.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum EdgeKind {
+    /// `to` replaces `from`.
+    Replaces,
+    /// `to` skips `from`.
+    Skips,
+    /// `to`'s `olm.skipRange` contains `from`'s version (OLM v0 honours it on a channel head
+    /// only; OLM v1 on every entry).
+    SkipRange,
+}
+
+/// One upgrade step of the graph: an installed `from` may upgrade to `to` in `channel`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Edge<'a> {
+    /// The installed bundle. For `replaces`/`skips` it may be a bundle the plan does not hold
+    /// (an explicit edge to an older, unlisted release).
+    pub from: &'a str,
+    /// The bundle upgraded to.
+    pub to: &'a str,
+    /// Which field makes the edge.
+    pub kind: EdgeKind,
+    /// The channel the edge is in.
+    pub channel: &'a str,
+}
+
+/// The upgrade graph of one plan (see the module docs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UpgradeGraph {
+    package: String,
+    nodes: Vec<Node>,
+    channels: Vec<Channel>,
+    findings: Vec<Finding>,
+}
+
+impl UpgradeGraph {
+    /// Computes the graph of `plan` (module rules). Releases whose version does not parse are
+    /// left out; `plan::load` refuses such plans.
+    pub fn from_plan(plan: &LoadedPlan) -> Self {
+        let policy = plan.plan.upgrades.policy;
+        let sorted = plan.sorted_releases();
+        let mut members: BTreeMap<String, Vec<(&semver::Version, &Release)>> = BTreeMap::new();
+        for (version, release) in &sorted {
+            for channel in channels_of(plan, release) {
+                members
+                    .entry(channel)
+                    .or_default()
+                    .push((version, *release));
+            }
+        }
+        let channels: Vec<Channel> = members
+            .into_iter()
+            .map(|(name, releases)| Channel {
+                entries: channel_entries(plan, policy, &releases),
+                name,
+            })
+            .collect();
+        let mut graph = UpgradeGraph {
+            package: plan.plan.package.clone(),
+            nodes: Vec::new(),
+            channels,
+            findings: Vec::new(),
+        };
+        for (version, release) in &sorted {
+            let index = plan
+                .plan
+                .releases
+                .iter()
+                .position(|r| std::ptr::eq(r, *release))
+                .unwrap_or_default();
+            let node = graph.build_node(plan, version, release, index);
+            graph.nodes.push(node);
+        }
+        graph.findings = graph.disagreements(plan);
+        graph
+    }
+
+    /// The node of one release, its CSV edges read from its home channel.
+    fn build_node(
+        &self,
+        plan: &LoadedPlan,
+        version: &semver::Version,
+        release: &Release,
+        index: usize,
+    ) -> Node {
+        let bundle = plan.bundle_name(&release.version);
+        let channels = channels_of(plan, release);
+        let home_channel = if channels.contains(&plan.plan.default_channel) {
+            plan.plan.default_channel.clone()
+        } else {
+            channels.first().cloned().unwrap_or_default()
+        };
+        let csv = self
+            .entry(&home_channel, &bundle)
+            .map(|e| e.edges.clone())
+            .unwrap_or_default();
+        Node {
+            bundle,
+            version: version.clone(),
+            channels,
+            broken: release.broken,
+            deprecated: release.deprecated,
+            home_channel,
+            csv,
+            index,
+        }
+    }
+
+    /// A warning for each release whose edges differ between its channels.
+    fn disagreements(&self, plan: &LoadedPlan) -> Vec<Finding> {
+        let mut out = Vec::new();
+        for node in &self.nodes {
+            let mut by_edges: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+            for channel in &node.channels {
+                if let Some(entry) = self.entry(channel, &node.bundle) {
+                    by_edges
+                        .entry(describe(&entry.edges))
+                        .or_default()
+                        .push(channel);
+                }
+            }
+            if by_edges.len() < 2 {
+                continue;
+            }
+            let variants: Vec<String> = by_edges
+                .iter()
+                .map(|(edges, channels)| format!("{edges} in {}", channels.join(", ")))
+                .collect();
+            out.push(
+                Finding::warning(
+                    "plan/channel-edges-differ",
+                    format!(
+                        "release {} has different upgrade edges in its channels: {}; its CSV carries those of channel {}",
+                        node.version,
+                        variants.join("; "),
+                        node.home_channel
+                    ),
+                )
+                .file(&plan.path)
+                .field(format!("releases[{}]", node.index))
+                .hint("set the release's `replaces` and `skips` explicitly so every channel agrees"),
+            );
+        }
+        out
+    }
+
+    /// The package the graph belongs to.
+    pub fn package(&self) -> &str {
+        &self.package
+    }
+
+    /// Every release, oldest first.
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    /// The release whose bundle is `bundle`.
+    pub fn node(&self, bundle: &str) -> Option<&Node> {
+        self.nodes.iter().find(|n| n.bundle == bundle)
+    }
+
+    /// The CSV edges of the release with version `version` (as the plan writes it).
+    pub fn csv_edges(&self, version: &str) -> Option<&Edges> {
+        self.nodes
+            .iter()
+            .find(|n| n.version.to_string() == version)
+            .map(|n| &n.csv)
+    }
+
+    /// Every channel, ordered by name.
+    pub fn channels(&self) -> &[Channel] {
+        &self.channels
+    }
+
+    /// The entry of `bundle` in `channel`, if it is a member.
+    pub fn entry(&self, channel: &str, bundle: &str) -> Option<&Entry> {
+        self.channels
+            .iter()
+            .find(|c| c.name == channel)?
+            .entries
+            .iter()
+            .find(|e| e.bundle == bundle)
+    }
+
+    /// Warnings about the graph (`plan/channel-edges-differ`), about the plan file.
+    pub fn findings(&self) -> &[Finding] {
+        &self.findings
+    }
+
+    /// The warnings about the release with version `version`.
+    pub fn findings_for(&self, version: &str) -> impl Iterator<Item = &Finding> {
+        let field = self
+            .nodes
+            .iter()
+            .find(|n| n.version.to_string() == version)
+            .map(|n| format!("releases[{}]", n.index));
+        self.findings
+            .iter()
+            .filter(move |f| field.is_some() && f.field == field)
+    }
+
+    /// Every edge: per channel (by name), per entry (by version): its `replaces`, then its
+    /// `skips`, then one `skipRange` edge from each other member of the channel whose version
+    /// the range contains (none when the range does not parse).
+    pub fn edges(&self) -> impl Iterator<Item = Edge<'_>> {
+        self.channels.iter().flat_map(|channel| {
+            channel
+                .entries
+                .iter()
+                .flat_map(move |entry| entry_edges(channel, entry))
+        })
+    }
+}
+
+/// The channels of a release in plan order, each once.
+fn channels_of(plan: &LoadedPlan, release: &Release) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for channel in plan.channels_of(release) {
+        if !out.contains(channel) {
+            out.push(channel.clone());
+        }
+    }
+    out
+}
+
+/// The edges of one entry (see [`UpgradeGraph::edges`]).
+fn entry_edges<'a>(channel: &'a Channel, entry: &'a Entry) -> Vec<Edge<'a>> {
+    let edge = |from: &'a str, kind| Edge {
+        from,
+        to: &entry.bundle,
+        kind,
+        channel: &channel.name,
+    };
+    let mut out: Vec<Edge<'a>> = entry
+        .edges
+        .replaces
+        .iter()
+        .map(|r| edge(r, EdgeKind::Replaces))
+        .collect();
+    out.extend(entry.edges.skips.iter().map(|s| edge(s, EdgeKind::Skips)));
+    if let Some(range) = entry.edges.skip_range.as_deref().map(Range::parse) {
+        let range = range.ok();
+        out.extend(
+            channel
+                .entries
+                .iter()
+                .filter(|other| other.bundle != entry.bundle)
+                .filter(|other| range.as_ref().is_some_and(|r| r.contains(&other.version)))
+                .map(|other| edge(&other.bundle, EdgeKind::SkipRange)),
+        );
+    }
+    out
+}
+
+/// The entries of one channel whose members are `releases`, oldest first (module rules).
+fn channel_entries(
+    plan: &LoadedPlan,
+    policy: EdgePolicy,
+    releases: &[(&semver::Version, &Release)],
+) -> Vec<Entry> {
+    let mut entries = Vec::new();
+    let mut previous: Option<&Release> = None;
+    let mut broken_since: Vec<&Release> = Vec::new();
+    for (version, release) in releases {
+        let (computed_replaces, computed_skips) = match policy {
+            EdgePolicy::None => (None, Vec::new()),
+            EdgePolicy::ReplacesChain => (previous, broken_since.clone()),
+        };
+        let replaces = match &release.replaces {
+            Some(explicit) if explicit.is_empty() => None,
+            Some(explicit) => Some(explicit.clone()),
+            None => computed_replaces.map(|r| plan.bundle_name(&r.version)),
+        };
+        let mut skips: Vec<String> = computed_skips
+            .iter()
+            .map(|r| plan.bundle_name(&r.version))
+            .chain(release.skips.iter().cloned())
+            .collect();
+        skips.sort();
+        skips.dedup();
+        entries.push(Entry {
+            bundle: plan.bundle_name(&release.version),
+            version: (*version).clone(),
+            edges: Edges {
+                replaces,
+                skips,
+                skip_range: release.skip_range.clone(),
+            },
+        });
+        if release.broken {
+            broken_since.push(release);
+        } else {
+            previous = Some(release);
+            broken_since.clear();
+        }
+    }
+    entries
+}
+
+/// `replaces a, skips b, c` (or `no replaces, no skips`), for messages.
+fn describe(edges: &Edges) -> String {
+    let replaces = edges
+        .replaces
+        .as_ref()
+        .map_or_else(|| "no replaces".to_owned(), |r| format!("replaces {r}"));
+    let skips = if edges.skips.is_empty() {
+        "no skips".to_owned()
+    } else {
+        format!("skips {}", edges.skips.join(" "))
+    };
+    format!("{replaces}, {skips}")
+}
+
+#[cfg(test)]
+mod tests;
