@@ -218,6 +218,10 @@ fn known_differences() -> BTreeSet<String> {
         .collect()
 }
 
+/// Directory (relative to the corpus), bundle format or not, variant, olmpack's and opm's
+/// outcomes.
+type CaseResult = (String, bool, Variant, Outcome, Outcome);
+
 #[derive(Default)]
 struct Tally {
     identical: usize,
@@ -245,7 +249,7 @@ fn realworld_render_matches_opm() {
         .flat_map(|(d, b)| Variant::ALL.iter().map(move |v| (d, *b, *v)))
         .collect();
     let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<(String, bool, Variant, Outcome, Outcome)>> = Mutex::new(Vec::new());
+    let results: Mutex<Vec<CaseResult>> = Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..2 {
             s.spawn(|| {
@@ -263,7 +267,7 @@ fn realworld_render_matches_opm() {
                         .lock()
                         .unwrap()
                         .push((rel, bundle, variant, ours, theirs));
-                    if i % 500 == 0 {
+                    if i.is_multiple_of(500) {
                         eprint!("[{i}/{}]", cases.len());
                         let _ = std::io::stderr().flush();
                     }

@@ -139,7 +139,7 @@ impl serde_json::ser::Formatter for GoFormatter {
     ) -> std::io::Result<()> {
         let mut rest = fragment;
         while let Some(pos) = rest.find(['\u{2028}', '\u{2029}']) {
-            w.write_all(rest[..pos].as_bytes())?;
+            w.write_all(&rest.as_bytes()[..pos])?;
             let c = rest[pos..].chars().next().unwrap_or('\u{2028}');
             write!(w, "\\u{:04x}", c as u32)?;
             rest = &rest[pos + c.len_utf8()..];

@@ -63,7 +63,7 @@ fn magnitude_fits(sign: i32, digits: &str, radix: u32) -> bool {
 pub fn integral_text(f: f64) -> Option<String> {
     if f >= 0.0 && f <= u64::MAX as f64 && f < 18446744073709551616.0 {
         Some(format!("{}", f as u64))
-    } else if f < 0.0 && f >= -9223372036854775808.0 {
+    } else if (-9223372036854775808.0..0.0).contains(&f) {
         Some(format!("{}", f as i64))
     } else {
         None
@@ -100,7 +100,7 @@ pub fn format_g(f: f64) -> String {
     let nd = digits.len() as i32;
     let exp = dp - 1;
     // Shortest formatting decides between %e and %f with precision 6.
-    if exp < -4 || exp >= 6 {
+    if !(-4..6).contains(&exp) {
         // %e with all shortest digits.
         out.push_str(&digits[..1]);
         if nd > 1 {

@@ -808,7 +808,9 @@ fn is_timestamp(s: &str) -> bool {
 
 fn days_in_month(year: u32, month: u32) -> u32 {
     match month {
-        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
+        2 if (year.is_multiple_of(4) && !year.is_multiple_of(100)) || year.is_multiple_of(400) => {
+            29
+        }
         2 => 28,
         4 | 6 | 9 | 11 => 30,
         _ => 31,
@@ -822,10 +824,11 @@ fn number_text(n: &serde_json::Number) -> String {
     }
     let f = n.as_f64().unwrap_or(0.0);
     // Go's JSON writes integral floats below 1e21 without a fraction: go-yaml reads an int.
-    if f.fract() == 0.0 && f.abs() < 1e21 {
-        if let Some(i) = crate::catalog::gonum::integral_text(f) {
-            return i;
-        }
+    if f.fract() == 0.0
+        && f.abs() < 1e21
+        && let Some(i) = crate::catalog::gonum::integral_text(f)
+    {
+        return i;
     }
     crate::catalog::gonum::format_g(f)
 }
