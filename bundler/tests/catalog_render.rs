@@ -126,3 +126,53 @@ fn rendering_is_deterministic_and_the_cli_prints_json() {
     let v: Value = serde_json::from_slice(&a.stdout).unwrap();
     assert_eq!(v["schema"], "olm.bundle");
 }
+
+/// A bundle with opm's reading quirks: dependencies and properties in metadata files with
+/// other names, `olm.maxOpenShiftVersion` in the CSV's `olm.properties` annotation, a
+/// manifest without extension, a hidden manifest and one that does not decode (both
+/// skipped, the second with a warning), strings YAML must quote, fold or block. `catalog
+/// render` prints the same bytes as `opm render`, JSON and YAML, with and without migration.
+#[test]
+fn quirky_bundle_renders_byte_identical_to_opm() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/render/quirks");
+    let opm = upgrade_tests::Tool::Opm
+        .path()
+        .expect("opm is required for this test");
+    let olmpack = Path::new(env!("CARGO_BIN_EXE_olmpack"));
+    for format in ["json", "yaml"] {
+        for migrate in [false, true] {
+            let mut args = vec!["-o", format];
+            if migrate {
+                args.extend(["--migrate-level", "bundle-object-to-csv-metadata"]);
+            }
+            let theirs = Command::new(&opm)
+                .arg("render")
+                .args(&args)
+                .arg(&dir)
+                .output()
+                .unwrap();
+            assert!(theirs.status.success());
+            let ours = Command::new(olmpack)
+                .args(["catalog", "render"])
+                .args(&args)
+                .arg(&dir)
+                .output()
+                .unwrap();
+            assert!(
+                ours.status.success(),
+                "{}",
+                String::from_utf8_lossy(&ours.stderr)
+            );
+            let text = String::from_utf8(ours.stdout.clone()).unwrap();
+            assert_eq!(text, String::from_utf8(theirs.stdout).unwrap(), "{args:?}");
+            assert!(text.contains("olm.maxOpenShiftVersion") && text.contains("\"4.8\""));
+            assert!(text.contains("olm.package.required") && text.contains("example.com/flags"));
+            assert!(
+                String::from_utf8_lossy(&ours.stderr)
+                    .contains("manifests/broken.yaml: skipped, as opm skips it"),
+                "{}",
+                String::from_utf8_lossy(&ours.stderr)
+            );
+        }
+    }
+}

@@ -218,15 +218,16 @@ fn known_differences() -> BTreeSet<String> {
         .collect()
 }
 
+/// Directory (relative to the corpus), bundle format or not, variant, olmpack's and opm's
+/// outcomes.
+type CaseResult = (String, bool, Variant, Outcome, Outcome);
+
 #[derive(Default)]
 struct Tally {
     identical: usize,
     both_failed: usize,
     total: usize,
 }
-
-/// One compared case, as the comparison below collects it.
-type RenderResult = (String, bool, Variant, Outcome, Outcome);
 
 #[test]
 fn realworld_render_matches_opm() {
@@ -248,7 +249,7 @@ fn realworld_render_matches_opm() {
         .flat_map(|(d, b)| Variant::ALL.iter().map(move |v| (d, *b, *v)))
         .collect();
     let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<RenderResult>> = Mutex::new(Vec::new());
+    let results: Mutex<Vec<CaseResult>> = Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..2 {
             s.spawn(|| {
