@@ -14,8 +14,8 @@ mod plan;
 mod release;
 mod upgrade;
 mod upgrade_check;
-mod upgrade_test;
 mod upgrade_olm;
+mod upgrade_test;
 
 use std::error::Error;
 use std::path::PathBuf;
