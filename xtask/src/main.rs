@@ -1,7 +1,8 @@
 //! `cargo xtask`: installs the reference tools and runs the whole test suite.
 //!
 //! - `cargo xtask setup` installs every tool pinned in `tools.toml` (see [`tools`]).
-//! - `cargo xtask test [FILTER]` runs setup, then the whole suite, then checks that the run
+//! - `cargo xtask test [FILTER]` runs setup, unpacks the corpus, then the whole suite (the
+//!   `realworld_` conformance tests included), then checks that the run
 //!   left no process and no test-environment directory behind.
 //! - `cargo xtask env` prints the `export` lines that point a plain `cargo test` at the tools.
 //! - `cargo xtask lint` runs `cargo fmt --check` and `cargo clippy -D warnings`.
@@ -113,7 +114,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Test {
             filter,
             harness_args,
-        } => test(&root, filter, harness_args, Vec::new()),
+        } => {
+            // The whole suite includes the `realworld_` conformance tests: unpack their
+            // corpus first (once; a stamp makes later runs free). A missing archive is
+            // reported by those tests themselves (NOT RUN, or a failure under CI=true).
+            let cache = corpus::cache_dir()?;
+            corpus::ensure_unpacked(&corpus::source_dir(&root), &cache)?;
+            let env = vec![("OLMPACK_CORPUS_CACHE".to_owned(), cache.into_os_string())];
+            test(&root, filter, harness_args, env)
+        }
         Cmd::Conformance {
             filter,
             harness_args,
