@@ -84,8 +84,8 @@ async fn olm_e2e_broken_deployment_mounting_a_missing_secret_never_installs() {
     let (code, out) = validate("missing-secret", "1.0.0");
     assert_eq!(code, 1, "{out}");
     assert!(
-        out.contains("error[csv/missing-mount-source]")
-            && out.contains("volume \"cert\" uses Secret \"webhook-server-cert\""),
+        out.contains("error[csv/missing-volume-source]")
+            && out.contains("the pod needs Secret webhook-server-cert"),
         "{out}"
     );
 

@@ -27,7 +27,6 @@ mod csv;
 mod dependencies;
 mod deprecated;
 mod layout;
-mod mounts;
 mod operatorhub;
 mod podstart;
 mod practices;
@@ -81,7 +80,6 @@ pub fn validate(bundle: &LoadedBundle, options: &Options) -> Report {
         };
         csv::check(&ctx, &mut out);
         webhooks::check(&ctx, &mut out);
-        mounts::check(&ctx, &mut out);
         operatorhub::check(&ctx, &mut out);
         practices::check(&ctx, &mut out);
         podstart::check(&ctx, &mut out);
