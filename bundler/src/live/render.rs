@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 
+use crate::report::xml_escape;
 use upgrade_tests::live::{EdgeReport, LiveFinding, Rollback, Severity, Verdict};
 
 /// How to print the reports.
@@ -183,24 +184,6 @@ fn markdown(reports: &[EdgeReport]) -> String {
                 f.rule,
                 describe(f).replace('|', "\\|").replace('\n', " ")
             );
-        }
-    }
-    out
-}
-
-fn xml_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => {
-                let _ = write!(out, "&#{};", c as u32);
-            }
-            c => out.push(c),
         }
     }
     out
