@@ -13,7 +13,6 @@ use upgrade_tests::live::ReleaseUnderTest;
 use crate::bundle::generate::{self, GenerateOptions};
 use crate::bundle::load::LoadedBundle;
 use crate::catalog::model::{Model, Package};
-use crate::catalog::upgrade::covers;
 use crate::plan::LoadedPlan;
 
 /// Failure to prepare the live test's inputs.
@@ -145,38 +144,22 @@ fn finish(
     Ok(Inputs { releases, edges })
 }
 
-/// Every edge of every channel: `replaces`, `skips`, and each bundle of the channel a
-/// `skipRange` covers; sorted oldest first, each edge once.
+/// Every edge of every channel (`replaces`, `skips`, each bundle a `skipRange` covers), as
+/// the static check enumerates them; sorted oldest first, each edge once.
 pub fn edges(model: &Model) -> Vec<Edge> {
     let mut out = BTreeSet::new();
-    for package in model.packages.values() {
-        for channel in package.channels.values() {
-            for entry in &channel.entries {
-                let mut add = |from: &str| {
-                    if from != entry.name {
-                        out.insert((
-                            rank(package, from),
-                            rank(package, &entry.name),
-                            Edge {
-                                from: from.to_owned(),
-                                to: entry.name.clone(),
-                            },
-                        ));
-                    }
-                };
-                if !entry.replaces.is_empty() {
-                    add(&entry.replaces);
-                }
-                for skipped in &entry.skips {
-                    add(skipped);
-                }
-                for other in &channel.entries {
-                    if covers(package, &entry.skip_range, &other.name) {
-                        add(&other.name);
-                    }
-                }
-            }
-        }
+    for edge in crate::compat::graph::edges(model) {
+        let Some(package) = model.packages.get(&edge.package) else {
+            continue;
+        };
+        out.insert((
+            rank(package, &edge.from),
+            rank(package, &edge.to),
+            Edge {
+                from: edge.from,
+                to: edge.to,
+            },
+        ));
     }
     out.into_iter().map(|(_, _, edge)| edge).collect()
 }
