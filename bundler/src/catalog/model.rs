@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use super::declcfg::{
-    ChannelEntry, DeclarativeConfig, Icon, Origin, Property, RelatedImage, SCHEMA_BUNDLE,
+    self, ChannelEntry, DeclarativeConfig, Icon, Origin, Property, RelatedImage, SCHEMA_BUNDLE,
     SCHEMA_CHANNEL, SCHEMA_PACKAGE,
 };
 use super::property::{self, Typed};
@@ -219,7 +219,6 @@ impl Package {
         out
     }
 }
-
 impl Model {
     /// Builds the model and returns every problem `opm validate` would find (module contract).
     pub fn build(cfg: &DeclarativeConfig) -> (Model, Vec<Finding>) {
@@ -237,270 +236,190 @@ impl Model {
         } = cfg;
         let mut model = Model::default();
         let mut out = Vec::new();
-
         for p in &packages {
-            let obj = format!("{SCHEMA_PACKAGE}/{}", p.name);
-            if p.name.is_empty() {
-                out.push(finding(
-                    "package-no-name",
-                    "config contains package with no name".to_owned(),
-                    &p.origin,
-                    obj,
-                ));
-                continue;
-            }
-            if model.packages.contains_key(&p.name) {
-                out.push(finding(
-                    "duplicate-package",
-                    format!("duplicate package {:?}", p.name),
-                    &p.origin,
-                    p.name.clone(),
-                ));
-                continue;
-            }
-            if let Some(why) = dns1123_label_problem(&p.name) {
-                out.push(finding(
-                    "invalid-package-name",
-                    format!("invalid package name {:?}: {why}", p.name),
-                    &p.origin,
-                    p.name.clone(),
-                ));
-            }
-            model.packages.insert(
-                p.name.clone(),
-                Package {
-                    name: p.name.clone(),
-                    default_channel: p.default_channel.clone(),
-                    description: p.description.clone(),
-                    icon: p.icon.clone(),
-                    origin: p.origin.clone(),
-                    ..Package::default()
-                },
-            );
+            model.add_package(p, &mut out);
         }
-
         for c in &channels {
-            let obj = format!("{}/{}", c.package, c.name);
-            let Some(pkg) = model.packages.get_mut(&c.package) else {
-                out.push(finding(
-                    "unknown-package",
-                    format!("unknown package {:?} for channel {:?}", c.package, c.name),
-                    &c.origin,
-                    obj,
-                ));
-                continue;
-            };
-            if c.name.is_empty() {
-                out.push(finding(
-                    "channel-no-name",
-                    format!("package {:?} contains channel with no name", c.package),
-                    &c.origin,
-                    obj,
-                ));
-                continue;
-            }
-            if pkg.channels.contains_key(&c.name) {
-                out.push(finding(
-                    "duplicate-channel",
-                    format!("package {:?} has duplicate channel {:?}", c.package, c.name),
-                    &c.origin,
-                    obj,
-                ));
-                continue;
-            }
-            let mut entries: Vec<ChannelEntry> = Vec::new();
-            for e in &c.entries {
-                if entries.iter().any(|x| x.name == e.name) {
-                    out.push(finding(
-                        "duplicate-entry",
-                        format!(
-                            "invalid package {:?}, channel {:?}: duplicate entry {:?}",
-                            c.package, c.name, e.name
-                        ),
-                        &c.origin,
-                        format!("{obj}/{}", e.name),
-                    ));
-                    continue;
-                }
-                entries.push(e.clone());
-            }
-            pkg.channels.insert(
-                c.name.clone(),
-                Channel {
-                    name: c.name.clone(),
-                    entries,
-                    deprecation: None,
-                    origin: c.origin.clone(),
-                },
-            );
+            model.add_channel(c, &mut out);
         }
-
-        for mut b in bundles {
-            let obj = if b.package.is_empty() {
-                b.name.clone()
-            } else {
-                format!("{}/{}", b.package, b.name)
-            };
-            if b.package.is_empty() {
-                out.push(finding(
-                    "bundle-no-package",
-                    format!("package name must be set for bundle {:?}", b.name),
-                    &b.origin,
-                    obj,
-                ));
-                continue;
-            }
-            let Some(pkg) = model.packages.get_mut(&b.package) else {
-                out.push(finding(
-                    "unknown-package",
-                    format!("unknown package {:?} for bundle {:?}", b.package, b.name),
-                    &b.origin,
-                    obj,
-                ));
-                continue;
-            };
-            if pkg.bundles.contains_key(&b.name) {
-                out.push(finding(
-                    "duplicate-bundle",
-                    format!("package {:?} has duplicate bundle {:?}", b.package, b.name),
-                    &b.origin,
-                    obj,
-                ));
-                continue;
-            }
-            let mut packages = Vec::new();
-            let mut has_objects = false;
-            let mut bad_property = false;
-            for (i, p) in b.properties.iter().enumerate() {
-                match property::parse(i, p) {
-                    Ok(Typed::Package {
-                        package_name,
-                        version,
-                        release,
-                    }) => packages.push((package_name, version, release)),
-                    Ok(Typed::BundleObject(_)) => has_objects = true,
-                    Ok(_) => {}
-                    Err(err) => {
-                        bad_property = true;
-                        out.push(
-                            finding(
-                                "invalid-property",
-                                format!("parse properties for bundle {:?}: {err}", b.name),
-                                &b.origin,
-                                obj.clone(),
-                            )
-                            .field(format!("properties[{i}]")),
-                        );
-                    }
-                }
-            }
-            let mut bundle = Bundle {
-                name: b.name.clone(),
-                version: None,
-                release: String::new(),
-                image: b.image.clone(),
-                properties: std::mem::take(&mut b.properties),
-                related_images: b.related_images.clone(),
-                deprecation: None,
-                has_objects,
-                origin: b.origin.clone(),
-            };
-            if !bad_property {
-                if packages.len() != 1 {
-                    out.push(finding(
-                        "package-property-count",
-                        format!(
-                            "package {:?} bundle {:?} must have exactly 1 \"olm.package\" property, found {}",
-                            b.package,
-                            b.name,
-                            packages.len()
-                        ),
-                        &b.origin,
-                        obj.clone(),
-                    ));
-                } else {
-                    let (name, version, release) = &packages[0];
-                    if name != &b.package {
-                        out.push(finding(
-                            "package-property-mismatch",
-                            format!(
-                                "package {:?} does not match \"olm.package\" property {:?}",
-                                b.package, name
-                            ),
-                            &b.origin,
-                            obj.clone(),
-                        ));
-                    }
-                    match parse_version(version) {
-                        Ok(v) => bundle.version = Some(v),
-                        Err(e) => out.push(finding(
-                            "invalid-version",
-                            format!("error parsing bundle {:?} version {version:?}: {e}", b.name),
-                            &b.origin,
-                            obj.clone(),
-                        )),
-                    }
-                    if !release.is_empty() {
-                        if let Err(e) = check_release(release) {
-                            out.push(finding(
-                                "invalid-release",
-                                format!(
-                                    "error parsing bundle {:?} release version {release:?}: {e}",
-                                    b.name
-                                ),
-                                &b.origin,
-                                obj.clone(),
-                            ));
-                        }
-                        bundle.release = release.clone();
-                    }
-                }
-            }
-            if let Err(e) = super::pullspec::check(&b.image) {
-                out.push(
-                    finding(
-                        "invalid-image",
-                        format!(
-                            "package {:?} bundle {:?} image: invalid image pull spec {:?}: {e}",
-                            b.package, b.name, b.image
-                        ),
-                        &b.origin,
-                        obj.clone(),
-                    )
-                    .field("image"),
-                );
-            }
-            for (i, r) in b.related_images.iter().enumerate() {
-                if let Err(e) = super::pullspec::check(&r.image) {
-                    out.push(
-                        finding(
-                            "invalid-image",
-                            format!(
-                                "package {:?} bundle {:?} relatedImages[{i}].image: invalid image pull spec {:?}: {e}",
-                                b.package, b.name, r.image
-                            ),
-                            &b.origin,
-                            obj.clone(),
-                        )
-                        .field(format!("relatedImages[{i}].image")),
-                    );
-                }
-            }
-            if pkg.channels.values().all(|c| c.entry(&b.name).is_none()) {
-                out.push(finding(
-                    "bundle-not-in-channel",
-                    format!(
-                        "package {:?}, bundle {:?} not found in any channel entries",
-                        b.package, b.name
-                    ),
-                    &b.origin,
-                    obj.clone(),
-                ));
-            }
-            pkg.bundles.insert(b.name.clone(), bundle);
+        for b in bundles {
+            model.add_bundle(b, &mut out);
         }
-
+        model.entries_without_bundles(&mut out);
+        deprecations(&deprecation_blobs, &mut model, &mut out);
         for pkg in model.packages.values() {
+            validate_package(pkg, &mut out);
+        }
+        (model, out)
+    }
+
+    /// Adds one `olm.package` blob, unless it has no name or repeats a package.
+    fn add_package(&mut self, p: &declcfg::Package, out: &mut Vec<Finding>) {
+        let obj = format!("{SCHEMA_PACKAGE}/{}", p.name);
+        if p.name.is_empty() {
+            out.push(finding(
+                "package-no-name",
+                "config contains package with no name".to_owned(),
+                &p.origin,
+                obj,
+            ));
+            return;
+        }
+        if self.packages.contains_key(&p.name) {
+            out.push(finding(
+                "duplicate-package",
+                format!("duplicate package {:?}", p.name),
+                &p.origin,
+                p.name.clone(),
+            ));
+            return;
+        }
+        if let Some(why) = dns1123_label_problem(&p.name) {
+            out.push(finding(
+                "invalid-package-name",
+                format!("invalid package name {:?}: {why}", p.name),
+                &p.origin,
+                p.name.clone(),
+            ));
+        }
+        self.packages.insert(
+            p.name.clone(),
+            Package {
+                name: p.name.clone(),
+                default_channel: p.default_channel.clone(),
+                description: p.description.clone(),
+                icon: p.icon.clone(),
+                origin: p.origin.clone(),
+                ..Package::default()
+            },
+        );
+    }
+
+    /// Adds one `olm.channel` blob to its package, dropping repeated entries.
+    fn add_channel(&mut self, c: &declcfg::Channel, out: &mut Vec<Finding>) {
+        let obj = format!("{}/{}", c.package, c.name);
+        let Some(pkg) = self.packages.get_mut(&c.package) else {
+            out.push(finding(
+                "unknown-package",
+                format!("unknown package {:?} for channel {:?}", c.package, c.name),
+                &c.origin,
+                obj,
+            ));
+            return;
+        };
+        if c.name.is_empty() {
+            out.push(finding(
+                "channel-no-name",
+                format!("package {:?} contains channel with no name", c.package),
+                &c.origin,
+                obj,
+            ));
+            return;
+        }
+        if pkg.channels.contains_key(&c.name) {
+            out.push(finding(
+                "duplicate-channel",
+                format!("package {:?} has duplicate channel {:?}", c.package, c.name),
+                &c.origin,
+                obj,
+            ));
+            return;
+        }
+        let mut entries: Vec<ChannelEntry> = Vec::new();
+        for e in &c.entries {
+            if entries.iter().any(|x| x.name == e.name) {
+                out.push(finding(
+                    "duplicate-entry",
+                    format!(
+                        "invalid package {:?}, channel {:?}: duplicate entry {:?}",
+                        c.package, c.name, e.name
+                    ),
+                    &c.origin,
+                    format!("{obj}/{}", e.name),
+                ));
+                continue;
+            }
+            entries.push(e.clone());
+        }
+        pkg.channels.insert(
+            c.name.clone(),
+            Channel {
+                name: c.name.clone(),
+                entries,
+                deprecation: None,
+                origin: c.origin.clone(),
+            },
+        );
+    }
+
+    /// Adds one `olm.bundle` blob to its package, checking its properties, images and
+    /// channel membership.
+    fn add_bundle(&mut self, mut b: declcfg::Bundle, out: &mut Vec<Finding>) {
+        let obj = if b.package.is_empty() {
+            b.name.clone()
+        } else {
+            format!("{}/{}", b.package, b.name)
+        };
+        if b.package.is_empty() {
+            out.push(finding(
+                "bundle-no-package",
+                format!("package name must be set for bundle {:?}", b.name),
+                &b.origin,
+                obj,
+            ));
+            return;
+        }
+        let Some(pkg) = self.packages.get_mut(&b.package) else {
+            out.push(finding(
+                "unknown-package",
+                format!("unknown package {:?} for bundle {:?}", b.package, b.name),
+                &b.origin,
+                obj,
+            ));
+            return;
+        };
+        if pkg.bundles.contains_key(&b.name) {
+            out.push(finding(
+                "duplicate-bundle",
+                format!("package {:?} has duplicate bundle {:?}", b.package, b.name),
+                &b.origin,
+                obj,
+            ));
+            return;
+        }
+        let props = BundleProperties::parse(&b, &obj, out);
+        let mut bundle = Bundle {
+            name: b.name.clone(),
+            version: None,
+            release: String::new(),
+            image: b.image.clone(),
+            properties: std::mem::take(&mut b.properties),
+            related_images: b.related_images.clone(),
+            deprecation: None,
+            has_objects: props.has_objects,
+            origin: b.origin.clone(),
+        };
+        if !props.bad_property {
+            props.apply_package(&b, &obj, &mut bundle, out);
+        }
+        check_bundle_images(&b, &obj, out);
+        if pkg.channels.values().all(|c| c.entry(&b.name).is_none()) {
+            out.push(finding(
+                "bundle-not-in-channel",
+                format!(
+                    "package {:?}, bundle {:?} not found in any channel entries",
+                    b.package, b.name
+                ),
+                &b.origin,
+                obj.clone(),
+            ));
+        }
+        pkg.bundles.insert(b.name.clone(), bundle);
+    }
+
+    /// One finding per package whose channels name bundles it does not have.
+    fn entries_without_bundles(&self, out: &mut Vec<Finding>) {
+        for pkg in self.packages.values() {
             let missing: BTreeSet<&str> = pkg
                 .channels
                 .values()
@@ -520,12 +439,144 @@ impl Model {
                 ));
             }
         }
+    }
+}
 
-        deprecations(&deprecation_blobs, &mut model, &mut out);
-        for pkg in model.packages.values() {
-            validate_package(pkg, &mut out);
+/// What a bundle's properties say about the model: its `olm.package` properties and
+/// whether it carries objects.
+struct BundleProperties {
+    /// Every `olm.package` property: package name, version, release.
+    packages: Vec<(String, String, String)>,
+    has_objects: bool,
+    /// Whether any property failed to parse (then the package checks are skipped).
+    bad_property: bool,
+}
+
+impl BundleProperties {
+    /// Parses every property, reporting the ones that do not parse.
+    fn parse(b: &declcfg::Bundle, obj: &str, out: &mut Vec<Finding>) -> Self {
+        let mut props = Self {
+            packages: Vec::new(),
+            has_objects: false,
+            bad_property: false,
+        };
+        for (i, p) in b.properties.iter().enumerate() {
+            match property::parse(i, p) {
+                Ok(Typed::Package {
+                    package_name,
+                    version,
+                    release,
+                }) => props.packages.push((package_name, version, release)),
+                Ok(Typed::BundleObject(_)) => props.has_objects = true,
+                Ok(_) => {}
+                Err(err) => {
+                    props.bad_property = true;
+                    out.push(
+                        finding(
+                            "invalid-property",
+                            format!("parse properties for bundle {:?}: {err}", b.name),
+                            &b.origin,
+                            obj.to_owned(),
+                        )
+                        .field(format!("properties[{i}]")),
+                    );
+                }
+            }
         }
-        (model, out)
+        props
+    }
+
+    /// Checks the single `olm.package` property against the bundle's package and sets the
+    /// bundle's version and release from it.
+    fn apply_package(
+        &self,
+        b: &declcfg::Bundle,
+        obj: &str,
+        bundle: &mut Bundle,
+        out: &mut Vec<Finding>,
+    ) {
+        let [(name, version, release)] = self.packages.as_slice() else {
+            out.push(finding(
+                "package-property-count",
+                format!(
+                    "package {:?} bundle {:?} must have exactly 1 \"olm.package\" property, found {}",
+                    b.package,
+                    b.name,
+                    self.packages.len()
+                ),
+                &b.origin,
+                obj.to_owned(),
+            ));
+            return;
+        };
+        if name != &b.package {
+            out.push(finding(
+                "package-property-mismatch",
+                format!(
+                    "package {:?} does not match \"olm.package\" property {:?}",
+                    b.package, name
+                ),
+                &b.origin,
+                obj.to_owned(),
+            ));
+        }
+        match parse_version(version) {
+            Ok(v) => bundle.version = Some(v),
+            Err(e) => out.push(finding(
+                "invalid-version",
+                format!("error parsing bundle {:?} version {version:?}: {e}", b.name),
+                &b.origin,
+                obj.to_owned(),
+            )),
+        }
+        if !release.is_empty() {
+            if let Err(e) = check_release(release) {
+                out.push(finding(
+                    "invalid-release",
+                    format!(
+                        "error parsing bundle {:?} release version {release:?}: {e}",
+                        b.name
+                    ),
+                    &b.origin,
+                    obj.to_owned(),
+                ));
+            }
+            bundle.release = release.clone();
+        }
+    }
+}
+
+/// Checks the bundle's image and related images are valid pull specs.
+fn check_bundle_images(b: &declcfg::Bundle, obj: &str, out: &mut Vec<Finding>) {
+    if let Err(e) = super::pullspec::check(&b.image) {
+        out.push(
+            finding(
+                "invalid-image",
+                format!(
+                    "package {:?} bundle {:?} image: invalid image pull spec {:?}: {e}",
+                    b.package, b.name, b.image
+                ),
+                &b.origin,
+                obj.to_owned(),
+            )
+            .field("image"),
+        );
+    }
+    for (i, r) in b.related_images.iter().enumerate() {
+        if let Err(e) = super::pullspec::check(&r.image) {
+            out.push(
+                finding(
+                    "invalid-image",
+                    format!(
+                        "package {:?} bundle {:?} relatedImages[{i}].image: invalid image pull spec {:?}: {e}",
+                        b.package, b.name, r.image
+                    ),
+                    &b.origin,
+                    obj.to_owned(),
+                )
+                .field(format!("relatedImages[{i}].image")),
+            );
+        }
     }
 }
 
@@ -554,7 +605,9 @@ fn check_release(release: &str) -> Result<(), String> {
     }
 }
 
-fn deprecations(blobs: &[super::declcfg::Deprecation], model: &mut Model, out: &mut Vec<Finding>) {
+/// Applies the `olm.deprecations` blobs: at most one per known package, each entry naming
+/// an existing bundle, channel or the package itself.
+fn deprecations(blobs: &[declcfg::Deprecation], model: &mut Model, out: &mut Vec<Finding>) {
     let mut seen_packages = BTreeSet::new();
     for (i, d) in blobs.iter().enumerate() {
         let obj = format!("olm.deprecations/{}", d.package);
@@ -593,11 +646,10 @@ fn deprecations(blobs: &[super::declcfg::Deprecation], model: &mut Model, out: &
         }
         let mut refs = BTreeSet::new();
         for (j, e) in d.entries.iter().enumerate() {
-            let r = &e.reference;
-            let field = format!("entries[{j}]");
             let err = |rule: &str, msg: String| {
-                finding(rule, msg, &d.origin, obj.clone()).field(field.clone())
+                finding(rule, msg, &d.origin, obj.clone()).field(format!("entries[{j}]"))
             };
+            let r = &e.reference;
             if r.schema.is_empty() {
                 out.push(err(
                     "deprecation-no-schema",
@@ -618,53 +670,74 @@ fn deprecations(blobs: &[super::declcfg::Deprecation], model: &mut Model, out: &
                 ));
                 continue;
             }
-            let message = Some(e.message.clone());
-            match r.schema.as_str() {
-                SCHEMA_BUNDLE => match pkg.bundles.get_mut(&r.name) {
-                    Some(b) => b.deprecation = message,
-                    None => out.push(err(
-                        "deprecation-unknown-bundle",
-                        format!(
-                            "cannot deprecate bundle {:?} for package {:?}: bundle not found",
-                            r.name, d.package
-                        ),
-                    )),
-                },
-                SCHEMA_CHANNEL => match pkg.channels.get_mut(&r.name) {
-                    Some(c) => c.deprecation = message,
-                    None => out.push(err(
-                        "deprecation-unknown-channel",
-                        format!(
-                            "cannot deprecate channel {:?} for package {:?}: channel not found",
-                            r.name, d.package
-                        ),
-                    )),
-                },
-                SCHEMA_PACKAGE => {
-                    if !r.name.is_empty() {
-                        out.push(err(
-                            "deprecation-package-name",
-                            format!(
-                                "package name must be empty for deprecated package {:?} (specified {:?})",
-                                d.package, r.name
-                            ),
-                        ));
-                    } else {
-                        pkg.deprecation = message;
-                    }
-                }
-                other => out.push(err(
-                    "deprecation-unknown-schema",
-                    format!(
-                        "cannot deprecate object {{schema: {other:?}, name: {:?}}} referenced by entry {j} for package {:?}: object schema unknown",
-                        r.name, d.package
-                    ),
-                )),
+            if let Err((rule, msg)) = deprecate(pkg, j, e) {
+                out.push(err(rule, msg));
             }
         }
     }
 }
 
+/// Marks the object one deprecation entry (number `j`) names; `Err` is the rule and
+/// message when it names nothing the package has.
+fn deprecate(
+    pkg: &mut Package,
+    j: usize,
+    e: &declcfg::DeprecationEntry,
+) -> Result<(), (&'static str, String)> {
+    let r = &e.reference;
+    let message = Some(e.message.clone());
+    match r.schema.as_str() {
+        SCHEMA_BUNDLE => match pkg.bundles.get_mut(&r.name) {
+            Some(b) => b.deprecation = message,
+            None => {
+                return Err((
+                    "deprecation-unknown-bundle",
+                    format!(
+                        "cannot deprecate bundle {:?} for package {:?}: bundle not found",
+                        r.name, pkg.name
+                    ),
+                ));
+            }
+        },
+        SCHEMA_CHANNEL => match pkg.channels.get_mut(&r.name) {
+            Some(c) => c.deprecation = message,
+            None => {
+                return Err((
+                    "deprecation-unknown-channel",
+                    format!(
+                        "cannot deprecate channel {:?} for package {:?}: channel not found",
+                        r.name, pkg.name
+                    ),
+                ));
+            }
+        },
+        SCHEMA_PACKAGE => {
+            if !r.name.is_empty() {
+                return Err((
+                    "deprecation-package-name",
+                    format!(
+                        "package name must be empty for deprecated package {:?} (specified {:?})",
+                        pkg.name, r.name
+                    ),
+                ));
+            }
+            pkg.deprecation = message;
+        }
+        other => {
+            return Err((
+                "deprecation-unknown-schema",
+                format!(
+                    "cannot deprecate object {{schema: {other:?}, name: {:?}}} referenced by entry {j} for package {:?}: object schema unknown",
+                    r.name, pkg.name
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks one package the way opm's model validation does: default channel, versions,
+/// deprecation message, then every channel.
 fn validate_package(pkg: &Package, out: &mut Vec<Finding>) {
     let pkg_err = |rule: &str, msg: String| {
         finding(
@@ -697,7 +770,26 @@ fn validate_package(pkg: &Package, out: &mut Vec<Finding>) {
             "package must contain at least one channel".to_owned(),
         ));
     }
-    // Unique versions across the package.
+    if let Some(dups) = duplicate_versions(pkg) {
+        out.push(pkg_err(
+            "duplicate-versions",
+            format!("duplicate versions found in bundles: [{dups}]"),
+        ));
+    }
+    if pkg.deprecation.as_deref() == Some("") {
+        out.push(pkg_err(
+            "deprecation-message",
+            "invalid deprecation: message must be set".to_owned(),
+        ));
+    }
+    for ch in pkg.channels.values() {
+        validate_channel(pkg, ch, out);
+    }
+}
+
+/// The channel members that share a version (`{version: [names]}` groups, space-separated),
+/// or `None` when every version is unique.
+fn duplicate_versions(pkg: &Package) -> Option<String> {
     let mut by_version: BTreeMap<String, BTreeSet<&str>> = BTreeMap::new();
     for b in pkg.bundles.values() {
         if pkg.channels.values().any(|c| c.entry(&b.name).is_some()) {
@@ -717,105 +809,108 @@ fn validate_package(pkg: &Package, out: &mut Vec<Finding>) {
             )
         })
         .collect();
-    if !dups.is_empty() {
-        out.push(pkg_err(
-            "duplicate-versions",
-            format!("duplicate versions found in bundles: [{}]", dups.join(" ")),
+    (!dups.is_empty()).then(|| dups.join(" "))
+}
+
+/// Checks one channel: not empty, a sound replaces chain, a deprecation message, then
+/// every entry whose bundle exists.
+fn validate_channel(pkg: &Package, ch: &Channel, out: &mut Vec<Finding>) {
+    let ch_err = |rule: &str, msg: String| {
+        finding(
+            rule,
+            format!(
+                "invalid package {:?}: invalid channel {:?}: {msg}",
+                pkg.name, ch.name
+            ),
+            &ch.origin,
+            format!("{}/{}", pkg.name, ch.name),
+        )
+    };
+    if ch.entries.is_empty() {
+        out.push(ch_err(
+            "empty-channel",
+            "channel must contain at least one bundle".to_owned(),
         ));
+    } else if let Some((rule, msg)) = ch.replaces_chain_problem() {
+        out.push(ch_err(rule, msg));
     }
-    if pkg.deprecation.as_deref() == Some("") {
-        out.push(pkg_err(
+    if ch.deprecation.as_deref() == Some("") {
+        out.push(ch_err(
             "deprecation-message",
             "invalid deprecation: message must be set".to_owned(),
         ));
     }
-    for ch in pkg.channels.values() {
-        let ch_err = |rule: &str, msg: String| {
-            finding(
-                rule,
+    for e in &ch.entries {
+        if let Some(b) = pkg.bundles.get(&e.name) {
+            validate_entry(pkg, ch, e, b, out);
+        }
+    }
+}
+
+/// Checks one channel entry and its bundle: name, release normalisation, skips,
+/// skipRange, image and deprecation message.
+fn validate_entry(
+    pkg: &Package,
+    ch: &Channel,
+    e: &ChannelEntry,
+    b: &Bundle,
+    out: &mut Vec<Finding>,
+) {
+    let b_err = |rule: &str, msg: String| {
+        finding(
+            rule,
+            format!(
+                "invalid package {:?}: invalid channel {:?}: invalid bundle {:?}: {msg}",
+                pkg.name, ch.name, b.name
+            ),
+            &b.origin,
+            format!("{}/{}/{}", pkg.name, ch.name, b.name),
+        )
+    };
+    if b.name.is_empty() {
+        out.push(b_err("bundle-no-name", "name must be set".to_owned()));
+    }
+    if !b.release.is_empty() {
+        let normalized = format!("{}-v{}", pkg.name, b.version_string());
+        if b.name != normalized {
+            out.push(b_err(
+                "bundle-name-not-normalized",
                 format!(
-                    "invalid package {:?}: invalid channel {:?}: {msg}",
-                    pkg.name, ch.name
+                    "name {:?} does not match normalized name {normalized:?}",
+                    b.name
                 ),
-                &ch.origin,
-                format!("{}/{}", pkg.name, ch.name),
-            )
-        };
-        if ch.entries.is_empty() {
-            out.push(ch_err(
-                "empty-channel",
-                "channel must contain at least one bundle".to_owned(),
-            ));
-        } else if let Some((rule, msg)) = ch.replaces_chain_problem() {
-            out.push(ch_err(rule, msg));
-        }
-        if ch.deprecation.as_deref() == Some("") {
-            out.push(ch_err(
-                "deprecation-message",
-                "invalid deprecation: message must be set".to_owned(),
             ));
         }
-        for e in &ch.entries {
-            let Some(b) = pkg.bundles.get(&e.name) else {
-                continue;
-            };
-            let b_err = |rule: &str, msg: String| {
-                finding(
-                    rule,
-                    format!(
-                        "invalid package {:?}: invalid channel {:?}: invalid bundle {:?}: {msg}",
-                        pkg.name, ch.name, b.name
-                    ),
-                    &b.origin,
-                    format!("{}/{}/{}", pkg.name, ch.name, b.name),
-                )
-            };
-            if b.name.is_empty() {
-                out.push(b_err("bundle-no-name", "name must be set".to_owned()));
-            }
-            if !b.release.is_empty() {
-                let normalized = format!("{}-v{}", pkg.name, b.version_string());
-                if b.name != normalized {
-                    out.push(b_err(
-                        "bundle-name-not-normalized",
-                        format!(
-                            "name {:?} does not match normalized name {normalized:?}",
-                            b.name
-                        ),
-                    ));
-                }
-                if b.version.as_ref().is_some_and(|v| !v.build.is_empty()) {
-                    out.push(b_err(
-                        "build-metadata-with-release",
-                        "cannot use build metadata in version with a release version".to_owned(),
-                    ));
-                }
-            }
-            for (i, s) in e.skips.iter().enumerate() {
-                if s.is_empty() {
-                    out.push(b_err("empty-skip", format!("skip[{i}] is empty")));
-                }
-            }
-            if !e.skip_range.is_empty()
-                && let Err(why) = Range::parse(&e.skip_range)
-            {
-                out.push(b_err(
-                    "invalid-skip-range",
-                    format!("invalid skipRange {:?}: {why}", e.skip_range),
-                ));
-            }
-            if b.image.is_empty() && !b.has_objects {
-                out.push(b_err(
-                    "bundle-image-unset",
-                    "bundle image must be set".to_owned(),
-                ));
-            }
-            if b.deprecation.as_deref() == Some("") {
-                out.push(b_err(
-                    "deprecation-message",
-                    "invalid deprecation: message must be set".to_owned(),
-                ));
-            }
+        if b.version.as_ref().is_some_and(|v| !v.build.is_empty()) {
+            out.push(b_err(
+                "build-metadata-with-release",
+                "cannot use build metadata in version with a release version".to_owned(),
+            ));
         }
+    }
+    for (i, s) in e.skips.iter().enumerate() {
+        if s.is_empty() {
+            out.push(b_err("empty-skip", format!("skip[{i}] is empty")));
+        }
+    }
+    if !e.skip_range.is_empty()
+        && let Err(why) = Range::parse(&e.skip_range)
+    {
+        out.push(b_err(
+            "invalid-skip-range",
+            format!("invalid skipRange {:?}: {why}", e.skip_range),
+        ));
+    }
+    if b.image.is_empty() && !b.has_objects {
+        out.push(b_err(
+            "bundle-image-unset",
+            "bundle image must be set".to_owned(),
+        ));
+    }
+    if b.deprecation.as_deref() == Some("") {
+        out.push(b_err(
+            "deprecation-message",
+            "invalid deprecation: message must be set".to_owned(),
+        ));
     }
 }
