@@ -47,7 +47,25 @@ pub(super) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
             "spec.description",
         ));
     }
-    for (i, m) in array_at(spec, "/maintainers").iter().enumerate() {
+    check_maintainers(ctx, out);
+    check_links(ctx, out);
+    check_icon(ctx, out);
+    check_capabilities(ctx, out);
+    check_categories(ctx, out);
+    if matches!(spec.get("keywords"), None | Some(Value::Null)) {
+        out.push(ctx.at(
+            Finding::info(
+                "operatorhub/keywords",
+                "no keywords: the operator is harder to find",
+            ),
+            "spec.keywords",
+        ));
+    }
+}
+
+/// Every maintainer has a name and a plausible email address.
+fn check_maintainers(ctx: &Context<'_>, out: &mut Vec<Finding>) {
+    for (i, m) in array_at(ctx.spec(), "/maintainers").iter().enumerate() {
         let email = str_at(m, "/email");
         if str_at(m, "/name").is_empty() || email.is_empty() {
             out.push(ctx.at(
@@ -67,7 +85,11 @@ pub(super) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
             ));
         }
     }
-    for (i, l) in array_at(spec, "/links").iter().enumerate() {
+}
+
+/// Every link has a name and an absolute http(s) URL.
+fn check_links(ctx: &Context<'_>, out: &mut Vec<Finding>) {
+    for (i, l) in array_at(ctx.spec(), "/links").iter().enumerate() {
         let url = str_at(l, "/url");
         if str_at(l, "/name").is_empty() || url.is_empty() {
             out.push(ctx.at(
@@ -87,7 +109,11 @@ pub(super) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
             ));
         }
     }
-    let icons = array_at(spec, "/icon");
+}
+
+/// Exactly one icon, with data and a media type OperatorHub shows.
+fn check_icon(ctx: &Context<'_>, out: &mut Vec<Finding>) {
+    let icons = array_at(ctx.spec(), "/icon");
     match icons.len() {
         0 => out.push(ctx.at(
             Finding::warning("operatorhub/icon", "no icon: consoles show a placeholder"),
@@ -125,6 +151,10 @@ pub(super) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
             "spec.icon",
         )),
     }
+}
+
+/// The `capabilities` annotation is set to one of OperatorHub's levels.
+fn check_capabilities(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     match ctx.annotation("capabilities") {
         None => out.push(ctx.at(
             Finding::warning("operatorhub/capabilities", "no capabilities annotation"),
@@ -142,31 +172,27 @@ pub(super) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
         )),
         Some(_) => {}
     }
-    if let Some(categories) = ctx.annotation("categories") {
-        for category in categories
-            .split(',')
-            .map(str::trim)
-            .filter(|c| !c.is_empty())
-        {
-            if !CATEGORIES.contains(&category) {
-                out.push(ctx.at(
-                    Finding::warning(
-                        "operatorhub/categories",
-                        format!("category {category:?} is not one of OperatorHub's"),
-                    ),
-                    "metadata.annotations.categories",
-                ));
-            }
+}
+
+/// Every category in the `categories` annotation is one of OperatorHub's.
+fn check_categories(ctx: &Context<'_>, out: &mut Vec<Finding>) {
+    let Some(categories) = ctx.annotation("categories") else {
+        return;
+    };
+    for category in categories
+        .split(',')
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+    {
+        if !CATEGORIES.contains(&category) {
+            out.push(ctx.at(
+                Finding::warning(
+                    "operatorhub/categories",
+                    format!("category {category:?} is not one of OperatorHub's"),
+                ),
+                "metadata.annotations.categories",
+            ));
         }
-    }
-    if matches!(spec.get("keywords"), None | Some(Value::Null)) {
-        out.push(ctx.at(
-            Finding::info(
-                "operatorhub/keywords",
-                "no keywords: the operator is harder to find",
-            ),
-            "spec.keywords",
-        ));
     }
 }
 
