@@ -740,50 +740,91 @@ impl Ctx {
         version: &str,
         release: &str,
     ) -> Result<Vec<Property>, RenderError> {
-        let bad = |file: &str, source: PropertyError| RenderError::Property {
+        let mut collected = self.own_properties(own)?;
+        self.dependency_properties(&meta.dependencies, &mut collected)?;
+        self.required_apis(csv, &mut collected.required)?;
+        let Collected {
+            gvks,
+            package,
+            others,
+            required,
+            package_required,
+        } = collected;
+        let mut props: Vec<Property> = objects
+            .iter()
+            .map(|o| property::bundle_object(&gojson::to_vec(o)))
+            .collect();
+        props.push(package.unwrap_or_else(|| property::package(&meta.package, version, release)));
+        props.extend(gvks.iter().map(|(g, v, k)| property::gvk(g, v, k)));
+        props.extend(
+            required
+                .iter()
+                .map(|(g, v, k)| property::gvk_required(g, v, k)),
+        );
+        props.extend(package_required);
+        props.extend(others);
+        Ok(sort_properties(props))
+    }
+
+    /// An error for a property of `file` that does not decode.
+    fn bad_property(&self, file: &str, source: PropertyError) -> RenderError {
+        RenderError::Property {
             bundle: self.bundle.clone(),
             file: file.to_owned(),
             source,
-        };
-        let mut gvks: BTreeSet<Gvk> = BTreeSet::new();
-        let mut package_prop: Option<Property> = None;
-        let mut others: Vec<Property> = Vec::new();
+        }
+    }
+
+    /// Reads the properties file: its `olm.gvk`s and last `olm.package` are typed (and
+    /// re-encoded), everything else is kept as written.
+    fn own_properties(&self, own: &[Property]) -> Result<Collected, RenderError> {
+        let mut collected = Collected::default();
         for (i, p) in own.iter().enumerate() {
             match p.type_.as_str() {
-                TYPE_GVK | TYPE_PACKAGE => match property::parse(i, p)
-                    .map_err(|e| bad("properties", e))?
-                {
-                    property::Typed::Gvk {
-                        group,
-                        version,
-                        kind,
-                    } => {
-                        gvks.insert((group, version, kind));
+                TYPE_GVK | TYPE_PACKAGE => {
+                    match property::parse(i, p).map_err(|e| self.bad_property("properties", e))? {
+                        property::Typed::Gvk {
+                            group,
+                            version,
+                            kind,
+                        } => {
+                            collected.gvks.insert((group, version, kind));
+                        }
+                        property::Typed::Package {
+                            package_name,
+                            version,
+                            release,
+                        } => {
+                            collected.package =
+                                Some(property::package(&package_name, &version, &release));
+                        }
+                        _ => {}
                     }
-                    property::Typed::Package {
-                        package_name,
-                        version,
-                        release,
-                    } => {
-                        package_prop = Some(property::package(&package_name, &version, &release));
-                    }
-                    _ => {}
-                },
-                _ => others.push(p.clone()),
+                }
+                _ => collected.others.push(p.clone()),
             }
         }
-        let mut required: BTreeSet<Gvk> = BTreeSet::new();
-        let mut package_required = Vec::new();
-        for (i, d) in meta.dependencies.iter().enumerate() {
+        Ok(collected)
+    }
+
+    /// Reads the dependencies file: `olm.gvk` → required GVKs, `olm.package` →
+    /// `olm.package.required`, anything else kept as written.
+    fn dependency_properties(
+        &self,
+        dependencies: &[Property],
+        collected: &mut Collected,
+    ) -> Result<(), RenderError> {
+        for (i, d) in dependencies.iter().enumerate() {
             match d.type_.as_str() {
                 TYPE_GVK => {
                     if let property::Typed::Gvk {
                         group,
                         version,
                         kind,
-                    } = property::parse(i, d).map_err(|e| bad("dependencies", e))?
+                    } =
+                        property::parse(i, d).map_err(|e| self.bad_property("dependencies", e))?
                     {
-                        required.insert((group, version, kind));
+                        collected.required.insert((group, version, kind));
                     }
                 }
                 TYPE_PACKAGE => {
@@ -791,14 +832,22 @@ impl Ctx {
                         package_name,
                         version,
                         ..
-                    } = property::parse(i, d).map_err(|e| bad("dependencies", e))?
+                    } =
+                        property::parse(i, d).map_err(|e| self.bad_property("dependencies", e))?
                     {
-                        package_required.push(property::package_required(&package_name, &version));
+                        collected
+                            .package_required
+                            .push(property::package_required(&package_name, &version));
                     }
                 }
-                _ => others.push(d.clone()),
+                _ => collected.others.push(d.clone()),
             }
         }
+        Ok(())
+    }
+
+    /// Adds the CSV's required CRDs (group from the CRD name) and API services.
+    fn required_apis(&self, csv: &Value, required: &mut BTreeSet<Gvk>) -> Result<(), RenderError> {
         for req in definitions(csv, "customresourcedefinitions", "required") {
             let crd_name = ci_str(req, "name");
             let (_, group) = crd_name
@@ -817,31 +866,7 @@ impl Ctx {
             let (g, v, k, _) = definition_key(api);
             required.insert((g, v, k));
         }
-
-        let mut props: Vec<Property> = objects
-            .iter()
-            .map(|o| property::bundle_object(&gojson::to_vec(o)))
-            .collect();
-        props.push(
-            package_prop.unwrap_or_else(|| property::package(&meta.package, version, release)),
-        );
-        props.extend(gvks.iter().map(|(g, v, k)| property::gvk(g, v, k)));
-        props.extend(
-            required
-                .iter()
-                .map(|(g, v, k)| property::gvk_required(g, v, k)),
-        );
-        props.extend(package_required);
-        props.extend(others);
-        let mut keyed: Vec<(Vec<u8>, Property)> =
-            props.into_iter().map(|p| (go_bytes(&p), p)).collect();
-        keyed.sort_by(|(ka, a), (kb, b)| a.type_.cmp(&b.type_).then_with(|| ka.cmp(kb)));
-        let (objs, mut rest): (Vec<Property>, Vec<Property>) = keyed
-            .into_iter()
-            .map(|(_, p)| p)
-            .partition(|p| p.type_ == TYPE_BUNDLE_OBJECT || p.type_ == TYPE_CSV_METADATA);
-        rest.extend(objs);
-        Ok(rest)
+        Ok(())
     }
 
     /// The CSV's related images, the bundle image, then every operator image not listed,
@@ -919,6 +944,35 @@ impl Ctx {
         }
         Ok(images)
     }
+}
+
+/// The properties gathered from the bundle's metadata files and CSV, before sorting.
+#[derive(Default)]
+struct Collected {
+    /// `olm.gvk` from the properties file.
+    gvks: BTreeSet<Gvk>,
+    /// The last `olm.package` of the properties file.
+    package: Option<Property>,
+    /// Properties and dependencies of other types, as written.
+    others: Vec<Property>,
+    /// Required GVKs: `olm.gvk` dependencies, required CRDs and API services.
+    required: BTreeSet<Gvk>,
+    /// `olm.package.required` from `olm.package` dependencies.
+    package_required: Vec<Property>,
+}
+
+/// Sorts by type then by Go-encoded value, then moves `olm.bundle.object` and
+/// `olm.csv.metadata` last, as opm does.
+fn sort_properties(props: Vec<Property>) -> Vec<Property> {
+    let mut keyed: Vec<(Vec<u8>, Property)> =
+        props.into_iter().map(|p| (go_bytes(&p), p)).collect();
+    keyed.sort_by(|(ka, a), (kb, b)| a.type_.cmp(&b.type_).then_with(|| ka.cmp(kb)));
+    let (objs, mut rest): (Vec<Property>, Vec<Property>) = keyed
+        .into_iter()
+        .map(|(_, p)| p)
+        .partition(|p| p.type_ == TYPE_BUNDLE_OBJECT || p.type_ == TYPE_CSV_METADATA);
+    rest.extend(objs);
+    rest
 }
 
 /// A field of a JSON object the way Go's decoder finds a struct field.
