@@ -198,30 +198,8 @@ pub fn classify(objects: Vec<Sourced>, problems: &mut Vec<Finding>) -> Inputs {
     let certificates = crate::bundle::certmanager::Wiring::of(&objects);
     let mut seen: std::collections::BTreeMap<(String, String, String), String> = Default::default();
     for object in objects {
-        if !object.value.is_object() {
-            problems.push(
-                Finding::error(
-                    "input/not-an-object",
-                    "document is not a Kubernetes object (a mapping)",
-                )
-                .file(object.location()),
-            );
-            continue;
-        }
-        let mut missing = Vec::new();
-        if object.api_version().is_empty() {
-            missing.push("apiVersion");
-        }
-        if object.kind().is_empty() {
-            missing.push("kind");
-        }
-        if object.name().is_empty() {
-            missing.push("metadata.name");
-        }
-        if let Some(field) = missing.first() {
-            problems.push(object.finding(
-                Finding::error("input/missing-field", format!("{field} is required")).field(*field),
-            ));
+        if let Some(problem) = shape_problem(&object) {
+            problems.push(problem);
             continue;
         }
         let group = object.api_version().rsplit_once('/').map_or("", |(g, _)| g);
@@ -242,18 +220,75 @@ pub fn classify(objects: Vec<Sourced>, problems: &mut Vec<Finding>) -> Inputs {
             );
             continue;
         }
+        let group = group.to_owned();
+        let roles = Roles {
+            crd_kinds: &crd_kinds,
+            certificates: &certificates,
+        };
+        inputs.place(object, &group, &roles, problems);
+    }
+    inputs
+}
+
+/// Why a document is not an object olmpack can place: not a mapping, or without
+/// `apiVersion`, `kind` or `metadata.name`.
+fn shape_problem(object: &Sourced) -> Option<Finding> {
+    if !object.value.is_object() {
+        return Some(
+            Finding::error(
+                "input/not-an-object",
+                "document is not a Kubernetes object (a mapping)",
+            )
+            .file(object.location()),
+        );
+    }
+    let mut missing = Vec::new();
+    if object.api_version().is_empty() {
+        missing.push("apiVersion");
+    }
+    if object.kind().is_empty() {
+        missing.push("kind");
+    }
+    if object.name().is_empty() {
+        missing.push("metadata.name");
+    }
+    missing.first().map(|field| {
+        object.finding(
+            Finding::error("input/missing-field", format!("{field} is required")).field(*field),
+        )
+    })
+}
+
+/// What deciding an object's role needs to know about the other inputs.
+struct Roles<'a> {
+    /// `(group, kind)` of every input CRD.
+    crd_kinds: &'a BTreeSet<(String, String)>,
+    /// How the cert-manager objects are wired to the webhooks.
+    certificates: &'a crate::bundle::certmanager::Wiring,
+}
+
+impl Inputs {
+    /// Files one well-formed, unique object under its role, or reports why it cannot be
+    /// shipped.
+    fn place(
+        &mut self,
+        object: Sourced,
+        group: &str,
+        roles: &Roles<'_>,
+        problems: &mut Vec<Finding>,
+    ) {
         match object.kind() {
-            "CustomResourceDefinition" => inputs.crds.push(object),
-            "Deployment" if group == "apps" => inputs.deployments.push(object),
-            "ServiceAccount" => inputs.service_accounts.push(object),
-            "Role" => inputs.roles.push(object),
-            "ClusterRole" => inputs.cluster_roles.push(object),
-            "RoleBinding" => inputs.role_bindings.push(object),
-            "ClusterRoleBinding" => inputs.cluster_role_bindings.push(object),
-            "Service" => inputs.services.push(object),
-            "ValidatingWebhookConfiguration" => inputs.validating_webhooks.push(object),
-            "MutatingWebhookConfiguration" => inputs.mutating_webhooks.push(object),
-            "Namespace" => inputs.notes.push(object.finding(Finding::warning(
+            "CustomResourceDefinition" => self.crds.push(object),
+            "Deployment" if group == "apps" => self.deployments.push(object),
+            "ServiceAccount" => self.service_accounts.push(object),
+            "Role" => self.roles.push(object),
+            "ClusterRole" => self.cluster_roles.push(object),
+            "RoleBinding" => self.role_bindings.push(object),
+            "ClusterRoleBinding" => self.cluster_role_bindings.push(object),
+            "Service" => self.services.push(object),
+            "ValidatingWebhookConfiguration" => self.validating_webhooks.push(object),
+            "MutatingWebhookConfiguration" => self.mutating_webhooks.push(object),
+            "Namespace" => self.notes.push(object.finding(Finding::warning(
                 "input/namespace-dropped",
                 "Namespace objects are not shipped in bundles; OLM installs into the namespace the user picks",
             ))),
@@ -266,17 +301,17 @@ pub fn classify(objects: Vec<Sourced>, problems: &mut Vec<Finding>) -> Inputs {
                 .hint("move its metadata into the plan's `csv` section"),
             )),
             _ if group == crate::bundle::certmanager::GROUP => {
-                let finding = certificates.decide(&object);
+                let finding = roles.certificates.decide(&object);
                 if finding.severity == crate::report::Severity::Error {
                     problems.push(finding);
                 } else {
-                    inputs.notes.push(finding);
+                    self.notes.push(finding);
                 }
             }
-            kind if crd_kinds.contains(&(group.to_owned(), kind.to_owned())) => {
-                inputs.custom_resources.push(object)
+            kind if roles.crd_kinds.contains(&(group.to_owned(), kind.to_owned())) => {
+                self.custom_resources.push(object)
             }
-            kind if SUPPORTED_EXTRA_KINDS.contains(&kind) => inputs.others.push(object),
+            kind if SUPPORTED_EXTRA_KINDS.contains(&kind) => self.others.push(object),
             kind => problems.push(object.finding(
                 Finding::error(
                     "input/unsupported-kind",
@@ -290,5 +325,4 @@ pub fn classify(objects: Vec<Sourced>, problems: &mut Vec<Finding>) -> Inputs {
             )),
         }
     }
-    inputs
 }
