@@ -19,14 +19,16 @@ fn containers(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     for (i, d) in ctx.deployments().iter().enumerate() {
         let pod = d.pointer("/spec/template/spec").unwrap_or(&Value::Null);
         let pod_field = format!("spec.install.spec.deployments[{i}].spec.template.spec");
-        let pod_non_root = pod
-            .pointer("/securityContext/runAsNonRoot")
-            .and_then(Value::as_bool)
-            == Some(true);
-        let pod_seccomp = matches!(
-            str_at(pod, "/securityContext/seccompProfile/type"),
-            "RuntimeDefault" | "Localhost"
-        );
+        let defaults = PodDefaults {
+            non_root: pod
+                .pointer("/securityContext/runAsNonRoot")
+                .and_then(Value::as_bool)
+                == Some(true),
+            seccomp: matches!(
+                str_at(pod, "/securityContext/seccompProfile/type"),
+                "RuntimeDefault" | "Localhost"
+            ),
+        };
         if pod.get("hostNetwork").and_then(Value::as_bool) == Some(true)
             || pod.get("hostPID").and_then(Value::as_bool) == Some(true)
         {
@@ -41,71 +43,89 @@ fn containers(ctx: &Context<'_>, out: &mut Vec<Finding>) {
         for list in ["containers", "initContainers"] {
             for (j, c) in array_at(pod, &format!("/{list}")).iter().enumerate() {
                 let field = format!("{pod_field}.{list}[{j}]");
-                let name = str_at(c, "/name");
-                let requests = c.pointer("/resources/requests");
-                if requests.and_then(|r| r.get("cpu")).is_none()
-                    || requests.and_then(|r| r.get("memory")).is_none()
-                {
-                    out.push(ctx.at(
-                        Finding::warning(
-                            "good-practice/resource-requests",
-                            format!("container {name} has no CPU and memory requests"),
-                        ),
-                        format!("{field}.resources.requests"),
-                    ));
-                }
-                let sc = c.get("securityContext").unwrap_or(&Value::Null);
-                if sc.get("privileged").and_then(Value::as_bool) == Some(true) {
-                    out.push(ctx.at(
-                        Finding::error(
-                            "security/privileged",
-                            format!("container {name} is privileged"),
-                        ),
-                        format!("{field}.securityContext.privileged"),
-                    ));
-                }
-                if sc.get("allowPrivilegeEscalation").and_then(Value::as_bool) != Some(false) {
-                    out.push(ctx.at(
-                        Finding::warning(
-                            "security/restricted",
-                            format!(
-                                "container {name} does not set allowPrivilegeEscalation: false"
-                            ),
-                        ),
-                        format!("{field}.securityContext.allowPrivilegeEscalation"),
-                    ));
-                }
-                let drops_all = array_at(sc, "/capabilities/drop")
-                    .iter()
-                    .any(|c| c.as_str() == Some("ALL"));
-                if !drops_all {
-                    out.push(ctx.at(
-                        Finding::warning(
-                            "security/restricted",
-                            format!("container {name} does not drop ALL capabilities"),
-                        ),
-                        format!("{field}.securityContext.capabilities.drop"),
-                    ));
-                }
-                if !pod_non_root && sc.get("runAsNonRoot").and_then(Value::as_bool) != Some(true) {
-                    out.push(ctx.at(
-                        Finding::warning(
-                            "security/restricted",
-                            format!("container {name} may run as root (runAsNonRoot is not true)"),
-                        ),
-                        format!("{field}.securityContext.runAsNonRoot"),
-                    ));
-                }
-                if !pod_seccomp
-                    && !matches!(
-                        str_at(sc, "/seccompProfile/type"),
-                        "RuntimeDefault" | "Localhost"
-                    )
-                {
-                    out.push(ctx.at(Finding::warning("security/restricted", format!("container {name} has no RuntimeDefault or Localhost seccomp profile")), format!("{field}.securityContext.seccompProfile")));
-                }
+                container(ctx, c, &field, defaults, out);
             }
         }
+    }
+}
+
+/// What the pod's security context already settles for all its containers.
+#[derive(Clone, Copy)]
+struct PodDefaults {
+    /// `runAsNonRoot: true` on the pod.
+    non_root: bool,
+    /// A RuntimeDefault or Localhost seccomp profile on the pod.
+    seccomp: bool,
+}
+
+/// One container: resource requests, and the restricted pod security profile.
+fn container(ctx: &Context<'_>, c: &Value, field: &str, pod: PodDefaults, out: &mut Vec<Finding>) {
+    let name = str_at(c, "/name");
+    let requests = c.pointer("/resources/requests");
+    if requests.and_then(|r| r.get("cpu")).is_none()
+        || requests.and_then(|r| r.get("memory")).is_none()
+    {
+        out.push(ctx.at(
+            Finding::warning(
+                "good-practice/resource-requests",
+                format!("container {name} has no CPU and memory requests"),
+            ),
+            format!("{field}.resources.requests"),
+        ));
+    }
+    let sc = c.get("securityContext").unwrap_or(&Value::Null);
+    if sc.get("privileged").and_then(Value::as_bool) == Some(true) {
+        out.push(ctx.at(
+            Finding::error(
+                "security/privileged",
+                format!("container {name} is privileged"),
+            ),
+            format!("{field}.securityContext.privileged"),
+        ));
+    }
+    if sc.get("allowPrivilegeEscalation").and_then(Value::as_bool) != Some(false) {
+        out.push(ctx.at(
+            Finding::warning(
+                "security/restricted",
+                format!("container {name} does not set allowPrivilegeEscalation: false"),
+            ),
+            format!("{field}.securityContext.allowPrivilegeEscalation"),
+        ));
+    }
+    let drops_all = array_at(sc, "/capabilities/drop")
+        .iter()
+        .any(|c| c.as_str() == Some("ALL"));
+    if !drops_all {
+        out.push(ctx.at(
+            Finding::warning(
+                "security/restricted",
+                format!("container {name} does not drop ALL capabilities"),
+            ),
+            format!("{field}.securityContext.capabilities.drop"),
+        ));
+    }
+    if !pod.non_root && sc.get("runAsNonRoot").and_then(Value::as_bool) != Some(true) {
+        out.push(ctx.at(
+            Finding::warning(
+                "security/restricted",
+                format!("container {name} may run as root (runAsNonRoot is not true)"),
+            ),
+            format!("{field}.securityContext.runAsNonRoot"),
+        ));
+    }
+    if !pod.seccomp
+        && !matches!(
+            str_at(sc, "/seccompProfile/type"),
+            "RuntimeDefault" | "Localhost"
+        )
+    {
+        out.push(ctx.at(
+            Finding::warning(
+                "security/restricted",
+                format!("container {name} has no RuntimeDefault or Localhost seccomp profile"),
+            ),
+            format!("{field}.securityContext.seccompProfile"),
+        ));
     }
 }
 
