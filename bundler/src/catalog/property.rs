@@ -59,96 +59,121 @@ pub enum Typed {
 
 /// Decodes one property (see the module docs).
 pub fn parse(index: usize, p: &Property) -> Result<Typed, PropertyError> {
-    let fail = |reason: String| PropertyError {
-        index,
-        type_: p.type_.clone(),
-        reason,
-    };
+    let d = Decoder { index, p };
     if p.value.is_null() {
-        return Err(fail("unexpected end of JSON input".to_owned()));
+        return Err(d.fail("unexpected end of JSON input".to_owned()));
     }
-    let struct_of = |name: &str| -> Result<&serde_json::Map<String, Value>, PropertyError> {
-        p.value.as_object().ok_or_else(|| {
-            fail(format!(
-                "json: cannot unmarshal {} into Go value of type property.{name}",
-                json_kind(&p.value)
-            ))
-        })
-    };
-    let string = |map: &serde_json::Map<String, Value>, go: &str, key: &str| match lookup(map, key)
-    {
-        None | Some(Value::Null) => Ok(String::new()),
-        Some(Value::String(s)) => Ok(s.clone()),
-        Some(other) => Err(fail(format!(
-            "json: cannot unmarshal {} into Go struct field {go}.{key} of type string",
-            json_kind(other)
-        ))),
-    };
     Ok(match p.type_.as_str() {
         TYPE_PACKAGE => {
-            let m = struct_of("Package")?;
+            let m = d.struct_of("Package")?;
             Typed::Package {
-                package_name: string(m, "Package", "packageName")?,
-                version: string(m, "Package", "version")?,
+                package_name: d.string(m, "Package", "packageName")?,
+                version: d.string(m, "Package", "version")?,
                 release: match lookup(m, "release") {
                     Some(Value::Number(n)) => n.to_string(),
-                    _ => string(m, "Package", "release")?,
+                    _ => d.string(m, "Package", "release")?,
                 },
             }
         }
         TYPE_PACKAGE_REQUIRED => {
-            let m = struct_of("PackageRequired")?;
+            let m = d.struct_of("PackageRequired")?;
             Typed::PackageRequired {
-                package_name: string(m, "PackageRequired", "packageName")?,
-                version_range: string(m, "PackageRequired", "versionRange")?,
+                package_name: d.string(m, "PackageRequired", "packageName")?,
+                version_range: d.string(m, "PackageRequired", "versionRange")?,
             }
         }
-        TYPE_GVK | TYPE_GVK_REQUIRED => {
-            let go = if p.type_ == TYPE_GVK {
-                "GVK"
-            } else {
-                "GVKRequired"
-            };
-            let m = struct_of(go)?;
-            let (group, version, kind) = (
-                string(m, go, "group")?,
-                string(m, go, "version")?,
-                string(m, go, "kind")?,
-            );
-            if p.type_ == TYPE_GVK {
-                Typed::Gvk {
-                    group,
-                    version,
-                    kind,
-                }
-            } else {
-                Typed::GvkRequired {
-                    group,
-                    version,
-                    kind,
-                }
-            }
-        }
+        TYPE_GVK | TYPE_GVK_REQUIRED => d.gvk()?,
         TYPE_BUNDLE_OBJECT => {
-            let m = struct_of("BundleObject")?;
-            let data = string(m, "BundleObject", "data")?;
+            let m = d.struct_of("BundleObject")?;
+            let data = d.string(m, "BundleObject", "data")?;
             let bytes = base64::engine::general_purpose::STANDARD
                 .decode(data.as_bytes())
-                .map_err(|e| fail(format!("illegal base64 data: {e}")))?;
+                .map_err(|e| d.fail(format!("illegal base64 data: {e}")))?;
             Typed::BundleObject(bytes)
         }
         TYPE_CSV_METADATA => {
-            struct_of("CSVMetadata")?;
+            d.struct_of("CSVMetadata")?;
             Typed::CsvMetadata
         }
         TYPE_CHANNEL => {
-            let m = struct_of("Channel")?;
+            let m = d.struct_of("Channel")?;
             Typed::Channel {
-                channel_name: string(m, "Channel", "channelName")?,
+                channel_name: d.string(m, "Channel", "channelName")?,
             }
         }
         _ => Typed::Other,
     })
+}
+
+/// Decodes one property's value the way Go's `encoding/json` decodes it into opm's types,
+/// with Go's error wording.
+struct Decoder<'p> {
+    /// The property's position in its list.
+    index: usize,
+    p: &'p Property,
+}
+
+impl<'p> Decoder<'p> {
+    /// The error for this property, with `reason`.
+    fn fail(&self, reason: String) -> PropertyError {
+        PropertyError {
+            index: self.index,
+            type_: self.p.type_.clone(),
+            reason,
+        }
+    }
+
+    /// The value as a JSON object, as Go requires for struct `property.<name>`.
+    fn struct_of(&self, name: &str) -> Result<&'p serde_json::Map<String, Value>, PropertyError> {
+        self.p.value.as_object().ok_or_else(|| {
+            self.fail(format!(
+                "json: cannot unmarshal {} into Go value of type property.{name}",
+                json_kind(&self.p.value)
+            ))
+        })
+    }
+
+    /// A string field of Go struct `go` (absent or null is empty).
+    fn string(
+        &self,
+        map: &serde_json::Map<String, Value>,
+        go: &str,
+        key: &str,
+    ) -> Result<String, PropertyError> {
+        match lookup(map, key) {
+            None | Some(Value::Null) => Ok(String::new()),
+            Some(Value::String(s)) => Ok(s.clone()),
+            Some(other) => Err(self.fail(format!(
+                "json: cannot unmarshal {} into Go struct field {go}.{key} of type string",
+                json_kind(other)
+            ))),
+        }
+    }
+
+    /// An `olm.gvk` or `olm.gvk.required` value.
+    fn gvk(&self) -> Result<Typed, PropertyError> {
+        let provided = self.p.type_ == TYPE_GVK;
+        let go = if provided { "GVK" } else { "GVKRequired" };
+        let m = self.struct_of(go)?;
+        let (group, version, kind) = (
+            self.string(m, go, "group")?,
+            self.string(m, go, "version")?,
+            self.string(m, go, "kind")?,
+        );
+        Ok(if provided {
+            Typed::Gvk {
+                group,
+                version,
+                kind,
+            }
+        } else {
+            Typed::GvkRequired {
+                group,
+                version,
+                kind,
+            }
+        })
+    }
 }
 
 /// Replaces a large property value that decodes correctly by the smallest value of the same
