@@ -127,6 +127,21 @@ fn annotations(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
         }
         return;
     };
+    let at = |finding: Finding, key: &str| {
+        finding
+            .file(file.clone())
+            .field(format!("annotations.{key}"))
+    };
+    format_annotations(annotations, &at, out);
+    package_annotations(annotations, &at, out);
+}
+
+/// The annotations every registry+v1 bundle needs, with their fixed values.
+fn format_annotations(
+    annotations: &BTreeMap<String, String>,
+    at: &dyn Fn(Finding, &str) -> Finding,
+    out: &mut Vec<Finding>,
+) {
     for key in [
         MEDIATYPE_KEY,
         MANIFESTS_KEY,
@@ -135,73 +150,77 @@ fn annotations(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
         CHANNELS_KEY,
     ] {
         if !annotations.contains_key(key) {
-            out.push(
+            out.push(at(
                 Finding::error(
                     "bundle/annotation-missing",
                     format!("annotation {key} is required"),
-                )
-                .file(file.clone())
-                .field(format!("annotations.{key}")),
-            );
+                ),
+                key,
+            ));
         }
     }
-    let expect = |key: &str, wanted: &str, out: &mut Vec<Finding>| {
+    for (key, wanted) in [
+        (MEDIATYPE_KEY, "registry+v1"),
+        (MANIFESTS_KEY, "manifests/"),
+        (METADATA_KEY, "metadata/"),
+    ] {
         if let Some(value) = annotations.get(key)
             && value != wanted
         {
-            out.push(
+            out.push(at(
                 Finding::error(
                     "bundle/annotation-value",
                     format!("{key} is {value:?}; registry+v1 bundles need {wanted:?}"),
-                )
-                .file(file.clone())
-                .field(format!("annotations.{key}")),
-            );
+                ),
+                key,
+            ));
         }
-    };
-    expect(MEDIATYPE_KEY, "registry+v1", out);
-    expect(MANIFESTS_KEY, "manifests/", out);
-    expect(METADATA_KEY, "metadata/", out);
+    }
+}
+
+/// The package name, the channel list and the default channel (one of the channels).
+fn package_annotations(
+    annotations: &BTreeMap<String, String>,
+    at: &dyn Fn(Finding, &str) -> Finding,
+    out: &mut Vec<Finding>,
+) {
     if let Some(package) = annotations.get(PACKAGE_KEY)
         && !is_dns1123_label(package)
     {
-        out.push(
+        out.push(at(
             Finding::error(
                 "bundle/package-name",
                 format!("package name {package:?} is not a DNS-1123 label"),
-            )
-            .file(file.clone())
-            .field(format!("annotations.{PACKAGE_KEY}")),
-        );
+            ),
+            PACKAGE_KEY,
+        ));
     }
     let channels: Vec<&str> = annotations
         .get(CHANNELS_KEY)
         .map(|c| c.split(',').map(str::trim).collect())
         .unwrap_or_default();
     if annotations.contains_key(CHANNELS_KEY) && channels.iter().any(|c| c.is_empty()) {
-        out.push(
+        out.push(at(
             Finding::error(
                 "bundle/channels",
                 "the channel list is empty or has an empty entry",
-            )
-            .file(file.clone())
-            .field(format!("annotations.{CHANNELS_KEY}")),
-        );
+            ),
+            CHANNELS_KEY,
+        ));
     }
     if let Some(default) = annotations.get(DEFAULT_CHANNEL_KEY)
         && !channels.contains(&default.as_str())
     {
-        out.push(
+        out.push(at(
             Finding::error(
                 "bundle/default-channel",
                 format!(
                     "default channel {default:?} is not one of the bundle's channels ({})",
                     channels.join(", ")
                 ),
-            )
-            .file(file.clone())
-            .field(format!("annotations.{DEFAULT_CHANNEL_KEY}")),
-        );
+            ),
+            DEFAULT_CHANNEL_KEY,
+        ));
     }
 }
 
