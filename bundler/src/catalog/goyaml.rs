@@ -524,80 +524,116 @@ fn analyze(value: &[u8]) -> Analysis {
             block: false,
         };
     }
-    let mut block_indicators = value.starts_with(b"---") || value.starts_with(b"...");
-    let (mut line_breaks, mut special) = (false, false);
-    let (mut leading_space, mut leading_break) = (false, false);
-    let (mut trailing_space, mut trailing_break) = (false, false);
-    let (mut break_space, mut space_break) = (false, false);
-    let (mut previous_space, mut previous_break) = (false, false);
-    let mut preceded_by_ws = true;
-    let mut i = 0;
-    while i < value.len() {
-        let w = utf8_width(value[i]).max(1);
-        let followed_by_ws = i + w >= value.len() || is_blank(value, i + w);
-        let c = value[i];
-        if i == 0 {
-            match c {
-                b'#' | b',' | b'[' | b']' | b'{' | b'}' | b'&' | b'*' | b'!' | b'|' | b'>'
-                | b'\'' | b'"' | b'%' | b'@' | b'`' => block_indicators = true,
-                b'?' | b':' | b'-' if followed_by_ws => block_indicators = true,
-                _ => {}
+    Scan::of(value).analysis()
+}
+
+/// What go-yaml's scalar analysis notices while scanning a non-empty value.
+#[derive(Default)]
+struct Scan {
+    /// An indicator character where it would start YAML syntax.
+    block_indicators: bool,
+    line_breaks: bool,
+    /// A character go-yaml does not print as is.
+    special: bool,
+    leading_space: bool,
+    leading_break: bool,
+    trailing_space: bool,
+    trailing_break: bool,
+    /// A space right after a line break.
+    break_space: bool,
+    /// A line break right after a space.
+    space_break: bool,
+}
+
+impl Scan {
+    /// Scans `value` character by character, as go-yaml's `yaml_emitter_analyze_scalar`.
+    fn of(value: &[u8]) -> Self {
+        let mut s = Scan {
+            block_indicators: value.starts_with(b"---") || value.starts_with(b"..."),
+            ..Scan::default()
+        };
+        let (mut previous_space, mut previous_break) = (false, false);
+        let mut preceded_by_ws = true;
+        let mut i = 0;
+        while i < value.len() {
+            let w = utf8_width(value[i]).max(1);
+            let followed_by_ws = i + w >= value.len() || is_blank(value, i + w);
+            let c = value[i];
+            if is_indicator(c, i == 0, followed_by_ws, preceded_by_ws) {
+                s.block_indicators = true;
             }
-        } else {
-            match c {
-                b':' if followed_by_ws => block_indicators = true,
-                b'#' if preceded_by_ws => block_indicators = true,
-                _ => {}
+            if !is_printable(value, i) {
+                s.special = true;
             }
+            if c == b' ' {
+                s.leading_space |= i == 0;
+                s.trailing_space |= i + w == value.len();
+                s.break_space |= previous_break;
+                previous_space = true;
+                previous_break = false;
+            } else if is_break(value, i) {
+                s.line_breaks = true;
+                s.leading_break |= i == 0;
+                s.trailing_break |= i + w == value.len();
+                s.space_break |= previous_space;
+                previous_space = false;
+                previous_break = true;
+            } else {
+                previous_space = false;
+                previous_break = false;
+            }
+            preceded_by_ws = is_blankz(value, i);
+            i += w;
         }
-        if !is_printable(value, i) {
-            special = true;
+        s
+    }
+
+    /// Which styles can carry the scanned value.
+    fn analysis(&self) -> Analysis {
+        let mut a = Analysis {
+            multiline: self.line_breaks,
+            block_plain: true,
+            single_quoted: true,
+            block: true,
+        };
+        if self.leading_space || self.leading_break || self.trailing_space || self.trailing_break {
+            a.block_plain = false;
         }
-        if c == b' ' {
-            leading_space |= i == 0;
-            trailing_space |= i + w == value.len();
-            break_space |= previous_break;
-            previous_space = true;
-            previous_break = false;
-        } else if is_break(value, i) {
-            line_breaks = true;
-            leading_break |= i == 0;
-            trailing_break |= i + w == value.len();
-            space_break |= previous_space;
-            previous_space = false;
-            previous_break = true;
-        } else {
-            previous_space = false;
-            previous_break = false;
+        if self.trailing_space {
+            a.block = false;
         }
-        preceded_by_ws = is_blankz(value, i);
-        i += w;
+        if self.break_space {
+            a.block_plain = false;
+            a.single_quoted = false;
+        }
+        if self.space_break || self.special {
+            a.block_plain = false;
+            a.single_quoted = false;
+            a.block = false;
+        }
+        if self.line_breaks || self.block_indicators {
+            a.block_plain = false;
+        }
+        a
     }
-    let mut a = Analysis {
-        multiline: line_breaks,
-        block_plain: true,
-        single_quoted: true,
-        block: true,
-    };
-    if leading_space || leading_break || trailing_space || trailing_break {
-        a.block_plain = false;
+}
+
+/// Whether character `c` is a YAML indicator in its position (first of the value or not).
+fn is_indicator(c: u8, first: bool, followed_by_ws: bool, preceded_by_ws: bool) -> bool {
+    if first {
+        match c {
+            b'#' | b',' | b'[' | b']' | b'{' | b'}' | b'&' | b'*' | b'!' | b'|' | b'>' | b'\''
+            | b'"' | b'%' | b'@' | b'`' => true,
+            b'?' | b':' | b'-' => followed_by_ws,
+            _ => false,
+        }
+    } else {
+        match c {
+            b':' => followed_by_ws,
+            b'#' => preceded_by_ws,
+            _ => false,
+        }
     }
-    if trailing_space {
-        a.block = false;
-    }
-    if break_space {
-        a.block_plain = false;
-        a.single_quoted = false;
-    }
-    if space_break || special {
-        a.block_plain = false;
-        a.single_quoted = false;
-        a.block = false;
-    }
-    if line_breaks || block_indicators {
-        a.block_plain = false;
-    }
-    a
 }
 
 /// Whether go-yaml would read `s`, unquoted, back as a string.
