@@ -12,10 +12,12 @@
 //!   CRD converts through a webhook OLM v0 only warns (it trusts the webhook to fix them).
 //!   CEL rules are not evaluated (OLM v0 does not run them either); an info says so.
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, JSONSchemaProps,
+};
 use serde_json::Value;
 
-use super::value::{has_cel_rules, validate_object};
+use super::value::{Invalid, has_cel_rules, validate_object};
 use super::{PairInput, Problem, Refuser, olm_v1};
 use crate::report::Severity;
 
@@ -43,51 +45,18 @@ pub fn check<'a>(input: &PairInput<'a>) -> Vec<Problem> {
         if has_cel_rules(root) && !cel_versions.contains(&version) {
             cel_versions.push(version.clone());
         }
-        let name = example
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("(unnamed)");
+        let target = Example {
+            crd: &crd,
+            version: &version,
+            object: example,
+        };
         if !validate_object(example, old_root).is_empty() {
             // Such an object cannot exist on a cluster running `from`: not this upgrade's problem.
-            out.push(Problem {
-                rule: "crd-upgrade/example-already-invalid",
-                crd: crd.clone(),
-                version: Some(version.clone()),
-                path: None,
-                message: format!("example {name} is already invalid under the installed {version} schema ({}), so it cannot exist on a cluster as written (unless a mutating webhook fixes it); not checked against the new schema", first_reason(example, old_root)),
-                refused_by: Refuser::Nobody,
-                severity: Severity::Info,
-            });
+            out.push(target.already_invalid(old_root));
             continue;
         }
         for invalid in validate_object(example, root) {
-            let (severity, refused_by, consequence) = if webhook {
-                (
-                    Severity::Warning,
-                    Refuser::Apiserver,
-                    "OLM v0 only warns because the new CRD converts through a webhook, but kube-apiserver refuses every update of such an object",
-                )
-            } else {
-                (
-                    Severity::Error,
-                    Refuser::OlmV0,
-                    "OLM v0 fails the InstallPlan when such an object exists (\"updated validation is too restrictive\")",
-                )
-            };
-            out.push(Problem {
-                rule: "crd-upgrade/existing-object-invalid",
-                crd: crd.clone(),
-                version: Some(version.clone()),
-                path: Some(invalid.path.clone()),
-                message: format!(
-                    "example {} {name} (from the installed release) is invalid under the new {version} schema: {}: {}; {consequence}",
-                    example.get("kind").and_then(Value::as_str).unwrap_or(""),
-                    if invalid.path.is_empty() { "(root)" } else { &invalid.path },
-                    invalid.message
-                ),
-                refused_by,
-                severity,
-            });
+            out.push(target.invalid_after_upgrade(&invalid, webhook));
         }
     }
     for version in cel_versions {
@@ -102,6 +71,83 @@ pub fn check<'a>(input: &PairInput<'a>) -> Vec<Problem> {
         });
     }
     out
+}
+
+/// One example object of the installed release, checked at one served version of a CRD.
+struct Example<'e> {
+    /// The CRD's name.
+    crd: &'e str,
+    /// The served version the example is written in.
+    version: &'e str,
+    object: &'e Value,
+}
+
+impl Example<'_> {
+    /// The example's `metadata.name`, or `(unnamed)`.
+    fn name(&self) -> &str {
+        self.object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("(unnamed)")
+    }
+
+    /// The example is invalid under the installed schema already (info: nobody refuses the
+    /// upgrade for it).
+    fn already_invalid(&self, old_root: &JSONSchemaProps) -> Problem {
+        let (name, version) = (self.name(), self.version);
+        Problem {
+            rule: "crd-upgrade/example-already-invalid",
+            crd: self.crd.to_owned(),
+            version: Some(version.to_owned()),
+            path: None,
+            message: format!(
+                "example {name} is already invalid under the installed {version} schema ({}), so it cannot exist on a cluster as written (unless a mutating webhook fixes it); not checked against the new schema",
+                first_reason(self.object, old_root)
+            ),
+            refused_by: Refuser::Nobody,
+            severity: Severity::Info,
+        }
+    }
+
+    /// The example is invalid under the new schema: OLM v0 refuses the upgrade, or (with a
+    /// conversion webhook) kube-apiserver refuses every update of such an object.
+    fn invalid_after_upgrade(&self, invalid: &Invalid, webhook: bool) -> Problem {
+        let (severity, refused_by, consequence) = if webhook {
+            (
+                Severity::Warning,
+                Refuser::Apiserver,
+                "OLM v0 only warns because the new CRD converts through a webhook, but kube-apiserver refuses every update of such an object",
+            )
+        } else {
+            (
+                Severity::Error,
+                Refuser::OlmV0,
+                "OLM v0 fails the InstallPlan when such an object exists (\"updated validation is too restrictive\")",
+            )
+        };
+        let (name, version) = (self.name(), self.version);
+        Problem {
+            rule: "crd-upgrade/existing-object-invalid",
+            crd: self.crd.to_owned(),
+            version: Some(version.to_owned()),
+            path: Some(invalid.path.clone()),
+            message: format!(
+                "example {} {name} (from the installed release) is invalid under the new {version} schema: {}: {}; {consequence}",
+                self.object
+                    .get("kind")
+                    .and_then(Value::as_str)
+                    .unwrap_or(""),
+                if invalid.path.is_empty() {
+                    "(root)"
+                } else {
+                    &invalid.path
+                },
+                invalid.message
+            ),
+            refused_by,
+            severity,
+        }
+    }
 }
 
 /// The first reason `example` is invalid under `root`, as `path: message`.
