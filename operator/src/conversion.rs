@@ -273,6 +273,50 @@ pub fn convert_object(
     let Value::Object(mut fields) = object else {
         return Err(ConversionError::NotAnObject { index });
     };
+    let (name, source) = identify(&fields, index)?;
+    if source == desired {
+        return Ok(Value::Object(fields));
+    }
+    let Some(Value::Object(mut metadata)) = fields.remove("metadata") else {
+        return Err(ConversionError::MissingMetadata { index, name });
+    };
+    let original_annotations = read_annotations(&metadata, index, &name)?;
+    fields.remove("apiVersion");
+    fields.remove("kind");
+    let status = fields.remove("status");
+
+    let hub = to_hub(source, fields, original_annotations.clone(), index, &name)?;
+    let (annotations, body) = from_hub(hub, desired);
+    let Ok(Value::Object(body)) = body else {
+        return Err(ConversionError::Schema {
+            index,
+            name,
+            version: desired.name(),
+            reason: "the converted object did not serialise to a JSON object".to_owned(),
+        });
+    };
+    if annotations != original_annotations {
+        set_annotations(&mut metadata, annotations);
+    }
+    let mut out = Map::with_capacity(body.len() + 3);
+    out.insert(
+        "apiVersion".to_owned(),
+        Value::String(desired.api_version()),
+    );
+    out.insert("kind".to_owned(), Value::String(KIND.to_owned()));
+    out.insert("metadata".to_owned(), Value::Object(metadata));
+    out.extend(body);
+    if let Some(status) = status {
+        out.insert("status".to_owned(), status);
+    }
+    Ok(Value::Object(out))
+}
+
+/// The object's name (for errors) and its WebApp version, checking `apiVersion` and `kind`.
+fn identify(
+    fields: &Map<String, Value>,
+    index: usize,
+) -> Result<(String, Version), ConversionError> {
     let name = fields
         .get("metadata")
         .and_then(|m| m.get("name"))
@@ -291,38 +335,43 @@ pub fn convert_object(
         });
     };
     match fields.get("kind") {
-        Some(Value::String(kind)) if kind == KIND => {}
-        other => {
-            return Err(ConversionError::WrongKind {
-                index,
-                name,
-                kind: other.map(|k| k.to_string()).unwrap_or_default(),
-            });
-        }
+        Some(Value::String(kind)) if kind == KIND => Ok((name, source)),
+        other => Err(ConversionError::WrongKind {
+            index,
+            name,
+            kind: other.map(|k| k.to_string()).unwrap_or_default(),
+        }),
     }
-    if source == desired {
-        return Ok(Value::Object(fields));
-    }
-    let Some(Value::Object(mut metadata)) = fields.remove("metadata") else {
-        return Err(ConversionError::MissingMetadata { index, name });
-    };
-    let annotations: Annotations = match metadata.get("annotations") {
-        None | Some(Value::Null) => None,
-        Some(value) => Some(serde_json::from_value(value.clone()).map_err(|_| {
-            ConversionError::BadAnnotations {
-                index,
-                name: name.clone(),
-            }
-        })?),
-    };
-    let original_annotations = annotations.clone();
-    fields.remove("apiVersion");
-    fields.remove("kind");
-    let status = fields.remove("status");
+}
 
-    let hub = match source {
+/// `metadata.annotations` as a string map (absent or null is `None`).
+fn read_annotations(
+    metadata: &Map<String, Value>,
+    index: usize,
+    name: &str,
+) -> Result<Annotations, ConversionError> {
+    match metadata.get("annotations") {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => Ok(Some(serde_json::from_value(value.clone()).map_err(
+            |_| ConversionError::BadAnnotations {
+                index,
+                name: name.to_owned(),
+            },
+        )?)),
+    }
+}
+
+/// Decodes the object's `spec` at `source` and converts it up to the hub.
+fn to_hub(
+    source: Version,
+    fields: Map<String, Value>,
+    annotations: Annotations,
+    index: usize,
+    name: &str,
+) -> Result<v1::WebApp, ConversionError> {
+    Ok(match source {
         Version::V1 => {
-            let body: Body<v1::WebAppSpec> = decode(fields, index, &name, source)?;
+            let body: Body<v1::WebAppSpec> = decode(fields, index, name, source)?;
             v1::WebApp {
                 metadata: meta(annotations),
                 spec: body.spec,
@@ -330,7 +379,7 @@ pub fn convert_object(
             }
         }
         Version::V1alpha1 => {
-            let body: Body<v1alpha1::WebAppSpec> = decode(fields, index, &name, source)?;
+            let body: Body<v1alpha1::WebAppSpec> = decode(fields, index, name, source)?;
             v1alpha1::WebApp {
                 metadata: meta(annotations),
                 spec: body.spec,
@@ -339,7 +388,7 @@ pub fn convert_object(
             .to_hub()
         }
         Version::V1beta1 => {
-            let body: Body<v1beta1::WebAppSpec> = decode(fields, index, &name, source)?;
+            let body: Body<v1beta1::WebAppSpec> = decode(fields, index, name, source)?;
             v1beta1::WebApp {
                 metadata: meta(annotations),
                 spec: body.spec,
@@ -347,8 +396,12 @@ pub fn convert_object(
             }
             .to_hub()
         }
-    };
-    let (annotations, body) = match desired {
+    })
+}
+
+/// Converts the hub down to `desired`: the resulting annotations and the encoded `spec` body.
+fn from_hub(hub: v1::WebApp, desired: Version) -> (Annotations, serde_json::Result<Value>) {
+    match desired {
         Version::V1 => (
             hub.metadata.annotations,
             serde_json::to_value(Body { spec: hub.spec }),
@@ -367,42 +420,24 @@ pub fn convert_object(
                 serde_json::to_value(Body { spec: spoke.spec }),
             )
         }
-    };
-    let Ok(Value::Object(body)) = body else {
-        return Err(ConversionError::Schema {
-            index,
-            name,
-            version: desired.name(),
-            reason: "the converted object did not serialise to a JSON object".to_owned(),
-        });
-    };
-    if annotations != original_annotations {
-        match annotations {
-            Some(map) => {
-                metadata.insert(
-                    "annotations".to_owned(),
-                    Value::Object(
-                        map.into_iter()
-                            .map(|(k, v)| (k, Value::String(v)))
-                            .collect(),
-                    ),
-                );
-            }
-            None => {
-                metadata.remove("annotations");
-            }
+    }
+}
+
+/// Writes (or removes, for `None`) `metadata.annotations`.
+fn set_annotations(metadata: &mut Map<String, Value>, annotations: Annotations) {
+    match annotations {
+        Some(map) => {
+            metadata.insert(
+                "annotations".to_owned(),
+                Value::Object(
+                    map.into_iter()
+                        .map(|(k, v)| (k, Value::String(v)))
+                        .collect(),
+                ),
+            );
+        }
+        None => {
+            metadata.remove("annotations");
         }
     }
-    let mut out = Map::with_capacity(body.len() + 3);
-    out.insert(
-        "apiVersion".to_owned(),
-        Value::String(desired.api_version()),
-    );
-    out.insert("kind".to_owned(), Value::String(KIND.to_owned()));
-    out.insert("metadata".to_owned(), Value::Object(metadata));
-    out.extend(body);
-    if let Some(status) = status {
-        out.insert("status".to_owned(), status);
-    }
-    Ok(Value::Object(out))
 }
