@@ -48,64 +48,21 @@ pub fn desired(
     selector: String,
     now: Time,
 ) -> WebAppStatus {
-    let (conditions, replicas, ready) = match observed {
-        Observed::InvalidSpec(message) => (
-            vec![
+    let Observation {
+        conditions,
+        replicas,
+        ready,
+    } = match observed {
+        Observed::InvalidSpec(message) => Observation {
+            conditions: vec![
                 condition("Ready", false, "InvalidSpec", message.clone()),
                 condition("Progressing", false, "InvalidSpec", message.clone()),
                 condition("Degraded", true, "InvalidSpec", message.clone()),
             ],
-            previous.and_then(|p| p.replicas),
-            previous.and_then(|p| p.ready_replicas),
-        ),
-        Observed::Deployment(deployment) => {
-            let want = deployment.spec.replicas.unwrap_or(1);
-            let status = deployment.status.clone().unwrap_or_default();
-            let ready = status.ready_replicas.unwrap_or(0);
-            let updated = status.updated_replicas.unwrap_or(0);
-            let current = status.replicas.unwrap_or(0);
-            let rolled = status.observed_generation >= deployment.metadata.generation
-                && updated >= want
-                && current == updated;
-            let all_ready = ready >= want;
-            (
-                vec![
-                    if all_ready {
-                        condition(
-                            "Ready",
-                            true,
-                            "AllReplicasReady",
-                            format!("{ready}/{want} replicas ready"),
-                        )
-                    } else {
-                        condition(
-                            "Ready",
-                            false,
-                            "ReplicasNotReady",
-                            format!("{ready}/{want} replicas ready"),
-                        )
-                    },
-                    if rolled {
-                        condition(
-                            "Progressing",
-                            false,
-                            "RolloutComplete",
-                            format!("{updated}/{want} replicas updated"),
-                        )
-                    } else {
-                        condition(
-                            "Progressing",
-                            true,
-                            "RollingOut",
-                            format!("{updated}/{want} replicas updated"),
-                        )
-                    },
-                    condition("Degraded", false, "AsExpected", String::new()),
-                ],
-                Some(current),
-                Some(ready),
-            )
-        }
+            replicas: previous.and_then(|p| p.replicas),
+            ready: previous.and_then(|p| p.ready_replicas),
+        },
+        Observed::Deployment(deployment) => observe_deployment(deployment),
     };
     let conditions = conditions
         .into_iter()
@@ -125,6 +82,45 @@ pub fn desired(
         ready_replicas: ready,
         selector: Some(selector),
         conditions,
+    }
+}
+
+/// The conditions and replica counts one observation yields, before transition times.
+struct Observation {
+    conditions: Vec<Condition>,
+    replicas: Option<i32>,
+    ready: Option<i32>,
+}
+
+/// Ready when every wanted replica is ready; progressing until the Deployment's current
+/// generation is rolled out to every replica; never degraded.
+fn observe_deployment(deployment: &Deployment) -> Observation {
+    let want = deployment.spec.replicas.unwrap_or(1);
+    let status = deployment.status.clone().unwrap_or_default();
+    let ready = status.ready_replicas.unwrap_or(0);
+    let updated = status.updated_replicas.unwrap_or(0);
+    let current = status.replicas.unwrap_or(0);
+    let rolled = status.observed_generation >= deployment.metadata.generation
+        && updated >= want
+        && current == updated;
+    let ready_message = format!("{ready}/{want} replicas ready");
+    let updated_message = format!("{updated}/{want} replicas updated");
+    Observation {
+        conditions: vec![
+            if ready >= want {
+                condition("Ready", true, "AllReplicasReady", ready_message)
+            } else {
+                condition("Ready", false, "ReplicasNotReady", ready_message)
+            },
+            if rolled {
+                condition("Progressing", false, "RolloutComplete", updated_message)
+            } else {
+                condition("Progressing", true, "RollingOut", updated_message)
+            },
+            condition("Degraded", false, "AsExpected", String::new()),
+        ],
+        replicas: Some(current),
+        ready: Some(ready),
     }
 }
 
