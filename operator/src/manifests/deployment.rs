@@ -39,63 +39,75 @@ pub fn deployment(release: &Release, namespace: &str) -> Value {
                         "runAsNonRoot": true,
                         "seccompProfile": {"type": "RuntimeDefault"},
                     },
-                    "containers": [{
-                        "name": "manager",
-                        "image": release.image(),
-                        "imagePullPolicy": "IfNotPresent",
-                        "args": [
-                            "run",
-                            format!("--cert-dir={CERT_DIR}"),
-                            format!("--webhook-port={WEBHOOK_PORT}"),
-                            format!("--metrics-port={METRICS_PORT}"),
-                            "--leader-elect",
-                            "--log-format=json",
-                        ],
-                        "env": [
-                            {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
-                            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
-                        ],
-                        "ports": [
-                            {"name": "webhook", "containerPort": WEBHOOK_PORT, "protocol": "TCP"},
-                            {"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"},
-                        ],
-                        "livenessProbe": {
-                            "httpGet": {"path": "/healthz", "port": "metrics"},
-                            "periodSeconds": 10,
-                        },
-                        "readinessProbe": {
-                            "httpGet": {"path": "/readyz", "port": "metrics"},
-                            "periodSeconds": 5,
-                        },
-                        "resources": {
-                            "requests": {"cpu": "10m", "memory": "64Mi"},
-                            "limits": {"cpu": "500m", "memory": "128Mi"},
-                        },
-                        "securityContext": {
-                            "allowPrivilegeEscalation": false,
-                            "readOnlyRootFilesystem": true,
-                            "runAsNonRoot": true,
-                            "capabilities": {"drop": ["ALL"]},
-                            "seccompProfile": {"type": "RuntimeDefault"},
-                        },
-                        "volumeMounts": [{
-                            "name": CERT_VOLUME,
-                            "mountPath": CERT_DIR,
-                            "readOnly": true,
-                        }],
-                    }],
-                    "volumes": [{
-                        "name": CERT_VOLUME,
-                        "secret": {
-                            "secretName": CERT_SECRET,
-                            "items": [
-                                {"key": "tls.crt", "path": "apiserver.crt"},
-                                {"key": "tls.key", "path": "apiserver.key"},
-                            ],
-                        },
-                    }],
+                    "containers": [manager_container(release)],
+                    "volumes": [cert_volume()],
                 },
             },
+        },
+    })
+}
+
+/// The `manager` container: the operator binary with leader election, webhook and metrics
+/// ports, probes, requests and limits, and a restricted security context.
+fn manager_container(release: &Release) -> Value {
+    json!({
+        "name": "manager",
+        "image": release.image(),
+        "imagePullPolicy": "IfNotPresent",
+        "args": [
+            "run",
+            format!("--cert-dir={CERT_DIR}"),
+            format!("--webhook-port={WEBHOOK_PORT}"),
+            format!("--metrics-port={METRICS_PORT}"),
+            "--leader-elect",
+            "--log-format=json",
+        ],
+        "env": [
+            {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        ],
+        "ports": [
+            {"name": "webhook", "containerPort": WEBHOOK_PORT, "protocol": "TCP"},
+            {"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"},
+        ],
+        "livenessProbe": {
+            "httpGet": {"path": "/healthz", "port": "metrics"},
+            "periodSeconds": 10,
+        },
+        "readinessProbe": {
+            "httpGet": {"path": "/readyz", "port": "metrics"},
+            "periodSeconds": 5,
+        },
+        "resources": {
+            "requests": {"cpu": "10m", "memory": "64Mi"},
+            "limits": {"cpu": "500m", "memory": "128Mi"},
+        },
+        "securityContext": {
+            "allowPrivilegeEscalation": false,
+            "readOnlyRootFilesystem": true,
+            "runAsNonRoot": true,
+            "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "volumeMounts": [{
+            "name": CERT_VOLUME,
+            "mountPath": CERT_DIR,
+            "readOnly": true,
+        }],
+    })
+}
+
+/// The webhook serving certificate, mounted from [`CERT_SECRET`] under the file names OLM
+/// uses for the certificate it injects.
+fn cert_volume() -> Value {
+    json!({
+        "name": CERT_VOLUME,
+        "secret": {
+            "secretName": CERT_SECRET,
+            "items": [
+                {"key": "tls.crt", "path": "apiserver.crt"},
+                {"key": "tls.key", "path": "apiserver.key"},
+            ],
         },
     })
 }
