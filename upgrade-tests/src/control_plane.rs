@@ -146,78 +146,12 @@ impl TestEnv {
             .tempdir()
             .map_err(EnvError::TempDir)?;
         let path = dir.path();
-
-        // PKI: one CA for serving and client certificates; one service-account signing key.
-        let ca = CertificateAuthority::new("olmpack-test-ca")?;
-        let serving = ca.issue_server(&[
-            "127.0.0.1",
-            "localhost",
-            "kubernetes",
-            "kubernetes.default",
-            "kubernetes.default.svc",
-            "10.0.0.1",
-        ])?;
-        let admin = ca.issue_client("olmpack-admin", &["system:masters"])?;
-        let ca_file = write(path, "ca.crt", ca.cert_pem())?;
-        let cert_file = write(path, "apiserver.crt", &serving.cert_pem)?;
-        let key_file = write(path, "apiserver.key", &serving.key_pem)?;
-        let (sa_private, sa_public) = crate::pki::key_pair_pem()?;
-        let sa_key_file = write(path, "sa.key", &sa_private)?;
-        let sa_pub_file = write(path, "sa.pub", &sa_public)?;
-
-        // etcd
-        let etcd_client = free_port().map_err(EnvError::Port)?;
-        let etcd_peer = free_port().map_err(EnvError::Port)?;
-        let client_url = format!("http://127.0.0.1:{etcd_client}");
-        let peer_url = format!("http://127.0.0.1:{etcd_peer}");
-        let mut etcd = ChildProcess::start(
-            "etcd",
-            &etcd_bin,
-            &[
-                "--name=default".to_owned(),
-                format!("--data-dir={}", path.join("etcd").display()),
-                format!("--listen-client-urls={client_url}"),
-                format!("--advertise-client-urls={client_url}"),
-                format!("--listen-peer-urls={peer_url}"),
-                format!("--initial-advertise-peer-urls={peer_url}"),
-                format!("--initial-cluster=default={peer_url}"),
-                "--unsafe-no-fsync=true".to_owned(),
-                "--log-level=warn".to_owned(),
-            ],
-            &path.join("etcd.log"),
-        )?;
-        wait_until(&mut etcd, START_TIMEOUT, || etcd_healthy(etcd_client)).await?;
+        let pki = Pki::write(path)?;
+        let (etcd, client_url) = start_etcd(&etcd_bin, path).await?;
 
         // kube-apiserver
         let port = free_port().map_err(EnvError::Port)?;
-        let mut args = vec![
-            format!("--etcd-servers={client_url}"),
-            "--bind-address=127.0.0.1".to_owned(),
-            "--advertise-address=127.0.0.1".to_owned(),
-            format!("--secure-port={port}"),
-            format!("--cert-dir={}", path.join("apiserver-certs").display()),
-            format!("--tls-cert-file={}", cert_file.display()),
-            format!("--tls-private-key-file={}", key_file.display()),
-            format!("--client-ca-file={}", ca_file.display()),
-            "--authorization-mode=Node,RBAC".to_owned(),
-            "--service-account-issuer=https://kubernetes.default.svc.cluster.local".to_owned(),
-            format!("--service-account-key-file={}", sa_pub_file.display()),
-            format!(
-                "--service-account-signing-key-file={}",
-                sa_key_file.display()
-            ),
-            "--service-cluster-ip-range=10.0.0.0/24".to_owned(),
-            "--allow-privileged=true".to_owned(),
-            "--endpoint-reconciler-type=none".to_owned(),
-            "--enable-priority-and-fairness=false".to_owned(),
-            "--profiling=false".to_owned(),
-        ];
-        if !options.controller_manager {
-            // Without the service-account controllers no namespace has a default
-            // ServiceAccount, and this plugin would reject every pod.
-            args.push("--disable-admission-plugins=ServiceAccount".to_owned());
-        }
-        args.extend(options.apiserver_args.iter().cloned());
+        let args = apiserver_args(options, &client_url, port, path, &pki);
         let mut apiserver = ChildProcess::start(
             "kube-apiserver",
             &apiserver_bin,
@@ -226,8 +160,12 @@ impl TestEnv {
         )?;
 
         let server = format!("https://127.0.0.1:{port}");
-        let kubeconfig_text =
-            kubeconfig_json(&server, ca.cert_pem(), &admin.cert_pem, &admin.key_pem);
+        let kubeconfig_text = kubeconfig_json(
+            &server,
+            pki.ca.cert_pem(),
+            &pki.admin.cert_pem,
+            &pki.admin.key_pem,
+        );
         let kubeconfig = write(path, "admin.kubeconfig", &kubeconfig_text)?;
         let config = config_from(&kubeconfig_text).await?;
         let client = Client::try_from(config.clone()).map_err(EnvError::Client)?;
@@ -235,29 +173,7 @@ impl TestEnv {
 
         let controller_manager = match kcm_bin {
             Some(bin) => {
-                let mut kcm = ChildProcess::start(
-                    "kube-controller-manager",
-                    &bin,
-                    &[
-                        format!("--kubeconfig={}", kubeconfig.display()),
-                        "--controllers=garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller,deployment-controller,replicaset-controller,root-ca-certificate-publisher-controller".to_owned(),
-                        format!("--service-account-private-key-file={}", sa_key_file.display()),
-                        format!("--root-ca-file={}", ca_file.display()),
-                        "--leader-elect=false".to_owned(),
-                        "--secure-port=0".to_owned(),
-                        "--use-service-account-credentials=false".to_owned(),
-                    ],
-                    &path.join("controller-manager.log"),
-                )?;
-                // The service-account controller creating `default` in `default` shows the
-                // controllers are connected and running.
-                let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), "default");
-                wait_until(&mut kcm, START_TIMEOUT, || {
-                    let accounts = accounts.clone();
-                    async move { matches!(accounts.get_opt("default").await, Ok(Some(_))) }
-                })
-                .await?;
-                Some(kcm)
+                Some(start_controller_manager(&bin, path, &kubeconfig, &pki, &client).await?)
             }
             None => None,
         };
@@ -266,7 +182,7 @@ impl TestEnv {
             controller_manager,
             apiserver,
             etcd,
-            ca,
+            ca: pki.ca,
             config,
             client,
             kubeconfig,
@@ -391,6 +307,151 @@ impl TestEnv {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
+}
+
+/// One environment's PKI, written to its directory: one CA for serving and client
+/// certificates, and one service-account signing key.
+struct Pki {
+    ca: CertificateAuthority,
+    /// The `system:masters` client certificate.
+    admin: crate::pki::CertifiedKey,
+    ca_file: PathBuf,
+    cert_file: PathBuf,
+    key_file: PathBuf,
+    sa_key_file: PathBuf,
+    sa_pub_file: PathBuf,
+}
+
+impl Pki {
+    /// Issues the certificates and keys and writes them under `path`.
+    fn write(path: &Path) -> Result<Self, EnvError> {
+        let ca = CertificateAuthority::new("olmpack-test-ca")?;
+        let serving = ca.issue_server(&[
+            "127.0.0.1",
+            "localhost",
+            "kubernetes",
+            "kubernetes.default",
+            "kubernetes.default.svc",
+            "10.0.0.1",
+        ])?;
+        let admin = ca.issue_client("olmpack-admin", &["system:masters"])?;
+        let ca_file = write(path, "ca.crt", ca.cert_pem())?;
+        let cert_file = write(path, "apiserver.crt", &serving.cert_pem)?;
+        let key_file = write(path, "apiserver.key", &serving.key_pem)?;
+        let (sa_private, sa_public) = crate::pki::key_pair_pem()?;
+        let sa_key_file = write(path, "sa.key", &sa_private)?;
+        let sa_pub_file = write(path, "sa.pub", &sa_public)?;
+        Ok(Self {
+            ca,
+            admin,
+            ca_file,
+            cert_file,
+            key_file,
+            sa_key_file,
+            sa_pub_file,
+        })
+    }
+}
+
+/// Starts a single-member etcd with its data under `path` and waits until it is healthy;
+/// returns the process and its client URL.
+async fn start_etcd(bin: &Path, path: &Path) -> Result<(ChildProcess, String), EnvError> {
+    let etcd_client = free_port().map_err(EnvError::Port)?;
+    let etcd_peer = free_port().map_err(EnvError::Port)?;
+    let client_url = format!("http://127.0.0.1:{etcd_client}");
+    let peer_url = format!("http://127.0.0.1:{etcd_peer}");
+    let mut etcd = ChildProcess::start(
+        "etcd",
+        bin,
+        &[
+            "--name=default".to_owned(),
+            format!("--data-dir={}", path.join("etcd").display()),
+            format!("--listen-client-urls={client_url}"),
+            format!("--advertise-client-urls={client_url}"),
+            format!("--listen-peer-urls={peer_url}"),
+            format!("--initial-advertise-peer-urls={peer_url}"),
+            format!("--initial-cluster=default={peer_url}"),
+            "--unsafe-no-fsync=true".to_owned(),
+            "--log-level=warn".to_owned(),
+        ],
+        &path.join("etcd.log"),
+    )?;
+    wait_until(&mut etcd, START_TIMEOUT, || etcd_healthy(etcd_client)).await?;
+    Ok((etcd, client_url))
+}
+
+/// kube-apiserver's command line: serving on `port` with the environment's PKI, RBAC, and
+/// the caller's extra arguments last.
+fn apiserver_args(
+    options: &TestEnvOptions,
+    etcd_url: &str,
+    port: u16,
+    path: &Path,
+    pki: &Pki,
+) -> Vec<String> {
+    let mut args = vec![
+        format!("--etcd-servers={etcd_url}"),
+        "--bind-address=127.0.0.1".to_owned(),
+        "--advertise-address=127.0.0.1".to_owned(),
+        format!("--secure-port={port}"),
+        format!("--cert-dir={}", path.join("apiserver-certs").display()),
+        format!("--tls-cert-file={}", pki.cert_file.display()),
+        format!("--tls-private-key-file={}", pki.key_file.display()),
+        format!("--client-ca-file={}", pki.ca_file.display()),
+        "--authorization-mode=Node,RBAC".to_owned(),
+        "--service-account-issuer=https://kubernetes.default.svc.cluster.local".to_owned(),
+        format!("--service-account-key-file={}", pki.sa_pub_file.display()),
+        format!(
+            "--service-account-signing-key-file={}",
+            pki.sa_key_file.display()
+        ),
+        "--service-cluster-ip-range=10.0.0.0/24".to_owned(),
+        "--allow-privileged=true".to_owned(),
+        "--endpoint-reconciler-type=none".to_owned(),
+        "--enable-priority-and-fairness=false".to_owned(),
+        "--profiling=false".to_owned(),
+    ];
+    if !options.controller_manager {
+        // Without the service-account controllers no namespace has a default
+        // ServiceAccount, and this plugin would reject every pod.
+        args.push("--disable-admission-plugins=ServiceAccount".to_owned());
+    }
+    args.extend(options.apiserver_args.iter().cloned());
+    args
+}
+
+/// Starts kube-controller-manager with the controllers the tests rely on and waits until
+/// they run.
+async fn start_controller_manager(
+    bin: &Path,
+    path: &Path,
+    kubeconfig: &Path,
+    pki: &Pki,
+    client: &Client,
+) -> Result<ChildProcess, EnvError> {
+    let mut kcm = ChildProcess::start(
+        "kube-controller-manager",
+        bin,
+        &[
+            format!("--kubeconfig={}", kubeconfig.display()),
+            "--controllers=garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller,deployment-controller,replicaset-controller,root-ca-certificate-publisher-controller".to_owned(),
+            format!("--service-account-private-key-file={}", pki.sa_key_file.display()),
+            format!("--root-ca-file={}", pki.ca_file.display()),
+            "--leader-elect=false".to_owned(),
+            "--secure-port=0".to_owned(),
+            "--use-service-account-credentials=false".to_owned(),
+        ],
+        &path.join("controller-manager.log"),
+    )?;
+    // The service-account controller creating `default` in `default` shows the
+    // controllers are connected and running.
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), "default");
+    wait_until(&mut kcm, START_TIMEOUT, || {
+        let accounts = accounts.clone();
+        async move { matches!(accounts.get_opt("default").await, Ok(Some(_))) }
+    })
+    .await?;
+    Ok(kcm)
 }
 
 fn write(dir: &Path, name: &str, contents: &str) -> Result<PathBuf, EnvError> {
