@@ -1,12 +1,13 @@
 //! The steps after the examples exist: upgrade, read back, round trips, migration and the
 //! successor, the webhook outage, the rollback.
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use futures::{StreamExt, stream};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{DynamicObject, PostParams};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::{CHANGE_TIMEOUT, CONCURRENCY, Run, Snapshot};
 use crate::live::api::{self, apiserver_message, crd_name, served, status_code};
@@ -365,11 +366,7 @@ impl Run<'_> {
         to: &ReleaseUnderTest,
         baseline: &Snapshot,
     ) -> Result<(), LiveError> {
-        let Some((crd, other, storage)) = to.crds.iter().find_map(|c| {
-            let storage = crd_migrate::storage_version(c)?.to_owned();
-            let other = served(c).into_iter().find(|v| *v != storage)?;
-            (api::has_webhook(c)).then(|| (c.clone(), other, storage))
-        }) else {
+        let Some((crd, other, storage)) = outage_target(to) else {
             return Ok(());
         };
         let name = crd_name(&crd);
@@ -380,20 +377,10 @@ impl Run<'_> {
         let Some(probe) = expected.keys().next().cloned() else {
             return Ok(());
         };
-        for version in served(&crd) {
-            if let Err(err) = api::list(&self.objects(&crd, &version)).await {
-                self.read_failed(&crd, &version, &err, "read (before the outage)");
-            }
-        }
+        self.warm_caches(&crd).await;
         self.webhook = None;
         let down = self.wait_get(&crd, &other, &probe, false).await;
-        let storage_api = self.objects(&crd, &storage);
-        let mut storage_ok = 0;
-        for object in expected.keys() {
-            if api::get_once(&storage_api, object).await.is_ok() {
-                storage_ok += 1;
-            }
-        }
+        let storage_ok = self.count_readable(&crd, &storage, &expected).await;
         self.serve(to).await?;
         let up = self.wait_get(&crd, &other, &probe, true).await;
         let mut outcome = Vec::new();
@@ -425,25 +412,7 @@ impl Run<'_> {
             ));
         }
         if up.is_some_and(|r| r.is_ok()) {
-            let other_api = self.objects(&crd, &other);
-            let mut now = std::collections::BTreeMap::new();
-            for object in expected.keys() {
-                if let Ok(value) = api::get_once(&other_api, object).await {
-                    now.insert(object.clone(), value);
-                }
-            }
-            self.compare(
-                rules::DATA_LOST,
-                &name,
-                &other,
-                &expected,
-                &now,
-                "read after the webhook came back",
-            );
-            outcome.push(format!(
-                "after the restart all {} objects read back at {other}",
-                now.len()
-            ));
+            outcome.push(self.read_back_after_restart(&crd, &other, &expected).await);
         } else {
             self.find(outage(
                 &name,
@@ -455,6 +424,62 @@ impl Run<'_> {
         }
         self.step("outage", outcome.join("; "));
         Ok(())
+    }
+
+    /// Lists every served version once, so the watch caches are ready before the webhook
+    /// stops.
+    async fn warm_caches(&mut self, crd: &CustomResourceDefinition) {
+        for version in served(crd) {
+            if let Err(err) = api::list(&self.objects(crd, &version)).await {
+                self.read_failed(crd, &version, &err, "read (before the outage)");
+            }
+        }
+    }
+
+    /// How many of the `expected` objects a single GET at `version` reads.
+    async fn count_readable(
+        &self,
+        crd: &CustomResourceDefinition,
+        version: &str,
+        expected: &BTreeMap<String, Value>,
+    ) -> usize {
+        let objects = self.objects(crd, version);
+        let mut ok = 0;
+        for object in expected.keys() {
+            if api::get_once(&objects, object).await.is_ok() {
+                ok += 1;
+            }
+        }
+        ok
+    }
+
+    /// Reads every object at `version` after the webhook restarted and compares it with the
+    /// baseline (data loss is a finding); returns the step's outcome line.
+    async fn read_back_after_restart(
+        &mut self,
+        crd: &CustomResourceDefinition,
+        version: &str,
+        expected: &BTreeMap<String, Value>,
+    ) -> String {
+        let objects = self.objects(crd, version);
+        let mut now = BTreeMap::new();
+        for object in expected.keys() {
+            if let Ok(value) = api::get_once(&objects, object).await {
+                now.insert(object.clone(), value);
+            }
+        }
+        self.compare(
+            rules::DATA_LOST,
+            &crd_name(crd),
+            version,
+            expected,
+            &now,
+            "read after the webhook came back",
+        );
+        format!(
+            "after the restart all {} objects read back at {version}",
+            now.len()
+        )
     }
 
     /// Polls a GET of `name` at `version` until it succeeds (`want_ok`) or fails; `None` on
@@ -537,6 +562,16 @@ impl Run<'_> {
         );
         Ok(())
     }
+}
+
+/// The first CRD of `to` with a conversion webhook and a served version besides its storage
+/// version: the CRD, that other version, and the storage version.
+fn outage_target(to: &ReleaseUnderTest) -> Option<(CustomResourceDefinition, String, String)> {
+    to.crds.iter().find_map(|c| {
+        let storage = crd_migrate::storage_version(c)?.to_owned();
+        let other = served(c).into_iter().find(|v| *v != storage)?;
+        (api::has_webhook(c)).then(|| (c.clone(), other, storage))
+    })
 }
 
 /// A server-side dry-run create of a copy of `object` (generated name, same content).
