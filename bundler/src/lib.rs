@@ -37,6 +37,7 @@ pub mod pipeline;
 pub mod plan;
 pub mod release;
 pub mod report;
+pub mod supply;
 pub mod upgrade_graph;
 pub mod upgrade_olm;
 pub mod yaml;

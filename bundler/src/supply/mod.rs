@@ -1,0 +1,4 @@
+//! Supply chain artifacts of a release: SPDX SBOMs of the bundle and catalog images
+//! ([`sbom`]), attached to them as OCI artifacts.
+
+pub mod sbom;
