@@ -22,6 +22,8 @@ pub enum Tool {
     Skopeo,
     Umoci,
     Faketime,
+    Cosign,
+    Olareg,
 }
 
 impl Tool {
@@ -42,6 +44,8 @@ impl Tool {
             Tool::Skopeo => "OLMPACK_SKOPEO",
             Tool::Umoci => "OLMPACK_UMOCI",
             Tool::Faketime => "OLMPACK_FAKETIME",
+            Tool::Cosign => "OLMPACK_COSIGN",
+            Tool::Olareg => "OLMPACK_OLAREG",
         }
     }
 
@@ -62,6 +66,8 @@ impl Tool {
             Tool::Skopeo => "skopeo",
             Tool::Umoci => "umoci",
             Tool::Faketime => "faketime",
+            Tool::Cosign => "cosign",
+            Tool::Olareg => "olareg",
         }
     }
 

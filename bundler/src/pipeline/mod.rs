@@ -23,6 +23,7 @@
 //! - **Errors name the step** ([`PipelineError::Step`]); credentials are never printed.
 
 pub mod state;
+pub mod supply;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -58,6 +59,7 @@ pub mod step {
     pub const CATALOG_IMAGE: &str = "catalog image";
     pub const WRITE: &str = "write";
     pub const PUSH: &str = "push";
+    pub const SBOM: &str = "sbom";
 }
 
 /// What the upgrade-check step reports when every edge passes.
@@ -160,6 +162,9 @@ pub struct Summary {
     pub steps: Vec<Step>,
     pub dry_run: bool,
     pub pushed: bool,
+    /// SBOMs and signatures published for the release's images (with push).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub supply: Vec<supply::Attachment>,
 }
 
 /// The upgrade check's outcome (the static checks of `olmpack upgrade check` on the plan's graph).
@@ -212,6 +217,7 @@ pub struct Prepared {
     bundles_stale: bool,
     catalog_stale: bool,
     state: State,
+    supply: supply::SupplyPlan,
     pub summary: Summary,
 }
 
@@ -478,7 +484,15 @@ pub async fn prepare(
         .chain(&bundle_images)
         .chain(std::iter::once(&catalog_image))
         .collect();
+    let mut sbom_inputs = Vec::new();
+    for ((_, release), image) in releases.iter().zip(&bundle_images) {
+        let files = bundle_files(&generated.tree, &release.version)?;
+        sbom_inputs.push((release.version.as_str(), image, files));
+    }
+    let supply_plan = supply::plan(&sbom_inputs, &catalog_image, &catalog, options, &state)?;
+    drop(sbom_inputs);
     steps.push(push_step(options.push, &all_images));
+    steps.push(supply::sbom_step(options.push, &supply_plan));
 
     let summary = Summary {
         package: plan.plan.package.clone(),
@@ -491,6 +505,7 @@ pub async fn prepare(
         steps,
         dry_run: true,
         pushed: false,
+        supply: supply_plan.published(),
     };
     Ok(Prepared {
         staging,
@@ -499,6 +514,7 @@ pub async fn prepare(
         bundles_stale,
         catalog_stale,
         state,
+        supply: supply_plan,
         summary,
     })
 }
@@ -898,7 +914,14 @@ pub async fn apply(
         .retain(|name, _| images.iter().any(|i| &i.name == name));
     prepared.state.save(out).map_err(fail(step::WRITE))?;
     if options.push {
-        push_all(&images, &mut prepared.state, options, progress).await?;
+        prepared.summary.supply = push_all(
+            &images,
+            &prepared.supply,
+            &mut prepared.state,
+            options,
+            progress,
+        )
+        .await?;
         prepared.summary.pushed = true;
     }
     prepared.summary.dry_run = false;
@@ -928,10 +951,11 @@ fn place_layout(staging: &Path, out: &Path, name: &str) -> Result<(), PipelineEr
 
 async fn push_all(
     images: &[ImageSummary],
+    supply_plan: &supply::SupplyPlan,
     state: &mut State,
     options: &Options,
     progress: &Progress,
-) -> Result<(), PipelineError> {
+) -> Result<Vec<supply::Attachment>, PipelineError> {
     let out = &options.out;
     let layout = |image: &ImageSummary| {
         out.join("images")
@@ -949,7 +973,9 @@ async fn push_all(
             .await
             .map_err(fail(step::PUSH))?;
     }
-    // 2. Tags, the catalog last: it names everything else.
+    // 2. SBOMs (and signatures) of the images, before any tag makes an image reachable.
+    let attachments = supply::publish(supply_plan, state, options).await?;
+    // 3. Tags, the catalog last: it names everything else.
     for image in &pending {
         let tagged = format!(
             "{}:{}",
@@ -962,7 +988,7 @@ async fn push_all(
         state.pushed.insert(image.reference.clone(), report.digest);
         state.save(out).map_err(fail(step::PUSH))?;
     }
-    Ok(())
+    Ok(attachments)
 }
 
 #[cfg(test)]

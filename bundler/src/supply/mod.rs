@@ -1,4 +1,6 @@
 //! Supply chain artifacts of a release: SPDX SBOMs of the bundle and catalog images
 //! ([`sbom`]), attached to them as OCI artifacts.
 
+pub mod attach;
+pub mod oci;
 pub mod sbom;
