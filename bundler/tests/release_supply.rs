@@ -476,3 +476,229 @@ async fn release_pipeline_sbom_attached_by_the_referrers_api_where_the_registry_
         stderr(&again)
     );
 }
+
+/// `cosign verify --key KEY IMAGE` against a plain-HTTP test registry, without a transparency
+/// log: the output and whether it verified.
+fn cosign_verify(cosign: &Path, key: &Path, image: &str, home: &Path) -> (bool, String) {
+    let output = Command::new(cosign)
+        .args([
+            "verify",
+            "--key",
+            &key.display().to_string(),
+            "--insecure-ignore-tlog=true",
+            "--allow-http-registry=true",
+            "--allow-insecure-registry=true",
+            "--output",
+            "json",
+            image,
+        ])
+        .env("HOME", home)
+        .env("TUF_ROOT", home.join("tuf"))
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), text)
+}
+
+/// Every bundle and catalog image of `summary` verifies with `key`; the operator image (not
+/// signed by olmpack) does not.
+fn check_signatures(cosign: &Path, key: &Path, summary: &serde_json::Value, home: &Path) {
+    let mut images: Vec<&str> = summary["bundles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["pinned"].as_str().unwrap())
+        .collect();
+    images.push(summary["catalog"]["pinned"].as_str().unwrap());
+    let signatures: Vec<&serde_json::Value> = summary["supply"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["kind"] == "signature")
+        .collect();
+    assert_eq!(signatures.len(), images.len(), "{:#}", summary["supply"]);
+    for image in &images {
+        let (verified, text) = cosign_verify(cosign, key, image, home);
+        assert!(verified, "cosign verify {image}:\n{text}");
+        let (_, _, digest) = split_pinned(image);
+        assert!(text.contains(&digest), "{text}");
+        assert!(signatures.iter().any(|s| s["image"] == *image));
+    }
+    let operator = summary["operator"]["pinned"].as_str().unwrap();
+    let (verified, text) = cosign_verify(cosign, key, operator, home);
+    assert!(!verified, "the unsigned operator image verified:\n{text}");
+}
+
+const PASSWORD: &str = "correct-horse-battery-staple-7";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn release_pipeline_signature_with_a_cosign_key_verifies_with_cosign() {
+    let (Some(cosign), Some(_)) = (tool(Tool::Cosign), tool(Tool::Registry)) else {
+        return;
+    };
+    let registry = Registry::start(RegistryAuth::Anonymous).await.unwrap();
+    let project = project();
+    let keys = tempfile::tempdir().unwrap();
+    let generated = Command::new(&cosign)
+        .args(["generate-key-pair"])
+        .current_dir(keys.path())
+        .env("COSIGN_PASSWORD", PASSWORD)
+        .env("HOME", keys.path())
+        .output()
+        .unwrap();
+    assert!(generated.status.success(), "{}", stderr(&generated));
+    let key = keys.path().join("cosign.key");
+    assert!(
+        std::fs::read_to_string(&key)
+            .unwrap()
+            .contains("ENCRYPTED SIGSTORE PRIVATE KEY")
+    );
+    let target = format!("{}/acme", registry.host());
+    let sign_key = key.display().to_string();
+
+    let dry = ok(
+        release(&project, &target, &["--dry-run", "--sign-key", &sign_key])
+            .env("COSIGN_PASSWORD", PASSWORD)
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        stderr(&dry).contains("sign           [changes] 4 image(s) to sign with key "),
+        "{}",
+        stderr(&dry)
+    );
+
+    let run = ok(release(&project, &target, &["--sign-key", &sign_key])
+        .env("COSIGN_PASSWORD", PASSWORD)
+        .env("RUST_LOG", "trace")
+        .output()
+        .unwrap());
+    let everything = format!("{}{}", String::from_utf8_lossy(&run.stdout), stderr(&run));
+    assert!(!everything.contains(PASSWORD), "the password was printed");
+    let summary = json(&run);
+    check_signatures(
+        &cosign,
+        &keys.path().join("cosign.pub"),
+        &summary,
+        keys.path(),
+    );
+
+    // A re-run with the same key signs nothing again.
+    let again = ok(release(&project, &target, &["--sign-key", &sign_key])
+        .env("COSIGN_PASSWORD", PASSWORD)
+        .output()
+        .unwrap());
+    assert!(
+        stderr(&again).contains("sign           [unchanged] 0 image(s) to sign with key "),
+        "{}",
+        stderr(&again)
+    );
+    assert!(stderr(&again).contains("nothing to do: the release is complete"));
+    assert_eq!(json(&again)["supply"], summary["supply"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn release_pipeline_signature_with_a_pkcs8_key_verifies_with_cosign() {
+    use p256::pkcs8::{EncodePrivateKey, EncodePublicKey, LineEnding};
+    let (Some(cosign), Some(_)) = (tool(Tool::Cosign), tool(Tool::Olareg)) else {
+        return;
+    };
+    let registry = ReferrersRegistry::start().await.unwrap();
+    let project = project();
+    let keys = tempfile::tempdir().unwrap();
+    let secret = p256::SecretKey::from_slice(&[0x42; 32]).unwrap();
+    let key = keys.path().join("key.pem");
+    std::fs::write(
+        &key,
+        secret.to_pkcs8_pem(LineEnding::LF).unwrap().as_bytes(),
+    )
+    .unwrap();
+    let public = keys.path().join("key.pub");
+    std::fs::write(
+        &public,
+        secret
+            .public_key()
+            .to_public_key_pem(LineEnding::LF)
+            .unwrap(),
+    )
+    .unwrap();
+    let target = format!("{}/acme", registry.host());
+    let run = ok(release(
+        &project,
+        &target,
+        &["--sign-key", &key.display().to_string()],
+    )
+    .env_remove("COSIGN_PASSWORD")
+    .output()
+    .unwrap());
+    check_signatures(&cosign, &public, &json(&run), keys.path());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn release_pipeline_signature_bad_key_or_wrong_password_names_the_step_and_tags_nothing() {
+    let (Some(cosign), Some(_)) = (tool(Tool::Cosign), tool(Tool::Registry)) else {
+        return;
+    };
+    let registry = Registry::start(RegistryAuth::Anonymous).await.unwrap();
+    let project = project();
+    let keys = tempfile::tempdir().unwrap();
+    let generated = Command::new(&cosign)
+        .args(["generate-key-pair"])
+        .current_dir(keys.path())
+        .env("COSIGN_PASSWORD", PASSWORD)
+        .env("HOME", keys.path())
+        .output()
+        .unwrap();
+    assert!(generated.status.success(), "{}", stderr(&generated));
+    let key = keys.path().join("cosign.key").display().to_string();
+    let garbage = keys.path().join("garbage.key");
+    std::fs::write(
+        &garbage,
+        "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+    )
+    .unwrap();
+    let target = format!("{}/acme", registry.host());
+    let wrong = "wrong-password-1234";
+    let cases = [
+        (
+            key.as_str(),
+            Some(wrong),
+            "the password does not open the key (wrong COSIGN_PASSWORD, or a damaged key)",
+        ),
+        (
+            key.as_str(),
+            None,
+            "the key is encrypted; set its password in COSIGN_PASSWORD",
+        ),
+        (
+            garbage.to_str().unwrap(),
+            Some(wrong),
+            "not an EC P-256 private key (cosign signs with ECDSA P-256)",
+        ),
+    ];
+    for (path, password, message) in cases {
+        let mut cmd = release(&project, &target, &["--sign-key", path]);
+        cmd.env("RUST_LOG", "trace").env_remove("COSIGN_PASSWORD");
+        if let Some(password) = password {
+            cmd.env("COSIGN_PASSWORD", password);
+        }
+        let failed = cmd.output().unwrap();
+        assert_eq!(failed.status.code(), Some(2), "{}", stderr(&failed));
+        let text = stderr(&failed);
+        assert!(text.contains("release step \"sign\" failed"), "{text}");
+        assert!(text.contains(&format!("{path}: {message}")), "{text}");
+        assert!(!text.contains(wrong) && !String::from_utf8_lossy(&failed.stdout).contains(wrong));
+        assert!(
+            !project.out.join("images").exists(),
+            "nothing is built before the key is read"
+        );
+    }
+    // Nothing reached the registry: no repository, no tag.
+    let (status, catalog) = get_json(&registry.host(), "/v2/_catalog");
+    assert_eq!(status, 200);
+    assert_eq!(catalog["repositories"], serde_json::json!([]), "{catalog}");
+}

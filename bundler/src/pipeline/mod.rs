@@ -60,6 +60,7 @@ pub mod step {
     pub const WRITE: &str = "write";
     pub const PUSH: &str = "push";
     pub const SBOM: &str = "sbom";
+    pub const SIGN: &str = "sign";
 }
 
 /// What the upgrade-check step reports when every edge passes.
@@ -364,6 +365,16 @@ pub async fn prepare(
     options: &Options,
     progress: &Progress,
 ) -> Result<Prepared, PipelineError> {
+    prepare_signed(plan, options, None, progress).await
+}
+
+/// [`prepare`], and (with push) sign every bundle and catalog image with `signer`.
+pub async fn prepare_signed(
+    plan: &LoadedPlan,
+    options: &Options,
+    signer: Option<&crate::supply::cosign::Signer>,
+    progress: &Progress,
+) -> Result<Prepared, PipelineError> {
     let names = names(plan, options.registry.as_deref())?;
     std::fs::create_dir_all(&options.out).map_err(fail(step::PLAN))?;
     let staging = tempfile::Builder::new()
@@ -489,10 +500,18 @@ pub async fn prepare(
         let files = bundle_files(&generated.tree, &release.version)?;
         sbom_inputs.push((release.version.as_str(), image, files));
     }
-    let supply_plan = supply::plan(&sbom_inputs, &catalog_image, &catalog, options, &state)?;
+    let supply_plan = supply::plan(
+        &sbom_inputs,
+        &catalog_image,
+        &catalog,
+        options,
+        signer,
+        &state,
+    )?;
     drop(sbom_inputs);
     steps.push(push_step(options.push, &all_images));
     steps.push(supply::sbom_step(options.push, &supply_plan));
+    steps.push(supply::sign_step(options.push, &supply_plan));
 
     let summary = Summary {
         package: plan.plan.package.clone(),

@@ -16,9 +16,11 @@ use serde::{Deserialize, Serialize};
 use super::{Change, ImageSummary, Options, PipelineError, Step, fail, split_tag, step};
 use crate::catalog::declcfg::DeclarativeConfig;
 use crate::catalog::load as catalog_load;
+use crate::image::auth::Secret;
 use crate::image::layout::{Descriptor, Layout};
 use crate::output::FileTree;
 use crate::supply::attach::{self, Artifact, Discovery};
+use crate::supply::cosign::{self, Signer};
 use crate::supply::oci::Repo;
 use crate::supply::sbom::{self, SPDX_JSON, SbomInput};
 
@@ -46,12 +48,14 @@ pub struct Attachment {
 }
 
 impl Attachment {
-    /// The state file's key of this attachment.
-    fn key(kind: Kind, image: &str) -> String {
-        match kind {
-            Kind::Sbom => format!("sbom {image}"),
-            Kind::Signature => format!("signature {image}"),
-        }
+    /// The state file's key of an SBOM.
+    fn sbom_key(image: &str) -> String {
+        format!("sbom {image}")
+    }
+
+    /// The state file's key of a signature by the key `key_id`.
+    fn signature_key(image: &str, key_id: &str) -> String {
+        format!("signature {image} key {key_id}")
     }
 }
 
@@ -67,17 +71,35 @@ pub struct SbomJob {
     done: Option<Attachment>,
 }
 
+/// One image to sign.
+#[derive(Clone, Debug)]
+pub struct SignJob {
+    pinned: String,
+    digest: String,
+    done: Option<Attachment>,
+}
+
 /// The supply chain work of a release.
 #[derive(Clone, Debug, Default)]
 pub struct SupplyPlan {
     sboms: Vec<SbomJob>,
+    signer: Option<Signer>,
+    signatures: Vec<SignJob>,
 }
 
 impl SupplyPlan {
     /// What earlier runs published for this release's images.
     pub fn published(&self) -> Vec<Attachment> {
-        self.sboms.iter().filter_map(|j| j.done.clone()).collect()
+        let sboms = self.sboms.iter().filter_map(|j| j.done.clone());
+        let signatures = self.signatures.iter().filter_map(|j| j.done.clone());
+        sboms.chain(signatures).collect()
     }
+}
+
+/// Reads the signing key of `--sign-key`, its password from `COSIGN_PASSWORD`.
+pub fn load_signer(path: &std::path::Path) -> Result<Signer, PipelineError> {
+    let password = std::env::var("COSIGN_PASSWORD").ok().map(Secret::new);
+    Signer::load(path, password.as_ref()).map_err(fail(step::SIGN))
 }
 
 /// The directories of a bundle that its image holds.
@@ -110,10 +132,14 @@ pub fn plan(
     catalog_image: &ImageSummary,
     catalog: &FileTree,
     options: &Options,
+    signer: Option<&Signer>,
     state: &super::state::State,
 ) -> Result<SupplyPlan, PipelineError> {
     if !options.push {
-        return Ok(SupplyPlan::default());
+        return Ok(SupplyPlan {
+            signer: signer.cloned(),
+            ..SupplyPlan::default()
+        });
     }
     let created = options.source_date_epoch.unwrap_or(0);
     let related = catalog_bundles(catalog);
@@ -133,7 +159,7 @@ pub fn plan(
             bytes,
             done: state
                 .supply
-                .get(&Attachment::key(Kind::Sbom, &image.pinned))
+                .get(&Attachment::sbom_key(&image.pinned))
                 .cloned(),
         })
     };
@@ -158,7 +184,68 @@ pub fn plan(
         in_image,
         related.keys().cloned().collect(),
     )?);
-    Ok(SupplyPlan { sboms })
+    let signatures = match signer {
+        Some(signer) => bundles
+            .iter()
+            .map(|(_, image, _)| *image)
+            .chain(std::iter::once(catalog_image))
+            .map(|image| SignJob {
+                pinned: image.pinned.clone(),
+                digest: image.digest.clone(),
+                done: state
+                    .supply
+                    .get(&Attachment::signature_key(&image.pinned, signer.key_id()))
+                    .cloned(),
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    Ok(SupplyPlan {
+        sboms,
+        signer: signer.cloned(),
+        signatures,
+    })
+}
+
+/// The plan's line for the signing step.
+pub fn sign_step(push: bool, plan: &SupplyPlan) -> Step {
+    let Some(signer) = &plan.signer else {
+        return Step {
+            step: step::SIGN,
+            change: Change::Skipped,
+            detail: "not asked (--sign-key)".into(),
+        };
+    };
+    if !push {
+        return Step {
+            step: step::SIGN,
+            change: Change::Skipped,
+            detail: "not asked (--push): signatures are pushed next to the images".into(),
+        };
+    }
+    let pending: Vec<&SignJob> = plan
+        .signatures
+        .iter()
+        .filter(|j| j.done.is_none())
+        .collect();
+    let mut detail = format!(
+        "{} image(s) to sign with key {}, {} signed before",
+        pending.len(),
+        signer.key_id(),
+        plan.signatures.len() - pending.len()
+    );
+    for job in &pending {
+        detail.push_str(&format!("\n    {}", job.pinned));
+    }
+    Step {
+        step: step::SIGN,
+        change: if pending.is_empty() {
+            Change::Unchanged
+        } else {
+            Change::Changes
+        },
+        detail,
+    }
 }
 
 /// The plan's line for the SBOM step.
@@ -242,8 +329,46 @@ pub async fn publish(
         };
         state
             .supply
-            .insert(Attachment::key(Kind::Sbom, &job.pinned), attachment.clone());
+            .insert(Attachment::sbom_key(&job.pinned), attachment.clone());
         state.save(&options.out).map_err(fail(step::SBOM))?;
+        published.push(attachment);
+    }
+    published.extend(sign_all(plan, state, options).await?);
+    Ok(published)
+}
+
+/// Signs every image not signed before with the plan's key.
+async fn sign_all(
+    plan: &SupplyPlan,
+    state: &mut super::state::State,
+    options: &Options,
+) -> Result<Vec<Attachment>, PipelineError> {
+    let Some(signer) = &plan.signer else {
+        return Ok(Vec::new());
+    };
+    let mut published = Vec::new();
+    for job in &plan.signatures {
+        if let Some(done) = &job.done {
+            published.push(done.clone());
+            continue;
+        }
+        let repo = Repo::connect(&job.pinned, &options.access)
+            .await
+            .map_err(fail(step::SIGN))?;
+        let signed = cosign::sign(&repo, &job.digest, signer)
+            .await
+            .map_err(fail(step::SIGN))?;
+        let attachment = Attachment {
+            kind: Kind::Signature,
+            image: job.pinned.clone(),
+            digest: signed.digest,
+            found_by: "cosign-tag".into(),
+        };
+        state.supply.insert(
+            Attachment::signature_key(&job.pinned, signer.key_id()),
+            attachment.clone(),
+        );
+        state.save(&options.out).map_err(fail(step::SIGN))?;
         published.push(attachment);
     }
     Ok(published)

@@ -2,5 +2,6 @@
 //! ([`sbom`]), attached to them as OCI artifacts.
 
 pub mod attach;
+pub mod cosign;
 pub mod oci;
 pub mod sbom;
