@@ -269,6 +269,36 @@ mod tests {
     }
 
     #[test]
+    fn install_manifests_of_a_bundle_with_webhooks_and_two_releases() {
+        let mut older = release(&[InstallMode::AllNamespaces]);
+        older.crds.insert("gadgets.demo.io".into());
+        let mut newer = release(&[InstallMode::OwnNamespace, InstallMode::AllNamespaces]);
+        newer.csv_name = "demo.v1.1.0".into();
+        newer.cluster_permissions = vec![k8s_openapi::api::rbac::v1::PolicyRule {
+            api_groups: Some(vec!["demo.io".into()]),
+            resources: Some(vec!["widgets".into()]),
+            verbs: vec!["get".into(), "list".into(), "watch".into()],
+            ..Default::default()
+        }];
+        newer.webhooks = [facts::Webhook {
+            kind: "MutatingAdmissionWebhook".into(),
+            name: "mwidget.demo.io".into(),
+        }]
+        .into();
+        let releases = [older, newer];
+        let built = build(&input(&releases)).unwrap();
+        for (file, bytes) in built.files.iter() {
+            if file.to_string_lossy().starts_with('.') {
+                continue;
+            }
+            insta::assert_snapshot!(
+                file.to_string_lossy().into_owned(),
+                String::from_utf8_lossy(bytes)
+            );
+        }
+    }
+
+    #[test]
     fn the_same_input_gives_the_same_bytes() {
         let releases = [release(&[InstallMode::AllNamespaces])];
         assert_eq!(
