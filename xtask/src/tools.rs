@@ -207,11 +207,12 @@ fn env_var_for(tool: &str) -> String {
 pub fn setup(pins: &Pins, layout: &Layout) -> Result<Vec<String>> {
     fs::create_dir_all(&layout.cache)
         .with_context(|| format!("creating {}", layout.cache.display()))?;
-    let mut report = Vec::new();
-    report.push(install_debian(&pins.debian)?);
-    report.push(install_kubernetes(&pins.kubernetes, layout)?);
-    report.push(install_olm(&pins.olm, layout)?);
-    report.push(install_olmv1(&pins.olmv1, layout)?);
+    let mut report = vec![
+        install_debian(&pins.debian)?,
+        install_kubernetes(&pins.kubernetes, layout)?,
+        install_olm(&pins.olm, layout)?,
+        install_olmv1(&pins.olmv1, layout)?,
+    ];
     for (name, pin) in &pins.go {
         report.push(install_go_tool(name, pin, layout)?);
     }
