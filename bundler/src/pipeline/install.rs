@@ -74,13 +74,14 @@ pub fn prepare(
         }
         Err(other) => return Err(fail(step::INSTALL)(other)),
     };
+    let webhooks = releases.last().is_some_and(|r| !r.webhooks.is_empty());
     let is_stale = stale(&built.files, &out.join(INSTALL_DIR), step::INSTALL)?;
     let files: Vec<String> = [OLM_V0_FILE, OLM_V1_FILE]
         .iter()
         .map(|f| format!("{INSTALL_DIR}/{f}"))
         .collect();
     let detail = format!(
-        "{} (OLM v0: CatalogSource, OperatorGroup, Subscription to {}) and {} (OLM v1: ClusterCatalog, installer ServiceAccount + RBAC, ClusterExtension) into namespace {}; they name the catalog image {}{}; {}",
+        "{} (OLM v0: CatalogSource, OperatorGroup, Subscription to {}) and {} (OLM v1: ClusterCatalog, installer ServiceAccount + RBAC, ClusterExtension) into namespace {}; they name the catalog image {}{}{}; {}",
         files[0],
         plan.plan.default_channel,
         files[1],
@@ -90,6 +91,11 @@ pub fn prepare(
             ""
         } else {
             ", which clusters can pull only once it is pushed (--push)"
+        },
+        if webhooks {
+            "; the newest bundle has webhooks, which OLM v1 installs only with its webhook support (cert-manager) enabled"
+        } else {
+            ""
         },
         if is_stale {
             "install/ will be written"
