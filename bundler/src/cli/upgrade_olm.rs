@@ -71,6 +71,7 @@ pub fn run(args: OlmArgs) -> CmdResult {
             step: Duration::from_secs(args.timeout),
         },
         jobs: args.jobs,
+        cluster_crds: Vec::new(),
     };
     let runtime = tokio::runtime::Runtime::new()?;
     let reports = runtime.block_on(upgrade_olm::run(&catalog, &cases, &options))?;
