@@ -6,9 +6,9 @@
 //!
 //! Steps that only `uses:` an action are emulated with the effect the following steps need,
 //! and listed: `actions/checkout` (a copy of this working tree, at a stable path under
-//! `target/workflow-run/`), `dtolnay/rust-toolchain` (`rustup target add` of its `targets`),
+//! `~/.cache/olmpack/workflow-run/`), `dtolnay/rust-toolchain` (`rustup target add` of its `targets`),
 //! `Swatinem/rust-cache` (a Cargo target directory kept across runs under
-//! `target/workflow-run/`), `actions/upload-artifact` (its `path`s must exist). Any other
+//! `~/.cache/olmpack/workflow-run/`), `actions/upload-artifact` (its `path`s must exist). Any other
 //! action, or an expression this runner does not know, fails the test by name.
 //!
 //! Test values: `REGISTRY` is the test registry (host + owner) instead of `ghcr.io/<owner>`;
@@ -29,6 +29,18 @@ const TOKEN: &str = "ghs_workflow-token-5e3c1a";
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Where the emulated runner keeps its checkout and Cargo target directory between runs:
+/// outside the working tree (`$XDG_CACHE_HOME/olmpack/workflow-run`, default
+/// `~/.cache/olmpack/workflow-run`), so that a fresh clone reuses the musl build of an
+/// earlier run the way `Swatinem/rust-cache` restores it on GitHub.
+fn runner_cache() -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(|| workspace().join("target"));
+    base.join("olmpack/workflow-run")
 }
 
 /// The value of one `${{ expression }}`, as Actions would give it on a tag push.
@@ -118,7 +130,7 @@ struct Runner {
 
 impl Runner {
     fn new(temp: &Path, registry: &str) -> Self {
-        let root = workspace().join("target/workflow-run");
+        let root = runner_cache();
         let checkout = root.join("checkout");
         let mut files = BTreeMap::new();
         for (var, name) in [
@@ -201,7 +213,7 @@ impl Runner {
                     .push(format!("{action}: emulated (rustup target add)"));
             }
             "Swatinem/rust-cache" => {
-                let cache = workspace().join("target/workflow-run/cargo");
+                let cache = runner_cache().join("cargo");
                 self.env
                     .insert("CARGO_TARGET_DIR".into(), cache.display().to_string());
                 self.log.push(format!(
