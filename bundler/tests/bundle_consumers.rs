@@ -293,12 +293,6 @@ fn cases() -> Vec<Case> {
             csv_edit(|c| c["metadata"]["name"] = json!("Guestbook.v1.1.1")),
         ),
         case(
-            "csv/api-version",
-            "CSV of operators.coreos.com/v2",
-            Csv,
-            csv_edit(|c| c["apiVersion"] = json!("operators.coreos.com/v2")),
-        ),
-        case(
             "csv/missing-field",
             "no displayName",
             Csv,
@@ -531,11 +525,12 @@ fn converted_crds(bundle: &LoadedBundle) -> Vec<Value> {
     out
 }
 
-/// The CSV as OLM v0 sends it to the API server: in the operator's namespace, and decoded into
-/// OLM's Go types first, so a CRD resource reference without `name` goes out with `name: ""`
-/// (the field has no `omitempty`).
+/// The CSV as OLM v0 sends it to the API server: decoded into OLM's Go type first, so with
+/// that type's apiVersion, in the operator's namespace, and with a CRD resource reference
+/// without `name` sent as `name: ""` (the field has no `omitempty`).
 fn as_olm_sends(csv: &Value) -> Value {
     let mut csv = csv.clone();
+    csv["apiVersion"] = json!("operators.coreos.com/v1alpha1");
     csv["metadata"]["namespace"] = json!("default");
     for list in ["owned", "required"] {
         let Some(crds) = csv["spec"]["customresourcedefinitions"][list].as_array_mut() else {
