@@ -41,6 +41,12 @@ enum Proof {
     Derived(fn(&LoadedBundle) -> Vec<Value>),
     /// A test that runs the real OLM v0 on the same defect: (test file, test function).
     OlmE2e(&'static str, &'static str),
+    /// The real OLM v0 refuses the `invalid-install-mode` OLM fixture's operator (its install
+    /// mode fixed) with this change to its CSV, saying `says` (in the reason or message).
+    OlmV0 {
+        change: fn(&mut Value),
+        says: &'static str,
+    },
 }
 
 impl Proof {
@@ -53,6 +59,7 @@ impl Proof {
                 matches!(consumer, Consumer::KubeApiserver | Consumer::PodCannotStart)
             }
             Proof::OlmE2e(..) => matches!(consumer, Consumer::OlmV0 | Consumer::PodCannotStart),
+            Proof::OlmV0 { .. } => consumer == Consumer::OlmV0,
         }
     }
 }
@@ -97,6 +104,17 @@ fn crd_edit(change: fn(&mut Value)) -> impl Fn(&mut Files) {
 
 fn annotation_set(key: &'static str, value: Option<&'static str>) -> impl Fn(&mut Files) {
     move |files| annotation(key, value)(files)
+}
+
+/// A case shown by the real OLM v0: `change` breaks the example's CSV for olmpack and the OLM
+/// fixture's CSV for OLM.
+fn olm_case(
+    rule: &'static str,
+    name: &'static str,
+    change: fn(&mut Value),
+    says: &'static str,
+) -> Case {
+    case(rule, name, Proof::OlmV0 { change, says }, csv_edit(change))
 }
 
 fn webhook(csv: &mut Value, i: usize) -> &mut Value {
@@ -381,6 +399,35 @@ fn cases() -> Vec<Case> {
             }),
         ),
         // The real OLM v0.
+        olm_case(
+            "csv/install-strategy",
+            "helm install strategy",
+            |c| c["spec"]["install"]["strategy"] = json!("helm"),
+            "unrecognized install strategy",
+        ),
+        olm_case(
+            "csv/min-kube-version",
+            "minKubeVersion not a semantic version",
+            |c| c["spec"]["minKubeVersion"] = json!("1.28"),
+            "RequirementsNotMet",
+        ),
+        olm_case(
+            "webhook/rules",
+            "webhook on OLM's API group",
+            |c| {
+                c["spec"]["webhookdefinitions"] = json!([{
+                    "type": "ValidatingAdmissionWebhook",
+                    "generateName": "vwidget.modes.olmpack.dev",
+                    "deploymentName": "widgets",
+                    "containerPort": 9443,
+                    "webhookPath": "/validate",
+                    "sideEffects": "None",
+                    "admissionReviewVersions": ["v1"],
+                    "rules": [{"apiGroups": ["operators.coreos.com"], "apiVersions": ["*"], "operations": ["CREATE"], "resources": ["*"]}],
+                }])
+            },
+            "webhook rules cannot include the OLM group",
+        ),
         case(
             "csv/install-modes",
             "unknown install mode",
@@ -563,7 +610,7 @@ fn apiserver_objects(proof: Proof, files: &Files) -> Vec<Value> {
             .into_iter()
             .collect(),
         Proof::Derived(derive) => derive(&bundle),
-        Proof::Opm | Proof::OlmE2e(..) => Vec::new(),
+        Proof::Opm | Proof::OlmE2e(..) | Proof::OlmV0 { .. } => Vec::new(),
     }
 }
 
@@ -686,7 +733,10 @@ async fn bundle_consumers_apiserver_refuses_each_apiserver_case() {
     let mut failures = Vec::new();
     for case in &cases {
         let objects = apiserver_objects(case.proof, &case.files());
-        if matches!(case.proof, Proof::Opm | Proof::OlmE2e(..)) {
+        if matches!(
+            case.proof,
+            Proof::Opm | Proof::OlmE2e(..) | Proof::OlmV0 { .. }
+        ) {
             continue;
         }
         // The same objects from the unbroken bundle are accepted.
@@ -717,4 +767,94 @@ async fn bundle_consumers_apiserver_refuses_each_apiserver_case() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// The `invalid-install-mode` OLM fixture's bundle (install mode fixed) with `change` applied
+/// to its CSV, rendered by opm into `dir/catalog` next to the fixture's package and channel.
+fn olm_catalog(dir: &Path, change: fn(&mut Value)) -> std::path::PathBuf {
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/olm_e2e/invalid-install-mode");
+    let bundle = dir.join("bundle");
+    for sub in ["manifests", "metadata"] {
+        std::fs::create_dir_all(bundle.join(sub)).unwrap();
+        for entry in std::fs::read_dir(fixture.join("bundles/1.0.0").join(sub)).unwrap() {
+            let path = entry.unwrap().path();
+            std::fs::copy(&path, bundle.join(sub).join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    let csv_path = bundle.join("manifests/modes.clusterserviceversion.yaml");
+    let mut csv: Value =
+        olmpack::yaml::from_str(&std::fs::read_to_string(&csv_path).unwrap()).unwrap();
+    assert_eq!(csv["spec"]["installModes"][3]["type"], "AllNamespace");
+    csv["spec"]["installModes"][3]["type"] = json!("AllNamespaces");
+    change(&mut csv);
+    std::fs::write(&csv_path, olmpack::yaml::to_string(&csv).unwrap()).unwrap();
+    let catalog = dir.join("catalog");
+    std::fs::create_dir_all(&catalog).unwrap();
+    std::fs::copy(fixture.join("package.json"), catalog.join("package.json")).unwrap();
+    let out = std::process::Command::new(upgrade_tests::Tool::Opm.path().unwrap())
+        .args(["render", "--output", "json"])
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::write(catalog.join("bundles.json"), out.stdout).unwrap();
+    catalog
+}
+
+/// How OLM v0 ends the install of the fixture changed by `change` (a fresh OLM each time).
+async fn olm_install(change: fn(&mut Value)) -> upgrade_tests::olm::Outcome {
+    use olmpack::upgrade_olm::{self, RunOptions};
+    let dir = tempfile::Builder::new()
+        .prefix("olmpack-consumers-")
+        .tempdir()
+        .unwrap();
+    let catalog = olm_catalog(dir.path(), change);
+    let cases = upgrade_olm::load_cases(&catalog, None).unwrap();
+    assert_eq!(cases.len(), 1, "{cases:#?}");
+    let options = RunOptions {
+        timeouts: upgrade_tests::olm::Timeouts {
+            step: std::time::Duration::from_secs(90),
+        },
+        ..RunOptions::default()
+    };
+    let mut reports = upgrade_olm::run(&catalog, &cases, &options).await.unwrap();
+    reports.pop().unwrap().install.outcome
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bundle_consumers_olm_v0_refuses_each_olm_case() {
+    use upgrade_tests::olm::Outcome;
+    let clean = olm_install(|_| {}).await;
+    assert!(
+        matches!(clean, Outcome::Succeeded { .. }),
+        "OLM v0 installs the unbroken fixture: {clean:?}"
+    );
+    let mut failures = Vec::new();
+    for case in cases() {
+        let Proof::OlmV0 { change, says } = case.proof else {
+            continue;
+        };
+        let outcome = olm_install(change).await;
+        let said = match &outcome {
+            // Refused, or held back for good (OLM does not retry a requirement it cannot parse).
+            Outcome::Refused {
+                reason, message, ..
+            }
+            | Outcome::TimedOut {
+                reason, message, ..
+            } => format!("{reason}: {message}"),
+            Outcome::Succeeded { .. } => String::new(),
+        };
+        if said.contains(says) {
+            eprintln!("OLM v0 refuses {}: {said}", case.rule);
+        } else {
+            failures.push(format!("{} ({}): {outcome:?}", case.name, case.rule));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

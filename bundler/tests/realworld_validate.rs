@@ -45,9 +45,13 @@ fn sorted_dirs(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Per rule: [errors, warnings, directories with an error] for each format (bundle, package
-/// manifest).
-type Counts = BTreeMap<String, [[usize; 3]; 2]>;
+/// Per rule: [errors, warnings, directories with an error, errors when targeting Kubernetes
+/// 1.21] for each format (bundle, package manifest).
+type Counts = BTreeMap<String, [[usize; 4]; 2]>;
+
+/// The last Kubernetes minor that served `apiextensions.k8s.io/v1beta1`: the corpus's bundles
+/// were published for it.
+const PUBLISHED_FOR: (u64, u64) = (1, 21);
 
 #[derive(Default)]
 struct Tally {
@@ -72,7 +76,21 @@ fn tally(tally: &Mutex<Tally>, corpus: &Path, dir: &Path, bundle: bool) {
         }
     };
     let report = validate::validate(&loaded, &validate::Options::default());
+    let then = validate::validate(
+        &loaded,
+        &validate::Options {
+            kube_version: PUBLISHED_FOR,
+            ..Default::default()
+        },
+    );
     let mut t = tally.lock().unwrap();
+    for f in then
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+    {
+        t.counts.entry(f.rule.clone()).or_default()[format][3] += 1;
+    }
     t.dirs[format] += 1;
     let mut rules_with_errors = std::collections::BTreeSet::new();
     for f in &report.findings {
@@ -106,9 +124,16 @@ fn table(t: &Tally) -> String {
     let mut out = format!(
         "# `bundle validate` on community-operators\n\n\
          {} bundle-format directories ({} with errors), {} package-manifest directories ({} with errors).\n\n\
-         | rule | consumer | bundle: errors | bundle: dirs with errors | bundle: warnings | package-manifest: errors | package-manifest: dirs with errors | package-manifest: warnings |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|\n",
-        t.dirs[0], t.invalid[0], t.dirs[1], t.invalid[1]
+         Errors and warnings target Kubernetes {}.{} (the default); \"errors on 1.21\" targets the last release that served \
+         apiextensions.k8s.io/v1beta1, which the corpus's bundles were published for.\n\n\
+         | rule | consumer | bundle: errors | bundle: dirs with errors | bundle: warnings | bundle: errors on 1.21 | package-manifest: errors | package-manifest: dirs with errors | package-manifest: warnings |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|\n",
+        t.dirs[0],
+        t.invalid[0],
+        t.dirs[1],
+        t.invalid[1],
+        validate::TARGET_KUBE_VERSION.0,
+        validate::TARGET_KUBE_VERSION.1,
     );
     for (rule, [b, p]) in &t.counts {
         let consumer = validate::consumers::consumer(rule)
@@ -121,8 +146,8 @@ fn table(t: &Tally) -> String {
             })
             .unwrap_or_default();
         out += &format!(
-            "| {rule} | {consumer} | {} | {} | {} | {} | {} | {} |\n",
-            b[0], b[2], b[1], p[0], p[2], p[1]
+            "| {rule} | {consumer} | {} | {} | {} | {} | {} | {} | {} |\n",
+            b[0], b[2], b[1], b[3], p[0], p[2], p[1]
         );
     }
     out

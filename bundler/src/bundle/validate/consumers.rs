@@ -14,9 +14,9 @@ use crate::report::{Consumer, Finding, Severity};
 /// privileged pod unless the namespace enforces a Pod Security level), and the OLM v0/v1
 /// install checks `bundle/multiple-csvs`, `bundle/unreadable-file`, `bundle/duplicate-object`,
 /// `bundle/service-account-conflict`, `bundle/size`, `bundle/unsupported-kind`,
-/// `bundle/annotation-value`, `crd/duplicate`, `csv/install-strategy`, `csv/no-deployments`,
-/// `csv/duplicate-deployment`, `csv/crd-not-owned`, `csv/min-kube-version`,
-/// `webhook/deployment`, `webhook/rules` and `webhook/conversion-install-modes` (opm accepts
+/// `bundle/annotation-value`, `crd/duplicate`, `csv/no-deployments`,
+/// `csv/duplicate-deployment`, `csv/crd-not-owned`, `webhook/deployment` and
+/// `webhook/conversion-install-modes` (opm accepts
 /// them; no test runs them through OLM yet). `csv/api-version` is a warning because OLM finds
 /// the CSV by its kind and sends it with its own Go type: published bundles with `apiVersion:
 /// v1alpha1` install.
@@ -61,6 +61,9 @@ pub const RULES: &[(&str, Consumer)] = &[
     ("webhook/type", Consumer::KubeApiserver),
     // OLM v0's install of the CSV.
     ("csv/install-modes", Consumer::OlmV0),
+    ("csv/install-strategy", Consumer::OlmV0),
+    ("csv/min-kube-version", Consumer::OlmV0),
+    ("webhook/rules", Consumer::OlmV0),
     // What the installed operator needs to run.
     ("csv/container-image", Consumer::PodCannotStart),
     ("csv/missing-volume-source", Consumer::PodCannotStart),
