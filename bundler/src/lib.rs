@@ -26,6 +26,7 @@
 
 pub mod bundle;
 pub mod catalog;
+pub mod choice;
 pub mod compat;
 pub mod image;
 pub mod input;

@@ -40,7 +40,7 @@ pub enum BundleCommand {
         /// A bundle (with manifests/ and metadata/) or a directory of bundles.
         dir: PathBuf,
         /// Report format.
-        #[arg(long, short, value_enum, default_value_t = OutputFormat::Text)]
+        #[arg(long, short, value_parser = super::choice::<OutputFormat>(), default_value = "text")]
         output: OutputFormat,
         /// Kubernetes version the bundle must install on: APIs removed by then are errors.
         #[arg(long, value_name = "MAJOR.MINOR", default_value = "1.37", value_parser = parse_kube_version)]

@@ -21,6 +21,7 @@ use std::error::Error;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use clap::builder::TypedValueParser as _;
 use clap::{Parser, Subcommand};
 
 /// Ship a Kubernetes operator through OLM: bundles, File-Based Catalogs and their images,
@@ -122,6 +123,14 @@ pub struct Invalid(pub String);
 
 /// The exit code of an error (see the module docs): `1` when anything in its chain says the
 /// input is invalid, else `2`.
+/// A flag whose value is one of the library's named choices; `--help` lists the names.
+pub fn choice<T: olmpack::choice::Choice + Send + Sync>()
+-> impl clap::builder::TypedValueParser<Value = T> {
+    clap::builder::PossibleValuesParser::new(T::names()).try_map(|name: String| {
+        T::from_name(&name).ok_or_else(|| format!("{name:?} is not one of the choices"))
+    })
+}
+
 pub fn exit_code(err: &(dyn Error + 'static)) -> u8 {
     let mut current = Some(err);
     while let Some(e) = current {
