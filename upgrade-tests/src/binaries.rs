@@ -111,6 +111,9 @@ pub enum ToolData {
     OlmCrds,
     /// kwok's node and pod stages (what kwok does to fake nodes and pods).
     KwokStages,
+    /// OLM v1's CustomResourceDefinitions (ClusterCatalog, ClusterExtension), from
+    /// operator-controller at the version `tools.toml` pins.
+    OlmV1Crds,
 }
 
 impl ToolData {
@@ -119,6 +122,7 @@ impl ToolData {
         match self {
             ToolData::OlmCrds => "OLMPACK_OLM_CRDS",
             ToolData::KwokStages => "OLMPACK_KWOK_STAGES",
+            ToolData::OlmV1Crds => "OLMPACK_OLMV1_CRDS",
         }
     }
 
@@ -131,6 +135,7 @@ impl ToolData {
                 tool: match self {
                     ToolData::OlmCrds => "OLM's CRDs",
                     ToolData::KwokStages => "kwok's stages",
+                    ToolData::OlmV1Crds => "OLM v1's CRDs",
                 },
                 env_var: self.env_var(),
                 looked_at,

@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::bundle::certmanager;
 use crate::json::str_at;
+use crate::plan::CertManagerChoice;
 use crate::report::Finding;
 
 /// A Kubernetes object with the file and document it came from.
@@ -104,7 +106,11 @@ pub struct Inputs {
 
 /// Reads every manifest under `dir` (symlinks may lead anywhere inside `root`, see
 /// [`crate::input::read_tree_within`]); `Err` holds every problem found.
-pub fn read_dir(dir: &Path, root: Option<&Path>) -> Result<Inputs, Vec<Finding>> {
+pub fn read_dir(
+    dir: &Path,
+    root: Option<&Path>,
+    cert_manager: CertManagerChoice,
+) -> Result<Inputs, Vec<Finding>> {
     let tree = match crate::input::read_tree_within(dir, root) {
         Ok(tree) if tree.files.is_empty() && tree.refused.is_empty() => {
             return Err(vec![
@@ -160,7 +166,7 @@ pub fn read_dir(dir: &Path, root: Option<&Path>) -> Result<Inputs, Vec<Finding>>
             }
         }
     }
-    let mut inputs = classify(objects, &mut problems);
+    let mut inputs = classify(objects, cert_manager, &mut problems);
     inputs.notes.splice(0..0, lenient);
     if problems.is_empty() {
         Ok(inputs)
@@ -181,8 +187,13 @@ fn lenient_finding(file: &Path, note: crate::yaml::Leniency) -> Finding {
     .file(file.to_path_buf())
 }
 
-/// Sorts objects into roles; pure.
-pub fn classify(objects: Vec<Sourced>, problems: &mut Vec<Finding>) -> Inputs {
+/// Sorts objects into roles; pure. `cert_manager` decides about cert-manager Certificates
+/// that are not webhook serving certificates (see [`crate::bundle::certmanager`]).
+pub fn classify(
+    objects: Vec<Sourced>,
+    cert_manager: CertManagerChoice,
+    problems: &mut Vec<Finding>,
+) -> Inputs {
     let mut inputs = Inputs::default();
     // CRDs first, so custom resources of their kinds are recognised in any order.
     let crd_kinds: BTreeSet<(String, String)> = objects
@@ -195,7 +206,8 @@ pub fn classify(objects: Vec<Sourced>, problems: &mut Vec<Finding>) -> Inputs {
             )
         })
         .collect();
-    let certificates = crate::bundle::certmanager::Wiring::of(&objects);
+    let certificates = certmanager::Wiring::of(&objects);
+    let mut unmount = BTreeSet::new();
     let mut seen: std::collections::BTreeMap<(String, String, String), String> = Default::default();
     for object in objects {
         if !object.value.is_object() {
@@ -265,8 +277,9 @@ pub fn classify(objects: Vec<Sourced>, problems: &mut Vec<Finding>) -> Inputs {
                 .field("kind")
                 .hint("move its metadata into the plan's `csv` section"),
             )),
-            _ if group == crate::bundle::certmanager::GROUP => {
-                let finding = certificates.decide(&object);
+            _ if group == certmanager::GROUP => {
+                let (finding, secret) = certificates.decide(&object, cert_manager);
+                unmount.extend(secret);
                 if finding.severity == crate::report::Severity::Error {
                     problems.push(finding);
                 } else {
@@ -288,6 +301,18 @@ pub fn classify(objects: Vec<Sourced>, problems: &mut Vec<Finding>) -> Inputs {
                 .field("kind")
                 .hint("OLM installs only the CSV's deployments, RBAC, CRDs and a fixed list of kinds (Service, ConfigMap, Secret, PrometheusRule, ServiceMonitor, ...); remove it or create it from the operator"),
             )),
+        }
+    }
+    for secret in &unmount {
+        for deployment in &mut inputs.deployments {
+            inputs
+                .notes
+                .extend(certmanager::unmount(deployment, secret));
+        }
+        for object in &inputs.others {
+            inputs
+                .notes
+                .extend(certmanager::still_referenced(object, secret));
         }
     }
     inputs

@@ -83,6 +83,14 @@ impl InputArgs {
 enum Command {
     /// The release job: generate bundle/ and catalog/ from the plan (olmpack.yaml), validate
     /// them, and write both — or, with --check, fail with a diff when they are stale.
+    ///
+    /// cert-manager objects in the manifests (kubebuilder's dist/install.yaml): webhook
+    /// serving Certificates and their Issuers are left out, since OLM creates, mounts and
+    /// rotates webhook certificates itself (info). Any other Certificate whose Secret a
+    /// Deployment mounts (kubebuilder's metrics certificate) is an error unless the plan sets
+    /// `certManagerCertificates: drop`: then it is left out with a warning, and the Secret's
+    /// volume, its volumeMounts and the container args pointing into them (e.g.
+    /// --metrics-cert-path) are removed from the Deployments, each removal named.
     Generate(release::GenerateArgs),
     /// The whole release: plan → operator image → bundles pinned to it → validation →
     /// catalog → bundle and catalog images (OCI layouts) → with --push, the registries the

@@ -22,6 +22,7 @@
 //!   every image is in its registry, the catalog's tag last.
 //! - **Errors name the step** ([`PipelineError::Step`]); credentials are never printed.
 
+pub mod install;
 pub mod state;
 
 use std::collections::BTreeMap;
@@ -56,6 +57,7 @@ pub mod step {
     pub const CATALOG: &str = "catalog";
     pub const UPGRADE_CHECK: &str = "upgrade check";
     pub const CATALOG_IMAGE: &str = "catalog image";
+    pub const INSTALL: &str = "install manifests";
     pub const WRITE: &str = "write";
     pub const PUSH: &str = "push";
 }
@@ -157,6 +159,9 @@ pub struct Summary {
     /// Warnings of the generated bundles (errors stop the release).
     pub findings: Vec<Finding>,
     pub upgrade_check: UpgradeCheck,
+    /// The install manifests under `install/` (none when the CSV's install modes leave the
+    /// target namespaces to the administrator).
+    pub install: Option<install::InstallSummary>,
     pub steps: Vec<Step>,
     pub dry_run: bool,
     pub pushed: bool,
@@ -211,6 +216,7 @@ pub struct Prepared {
     catalog: FileTree,
     bundles_stale: bool,
     catalog_stale: bool,
+    install: install::InstallOutcome,
     state: State,
     pub summary: Summary,
 }
@@ -472,6 +478,16 @@ pub async fn prepare(
     let catalog_image =
         catalog_image_step(plan, &catalog, options, &names, &state, &staging, progress).await?;
     steps.push(image_step(step::CATALOG_IMAGE, &catalog_image));
+    let versions: Vec<String> = releases.iter().map(|(_, r)| r.version.clone()).collect();
+    let install = install::prepare(
+        plan,
+        &generated,
+        &versions,
+        &catalog_image,
+        &options.out,
+        options.push,
+    )?;
+    steps.push(install.step.clone());
 
     let all_images: Vec<&ImageSummary> = operator
         .iter()
@@ -482,12 +498,13 @@ pub async fn prepare(
 
     let summary = Summary {
         package: plan.plan.package.clone(),
-        versions: releases.iter().map(|(_, r)| r.version.clone()).collect(),
+        versions,
         operator,
         bundles: bundle_images,
         catalog: catalog_image,
         findings: warnings,
         upgrade_check,
+        install: install.summary.clone(),
         steps,
         dry_run: true,
         pushed: false,
@@ -498,6 +515,7 @@ pub async fn prepare(
         catalog,
         bundles_stale,
         catalog_stale,
+        install,
         state,
         summary,
     })
@@ -870,6 +888,11 @@ pub async fn apply(
         prepared
             .catalog
             .write_to(&out.join("catalog"))
+            .map_err(fail(step::WRITE))?;
+    }
+    if let (true, Some(files)) = (prepared.install.stale, &prepared.install.files) {
+        files
+            .write_to(&out.join(install::INSTALL_DIR))
             .map_err(fail(step::WRITE))?;
     }
     let images: Vec<ImageSummary> = prepared
