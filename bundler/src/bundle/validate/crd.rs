@@ -76,8 +76,14 @@ fn check(crd: &Crd<'_>, out: &mut Vec<Finding>) {
         ));
     }
     if kind.is_empty() || !kind.starts_with(|c: char| c.is_ascii_uppercase()) {
+        // The API server refuses an empty kind; a lowercase one is only a convention.
+        let severity = if kind.is_empty() {
+            Finding::error
+        } else {
+            Finding::warning
+        };
         out.push(at(
-            Finding::error(
+            severity(
                 "crd/names",
                 format!("kind {kind:?} must be set and start with an uppercase letter"),
             ),
@@ -140,7 +146,8 @@ fn check(crd: &Crd<'_>, out: &mut Vec<Finding>) {
         .any(|x| x.get("served").and_then(Value::as_bool) == Some(true))
     {
         out.push(at(
-            Finding::error("crd/versions", "no version is served"),
+            // The API server accepts it; the CRD is useless, though.
+            Finding::warning("crd/versions", "no version is served"),
             "spec.versions",
         ));
     }
