@@ -11,6 +11,7 @@
 //!   an upgrade graph).
 //! - [`report`]: validation findings and their text/JSON/JUnit output.
 //! - [`input`]: reading input files safely (regular files only, bounded, symlinks kept inside).
+//! - [`install`]: install manifests for users (OLM v0 Subscription, OLM v1 ClusterExtension + RBAC).
 //! - [`output`]: generated file trees, written atomically or checked against disk.
 //! - [`upgrade_graph`]: the plan's upgrade graph, the one source of CSV and channel edges.
 //! - [`upgrade_olm`]: the real OLM v0 installs and upgrades a catalog's releases (`olmpack upgrade olm`).
@@ -26,9 +27,11 @@
 
 pub mod bundle;
 pub mod catalog;
+pub mod choice;
 pub mod compat;
 pub mod image;
 pub mod input;
+pub mod install;
 pub mod json;
 pub mod live;
 pub mod names;
@@ -37,6 +40,7 @@ pub mod pipeline;
 pub mod plan;
 pub mod release;
 pub mod report;
+pub mod supply;
 pub mod upgrade_graph;
 pub mod upgrade_olm;
 pub mod yaml;

@@ -194,12 +194,20 @@ pub struct Report {
 }
 
 /// How to print a [`Report`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum OutputFormat {
     #[default]
     Text,
     Json,
     Junit,
+}
+
+impl crate::choice::Choice for OutputFormat {
+    const CHOICES: &'static [(&'static str, Self)] = &[
+        ("text", OutputFormat::Text),
+        ("json", OutputFormat::Json),
+        ("junit", OutputFormat::Junit),
+    ];
 }
 
 impl Report {

@@ -1,6 +1,9 @@
 //! Deliberately broken operators (tests/fixtures/olm_e2e/) under the real OLM v0: each is
-//! refused or fails exactly as OLM reports it, and olmpack's static checks predicted it.
+//! refused or fails exactly as OLM reports it, and olmpack's static checks predicted it: the
+//! error rules of `olmpack bundle validate` (install) and `olmpack upgrade check` (upgrade)
+//! give the same verdict OLM gave, both ways (an error exactly where OLM refused or failed).
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -48,6 +51,74 @@ fn catalog(name: &str) -> tempfile::TempDir {
     dir
 }
 
+/// The error rules of one run of olmpack with `--output json` (exit 1 exactly when any).
+fn error_rules(args: &[&str], path: &Path) -> BTreeSet<String> {
+    let out = Command::new(env!("CARGO_BIN_EXE_olmpack"))
+        .args(args)
+        .arg(path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let report: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| {
+        panic!(
+            "{args:?}: {e}: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let rules: BTreeSet<String> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] == "error")
+        .map(|f| f["rule"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        out.status.code(),
+        Some(i32::from(!rules.is_empty())),
+        "{text}"
+    );
+    rules
+}
+
+/// What olmpack's static checks predict for a fixture: the error rules of `bundle validate`
+/// per bundle version (the install), and of `upgrade check` on the catalog (the upgrades).
+#[derive(Debug)]
+struct Predicted {
+    install: std::collections::BTreeMap<String, BTreeSet<String>>,
+    upgrade: BTreeSet<String>,
+}
+
+fn predicted(name: &str, catalog: &Path) -> Predicted {
+    let bundles = fixture(name).join("bundles");
+    let mut install = std::collections::BTreeMap::new();
+    for entry in std::fs::read_dir(&bundles).unwrap() {
+        let dir = entry.unwrap().path();
+        let version = dir.file_name().unwrap().to_string_lossy().into_owned();
+        install.insert(
+            version,
+            error_rules(&["bundle", "validate", "--output", "json"], &dir),
+        );
+    }
+    let upgrade = error_rules(
+        &[
+            "upgrade",
+            "check",
+            "--output",
+            "json",
+            "--bundles",
+            bundles.to_str().unwrap(),
+            "--catalog",
+        ],
+        catalog,
+    );
+    Predicted { install, upgrade }
+}
+
+/// OLM refused or failed the step (anything but `Succeeded`).
+fn olm_refused(outcome: &Outcome) -> bool {
+    !matches!(outcome, Outcome::Succeeded { .. })
+}
+
 /// `olmpack bundle validate` on the fixture's bundle `version`: exit code and output.
 fn validate(name: &str, version: &str) -> (i32, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_olmpack"))
@@ -61,10 +132,12 @@ fn validate(name: &str, version: &str) -> (i32, String) {
     )
 }
 
-/// Runs the catalog's case that starts at `from` under OLM.
-async fn run(name: &str, from: &str, step: Duration) -> CaseReport {
+/// Runs the catalog's case that starts at `from` under OLM, with what the static checks
+/// predicted for the fixture.
+async fn run(name: &str, from: &str, step: Duration) -> (CaseReport, Predicted) {
     let dir = catalog(name);
     let catalog = dir.path().join("catalog");
+    let predicted = predicted(name, &catalog);
     let cases: Vec<_> = upgrade_olm::load_cases(&catalog, None)
         .unwrap()
         .into_iter()
@@ -76,7 +149,7 @@ async fn run(name: &str, from: &str, step: Duration) -> CaseReport {
         ..RunOptions::default()
     };
     let mut reports = upgrade_olm::run(&catalog, &cases, &options).await.unwrap();
-    reports.pop().unwrap()
+    (reports.pop().unwrap(), predicted)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -89,7 +162,14 @@ async fn olm_e2e_broken_deployment_mounting_a_missing_secret_never_installs() {
         "{out}"
     );
 
-    let report = run("missing-secret", "mounts.v1.0.0", Duration::from_secs(45)).await;
+    let (report, predicted) = run("missing-secret", "mounts.v1.0.0", Duration::from_secs(45)).await;
+    // Same verdict both ways: the one error rule, and OLM never gets the CSV to Succeeded.
+    assert_eq!(
+        predicted.install["1.0.0"],
+        BTreeSet::from(["csv/missing-volume-source".to_owned()]),
+        "{predicted:#?}"
+    );
+    assert!(olm_refused(&report.install.outcome));
     let Outcome::TimedOut {
         phase,
         reason,
@@ -125,12 +205,18 @@ async fn olm_e2e_broken_invalid_install_mode_is_refused() {
         "{out}"
     );
 
-    let report = run(
+    let (report, predicted) = run(
         "invalid-install-mode",
         "modes.v1.0.0",
         Duration::from_secs(90),
     )
     .await;
+    assert_eq!(
+        predicted.install["1.0.0"],
+        BTreeSet::from(["csv/install-modes".to_owned()]),
+        "{predicted:#?}"
+    );
+    assert!(olm_refused(&report.install.outcome));
     let Outcome::Refused {
         by,
         reason,
@@ -149,7 +235,23 @@ async fn olm_e2e_broken_invalid_install_mode_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn olm_e2e_broken_crd_dropping_a_stored_version_is_refused() {
-    let report = run("stored-version", "stored.v1.0.0", Duration::from_secs(90)).await;
+    let (report, predicted) = run("stored-version", "stored.v1.0.0", Duration::from_secs(90)).await;
+    // Both bundles install (no error from bundle validate, OLM installs 1.0.0); the edge
+    // 1.0.0 -> 2.0.0 is refused (by upgrade check's stored-version rule, and by OLM).
+    assert!(
+        predicted.install.len() == 2 && predicted.install.values().all(BTreeSet::is_empty),
+        "{predicted:#?}"
+    );
+    assert!(
+        predicted
+            .upgrade
+            .contains("crd-upgrade/stored-version-removal"),
+        "{predicted:#?}"
+    );
+    assert!(!olm_refused(&report.install.outcome));
+    assert!(olm_refused(
+        &report.upgrade.as_ref().expect("the upgrade ran").outcome
+    ));
     assert!(
         matches!(report.install.outcome, Outcome::Succeeded { .. }),
         "{:#?}",

@@ -155,7 +155,8 @@ fn release_pipeline_dry_run_prints_every_step_and_writes_nothing() {
         "5. catalog",
         "6. upgrade check",
         "7. catalog image",
-        "8. push",
+        "8. install manifests",
+        "9. push",
     ] {
         assert!(text.contains(step), "{step} in\n{text}");
     }

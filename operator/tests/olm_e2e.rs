@@ -1,10 +1,17 @@
 //! The real OLM v0 installs every release of the reference operator's catalog (catalog/ at the
 //! repository root) by Subscription and upgrades along every edge OLM takes to each channel
 //! head, with the operator binary itself serving the webhooks OLM wired (conversion and
-//! admission, `failurePolicy: Fail`), as the process of its pods.
+//! admission, `failurePolicy: Fail`), as the process of its pods. olmpack's static checks
+//! (`bundle validate` of every bundle, `upgrade check` of every catalog edge) predicted it:
+//! no error anywhere.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use olmpack::bundle::{load, validate};
+use olmpack::catalog::{load as catalog_load, model::Model};
+use olmpack::compat::graph;
+use olmpack::report::Severity;
 use olmpack::upgrade_olm::{self, RunOptions};
 use upgrade_tests::olm::{Outcome, WebhookCommand};
 
@@ -23,8 +30,55 @@ fn operator_command() -> WebhookCommand {
     ))
 }
 
+/// The error findings of olmpack's static checks on the reference operator, as
+/// `olmpack bundle validate bundle/` and `olmpack upgrade check --catalog catalog --bundles
+/// bundle` compute them: `bundle: rule: message` lines, and the number of edges checked.
+fn static_errors() -> (Vec<String>, usize) {
+    let mut errors = Vec::new();
+    let mut releases = BTreeMap::new();
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(root().join("bundle"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|dir| dir.join("manifests").is_dir())
+        .collect();
+    dirs.sort();
+    assert_eq!(dirs.len(), 5, "{dirs:#?}");
+    for dir in dirs {
+        let bundle = load::load_dir(&dir).unwrap();
+        let report = validate::validate(&bundle, &validate::Options::default());
+        errors.extend(
+            report
+                .findings
+                .iter()
+                .filter(|f| f.severity == Severity::Error)
+                .map(|f| format!("{}: {}: {}", dir.display(), f.rule, f.message)),
+        );
+        let release = graph::Release::from_bundle(&bundle).unwrap();
+        releases.insert(release.name.clone(), release);
+    }
+    let catalog = catalog_load::load_dir(&root().join("catalog")).unwrap();
+    assert!(catalog.problems.is_empty());
+    let (model, _) = Model::from_config(catalog.config);
+    let results = graph::check_edges(&graph::edges(&model), &releases);
+    for result in &results {
+        errors.extend(
+            result
+                .findings
+                .iter()
+                .filter(|f| f.severity == Severity::Error)
+                .map(|f| format!("{}: {}: {}", result.edge.to, f.rule, f.message)),
+        );
+    }
+    (errors, results.len())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn olm_e2e_reference_operator_installs_and_upgrades_along_every_edge() {
+    // Same verdict both ways: the static checks find no error, and OLM installs every
+    // release and takes every edge (asserted below).
+    let (errors, edges) = static_errors();
+    assert_eq!(errors, Vec::<String>::new());
+    assert!(edges >= 4, "{edges} edges checked");
     let catalog = root().join("catalog");
     let cases = upgrade_olm::load_cases(&catalog, Some("webapp-operator")).unwrap();
     // Every release is installed; every release but the head has an upgrade to check.

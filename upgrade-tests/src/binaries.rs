@@ -22,6 +22,8 @@ pub enum Tool {
     Skopeo,
     Umoci,
     Faketime,
+    Cosign,
+    Olareg,
 }
 
 impl Tool {
@@ -42,6 +44,8 @@ impl Tool {
             Tool::Skopeo => "OLMPACK_SKOPEO",
             Tool::Umoci => "OLMPACK_UMOCI",
             Tool::Faketime => "OLMPACK_FAKETIME",
+            Tool::Cosign => "OLMPACK_COSIGN",
+            Tool::Olareg => "OLMPACK_OLAREG",
         }
     }
 
@@ -62,6 +66,8 @@ impl Tool {
             Tool::Skopeo => "skopeo",
             Tool::Umoci => "umoci",
             Tool::Faketime => "faketime",
+            Tool::Cosign => "cosign",
+            Tool::Olareg => "olareg",
         }
     }
 
@@ -111,6 +117,9 @@ pub enum ToolData {
     OlmCrds,
     /// kwok's node and pod stages (what kwok does to fake nodes and pods).
     KwokStages,
+    /// OLM v1's CustomResourceDefinitions (ClusterCatalog, ClusterExtension), from
+    /// operator-controller at the version `tools.toml` pins.
+    OlmV1Crds,
 }
 
 impl ToolData {
@@ -119,6 +128,7 @@ impl ToolData {
         match self {
             ToolData::OlmCrds => "OLMPACK_OLM_CRDS",
             ToolData::KwokStages => "OLMPACK_KWOK_STAGES",
+            ToolData::OlmV1Crds => "OLMPACK_OLMV1_CRDS",
         }
     }
 
@@ -131,6 +141,7 @@ impl ToolData {
                 tool: match self {
                     ToolData::OlmCrds => "OLM's CRDs",
                     ToolData::KwokStages => "kwok's stages",
+                    ToolData::OlmV1Crds => "OLM v1's CRDs",
                 },
                 env_var: self.env_var(),
                 looked_at,

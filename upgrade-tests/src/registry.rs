@@ -122,7 +122,7 @@ fn config_yaml(dir: &Path, port: u16, auth: &RegistryAuth) -> Result<String, Reg
 }
 
 /// True once `/v2/` answers 200 (anonymous) or 401 (auth required).
-async fn answers_v2(port: u16) -> bool {
+pub(crate) async fn answers_v2(port: u16) -> bool {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let probe = async {
         let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))

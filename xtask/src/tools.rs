@@ -25,6 +25,7 @@ use serde::Deserialize;
 pub struct Pins {
     pub kubernetes: KubernetesPin,
     pub olm: OlmPin,
+    pub olmv1: OlmV1Pin,
     pub go: BTreeMap<String, GoPin>,
     pub debian: DebianPins,
 }
@@ -44,6 +45,14 @@ pub struct OlmPin {
     pub version: String,
     pub kwok: String,
     pub go: String,
+}
+
+/// OLM v1 (operator-controller): only its CRDs (ClusterCatalog, ClusterExtension), copied from
+/// the module at this exact version.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OlmV1Pin {
+    pub version: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -84,6 +93,16 @@ const OLM_CRDS: (&str, &str) = ("deploy/chart/crds", "crds");
 /// kwok's "fast" node and pod stages (ready at once, deleted at once) and where they go.
 const KWOK_STAGES: [&str; 2] = ["kustomize/stage/node/fast", "kustomize/stage/pod/fast"];
 const KWOK_STAGES_DIR: &str = "kwok-stages";
+const OLMV1_MODULE: &str = "github.com/operator-framework/operator-controller";
+/// Where OLM v1's CRDs are in its module (ClusterExtension, ClusterCatalog), and where setup
+/// puts them in the tool directory.
+const OLMV1_CRDS: ([&str; 2], &str) = (
+    [
+        "config/base/operator-controller/crd/bases",
+        "config/base/catalogd/crd/bases",
+    ],
+    "crds",
+);
 
 /// Debian packages whose binaries the tests use, with the binary and its env variable.
 const DEBIAN_BINARIES: [(&str, &str, &str); 4] = [
@@ -159,6 +178,12 @@ impl Layout {
         ] {
             vars.push((var.to_owned(), olm.join(path).into_os_string()));
         }
+        vars.push((
+            "OLMPACK_OLMV1_CRDS".to_owned(),
+            self.tool_dir("olmv1", &pins.olmv1.version)
+                .join(OLMV1_CRDS.1)
+                .into_os_string(),
+        ));
         for (name, pin) in &pins.go {
             let bin = self
                 .tool_dir(name, &pin.version)
@@ -182,10 +207,12 @@ fn env_var_for(tool: &str) -> String {
 pub fn setup(pins: &Pins, layout: &Layout) -> Result<Vec<String>> {
     fs::create_dir_all(&layout.cache)
         .with_context(|| format!("creating {}", layout.cache.display()))?;
-    let mut report = Vec::new();
-    report.push(install_debian(&pins.debian)?);
-    report.push(install_kubernetes(&pins.kubernetes, layout)?);
-    report.push(install_olm(&pins.olm, layout)?);
+    let mut report = vec![
+        install_debian(&pins.debian)?,
+        install_kubernetes(&pins.kubernetes, layout)?,
+        install_olm(&pins.olm, layout)?,
+        install_olmv1(&pins.olmv1, layout)?,
+    ];
     for (name, pin) in &pins.go {
         report.push(install_go_tool(name, pin, layout)?);
     }
@@ -442,6 +469,33 @@ fn install_olm(pin: &OlmPin, layout: &Layout) -> Result<String> {
         pin.version,
         pin.kwok,
         binaries.join(", "),
+        started.elapsed()
+    ))
+}
+
+/// OLM v1's CRDs, copied from operator-controller's module at the pinned version.
+fn install_olmv1(pin: &OlmV1Pin, layout: &Layout) -> Result<String> {
+    let dest = layout.tool_dir("olmv1", &pin.version);
+    let stamp = stamp(&[
+        OLMV1_MODULE,
+        &pin.version,
+        &OLMV1_CRDS.0.join(" "),
+        OLMV1_CRDS.1,
+    ]);
+    if is_complete(&dest, &stamp, &[]) && dest.join(OLMV1_CRDS.1).is_dir() {
+        return Ok(format!("olm v1 CRDs {}: up to date", pin.version));
+    }
+    let started = Instant::now();
+    build_into(&dest, &stamp, |work| {
+        let dir = module_dir(OLMV1_MODULE, &pin.version, work)?;
+        for crds in OLMV1_CRDS.0 {
+            copy_yaml_files(&dir.join(crds), &work.join(OLMV1_CRDS.1))?;
+        }
+        Ok(())
+    })?;
+    Ok(format!(
+        "olm v1 CRDs {}: copied in {:.0?}",
+        pin.version,
         started.elapsed()
     ))
 }

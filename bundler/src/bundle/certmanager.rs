@@ -7,13 +7,19 @@
 //!   names are a webhook Service's) is replaced by OLM's handling: dropped, with an info;
 //! - an Issuer or ClusterIssuer only issues such certificates: dropped, with an info;
 //! - another Certificate whose Secret nothing mounts is dropped with a warning;
-//! - another Certificate whose Secret a Deployment mounts is an error with a hint: dropped,
-//!   the pod could not start, and OLM has nothing to replace it with.
+//! - another Certificate whose Secret a Deployment mounts is the plan's choice
+//!   ([`CertManagerChoice`]): by default an error with a hint (dropped, the pod could not
+//!   start, and OLM has nothing to replace it with); with `drop`, a warning, and [`unmount`]
+//!   removes the Secret's volume, its volumeMounts and the container args pointing into the
+//!   mount from every Deployment, each removal named in a warning.
 
 use std::collections::BTreeSet;
 
+use serde_json::Value;
+
 use crate::bundle::manifests::Sourced;
 use crate::json::{array_at, str_at};
+use crate::plan::CertManagerChoice;
 use crate::report::Finding;
 
 /// API group of cert-manager's objects.
@@ -96,19 +102,28 @@ impl Wiring {
                 })
     }
 
-    /// The finding for one cert-manager object (which is never shipped).
-    pub fn decide(&self, object: &Sourced) -> Finding {
+    /// The finding for one cert-manager object (which is never shipped), and the Secret the
+    /// Deployments must stop mounting (a dropped Certificate whose Secret they mount).
+    pub fn decide(&self, object: &Sourced, choice: CertManagerChoice) -> (Finding, Option<String>) {
         let secret = str_at(&object.value, "/spec/secretName");
+        let mut unmount = None;
         let finding = match object.kind() {
             "Certificate" if self.serves_webhooks(object) => Finding::info(
                 "input/cert-manager-replaced",
                 format!("webhook serving certificate (Secret {secret}) left out: OLM creates, mounts and rotates webhook certificates itself"),
             ),
+            "Certificate" if self.mounted.contains(secret) && choice == CertManagerChoice::Drop => {
+                unmount = Some(secret.to_owned());
+                Finding::warning(
+                    "input/cert-manager-dropped",
+                    format!("Certificate left out (certManagerCertificates: drop): OLM does not run cert-manager, so Secret {secret} would never exist; the Deployments no longer mount it"),
+                )
+            }
             "Certificate" if self.mounted.contains(secret) => Finding::error(
                 "input/cert-manager-certificate",
                 format!("OLM does not run cert-manager, so Secret {secret}, which a Deployment mounts, would never exist and the pod could not start"),
             )
-            .hint(format!("remove the Secret {secret} volume and what uses it from the Deployment (e.g. kubebuilder's --metrics-cert-path; controller-runtime then serves metrics with a self-signed certificate), or ship the Secret")),
+            .hint(format!("set `certManagerCertificates: drop` in the plan to leave the Certificate out and remove the Secret {secret} volume, its mounts and the container args pointing into them (e.g. kubebuilder's --metrics-cert-path; controller-runtime then serves metrics with a self-signed certificate), or ship the Secret")),
             "Certificate" => Finding::warning(
                 "input/cert-manager-dropped",
                 format!("Certificate left out: OLM does not run cert-manager, and nothing mounts its Secret {secret}"),
@@ -118,6 +133,123 @@ impl Wiring {
                 format!("{kind} left out: it only issues certificates, which OLM handles itself for webhooks"),
             ),
         };
-        object.finding(finding)
+        (object.finding(finding), unmount)
     }
 }
+
+/// Removes Secret `secret` from a Deployment's pod: the volumes of that Secret, their
+/// volumeMounts in every container and init container, and the args that point into such a
+/// mount (`--flag=PATH`, or `PATH` with the `--flag` before it). A warning names every
+/// removal; `None` when the Deployment does not mount the Secret.
+pub fn unmount(deployment: &mut Sourced, secret: &str) -> Option<Finding> {
+    let pod = deployment.value.pointer_mut("/spec/template/spec")?;
+    let volumes = pod.get_mut("volumes")?.as_array_mut()?;
+    let names: BTreeSet<String> = volumes
+        .iter()
+        .filter(|v| str_at(v, "/secret/secretName") == secret)
+        .map(|v| str_at(v, "/name").to_owned())
+        .collect();
+    if names.is_empty() {
+        return None;
+    }
+    volumes.retain(|v| str_at(v, "/secret/secretName") != secret);
+    let mut removed: Vec<String> = names.iter().map(|n| format!("volume {n}")).collect();
+    for key in ["initContainers", "containers"] {
+        let Some(containers) = pod.get_mut(key).and_then(Value::as_array_mut) else {
+            continue;
+        };
+        for container in containers {
+            removed.extend(unmount_container(container, &names));
+        }
+    }
+    Some(deployment.finding(
+        Finding::warning(
+            "input/cert-manager-unmounted",
+            format!(
+                "Secret {secret} (its Certificate was left out) is no longer mounted: removed {}",
+                removed.join(", ")
+            ),
+        )
+        .field("spec.template.spec"),
+    ))
+}
+
+/// A warning for a shipped object (e.g. kubebuilder's ServiceMonitor, whose `tlsConfig`
+/// names the metrics Secret) that selects a key of Secret `secret`, whose Certificate was
+/// left out; `None` when it does not.
+pub fn still_referenced(object: &Sourced, secret: &str) -> Option<Finding> {
+    fn selects(value: &Value, secret: &str) -> bool {
+        match value {
+            Value::Object(map) => {
+                (map.get("name").and_then(Value::as_str) == Some(secret) && map.contains_key("key"))
+                    || map.values().any(|v| selects(v, secret))
+            }
+            Value::Array(items) => items.iter().any(|v| selects(v, secret)),
+            _ => false,
+        }
+    }
+    selects(&object.value, secret).then(|| {
+        object.finding(Finding::warning(
+            "input/cert-manager-secret-referenced",
+            format!("refers to Secret {secret}, whose Certificate was left out: nothing creates it, so whatever reads it (e.g. Prometheus scraping with this TLS configuration) fails"),
+        ))
+    })
+}
+
+/// Removes the mounts of `volumes` from one container and the args pointing into them.
+fn unmount_container(container: &mut Value, volumes: &BTreeSet<String>) -> Vec<String> {
+    let name = str_at(container, "/name").to_owned();
+    let mut paths = Vec::new();
+    if let Some(mounts) = container
+        .get_mut("volumeMounts")
+        .and_then(Value::as_array_mut)
+    {
+        mounts.retain(|m| {
+            let keep = !volumes.contains(str_at(m, "/name"));
+            if !keep {
+                paths.push(str_at(m, "/mountPath").to_owned());
+            }
+            keep
+        });
+    }
+    let mut removed: Vec<String> = paths
+        .iter()
+        .map(|p| format!("the mount at {p} in container {name}"))
+        .collect();
+    let inside = |arg: &str| {
+        paths
+            .iter()
+            .any(|p| !p.is_empty() && (arg == p || arg.starts_with(&format!("{p}/"))))
+    };
+    let Some(args) = container.get_mut("args").and_then(Value::as_array_mut) else {
+        return removed;
+    };
+    let mut kept: Vec<Value> = Vec::with_capacity(args.len());
+    for arg in args.drain(..) {
+        let text = arg.as_str().unwrap_or("");
+        let value = text.split_once('=').map_or(text, |(_, v)| v);
+        if !inside(value) {
+            kept.push(arg);
+            continue;
+        }
+        // `--flag PATH`: the flag goes with its value.
+        let flag = kept
+            .last()
+            .and_then(Value::as_str)
+            .filter(|f| !text.contains('=') && f.starts_with('-') && !f.contains('='))
+            .map(str::to_owned);
+        let shown = match flag {
+            Some(flag) => {
+                kept.pop();
+                format!("{flag} {text}")
+            }
+            None => text.to_owned(),
+        };
+        removed.push(format!("argument {shown} of container {name}"));
+    }
+    *args = kept;
+    removed
+}
+
+#[cfg(test)]
+mod tests;

@@ -97,6 +97,9 @@ const CSV_SPEC: &[&str] = &[
     "relatedImages",
     "release",
 ];
+const CSV_INSTALL: &[&str] = &["strategy", "spec"];
+const CSV_INSTALL_SPEC: &[&str] = &["deployments", "permissions", "clusterPermissions"];
+const CSV_PERMISSION: &[&str] = &["serviceAccountName", "rules"];
 const CRD_SPEC: &[&str] = &[
     "group",
     "names",
@@ -141,12 +144,42 @@ pub fn go_view(object: &Value) -> (Cow<'_, Value>, Vec<Renamed>) {
             {
                 fold(names, "spec.names", CRD_NAMES, &mut renamed);
             }
+            if spec_fields == CSV_SPEC {
+                fold_install(spec, &mut renamed);
+            }
         }
     }
     if renamed.is_empty() {
         (Cow::Borrowed(object), renamed)
     } else {
         (Cow::Owned(copy), renamed)
+    }
+}
+
+/// The CSV's install strategy: OLM decodes it, permissions included, into its Go types too.
+fn fold_install(spec: &mut Map<String, Value>, out: &mut Vec<Renamed>) {
+    let Some(install) = spec.get_mut("install").and_then(Value::as_object_mut) else {
+        return;
+    };
+    fold(install, "spec.install", CSV_INSTALL, out);
+    let Some(details) = install.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    fold(details, "spec.install.spec", CSV_INSTALL_SPEC, out);
+    for list in ["permissions", "clusterPermissions"] {
+        let Some(entries) = details.get_mut(list).and_then(Value::as_array_mut) else {
+            continue;
+        };
+        for (i, entry) in entries.iter_mut().enumerate() {
+            if let Some(entry) = entry.as_object_mut() {
+                fold(
+                    entry,
+                    &format!("spec.install.spec.{list}[{i}]"),
+                    CSV_PERMISSION,
+                    out,
+                );
+            }
+        }
     }
 }
 
@@ -206,6 +239,35 @@ mod tests {
                 ("metadata".to_owned(), "key \"Metadata\" is read as field metadata: Go's JSON decoding (opm, OLM) ignores case, stricter readers (kubectl, the API server) do not".to_owned()),
                 ("metadata.name".to_owned(), "key \"Name\" is read as field name: Go's JSON decoding (opm, OLM) ignores case, stricter readers (kubectl, the API server) do not".to_owned()),
                 ("spec.version".to_owned(), "key \"Version\" matches field version only when case is ignored, and version is also given; \"Version\" is ignored".to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn install_strategy_permissions_are_matched_ignoring_case() {
+        let csv = json!({
+            "kind": "ClusterServiceVersion",
+            "spec": {"install": {"spec": {
+                "clusterpermissions": [{"serviceaccountname": "op", "rules": []}],
+                "permissions": [{"serviceaccountname": "op", "Rules": []}],
+            }}},
+        });
+        let (view, renamed) = go_view(&csv);
+        assert_eq!(
+            view["spec"]["install"]["spec"],
+            json!({
+                "clusterPermissions": [{"serviceAccountName": "op", "rules": []}],
+                "permissions": [{"serviceAccountName": "op", "rules": []}],
+            })
+        );
+        let paths: Vec<_> = renamed.iter().map(Renamed::path).collect();
+        assert_eq!(
+            paths,
+            [
+                "spec.install.spec.clusterPermissions",
+                "spec.install.spec.permissions[0].rules",
+                "spec.install.spec.permissions[0].serviceAccountName",
+                "spec.install.spec.clusterPermissions[0].serviceAccountName",
             ]
         );
     }

@@ -138,13 +138,15 @@ pub fn generate(plan: &LoadedPlan, options: &GenerateOptions) -> Result<Generate
                 continue;
             }
         };
-        let inputs = match manifests::read_dir(&dir, plan.input_root()) {
-            Ok(inputs) => inputs,
-            Err(found) => {
-                problems.extend(found);
-                continue;
-            }
-        };
+        let inputs =
+            match manifests::read_dir(&dir, plan.input_root(), plan.plan.cert_manager_certificates)
+            {
+                Ok(inputs) => inputs,
+                Err(found) => {
+                    problems.extend(found);
+                    continue;
+                }
+            };
         let spec = ReleaseSpec {
             package: &plan.plan.package,
             version: &version,

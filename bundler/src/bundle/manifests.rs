@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::bundle::certmanager;
 use crate::json::str_at;
+use crate::plan::CertManagerChoice;
 use crate::report::Finding;
 
 /// A Kubernetes object with the file and document it came from.
@@ -104,7 +106,11 @@ pub struct Inputs {
 
 /// Reads every manifest under `dir` (symlinks may lead anywhere inside `root`, see
 /// [`crate::input::read_tree_within`]); `Err` holds every problem found.
-pub fn read_dir(dir: &Path, root: Option<&Path>) -> Result<Inputs, Vec<Finding>> {
+pub fn read_dir(
+    dir: &Path,
+    root: Option<&Path>,
+    cert_manager: CertManagerChoice,
+) -> Result<Inputs, Vec<Finding>> {
     let tree = match crate::input::read_tree_within(dir, root) {
         Ok(tree) if tree.files.is_empty() && tree.refused.is_empty() => {
             return Err(vec![
@@ -160,7 +166,7 @@ pub fn read_dir(dir: &Path, root: Option<&Path>) -> Result<Inputs, Vec<Finding>>
             }
         }
     }
-    let mut inputs = classify(objects, &mut problems);
+    let mut inputs = classify(objects, cert_manager, &mut problems);
     inputs.notes.splice(0..0, lenient);
     if problems.is_empty() {
         Ok(inputs)
@@ -181,8 +187,13 @@ fn lenient_finding(file: &Path, note: crate::yaml::Leniency) -> Finding {
     .file(file.to_path_buf())
 }
 
-/// Sorts objects into roles; pure.
-pub fn classify(objects: Vec<Sourced>, problems: &mut Vec<Finding>) -> Inputs {
+/// Sorts objects into roles; pure. `cert_manager` decides about cert-manager Certificates
+/// that are not webhook serving certificates (see [`crate::bundle::certmanager`]).
+pub fn classify(
+    objects: Vec<Sourced>,
+    cert_manager: CertManagerChoice,
+    problems: &mut Vec<Finding>,
+) -> Inputs {
     let mut inputs = Inputs::default();
     // CRDs first, so custom resources of their kinds are recognised in any order.
     let crd_kinds: BTreeSet<(String, String)> = objects
@@ -195,11 +206,34 @@ pub fn classify(objects: Vec<Sourced>, problems: &mut Vec<Finding>) -> Inputs {
             )
         })
         .collect();
-    let certificates = crate::bundle::certmanager::Wiring::of(&objects);
+    let certificates = certmanager::Wiring::of(&objects);
+    let mut unmount = BTreeSet::new();
     let mut seen: std::collections::BTreeMap<(String, String, String), String> = Default::default();
     for object in objects {
-        if let Some(problem) = shape_problem(&object) {
-            problems.push(problem);
+        if !object.value.is_object() {
+            problems.push(
+                Finding::error(
+                    "input/not-an-object",
+                    "document is not a Kubernetes object (a mapping)",
+                )
+                .file(object.location()),
+            );
+            continue;
+        }
+        let mut missing = Vec::new();
+        if object.api_version().is_empty() {
+            missing.push("apiVersion");
+        }
+        if object.kind().is_empty() {
+            missing.push("kind");
+        }
+        if object.name().is_empty() {
+            missing.push("metadata.name");
+        }
+        if let Some(field) = missing.first() {
+            problems.push(object.finding(
+                Finding::error("input/missing-field", format!("{field} is required")).field(*field),
+            ));
             continue;
         }
         let group = object.api_version().rsplit_once('/').map_or("", |(g, _)| g);
@@ -220,75 +254,18 @@ pub fn classify(objects: Vec<Sourced>, problems: &mut Vec<Finding>) -> Inputs {
             );
             continue;
         }
-        let group = group.to_owned();
-        let roles = Roles {
-            crd_kinds: &crd_kinds,
-            certificates: &certificates,
-        };
-        inputs.place(object, &group, &roles, problems);
-    }
-    inputs
-}
-
-/// Why a document is not an object olmpack can place: not a mapping, or without
-/// `apiVersion`, `kind` or `metadata.name`.
-fn shape_problem(object: &Sourced) -> Option<Finding> {
-    if !object.value.is_object() {
-        return Some(
-            Finding::error(
-                "input/not-an-object",
-                "document is not a Kubernetes object (a mapping)",
-            )
-            .file(object.location()),
-        );
-    }
-    let mut missing = Vec::new();
-    if object.api_version().is_empty() {
-        missing.push("apiVersion");
-    }
-    if object.kind().is_empty() {
-        missing.push("kind");
-    }
-    if object.name().is_empty() {
-        missing.push("metadata.name");
-    }
-    missing.first().map(|field| {
-        object.finding(
-            Finding::error("input/missing-field", format!("{field} is required")).field(*field),
-        )
-    })
-}
-
-/// What deciding an object's role needs to know about the other inputs.
-struct Roles<'a> {
-    /// `(group, kind)` of every input CRD.
-    crd_kinds: &'a BTreeSet<(String, String)>,
-    /// How the cert-manager objects are wired to the webhooks.
-    certificates: &'a crate::bundle::certmanager::Wiring,
-}
-
-impl Inputs {
-    /// Files one well-formed, unique object under its role, or reports why it cannot be
-    /// shipped.
-    fn place(
-        &mut self,
-        object: Sourced,
-        group: &str,
-        roles: &Roles<'_>,
-        problems: &mut Vec<Finding>,
-    ) {
         match object.kind() {
-            "CustomResourceDefinition" => self.crds.push(object),
-            "Deployment" if group == "apps" => self.deployments.push(object),
-            "ServiceAccount" => self.service_accounts.push(object),
-            "Role" => self.roles.push(object),
-            "ClusterRole" => self.cluster_roles.push(object),
-            "RoleBinding" => self.role_bindings.push(object),
-            "ClusterRoleBinding" => self.cluster_role_bindings.push(object),
-            "Service" => self.services.push(object),
-            "ValidatingWebhookConfiguration" => self.validating_webhooks.push(object),
-            "MutatingWebhookConfiguration" => self.mutating_webhooks.push(object),
-            "Namespace" => self.notes.push(object.finding(Finding::warning(
+            "CustomResourceDefinition" => inputs.crds.push(object),
+            "Deployment" if group == "apps" => inputs.deployments.push(object),
+            "ServiceAccount" => inputs.service_accounts.push(object),
+            "Role" => inputs.roles.push(object),
+            "ClusterRole" => inputs.cluster_roles.push(object),
+            "RoleBinding" => inputs.role_bindings.push(object),
+            "ClusterRoleBinding" => inputs.cluster_role_bindings.push(object),
+            "Service" => inputs.services.push(object),
+            "ValidatingWebhookConfiguration" => inputs.validating_webhooks.push(object),
+            "MutatingWebhookConfiguration" => inputs.mutating_webhooks.push(object),
+            "Namespace" => inputs.notes.push(object.finding(Finding::warning(
                 "input/namespace-dropped",
                 "Namespace objects are not shipped in bundles; OLM installs into the namespace the user picks",
             ))),
@@ -300,18 +277,19 @@ impl Inputs {
                 .field("kind")
                 .hint("move its metadata into the plan's `csv` section"),
             )),
-            _ if group == crate::bundle::certmanager::GROUP => {
-                let finding = roles.certificates.decide(&object);
+            _ if group == certmanager::GROUP => {
+                let (finding, secret) = certificates.decide(&object, cert_manager);
+                unmount.extend(secret);
                 if finding.severity == crate::report::Severity::Error {
                     problems.push(finding);
                 } else {
-                    self.notes.push(finding);
+                    inputs.notes.push(finding);
                 }
             }
-            kind if roles.crd_kinds.contains(&(group.to_owned(), kind.to_owned())) => {
-                self.custom_resources.push(object)
+            kind if crd_kinds.contains(&(group.to_owned(), kind.to_owned())) => {
+                inputs.custom_resources.push(object)
             }
-            kind if SUPPORTED_EXTRA_KINDS.contains(&kind) => self.others.push(object),
+            kind if SUPPORTED_EXTRA_KINDS.contains(&kind) => inputs.others.push(object),
             kind => problems.push(object.finding(
                 Finding::error(
                     "input/unsupported-kind",
@@ -325,4 +303,17 @@ impl Inputs {
             )),
         }
     }
+    for secret in &unmount {
+        for deployment in &mut inputs.deployments {
+            inputs
+                .notes
+                .extend(certmanager::unmount(deployment, secret));
+        }
+        for object in &inputs.others {
+            inputs
+                .notes
+                .extend(certmanager::still_referenced(object, secret));
+        }
+    }
+    inputs
 }

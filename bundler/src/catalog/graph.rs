@@ -12,11 +12,16 @@ use super::upgrade::Edge;
 use super::version::Range;
 
 /// Output syntax.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum GraphFormat {
     #[default]
     Mermaid,
     Dot,
+}
+
+impl crate::choice::Choice for GraphFormat {
+    const CHOICES: &'static [(&'static str, Self)] =
+        &[("mermaid", GraphFormat::Mermaid), ("dot", GraphFormat::Dot)];
 }
 
 const PALETTE: [&str; 8] = [

@@ -145,12 +145,21 @@ pub struct Rendered {
 }
 
 /// How far to migrate the rendered blob (opm's `--migrate-level`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum MigrateLevel {
     #[default]
     None,
-    #[value(name = "bundle-object-to-csv-metadata")]
     BundleObjectToCsvMetadata,
+}
+
+impl crate::choice::Choice for MigrateLevel {
+    const CHOICES: &'static [(&'static str, Self)] = &[
+        ("none", MigrateLevel::None),
+        (
+            "bundle-object-to-csv-metadata",
+            MigrateLevel::BundleObjectToCsvMetadata,
+        ),
+    ];
 }
 
 #[derive(Clone, Debug, Default)]

@@ -7,11 +7,16 @@ use serde_json::Value;
 use super::declcfg::DeclarativeConfig;
 
 /// Output format of a catalog stream.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Format {
     #[default]
     Json,
     Yaml,
+}
+
+impl crate::choice::Choice for Format {
+    const CHOICES: &'static [(&'static str, Self)] =
+        &[("json", Format::Json), ("yaml", Format::Yaml)];
 }
 
 /// Failure to print a catalog.

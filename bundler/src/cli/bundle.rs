@@ -17,6 +17,14 @@ pub enum BundleCommand {
     ///
     /// createdAt comes from the plan or SOURCE_DATE_EPOCH, never the clock: the output is
     /// byte-identical on every run.
+    ///
+    /// cert-manager objects in the manifests (kubebuilder's dist/install.yaml): webhook
+    /// serving Certificates and their Issuers are left out, since OLM creates, mounts and
+    /// rotates webhook certificates itself (info). Any other Certificate whose Secret a
+    /// Deployment mounts (kubebuilder's metrics certificate) is an error unless the plan sets
+    /// `certManagerCertificates: drop`: then it is left out with a warning, and the Secret's
+    /// volume, its volumeMounts and the container args pointing into them (e.g.
+    /// --metrics-cert-path) are removed from the Deployments, each removal named.
     Generate {
         /// The release plan.
         #[arg(long, default_value = plan::DEFAULT_PLAN_FILE)]
@@ -40,7 +48,7 @@ pub enum BundleCommand {
         /// A bundle (with manifests/ and metadata/) or a directory of bundles.
         dir: PathBuf,
         /// Report format.
-        #[arg(long, short, value_enum, default_value_t = OutputFormat::Text)]
+        #[arg(long, short, value_parser = super::choice::<OutputFormat>(), default_value = "text")]
         output: OutputFormat,
         /// Kubernetes version the bundle must install on: APIs removed by then are errors.
         #[arg(long, value_name = "MAJOR.MINOR", default_value = "1.37", value_parser = parse_kube_version)]

@@ -37,7 +37,7 @@ pub enum CatalogCommand {
     Validate {
         /// The catalog directory.
         dir: PathBuf,
-        #[arg(long, short, value_enum, default_value_t)]
+        #[arg(long, short, value_parser = super::choice::<OutputFormat>(), default_value = "text")]
         output: OutputFormat,
         /// Fail on warnings too (skipRange and reachability problems opm accepts).
         #[arg(long)]
@@ -53,10 +53,10 @@ pub enum CatalogCommand {
         /// registry, credentials from the usual auth files).
         #[arg(required = true)]
         refs: Vec<PathBuf>,
-        #[arg(long, short, value_enum, default_value_t)]
+        #[arg(long, short, value_parser = super::choice::<Format>(), default_value = "json")]
         output: Format,
         /// Migrations to run (as opm's `--migrate-level`).
-        #[arg(long, value_enum, default_value_t)]
+        #[arg(long, value_parser = super::choice::<MigrateLevel>(), default_value = "none")]
         migrate_level: MigrateLevel,
         /// Image reference to record for the bundle (only with one directory).
         #[arg(long)]
@@ -69,16 +69,16 @@ pub enum CatalogCommand {
         /// Map a bundle image reference to a local bundle directory: `IMAGE=DIR` (repeatable).
         #[arg(long = "bundle", value_name = "IMAGE=DIR")]
         bundles: Vec<String>,
-        #[arg(long, short, value_enum, default_value_t)]
+        #[arg(long, short, value_parser = super::choice::<Format>(), default_value = "json")]
         output: Format,
-        #[arg(long, value_enum, default_value_t)]
+        #[arg(long, value_parser = super::choice::<MigrateLevel>(), default_value = "none")]
         migrate_level: MigrateLevel,
     },
     /// Draw the upgrade graph (mermaid or Graphviz dot).
     Graph {
         /// The catalog directory.
         dir: PathBuf,
-        #[arg(long, value_enum, default_value_t)]
+        #[arg(long, value_parser = super::choice::<GraphFormat>(), default_value = "mermaid")]
         format: GraphFormat,
         /// Only this package.
         #[arg(long)]

@@ -21,6 +21,7 @@ use std::error::Error;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use clap::builder::TypedValueParser as _;
 use clap::{Parser, Subcommand};
 
 /// Ship a Kubernetes operator through OLM: bundles, File-Based Catalogs and their images,
@@ -82,6 +83,14 @@ impl InputArgs {
 enum Command {
     /// The release job: generate bundle/ and catalog/ from the plan (olmpack.yaml), validate
     /// them, and write both — or, with --check, fail with a diff when they are stale.
+    ///
+    /// cert-manager objects in the manifests (kubebuilder's dist/install.yaml): webhook
+    /// serving Certificates and their Issuers are left out, since OLM creates, mounts and
+    /// rotates webhook certificates itself (info). Any other Certificate whose Secret a
+    /// Deployment mounts (kubebuilder's metrics certificate) is an error unless the plan sets
+    /// `certManagerCertificates: drop`: then it is left out with a warning, and the Secret's
+    /// volume, its volumeMounts and the container args pointing into them (e.g.
+    /// --metrics-cert-path) are removed from the Deployments, each removal named.
     Generate(release::GenerateArgs),
     /// The whole release: plan → operator image → bundles pinned to it → validation →
     /// catalog → bundle and catalog images (OCI layouts) → with --push, the registries the
@@ -122,6 +131,14 @@ pub struct Invalid(pub String);
 
 /// The exit code of an error (see the module docs): `1` when anything in its chain says the
 /// input is invalid, else `2`.
+/// A flag whose value is one of the library's named choices; `--help` lists the names.
+pub fn choice<T: olmpack::choice::Choice + Send + Sync>()
+-> impl clap::builder::TypedValueParser<Value = T> {
+    clap::builder::PossibleValuesParser::new(T::names()).try_map(|name: String| {
+        T::from_name(&name).ok_or_else(|| format!("{name:?} is not one of the choices"))
+    })
+}
+
 pub fn exit_code(err: &(dyn Error + 'static)) -> u8 {
     let mut current = Some(err);
     while let Some(e) = current {

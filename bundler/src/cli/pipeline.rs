@@ -11,6 +11,7 @@ use olmpack::image::layout::Platform;
 use olmpack::image::progress::Progress;
 use olmpack::pipeline::{self, Change, Options, PipelineError, Summary};
 use olmpack::plan;
+use olmpack::supply::cosign::Signer;
 
 use super::CmdResult;
 use super::image::{RegistryArgs, parse_epoch, parse_platform};
@@ -55,6 +56,11 @@ pub struct ReleaseArgs {
     /// Unix epoch.
     #[arg(long, env = "SOURCE_DATE_EPOCH", value_parser = parse_epoch)]
     source_date_epoch: Option<u64>,
+    /// Sign every pushed bundle and catalog image with this key, in cosign's format
+    /// (`cosign verify --key` checks it): cosign's encrypted key file (password in
+    /// COSIGN_PASSWORD) or a PKCS#8 / SEC1 EC P-256 PEM. Needs --push.
+    #[arg(long, value_name = "PATH")]
+    sign_key: Option<PathBuf>,
     #[command(flatten)]
     access: RegistryArgs,
 }
@@ -88,7 +94,18 @@ pub fn release_cmd(args: ReleaseArgs) -> CmdResult {
         access: args.access.access()?,
         push: args.push,
     };
-    run(&loaded, &options, args.dry_run, args.output)
+    // The key is read before anything is built, so a bad key or password changes nothing.
+    let signer = match &args.sign_key {
+        Some(path) => Some(pipeline::supply::load_signer(path)?),
+        None => None,
+    };
+    run_signed(
+        &loaded,
+        &options,
+        signer.as_ref(),
+        args.dry_run,
+        args.output,
+    )
 }
 
 /// Prepares, prints the plan of steps, and (unless `dry_run`) applies it.
@@ -98,17 +115,29 @@ pub fn run(
     dry_run: bool,
     format: OutputFormat,
 ) -> CmdResult {
+    run_signed(loaded, options, None, dry_run, format)
+}
+
+/// [`run`], signing the pushed bundle and catalog images with `signer`.
+pub fn run_signed(
+    loaded: &plan::LoadedPlan,
+    options: &Options,
+    signer: Option<&Signer>,
+    dry_run: bool,
+    format: OutputFormat,
+) -> CmdResult {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     let progress = Progress::auto();
-    let prepared = match runtime.block_on(pipeline::prepare(loaded, options, &progress)) {
-        Ok(prepared) => prepared,
-        Err(PipelineError::Invalid(findings)) => {
-            return Ok(super::report_invalid(&loaded.path, findings));
-        }
-        Err(other) => return Err(other.into()),
-    };
+    let prepared =
+        match runtime.block_on(pipeline::prepare_signed(loaded, options, signer, &progress)) {
+            Ok(prepared) => prepared,
+            Err(PipelineError::Invalid(findings)) => {
+                return Ok(super::report_invalid(&loaded.path, findings));
+            }
+            Err(other) => return Err(other.into()),
+        };
     let mut plan_out: Box<dyn Write> = match format {
         OutputFormat::Text => Box::new(std::io::stdout()),
         OutputFormat::Json => Box::new(std::io::stderr()),

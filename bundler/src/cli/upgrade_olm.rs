@@ -38,6 +38,12 @@ pub struct OlmArgs {
     /// Cases run at once (each runs its own control plane and OLM).
     #[arg(long, default_value_t = 1)]
     pub jobs: usize,
+    /// A CRD file the cluster has before OLM installs anything, as another operator would
+    /// have installed it (repeatable): e.g. prometheus-operator's ServiceMonitor CRD for a
+    /// bundle that ships a ServiceMonitor (kubebuilder's projects do), which OLM can create
+    /// only where that kind is served.
+    #[arg(long = "cluster-crd", value_name = "FILE")]
+    pub cluster_crds: Vec<PathBuf>,
     /// Also write the results as JUnit XML to this file.
     #[arg(long)]
     pub junit: Option<PathBuf>,
@@ -65,12 +71,20 @@ pub fn run(args: OlmArgs) -> CmdResult {
         }
     };
     let cases = upgrade_olm::load_cases(&catalog, args.package.as_deref())?;
+    let mut cluster_crds = Vec::new();
+    for path in &args.cluster_crds {
+        let text = olmpack::input::text(path)?;
+        let crd = olmpack::compat::parse_crd_file(&path.display().to_string(), &text)
+            .map_err(|e| super::Invalid(e.to_string()))?;
+        cluster_crds.push(crd);
+    }
     let options = RunOptions {
         webhook_command: args.webhook_command.as_deref().map(WebhookCommand::shell),
         timeouts: Timeouts {
             step: Duration::from_secs(args.timeout),
         },
         jobs: args.jobs,
+        cluster_crds,
     };
     let runtime = tokio::runtime::Runtime::new()?;
     let reports = runtime.block_on(upgrade_olm::run(&catalog, &cases, &options))?;

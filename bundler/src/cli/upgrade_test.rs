@@ -33,7 +33,7 @@ pub struct TestArgs {
     /// Copies of every example object.
     #[arg(long, default_value_t = 1)]
     copies: usize,
-    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    #[arg(long, value_parser = super::choice::<OutputFormat>(), default_value = "text")]
     output: OutputFormat,
 }
 

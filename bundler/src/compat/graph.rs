@@ -15,7 +15,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceConversion, CustomResourceDefinition, WebhookConversion,
+    CustomResourceConversion, CustomResourceDefinition, ServiceReference, WebhookClientConfig,
+    WebhookConversion,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -166,8 +167,15 @@ fn typed_crd(object: &Object) -> Result<CustomResourceDefinition, GraphError> {
     })
 }
 
-/// Sets `spec.conversion` to `Webhook` when a CSV `ConversionWebhook` lists the CRD, as OLM
-/// does at install (the service and CA are OLM's to fill in).
+/// Namespace written into the conversion webhook's service reference: OLM fills in the
+/// operator's namespace at install, which is not known before.
+pub const INSTALL_NAMESPACE: &str = "olm";
+
+/// What OLM does at install for the CSV's `ConversionWebhook` definition that lists this CRD:
+/// `spec.conversion` becomes `Webhook`, with the definition's `admissionReviewVersions` as the
+/// review versions and a client config naming the service OLM creates for the definition's
+/// deployment (`<deploymentName>-service`, at `webhookPath` and `containerPort`; its CA bundle
+/// is OLM's to inject). A CRD no definition lists is left as it is.
 pub fn apply_conversion_webhook(crd: &mut CustomResourceDefinition, csv: &Value) {
     let name = crd.metadata.name.clone().unwrap_or_default();
     let defs = csv
@@ -191,10 +199,30 @@ pub fn apply_conversion_webhook(crd: &mut CustomResourceDefinition, csv: &Value)
                 .collect()
         })
         .unwrap_or_default();
+    let service = ServiceReference {
+        namespace: INSTALL_NAMESPACE.to_owned(),
+        name: format!(
+            "{}-service",
+            def.get("deploymentName")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        ),
+        path: def
+            .get("webhookPath")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        port: def
+            .get("containerPort")
+            .and_then(Value::as_i64)
+            .and_then(|p| i32::try_from(p).ok()),
+    };
     crd.spec.conversion = Some(CustomResourceConversion {
         strategy: "Webhook".into(),
         webhook: Some(WebhookConversion {
-            client_config: None,
+            client_config: Some(WebhookClientConfig {
+                service: Some(service),
+                ..Default::default()
+            }),
             conversion_review_versions: review_versions,
         }),
     });

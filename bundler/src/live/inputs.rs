@@ -3,16 +3,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceConversion, CustomResourceDefinition, ServiceReference, WebhookClientConfig,
-    WebhookConversion,
-};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::Value;
 use upgrade_tests::live::ReleaseUnderTest;
 
 use crate::bundle::generate::{self, GenerateOptions};
 use crate::bundle::load::LoadedBundle;
 use crate::catalog::model::{Model, Package};
+use crate::compat::graph::apply_conversion_webhook;
 use crate::plan::LoadedPlan;
 
 /// Failure to prepare the live test's inputs.
@@ -189,13 +187,8 @@ pub fn release_from_bundle(bundle: &LoadedBundle) -> Result<ReleaseUnderTest, In
     }
     let mut examples = Vec::new();
     if let Some(csv) = csv {
-        for definition in csv.value["spec"]["webhookdefinitions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|d| d["type"] == "ConversionWebhook")
-        {
-            inject_conversion(&mut crds, definition);
+        for crd in &mut crds {
+            apply_conversion_webhook(crd, &csv.value);
         }
         if let Some(text) = csv.value["metadata"]["annotations"]["alm-examples"].as_str() {
             let parsed: Vec<Value> =
@@ -216,52 +209,6 @@ pub fn release_from_bundle(bundle: &LoadedBundle) -> Result<ReleaseUnderTest, In
         examples,
         webhook: None,
     })
-}
-
-/// What OLM does for a `ConversionWebhook` definition: every CRD it names converts through
-/// the webhook at its `webhookPath`.
-fn inject_conversion(crds: &mut [CustomResourceDefinition], definition: &Value) {
-    let names: Vec<&str> = definition["conversionCRDs"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
-    let review_versions: Vec<String> = definition["admissionReviewVersions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|v| v.as_str().map(str::to_owned))
-        .collect();
-    for crd in crds
-        .iter_mut()
-        .filter(|c| names.contains(&c.metadata.name.as_deref().unwrap_or_default()))
-    {
-        crd.spec.conversion = Some(CustomResourceConversion {
-            strategy: "Webhook".to_owned(),
-            webhook: Some(WebhookConversion {
-                conversion_review_versions: if review_versions.is_empty() {
-                    vec!["v1".to_owned()]
-                } else {
-                    review_versions.clone()
-                },
-                client_config: Some(WebhookClientConfig {
-                    service: Some(ServiceReference {
-                        namespace: "olm".to_owned(),
-                        name: definition["deploymentName"]
-                            .as_str()
-                            .unwrap_or_default()
-                            .to_owned(),
-                        path: definition["webhookPath"].as_str().map(str::to_owned),
-                        port: definition["containerPort"]
-                            .as_i64()
-                            .and_then(|p| i32::try_from(p).ok()),
-                    }),
-                    ..Default::default()
-                }),
-            }),
-        });
-    }
 }
 
 /// The plan's sample objects (every document of every sample file).

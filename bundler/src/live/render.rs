@@ -7,13 +7,22 @@ use crate::report::xml_escape;
 use upgrade_tests::live::{EdgeReport, LiveFinding, Rollback, Severity, Verdict};
 
 /// How to print the reports.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum OutputFormat {
     #[default]
     Text,
     Json,
     Junit,
     Markdown,
+}
+
+impl crate::choice::Choice for OutputFormat {
+    const CHOICES: &'static [(&'static str, Self)] = &[
+        ("text", OutputFormat::Text),
+        ("json", OutputFormat::Json),
+        ("junit", OutputFormat::Junit),
+        ("markdown", OutputFormat::Markdown),
+    ];
 }
 
 /// The reports in `format`.

@@ -22,7 +22,9 @@
 //!   every image is in its registry, the catalog's tag last.
 //! - **Errors name the step** ([`PipelineError::Step`]); credentials are never printed.
 
+pub mod install;
 pub mod state;
+pub mod supply;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -56,8 +58,11 @@ pub mod step {
     pub const CATALOG: &str = "catalog";
     pub const UPGRADE_CHECK: &str = "upgrade check";
     pub const CATALOG_IMAGE: &str = "catalog image";
+    pub const INSTALL: &str = "install manifests";
     pub const WRITE: &str = "write";
     pub const PUSH: &str = "push";
+    pub const SBOM: &str = "sbom";
+    pub const SIGN: &str = "sign";
 }
 
 /// What the upgrade-check step reports when every edge passes.
@@ -157,9 +162,15 @@ pub struct Summary {
     /// Warnings of the generated bundles (errors stop the release).
     pub findings: Vec<Finding>,
     pub upgrade_check: UpgradeCheck,
+    /// The install manifests under `install/` (none when the CSV's install modes leave the
+    /// target namespaces to the administrator).
+    pub install: Option<install::InstallSummary>,
     pub steps: Vec<Step>,
     pub dry_run: bool,
     pub pushed: bool,
+    /// SBOMs and signatures published for the release's images (with push).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub supply: Vec<supply::Attachment>,
 }
 
 /// The upgrade check's outcome (the static checks of `olmpack upgrade check` on the plan's graph).
@@ -211,7 +222,9 @@ pub struct Prepared {
     catalog: FileTree,
     bundles_stale: bool,
     catalog_stale: bool,
+    install: install::InstallOutcome,
     state: State,
+    supply: supply::SupplyPlan,
     pub summary: Summary,
 }
 
@@ -358,6 +371,16 @@ pub async fn prepare(
     options: &Options,
     progress: &Progress,
 ) -> Result<Prepared, PipelineError> {
+    prepare_signed(plan, options, None, progress).await
+}
+
+/// [`prepare`], and (with push) sign every bundle and catalog image with `signer`.
+pub async fn prepare_signed(
+    plan: &LoadedPlan,
+    options: &Options,
+    signer: Option<&crate::supply::cosign::Signer>,
+    progress: &Progress,
+) -> Result<Prepared, PipelineError> {
     let names = names(plan, options.registry.as_deref())?;
     std::fs::create_dir_all(&options.out).map_err(fail(step::PLAN))?;
     let staging = tempfile::Builder::new()
@@ -472,25 +495,53 @@ pub async fn prepare(
     let catalog_image =
         catalog_image_step(plan, &catalog, options, &names, &state, &staging, progress).await?;
     steps.push(image_step(step::CATALOG_IMAGE, &catalog_image));
+    let versions: Vec<String> = releases.iter().map(|(_, r)| r.version.clone()).collect();
+    let install = install::prepare(
+        plan,
+        &generated,
+        &versions,
+        &catalog_image,
+        &options.out,
+        options.push,
+    )?;
+    steps.push(install.step.clone());
 
     let all_images: Vec<&ImageSummary> = operator
         .iter()
         .chain(&bundle_images)
         .chain(std::iter::once(&catalog_image))
         .collect();
+    let mut sbom_inputs = Vec::new();
+    for ((_, release), image) in releases.iter().zip(&bundle_images) {
+        let files = bundle_files(&generated.tree, &release.version)?;
+        sbom_inputs.push((release.version.as_str(), image, files));
+    }
+    let supply_plan = supply::plan(
+        &sbom_inputs,
+        &catalog_image,
+        &catalog,
+        options,
+        signer,
+        &state,
+    )?;
+    drop(sbom_inputs);
     steps.push(push_step(options.push, &all_images));
+    steps.push(supply::sbom_step(options.push, &supply_plan));
+    steps.push(supply::sign_step(options.push, &supply_plan));
 
     let summary = Summary {
         package: plan.plan.package.clone(),
-        versions: releases.iter().map(|(_, r)| r.version.clone()).collect(),
+        versions,
         operator,
         bundles: bundle_images,
         catalog: catalog_image,
         findings: warnings,
         upgrade_check,
+        install: install.summary.clone(),
         steps,
         dry_run: true,
         pushed: false,
+        supply: supply_plan.published(),
     };
     Ok(Prepared {
         staging,
@@ -498,7 +549,9 @@ pub async fn prepare(
         catalog,
         bundles_stale,
         catalog_stale,
+        install,
         state,
+        supply: supply_plan,
         summary,
     })
 }
@@ -872,6 +925,11 @@ pub async fn apply(
             .write_to(&out.join("catalog"))
             .map_err(fail(step::WRITE))?;
     }
+    if let (true, Some(files)) = (prepared.install.stale, &prepared.install.files) {
+        files
+            .write_to(&out.join(install::INSTALL_DIR))
+            .map_err(fail(step::WRITE))?;
+    }
     let images: Vec<ImageSummary> = prepared
         .summary
         .operator
@@ -898,7 +956,14 @@ pub async fn apply(
         .retain(|name, _| images.iter().any(|i| &i.name == name));
     prepared.state.save(out).map_err(fail(step::WRITE))?;
     if options.push {
-        push_all(&images, &mut prepared.state, options, progress).await?;
+        prepared.summary.supply = push_all(
+            &images,
+            &prepared.supply,
+            &mut prepared.state,
+            options,
+            progress,
+        )
+        .await?;
         prepared.summary.pushed = true;
     }
     prepared.summary.dry_run = false;
@@ -928,10 +993,11 @@ fn place_layout(staging: &Path, out: &Path, name: &str) -> Result<(), PipelineEr
 
 async fn push_all(
     images: &[ImageSummary],
+    supply_plan: &supply::SupplyPlan,
     state: &mut State,
     options: &Options,
     progress: &Progress,
-) -> Result<(), PipelineError> {
+) -> Result<Vec<supply::Attachment>, PipelineError> {
     let out = &options.out;
     let layout = |image: &ImageSummary| {
         out.join("images")
@@ -949,7 +1015,9 @@ async fn push_all(
             .await
             .map_err(fail(step::PUSH))?;
     }
-    // 2. Tags, the catalog last: it names everything else.
+    // 2. SBOMs (and signatures) of the images, before any tag makes an image reachable.
+    let attachments = supply::publish(supply_plan, state, options).await?;
+    // 3. Tags, the catalog last: it names everything else.
     for image in &pending {
         let tagged = format!(
             "{}:{}",
@@ -962,7 +1030,7 @@ async fn push_all(
         state.pushed.insert(image.reference.clone(), report.digest);
         state.save(out).map_err(fail(step::PUSH))?;
     }
-    Ok(())
+    Ok(attachments)
 }
 
 #[cfg(test)]

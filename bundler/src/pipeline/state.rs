@@ -32,6 +32,9 @@ pub struct State {
     /// Pushed references (`host/repo:tag`) → the digest the tag was moved to.
     #[serde(default)]
     pub pushed: BTreeMap<String, String>,
+    /// Published SBOMs and signatures, by kind and image (see [`super::supply`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub supply: BTreeMap<String, super::supply::Attachment>,
 }
 
 /// One image layout under `<out>/images/`.

@@ -88,6 +88,16 @@ pub struct Plan {
     /// How `replaces` / `skips` are computed when a release does not set them.
     #[serde(default)]
     pub upgrades: UpgradePolicy,
+    /// What happens to a cert-manager Certificate in the manifests that is not a webhook
+    /// serving certificate (OLM replaces those itself) and whose Secret a Deployment mounts,
+    /// e.g. kubebuilder's metrics certificate. OLM does not run cert-manager, so the Secret
+    /// would never exist and the pod could not start. `error` (default): stop with a hint.
+    /// `drop`: leave the Certificate out with a warning and remove from the Deployments the
+    /// Secret's volume, its volumeMounts and the container args pointing into the mount
+    /// (e.g. `--metrics-cert-path`; controller-runtime then serves metrics with a
+    /// self-signed certificate).
+    #[serde(default, skip_serializing_if = "CertManagerChoice::is_default")]
+    pub cert_manager_certificates: CertManagerChoice,
     /// Every release, oldest first or in any order.
     pub releases: Vec<Release>,
 }
@@ -293,6 +303,24 @@ pub enum EdgePolicy {
     #[default]
     ReplacesChain,
     None,
+}
+
+/// See [`Plan::cert_manager_certificates`].
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum CertManagerChoice {
+    /// Stop with an error naming the Secret and this choice.
+    #[default]
+    Error,
+    /// Leave the Certificate out (warning) and unmount its Secret from the Deployments.
+    Drop,
+}
+
+impl CertManagerChoice {
+    /// True for the default, `error`.
+    pub fn is_default(&self) -> bool {
+        *self == Self::Error
+    }
 }
 
 /// One release: a bundle.

@@ -20,6 +20,8 @@ pub async fn apiserver_dry_run(client: &kube::Client, object: &Value) -> Result<
             | "ClusterRoleBinding"
             | "PriorityClass"
             | "PriorityLevelConfiguration"
+            | "ValidatingWebhookConfiguration"
+            | "MutatingWebhookConfiguration"
     );
     let path = if cluster_scoped {
         format!("{base}/{plural}?dryRun=All")

@@ -102,12 +102,17 @@ impl OlmEnv {
         let kubeconfig = env.kubeconfig_path().display().to_string();
         let client = env.client();
 
-        for crd in read_crds(&crds)? {
-            env.install_crd(&crd).await?;
-        }
-        for ns in [CATALOG_NAMESPACE, OPERATOR_NAMESPACE] {
-            create_namespace(&client, ns).await?;
-        }
+        // OLM's CRDs are created at once and established in parallel (each waits for its
+        // own Established condition), while the namespaces are created.
+        let crds = read_crds(&crds)?;
+        let (installed, namespaces) = tokio::join!(
+            futures::future::try_join_all(crds.iter().map(|crd| env.install_crd(crd))),
+            futures::future::try_join_all(
+                [CATALOG_NAMESPACE, OPERATOR_NAMESPACE].map(|ns| create_namespace(&client, ns))
+            ),
+        );
+        installed?;
+        namespaces?;
 
         let mut scheduler = ChildProcess::start(
             "kube-scheduler",

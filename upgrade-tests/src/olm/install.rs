@@ -65,6 +65,15 @@ pub struct Step {
     pub elapsed: Duration,
 }
 
+/// What is installed in the cluster after a step, to compare with the bundle: every served
+/// version of every CRD but OLM's own (`name/version`), and the Deployments of the operator
+/// namespace, each sorted.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Installed {
+    pub crds: Vec<String>,
+    pub deployments: Vec<String>,
+}
+
 /// An example object created from a CSV's `alm-examples`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Example {
@@ -483,4 +492,42 @@ impl OlmEnv {
 
 fn plan_name(plan: &InstallPlan) -> String {
     plan.metadata.name.clone().unwrap_or_default()
+}
+
+impl OlmEnv {
+    /// What is installed now (see [`Installed`]).
+    pub async fn installed(&self) -> Result<Installed, OlmError> {
+        use k8s_openapi::api::apps::v1::Deployment;
+        use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+        let crds: Api<CustomResourceDefinition> = Api::all(self.client());
+        let mut installed = Installed::default();
+        for crd in crds
+            .list(&ListParams::default())
+            .await
+            .map_err(OlmError::api("list CustomResourceDefinitions"))?
+        {
+            if crd.spec.group == "operators.coreos.com" {
+                continue;
+            }
+            let name = crd.metadata.name.unwrap_or_default();
+            installed.crds.extend(
+                crd.spec
+                    .versions
+                    .iter()
+                    .filter(|v| v.served)
+                    .map(|v| format!("{name}/{}", v.name)),
+            );
+        }
+        let deployments: Api<Deployment> = Api::namespaced(self.client(), OPERATOR_NAMESPACE);
+        installed.deployments = deployments
+            .list(&ListParams::default())
+            .await
+            .map_err(OlmError::api("list Deployments"))?
+            .into_iter()
+            .filter_map(|d| d.metadata.name)
+            .collect();
+        installed.crds.sort();
+        installed.deployments.sort();
+        Ok(installed)
+    }
 }

@@ -27,7 +27,7 @@ pub mod resources;
 pub mod webhooks;
 
 pub use env::{Catalog, OlmEnv, OlmEnvOptions};
-pub use install::{EXAMPLE_NAMESPACE, Example, Outcome, Step, Timeouts};
+pub use install::{EXAMPLE_NAMESPACE, Example, Installed, Outcome, Step, Timeouts};
 pub use webhooks::WebhookCommand;
 
 use std::path::PathBuf;

@@ -1,0 +1,124 @@
+//! The release's "install manifests" step: [`crate::install`] on the generated bundles and the
+//! catalog image's digest, written to `<out>/install/`.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::{Change, ImageSummary, PipelineError, Step, fail, stale, step};
+use crate::bundle::generate::Generated;
+use crate::install::{self, InstallInput, OLM_V0_FILE, OLM_V1_FILE, facts};
+use crate::output::FileTree;
+use crate::plan::LoadedPlan;
+
+/// The directory under `--out` the install manifests go to.
+pub const INSTALL_DIR: &str = "install";
+
+/// The install manifests of a release, for the JSON summary.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InstallSummary {
+    /// Paths relative to `--out`: the OLM v0 and the OLM v1 manifests.
+    pub files: Vec<String>,
+    /// The namespace the operator is installed into.
+    pub namespace: String,
+    /// The catalog image the CatalogSource and the ClusterCatalog serve, by digest.
+    pub catalog_image: String,
+}
+
+/// The step's outcome: the files (when they can be written) and whether they are stale.
+#[derive(Debug)]
+pub struct InstallOutcome {
+    pub files: Option<FileTree>,
+    pub stale: bool,
+    pub summary: Option<InstallSummary>,
+    pub step: Step,
+}
+
+/// Builds the install manifests from every release's bundle (oldest first) and the catalog
+/// image, and compares them with `<out>/install/`.
+pub fn prepare(
+    plan: &LoadedPlan,
+    generated: &Generated,
+    versions: &[String],
+    catalog: &ImageSummary,
+    out: &Path,
+    push: bool,
+) -> Result<InstallOutcome, PipelineError> {
+    let mut releases = Vec::new();
+    for version in versions {
+        if let Some(bundle) = generated.bundles.get(version) {
+            let label = format!("bundle/{version}");
+            releases.push(facts::read(&label, bundle).map_err(fail(step::INSTALL))?);
+        }
+    }
+    let input = InstallInput {
+        package: &plan.plan.package,
+        default_channel: &plan.plan.default_channel,
+        catalog_image: &catalog.pinned,
+        releases: &releases,
+    };
+    let built = match install::build(&input) {
+        Ok(built) => built,
+        Err(err @ install::InstallError::NoInstallMode { .. }) => {
+            return Ok(InstallOutcome {
+                files: None,
+                stale: false,
+                summary: None,
+                step: Step {
+                    step: step::INSTALL,
+                    change: Change::Skipped,
+                    detail: err.to_string(),
+                },
+            });
+        }
+        Err(other) => return Err(fail(step::INSTALL)(other)),
+    };
+    let webhooks = releases.last().is_some_and(|r| !r.webhooks.is_empty());
+    let is_stale = stale(&built.files, &out.join(INSTALL_DIR), step::INSTALL)?;
+    let files: Vec<String> = [OLM_V0_FILE, OLM_V1_FILE]
+        .iter()
+        .map(|f| format!("{INSTALL_DIR}/{f}"))
+        .collect();
+    let detail = format!(
+        "{} (OLM v0: CatalogSource, OperatorGroup, Subscription to {}) and {} (OLM v1: ClusterCatalog, installer ServiceAccount + RBAC, ClusterExtension) into namespace {}; they name the catalog image {}{}{}; {}",
+        files[0],
+        plan.plan.default_channel,
+        files[1],
+        built.namespace,
+        catalog.pinned,
+        if push {
+            ""
+        } else {
+            ", which clusters can pull only once it is pushed (--push)"
+        },
+        if webhooks {
+            "; the newest bundle has webhooks, which OLM v1 installs only with its webhook support (cert-manager) enabled"
+        } else {
+            ""
+        },
+        if is_stale {
+            "install/ will be written"
+        } else {
+            "install/ is up to date"
+        }
+    );
+    Ok(InstallOutcome {
+        stale: is_stale,
+        summary: Some(InstallSummary {
+            files,
+            namespace: built.namespace,
+            catalog_image: catalog.pinned.clone(),
+        }),
+        files: Some(built.files),
+        step: Step {
+            step: step::INSTALL,
+            change: if is_stale {
+                Change::Changes
+            } else {
+                Change::Unchanged
+            },
+            detail,
+        },
+    })
+}

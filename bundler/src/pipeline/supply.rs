@@ -1,0 +1,375 @@
+//! The release's supply chain steps: an SPDX SBOM of every bundle and catalog image, attached
+//! to it in its registry ([`crate::supply::attach`]), and (with a signing key) a cosign
+//! signature of each ([`crate::supply::cosign`]).
+//!
+//! Contract:
+//! - Only with push: SBOMs and signatures live next to the images in their registries.
+//! - They are published after every image is pushed by digest and before any tag moves, so
+//!   an image is never reachable by its tag without its SBOM and signature.
+//! - Each attachment is recorded in the state file under its kind and the image's pinned
+//!   name; a re-run with the same inputs publishes nothing again.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Change, ImageSummary, Options, PipelineError, Step, fail, split_tag, step};
+use crate::catalog::declcfg::DeclarativeConfig;
+use crate::catalog::load as catalog_load;
+use crate::image::auth::Secret;
+use crate::image::layout::{Descriptor, Layout};
+use crate::output::FileTree;
+use crate::supply::attach::{self, Artifact, Discovery};
+use crate::supply::cosign::{self, Signer};
+use crate::supply::oci::Repo;
+use crate::supply::sbom::{self, SPDX_JSON, SbomInput};
+
+/// What a supply chain artifact is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// An SPDX SBOM attached as an OCI artifact.
+    Sbom,
+    /// A cosign signature at tag `sha256-<hex>.sig`.
+    Signature,
+}
+
+/// One published supply chain artifact (in the summary and the state file).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Attachment {
+    pub kind: Kind,
+    /// The image it is about, `host/repo@sha256:…`.
+    pub image: String,
+    /// The artifact's manifest digest.
+    pub digest: String,
+    /// How a client finds it: `referrers-api`, `tag-schema`, or `cosign-tag`.
+    pub found_by: String,
+}
+
+impl Attachment {
+    /// The state file's key of an SBOM.
+    fn sbom_key(image: &str) -> String {
+        format!("sbom {image}")
+    }
+
+    /// The state file's key of a signature by the key `key_id`.
+    fn signature_key(image: &str, key_id: &str) -> String {
+        format!("signature {image} key {key_id}")
+    }
+}
+
+/// The SBOM of one image, ready to attach.
+#[derive(Clone, Debug)]
+pub struct SbomJob {
+    /// The layout's name under `<out>/images/`.
+    name: String,
+    reference: String,
+    pinned: String,
+    bytes: Vec<u8>,
+    /// Set when an earlier run attached it.
+    done: Option<Attachment>,
+}
+
+/// One image to sign.
+#[derive(Clone, Debug)]
+pub struct SignJob {
+    pinned: String,
+    digest: String,
+    done: Option<Attachment>,
+}
+
+/// The supply chain work of a release.
+#[derive(Clone, Debug, Default)]
+pub struct SupplyPlan {
+    sboms: Vec<SbomJob>,
+    signer: Option<Signer>,
+    signatures: Vec<SignJob>,
+}
+
+impl SupplyPlan {
+    /// What earlier runs published for this release's images.
+    pub fn published(&self) -> Vec<Attachment> {
+        let sboms = self.sboms.iter().filter_map(|j| j.done.clone());
+        let signatures = self.signatures.iter().filter_map(|j| j.done.clone());
+        sboms.chain(signatures).collect()
+    }
+}
+
+/// Reads the signing key of `--sign-key`, its password from `COSIGN_PASSWORD`.
+pub fn load_signer(path: &std::path::Path) -> Result<Signer, PipelineError> {
+    let password = std::env::var("COSIGN_PASSWORD").ok().map(Secret::new);
+    Signer::load(path, password.as_ref()).map_err(fail(step::SIGN))
+}
+
+/// The directories of a bundle that its image holds.
+const BUNDLE_DIRS: [&str; 3] = ["manifests/", "metadata/", "tests/scorecard/"];
+
+/// The bundles of the catalog: image → related images.
+fn catalog_bundles(catalog: &FileTree) -> BTreeMap<String, Vec<String>> {
+    let mut config = DeclarativeConfig::default();
+    for (file, bytes) in catalog.iter() {
+        config.merge(catalog_load::load_stream(file, bytes).config);
+    }
+    config
+        .bundles
+        .into_iter()
+        .map(|b| {
+            let related = b
+                .related_images
+                .iter()
+                .map(|r| r.image.clone())
+                .filter(|image| *image != b.image)
+                .collect();
+            (b.image, related)
+        })
+        .collect()
+}
+
+/// The SBOM jobs of the bundle images (`(version, image)`) and the catalog image.
+pub fn plan(
+    bundles: &[(&str, &ImageSummary, FileTree)],
+    catalog_image: &ImageSummary,
+    catalog: &FileTree,
+    options: &Options,
+    signer: Option<&Signer>,
+    state: &super::state::State,
+) -> Result<SupplyPlan, PipelineError> {
+    if !options.push {
+        return Ok(SupplyPlan {
+            signer: signer.cloned(),
+            ..SupplyPlan::default()
+        });
+    }
+    let created = options.source_date_epoch.unwrap_or(0);
+    let related = catalog_bundles(catalog);
+    let job = |image: &ImageSummary, files: Vec<(String, &[u8])>, references: Vec<String>| {
+        let bytes = sbom::build(&SbomInput {
+            reference: &image.reference,
+            digest: &image.digest,
+            files,
+            references,
+            created,
+        })
+        .map_err(fail(step::SBOM))?;
+        Ok::<_, PipelineError>(SbomJob {
+            name: image.name.clone(),
+            reference: image.reference.clone(),
+            pinned: image.pinned.clone(),
+            bytes,
+            done: state
+                .supply
+                .get(&Attachment::sbom_key(&image.pinned))
+                .cloned(),
+        })
+    };
+    let mut sboms = Vec::new();
+    for (_, image, files) in bundles {
+        // What bundle.Dockerfile copies: manifests/, metadata/, tests/scorecard/.
+        let in_image = files
+            .iter()
+            .map(|(p, c)| (p.to_string_lossy().into_owned(), c))
+            .filter(|(p, _)| BUNDLE_DIRS.iter().any(|d| p.starts_with(d)))
+            .map(|(p, c)| (format!("/{p}"), c))
+            .collect();
+        let references = related.get(&image.pinned).cloned().unwrap_or_default();
+        sboms.push(job(image, in_image, references)?);
+    }
+    let in_image = catalog
+        .iter()
+        .map(|(p, c)| (format!("/configs/{}", p.to_string_lossy()), c))
+        .collect();
+    sboms.push(job(
+        catalog_image,
+        in_image,
+        related.keys().cloned().collect(),
+    )?);
+    let signatures = match signer {
+        Some(signer) => bundles
+            .iter()
+            .map(|(_, image, _)| *image)
+            .chain(std::iter::once(catalog_image))
+            .map(|image| SignJob {
+                pinned: image.pinned.clone(),
+                digest: image.digest.clone(),
+                done: state
+                    .supply
+                    .get(&Attachment::signature_key(&image.pinned, signer.key_id()))
+                    .cloned(),
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    Ok(SupplyPlan {
+        sboms,
+        signer: signer.cloned(),
+        signatures,
+    })
+}
+
+/// The plan's line for the signing step.
+pub fn sign_step(push: bool, plan: &SupplyPlan) -> Step {
+    let Some(signer) = &plan.signer else {
+        return Step {
+            step: step::SIGN,
+            change: Change::Skipped,
+            detail: "not asked (--sign-key)".into(),
+        };
+    };
+    if !push {
+        return Step {
+            step: step::SIGN,
+            change: Change::Skipped,
+            detail: "not asked (--push): signatures are pushed next to the images".into(),
+        };
+    }
+    let pending: Vec<&SignJob> = plan
+        .signatures
+        .iter()
+        .filter(|j| j.done.is_none())
+        .collect();
+    let mut detail = format!(
+        "{} image(s) to sign with key {}, {} signed before",
+        pending.len(),
+        signer.key_id(),
+        plan.signatures.len() - pending.len()
+    );
+    for job in &pending {
+        detail.push_str(&format!("\n    {}", job.pinned));
+    }
+    Step {
+        step: step::SIGN,
+        change: if pending.is_empty() {
+            Change::Unchanged
+        } else {
+            Change::Changes
+        },
+        detail,
+    }
+}
+
+/// The plan's line for the SBOM step.
+pub fn sbom_step(push: bool, plan: &SupplyPlan) -> Step {
+    if !push {
+        return Step {
+            step: step::SBOM,
+            change: Change::Skipped,
+            detail: "not asked (--push): SBOMs are attached to the images in their registries"
+                .into(),
+        };
+    }
+    let pending: Vec<&SbomJob> = plan.sboms.iter().filter(|j| j.done.is_none()).collect();
+    let mut detail = format!(
+        "{} SPDX SBOM(s) to attach, {} attached before",
+        pending.len(),
+        plan.sboms.len() - pending.len()
+    );
+    for job in &pending {
+        detail.push_str(&format!("\n    {}", job.pinned));
+    }
+    Step {
+        step: step::SBOM,
+        change: if pending.is_empty() {
+            Change::Unchanged
+        } else {
+            Change::Changes
+        },
+        detail,
+    }
+}
+
+/// The subject descriptor of an image: its layout's root (media type, digest, size).
+fn subject(options: &Options, job: &SbomJob) -> Result<Descriptor, PipelineError> {
+    let layout =
+        Layout::open(&options.out.join("images").join(&job.name)).map_err(fail(step::SBOM))?;
+    let root = layout
+        .find(split_tag(&job.reference).1)
+        .map_err(fail(step::SBOM))?;
+    Ok(Descriptor::new(&root.media_type, root.digest, root.size))
+}
+
+/// Attaches every SBOM not attached before; records each in the state as it goes.
+pub async fn publish(
+    plan: &SupplyPlan,
+    state: &mut super::state::State,
+    options: &Options,
+) -> Result<Vec<Attachment>, PipelineError> {
+    let mut published = Vec::new();
+    for job in &plan.sboms {
+        if let Some(done) = &job.done {
+            published.push(done.clone());
+            continue;
+        }
+        let subject = subject(options, job)?;
+        let repo = Repo::connect(&job.pinned, &options.access)
+            .await
+            .map_err(fail(step::SBOM))?;
+        let title = format!("{}.spdx.json", job.name);
+        let attached = attach::attach(
+            &repo,
+            &subject,
+            &Artifact {
+                artifact_type: SPDX_JSON,
+                title: &title,
+                bytes: &job.bytes,
+                created: options.source_date_epoch.unwrap_or(0),
+            },
+        )
+        .await
+        .map_err(fail(step::SBOM))?;
+        let attachment = Attachment {
+            kind: Kind::Sbom,
+            image: job.pinned.clone(),
+            digest: attached.digest,
+            found_by: match attached.discovery {
+                Discovery::ReferrersApi => "referrers-api",
+                Discovery::TagSchema => "tag-schema",
+            }
+            .into(),
+        };
+        state
+            .supply
+            .insert(Attachment::sbom_key(&job.pinned), attachment.clone());
+        state.save(&options.out).map_err(fail(step::SBOM))?;
+        published.push(attachment);
+    }
+    published.extend(sign_all(plan, state, options).await?);
+    Ok(published)
+}
+
+/// Signs every image not signed before with the plan's key.
+async fn sign_all(
+    plan: &SupplyPlan,
+    state: &mut super::state::State,
+    options: &Options,
+) -> Result<Vec<Attachment>, PipelineError> {
+    let Some(signer) = &plan.signer else {
+        return Ok(Vec::new());
+    };
+    let mut published = Vec::new();
+    for job in &plan.signatures {
+        if let Some(done) = &job.done {
+            published.push(done.clone());
+            continue;
+        }
+        let repo = Repo::connect(&job.pinned, &options.access)
+            .await
+            .map_err(fail(step::SIGN))?;
+        let signed = cosign::sign(&repo, &job.digest, signer)
+            .await
+            .map_err(fail(step::SIGN))?;
+        let attachment = Attachment {
+            kind: Kind::Signature,
+            image: job.pinned.clone(),
+            digest: signed.digest,
+            found_by: "cosign-tag".into(),
+        };
+        state.supply.insert(
+            Attachment::signature_key(&job.pinned, signer.key_id()),
+            attachment.clone(),
+        );
+        state.save(&options.out).map_err(fail(step::SIGN))?;
+        published.push(attachment);
+    }
+    Ok(published)
+}

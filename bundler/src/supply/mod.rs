@@ -1,0 +1,7 @@
+//! Supply chain artifacts of a release: SPDX SBOMs of the bundle and catalog images
+//! ([`sbom`]), attached to them as OCI artifacts.
+
+pub mod attach;
+pub mod cosign;
+pub mod oci;
+pub mod sbom;

@@ -1,0 +1,178 @@
+//! The few registry operations the supply chain steps need, on one repository: blobs and
+//! manifests by digest, a manifest by tag that may be absent, and the referrers list.
+
+use oci_client::errors::{OciDistributionError, OciErrorCode};
+use oci_client::{Reference, RegistryOperation};
+
+use crate::image::digest::sha256_digest;
+use crate::image::layout::Descriptor;
+use crate::image::reference::{self, ReferenceError};
+use crate::image::registry::{RegistryAccess, RegistryClient, RegistryError};
+
+/// One repository of one registry, authenticated for pushing.
+#[derive(Debug)]
+pub struct Repo {
+    client: RegistryClient,
+    registry: String,
+    repository: String,
+}
+
+/// Failure of a registry operation of the supply chain steps.
+#[derive(Debug, thiserror::Error)]
+pub enum RepoError {
+    #[error(transparent)]
+    Reference(#[from] ReferenceError),
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    #[error("{what}: the registry still lacks blob {digest} after it was uploaded")]
+    BlobMissing { what: String, digest: String },
+}
+
+impl Repo {
+    /// Connects to the repository of `image` (`host/repo[:tag][@digest]`) and authenticates.
+    pub async fn connect(image: &str, access: &RegistryAccess) -> Result<Self, RepoError> {
+        let parsed = reference::parse(image)?;
+        let client = RegistryClient::new(&parsed, access)?;
+        client
+            .authenticate(&parsed, RegistryOperation::Push)
+            .await?;
+        Ok(Self {
+            client,
+            registry: parsed.registry().to_owned(),
+            repository: parsed.repository().to_owned(),
+        })
+    }
+
+    /// `host/repo`.
+    pub fn name(&self) -> String {
+        format!("{}/{}", self.registry, self.repository)
+    }
+
+    pub fn at_digest(&self, digest: &str) -> Reference {
+        Reference::with_digest(
+            self.registry.clone(),
+            self.repository.clone(),
+            digest.to_owned(),
+        )
+    }
+
+    pub fn at_tag(&self, tag: &str) -> Reference {
+        Reference::with_tag(
+            self.registry.clone(),
+            self.repository.clone(),
+            tag.to_owned(),
+        )
+    }
+
+    /// Uploads `bytes` unless the registry has them; returns their descriptor.
+    pub async fn ensure_blob(
+        &self,
+        media_type: &str,
+        bytes: &[u8],
+    ) -> Result<Descriptor, RepoError> {
+        let digest = sha256_digest(bytes);
+        let target = self.at_digest(&digest);
+        let exists = || async {
+            self.client
+                .with_retries(format!("checking blob {digest}"), || async {
+                    self.client.client.blob_exists(&target, &digest).await
+                })
+                .await
+        };
+        if !exists().await? {
+            let data = bytes::Bytes::copy_from_slice(bytes);
+            self.client
+                .with_retries(format!("uploading blob {digest}"), || async {
+                    self.client
+                        .client
+                        .push_blob(&target, data.clone(), &digest)
+                        .await
+                })
+                .await?;
+            if !exists().await? {
+                return Err(RepoError::BlobMissing {
+                    what: self.name(),
+                    digest,
+                });
+            }
+        }
+        Ok(Descriptor::new(media_type, digest, bytes.len() as u64))
+    }
+
+    /// Pushes a manifest to `reference` (a digest or a tag).
+    pub async fn put_manifest(
+        &self,
+        reference: &Reference,
+        bytes: &[u8],
+        media_type: &str,
+    ) -> Result<(), RepoError> {
+        let content_type = http::HeaderValue::from_str(media_type)
+            .unwrap_or_else(|_| http::HeaderValue::from_static("application/octet-stream"));
+        let body = bytes.to_vec();
+        self.client
+            .with_retries(
+                format!("pushing manifest to {}", reference.whole()),
+                || async {
+                    self.client
+                        .client
+                        .push_manifest_raw(reference, body.clone(), content_type.clone())
+                        .await
+                },
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// The manifest at `reference`, or `None` when the registry has none there.
+    pub async fn get_manifest(
+        &self,
+        reference: &Reference,
+        accepted: &[&str],
+    ) -> Result<Option<Vec<u8>>, RepoError> {
+        let found = self
+            .client
+            .with_retries(format!("reading {}", reference.whole()), || async {
+                match self
+                    .client
+                    .client
+                    .pull_manifest_raw(reference, &self.client.auth, accepted)
+                    .await
+                {
+                    Ok((bytes, _)) => Ok(Some(bytes.to_vec())),
+                    Err(err) if is_not_found(&err) => Ok(None),
+                    Err(err) => Err(err),
+                }
+            })
+            .await?;
+        Ok(found)
+    }
+
+    /// The digests of the manifests referring to `subject`, as the registry lists them:
+    /// by its referrers API, or (on a 404 there) from the tag-schema index.
+    pub async fn referrers(&self, subject: &str) -> Result<Vec<String>, RepoError> {
+        let reference = self.at_digest(subject);
+        let index = self
+            .client
+            .with_retries(format!("listing the referrers of {subject}"), || async {
+                self.client.client.pull_referrers(&reference, None).await
+            })
+            .await?;
+        Ok(index.manifests.into_iter().map(|m| m.digest).collect())
+    }
+}
+
+/// True when the registry says there is nothing at the reference.
+fn is_not_found(err: &OciDistributionError) -> bool {
+    match err {
+        OciDistributionError::ImageManifestNotFoundError(_) => true,
+        OciDistributionError::ServerError { code, .. } => *code == 404,
+        OciDistributionError::RegistryError { envelope, .. } => envelope.errors.iter().any(|e| {
+            matches!(
+                e.code,
+                OciErrorCode::ManifestUnknown | OciErrorCode::NameUnknown | OciErrorCode::NotFound
+            )
+        }),
+        OciDistributionError::RequestError(e) => e.status().is_some_and(|s| s.as_u16() == 404),
+        _ => false,
+    }
+}

@@ -1,0 +1,860 @@
+//! The severity model's proof: for every rule that may report an error (the table
+//! `validate::consumers::RULES`), a bundle that makes olmpack report that rule at error level,
+//! and the consumer the table names refusing the same input for real:
+//!
+//! - **opm**: the built `opm` renders the bundle directory, then validates a catalog of it
+//!   (its package, one channel with its upgrade edges, the rendered bundle);
+//! - **kube-apiserver**: the test control plane (`upgrade_tests::TestEnv`, with OLM v0's CRDs
+//!   installed) refuses, in a server-side dry run, the object as written, the CSV itself, or
+//!   what OLM creates from the CSV (Deployments, Pods, webhook configurations, a CRD with OLM's
+//!   conversion webhook);
+//! - **OLM v0** and **the pod cannot start**: shown by a test that runs the real OLM v0 on the
+//!   same defect (`olm_e2e_broken.rs`), named in the case and checked to exist.
+//!
+//! Each proof also runs on the unbroken example bundle, which every consumer accepts: the
+//! refusal comes from the defect. A rule added to the table without a case here fails
+//! `bundle_consumers_every_error_rule_has_a_consumer_case`.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+mod apiserver_support;
+mod bundle_cases;
+
+use bundle_cases::*;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use olmpack::bundle::load::LoadedBundle;
+use olmpack::bundle::validate::consumers::RULES;
+use olmpack::report::{Consumer, Severity};
+use serde_json::{Value, json};
+
+/// How a case shows its consumer refusing.
+#[derive(Clone, Copy)]
+enum Proof {
+    /// `opm render` of the bundle directory, then `opm validate` of a catalog of it, fails.
+    Opm,
+    /// The API server refuses an object of this bundle file, as written.
+    Object(&'static str),
+    /// The API server, with OLM's CRDs, refuses the ClusterServiceVersion itself.
+    Csv,
+    /// The API server refuses an object OLM creates from the bundle.
+    Derived(fn(&LoadedBundle) -> Vec<Value>),
+    /// A test that runs the real OLM v0 on the same defect: (test file, test function).
+    OlmE2e(&'static str, &'static str),
+    /// The real OLM v0 refuses the `invalid-install-mode` OLM fixture's operator (its install
+    /// mode fixed) with this change to its CSV, saying `says` (in the reason or message).
+    OlmV0 {
+        change: fn(&mut Value),
+        says: &'static str,
+    },
+}
+
+impl Proof {
+    /// The consumers this kind of proof can stand for.
+    fn shows(self, consumer: Consumer) -> bool {
+        match self {
+            Proof::Opm => consumer == Consumer::Opm,
+            Proof::Object(_) | Proof::Csv => consumer == Consumer::KubeApiserver,
+            Proof::Derived(_) => {
+                matches!(consumer, Consumer::KubeApiserver | Consumer::PodCannotStart)
+            }
+            Proof::OlmE2e(..) => matches!(consumer, Consumer::OlmV0 | Consumer::PodCannotStart),
+            Proof::OlmV0 { .. } => consumer == Consumer::OlmV0,
+        }
+    }
+}
+
+struct Case {
+    rule: &'static str,
+    name: &'static str,
+    breaks: Box<dyn Fn(&mut Files)>,
+    proof: Proof,
+}
+
+fn case(
+    rule: &'static str,
+    name: &'static str,
+    proof: Proof,
+    breaks: impl Fn(&mut Files) + 'static,
+) -> Case {
+    Case {
+        rule,
+        name,
+        breaks: Box::new(breaks),
+        proof,
+    }
+}
+
+impl Case {
+    fn files(&self) -> Files {
+        let mut files = example_bundle();
+        (self.breaks)(&mut files);
+        files
+    }
+}
+
+/// Like [`csv`], but callable more than once.
+fn csv_edit(change: fn(&mut Value)) -> impl Fn(&mut Files) {
+    move |files| edit(files, CSV, change)
+}
+
+fn crd_edit(change: fn(&mut Value)) -> impl Fn(&mut Files) {
+    move |files| edit(files, CRD, change)
+}
+
+fn annotation_set(key: &'static str, value: Option<&'static str>) -> impl Fn(&mut Files) {
+    move |files| annotation(key, value)(files)
+}
+
+/// A case shown by the real OLM v0: `change` breaks the example's CSV for olmpack and the OLM
+/// fixture's CSV for OLM.
+fn olm_case(
+    rule: &'static str,
+    name: &'static str,
+    change: fn(&mut Value),
+    says: &'static str,
+) -> Case {
+    case(rule, name, Proof::OlmV0 { change, says }, csv_edit(change))
+}
+
+fn webhook(csv: &mut Value, i: usize) -> &mut Value {
+    &mut csv["spec"]["webhookdefinitions"][i]
+}
+
+fn cases() -> Vec<Case> {
+    use Proof::*;
+    vec![
+        // opm's bundle loader, `opm render` and `opm validate`.
+        case(
+            "bundle/annotation-missing",
+            "no package annotation",
+            Opm,
+            annotation_set("operators.operatorframework.io.bundle.package.v1", None),
+        ),
+        case(
+            "bundle/missing-annotations",
+            "no annotations.yaml",
+            Opm,
+            |f| {
+                f.remove(ANNOTATIONS);
+            },
+        ),
+        case("bundle/no-csv", "no CSV", Opm, |f| {
+            f.remove(CSV);
+        }),
+        case("bundle/no-manifests", "empty manifests/", Opm, |f| {
+            f.retain(|p, _| !p.starts_with("manifests/"));
+        }),
+        case(
+            "csv/owned-crd",
+            "owned CRD name without a group",
+            Opm,
+            csv_edit(|c| {
+                c["spec"]["customresourcedefinitions"]["owned"][0]["name"] = json!("guestbooks")
+            }),
+        ),
+        case(
+            "csv/owned-crd-not-in-bundle",
+            "owned CRD version not in the bundle",
+            Opm,
+            csv_edit(|c| {
+                c["spec"]["customresourcedefinitions"]["owned"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(json!({"name": "guestbooks.demo.olmpack.dev", "version": "v2", "kind": "Guestbook", "displayName": "G"}))
+            }),
+        ),
+        case(
+            "csv/version",
+            "version not semver",
+            Opm,
+            csv_edit(|c| c["spec"]["version"] = json!("1.1")),
+        ),
+        case(
+            "csv/replaces",
+            "replaces itself",
+            Opm,
+            csv_edit(|c| c["spec"]["replaces"] = json!("guestbook-operator.v1.1.1")),
+        ),
+        case(
+            "csv/skips",
+            "empty skips entry",
+            Opm,
+            csv_edit(|c| c["spec"]["skips"] = json!([""])),
+        ),
+        case(
+            "csv/skip-range",
+            "invalid skipRange",
+            Opm,
+            csv_edit(|c| c["metadata"]["annotations"]["olm.skipRange"] = json!(">=1.0 <1.1.1")),
+        ),
+        case(
+            "bundle/package-name",
+            "package name not a DNS-1123 label",
+            Opm,
+            annotation_set(
+                "operators.operatorframework.io.bundle.package.v1",
+                Some("Guestbook_Operator"),
+            ),
+        ),
+        // The API server, on an object of the bundle as written.
+        case(
+            "bundle/object-metadata",
+            "ServiceAccount whose namespace is a number",
+            Object("manifests/sa.yaml"),
+            |f| {
+                f.insert(
+                    "manifests/sa.yaml".into(),
+                    b"apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: etcd\n  namespace: 0\n".to_vec(),
+                );
+            },
+        ),
+        case(
+            "crd/api-version",
+            "CRD of apiextensions.k8s.io/v2",
+            Object(CRD),
+            crd_edit(|c| c["apiVersion"] = json!("apiextensions.k8s.io/v2")),
+        ),
+        case(
+            "crd/conversion",
+            "webhook conversion without review versions",
+            Object(CRD),
+            crd_edit(
+                |c| c["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {"clientConfig": {"service": {"name": "guestbook-webhook", "namespace": "default", "path": "/convert"}}}}),
+            ),
+        ),
+        case(
+            "crd/group",
+            "group without a dot",
+            Object(CRD),
+            crd_edit(|c| {
+                c["spec"]["group"] = json!("demo");
+                c["metadata"]["name"] = json!("guestbooks.demo");
+            }),
+        ),
+        case(
+            "crd/name",
+            "name is not plural.group",
+            Object(CRD),
+            crd_edit(|c| c["metadata"]["name"] = json!("guestbook.demo.olmpack.dev")),
+        ),
+        case(
+            "crd/names",
+            "uppercase plural",
+            Object(CRD),
+            crd_edit(|c| {
+                c["spec"]["names"]["plural"] = json!("Guestbooks");
+                c["metadata"]["name"] = json!("Guestbooks.demo.olmpack.dev");
+            }),
+        ),
+        case(
+            "crd/printer-columns",
+            "printer column path without a dot",
+            Object(CRD),
+            crd_edit(|c| {
+                c["spec"]["versions"][1]["additionalPrinterColumns"][0]["jsonPath"] =
+                    json!("spec.replicas")
+            }),
+        ),
+        case(
+            "crd/schema",
+            "schema without type",
+            Object(CRD),
+            crd_edit(|c| {
+                c["spec"]["versions"][1]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+                    ["properties"]["replicas"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("type");
+            }),
+        ),
+        case(
+            "crd/scope",
+            "unknown scope",
+            Object(CRD),
+            crd_edit(|c| c["spec"]["scope"] = json!("Cluster-wide")),
+        ),
+        case(
+            "crd/storage-version",
+            "two storage versions",
+            Object(CRD),
+            crd_edit(|c| c["spec"]["versions"][0]["storage"] = json!(true)),
+        ),
+        case(
+            "crd/subresources",
+            "scale path outside spec",
+            Object(CRD),
+            crd_edit(|c| {
+                c["spec"]["versions"][1]["subresources"]["scale"]["specReplicasPath"] =
+                    json!(".replicas")
+            }),
+        ),
+        case(
+            "crd/versions",
+            "no versions",
+            Object(CRD),
+            crd_edit(|c| c["spec"]["versions"] = json!([])),
+        ),
+        case(
+            "deprecated-api/removed",
+            "policy/v1beta1 PodDisruptionBudget",
+            Object("manifests/pdb.yaml"),
+            |f| {
+                f.insert("manifests/pdb.yaml".into(), b"apiVersion: policy/v1beta1\nkind: PodDisruptionBudget\nmetadata: {name: guestbook}\nspec: {minAvailable: 1}\n".to_vec());
+            },
+        ),
+        // The API server, on the CSV itself (OLM v0's ClusterServiceVersion CRD).
+        case(
+            "csv/name",
+            "CSV name not a DNS-1123 subdomain",
+            Csv,
+            csv_edit(|c| c["metadata"]["name"] = json!("Guestbook.v1.1.1")),
+        ),
+        case(
+            "csv/missing-field",
+            "no displayName",
+            Csv,
+            csv_edit(|c| {
+                c["spec"].as_object_mut().unwrap().remove("displayName");
+            }),
+        ),
+        case(
+            "csv/permissions",
+            "permission without a service account",
+            Csv,
+            csv_edit(|c| {
+                c["spec"]["install"]["spec"]["clusterPermissions"][0]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("serviceAccountName");
+            }),
+        ),
+        case(
+            "csv/annotation-type",
+            "annotation value that is a number",
+            Csv,
+            csv_edit(|c| c["metadata"]["annotations"]["olmpack.dev/revision"] = json!(3)),
+        ),
+        case(
+            "csv/field-type",
+            "minKubeVersion as an unquoted number",
+            Csv,
+            csv_edit(|c| c["spec"]["minKubeVersion"] = json!(1.16)),
+        ),
+        case(
+            "webhook/review-versions",
+            "webhook without admissionReviewVersions",
+            Csv,
+            csv_edit(|c| {
+                webhook(c, 1)
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("admissionReviewVersions");
+            }),
+        ),
+        case(
+            "webhook/port",
+            "webhook container port out of range",
+            Csv,
+            csv_edit(|c| webhook(c, 1)["containerPort"] = json!(70000)),
+        ),
+        case(
+            "webhook/type",
+            "unknown webhook type",
+            Csv,
+            csv_edit(|c| webhook(c, 1)["type"] = json!("AuditWebhook")),
+        ),
+        // The API server, on what OLM creates from the bundle.
+        case(
+            "csv/deployment-name",
+            "deployment name not a DNS-1123 subdomain",
+            Derived(deployments),
+            csv_edit(|c| first_deployment(c)["name"] = json!("Guestbook_Controller")),
+        ),
+        case(
+            "webhook/side-effects",
+            "webhook side effects Some",
+            Derived(webhook_configurations),
+            csv_edit(|c| webhook(c, 1)["sideEffects"] = json!("Some")),
+        ),
+        case(
+            "webhook/name",
+            "webhook name not a DNS-1123 subdomain",
+            Derived(webhook_configurations),
+            csv_edit(|c| webhook(c, 1)["generateName"] = json!("Validate_Guestbooks")),
+        ),
+        case(
+            "webhook/conversion-crds",
+            "webhook-converted CRD preserving unknown fields",
+            Derived(converted_crds),
+            crd_edit(|c| c["spec"]["preserveUnknownFields"] = json!(true)),
+        ),
+        case(
+            "csv/container-image",
+            "container without an image",
+            Derived(pods),
+            csv_edit(|c| {
+                first_deployment(c)["spec"]["template"]["spec"]["containers"][0]["image"] =
+                    json!("")
+            }),
+        ),
+        // The real OLM v0.
+        olm_case(
+            "csv/install-strategy",
+            "helm install strategy",
+            |c| c["spec"]["install"]["strategy"] = json!("helm"),
+            "unrecognized install strategy",
+        ),
+        olm_case(
+            "csv/min-kube-version",
+            "minKubeVersion not a semantic version",
+            |c| c["spec"]["minKubeVersion"] = json!("1.28"),
+            "RequirementsNotMet",
+        ),
+        olm_case(
+            "webhook/rules",
+            "webhook on OLM's API group",
+            |c| {
+                c["spec"]["webhookdefinitions"] = json!([{
+                    "type": "ValidatingAdmissionWebhook",
+                    "generateName": "vwidget.modes.olmpack.dev",
+                    "deploymentName": "widgets",
+                    "containerPort": 9443,
+                    "webhookPath": "/validate",
+                    "sideEffects": "None",
+                    "admissionReviewVersions": ["v1"],
+                    "rules": [{"apiGroups": ["operators.coreos.com"], "apiVersions": ["*"], "operations": ["CREATE"], "resources": ["*"]}],
+                }])
+            },
+            "webhook rules cannot include the OLM group",
+        ),
+        case(
+            "csv/install-modes",
+            "unknown install mode",
+            OlmE2e(
+                "olm_e2e_broken.rs",
+                "olm_e2e_broken_invalid_install_mode_is_refused",
+            ),
+            csv_edit(|c| c["spec"]["installModes"][0]["type"] = json!("AllNamespace")),
+        ),
+        case(
+            "csv/missing-volume-source",
+            "a Secret volume nobody creates",
+            OlmE2e(
+                "olm_e2e_broken.rs",
+                "olm_e2e_broken_deployment_mounting_a_missing_secret_never_installs",
+            ),
+            csv_edit(|c| {
+                first_deployment(c)["spec"]["template"]["spec"]["volumes"] = json!([
+                    {"name": "metrics-certs", "secret": {"secretName": "metrics-server-cert"}}
+                ]);
+            }),
+        ),
+    ]
+}
+
+/// The CSV's deployments as OLM v0 creates them.
+fn deployments(bundle: &LoadedBundle) -> Vec<Value> {
+    csv_deployments(bundle)
+        .iter()
+        .map(|d| {
+            json!({
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": d["name"]},
+                "spec": d["spec"],
+            })
+        })
+        .collect()
+}
+
+/// The pods the deployments' ReplicaSets create.
+fn pods(bundle: &LoadedBundle) -> Vec<Value> {
+    csv_deployments(bundle)
+        .iter()
+        .map(|d| {
+            json!({
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "guestbook-pod", "labels": d["spec"]["template"]["metadata"]["labels"]},
+                "spec": d["spec"]["template"]["spec"],
+            })
+        })
+        .collect()
+}
+
+fn csv_deployments(bundle: &LoadedBundle) -> Vec<Value> {
+    let csv = bundle.csv().expect("the case keeps the CSV");
+    csv.value["spec"]["install"]["spec"]["deployments"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The admission webhook configurations OLM v0 creates for the CSV's webhook definitions:
+/// one per definition, its webhook named after `generateName`, served by the deployment's
+/// service.
+fn webhook_configurations(bundle: &LoadedBundle) -> Vec<Value> {
+    let csv = bundle.csv().expect("the case keeps the CSV");
+    let mut out = Vec::new();
+    for def in csv.value["spec"]["webhookdefinitions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let kind = match def["type"].as_str() {
+            Some("ValidatingAdmissionWebhook") => "ValidatingWebhookConfiguration",
+            Some("MutatingAdmissionWebhook") => "MutatingWebhookConfiguration",
+            _ => continue,
+        };
+        let mut webhook = json!({
+            "name": def["generateName"],
+            "clientConfig": {"service": {
+                "namespace": "default",
+                "name": format!("{}-service", def["deploymentName"].as_str().unwrap_or("")),
+                "path": def.get("webhookPath").cloned().unwrap_or(json!("/")),
+                "port": def.get("containerPort").cloned().unwrap_or(json!(443)),
+            }},
+        });
+        for key in [
+            "rules",
+            "sideEffects",
+            "admissionReviewVersions",
+            "failurePolicy",
+            "matchPolicy",
+            "objectSelector",
+            "timeoutSeconds",
+            "reinvocationPolicy",
+        ] {
+            if let Some(v) = def.get(key) {
+                webhook[key] = v.clone();
+            }
+        }
+        out.push(json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": kind,
+            "metadata": {"name": "olmpack-consumer-test"},
+            "webhooks": [webhook],
+        }));
+    }
+    out
+}
+
+/// The CRDs a ConversionWebhook definition lists, with the conversion OLM v0 writes into them.
+fn converted_crds(bundle: &LoadedBundle) -> Vec<Value> {
+    let csv = bundle.csv().expect("the case keeps the CSV");
+    let mut out = Vec::new();
+    for def in csv.value["spec"]["webhookdefinitions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|d| d["type"] == "ConversionWebhook")
+    {
+        for name in def["conversionCRDs"].as_array().into_iter().flatten() {
+            for crd in bundle.crds().filter(|c| c.object.name() == name) {
+                let mut crd = crd.object.value.clone();
+                crd["spec"]["conversion"] = json!({
+                    "strategy": "Webhook",
+                    "webhook": {
+                        "conversionReviewVersions": def["admissionReviewVersions"],
+                        "clientConfig": {"service": {
+                            "namespace": "default",
+                            "name": format!("{}-service", def["deploymentName"].as_str().unwrap_or("")),
+                            "path": def.get("webhookPath").cloned().unwrap_or(json!("/")),
+                            "port": def.get("containerPort").cloned().unwrap_or(json!(443)),
+                        }},
+                    },
+                });
+                out.push(crd);
+            }
+        }
+    }
+    out
+}
+
+/// The CSV as OLM v0 sends it to the API server: decoded into OLM's Go type first, so with
+/// that type's apiVersion, in the operator's namespace, and with a CRD resource reference
+/// without `name` sent as `name: ""` (the field has no `omitempty`).
+fn as_olm_sends(csv: &Value) -> Value {
+    let mut csv = csv.clone();
+    csv["apiVersion"] = json!("operators.coreos.com/v1alpha1");
+    csv["metadata"]["namespace"] = json!("default");
+    for list in ["owned", "required"] {
+        let Some(crds) = csv["spec"]["customresourcedefinitions"][list].as_array_mut() else {
+            continue;
+        };
+        for crd in crds {
+            for resource in crd["resources"].as_array_mut().into_iter().flatten() {
+                if let Some(resource) = resource.as_object_mut() {
+                    resource.entry("name").or_insert(json!(""));
+                }
+            }
+        }
+    }
+    csv
+}
+
+/// The objects a kube-apiserver proof submits for `files`.
+fn apiserver_objects(proof: Proof, files: &Files) -> Vec<Value> {
+    let bundle = load_files(files);
+    match proof {
+        Proof::Object(file) => bundle
+            .objects
+            .iter()
+            .filter(|o| o.file == Path::new(file))
+            .map(|o| o.value.clone())
+            .collect(),
+        Proof::Csv => bundle
+            .csv()
+            .map(|c| as_olm_sends(&c.value))
+            .into_iter()
+            .collect(),
+        Proof::Derived(derive) => derive(&bundle),
+        Proof::Opm | Proof::OlmE2e(..) | Proof::OlmV0 { .. } => Vec::new(),
+    }
+}
+
+#[test]
+fn bundle_consumers_every_error_rule_has_a_consumer_case() {
+    let table: BTreeSet<&str> = RULES.iter().map(|(r, _)| *r).collect();
+    let cases = cases();
+    let covered: BTreeSet<&str> = cases.iter().map(|c| c.rule).collect();
+    assert_eq!(
+        table.difference(&covered).collect::<Vec<_>>(),
+        Vec::<&&str>::new(),
+        "rules that report errors without a test showing their consumer refusing"
+    );
+    assert_eq!(
+        covered.difference(&table).collect::<Vec<_>>(),
+        Vec::<&&str>::new(),
+        "cases for rules that are not in the table"
+    );
+    for case in &cases {
+        let consumer = olmpack::bundle::validate::consumers::consumer(case.rule).unwrap();
+        assert!(
+            case.proof.shows(consumer),
+            "{} ({}): the table names {consumer:?}, which this case's proof does not show",
+            case.name,
+            case.rule
+        );
+        if let Proof::OlmE2e(file, test) = case.proof {
+            let source = std::fs::read_to_string(
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("tests")
+                    .join(file),
+            )
+            .unwrap();
+            assert!(
+                source.contains(&format!("async fn {test}()"))
+                    && source.contains(&format!("error[{}]", case.rule)),
+                "{file} has no test {test} asserting error[{}]",
+                case.rule
+            );
+        }
+    }
+}
+
+#[test]
+fn bundle_consumers_olmpack_reports_each_case_at_error_with_its_consumer() {
+    let mut failures = Vec::new();
+    for case in cases() {
+        let findings = validate_files(&case.files());
+        let hit = findings
+            .iter()
+            .find(|f| f.rule == case.rule && f.severity == Severity::Error);
+        let want = olmpack::bundle::validate::consumers::consumer(case.rule);
+        match hit {
+            Some(f) if f.consumer == want => {}
+            _ => failures.push(format!(
+                "{} ({}): no error with consumer {want:?}; findings: {:#?}",
+                case.name,
+                case.rule,
+                findings
+                    .iter()
+                    .filter(|f| f.severity == Severity::Error)
+                    .collect::<Vec<_>>()
+            )),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn bundle_consumers_opm_refuses_each_opm_case() {
+    let opm = upgrade_tests::Tool::Opm
+        .path()
+        .expect("opm is installed by cargo xtask setup");
+    let clean = write_bundle(&example_bundle());
+    opm_consumes(&opm, clean.path()).expect("opm accepts the example bundle");
+    let mut accepted = Vec::new();
+    for case in cases() {
+        if !matches!(case.proof, Proof::Opm) {
+            continue;
+        }
+        let dir = write_bundle(&case.files());
+        match opm_consumes(&opm, dir.path()) {
+            Ok(()) => accepted.push(format!("{} ({})", case.name, case.rule)),
+            Err(message) => eprintln!("opm refuses {}: {}", case.rule, message.trim()),
+        }
+    }
+    assert!(accepted.is_empty(), "opm accepts: {accepted:#?}");
+}
+
+/// OLM v0's CRDs (the ClusterServiceVersion's among them), as `cargo xtask setup` left them.
+fn olm_crds() -> Vec<CustomResourceDefinition> {
+    let dir = upgrade_tests::ToolData::OlmCrds
+        .path()
+        .expect("OLM's CRDs are installed by cargo xtask setup");
+    let mut paths: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    paths.sort();
+    paths
+        .iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(p).unwrap();
+            serde_json::from_value(olmpack::yaml::from_str(&text).unwrap()).unwrap()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn bundle_consumers_apiserver_refuses_each_apiserver_case() {
+    let env = upgrade_tests::TestEnv::start()
+        .await
+        .expect("test environment starts");
+    for crd in olm_crds() {
+        env.install_crd(&crd).await.unwrap();
+    }
+    let client = env.client();
+    let cases = cases();
+    let clean = example_bundle();
+    let mut failures = Vec::new();
+    for case in &cases {
+        let objects = apiserver_objects(case.proof, &case.files());
+        if matches!(
+            case.proof,
+            Proof::Opm | Proof::OlmE2e(..) | Proof::OlmV0 { .. }
+        ) {
+            continue;
+        }
+        // The same objects from the unbroken bundle are accepted.
+        for object in apiserver_objects(case.proof, &clean) {
+            if let Err(e) = apiserver_support::apiserver_dry_run(&client, &object).await {
+                failures.push(format!(
+                    "{}: the unbroken object is refused: {e}",
+                    case.name
+                ));
+            }
+        }
+        assert!(!objects.is_empty(), "{}: nothing to submit", case.name);
+        let mut refusals = Vec::new();
+        for object in &objects {
+            if let Err(e) = apiserver_support::apiserver_dry_run(&client, object).await {
+                refusals.push(e);
+            }
+        }
+        if refusals.is_empty() {
+            failures.push(format!(
+                "{} ({}): the apiserver accepts {}",
+                case.name,
+                case.rule,
+                serde_json::to_string(&objects).unwrap()
+            ));
+        } else {
+            eprintln!("kube-apiserver refuses {}: {}", case.rule, refusals[0]);
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// The `invalid-install-mode` OLM fixture's bundle (install mode fixed) with `change` applied
+/// to its CSV, rendered by opm into `dir/catalog` next to the fixture's package and channel.
+fn olm_catalog(dir: &Path, change: fn(&mut Value)) -> std::path::PathBuf {
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/olm_e2e/invalid-install-mode");
+    let bundle = dir.join("bundle");
+    for sub in ["manifests", "metadata"] {
+        std::fs::create_dir_all(bundle.join(sub)).unwrap();
+        for entry in std::fs::read_dir(fixture.join("bundles/1.0.0").join(sub)).unwrap() {
+            let path = entry.unwrap().path();
+            std::fs::copy(&path, bundle.join(sub).join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    let csv_path = bundle.join("manifests/modes.clusterserviceversion.yaml");
+    let mut csv: Value =
+        olmpack::yaml::from_str(&std::fs::read_to_string(&csv_path).unwrap()).unwrap();
+    assert_eq!(csv["spec"]["installModes"][3]["type"], "AllNamespace");
+    csv["spec"]["installModes"][3]["type"] = json!("AllNamespaces");
+    change(&mut csv);
+    std::fs::write(&csv_path, olmpack::yaml::to_string(&csv).unwrap()).unwrap();
+    let catalog = dir.join("catalog");
+    std::fs::create_dir_all(&catalog).unwrap();
+    std::fs::copy(fixture.join("package.json"), catalog.join("package.json")).unwrap();
+    let out = std::process::Command::new(upgrade_tests::Tool::Opm.path().unwrap())
+        .args(["render", "--output", "json"])
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::write(catalog.join("bundles.json"), out.stdout).unwrap();
+    catalog
+}
+
+/// How OLM v0 ends the install of the fixture changed by `change` (a fresh OLM each time).
+async fn olm_install(change: fn(&mut Value)) -> upgrade_tests::olm::Outcome {
+    use olmpack::upgrade_olm::{self, RunOptions};
+    let dir = tempfile::Builder::new()
+        .prefix("olmpack-consumers-")
+        .tempdir()
+        .unwrap();
+    let catalog = olm_catalog(dir.path(), change);
+    let cases = upgrade_olm::load_cases(&catalog, None).unwrap();
+    assert_eq!(cases.len(), 1, "{cases:#?}");
+    let options = RunOptions {
+        timeouts: upgrade_tests::olm::Timeouts {
+            step: std::time::Duration::from_secs(90),
+        },
+        ..RunOptions::default()
+    };
+    let mut reports = upgrade_olm::run(&catalog, &cases, &options).await.unwrap();
+    reports.pop().unwrap().install.outcome
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bundle_consumers_olm_v0_refuses_each_olm_case() {
+    use upgrade_tests::olm::Outcome;
+    let clean = olm_install(|_| {}).await;
+    assert!(
+        matches!(clean, Outcome::Succeeded { .. }),
+        "OLM v0 installs the unbroken fixture: {clean:?}"
+    );
+    let mut failures = Vec::new();
+    for case in cases() {
+        let Proof::OlmV0 { change, says } = case.proof else {
+            continue;
+        };
+        let outcome = olm_install(change).await;
+        let said = match &outcome {
+            // Refused, or held back for good (OLM does not retry a requirement it cannot parse).
+            Outcome::Refused {
+                reason, message, ..
+            }
+            | Outcome::TimedOut {
+                reason, message, ..
+            } => format!("{reason}: {message}"),
+            Outcome::Succeeded { .. } => String::new(),
+        };
+        if said.contains(says) {
+            eprintln!("OLM v0 refuses {}: {said}", case.rule);
+        } else {
+            failures.push(format!("{} ({}): {outcome:?}", case.name, case.rule));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

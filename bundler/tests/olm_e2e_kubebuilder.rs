@@ -1,0 +1,197 @@
+//! The kubebuilder book's CronJob project under the real OLM v0: cronjob-tutorial (CronJob v1)
+//! as release 0.1.0 and multiversion-tutorial (v1 + v2, conversion webhook) as 0.2.0, from
+//! their `dist/install.yaml` (shared corpus) with only a plan file added
+//! (tests/fixtures/olm_e2e_kubebuilder/olmpack.yaml), through `olmpack generate`. OLM installs
+//! each release by Subscription and upgrades 0.1.0 -> 0.2.0; the CSV reaches `Succeeded` at
+//! both versions and the CRDs and Deployments OLM created are the bundle's.
+//!
+//! The kubebuilder manager binary is not available here, so nothing serves the webhooks OLM
+//! wired (admission with `failurePolicy: Fail`, CRD conversion): the checks that need them
+//! (example objects, conversion) must be reported "not run", never passed.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use olmpack::upgrade_olm::{self, RunOptions};
+use upgrade_tests::olm::Outcome;
+
+const PROJECTS: [&str; 2] = ["cronjob-tutorial", "multiversion-tutorial"];
+
+/// The kubebuilder corpus directory, or `None` (said loudly; a failure in CI).
+fn corpus() -> Option<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dir = std::env::var_os("OLMPACK_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("../shared/corpus"))
+        .join("kubebuilder-5c40072");
+    if PROJECTS
+        .iter()
+        .all(|p| dir.join(format!("{p}.install.yaml")).is_file())
+    {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "the kubebuilder corpus is missing at {} in CI",
+        dir.display()
+    );
+    eprintln!(
+        "NOT RUN: the kubebuilder corpus is not at {}",
+        dir.display()
+    );
+    None
+}
+
+/// The plan fixture and each project's install.yaml in a temp directory, through
+/// `olmpack generate` (bundle/ and catalog/ next to the plan).
+fn generate(corpus: &Path) -> tempfile::TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix("olmpack-olm-kubebuilder-")
+        .tempdir()
+        .unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/olm_e2e_kubebuilder");
+    std::fs::copy(
+        fixture.join("olmpack.yaml"),
+        dir.path().join("olmpack.yaml"),
+    )
+    .unwrap();
+    for project in PROJECTS {
+        std::fs::create_dir(dir.path().join(project)).unwrap();
+        std::fs::copy(
+            corpus.join(format!("{project}.install.yaml")),
+            dir.path().join(project).join("install.yaml"),
+        )
+        .unwrap();
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_olmpack"))
+        .args(["generate", "--plan", "olmpack.yaml"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("0.1.0: 0 error(s)") && stderr.contains("0.2.0: 0 error(s)"),
+        "{stderr}"
+    );
+    dir
+}
+
+/// A stand-in for prometheus-operator's ServiceMonitor CRD (kubebuilder's projects ship a
+/// ServiceMonitor, which OLM can only create where prometheus-operator is installed): the
+/// kind and scope without the schema, which nothing here reads.
+fn service_monitor_crd() -> CustomResourceDefinition {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "servicemonitors.monitoring.coreos.com"},
+        "spec": {
+            "group": "monitoring.coreos.com",
+            "scope": "Namespaced",
+            "names": {"kind": "ServiceMonitor", "listKind": "ServiceMonitorList", "plural": "servicemonitors", "singular": "servicemonitor"},
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
+            }]
+        }
+    }))
+    .unwrap()
+}
+
+/// The bundle's CRD versions (name → served versions) and Deployment names of `version`.
+fn bundle_contents(generated: &Path, version: &str) -> (Vec<String>, Vec<String>) {
+    let bundle = olmpack::bundle::load::load_dir(&generated.join("bundle").join(version)).unwrap();
+    let mut crds = Vec::new();
+    let mut deployments = Vec::new();
+    for object in &bundle.objects {
+        match object.kind() {
+            "CustomResourceDefinition" => {
+                for v in object.value["spec"]["versions"].as_array().unwrap() {
+                    crds.push(format!(
+                        "{}/{}",
+                        object.value["metadata"]["name"].as_str().unwrap(),
+                        v["name"].as_str().unwrap()
+                    ));
+                }
+            }
+            "ClusterServiceVersion" => {
+                for d in object.value["spec"]["install"]["spec"]["deployments"]
+                    .as_array()
+                    .unwrap()
+                {
+                    deployments.push(d["name"].as_str().unwrap().to_owned());
+                }
+            }
+            _ => {}
+        }
+    }
+    crds.sort();
+    deployments.sort();
+    (crds, deployments)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn olm_e2e_kubebuilder_cronjob_to_multiversion() {
+    let Some(corpus) = corpus() else {
+        return;
+    };
+    let generated = generate(&corpus);
+    let catalog = generated.path().join("catalog");
+    let cases = upgrade_olm::load_cases(&catalog, Some("project")).unwrap();
+    let froms: Vec<&str> = cases.iter().map(|c| c.from.as_str()).collect();
+    assert_eq!(froms, ["project.v0.1.0", "project.v0.2.0"], "{cases:#?}");
+    let options = RunOptions {
+        cluster_crds: vec![service_monitor_crd()],
+        jobs: 2,
+        ..RunOptions::default()
+    };
+    let reports = upgrade_olm::run(&catalog, &cases, &options).await.unwrap();
+    let table = upgrade_olm::markdown(&reports);
+    eprintln!("{table}");
+    for report in &reports {
+        assert!(
+            report.failures().is_empty(),
+            "{}: {:#?}\n{table}",
+            report.case.from,
+            report.failures()
+        );
+        assert!(
+            matches!(report.install.outcome, Outcome::Succeeded { .. }),
+            "{table}"
+        );
+        // Nothing serves the manager's webhooks: the example checks are not run, and say why.
+        let Err(why) = &report.examples else {
+            panic!(
+                "{}: example checks ran without webhooks: {table}",
+                report.case.from
+            );
+        };
+        assert!(why.contains("webhook"), "{why}");
+        assert!(table.contains(&format!("not run: {why}")), "{table}");
+    }
+    let upgrade = reports[0].upgrade.as_ref().expect("the upgrade ran");
+    assert_eq!(upgrade.csv.as_deref(), Some("project.v0.2.0"));
+    assert!(
+        matches!(upgrade.outcome, Outcome::Succeeded { .. }),
+        "{upgrade:#?}"
+    );
+    assert!(reports[1].upgrade.is_none(), "0.2.0 is the channel head");
+    // What OLM created is the bundle's: after installing 0.2.0, and after upgrading to it.
+    let expected = bundle_contents(generated.path(), "0.2.0");
+    assert!(
+        expected.0.iter().any(|c| c.ends_with("/v2")),
+        "{expected:?}"
+    );
+    for report in &reports {
+        let mut crds = report.installed.crds.clone();
+        crds.retain(|c| !c.starts_with("servicemonitors.monitoring.coreos.com/"));
+        assert_eq!(
+            (crds, report.installed.deployments.clone()),
+            expected,
+            "{}",
+            report.case.from
+        );
+    }
+    assert!(table.contains("pass (example checks not run)"), "{table}");
+}
