@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::{array_at, on, str_at};
-use crate::bundle::load::{Crd, LoadedBundle};
+use crate::bundle::load::{Crd, LoadedBundle, Object};
 use crate::names::is_dns1123_label;
 use crate::report::Finding;
 use crate::report::Severity;
@@ -35,45 +35,114 @@ pub(super) fn check_all(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
     }
 }
 
+/// Findings on one CRD, each placed on the CRD's file, object and a field.
+struct CrdFindings<'a, 'o> {
+    object: &'a Object,
+    /// Whether the CRD was written as apiextensions.k8s.io/v1beta1.
+    legacy: bool,
+    out: &'o mut Vec<Finding>,
+}
+
+impl CrdFindings<'_, '_> {
+    /// Records `finding` at `field`.
+    fn push(&mut self, finding: Finding, field: &str) {
+        self.out
+            .push(on(self.object, finding).field(field.to_owned()));
+    }
+
+    /// Records an error of `rule` at `field`.
+    fn error(&mut self, rule: &str, message: impl Into<String>, field: &str) {
+        self.push(Finding::error(rule, message), field);
+    }
+
+    /// Records a schema finding, softened for v1beta1 (see [`non_structural`]).
+    fn schema(&mut self, finding: Finding, field: &str) {
+        let legacy = self.legacy;
+        self.push(non_structural(finding, legacy), field);
+    }
+}
+
 fn check(crd: &Crd<'_>, out: &mut Vec<Finding>) {
     let v = crd.v1.as_ref();
-    let legacy = crd.is_v1beta1();
-    let at = |f: Finding, field: &str| on(crd.object, f).field(field.to_owned());
-    let crd = crd.object;
-    if crd.api_version() != "apiextensions.k8s.io/v1"
-        && crd.api_version() != "apiextensions.k8s.io/v1beta1"
-    {
-        out.push(at(
-            Finding::error(
-                "crd/api-version",
-                format!(
-                    "apiVersion {:?} is not apiextensions.k8s.io/v1",
-                    crd.api_version()
-                ),
-            ),
+    let mut report = CrdFindings {
+        object: crd.object,
+        legacy: crd.is_v1beta1(),
+        out,
+    };
+    let api_version = crd.object.api_version();
+    if api_version != "apiextensions.k8s.io/v1" && api_version != "apiextensions.k8s.io/v1beta1" {
+        report.error(
+            "crd/api-version",
+            format!("apiVersion {api_version:?} is not apiextensions.k8s.io/v1"),
             "apiVersion",
-        ));
+        );
     }
+    check_names(v, crd.object.name(), &mut report);
+    match str_at(v, "/spec/scope") {
+        "Namespaced" | "Cluster" => {}
+        other => report.error(
+            "crd/scope",
+            format!("scope {other:?} must be Namespaced or Cluster"),
+            "spec.scope",
+        ),
+    }
+    let versions = array_at(v, "/spec/versions");
+    if versions.is_empty() {
+        report.error("crd/versions", "the CRD has no versions", "spec.versions");
+        return;
+    }
+    check_storage_and_served(versions, &mut report);
+    let mut names = BTreeMap::new();
+    for (i, version) in versions.iter().enumerate() {
+        let name = str_at(version, "/name");
+        let field = format!("spec.versions[{i}]");
+        if !is_dns1123_label(name) {
+            report.error(
+                "crd/versions",
+                format!("version name {name:?} must be a DNS-1123 label"),
+                &format!("{field}.name"),
+            );
+        }
+        if names.insert(name, i).is_some() {
+            report.error(
+                "crd/versions",
+                format!("version {name} is listed twice"),
+                &format!("{field}.name"),
+            );
+        }
+        check_version_schema(version, name, &field, &mut report);
+        check_printer_columns(version, &field, &mut report);
+        check_scale(version, &field, &mut report);
+    }
+    if str_at(v, "/spec/conversion/strategy") == "Webhook"
+        && array_at(v, "/spec/conversion/webhook/conversionReviewVersions").is_empty()
+    {
+        report.error(
+            "crd/conversion",
+            "a Webhook conversion needs conversionReviewVersions",
+            "spec.conversion.webhook.conversionReviewVersions",
+        );
+    }
+}
+
+/// Group, plural, kind and singular names, and `metadata.name` = `<plural>.<group>`.
+fn check_names(v: &Value, metadata_name: &str, report: &mut CrdFindings<'_, '_>) {
     let group = str_at(v, "/spec/group");
     let plural = str_at(v, "/spec/names/plural");
     let kind = str_at(v, "/spec/names/kind");
     if group.is_empty() || !group.contains('.') {
-        out.push(at(
-            Finding::error(
-                "crd/group",
-                format!("group {group:?} must be a domain name with at least one dot"),
-            ),
+        report.error(
+            "crd/group",
+            format!("group {group:?} must be a domain name with at least one dot"),
             "spec.group",
-        ));
+        );
     }
     if !is_dns1123_label(plural) {
-        out.push(at(
-            Finding::error(
-                "crd/names",
-                format!("plural {plural:?} must be a lowercase DNS-1123 label"),
-            ),
+        report.error(
+            "crd/names",
+            format!("plural {plural:?} must be a lowercase DNS-1123 label"),
             "spec.names.plural",
-        ));
+        );
     }
     if kind.is_empty() || !kind.starts_with(|c: char| c.is_ascii_uppercase()) {
         // The API server refuses an empty kind; a lowercase one is only a convention.
@@ -82,177 +151,157 @@ fn check(crd: &Crd<'_>, out: &mut Vec<Finding>) {
         } else {
             Finding::warning
         };
-        out.push(at(
+        report.push(
             severity(
                 "crd/names",
                 format!("kind {kind:?} must be set and start with an uppercase letter"),
             ),
             "spec.names.kind",
-        ));
+        );
     }
     let singular = str_at(v, "/spec/names/singular");
     if !singular.is_empty() && !is_dns1123_label(singular) {
-        out.push(at(
-            Finding::error(
-                "crd/names",
-                format!("singular {singular:?} must be a lowercase DNS-1123 label"),
-            ),
+        report.error(
+            "crd/names",
+            format!("singular {singular:?} must be a lowercase DNS-1123 label"),
             "spec.names.singular",
-        ));
+        );
     }
     let expected = format!("{plural}.{group}");
-    if crd.name() != expected {
-        out.push(at(
-            Finding::error(
-                "crd/name",
-                format!("metadata.name must be <plural>.<group> ({expected:?})"),
-            ),
+    if metadata_name != expected {
+        report.error(
+            "crd/name",
+            format!("metadata.name must be <plural>.<group> ({expected:?})"),
             "metadata.name",
-        ));
+        );
     }
-    match str_at(v, "/spec/scope") {
-        "Namespaced" | "Cluster" => {}
-        other => out.push(at(
-            Finding::error(
-                "crd/scope",
-                format!("scope {other:?} must be Namespaced or Cluster"),
-            ),
-            "spec.scope",
-        )),
-    }
-    let versions = array_at(v, "/spec/versions");
-    if versions.is_empty() {
-        out.push(at(
-            Finding::error("crd/versions", "the CRD has no versions"),
-            "spec.versions",
-        ));
-        return;
-    }
+}
+
+/// Exactly one storage version, and at least one served version.
+fn check_storage_and_served(versions: &[Value], report: &mut CrdFindings<'_, '_>) {
     let storage = versions
         .iter()
         .filter(|x| x.get("storage").and_then(Value::as_bool) == Some(true))
         .count();
     if storage != 1 {
-        out.push(at(
-            Finding::error(
-                "crd/storage-version",
-                format!("exactly one version must be the storage version, found {storage}"),
-            ),
+        report.error(
+            "crd/storage-version",
+            format!("exactly one version must be the storage version, found {storage}"),
             "spec.versions",
-        ));
+        );
     }
     if !versions
         .iter()
         .any(|x| x.get("served").and_then(Value::as_bool) == Some(true))
     {
-        out.push(at(
-            // The API server accepts it; the CRD is useless, though.
+        // The API server accepts it; the CRD is useless, though.
+        report.push(
             Finding::warning("crd/versions", "no version is served"),
             "spec.versions",
-        ));
+        );
     }
-    let mut names = BTreeMap::new();
-    for (i, version) in versions.iter().enumerate() {
-        let name = str_at(version, "/name");
-        let field = format!("spec.versions[{i}]");
-        if !is_dns1123_label(name) {
-            out.push(at(
-                Finding::error(
-                    "crd/versions",
-                    format!("version name {name:?} must be a DNS-1123 label"),
-                ),
-                &format!("{field}.name"),
-            ));
+}
+
+/// One version's `schema.openAPIV3Schema`: present (v1), an object at the root, a
+/// metadata schema restricting only names, and structural throughout.
+fn check_version_schema(
+    version: &Value,
+    name: &str,
+    field: &str,
+    report: &mut CrdFindings<'_, '_>,
+) {
+    let Some(schema) = version.pointer("/schema/openAPIV3Schema") else {
+        // v1beta1 made the schema optional; its removal is the deprecated-API rule's.
+        if !report.legacy {
+            report.error(
+                "crd/schema",
+                format!("version {name} has no schema.openAPIV3Schema (required by apiextensions.k8s.io/v1)"),
+                &format!("{field}.schema"),
+            );
         }
-        if names.insert(name, i).is_some() {
-            out.push(at(
-                Finding::error("crd/versions", format!("version {name} is listed twice")),
-                &format!("{field}.name"),
-            ));
-        }
-        match version.pointer("/schema/openAPIV3Schema") {
-            // v1beta1 made the schema optional; its removal is the deprecated-API rule's.
-            None if legacy => {}
-            None => out.push(at(Finding::error("crd/schema", format!("version {name} has no schema.openAPIV3Schema (required by apiextensions.k8s.io/v1)")), &format!("{field}.schema"))),
-            Some(schema) => {
-                if str_at(schema, "/type") != "object" {
-                    out.push(at(non_structural(Finding::error("crd/schema", "the root schema must have type: object"), legacy), &format!("{field}.schema.openAPIV3Schema.type")));
-                }
-                if let Some(meta) = schema.pointer("/properties/metadata")
-                    && let Some(props) = meta.get("properties").and_then(Value::as_object) {
-                        for key in props.keys() {
-                            if key != "name" && key != "generateName" {
-                                out.push(at(non_structural(Finding::error("crd/schema", format!("the metadata schema may only restrict name and generateName, not {key}")), legacy), &format!("{field}.schema.openAPIV3Schema.properties.metadata.properties.{key}")));
-                            }
-                        }
-                    }
-                let mut found = Vec::new();
-                structural(schema, &format!("{field}.schema.openAPIV3Schema"), &mut found);
-                out.extend(found.into_iter().map(|(f, path)| at(non_structural(f, legacy), &path)));
-            }
-        }
-        for (j, column) in array_at(version, "/additionalPrinterColumns")
-            .iter()
-            .enumerate()
-        {
-            let cfield = format!("{field}.additionalPrinterColumns[{j}]");
-            if !str_at(column, "/jsonPath").starts_with('.') {
-                out.push(at(
-                    Finding::error(
-                        "crd/printer-columns",
-                        format!(
-                            "jsonPath {:?} must start with '.'",
-                            str_at(column, "/jsonPath")
-                        ),
-                    ),
-                    &format!("{cfield}.jsonPath"),
-                ));
-            }
-            if !COLUMN_TYPES.contains(&str_at(column, "/type")) {
-                out.push(at(
-                    Finding::error(
-                        "crd/printer-columns",
-                        format!(
-                            "column type {:?} is not one of {}",
-                            str_at(column, "/type"),
-                            COLUMN_TYPES.join(", ")
-                        ),
-                    ),
-                    &format!("{cfield}.type"),
-                ));
-            }
-        }
-        if let Some(scale) = version.pointer("/subresources/scale") {
-            if !str_at(scale, "/specReplicasPath").starts_with(".spec.") {
-                out.push(at(
-                    Finding::error(
-                        "crd/subresources",
-                        "scale.specReplicasPath must be under .spec",
-                    ),
-                    &format!("{field}.subresources.scale.specReplicasPath"),
-                ));
-            }
-            if !str_at(scale, "/statusReplicasPath").starts_with(".status.") {
-                out.push(at(
-                    Finding::error(
-                        "crd/subresources",
-                        "scale.statusReplicasPath must be under .status",
-                    ),
-                    &format!("{field}.subresources.scale.statusReplicasPath"),
-                ));
-            }
-        }
+        return;
+    };
+    if str_at(schema, "/type") != "object" {
+        report.schema(
+            Finding::error("crd/schema", "the root schema must have type: object"),
+            &format!("{field}.schema.openAPIV3Schema.type"),
+        );
     }
-    if str_at(v, "/spec/conversion/strategy") == "Webhook"
-        && array_at(v, "/spec/conversion/webhook/conversionReviewVersions").is_empty()
+    if let Some(meta) = schema.pointer("/properties/metadata")
+        && let Some(props) = meta.get("properties").and_then(Value::as_object)
     {
-        out.push(at(
-            Finding::error(
-                "crd/conversion",
-                "a Webhook conversion needs conversionReviewVersions",
-            ),
-            "spec.conversion.webhook.conversionReviewVersions",
-        ));
+        for key in props.keys() {
+            if key != "name" && key != "generateName" {
+                report.schema(
+                    Finding::error(
+                        "crd/schema",
+                        format!(
+                            "the metadata schema may only restrict name and generateName, not {key}"
+                        ),
+                    ),
+                    &format!("{field}.schema.openAPIV3Schema.properties.metadata.properties.{key}"),
+                );
+            }
+        }
+    }
+    let mut found = Vec::new();
+    structural(
+        schema,
+        &format!("{field}.schema.openAPIV3Schema"),
+        &mut found,
+    );
+    for (f, path) in found {
+        report.schema(f, &path);
+    }
+}
+
+/// `additionalPrinterColumns`: a `.`-rooted jsonPath and a known column type.
+fn check_printer_columns(version: &Value, field: &str, report: &mut CrdFindings<'_, '_>) {
+    for (j, column) in array_at(version, "/additionalPrinterColumns")
+        .iter()
+        .enumerate()
+    {
+        let cfield = format!("{field}.additionalPrinterColumns[{j}]");
+        let json_path = str_at(column, "/jsonPath");
+        if !json_path.starts_with('.') {
+            report.error(
+                "crd/printer-columns",
+                format!("jsonPath {json_path:?} must start with '.'"),
+                &format!("{cfield}.jsonPath"),
+            );
+        }
+        let column_type = str_at(column, "/type");
+        if !COLUMN_TYPES.contains(&column_type) {
+            report.error(
+                "crd/printer-columns",
+                format!(
+                    "column type {column_type:?} is not one of {}",
+                    COLUMN_TYPES.join(", ")
+                ),
+                &format!("{cfield}.type"),
+            );
+        }
+    }
+}
+
+/// The scale subresource's replica paths lie under `.spec` and `.status`.
+fn check_scale(version: &Value, field: &str, report: &mut CrdFindings<'_, '_>) {
+    let Some(scale) = version.pointer("/subresources/scale") else {
+        return;
+    };
+    if !str_at(scale, "/specReplicasPath").starts_with(".spec.") {
+        report.error(
+            "crd/subresources",
+            "scale.specReplicasPath must be under .spec",
+            &format!("{field}.subresources.scale.specReplicasPath"),
+        );
+    }
+    if !str_at(scale, "/statusReplicasPath").starts_with(".status.") {
+        report.error(
+            "crd/subresources",
+            "scale.statusReplicasPath must be under .status",
+            &format!("{field}.subresources.scale.statusReplicasPath"),
+        );
     }
 }
 
@@ -266,57 +315,79 @@ fn non_structural(mut finding: Finding, legacy: bool) -> Finding {
     finding
 }
 
+/// A schema finding and the field path it points at.
+type Found = Vec<(Finding, String)>;
+
 /// Structural-schema checks, recursively: every node says its type (unless it opts out with
 /// `x-kubernetes-int-or-string` or `x-kubernetes-preserve-unknown-fields`), arrays have
 /// `items`, `required` names declared properties, CEL rules are not empty.
-fn structural(schema: &Value, path: &str, found: &mut Vec<(Finding, String)>) {
-    let mut report = |f: Finding, at: &str| found.push((f, at.to_owned()));
+fn structural(schema: &Value, path: &str, found: &mut Found) {
     let Some(node) = schema.as_object() else {
-        report(
+        found.push((
             Finding::error("crd/schema", "a schema must be an object"),
-            path,
-        );
+            path.to_owned(),
+        ));
         return;
     };
-    let opt_out = node
-        .get("x-kubernetes-int-or-string")
-        .and_then(Value::as_bool)
-        == Some(true)
-        || node
-            .get("x-kubernetes-preserve-unknown-fields")
-            .and_then(Value::as_bool)
-            == Some(true);
     let kind = node.get("type").and_then(Value::as_str).unwrap_or("");
+    check_node_type(node, kind, path, found);
+    let properties = node.get("properties").and_then(Value::as_object);
+    check_required(node, properties, path, found);
+    check_validation_rules(node, path, found);
+    check_enum(node, kind, path, found);
+    for (name, child) in properties.into_iter().flatten() {
+        structural(child, &format!("{path}.properties.{name}"), found);
+    }
+    if let Some(items) = node.get("items") {
+        structural(items, &format!("{path}.items"), found);
+    }
+    if let Some(additional) = node.get("additionalProperties").filter(|a| a.is_object()) {
+        structural(additional, &format!("{path}.additionalProperties"), found);
+    }
+}
+
+/// A schema node as a JSON object.
+type Node = serde_json::Map<String, Value>;
+
+/// The node's `type`: set (unless opted out) and known; arrays with `items`; properties
+/// only on objects.
+fn check_node_type(node: &Node, kind: &str, path: &str, found: &mut Found) {
+    let flag = |key: &str| node.get(key).and_then(Value::as_bool) == Some(true);
+    let opt_out =
+        flag("x-kubernetes-int-or-string") || flag("x-kubernetes-preserve-unknown-fields");
     if kind.is_empty() && !opt_out {
-        report(
+        found.push((
             Finding::error(
                 "crd/schema",
                 "the schema is not structural: type is missing",
             ),
-            &format!("{path}.type"),
-        );
+            format!("{path}.type"),
+        ));
     } else if !kind.is_empty() && !TYPES.contains(&kind) {
-        report(
+        found.push((
             Finding::error(
                 "crd/schema",
                 format!("type {kind:?} is not one of {}", TYPES.join(", ")),
             ),
-            &format!("{path}.type"),
-        );
+            format!("{path}.type"),
+        ));
     }
     if kind == "array" && node.get("items").is_none() {
-        report(
+        found.push((
             Finding::error("crd/schema", "an array schema needs items"),
-            &format!("{path}.items"),
-        );
+            format!("{path}.items"),
+        ));
     }
     if node.contains_key("properties") && !kind.is_empty() && kind != "object" {
-        report(
+        found.push((
             Finding::error("crd/schema", format!("properties on a {kind} schema")),
-            &format!("{path}.properties"),
-        );
+            format!("{path}.properties"),
+        ));
     }
-    let properties = node.get("properties").and_then(Value::as_object);
+}
+
+/// Every `required` name is a declared property (when properties are declared).
+fn check_required(node: &Node, properties: Option<&Node>, path: &str, found: &mut Found) {
     for (i, name) in node
         .get("required")
         .and_then(Value::as_array)
@@ -326,15 +397,19 @@ fn structural(schema: &Value, path: &str, found: &mut Vec<(Finding, String)>) {
     {
         let name = name.as_str().unwrap_or("");
         if properties.is_some_and(|p| !p.contains_key(name)) {
-            report(
+            found.push((
                 Finding::warning(
                     "crd/schema",
                     format!("required lists {name:?}, which is not a property"),
                 ),
-                &format!("{path}.required[{i}]"),
-            );
+                format!("{path}.required[{i}]"),
+            ));
         }
     }
+}
+
+/// Every `x-kubernetes-validations` rule has a CEL expression.
+fn check_validation_rules(node: &Node, path: &str, found: &mut Found) {
     for (i, rule) in node
         .get("x-kubernetes-validations")
         .and_then(Value::as_array)
@@ -343,41 +418,37 @@ fn structural(schema: &Value, path: &str, found: &mut Vec<(Finding, String)>) {
         .enumerate()
     {
         if str_at(rule, "/rule").trim().is_empty() {
-            report(
+            found.push((
                 Finding::error("crd/schema", "a validation rule has no CEL expression"),
-                &format!("{path}.x-kubernetes-validations[{i}].rule"),
-            );
+                format!("{path}.x-kubernetes-validations[{i}].rule"),
+            ));
         }
     }
-    if let Some(values) = node.get("enum").and_then(Value::as_array) {
-        let nullable = node.get("nullable").and_then(Value::as_bool) == Some(true);
-        let matches = |v: &Value| {
-            (v.is_null() && nullable)
-                || match kind {
-                    "string" => v.is_string(),
-                    "integer" => v.is_i64() || v.is_u64(),
-                    "number" => v.is_number(),
-                    "boolean" => v.is_boolean(),
-                    _ => true,
-                }
-        };
-        if let Some(bad) = values.iter().find(|v| !matches(v)) {
-            report(
-                Finding::warning(
-                    "crd/schema-enum",
-                    format!("enum value {bad} is not a {kind}; no object can use it"),
-                ),
-                &format!("{path}.enum"),
-            );
-        }
-    }
-    for (name, child) in properties.into_iter().flatten() {
-        structural(child, &format!("{path}.properties.{name}"), found);
-    }
-    if let Some(items) = node.get("items") {
-        structural(items, &format!("{path}.items"), found);
-    }
-    if let Some(additional) = node.get("additionalProperties").filter(|a| a.is_object()) {
-        structural(additional, &format!("{path}.additionalProperties"), found);
+}
+
+/// The first `enum` value that does not have the node's type (no object could use it).
+fn check_enum(node: &Node, kind: &str, path: &str, found: &mut Found) {
+    let Some(values) = node.get("enum").and_then(Value::as_array) else {
+        return;
+    };
+    let nullable = node.get("nullable").and_then(Value::as_bool) == Some(true);
+    let matches = |v: &Value| {
+        (v.is_null() && nullable)
+            || match kind {
+                "string" => v.is_string(),
+                "integer" => v.is_i64() || v.is_u64(),
+                "number" => v.is_number(),
+                "boolean" => v.is_boolean(),
+                _ => true,
+            }
+    };
+    if let Some(bad) = values.iter().find(|v| !matches(v)) {
+        found.push((
+            Finding::warning(
+                "crd/schema-enum",
+                format!("enum value {bad} is not a {kind}; no object can use it"),
+            ),
+            format!("{path}.enum"),
+        ));
     }
 }
