@@ -124,9 +124,11 @@ fn hostile_fifos_are_refused_without_blocking() {
     // A manifest.
     bundle_fixture(&d.join("bundle"));
     mkfifo(&d.join("bundle/manifests/pipe.yaml"));
+    // No consumer is shown refusing a bundle over a file it cannot read (opm renders it), so
+    // `bundle validate` warns, naming the file, and never blocks.
     run(d, &["bundle", "validate", "bundle"])
-        .expect(1, "bundle validate")
-        .says("manifests/pipe.yaml")
+        .expect(0, "bundle validate")
+        .says("warning[bundle/unreadable-file] manifests/pipe.yaml")
         .says("FIFO");
     run(d, &["catalog", "render", "bundle"])
         .expect(1, "render")
@@ -247,10 +249,7 @@ fn hostile_plan_paths_stay_inside_the_plan_directory() {
             .says("must stay inside the plan's directory")
             .in_our_words();
         assert_eq!(snapshot(d), before, "{name}: files changed");
-        run(d, &["generate", "--allow-outside-paths"]).expect(
-            if line.starts_with("icon") { 0 } else { 1 },
-            &format!("{name} allowed"),
-        );
+        run(d, &["generate", "--allow-outside-paths"]).expect(0, &format!("{name} allowed"));
     }
     // Relative escapes and a symlink leading out.
     let (dir, plan) = example();

@@ -12,7 +12,9 @@
 //!    addresses, hence the relay.
 //!
 //! When the Deployment changes (an upgrade) or OLM rotates the certificate, the process is
-//! replaced. Processes die with the host.
+//! replaced make-before-break, as a rolling update does: the successor starts, its slice is
+//! written, and the old process keeps serving a few seconds more for calls routed by the
+//! apiserver's older view of the slices. Processes die with the host.
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -45,6 +47,10 @@ pub const IMAGE_ENV: &str = "OLMPACK_IMAGE";
 /// How long a started command may take to listen on its port.
 const LISTEN_TIMEOUT: Duration = Duration::from_secs(60);
 const POLL: Duration = Duration::from_millis(300);
+/// How long a replaced process keeps serving after its successor's EndpointSlice is written:
+/// the apiserver routes by its cached view of the slices, so calls may still reach the old
+/// address for a moment (a kubelet, too, keeps the old pod until the new one is ready).
+const RETIRE_GRACE: Duration = Duration::from_secs(5);
 
 /// The command started as the process of a Deployment's pods.
 #[derive(Clone, Debug)]
@@ -78,6 +84,8 @@ struct State {
     started: Vec<String>,
     /// The last problem per Deployment (cleared when it is hosted).
     problems: BTreeMap<String, String>,
+    /// Replaced processes still serving, with when they were replaced.
+    retiring: Vec<(std::time::Instant, Hosted)>,
 }
 
 struct Hosted {
@@ -177,9 +185,11 @@ impl WebhookHost {
 
     /// The PIDs of the running webhook processes.
     pub fn pids(&self) -> Vec<u32> {
-        self.lock()
+        let state = self.lock();
+        state
             .hosted
             .values()
+            .chain(state.retiring.iter().map(|(_, h)| h))
             .map(|h| h.process.pid())
             .collect()
     }
@@ -224,7 +234,9 @@ impl Drop for WebhookHost {
         if let Some(task) = self.task.take() {
             task.abort();
         }
-        self.lock().hosted.clear();
+        let mut state = self.lock();
+        state.hosted.clear();
+        state.retiring.clear();
     }
 }
 
@@ -234,6 +246,9 @@ impl Ctx {
     }
 
     async fn reconcile(&self) {
+        self.lock()
+            .retiring
+            .retain(|(since, _)| since.elapsed() < RETIRE_GRACE);
         let secrets: Api<Secret> = Api::namespaced(self.client.clone(), &self.namespace);
         let Ok(list) = secrets.list(&ListParams::default()).await else {
             return;
@@ -285,20 +300,23 @@ impl Ctx {
             if let Some(hosted) = state.hosted.get_mut(deployment) {
                 match hosted.process.check_running() {
                     Ok(()) if hosted.fingerprint == fingerprint => return Ok(()),
+                    // Replaced below: it serves until its successor is listening.
                     Ok(()) => {}
                     Err(exited) => {
                         state
                             .problems
                             .insert(deployment.to_owned(), exited.to_string());
+                        state.hosted.remove(deployment);
                     }
                 }
             }
-            state.hosted.remove(deployment);
         }
         let hosted = self.spawn(deployment, &found, secret, fingerprint).await?;
         let mut state = self.lock();
         state.problems.remove(deployment);
-        state.hosted.insert(deployment.to_owned(), hosted);
+        if let Some(old) = state.hosted.insert(deployment.to_owned(), hosted) {
+            state.retiring.push((std::time::Instant::now(), old));
+        }
         Ok(())
     }
 
@@ -316,7 +334,9 @@ impl Ctx {
             ));
         };
         let generation = found.metadata.generation.unwrap_or_default();
-        let dir = self.dir.join(format!("{deployment}-{generation}"));
+        // One directory per start: a replaced process may still be serving from its own.
+        let start = self.lock().started.len();
+        let dir = self.dir.join(format!("{deployment}-{generation}-{start}"));
         let _ = std::fs::create_dir_all(&dir);
         let cert_file = dir.join("tls.crt");
         let key_file = dir.join("tls.key");
