@@ -11,7 +11,6 @@ use olmpack::image::layout::Platform;
 use olmpack::image::progress::Progress;
 use olmpack::pipeline::{self, Change, Options, PipelineError, Summary};
 use olmpack::plan;
-use olmpack::supply::cosign::Signer;
 
 use super::CmdResult;
 use super::image::{RegistryArgs, parse_epoch, parse_platform};
@@ -93,19 +92,13 @@ pub fn release_cmd(args: ReleaseArgs) -> CmdResult {
         registry: args.registry.clone(),
         access: args.access.access()?,
         push: args.push,
+        // The key is read before anything is built, so a bad key or password changes nothing.
+        signer: match &args.sign_key {
+            Some(path) => Some(pipeline::supply::load_signer(path)?),
+            None => None,
+        },
     };
-    // The key is read before anything is built, so a bad key or password changes nothing.
-    let signer = match &args.sign_key {
-        Some(path) => Some(pipeline::supply::load_signer(path)?),
-        None => None,
-    };
-    run_signed(
-        &loaded,
-        &options,
-        signer.as_ref(),
-        args.dry_run,
-        args.output,
-    )
+    run(&loaded, &options, args.dry_run, args.output)
 }
 
 /// Prepares, prints the plan of steps, and (unless `dry_run`) applies it.
@@ -115,29 +108,17 @@ pub fn run(
     dry_run: bool,
     format: OutputFormat,
 ) -> CmdResult {
-    run_signed(loaded, options, None, dry_run, format)
-}
-
-/// [`run`], signing the pushed bundle and catalog images with `signer`.
-pub fn run_signed(
-    loaded: &plan::LoadedPlan,
-    options: &Options,
-    signer: Option<&Signer>,
-    dry_run: bool,
-    format: OutputFormat,
-) -> CmdResult {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     let progress = Progress::auto();
-    let prepared =
-        match runtime.block_on(pipeline::prepare_signed(loaded, options, signer, &progress)) {
-            Ok(prepared) => prepared,
-            Err(PipelineError::Invalid(findings)) => {
-                return Ok(super::report_invalid(&loaded.path, findings));
-            }
-            Err(other) => return Err(other.into()),
-        };
+    let prepared = match runtime.block_on(pipeline::prepare(loaded, options, &progress)) {
+        Ok(prepared) => prepared,
+        Err(PipelineError::Invalid(findings)) => {
+            return Ok(super::report_invalid(&loaded.path, findings));
+        }
+        Err(other) => return Err(other.into()),
+    };
     let mut plan_out: Box<dyn Write> = match format {
         OutputFormat::Text => Box::new(std::io::stdout()),
         OutputFormat::Json => Box::new(std::io::stderr()),

@@ -88,6 +88,7 @@ pub fn example_cmd(out: &Path) -> CmdResult {
         registry: None,
         access: olmpack::image::RegistryAccess::default(),
         push: false,
+        signer: None,
     };
     let code = super::pipeline::run(
         &loaded,

@@ -108,6 +108,8 @@ pub struct Options {
     pub access: RegistryAccess,
     /// Push to the registries (otherwise only files and layouts).
     pub push: bool,
+    /// With push, sign every bundle and catalog image with this key (cosign's format).
+    pub signer: Option<crate::supply::cosign::Signer>,
 }
 
 /// Whether a step changes something.
@@ -371,16 +373,6 @@ pub async fn prepare(
     options: &Options,
     progress: &Progress,
 ) -> Result<Prepared, PipelineError> {
-    prepare_signed(plan, options, None, progress).await
-}
-
-/// [`prepare`], and (with push) sign every bundle and catalog image with `signer`.
-pub async fn prepare_signed(
-    plan: &LoadedPlan,
-    options: &Options,
-    signer: Option<&crate::supply::cosign::Signer>,
-    progress: &Progress,
-) -> Result<Prepared, PipelineError> {
     let names = names(plan, options.registry.as_deref())?;
     std::fs::create_dir_all(&options.out).map_err(fail(step::PLAN))?;
     let staging = tempfile::Builder::new()
@@ -418,24 +410,16 @@ pub async fn prepare_signed(
     let generated = generate_bundles(plan, options, &names, operator.as_ref(), &newest)?;
     let bundles_stale = stale(&generated.tree, &options.out.join("bundle"), step::BUNDLES)?;
     let warnings = warnings(&generated.reports);
-    steps.push(Step {
-        step: step::BUNDLES,
-        change: if bundles_stale {
-            Change::Changes
-        } else {
-            Change::Unchanged
-        },
-        detail: format!(
-            "{} bundle(s) generated and validated ({} warning(s)); {}",
+    steps.push(tree_step(
+        step::BUNDLES,
+        bundles_stale,
+        format!(
+            "{} bundle(s) generated and validated ({} warning(s))",
             generated.bundles.len(),
             warnings.len(),
-            if bundles_stale {
-                "bundle/ will be written"
-            } else {
-                "bundle/ is up to date"
-            }
         ),
-    });
+        "bundle/",
+    ));
 
     let mut bundle_images = Vec::new();
     for (_, release) in &releases {
@@ -464,23 +448,15 @@ pub async fn prepare_signed(
     })
     .map_err(fail(step::CATALOG))?;
     let catalog_stale = stale(&catalog, &options.out.join("catalog"), step::CATALOG)?;
-    steps.push(Step {
-        step: step::CATALOG,
-        change: if catalog_stale {
-            Change::Changes
-        } else {
-            Change::Unchanged
-        },
-        detail: format!(
-            "package {}: every bundle named by digest; {}",
-            plan.plan.package,
-            if catalog_stale {
-                "catalog/ will be written"
-            } else {
-                "catalog/ is up to date"
-            }
+    steps.push(tree_step(
+        step::CATALOG,
+        catalog_stale,
+        format!(
+            "package {}: every bundle named by digest",
+            plan.plan.package
         ),
-    });
+        "catalog/",
+    ));
     let upgrade_check = upgrade_check(&catalog, &generated)?;
     steps.push(Step {
         step: step::UPGRADE_CHECK,
@@ -521,7 +497,7 @@ pub async fn prepare_signed(
         &catalog_image,
         &catalog,
         options,
-        signer,
+        options.signer.as_ref(),
         &state,
     )?;
     drop(sbom_inputs);
@@ -563,6 +539,20 @@ fn warnings(reports: &[Report]) -> Vec<Finding> {
         .filter(|f| f.severity == Severity::Warning)
         .cloned()
         .collect()
+}
+
+/// The step that writes a generated tree to `dir` when it is `stale`.
+fn tree_step(step: &'static str, stale: bool, what: String, dir: &str) -> Step {
+    let (change, action) = if stale {
+        (Change::Changes, "will be written")
+    } else {
+        (Change::Unchanged, "is up to date")
+    };
+    Step {
+        step,
+        change,
+        detail: format!("{what}; {dir} {action}"),
+    }
 }
 
 fn stale(tree: &FileTree, dir: &Path, step: &'static str) -> Result<bool, PipelineError> {
