@@ -3,35 +3,14 @@
 //! skopeo and the Go toolchain for a real static operator binary.
 
 mod image_support;
+mod release_support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use release_support::{example_project, ok, olmpack, operator_binary, stderr, stdout};
 use upgrade_tests::{Registry, RegistryAuth, Tool};
-
-fn olmpack() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_olmpack"))
-}
-
-fn ok(output: Output) -> Output {
-    assert!(
-        output.status.success(),
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
 
 /// Every file under `dir` with its bytes and modification time.
 fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (Vec<u8>, std::time::SystemTime)> {
@@ -49,17 +28,6 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (Vec<u8>, std::time::SystemTime)> {
     let mut out = BTreeMap::new();
     walk(dir, &mut out);
     out
-}
-
-/// The example operator copied to `dir`, its images renamed into `registry`.
-fn example_project(dir: &Path) -> PathBuf {
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("example");
-    for (path, contents) in olmpack::output::read_tree(&example).unwrap() {
-        let target = dir.join(path);
-        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
-        std::fs::write(target, contents).unwrap();
-    }
-    dir.join("olmpack.yaml")
 }
 
 fn layout_digest(out: &Path, name: &str) -> String {
@@ -214,28 +182,6 @@ fn release_pipeline_refuses_an_invalid_plan_and_writes_nothing() {
     assert_eq!(run.status.code(), Some(1), "{}", stderr(&run));
     assert!(stderr(&run).contains("nothing written"), "{}", stderr(&run));
     assert!(!out.join("bundle").exists());
-}
-
-/// A static operator binary for this machine (Go, CGO off).
-fn operator_binary(dir: &Path) -> PathBuf {
-    std::fs::write(
-        dir.join("main.go"),
-        "package main\n\nfunc main() { println(\"guestbook operator\") }\n",
-    )
-    .unwrap();
-    let out = dir.join("manager");
-    let status = Command::new("go")
-        .args(["build", "-trimpath", "-o"])
-        .arg(&out)
-        .arg("main.go")
-        .env("CGO_ENABLED", "0")
-        .env("GOOS", "linux")
-        .env("GOARCH", "amd64")
-        .current_dir(dir)
-        .status()
-        .expect("go is installed (cargo xtask setup needs it)");
-    assert!(status.success());
-    out
 }
 
 fn release(plan: &Path, out: &Path, binary: &Path, registry: &str, extra: &[&str]) -> Output {

@@ -2,30 +2,14 @@
 //! catalog image (the referrers API on olareg, the tag-schema fallback on Debian's
 //! docker-registry 2.8), and cosign signatures verified by the real `cosign verify`.
 
+mod release_support;
+
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use release_support::{example_project, ok, olmpack, operator_binary, stderr};
 use upgrade_tests::{ReferrersRegistry, Registry, RegistryAuth, Tool};
-
-fn olmpack() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_olmpack"))
-}
-
-fn ok(output: Output) -> Output {
-    assert!(
-        output.status.success(),
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
 
 /// The tool's path; without it the test is not run (loudly), and in CI that is a failure.
 fn tool(tool: Tool) -> Option<PathBuf> {
@@ -39,38 +23,6 @@ fn tool(tool: Tool) -> Option<PathBuf> {
             None
         }
     }
-}
-
-/// The example operator copied to `dir`.
-fn example_project(dir: &Path) -> PathBuf {
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("example");
-    for (path, contents) in olmpack::output::read_tree(&example).unwrap() {
-        let target = dir.join(path);
-        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
-        std::fs::write(target, contents).unwrap();
-    }
-    dir.join("olmpack.yaml")
-}
-
-fn operator_binary(dir: &Path) -> PathBuf {
-    std::fs::write(
-        dir.join("main.go"),
-        "package main\n\nfunc main() { println(\"guestbook operator\") }\n",
-    )
-    .unwrap();
-    let out = dir.join("manager");
-    let status = Command::new("go")
-        .args(["build", "-trimpath", "-o"])
-        .arg(&out)
-        .arg("main.go")
-        .env("CGO_ENABLED", "0")
-        .env("GOOS", "linux")
-        .env("GOARCH", "amd64")
-        .current_dir(dir)
-        .status()
-        .expect("go is installed (cargo xtask setup needs it)");
-    assert!(status.success());
-    out
 }
 
 struct Project {
