@@ -14,27 +14,12 @@ use std::process::{Command, Stdio};
 
 use support::{best_of, env_usize};
 
-/// Every `<tree>/<package>/<version>/` with `manifests/` and `metadata/`.
+/// Every bundle-format directory of the corpus, sorted.
 fn bundle_dirs(corpus: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for tree in ["community-operators", "upstream-community-operators"] {
-        let mut packages: Vec<PathBuf> = std::fs::read_dir(corpus.join(tree))
-            .map(|rd| rd.filter_map(Result::ok).map(|e| e.path()).collect())
-            .unwrap_or_default();
-        packages.sort();
-        for pkg in packages {
-            let mut versions: Vec<PathBuf> = std::fs::read_dir(&pkg)
-                .map(|rd| rd.filter_map(Result::ok).map(|e| e.path()).collect())
-                .unwrap_or_default();
-            versions.sort();
-            out.extend(
-                versions
-                    .into_iter()
-                    .filter(|v| v.join("manifests").is_dir() && v.join("metadata").is_dir()),
-            );
-        }
-    }
-    out
+    upgrade_tests::corpus::version_dirs(corpus)
+        .into_iter()
+        .filter_map(|(dir, bundle)| bundle.then_some(dir))
+        .collect()
 }
 
 fn renders(olmpack: &Path, dir: &Path) -> bool {

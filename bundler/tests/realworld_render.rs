@@ -74,34 +74,6 @@ struct Outcome {
     stderr: String,
 }
 
-/// Every `<tree>/<package>/<version>/` directory of the corpus; `true` for bundle format.
-fn version_dirs(corpus: &Path) -> Vec<(PathBuf, bool)> {
-    let mut out = Vec::new();
-    for tree in ["community-operators", "upstream-community-operators"] {
-        for pkg in sorted_dirs(&corpus.join(tree)) {
-            for version in sorted_dirs(&pkg) {
-                let bundle =
-                    version.join("manifests").is_dir() && version.join("metadata").is_dir();
-                out.push((version, bundle));
-            }
-        }
-    }
-    out
-}
-
-fn sorted_dirs(dir: &Path) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(Result::ok)
-                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-                .map(|e| e.path())
-                .collect()
-        })
-        .unwrap_or_default();
-    out.sort();
-    out
-}
-
 /// sha256 over every file (relative path and contents) below `dir`, in sorted order.
 fn tree_hash(dir: &Path, hasher: &mut Sha256, rel: &Path) {
     let mut entries: Vec<_> = std::fs::read_dir(dir)
@@ -242,7 +214,7 @@ fn realworld_render_matches_opm() {
         .expect("opm is required (cargo xtask setup)");
     let olmpack = PathBuf::from(env!("CARGO_BIN_EXE_olmpack"));
     let cache = opm_cache_dir(&opm);
-    let dirs = version_dirs(&corpus);
+    let dirs = upgrade_tests::corpus::version_dirs(&corpus);
     assert!(dirs.len() > 1000, "corpus looks incomplete: {}", dirs.len());
     let cases: Vec<(&PathBuf, bool, Variant)> = dirs
         .iter()

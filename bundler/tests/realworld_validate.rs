@@ -10,40 +10,12 @@
 //! Run: `cargo xtask conformance realworld_validate` (unpacks the corpus once).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use olmpack::bundle::{load, validate};
 use olmpack::report::Severity;
-
-/// Every `<tree>/<package>/<version>/` directory of the corpus; `true` for bundle format.
-fn version_dirs(corpus: &Path) -> Vec<(PathBuf, bool)> {
-    let mut out = Vec::new();
-    for tree in ["community-operators", "upstream-community-operators"] {
-        for pkg in sorted_dirs(&corpus.join(tree)) {
-            for version in sorted_dirs(&pkg) {
-                let bundle =
-                    version.join("manifests").is_dir() && version.join("metadata").is_dir();
-                out.push((version, bundle));
-            }
-        }
-    }
-    out
-}
-
-fn sorted_dirs(dir: &Path) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(Result::ok)
-                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-                .map(|e| e.path())
-                .collect()
-        })
-        .unwrap_or_default();
-    out.sort();
-    out
-}
 
 /// Per rule: [errors, warnings, directories with an error, errors when targeting Kubernetes
 /// 1.21] for each format (bundle, package manifest).
@@ -161,7 +133,7 @@ fn realworld_validate_counts() {
     ) else {
         return;
     };
-    let dirs = version_dirs(&corpus);
+    let dirs = upgrade_tests::corpus::version_dirs(&corpus);
     assert!(dirs.len() > 1000, "corpus looks incomplete: {}", dirs.len());
     let next = AtomicUsize::new(0);
     let result = Mutex::new(Tally::default());

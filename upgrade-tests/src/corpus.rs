@@ -44,3 +44,32 @@ pub fn require(name: &str, test: &str) -> Option<PathBuf> {
     eprintln!("\n*** {msg} ***\n");
     None
 }
+
+/// Every `<tree>/<package>/<version>/` directory of the community-operators corpus, sorted;
+/// `true` for the bundle format (`manifests/` and `metadata/`), `false` for a package manifest.
+pub fn version_dirs(corpus: &std::path::Path) -> Vec<(PathBuf, bool)> {
+    let mut out = Vec::new();
+    for tree in ["community-operators", "upstream-community-operators"] {
+        for pkg in sorted_dirs(&corpus.join(tree)) {
+            for version in sorted_dirs(&pkg) {
+                let bundle =
+                    version.join("manifests").is_dir() && version.join("metadata").is_dir();
+                out.push((version, bundle));
+            }
+        }
+    }
+    out
+}
+
+fn sorted_dirs(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
