@@ -26,6 +26,7 @@ pub struct Pins {
     pub kubernetes: KubernetesPin,
     pub olm: OlmPin,
     pub olmv1: OlmV1Pin,
+    pub upstream: UpstreamPin,
     pub go: BTreeMap<String, GoPin>,
     pub debian: DebianPins,
 }
@@ -53,6 +54,14 @@ pub struct OlmPin {
 #[serde(deny_unknown_fields)]
 pub struct OlmV1Pin {
     pub version: String,
+}
+
+/// Upstream test data: operator-framework/api's validator cases (valid and invalid bundles, CSVs,
+/// CRDs), copied from the module at this exact version.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamPin {
+    pub api: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -93,6 +102,9 @@ const OLM_CRDS: (&str, &str) = ("deploy/chart/crds", "crds");
 /// kwok's "fast" node and pod stages (ready at once, deleted at once) and where they go.
 const KWOK_STAGES: [&str; 2] = ["kustomize/stage/node/fast", "kustomize/stage/pod/fast"];
 const KWOK_STAGES_DIR: &str = "kwok-stages";
+const API_MODULE: &str = "github.com/operator-framework/api";
+/// Where operator-framework/api keeps its validators' test data, and where setup puts the copy.
+const API_TESTDATA: (&str, &str) = ("pkg/validation/internal/testdata", "testdata");
 const OLMV1_MODULE: &str = "github.com/operator-framework/operator-controller";
 /// Where OLM v1's CRDs are in its module (ClusterExtension, ClusterCatalog), and where setup
 /// puts them in the tool directory.
@@ -184,6 +196,12 @@ impl Layout {
                 .join(OLMV1_CRDS.1)
                 .into_os_string(),
         ));
+        vars.push((
+            "OLMPACK_UPSTREAM_API_TESTDATA".to_owned(),
+            self.tool_dir("operator-framework-api", &pins.upstream.api)
+                .join(API_TESTDATA.1)
+                .into_os_string(),
+        ));
         for (name, pin) in &pins.go {
             let bin = self
                 .tool_dir(name, &pin.version)
@@ -212,6 +230,7 @@ pub fn setup(pins: &Pins, layout: &Layout) -> Result<Vec<String>> {
         install_kubernetes(&pins.kubernetes, layout)?,
         install_olm(&pins.olm, layout)?,
         install_olmv1(&pins.olmv1, layout)?,
+        install_upstream_testdata(&pins.upstream, layout)?,
     ];
     for (name, pin) in &pins.go {
         report.push(install_go_tool(name, pin, layout)?);
@@ -498,6 +517,42 @@ fn install_olmv1(pin: &OlmV1Pin, layout: &Layout) -> Result<String> {
         pin.version,
         started.elapsed()
     ))
+}
+
+/// operator-framework/api's validator test data, copied whole from the module.
+fn install_upstream_testdata(pin: &UpstreamPin, layout: &Layout) -> Result<String> {
+    let dest = layout.tool_dir("operator-framework-api", &pin.api);
+    let stamp = stamp(&[API_MODULE, &pin.api, API_TESTDATA.0, API_TESTDATA.1]);
+    if is_complete(&dest, &stamp, &[]) && dest.join(API_TESTDATA.1).is_dir() {
+        return Ok(format!("operator-framework/api test data {}: up to date", pin.api));
+    }
+    let started = Instant::now();
+    build_into(&dest, &stamp, |work| {
+        let dir = module_dir(API_MODULE, &pin.api, work)?;
+        copy_tree(&dir.join(API_TESTDATA.0), &work.join(API_TESTDATA.1))
+    })?;
+    Ok(format!(
+        "operator-framework/api test data {}: copied in {:.0?}",
+        pin.api,
+        started.elapsed()
+    ))
+}
+
+/// Copies the regular files and directories under `from` into `to` (created), as writable files.
+fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+    fs::create_dir_all(to)?;
+    for entry in fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else if kind.is_file() {
+            // Module cache files are read-only; the copies must be removable and replaceable.
+            fs::write(&target, fs::read(entry.path())?)?;
+        }
+    }
+    Ok(())
 }
 
 /// Copies every `*.yaml` file of `from` except kustomizations into `to` (created).
