@@ -456,14 +456,7 @@ fn verdict_problem(case: &Case, found: &[Finding]) -> Option<String> {
     let listed = || {
         found
             .iter()
-            .map(|f| {
-                format!(
-                    "  {}[{}] {}",
-                    format!("{:?}", f.severity),
-                    f.rule,
-                    f.message
-                )
-            })
+            .map(|f| format!("  {:?}[{}] {}", f.severity, f.rule, f.message))
             .collect::<Vec<_>>()
             .join("\n")
     };
@@ -511,10 +504,7 @@ fn describe(expect: &Expect) -> String {
             severity,
             count,
             text,
-        } => format!(
-            "{count} × {}[{rule}] containing {text:?}",
-            format!("{severity:?}")
-        ),
+        } => format!("{count} × {severity:?}[{rule}] containing {text:?}"),
     }
 }
 
