@@ -407,7 +407,7 @@ fn removed_api_cases() -> Vec<Case> {
 fn testdata() -> PathBuf {
     upgrade_tests::ToolData::UpstreamApiTestdata
         .path()
-        .unwrap_or_else(|e| panic!("{e}: run `cargo xtask setup` (or `cargo xtask test`)"))
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The case's files as a bundle in memory: `manifests/<file name>` and an annotations.yaml.
