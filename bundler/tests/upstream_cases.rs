@@ -31,11 +31,28 @@ enum Expect {
     },
     /// No finding of `rule` (what upstream's case checks is fine here).
     Not(&'static str),
+    /// Findings of `rule` at `severity`, one per text, the n-th message containing the n-th text
+    /// (in olmpack's order).
+    Each {
+        rule: &'static str,
+        severity: Severity,
+        texts: &'static [&'static str],
+    },
     /// Errors from exactly these rules (a case upstream calls valid that a consumer refuses).
     OnlyErrors(&'static [&'static str]),
 }
 
+/// Whose test data a case comes from.
+#[derive(Clone, Copy)]
+enum Source {
+    /// operator-framework/api's validators (`operator-sdk bundle validate`).
+    Api,
+    /// operator-registry's bundle validation (opm).
+    Registry,
+}
+
 struct Case {
+    source: Source,
     /// Upstream's test description, shortened.
     upstream: &'static str,
     /// Files or directories under upstream's testdata/.
@@ -65,6 +82,7 @@ fn finding(rule: &'static str, severity: Severity, count: usize, text: &'static 
 
 fn case(upstream: &'static str, files: &'static [&'static str], expect: Expect) -> Case {
     Case {
+        source: Source::Api,
         upstream,
         files,
         etcd_crds: false,
@@ -75,6 +93,11 @@ fn case(upstream: &'static str, files: &'static [&'static str], expect: Expect) 
 
 fn with_etcd_crds(mut c: Case) -> Case {
     c.etcd_crds = true;
+    c
+}
+
+fn from_registry(mut c: Case) -> Case {
+    c.source = Source::Registry;
     c
 }
 
@@ -403,11 +426,132 @@ fn removed_api_cases() -> Vec<Case> {
     ]
 }
 
+/// operator-registry's cases: whole bundles (manifests/ and metadata/) or a manifests directory.
+fn registry_cases() -> Vec<Case> {
+    use Severity::{Error, Warning};
+    let dep = |name, text| {
+        from_registry(case(
+            name,
+            &[],
+            finding("bundle/dependency", Warning, 1, text),
+        ))
+    };
+    let mut cases = vec![
+        from_registry(case(
+            "valid bundle with a ConfigMap, VPA, Secret, PriorityClass and PDB",
+            &["valid_bundle"],
+            Expect::NoErrors,
+        )),
+        // Stricter: a v1 CRD version without schema, which kube-apiserver refuses.
+        from_registry(case(
+            "valid bundle 2",
+            &["valid_bundle_2"],
+            Expect::OnlyErrors(&["crd/schema"]),
+        )),
+        from_registry(case(
+            "CSV without install modes",
+            &["invalid_manifests_bundle/invalid_csv"],
+            finding("csv/install-modes", Error, 1, "install modes not found"),
+        )),
+        from_registry(case(
+            "CRD with a version listed twice",
+            &["invalid_manifests_bundle/invalid_crd"],
+            finding("crd/versions", Error, 1, "is listed twice"),
+        )),
+        from_registry(case(
+            "ServiceAccount whose namespace is a number",
+            &["invalid_manifests_bundle/invalid_sa"],
+            finding("bundle/object-metadata", Error, 1, "namespace"),
+        )),
+        // opm's bundle validation refuses the kind, and OLM v0's install plan fails on it; no
+        // test here runs either, so it stays a warning (see consumers.rs).
+        from_registry(case(
+            "ResourceQuota in the bundle",
+            &["invalid_manifests_bundle/invalid_type"],
+            finding(
+                "bundle/unsupported-kind",
+                Warning,
+                1,
+                "kind ResourceQuota is not among the kinds OLM v0 creates",
+            ),
+        )),
+        from_registry(case(
+            "owned CRD missing",
+            &["invalid_manifests_bundle/invalid_bundle"],
+            finding(
+                "csv/owned-crd-not-in-bundle",
+                Error,
+                1,
+                "etcdclusters.etcd.database.coreos.com",
+            ),
+        )),
+        // opm calls it a warning too.
+        from_registry(case(
+            "CRD in the bundle the CSV does not own",
+            &["invalid_manifests_bundle/invalid_bundle_2"],
+            finding(
+                "csv/crd-not-owned",
+                Warning,
+                1,
+                "etcdclusters.etcd.database.coreos.com",
+            ),
+        )),
+        from_registry(case(
+            "annotation names in the wrong case",
+            &["invalid_manifests_bundle/invalid_annotation_name"],
+            finding("csv/annotation-case", Warning, 3, "uses the wrong case"),
+        )),
+    ];
+    // opm renders and serves bundles with these dependency entries; OLM's resolver skips them.
+    let dep = |name, dir: &'static [&'static str], texts| {
+        let each = Expect::Each {
+            rule: "bundle/dependency",
+            severity: Warning,
+            texts,
+        };
+        from_registry(case(name, dir, each))
+    };
+    cases.extend([
+        dep(
+            "olm.gvk dependency without group, kind and version",
+            &["invalid_dependencies_bundle/invalid_gvk_dependency"],
+            &[
+                "each entry needs `type` and `value`",
+                "group is required",
+                "kind is required",
+                "version is required",
+            ],
+        ),
+        dep(
+            "package dependency without name, with a bad and an empty version",
+            &["invalid_dependencies_bundle/invalid_package_dependency"],
+            &[
+                "packageName is required",
+                "version \">!0.2.0\" is not a semver range",
+                "version is required",
+            ],
+        ),
+        dep(
+            "dependency of an unknown type",
+            &["invalid_dependencies_bundle/invalid_dependency_type"],
+            &["unsupported dependency type \"olm.crd\""],
+        ),
+        dep(
+            "label dependency without a label",
+            &["invalid_dependencies_bundle/invalid_label_dependency"],
+            &["label is required"],
+        ),
+    ]);
+    cases
+}
+
 /// Upstream's test data, as setup copied it; the test fails (never passes silently) without it.
-fn testdata() -> PathBuf {
-    upgrade_tests::ToolData::UpstreamApiTestdata
-        .path()
-        .unwrap_or_else(|e| panic!("{e}"))
+fn testdata(source: Source) -> PathBuf {
+    let data = match source {
+        Source::Api => upgrade_tests::ToolData::UpstreamApiTestdata,
+        Source::Registry => upgrade_tests::ToolData::UpstreamRegistryTestdata,
+    };
+    data.path().unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The case's files as a bundle in memory: `manifests/<file name>` and an annotations.yaml.
@@ -416,6 +560,10 @@ fn bundle_files(testdata: &Path, case: &Case) -> BTreeMap<PathBuf, Vec<u8>> {
     let extra = if case.etcd_crds { ETCD_CRDS } else { &[] };
     for entry in case.files.iter().chain(extra) {
         let path = testdata.join(entry);
+        if path.join("manifests").is_dir() {
+            copy_bundle(&path, Path::new(""), &mut files);
+            continue;
+        }
         let paths = if path.is_dir() {
             let mut inner: Vec<_> = std::fs::read_dir(&path)
                 .unwrap()
@@ -433,9 +581,25 @@ fn bundle_files(testdata: &Path, case: &Case) -> BTreeMap<PathBuf, Vec<u8>> {
             files.insert(Path::new("manifests").join(name), contents);
         }
     }
+    if files.contains_key(Path::new("metadata/annotations.yaml")) {
+        return files;
+    }
     let annotations = "annotations:\n  operators.operatorframework.io.bundle.mediatype.v1: registry+v1\n  operators.operatorframework.io.bundle.manifests.v1: manifests/\n  operators.operatorframework.io.bundle.metadata.v1: metadata/\n  operators.operatorframework.io.bundle.package.v1: etcd\n  operators.operatorframework.io.bundle.channels.v1: stable\n";
     files.insert("metadata/annotations.yaml".into(), annotations.into());
     files
+}
+
+/// A whole bundle directory, every file under its relative path.
+fn copy_bundle(dir: &Path, relative: &Path, files: &mut BTreeMap<PathBuf, Vec<u8>>) {
+    for entry in std::fs::read_dir(dir.join(relative)).unwrap() {
+        let entry = entry.unwrap();
+        let inner = relative.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_bundle(dir, &inner, files);
+        } else {
+            files.insert(inner, std::fs::read(entry.path()).unwrap());
+        }
+    }
 }
 
 fn findings(testdata: &Path, case: &Case) -> Vec<Finding> {
@@ -463,6 +627,18 @@ fn verdict_problem(case: &Case, found: &[Finding]) -> Option<String> {
     let ok = match &case.expect {
         Expect::NoErrors => found.iter().all(|f| f.severity != Severity::Error),
         Expect::Not(rule) => !found.iter().any(|f| f.rule.starts_with(rule)),
+        Expect::Each {
+            rule,
+            severity,
+            texts,
+        } => {
+            let matching: Vec<_> = found.iter().filter(|f| f.rule == *rule).collect();
+            matching.len() == texts.len()
+                && matching
+                    .iter()
+                    .zip(texts.iter())
+                    .all(|(f, text)| f.severity == *severity && f.message.contains(text))
+        }
         Expect::OnlyErrors(rules) => {
             let errors: std::collections::BTreeSet<&str> = found
                 .iter()
@@ -499,6 +675,11 @@ fn describe(expect: &Expect) -> String {
         Expect::NoErrors => "no errors".into(),
         Expect::Not(rule) => format!("no {rule} finding"),
         Expect::OnlyErrors(rules) => format!("errors from exactly {rules:?}"),
+        Expect::Each {
+            rule,
+            severity,
+            texts,
+        } => format!("{severity:?}[{rule}] containing, in order, {texts:?}"),
         Expect::Finding {
             rule,
             severity,
@@ -509,10 +690,9 @@ fn describe(expect: &Expect) -> String {
 }
 
 fn run(cases: Vec<Case>) {
-    let testdata = testdata();
     let problems: Vec<String> = cases
         .iter()
-        .filter_map(|case| verdict_problem(case, &findings(&testdata, case)))
+        .filter_map(|case| verdict_problem(case, &findings(&testdata(case.source), case)))
         .collect();
     assert!(problems.is_empty(), "{}", problems.join("\n\n"));
 }
@@ -540,4 +720,9 @@ fn upstream_object_cases_are_warnings_no_consumer_refuses() {
 #[test]
 fn upstream_removed_api_cases_are_errors_only_from_the_targeted_version_on() {
     run(removed_api_cases());
+}
+
+#[test]
+fn upstream_opm_bundle_cases_get_the_meaning_upstream_gives_them() {
+    run(registry_cases());
 }

@@ -122,6 +122,8 @@ pub enum ToolData {
     OlmV1Crds,
     /// operator-framework/api's validator test data, at the version `tools.toml` pins.
     UpstreamApiTestdata,
+    /// operator-registry's bundle-validation test data, at the version `tools.toml` pins.
+    UpstreamRegistryTestdata,
 }
 
 impl ToolData {
@@ -132,6 +134,7 @@ impl ToolData {
             ToolData::KwokStages => "OLMPACK_KWOK_STAGES",
             ToolData::OlmV1Crds => "OLMPACK_OLMV1_CRDS",
             ToolData::UpstreamApiTestdata => "OLMPACK_UPSTREAM_API_TESTDATA",
+            ToolData::UpstreamRegistryTestdata => "OLMPACK_UPSTREAM_REGISTRY_TESTDATA",
         }
     }
 
@@ -146,6 +149,7 @@ impl ToolData {
                     ToolData::KwokStages => "kwok's stages",
                     ToolData::OlmV1Crds => "OLM v1's CRDs",
                     ToolData::UpstreamApiTestdata => "operator-framework/api's test data",
+                    ToolData::UpstreamRegistryTestdata => "operator-registry's test data",
                 },
                 env_var: self.env_var(),
                 looked_at,
