@@ -429,13 +429,6 @@ fn removed_api_cases() -> Vec<Case> {
 /// operator-registry's cases: whole bundles (manifests/ and metadata/) or a manifests directory.
 fn registry_cases() -> Vec<Case> {
     use Severity::{Error, Warning};
-    let dep = |name, text| {
-        from_registry(case(
-            name,
-            &[],
-            finding("bundle/dependency", Warning, 1, text),
-        ))
-    };
     let mut cases = vec![
         from_registry(case(
             "valid bundle with a ConfigMap, VPA, Secret, PriorityClass and PDB",
