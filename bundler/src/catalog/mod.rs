@@ -11,7 +11,7 @@
 //! - [`generate`] writes the catalog of a release plan, its channels read from the plan's
 //!   [`crate::upgrade_graph`].
 //!
-//! Everything but [`load`], [`write`] and [`render`]'s directory reader is pure.
+//! Everything but [`load`], [`write`](mod@write) and [`render`]'s directory reader is pure.
 
 pub mod declcfg;
 pub mod generate;
