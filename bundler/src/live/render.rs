@@ -9,10 +9,14 @@ use upgrade_tests::live::{EdgeReport, LiveFinding, Rollback, Severity, Verdict};
 /// How to print the reports.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum OutputFormat {
+    /// Plain text for a terminal.
     #[default]
     Text,
+    /// JSON, for other programs.
     Json,
+    /// JUnit XML, for CI test report viewers.
     Junit,
+    /// Markdown, e.g. for `$GITHUB_STEP_SUMMARY`.
     Markdown,
 }
 
