@@ -92,8 +92,8 @@ pub enum InputError {
         /// The kind of I/O failure, for deciding how to report it.
         kind: io::ErrorKind,
     },
-    #[error("{path}: is {what}, not a regular file; olmpack reads only regular files")]
     /// The path is a directory, device, socket or pipe where a file was expected.
+    #[error("{path}: is {what}, not a regular file; olmpack reads only regular files")]
     NotRegular {
         /// The path.
         path: PathBuf,
@@ -112,64 +112,64 @@ pub enum InputError {
         /// The limit in bytes.
         limit: u64,
     },
+    /// The files of a directory tree together exceed the total size limit (`--max-input-size`).
     #[error(
         "{root}: the files add up to more than {limit} bytes; raise the limit with --max-input-size if that is expected"
     )]
-    /// The files of a directory tree together exceed the total size limit (`--max-input-size`).
     TreeTooLarge {
         /// The directory being read.
         root: PathBuf,
         /// The limit in bytes.
         limit: u64,
     },
+    /// A directory tree holds more files than the limit (`--max-input-files`).
     #[error(
         "{root}: holds more than {limit} files; raise the limit with --max-input-files if that is expected"
     )]
-    /// A directory tree holds more files than the limit (`--max-input-files`).
     TooManyFiles {
         /// The directory being read.
         root: PathBuf,
         /// The maximum number of files.
         limit: usize,
     },
+    /// A symlink inside a directory being read points out of it.
     #[error(
         "{path}: is a symlink to {target}, outside the directory being read; olmpack follows symlinks only inside it"
     )]
-    /// A symlink inside a directory being read points out of it.
     SymlinkOutside {
         /// The symlink.
         path: PathBuf,
         /// Where it points.
         target: PathBuf,
     },
-    #[error("{path}: is a symlink that never reaches a file (a symlink loop)")]
     /// A symlink chain never ends at a file.
+    #[error("{path}: is a symlink that never reaches a file (a symlink loop)")]
     SymlinkLoop {
         /// The symlink.
         path: PathBuf,
     },
+    /// A directory is reached a second time (through a symlink), so it is skipped.
     #[error(
         "{path}: leads to the directory {target}, which is already being read (a symlink cycle or a second link to it); it is not read twice"
     )]
-    /// A directory is reached a second time (through a symlink), so it is skipped.
     Revisited {
         /// The path that leads there again.
         path: PathBuf,
         /// The directory already being read.
         target: PathBuf,
     },
+    /// A path in a release plan leads outside the plan's directory and `--allow-outside-paths` was not given.
     #[error(
         "{path}: is outside {base}; paths in a release plan must stay inside the plan's directory (or pass --allow-outside-paths)"
     )]
-    /// A path in a release plan leads outside the plan's directory and `--allow-outside-paths` was not given.
     Outside {
         /// The path as resolved.
         path: PathBuf,
         /// The plan's directory.
         base: PathBuf,
     },
-    #[error("{path}: is not UTF-8 text")]
     /// A file that must be text is not valid UTF-8.
+    #[error("{path}: is not UTF-8 text")]
     NotUtf8 {
         /// The file.
         path: PathBuf,

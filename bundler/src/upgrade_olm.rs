@@ -46,16 +46,16 @@ pub enum OlmRunError {
         #[source]
         source: crate::catalog::load::LoadError,
     },
-    #[error("the catalog {dir} is invalid ({first}); run `olmpack catalog validate` on it")]
     /// The catalog fails validation, so running OLM on it would say nothing useful.
+    #[error("the catalog {dir} is invalid ({first}); run `olmpack catalog validate` on it")]
     Invalid {
         /// The catalog directory.
         dir: PathBuf,
         /// The first error finding.
         first: String,
     },
-    #[error("the catalog {dir} has no package {package}")]
     /// The catalog has no package of the requested name.
+    #[error("the catalog {dir} has no package {package}")]
     NoPackage {
         /// The catalog directory.
         dir: PathBuf,
@@ -65,10 +65,10 @@ pub enum OlmRunError {
     /// Starting or driving the test control plane with OLM failed.
     #[error("the OLM test environment failed")]
     Env(#[from] upgrade_tests::olm::OlmError),
+    /// A bundle carries no manifests in the catalog, so the test cluster (which has no kubelet) cannot unpack it.
     #[error(
         "bundle {bundle} has no olm.bundle.object properties: OLM would unpack its image with a Job, which needs a kubelet; render the catalog with `olmpack generate` or `opm render` (without --migrate-level)"
     )]
-    /// A bundle carries no manifests in the catalog, so the test cluster (which has no kubelet) cannot unpack it.
     NoObjects {
         /// The bundle name.
         bundle: String,

@@ -31,8 +31,8 @@ pub const DEPENDENCIES_FILE: &str = "metadata/dependencies.yaml";
 /// Failure to read a bundle directory at all.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    #[error("bundle directory {path} does not exist or is not a directory")]
     /// The bundle path is missing or is a file.
+    #[error("bundle directory {path} does not exist or is not a directory")]
     NotADirectory {
         /// The path given.
         path: PathBuf,

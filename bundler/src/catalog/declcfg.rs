@@ -32,8 +32,8 @@ pub enum DeclcfgError {
     /// A catalog object lacks the `schema` key, so opm cannot tell what it is.
     #[error("object has no `schema` field")]
     MissingSchema,
-    #[error("duplicate keys for key {folded:?}: {keys:?}")]
     /// Two keys of one object differ only by letter case, which opm rejects as ambiguous.
+    #[error("duplicate keys for key {folded:?}: {keys:?}")]
     DuplicateKeys {
         /// The key in lower case.
         folded: String,

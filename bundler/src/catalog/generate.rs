@@ -32,16 +32,16 @@ pub struct PackageMeta {
 /// Why the catalog could not be generated.
 #[derive(Debug, thiserror::Error)]
 pub enum GenerateError {
-    #[error("no rendered bundle for release {bundle} of package {package}")]
     /// The plan lists a release whose bundle was not rendered (an internal inconsistency of the inputs).
+    #[error("no rendered bundle for release {bundle} of package {package}")]
     MissingBundle {
         /// The package.
         package: String,
         /// The missing bundle's name.
         bundle: String,
     },
-    #[error("generated catalog for package {package} is invalid:\n{findings}")]
     /// The generated catalog fails olmpack's own catalog validation, so opm would refuse it or serve it wrongly.
+    #[error("generated catalog for package {package} is invalid:\n{findings}")]
     Invalid {
         /// The package.
         package: String,

@@ -59,8 +59,8 @@ pub enum GraphError {
         /// The API version it is written in.
         api_version: String,
     },
-    #[error("catalog bundle {bundle}: olm.bundle.object property {index} is not a JSON manifest")]
     /// A catalog bundle's embedded manifest cannot be decoded, so its CRDs are unknown.
+    #[error("catalog bundle {bundle}: olm.bundle.object property {index} is not a JSON manifest")]
     BundleObject {
         /// The catalog bundle name.
         bundle: String,

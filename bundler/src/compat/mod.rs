@@ -296,24 +296,24 @@ pub fn olm_v1_refuses(problems: &[Problem]) -> bool {
 /// A CRD file could not be read as one `apiextensions.k8s.io/v1` CRD.
 #[derive(Debug, thiserror::Error)]
 pub enum CrdFileError {
-    #[error("{file}: {message}")]
     /// The file is not YAML.
+    #[error("{file}: {message}")]
     Yaml {
         /// The CRD file.
         file: String,
         /// The parser's complaint, in our words.
         message: String,
     },
-    #[error("{file}: expected one CustomResourceDefinition, found {count} YAML documents")]
     /// The file holds more or fewer than one YAML document.
+    #[error("{file}: expected one CustomResourceDefinition, found {count} YAML documents")]
     Documents {
         /// The CRD file.
         file: String,
         /// How many documents it holds.
         count: usize,
     },
-    #[error("{file}: {found} is not an apiextensions.k8s.io/v1 CustomResourceDefinition")]
     /// The file's object is not an `apiextensions.k8s.io/v1` CRD.
+    #[error("{file}: {found} is not an apiextensions.k8s.io/v1 CustomResourceDefinition")]
     NotACrd {
         /// The CRD file.
         file: String,

@@ -83,8 +83,8 @@ pub enum AuthError {
         #[source]
         source: serde_json::Error,
     },
-    #[error("{path}: auths.{key}.auth is not base64 of user:password")]
     /// An `auth` entry cannot be decoded to a user name and password.
+    #[error("{path}: auths.{key}.auth is not base64 of user:password")]
     BadAuthField {
         /// The auth file.
         path: PathBuf,
@@ -102,10 +102,10 @@ pub enum AuthError {
         #[source]
         source: std::io::Error,
     },
+    /// A credential helper answered, but not with the JSON of `Username` and `Secret`.
     #[error(
         "the credential helper docker-credential-{helper} gave unreadable output for {registry}"
     )]
-    /// A credential helper answered, but not with the JSON of `Username` and `Secret`.
     HelperOutput {
         /// The helper's name, without the `docker-credential-` prefix.
         helper: String,

@@ -40,24 +40,24 @@ pub enum BaseError {
         #[source]
         source: serde_json::Error,
     },
-    #[error("manifest {digest} has media type {media_type:?}, which olmpack cannot build on")]
     /// A manifest uses a media type olmpack does not read (neither OCI nor Docker schema 2).
+    #[error("manifest {digest} has media type {media_type:?}, which olmpack cannot build on")]
     MediaType {
         /// Digest of the manifest.
         digest: String,
         /// Its media type.
         media_type: String,
     },
-    #[error("config {digest} is not a JSON object")]
     /// The base image's config blob is JSON but not an object.
+    #[error("config {digest} is not a JSON object")]
     Config {
         /// Digest of the config blob.
         digest: String,
     },
+    /// A layer may not be redistributed (Docker foreign layer), so it cannot be copied into the new image.
     #[error(
         "layer {digest} is non-distributable (media type {media_type:?}); olmpack cannot copy it"
     )]
-    /// A layer may not be redistributed (Docker foreign layer), so it cannot be copied into the new image.
     ForeignLayer {
         /// Digest of the layer.
         digest: String,

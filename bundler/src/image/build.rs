@@ -42,14 +42,14 @@ pub const CATALOG_CMD: &[&str] = &[
 /// Failure to build an image.
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
-    #[error("{path} is not a directory")]
     /// The directory to build an image from is missing or is a file.
+    #[error("{path} is not a directory")]
     NotADirectory {
         /// The path given.
         path: PathBuf,
     },
-    #[error("{path} is missing or not a directory; a bundle image needs manifests/ and metadata/")]
     /// A bundle directory lacks `manifests/` or `metadata/`.
+    #[error("{path} is missing or not a directory; a bundle image needs manifests/ and metadata/")]
     MissingBundleDir {
         /// The bundle directory.
         path: PathBuf,
@@ -72,24 +72,24 @@ pub enum BuildError {
         #[source]
         source: crate::yaml::YamlError,
     },
-    #[error("{path}: {problem}")]
     /// `metadata/annotations.yaml` parses but its content is not usable as image labels.
+    #[error("{path}: {problem}")]
     BadAnnotations {
         /// The annotations file.
         path: PathBuf,
         /// What is wrong with it, in our words.
         problem: String,
     },
-    #[error("the layout {layout} is inside {dir}, the directory being built")]
     /// The output layout would be written into the very directory being packed, so the image would contain itself.
+    #[error("the layout {layout} is inside {dir}, the directory being built")]
     LayoutInsideSource {
         /// The output layout directory.
         layout: PathBuf,
         /// The directory being built.
         dir: PathBuf,
     },
-    #[error("{path} holds no files; a catalog image needs a File-Based Catalog")]
     /// A catalog image was requested from a directory with no files.
+    #[error("{path} holds no files; a catalog image needs a File-Based Catalog")]
     EmptyCatalog {
         /// The catalog directory.
         path: PathBuf,
@@ -115,8 +115,8 @@ pub enum BuildError {
         #[source]
         source: Box<BaseError>,
     },
-    #[error("the base image {reference} has no usable platform image")]
     /// The base image offers no image for a platform olmpack can build on.
+    #[error("the base image {reference} has no usable platform image")]
     NoBasePlatform {
         /// The base image reference as given.
         reference: String,

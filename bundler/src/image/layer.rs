@@ -33,22 +33,22 @@ pub enum LayerError {
         #[source]
         source: io::Error,
     },
+    /// The source holds a symlink, socket or device, which olmpack does not pack.
     #[error(
         "{path} is a symbolic link or special file; image layers hold only regular files and directories"
     )]
-    /// The source holds a symlink, socket or device, which olmpack does not pack.
     Unsupported {
         /// The offending file.
         path: PathBuf,
     },
-    #[error("{path}: file names in image layers must be UTF-8")]
     /// A file name is not valid UTF-8, which tar paths in image layers must be.
+    #[error("{path}: file names in image layers must be UTF-8")]
     NonUtf8 {
         /// The offending file.
         path: PathBuf,
     },
-    #[error("{path} changed while the layer was written")]
     /// A file's size changed between listing and packing, so the layer would not match what was planned.
+    #[error("{path} changed while the layer was written")]
     Changed {
         /// The file that changed.
         path: PathBuf,

@@ -57,14 +57,14 @@ pub enum LayoutError {
         #[source]
         source: serde_json::Error,
     },
-    #[error("{path} exists and is not an OCI image layout; refusing to replace it")]
     /// The target path holds something else, so olmpack will not overwrite it.
+    #[error("{path} exists and is not an OCI image layout; refusing to replace it")]
     NotALayout {
         /// The path that is not an OCI layout.
         path: PathBuf,
     },
-    #[error("{path} has imageLayoutVersion {version:?}; only 1.0.0 is supported")]
     /// The layout declares a version olmpack does not read.
+    #[error("{path} has imageLayoutVersion {version:?}; only 1.0.0 is supported")]
     Version {
         /// The layout directory.
         path: PathBuf,
@@ -91,14 +91,14 @@ pub enum LayoutError {
         /// The tags of those images, comma-separated.
         tags: String,
     },
-    #[error("{layout} holds no image")]
     /// The layout's index lists no image at all.
+    #[error("{layout} holds no image")]
     Empty {
         /// The layout directory.
         layout: PathBuf,
     },
-    #[error("{digest:?} in {layout} is not a sha256 digest")]
     /// A descriptor's digest is not of the form `sha256:<64 hex digits>`.
+    #[error("{digest:?} in {layout} is not a sha256 digest")]
     BadDigest {
         /// The layout directory.
         layout: PathBuf,

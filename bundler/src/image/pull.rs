@@ -28,8 +28,8 @@ pub enum PullError {
         #[source]
         source: BaseError,
     },
-    #[error("{reference} has no image")]
     /// The reference resolves to an index that lists no image.
+    #[error("{reference} has no image")]
     Empty {
         /// The image reference as given.
         reference: String,

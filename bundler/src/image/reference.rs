@@ -20,8 +20,8 @@ pub enum ReferenceError {
         #[source]
         source: oci_client::ParseError,
     },
-    #[error("{reference:?}: the tag in an OCI layout reference must not be empty")]
     /// The reference is `LAYOUT:` with nothing after the colon.
+    #[error("{reference:?}: the tag in an OCI layout reference must not be empty")]
     EmptyTag {
         /// The reference as given.
         reference: String,

@@ -36,22 +36,22 @@ pub const OLM_V1_FILE: &str = "olm-v1.yaml";
 /// Why no install manifests can be written.
 #[derive(Debug, thiserror::Error)]
 pub enum InstallError {
-    #[error("the package {package} has no release")]
     /// The package has no release to install.
+    #[error("the package {package} has no release")]
     NoRelease {
         /// The package.
         package: String,
     },
+    /// The newest CSV supports only install modes whose target namespaces olmpack cannot choose, so no install manifests are written.
     #[error(
         "ClusterServiceVersion/{csv} supports neither the AllNamespaces nor the OwnNamespace install mode; its target namespaces are the cluster administrator's choice, so no install manifests are written"
     )]
-    /// The newest CSV supports only install modes whose target namespaces olmpack cannot choose, so no install manifests are written.
     NoInstallMode {
         /// The CSV's name.
         csv: String,
     },
-    #[error("failed to print the install manifest {file}: {message}")]
     /// Printing an install manifest as YAML failed.
+    #[error("failed to print the install manifest {file}: {message}")]
     Print {
         /// The manifest file name.
         file: String,

@@ -72,18 +72,18 @@ pub enum InputError {
         /// Why it does not parse.
         reason: String,
     },
-    #[error("{path}: sample is not a YAML object: {reason}")]
     /// A sample file is not a YAML mapping.
+    #[error("{path}: sample is not a YAML object: {reason}")]
     Sample {
         /// The sample file.
         path: PathBuf,
         /// Why it does not parse as one.
         reason: String,
     },
+    /// An upgrade edge of the catalog names a bundle for which no bundle directory was found.
     #[error(
         "the catalog names bundle {bundle} in an upgrade edge, but no bundle directory holds its CSV"
     )]
-    /// An upgrade edge of the catalog names a bundle for which no bundle directory was found.
     MissingBundle {
         /// The bundle name.
         bundle: String,

@@ -47,8 +47,8 @@ pub enum AttachError {
     /// A registry operation on the subject's repository failed.
     #[error(transparent)]
     Repo(#[from] RepoError),
-    #[error("{subject}: {digest:?} is not a sha256 digest")]
     /// The digest of the subject image is malformed.
+    #[error("{subject}: {digest:?} is not a sha256 digest")]
     Digest {
         /// The subject image reference.
         subject: String,
@@ -64,8 +64,8 @@ pub enum AttachError {
         #[source]
         source: serde_json::Error,
     },
-    #[error("{artifact} was pushed, but the referrers of {subject} do not list it")]
     /// After pushing, neither the referrers API nor the referrers tag lists the artifact, so tools will not find it.
+    #[error("{artifact} was pushed, but the referrers of {subject} do not list it")]
     NotListed {
         /// The subject image reference.
         subject: String,

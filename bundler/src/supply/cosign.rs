@@ -54,46 +54,46 @@ pub enum KeyError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{path}: not a PEM private key")]
     /// The key file holds no PEM block.
+    #[error("{path}: not a PEM private key")]
     NotPem {
         /// The key file.
         path: String,
     },
+    /// The PEM block is of a type that is not a private key olmpack can sign with.
     #[error(
         "{path}: PEM type {label:?} is not a signing key (expected ENCRYPTED SIGSTORE PRIVATE KEY, PRIVATE KEY or EC PRIVATE KEY)"
     )]
-    /// The PEM block is of a type that is not a private key olmpack can sign with.
     Label {
         /// The key file.
         path: String,
         /// The PEM type as written.
         label: String,
     },
+    /// An encrypted cosign key whose envelope does not decode (unknown KDF or cipher, bad JSON).
     #[error(
         "{path}: the encrypted key's envelope is not cosign's (scrypt + nacl/secretbox): {reason}"
     )]
-    /// An encrypted cosign key whose envelope does not decode (unknown KDF or cipher, bad JSON).
     Envelope {
         /// The key file.
         path: String,
         /// What does not fit.
         reason: String,
     },
-    #[error("{path}: the key is encrypted; set its password in COSIGN_PASSWORD")]
     /// The key is encrypted and `COSIGN_PASSWORD` is not set.
+    #[error("{path}: the key is encrypted; set its password in COSIGN_PASSWORD")]
     NoPassword {
         /// The key file.
         path: String,
     },
-    #[error("{path}: the password does not open the key (wrong COSIGN_PASSWORD, or a damaged key)")]
     /// The key is encrypted and `COSIGN_PASSWORD` does not decrypt it.
+    #[error("{path}: the password does not open the key (wrong COSIGN_PASSWORD, or a damaged key)")]
     WrongPassword {
         /// The key file.
         path: String,
     },
-    #[error("{path}: not an EC P-256 private key (cosign signs with ECDSA P-256)")]
     /// The key is not for the P-256 curve that cosign signatures use.
+    #[error("{path}: not an EC P-256 private key (cosign signs with ECDSA P-256)")]
     NotP256 {
         /// The key file.
         path: String,
@@ -106,8 +106,8 @@ pub enum SignError {
     /// A registry operation on the image's repository failed.
     #[error(transparent)]
     Repo(#[from] RepoError),
-    #[error("{image}: {digest:?} is not a sha256 digest")]
     /// The digest of the image to sign is malformed.
+    #[error("{image}: {digest:?} is not a sha256 digest")]
     Digest {
         /// The image reference.
         image: String,

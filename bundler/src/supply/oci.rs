@@ -27,8 +27,8 @@ pub enum RepoError {
     /// A request to the registry failed.
     #[error(transparent)]
     Registry(#[from] RegistryError),
-    #[error("{what}: the registry still lacks blob {digest} after it was uploaded")]
     /// The registry does not serve a blob that was just uploaded (a broken or eventually consistent registry).
+    #[error("{what}: the registry still lacks blob {digest} after it was uploaded")]
     BlobMissing {
         /// What was being pushed.
         what: String,

@@ -78,18 +78,18 @@ pub enum TemplateError {
         /// The `schema` value this template kind needs.
         expected: &'static str,
     },
-    #[error("template entry {index}: {message}")]
     /// A template entry is malformed.
+    #[error("template entry {index}: {message}")]
     Entry {
         /// Position of the entry in the template's `entries`.
         index: usize,
         /// What is wrong with it.
         message: String,
     },
+    /// A bundle entry of a basic template has keys other than `schema` and `image`, which opm refuses.
     #[error(
         "unexpected fields present in basic template bundle (entry {index}): only `schema` and `image` are allowed"
     )]
-    /// A bundle entry of a basic template has keys other than `schema` and `image`, which opm refuses.
     BundleFields {
         /// Position of the entry in the template's `entries`.
         index: usize,
