@@ -25,25 +25,22 @@
 
 #![forbid(unsafe_code)]
 
+pub use olmpack_model::{choice, names, report, upgrade_graph, yaml};
+
 pub mod bundle;
 pub mod catalog;
-pub mod choice;
 pub mod compat;
 pub mod image;
 pub mod input;
 pub mod install;
 pub mod json;
 pub mod live;
-pub mod names;
 pub mod output;
 pub mod pipeline;
 pub mod plan;
 pub mod release;
-pub mod report;
 pub mod supply;
-pub mod upgrade_graph;
 pub mod upgrade_olm;
-pub mod yaml;
 
 /// Installs rustls' ring provider as the process default; call first in every binary and test
 /// harness that may use TLS (several dependencies also compile in aws-lc-rs, and with two

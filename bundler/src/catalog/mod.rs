@@ -23,11 +23,11 @@ pub mod ignore;
 pub mod load;
 pub mod model;
 pub mod property;
-pub mod pullspec;
 pub mod render;
 pub mod stream;
 pub mod template;
 pub mod upgrade;
 pub mod validate;
-pub mod version;
 pub mod write;
+
+pub use olmpack_model::{pullspec, version};

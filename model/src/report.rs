@@ -86,6 +86,7 @@ impl Consumer {
 pub struct Finding {
     /// Stable identifier, `family/name` (e.g. `csv/missing-field`). Never reworded.
     pub rule: String,
+    /// How bad it is.
     pub severity: Severity,
     /// The file the finding is about, relative to the validated directory when possible.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -96,6 +97,7 @@ pub struct Finding {
     /// The field path inside the object, e.g. `spec.install.spec.deployments[0].name`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
+    /// What is wrong, in one sentence.
     pub message: String,
     /// For errors: who refuses the input or breaks on it.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -126,33 +128,40 @@ impl Finding {
         self
     }
 
+    /// An error finding: some consumer refuses the input (name it with [`Finding::consumer`]).
     pub fn error(rule: impl Into<String>, message: impl Into<String>) -> Self {
         Self::new(rule, Severity::Error, message)
     }
 
+    /// A warning finding: accepted, but likely wrong.
     pub fn warning(rule: impl Into<String>, message: impl Into<String>) -> Self {
         Self::new(rule, Severity::Warning, message)
     }
 
+    /// An info finding: worth knowing.
     pub fn info(rule: impl Into<String>, message: impl Into<String>) -> Self {
         Self::new(rule, Severity::Info, message)
     }
 
+    /// Sets the file the finding is about.
     pub fn file(mut self, file: impl Into<PathBuf>) -> Self {
         self.file = Some(file.into());
         self
     }
 
+    /// Sets the object, as `Kind/name`.
     pub fn object(mut self, object: impl Into<String>) -> Self {
         self.object = Some(object.into());
         self
     }
 
+    /// Sets the field path inside the object.
     pub fn field(mut self, field: impl Into<String>) -> Self {
         self.field = Some(field.into());
         self
     }
 
+    /// Sets what to do about it.
     pub fn hint(mut self, hint: impl Into<String>) -> Self {
         self.hint = Some(hint.into());
         self
@@ -190,15 +199,19 @@ impl Finding {
 pub struct Report {
     /// What was validated (a directory, an image reference).
     pub subject: String,
+    /// The findings (in their stable order once [`Report::normalize`] ran).
     pub findings: Vec<Finding>,
 }
 
 /// How to print a [`Report`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum OutputFormat {
+    /// Lines for people, one per finding, and a summary line.
     #[default]
     Text,
+    /// One JSON document: the subject and the findings.
     Json,
+    /// A JUnit XML test suite, one test case per finding, for CI dashboards.
     Junit,
 }
 
@@ -211,6 +224,7 @@ impl crate::choice::Choice for OutputFormat {
 }
 
 impl Report {
+    /// An empty report about `subject`.
     pub fn new(subject: impl Into<String>) -> Self {
         Self {
             subject: subject.into(),
@@ -218,10 +232,12 @@ impl Report {
         }
     }
 
+    /// Adds one finding.
     pub fn push(&mut self, finding: Finding) {
         self.findings.push(finding);
     }
 
+    /// Adds findings.
     pub fn extend(&mut self, findings: impl IntoIterator<Item = Finding>) {
         self.findings.extend(findings);
     }
@@ -233,6 +249,7 @@ impl Report {
         self.findings.dedup();
     }
 
+    /// How many findings have this severity.
     pub fn count(&self, severity: Severity) -> usize {
         self.findings
             .iter()
@@ -240,6 +257,7 @@ impl Report {
             .count()
     }
 
+    /// True when at least one finding is an error.
     pub fn has_errors(&self) -> bool {
         self.count(Severity::Error) > 0
     }

@@ -29,9 +29,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::catalog::version::Range;
 use crate::plan::{EdgePolicy, LoadedPlan, Release};
 use crate::report::Finding;
+use crate::version::Range;
 
 /// The upgrade edges of one release, as a CSV or one channel entry holds them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
