@@ -30,7 +30,7 @@ pub enum GenerateError {
     Render {
         version: String,
         #[source]
-        source: files::RenderError,
+        source: files::BundleFilesError,
     },
 }
 
