@@ -191,7 +191,7 @@ fn csv_cases() -> Vec<Case> {
             &["incorrect.csv.with.conversion.webhook.yaml"],
             finding(
                 "webhook/conversion-install-modes",
-                Warning,
+                Error,
                 1,
                 "must support AllNamespaces and no other install mode",
             ),
@@ -456,14 +456,13 @@ fn registry_cases() -> Vec<Case> {
             &["invalid_manifests_bundle/invalid_sa"],
             finding("bundle/object-metadata", Error, 1, "namespace"),
         )),
-        // opm's bundle validation refuses the kind, and OLM v0's install plan fails on it; no
-        // test here runs either, so it stays a warning (see consumers.rs).
+        // OLM v0's install plan fails on the kind (bundle_consumers.rs runs it).
         from_registry(case(
             "ResourceQuota in the bundle",
             &["invalid_manifests_bundle/invalid_type"],
             finding(
                 "bundle/unsupported-kind",
-                Warning,
+                Error,
                 1,
                 "kind ResourceQuota is not among the kinds OLM v0 creates",
             ),

@@ -13,10 +13,9 @@ use crate::report::{Consumer, Finding, Severity};
 /// and validates an unknown dependency type), `security/privileged` (the API server admits a
 /// privileged pod unless the namespace enforces a Pod Security level), and the OLM v0/v1
 /// install checks `bundle/multiple-csvs`, `bundle/unreadable-file`, `bundle/duplicate-object`,
-/// `bundle/service-account-conflict`, `bundle/size`, `bundle/unsupported-kind`,
+/// `bundle/service-account-conflict`, `bundle/size`,
 /// `bundle/annotation-value`, `crd/duplicate`, `csv/no-deployments`,
-/// `csv/duplicate-deployment`, `csv/crd-not-owned`, `webhook/deployment` and
-/// `webhook/conversion-install-modes` (opm accepts
+/// `csv/duplicate-deployment`, `csv/crd-not-owned` and `webhook/deployment` (opm accepts
 /// them; no test runs them through OLM yet). `csv/api-version` is a warning because OLM finds
 /// the CSV by its kind and sends it with its own Go type: published bundles with `apiVersion:
 /// v1alpha1` install.
@@ -64,6 +63,8 @@ pub const RULES: &[(&str, Consumer)] = &[
     ("csv/install-strategy", Consumer::OlmV0),
     ("csv/min-kube-version", Consumer::OlmV0),
     ("webhook/rules", Consumer::OlmV0),
+    ("bundle/unsupported-kind", Consumer::OlmV0),
+    ("webhook/conversion-install-modes", Consumer::OlmV0),
     // What the installed operator needs to run.
     ("csv/container-image", Consumer::PodCannotStart),
     ("csv/missing-volume-source", Consumer::PodCannotStart),
