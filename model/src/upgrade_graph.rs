@@ -123,7 +123,7 @@ pub struct UpgradeGraph {
 
 impl UpgradeGraph {
     /// Computes the graph of `plan` (module rules). Releases whose version does not parse are
-    /// left out; `plan::load` refuses such plans.
+    /// left out; [`crate::plan::parse`] refuses such plans.
     pub fn from_plan(plan: &LoadedPlan) -> Self {
         let policy = plan.plan.upgrades.policy;
         let sorted = plan.sorted_releases();

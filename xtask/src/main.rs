@@ -119,7 +119,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Cmd::Lint => {
             layout::check_model_is_pure(&root)?;
-            layout::check_module_cycles(&root.join("bundler/src"))?;
+            for src in layout::CHECKED_CRATES {
+                layout::check_module_cycles(&root.join(src))?;
+            }
             cargo(&root, &["fmt", "--all", "--", "--check"])?;
             cargo(
                 &root,

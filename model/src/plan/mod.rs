@@ -9,6 +9,10 @@
 //!   order, which is what upgrade edges are computed from.
 //! - The JSON Schema ([`schema::json_schema`]) is generated from these types, so editors
 //!   check exactly what olmpack accepts.
+//!
+//! Pure: [`parse`] takes the plan's text and the path it came from. Reading the file, and
+//! resolving the files the plan names inside its directory, is the `olmpack` crate's job
+//! (`olmpack::plan::load`, `olmpack::plan::PlanInputs`).
 
 pub mod schema;
 
