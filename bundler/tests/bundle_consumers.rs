@@ -464,6 +464,24 @@ fn cases() -> Vec<Case> {
             RESOURCE_QUOTA,
             "InstallPlan",
         ),
+        // OLM v0 never gets past InstallReady: it cannot find the webhook's deployment.
+        olm_case(
+            "webhook/deployment",
+            "webhook served by a deployment the CSV does not have",
+            |c| {
+                c["spec"]["webhookdefinitions"] = json!([{
+                    "type": "ValidatingAdmissionWebhook",
+                    "generateName": "vwidget.modes.olmpack.dev",
+                    "deploymentName": "nope",
+                    "containerPort": 9443,
+                    "webhookPath": "/validate",
+                    "sideEffects": "None",
+                    "admissionReviewVersions": ["v1"],
+                    "rules": [{"apiGroups": ["modes.olmpack.dev"], "apiVersions": ["*"], "operations": ["CREATE"], "resources": ["widgets"]}],
+                }])
+            },
+            "attempting install",
+        ),
         olm_case(
             "webhook/conversion-install-modes",
             "conversion webhook with OwnNamespace supported",
@@ -926,4 +944,100 @@ async fn bundle_consumers_olm_v0_refuses_each_olm_case() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A defect olmpack only warns about, with the change that makes it in the OLM fixture's CSV
+/// and the file it adds to `manifests/` (name, YAML).
+struct Accepted {
+    rule: &'static str,
+    change: fn(&mut Value),
+    extra: Option<(&'static str, &'static str)>,
+}
+
+/// The ServiceAccount the fixture's deployment runs as, shipped in the bundle too.
+const OWN_SERVICE_ACCOUNT: (&str, &str) = (
+    "sa.yaml",
+    "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: widgets\n",
+);
+
+/// A CRD in the bundle that the CSV does not own.
+const UNOWNED_CRD: (&str, &str) = (
+    "gadgets.crd.yaml",
+    "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: gadgets.modes.olmpack.dev\nspec:\n  group: modes.olmpack.dev\n  names: {kind: Gadget, listKind: GadgetList, plural: gadgets, singular: gadget}\n  scope: Namespaced\n  versions:\n  - name: v1alpha1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}\n",
+);
+
+/// Rules that upstream validators call errors but OLM v0 installs: the warnings' evidence.
+fn accepted_by_olm() -> Vec<Accepted> {
+    vec![
+        Accepted {
+            rule: "csv/no-deployments",
+            change: |c| c["spec"]["install"]["spec"]["deployments"] = json!([]),
+            extra: None,
+        },
+        Accepted {
+            rule: "csv/duplicate-deployment",
+            change: |c| {
+                let deployments = &mut c["spec"]["install"]["spec"]["deployments"];
+                let first = deployments[0].clone();
+                deployments.as_array_mut().unwrap().push(first);
+            },
+            extra: None,
+        },
+        Accepted {
+            rule: "bundle/service-account-conflict",
+            change: |_| {},
+            extra: Some(OWN_SERVICE_ACCOUNT),
+        },
+        Accepted {
+            rule: "csv/crd-not-owned",
+            change: |_| {},
+            extra: Some(UNOWNED_CRD),
+        },
+    ]
+}
+
+#[test]
+fn bundle_consumers_olmpack_warns_about_each_case_olm_installs() {
+    let mut failures = Vec::new();
+    for case in accepted_by_olm() {
+        let mut files = example_bundle();
+        edit(&mut files, CSV, case.change);
+        if let Some((name, yaml)) = case.extra {
+            // The example runs as its own service account, not the fixture's `widgets`.
+            let csv = bundle_cases::yaml(&files, CSV);
+            let pod = &csv["spec"]["install"]["spec"]["deployments"][0]["spec"]["template"];
+            let account = pod["spec"]["serviceAccountName"].as_str().unwrap();
+            let yaml = yaml.replace("name: widgets", &format!("name: {account}"));
+            files.insert(format!("manifests/{name}"), yaml.into_bytes());
+        }
+        let findings = validate_files(&files);
+        let ours: Vec<_> = findings.iter().filter(|f| f.rule == case.rule).collect();
+        if ours.is_empty() || ours.iter().any(|f| f.severity != Severity::Warning) {
+            failures.push(format!("{}: {ours:#?}", case.rule));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "not warned about:\n{}",
+        failures.join("\n")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bundle_consumers_olm_v0_installs_each_case_olmpack_only_warns_about() {
+    use upgrade_tests::olm::Outcome;
+    let mut failures = Vec::new();
+    for case in accepted_by_olm() {
+        let outcome = olm_install(case.change, case.extra).await;
+        if matches!(outcome, Outcome::Succeeded { .. }) {
+            eprintln!("OLM v0 installs {}", case.rule);
+        } else {
+            failures.push(format!("{}: {outcome:?}", case.rule));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "OLM v0 did not install:\n{}",
+        failures.join("\n")
+    );
 }
