@@ -35,7 +35,7 @@ pub enum ReleaseError {
     },
     /// Building the catalog from the rendered bundles failed.
     #[error("failed to build the catalog")]
-    Catalog(#[from] catalog_generate::GenerateError),
+    Catalog(#[from] catalog_generate::CatalogGenerateError),
 }
 
 /// Everything a release writes.

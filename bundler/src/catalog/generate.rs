@@ -31,7 +31,7 @@ pub struct PackageMeta {
 
 /// Why the catalog could not be generated.
 #[derive(Debug, thiserror::Error)]
-pub enum GenerateError {
+pub enum CatalogGenerateError {
     /// The plan lists a release whose bundle was not rendered (an internal inconsistency of the inputs).
     #[error("no rendered bundle for release {bundle} of package {package}")]
     MissingBundle {
@@ -55,7 +55,7 @@ pub enum GenerateError {
         package: String,
         /// The writer's error.
         #[source]
-        source: super::write::WriteError,
+        source: super::serialize::SerializeError,
     },
     /// Placing the catalog files into the output tree failed.
     #[error("failed to lay out the catalog")]
@@ -67,13 +67,13 @@ pub fn build_config(
     package: &PackageMeta,
     graph: &UpgradeGraph,
     rendered: &[Bundle],
-) -> Result<DeclarativeConfig, GenerateError> {
+) -> Result<DeclarativeConfig, CatalogGenerateError> {
     let mut bundles = Vec::new();
     for node in graph.nodes() {
         let b = rendered
             .iter()
             .find(|b| b.name == node.bundle)
-            .ok_or_else(|| GenerateError::MissingBundle {
+            .ok_or_else(|| CatalogGenerateError::MissingBundle {
                 package: package.name.clone(),
                 bundle: node.bundle.clone(),
             })?;
@@ -101,7 +101,7 @@ pub fn build_config(
             .map(|f| format!("  [{}] {}", f.rule, f.message))
             .collect::<Vec<_>>()
             .join("\n");
-        return Err(GenerateError::Invalid {
+        return Err(CatalogGenerateError::Invalid {
             package: package.name.clone(),
             findings,
         });
@@ -114,14 +114,15 @@ pub fn build_catalog(
     package: &PackageMeta,
     graph: &UpgradeGraph,
     rendered: &[Bundle],
-) -> Result<FileTree, GenerateError> {
+) -> Result<FileTree, CatalogGenerateError> {
     let cfg = build_config(package, graph, rendered)?;
-    let text = super::write::to_string(&cfg, super::write::Format::Json).map_err(|source| {
-        GenerateError::Write {
-            package: package.name.clone(),
-            source,
-        }
-    })?;
+    let text =
+        super::serialize::to_string(&cfg, super::serialize::Format::Json).map_err(|source| {
+            CatalogGenerateError::Write {
+                package: package.name.clone(),
+                source,
+            }
+        })?;
     let mut tree = FileTree::new();
     tree.insert(format!("{}/catalog.json", package.name), text)?;
     Ok(tree)
