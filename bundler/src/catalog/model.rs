@@ -45,7 +45,7 @@ pub struct Package {
     pub bundles: BTreeMap<String, Bundle>,
     /// Deprecation message, when the package is deprecated.
     pub deprecation: Option<String>,
-    /// Where the `olm.package` blob was read from (none when the package is only implied by other blobs).
+    /// Where the `olm.package` blob was read from (none for a catalog built in memory).
     pub origin: Option<Origin>,
 }
 

@@ -109,7 +109,7 @@ pub enum RegistryError {
     /// The registry answered 401 or 403: the credentials are missing or lack the permission.
     #[error("{what}: {registry} denied access (HTTP {status}); check the registry credentials")]
     Denied {
-        /// What was attempted, e.g. "pull quay.io/x/y:1".
+        /// What was attempted, e.g. "authenticating to quay.io".
         what: String,
         /// The registry host.
         registry: String,
@@ -122,7 +122,7 @@ pub enum RegistryError {
     /// A request kept failing (network or server errors) until the retries ran out.
     #[error("{what} failed after {attempts} attempt(s)")]
     Request {
-        /// What was attempted, e.g. "push blob sha256:…".
+        /// What was attempted, e.g. "pulling blob sha256:…".
         what: String,
         /// How many attempts were made.
         attempts: u32,
