@@ -17,7 +17,7 @@ use super::manifests::{self, Inputs, Sourced};
 use super::pin;
 use super::validate;
 use crate::output::FileTree;
-use crate::plan::{LoadedPlan, Release};
+use crate::plan::{LoadedPlan, PlanInputs as _, Release};
 use crate::report::{Finding, Report, Severity};
 use crate::upgrade_graph::UpgradeGraph;
 
@@ -31,7 +31,7 @@ pub enum GenerateError {
     Render {
         version: String,
         #[source]
-        source: files::RenderError,
+        source: files::BundleFilesError,
     },
 }
 
