@@ -419,6 +419,10 @@ impl<E: std::error::Error + 'static> Emitter<'_, '_, E> {
         } else {
             state.spool(&mut self.held);
             self.stopped = state.stopped;
+            if self.stopped {
+                drop(state);
+                self.shared.changed.notify_all();
+            }
         }
         self.held_bytes = 0;
     }
@@ -436,9 +440,10 @@ impl<E: std::error::Error + 'static> Emitter<'_, '_, E> {
         };
         let mut state = self.shared.lock();
         if state.stopped {
-            return;
-        }
-        if state.turn == self.reference {
+            // Whoever stopped the run woke the others; wake them again to be sure none waits.
+            drop(state);
+            self.shared.changed.notify_all();
+        } else if state.turn == self.reference {
             state.complete(done);
             drop(state);
             self.shared.changed.notify_all();
