@@ -6,6 +6,7 @@
 //! deprecated releases get an `olm.deprecations` entry. The catalog is validated with opm's
 //! rules before it is returned; a plan that would produce an invalid catalog is an error
 //! listing every finding.
+#![warn(missing_docs)]
 
 use super::declcfg::{
     Bundle, Channel, ChannelEntry, DeclarativeConfig, Deprecation, DeprecationEntry, Icon, Package,
@@ -18,25 +19,45 @@ use crate::upgrade_graph::UpgradeGraph;
 /// Package-level metadata from the plan.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PackageMeta {
+    /// The package name.
     pub name: String,
+    /// The channel installed when the user names none.
     pub default_channel: String,
+    /// Package description.
     pub description: String,
+    /// Package icon, if the plan gives one.
     pub icon: Option<Icon>,
 }
 
 /// Why the catalog could not be generated.
 #[derive(Debug, thiserror::Error)]
-pub enum GenerateError {
+pub enum CatalogGenerateError {
+    /// The plan lists a release whose bundle was not rendered (an internal inconsistency of the inputs).
     #[error("no rendered bundle for release {bundle} of package {package}")]
-    MissingBundle { package: String, bundle: String },
+    MissingBundle {
+        /// The package.
+        package: String,
+        /// The missing bundle's name.
+        bundle: String,
+    },
+    /// The generated catalog fails olmpack's own catalog validation, so opm would refuse it or serve it wrongly.
     #[error("generated catalog for package {package} is invalid:\n{findings}")]
-    Invalid { package: String, findings: String },
+    Invalid {
+        /// The package.
+        package: String,
+        /// The error findings, one per line.
+        findings: String,
+    },
+    /// Printing the catalog blobs of a package as YAML/JSON failed.
     #[error("failed to print the catalog of package {package}")]
     Write {
+        /// The package.
         package: String,
+        /// The writer's error.
         #[source]
-        source: super::write::WriteError,
+        source: super::serialize::SerializeError,
     },
+    /// Placing the catalog files into the output tree failed.
     #[error("failed to lay out the catalog")]
     Output(#[from] OutputError),
 }
@@ -46,13 +67,13 @@ pub fn build_config(
     package: &PackageMeta,
     graph: &UpgradeGraph,
     rendered: &[Bundle],
-) -> Result<DeclarativeConfig, GenerateError> {
+) -> Result<DeclarativeConfig, CatalogGenerateError> {
     let mut bundles = Vec::new();
     for node in graph.nodes() {
         let b = rendered
             .iter()
             .find(|b| b.name == node.bundle)
-            .ok_or_else(|| GenerateError::MissingBundle {
+            .ok_or_else(|| CatalogGenerateError::MissingBundle {
                 package: package.name.clone(),
                 bundle: node.bundle.clone(),
             })?;
@@ -80,7 +101,7 @@ pub fn build_config(
             .map(|f| format!("  [{}] {}", f.rule, f.message))
             .collect::<Vec<_>>()
             .join("\n");
-        return Err(GenerateError::Invalid {
+        return Err(CatalogGenerateError::Invalid {
             package: package.name.clone(),
             findings,
         });
@@ -93,14 +114,15 @@ pub fn build_catalog(
     package: &PackageMeta,
     graph: &UpgradeGraph,
     rendered: &[Bundle],
-) -> Result<FileTree, GenerateError> {
+) -> Result<FileTree, CatalogGenerateError> {
     let cfg = build_config(package, graph, rendered)?;
-    let text = super::write::to_string(&cfg, super::write::Format::Json).map_err(|source| {
-        GenerateError::Write {
-            package: package.name.clone(),
-            source,
-        }
-    })?;
+    let text =
+        super::serialize::to_string(&cfg, super::serialize::Format::Json).map_err(|source| {
+            CatalogGenerateError::Write {
+                package: package.name.clone(),
+                source,
+            }
+        })?;
     let mut tree = FileTree::new();
     tree.insert(format!("{}/catalog.json", package.name), text)?;
     Ok(tree)

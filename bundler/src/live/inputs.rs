@@ -1,4 +1,5 @@
 //! What the live test runs on: releases (CRDs, examples) and the edges between them.
+#![warn(missing_docs)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -15,67 +16,100 @@ use crate::plan::LoadedPlan;
 
 /// Failure to prepare the live test's inputs.
 #[derive(Debug, thiserror::Error)]
-pub enum InputError {
+pub enum LiveInputsError {
+    /// Generating the bundles of the plan failed.
     #[error("failed to generate the bundles of the plan")]
     Generate(#[from] generate::GenerateError),
+    /// Building the plan's catalog failed.
     #[error("failed to build the catalog of the plan")]
     Release(#[from] crate::release::ReleaseError),
+    /// The catalog under test cannot be loaded.
     #[error("failed to read catalog {path}")]
     Catalog {
+        /// The catalog directory.
         path: PathBuf,
+        /// The loader's error.
         #[source]
         source: crate::catalog::load::LoadError,
     },
+    /// A bundle directory cannot be loaded.
     #[error("failed to read bundle directory {path}")]
     Bundle {
+        /// The bundle directory.
         path: PathBuf,
+        /// The loader's error.
         #[source]
-        source: crate::bundle::load::LoadError,
+        source: crate::bundle::load::BundleLoadError,
     },
+    /// The directory of bundle directories cannot be listed.
     #[error("failed to list bundle directories in {path}")]
     BundlesDir {
+        /// The directory.
         path: PathBuf,
+        /// The I/O error from the file system.
         #[source]
         source: std::io::Error,
     },
+    /// A bundle's CRD does not decode, so its examples cannot be checked against it.
     #[error("{file}: {object}: not a valid CustomResourceDefinition: {reason}")]
     Crd {
+        /// The manifest file.
         file: PathBuf,
+        /// The CRD, e.g. `CustomResourceDefinition/webapps.apps.olmpack.dev`.
         object: String,
+        /// Why it does not decode.
         reason: String,
     },
+    /// The CSV's `alm-examples` annotation is not a JSON list of objects.
     #[error(
         "{file}: {object}: metadata.annotations.alm-examples is not a JSON list of objects: {reason}"
     )]
     Examples {
+        /// The CSV file.
         file: PathBuf,
+        /// The CSV object.
         object: String,
+        /// Why it does not parse.
         reason: String,
     },
+    /// A sample file is not a YAML mapping.
     #[error("{path}: sample is not a YAML object: {reason}")]
-    Sample { path: PathBuf, reason: String },
+    Sample {
+        /// The sample file.
+        path: PathBuf,
+        /// Why it does not parse as one.
+        reason: String,
+    },
+    /// An upgrade edge of the catalog names a bundle for which no bundle directory was found.
     #[error(
         "the catalog names bundle {bundle} in an upgrade edge, but no bundle directory holds its CSV"
     )]
-    MissingBundle { bundle: String },
+    MissingBundle {
+        /// The bundle name.
+        bundle: String,
+    },
 }
 
 /// One upgrade edge, by bundle name.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Edge {
+    /// The bundle upgraded from.
     pub from: String,
+    /// The bundle upgraded to.
     pub to: String,
 }
 
 /// The releases (by bundle name) and the edges to run.
 #[derive(Clone, Debug, Default)]
 pub struct Inputs {
+    /// Each release's bundle and samples, by bundle name.
     pub releases: BTreeMap<String, ReleaseUnderTest>,
+    /// The upgrade edges to run, in order.
     pub edges: Vec<Edge>,
 }
 
 /// Generates the plan's bundles and catalog in memory and takes the catalog's edges.
-pub fn from_plan(plan: &LoadedPlan) -> Result<Inputs, InputError> {
+pub fn from_plan(plan: &LoadedPlan) -> Result<Inputs, LiveInputsError> {
     let options = GenerateOptions::default();
     let generated = generate::generate(plan, &options)?;
     let output = crate::release::build(plan, &options)?;
@@ -97,13 +131,14 @@ pub fn from_plan(plan: &LoadedPlan) -> Result<Inputs, InputError> {
 
 /// Reads a catalog directory and the bundle directories under `bundles` (each a directory
 /// holding `manifests/` and `metadata/`), matched to the catalog by CSV name.
-pub fn from_dirs(catalog: &Path, bundles: &Path) -> Result<Inputs, InputError> {
-    let loaded = crate::catalog::load::load_dir(catalog).map_err(|source| InputError::Catalog {
-        path: catalog.to_owned(),
-        source,
-    })?;
+pub fn from_dirs(catalog: &Path, bundles: &Path) -> Result<Inputs, LiveInputsError> {
+    let loaded =
+        crate::catalog::load::load_dir(catalog).map_err(|source| LiveInputsError::Catalog {
+            path: catalog.to_owned(),
+            source,
+        })?;
     let (model, _) = Model::from_config(loaded.config);
-    let list_err = |source| InputError::BundlesDir {
+    let list_err = |source| LiveInputsError::BundlesDir {
         path: bundles.to_owned(),
         source,
     };
@@ -115,10 +150,11 @@ pub fn from_dirs(catalog: &Path, bundles: &Path) -> Result<Inputs, InputError> {
     dirs.sort();
     let mut releases = BTreeMap::new();
     for dir in dirs {
-        let bundle = crate::bundle::load::load_dir(&dir).map_err(|source| InputError::Bundle {
-            path: dir.clone(),
-            source,
-        })?;
+        let bundle =
+            crate::bundle::load::load_dir(&dir).map_err(|source| LiveInputsError::Bundle {
+                path: dir.clone(),
+                source,
+            })?;
         let release = release_from_bundle(&bundle)?;
         releases.insert(release.name.clone(), release);
     }
@@ -128,12 +164,12 @@ pub fn from_dirs(catalog: &Path, bundles: &Path) -> Result<Inputs, InputError> {
 fn finish(
     releases: BTreeMap<String, ReleaseUnderTest>,
     model: &Model,
-) -> Result<Inputs, InputError> {
+) -> Result<Inputs, LiveInputsError> {
     let edges = edges(model);
     for edge in &edges {
         for bundle in [&edge.from, &edge.to] {
             if !releases.contains_key(bundle) {
-                return Err(InputError::MissingBundle {
+                return Err(LiveInputsError::MissingBundle {
                     bundle: bundle.clone(),
                 });
             }
@@ -173,12 +209,12 @@ fn rank(package: &Package, bundle: &str) -> usize {
 
 /// The release of one bundle: its CRDs (with the conversion webhook its CSV asks OLM to
 /// inject) and its `alm-examples`; no webhook command yet.
-pub fn release_from_bundle(bundle: &LoadedBundle) -> Result<ReleaseUnderTest, InputError> {
+pub fn release_from_bundle(bundle: &LoadedBundle) -> Result<ReleaseUnderTest, LiveInputsError> {
     let csv = bundle.csv();
     let mut crds = Vec::new();
     for object in bundle.crds() {
         let crd: CustomResourceDefinition = serde_json::from_value(object.v1.clone().into_owned())
-            .map_err(|err| InputError::Crd {
+            .map_err(|err| LiveInputsError::Crd {
                 file: bundle.dir.join(&object.object.file),
                 object: object.object.display_name(),
                 reason: err.to_string(),
@@ -192,7 +228,7 @@ pub fn release_from_bundle(bundle: &LoadedBundle) -> Result<ReleaseUnderTest, In
         }
         if let Some(text) = csv.value["metadata"]["annotations"]["alm-examples"].as_str() {
             let parsed: Vec<Value> =
-                serde_json::from_str(text).map_err(|err| InputError::Examples {
+                serde_json::from_str(text).map_err(|err| LiveInputsError::Examples {
                     file: bundle.dir.join(&csv.file),
                     object: csv.display_name(),
                     reason: err.to_string(),
@@ -212,15 +248,15 @@ pub fn release_from_bundle(bundle: &LoadedBundle) -> Result<ReleaseUnderTest, In
 }
 
 /// The plan's sample objects (every document of every sample file).
-fn plan_samples(plan: &LoadedPlan) -> Result<Vec<Value>, InputError> {
+fn plan_samples(plan: &LoadedPlan) -> Result<Vec<Value>, LiveInputsError> {
     let mut out = Vec::new();
     for path in &plan.plan.samples {
         let path = plan.resolve(path);
-        let text = std::fs::read_to_string(&path).map_err(|err| InputError::Sample {
+        let text = std::fs::read_to_string(&path).map_err(|err| LiveInputsError::Sample {
             path: path.clone(),
             reason: err.kind().to_string(),
         })?;
-        let docs = crate::yaml::from_multi_str(&text).map_err(|err| InputError::Sample {
+        let docs = crate::yaml::from_multi_str(&text).map_err(|err| LiveInputsError::Sample {
             path: path.clone(),
             reason: err.to_string(),
         })?;
