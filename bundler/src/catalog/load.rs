@@ -18,16 +18,26 @@ use serde_json::Value;
 use super::declcfg::{DeclarativeConfig, DeclcfgError, Meta, Origin};
 use super::ignore::IgnoreMatcher;
 
+/// Name of the files whose gitignore-style patterns hide paths of a catalog tree from loading
+/// (opm's `.indexignore`); the files themselves are never loaded.
 pub const INDEX_IGNORE: &str = ".indexignore";
 
 /// The catalog root cannot be read.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
+    /// The catalog root given by the user is missing or is a file; nothing was loaded.
     #[error("catalog directory {path} does not exist or is not a directory")]
-    NotADirectory { path: PathBuf },
+    NotADirectory {
+        /// The catalog root as given.
+        path: PathBuf,
+    },
+    /// The catalog tree could not be listed (unreadable directory, or the files exceed the
+    /// input limits); nothing was loaded.
     #[error("failed to read catalog {path}")]
     Read {
+        /// The catalog root as given.
         path: PathBuf,
+        /// What the safe reader refused, and for which entry.
         #[source]
         source: crate::input::InputError,
     },
@@ -40,13 +50,18 @@ pub struct LoadProblem {
     pub file: PathBuf,
     /// The document within the file, when the problem is in one document.
     pub index: Option<usize>,
+    /// What is wrong, in our words (bad syntax, a blob without `schema`, a field of the wrong
+    /// type, an unreadable file).
     pub message: String,
 }
 
 /// A loaded catalog and the problems met on the way.
 #[derive(Clone, Debug, Default)]
 pub struct LoadedCatalog {
+    /// The blobs that loaded, in file order then document order.
     pub config: DeclarativeConfig,
+    /// Everything that could not be loaded, in file order; the catalog is incomplete when
+    /// this is not empty.
     pub problems: Vec<LoadProblem>,
     /// Files read (after `.indexignore`), relative to the root.
     pub files: Vec<PathBuf>,

@@ -14,6 +14,7 @@
 //!
 //! Everything but [`load`] and [`render`]'s directory reader is pure. [`version`] and
 //! [`pullspec`] are the model crate's ([`olmpack_model`]), re-exported here.
+#![warn(missing_docs)]
 
 pub mod declcfg;
 pub mod generate;

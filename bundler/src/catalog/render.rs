@@ -52,46 +52,96 @@ const DEFAULT_CHANNEL_ANNOTATION: &str = "operators.operatorframework.io.bundle.
 /// Why a bundle cannot be rendered (each is a bundle opm refuses to render too).
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {
+    /// The bundle directory is missing, not a directory, or cannot be listed.
     #[error("failed to read bundle directory")]
     Load(#[from] BundleLoadError),
+    /// A file opm would read in `manifests/` or `metadata/` cannot be read at all (a FIFO, a
+    /// symlink loop or leading outside, too large); the first such file is reported.
     #[error("bundle {dir}: {file}: {message}{}", more_problems(*.more))]
     BrokenFile {
+        /// The bundle directory, as given.
         dir: String,
+        /// The first unreadable file, relative to the bundle directory.
         file: String,
+        /// Why that file cannot be read.
         message: String,
+        /// How many further unreadable files there are (not reported one by one).
         more: usize,
     },
+    /// No file directly in `manifests/` has a first document that is an object with a `kind`.
     #[error("bundle {dir}: no bundle objects found in manifests/{skipped}")]
-    NoObjects { dir: String, skipped: SkippedList },
+    NoObjects {
+        /// The bundle directory, as given.
+        dir: String,
+        /// The files opm skipped because their first document does not decode (they may be
+        /// the missing piece), each with the reason.
+        skipped: SkippedList,
+    },
+    /// `manifests/` holds objects but no ClusterServiceVersion, so the bundle has no name.
     #[error("bundle {dir}: no ClusterServiceVersion in manifests/{skipped}")]
-    NoCsv { dir: String, skipped: SkippedList },
+    NoCsv {
+        /// The bundle directory, as given.
+        dir: String,
+        /// The files opm skipped because their first document does not decode (they may be
+        /// the missing piece), each with the reason.
+        skipped: SkippedList,
+    },
+    /// No file in `metadata/` is an annotations file, so the bundle has no package.
     #[error(
         "bundle {dir}: no file in metadata/ has an `annotations` mapping with the package annotation{skipped}"
     )]
-    NoAnnotations { dir: String, skipped: SkippedList },
+    NoAnnotations {
+        /// The bundle directory, as given.
+        dir: String,
+        /// The files opm skipped because their first document does not decode (they may be
+        /// the missing piece), each with the reason.
+        skipped: SkippedList,
+    },
+    /// The CSV owns a CRD version that no CustomResourceDefinition in `manifests/` serves.
     #[error(
         "bundle {bundle}: owned CRD {name} version {version} ({kind}) is not provided by any CRD in the bundle{skipped}"
     )]
     MissingOwnedCrd {
+        /// The bundle (CSV) name.
         bundle: String,
+        /// The owned CRD's name (`<plural>.<group>`) as the CSV lists it.
         name: String,
+        /// The owned API version (e.g. `v1beta1`).
         version: String,
+        /// The owned kind.
         kind: String,
+        /// The files opm skipped because their first document does not decode (the CRD may be
+        /// among them), each with the reason.
         skipped: SkippedList,
     },
+    /// A CRD the CSV owns or requires is named without a dot, so it has no API group.
     #[error("bundle {bundle}: required CRD name {name:?} is not <plural>.<group>")]
-    BadCrdName { bundle: String, name: String },
+    BadCrdName {
+        /// The bundle (CSV) name.
+        bundle: String,
+        /// The CRD name as the CSV lists it.
+        name: String,
+    },
+    /// A field opm decodes into a Go type has the wrong JSON type.
     #[error("bundle {bundle}: {object}: `{field}` must be {expected}; opm cannot decode it")]
     FieldType {
+        /// The bundle (CSV) name.
         bundle: String,
+        /// The object holding the field (e.g. `ClusterServiceVersion`).
         object: String,
+        /// The field's dotted path within the object (e.g. `spec.release`).
         field: String,
+        /// The JSON type opm expects (e.g. `a string or a number`).
         expected: &'static str,
     },
+    /// A property or dependency in `metadata/` has a value that does not decode for its type.
     #[error("bundle {bundle}: {file}")]
     Property {
+        /// The bundle (CSV) name.
         bundle: String,
+        /// Which metadata file role: `properties` or `dependencies`.
         file: String,
+        /// Which entry is wrong and how.
         #[source]
         source: PropertyError,
     },
@@ -109,6 +159,8 @@ fn more_problems(more: usize) -> String {
 pub struct Skipped {
     /// Relative to the bundle directory.
     pub file: PathBuf,
+    /// Why opm skips it: its first document has bad syntax, or (in `manifests/`) is not an
+    /// object with a `kind`.
     pub reason: String,
 }
 
@@ -140,15 +192,20 @@ impl std::fmt::Display for SkippedList {
 /// A rendered bundle and the files opm's reading skips (worth a warning each).
 #[derive(Clone, Debug)]
 pub struct Rendered {
+    /// The `olm.bundle` blob, as opm renders it.
     pub bundle: Bundle,
+    /// The files opm's reading skipped, in the order they were met.
     pub skipped: Vec<Skipped>,
 }
 
 /// How far to migrate the rendered blob (opm's `--migrate-level`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum MigrateLevel {
+    /// No migration: the blob keeps one `olm.bundle.object` property per manifest.
     #[default]
     None,
+    /// Replace the `olm.bundle.object` properties by one `olm.csv.metadata` property (only
+    /// when the bundle has an image, like opm).
     BundleObjectToCsvMetadata,
 }
 
@@ -162,10 +219,12 @@ impl crate::choice::Choice for MigrateLevel {
     ];
 }
 
+/// How to render a bundle (opm's `render` flags that matter for one bundle).
 #[derive(Clone, Debug, Default)]
 pub struct RenderOptions {
     /// The bundle image reference (empty for a plain directory, as opm does).
     pub image: String,
+    /// How far to migrate the rendered blob.
     pub migrate: MigrateLevel,
 }
 

@@ -9,8 +9,10 @@ use super::declcfg::DeclarativeConfig;
 /// Output format of a catalog stream.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Format {
+    /// JSON documents one after another, indented by four spaces (`opm render -o json`).
     #[default]
     Json,
+    /// YAML documents separated by `---` lines (`opm render -o yaml`).
     Yaml,
 }
 
@@ -22,8 +24,10 @@ impl crate::choice::Choice for Format {
 /// Failure to print a catalog.
 #[derive(Debug, thiserror::Error)]
 pub enum SerializeError {
+    /// A blob could not be encoded as YAML; the source says which value.
     #[error("failed to print catalog as YAML")]
     Yaml(#[from] crate::yaml::YamlError),
+    /// A blob could not be encoded as JSON; the source says which value.
     #[error("failed to print catalog as JSON")]
     Json(#[from] serde_json::Error),
 }

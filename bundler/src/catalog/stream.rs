@@ -43,28 +43,40 @@ pub const WINDOW_PER_JOB: usize = 2;
 /// One blob of the output stream.
 #[derive(Clone, Debug)]
 pub enum Blob {
+    /// An `olm.package` blob.
     Package(Package),
+    /// An `olm.channel` blob.
     Channel(Channel),
+    /// An `olm.bundle` blob.
     Bundle(Bundle),
+    /// An `olm.deprecations` blob.
     Deprecation(Deprecation),
+    /// A blob of any other schema, kept as written.
     Other(Meta),
 }
 
 /// Why the stream could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum StreamError<E: std::error::Error + 'static> {
+    /// The first reference (in argument order) that failed to render; nothing was written.
     #[error("render reference {reference:?}")]
     Render {
+        /// The reference as given (bundle or catalog directory, image, …).
         reference: String,
+        /// Why the caller's render function failed for it.
         #[source]
         source: E,
     },
+    /// A rendered blob could not be encoded; nothing was written.
     #[error("failed to encode a {schema} blob")]
     Encode {
+        /// The blob's schema (e.g. `olm.bundle`).
         schema: String,
+        /// What the encoder refused.
         #[source]
         source: serde_json::Error,
     },
+    /// The spool's temporary file or the output could not be written.
     #[error("failed to write the rendered catalog")]
     Io(#[from] std::io::Error),
 }
