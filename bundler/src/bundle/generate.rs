@@ -138,7 +138,7 @@ pub fn generate(plan: &LoadedPlan, options: &GenerateOptions) -> Result<Generate
                 continue;
             }
         };
-        let inputs =
+        let mut inputs =
             match manifests::read_dir(&dir, plan.input_root(), plan.plan.cert_manager_certificates)
             {
                 Ok(inputs) => inputs,
@@ -147,11 +147,14 @@ pub fn generate(plan: &LoadedPlan, options: &GenerateOptions) -> Result<Generate
                     continue;
                 }
             };
+        let csv_metadata = super::operator_sdk::fill(&plan.plan.csv, &mut inputs);
         let spec = ReleaseSpec {
             package: &plan.plan.package,
             version: &version,
-            csv: &plan.plan.csv,
-            icon: icon.clone(),
+            csv: &csv_metadata,
+            icon: icon
+                .clone()
+                .or_else(|| super::operator_sdk::icon_of(&plan.plan.csv, &inputs)),
             edges: graph
                 .csv_edges(&release.version)
                 .cloned()

@@ -12,5 +12,6 @@ pub mod files;
 pub mod generate;
 pub mod load;
 pub mod manifests;
+pub mod operator_sdk;
 pub mod pin;
 pub mod validate;
