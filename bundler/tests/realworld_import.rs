@@ -174,7 +174,9 @@ fn descriptors(csv: &Value) -> Value {
                         str_at(d, "/path"),
                         str_at(d, "/displayName"),
                         str_at(d, "/description"),
-                        list(&d["x-descriptors"]).filter_map(Value::as_str).collect::<Vec<_>>(),
+                        list(&d["x-descriptors"])
+                            .filter_map(Value::as_str)
+                            .collect::<Vec<_>>(),
                     ])
                 })
                 .collect()
@@ -198,10 +200,21 @@ fn same_descriptors(a: &Value, b: &Value) -> bool {
 }
 
 /// Imports and builds in process: the CSV built, or the error findings.
-fn build(dir: &Path, package: &str, version: &semver::Version) -> Result<(Value, Vec<Finding>), Vec<Finding>> {
-    let plan = olmpack::plan::parse(&dir.join("olmpack.yaml"), &plan_text(package, &version.to_string()))
-        .map_err(|e| vec![Finding::error("plan/invalid", e.to_string())])?;
-    let mut inputs = manifests::read_dir(&dir.join("manifests"), None, plan.plan.cert_manager_certificates)?;
+fn build(
+    dir: &Path,
+    package: &str,
+    version: &semver::Version,
+) -> Result<(Value, Vec<Finding>), Vec<Finding>> {
+    let plan = olmpack::plan::parse(
+        &dir.join("olmpack.yaml"),
+        &plan_text(package, &version.to_string()),
+    )
+    .map_err(|e| vec![Finding::error("plan/invalid", e.to_string())])?;
+    let mut inputs = manifests::read_dir(
+        &dir.join("manifests"),
+        None,
+        plan.plan.cert_manager_certificates,
+    )?;
     let metadata = operator_sdk::fill(&plan.plan.csv, &mut inputs);
     let spec = ReleaseSpec {
         package,
@@ -224,7 +237,11 @@ fn run_one(tally: &Mutex<Tally>, corpus: &Path, dir: &Path) {
         Err(e) => return tally.lock().unwrap().skipped.push(format!("{rel}: {e}")),
     };
     let Some(original) = bundle.csv().map(|c| c.value.clone()) else {
-        return tally.lock().unwrap().skipped.push(format!("{rel}: no single CSV"));
+        return tally
+            .lock()
+            .unwrap()
+            .skipped
+            .push(format!("{rel}: no single CSV"));
     };
     let package = bundle
         .annotations
@@ -233,12 +250,19 @@ fn run_one(tally: &Mutex<Tally>, corpus: &Path, dir: &Path) {
         .cloned()
         .unwrap_or_default();
     let Ok(version) = semver::Version::parse(str_at(&original, "/spec/version")) else {
-        return tally.lock().unwrap().skipped.push(format!("{rel}: CSV version is not semver"));
+        return tally
+            .lock()
+            .unwrap()
+            .skipped
+            .push(format!("{rel}: CSV version is not semver"));
     };
     let outcome = build(dir, &package, &version);
-    let full = olmpack::plan::parse(&dir.join("olmpack.yaml"), &plan_text(&package, &version.to_string()))
-        .ok()
-        .map(|plan| generate(&plan, &GenerateOptions::default()));
+    let full = olmpack::plan::parse(
+        &dir.join("olmpack.yaml"),
+        &plan_text(&package, &version.to_string()),
+    )
+    .ok()
+    .map(|plan| generate(&plan, &GenerateOptions::default()));
     let mut t = tally.lock().unwrap();
     t.dirs += 1;
     match full {
@@ -265,7 +289,8 @@ fn run_one(tally: &Mutex<Tally>, corpus: &Path, dir: &Path) {
                 .map(|f| f.rule.clone())
                 .collect();
             if rules.is_empty() {
-                t.unexplained.push(format!("{rel}: refused without an error finding"));
+                t.unexplained
+                    .push(format!("{rel}: refused without an error finding"));
             }
             t.refused_dirs += 1;
             for rule in rules {

@@ -42,7 +42,9 @@ pub struct Imported {
 
 impl Imported {
     fn finding(&self, finding: Finding) -> Finding {
-        finding.file(self.location.clone()).object(self.object.clone())
+        finding
+            .file(self.location.clone())
+            .object(self.object.clone())
     }
 }
 
@@ -143,10 +145,12 @@ fn import_deployments(inputs: &mut Inputs, csv: &Sourced, problems: &mut Vec<Fin
     for (i, entry) in entries.iter().enumerate() {
         let name = str_at(entry, "/name");
         if name.is_empty() {
-            problems.push(csv.finding(
-                Finding::error("input/missing-field", "a deployment needs a name")
-                    .field(format!("spec.install.spec.deployments[{i}].name")),
-            ));
+            problems.push(
+                csv.finding(
+                    Finding::error("input/missing-field", "a deployment needs a name")
+                        .field(format!("spec.install.spec.deployments[{i}].name")),
+                ),
+            );
             continue;
         }
         let mut metadata = json!({ "name": name });
@@ -268,7 +272,9 @@ fn note_folded_bindings(inputs: &mut Inputs, accounts: &BTreeSet<String>) {
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
-            .any(|s| str_at(s, "/kind") == "ServiceAccount" && accounts.contains(str_at(s, "/name")));
+            .any(|s| {
+                str_at(s, "/kind") == "ServiceAccount" && accounts.contains(str_at(s, "/name"))
+            });
         if binds_operator {
             notes.push(binding.finding(Finding::info(
                 "import/rbac-folded",
@@ -346,7 +352,11 @@ fn import_webhooks(inputs: &mut Inputs, csv: &Sourced, problems: &mut Vec<Findin
 /// the inputs; `None` (with a warning) when the deployment is not in the strategy.
 fn webhook_service(inputs: &mut Inputs, csv: &Sourced, def: &Value, field: &str) -> Option<String> {
     let deployment_name = str_at(def, "/deploymentName");
-    let Some(deployment) = inputs.deployments.iter().find(|d| d.name() == deployment_name) else {
+    let Some(deployment) = inputs
+        .deployments
+        .iter()
+        .find(|d| d.name() == deployment_name)
+    else {
         inputs.notes.push(csv.finding(
             Finding::warning(
                 "import/webhook-deployment",
@@ -374,10 +384,18 @@ fn webhook_service(inputs: &mut Inputs, csv: &Sourced, def: &Value, field: &str)
     {
         return Some(existing.name().to_owned());
     }
-    let shadowed = inputs.deployments.iter().any(|d| {
-        d.name() != deployment_name && selects(&selector, d)
-    }) && inputs.deployments.iter().position(|d| selects(&selector, d))
-        != inputs.deployments.iter().position(|d| d.name() == deployment_name);
+    let shadowed = inputs
+        .deployments
+        .iter()
+        .any(|d| d.name() != deployment_name && selects(&selector, d))
+        && inputs
+            .deployments
+            .iter()
+            .position(|d| selects(&selector, d))
+            != inputs
+                .deployments
+                .iter()
+                .position(|d| d.name() == deployment_name);
     if shadowed {
         inputs.notes.push(csv.finding(
             Finding::warning(
@@ -387,7 +405,10 @@ fn webhook_service(inputs: &mut Inputs, csv: &Sourced, def: &Value, field: &str)
             .field(format!("{field}.deploymentName")),
         ));
     }
-    let name = unused_name(&inputs.services, &format!("{deployment_name}-webhook-service"));
+    let name = unused_name(
+        &inputs.services,
+        &format!("{deployment_name}-webhook-service"),
+    );
     let service = json!({
         "apiVersion": "v1",
         "kind": "Service",
@@ -465,13 +486,15 @@ fn conversion(inputs: &mut Inputs, csv: &Sourced, def: &Value, service: &str, fi
         .filter_map(Value::as_str)
     {
         let Some(crd) = inputs.crds.iter_mut().find(|c| c.name() == name) else {
-            inputs.notes.push(csv.finding(
-                Finding::warning(
-                    "import/conversion-crd-missing",
-                    format!("conversion CRD {name} is not in the manifests"),
-                )
-                .field(format!("{field}.conversionCRDs")),
-            ));
+            inputs.notes.push(
+                csv.finding(
+                    Finding::warning(
+                        "import/conversion-crd-missing",
+                        format!("conversion CRD {name} is not in the manifests"),
+                    )
+                    .field(format!("{field}.conversionCRDs")),
+                ),
+            );
             continue;
         };
         let conversion = if crd.api_version().ends_with("/v1beta1") {
@@ -494,7 +517,12 @@ fn conversions_added(inputs: &Inputs, csv: &Sourced) -> Vec<Finding> {
         .into_iter()
         .flatten()
         .filter(|d| str_at(d, "/type") == "ConversionWebhook")
-        .flat_map(|d| d.get("conversionCRDs").and_then(Value::as_array).into_iter().flatten())
+        .flat_map(|d| {
+            d.get("conversionCRDs")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+        })
         .filter_map(Value::as_str)
         .collect();
     inputs
@@ -530,13 +558,15 @@ fn samples(csv: &Sourced, notes: &mut Vec<Finding>) -> Vec<Sourced> {
             .map(|value| synthesized(csv, value))
             .collect(),
         Err(_) => {
-            notes.push(csv.finding(
-                Finding::warning(
-                    "import/alm-examples",
-                    "alm-examples is not a JSON array of objects; its samples are left out",
-                )
-                .field("metadata.annotations.alm-examples"),
-            ));
+            notes.push(
+                csv.finding(
+                    Finding::warning(
+                        "import/alm-examples",
+                        "alm-examples is not a JSON array of objects; its samples are left out",
+                    )
+                    .field("metadata.annotations.alm-examples"),
+                ),
+            );
             Vec::new()
         }
     }
@@ -546,13 +576,15 @@ fn samples(csv: &Sourced, notes: &mut Vec<Finding>) -> Vec<Sourced> {
 fn not_carried(csv: &Sourced) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut warn = |field: &str, what: &str| {
-        out.push(csv.finding(
-            Finding::warning(
-                "import/not-carried",
-                format!("{what} is not carried into the generated CSV"),
-            )
-            .field(field.to_owned()),
-        ));
+        out.push(
+            csv.finding(
+                Finding::warning(
+                    "import/not-carried",
+                    format!("{what} is not carried into the generated CSV"),
+                )
+                .field(field.to_owned()),
+            ),
+        );
     };
     let spec = &csv.value["spec"];
     if spec
@@ -560,14 +592,19 @@ fn not_carried(csv: &Sourced) -> Vec<Finding> {
         .and_then(Value::as_array)
         .is_some_and(|r| !r.is_empty())
     {
-        warn("spec.customresourcedefinitions.required", "required CRDs (declare a package or GVK dependency in the release's `dependencies`)");
+        warn(
+            "spec.customresourcedefinitions.required",
+            "required CRDs (declare a package or GVK dependency in the release's `dependencies`)",
+        );
     }
     for (key, what) in [
         ("apiservicedefinitions", "API service definitions"),
         ("nativeAPIs", "native APIs"),
     ] {
         let set = spec.get(key).is_some_and(|v| match v {
-            Value::Object(m) => m.values().any(|x| x.as_array().is_some_and(|a| !a.is_empty())),
+            Value::Object(m) => m
+                .values()
+                .any(|x| x.as_array().is_some_and(|a| !a.is_empty())),
             Value::Array(a) => !a.is_empty(),
             _ => false,
         });
@@ -578,16 +615,21 @@ fn not_carried(csv: &Sourced) -> Vec<Finding> {
     for (pointer, field) in [
         ("/spec/replaces", "spec.replaces"),
         ("/spec/skips", "spec.skips"),
-        ("/metadata/annotations/olm.skipRange", "metadata.annotations.olm.skipRange"),
+        (
+            "/metadata/annotations/olm.skipRange",
+            "metadata.annotations.olm.skipRange",
+        ),
     ] {
         if csv.value.pointer(pointer).is_some_and(|v| !v.is_null()) {
-            out.push(csv.finding(
-                Finding::info(
-                    "import/upgrade-edges",
-                    "upgrade edges come from the plan's releases; the CSV's are not used",
-                )
-                .field(field),
-            ));
+            out.push(
+                csv.finding(
+                    Finding::info(
+                        "import/upgrade-edges",
+                        "upgrade edges come from the plan's releases; the CSV's are not used",
+                    )
+                    .field(field),
+                ),
+            );
         }
     }
     out
@@ -677,7 +719,9 @@ fn strings(value: Option<&Value>) -> Vec<String> {
 }
 
 fn some_str(value: &Value, pointer: &str) -> Option<String> {
-    Some(str_at(value, pointer)).filter(|s| !s.is_empty()).map(str::to_owned)
+    Some(str_at(value, pointer))
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
 }
 
 /// The CSV's metadata in the plan's terms, and warnings for what does not fit.
@@ -705,7 +749,10 @@ fn metadata(csv: &Sourced) -> (CsvMetadata, Vec<Finding>) {
         short_description: some_str(v, "/metadata/annotations/description"),
         icon: None,
         keywords: strings(v.pointer("/spec/keywords")),
-        maintainers: people(v.pointer("/spec/maintainers"), |name, email| Maintainer { name, email }),
+        maintainers: people(v.pointer("/spec/maintainers"), |name, email| Maintainer {
+            name,
+            email,
+        }),
         provider: Provider {
             name: str_at(v, "/spec/provider/name").to_owned(),
             url: some_str(v, "/spec/provider/url"),
@@ -755,20 +802,27 @@ fn install_modes(csv: &Sourced, notes: &mut Vec<Finding>) -> Option<Vec<InstallM
         let kind = str_at(mode, "/type");
         match InstallModeType::ALL.iter().find(|m| m.as_str() == kind) {
             Some(m) => out.push(*m),
-            None => notes.push(csv.finding(
-                Finding::warning(
-                    "import/install-mode",
-                    format!("install mode {kind:?} is not one OLM knows; it is left out"),
-                )
-                .field(format!("spec.installModes[{i}].type")),
-            )),
+            None => notes.push(
+                csv.finding(
+                    Finding::warning(
+                        "import/install-mode",
+                        format!("install mode {kind:?} is not one OLM knows; it is left out"),
+                    )
+                    .field(format!("spec.installModes[{i}].type")),
+                ),
+            ),
         }
     }
     Some(out)
 }
 
 /// A descriptor in the plan's terms; a warning names what does not fit.
-fn descriptor(csv: &Sourced, d: &Value, field: String, notes: &mut Vec<Finding>) -> Option<Descriptor> {
+fn descriptor(
+    csv: &Sourced,
+    d: &Value,
+    field: String,
+    notes: &mut Vec<Finding>,
+) -> Option<Descriptor> {
     let path = str_at(d, "/path");
     let known = ["path", "displayName", "description", "x-descriptors"];
     let extra: Vec<&str> = d
@@ -779,13 +833,15 @@ fn descriptor(csv: &Sourced, d: &Value, field: String, notes: &mut Vec<Finding>)
         .filter(|k| !known.contains(k))
         .collect();
     if !extra.is_empty() {
-        notes.push(csv.finding(
-            Finding::warning(
-                "import/descriptor-fields",
-                format!("descriptor {path:?}: {} not carried", extra.join(", ")),
-            )
-            .field(field.clone()),
-        ));
+        notes.push(
+            csv.finding(
+                Finding::warning(
+                    "import/descriptor-fields",
+                    format!("descriptor {path:?}: {} not carried", extra.join(", ")),
+                )
+                .field(field.clone()),
+            ),
+        );
     }
     Some(Descriptor {
         path: path.to_owned(),
@@ -806,8 +862,14 @@ fn crd_displays(csv: &Sourced, notes: &mut Vec<Finding>) -> BTreeMap<String, Crd
         .unwrap_or_default();
     for (i, entry) in owned.iter().enumerate() {
         let display = out.entry(str_at(entry, "/name").to_owned()).or_default();
-        display.display_name = display.display_name.take().or(some_str(entry, "/displayName"));
-        display.description = display.description.take().or(some_str(entry, "/description"));
+        display.display_name = display
+            .display_name
+            .take()
+            .or(some_str(entry, "/displayName"));
+        display.description = display
+            .description
+            .take()
+            .or(some_str(entry, "/description"));
         if display.resources.is_empty() {
             display.resources = entry
                 .get("resources")
@@ -826,7 +888,13 @@ fn crd_displays(csv: &Sourced, notes: &mut Vec<Finding>) -> BTreeMap<String, Crd
             ("specDescriptors", &mut per_version.spec_descriptors),
             ("statusDescriptors", &mut per_version.status_descriptors),
         ] {
-            for (j, d) in entry.get(key).and_then(Value::as_array).into_iter().flatten().enumerate() {
+            for (j, d) in entry
+                .get(key)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
                 let field = format!("spec.customresourcedefinitions.owned[{i}].{key}[{j}]");
                 list.extend(descriptor(csv, d, field, notes));
             }
@@ -838,52 +906,116 @@ fn crd_displays(csv: &Sourced, notes: &mut Vec<Finding>) -> BTreeMap<String, Crd
     out
 }
 
+/// A field group of the CSV metadata: its name, whether it is set, and how to copy it.
+type Group = (
+    &'static str,
+    fn(&CsvMetadata) -> bool,
+    fn(&mut CsvMetadata, &CsvMetadata),
+);
+
+/// The field groups taken whole from the CSV when the plan leaves them unset.
+const GROUPS: [Group; 12] = [
+    (
+        "displayName",
+        |m| !m.display_name.is_empty(),
+        |o, f| o.display_name = f.display_name.clone(),
+    ),
+    (
+        "description",
+        |m| !m.description.is_empty(),
+        |o, f| o.description = f.description.clone(),
+    ),
+    (
+        "shortDescription",
+        |m| m.short_description.is_some(),
+        |o, f| o.short_description = f.short_description.clone(),
+    ),
+    (
+        "keywords",
+        |m| !m.keywords.is_empty(),
+        |o, f| o.keywords = f.keywords.clone(),
+    ),
+    (
+        "maintainers",
+        |m| !m.maintainers.is_empty(),
+        |o, f| o.maintainers = f.maintainers.clone(),
+    ),
+    (
+        "provider",
+        |m| !m.provider.name.is_empty(),
+        |o, f| o.provider = f.provider.clone(),
+    ),
+    (
+        "links",
+        |m| !m.links.is_empty(),
+        |o, f| o.links = f.links.clone(),
+    ),
+    (
+        "maturity",
+        |m| m.maturity.is_some(),
+        |o, f| o.maturity = f.maturity.clone(),
+    ),
+    (
+        "capabilities",
+        |m| m.capabilities.is_some(),
+        |o, f| o.capabilities = f.capabilities.clone(),
+    ),
+    (
+        "categories",
+        |m| !m.categories.is_empty(),
+        |o, f| o.categories = f.categories.clone(),
+    ),
+    (
+        "minKubeVersion",
+        |m| m.min_kube_version.is_some(),
+        |o, f| o.min_kube_version = f.min_kube_version.clone(),
+    ),
+    (
+        "installModes",
+        |m| m.install_modes.is_some(),
+        |o, f| o.install_modes = f.install_modes.clone(),
+    ),
+];
+
+/// Adds the entries of `from` whose key `into` lacks; true when there were any.
+fn merge<V: Clone>(into: &mut BTreeMap<String, V>, from: &BTreeMap<String, V>) -> bool {
+    let mut added = false;
+    for (key, value) in from {
+        if !into.contains_key(key) {
+            into.insert(key.clone(), value.clone());
+            added = true;
+        }
+    }
+    added
+}
+
 /// The plan's CSV metadata with what it leaves unset taken from the imported CSV; an info
-/// finding (in `inputs.notes`) for every field group taken.
+/// finding (in `inputs.notes`) for every field group taken. Empty strings count as unset.
 pub fn fill(plan: &CsvMetadata, inputs: &mut Inputs) -> CsvMetadata {
     let Some(imported) = inputs.imported.clone() else {
         return plan.clone();
     };
-    let from = imported.metadata.clone();
+    let from = &imported.metadata;
     let mut out = plan.clone();
     let mut taken: Vec<&str> = Vec::new();
-    let mut take = |name: &'static str, unset: bool, has: bool, apply: &mut dyn FnMut()| {
-        if unset && has {
-            apply();
+    for (name, is_set, copy) in GROUPS {
+        if !is_set(plan) && is_set(from) {
+            copy(&mut out, from);
             taken.push(name);
         }
-    };
-    take("displayName", plan.display_name.is_empty(), !from.display_name.is_empty(), &mut || out.display_name = from.display_name.clone());
-    take("description", plan.description.is_empty(), !from.description.is_empty(), &mut || out.description = from.description.clone());
-    take("shortDescription", plan.short_description.is_none(), from.short_description.is_some(), &mut || out.short_description = from.short_description.clone());
-    take("icon", plan.icon.is_none(), imported.icon.is_some(), &mut || {});
-    take("keywords", plan.keywords.is_empty(), !from.keywords.is_empty(), &mut || out.keywords = from.keywords.clone());
-    take("maintainers", plan.maintainers.is_empty(), !from.maintainers.is_empty(), &mut || out.maintainers = from.maintainers.clone());
-    take("provider", plan.provider.name.is_empty(), !from.provider.name.is_empty(), &mut || out.provider = from.provider.clone());
-    take("links", plan.links.is_empty(), !from.links.is_empty(), &mut || out.links = from.links.clone());
-    take("maturity", plan.maturity.is_none(), from.maturity.is_some(), &mut || out.maturity = from.maturity.clone());
-    take("capabilities", plan.capabilities.is_none(), from.capabilities.is_some(), &mut || out.capabilities = from.capabilities.clone());
-    take("categories", plan.categories.is_empty(), !from.categories.is_empty(), &mut || out.categories = from.categories.clone());
-    take("minKubeVersion", plan.min_kube_version.is_none(), from.min_kube_version.is_some(), &mut || out.min_kube_version = from.min_kube_version.clone());
-    take("installModes", plan.install_modes.is_none(), from.install_modes.is_some(), &mut || out.install_modes = from.install_modes.clone());
-    let new_annotations: Vec<String> = from.annotations.keys().filter(|k| !plan.annotations.contains_key(*k)).cloned().collect();
-    take("annotations", true, !new_annotations.is_empty(), &mut || {
-        for key in &new_annotations {
-            out.annotations.insert(key.clone(), from.annotations[key].clone());
-        }
-    });
-    let new_labels: Vec<String> = from.labels.keys().filter(|k| !plan.labels.contains_key(*k)).cloned().collect();
-    take("labels", true, !new_labels.is_empty(), &mut || {
-        for key in &new_labels {
-            out.labels.insert(key.clone(), from.labels[key].clone());
-        }
-    });
-    let new_crds: Vec<String> = from.crds.keys().filter(|k| !plan.crds.contains_key(*k)).cloned().collect();
-    take("owned CRD descriptions", true, !new_crds.is_empty(), &mut || {
-        for key in &new_crds {
-            out.crds.insert(key.clone(), from.crds[key].clone());
-        }
-    });
+    }
+    if plan.icon.is_none() && imported.icon.is_some() {
+        taken.push("icon");
+    }
+    if merge(&mut out.annotations, &from.annotations) {
+        taken.push("annotations");
+    }
+    if merge(&mut out.labels, &from.labels) {
+        taken.push("labels");
+    }
+    if merge(&mut out.crds, &from.crds) {
+        taken.push("owned CRD descriptions");
+    }
     for name in taken {
         inputs.notes.push(imported.finding(Finding::info(
             "import/csv-metadata",
@@ -900,4 +1032,3 @@ pub fn icon_of(plan: &CsvMetadata, inputs: &Inputs) -> Option<(String, String)> 
     }
     inputs.imported.as_ref().and_then(|i| i.icon.clone())
 }
-
