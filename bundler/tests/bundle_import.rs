@@ -374,3 +374,158 @@ fn import_a_csv_base_with_an_empty_strategy_is_no_conflict() {
     assert_eq!(inputs.deployments.len(), 1);
     assert!(inputs.imported.is_some());
 }
+
+/// A plan for `helm template` output (its CSV metadata set, as a chart has none).
+fn generate_helm(manifests_dir: &Path) -> Result<Generated, Vec<Finding>> {
+    let text = "package: memcached-operator\ndefaultChannel: alpha\nchannels: [alpha]\n\
+         csv: {displayName: Memcached, description: d, provider: {name: Example}}\n\
+         releases:\n- {version: 0.0.1, manifests: .}\n";
+    let plan = olmpack::plan::parse(&manifests_dir.join("olmpack.yaml"), text).unwrap();
+    match generate(&plan, &GenerateOptions::default()) {
+        Ok(generated) => Ok(generated),
+        Err(olmpack::bundle::generate::GenerateError::Invalid(found)) => Err(found),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[test]
+fn import_helm_template_output() {
+    let generated = generate_helm(&fixture("helm")).unwrap_or_else(|f| panic!("{f:#?}"));
+    let csv = generated_csv(&generated);
+    let deployment = &csv["spec"]["install"]["spec"]["deployments"][0];
+    assert_eq!(deployment["name"], "memcached-operator");
+    // Helm's labels are kept as they are.
+    assert_eq!(
+        deployment["label"]["helm.sh/chart"],
+        "memcached-operator-0.1.0"
+    );
+    assert_eq!(deployment["label"]["app.kubernetes.io/managed-by"], "Helm");
+    // The chart's certificate volume gives way to OLM's.
+    assert!(
+        deployment["spec"]["template"]["spec"]
+            .get("volumes")
+            .is_none(),
+        "{deployment:#}"
+    );
+    let hook = &csv["spec"]["webhookdefinitions"][0];
+    assert_eq!(hook["generateName"], "vmemcached.kb.io");
+    assert_eq!(hook["targetPort"], 9443);
+    assert_eq!(
+        csv["spec"]["install"]["spec"]["clusterPermissions"][0]["serviceAccountName"],
+        "memcached-operator"
+    );
+    let files: Vec<String> = generated
+        .tree
+        .iter()
+        .map(|(p, _)| p.display().to_string())
+        .collect();
+    assert!(
+        !files
+            .iter()
+            .any(|f| f.contains("secret") || f.contains("pod")),
+        "{files:?}"
+    );
+    let all = findings(&generated);
+    let secret = all
+        .iter()
+        .find(|f| f.rule == "input/webhook-cert-secret-dropped")
+        .expect("the webhook certificate Secret is dropped with a finding");
+    assert_eq!(secret.severity, Severity::Info);
+    assert_eq!(
+        secret.object.as_deref(),
+        Some("Secret/memcached-operator-webhook-cert")
+    );
+    let test_hook = all
+        .iter()
+        .find(|f| f.rule == "input/helm-hook-dropped")
+        .expect("the test hook is dropped with a finding");
+    assert_eq!(test_hook.severity, Severity::Warning);
+    assert_eq!(
+        test_hook.object.as_deref(),
+        Some("Pod/memcached-operator-test-connection")
+    );
+    assert_eq!(
+        test_hook.message,
+        "a Helm test hook is left out: only `helm test` runs it"
+    );
+    assert!(
+        all.iter().all(|f| f.severity != Severity::Error),
+        "{all:#?}"
+    );
+}
+
+#[test]
+fn import_helm_hooks_and_certificate_mounts() {
+    let rendered = std::fs::read_to_string(fixture("helm/rendered.yaml")).unwrap();
+    let job = "---\n# Source: op/templates/migrate.yaml\napiVersion: batch/v1\nkind: Job\nmetadata:\n  name: migrate\n  annotations:\n    helm.sh/hook: pre-install,pre-upgrade\n    helm.sh/hook-weight: \"-5\"\nspec: {template: {spec: {containers: [{name: m, image: i}], restartPolicy: Never}}}\n";
+    let cleanup = "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cleanup\n  annotations: {helm.sh/hook: pre-delete}\n";
+    let elsewhere = rendered.replace(
+        "mountPath: /tmp/k8s-webhook-server/serving-certs",
+        "mountPath: /certs",
+    );
+    // `document N` counts the non-empty documents: the fixture's comment-only and empty
+    // documents are not objects.
+    let cases: Vec<(&str, String, Vec<&str>)> = vec![
+        (
+            "install hook",
+            format!("{rendered}{job}"),
+            vec![
+                "input/helm-hook m.yaml (document 10): Job/migrate: metadata.annotations.helm.sh/hook: a Helm pre-install hook: OLM never runs Helm hooks, so this work would never happen",
+            ],
+        ),
+        ("delete hook", format!("{rendered}{cleanup}"), vec![]),
+        ("certificate mounted elsewhere", elsewhere, vec![]),
+    ];
+    for (name, yaml, want) in cases {
+        assert_eq!(problems_of(&yaml), want, "{name}");
+    }
+    let mut problems = Vec::new();
+    let inputs = classify(
+        sourced(&format!("{rendered}{cleanup}")),
+        CertManagerChoice::default(),
+        &mut problems,
+    );
+    let dropped: Vec<&str> = inputs
+        .notes
+        .iter()
+        .filter(|f| f.rule == "input/helm-hook-dropped")
+        .map(|f| f.message.as_str())
+        .collect();
+    assert_eq!(
+        dropped,
+        [
+            "a Helm test hook is left out: only `helm test` runs it",
+            "a Helm pre-delete hook is left out: OLM never runs Helm hooks"
+        ]
+    );
+    let elsewhere = rendered.replace(
+        "mountPath: /tmp/k8s-webhook-server/serving-certs",
+        "mountPath: /certs",
+    );
+    let inputs = classify(
+        sourced(&elsewhere),
+        CertManagerChoice::default(),
+        &mut problems,
+    );
+    let secret = inputs
+        .notes
+        .iter()
+        .find(|f| f.rule == "input/webhook-cert-secret-dropped")
+        .unwrap();
+    assert_eq!(secret.severity, Severity::Warning);
+    assert!(
+        secret.message.contains("it is mounted at /certs"),
+        "{}",
+        secret.message
+    );
+    // The generator then refuses: the pod would mount a Secret nothing creates.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("rendered.yaml"), &elsewhere).unwrap();
+    let refused = generate_helm(dir.path()).err().expect("generate refuses");
+    assert!(
+        refused
+            .iter()
+            .any(|f| f.rule == "csv/missing-volume-source" && f.severity == Severity::Error),
+        "{refused:#?}"
+    );
+}

@@ -8,6 +8,9 @@
 //!   object and the field; [`read_dir`] fails when there is any.
 //! - Objects OLM cannot ship in a registry+v1 bundle are errors, except `Namespace`, which
 //!   kustomize output nearly always has and OLM creates itself: it is dropped with a warning.
+//! - A ClusterServiceVersion (operator-sdk's bundle or `config/manifests` output) is imported
+//!   by [`crate::bundle::operator_sdk`]; Helm hooks and a chart's self-generated webhook
+//!   certificate are handled by [`crate::bundle::helm`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -218,6 +221,7 @@ pub fn classify(
         ..
     } = sorter;
     crate::bundle::operator_sdk::import(&mut inputs, csvs, problems);
+    crate::bundle::helm::drop_webhook_cert_secrets(&mut inputs);
     unmount_secrets(&mut inputs, &unmount);
     inputs
 }
@@ -298,6 +302,13 @@ impl Sorter {
 
     /// Puts an identified object where its role says.
     fn place(&mut self, object: Sourced, problems: &mut Vec<Finding>) {
+        if let Some(finding) = crate::bundle::helm::hook(&object) {
+            match finding.severity {
+                crate::report::Severity::Error => problems.push(finding),
+                _ => self.inputs.notes.push(finding),
+            }
+            return;
+        }
         let group = group_of(&object).to_owned();
         let inputs = &mut self.inputs;
         match object.kind() {

@@ -10,6 +10,7 @@ pub mod csv;
 pub mod fieldcase;
 pub mod files;
 pub mod generate;
+pub mod helm;
 pub mod load;
 pub mod manifests;
 pub mod operator_sdk;
