@@ -521,7 +521,7 @@ fn import_helm_hooks_and_certificate_mounts() {
     // The generator then refuses: the pod would mount a Secret nothing creates.
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("rendered.yaml"), &elsewhere).unwrap();
-    let refused = generate_helm(dir.path()).err().expect("generate refuses");
+    let refused = generate_helm(dir.path()).expect_err("generate refuses");
     assert!(
         refused
             .iter()
