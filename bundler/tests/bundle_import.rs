@@ -177,6 +177,13 @@ fn import_operator_sdk_bundle_keeps_the_install_strategy_and_metadata() {
             .iter()
             .all(|f| f.severity != Severity::Error)
     );
+    let metadata = infos_of(&generated, "import/bundle-metadata");
+    assert_eq!(
+        metadata,
+        [
+            "the bundle's metadata is not read beyond its package name: channels and labels come from the plan"
+        ]
+    );
 }
 
 #[test]

@@ -147,6 +147,7 @@ pub fn generate(plan: &LoadedPlan, options: &GenerateOptions) -> Result<Generate
                     continue;
                 }
             };
+        super::operator_sdk::check_package(&plan.plan.package, &mut inputs);
         let csv_metadata = super::operator_sdk::fill(&plan.plan.csv, &mut inputs);
         let spec = ReleaseSpec {
             package: &plan.plan.package,

@@ -172,6 +172,7 @@ pub fn read_dir(
         }
     }
     let mut inputs = classify(objects, cert_manager, &mut problems);
+    crate::bundle::operator_sdk::read_bundle_metadata(dir, root, &mut inputs);
     inputs.notes.splice(0..0, lenient);
     if problems.is_empty() {
         Ok(inputs)

@@ -16,6 +16,7 @@
 //!   a warning, never silently dropped.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
@@ -38,6 +39,8 @@ pub struct Imported {
     pub metadata: CsvMetadata,
     /// `(base64data, mediatype)` of the CSV's first icon.
     pub icon: Option<(String, String)>,
+    /// `(file, package)` from the bundle's `../metadata/annotations.yaml`, when there is one.
+    pub bundle_package: Option<(PathBuf, String)>,
 }
 
 impl Imported {
@@ -107,6 +110,7 @@ pub fn import(inputs: &mut Inputs, csvs: Vec<Sourced>, problems: &mut Vec<Findin
         object: csv.display(),
         metadata,
         icon: icon(&csv.value),
+        bundle_package: None,
     });
 }
 
@@ -1031,4 +1035,65 @@ pub fn icon_of(plan: &CsvMetadata, inputs: &Inputs) -> Option<(String, String)> 
         return None;
     }
     inputs.imported.as_ref().and_then(|i| i.icon.clone())
+}
+
+/// The label of a bundle's package in `metadata/annotations.yaml`.
+const PACKAGE_LABEL: &str = "operators.operatorframework.io.bundle.package.v1";
+
+/// Reads the package of the bundle whose `manifests/` is `dir` from `../metadata/
+/// annotations.yaml` (when the CSV was imported and the file is there, inside `root`).
+pub fn read_bundle_metadata(dir: &Path, root: Option<&Path>, inputs: &mut Inputs) {
+    let Some(imported) = inputs.imported.as_mut() else {
+        return;
+    };
+    let file = dir.join("../metadata/annotations.yaml");
+    if !file.is_file() {
+        return;
+    }
+    if let Some(root) = root
+        && let Ok(relative) = file.strip_prefix(root)
+        && crate::input::inside(root, relative).is_err()
+    {
+        return;
+    }
+    let Ok(text) = crate::input::text(&file) else {
+        return;
+    };
+    let Ok(value) = crate::yaml::from_str(&text) else {
+        return;
+    };
+    let package = str_at(&value, &format!("/annotations/{PACKAGE_LABEL}"));
+    if !package.is_empty() {
+        imported.bundle_package = Some((file, package.to_owned()));
+    }
+}
+
+/// The bundle's own package name against the plan's: the plan's is used, so a difference is
+/// a warning (a catalog would list the bundle under another package than before).
+pub fn check_package(package: &str, inputs: &mut Inputs) {
+    let Some((file, theirs)) = inputs
+        .imported
+        .as_ref()
+        .and_then(|i| i.bundle_package.clone())
+    else {
+        return;
+    };
+    let finding = if theirs == package {
+        Finding::info(
+            "import/bundle-metadata",
+            "the bundle's metadata is not read beyond its package name: channels and labels come from the plan",
+        )
+    } else {
+        Finding::warning(
+            "import/bundle-metadata",
+            format!(
+                "the bundle says package {theirs:?}, the plan {package:?}: the plan's is used, so catalogs list the generated bundle under another package"
+            ),
+        )
+    };
+    inputs.notes.push(
+        finding
+            .file(file)
+            .field(format!("annotations.{PACKAGE_LABEL}")),
+    );
 }
