@@ -29,7 +29,9 @@ pub enum BundleCommand {
     /// A ClusterServiceVersion in the manifests (operator-sdk's bundle/manifests/ or `kustomize
     /// build config/manifests`) is imported: its install strategy becomes the deployments,
     /// RBAC and webhooks, and its metadata fills what the plan leaves unset (the plan wins;
-    /// an info finding per field group taken).
+    /// an info finding per field group taken). `helm template` output: Helm hooks are left out
+    /// with a warning (test, delete, rollback) or refused (install, upgrade: OLM never runs
+    /// them); the chart's own webhook certificate Secret is left out (info).
     Generate {
         /// The release plan.
         #[arg(long, default_value = plan::DEFAULT_PLAN_FILE)]
