@@ -261,13 +261,42 @@ fn import_kustomize_config_manifests_uses_the_objects_and_the_csv_base() {
     )
     .unwrap();
     assert_eq!(examples[0]["kind"], "Memcached");
+    // The scorecard Configuration goes where operator-sdk puts it, and into the image.
     let scorecard: Vec<&Finding> = findings(&generated)
         .into_iter()
-        .filter(|f| f.rule == "input/scorecard-dropped")
+        .filter(|f| f.rule.starts_with("input/scorecard"))
         .collect();
     assert_eq!(scorecard.len(), 1, "{:#?}", findings(&generated));
-    assert_eq!(scorecard[0].severity, Severity::Warning);
+    assert_eq!(scorecard[0].rule, "input/scorecard-kept");
+    assert_eq!(scorecard[0].severity, Severity::Info);
     assert_eq!(scorecard[0].object.as_deref(), Some("Configuration/config"));
+    let config = generated
+        .tree
+        .get(Path::new("0.0.1/tests/scorecard/config.yaml"))
+        .expect("tests/scorecard/config.yaml");
+    let config: Value = olmpack::yaml::from_str(std::str::from_utf8(config).unwrap()).unwrap();
+    assert_eq!(config["kind"], "Configuration");
+    assert_eq!(
+        config["stages"][0]["tests"][0]["labels"]["test"],
+        "basic-check-spec-test"
+    );
+    let dockerfile = generated
+        .tree
+        .get(Path::new("0.0.1/bundle.Dockerfile"))
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(dockerfile)
+            .ends_with("COPY manifests /manifests/\nCOPY metadata /metadata/\nCOPY tests/scorecard /tests/scorecard/\n")
+    );
+    let files: Vec<String> = generated
+        .tree
+        .iter()
+        .map(|(p, _)| p.display().to_string())
+        .collect();
+    assert!(
+        !files.iter().any(|f| f.contains("configuration")),
+        "{files:?}"
+    );
     assert_eq!(infos_of(&generated, "input/namespace-dropped").len(), 1);
 }
 

@@ -205,10 +205,14 @@ pub fn generate(plan: &LoadedPlan, options: &GenerateOptions) -> Result<Generate
             properties: &release.properties,
             dependencies: &release.dependencies,
         };
-        let files = files::render(&built, &meta).map_err(|source| GenerateError::Render {
-            version: release.version.clone(),
-            source,
-        })?;
+        let files = files::render(&built, &meta)
+            .and_then(|mut files| {
+                super::scorecard::carry(&mut files, inputs.scorecard.as_ref()).map(|()| files)
+            })
+            .map_err(|source| GenerateError::Render {
+                version: release.version.clone(),
+                source,
+            })?;
         let dir = Path::new(&release.version);
         let loaded = super::load::load_files(dir, files.iter());
         let mut report = validate::validate(&loaded, &validate::Options::default());

@@ -105,6 +105,8 @@ pub struct Inputs {
     pub others: Vec<Sourced>,
     /// Warnings about what was dropped.
     pub notes: Vec<Finding>,
+    /// operator-sdk's scorecard Configuration, carried to the bundle's tests/scorecard/.
+    pub scorecard: Option<Sourced>,
     /// What a ClusterServiceVersion in the input says beyond its install strategy.
     pub imported: Option<crate::bundle::operator_sdk::Imported>,
 }
@@ -328,13 +330,9 @@ impl Sorter {
                 "input/namespace-dropped",
                 "Namespace objects are not shipped in bundles; OLM installs into the namespace the user picks",
             ))),
-            "Configuration" if group == SCORECARD_GROUP => inputs.notes.push(object.finding(
-                Finding::warning(
-                    "input/scorecard-dropped",
-                    "the scorecard Configuration is not a bundle manifest: operator-sdk writes it to the bundle's tests/scorecard/, which OLM and opm never read; olmpack's bundles do not carry it",
-                )
-                .hint("keep config/scorecard in your project and run `operator-sdk scorecard --config` against it"),
-            )),
+            "Configuration" if group == crate::bundle::scorecard::GROUP => {
+                crate::bundle::scorecard::keep(&mut inputs.scorecard, object, &mut inputs.notes)
+            }
             _ if group == certmanager::GROUP => {
                 let (finding, secret) = self.certificates.decide(&object, self.cert_manager);
                 self.unmount.extend(secret);
@@ -367,9 +365,6 @@ impl Sorter {
 fn group_of(object: &Sourced) -> &str {
     object.api_version().rsplit_once('/').map_or("", |(g, _)| g)
 }
-
-/// operator-sdk's scorecard configuration group.
-const SCORECARD_GROUP: &str = "scorecard.operatorframework.io";
 
 /// Removes the volumes of dropped Certificates' Secrets from the Deployments.
 fn unmount_secrets(inputs: &mut Inputs, unmount: &BTreeSet<String>) {

@@ -15,4 +15,5 @@ pub mod load;
 pub mod manifests;
 pub mod operator_sdk;
 pub mod pin;
+pub mod scorecard;
 pub mod validate;
