@@ -34,14 +34,8 @@ const ASPECTS: &[(&str, &[&str])] = &[
             "import/watch-namespace-rewired",
         ],
     ),
-    (
-        "permissions",
-        &["import/permissions-unused", "import/rbac-folded"],
-    ),
-    (
-        "clusterPermissions",
-        &["import/permissions-unused", "import/rbac-folded"],
-    ),
+    ("permissions", &["import/permissions-unused"]),
+    ("clusterPermissions", &["import/permissions-unused"]),
     (
         "installModes",
         &["plan/install-modes-forced", "import/install-mode"],

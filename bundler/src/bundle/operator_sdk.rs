@@ -212,7 +212,9 @@ fn unused_name(pool: &[Sourced], base: &str) -> String {
 
 fn import_permissions(inputs: &mut Inputs, csv: &Sourced) {
     let accounts: BTreeSet<String> = inputs.deployments.iter().map(service_account).collect();
-    note_folded_bindings(inputs, &accounts);
+    if !strategy_list(csv, "deployments").is_empty() {
+        ship_plain_bindings(inputs);
+    }
     for (key, cluster) in [("permissions", false), ("clusterPermissions", true)] {
         for (i, entry) in strategy_list(csv, key).iter().enumerate() {
             let account = str_at(entry, "/serviceAccountName");
@@ -262,31 +264,14 @@ fn import_permissions(inputs: &mut Inputs, csv: &Sourced) {
     }
 }
 
-/// Plain bindings of a deployment's service account are folded into the CSV's permissions.
-fn note_folded_bindings(inputs: &mut Inputs, accounts: &BTreeSet<String>) {
-    let mut notes = Vec::new();
-    for binding in inputs
-        .role_bindings
-        .iter()
-        .chain(&inputs.cluster_role_bindings)
-    {
-        let binds_operator = binding
-            .value
-            .get("subjects")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .any(|s| {
-                str_at(s, "/kind") == "ServiceAccount" && accounts.contains(str_at(s, "/name"))
-            });
-        if binds_operator {
-            notes.push(binding.finding(Finding::info(
-                "import/rbac-folded",
-                "binds a deployment's service account: its role's rules join the CSV's permissions instead of being shipped as objects",
-            )));
-        }
-    }
-    inputs.notes.extend(notes);
+/// A bundle's own RoleBindings and ClusterRoleBindings are shipped as they are, as OLM would
+/// create them from the bundle: the CSV's permissions already say what its service accounts
+/// may do, so they are not folded into them (as a kustomize base's bindings are).
+fn ship_plain_bindings(inputs: &mut Inputs) {
+    let bindings = std::mem::take(&mut inputs.role_bindings)
+        .into_iter()
+        .chain(std::mem::take(&mut inputs.cluster_role_bindings));
+    inputs.others.extend(bindings);
 }
 
 fn import_webhooks(inputs: &mut Inputs, csv: &Sourced, problems: &mut Vec<Finding>) {
