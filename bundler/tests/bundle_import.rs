@@ -144,7 +144,10 @@ fn import_operator_sdk_bundle_keeps_the_install_strategy_and_metadata() {
         .collect();
     assert!(files.iter().any(|f| f.contains("configmap")), "{files:?}");
     // The bundle's own binding (of a role OLM does not ship) stays an object, as OLM creates it.
-    assert!(files.iter().any(|f| f.contains("auth-delegator")), "{files:?}");
+    assert!(
+        files.iter().any(|f| f.contains("auth-delegator")),
+        "{files:?}"
+    );
     assert!(
         files.iter().any(|f| f.contains("metrics-service")),
         "{files:?}"

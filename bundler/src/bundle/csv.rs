@@ -93,7 +93,8 @@ pub fn build(spec: &ReleaseSpec<'_>, inputs: &Inputs) -> Result<BuiltBundle, Vec
         .map(|d| service_account_of(&d.value))
         .collect();
 
-    let rbac = permissions(inputs, &deployment_accounts, &mut problems);
+    let accounts = super::operator_sdk::permission_accounts(inputs, &deployment_accounts);
+    let rbac = permissions(inputs, &accounts, &mut problems);
     let webhooks = webhooks(inputs, &mut problems);
     let (conversions, conversion_services) = conversion_webhooks(inputs, &mut problems);
     let has_conversion = !conversions.is_empty();

@@ -39,6 +39,8 @@ pub struct Imported {
     pub metadata: CsvMetadata,
     /// `(base64data, mediatype)` of the CSV's first icon.
     pub icon: Option<(String, String)>,
+    /// Service accounts the CSV grants permissions to that no deployment runs as.
+    pub accounts: BTreeSet<String>,
     /// `(file, package)` from the bundle's `../metadata/annotations.yaml`, when there is one.
     pub bundle_package: Option<(PathBuf, String)>,
 }
@@ -95,7 +97,7 @@ pub fn import(inputs: &mut Inputs, csvs: Vec<Sourced>, problems: &mut Vec<Findin
     if problems.len() > before {
         return;
     }
-    import_permissions(inputs, &csv);
+    let accounts = import_permissions(inputs, &csv);
     import_webhooks(inputs, &csv, problems);
     inputs
         .custom_resources
@@ -111,6 +113,7 @@ pub fn import(inputs: &mut Inputs, csvs: Vec<Sourced>, problems: &mut Vec<Findin
         metadata,
         icon: icon(&csv.value),
         bundle_package: None,
+        accounts,
     });
 }
 
@@ -210,7 +213,10 @@ fn unused_name(pool: &[Sourced], base: &str) -> String {
     name
 }
 
-fn import_permissions(inputs: &mut Inputs, csv: &Sourced) {
+/// Returns the service accounts the CSV grants permissions to that no deployment runs as
+/// (OLM creates and grants them all the same: operands run as them).
+fn import_permissions(inputs: &mut Inputs, csv: &Sourced) -> BTreeSet<String> {
+    let mut extra = BTreeSet::new();
     let accounts: BTreeSet<String> = inputs.deployments.iter().map(service_account).collect();
     if !strategy_list(csv, "deployments").is_empty() {
         ship_plain_bindings(inputs);
@@ -218,15 +224,18 @@ fn import_permissions(inputs: &mut Inputs, csv: &Sourced) {
     for (key, cluster) in [("permissions", false), ("clusterPermissions", true)] {
         for (i, entry) in strategy_list(csv, key).iter().enumerate() {
             let account = str_at(entry, "/serviceAccountName");
-            if !accounts.contains(account) {
+            if account.is_empty() {
                 inputs.notes.push(csv.finding(
                     Finding::warning(
                         "import/permissions-unused",
-                        format!("{key} for service account {account:?} are left out: no deployment runs as it, and olmpack writes permissions only for the deployments' service accounts"),
+                        format!("{key} without a serviceAccountName are left out: OLM grants them to no one"),
                     )
-                    .field(format!("spec.install.spec.{key}[{i}]")),
+                    .field(format!("spec.install.spec.{key}[{i}].serviceAccountName")),
                 ));
                 continue;
+            }
+            if !accounts.contains(account) {
+                extra.insert(account.to_owned());
             }
             let (role_kind, binding_kind) = if cluster {
                 ("ClusterRole", "ClusterRoleBinding")
@@ -262,6 +271,7 @@ fn import_permissions(inputs: &mut Inputs, csv: &Sourced) {
             bindings.insert(0, synthesized(csv, binding));
         }
     }
+    extra
 }
 
 /// A bundle's own RoleBindings and ClusterRoleBindings are shipped as they are, as OLM would
@@ -373,18 +383,16 @@ fn webhook_service(inputs: &mut Inputs, csv: &Sourced, def: &Value, field: &str)
     {
         return Some(existing.name().to_owned());
     }
-    let shadowed = inputs
+    // The generator routes a Service to the first deployment its selector matches.
+    let first_match = inputs
         .deployments
         .iter()
-        .any(|d| d.name() != deployment_name && selects(&selector, d))
-        && inputs
+        .position(|d| selects(&selector, d));
+    let shadowed = first_match
+        != inputs
             .deployments
             .iter()
-            .position(|d| selects(&selector, d))
-            != inputs
-                .deployments
-                .iter()
-                .position(|d| d.name() == deployment_name);
+            .position(|d| d.name() == deployment_name);
     if shadowed {
         inputs.notes.push(csv.finding(
             Finding::warning(
@@ -600,6 +608,21 @@ fn not_carried(csv: &Sourced) -> Vec<Finding> {
         if set {
             warn(&format!("spec.{key}"), what);
         }
+    }
+    if csv
+        .value
+        .pointer("/metadata/annotations/createdAt")
+        .is_some()
+    {
+        out.push(
+            csv.finding(
+                Finding::info(
+                    "import/not-carried",
+                    "createdAt comes from the plan or SOURCE_DATE_EPOCH; the CSV's is not used",
+                )
+                .field("metadata.annotations.createdAt"),
+            ),
+        );
     }
     for (pointer, field) in [
         ("/spec/replaces", "spec.replaces"),
@@ -1081,4 +1104,14 @@ pub fn check_package(package: &str, inputs: &mut Inputs) {
             .file(file)
             .field(format!("annotations.{PACKAGE_LABEL}")),
     );
+}
+
+/// The service accounts whose bindings become the CSV's permissions: the deployments', and
+/// those an imported CSV grants permissions to.
+pub fn permission_accounts(inputs: &Inputs, deployments: &BTreeSet<String>) -> BTreeSet<String> {
+    let mut accounts = deployments.clone();
+    if let Some(imported) = &inputs.imported {
+        accounts.extend(imported.accounts.iter().cloned());
+    }
+    accounts
 }
