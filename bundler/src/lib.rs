@@ -1,15 +1,19 @@
 //! olmpack: OLM bundles, File-Based Catalogs and their images from one release plan, for any
 //! operator.
 //!
-//! Data flows one way: **plan → model → validate → render → write/push**.
-//! - [`plan`]: the release plan (`olmpack.yaml`) and its JSON Schema.
+//! Data flows one way: **plan → model → validate → build → render → write/push**. The pure
+//! model is its own crate, [`olmpack_model`], which depends on no I/O or command-line crate
+//! (`cargo xtask lint` checks); its modules are re-exported here under their old names:
+//! [`plan`] (types and parsing; loading the file is here), [`report`], [`upgrade_graph`],
+//! [`yaml`], [`names`], [`choice`], and `catalog::{version, pullspec}`.
+//! - [`plan`]: the release plan (`olmpack.yaml`): loading it, resolving the files it names.
 //! - [`bundle`]: registry+v1 bundles: build the CSV and bundle files from manifests, validate
 //!   any bundle directory.
 //! - [`catalog`]: File-Based Catalogs: model, render, templates, upgrade graphs, validation.
 //! - [`image`]: bundle and catalog images without a container engine; OCI layouts and pushes.
 //! - [`compat`]: CRD compatibility across upgrades (OLM v0 and OLM v1 checks, every edge of
 //!   an upgrade graph).
-//! - [`report`]: validation findings and their text/JSON/JUnit output.
+//! - [`report`]: validation findings and their text/JSON/JUnit/Markdown output.
 //! - [`input`]: reading input files safely (regular files only, bounded, symlinks kept inside).
 //! - [`install`]: install manifests for users (OLM v0 Subscription, OLM v1 ClusterExtension + RBAC).
 //! - [`output`]: generated file trees, written atomically or checked against disk.
@@ -25,25 +29,22 @@
 
 #![forbid(unsafe_code)]
 
+pub use olmpack_model::{choice, names, report, upgrade_graph, yaml};
+
 pub mod bundle;
 pub mod catalog;
-pub mod choice;
 pub mod compat;
 pub mod image;
 pub mod input;
 pub mod install;
 pub mod json;
 pub mod live;
-pub mod names;
 pub mod output;
 pub mod pipeline;
 pub mod plan;
 pub mod release;
-pub mod report;
 pub mod supply;
-pub mod upgrade_graph;
 pub mod upgrade_olm;
-pub mod yaml;
 
 /// Installs rustls' ring provider as the process default; call first in every binary and test
 /// harness that may use TLS (several dependencies also compile in aws-lc-rs, and with two

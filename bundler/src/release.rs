@@ -28,7 +28,7 @@ pub enum ReleaseError {
         source: Box<render::RenderError>,
     },
     #[error("failed to build the catalog")]
-    Catalog(#[from] catalog_generate::GenerateError),
+    Catalog(#[from] catalog_generate::CatalogGenerateError),
 }
 
 /// Everything a release writes.

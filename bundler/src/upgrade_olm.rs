@@ -59,7 +59,7 @@ pub enum OlmRunError {
         source: std::io::Error,
     },
     #[error("failed to render the catalog served to OLM")]
-    Render(#[from] crate::catalog::write::WriteError),
+    Render(#[from] crate::catalog::serialize::SerializeError),
     #[error("failed to install the cluster's CRD {name} before OLM")]
     ClusterCrd {
         name: String,
@@ -91,7 +91,8 @@ pub fn inline_catalog(dir: &Path) -> Result<tempfile::TempDir, OlmRunError> {
         }
         bundle.image.clear();
     }
-    let text = crate::catalog::write::to_string(&config, crate::catalog::write::Format::Json)?;
+    let text =
+        crate::catalog::serialize::to_string(&config, crate::catalog::serialize::Format::Json)?;
     let out = tempfile::Builder::new()
         .prefix("olmpack-olm-catalog-")
         .tempdir()

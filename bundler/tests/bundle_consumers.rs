@@ -42,9 +42,11 @@ enum Proof {
     /// A test that runs the real OLM v0 on the same defect: (test file, test function).
     OlmE2e(&'static str, &'static str),
     /// The real OLM v0 refuses the `invalid-install-mode` OLM fixture's operator (its install
-    /// mode fixed) with this change to its CSV, saying `says` (in the reason or message).
+    /// mode fixed) with this change to its CSV and this file added to `manifests/` (name,
+    /// YAML), saying `says` (in the reason or message).
     OlmV0 {
         change: fn(&mut Value),
+        extra: Option<(&'static str, &'static str)>,
         says: &'static str,
     },
 }
@@ -114,8 +116,36 @@ fn olm_case(
     change: fn(&mut Value),
     says: &'static str,
 ) -> Case {
-    case(rule, name, Proof::OlmV0 { change, says }, csv_edit(change))
+    let proof = Proof::OlmV0 {
+        change,
+        extra: None,
+        says,
+    };
+    case(rule, name, proof, csv_edit(change))
 }
+
+/// A case shown by the real OLM v0: `file` (name, YAML) added to `manifests/` of both bundles.
+fn olm_file_case(
+    rule: &'static str,
+    name: &'static str,
+    file: (&'static str, &'static str),
+    says: &'static str,
+) -> Case {
+    let proof = Proof::OlmV0 {
+        change: |_| {},
+        extra: Some(file),
+        says,
+    };
+    case(rule, name, proof, move |files| {
+        files.insert(format!("manifests/{}", file.0), file.1.as_bytes().to_vec());
+    })
+}
+
+/// A kind OLM v0 does not create from a bundle.
+const RESOURCE_QUOTA: (&str, &str) = (
+    "quota.yaml",
+    "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: widgets\nspec:\n  hard:\n    pods: \"10\"\n",
+);
 
 fn webhook(csv: &mut Value, i: usize) -> &mut Value {
     &mut csv["spec"]["webhookdefinitions"][i]
@@ -427,6 +457,48 @@ fn cases() -> Vec<Case> {
                 }])
             },
             "webhook rules cannot include the OLM group",
+        ),
+        olm_file_case(
+            "bundle/unsupported-kind",
+            "ResourceQuota in the bundle",
+            RESOURCE_QUOTA,
+            "InstallPlan",
+        ),
+        // OLM v0 never gets past InstallReady: it cannot find the webhook's deployment.
+        olm_case(
+            "webhook/deployment",
+            "webhook served by a deployment the CSV does not have",
+            |c| {
+                c["spec"]["webhookdefinitions"] = json!([{
+                    "type": "ValidatingAdmissionWebhook",
+                    "generateName": "vwidget.modes.olmpack.dev",
+                    "deploymentName": "nope",
+                    "containerPort": 9443,
+                    "webhookPath": "/validate",
+                    "sideEffects": "None",
+                    "admissionReviewVersions": ["v1"],
+                    "rules": [{"apiGroups": ["modes.olmpack.dev"], "apiVersions": ["*"], "operations": ["CREATE"], "resources": ["widgets"]}],
+                }])
+            },
+            "attempting install",
+        ),
+        olm_case(
+            "webhook/conversion-install-modes",
+            "conversion webhook with OwnNamespace supported",
+            |c| {
+                c["spec"]["installModes"][0]["supported"] = json!(true);
+                c["spec"]["webhookdefinitions"] = json!([{
+                    "type": "ConversionWebhook",
+                    "generateName": "cwidget.modes.olmpack.dev",
+                    "deploymentName": "widgets",
+                    "containerPort": 9443,
+                    "webhookPath": "/convert",
+                    "sideEffects": "None",
+                    "admissionReviewVersions": ["v1"],
+                    "conversionCRDs": ["widgets.modes.olmpack.dev"],
+                }])
+            },
+            "AllNamespaces",
         ),
         case(
             "csv/install-modes",
@@ -771,7 +843,11 @@ async fn bundle_consumers_apiserver_refuses_each_apiserver_case() {
 
 /// The `invalid-install-mode` OLM fixture's bundle (install mode fixed) with `change` applied
 /// to its CSV, rendered by opm into `dir/catalog` next to the fixture's package and channel.
-fn olm_catalog(dir: &Path, change: fn(&mut Value)) -> std::path::PathBuf {
+fn olm_catalog(
+    dir: &Path,
+    change: fn(&mut Value),
+    extra: Option<(&str, &str)>,
+) -> std::path::PathBuf {
     let fixture =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/olm_e2e/invalid-install-mode");
     let bundle = dir.join("bundle");
@@ -789,6 +865,9 @@ fn olm_catalog(dir: &Path, change: fn(&mut Value)) -> std::path::PathBuf {
     csv["spec"]["installModes"][3]["type"] = json!("AllNamespaces");
     change(&mut csv);
     std::fs::write(&csv_path, olmpack::yaml::to_string(&csv).unwrap()).unwrap();
+    if let Some((name, yaml)) = extra {
+        std::fs::write(bundle.join("manifests").join(name), yaml).unwrap();
+    }
     let catalog = dir.join("catalog");
     std::fs::create_dir_all(&catalog).unwrap();
     std::fs::copy(fixture.join("package.json"), catalog.join("package.json")).unwrap();
@@ -807,13 +886,16 @@ fn olm_catalog(dir: &Path, change: fn(&mut Value)) -> std::path::PathBuf {
 }
 
 /// How OLM v0 ends the install of the fixture changed by `change` (a fresh OLM each time).
-async fn olm_install(change: fn(&mut Value)) -> upgrade_tests::olm::Outcome {
+async fn olm_install(
+    change: fn(&mut Value),
+    extra: Option<(&str, &str)>,
+) -> upgrade_tests::olm::Outcome {
     use olmpack::upgrade_olm::{self, RunOptions};
     let dir = tempfile::Builder::new()
         .prefix("olmpack-consumers-")
         .tempdir()
         .unwrap();
-    let catalog = olm_catalog(dir.path(), change);
+    let catalog = olm_catalog(dir.path(), change, extra);
     let cases = upgrade_olm::load_cases(&catalog, None).unwrap();
     assert_eq!(cases.len(), 1, "{cases:#?}");
     let options = RunOptions {
@@ -829,17 +911,22 @@ async fn olm_install(change: fn(&mut Value)) -> upgrade_tests::olm::Outcome {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bundle_consumers_olm_v0_refuses_each_olm_case() {
     use upgrade_tests::olm::Outcome;
-    let clean = olm_install(|_| {}).await;
+    let clean = olm_install(|_| {}, None).await;
     assert!(
         matches!(clean, Outcome::Succeeded { .. }),
         "OLM v0 installs the unbroken fixture: {clean:?}"
     );
     let mut failures = Vec::new();
     for case in cases() {
-        let Proof::OlmV0 { change, says } = case.proof else {
+        let Proof::OlmV0 {
+            change,
+            extra,
+            says,
+        } = case.proof
+        else {
             continue;
         };
-        let outcome = olm_install(change).await;
+        let outcome = olm_install(change, extra).await;
         let said = match &outcome {
             // Refused, or held back for good (OLM does not retry a requirement it cannot parse).
             Outcome::Refused {
@@ -857,4 +944,100 @@ async fn bundle_consumers_olm_v0_refuses_each_olm_case() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A defect olmpack only warns about, with the change that makes it in the OLM fixture's CSV
+/// and the file it adds to `manifests/` (name, YAML).
+struct Accepted {
+    rule: &'static str,
+    change: fn(&mut Value),
+    extra: Option<(&'static str, &'static str)>,
+}
+
+/// The ServiceAccount the fixture's deployment runs as, shipped in the bundle too.
+const OWN_SERVICE_ACCOUNT: (&str, &str) = (
+    "sa.yaml",
+    "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: widgets\n",
+);
+
+/// A CRD in the bundle that the CSV does not own.
+const UNOWNED_CRD: (&str, &str) = (
+    "gadgets.crd.yaml",
+    "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: gadgets.modes.olmpack.dev\nspec:\n  group: modes.olmpack.dev\n  names: {kind: Gadget, listKind: GadgetList, plural: gadgets, singular: gadget}\n  scope: Namespaced\n  versions:\n  - name: v1alpha1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}\n",
+);
+
+/// Rules that upstream validators call errors but OLM v0 installs: the warnings' evidence.
+fn accepted_by_olm() -> Vec<Accepted> {
+    vec![
+        Accepted {
+            rule: "csv/no-deployments",
+            change: |c| c["spec"]["install"]["spec"]["deployments"] = json!([]),
+            extra: None,
+        },
+        Accepted {
+            rule: "csv/duplicate-deployment",
+            change: |c| {
+                let deployments = &mut c["spec"]["install"]["spec"]["deployments"];
+                let first = deployments[0].clone();
+                deployments.as_array_mut().unwrap().push(first);
+            },
+            extra: None,
+        },
+        Accepted {
+            rule: "bundle/service-account-conflict",
+            change: |_| {},
+            extra: Some(OWN_SERVICE_ACCOUNT),
+        },
+        Accepted {
+            rule: "csv/crd-not-owned",
+            change: |_| {},
+            extra: Some(UNOWNED_CRD),
+        },
+    ]
+}
+
+#[test]
+fn bundle_consumers_olmpack_warns_about_each_case_olm_installs() {
+    let mut failures = Vec::new();
+    for case in accepted_by_olm() {
+        let mut files = example_bundle();
+        edit(&mut files, CSV, case.change);
+        if let Some((name, yaml)) = case.extra {
+            // The example runs as its own service account, not the fixture's `widgets`.
+            let csv = bundle_cases::yaml(&files, CSV);
+            let pod = &csv["spec"]["install"]["spec"]["deployments"][0]["spec"]["template"];
+            let account = pod["spec"]["serviceAccountName"].as_str().unwrap();
+            let yaml = yaml.replace("name: widgets", &format!("name: {account}"));
+            files.insert(format!("manifests/{name}"), yaml.into_bytes());
+        }
+        let findings = validate_files(&files);
+        let ours: Vec<_> = findings.iter().filter(|f| f.rule == case.rule).collect();
+        if ours.is_empty() || ours.iter().any(|f| f.severity != Severity::Warning) {
+            failures.push(format!("{}: {ours:#?}", case.rule));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "not warned about:\n{}",
+        failures.join("\n")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bundle_consumers_olm_v0_installs_each_case_olmpack_only_warns_about() {
+    use upgrade_tests::olm::Outcome;
+    let mut failures = Vec::new();
+    for case in accepted_by_olm() {
+        let outcome = olm_install(case.change, case.extra).await;
+        if matches!(outcome, Outcome::Succeeded { .. }) {
+            eprintln!("OLM v0 installs {}", case.rule);
+        } else {
+            failures.push(format!("{}: {outcome:?}", case.rule));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "OLM v0 did not install:\n{}",
+        failures.join("\n")
+    );
 }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use olmpack::catalog::load::{load_dir, load_stream};
-use olmpack::catalog::write::{Format, to_string};
+use olmpack::catalog::serialize::{Format, to_string};
 use serde_json::Value;
 
 fn valid() -> Vec<PathBuf> {

@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use olmpack::catalog::serialize::{Format, to_string};
 use olmpack::catalog::template::{self, DirResolver};
-use olmpack::catalog::write::{Format, to_string};
 use olmpack::image::progress::Progress;
 use olmpack::image::{BuildOptions, Credentials, RegistryAccess, build_bundle_image, push_layout};
 use serde_json::Value;

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use olmpack::bundle::generate::GenerateOptions;
-use olmpack::catalog::generate::GenerateError as CatalogError;
+use olmpack::catalog::generate::CatalogGenerateError as CatalogError;
 use olmpack::plan::LoadedPlan;
 use olmpack::release::{ReleaseError, ReleaseOutput, build};
 use proptest::prelude::*;

@@ -60,7 +60,7 @@ fn main() {
     let objects: usize = reports.iter().map(|r| r.objects).sum();
     print!(
         "{}",
-        olmpack::live::render(&reports, olmpack::live::OutputFormat::Markdown)
+        olmpack::live::render(&reports, olmpack::report::OutputFormat::Markdown)
     );
     println!(
         "live matrix: {} edges, {objects} objects ({copies} per example version) in {seconds:.1} s = {:.0} objects/s (target: under 60 s on 2 cores)",

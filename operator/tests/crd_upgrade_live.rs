@@ -66,7 +66,7 @@ async fn run(from: &ReleaseUnderTest, to: &ReleaseUnderTest) -> EdgeReport {
         "{}",
         olmpack::live::render(
             std::slice::from_ref(&report),
-            olmpack::live::OutputFormat::Text
+            olmpack::report::OutputFormat::Text
         )
     );
     report

@@ -120,6 +120,10 @@ pub enum ToolData {
     /// OLM v1's CustomResourceDefinitions (ClusterCatalog, ClusterExtension), from
     /// operator-controller at the version `tools.toml` pins.
     OlmV1Crds,
+    /// operator-framework/api's validator test data, at the version `tools.toml` pins.
+    UpstreamApiTestdata,
+    /// operator-registry's bundle-validation test data, at the version `tools.toml` pins.
+    UpstreamRegistryTestdata,
 }
 
 impl ToolData {
@@ -129,6 +133,8 @@ impl ToolData {
             ToolData::OlmCrds => "OLMPACK_OLM_CRDS",
             ToolData::KwokStages => "OLMPACK_KWOK_STAGES",
             ToolData::OlmV1Crds => "OLMPACK_OLMV1_CRDS",
+            ToolData::UpstreamApiTestdata => "OLMPACK_UPSTREAM_API_TESTDATA",
+            ToolData::UpstreamRegistryTestdata => "OLMPACK_UPSTREAM_REGISTRY_TESTDATA",
         }
     }
 
@@ -142,6 +148,8 @@ impl ToolData {
                     ToolData::OlmCrds => "OLM's CRDs",
                     ToolData::KwokStages => "kwok's stages",
                     ToolData::OlmV1Crds => "OLM v1's CRDs",
+                    ToolData::UpstreamApiTestdata => "operator-framework/api's test data",
+                    ToolData::UpstreamRegistryTestdata => "operator-registry's test data",
                 },
                 env_var: self.env_var(),
                 looked_at,

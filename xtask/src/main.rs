@@ -5,13 +5,15 @@
 //!   `realworld_` conformance tests included), then checks that the run
 //!   left no process and no test-environment directory behind.
 //! - `cargo xtask env` prints the `export` lines that point a plain `cargo test` at the tools.
-//! - `cargo xtask lint` runs `cargo fmt --check` and `cargo clippy -D warnings`.
+//! - `cargo xtask lint` checks the crate layout ([`layout`]: the model crate stays pure, no
+//!   module cycle in `olmpack`), then runs `cargo fmt --check` and `cargo clippy -D warnings`.
 //! - `cargo xtask conformance` unpacks the real-world corpora once and runs the `realworld_`
 //!   tests against them.
 
 #![forbid(unsafe_code)]
 
 mod corpus;
+mod layout;
 mod sweep;
 mod tools;
 
@@ -47,7 +49,15 @@ enum Cmd {
     },
     /// Print `export VAR=...` lines for the pinned tools, for use with a plain `cargo test`.
     Env,
-    /// Check formatting and run clippy with warnings denied.
+    /// Print the import graph of olmpack's top-level modules and run the layout checks of
+    /// `lint` (model purity, no module cycle) alone.
+    Layout {
+        /// The crate source directory to graph and check (default: bundler/src).
+        src: Option<PathBuf>,
+    },
+    /// Check the crate layout (olmpack-model depends on no I/O or CLI crate; olmpack's
+    /// top-level modules import each other without a cycle), formatting, and run clippy with
+    /// warnings denied.
     Lint,
     /// Unpack the real-world corpora (once, into ~/.cache/olmpack/corpus) and run the
     /// `realworld_` conformance tests against them and the real tools.
@@ -96,7 +106,22 @@ fn run(cli: Cli) -> Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
+        Cmd::Layout { src } => {
+            let src = src.unwrap_or_else(|| root.join("bundler/src"));
+            print!("{}", layout::describe(&src)?);
+            layout::check_model_is_pure(&root)?;
+            layout::check_module_cycles(&src)?;
+            println!(
+                "layout: olmpack-model is pure; no module cycle in {}",
+                src.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         Cmd::Lint => {
+            layout::check_model_is_pure(&root)?;
+            for src in layout::CHECKED_CRATES {
+                layout::check_module_cycles(&root.join(src))?;
+            }
             cargo(&root, &["fmt", "--all", "--", "--check"])?;
             cargo(
                 &root,

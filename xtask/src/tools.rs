@@ -26,6 +26,7 @@ pub struct Pins {
     pub kubernetes: KubernetesPin,
     pub olm: OlmPin,
     pub olmv1: OlmV1Pin,
+    pub upstream: UpstreamPin,
     pub go: BTreeMap<String, GoPin>,
     pub debian: DebianPins,
 }
@@ -53,6 +54,17 @@ pub struct OlmPin {
 #[serde(deny_unknown_fields)]
 pub struct OlmV1Pin {
     pub version: String,
+}
+
+/// Upstream validators' test data (valid and invalid bundles, CSVs, CRDs), copied from the
+/// modules at these exact versions.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamPin {
+    /// operator-framework/api (what `operator-sdk bundle validate` runs).
+    pub api: String,
+    /// operator-framework/operator-registry (opm's bundle validation).
+    pub registry: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -93,6 +105,41 @@ const OLM_CRDS: (&str, &str) = ("deploy/chart/crds", "crds");
 /// kwok's "fast" node and pod stages (ready at once, deleted at once) and where they go.
 const KWOK_STAGES: [&str; 2] = ["kustomize/stage/node/fast", "kustomize/stage/pod/fast"];
 const KWOK_STAGES_DIR: &str = "kwok-stages";
+/// One upstream test-data set: the module, the directory in it, the tool directory and the
+/// environment variable naming the copy.
+struct TestdataSet {
+    module: &'static str,
+    dir: &'static str,
+    tool: &'static str,
+    env_var: &'static str,
+    /// Which pin of `[upstream]` gives the version.
+    version: fn(&UpstreamPin) -> &String,
+}
+
+impl TestdataSet {
+    fn version<'a>(&self, pin: &'a UpstreamPin) -> &'a str {
+        (self.version)(pin)
+    }
+}
+
+const UPSTREAM_TESTDATA: [TestdataSet; 2] = [
+    TestdataSet {
+        module: "github.com/operator-framework/api",
+        dir: "pkg/validation/internal/testdata",
+        tool: "operator-framework-api",
+        env_var: "OLMPACK_UPSTREAM_API_TESTDATA",
+        version: |pin| &pin.api,
+    },
+    TestdataSet {
+        module: "github.com/operator-framework/operator-registry",
+        dir: "pkg/lib/bundle/testdata/validate",
+        tool: "operator-registry-testdata",
+        env_var: "OLMPACK_UPSTREAM_REGISTRY_TESTDATA",
+        version: |pin| &pin.registry,
+    },
+];
+/// Where setup puts each copy, inside its tool directory.
+const TESTDATA_DIR: &str = "testdata";
 const OLMV1_MODULE: &str = "github.com/operator-framework/operator-controller";
 /// Where OLM v1's CRDs are in its module (ClusterExtension, ClusterCatalog), and where setup
 /// puts them in the tool directory.
@@ -184,6 +231,13 @@ impl Layout {
                 .join(OLMV1_CRDS.1)
                 .into_os_string(),
         ));
+        for set in &UPSTREAM_TESTDATA {
+            let dir = self.tool_dir(set.tool, set.version(&pins.upstream));
+            vars.push((
+                set.env_var.to_owned(),
+                dir.join(TESTDATA_DIR).into_os_string(),
+            ));
+        }
         for (name, pin) in &pins.go {
             let bin = self
                 .tool_dir(name, &pin.version)
@@ -212,6 +266,7 @@ pub fn setup(pins: &Pins, layout: &Layout) -> Result<Vec<String>> {
         install_kubernetes(&pins.kubernetes, layout)?,
         install_olm(&pins.olm, layout)?,
         install_olmv1(&pins.olmv1, layout)?,
+        install_upstream_testdata(&pins.upstream, layout)?,
     ];
     for (name, pin) in &pins.go {
         report.push(install_go_tool(name, pin, layout)?);
@@ -498,6 +553,48 @@ fn install_olmv1(pin: &OlmV1Pin, layout: &Layout) -> Result<String> {
         pin.version,
         started.elapsed()
     ))
+}
+
+/// Upstream validators' test data, each set copied whole from its module.
+fn install_upstream_testdata(pin: &UpstreamPin, layout: &Layout) -> Result<String> {
+    let mut done = Vec::new();
+    for set in UPSTREAM_TESTDATA {
+        let version = set.version(pin);
+        let dest = layout.tool_dir(set.tool, version);
+        let stamp = stamp(&[set.module, version, set.dir, TESTDATA_DIR]);
+        if is_complete(&dest, &stamp, &[]) && dest.join(TESTDATA_DIR).is_dir() {
+            done.push(format!("{} {version}: up to date", set.tool));
+            continue;
+        }
+        let started = Instant::now();
+        build_into(&dest, &stamp, |work| {
+            let dir = module_dir(set.module, version, work)?;
+            copy_tree(&dir.join(set.dir), &work.join(TESTDATA_DIR))
+        })?;
+        done.push(format!(
+            "{} {version}: copied in {:.0?}",
+            set.tool,
+            started.elapsed()
+        ));
+    }
+    Ok(format!("upstream test data: {}", done.join("; ")))
+}
+
+/// Copies the regular files and directories under `from` into `to` (created), as writable files.
+fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+    fs::create_dir_all(to)?;
+    for entry in fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else if kind.is_file() {
+            // Module cache files are read-only; the copies must be removable and replaceable.
+            fs::write(&target, fs::read(entry.path())?)?;
+        }
+    }
+    Ok(())
 }
 
 /// Copies every `*.yaml` file of `from` except kustomizations into `to` (created).

@@ -11,9 +11,9 @@ use crate::json::str_at;
 use crate::output::{FileTree, OutputError};
 use crate::yaml::YamlError;
 
-/// Failure to render a bundle's files.
+/// Failure to lay out a bundle's files.
 #[derive(Debug, thiserror::Error)]
-pub enum RenderError {
+pub enum BundleFilesError {
     #[error("failed to print {file}")]
     Yaml {
         file: String,
@@ -108,15 +108,18 @@ fn object_file(object: &Value) -> String {
     .to_lowercase()
 }
 
-fn yaml(file: &str, value: &Value) -> Result<String, RenderError> {
-    crate::yaml::to_string(value).map_err(|source| RenderError::Yaml {
+fn yaml(file: &str, value: &Value) -> Result<String, BundleFilesError> {
+    crate::yaml::to_string(value).map_err(|source| BundleFilesError::Yaml {
         file: file.to_owned(),
         source,
     })
 }
 
 /// Every file of one bundle, relative to the bundle's directory.
-pub fn render(built: &BuiltBundle, meta: &BundleMetadata<'_>) -> Result<FileTree, RenderError> {
+pub fn render(
+    built: &BuiltBundle,
+    meta: &BundleMetadata<'_>,
+) -> Result<FileTree, BundleFilesError> {
     let mut tree = FileTree::new();
     let csv_file = format!("manifests/{}.clusterserviceversion.yaml", meta.package);
     tree.insert(&csv_file, yaml(&csv_file, &built.csv)?)?;

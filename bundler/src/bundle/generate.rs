@@ -16,7 +16,7 @@ use super::manifests::{self, Sourced};
 use super::pin;
 use super::validate;
 use crate::output::FileTree;
-use crate::plan::LoadedPlan;
+use crate::plan::{LoadedPlan, PlanInputs as _};
 use crate::report::{Finding, Report, Severity};
 use crate::upgrade_graph::UpgradeGraph;
 
@@ -30,7 +30,7 @@ pub enum GenerateError {
     Render {
         version: String,
         #[source]
-        source: files::RenderError,
+        source: files::BundleFilesError,
     },
 }
 

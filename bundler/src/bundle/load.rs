@@ -25,7 +25,7 @@ pub const DEPENDENCIES_FILE: &str = "metadata/dependencies.yaml";
 
 /// Failure to read a bundle directory at all.
 #[derive(Debug, thiserror::Error)]
-pub enum LoadError {
+pub enum BundleLoadError {
     #[error("bundle directory {path} does not exist or is not a directory")]
     NotADirectory { path: PathBuf },
     #[error("failed to read bundle directory {path}")]
@@ -35,6 +35,11 @@ pub enum LoadError {
         source: crate::input::InputError,
     },
 }
+
+/// The old name of [`BundleLoadError`], kept while `catalog/render.rs` still says `LoadError`
+/// (that file is being reworked on another branch); remove once it says `BundleLoadError`.
+#[doc(hidden)]
+pub use BundleLoadError as LoadError;
 
 /// One Kubernetes object read from a manifest file.
 #[derive(Clone, Debug, PartialEq)]
@@ -160,13 +165,13 @@ impl LoadedBundle {
 }
 
 /// Reads the bundle at `dir` (see the module contract).
-pub fn load_dir(dir: &Path) -> Result<LoadedBundle, LoadError> {
+pub fn load_dir(dir: &Path) -> Result<LoadedBundle, BundleLoadError> {
     if !dir.is_dir() {
-        return Err(LoadError::NotADirectory {
+        return Err(BundleLoadError::NotADirectory {
             path: dir.to_path_buf(),
         });
     }
-    let tree = crate::input::read_tree(dir).map_err(|source| LoadError::Read {
+    let tree = crate::input::read_tree(dir).map_err(|source| BundleLoadError::Read {
         path: dir.to_path_buf(),
         source,
     })?;

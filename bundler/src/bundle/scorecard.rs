@@ -6,7 +6,7 @@
 //! `olmpack image build bundle` adds it to the image.
 
 use super::csv::clean_object;
-use super::files::RenderError;
+use super::files::BundleFilesError;
 use super::manifests::Sourced;
 use crate::output::FileTree;
 use crate::report::Finding;
@@ -38,12 +38,12 @@ pub fn keep(kept: &mut Option<Sourced>, object: Sourced, notes: &mut Vec<Finding
 }
 
 /// Adds the configuration to a rendered bundle, and the COPY line to its Dockerfile.
-pub fn carry(tree: &mut FileTree, config: Option<&Sourced>) -> Result<(), RenderError> {
+pub fn carry(tree: &mut FileTree, config: Option<&Sourced>) -> Result<(), BundleFilesError> {
     let Some(config) = config else {
         return Ok(());
     };
     let text = crate::yaml::to_string(&clean_object(&config.value)).map_err(|source| {
-        RenderError::Yaml {
+        BundleFilesError::Yaml {
             file: FILE.to_owned(),
             source,
         }

@@ -26,7 +26,7 @@ pub struct PackageMeta {
 
 /// Why the catalog could not be generated.
 #[derive(Debug, thiserror::Error)]
-pub enum GenerateError {
+pub enum CatalogGenerateError {
     #[error("no rendered bundle for release {bundle} of package {package}")]
     MissingBundle { package: String, bundle: String },
     #[error("generated catalog for package {package} is invalid:\n{findings}")]
@@ -35,7 +35,7 @@ pub enum GenerateError {
     Write {
         package: String,
         #[source]
-        source: super::write::WriteError,
+        source: super::serialize::SerializeError,
     },
     #[error("failed to lay out the catalog")]
     Output(#[from] OutputError),
@@ -46,13 +46,13 @@ pub fn build_config(
     package: &PackageMeta,
     graph: &UpgradeGraph,
     rendered: &[Bundle],
-) -> Result<DeclarativeConfig, GenerateError> {
+) -> Result<DeclarativeConfig, CatalogGenerateError> {
     let mut bundles = Vec::new();
     for node in graph.nodes() {
         let b = rendered
             .iter()
             .find(|b| b.name == node.bundle)
-            .ok_or_else(|| GenerateError::MissingBundle {
+            .ok_or_else(|| CatalogGenerateError::MissingBundle {
                 package: package.name.clone(),
                 bundle: node.bundle.clone(),
             })?;
@@ -80,7 +80,7 @@ pub fn build_config(
             .map(|f| format!("  [{}] {}", f.rule, f.message))
             .collect::<Vec<_>>()
             .join("\n");
-        return Err(GenerateError::Invalid {
+        return Err(CatalogGenerateError::Invalid {
             package: package.name.clone(),
             findings,
         });
@@ -93,14 +93,15 @@ pub fn build_catalog(
     package: &PackageMeta,
     graph: &UpgradeGraph,
     rendered: &[Bundle],
-) -> Result<FileTree, GenerateError> {
+) -> Result<FileTree, CatalogGenerateError> {
     let cfg = build_config(package, graph, rendered)?;
-    let text = super::write::to_string(&cfg, super::write::Format::Json).map_err(|source| {
-        GenerateError::Write {
-            package: package.name.clone(),
-            source,
-        }
-    })?;
+    let text =
+        super::serialize::to_string(&cfg, super::serialize::Format::Json).map_err(|source| {
+            CatalogGenerateError::Write {
+                package: package.name.clone(),
+                source,
+            }
+        })?;
     let mut tree = FileTree::new();
     tree.insert(format!("{}/catalog.json", package.name), text)?;
     Ok(tree)

@@ -9,9 +9,11 @@
 //! - [`render`] turns a bundle directory into the `olm.bundle` opm produces; [`template`]
 //!   expands `olm.template.basic` and `olm.semver`;
 //! - [`generate`] writes the catalog of a release plan, its channels read from the plan's
-//!   [`crate::upgrade_graph`].
+//!   [`crate::upgrade_graph`];
+//! - [`serialize`] prints a catalog as the JSON or YAML stream opm prints.
 //!
-//! Everything but [`load`], [`write`] and [`render`]'s directory reader is pure.
+//! Everything but [`load`] and [`render`]'s directory reader is pure. [`version`] and
+//! [`pullspec`] are the model crate's ([`olmpack_model`]), re-exported here.
 
 pub mod declcfg;
 pub mod generate;
@@ -23,11 +25,16 @@ pub mod ignore;
 pub mod load;
 pub mod model;
 pub mod property;
-pub mod pullspec;
 pub mod render;
+pub mod serialize;
 pub mod stream;
 pub mod template;
 pub mod upgrade;
 pub mod validate;
-pub mod version;
-pub mod write;
+
+/// The old name of [`serialize`], kept while `catalog/stream.rs` and the `catalog` command
+/// (reworked on another branch) still say `write`; remove once they say `serialize`.
+#[doc(hidden)]
+pub use serialize as write;
+
+pub use olmpack_model::{pullspec, version};

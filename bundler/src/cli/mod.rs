@@ -152,8 +152,11 @@ pub fn exit_code(err: &(dyn Error + 'static)) -> u8 {
         if e.is::<Invalid>() {
             return 1;
         }
-        if let Some(plan) = e.downcast_ref::<olmpack::plan::PlanError>() {
+        if let Some(plan) = e.downcast_ref::<olmpack::plan::PlanLoadError>() {
             return if plan.is_invalid() { 1 } else { 2 };
+        }
+        if e.is::<olmpack::plan::PlanError>() {
+            return 1;
         }
         if let Some(input) = e.downcast_ref::<olmpack::input::InputError>() {
             return if input.is_refusal() { 1 } else { 2 };

@@ -15,9 +15,11 @@ use olmpack::plan;
 use super::CmdResult;
 use super::image::{RegistryArgs, parse_epoch, parse_platform};
 
-/// How the summary is printed.
+/// How `olmpack release` prints its summary: text, or JSON on stdout (the plan of steps then
+/// goes to stderr). A summary is not a report of findings, so not a
+/// [`olmpack::report::OutputFormat`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum OutputFormat {
+pub enum SummaryFormat {
     Text,
     Json,
 }
@@ -39,7 +41,7 @@ pub struct ReleaseArgs {
     dry_run: bool,
     /// The summary's format.
     #[arg(long, value_enum, default_value = "text")]
-    output: OutputFormat,
+    output: SummaryFormat,
     /// The operator binary of the newest release; repeat once per --platform (overrides the
     /// plan's images.operatorBinaries).
     #[arg(long = "binary", value_name = "PATH")]
@@ -106,7 +108,7 @@ pub fn run(
     loaded: &plan::LoadedPlan,
     options: &Options,
     dry_run: bool,
-    format: OutputFormat,
+    format: SummaryFormat,
 ) -> CmdResult {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -120,8 +122,8 @@ pub fn run(
         Err(other) => return Err(other.into()),
     };
     let mut plan_out: Box<dyn Write> = match format {
-        OutputFormat::Text => Box::new(std::io::stdout()),
-        OutputFormat::Json => Box::new(std::io::stderr()),
+        SummaryFormat::Text => Box::new(std::io::stdout()),
+        SummaryFormat::Json => Box::new(std::io::stderr()),
     };
     print_plan(&mut plan_out, &prepared.summary, &options.out)?;
     if !prepared.summary.findings.is_empty() {
@@ -152,7 +154,7 @@ pub fn run(
         )?;
         summary
     };
-    if format == OutputFormat::Json {
+    if format == SummaryFormat::Json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     }
     Ok(ExitCode::SUCCESS)

@@ -94,7 +94,7 @@ pub fn example_cmd(out: &Path) -> CmdResult {
         &loaded,
         &options,
         false,
-        super::pipeline::OutputFormat::Text,
+        super::pipeline::SummaryFormat::Text,
     )?;
     if code == ExitCode::SUCCESS {
         println!(

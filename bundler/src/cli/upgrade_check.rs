@@ -44,17 +44,6 @@ Exit codes: 0 every edge is safe; 1 an edge would be refused (findings printed) 
 invalid (e.g. a --crd file that is not a CRD); 2 an input is missing or unreadable, or the
 arguments are wrong.";
 
-/// How to print the result.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum UpgradeOutput {
-    #[default]
-    Text,
-    Json,
-    Junit,
-    /// A per-edge verdict table (for `$GITHUB_STEP_SUMMARY`).
-    Markdown,
-}
-
 #[derive(Debug, clap::Args)]
 pub struct CheckArgs {
     /// The release plan [default: olmpack.yaml, when no other input is given].
@@ -69,9 +58,9 @@ pub struct CheckArgs {
     /// Compare two CRD files (old, new) the way crdify does with OLM v1's configuration.
     #[arg(long, num_args = 2, value_names = ["OLD", "NEW"])]
     crd: Option<Vec<PathBuf>>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t)]
-    output: UpgradeOutput,
+    /// Output format (markdown: a per-edge verdict table, for `$GITHUB_STEP_SUMMARY`).
+    #[arg(long, value_parser = super::choice::<OutputFormat>(), default_value = "text")]
+    output: OutputFormat,
 }
 
 pub fn run(args: CheckArgs) -> CmdResult {
@@ -97,7 +86,7 @@ pub fn run(args: CheckArgs) -> CmdResult {
     Ok(print(&subject, &results, args.output))
 }
 
-fn crd_files(old: &Path, new: &Path, output: UpgradeOutput) -> CmdResult {
+fn crd_files(old: &Path, new: &Path, output: OutputFormat) -> CmdResult {
     let read = |path: &Path| -> Result<_, Box<dyn std::error::Error + Send + Sync>> {
         let text = olmpack::input::text(path)?;
         compat::parse_crd_file(&path.display().to_string(), &text)
@@ -135,10 +124,10 @@ fn crd_files(old: &Path, new: &Path, output: UpgradeOutput) -> CmdResult {
     ))
 }
 
-fn print(subject: &str, results: &[EdgeResult], output: UpgradeOutput) -> ExitCode {
+fn print(subject: &str, results: &[EdgeResult], output: OutputFormat) -> ExitCode {
     let report = graph::report(subject, results);
     let text = match output {
-        UpgradeOutput::Text => {
+        OutputFormat::Text => {
             let refused = results.iter().filter(|r| r.refused()).count();
             format!(
                 "{}{} of {} upgrade edge(s) would be refused\n",
@@ -147,9 +136,9 @@ fn print(subject: &str, results: &[EdgeResult], output: UpgradeOutput) -> ExitCo
                 results.len()
             )
         }
-        UpgradeOutput::Json => report.render(OutputFormat::Json),
-        UpgradeOutput::Junit => report.render(OutputFormat::Junit),
-        UpgradeOutput::Markdown => markdown::render(subject, results),
+        OutputFormat::Json => report.render(OutputFormat::Json),
+        OutputFormat::Junit => report.render(OutputFormat::Junit),
+        OutputFormat::Markdown => markdown::render(subject, results),
     };
     print!("{text}");
     ExitCode::from(u8::from(results.iter().any(EdgeResult::refused)))

@@ -3,8 +3,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use olmpack::live::{self, OutputFormat, Target};
+use olmpack::live::{self, Target};
 use olmpack::plan;
+use olmpack::report::OutputFormat;
 use upgrade_tests::live::EdgeOptions;
 
 use super::CmdResult;

@@ -15,7 +15,7 @@ use crate::plan::LoadedPlan;
 
 /// Failure to prepare the live test's inputs.
 #[derive(Debug, thiserror::Error)]
-pub enum InputError {
+pub enum LiveInputsError {
     #[error("failed to generate the bundles of the plan")]
     Generate(#[from] generate::GenerateError),
     #[error("failed to build the catalog of the plan")]
@@ -30,7 +30,7 @@ pub enum InputError {
     Bundle {
         path: PathBuf,
         #[source]
-        source: crate::bundle::load::LoadError,
+        source: crate::bundle::load::BundleLoadError,
     },
     #[error("failed to list bundle directories in {path}")]
     BundlesDir {
@@ -75,7 +75,7 @@ pub struct Inputs {
 }
 
 /// Generates the plan's bundles and catalog in memory and takes the catalog's edges.
-pub fn from_plan(plan: &LoadedPlan) -> Result<Inputs, InputError> {
+pub fn from_plan(plan: &LoadedPlan) -> Result<Inputs, LiveInputsError> {
     let options = GenerateOptions::default();
     let generated = generate::generate(plan, &options)?;
     let output = crate::release::build(plan, &options)?;
@@ -97,13 +97,14 @@ pub fn from_plan(plan: &LoadedPlan) -> Result<Inputs, InputError> {
 
 /// Reads a catalog directory and the bundle directories under `bundles` (each a directory
 /// holding `manifests/` and `metadata/`), matched to the catalog by CSV name.
-pub fn from_dirs(catalog: &Path, bundles: &Path) -> Result<Inputs, InputError> {
-    let loaded = crate::catalog::load::load_dir(catalog).map_err(|source| InputError::Catalog {
-        path: catalog.to_owned(),
-        source,
-    })?;
+pub fn from_dirs(catalog: &Path, bundles: &Path) -> Result<Inputs, LiveInputsError> {
+    let loaded =
+        crate::catalog::load::load_dir(catalog).map_err(|source| LiveInputsError::Catalog {
+            path: catalog.to_owned(),
+            source,
+        })?;
     let (model, _) = Model::from_config(loaded.config);
-    let list_err = |source| InputError::BundlesDir {
+    let list_err = |source| LiveInputsError::BundlesDir {
         path: bundles.to_owned(),
         source,
     };
@@ -115,10 +116,11 @@ pub fn from_dirs(catalog: &Path, bundles: &Path) -> Result<Inputs, InputError> {
     dirs.sort();
     let mut releases = BTreeMap::new();
     for dir in dirs {
-        let bundle = crate::bundle::load::load_dir(&dir).map_err(|source| InputError::Bundle {
-            path: dir.clone(),
-            source,
-        })?;
+        let bundle =
+            crate::bundle::load::load_dir(&dir).map_err(|source| LiveInputsError::Bundle {
+                path: dir.clone(),
+                source,
+            })?;
         let release = release_from_bundle(&bundle)?;
         releases.insert(release.name.clone(), release);
     }
@@ -128,12 +130,12 @@ pub fn from_dirs(catalog: &Path, bundles: &Path) -> Result<Inputs, InputError> {
 fn finish(
     releases: BTreeMap<String, ReleaseUnderTest>,
     model: &Model,
-) -> Result<Inputs, InputError> {
+) -> Result<Inputs, LiveInputsError> {
     let edges = edges(model);
     for edge in &edges {
         for bundle in [&edge.from, &edge.to] {
             if !releases.contains_key(bundle) {
-                return Err(InputError::MissingBundle {
+                return Err(LiveInputsError::MissingBundle {
                     bundle: bundle.clone(),
                 });
             }
@@ -173,12 +175,12 @@ fn rank(package: &Package, bundle: &str) -> usize {
 
 /// The release of one bundle: its CRDs (with the conversion webhook its CSV asks OLM to
 /// inject) and its `alm-examples`; no webhook command yet.
-pub fn release_from_bundle(bundle: &LoadedBundle) -> Result<ReleaseUnderTest, InputError> {
+pub fn release_from_bundle(bundle: &LoadedBundle) -> Result<ReleaseUnderTest, LiveInputsError> {
     let csv = bundle.csv();
     let mut crds = Vec::new();
     for object in bundle.crds() {
         let crd: CustomResourceDefinition = serde_json::from_value(object.v1.clone().into_owned())
-            .map_err(|err| InputError::Crd {
+            .map_err(|err| LiveInputsError::Crd {
                 file: bundle.dir.join(&object.object.file),
                 object: object.object.display_name(),
                 reason: err.to_string(),
@@ -192,7 +194,7 @@ pub fn release_from_bundle(bundle: &LoadedBundle) -> Result<ReleaseUnderTest, In
         }
         if let Some(text) = csv.value["metadata"]["annotations"]["alm-examples"].as_str() {
             let parsed: Vec<Value> =
-                serde_json::from_str(text).map_err(|err| InputError::Examples {
+                serde_json::from_str(text).map_err(|err| LiveInputsError::Examples {
                     file: bundle.dir.join(&csv.file),
                     object: csv.display_name(),
                     reason: err.to_string(),
@@ -212,15 +214,15 @@ pub fn release_from_bundle(bundle: &LoadedBundle) -> Result<ReleaseUnderTest, In
 }
 
 /// The plan's sample objects (every document of every sample file).
-fn plan_samples(plan: &LoadedPlan) -> Result<Vec<Value>, InputError> {
+fn plan_samples(plan: &LoadedPlan) -> Result<Vec<Value>, LiveInputsError> {
     let mut out = Vec::new();
     for path in &plan.plan.samples {
         let path = plan.resolve(path);
-        let text = std::fs::read_to_string(&path).map_err(|err| InputError::Sample {
+        let text = std::fs::read_to_string(&path).map_err(|err| LiveInputsError::Sample {
             path: path.clone(),
             reason: err.kind().to_string(),
         })?;
-        let docs = crate::yaml::from_multi_str(&text).map_err(|err| InputError::Sample {
+        let docs = crate::yaml::from_multi_str(&text).map_err(|err| LiveInputsError::Sample {
             path: path.clone(),
             reason: err.to_string(),
         })?;

@@ -14,8 +14,8 @@ use std::path::PathBuf;
 
 use upgrade_tests::live::{EdgeOptions, EdgeReport, LiveError, ReleaseUnderTest, Verdict, Webhook};
 
-pub use inputs::{Edge, InputError, Inputs, from_dirs, from_plan};
-pub use render::{OutputFormat, render};
+pub use inputs::{Edge, Inputs, LiveInputsError, from_dirs, from_plan};
+pub use render::render;
 
 /// Where the edges run.
 #[derive(Clone, Debug)]

@@ -3,27 +3,8 @@
 
 use std::fmt::Write as _;
 
-use crate::report::xml_escape;
+use crate::report::{OutputFormat, xml_escape};
 use upgrade_tests::live::{EdgeReport, LiveFinding, Rollback, Severity, Verdict};
-
-/// How to print the reports.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum OutputFormat {
-    #[default]
-    Text,
-    Json,
-    Junit,
-    Markdown,
-}
-
-impl crate::choice::Choice for OutputFormat {
-    const CHOICES: &'static [(&'static str, Self)] = &[
-        ("text", OutputFormat::Text),
-        ("json", OutputFormat::Json),
-        ("junit", OutputFormat::Junit),
-        ("markdown", OutputFormat::Markdown),
-    ];
-}
 
 /// The reports in `format`.
 pub fn render(reports: &[EdgeReport], format: OutputFormat) -> String {

@@ -13,11 +13,10 @@ use crate::report::{Consumer, Finding, Severity};
 /// and validates an unknown dependency type), `security/privileged` (the API server admits a
 /// privileged pod unless the namespace enforces a Pod Security level), and the OLM v0/v1
 /// install checks `bundle/multiple-csvs`, `bundle/unreadable-file`, `bundle/duplicate-object`,
-/// `bundle/service-account-conflict`, `bundle/size`, `bundle/unsupported-kind`,
-/// `bundle/annotation-value`, `crd/duplicate`, `csv/no-deployments`,
-/// `csv/duplicate-deployment`, `csv/crd-not-owned`, `webhook/deployment` and
-/// `webhook/conversion-install-modes` (opm accepts
-/// them; no test runs them through OLM yet). `csv/api-version` is a warning because OLM finds
+/// `bundle/size`, `bundle/annotation-value` and `crd/duplicate` (opm accepts them; no test runs
+/// them through OLM yet). OLM v0 installs bundles with `csv/no-deployments`,
+/// `csv/duplicate-deployment`, `bundle/service-account-conflict` and `csv/crd-not-owned`
+/// (shown in `bundle_consumers.rs`), so those are warnings for good. `csv/api-version` is a warning because OLM finds
 /// the CSV by its kind and sends it with its own Go type: published bundles with `apiVersion:
 /// v1alpha1` install.
 pub const RULES: &[(&str, Consumer)] = &[
@@ -64,6 +63,9 @@ pub const RULES: &[(&str, Consumer)] = &[
     ("csv/install-strategy", Consumer::OlmV0),
     ("csv/min-kube-version", Consumer::OlmV0),
     ("webhook/rules", Consumer::OlmV0),
+    ("bundle/unsupported-kind", Consumer::OlmV0),
+    ("webhook/conversion-install-modes", Consumer::OlmV0),
+    ("webhook/deployment", Consumer::OlmV0),
     // What the installed operator needs to run.
     ("csv/container-image", Consumer::PodCannotStart),
     ("csv/missing-volume-source", Consumer::PodCannotStart),

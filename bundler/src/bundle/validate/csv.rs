@@ -128,7 +128,7 @@ fn edges(ctx: &Context<'_>, out: &mut Vec<Finding>) {
         }
     }
     if let Some(range) = ctx.annotation("olm.skipRange") {
-        match crate::catalog::version::Range::parse(range) {
+        match olmpack_model::version::Range::parse(range) {
             Err(e) => out.push(ctx.at(
                 Finding::error(
                     "csv/skip-range",
@@ -545,5 +545,5 @@ fn check_image_reference(reference: &str) -> Result<(), String> {
     if reference.is_empty() {
         return Err("is empty".into());
     }
-    crate::catalog::pullspec::check(reference).map_err(|e| format!("is not a valid pull spec: {e}"))
+    olmpack_model::pullspec::check(reference).map_err(|e| format!("is not a valid pull spec: {e}"))
 }

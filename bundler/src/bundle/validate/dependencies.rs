@@ -5,8 +5,8 @@ use serde_json::{Map, Value};
 
 use super::str_at;
 use crate::bundle::load::{DEPENDENCIES_FILE, LoadedBundle};
-use crate::catalog::version::Range;
 use crate::report::Finding;
+use olmpack_model::version::Range;
 
 const RULE: &str = "bundle/dependency";
 

@@ -333,7 +333,7 @@ fn objects(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
                 Finding::error(
                     "bundle/unsupported-kind",
                     format!(
-                        "kind {} cannot be shipped in a registry+v1 bundle (opm and OLM reject it)",
+                        "kind {} is not among the kinds OLM v0 creates from a registry+v1 bundle: its install plan fails on that step",
                         object.kind()
                     ),
                 )

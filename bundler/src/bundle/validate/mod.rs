@@ -27,6 +27,7 @@ mod csv;
 mod dependencies;
 mod deprecated;
 mod layout;
+mod objects;
 mod operatorhub;
 mod podstart;
 mod practices;
@@ -85,6 +86,7 @@ pub fn validate(bundle: &LoadedBundle, options: &Options) -> Report {
         podstart::check(&ctx, &mut out);
     }
     crd::check_all(bundle, &mut out);
+    objects::check(bundle, &mut out);
     deprecated::check(bundle, options, &mut out);
     if !options.operatorhub {
         for finding in &mut out {

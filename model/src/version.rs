@@ -83,6 +83,7 @@ pub struct Range {
 pub type Bound = Option<(Version, bool)>;
 
 impl Range {
+    /// Parses a range the way OLM (blang/semver) does: `>=1.0.0 <2.0.0`, `||` between alternatives.
     pub fn parse(text: &str) -> Result<Range, String> {
         let parts = split_and_trim(text);
         let mut or_parts: Vec<Vec<String>> = Vec::new();
@@ -129,6 +130,7 @@ impl Range {
         Ok(Range { alternatives })
     }
 
+    /// True when `v` is in the range.
     pub fn contains(&self, v: &Version) -> bool {
         self.alternatives.iter().any(|and| {
             and.iter().all(|(op, bound)| {

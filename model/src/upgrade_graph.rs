@@ -29,9 +29,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::catalog::version::Range;
 use crate::plan::{EdgePolicy, LoadedPlan, Release};
 use crate::report::Finding;
+use crate::version::Range;
 
 /// The upgrade edges of one release, as a CSV or one channel entry holds them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -123,7 +123,7 @@ pub struct UpgradeGraph {
 
 impl UpgradeGraph {
     /// Computes the graph of `plan` (module rules). Releases whose version does not parse are
-    /// left out; `plan::load` refuses such plans.
+    /// left out; [`crate::plan::parse`] refuses such plans.
     pub fn from_plan(plan: &LoadedPlan) -> Self {
         let policy = plan.plan.upgrades.policy;
         let sorted = plan.sorted_releases();

@@ -9,6 +9,10 @@
 //!   order, which is what upgrade edges are computed from.
 //! - The JSON Schema ([`schema::json_schema`]) is generated from these types, so editors
 //!   check exactly what olmpack accepts.
+//!
+//! Pure: [`parse`] takes the plan's text and the path it came from. Reading the file, and
+//! resolving the files the plan names inside its directory, is the `olmpack` crate's job
+//! (`olmpack::plan::load`, `olmpack::plan::PlanInputs`).
 
 pub mod schema;
 
@@ -23,21 +27,27 @@ use crate::names::is_dns1123_label;
 /// The file name olmpack looks for when `--plan` is not given.
 pub const DEFAULT_PLAN_FILE: &str = "olmpack.yaml";
 
-/// Failure to read a release plan.
+/// A release plan's text that olmpack refuses: not YAML, not a plan, or a plan that breaks a
+/// rule the types cannot express. Always invalid input (exit 1); failing to read the file is
+/// the loader's error, in the `olmpack` crate.
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
-    #[error("failed to read release plan {path}")]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: crate::input::InputError,
-    },
+    /// The text is not YAML.
     #[error("{path}: {message}")]
-    Parse { path: PathBuf, message: String },
+    Parse {
+        /// The plan file the text came from.
+        path: PathBuf,
+        /// What the YAML reader refused, with line and column.
+        message: String,
+    },
+    /// The YAML is not a valid plan.
     #[error("{path}: {field}: {message}")]
     Invalid {
+        /// The plan file the text came from.
         path: PathBuf,
+        /// Where in the plan, e.g. `releases[2].version` or `(top level)`.
         field: String,
+        /// What is wrong with it, in our words.
         message: String,
     },
 }
@@ -131,19 +141,25 @@ impl ReleaseImages {
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CsvMetadata {
+    /// Human-readable operator name (`spec.displayName`), e.g. `My Operator`.
     pub display_name: String,
     /// Long description (Markdown), `spec.description`.
     pub description: String,
     /// One-line summary, the `description` annotation OperatorHub shows in tiles.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub short_description: Option<String>,
+    /// The operator's logo (`spec.icon`), read from a file next to the plan.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub icon: Option<Icon>,
+    /// Search words for consoles and OperatorHub (`spec.keywords`).
     #[serde(default)]
     pub keywords: Vec<String>,
+    /// People to contact about the operator (`spec.maintainers`).
     #[serde(default)]
     pub maintainers: Vec<Maintainer>,
+    /// Who publishes the operator (`spec.provider`).
     pub provider: Provider,
+    /// Named URLs shown with the operator, e.g. documentation (`spec.links`).
     #[serde(default)]
     pub links: Vec<Link>,
     /// e.g. `alpha`, `beta`, `stable`.
@@ -152,6 +168,7 @@ pub struct CsvMetadata {
     /// One of OperatorHub's capability levels, e.g. `Seamless Upgrades`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capabilities: Option<String>,
+    /// OperatorHub categories, e.g. `Database` (the `categories` annotation).
     #[serde(default)]
     pub categories: Vec<String>,
     /// Oldest Kubernetes version the operator supports (semver, e.g. `1.28.0`).
@@ -172,6 +189,7 @@ pub struct CsvMetadata {
     pub crds: BTreeMap<String, CrdDisplay>,
 }
 
+/// The operator's logo: a file whose bytes the CSV embeds.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Icon {
@@ -181,25 +199,34 @@ pub struct Icon {
     pub mediatype: String,
 }
 
+/// A person to contact about the operator.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Maintainer {
+    /// The person's name.
     pub name: String,
+    /// The person's e-mail address.
     pub email: String,
 }
 
+/// Who publishes the operator.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Provider {
+    /// The publisher's name, e.g. a company.
     pub name: String,
+    /// The publisher's web site.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
 }
 
+/// A named URL shown with the operator.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Link {
+    /// What the link points to, e.g. `Documentation`.
     pub name: String,
+    /// Where it points.
     pub url: String,
 }
 
@@ -208,13 +235,18 @@ pub struct Link {
     Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq, PartialOrd, Ord,
 )]
 pub enum InstallModeType {
+    /// The operator watches its own namespace only.
     OwnNamespace,
+    /// The operator watches one namespace, not necessarily its own.
     SingleNamespace,
+    /// The operator watches a chosen set of namespaces.
     MultiNamespace,
+    /// The operator watches every namespace.
     AllNamespaces,
 }
 
 impl InstallModeType {
+    /// Every install mode, in the order OLM lists them.
     pub const ALL: [InstallModeType; 4] = [
         InstallModeType::OwnNamespace,
         InstallModeType::SingleNamespace,
@@ -222,6 +254,7 @@ impl InstallModeType {
         InstallModeType::AllNamespaces,
     ];
 
+    /// The name OLM uses in `spec.installModes[].type`.
     pub fn as_str(self) -> &'static str {
         match self {
             InstallModeType::OwnNamespace => "OwnNamespace",
@@ -236,8 +269,10 @@ impl InstallModeType {
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CrdDisplay {
+    /// Name shown for the custom resource kind; default: the CRD's kind.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub display_name: Option<String>,
+    /// What the custom resource is for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// Kubernetes kinds the operator creates for this CRD (`resources` in the CSV).
@@ -246,6 +281,7 @@ pub struct CrdDisplay {
     /// Descriptors for every version; a version listed in `versions` replaces these.
     #[serde(default)]
     pub spec_descriptors: Vec<Descriptor>,
+    /// Status descriptors for every version; a version listed in `versions` replaces these.
     #[serde(default)]
     pub status_descriptors: Vec<Descriptor>,
     /// Per-version overrides of the descriptors.
@@ -253,20 +289,27 @@ pub struct CrdDisplay {
     pub versions: BTreeMap<String, VersionDescriptors>,
 }
 
+/// A Kubernetes kind the operator creates for a custom resource, e.g. a Deployment.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct CrdResource {
+    /// The kind, e.g. `Deployment`.
     pub kind: String,
+    /// Its API version, e.g. `v1`.
     pub version: String,
+    /// The name of the object, when it is always the same.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
 }
 
+/// Descriptors for one version of a CRD.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct VersionDescriptors {
+    /// The version's spec descriptors.
     #[serde(default)]
     pub spec_descriptors: Vec<Descriptor>,
+    /// The version's status descriptors.
     #[serde(default)]
     pub status_descriptors: Vec<Descriptor>,
 }
@@ -275,8 +318,11 @@ pub struct VersionDescriptors {
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Descriptor {
+    /// The field's path under `spec` or `status`, e.g. `replicas`.
     pub path: String,
+    /// The field's label in consoles.
     pub display_name: String,
+    /// Help text shown with the field.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     #[serde(
@@ -284,6 +330,7 @@ pub struct Descriptor {
         rename = "x-descriptors",
         skip_serializing_if = "Vec::is_empty"
     )]
+    /// How consoles show or edit the field, e.g. `urn:alm:descriptor:com.tectonic.ui:podCount`.
     pub x_descriptors: Vec<String>,
 }
 
@@ -297,11 +344,14 @@ pub struct UpgradePolicy {
     pub policy: EdgePolicy,
 }
 
+/// Which default edges a plan computes (see [`UpgradePolicy::policy`]).
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
 pub enum EdgePolicy {
+    /// Each release replaces the newest older release that is not broken.
     #[default]
     ReplacesChain,
+    /// Only the edges releases set explicitly.
     None,
 }
 
@@ -366,7 +416,9 @@ pub struct Release {
 /// A plan with the location it was read from.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LoadedPlan {
+    /// The file the plan was read from; relative paths in the plan start at its directory.
     pub path: PathBuf,
+    /// The plan as read and checked.
     pub plan: Plan,
 }
 
@@ -382,19 +434,6 @@ impl LoadedPlan {
     /// Resolves a path from the plan.
     pub fn resolve(&self, path: &Path) -> PathBuf {
         self.base_dir().join(path)
-    }
-
-    /// Resolves a path the plan reads from (manifests, samples, icon): it must stay inside the
-    /// plan's directory, also through symlinks, unless the reading policy allows outside paths
-    /// (see [`crate::input::inside`]).
-    pub fn resolve_input(&self, path: &Path) -> Result<PathBuf, crate::input::InputError> {
-        crate::input::inside(self.base_dir(), path)
-    }
-
-    /// The directory trees read for the plan may reach through symlinks: the plan's
-    /// directory, or anywhere when the policy allows outside paths.
-    pub fn input_root(&self) -> Option<&Path> {
-        (!crate::input::policy().allow_outside_paths).then(|| self.base_dir())
     }
 
     /// Releases with parsed versions, oldest first.
@@ -419,27 +458,9 @@ impl LoadedPlan {
         release.channels.as_deref().unwrap_or(&self.plan.channels)
     }
 
+    /// The release with exactly this version string, if the plan has one.
     pub fn release(&self, version: &str) -> Option<&Release> {
         self.plan.releases.iter().find(|r| r.version == version)
-    }
-}
-
-/// Reads and checks a plan file.
-pub fn load(path: &Path) -> Result<LoadedPlan, PlanError> {
-    let text = crate::input::text(path).map_err(|source| PlanError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    parse(path, &text)
-}
-
-impl PlanError {
-    /// True when the plan itself is invalid (exit 1), false when it could not be read (exit 2).
-    pub fn is_invalid(&self) -> bool {
-        match self {
-            PlanError::Read { source, .. } => source.is_refusal(),
-            PlanError::Parse { .. } | PlanError::Invalid { .. } => true,
-        }
     }
 }
 

@@ -10,8 +10,10 @@ use serde::de::DeserializeOwned;
 /// Failure to parse or print YAML.
 #[derive(Debug, thiserror::Error)]
 pub enum YamlError {
+    /// The text is not valid YAML (with line and column).
     #[error("invalid YAML: {0}")]
     Parse(String),
+    /// A value could not be printed as YAML.
     #[error("failed to print YAML: {0}")]
     Print(String),
 }
@@ -168,6 +170,7 @@ pub struct Leniency {
     pub document: usize,
     /// 1-based line of the node the note is about.
     pub line: u64,
+    /// What was read leniently, and how stricter readers differ.
     pub message: String,
 }
 

@@ -1,4 +1,5 @@
-//! Validation findings and how they are shown: text for people, JSON for tools, JUnit for CI.
+//! Validation findings and how they are shown: text for people, JSON for tools, JUnit for CI,
+//! Markdown for CI summaries (`$GITHUB_STEP_SUMMARY`).
 //!
 //! Every validator in olmpack (bundle, catalog) returns a [`Report`]: a list of [`Finding`]s,
 //! each with a stable rule id, a severity, and where it is (file, object, field path). Output is
@@ -86,6 +87,7 @@ impl Consumer {
 pub struct Finding {
     /// Stable identifier, `family/name` (e.g. `csv/missing-field`). Never reworded.
     pub rule: String,
+    /// How bad it is.
     pub severity: Severity,
     /// The file the finding is about, relative to the validated directory when possible.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -96,6 +98,7 @@ pub struct Finding {
     /// The field path inside the object, e.g. `spec.install.spec.deployments[0].name`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
+    /// What is wrong, in one sentence.
     pub message: String,
     /// For errors: who refuses the input or breaks on it.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -126,33 +129,40 @@ impl Finding {
         self
     }
 
+    /// An error finding: some consumer refuses the input (name it with [`Finding::consumer`]).
     pub fn error(rule: impl Into<String>, message: impl Into<String>) -> Self {
         Self::new(rule, Severity::Error, message)
     }
 
+    /// A warning finding: accepted, but likely wrong.
     pub fn warning(rule: impl Into<String>, message: impl Into<String>) -> Self {
         Self::new(rule, Severity::Warning, message)
     }
 
+    /// An info finding: worth knowing.
     pub fn info(rule: impl Into<String>, message: impl Into<String>) -> Self {
         Self::new(rule, Severity::Info, message)
     }
 
+    /// Sets the file the finding is about.
     pub fn file(mut self, file: impl Into<PathBuf>) -> Self {
         self.file = Some(file.into());
         self
     }
 
+    /// Sets the object, as `Kind/name`.
     pub fn object(mut self, object: impl Into<String>) -> Self {
         self.object = Some(object.into());
         self
     }
 
+    /// Sets the field path inside the object.
     pub fn field(mut self, field: impl Into<String>) -> Self {
         self.field = Some(field.into());
         self
     }
 
+    /// Sets what to do about it.
     pub fn hint(mut self, hint: impl Into<String>) -> Self {
         self.hint = Some(hint.into());
         self
@@ -190,16 +200,23 @@ impl Finding {
 pub struct Report {
     /// What was validated (a directory, an image reference).
     pub subject: String,
+    /// The findings (in their stable order once [`Report::normalize`] ran).
     pub findings: Vec<Finding>,
 }
 
-/// How to print a [`Report`].
+/// How olmpack prints results: validation [`Report`]s here, and every other report that
+/// offers a choice of format (live upgrade tests, upgrade checks) in the same four words.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum OutputFormat {
+    /// Lines for people, one per finding, and a summary line.
     #[default]
     Text,
+    /// One JSON document, for tools.
     Json,
+    /// A JUnit XML test suite, one test case per finding, for CI dashboards.
     Junit,
+    /// A Markdown table, for CI summaries such as `$GITHUB_STEP_SUMMARY`.
+    Markdown,
 }
 
 impl crate::choice::Choice for OutputFormat {
@@ -207,10 +224,12 @@ impl crate::choice::Choice for OutputFormat {
         ("text", OutputFormat::Text),
         ("json", OutputFormat::Json),
         ("junit", OutputFormat::Junit),
+        ("markdown", OutputFormat::Markdown),
     ];
 }
 
 impl Report {
+    /// An empty report about `subject`.
     pub fn new(subject: impl Into<String>) -> Self {
         Self {
             subject: subject.into(),
@@ -218,10 +237,12 @@ impl Report {
         }
     }
 
+    /// Adds one finding.
     pub fn push(&mut self, finding: Finding) {
         self.findings.push(finding);
     }
 
+    /// Adds findings.
     pub fn extend(&mut self, findings: impl IntoIterator<Item = Finding>) {
         self.findings.extend(findings);
     }
@@ -233,6 +254,7 @@ impl Report {
         self.findings.dedup();
     }
 
+    /// How many findings have this severity.
     pub fn count(&self, severity: Severity) -> usize {
         self.findings
             .iter()
@@ -240,6 +262,7 @@ impl Report {
             .count()
     }
 
+    /// True when at least one finding is an error.
     pub fn has_errors(&self) -> bool {
         self.count(Severity::Error) > 0
     }
@@ -263,6 +286,7 @@ impl Report {
                 s
             }
             OutputFormat::Junit => self.shown(safe_text).to_junit(),
+            OutputFormat::Markdown => self.shown(safe_text).to_markdown(),
         }
     }
 
@@ -315,6 +339,35 @@ impl Report {
             self.count(Severity::Warning),
             self.count(Severity::Info)
         );
+        out
+    }
+
+    /// A heading, one table row per finding and the counts.
+    fn to_markdown(&self) -> String {
+        let mut out = format!("## {}\n\n", markdown_escape(&self.subject));
+        let _ = writeln!(
+            out,
+            "{} error(s), {} warning(s), {} info.",
+            self.count(Severity::Error),
+            self.count(Severity::Warning),
+            self.count(Severity::Info)
+        );
+        if self.findings.is_empty() {
+            return out;
+        }
+        out.push_str("\n| Severity | Rule | Where | Message | Refused by | Hint |\n");
+        out.push_str("|---|---|---|---|---|---|\n");
+        for f in &self.findings {
+            let cells = [
+                f.severity.as_str().to_owned(),
+                format!("`{}`", f.rule),
+                markdown_escape(&f.location()),
+                markdown_escape(&f.message),
+                f.consumer.map_or(String::new(), |c| c.as_str().to_owned()),
+                f.hint.as_deref().map_or(String::new(), markdown_escape),
+            ];
+            let _ = writeln!(out, "| {} |", cells.join(" | "));
+        }
         out
     }
 
@@ -488,6 +541,26 @@ fn shorten(text: &str) -> String {
     out
 }
 
+/// `s` as the text of a Markdown table cell: `|`, `\\`, backticks and markup characters
+/// escaped, line breaks as `<br>`, HTML's `<` `>` `&` as entities.
+pub fn markdown_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '|' | '\\' | '`' | '*' | '_' | '[' | ']' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '\n' => out.push_str("<br>"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// `s` with XML's five special characters escaped.
 pub fn xml_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -539,6 +612,32 @@ mod tests {
              error[bundle/missing-annotations] metadata/annotations.yaml: metadata/annotations.yaml is missing\n  \
              hint: run `olmpack bundle generate`\n\
              bundle/0.1.0: 1 error(s), 1 warning(s), 0 info\n"
+        );
+    }
+
+    #[test]
+    fn markdown_is_one_row_per_finding() {
+        assert_eq!(
+            sample().render(OutputFormat::Markdown),
+            "## bundle/0.1.0\n\n\
+             1 error(s), 1 warning(s), 0 info.\n\n\
+             | Severity | Rule | Where | Message | Refused by | Hint |\n\
+             |---|---|---|---|---|---|\n\
+             | warning | `csv/no-icon` | manifests/x.clusterserviceversion.yaml: ClusterServiceVersion/x.v0.1.0: spec.icon | no icon |  |  |\n\
+             | error | `bundle/missing-annotations` | metadata/annotations.yaml | metadata/annotations.yaml is missing |  | run \\`olmpack bundle generate\\` |\n"
+        );
+        let mut tricky = Report::new("a|b");
+        tricky.push(Finding::error("x/y", "line one\nsplit | by a <pipe>").consumer(Consumer::Opm));
+        let md = tricky.render(OutputFormat::Markdown);
+        assert!(md.starts_with("## a\\|b\n"), "{md}");
+        assert!(
+            md.contains("| line one<br>split \\| by a &lt;pipe&gt; | opm |"),
+            "{md}"
+        );
+        assert!(
+            Report::new("ok")
+                .render(OutputFormat::Markdown)
+                .ends_with("0 info.\n")
         );
     }
 

@@ -1,4 +1,4 @@
-//! Writing catalogs: JSON or YAML streams in opm's order (see
+//! Serializing catalogs to text: JSON or YAML streams in opm's order (see
 //! [`DeclarativeConfig::to_values`]), deterministic byte for byte.
 
 use serde::Serialize;
@@ -21,7 +21,7 @@ impl crate::choice::Choice for Format {
 
 /// Failure to print a catalog.
 #[derive(Debug, thiserror::Error)]
-pub enum WriteError {
+pub enum SerializeError {
     #[error("failed to print catalog as YAML")]
     Yaml(#[from] crate::yaml::YamlError),
     #[error("failed to print catalog as JSON")]
@@ -29,7 +29,7 @@ pub enum WriteError {
 }
 
 /// One JSON document per object, indented by four spaces like `opm render -o json`.
-pub fn values_to_json(values: &[Value]) -> Result<String, WriteError> {
+pub fn values_to_json(values: &[Value]) -> Result<String, SerializeError> {
     let mut out = Vec::new();
     for v in values {
         let mut ser = serde_json::Serializer::with_formatter(
@@ -43,7 +43,7 @@ pub fn values_to_json(values: &[Value]) -> Result<String, WriteError> {
 }
 
 /// `---`-separated YAML documents, keys sorted.
-pub fn values_to_yaml(values: &[Value]) -> Result<String, WriteError> {
+pub fn values_to_yaml(values: &[Value]) -> Result<String, SerializeError> {
     let mut out = String::new();
     for v in values {
         out.push_str("---\n");
@@ -53,7 +53,7 @@ pub fn values_to_yaml(values: &[Value]) -> Result<String, WriteError> {
 }
 
 /// The whole catalog as one stream.
-pub fn to_string(cfg: &DeclarativeConfig, format: Format) -> Result<String, WriteError> {
+pub fn to_string(cfg: &DeclarativeConfig, format: Format) -> Result<String, SerializeError> {
     let values = cfg.to_values();
     match format {
         Format::Json => values_to_json(&values),

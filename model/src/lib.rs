@@ -1,0 +1,27 @@
+//! olmpack's model: the pure middle of the pipeline **plan → model → validate → build →
+//! render → write/push**. Everything here turns values into values; nothing reads or writes
+//! files, talks to a network or parses command lines (the `olmpack` crate does, at the edges).
+//!
+//! - [`plan`]: the release plan (`olmpack.yaml`) types, parsed from text, and its JSON Schema.
+//! - [`upgrade_graph`]: the plan's upgrade graph, the one source of CSV and channel edges.
+//! - [`version`]: semantic versions and OLM's version ranges (`skipRange`, dependencies).
+//! - [`pullspec`]: container image references as OLM and the container runtimes accept them.
+//! - [`report`]: validation findings, who refuses them, and their text/JSON/JUnit/Markdown form.
+//! - [`yaml`]: YAML text to values and back, read the way Go's decoders read it.
+//! - [`names`]: Kubernetes name rules (DNS-1123).
+//! - [`choice`]: closed sets of values a user picks by name (output formats, levels).
+//!
+//! `cargo xtask lint` keeps this crate pure: it fails when an I/O or command-line crate enters
+//! its dependency tree.
+
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod choice;
+pub mod names;
+pub mod plan;
+pub mod pullspec;
+pub mod report;
+pub mod upgrade_graph;
+pub mod version;
+pub mod yaml;

@@ -1,0 +1,697 @@
+//! `cargo xtask lint`'s layout checks: the one-way flow of the pipeline, kept by a machine.
+//!
+//! - [`check_model_is_pure`]: `olmpack-model` (the pure model) must not depend, directly or
+//!   through other crates, on a crate that does I/O or parses command lines ([`DENIED`]),
+//!   read from `cargo metadata`'s resolved graph (normal dependencies only).
+//! - [`check_module_cycles`]: the top-level modules of the `olmpack` crate (`bundle`,
+//!   `catalog`, ...) and of the model must not import each other in a cycle. An import is any `crate::X`,
+//!   `olmpack::X` or `super::…::X` path reaching a top-level module `X`, in code that is not
+//!   `#[cfg(test)]` (strings and comments do not count).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+/// Crates the model must never reach: I/O, networking, async runtimes, progress bars and
+/// argument parsers.
+pub const DENIED: &[&str] = &[
+    "clap",
+    "tokio",
+    "kube",
+    "kube-client",
+    "oci-client",
+    "reqwest",
+    "hyper",
+    "tempfile",
+    "tracing-subscriber",
+    "indicatif",
+    "tar",
+    "flate2",
+];
+
+/// The crates whose top-level modules must not import each other in a cycle.
+pub const CHECKED_CRATES: &[&str] = &["bundler/src", "model/src"];
+
+/// The pure model crate.
+const MODEL: &str = "olmpack-model";
+
+/// Fails when [`MODEL`] reaches a [`DENIED`] crate through normal dependencies; the message
+/// shows the chain of crates that leads there.
+pub fn check_model_is_pure(root: &Path) -> Result<()> {
+    let output = Command::new(super::cargo_bin())
+        .current_dir(root)
+        .args(["metadata", "--format-version", "1"])
+        .output()
+        .context("running cargo metadata")?;
+    anyhow::ensure!(
+        output.status.success(),
+        "cargo metadata failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let metadata: serde_json::Value =
+        serde_json::from_slice(&output.stdout).context("reading cargo metadata's output")?;
+    let chains = denied_chains(&metadata, MODEL, DENIED)?;
+    if chains.is_empty() {
+        return Ok(());
+    }
+    let lines: Vec<String> = chains
+        .iter()
+        .map(|c| format!("  {}", c.join(" -> ")))
+        .collect();
+    bail!(
+        "{MODEL} must stay pure, but depends on I/O or command-line crates:\n{}",
+        lines.join("\n")
+    )
+}
+
+/// Every shortest chain of normal dependencies from `package` to a `denied` crate.
+fn denied_chains(
+    metadata: &serde_json::Value,
+    package: &str,
+    denied: &[&str],
+) -> Result<Vec<Vec<String>>> {
+    let names: BTreeMap<&str, &str> = metadata["packages"]
+        .as_array()
+        .context("cargo metadata has no packages")?
+        .iter()
+        .filter_map(|p| Some((p["id"].as_str()?, p["name"].as_str()?)))
+        .collect();
+    let mut deps: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for node in metadata["resolve"]["nodes"]
+        .as_array()
+        .context("cargo metadata has no resolved graph")?
+    {
+        let Some(id) = node["id"].as_str() else {
+            continue;
+        };
+        let normal = node["deps"].as_array().into_iter().flatten().filter(|d| {
+            d["dep_kinds"]
+                .as_array()
+                .is_some_and(|kinds| kinds.iter().any(|k| k["kind"].is_null()))
+        });
+        deps.insert(id, normal.filter_map(|d| d["pkg"].as_str()).collect());
+    }
+    let start = names
+        .iter()
+        .find(|(_, name)| **name == package)
+        .map(|(id, _)| *id)
+        .with_context(|| format!("cargo metadata does not list {package}"))?;
+    // Breadth first, so each denied crate is reported with its shortest chain.
+    let mut parent: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut queue = std::collections::VecDeque::from([start]);
+    let mut chains = Vec::new();
+    while let Some(id) = queue.pop_front() {
+        let name = names.get(id).copied().unwrap_or(id);
+        if id != start && denied.contains(&name) {
+            let mut chain = vec![name.to_owned()];
+            let mut at = id;
+            while let Some(p) = parent.get(at) {
+                chain.push(names.get(p).copied().unwrap_or(p).to_owned());
+                at = p;
+            }
+            chain.reverse();
+            chains.push(chain);
+            continue;
+        }
+        for dep in deps.get(id).into_iter().flatten() {
+            if *dep != start && !parent.contains_key(dep) {
+                parent.insert(dep, id);
+                queue.push_back(dep);
+            }
+        }
+    }
+    Ok(chains)
+}
+
+/// Fails when the top-level modules of the crate in `src` import each other in a cycle,
+/// naming the cycle and, for each step, a file and line that makes it.
+pub fn check_module_cycles(src: &Path) -> Result<()> {
+    let files = rust_files(src)?;
+    let graph = module_graph(&files);
+    match find_cycle(&graph) {
+        None => Ok(()),
+        Some(cycle) => bail!(
+            "the top-level modules of {} import each other in a cycle (data must flow one way):\n{}",
+            src.display(),
+            describe_cycle(&graph, &cycle)
+        ),
+    }
+}
+
+/// The module graph of the crate in `src`, one line per module: `module -> imported, ...`.
+pub fn describe(src: &Path) -> Result<String> {
+    let graph = module_graph(&rust_files(src)?);
+    let mut text = String::new();
+    for (module, edges) in &graph {
+        let targets: Vec<&str> = edges.keys().map(String::as_str).collect();
+        text.push_str(&format!("{module} -> {}\n", targets.join(", ")));
+    }
+    Ok(text)
+}
+
+/// Every `.rs` file under `src`, with its path relative to `src` and its text.
+fn rust_files(src: &Path) -> Result<Vec<(PathBuf, String)>> {
+    let mut files = Vec::new();
+    let mut dirs = vec![src.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let entries =
+            std::fs::read_dir(&dir).with_context(|| format!("listing {}", dir.display()))?;
+        for entry in entries {
+            let path = entry?.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path)
+                    .with_context(|| format!("reading {}", path.display()))?;
+                let relative = path.strip_prefix(src).unwrap_or(&path).to_path_buf();
+                files.push((relative, text));
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Top-level module → the top-level modules it imports, each with the first `file:line`
+/// that imports it.
+pub type ModuleGraph = BTreeMap<String, BTreeMap<String, String>>;
+
+/// The import graph of a crate's top-level modules, from its files (paths relative to `src`).
+/// `lib.rs` and `main.rs` are the crate roots, not modules; files that only tests compile
+/// (declared `#[cfg(test)] mod x;`) are left out.
+pub fn module_graph(files: &[(PathBuf, String)]) -> ModuleGraph {
+    let cleaned: Vec<(PathBuf, Vec<String>, String)> = files
+        .iter()
+        .map(|(path, text)| {
+            (
+                path.clone(),
+                module_path(path),
+                blank_strings_and_comments(text),
+            )
+        })
+        .collect();
+    let mut test_only: BTreeSet<Vec<String>> = BTreeSet::new();
+    for (_, module, code) in &cleaned {
+        for name in test_module_declarations(code) {
+            let mut child = module.clone();
+            child.push(name);
+            test_only.insert(child);
+        }
+    }
+    let top_level: BTreeSet<String> = cleaned
+        .iter()
+        .filter_map(|(_, module, _)| module.first().cloned())
+        .collect();
+    let mut graph = ModuleGraph::new();
+    for (path, module, code) in &cleaned {
+        let Some(from) = module.first() else {
+            continue;
+        };
+        if test_only.iter().any(|t| module.starts_with(t)) {
+            continue;
+        }
+        let edges = graph.entry(from.clone()).or_default();
+        let code = without_test_items(code);
+        for (line, target) in imports(&code, module) {
+            if &target != from && top_level.contains(&target) {
+                edges
+                    .entry(target)
+                    .or_insert_with(|| format!("{}:{line}", path.display()));
+            }
+        }
+    }
+    graph
+}
+
+/// `bundle/validate/csv.rs` → `[bundle, validate, csv]`; `bundle/mod.rs` → `[bundle]`;
+/// `lib.rs`, `main.rs` → `[]`.
+fn module_path(path: &Path) -> Vec<String> {
+    let mut parts: Vec<String> = path
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if let Some(last) = parts.pop() {
+        let stem = last.trim_end_matches(".rs");
+        let is_root = parts.is_empty() && (stem == "lib" || stem == "main");
+        if stem != "mod" && !is_root {
+            parts.push(stem.to_owned());
+        }
+    }
+    parts
+}
+
+/// The code with string and character literals and comments replaced by spaces (newlines
+/// kept, so line numbers stay right).
+fn blank_strings_and_comments(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let blank = |out: &mut String, c: char| out.push(if c == '\n' { '\n' } else { ' ' });
+    while i < chars.len() {
+        let c = chars[i];
+        let next = chars.get(i + 1).copied();
+        if c == '/' && next == Some('/') {
+            while i < chars.len() && chars[i] != '\n' {
+                blank(&mut out, chars[i]);
+                i += 1;
+            }
+        } else if c == '/' && next == Some('*') {
+            let mut depth = 0;
+            while i < chars.len() {
+                if chars[i] == '/' && chars.get(i + 1) == Some(&'*') {
+                    depth += 1;
+                    out.push_str("  ");
+                    i += 2;
+                } else if chars[i] == '*' && chars.get(i + 1) == Some(&'/') {
+                    depth -= 1;
+                    out.push_str("  ");
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    blank(&mut out, chars[i]);
+                    i += 1;
+                }
+            }
+        } else if let Some(hashes) = raw_string_start(&chars, i) {
+            // r#"..."#: ends at a quote followed by the same number of hashes.
+            let open = 2 + hashes + usize::from(c == 'b');
+            for &ch in &chars[i..i + open] {
+                blank(&mut out, ch);
+            }
+            i += open;
+            while i < chars.len() {
+                let closes =
+                    chars[i] == '"' && (1..=hashes).all(|k| chars.get(i + k) == Some(&'#'));
+                if closes {
+                    for _ in 0..=hashes {
+                        out.push(' ');
+                    }
+                    i += hashes + 1;
+                    break;
+                }
+                blank(&mut out, chars[i]);
+                i += 1;
+            }
+        } else if c == '"' {
+            out.push(' ');
+            i += 1;
+            while i < chars.len() && chars[i] != '"' {
+                if chars[i] == '\\' {
+                    blank(&mut out, chars[i]);
+                    i += 1;
+                }
+                if i < chars.len() {
+                    blank(&mut out, chars[i]);
+                    i += 1;
+                }
+            }
+            out.push(' ');
+            i += 1;
+        } else if c == '\'' && char_literal_len(&chars, i).is_some() {
+            let len = char_literal_len(&chars, i).unwrap_or(1);
+            for _ in 0..len {
+                out.push(' ');
+            }
+            i += len;
+        } else {
+            out.push(c);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// At a raw string (`r"`, `r#"`, `br#"`), the number of `#`s.
+fn raw_string_start(chars: &[char], i: usize) -> Option<usize> {
+    let previous_is_ident = i > 0 && (chars[i - 1].is_alphanumeric() || chars[i - 1] == '_');
+    if previous_is_ident {
+        return None;
+    }
+    let mut j = i;
+    if chars[j] == 'b' {
+        j += 1;
+    }
+    if chars.get(j) != Some(&'r') {
+        return None;
+    }
+    j += 1;
+    let hashes = chars[j..].iter().take_while(|c| **c == '#').count();
+    (chars.get(j + hashes) == Some(&'"')).then_some(hashes)
+}
+
+/// At a `'`, the length of the character literal starting there (none for a lifetime).
+fn char_literal_len(chars: &[char], i: usize) -> Option<usize> {
+    match chars.get(i + 1)? {
+        '\\' => {
+            let end = chars[i + 2..].iter().position(|c| *c == '\'')?;
+            Some(end + 3)
+        }
+        _ => (chars.get(i + 2) == Some(&'\'')).then_some(3),
+    }
+}
+
+/// Names declared `#[cfg(test)] mod name;` (their files are test code).
+fn test_module_declarations(code: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = code;
+    while let Some(at) = rest.find("#[cfg(test)]") {
+        rest = &rest[at + "#[cfg(test)]".len()..];
+        let item = rest.trim_start();
+        let item = item.strip_prefix("pub ").unwrap_or(item).trim_start();
+        if let Some(decl) = item.strip_prefix("mod ") {
+            let name: String = decl
+                .trim_start()
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let after = decl.trim_start()[name.len()..].trim_start();
+            if after.starts_with(';') {
+                names.push(name);
+            }
+        }
+    }
+    names
+}
+
+/// The code with every `#[cfg(test)]` item blanked: up to its `;` or through its `{ … }`.
+fn without_test_items(code: &str) -> String {
+    let mut out: Vec<char> = code.chars().collect();
+    let marker: Vec<char> = "#[cfg(test)]".chars().collect();
+    let mut i = 0;
+    while i + marker.len() <= out.len() {
+        if out[i..i + marker.len()] != marker[..] {
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        let mut depth = 0usize;
+        while j < out.len() {
+            let c = out[j];
+            if c == '{' {
+                depth += 1;
+            } else if c == '}' {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    break;
+                }
+            } else if c == ';' && depth == 0 {
+                break;
+            }
+            j += 1;
+        }
+        let end = (j + 1).min(out.len());
+        for c in &mut out[i..end] {
+            if *c != '\n' {
+                *c = ' ';
+            }
+        }
+        i = j + 1;
+    }
+    out.into_iter().collect()
+}
+
+/// The top-level modules `code` (of module `module`) names, with their 1-based lines:
+/// `crate::X`, `olmpack::X`, `super::…::X` reaching the crate root, and each first segment of
+/// a `crate::{X, Y::Z}` group.
+fn imports(code: &str, module: &[String]) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    for (index, line) in code.lines().enumerate() {
+        let mut at = 0;
+        while at < line.len() {
+            let rest = &line[at..];
+            let starts_ident = at == 0 || {
+                let before = line[..at].chars().next_back().unwrap_or(' ');
+                !(before.is_alphanumeric() || before == '_' || before == ':')
+            };
+            let prefix = ["crate::", "olmpack::", "super::"]
+                .into_iter()
+                .find(|p| starts_ident && rest.starts_with(p));
+            let Some(prefix) = prefix else {
+                at += rest.chars().next().map_or(1, char::len_utf8);
+                continue;
+            };
+            let mut after = &rest[prefix.len()..];
+            if prefix == "super::" {
+                let mut ups = 1;
+                while let Some(more) = after.strip_prefix("super::") {
+                    ups += 1;
+                    after = more;
+                }
+                // `super` from module a::b::c goes to a::b; only reaching the root counts.
+                if ups < module.len() {
+                    at += prefix.len();
+                    continue;
+                }
+            }
+            for target in first_segments(after) {
+                found.push((index + 1, target));
+            }
+            at += prefix.len();
+        }
+    }
+    // A `crate::{…}` group may span lines.
+    for (line, group) in groups(code) {
+        for target in first_segments(&group) {
+            found.push((line, target));
+        }
+    }
+    found
+}
+
+/// `X::…` → `[X]`; `{X, Y::Z}` on one line → `[X, Y]`.
+fn first_segments(after: &str) -> Vec<String> {
+    let ident = |s: &str| -> String {
+        s.trim_start()
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    };
+    match after.strip_prefix('{') {
+        Some(inner) if inner.contains('}') => {
+            let inner = &inner[..matching_brace(inner).unwrap_or(inner.len())];
+            split_top_level(inner).iter().map(|s| ident(s)).collect()
+        }
+        Some(_) => Vec::new(), // spans lines: see `groups`
+        None => vec![ident(after)]
+            .into_iter()
+            .filter(|s| !s.is_empty())
+            .collect(),
+    }
+}
+
+/// `crate::{` / `olmpack::{` groups that continue past their line, with the line they start on.
+fn groups(code: &str) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    for prefix in ["crate::{", "olmpack::{"] {
+        let mut from = 0;
+        while let Some(at) = code[from..].find(prefix) {
+            let start = from + at + prefix.len();
+            let inner = &code[start..];
+            if let Some(end) = matching_brace(inner)
+                && inner[..end].contains('\n')
+            {
+                let line = code[..start].matches('\n').count() + 1;
+                found.push((line, format!("{{{}}}", inner[..end].replace('\n', " "))));
+            }
+            from = start;
+        }
+    }
+    found
+}
+
+/// The index of the `}` closing a group whose `{` came just before `inner`.
+fn matching_brace(inner: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, c) in inner.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => return Some(i),
+            '}' => depth -= 1,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `a, b::{c, d}, e` → `[a, b::{c, d}, e]`.
+fn split_top_level(inner: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0usize, 0);
+    for (i, c) in inner.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                parts.push(&inner[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&inner[start..]);
+    parts
+}
+
+/// A cycle of the graph (its modules in order, the first repeated at the end), if any.
+pub fn find_cycle(graph: &ModuleGraph) -> Option<Vec<String>> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum State {
+        Open,
+        Done,
+    }
+    fn visit<'a>(
+        node: &'a str,
+        graph: &'a ModuleGraph,
+        state: &mut BTreeMap<&'a str, State>,
+        stack: &mut Vec<&'a str>,
+    ) -> Option<Vec<String>> {
+        state.insert(node, State::Open);
+        stack.push(node);
+        for next in graph.get(node).into_iter().flat_map(BTreeMap::keys) {
+            match state.get(next.as_str()) {
+                Some(State::Open) => {
+                    let from = stack.iter().position(|n| n == next).unwrap_or(0);
+                    let mut cycle: Vec<String> =
+                        stack[from..].iter().map(|s| (*s).to_owned()).collect();
+                    cycle.push(next.clone());
+                    return Some(cycle);
+                }
+                Some(State::Done) => {}
+                None => {
+                    if let Some(cycle) = visit(next, graph, state, stack) {
+                        return Some(cycle);
+                    }
+                }
+            }
+        }
+        stack.pop();
+        state.insert(node, State::Done);
+        None
+    }
+    let mut state = BTreeMap::new();
+    for node in graph.keys() {
+        if !state.contains_key(node.as_str()) {
+            let mut stack = Vec::new();
+            if let Some(cycle) = visit(node, graph, &mut state, &mut stack) {
+                return Some(cycle);
+            }
+        }
+    }
+    None
+}
+
+/// `a -> b -> a`, then one line per step with the file and line that makes it.
+fn describe_cycle(graph: &ModuleGraph, cycle: &[String]) -> String {
+    let mut text = format!("  {}", cycle.join(" -> "));
+    for step in cycle.windows(2) {
+        let at = graph
+            .get(&step[0])
+            .and_then(|edges| edges.get(&step[1]))
+            .map_or("?", String::as_str);
+        text.push_str(&format!("\n  {} -> {} (first at {at})", step[0], step[1]));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn files(list: &[(&str, &str)]) -> Vec<(PathBuf, String)> {
+        list.iter()
+            .map(|(p, t)| (PathBuf::from(p), (*t).to_owned()))
+            .collect()
+    }
+
+    fn edges(graph: &ModuleGraph) -> Vec<String> {
+        graph
+            .iter()
+            .flat_map(|(from, to)| to.keys().map(move |t| format!("{from}->{t}")))
+            .collect()
+    }
+
+    #[test]
+    fn a_small_cycle_is_found_and_named() {
+        let graph = module_graph(&files(&[
+            ("lib.rs", "pub mod a;\npub mod b;\npub mod c;\n"),
+            ("a.rs", "use crate::b::Thing;\n"),
+            ("b/mod.rs", "pub mod inner;\n"),
+            ("b/inner.rs", "fn f() { super::super::c::g(); }\n"),
+            ("c.rs", "pub fn g() { crate::a::h() }\n"),
+        ]));
+        assert_eq!(edges(&graph), ["a->b", "b->c", "c->a"]);
+        let cycle = find_cycle(&graph).expect("a -> b -> c -> a is a cycle");
+        assert_eq!(cycle, ["a", "b", "c", "a"]);
+        let text = describe_cycle(&graph, &cycle);
+        assert!(text.contains("b -> c (first at b/inner.rs:1)"), "{text}");
+    }
+
+    #[test]
+    fn one_way_imports_are_no_cycle() {
+        let graph = module_graph(&files(&[
+            ("a.rs", "use crate::{b, c::X};\nuse olmpack::c::Y;\n"),
+            ("b.rs", "use crate::c::Z;\n"),
+            ("c.rs", "use super::x;\n"),
+        ]));
+        assert_eq!(edges(&graph), ["a->b", "a->c", "b->c"]);
+        assert_eq!(find_cycle(&graph), None);
+    }
+
+    #[test]
+    fn tests_strings_and_comments_are_not_imports() {
+        let graph = module_graph(&files(&[
+            ("a.rs", "use crate::b::X;\n#[cfg(test)]\nmod tests;\n"),
+            ("a/tests.rs", "use crate::c::Y;\n"),
+            (
+                "b.rs",
+                "// crate::a::x\nconst S: &str = \"crate::a::y\";\nconst R: &str = r#\"crate::a\"#;\n\
+                 fn f<'a>(_: &'a str) -> char { '{' }\n\
+                 #[cfg(test)]\nmod tests {\n    use crate::a::Z;\n    fn g() { if true { crate::a::w(); } }\n}\n",
+            ),
+            ("c.rs", "/* crate::a::q */\n"),
+        ]));
+        assert_eq!(edges(&graph), ["a->b"]);
+        assert_eq!(find_cycle(&graph), None);
+    }
+
+    #[test]
+    fn an_import_group_over_several_lines_counts() {
+        let graph = module_graph(&files(&[
+            ("a.rs", "use crate::{\n    b::X,\n    c,\n};\n"),
+            ("b.rs", ""),
+            ("c.rs", "use crate::a::Q;\n"),
+        ]));
+        assert_eq!(edges(&graph), ["a->b", "a->c", "c->a"]);
+        assert_eq!(find_cycle(&graph).unwrap(), ["a", "c", "a"]);
+    }
+
+    #[test]
+    fn the_model_chain_to_a_denied_crate_is_shown() {
+        let metadata = serde_json::json!({
+            "packages": [
+                {"id": "m", "name": "olmpack-model"},
+                {"id": "s", "name": "serde"},
+                {"id": "h", "name": "helper"},
+                {"id": "t", "name": "tokio"},
+                {"id": "d", "name": "tempfile"},
+            ],
+            "resolve": {"nodes": [
+                {"id": "m", "deps": [
+                    {"pkg": "s", "dep_kinds": [{"kind": null}]},
+                    {"pkg": "h", "dep_kinds": [{"kind": null}]},
+                    {"pkg": "d", "dep_kinds": [{"kind": "dev"}]},
+                ]},
+                {"id": "h", "deps": [{"pkg": "t", "dep_kinds": [{"kind": null}]}]},
+                {"id": "s", "deps": []},
+                {"id": "t", "deps": []},
+                {"id": "d", "deps": []},
+            ]},
+        });
+        let chains = denied_chains(&metadata, "olmpack-model", DENIED).unwrap();
+        assert_eq!(chains, [["olmpack-model", "helper", "tokio"]]);
+    }
+}
