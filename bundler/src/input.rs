@@ -20,6 +20,7 @@
 //!
 //! The limits are a process-wide [`Policy`]: the command line sets it once ([`set_policy`])
 //! from its flags; everything else reads it ([`policy`]).
+#![warn(missing_docs)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -54,6 +55,7 @@ const MIB: u64 = 1024 * 1024;
 /// The process-wide reading policy.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Policy {
+    /// Size and count limits for what is read.
     pub limits: Limits,
     /// Let paths in a release plan point outside the plan's directory.
     pub allow_outside_paths: bool,
@@ -80,46 +82,98 @@ pub fn set_policy(policy: Policy) {
 /// (invalid input, exit 1) from input it could not get at (exit 2).
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
+    /// The file system refused or failed the read (missing file, no permission, ...): olmpack could not get at the input.
     #[error("{path}: {problem}")]
     Io {
+        /// The file or directory.
         path: PathBuf,
+        /// What went wrong, in our words.
         problem: String,
+        /// The kind of I/O failure, for deciding how to report it.
         kind: io::ErrorKind,
     },
+    /// The path is a directory, device, socket or pipe where a file was expected.
     #[error("{path}: is {what}, not a regular file; olmpack reads only regular files")]
-    NotRegular { path: PathBuf, what: &'static str },
+    NotRegular {
+        /// The path.
+        path: PathBuf,
+        /// What it is instead, e.g. "a directory".
+        what: &'static str,
+    },
+    /// A file is larger than the per-file limit (`--max-file-size`).
     #[error(
         "{path}: is {size} bytes, more than the limit of {limit} bytes; raise it with --max-file-size if the file is meant to be this large"
     )]
     TooLarge {
+        /// The file.
         path: PathBuf,
+        /// Its size in bytes.
         size: u64,
+        /// The limit in bytes.
         limit: u64,
     },
+    /// The files of a directory tree together exceed the total size limit (`--max-input-size`).
     #[error(
         "{root}: the files add up to more than {limit} bytes; raise the limit with --max-input-size if that is expected"
     )]
-    TreeTooLarge { root: PathBuf, limit: u64 },
+    TreeTooLarge {
+        /// The directory being read.
+        root: PathBuf,
+        /// The limit in bytes.
+        limit: u64,
+    },
+    /// A directory tree holds more files than the limit (`--max-input-files`).
     #[error(
         "{root}: holds more than {limit} files; raise the limit with --max-input-files if that is expected"
     )]
-    TooManyFiles { root: PathBuf, limit: usize },
+    TooManyFiles {
+        /// The directory being read.
+        root: PathBuf,
+        /// The maximum number of files.
+        limit: usize,
+    },
+    /// A symlink inside a directory being read points out of it.
     #[error(
         "{path}: is a symlink to {target}, outside the directory being read; olmpack follows symlinks only inside it"
     )]
-    SymlinkOutside { path: PathBuf, target: PathBuf },
+    SymlinkOutside {
+        /// The symlink.
+        path: PathBuf,
+        /// Where it points.
+        target: PathBuf,
+    },
+    /// A symlink chain never ends at a file.
     #[error("{path}: is a symlink that never reaches a file (a symlink loop)")]
-    SymlinkLoop { path: PathBuf },
+    SymlinkLoop {
+        /// The symlink.
+        path: PathBuf,
+    },
+    /// A directory is reached a second time (through a symlink), so it is skipped.
     #[error(
         "{path}: leads to the directory {target}, which is already being read (a symlink cycle or a second link to it); it is not read twice"
     )]
-    Revisited { path: PathBuf, target: PathBuf },
+    Revisited {
+        /// The path that leads there again.
+        path: PathBuf,
+        /// The directory already being read.
+        target: PathBuf,
+    },
+    /// A path in a release plan leads outside the plan's directory and `--allow-outside-paths` was not given.
     #[error(
         "{path}: is outside {base}; paths in a release plan must stay inside the plan's directory (or pass --allow-outside-paths)"
     )]
-    Outside { path: PathBuf, base: PathBuf },
+    Outside {
+        /// The path as resolved.
+        path: PathBuf,
+        /// The plan's directory.
+        base: PathBuf,
+    },
+    /// A file that must be text is not valid UTF-8.
     #[error("{path}: is not UTF-8 text")]
-    NotUtf8 { path: PathBuf },
+    NotUtf8 {
+        /// The file.
+        path: PathBuf,
+    },
 }
 
 impl InputError {
@@ -340,6 +394,7 @@ pub struct Tree {
 pub struct Refusal {
     /// Relative to the tree's directory.
     pub file: PathBuf,
+    /// Why it was not read.
     pub error: InputError,
 }
 

@@ -1,5 +1,6 @@
 //! Reading fields of untyped Kubernetes objects (`serde_json::Value`) by JSON pointer.
 //! Missing or mistyped fields read as empty, so callers report "missing" uniformly.
+#![warn(missing_docs)]
 
 use serde_json::Value;
 

@@ -4,6 +4,7 @@
 //! The CSVs' upgrade fields and the catalog's channel entries are both read from the plan's
 //! [`crate::upgrade_graph::UpgradeGraph`] (see the module for its rules). Bundle images are named by
 //! the plan's `bundleImage` template.
+#![warn(missing_docs)]
 
 use crate::bundle::generate::{self, GenerateError, GenerateOptions, Generated};
 use crate::bundle::load::LoadedBundle;
@@ -17,16 +18,22 @@ use crate::report::Report;
 /// Failure of the release job.
 #[derive(Debug, thiserror::Error)]
 pub enum ReleaseError {
+    /// Generating the bundle directories of the plan failed.
     #[error("failed to generate the bundles")]
     Bundles(#[from] GenerateError),
+    /// The plan has no `bundleImage`, which the catalog needs to name each bundle's image.
     #[error("the plan has no bundleImage, so the catalog cannot name its bundle images")]
     NoBundleImage,
+    /// Rendering a generated bundle into its catalog blob failed.
     #[error("failed to render the bundle of release {version} for the catalog")]
     Render {
+        /// The release's version.
         version: String,
+        /// The renderer's error.
         #[source]
         source: Box<render::RenderError>,
     },
+    /// Building the catalog from the rendered bundles failed.
     #[error("failed to build the catalog")]
     Catalog(#[from] catalog_generate::CatalogGenerateError),
 }

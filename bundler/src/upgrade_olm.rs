@@ -18,6 +18,7 @@
 //!   checks are "not run" with the reason — never passed.
 //! - A case passes when every step OLM took ended `Succeeded`, OLM picked the predicted
 //!   successor, and every example was created and read back.
+#![warn(missing_docs)]
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -36,33 +37,60 @@ use crate::catalog::upgrade::{Edge, v0_successor};
 /// Failure to run the cases (not a verdict about the operator).
 #[derive(Debug, thiserror::Error)]
 pub enum OlmRunError {
+    /// The catalog directory cannot be loaded.
     #[error("failed to read the catalog {dir}")]
     Load {
+        /// The catalog directory.
         dir: PathBuf,
+        /// The loader's error.
         #[source]
         source: crate::catalog::load::LoadError,
     },
+    /// The catalog fails validation, so running OLM on it would say nothing useful.
     #[error("the catalog {dir} is invalid ({first}); run `olmpack catalog validate` on it")]
-    Invalid { dir: PathBuf, first: String },
+    Invalid {
+        /// The catalog directory.
+        dir: PathBuf,
+        /// The first error finding.
+        first: String,
+    },
+    /// The catalog has no package of the requested name.
     #[error("the catalog {dir} has no package {package}")]
-    NoPackage { dir: PathBuf, package: String },
+    NoPackage {
+        /// The catalog directory.
+        dir: PathBuf,
+        /// The package asked for.
+        package: String,
+    },
+    /// Starting or driving the test control plane with OLM failed.
     #[error("the OLM test environment failed")]
     Env(#[from] upgrade_tests::olm::OlmError),
+    /// A bundle carries no manifests in the catalog, so the test cluster (which has no kubelet) cannot unpack it.
     #[error(
         "bundle {bundle} has no olm.bundle.object properties: OLM would unpack its image with a Job, which needs a kubelet; render the catalog with `olmpack generate` or `opm render` (without --migrate-level)"
     )]
-    NoObjects { bundle: String },
+    NoObjects {
+        /// The bundle name.
+        bundle: String,
+    },
+    /// Writing the catalog that `opm serve` gives to OLM failed.
     #[error("failed to write the catalog served to OLM to {path}")]
     Write {
+        /// The file being written.
         path: PathBuf,
+        /// The I/O error from the file system.
         #[source]
         source: std::io::Error,
     },
+    /// Printing the catalog that `opm serve` gives to OLM failed.
     #[error("failed to render the catalog served to OLM")]
     Render(#[from] crate::catalog::serialize::SerializeError),
+    /// A CRD the cluster should have before OLM could not be created.
     #[error("failed to install the cluster's CRD {name} before OLM")]
     ClusterCrd {
+        /// The CRD's name.
         name: String,
+        /// The test control plane's error.
         #[source]
         source: upgrade_tests::EnvError,
     },
@@ -108,9 +136,11 @@ pub fn inline_catalog(dir: &Path) -> Result<tempfile::TempDir, OlmRunError> {
 /// One install (and at most one upgrade) to run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Case {
+    /// The package installed.
     pub package: String,
     /// Every channel with this exact graph; the first is subscribed to.
     pub channels: Vec<String>,
+    /// The bundle installed first (the starting CSV).
     pub from: String,
     /// OLM v0's successor of `from` in the channel, and the edge that makes it one.
     pub expected: Option<(String, Edge)>,
@@ -119,7 +149,9 @@ pub struct Case {
 /// How to run the cases.
 #[derive(Clone, Debug)]
 pub struct RunOptions {
+    /// Command run for the operator's webhook Deployments, when the bundle has webhooks; none skips them.
     pub webhook_command: Option<WebhookCommand>,
+    /// How long each wait for OLM may take.
     pub timeouts: Timeouts,
     /// Cases run at once (each has its own control plane and OLM).
     pub jobs: usize,
@@ -144,17 +176,21 @@ impl Default for RunOptions {
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CaseReport {
+    /// The case that was run.
     pub case: Case,
+    /// Outcome of the install of `from`.
     pub install: Step,
     /// Seconds from `opm serve` start to the installed CSV's final phase.
     pub install_seconds: f64,
     /// `Err(reason)` when the example checks could not run.
     pub examples: Result<Vec<Example>, String>,
+    /// Outcome of the upgrade, when the case has one and the install succeeded.
     pub upgrade: Option<Step>,
     /// Per example created before the upgrade: `Err(message)` when unreadable after it.
     pub examples_after: Vec<Result<(), String>>,
     /// The CRDs and Deployments in the cluster after the last step that succeeded.
     pub installed: Installed,
+    /// Wall-clock seconds the whole case took.
     pub seconds: f64,
 }
 

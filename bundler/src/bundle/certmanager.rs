@@ -12,6 +12,7 @@
 //!   start, and OLM has nothing to replace it with); with `drop`, a warning, and [`unmount`]
 //!   removes the Secret's volume, its volumeMounts and the container args pointing into the
 //!   mount from every Deployment, each removal named in a warning.
+#![warn(missing_docs)]
 
 use std::collections::BTreeSet;
 

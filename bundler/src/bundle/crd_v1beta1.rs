@@ -24,6 +24,7 @@
 //!
 //! Conversion is pure and total: fields of the wrong type are left as they are, for the
 //! validator to report on the v1 shape.
+#![warn(missing_docs)]
 
 use std::borrow::Cow;
 

@@ -9,6 +9,7 @@
 //! [`go_view`] gives such an object with its known fields spelled the canonical way, and says
 //! what it renamed; the caller reports each rename as a warning. When an object has both the
 //! exact key and a differently cased one, the exact key is kept.
+#![warn(missing_docs)]
 
 use std::borrow::Cow;
 

@@ -1,6 +1,7 @@
 //! Rendering a built bundle to its files: `manifests/`, `metadata/annotations.yaml` (plus
 //! `properties.yaml` / `dependencies.yaml` when declared) and `bundle.Dockerfile`, whose
 //! labels are exactly the annotations. Pure and deterministic.
+#![warn(missing_docs)]
 
 use std::collections::BTreeMap;
 
@@ -14,12 +15,16 @@ use crate::yaml::YamlError;
 /// Failure to lay out a bundle's files.
 #[derive(Debug, thiserror::Error)]
 pub enum BundleFilesError {
+    /// Printing a generated file as YAML failed.
     #[error("failed to print {file}")]
     Yaml {
+        /// The file, relative to the bundle directory.
         file: String,
+        /// The printer's error.
         #[source]
         source: YamlError,
     },
+    /// Placing a file into the output tree failed.
     #[error(transparent)]
     Output(#[from] OutputError),
 }
@@ -27,20 +32,31 @@ pub enum BundleFilesError {
 /// The bundle-level facts that go into `metadata/`.
 #[derive(Clone, Debug)]
 pub struct BundleMetadata<'a> {
+    /// The package name.
     pub package: &'a str,
+    /// The channels the release is published to.
     pub channels: &'a [String],
     /// Set when this release is published to the package's default channel.
     pub default_channel: Option<&'a str>,
+    /// Labels added to `annotations.yaml` and the Dockerfile besides the standard ones.
     pub extra_labels: &'a BTreeMap<String, String>,
+    /// Entries of `metadata/properties.yaml` (not written when empty).
     pub properties: &'a [Value],
+    /// Entries of `metadata/dependencies.yaml` (not written when empty).
     pub dependencies: &'a [Value],
 }
 
+/// Label key of the bundle format (`registry+v1`).
 pub const MEDIATYPE_KEY: &str = "operators.operatorframework.io.bundle.mediatype.v1";
+/// Label key of the manifests directory in the image.
 pub const MANIFESTS_KEY: &str = "operators.operatorframework.io.bundle.manifests.v1";
+/// Label key of the metadata directory in the image.
 pub const METADATA_KEY: &str = "operators.operatorframework.io.bundle.metadata.v1";
+/// Label key of the package name.
 pub const PACKAGE_KEY: &str = "operators.operatorframework.io.bundle.package.v1";
+/// Label key of the comma-separated channel list.
 pub const CHANNELS_KEY: &str = "operators.operatorframework.io.bundle.channels.v1";
+/// Label key of the default channel.
 pub const DEFAULT_CHANNEL_KEY: &str = "operators.operatorframework.io.bundle.channel.default.v1";
 
 /// The annotations (= image labels) of a bundle.

@@ -5,18 +5,19 @@
 //! `createdAt` comes from the release, else the plan, else `SOURCE_DATE_EPOCH`; with none of
 //! them the CSV has no `createdAt`. The wall clock is never read.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
 
-use super::csv::{self, ReleaseSpec};
+use super::csv::{self, BuiltBundle, ReleaseSpec};
 use super::files::{self, BundleMetadata};
 use super::load::LoadedBundle;
-use super::manifests::{self, Sourced};
+use super::manifests::{self, Inputs, Sourced};
 use super::pin;
 use super::validate;
 use crate::output::FileTree;
-use crate::plan::{LoadedPlan, PlanInputs as _};
+use crate::plan::{LoadedPlan, PlanInputs as _, Release};
 use crate::report::{Finding, Report, Severity};
 use crate::upgrade_graph::UpgradeGraph;
 
@@ -68,24 +69,14 @@ pub struct Generated {
     pub reports: Vec<Report>,
     /// Each generated bundle as read back for validation, keyed by release version (so later
     /// steps, like rendering the catalog, need not parse the files again).
-    pub bundles: std::collections::BTreeMap<String, LoadedBundle>,
+    pub bundles: BTreeMap<String, LoadedBundle>,
     /// The plan's upgrade graph the CSVs' edges were read from (the catalog reads the same).
     pub graph: UpgradeGraph,
 }
 
 /// Generates the bundle of every release (or one, see [`GenerateOptions::only_version`]).
 pub fn generate(plan: &LoadedPlan, options: &GenerateOptions) -> Result<Generated, GenerateError> {
-    let graph = UpgradeGraph::from_plan(plan);
-    let mut problems = Vec::new();
-    let plan_samples = read_samples(plan, &plan.plan.samples, "samples", &mut problems);
-    let icon = read_icon(plan, &mut problems);
-    let epoch_created = options.source_date_epoch.and_then(format_epoch);
-    let mut tree = FileTree::new();
-    let mut reports = Vec::new();
-    let mut bundles = std::collections::BTreeMap::new();
-    let mut digests = std::collections::BTreeMap::new();
-    let plan_file = plan.path.display().to_string();
-
+    let mut run = Run::new(plan, options);
     for (i, release) in plan.plan.releases.iter().enumerate() {
         if options
             .only_version
@@ -94,125 +85,210 @@ pub fn generate(plan: &LoadedPlan, options: &GenerateOptions) -> Result<Generate
         {
             continue;
         }
-        let Ok(version) = semver::Version::parse(&release.version) else {
-            continue; // plan::load already rejected it
-        };
-        let created_at = match release
-            .created_at
-            .as_ref()
-            .or(plan.plan.created_at.as_ref())
-        {
-            Some(value) => match check_rfc3339(value) {
-                Ok(()) => Some(value.clone()),
-                Err(message) => {
-                    let field = if release.created_at.is_some() {
-                        format!("releases[{i}].createdAt")
-                    } else {
-                        "createdAt".into()
-                    };
-                    problems.push(
-                        Finding::error("plan/created-at", message)
-                            .file(&plan_file)
-                            .field(field),
-                    );
-                    None
-                }
-            },
-            None => epoch_created.clone(),
-        };
-        let release_samples = read_samples(
+        run.release(i, release)?;
+    }
+    run.finish()
+}
+
+/// One generation run: the plan-wide inputs, read once, and what the releases produced so far.
+struct Run<'p> {
+    plan: &'p LoadedPlan,
+    options: &'p GenerateOptions,
+    /// The plan file, as findings name it.
+    plan_file: String,
+    graph: UpgradeGraph,
+    plan_samples: Vec<Sourced>,
+    icon: Option<(String, String)>,
+    /// `createdAt` from `SOURCE_DATE_EPOCH`, for releases and plans that set none.
+    epoch_created: Option<String>,
+    /// Image reference → digest, resolved once for all releases.
+    digests: BTreeMap<String, String>,
+    problems: Vec<Finding>,
+    tree: FileTree,
+    reports: Vec<Report>,
+    bundles: BTreeMap<String, LoadedBundle>,
+    /// The scorecard Configuration of the release being built, for its bundle's tests/.
+    scorecard: Option<Sourced>,
+}
+
+impl<'p> Run<'p> {
+    /// Reads the plan-wide inputs (samples, icon).
+    fn new(plan: &'p LoadedPlan, options: &'p GenerateOptions) -> Self {
+        let mut problems = Vec::new();
+        let plan_samples = read_samples(plan, &plan.plan.samples, "samples", &mut problems);
+        let icon = read_icon(plan, &mut problems);
+        Run {
             plan,
-            &release.samples,
-            &format!("releases[{i}].samples"),
-            &mut problems,
-        );
-        let dir = match plan.resolve_input(&release.manifests) {
-            Ok(dir) => dir,
-            Err(err) => {
-                problems.push(plan_path_finding(
-                    plan,
-                    "plan/manifests-unreadable",
-                    &err,
-                    format!("releases[{i}].manifests"),
-                ));
-                continue;
-            }
-        };
-        let mut inputs =
-            match manifests::read_dir(&dir, plan.input_root(), plan.plan.cert_manager_certificates)
-            {
-                Ok(inputs) => inputs,
-                Err(found) => {
-                    problems.extend(found);
-                    continue;
-                }
-            };
-        super::operator_sdk::check_package(&plan.plan.package, &mut inputs);
-        let csv_metadata = super::operator_sdk::fill(&plan.plan.csv, &mut inputs);
-        let spec = ReleaseSpec {
-            package: &plan.plan.package,
-            version: &version,
-            csv: &csv_metadata,
-            icon: icon
-                .clone()
-                .or_else(|| super::operator_sdk::icon_of(&plan.plan.csv, &inputs)),
-            edges: graph
-                .csv_edges(&release.version)
-                .cloned()
-                .unwrap_or_default(),
-            created_at,
-            samples: plan_samples.clone(),
-            release_samples,
-        };
-        let mut built = match csv::build(&spec, &inputs) {
-            Ok(built) => built,
-            Err(found) => {
-                problems.extend(found.into_iter().map(|f| with_plan_file(f, &plan_file)));
-                continue;
-            }
-        };
-        if let Some(resolver) = &options.resolver {
-            for reference in pin::references(&built.csv) {
-                if digests.contains_key(&reference) {
-                    continue;
-                }
-                match (resolver.0)(&reference) {
-                    Ok(Some(digest)) => {
-                        digests.insert(reference, digest);
-                    }
-                    Ok(None) => {}
-                    Err(message) => problems.push(
-                        Finding::error(
-                            "image/unresolved",
-                            format!("cannot pin {reference} to a digest: {message}"),
-                        )
-                        .file(&plan_file)
-                        .field(format!("releases[{i}].manifests")),
-                    ),
-                }
-            }
-            pin::pin(&mut built.csv, &digests);
+            options,
+            plan_file: plan.path.display().to_string(),
+            graph: UpgradeGraph::from_plan(plan),
+            plan_samples,
+            icon,
+            epoch_created: options.source_date_epoch.and_then(format_epoch),
+            digests: BTreeMap::new(),
+            problems,
+            tree: FileTree::new(),
+            reports: Vec::new(),
+            bundles: BTreeMap::new(),
+            scorecard: None,
         }
-        let channels = plan.channels_of(release);
-        let meta = BundleMetadata {
-            package: &plan.plan.package,
-            channels,
-            default_channel: channels
-                .iter()
-                .any(|c| c == &plan.plan.default_channel)
-                .then_some(plan.plan.default_channel.as_str()),
-            extra_labels: &plan.plan.bundle_labels,
-            properties: &release.properties,
-            dependencies: &release.dependencies,
+    }
+
+    /// Builds, pins, renders and validates the bundle of `release` (the `i`th of the plan).
+    /// Problems are collected; `Err` only when rendering fails.
+    fn release(&mut self, i: usize, release: &Release) -> Result<(), GenerateError> {
+        let Ok(version) = semver::Version::parse(&release.version) else {
+            return Ok(()); // plan::load already rejected it
         };
+        let Some(mut built) = self.build(i, release, &version) else {
+            return Ok(());
+        };
+        if let Some(resolver) = &self.options.resolver {
+            self.pin_images(i, resolver, &mut built);
+        }
+        let meta = bundle_metadata(self.plan, release);
+        let scorecard = self.scorecard.take();
         let files = files::render(&built, &meta)
             .and_then(|mut files| {
-                super::scorecard::carry(&mut files, inputs.scorecard.as_ref()).map(|()| files)
+                super::scorecard::carry(&mut files, scorecard.as_ref()).map(|()| files)
             })
             .map_err(|source| GenerateError::Render {
                 version: release.version.clone(),
                 source,
             })?;
+        self.add_bundle(release, &built, files)
+    }
+
+    /// Reads the release's inputs and builds its CSV and objects; `None` when a problem stops it.
+    fn build(
+        &mut self,
+        i: usize,
+        release: &Release,
+        version: &semver::Version,
+    ) -> Option<BuiltBundle> {
+        let plan = self.plan;
+        let created_at = self.created_at(i, release);
+        let release_samples = read_samples(
+            plan,
+            &release.samples,
+            &format!("releases[{i}].samples"),
+            &mut self.problems,
+        );
+        let mut inputs = self.read_manifests(i, release)?;
+        super::operator_sdk::check_package(&plan.plan.package, &mut inputs);
+        let csv_metadata = super::operator_sdk::fill(&plan.plan.csv, &mut inputs);
+        self.scorecard = inputs.scorecard.clone();
+        let spec = ReleaseSpec {
+            package: &plan.plan.package,
+            version,
+            csv: &csv_metadata,
+            icon: (self.icon.clone())
+                .or_else(|| super::operator_sdk::icon_of(&plan.plan.csv, &inputs)),
+            edges: self
+                .graph
+                .csv_edges(&release.version)
+                .cloned()
+                .unwrap_or_default(),
+            created_at,
+            samples: self.plan_samples.clone(),
+            release_samples,
+        };
+        match csv::build(&spec, &inputs) {
+            Ok(built) => Some(built),
+            Err(found) => {
+                let plan_file = &self.plan_file;
+                self.problems
+                    .extend(found.into_iter().map(|f| with_plan_file(f, plan_file)));
+                None
+            }
+        }
+    }
+
+    /// `createdAt`: the release's, else the plan's, else from `SOURCE_DATE_EPOCH`; a value
+    /// that is not RFC 3339 is a problem (and no `createdAt`).
+    fn created_at(&mut self, i: usize, release: &Release) -> Option<String> {
+        let Some(value) = release
+            .created_at
+            .as_ref()
+            .or(self.plan.plan.created_at.as_ref())
+        else {
+            return self.epoch_created.clone();
+        };
+        match check_rfc3339(value) {
+            Ok(()) => Some(value.clone()),
+            Err(message) => {
+                let field = if release.created_at.is_some() {
+                    format!("releases[{i}].createdAt")
+                } else {
+                    "createdAt".into()
+                };
+                self.problems.push(
+                    Finding::error("plan/created-at", message)
+                        .file(&self.plan_file)
+                        .field(field),
+                );
+                None
+            }
+        }
+    }
+
+    /// The release's manifests directory, read; `None` when it cannot be.
+    fn read_manifests(&mut self, i: usize, release: &Release) -> Option<Inputs> {
+        let plan = self.plan;
+        let dir = match plan.resolve_input(&release.manifests) {
+            Ok(dir) => dir,
+            Err(err) => {
+                self.problems.push(plan_path_finding(
+                    plan,
+                    "plan/manifests-unreadable",
+                    &err,
+                    format!("releases[{i}].manifests"),
+                ));
+                return None;
+            }
+        };
+        match manifests::read_dir(&dir, plan.input_root(), plan.plan.cert_manager_certificates) {
+            Ok(inputs) => Some(inputs),
+            Err(found) => {
+                self.problems.extend(found);
+                None
+            }
+        }
+    }
+
+    /// Pins every image reference of the CSV to its digest; one the resolver refuses is a
+    /// problem.
+    fn pin_images(&mut self, i: usize, resolver: &ImageResolver, built: &mut BuiltBundle) {
+        for reference in pin::references(&built.csv) {
+            if self.digests.contains_key(&reference) {
+                continue;
+            }
+            match (resolver.0)(&reference) {
+                Ok(Some(digest)) => {
+                    self.digests.insert(reference, digest);
+                }
+                Ok(None) => {}
+                Err(message) => self.problems.push(
+                    Finding::error(
+                        "image/unresolved",
+                        format!("cannot pin {reference} to a digest: {message}"),
+                    )
+                    .file(&self.plan_file)
+                    .field(format!("releases[{i}].manifests")),
+                ),
+            }
+        }
+        pin::pin(&mut built.csv, &self.digests);
+    }
+
+    /// Validates the rendered bundle (its errors become problems) and adds it, with its report,
+    /// under `<version>/`.
+    fn add_bundle(
+        &mut self,
+        release: &Release,
+        built: &BuiltBundle,
+        files: FileTree,
+    ) -> Result<(), GenerateError> {
         let dir = Path::new(&release.version);
         let loaded = super::load::load_files(dir, files.iter());
         let mut report = validate::validate(&loaded, &validate::Options::default());
@@ -221,12 +297,12 @@ pub fn generate(plan: &LoadedPlan, options: &GenerateOptions) -> Result<Generate
                 .notes
                 .iter()
                 .cloned()
-                .map(|f| with_plan_file(f, &plan_file)),
+                .map(|f| with_plan_file(f, &self.plan_file)),
         );
-        report.extend(graph.findings_for(&release.version).cloned());
+        report.extend(self.graph.findings_for(&release.version).cloned());
         report.normalize();
         if report.has_errors() {
-            problems.extend(
+            self.problems.extend(
                 report
                     .findings
                     .iter()
@@ -235,53 +311,78 @@ pub fn generate(plan: &LoadedPlan, options: &GenerateOptions) -> Result<Generate
                     .map(|f| locate_in(f, dir)),
             );
         }
-        reports.push(report);
-        bundles.insert(release.version.clone(), loaded);
-        tree.merge_under(dir, files)
+        self.reports.push(report);
+        self.bundles.insert(release.version.clone(), loaded);
+        self.tree
+            .merge_under(dir, files)
             .map_err(|e| GenerateError::Render {
                 version: release.version.clone(),
                 source: e.into(),
-            })?;
+            })
     }
-    if let Some(only) = &options.only_version
-        && plan.release(only).is_none()
-    {
-        problems.push(
-            Finding::error(
-                "plan/unknown-release",
-                format!("the plan has no release {only}"),
-            )
-            .file(&plan_file)
-            .field("releases"),
-        );
-    }
-    let base = plan.base_dir().to_path_buf();
-    let relative = |mut f: Finding| {
-        if let Some(file) = &f.file
-            && let Ok(rest) = file.strip_prefix(&base)
-            && !base.as_os_str().is_empty()
+
+    /// The result: every problem (findings' files relative to the plan's directory), or the
+    /// bundles and their reports.
+    fn finish(mut self) -> Result<Generated, GenerateError> {
+        if let Some(only) = &self.options.only_version
+            && self.plan.release(only).is_none()
         {
-            f.file = Some(rest.to_path_buf());
+            self.problems.push(
+                Finding::error(
+                    "plan/unknown-release",
+                    format!("the plan has no release {only}"),
+                )
+                .file(&self.plan_file)
+                .field("releases"),
+            );
         }
-        f
-    };
-    if problems.iter().any(|f| f.severity == Severity::Error) {
-        return Err(GenerateError::Invalid(
-            problems.into_iter().map(relative).collect(),
-        ));
+        let base = self.plan.base_dir().to_path_buf();
+        let relative = |f: Finding| relative_to(f, &base);
+        if self.problems.iter().any(|f| f.severity == Severity::Error) {
+            return Err(GenerateError::Invalid(
+                self.problems.into_iter().map(relative).collect(),
+            ));
+        }
+        for report in &mut self.reports {
+            report.findings = std::mem::take(&mut report.findings)
+                .into_iter()
+                .map(relative)
+                .collect();
+        }
+        Ok(Generated {
+            tree: self.tree,
+            reports: self.reports,
+            bundles: self.bundles,
+            graph: self.graph,
+        })
     }
-    for report in &mut reports {
-        report.findings = std::mem::take(&mut report.findings)
-            .into_iter()
-            .map(relative)
-            .collect();
+}
+
+/// The `metadata/annotations.yaml` and Dockerfile labels of the release's bundle.
+fn bundle_metadata<'a>(plan: &'a LoadedPlan, release: &'a Release) -> BundleMetadata<'a> {
+    let channels = plan.channels_of(release);
+    BundleMetadata {
+        package: &plan.plan.package,
+        channels,
+        default_channel: channels
+            .iter()
+            .any(|c| c == &plan.plan.default_channel)
+            .then_some(plan.plan.default_channel.as_str()),
+        extra_labels: &plan.plan.bundle_labels,
+        properties: &release.properties,
+        dependencies: &release.dependencies,
     }
-    Ok(Generated {
-        tree,
-        reports,
-        bundles,
-        graph,
-    })
+}
+
+/// A finding's file relative to `base` (the plan's directory), when it is under it.
+fn relative_to(mut finding: Finding, base: &Path) -> Finding {
+    if let Some(file) = &finding.file
+        && let Ok(rest) = file.strip_prefix(base)
+        && !base.as_os_str().is_empty()
+    {
+        finding.file = Some(rest.to_path_buf());
+    }
+    finding
 }
 
 /// Plan-level findings without a file are about the plan file.

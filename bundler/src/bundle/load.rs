@@ -9,6 +9,7 @@
 //!   shows every problem.
 //! - Objects keep the file they came from and their index in it, so findings can name both.
 //! - Files are visited in sorted path order: loading is deterministic.
+#![warn(missing_docs)]
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -18,19 +19,30 @@ use serde_json::Value;
 
 /// The bundle's fixed layout.
 pub const MANIFESTS_DIR: &str = "manifests";
+/// Directory of the bundle metadata files, relative to the bundle directory.
 pub const METADATA_DIR: &str = "metadata";
+/// The bundle's image labels, relative to the bundle directory.
 pub const ANNOTATIONS_FILE: &str = "metadata/annotations.yaml";
+/// Bundle properties declared by the author, relative to the bundle directory.
 pub const PROPERTIES_FILE: &str = "metadata/properties.yaml";
+/// Bundle dependencies declared by the author, relative to the bundle directory.
 pub const DEPENDENCIES_FILE: &str = "metadata/dependencies.yaml";
 
 /// Failure to read a bundle directory at all.
 #[derive(Debug, thiserror::Error)]
 pub enum BundleLoadError {
+    /// The bundle path is missing or is a file.
     #[error("bundle directory {path} does not exist or is not a directory")]
-    NotADirectory { path: PathBuf },
+    NotADirectory {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// Reading the files of the bundle directory failed.
     #[error("failed to read bundle directory {path}")]
     Read {
+        /// The bundle directory.
         path: PathBuf,
+        /// Why reading failed.
         #[source]
         source: crate::input::InputError,
     },
@@ -48,14 +60,17 @@ pub struct Object {
     pub file: PathBuf,
     /// Index of the document within the file (0 for single-document files).
     pub index: usize,
+    /// The object as JSON.
     pub value: Value,
 }
 
 impl Object {
+    /// `kind`, or empty when absent.
     pub fn kind(&self) -> &str {
         self.value.get("kind").and_then(Value::as_str).unwrap_or("")
     }
 
+    /// `apiVersion`, or empty when absent.
     pub fn api_version(&self) -> &str {
         self.value
             .get("apiVersion")
@@ -63,6 +78,7 @@ impl Object {
             .unwrap_or("")
     }
 
+    /// `metadata.name`, or empty when absent.
     pub fn name(&self) -> &str {
         self.value
             .pointer("/metadata/name")
@@ -80,7 +96,9 @@ impl Object {
 /// shape (`v1`, for reading its fields).
 #[derive(Clone, Debug)]
 pub struct Crd<'a> {
+    /// The object as read.
     pub object: &'a Object,
+    /// The CRD converted to `apiextensions.k8s.io/v1` (borrowed when it already is).
     pub v1: Cow<'a, Value>,
 }
 
@@ -107,13 +125,16 @@ impl<'a> Crd<'a> {
 /// A file that could not be used, with the reason (reported by the validator).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileProblem {
+    /// The file, relative to the bundle directory.
     pub file: PathBuf,
+    /// Why it could not be used.
     pub message: String,
 }
 
 /// Everything read from a bundle directory.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LoadedBundle {
+    /// The bundle directory as given.
     pub dir: PathBuf,
     /// Every object from `manifests/`, in file order then document order.
     pub objects: Vec<Object>,

@@ -4,6 +4,7 @@
 //!
 //! Pure: the caller resolves the references (see [`references`]) and passes the digests in,
 //! so generation stays free of network access unless pinning is asked for.
+#![warn(missing_docs)]
 
 use std::collections::{BTreeMap, BTreeSet};
 

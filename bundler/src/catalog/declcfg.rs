@@ -9,29 +9,47 @@
 //! - Parsing never panics; every failure names the schema, object and field.
 //! - Serialising writes the fields in opm's order and omits the fields opm omits when empty, so
 //!   `olmpack` output and `opm render` output compare equal as JSON.
+#![warn(missing_docs)]
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+/// `schema` value of a package blob.
 pub const SCHEMA_PACKAGE: &str = "olm.package";
+/// `schema` value of a channel blob.
 pub const SCHEMA_CHANNEL: &str = "olm.channel";
+/// `schema` value of a bundle blob.
 pub const SCHEMA_BUNDLE: &str = "olm.bundle";
+/// `schema` value of a deprecations blob.
 pub const SCHEMA_DEPRECATIONS: &str = "olm.deprecations";
 
 /// A blob that does not fit its schema.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DeclcfgError {
+    /// A catalog document is a scalar or list where a JSON object is required.
     #[error("object is not a mapping")]
     NotAnObject,
+    /// A catalog object lacks the `schema` key, so opm cannot tell what it is.
     #[error("object has no `schema` field")]
     MissingSchema,
+    /// Two keys of one object differ only by letter case, which opm rejects as ambiguous.
     #[error("duplicate keys for key {folded:?}: {keys:?}")]
-    DuplicateKeys { folded: String, keys: Vec<String> },
+    DuplicateKeys {
+        /// The key in lower case.
+        folded: String,
+        /// The keys as written.
+        keys: Vec<String>,
+    },
+    /// A typed field of an OLM schema has the wrong JSON type (e.g. a number where a string belongs).
     #[error("{schema} {name:?}: field `{field}` must be {expected}")]
     FieldType {
+        /// The object's schema, e.g. `olm.bundle`.
         schema: String,
+        /// The object's name.
         name: String,
+        /// The field as opm names it, e.g. `defaultChannel`.
         field: String,
+        /// The JSON type it must have, e.g. "a string".
         expected: &'static str,
     },
 }
@@ -39,10 +57,15 @@ pub enum DeclcfgError {
 /// Everything read from a catalog: the OLM schemas in file order, and every other blob.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DeclarativeConfig {
+    /// The `olm.package` blobs.
     pub packages: Vec<Package>,
+    /// The `olm.channel` blobs.
     pub channels: Vec<Channel>,
+    /// The `olm.bundle` blobs.
     pub bundles: Vec<Bundle>,
+    /// The `olm.deprecations` blobs.
     pub deprecations: Vec<Deprecation>,
+    /// Blobs of any other schema, kept as read.
     pub others: Vec<Meta>,
 }
 
@@ -65,6 +88,7 @@ impl DeclarativeConfig {
             + self.others.len()
     }
 
+    /// True when the catalog holds no object of any schema.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -143,9 +167,13 @@ pub fn to_value<T: Serialize>(value: &T) -> Value {
 pub struct Meta {
     /// Where the blob was read from, when it was read from a file.
     pub origin: Option<Origin>,
+    /// The `schema` value.
     pub schema: String,
+    /// The `package` value (empty when absent).
     pub package: String,
+    /// The `name` value (empty when absent).
     pub name: String,
+    /// The whole blob as read.
     pub blob: Value,
 }
 
@@ -202,12 +230,15 @@ pub struct Origin {
 /// One `{type, value}` property.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Property {
+    /// The property type, e.g. `olm.gvk`.
     #[serde(rename = "type")]
     pub type_: String,
+    /// The property value; its shape depends on the type.
     pub value: Value,
 }
 
 impl Property {
+    /// A property of this type with this value.
     pub fn new(type_: impl Into<String>, value: Value) -> Self {
         Self {
             type_: type_.into(),
@@ -216,98 +247,138 @@ impl Property {
     }
 }
 
+/// A package icon as written in `olm.package`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Icon {
+    /// The image bytes, base64-encoded.
     pub base64data: String,
+    /// The image's media type, e.g. `image/svg+xml`.
     pub mediatype: String,
 }
 
+/// An `olm.package` blob: one operator package and its default channel.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Package {
     /// Where the blob was read from (never serialised).
     #[serde(skip)]
     pub origin: Option<Origin>,
+    /// Always [`SCHEMA_PACKAGE`].
     pub schema: String,
+    /// The package name.
     pub name: String,
+    /// The channel installed when the user names none.
     pub default_channel: String,
+    /// The package icon, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub icon: Option<Icon>,
+    /// Package description (may be long Markdown).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub description: String,
+    /// Package-level properties.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub properties: Vec<Property>,
 }
 
+/// An `olm.channel` blob: an upgrade channel of one package and its entries.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Channel {
     /// Where the blob was read from (never serialised).
     #[serde(skip)]
     pub origin: Option<Origin>,
+    /// Always [`SCHEMA_CHANNEL`].
     pub schema: String,
+    /// The channel name.
     pub name: String,
+    /// The package the channel belongs to.
     pub package: String,
+    /// The bundles in the channel with their upgrade edges.
     pub entries: Vec<ChannelEntry>,
+    /// Channel-level properties.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub properties: Vec<Property>,
 }
 
+/// One bundle in a channel and the bundles it upgrades from.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ChannelEntry {
+    /// The bundle name (a CSV name).
     pub name: String,
+    /// The bundle this one replaces (empty for none).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub replaces: String,
+    /// Bundles this one skips (upgrades directly from).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub skips: Vec<String>,
+    /// Semver range of versions this one upgrades from, e.g. `>=1.0.0 <1.2.0` (empty for none).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub skip_range: String,
 }
 
+/// An `olm.bundle` blob: one bundle image and what it provides and requires.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Bundle {
     /// Where the blob was read from (never serialised).
     #[serde(skip)]
     pub origin: Option<Origin>,
+    /// Always [`SCHEMA_BUNDLE`].
     pub schema: String,
+    /// The bundle name (a CSV name).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub name: String,
+    /// The package the bundle belongs to.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub package: String,
+    /// Pull spec of the bundle image.
     pub image: String,
+    /// Bundle properties (package, GVKs, requirements, bundle objects, ...).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub properties: Vec<Property>,
+    /// Images the bundle uses, for mirroring.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub related_images: Vec<RelatedImage>,
 }
 
+/// One image a bundle uses.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct RelatedImage {
+    /// What the image is for (may be empty).
     pub name: String,
+    /// The image pull spec.
     pub image: String,
 }
 
+/// An `olm.deprecations` blob: deprecation notices for one package.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Deprecation {
     /// Where the blob was read from (never serialised).
     #[serde(skip)]
     pub origin: Option<Origin>,
+    /// Always [`SCHEMA_DEPRECATIONS`].
     pub schema: String,
+    /// The package the notices are about.
     pub package: String,
+    /// The notices.
     pub entries: Vec<DeprecationEntry>,
 }
 
+/// One deprecation notice.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct DeprecationEntry {
+    /// The package, channel or bundle that is deprecated.
     pub reference: Reference,
+    /// The message shown to users.
     pub message: String,
 }
 
 /// A reference to a package, channel or bundle within one package.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct Reference {
+    /// What is referenced: `olm.package`, `olm.channel` or `olm.bundle`.
     pub schema: String,
+    /// The channel or bundle name (empty for the package itself).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub name: String,
 }
@@ -441,6 +512,7 @@ pub(crate) fn lookup<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a V
 }
 
 impl Package {
+    /// Reads the typed package fields out of a blob of schema `olm.package`.
     pub fn from_meta(mut meta: Meta) -> Result<Self, DeclcfgError> {
         let properties = take_properties(&mut meta.blob, SCHEMA_PACKAGE, &meta.name)?;
         let f = Fields::new(&meta.blob, SCHEMA_PACKAGE)?;
@@ -467,6 +539,7 @@ impl Package {
 }
 
 impl Channel {
+    /// Reads the typed channel fields out of a blob of schema `olm.channel`.
     pub fn from_meta(mut meta: Meta) -> Result<Self, DeclcfgError> {
         let properties = take_properties(&mut meta.blob, SCHEMA_CHANNEL, &meta.name)?;
         let f = Fields::new(&meta.blob, SCHEMA_CHANNEL)?;
@@ -496,6 +569,7 @@ impl Channel {
 }
 
 impl Bundle {
+    /// Reads the typed bundle fields out of a blob of schema `olm.bundle`.
     pub fn from_meta(mut meta: Meta) -> Result<Self, DeclcfgError> {
         let properties = take_properties(&mut meta.blob, SCHEMA_BUNDLE, &meta.name)?;
         let f = Fields::new(&meta.blob, SCHEMA_BUNDLE)?;
@@ -533,6 +607,7 @@ impl Bundle {
 }
 
 impl Deprecation {
+    /// Reads the typed deprecation entries out of a blob of schema `olm.deprecations`.
     pub fn from_meta(meta: Meta) -> Result<Self, DeclcfgError> {
         let f = Fields::new(&meta.blob, SCHEMA_DEPRECATIONS)?;
         let entries = f

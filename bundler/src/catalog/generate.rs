@@ -6,6 +6,7 @@
 //! deprecated releases get an `olm.deprecations` entry. The catalog is validated with opm's
 //! rules before it is returned; a plan that would produce an invalid catalog is an error
 //! listing every finding.
+#![warn(missing_docs)]
 
 use super::declcfg::{
     Bundle, Channel, ChannelEntry, DeclarativeConfig, Deprecation, DeprecationEntry, Icon, Package,
@@ -18,25 +19,45 @@ use crate::upgrade_graph::UpgradeGraph;
 /// Package-level metadata from the plan.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PackageMeta {
+    /// The package name.
     pub name: String,
+    /// The channel installed when the user names none.
     pub default_channel: String,
+    /// Package description.
     pub description: String,
+    /// Package icon, if the plan gives one.
     pub icon: Option<Icon>,
 }
 
 /// Why the catalog could not be generated.
 #[derive(Debug, thiserror::Error)]
 pub enum CatalogGenerateError {
+    /// The plan lists a release whose bundle was not rendered (an internal inconsistency of the inputs).
     #[error("no rendered bundle for release {bundle} of package {package}")]
-    MissingBundle { package: String, bundle: String },
+    MissingBundle {
+        /// The package.
+        package: String,
+        /// The missing bundle's name.
+        bundle: String,
+    },
+    /// The generated catalog fails olmpack's own catalog validation, so opm would refuse it or serve it wrongly.
     #[error("generated catalog for package {package} is invalid:\n{findings}")]
-    Invalid { package: String, findings: String },
+    Invalid {
+        /// The package.
+        package: String,
+        /// The error findings, one per line.
+        findings: String,
+    },
+    /// Printing the catalog blobs of a package as YAML/JSON failed.
     #[error("failed to print the catalog of package {package}")]
     Write {
+        /// The package.
         package: String,
+        /// The writer's error.
         #[source]
         source: super::serialize::SerializeError,
     },
+    /// Placing the catalog files into the output tree failed.
     #[error("failed to lay out the catalog")]
     Output(#[from] OutputError),
 }

@@ -4,6 +4,7 @@
 //! nodes are `bundle (version)`; edges point the way an installed copy moves (old → new) and
 //! are labelled `replaces`, `skips` or `skipRange`; the channel head is drawn bold, deprecated
 //! bundles dashed and struck through with "(deprecated)". Output is deterministic.
+#![warn(missing_docs)]
 
 use std::fmt::Write as _;
 
@@ -14,8 +15,10 @@ use super::version::Range;
 /// Output syntax.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum GraphFormat {
+    /// A Mermaid `graph` block (renders on GitHub).
     #[default]
     Mermaid,
+    /// A Graphviz DOT digraph.
     Dot,
 }
 

@@ -8,6 +8,7 @@
 //!   only (and so everything below them);
 //! - `*` and `?` do not cross `/`, `**` as a whole component matches any number of directories,
 //!   `[a-z]`/`[!a-z]` are character classes, `\` escapes.
+#![warn(missing_docs)]
 
 /// A compiled set of `.indexignore` rules for one catalog tree.
 #[derive(Clone, Debug, Default)]
@@ -26,6 +27,7 @@ struct Rule {
 }
 
 impl IgnoreMatcher {
+    /// A matcher with no patterns: it ignores nothing.
     pub fn new() -> Self {
         Self::default()
     }

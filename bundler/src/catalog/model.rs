@@ -7,6 +7,7 @@
 //!   `opm validate` fails on it; the messages follow opm's wording, naming package, channel and
 //!   bundle.
 //! - Maps are ordered (`BTreeMap`), so everything derived from a model is deterministic.
+#![warn(missing_docs)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -23,43 +24,64 @@ use crate::report::Finding;
 /// A whole catalog.
 #[derive(Clone, Debug, Default)]
 pub struct Model {
+    /// The packages, by name.
     pub packages: BTreeMap<String, Package>,
 }
 
+/// One package of the model, with its channels and bundles joined up.
 #[derive(Clone, Debug, Default)]
 pub struct Package {
+    /// The package name.
     pub name: String,
     /// As written (may name a channel that does not exist).
     pub default_channel: String,
+    /// Package description from `olm.package`.
     pub description: String,
+    /// Package icon from `olm.package`, if any.
     pub icon: Option<Icon>,
+    /// The package's channels, by name.
     pub channels: BTreeMap<String, Channel>,
+    /// The package's bundles, by name.
     pub bundles: BTreeMap<String, Bundle>,
     /// Deprecation message, when the package is deprecated.
     pub deprecation: Option<String>,
+    /// Where the `olm.package` blob was read from (none for a catalog built in memory).
     pub origin: Option<Origin>,
 }
 
+/// One channel of a package in the model.
 #[derive(Clone, Debug, Default)]
 pub struct Channel {
+    /// The channel name.
     pub name: String,
+    /// The channel's entries in file order.
     pub entries: Vec<ChannelEntry>,
+    /// Deprecation message, when the channel is deprecated.
     pub deprecation: Option<String>,
+    /// Where the `olm.channel` blob was read from.
     pub origin: Option<Origin>,
 }
 
+/// One bundle of a package in the model, with its version decoded.
 #[derive(Clone, Debug, Default)]
 pub struct Bundle {
+    /// The bundle name (a CSV name).
     pub name: String,
     /// `None` when the `olm.package` property is missing or its version does not parse.
     pub version: Option<Version>,
+    /// Release suffix from the `olm.package` property (empty for none).
     pub release: String,
+    /// Pull spec of the bundle image.
     pub image: String,
+    /// All properties of the bundle (large values may have been dropped by a lean load).
     pub properties: Vec<Property>,
+    /// Images the bundle uses.
     pub related_images: Vec<RelatedImage>,
+    /// Deprecation message, when the bundle is deprecated.
     pub deprecation: Option<String>,
     /// Whether any `olm.bundle.object` property is present.
     pub has_objects: bool,
+    /// Where the `olm.bundle` blob was read from.
     pub origin: Option<Origin>,
 }
 
@@ -115,6 +137,7 @@ impl Channel {
         }
     }
 
+    /// The entry for bundle `name` in this channel, if it has one.
     pub fn entry(&self, name: &str) -> Option<&ChannelEntry> {
         self.entries.iter().find(|e| e.name == name)
     }

@@ -1,59 +1,90 @@
 //! Typed bundle properties: the property types OLM interprets, checked the way opm decodes
 //! them; every other type is kept as opaque JSON.
+#![warn(missing_docs)]
 
 use base64::Engine as _;
 use serde_json::{Value, json};
 
 use super::declcfg::{Property, lookup};
 
+/// Property type naming a bundle's package and version.
 pub const TYPE_PACKAGE: &str = "olm.package";
+/// Property type: the bundle needs a package in a version range.
 pub const TYPE_PACKAGE_REQUIRED: &str = "olm.package.required";
+/// Property type: the bundle provides an API (group, version, kind).
 pub const TYPE_GVK: &str = "olm.gvk";
+/// Property type: the bundle needs an API provided by another bundle.
 pub const TYPE_GVK_REQUIRED: &str = "olm.gvk.required";
+/// Property type: a manifest of the bundle, base64-encoded.
 pub const TYPE_BUNDLE_OBJECT: &str = "olm.bundle.object";
+/// Property type: the CSV's metadata, instead of the whole CSV as a bundle object.
 pub const TYPE_CSV_METADATA: &str = "olm.csv.metadata";
+/// Property type: the channel a bundle is in (old sqlite-era catalogs).
 pub const TYPE_CHANNEL: &str = "olm.channel";
+/// Property type: a generic dependency constraint (CEL, all/any/not).
 pub const TYPE_CONSTRAINT: &str = "olm.constraint";
+/// Property type: the bundle is deprecated (old sqlite-era catalogs).
 pub const TYPE_DEPRECATED: &str = "olm.deprecated";
 
 /// A property whose value does not decode as its type requires.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("parse property[{index}] of type {type_:?}: {reason}")]
 pub struct PropertyError {
+    /// Position of the property in its list.
     pub index: usize,
+    /// The property type as written.
     pub type_: String,
+    /// What is wrong with the value, in our words.
     pub reason: String,
 }
 
 /// The interpreted form of one property.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Typed {
+    /// `olm.package`: the package and version of the bundle.
     Package {
+        /// The package name.
         package_name: String,
+        /// The bundle version (semver).
         version: String,
+        /// The release suffix (empty for none).
         release: String,
     },
+    /// `olm.package.required`: the bundle needs this package.
     PackageRequired {
+        /// The package needed.
         package_name: String,
+        /// Semver range its version must be in.
         version_range: String,
     },
+    /// `olm.gvk`: the bundle provides this API.
     Gvk {
+        /// The API group (empty for the core group).
         group: String,
+        /// The API version, e.g. `v1alpha1`.
         version: String,
+        /// The kind.
         kind: String,
     },
+    /// `olm.gvk.required`: the bundle needs another bundle to provide this API.
     GvkRequired {
+        /// The API group (empty for the core group).
         group: String,
+        /// The API version.
         version: String,
+        /// The kind.
         kind: String,
     },
     /// The decoded manifest bytes.
     BundleObject(Vec<u8>),
     /// Checked to be an object; the value is not copied.
     CsvMetadata,
+    /// `olm.channel`: the channel the bundle is in.
     Channel {
+        /// The channel name.
         channel_name: String,
     },
+    /// Any other property type; not decoded.
     Other,
 }
 
@@ -212,6 +243,7 @@ pub fn package(name: &str, version: &str, release: &str) -> Property {
     Property::new(TYPE_PACKAGE, value)
 }
 
+/// An `olm.gvk` property for this API.
 pub fn gvk(group: &str, version: &str, kind: &str) -> Property {
     Property::new(
         TYPE_GVK,
@@ -219,6 +251,7 @@ pub fn gvk(group: &str, version: &str, kind: &str) -> Property {
     )
 }
 
+/// An `olm.gvk.required` property for this API.
 pub fn gvk_required(group: &str, version: &str, kind: &str) -> Property {
     Property::new(
         TYPE_GVK_REQUIRED,
@@ -226,6 +259,7 @@ pub fn gvk_required(group: &str, version: &str, kind: &str) -> Property {
     )
 }
 
+/// An `olm.package.required` property: package `name` in version `range`.
 pub fn package_required(name: &str, range: &str) -> Property {
     Property::new(
         TYPE_PACKAGE_REQUIRED,
@@ -233,6 +267,7 @@ pub fn package_required(name: &str, range: &str) -> Property {
     )
 }
 
+/// An `olm.bundle.object` property carrying this manifest (JSON bytes, base64-encoded here).
 pub fn bundle_object(manifest_json: &[u8]) -> Property {
     Property::new(
         TYPE_BUNDLE_OBJECT,

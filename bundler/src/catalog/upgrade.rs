@@ -12,6 +12,7 @@
 //!
 //! Paths repeat the step until no successor is left; they are finite (a visited bundle ends
 //! the walk).
+#![warn(missing_docs)]
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -26,21 +27,29 @@ pub use crate::upgrade_graph::EdgeKind as Edge;
 /// One upgrade step.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Step {
+    /// The bundle upgraded to.
     pub to: String,
+    /// Which kind of edge leads there (replaces, skips, skipRange).
     pub via: Edge,
 }
 
 /// The paths an installed copy of one bundle would follow in one channel.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct UpgradePath {
+    /// The package.
     pub package: String,
+    /// The channel.
     pub channel: String,
+    /// The installed bundle the paths start from.
     pub bundle: String,
+    /// The steps OLM v0 would take, in order.
     pub v0: Vec<Step>,
+    /// The steps OLM v1 would take, in order.
     pub v1: Vec<Step>,
 }
 
 impl UpgradePath {
+    /// True when OLM v0 and OLM v1 would pass through different bundles.
     pub fn differs(&self) -> bool {
         self.v0
             .iter()

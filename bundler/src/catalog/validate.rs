@@ -13,6 +13,7 @@
 //! `catalog/skiprange-covers-newer`, `catalog/skiprange-prunes-live-version`,
 //! `catalog/no-upgrade-into`, `catalog/replaces-newer-version`; info:
 //! `catalog/upgrade-path-differs`.
+#![warn(missing_docs)]
 
 use std::path::Path;
 
@@ -23,6 +24,7 @@ use super::upgrade;
 use super::version::{Range, Version, cmp_versions};
 use crate::report::{Finding, Report, Severity};
 
+/// How strictly a catalog is validated and what extra information is reported.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ValidateOptions {
     /// Warnings fail validation too.

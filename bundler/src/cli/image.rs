@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use olmpack::image::auth::AuthFiles;
-use olmpack::image::layout::Platform;
+use olmpack::image::layout::{Descriptor, Platform};
 use olmpack::image::progress::Progress;
 use olmpack::image::{
     BuildOptions, Credentials, OperatorBinary, OperatorOptions, RegistryAccess, Secret,
@@ -207,81 +207,17 @@ impl BuildArgs {
     }
 }
 
+/// Runs one `olmpack image` command.
 pub fn run(cmd: ImageCommand) -> CmdResult {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     let progress = Progress::auto();
     match cmd {
-        ImageCommand::Build(build) => match *build {
-            BuildCommand::Bundle {
-                dir,
-                output,
-                platform,
-            } => {
-                if !platform.as_is && dir.is_dir() {
-                    check_bundle_loads(&dir)?;
-                }
-                let options = output.options(&platform.platform);
-                let root = olmpack::image::build_bundle_image(&dir, &output.layout, &options)?;
-                println!("{}", root.digest);
-            }
-            BuildCommand::Catalog {
-                dir,
-                output,
-                platform,
-                base,
-                registry,
-            } => {
-                if !platform.as_is && dir.is_dir() {
-                    check_catalog_loads(&dir)?;
-                }
-                let access = registry.access()?;
-                let root = runtime.block_on(olmpack::image::build_catalog_image(
-                    &dir,
-                    &output.layout,
-                    &output.options(&platform.platform),
-                    base.as_deref().map(|b| (b, &access)),
-                    &progress,
-                ))?;
-                println!("{}", root.digest);
-            }
-            BuildCommand::Operator {
-                binaries,
-                platform,
-                base,
-                entrypoint,
-                output,
-                registry,
-            } => {
-                if binaries.len() != platform.len() {
-                    return Err(format!(
-                        "{} --binary for {} --platform; give one binary per platform, in the same order",
-                        binaries.len(),
-                        platform.len()
-                    )
-                    .into());
-                }
-                let binaries: Vec<OperatorBinary> = platform
-                    .into_iter()
-                    .zip(binaries)
-                    .map(|(platform, path)| OperatorBinary { platform, path })
-                    .collect();
-                let options = OperatorOptions {
-                    build: output.options(&Platform::linux_amd64()),
-                    entrypoint,
-                };
-                let access = registry.access()?;
-                let root = runtime.block_on(olmpack::image::build_operator_image(
-                    &binaries,
-                    &output.layout,
-                    &options,
-                    base.as_deref().map(|b| (b, &access)),
-                    &progress,
-                ))?;
-                println!("{}", root.digest);
-            }
-        },
+        ImageCommand::Build(build) => {
+            let root = run_build(*build, &runtime, &progress)?;
+            println!("{}", root.digest);
+        }
         ImageCommand::Push {
             source,
             target,
@@ -307,6 +243,91 @@ pub fn run(cmd: ImageCommand) -> CmdResult {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// An error of a command step, for `?` into [`CmdResult`].
+type StepError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Builds the image `cmd` asks for; returns the root of its layout.
+fn run_build(
+    cmd: BuildCommand,
+    runtime: &tokio::runtime::Runtime,
+    progress: &Progress,
+) -> Result<Descriptor, StepError> {
+    Ok(match cmd {
+        BuildCommand::Bundle {
+            dir,
+            output,
+            platform,
+        } => {
+            if !platform.as_is && dir.is_dir() {
+                check_bundle_loads(&dir)?;
+            }
+            let options = output.options(&platform.platform);
+            olmpack::image::build_bundle_image(&dir, &output.layout, &options)?
+        }
+        BuildCommand::Catalog {
+            dir,
+            output,
+            platform,
+            base,
+            registry,
+        } => {
+            if !platform.as_is && dir.is_dir() {
+                check_catalog_loads(&dir)?;
+            }
+            let access = registry.access()?;
+            runtime.block_on(olmpack::image::build_catalog_image(
+                &dir,
+                &output.layout,
+                &output.options(&platform.platform),
+                base.as_deref().map(|b| (b, &access)),
+                progress,
+            ))?
+        }
+        BuildCommand::Operator {
+            binaries,
+            platform,
+            base,
+            entrypoint,
+            output,
+            registry,
+        } => {
+            let binaries = pair_binaries(binaries, platform)?;
+            let options = OperatorOptions {
+                build: output.options(&Platform::linux_amd64()),
+                entrypoint,
+            };
+            let access = registry.access()?;
+            runtime.block_on(olmpack::image::build_operator_image(
+                &binaries,
+                &output.layout,
+                &options,
+                base.as_deref().map(|b| (b, &access)),
+                progress,
+            ))?
+        }
+    })
+}
+
+/// Each `--binary` with its `--platform`, in order; their counts must match.
+fn pair_binaries(
+    binaries: Vec<PathBuf>,
+    platforms: Vec<Platform>,
+) -> Result<Vec<OperatorBinary>, StepError> {
+    if binaries.len() != platforms.len() {
+        return Err(format!(
+            "{} --binary for {} --platform; give one binary per platform, in the same order",
+            binaries.len(),
+            platforms.len()
+        )
+        .into());
+    }
+    Ok(platforms
+        .into_iter()
+        .zip(binaries)
+        .map(|(platform, path)| OperatorBinary { platform, path })
+        .collect())
 }
 
 /// Refuses (exit 1) a bundle with a file olmpack cannot parse: its image would ship it.

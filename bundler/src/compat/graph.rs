@@ -33,25 +33,40 @@ use crate::upgrade_graph::{EdgeKind, UpgradeGraph};
 /// A release could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum GraphError {
+    /// A CRD of a release does not decode as an `apiextensions.k8s.io/v1` CRD, so it cannot be compared.
     #[error(
         "{file}: {object}: not a valid apiextensions.k8s.io/v1 CustomResourceDefinition: {path}: {message}"
     )]
     Crd {
+        /// The file the CRD came from.
         file: PathBuf,
+        /// The object, e.g. `CustomResourceDefinition/webapps.apps.olmpack.dev`.
         object: String,
+        /// Where in the object decoding failed.
         path: String,
+        /// Why decoding failed.
         message: String,
     },
+    /// A CRD of a release uses an API version other than `apiextensions.k8s.io/v1`.
     #[error(
         "{file}: {object}: apiVersion {api_version} is not supported (only apiextensions.k8s.io/v1 CRDs can be compared)"
     )]
     CrdVersion {
+        /// The file the CRD came from.
         file: PathBuf,
+        /// The object.
         object: String,
+        /// The API version it is written in.
         api_version: String,
     },
+    /// A catalog bundle's embedded manifest cannot be decoded, so its CRDs are unknown.
     #[error("catalog bundle {bundle}: olm.bundle.object property {index} is not a JSON manifest")]
-    BundleObject { bundle: String, index: usize },
+    BundleObject {
+        /// The catalog bundle name.
+        bundle: String,
+        /// Position of the `olm.bundle.object` property among the bundle's properties.
+        index: usize,
+    },
 }
 
 /// What OLM installs from one bundle.
@@ -232,14 +247,18 @@ pub fn apply_conversion_webhook(crd: &mut CustomResourceDefinition, csv: &Value)
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Via {
+    /// The target's `replaces` names the source.
     Replaces,
+    /// The target's `skips` lists the source.
     Skips,
+    /// The source's version is in the target's `skipRange`.
     SkipRange,
     /// From a channel head of the previously published catalog to the new head.
     NextHead,
 }
 
 impl Via {
+    /// The edge kind as the report prints it, e.g. `skipRange`.
     pub fn as_str(self) -> &'static str {
         match self {
             Via::Replaces => "replaces",
@@ -253,10 +272,15 @@ impl Via {
 /// One upgrade: from an installed bundle to the next.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Edge {
+    /// The package both bundles belong to.
     pub package: String,
+    /// The installed bundle.
     pub from: String,
+    /// The bundle it upgrades to.
     pub to: String,
+    /// The channels in which this upgrade is offered.
     pub channels: BTreeSet<String>,
+    /// Every way the edge is in the graph (a pair can be joined several ways).
     pub via: BTreeSet<Via>,
 }
 
@@ -404,9 +428,11 @@ pub fn merge(edges: Vec<Edge>) -> Vec<Edge> {
 /// The verdict on one edge.
 #[derive(Clone, Debug, Serialize)]
 pub struct EdgeResult {
+    /// The upgrade judged.
     pub edge: Edge,
     /// The CRDs compared (by name).
     pub crds: Vec<String>,
+    /// What the comparison found, in report order.
     pub findings: Vec<Finding>,
     /// Who refuses the edge (from the error findings), in order.
     pub refused_by: BTreeSet<Refuser>,

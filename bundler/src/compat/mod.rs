@@ -14,6 +14,7 @@
 //! Rule ids are `crd-upgrade/<check>`; every finding names the CRD, the version (or the pair
 //! of served versions `vA -> vB`), the property path in crdify's notation (`^.spec.image`) and
 //! who refuses it.
+#![warn(missing_docs)]
 
 pub mod graph;
 pub mod kube_version;
@@ -92,6 +93,7 @@ pub struct Problem {
     pub path: Option<String>,
     /// What changed, in our words.
     pub message: String,
+    /// Which consumer refuses the change.
     pub refused_by: Refuser,
     /// `error` unless said otherwise (a deprecated version that stops being served is
     /// `info`; what OLM v0 only warns about is `warning`).
@@ -294,17 +296,40 @@ pub fn olm_v1_refuses(problems: &[Problem]) -> bool {
 /// A CRD file could not be read as one `apiextensions.k8s.io/v1` CRD.
 #[derive(Debug, thiserror::Error)]
 pub enum CrdFileError {
+    /// The file is not YAML.
     #[error("{file}: {message}")]
-    Yaml { file: String, message: String },
+    Yaml {
+        /// The CRD file.
+        file: String,
+        /// The parser's complaint, in our words.
+        message: String,
+    },
+    /// The file holds more or fewer than one YAML document.
     #[error("{file}: expected one CustomResourceDefinition, found {count} YAML documents")]
-    Documents { file: String, count: usize },
+    Documents {
+        /// The CRD file.
+        file: String,
+        /// How many documents it holds.
+        count: usize,
+    },
+    /// The file's object is not an `apiextensions.k8s.io/v1` CRD.
     #[error("{file}: {found} is not an apiextensions.k8s.io/v1 CustomResourceDefinition")]
-    NotACrd { file: String, found: String },
+    NotACrd {
+        /// The CRD file.
+        file: String,
+        /// Its `apiVersion` and `kind` as written.
+        found: String,
+    },
+    /// A field of the CRD has the wrong shape, so the CRD does not decode.
     #[error("{file}: CustomResourceDefinition/{name}: field {path}: {message}")]
     Field {
+        /// The CRD file.
         file: String,
+        /// The CRD's name.
         name: String,
+        /// Where the field is, e.g. `spec.versions[0].schema`.
         path: String,
+        /// What is wrong with it.
         message: String,
     },
 }

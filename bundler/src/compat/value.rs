@@ -22,7 +22,9 @@ use serde_json::Value;
 /// One reason a value is invalid: where (`spec.replicas`, `spec.items[2]`) and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Invalid {
+    /// Where the value is, e.g. `spec.items[2]`.
     pub path: String,
+    /// Why it does not fit the schema.
     pub message: String,
 }
 

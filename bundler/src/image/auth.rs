@@ -26,6 +26,7 @@ use serde::Deserialize;
 pub struct Secret(String);
 
 impl Secret {
+    /// Wraps a password or token so it is hidden from `Debug` output.
     pub fn new(value: impl Into<String>) -> Self {
         Self(value.into())
     }
@@ -48,9 +49,13 @@ pub enum Credentials {
     /// Look the registry up in the auth files (see the module docs); anonymous if absent.
     #[default]
     FromAuthFiles,
+    /// Send no credentials.
     Anonymous,
+    /// Use this user name and password.
     Basic {
+        /// The registry user name.
         username: String,
+        /// The password or token.
         password: Secret,
     },
     /// A registry bearer token (or an identity token from an auth file).
@@ -60,31 +65,53 @@ pub enum Credentials {
 /// Failure to read credentials.
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {
+    /// Reading an auth file failed.
     #[error("failed to read the registry auth file {path}")]
     Read {
+        /// The auth file.
         path: PathBuf,
+        /// The I/O error from the file system.
         #[source]
         source: std::io::Error,
     },
+    /// An auth file is not the JSON of a Docker/Podman `config.json` / `auth.json`.
     #[error("{path} is not a valid registry auth file")]
     Json {
+        /// The auth file.
         path: PathBuf,
+        /// The JSON parser's complaint.
         #[source]
         source: serde_json::Error,
     },
+    /// An `auth` entry cannot be decoded to a user name and password.
     #[error("{path}: auths.{key}.auth is not base64 of user:password")]
-    BadAuthField { path: PathBuf, key: String },
+    BadAuthField {
+        /// The auth file.
+        path: PathBuf,
+        /// The registry key of the bad entry.
+        key: String,
+    },
+    /// Running a credential helper failed (not installed, or it crashed).
     #[error("failed to run the credential helper docker-credential-{helper} for {registry}")]
     Helper {
+        /// The helper's name, without the `docker-credential-` prefix.
         helper: String,
+        /// The registry credentials were asked for.
         registry: String,
+        /// The I/O error from starting or talking to the helper.
         #[source]
         source: std::io::Error,
     },
+    /// A credential helper answered, but not with the JSON of `Username` and `Secret`.
     #[error(
         "the credential helper docker-credential-{helper} gave unreadable output for {registry}"
     )]
-    HelperOutput { helper: String, registry: String },
+    HelperOutput {
+        /// The helper's name, without the `docker-credential-` prefix.
+        helper: String,
+        /// The registry credentials were asked for.
+        registry: String,
+    },
 }
 
 /// Where auth files are looked for; [`AuthFiles::from_env`] reads the process environment.
@@ -199,6 +226,7 @@ impl AuthFiles {
 /// What an auth file says about a registry.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Found {
+    /// Use these credentials, found inline in the file (`auth`, `identitytoken`).
     Credentials(Credentials),
     /// Ask this credential helper (`docker-credential-<name>`).
     Helper(String),

@@ -20,30 +20,56 @@ use super::registry::{RegistryAccess, RegistryClient, RegistryError};
 /// Failure to pull a base image.
 #[derive(Debug, thiserror::Error)]
 pub enum BaseError {
+    /// The base image reference does not parse.
     #[error(transparent)]
     Reference(#[from] ReferenceError),
+    /// Talking to the registry that holds the base image failed.
     #[error(transparent)]
     Registry(#[from] RegistryError),
+    /// Reading the base image from an OCI layout failed.
     #[error(transparent)]
     Layout(#[from] LayoutError),
+    /// A manifest or index of the base image is not valid JSON of its kind.
     #[error("manifest {digest} is not a valid {what}")]
     Manifest {
+        /// Digest of the manifest that does not parse.
         digest: String,
+        /// Which document was expected, e.g. "image manifest".
         what: &'static str,
+        /// The JSON parser's complaint.
         #[source]
         source: serde_json::Error,
     },
+    /// A manifest uses a media type olmpack does not read (neither OCI nor Docker schema 2).
     #[error("manifest {digest} has media type {media_type:?}, which olmpack cannot build on")]
-    MediaType { digest: String, media_type: String },
+    MediaType {
+        /// Digest of the manifest.
+        digest: String,
+        /// Its media type.
+        media_type: String,
+    },
+    /// The base image's config blob is JSON but not an object.
     #[error("config {digest} is not a JSON object")]
-    Config { digest: String },
+    Config {
+        /// Digest of the config blob.
+        digest: String,
+    },
+    /// A layer may not be redistributed (Docker foreign layer), so it cannot be copied into the new image.
     #[error(
         "layer {digest} is non-distributable (media type {media_type:?}); olmpack cannot copy it"
     )]
-    ForeignLayer { digest: String, media_type: String },
+    ForeignLayer {
+        /// Digest of the layer.
+        digest: String,
+        /// Its non-distributable media type.
+        media_type: String,
+    },
+    /// Saving a downloaded base layer to the local staging area failed.
     #[error("failed to store layer {digest}")]
     Store {
+        /// Digest of the layer.
         digest: String,
+        /// The I/O error from the file system.
         #[source]
         source: std::io::Error,
     },
@@ -52,15 +78,20 @@ pub enum BaseError {
 /// A base image: one platform image, or several from an index.
 #[derive(Clone, Debug)]
 pub struct BaseImage {
+    /// True when the reference pointed to an index (multi-platform), false for a single manifest.
     pub is_index: bool,
+    /// The platform images: one for a single manifest, one per usable index entry otherwise.
     pub images: Vec<PlatformImage>,
 }
 
 /// One platform's image of the base: its config and its layers (already in the layout).
 #[derive(Clone, Debug)]
 pub struct PlatformImage {
+    /// The platform this image is for, as its index entry says (none for a single manifest).
     pub platform: Option<Platform>,
+    /// The image config as JSON, kept whole so unknown fields survive.
     pub config: Value,
+    /// The layers of the image, lowest first.
     pub layers: Vec<Descriptor>,
 }
 

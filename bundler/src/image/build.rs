@@ -31,6 +31,7 @@ use super::{CATALOG_CONFIGS_LABEL, media_type};
 pub const CATALOG_DIR: &str = "/configs";
 /// Entrypoint and command of a catalog image on an opm base image.
 pub const CATALOG_ENTRYPOINT: &[&str] = &["/bin/opm"];
+/// Arguments to the entrypoint: serve `/configs`, caching in `/tmp/cache` without the integrity check.
 pub const CATALOG_CMD: &[&str] = &[
     "serve",
     "/configs",
@@ -41,44 +42,85 @@ pub const CATALOG_CMD: &[&str] = &[
 /// Failure to build an image.
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
+    /// The directory to build an image from is missing or is a file.
     #[error("{path} is not a directory")]
-    NotADirectory { path: PathBuf },
+    NotADirectory {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// A bundle directory lacks `manifests/` or `metadata/`.
     #[error("{path} is missing or not a directory; a bundle image needs manifests/ and metadata/")]
-    MissingBundleDir { path: PathBuf },
+    MissingBundleDir {
+        /// The bundle directory.
+        path: PathBuf,
+    },
+    /// `metadata/annotations.yaml` of the bundle cannot be read.
     #[error("failed to read {path}")]
     ReadAnnotations {
+        /// The annotations file.
         path: PathBuf,
+        /// Why reading failed.
         #[source]
         source: crate::input::InputError,
     },
+    /// `metadata/annotations.yaml` is not YAML.
     #[error("{path} is not valid YAML")]
     ParseAnnotations {
+        /// The annotations file.
         path: PathBuf,
+        /// The YAML parser's complaint.
         #[source]
         source: crate::yaml::YamlError,
     },
+    /// `metadata/annotations.yaml` parses but its content is not usable as image labels.
     #[error("{path}: {problem}")]
-    BadAnnotations { path: PathBuf, problem: String },
+    BadAnnotations {
+        /// The annotations file.
+        path: PathBuf,
+        /// What is wrong with it, in our words.
+        problem: String,
+    },
+    /// The output layout would be written into the very directory being packed, so the image would contain itself.
     #[error("the layout {layout} is inside {dir}, the directory being built")]
-    LayoutInsideSource { layout: PathBuf, dir: PathBuf },
+    LayoutInsideSource {
+        /// The output layout directory.
+        layout: PathBuf,
+        /// The directory being built.
+        dir: PathBuf,
+    },
+    /// A catalog image was requested from a directory with no files.
     #[error("{path} holds no files; a catalog image needs a File-Based Catalog")]
-    EmptyCatalog { path: PathBuf },
+    EmptyCatalog {
+        /// The catalog directory.
+        path: PathBuf,
+    },
+    /// Writing the tar layer of a directory failed.
     #[error("failed to build the layer for {dest}")]
     Layer {
+        /// Where the directory goes in the image, e.g. `/configs`.
         dest: String,
+        /// The layer writer's error.
         #[source]
         source: LayerError,
     },
+    /// Writing the OCI layout failed.
     #[error(transparent)]
     Layout(#[from] LayoutError),
+    /// The base image could not be pulled or read.
     #[error("failed to use the base image {reference}")]
     Base {
+        /// The base image reference as given.
         reference: String,
+        /// Why pulling or reading it failed.
         #[source]
         source: Box<BaseError>,
     },
+    /// The base image offers no image for a platform olmpack can build on.
     #[error("the base image {reference} has no usable platform image")]
-    NoBasePlatform { reference: String },
+    NoBasePlatform {
+        /// The base image reference as given.
+        reference: String,
+    },
 }
 
 /// Settings for a build.

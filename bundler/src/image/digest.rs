@@ -41,6 +41,7 @@ pub struct HashingWriter<W> {
 }
 
 impl<W: Write> HashingWriter<W> {
+    /// Wraps `inner`; nothing hashed or counted yet.
     pub fn new(inner: W) -> Self {
         Self {
             inner,

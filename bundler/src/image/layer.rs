@@ -24,20 +24,36 @@ const GZIP_OS_UNKNOWN: u8 = 255;
 /// Failure to build a layer.
 #[derive(Debug, thiserror::Error)]
 pub enum LayerError {
+    /// Reading a file or directory to put into the layer failed.
     #[error("failed to read {path}")]
     Read {
+        /// The file or directory.
         path: PathBuf,
+        /// The I/O error from the file system.
         #[source]
         source: io::Error,
     },
+    /// The source holds a symlink, socket or device, which olmpack does not pack.
     #[error(
         "{path} is a symbolic link or special file; image layers hold only regular files and directories"
     )]
-    Unsupported { path: PathBuf },
+    Unsupported {
+        /// The offending file.
+        path: PathBuf,
+    },
+    /// A file name is not valid UTF-8, which tar paths in image layers must be.
     #[error("{path}: file names in image layers must be UTF-8")]
-    NonUtf8 { path: PathBuf },
+    NonUtf8 {
+        /// The offending file.
+        path: PathBuf,
+    },
+    /// A file's size changed between listing and packing, so the layer would not match what was planned.
     #[error("{path} changed while the layer was written")]
-    Changed { path: PathBuf },
+    Changed {
+        /// The file that changed.
+        path: PathBuf,
+    },
+    /// Writing the compressed layer file failed.
     #[error("failed to write the layer")]
     Write(#[source] io::Error),
 }
@@ -62,14 +78,20 @@ pub struct LayerOptions {
 /// One entry of a layer, before it is written.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Entry {
+    /// A directory entry (mode 0755).
     Dir,
+    /// A regular file copied from disk (mode 0644).
     File {
+        /// Where the file is on disk.
         source: PathBuf,
+        /// Its size in bytes when it was listed; a different size when packing fails.
         len: u64,
     },
     /// A file whose bytes and mode are given (generated files, executables).
     Content {
+        /// The file's content.
         data: Vec<u8>,
+        /// The file's Unix permission bits, e.g. `0o755`.
         mode: u32,
     },
 }
@@ -80,8 +102,11 @@ pub type Entries = BTreeMap<String, Entry>;
 /// A written layer: its compressed digest and size and its uncompressed digest (`diff_id`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WrittenLayer {
+    /// Digest of the gzip-compressed layer blob, `sha256:<hex>`.
     pub digest: String,
+    /// Size of the compressed blob in bytes.
     pub size: u64,
+    /// Digest of the uncompressed tar, as listed in the image config's `rootfs.diff_ids`.
     pub diff_id: String,
 }
 

@@ -28,49 +28,91 @@ const OCI_LAYOUT_CONTENT: &[u8] = br#"{"imageLayoutVersion":"1.0.0"}"#;
 /// Failure to read or write an OCI image layout.
 #[derive(Debug, thiserror::Error)]
 pub enum LayoutError {
+    /// Writing a file or directory of the layout failed.
     #[error("failed to write the image layout {path}")]
     Write {
+        /// The file or directory being written.
         path: PathBuf,
+        /// The I/O error from the file system.
         #[source]
         source: io::Error,
     },
+    /// Reading a file of the layout failed.
     #[error("failed to read {path}")]
     Read {
+        /// The file being read.
         path: PathBuf,
+        /// The I/O error from the file system.
         #[source]
         source: io::Error,
     },
+    /// A layout file (index, manifest, `oci-layout`) does not parse as the OCI JSON it should be.
     #[error("{path} is not valid JSON for an OCI {what}")]
     Json {
+        /// The file that does not parse.
         path: PathBuf,
+        /// Which OCI document was expected, e.g. "image index".
         what: &'static str,
+        /// The JSON parser's complaint.
         #[source]
         source: serde_json::Error,
     },
+    /// The target path holds something else, so olmpack will not overwrite it.
     #[error("{path} exists and is not an OCI image layout; refusing to replace it")]
-    NotALayout { path: PathBuf },
+    NotALayout {
+        /// The path that is not an OCI layout.
+        path: PathBuf,
+    },
+    /// The layout declares a version olmpack does not read.
     #[error("{path} has imageLayoutVersion {version:?}; only 1.0.0 is supported")]
-    Version { path: PathBuf, version: String },
+    Version {
+        /// The layout directory.
+        path: PathBuf,
+        /// The `imageLayoutVersion` it declares.
+        version: String,
+    },
+    /// The `LAYOUT:TAG` reference names a tag the layout does not have.
     #[error("{layout} has no image tagged {tag:?} (tags: {tags})")]
     NoSuchTag {
+        /// The layout directory.
         layout: PathBuf,
+        /// The tag that was asked for.
         tag: String,
+        /// The tags the layout does have, comma-separated, for the message.
         tags: String,
     },
+    /// No tag was given and the layout holds more than one image, so the choice is ambiguous.
     #[error("{layout} holds {count} images; name one with LAYOUT:TAG (tags: {tags})")]
     Ambiguous {
+        /// The layout directory.
         layout: PathBuf,
+        /// How many images the index lists.
         count: usize,
+        /// The tags of those images, comma-separated.
         tags: String,
     },
+    /// The layout's index lists no image at all.
     #[error("{layout} holds no image")]
-    Empty { layout: PathBuf },
+    Empty {
+        /// The layout directory.
+        layout: PathBuf,
+    },
+    /// A descriptor's digest is not of the form `sha256:<64 hex digits>`.
     #[error("{digest:?} in {layout} is not a sha256 digest")]
-    BadDigest { layout: PathBuf, digest: String },
+    BadDigest {
+        /// The layout directory.
+        layout: PathBuf,
+        /// The digest as written.
+        digest: String,
+    },
+    /// A blob's bytes do not hash to the digest that names it.
     #[error("blob {expected} in {layout} is corrupt: its content hashes to {actual}")]
     Corrupt {
+        /// The layout directory.
         layout: PathBuf,
+        /// The digest the blob is stored under.
         expected: String,
+        /// The digest of its actual content.
         actual: String,
     },
 }
@@ -79,20 +121,28 @@ pub enum LayoutError {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Descriptor {
+    /// Media type of the referenced blob (see [`super::media_type`]).
     pub media_type: String,
+    /// Content digest of the blob, `sha256:<hex>`.
     pub digest: String,
+    /// Size of the blob in bytes.
     pub size: u64,
+    /// Which OS and architecture the referenced image is for (in an index).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub platform: Option<Platform>,
+    /// Free-form key/value annotations on this reference, e.g. the tag name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<BTreeMap<String, String>>,
+    /// Alternative download locations of the blob.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub urls: Option<Vec<String>>,
+    /// Artifact type of the referenced manifest, when it is not an image.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub artifact_type: Option<String>,
 }
 
 impl Descriptor {
+    /// A descriptor with only the media type, digest and size set.
     pub fn new(media_type: &str, digest: String, size: u64) -> Self {
         Self {
             media_type: media_type.to_owned(),
@@ -109,25 +159,31 @@ impl Descriptor {
 /// The platform an image runs on.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Platform {
+    /// CPU architecture in Go's spelling, e.g. `amd64`, `arm64`.
     pub architecture: String,
+    /// Operating system in Go's spelling, e.g. `linux`.
     pub os: String,
+    /// Exact OS version (Windows images).
     #[serde(
         rename = "os.version",
         default,
         skip_serializing_if = "Option::is_none"
     )]
     pub os_version: Option<String>,
+    /// Required OS features (Windows images).
     #[serde(
         rename = "os.features",
         default,
         skip_serializing_if = "Option::is_none"
     )]
     pub os_features: Option<Vec<String>>,
+    /// Architecture variant, e.g. `v8` for `arm64`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variant: Option<String>,
 }
 
 impl Platform {
+    /// The platform most catalog and bundle images are built for: `linux/amd64`.
     pub fn linux_amd64() -> Self {
         Self {
             architecture: "amd64".into(),
@@ -143,15 +199,20 @@ impl Platform {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ImageIndex {
+    /// Always 2 for the OCI image index schema.
     pub schema_version: u32,
+    /// [`super::media_type::INDEX`] when written by olmpack; absent in some older indexes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub media_type: Option<String>,
+    /// The per-platform (or per-tag) manifests the index points to.
     pub manifests: Vec<Descriptor>,
+    /// Free-form key/value annotations on the index.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<BTreeMap<String, String>>,
 }
 
 impl ImageIndex {
+    /// An OCI index (schema 2, OCI media type) over these manifests.
     pub fn new(manifests: Vec<Descriptor>) -> Self {
         Self {
             schema_version: 2,
@@ -166,11 +227,16 @@ impl ImageIndex {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ImageManifest {
+    /// Always 2 for the OCI image manifest schema.
     pub schema_version: u32,
+    /// [`super::media_type::MANIFEST`] when written by olmpack; absent in some older manifests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub media_type: Option<String>,
+    /// The image's config blob.
     pub config: Descriptor,
+    /// The image's layers, lowest first.
     pub layers: Vec<Descriptor>,
+    /// Free-form key/value annotations on the manifest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<BTreeMap<String, String>>,
 }
@@ -398,6 +464,7 @@ impl Layout {
         })
     }
 
+    /// The directory the layout was opened from.
     pub fn path(&self) -> &Path {
         &self.root
     }

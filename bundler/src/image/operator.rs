@@ -225,6 +225,45 @@ pub async fn build_operator_image(
     base: Option<(&str, &RegistryAccess)>,
     progress: &Progress,
 ) -> Result<Descriptor, OperatorError> {
+    check_inputs(binaries, base)?;
+    // Every binary is checked before anything is written.
+    let contents = binaries
+        .iter()
+        .map(|b| read_binary(b, base.is_none()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let writer = LayoutWriter::create(out).map_err(BuildError::from)?;
+    let build = &options.build;
+    let foundation = foundation(&writer, base, build, progress).await?;
+    let mut manifests = Vec::new();
+    for (binary, bytes) in binaries.iter().zip(contents) {
+        manifests.push(platform_manifest(
+            &writer,
+            &foundation,
+            binary,
+            bytes,
+            options,
+        )?);
+    }
+    let root = if manifests.len() == 1 {
+        let mut only = manifests.remove(0);
+        only.platform = None;
+        only
+    } else {
+        writer
+            .put_json(media_type::INDEX, &ImageIndex::new(manifests))
+            .map_err(BuildError::from)?
+    };
+    writer
+        .finish(&root, build.tag.as_deref())
+        .map_err(BuildError::from)?;
+    Ok(root)
+}
+
+/// Refuses no binaries, two for one platform, and a base not named by digest.
+fn check_inputs(
+    binaries: &[OperatorBinary],
+    base: Option<(&str, &RegistryAccess)>,
+) -> Result<(), OperatorError> {
     if binaries.is_empty() {
         return Err(OperatorError::NoBinary);
     }
@@ -243,16 +282,20 @@ pub async fn build_operator_image(
             reference: reference.to_owned(),
         });
     }
-    // Every binary is checked before anything is written.
-    let contents = binaries
-        .iter()
-        .map(|b| read_binary(b, base.is_none()))
-        .collect::<Result<Vec<_>, _>>()?;
-    let writer = LayoutWriter::create(out).map_err(BuildError::from)?;
-    let build = &options.build;
-    let foundation = match base {
+    Ok(())
+}
+
+/// What every platform's image starts from: the fetched base image, or the base-files layer
+/// of an image without one.
+async fn foundation<'a>(
+    writer: &LayoutWriter,
+    base: Option<(&'a str, &RegistryAccess)>,
+    build: &BuildOptions,
+    progress: &Progress,
+) -> Result<Foundation<'a>, OperatorError> {
+    Ok(match base {
         Some((reference, access)) => Foundation::Base {
-            image: base::fetch(reference, access, &writer, progress)
+            image: base::fetch(reference, access, writer, progress)
                 .await
                 .map_err(|source| BuildError::Base {
                     reference: reference.to_owned(),
@@ -261,45 +304,40 @@ pub async fn build_operator_image(
             reference,
         },
         None => Foundation::Scratch(Box::new(build::write_entries(
-            &writer,
+            writer,
             &base_files(),
             "/etc",
             build,
         )?)),
+    })
+}
+
+/// The image manifest of one platform: the foundation's layers and config plus the binary.
+fn platform_manifest(
+    writer: &LayoutWriter,
+    foundation: &Foundation<'_>,
+    binary: &OperatorBinary,
+    bytes: Vec<u8>,
+    options: &OperatorOptions,
+) -> Result<Descriptor, OperatorError> {
+    let build = &options.build;
+    let binary_layer = binary_layer(writer, &options.entrypoint, bytes, build)?;
+    let (mut config, mut layers) = match foundation {
+        Foundation::Base { image, reference } => {
+            let platform_image = base_for(image, &binary.platform, reference)?;
+            (platform_image.config.clone(), platform_image.layers.clone())
+        }
+        Foundation::Scratch(files) => (
+            scratch_config(&binary.platform, files, build),
+            vec![files.descriptor.clone()],
+        ),
     };
-    let mut manifests = Vec::new();
-    for (binary, bytes) in binaries.iter().zip(contents) {
-        let binary_layer = binary_layer(&writer, &options.entrypoint, bytes, build)?;
-        let (mut config, mut layers) = match &foundation {
-            Foundation::Base { image, reference } => {
-                let platform_image = base_for(image, &binary.platform, reference)?;
-                (platform_image.config.clone(), platform_image.layers.clone())
-            }
-            Foundation::Scratch(files) => (
-                scratch_config(&binary.platform, files, build),
-                vec![files.descriptor.clone()],
-            ),
-        };
-        add_binary(&mut config, &binary_layer, &options.entrypoint, build);
-        layers.push(binary_layer.descriptor.clone());
-        let mut descriptor =
-            build::write_manifest(&writer, &config, layers).map_err(BuildError::from)?;
-        descriptor.platform = Some(binary.platform.clone());
-        manifests.push(descriptor);
-    }
-    let root = if manifests.len() == 1 {
-        let mut only = manifests.remove(0);
-        only.platform = None;
-        only
-    } else {
-        writer
-            .put_json(media_type::INDEX, &ImageIndex::new(manifests))
-            .map_err(BuildError::from)?
-    };
-    writer
-        .finish(&root, build.tag.as_deref())
-        .map_err(BuildError::from)?;
-    Ok(root)
+    add_binary(&mut config, &binary_layer, &options.entrypoint, build);
+    layers.push(binary_layer.descriptor.clone());
+    let mut descriptor =
+        build::write_manifest(writer, &config, layers).map_err(BuildError::from)?;
+    descriptor.platform = Some(binary.platform.clone());
+    Ok(descriptor)
 }
 
 /// What the binaries go onto.

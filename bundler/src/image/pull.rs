@@ -19,27 +19,42 @@ use super::registry::RegistryAccess;
 /// Failure to pull an image's files.
 #[derive(Debug, thiserror::Error)]
 pub enum PullError {
+    /// Fetching the image from its registry or layout failed.
     #[error("failed to pull {reference}")]
     Fetch {
+        /// The image reference as given.
         reference: String,
+        /// Why fetching failed.
         #[source]
         source: BaseError,
     },
+    /// The reference resolves to an index that lists no image.
     #[error("{reference} has no image")]
-    Empty { reference: String },
+    Empty {
+        /// The image reference as given.
+        reference: String,
+    },
+    /// Writing the pulled blobs into the staging layout failed.
     #[error("failed to stage the layers of {reference}")]
     Layout {
+        /// The image reference as given.
         reference: String,
+        /// The layout writer's error.
         #[source]
         source: LayoutError,
     },
+    /// Reading or unpacking a pulled layer failed.
     #[error("failed to read layer {digest} of {reference}")]
     Layer {
+        /// The image reference as given.
         reference: String,
+        /// Digest of the layer.
         digest: String,
+        /// The I/O error from reading or unpacking.
         #[source]
         source: std::io::Error,
     },
+    /// The temporary directory for the pulled image could not be created.
     #[error("failed to create a temp directory")]
     TempDir(#[source] std::io::Error),
 }

@@ -187,67 +187,26 @@ pub async fn push_layout(
     client
         .authenticate(&target, RegistryOperation::Push)
         .await?;
-    let repo = |digest: &str| {
-        Reference::with_digest(
-            target.registry().to_owned(),
-            target.repository().to_owned(),
-            digest.to_owned(),
-        )
-    };
 
-    let total: u64 = plan.blobs.iter().map(|b| b.size).sum();
-    progress.start(
-        &format!("pushing to {}/{}", target.registry(), target.repository()),
-        plan.blobs.len(),
-        total,
-    );
-    let outcomes: Vec<(bool, u64)> = futures::stream::iter(plan.blobs.iter())
-        .map(|blob| push_blob(&client, &layout, &target, blob, progress))
-        .buffer_unordered(access.max_concurrent.max(1))
-        .try_collect()
-        .await?;
-
+    let outcomes = push_blobs(&client, &layout, &target, &plan.blobs, access, progress).await?;
     for manifest in &plan.manifests {
-        let reference = repo(&manifest.descriptor.digest);
+        let reference = by_digest(&target, &manifest.descriptor.digest);
         push_manifest(&client, &reference, manifest).await?;
         progress.step(&format!("manifest {}", manifest.descriptor.digest));
     }
-
     // The tag moves last, once everything it will point to is there.
     if target.digest().is_none() {
-        let tag = target.tag().unwrap_or("latest");
-        let tagged = Reference::with_tag(
-            target.registry().to_owned(),
-            target.repository().to_owned(),
-            tag.to_owned(),
-        );
         let root_manifest = plan
             .manifests
             .last()
             .expect("the plan always ends with the root");
-        push_manifest(&client, &tagged, root_manifest).await?;
-        let actual = client
-            .with_retries(format!("resolving {}", tagged.whole()), || async {
-                client
-                    .client
-                    .fetch_manifest_digest(&tagged, &client.auth)
-                    .await
-            })
-            .await?;
-        if actual != root.digest {
-            return Err(PushError::TagMismatch {
-                reference: tagged.whole(),
-                expected: root.digest,
-                actual,
-            });
-        }
-        progress.step(&format!("tagged {tag}"));
+        move_tag(&client, &target, &root.digest, root_manifest, progress).await?;
     }
     progress.finish();
 
     let pushed = outcomes.iter().filter(|(sent, _)| *sent).count();
     Ok(PushReport {
-        pinned: repo(&root.digest).whole(),
+        pinned: by_digest(&target, &root.digest).whole(),
         digest: root.digest,
         blobs_pushed: pushed,
         blobs_present: outcomes.len() - pushed,
@@ -257,6 +216,73 @@ pub async fn push_layout(
             .map(|(_, size)| size)
             .sum(),
     })
+}
+
+/// `digest` in the repository of `target`.
+fn by_digest(target: &Reference, digest: &str) -> Reference {
+    Reference::with_digest(
+        target.registry().to_owned(),
+        target.repository().to_owned(),
+        digest.to_owned(),
+    )
+}
+
+/// Uploads the blobs the registry lacks, several at a time; returns, per blob, whether it
+/// was sent and its size.
+async fn push_blobs(
+    client: &RegistryClient,
+    layout: &Layout,
+    target: &Reference,
+    blobs: &[Descriptor],
+    access: &RegistryAccess,
+    progress: &Progress,
+) -> Result<Vec<(bool, u64)>, PushError> {
+    let total: u64 = blobs.iter().map(|b| b.size).sum();
+    progress.start(
+        &format!("pushing to {}/{}", target.registry(), target.repository()),
+        blobs.len(),
+        total,
+    );
+    futures::stream::iter(blobs)
+        .map(|blob| push_blob(client, layout, target, blob, progress))
+        .buffer_unordered(access.max_concurrent.max(1))
+        .try_collect()
+        .await
+}
+
+/// Points the tag of `target` (`latest` when it has none) at the root manifest, then
+/// resolves the tag again: it must give `root_digest`.
+async fn move_tag(
+    client: &RegistryClient,
+    target: &Reference,
+    root_digest: &str,
+    root_manifest: &ManifestToPush,
+    progress: &Progress,
+) -> Result<(), PushError> {
+    let tag = target.tag().unwrap_or("latest");
+    let tagged = Reference::with_tag(
+        target.registry().to_owned(),
+        target.repository().to_owned(),
+        tag.to_owned(),
+    );
+    push_manifest(client, &tagged, root_manifest).await?;
+    let actual = client
+        .with_retries(format!("resolving {}", tagged.whole()), || async {
+            client
+                .client
+                .fetch_manifest_digest(&tagged, &client.auth)
+                .await
+        })
+        .await?;
+    if actual != root_digest {
+        return Err(PushError::TagMismatch {
+            reference: tagged.whole(),
+            expected: root_digest.to_owned(),
+            actual,
+        });
+    }
+    progress.step(&format!("tagged {tag}"));
+    Ok(())
 }
 
 /// Uploads one blob unless the registry has it; returns whether it was sent, and its size.

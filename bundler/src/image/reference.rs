@@ -11,14 +11,21 @@ pub use oci_client::Reference;
 /// Failure to parse a reference.
 #[derive(Debug, thiserror::Error)]
 pub enum ReferenceError {
+    /// The text is neither a registry reference nor an OCI layout path.
     #[error("{reference:?} is not a valid image reference")]
     Invalid {
+        /// The reference as given.
         reference: String,
+        /// The parser's complaint.
         #[source]
         source: oci_client::ParseError,
     },
+    /// The reference is `LAYOUT:` with nothing after the colon.
     #[error("{reference:?}: the tag in an OCI layout reference must not be empty")]
-    EmptyTag { reference: String },
+    EmptyTag {
+        /// The reference as given.
+        reference: String,
+    },
 }
 
 /// Parses a registry image reference.
@@ -32,7 +39,9 @@ pub fn parse(reference: &str) -> Result<Reference, ReferenceError> {
 /// An OCI layout directory and optionally the tag of one image in it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LayoutRef {
+    /// The layout directory.
     pub path: PathBuf,
+    /// The tag to pick from the layout (its `org.opencontainers.image.ref.name`); none picks the only image.
     pub tag: Option<String>,
 }
 

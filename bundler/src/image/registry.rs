@@ -24,14 +24,17 @@ use super::reference::is_loopback;
 /// How olmpack talks to registries.
 #[derive(Clone, Debug)]
 pub struct RegistryAccess {
+    /// Which credentials to send.
     pub credentials: Credentials,
     /// Where [`Credentials::FromAuthFiles`] looks.
     pub auth_files: AuthFiles,
     /// Allow plain HTTP to registries that are not on a loopback address.
     pub insecure_http: bool,
+    /// How failed requests are retried.
     pub retry: RetryPolicy,
     /// A response that sends nothing for this long fails (and is retried).
     pub read_timeout: Duration,
+    /// Connecting that takes longer than this fails (and is retried).
     pub connect_timeout: Duration,
     /// Blobs uploaded or downloaded at once.
     pub max_concurrent: usize,
@@ -56,7 +59,9 @@ impl Default for RegistryAccess {
 pub struct RetryPolicy {
     /// Tries per request, the first included.
     pub attempts: u32,
+    /// Wait before the first retry; each further retry waits twice as long.
     pub initial_backoff: Duration,
+    /// Longest wait between two retries.
     pub max_backoff: Duration,
 }
 
@@ -83,30 +88,45 @@ impl RetryPolicy {
 /// A registry request that failed for good.
 #[derive(Debug, thiserror::Error)]
 pub enum RegistryError {
+    /// Looking up the credentials for a registry failed.
     #[error("failed to read credentials for {registry}")]
     Credentials {
+        /// The registry host.
         registry: String,
+        /// Why the lookup failed.
         #[source]
         source: AuthError,
     },
+    /// The registry client could not be created (e.g. bad TLS settings).
     #[error("failed to set up the registry client for {registry}")]
     Client {
+        /// The registry host.
         registry: String,
+        /// The client library's error.
         #[source]
         source: OciDistributionError,
     },
+    /// The registry answered 401 or 403: the credentials are missing or lack the permission.
     #[error("{what}: {registry} denied access (HTTP {status}); check the registry credentials")]
     Denied {
+        /// What was attempted, e.g. "authenticating to quay.io".
         what: String,
+        /// The registry host.
         registry: String,
+        /// The HTTP status code.
         status: u16,
+        /// The client library's error.
         #[source]
         source: OciDistributionError,
     },
+    /// A request kept failing (network or server errors) until the retries ran out.
     #[error("{what} failed after {attempts} attempt(s)")]
     Request {
+        /// What was attempted, e.g. "pulling blob sha256:…".
         what: String,
+        /// How many attempts were made.
         attempts: u32,
+        /// The error of the last attempt.
         #[source]
         source: OciDistributionError,
     },

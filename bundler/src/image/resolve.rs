@@ -8,11 +8,15 @@ use super::registry::{RegistryAccess, RegistryClient, RegistryError};
 /// Failure to resolve a reference.
 #[derive(Debug, thiserror::Error)]
 pub enum ResolveError {
+    /// The reference does not parse.
     #[error(transparent)]
     Reference(#[from] ReferenceError),
+    /// Asking the registry for the digest failed.
     #[error("failed to resolve {reference}")]
     Registry {
+        /// The image reference as given.
         reference: String,
+        /// The registry error.
         #[source]
         source: RegistryError,
     },

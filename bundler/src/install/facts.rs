@@ -184,11 +184,26 @@ pub fn read(label: &str, bundle: &LoadedBundle) -> Result<BundleFacts, FactsErro
             .filter(|ns| !ns.is_empty())
             .cloned(),
         crds: bundle.crds().map(|c| c.name().to_owned()).collect(),
+        install_modes: supported_modes(&view.spec.install_modes),
         ..BundleFacts::default()
     };
-    let spec = view.spec;
-    facts.install_modes = spec
-        .install_modes
+    facts.add_strategy(&view.spec.install.spec);
+    facts.webhooks = view
+        .spec
+        .webhookdefinitions
+        .into_iter()
+        .map(|w| Webhook {
+            kind: w.type_,
+            name: w.generate_name,
+        })
+        .collect();
+    facts.others = other_objects(bundle);
+    Ok(facts)
+}
+
+/// The install modes the CSV marks supported (unknown mode names are ignored).
+fn supported_modes(modes: &[InstallModeView]) -> BTreeSet<InstallMode> {
+    modes
         .iter()
         .filter(|m| m.supported)
         .filter_map(|m| match m.type_.as_str() {
@@ -198,42 +213,42 @@ pub fn read(label: &str, bundle: &LoadedBundle) -> Result<BundleFacts, FactsErro
             "AllNamespaces" => Some(InstallMode::AllNamespaces),
             _ => None,
         })
-        .collect();
-    for deployment in &spec.install.spec.deployments {
-        facts.deployments.insert(deployment.name.clone());
-        let account = deployment
-            .spec
-            .pointer("/template/spec/serviceAccountName")
-            .and_then(serde_json::Value::as_str)
-            .unwrap_or("default");
-        facts.service_accounts.insert(account.to_owned());
-    }
-    for (list, rules) in [
-        (&spec.install.spec.permissions, &mut facts.permissions),
-        (
-            &spec.install.spec.cluster_permissions,
-            &mut facts.cluster_permissions,
-        ),
-    ] {
-        for permission in list {
-            let account = match permission.service_account_name.as_str() {
-                "" => "default",
-                name => name,
-            };
-            facts.service_accounts.insert(account.to_owned());
-            rules.extend(permission.rules.iter().cloned());
+        .collect()
+}
+
+impl BundleFacts {
+    /// Adds the install strategy's deployments, their service accounts and the permissions'
+    /// accounts and rules (the `default` account left out).
+    fn add_strategy(&mut self, strategy: &StrategyView) {
+        for deployment in &strategy.deployments {
+            self.deployments.insert(deployment.name.clone());
+            let account = deployment
+                .spec
+                .pointer("/template/spec/serviceAccountName")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("default");
+            self.service_accounts.insert(account.to_owned());
         }
+        for (list, rules) in [
+            (&strategy.permissions, &mut self.permissions),
+            (&strategy.cluster_permissions, &mut self.cluster_permissions),
+        ] {
+            for permission in list {
+                let account = match permission.service_account_name.as_str() {
+                    "" => "default",
+                    name => name,
+                };
+                self.service_accounts.insert(account.to_owned());
+                rules.extend(permission.rules.iter().cloned());
+            }
+        }
+        self.service_accounts.remove("default");
     }
-    facts.service_accounts.remove("default");
-    facts.webhooks = spec
-        .webhookdefinitions
-        .into_iter()
-        .map(|w| Webhook {
-            kind: w.type_,
-            name: w.generate_name,
-        })
-        .collect();
-    facts.others = bundle
+}
+
+/// Every object of the bundle but the CSV and the CRDs, by group, plural resource and name.
+fn other_objects(bundle: &LoadedBundle) -> BTreeSet<OtherObject> {
+    bundle
         .objects
         .iter()
         .filter(|o| {
@@ -255,8 +270,7 @@ pub fn read(label: &str, bundle: &LoadedBundle) -> Result<BundleFacts, FactsErro
                 namespaced: !CLUSTER_SCOPED_KINDS.contains(&o.kind()),
             }
         })
-        .collect();
-    Ok(facts)
+        .collect()
 }
 
 /// A serde message without the Rust type names serde puts into some of them.

@@ -36,14 +36,29 @@ pub const OLM_V1_FILE: &str = "olm-v1.yaml";
 /// Why no install manifests can be written.
 #[derive(Debug, thiserror::Error)]
 pub enum InstallError {
+    /// The package has no release to install.
     #[error("the package {package} has no release")]
-    NoRelease { package: String },
+    NoRelease {
+        /// The package.
+        package: String,
+    },
+    /// The newest CSV supports only install modes whose target namespaces olmpack cannot choose, so no install manifests are written.
     #[error(
         "ClusterServiceVersion/{csv} supports neither the AllNamespaces nor the OwnNamespace install mode; its target namespaces are the cluster administrator's choice, so no install manifests are written"
     )]
-    NoInstallMode { csv: String },
+    NoInstallMode {
+        /// The CSV's name.
+        csv: String,
+    },
+    /// Printing an install manifest as YAML failed.
     #[error("failed to print the install manifest {file}: {message}")]
-    Print { file: String, message: String },
+    Print {
+        /// The manifest file name.
+        file: String,
+        /// The printer's complaint.
+        message: String,
+    },
+    /// Placing the manifests into the output tree failed.
     #[error(transparent)]
     Output(#[from] crate::output::OutputError),
 }
@@ -51,7 +66,9 @@ pub enum InstallError {
 /// What the install manifests are built from.
 #[derive(Clone, Debug)]
 pub struct InstallInput<'a> {
+    /// The package name.
     pub package: &'a str,
+    /// The channel to subscribe to.
     pub default_channel: &'a str,
     /// The catalog image, `repository@sha256:…`.
     pub catalog_image: &'a str,
@@ -62,7 +79,9 @@ pub struct InstallInput<'a> {
 /// The install manifests and what they decided.
 #[derive(Clone, Debug, PartialEq)]
 pub struct InstallManifests {
+    /// The namespace the operator is installed into.
     pub namespace: String,
+    /// The install mode used: AllNamespaces when the CSV supports it, else OwnNamespace.
     pub mode: InstallMode,
     /// [`OLM_V0_FILE`] and [`OLM_V1_FILE`].
     pub files: FileTree,

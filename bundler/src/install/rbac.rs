@@ -19,6 +19,7 @@
 //!
 //! Rules are merged over every release of the package (an upgrade applies each in turn),
 //! deduplicated and sorted, so the output is deterministic.
+#![warn(missing_docs)]
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -53,10 +54,15 @@ pub struct InstallerNames {
 /// The installer's ServiceAccount and its RBAC.
 #[derive(Clone, Debug, PartialEq)]
 pub struct InstallerRbac {
+    /// The account OLM v1 installs the bundle as.
     pub service_account: ServiceAccount,
+    /// Its cluster-wide rules (bundle kinds, RBAC kinds, and the operator's cluster permissions).
     pub cluster_role: ClusterRole,
+    /// Binds the ClusterRole to the account.
     pub cluster_role_binding: ClusterRoleBinding,
+    /// Its rules in the install namespace (the operator's namespaced permissions in OwnNamespace mode).
     pub role: Role,
+    /// Binds the Role to the account.
     pub role_binding: RoleBinding,
 }
 

@@ -1,4 +1,5 @@
 //! What the live test runs on: releases (CRDs, examples) and the edges between them.
+#![warn(missing_docs)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -16,61 +17,94 @@ use crate::plan::LoadedPlan;
 /// Failure to prepare the live test's inputs.
 #[derive(Debug, thiserror::Error)]
 pub enum LiveInputsError {
+    /// Generating the bundles of the plan failed.
     #[error("failed to generate the bundles of the plan")]
     Generate(#[from] generate::GenerateError),
+    /// Building the plan's catalog failed.
     #[error("failed to build the catalog of the plan")]
     Release(#[from] crate::release::ReleaseError),
+    /// The catalog under test cannot be loaded.
     #[error("failed to read catalog {path}")]
     Catalog {
+        /// The catalog directory.
         path: PathBuf,
+        /// The loader's error.
         #[source]
         source: crate::catalog::load::LoadError,
     },
+    /// A bundle directory cannot be loaded.
     #[error("failed to read bundle directory {path}")]
     Bundle {
+        /// The bundle directory.
         path: PathBuf,
+        /// The loader's error.
         #[source]
         source: crate::bundle::load::BundleLoadError,
     },
+    /// The directory of bundle directories cannot be listed.
     #[error("failed to list bundle directories in {path}")]
     BundlesDir {
+        /// The directory.
         path: PathBuf,
+        /// The I/O error from the file system.
         #[source]
         source: std::io::Error,
     },
+    /// A bundle's CRD does not decode, so its examples cannot be checked against it.
     #[error("{file}: {object}: not a valid CustomResourceDefinition: {reason}")]
     Crd {
+        /// The manifest file.
         file: PathBuf,
+        /// The CRD, e.g. `CustomResourceDefinition/webapps.apps.olmpack.dev`.
         object: String,
+        /// Why it does not decode.
         reason: String,
     },
+    /// The CSV's `alm-examples` annotation is not a JSON list of objects.
     #[error(
         "{file}: {object}: metadata.annotations.alm-examples is not a JSON list of objects: {reason}"
     )]
     Examples {
+        /// The CSV file.
         file: PathBuf,
+        /// The CSV object.
         object: String,
+        /// Why it does not parse.
         reason: String,
     },
+    /// A sample file is not a YAML mapping.
     #[error("{path}: sample is not a YAML object: {reason}")]
-    Sample { path: PathBuf, reason: String },
+    Sample {
+        /// The sample file.
+        path: PathBuf,
+        /// Why it does not parse as one.
+        reason: String,
+    },
+    /// An upgrade edge of the catalog names a bundle for which no bundle directory was found.
     #[error(
         "the catalog names bundle {bundle} in an upgrade edge, but no bundle directory holds its CSV"
     )]
-    MissingBundle { bundle: String },
+    MissingBundle {
+        /// The bundle name.
+        bundle: String,
+    },
 }
 
 /// One upgrade edge, by bundle name.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Edge {
+    /// The bundle upgraded from.
     pub from: String,
+    /// The bundle upgraded to.
     pub to: String,
 }
 
 /// The releases (by bundle name) and the edges to run.
 #[derive(Clone, Debug, Default)]
 pub struct Inputs {
+    /// Each release's bundle and samples, by bundle name.
     pub releases: BTreeMap<String, ReleaseUnderTest>,
+    /// The upgrade edges to run, in order.
     pub edges: Vec<Edge>,
 }
 

@@ -6,6 +6,7 @@
 //! CSV's `ConversionWebhook` definitions ask OLM to inject, and its `alm-examples` (plus the
 //! plan's samples). [`run`] runs [`upgrade_tests::live::run_edge`] for every edge, on a test
 //! environment of its own per edge or on one given cluster; [`render`] prints the reports.
+#![warn(missing_docs)]
 
 mod inputs;
 mod render;
@@ -30,24 +31,35 @@ pub enum Target {
 /// Failure to run the live test (not a finding about the releases).
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
+    /// The test control plane could not be started.
     #[error("failed to start the test environment")]
     Env(#[from] upgrade_tests::EnvError),
+    /// The kubeconfig of the given cluster cannot be read.
     #[error("failed to read kubeconfig {path}")]
     Kubeconfig {
+        /// The kubeconfig file.
         path: PathBuf,
+        /// The kube client library's error.
         #[source]
         source: kube::config::KubeconfigError,
     },
+    /// No client could be made for the cluster the kubeconfig names.
     #[error("failed to create a client for the cluster of {path}")]
     Client {
+        /// The kubeconfig file.
         path: PathBuf,
+        /// The kube client library's error.
         #[source]
         source: kube::Error,
     },
+    /// The test harness failed while running one upgrade edge (not a verdict on the operator).
     #[error("edge {from} → {to} could not run")]
     Edge {
+        /// The bundle upgraded from.
         from: String,
+        /// The bundle upgraded to.
         to: String,
+        /// What failed.
         #[source]
         source: LiveError,
     },

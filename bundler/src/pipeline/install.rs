@@ -45,13 +45,7 @@ pub fn prepare(
     out: &Path,
     push: bool,
 ) -> Result<InstallOutcome, PipelineError> {
-    let mut releases = Vec::new();
-    for version in versions {
-        if let Some(bundle) = generated.bundles.get(version) {
-            let label = format!("bundle/{version}");
-            releases.push(facts::read(&label, bundle).map_err(fail(step::INSTALL))?);
-        }
-    }
+    let releases = release_facts(generated, versions)?;
     let input = InstallInput {
         package: &plan.plan.package,
         default_channel: &plan.plan.default_channel,
@@ -61,16 +55,7 @@ pub fn prepare(
     let built = match install::build(&input) {
         Ok(built) => built,
         Err(err @ install::InstallError::NoInstallMode { .. }) => {
-            return Ok(InstallOutcome {
-                files: None,
-                stale: false,
-                summary: None,
-                step: Step {
-                    step: step::INSTALL,
-                    change: Change::Skipped,
-                    detail: err.to_string(),
-                },
-            });
+            return Ok(InstallOutcome::skipped(&err));
         }
         Err(other) => return Err(fail(step::INSTALL)(other)),
     };
@@ -81,22 +66,11 @@ pub fn prepare(
         .map(|f| format!("{INSTALL_DIR}/{f}"))
         .collect();
     let detail = format!(
-        "{} (OLM v0: CatalogSource, OperatorGroup, Subscription to {}) and {} (OLM v1: ClusterCatalog, installer ServiceAccount + RBAC, ClusterExtension) into namespace {}; they name the catalog image {}{}{}; {}",
-        files[0],
-        plan.plan.default_channel,
-        files[1],
-        built.namespace,
+        "{}; they name the catalog image {}{}{}; {}",
+        contents(&files, &plan.plan.default_channel, &built.namespace),
         catalog.pinned,
-        if push {
-            ""
-        } else {
-            ", which clusters can pull only once it is pushed (--push)"
-        },
-        if webhooks {
-            "; the newest bundle has webhooks, which OLM v1 installs only with its webhook support (cert-manager) enabled"
-        } else {
-            ""
-        },
+        if push { "" } else { NOT_PUSHED_NOTE },
+        if webhooks { WEBHOOKS_NOTE } else { "" },
         if is_stale {
             "install/ will be written"
         } else {
@@ -121,4 +95,49 @@ pub fn prepare(
             detail,
         },
     })
+}
+
+/// Said of the catalog image when the run does not push it.
+const NOT_PUSHED_NOTE: &str = ", which clusters can pull only once it is pushed (--push)";
+/// Said when the newest bundle has webhooks.
+const WEBHOOKS_NOTE: &str = "; the newest bundle has webhooks, which OLM v1 installs only with its webhook support (cert-manager) enabled";
+
+/// What install reads of each release's bundle, oldest first.
+fn release_facts(
+    generated: &Generated,
+    versions: &[String],
+) -> Result<Vec<facts::BundleFacts>, PipelineError> {
+    let mut releases = Vec::new();
+    for version in versions {
+        if let Some(bundle) = generated.bundles.get(version) {
+            let label = format!("bundle/{version}");
+            releases.push(facts::read(&label, bundle).map_err(fail(step::INSTALL))?);
+        }
+    }
+    Ok(releases)
+}
+
+/// The two files (`files`: OLM v0's, then OLM v1's) and what they hold.
+fn contents(files: &[String], channel: &str, namespace: &str) -> String {
+    format!(
+        "{} (OLM v0: CatalogSource, OperatorGroup, Subscription to {channel}) and {} (OLM v1: ClusterCatalog, installer ServiceAccount + RBAC, ClusterExtension) into namespace {namespace}",
+        files[0], files[1],
+    )
+}
+
+impl InstallOutcome {
+    /// Nothing to install: the CSV's install modes leave the target namespaces to the
+    /// administrator (`err` says why).
+    fn skipped(err: &install::InstallError) -> Self {
+        InstallOutcome {
+            files: None,
+            stale: false,
+            summary: None,
+            step: Step {
+                step: step::INSTALL,
+                change: Change::Skipped,
+                detail: err.to_string(),
+            },
+        }
+    }
 }

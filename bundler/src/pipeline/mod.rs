@@ -373,163 +373,281 @@ pub async fn prepare(
     options: &Options,
     progress: &Progress,
 ) -> Result<Prepared, PipelineError> {
-    let names = names(plan, options.registry.as_deref())?;
-    std::fs::create_dir_all(&options.out).map_err(fail(step::PLAN))?;
-    let staging = tempfile::Builder::new()
-        .prefix(".release-staging-")
-        .tempdir_in(&options.out)
-        .map_err(fail(step::PLAN))?;
-    let state = State::load(&options.out);
-    let releases = plan.sorted_releases();
-    let newest = releases
-        .last()
-        .map(|(_, r)| r.version.clone())
-        .unwrap_or_default();
-    let mut steps = vec![Step {
-        step: step::PLAN,
-        change: Change::Unchanged,
-        detail: format!(
-            "{}: package {}, {} release(s), newest {newest}",
-            plan.path.display(),
-            plan.plan.package,
-            releases.len()
-        ),
-    }];
-
-    let operator =
-        operator_step(plan, options, &names, &newest, &state, &staging, progress).await?;
-    steps.push(match &operator {
-        Some(image) => image_step(step::OPERATOR_IMAGE, image),
-        None => Step {
-            step: step::OPERATOR_IMAGE,
-            change: Change::Skipped,
-            detail: "not built: no operator binaries (give --binary or the plan's images.operatorBinaries); the CSVs keep the operator image as their manifests name it".into(),
-        },
-    });
-
-    let generated = generate_bundles(plan, options, &names, operator.as_ref(), &newest)?;
-    let bundles_stale = stale(&generated.tree, &options.out.join("bundle"), step::BUNDLES)?;
-    let warnings = warnings(&generated.reports);
-    steps.push(tree_step(
-        step::BUNDLES,
-        bundles_stale,
-        format!(
-            "{} bundle(s) generated and validated ({} warning(s))",
-            generated.bundles.len(),
-            warnings.len(),
-        ),
-        "bundle/",
-    ));
-
-    let mut bundle_images = Vec::new();
-    for (_, release) in &releases {
-        let image = bundle_image_step(
-            &generated.tree,
-            &release.version,
-            options,
-            &names,
-            &state,
-            &staging,
-        )?;
-        bundle_images.push(image);
-    }
-    steps.push(images_step(step::BUNDLE_IMAGES, &bundle_images));
-
-    let by_version: BTreeMap<&str, &ImageSummary> = releases
-        .iter()
-        .zip(&bundle_images)
-        .map(|((_, r), i)| (r.version.as_str(), i))
-        .collect();
-    let catalog = release::catalog(plan, &generated, &|version| {
-        by_version
-            .get(version)
-            .map(|i| i.pinned.clone())
-            .unwrap_or_default()
-    })
-    .map_err(fail(step::CATALOG))?;
-    let catalog_stale = stale(&catalog, &options.out.join("catalog"), step::CATALOG)?;
-    steps.push(tree_step(
-        step::CATALOG,
-        catalog_stale,
-        format!(
-            "package {}: every bundle named by digest",
-            plan.plan.package
-        ),
-        "catalog/",
-    ));
-    let upgrade_check = upgrade_check(&catalog, &generated)?;
-    steps.push(Step {
-        step: step::UPGRADE_CHECK,
-        change: Change::Unchanged,
-        detail: format!(
-            "{}: {} upgrade edge(s) checked (CRD schemas, stored versions, conversion), none refused",
-            upgrade_check.status,
-            upgrade_check.verdicts.len()
-        ),
-    });
-
-    let catalog_image =
-        catalog_image_step(plan, &catalog, options, &names, &state, &staging, progress).await?;
-    steps.push(image_step(step::CATALOG_IMAGE, &catalog_image));
-    let versions: Vec<String> = releases.iter().map(|(_, r)| r.version.clone()).collect();
+    let mut run = Preparing::start(plan, options, progress)?;
+    let operator = run.operator_image().await?;
+    let bundles = run.bundles(operator.as_ref())?;
+    let catalog = run.catalog(&bundles).await?;
     let install = install::prepare(
         plan,
-        &generated,
-        &versions,
-        &catalog_image,
+        &bundles.generated,
+        &run.versions,
+        &catalog.image,
         &options.out,
         options.push,
     )?;
-    steps.push(install.step.clone());
-
-    let all_images: Vec<&ImageSummary> = operator
-        .iter()
-        .chain(&bundle_images)
-        .chain(std::iter::once(&catalog_image))
-        .collect();
-    let mut sbom_inputs = Vec::new();
-    for ((_, release), image) in releases.iter().zip(&bundle_images) {
-        let files = bundle_files(&generated.tree, &release.version)?;
-        sbom_inputs.push((release.version.as_str(), image, files));
-    }
-    let supply_plan = supply::plan(
-        &sbom_inputs,
-        &catalog_image,
-        &catalog,
-        options,
-        options.signer.as_ref(),
-        &state,
-    )?;
-    drop(sbom_inputs);
-    steps.push(push_step(options.push, &all_images));
-    steps.push(supply::sbom_step(options.push, &supply_plan));
-    steps.push(supply::sign_step(options.push, &supply_plan));
+    run.steps.push(install.step.clone());
+    let supply_plan = run.supply(operator.as_ref(), &bundles, &catalog)?;
 
     let summary = Summary {
         package: plan.plan.package.clone(),
-        versions,
+        versions: run.versions,
         operator,
-        bundles: bundle_images,
-        catalog: catalog_image,
-        findings: warnings,
-        upgrade_check,
+        bundles: bundles.images,
+        catalog: catalog.image,
+        findings: bundles.warnings,
+        upgrade_check: catalog.upgrade_check,
         install: install.summary.clone(),
-        steps,
+        steps: run.steps,
         dry_run: true,
         pushed: false,
         supply: supply_plan.published(),
     };
     Ok(Prepared {
-        staging,
-        bundles: generated.tree,
-        catalog,
-        bundles_stale,
-        catalog_stale,
+        staging: run.staging,
+        bundles: bundles.generated.tree,
+        catalog: catalog.tree,
+        bundles_stale: bundles.stale,
+        catalog_stale: catalog.stale,
         install,
-        state,
+        state: run.state,
         supply: supply_plan,
         summary,
     })
+}
+
+/// What the steps of [`prepare`] share: the plan, the options, where images are staged, the
+/// state of earlier runs, and the steps described so far.
+struct Preparing<'a> {
+    plan: &'a LoadedPlan,
+    options: &'a Options,
+    progress: &'a Progress,
+    names: Names,
+    staging: tempfile::TempDir,
+    state: State,
+    /// The plan's release versions, oldest first.
+    versions: Vec<String>,
+    /// The newest release's version (empty for a plan without releases).
+    newest: String,
+    steps: Vec<Step>,
+}
+
+/// The bundles step's outcome.
+struct Bundles {
+    generated: generate::Generated,
+    /// Whether `<out>/bundle/` differs from the generated tree.
+    stale: bool,
+    /// Warnings of the generated bundles.
+    warnings: Vec<Finding>,
+    /// One bundle image per release, oldest first.
+    images: Vec<ImageSummary>,
+}
+
+/// The catalog step's outcome.
+struct Catalog {
+    tree: FileTree,
+    /// Whether `<out>/catalog/` differs from the generated tree.
+    stale: bool,
+    upgrade_check: UpgradeCheck,
+    image: ImageSummary,
+}
+
+impl<'a> Preparing<'a> {
+    /// Resolves the image names, opens the staging directory and the state of earlier runs,
+    /// and describes the plan.
+    fn start(
+        plan: &'a LoadedPlan,
+        options: &'a Options,
+        progress: &'a Progress,
+    ) -> Result<Self, PipelineError> {
+        let names = names(plan, options.registry.as_deref())?;
+        std::fs::create_dir_all(&options.out).map_err(fail(step::PLAN))?;
+        let staging = tempfile::Builder::new()
+            .prefix(".release-staging-")
+            .tempdir_in(&options.out)
+            .map_err(fail(step::PLAN))?;
+        let state = State::load(&options.out);
+        let versions: Vec<String> = plan
+            .sorted_releases()
+            .into_iter()
+            .map(|(_, r)| r.version.clone())
+            .collect();
+        let newest = versions.last().cloned().unwrap_or_default();
+        let plan_step = Step {
+            step: step::PLAN,
+            change: Change::Unchanged,
+            detail: format!(
+                "{}: package {}, {} release(s), newest {newest}",
+                plan.path.display(),
+                plan.plan.package,
+                versions.len()
+            ),
+        };
+        Ok(Preparing {
+            plan,
+            options,
+            progress,
+            names,
+            staging,
+            state,
+            versions,
+            newest,
+            steps: vec![plan_step],
+        })
+    }
+
+    /// The operator image, when there are binaries to build it from.
+    async fn operator_image(&mut self) -> Result<Option<ImageSummary>, PipelineError> {
+        let operator = operator_step(
+            self.plan,
+            self.options,
+            &self.names,
+            &self.newest,
+            &self.state,
+            &self.staging,
+            self.progress,
+        )
+        .await?;
+        self.steps.push(match &operator {
+            Some(image) => image_step(step::OPERATOR_IMAGE, image),
+            None => Step {
+                step: step::OPERATOR_IMAGE,
+                change: Change::Skipped,
+                detail: "not built: no operator binaries (give --binary or the plan's images.operatorBinaries); the CSVs keep the operator image as their manifests name it".into(),
+            },
+        });
+        Ok(operator)
+    }
+
+    /// Every bundle, generated and validated, and its image.
+    fn bundles(&mut self, operator: Option<&ImageSummary>) -> Result<Bundles, PipelineError> {
+        let (plan, options) = (self.plan, self.options);
+        let generated = generate_bundles(plan, options, &self.names, operator, &self.newest)?;
+        let stale = stale(&generated.tree, &options.out.join("bundle"), step::BUNDLES)?;
+        let warnings = warnings(&generated.reports);
+        self.steps.push(tree_step(
+            step::BUNDLES,
+            stale,
+            format!(
+                "{} bundle(s) generated and validated ({} warning(s))",
+                generated.bundles.len(),
+                warnings.len(),
+            ),
+            "bundle/",
+        ));
+        let mut images = Vec::new();
+        for version in &self.versions {
+            let image = bundle_image_step(
+                &generated.tree,
+                version,
+                options,
+                &self.names,
+                &self.state,
+                &self.staging,
+            )?;
+            images.push(image);
+        }
+        self.steps.push(images_step(step::BUNDLE_IMAGES, &images));
+        Ok(Bundles {
+            generated,
+            stale,
+            warnings,
+            images,
+        })
+    }
+
+    /// The catalog naming every bundle image by digest, its upgrade check and its image.
+    async fn catalog(&mut self, bundles: &Bundles) -> Result<Catalog, PipelineError> {
+        let (plan, options) = (self.plan, self.options);
+        let by_version: BTreeMap<&str, &ImageSummary> = self
+            .versions
+            .iter()
+            .zip(&bundles.images)
+            .map(|(v, i)| (v.as_str(), i))
+            .collect();
+        let tree = release::catalog(plan, &bundles.generated, &|version| {
+            by_version
+                .get(version)
+                .map(|i| i.pinned.clone())
+                .unwrap_or_default()
+        })
+        .map_err(fail(step::CATALOG))?;
+        let stale = stale(&tree, &options.out.join("catalog"), step::CATALOG)?;
+        self.steps.push(tree_step(
+            step::CATALOG,
+            stale,
+            format!(
+                "package {}: every bundle named by digest",
+                plan.plan.package
+            ),
+            "catalog/",
+        ));
+        let upgrade_check = upgrade_check(&tree, &bundles.generated)?;
+        self.steps.push(upgrade_check_step(&upgrade_check));
+        let image = catalog_image_step(
+            plan,
+            &tree,
+            options,
+            &self.names,
+            &self.state,
+            &self.staging,
+            self.progress,
+        )
+        .await?;
+        self.steps.push(image_step(step::CATALOG_IMAGE, &image));
+        Ok(Catalog {
+            tree,
+            stale,
+            upgrade_check,
+            image,
+        })
+    }
+
+    /// The SBOMs and signatures to publish (with push), and the push, sbom and sign steps.
+    fn supply(
+        &mut self,
+        operator: Option<&ImageSummary>,
+        bundles: &Bundles,
+        catalog: &Catalog,
+    ) -> Result<supply::SupplyPlan, PipelineError> {
+        let options = self.options;
+        let mut sbom_inputs = Vec::new();
+        for (version, image) in self.versions.iter().zip(&bundles.images) {
+            let files = bundle_files(&bundles.generated.tree, version)?;
+            sbom_inputs.push((version.as_str(), image, files));
+        }
+        let supply_plan = supply::plan(
+            &sbom_inputs,
+            &catalog.image,
+            &catalog.tree,
+            options,
+            options.signer.as_ref(),
+            &self.state,
+        )?;
+        let all_images: Vec<&ImageSummary> = operator
+            .into_iter()
+            .chain(&bundles.images)
+            .chain(std::iter::once(&catalog.image))
+            .collect();
+        self.steps.push(push_step(options.push, &all_images));
+        self.steps
+            .push(supply::sbom_step(options.push, &supply_plan));
+        self.steps
+            .push(supply::sign_step(options.push, &supply_plan));
+        Ok(supply_plan)
+    }
+}
+
+/// The upgrade-check step: every edge passed (a refused one stops the release before).
+fn upgrade_check_step(check: &UpgradeCheck) -> Step {
+    Step {
+        step: step::UPGRADE_CHECK,
+        change: Change::Unchanged,
+        detail: format!(
+            "{}: {} upgrade edge(s) checked (CRD schemas, stored versions, conversion), none refused",
+            check.status,
+            check.verdicts.len()
+        ),
+    }
 }
 
 fn warnings(reports: &[Report]) -> Vec<Finding> {

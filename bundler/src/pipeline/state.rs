@@ -4,6 +4,7 @@
 //! Contract: the file is rewritten atomically (temp file + rename) after every step that
 //! changes something; an unreadable or unparsable file counts as "nothing done yet" (the run
 //! then rebuilds, which is always safe), never as success.
+#![warn(missing_docs)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,7 +18,9 @@ pub const STATE_FILE: &str = "release-state.json";
 #[derive(Debug, thiserror::Error)]
 #[error("failed to write the release state {path}")]
 pub struct StateError {
+    /// The state file.
     pub path: PathBuf,
+    /// The I/O error from the file system.
     #[source]
     pub source: std::io::Error,
 }

@@ -8,6 +8,7 @@
 //!   an image is never reachable by its tag without its SBOM and signature.
 //! - Each attachment is recorded in the state file under its kind and the image's pinned
 //!   name; a re-run with the same inputs publishes nothing again.
+#![warn(missing_docs)]
 
 use std::collections::BTreeMap;
 
@@ -38,6 +39,7 @@ pub enum Kind {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Attachment {
+    /// Whether it is an SBOM or a signature.
     pub kind: Kind,
     /// The image it is about, `host/repo@sha256:…`.
     pub image: String,

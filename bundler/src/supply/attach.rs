@@ -13,6 +13,7 @@
 //!   fallback: the OCI index at tag `sha256-<hex>` of the subject digest, read, the artifact
 //!   added to it (every entry already there is kept, byte for byte), and pushed back.
 //! - The listing is read again at the end and must name the artifact.
+#![warn(missing_docs)]
 
 use std::collections::BTreeMap;
 
@@ -43,18 +44,34 @@ pub enum Discovery {
 /// Failure to attach an artifact.
 #[derive(Debug, thiserror::Error)]
 pub enum AttachError {
+    /// A registry operation on the subject's repository failed.
     #[error(transparent)]
     Repo(#[from] RepoError),
+    /// The digest of the subject image is malformed.
     #[error("{subject}: {digest:?} is not a sha256 digest")]
-    Digest { subject: String, digest: String },
+    Digest {
+        /// The subject image reference.
+        subject: String,
+        /// The digest as given.
+        digest: String,
+    },
+    /// The referrers tag holds something that is not an OCI image index, so it cannot be extended.
     #[error("the referrers index at {reference} is not an OCI image index")]
     BadIndex {
+        /// The referrers index reference.
         reference: String,
+        /// The JSON parser's complaint.
         #[source]
         source: serde_json::Error,
     },
+    /// After pushing, neither the referrers API nor the referrers tag lists the artifact, so tools will not find it.
     #[error("{artifact} was pushed, but the referrers of {subject} do not list it")]
-    NotListed { subject: String, artifact: String },
+    NotListed {
+        /// The subject image reference.
+        subject: String,
+        /// The artifact manifest reference.
+        artifact: String,
+    },
 }
 
 /// One artifact to attach.
@@ -64,6 +81,7 @@ pub struct Artifact<'a> {
     pub artifact_type: &'a str,
     /// The layer's `org.opencontainers.image.title` (a file name).
     pub title: &'a str,
+    /// The file's content, stored as the artifact's single layer.
     pub bytes: &'a [u8],
     /// Seconds since the epoch for `org.opencontainers.image.created`.
     pub created: u64,
@@ -110,6 +128,7 @@ pub fn artifact_manifest(subject: &Descriptor, artifact: &Artifact<'_>) -> Vec<u
 pub struct Attached {
     /// The artifact manifest's digest.
     pub digest: String,
+    /// How tools can find the artifact from the subject.
     pub discovery: Discovery,
 }
 

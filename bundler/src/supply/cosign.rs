@@ -19,6 +19,7 @@
 //!   `application/vnd.dev.cosign.simplesigning.v1+json`), the signature in the layer annotation
 //!   `dev.cosignproject.cosign/signature`; an image config listing the layers as `diff_ids`.
 //!   Signatures already at the tag are kept; a signature already there is not added twice.
+#![warn(missing_docs)]
 
 use std::collections::BTreeMap;
 
@@ -44,40 +45,81 @@ pub const SIGNATURE_ANNOTATION: &str = "dev.cosignproject.cosign/signature";
 /// Failure to read a signing key.
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
+    /// The key file cannot be read.
     #[error("{path}: cannot read the signing key")]
     Read {
+        /// The key file.
         path: String,
+        /// The I/O error from the file system.
         #[source]
         source: std::io::Error,
     },
+    /// The key file holds no PEM block.
     #[error("{path}: not a PEM private key")]
-    NotPem { path: String },
+    NotPem {
+        /// The key file.
+        path: String,
+    },
+    /// The PEM block is of a type that is not a private key olmpack can sign with.
     #[error(
         "{path}: PEM type {label:?} is not a signing key (expected ENCRYPTED SIGSTORE PRIVATE KEY, PRIVATE KEY or EC PRIVATE KEY)"
     )]
-    Label { path: String, label: String },
+    Label {
+        /// The key file.
+        path: String,
+        /// The PEM type as written.
+        label: String,
+    },
+    /// An encrypted cosign key whose envelope does not decode (unknown KDF or cipher, bad JSON).
     #[error(
         "{path}: the encrypted key's envelope is not cosign's (scrypt + nacl/secretbox): {reason}"
     )]
-    Envelope { path: String, reason: String },
+    Envelope {
+        /// The key file.
+        path: String,
+        /// What does not fit.
+        reason: String,
+    },
+    /// The key is encrypted and `COSIGN_PASSWORD` is not set.
     #[error("{path}: the key is encrypted; set its password in COSIGN_PASSWORD")]
-    NoPassword { path: String },
+    NoPassword {
+        /// The key file.
+        path: String,
+    },
+    /// The key is encrypted and `COSIGN_PASSWORD` does not decrypt it.
     #[error("{path}: the password does not open the key (wrong COSIGN_PASSWORD, or a damaged key)")]
-    WrongPassword { path: String },
+    WrongPassword {
+        /// The key file.
+        path: String,
+    },
+    /// The key is not for the P-256 curve that cosign signatures use.
     #[error("{path}: not an EC P-256 private key (cosign signs with ECDSA P-256)")]
-    NotP256 { path: String },
+    NotP256 {
+        /// The key file.
+        path: String,
+    },
 }
 
 /// Failure to sign an image.
 #[derive(Debug, thiserror::Error)]
 pub enum SignError {
+    /// A registry operation on the image's repository failed.
     #[error(transparent)]
     Repo(#[from] RepoError),
+    /// The digest of the image to sign is malformed.
     #[error("{image}: {digest:?} is not a sha256 digest")]
-    Digest { image: String, digest: String },
+    Digest {
+        /// The image reference.
+        image: String,
+        /// The digest as given.
+        digest: String,
+    },
+    /// The signature tag (`sha256-<hex>.sig`) holds something that is not an image manifest, so it cannot be extended.
     #[error("the signature image at {reference} is not an image manifest")]
     BadSignatureImage {
+        /// The signature image reference.
         reference: String,
+        /// The JSON parser's complaint.
         #[source]
         source: serde_json::Error,
     },

@@ -1,5 +1,6 @@
 //! The few registry operations the supply chain steps need, on one repository: blobs and
 //! manifests by digest, a manifest by tag that may be absent, and the referrers list.
+#![warn(missing_docs)]
 
 use oci_client::errors::{OciDistributionError, OciErrorCode};
 use oci_client::{Reference, RegistryOperation};
@@ -20,12 +21,20 @@ pub struct Repo {
 /// Failure of a registry operation of the supply chain steps.
 #[derive(Debug, thiserror::Error)]
 pub enum RepoError {
+    /// The image reference does not parse.
     #[error(transparent)]
     Reference(#[from] ReferenceError),
+    /// A request to the registry failed.
     #[error(transparent)]
     Registry(#[from] RegistryError),
+    /// The registry does not serve a blob that was just uploaded (a broken or eventually consistent registry).
     #[error("{what}: the registry still lacks blob {digest} after it was uploaded")]
-    BlobMissing { what: String, digest: String },
+    BlobMissing {
+        /// What was being pushed.
+        what: String,
+        /// The digest of the missing blob.
+        digest: String,
+    },
 }
 
 impl Repo {
@@ -48,6 +57,7 @@ impl Repo {
         format!("{}/{}", self.registry, self.repository)
     }
 
+    /// A reference to `digest` in this repository.
     pub fn at_digest(&self, digest: &str) -> Reference {
         Reference::with_digest(
             self.registry.clone(),
@@ -56,6 +66,7 @@ impl Repo {
         )
     }
 
+    /// A reference to `tag` in this repository.
     pub fn at_tag(&self, tag: &str) -> Reference {
         Reference::with_tag(
             self.registry.clone(),

@@ -157,34 +157,7 @@ pub fn build(input: &SbomInput<'_>) -> Result<Vec<u8>, SbomError> {
     })?;
     let repository = format!("{}/{}", image.registry(), image.repository());
 
-    let mut files: Vec<&(String, &[u8])> = input.files.iter().collect();
-    files.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut sha1s = Vec::with_capacity(files.len());
-    let files: Vec<File> = files
-        .iter()
-        .enumerate()
-        .map(|(i, (path, contents))| {
-            let sha1 = hex_of(&Sha1::digest(contents));
-            sha1s.push(sha1.clone());
-            File {
-                file_name: format!(".{}", path),
-                spdx_id: format!("SPDXRef-File-{}", i + 1),
-                checksums: vec![
-                    Checksum {
-                        algorithm: "SHA1",
-                        checksum_value: sha1,
-                    },
-                    Checksum {
-                        algorithm: "SHA256",
-                        checksum_value: hex_of(&Sha256::digest(contents)),
-                    },
-                ],
-                license_concluded: NOASSERTION,
-                copyright_text: NOASSERTION,
-            }
-        })
-        .collect();
-
+    let (files, sha1s) = file_entries(&input.files);
     let mut relationships = vec![Relationship {
         spdx_element_id: "SPDXRef-DOCUMENT".into(),
         relationship_type: "DESCRIBES",
@@ -195,32 +168,7 @@ pub fn build(input: &SbomInput<'_>) -> Result<Vec<u8>, SbomError> {
         relationship_type: "CONTAINS",
         related_spdx_element: f.spdx_id.clone(),
     }));
-
-    let mut packages = vec![Package {
-        name: repository.clone(),
-        spdx_id: IMAGE_ID.into(),
-        version_info: input.digest.to_owned(),
-        download_location: NOASSERTION,
-        files_analyzed: true,
-        package_verification_code: Some(VerificationCode {
-            package_verification_code_value: verification_code(sha1s),
-        }),
-        checksums: vec![Checksum {
-            algorithm: "SHA256",
-            checksum_value: hex.to_owned(),
-        }],
-        license_concluded: NOASSERTION,
-        license_declared: NOASSERTION,
-        copyright_text: NOASSERTION,
-        primary_package_purpose: "CONTAINER",
-        external_refs: vec![purl_ref(
-            image.repository(),
-            image.registry(),
-            input.digest,
-            image.tag(),
-        )],
-        has_files: files.iter().map(|f| f.spdx_id.clone()).collect(),
-    }];
+    let mut packages = vec![image_package(&image, input.digest, hex, &files, sha1s)];
     let referenced: BTreeSet<&str> = input.references.iter().map(String::as_str).collect();
     for (i, text) in referenced.into_iter().enumerate() {
         let package = referenced_package(input.reference, text, i + 1)?;
@@ -254,6 +202,75 @@ pub fn build(input: &SbomInput<'_>) -> Result<Vec<u8>, SbomError> {
     Ok(bytes)
 }
 
+/// One SPDX file per file of the image, sorted by path and numbered in that order, and their
+/// SHA1s (in the same order) for the package verification code.
+fn file_entries(files: &[(String, &[u8])]) -> (Vec<File>, Vec<String>) {
+    let mut sorted: Vec<&(String, &[u8])> = files.iter().collect();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut sha1s = Vec::with_capacity(sorted.len());
+    let entries = sorted
+        .iter()
+        .enumerate()
+        .map(|(i, (path, contents))| {
+            let sha1 = hex_of(&Sha1::digest(contents));
+            sha1s.push(sha1.clone());
+            File {
+                file_name: format!(".{}", path),
+                spdx_id: format!("SPDXRef-File-{}", i + 1),
+                checksums: vec![
+                    Checksum {
+                        algorithm: "SHA1",
+                        checksum_value: sha1,
+                    },
+                    Checksum {
+                        algorithm: "SHA256",
+                        checksum_value: hex_of(&Sha256::digest(contents)),
+                    },
+                ],
+                license_concluded: NOASSERTION,
+                copyright_text: NOASSERTION,
+            }
+        })
+        .collect();
+    (entries, sha1s)
+}
+
+/// The described package: the image itself (`digest`, whose hex is `hex`), holding `files`.
+fn image_package(
+    image: &reference::Reference,
+    digest: &str,
+    hex: &str,
+    files: &[File],
+    sha1s: Vec<String>,
+) -> Package {
+    Package {
+        name: format!("{}/{}", image.registry(), image.repository()),
+        spdx_id: IMAGE_ID.into(),
+        version_info: digest.to_owned(),
+        download_location: NOASSERTION,
+        files_analyzed: true,
+        package_verification_code: Some(VerificationCode {
+            package_verification_code_value: verification_code(sha1s),
+        }),
+        checksums: vec![Checksum {
+            algorithm: "SHA256",
+            checksum_value: hex.to_owned(),
+        }],
+        license_concluded: NOASSERTION,
+        license_declared: NOASSERTION,
+        copyright_text: NOASSERTION,
+        primary_package_purpose: "CONTAINER",
+        external_refs: vec![purl_ref(
+            image.repository(),
+            image.registry(),
+            digest,
+            image.tag(),
+        )],
+        has_files: files.iter().map(|f| f.spdx_id.clone()).collect(),
+    }
+}
+
+/// The `n`th image `image` references (`text`), as a package it depends on.
 fn referenced_package(image: &str, text: &str, n: usize) -> Result<Package, SbomError> {
     let parsed = reference::parse(text).map_err(|source| SbomError::Reference {
         image: image.to_owned(),

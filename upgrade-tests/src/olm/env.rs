@@ -86,13 +86,7 @@ impl OlmEnv {
     /// Starts the control plane, kube-scheduler, kwok and OLM, and creates the operator
     /// namespace with an AllNamespaces OperatorGroup.
     pub async fn start_with(options: OlmEnvOptions) -> Result<Self, OlmError> {
-        let scheduler_bin = Tool::KubeScheduler.path()?;
-        let kwok_bin = Tool::Kwok.path()?;
-        let olm_bin = Tool::OlmOperator.path()?;
-        let catalog_bin = Tool::CatalogOperator.path()?;
-        let crds = ToolData::OlmCrds.path()?;
-        let stages = ToolData::KwokStages.path()?;
-
+        let programs = Programs::locate()?;
         let env = TestEnv::start_with(TestEnvOptions {
             controller_manager: true,
             apiserver_args: vec!["--enable-aggregator-routing=true".to_owned()],
@@ -102,86 +96,10 @@ impl OlmEnv {
         let kubeconfig = env.kubeconfig_path().display().to_string();
         let client = env.client();
 
-        // OLM's CRDs are created at once and established in parallel (each waits for its
-        // own Established condition), while the namespaces are created.
-        let crds = read_crds(&crds)?;
-        let (installed, namespaces) = tokio::join!(
-            futures::future::try_join_all(crds.iter().map(|crd| env.install_crd(crd))),
-            futures::future::try_join_all(
-                [CATALOG_NAMESPACE, OPERATOR_NAMESPACE].map(|ns| create_namespace(&client, ns))
-            ),
-        );
-        installed?;
-        namespaces?;
-
-        let mut scheduler = ChildProcess::start(
-            "kube-scheduler",
-            &scheduler_bin,
-            &[
-                format!("--kubeconfig={kubeconfig}"),
-                "--leader-elect=false".to_owned(),
-                "--secure-port=0".to_owned(),
-            ],
-            &dir.join("scheduler.log"),
-        )?;
-        scheduler.check_running()?;
-
-        let kwok_config = dir.join("kwok.yaml");
-        write(&kwok_config, &kwok_config_text(&stages)?)?;
-        let mut kwok = ChildProcess::start(
-            "kwok",
-            &kwok_bin,
-            &[
-                format!("--kubeconfig={kubeconfig}"),
-                format!("--config={}", kwok_config.display()),
-                "--manage-all-nodes=false".to_owned(),
-                "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake".to_owned(),
-                "--cidr=10.244.0.1/24".to_owned(),
-                "--node-ip=10.244.0.1".to_owned(),
-            ],
-            &dir.join("kwok.log"),
-        )?;
-        create_node(&client).await?;
-        let kubelet = AbortOnDrop(tokio::spawn(kubelet::run(client.clone())));
-        let nodes: Api<Node> = Api::all(client.clone());
-        wait_until(&mut kwok, READY_TIMEOUT, || {
-            let nodes = nodes.clone();
-            async move { matches!(nodes.get_opt(NODE).await, Ok(Some(node)) if node_ready(&node)) }
-        })
-        .await?;
-        // The apiserver taints new nodes not-ready; kube-controller-manager's node lifecycle
-        // controller would lift it, but it would also evict pods of a node without kubelet
-        // heartbeats, so it does not run and the taint is lifted here.
-        nodes
-            .patch(
-                NODE,
-                &PatchParams::default(),
-                &Patch::Merge(json!({"spec": {"taints": null}})),
-            )
-            .await
-            .map_err(OlmError::api(format!("untaint Node {NODE}")))?;
-
-        let olm_operator = ChildProcess::start_with_env(
-            "olm-operator",
-            &olm_bin,
-            &[
-                format!("--namespace={CATALOG_NAMESPACE}"),
-                "--writeStatusName=".to_owned(),
-                "--writePackageServerStatusName=".to_owned(),
-            ],
-            &[("KUBECONFIG".to_owned(), kubeconfig.clone())],
-            &dir.join("olm-operator.log"),
-        )?;
-        let catalog_operator = ChildProcess::start(
-            "catalog-operator",
-            &catalog_bin,
-            &[
-                format!("--kubeconfig={kubeconfig}"),
-                format!("--namespace={CATALOG_NAMESPACE}"),
-                "--writeStatusName=".to_owned(),
-            ],
-            &dir.join("catalog-operator.log"),
-        )?;
+        install_crds_and_namespaces(&env, &client, &programs.crds).await?;
+        let scheduler = start_scheduler(&programs.scheduler, &kubeconfig, &dir)?;
+        let (kwok, kubelet) = start_node(&client, &programs, &kubeconfig, &dir).await?;
+        let (olm_operator, catalog_operator) = start_olm(&programs, &kubeconfig, &dir)?;
         create_operator_group(&client).await?;
         disable_copied_csvs(&client).await?;
 
@@ -350,6 +268,141 @@ impl OlmEnv {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
+}
+
+/// The programs and data the environment runs, located before anything starts.
+struct Programs {
+    scheduler: PathBuf,
+    kwok: PathBuf,
+    olm_operator: PathBuf,
+    catalog_operator: PathBuf,
+    /// The directory of OLM's CRDs.
+    crds: PathBuf,
+    /// kwok's pod and node stages.
+    kwok_stages: PathBuf,
+}
+
+impl Programs {
+    fn locate() -> Result<Self, OlmError> {
+        Ok(Programs {
+            scheduler: Tool::KubeScheduler.path()?,
+            kwok: Tool::Kwok.path()?,
+            olm_operator: Tool::OlmOperator.path()?,
+            catalog_operator: Tool::CatalogOperator.path()?,
+            crds: ToolData::OlmCrds.path()?,
+            kwok_stages: ToolData::KwokStages.path()?,
+        })
+    }
+}
+
+/// Creates OLM's CRDs at once and waits for them in parallel (each for its own Established
+/// condition), while the namespaces are created.
+async fn install_crds_and_namespaces(
+    env: &TestEnv,
+    client: &Client,
+    crds_dir: &Path,
+) -> Result<(), OlmError> {
+    let crds = read_crds(crds_dir)?;
+    let (installed, namespaces) = tokio::join!(
+        futures::future::try_join_all(crds.iter().map(|crd| env.install_crd(crd))),
+        futures::future::try_join_all(
+            [CATALOG_NAMESPACE, OPERATOR_NAMESPACE].map(|ns| create_namespace(client, ns))
+        ),
+    );
+    installed?;
+    namespaces?;
+    Ok(())
+}
+
+/// kube-scheduler, without leader election or a serving port.
+fn start_scheduler(bin: &Path, kubeconfig: &str, dir: &Path) -> Result<ChildProcess, OlmError> {
+    let mut scheduler = ChildProcess::start(
+        "kube-scheduler",
+        bin,
+        &[
+            format!("--kubeconfig={kubeconfig}"),
+            "--leader-elect=false".to_owned(),
+            "--secure-port=0".to_owned(),
+        ],
+        &dir.join("scheduler.log"),
+    )?;
+    scheduler.check_running()?;
+    Ok(scheduler)
+}
+
+/// The fake node: kwok manages it, the in-process kubelet runs its pods; returns once the
+/// node is ready and untainted.
+async fn start_node(
+    client: &Client,
+    programs: &Programs,
+    kubeconfig: &str,
+    dir: &Path,
+) -> Result<(ChildProcess, AbortOnDrop), OlmError> {
+    let kwok_config = dir.join("kwok.yaml");
+    write(&kwok_config, &kwok_config_text(&programs.kwok_stages)?)?;
+    let mut kwok = ChildProcess::start(
+        "kwok",
+        &programs.kwok,
+        &[
+            format!("--kubeconfig={kubeconfig}"),
+            format!("--config={}", kwok_config.display()),
+            "--manage-all-nodes=false".to_owned(),
+            "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake".to_owned(),
+            "--cidr=10.244.0.1/24".to_owned(),
+            "--node-ip=10.244.0.1".to_owned(),
+        ],
+        &dir.join("kwok.log"),
+    )?;
+    create_node(client).await?;
+    let kubelet = AbortOnDrop(tokio::spawn(kubelet::run(client.clone())));
+    let nodes: Api<Node> = Api::all(client.clone());
+    wait_until(&mut kwok, READY_TIMEOUT, || {
+        let nodes = nodes.clone();
+        async move { matches!(nodes.get_opt(NODE).await, Ok(Some(node)) if node_ready(&node)) }
+    })
+    .await?;
+    // The apiserver taints new nodes not-ready; kube-controller-manager's node lifecycle
+    // controller would lift it, but it would also evict pods of a node without kubelet
+    // heartbeats, so it does not run and the taint is lifted here.
+    nodes
+        .patch(
+            NODE,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"taints": null}})),
+        )
+        .await
+        .map_err(OlmError::api(format!("untaint Node {NODE}")))?;
+    Ok((kwok, kubelet))
+}
+
+/// olm-operator and catalog-operator, both watching [`CATALOG_NAMESPACE`] for global catalogs.
+fn start_olm(
+    programs: &Programs,
+    kubeconfig: &str,
+    dir: &Path,
+) -> Result<(ChildProcess, ChildProcess), OlmError> {
+    let olm_operator = ChildProcess::start_with_env(
+        "olm-operator",
+        &programs.olm_operator,
+        &[
+            format!("--namespace={CATALOG_NAMESPACE}"),
+            "--writeStatusName=".to_owned(),
+            "--writePackageServerStatusName=".to_owned(),
+        ],
+        &[("KUBECONFIG".to_owned(), kubeconfig.to_owned())],
+        &dir.join("olm-operator.log"),
+    )?;
+    let catalog_operator = ChildProcess::start(
+        "catalog-operator",
+        &programs.catalog_operator,
+        &[
+            format!("--kubeconfig={kubeconfig}"),
+            format!("--namespace={CATALOG_NAMESPACE}"),
+            "--writeStatusName=".to_owned(),
+        ],
+        &dir.join("catalog-operator.log"),
+    )?;
+    Ok((olm_operator, catalog_operator))
 }
 
 /// A background task that ends with its owner.

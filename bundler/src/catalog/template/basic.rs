@@ -6,6 +6,7 @@ use serde_json::Value;
 use super::{BundleResolver, TemplateError};
 use crate::catalog::declcfg::{DeclarativeConfig, Meta};
 
+/// `schema` value of a basic catalog template.
 pub const SCHEMA: &str = "olm.template.basic";
 
 /// Expands a basic template given as text.
@@ -16,6 +17,7 @@ pub fn render(
     render_value(&super::parse_doc(text)?, resolver)
 }
 
+/// Expands a basic template that is already parsed into JSON.
 pub fn render_value(
     doc: &Value,
     resolver: &dyn BundleResolver,

@@ -5,6 +5,7 @@
 //! themselves: a [`BundleResolver`] turns each reference into a rendered bundle (the image
 //! module pulls and unpacks; tests and `olmpack` itself can map references to local bundle
 //! directories with [`DirResolver`]).
+#![warn(missing_docs)]
 
 pub mod basic;
 pub mod semver;
@@ -20,12 +21,15 @@ use super::render::{self, MigrateLevel, RenderError, RenderOptions};
 /// A rendered bundle and its CSV (templates read the package description and icon from it).
 #[derive(Clone, Debug)]
 pub struct Rendered {
+    /// The bundle as an `olm.bundle` blob.
     pub bundle: Bundle,
+    /// The bundle's CSV as JSON, when it has one.
     pub csv: Option<Value>,
 }
 
 /// Turns a bundle image reference into a rendered bundle.
 pub trait BundleResolver {
+    /// Renders the bundle that `image` names, or says why it cannot.
     fn resolve(&self, image: &str) -> Result<Rendered, Box<dyn std::error::Error + Send + Sync>>;
 }
 
@@ -33,7 +37,9 @@ pub trait BundleResolver {
 /// pulled from that reference.
 #[derive(Clone, Debug, Default)]
 pub struct DirResolver {
+    /// Bundle directory for each image reference the template may name.
     pub dirs: BTreeMap<String, PathBuf>,
+    /// How far to migrate the rendered bundles (like `opm render --migrate-level`).
     pub migrate: MigrateLevel,
 }
 
@@ -61,29 +67,49 @@ impl BundleResolver for DirResolver {
 /// A template that cannot be expanded.
 #[derive(Debug, thiserror::Error)]
 pub enum TemplateError {
+    /// The template text parses as neither YAML nor JSON; the parser's complaint follows.
     #[error("template is not valid YAML or JSON: {0}")]
     Parse(String),
+    /// The template's `schema` is not the one for this kind of template.
     #[error("template has unknown schema ({found:?}), should be {expected:?}")]
     Schema {
+        /// The `schema` value found.
         found: String,
+        /// The `schema` value this template kind needs.
         expected: &'static str,
     },
+    /// A template entry is malformed.
     #[error("template entry {index}: {message}")]
-    Entry { index: usize, message: String },
+    Entry {
+        /// Position of the entry in the template's `entries`.
+        index: usize,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A bundle entry of a basic template has keys other than `schema` and `image`, which opm refuses.
     #[error(
         "unexpected fields present in basic template bundle (entry {index}): only `schema` and `image` are allowed"
     )]
-    BundleFields { index: usize },
+    BundleFields {
+        /// Position of the entry in the template's `entries`.
+        index: usize,
+    },
+    /// A template names a bundle image for which no bundle directory was given.
     #[error("no bundle directory is known for image {0:?}")]
     UnknownImage(String),
+    /// Rendering a bundle named by the template failed.
     #[error("failed to render bundle {image:?}")]
     Resolve {
+        /// The bundle image reference.
         image: String,
+        /// The resolver's error.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// A semver template has a top-level key opm does not know.
     #[error("unknown field {0:?} in olm.semver template")]
     UnknownField(String),
+    /// A semver template's content is wrong (e.g. a bundle without a version); the reason follows.
     #[error("olm.semver template: {0}")]
     Semver(String),
 }

@@ -23,6 +23,7 @@ use crate::catalog::declcfg::{
 use crate::catalog::property::{self, Typed};
 use crate::catalog::version::{Version, cmp_versions};
 
+/// `schema` value of a semver catalog template.
 pub const SCHEMA: &str = "olm.semver";
 
 const ARCHETYPES: [&str; 3] = ["candidate", "fast", "stable"];

@@ -1,0 +1,284 @@
+//! Building a bundle's ClusterServiceVersion and objects from the plan and the input manifests.
+//! Pure: no I/O, no clock, no environment.
+//!
+//! What goes where (the rules a careful human would apply to operator-sdk's output by hand):
+//! - Deployments become the `deployment` install strategy; `WATCH_NAMESPACE` env vars are
+//!   wired to OLM's `olm.targetNamespaces` annotation.
+//! - (Cluster)Roles bound to a deployment's ServiceAccount become `permissions` /
+//!   `clusterPermissions`; those bindings, roles and ServiceAccounts leave the manifests
+//!   (OLM creates them). Other RBAC objects are shipped as they are.
+//! - Admission webhook configurations become `webhookdefinitions`; CRDs with a webhook
+//!   conversion get one `ConversionWebhook` definition per serving endpoint, and lose their
+//!   `spec.conversion` (OLM writes its own, with the CA it manages). Services that only route
+//!   to webhooks leave the manifests (OLM creates `<deployment>-service`).
+//! - With a conversion webhook, only AllNamespaces can be supported (OLM refuses anything
+//!   else); a plan that asks for more gets AllNamespaces and a warning.
+//! - Every list is sorted by a stable key, so the output never depends on input order.
+
+//!
+//! One private submodule per concern: `deployments`, `rbac`, `webhooks`, `crds`, `examples`,
+//! `images`, `install_modes` and `objects`; [`build`] runs them and assembles the CSV.
+
+mod crds;
+mod deployments;
+mod examples;
+mod images;
+mod install_modes;
+mod objects;
+mod rbac;
+mod webhooks;
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+
+pub use self::deployments::OLM_CERT_PATHS;
+pub use self::objects::clean_object;
+use super::manifests::{Inputs, Sourced};
+use crate::plan::CsvMetadata;
+use crate::report::Finding;
+use crate::upgrade_graph::Edges;
+
+/// What the plan says about one release, resolved (files read, edges computed).
+#[derive(Clone, Debug)]
+pub struct ReleaseSpec<'a> {
+    /// The package name.
+    pub package: &'a str,
+    /// The release's version.
+    pub version: &'a semver::Version,
+    /// The plan's CSV metadata.
+    pub csv: &'a CsvMetadata,
+    /// `(base64data, mediatype)`.
+    pub icon: Option<(String, String)>,
+    /// The release's `replaces`, `skips` and `olm.skipRange`.
+    pub edges: Edges,
+    /// The `createdAt` annotation, when the plan sets one.
+    pub created_at: Option<String>,
+    /// Sample custom resources from the plan's sample files.
+    pub samples: Vec<Sourced>,
+    /// Samples from files listed for this release only: each must match an owned CRD.
+    pub release_samples: Vec<Sourced>,
+}
+
+/// A built bundle, before it is rendered to files.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BuiltBundle {
+    /// The ClusterServiceVersion.
+    pub csv: Value,
+    /// The CRDs, in input order.
+    pub crds: Vec<Value>,
+    /// Other objects shipped in `manifests/`, sorted by kind then name.
+    pub others: Vec<Value>,
+    /// Warnings: what was changed or left out, and why.
+    pub notes: Vec<Finding>,
+}
+
+/// The builder's name, as CSVs record it.
+pub const BUILDER: &str = concat!("olmpack-v", env!("CARGO_PKG_VERSION"));
+
+/// CSV annotations olmpack computes; the plan may not set them directly.
+const COMPUTED_ANNOTATIONS: [&str; 4] = [
+    "alm-examples",
+    "olm.skipRange",
+    "createdAt",
+    "operators.operatorframework.io/builder",
+];
+
+/// The parts of the CSV's `spec` that are built from the manifests.
+struct SpecParts {
+    owned: Vec<Value>,
+    deployments: Vec<Value>,
+    rbac: rbac::Rbac,
+    install_modes: Value,
+    related_images: Vec<Value>,
+    webhook_definitions: Vec<Value>,
+}
+
+/// Builds the CSV and the objects of one bundle; `Err` holds every problem.
+pub fn build(spec: &ReleaseSpec<'_>, inputs: &Inputs) -> Result<BuiltBundle, Vec<Finding>> {
+    let mut problems = computed_annotation_problems(spec.csv);
+    let mut notes = inputs.notes.clone();
+
+    let accounts = deployments::service_accounts(&inputs.deployments);
+    let deployments =
+        deployments::strategy_deployments(&inputs.deployments, webhooks::any(inputs), &mut notes);
+    let rbac = rbac::permissions(
+        inputs,
+        &super::operator_sdk::permission_accounts(inputs, &accounts),
+        &mut problems,
+    );
+    let webhooks = webhooks::definitions(inputs, &mut problems);
+    let owned = crds::owned(spec, &inputs.crds);
+    let examples = examples::alm_examples(spec, inputs, &owned, &mut problems);
+    let install_modes = install_modes::install_modes(spec.csv, webhooks.has_conversion, &mut notes);
+    let related_images = images::related_images(&inputs.deployments, &mut notes);
+
+    let others = objects::others(inputs, &rbac, &accounts, &webhooks.services);
+    let annotations = annotations(spec, examples, images::container_image(&inputs.deployments));
+    let parts = SpecParts {
+        owned,
+        deployments,
+        rbac,
+        install_modes,
+        related_images,
+        webhook_definitions: webhooks.definitions,
+    };
+    let csv = csv_document(spec, annotations, parts);
+
+    if problems.is_empty() {
+        Ok(BuiltBundle {
+            csv,
+            crds: crds::shipped(&inputs.crds),
+            others,
+            notes,
+        })
+    } else {
+        Err(problems)
+    }
+}
+
+/// An error for each annotation the plan sets that olmpack computes.
+fn computed_annotation_problems(csv: &CsvMetadata) -> Vec<Finding> {
+    COMPUTED_ANNOTATIONS
+        .into_iter()
+        .filter(|key| csv.annotations.contains_key(*key))
+        .map(|key| {
+            Finding::error(
+                "plan/computed-annotation",
+                format!("annotation {key} is generated by olmpack"),
+            )
+            .field(format!("csv.annotations.{key}"))
+            .hint("use `samples`, `skipRange` or `createdAt` in the plan instead")
+        })
+        .collect()
+}
+
+/// The CSV's annotations: the plan's, and those olmpack computes.
+fn annotations(
+    spec: &ReleaseSpec<'_>,
+    examples: String,
+    container_image: Option<String>,
+) -> BTreeMap<String, String> {
+    let mut annotations: BTreeMap<String, String> = spec.csv.annotations.clone();
+    annotations.insert("alm-examples".into(), examples);
+    annotations.insert(
+        "capabilities".into(),
+        spec.csv
+            .capabilities
+            .clone()
+            .unwrap_or_else(|| "Basic Install".into()),
+    );
+    if !spec.csv.categories.is_empty() {
+        annotations.insert("categories".into(), spec.csv.categories.join(", "));
+    }
+    if let Some(image) = container_image {
+        annotations.entry("containerImage".into()).or_insert(image);
+    }
+    if let Some(created_at) = &spec.created_at {
+        annotations.insert("createdAt".into(), created_at.clone());
+    }
+    if let Some(short) = &spec.csv.short_description {
+        annotations.insert("description".into(), short.clone());
+    }
+    if let Some(range) = &spec.edges.skip_range {
+        annotations.insert("olm.skipRange".into(), range.clone());
+    }
+    annotations.insert(
+        "operators.operatorframework.io/builder".into(),
+        BUILDER.into(),
+    );
+    annotations
+}
+
+/// The ClusterServiceVersion object.
+fn csv_document(
+    spec: &ReleaseSpec<'_>,
+    annotations: BTreeMap<String, String>,
+    parts: SpecParts,
+) -> Value {
+    let mut metadata = json!({
+        "annotations": annotations,
+        "name": format!("{}.v{}", spec.package, spec.version),
+        "namespace": "placeholder",
+    });
+    if !spec.csv.labels.is_empty() {
+        metadata["labels"] = json!(spec.csv.labels);
+    }
+    json!({
+        "apiVersion": "operators.coreos.com/v1alpha1",
+        "kind": "ClusterServiceVersion",
+        "metadata": metadata,
+        "spec": csv_spec(spec, parts),
+    })
+}
+
+/// The CSV's `spec`, keys in alphabetical order; empty lists and unset fields are left out.
+fn csv_spec(spec: &ReleaseSpec<'_>, parts: SpecParts) -> Map<String, Value> {
+    let csv = spec.csv;
+    let mut out = Map::new();
+    if !parts.owned.is_empty() {
+        out.insert(
+            "customresourcedefinitions".into(),
+            json!({ "owned": parts.owned }),
+        );
+    }
+    out.insert("description".into(), json!(csv.description));
+    out.insert("displayName".into(), json!(csv.display_name));
+    if let Some((data, mediatype)) = &spec.icon {
+        out.insert(
+            "icon".into(),
+            json!([{ "base64data": data, "mediatype": mediatype }]),
+        );
+    }
+    out.insert(
+        "install".into(),
+        install_strategy(parts.deployments, parts.rbac),
+    );
+    out.insert("installModes".into(), parts.install_modes);
+    if !csv.keywords.is_empty() {
+        out.insert("keywords".into(), json!(csv.keywords));
+    }
+    if !csv.links.is_empty() {
+        out.insert("links".into(), json!(csv.links));
+    }
+    if !csv.maintainers.is_empty() {
+        out.insert("maintainers".into(), json!(csv.maintainers));
+    }
+    if let Some(maturity) = &csv.maturity {
+        out.insert("maturity".into(), json!(maturity));
+    }
+    if let Some(min) = &csv.min_kube_version {
+        out.insert("minKubeVersion".into(), json!(min));
+    }
+    out.insert("provider".into(), json!(csv.provider));
+    if !parts.related_images.is_empty() {
+        out.insert("relatedImages".into(), Value::Array(parts.related_images));
+    }
+    if let Some(replaces) = &spec.edges.replaces {
+        out.insert("replaces".into(), json!(replaces));
+    }
+    if !spec.edges.skips.is_empty() {
+        out.insert("skips".into(), json!(spec.edges.skips));
+    }
+    out.insert("version".into(), json!(spec.version.to_string()));
+    if !parts.webhook_definitions.is_empty() {
+        out.insert(
+            "webhookdefinitions".into(),
+            Value::Array(parts.webhook_definitions),
+        );
+    }
+    out
+}
+
+/// The `deployment` install strategy: deployments and the permissions they run with.
+fn install_strategy(deployments: Vec<Value>, rbac: rbac::Rbac) -> Value {
+    let mut strategy = Map::new();
+    if !rbac.cluster.is_empty() {
+        strategy.insert("clusterPermissions".into(), Value::Array(rbac.cluster));
+    }
+    strategy.insert("deployments".into(), Value::Array(deployments));
+    if !rbac.namespaced.is_empty() {
+        strategy.insert("permissions".into(), Value::Array(rbac.namespaced));
+    }
+    json!({ "strategy": "deployment", "spec": strategy })
+}

@@ -1,0 +1,146 @@
+//! RBAC: (Cluster)Roles bound to a deployment's ServiceAccount become the strategy's
+//! `permissions` / `clusterPermissions`; the bindings and roles folded in leave the manifests.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Value, json};
+
+use super::super::manifests::{Inputs, Sourced};
+use crate::json::str_at;
+use crate::report::Finding;
+
+/// The strategy's permissions and the RBAC objects they were made of.
+pub(super) struct Rbac {
+    /// `permissions` entries, one per ServiceAccount, sorted by account.
+    pub(super) namespaced: Vec<Value>,
+    /// `clusterPermissions` entries, one per ServiceAccount, sorted by account.
+    pub(super) cluster: Vec<Value>,
+    /// `(kind, name)` of RBAC objects folded into the CSV.
+    consumed: BTreeSet<(String, String)>,
+}
+
+impl Rbac {
+    /// Whether `object` still ships as a manifest (it was not folded into the CSV).
+    pub(super) fn ships(&self, object: &Sourced) -> bool {
+        !self
+            .consumed
+            .contains(&(object.kind().to_owned(), object.name().to_owned()))
+    }
+}
+
+/// Rules per ServiceAccount, for namespaced and for cluster-wide permissions.
+#[derive(Default)]
+struct Grants {
+    namespaced: BTreeMap<String, Vec<Value>>,
+    cluster: BTreeMap<String, Vec<Value>>,
+    consumed: BTreeSet<(String, String)>,
+}
+
+/// Folds every binding whose subjects include one of `accounts` into permissions; a binding
+/// to a role that is not in the manifests is an error.
+pub(super) fn permissions(
+    inputs: &Inputs,
+    accounts: &BTreeSet<String>,
+    problems: &mut Vec<Finding>,
+) -> Rbac {
+    let mut grants = Grants::default();
+    let mut bindings: Vec<(&Sourced, bool)> =
+        inputs.role_bindings.iter().map(|b| (b, false)).collect();
+    bindings.extend(inputs.cluster_role_bindings.iter().map(|b| (b, true)));
+    bindings.sort_by(|a, b| (a.1, a.0.name()).cmp(&(b.1, b.0.name())));
+    for (binding, cluster_scoped) in bindings {
+        let subjects = bound_accounts(binding, accounts);
+        if subjects.is_empty() {
+            continue;
+        }
+        let Some(role) = bound_role(inputs, binding, problems) else {
+            continue;
+        };
+        grants.grant(binding, role, cluster_scoped, subjects);
+    }
+    let render = |map: BTreeMap<String, Vec<Value>>| -> Vec<Value> {
+        map.into_iter()
+            .map(|(account, rules)| json!({ "rules": rules, "serviceAccountName": account }))
+            .collect()
+    };
+    Rbac {
+        namespaced: render(grants.namespaced),
+        cluster: render(grants.cluster),
+        consumed: grants.consumed,
+    }
+}
+
+impl Grants {
+    /// Gives each of `subjects` the rules of `role`, and marks binding and role consumed.
+    fn grant(
+        &mut self,
+        binding: &Sourced,
+        role: &Sourced,
+        cluster_scoped: bool,
+        subjects: Vec<String>,
+    ) {
+        let rules = role
+            .value
+            .get("rules")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        self.consumed
+            .insert((binding.kind().to_owned(), binding.name().to_owned()));
+        self.consumed
+            .insert((role.kind().to_owned(), role.name().to_owned()));
+        let bucket = if cluster_scoped {
+            &mut self.cluster
+        } else {
+            &mut self.namespaced
+        };
+        for account in subjects {
+            bucket
+                .entry(account)
+                .or_default()
+                .extend(rules.iter().cloned());
+        }
+    }
+}
+
+/// The binding's ServiceAccount subjects that are among `accounts`.
+fn bound_accounts(binding: &Sourced, accounts: &BTreeSet<String>) -> Vec<String> {
+    binding
+        .value
+        .get("subjects")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|s| str_at(s, "/kind") == "ServiceAccount" && accounts.contains(str_at(s, "/name")))
+        .map(|s| str_at(s, "/name").to_owned())
+        .collect()
+}
+
+/// The (Cluster)Role the binding refers to; `None`, with an error, when it is not in the
+/// manifests.
+fn bound_role<'a>(
+    inputs: &'a Inputs,
+    binding: &Sourced,
+    problems: &mut Vec<Finding>,
+) -> Option<&'a Sourced> {
+    let role_kind = str_at(&binding.value, "/roleRef/kind");
+    let role_name = str_at(&binding.value, "/roleRef/name");
+    let pool = if role_kind == "ClusterRole" {
+        &inputs.cluster_roles
+    } else {
+        &inputs.roles
+    };
+    let role = pool.iter().find(|r| r.name() == role_name);
+    if role.is_none() {
+        problems.push(
+            binding.finding(
+                Finding::error(
+                    "input/dangling-role-ref",
+                    format!("refers to {role_kind} {role_name}, which is not in the manifests"),
+                )
+                .field("roleRef"),
+            ),
+        );
+    }
+    role
+}
