@@ -15,7 +15,7 @@
 //! the validators. Nested Kubernetes objects (deployment specs, policy rules, webhook rules,
 //! label selectors, descriptor values, `status`) are kept as [`Value`]s.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::de::{Deserialize, DeserializeOwned, Deserializer, MapAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, Serializer};
@@ -95,7 +95,64 @@ macro_rules! passthrough_struct {
 }
 
 /// A string-to-string map (labels, annotations), as Kubernetes defines them.
-pub type StringMap = BTreeMap<String, String>;
+///
+/// A value given as `null` reads as `""`, as Go's decoder reads it into a `map[string]string`;
+/// the key is remembered so that it prints back as `null` while its value stays `""`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StringMap {
+    entries: BTreeMap<String, String>,
+    nulls: BTreeSet<String>,
+}
+
+impl std::ops::Deref for StringMap {
+    type Target = BTreeMap<String, String>;
+    fn deref(&self) -> &Self::Target {
+        &self.entries
+    }
+}
+
+impl std::ops::DerefMut for StringMap {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.entries
+    }
+}
+
+impl From<BTreeMap<String, String>> for StringMap {
+    fn from(entries: BTreeMap<String, String>) -> Self {
+        Self {
+            entries,
+            nulls: BTreeSet::new(),
+        }
+    }
+}
+
+impl Serialize for StringMap {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.entries.len()))?;
+        for (key, value) in &self.entries {
+            if value.is_empty() && self.nulls.contains(key) {
+                map.serialize_entry(key, &Value::Null)?;
+            } else {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for StringMap {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = BTreeMap::<String, Option<String>>::deserialize(deserializer)?;
+        let mut out = StringMap::default();
+        for (key, value) in raw {
+            if value.is_none() {
+                out.nulls.insert(key.clone());
+            }
+            out.entries.insert(key, value.unwrap_or_default());
+        }
+        Ok(out)
+    }
+}
 
 passthrough_struct! {
     /// A ClusterServiceVersion: `apiVersion`, `kind`, `metadata`, `spec` and `status`.
@@ -519,6 +576,12 @@ fn go_like(message: &str) -> String {
         "a map" | "an object" => "an object",
         other => other,
     };
+    if found == "null" {
+        // Go reads `null` as the zero value where the typed model has no place to keep it.
+        return format!(
+            "OLM reads {expected} here, found null (Go's decoder reads it as empty; olmpack does not)"
+        );
+    }
     format!("OLM reads {expected} here, found {found} (OLM v0's decoder refuses it too)")
 }
 
@@ -533,7 +596,7 @@ mod tests {
             "kind": "ClusterServiceVersion",
             "metadata": {
                 "name": "webapp.v1.0.0",
-                "annotations": {"capabilities": "Basic Install", "olm.skipRange": ""},
+                "annotations": {"capabilities": "Basic Install", "olm.skipRange": "", "createdAt": null},
                 "creationTimestamp": null,
                 "generation": 3,
             },
@@ -575,6 +638,8 @@ mod tests {
         assert_eq!(csv.name(), "webapp.v1.0.0");
         assert_eq!(csv.annotation("capabilities"), Some("Basic Install"));
         assert_eq!(csv.annotation("olm.skipRange"), None);
+        let annotations = csv.metadata.as_ref().unwrap().annotations.as_ref().unwrap();
+        assert_eq!(annotations.get("createdAt").map(String::as_str), Some(""));
         let spec = csv.spec.as_ref().unwrap();
         assert_eq!(spec.description, None);
         assert_eq!(spec.extra.get("description"), Some(&Value::Null));
@@ -584,7 +649,10 @@ mod tests {
         let strategy = csv.strategy().unwrap();
         let deployments = strategy.deployments.as_ref().unwrap();
         assert_eq!(deployments[0].service_account(), "webapp-sa");
-        assert_eq!(strategy.permissions.as_ref().unwrap()[0].service_account(), "default");
+        assert_eq!(
+            strategy.permissions.as_ref().unwrap()[0].service_account(),
+            "default"
+        );
         let webhook = &spec.webhookdefinitions.as_ref().unwrap()[0];
         assert_eq!(webhook.container_port, Some(443));
         assert_eq!(webhook.target_port, Some(json!("https")));
@@ -631,6 +699,10 @@ mod tests {
             (
                 json!({"spec": {"version": 1.0}}),
                 "field spec.version: OLM reads a string here, found floating point `1.0` (OLM v0's decoder refuses it too)",
+            ),
+            (
+                json!({"spec": {"keywords": [null]}}),
+                "field spec.keywords[0]: OLM reads a string here, found null (Go's decoder reads it as empty; olmpack does not)",
             ),
             (
                 json!([1]),
