@@ -1,14 +1,13 @@
 //! What a bundle installs, read once from its manifests: the facts the install manifests and
 //! the OLM v1 installer's RBAC are derived from.
 //!
-//! The CSV is read through a small typed view of the fields that matter here (install
-//! strategy, install modes, webhook definitions); unknown fields are ignored, as Go's decoder
-//! ignores them.
+//! The CSV is read through the typed model ([`olmpack_model::csv`]): its install strategy,
+//! install modes and webhook definitions. A field of the wrong type fails as it fails OLM.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use k8s_openapi::api::rbac::v1::PolicyRule;
-use serde::Deserialize;
+use olmpack_model::csv::{ClusterServiceVersion, InstallMode as CsvInstallMode, StrategyDetails};
 
 use crate::bundle::load::LoadedBundle;
 
@@ -72,83 +71,6 @@ pub struct BundleFacts {
     pub others: BTreeSet<OtherObject>,
 }
 
-#[derive(Deserialize)]
-struct CsvView {
-    #[serde(default)]
-    metadata: MetaView,
-    #[serde(default)]
-    spec: CsvSpecView,
-}
-
-#[derive(Default, Deserialize)]
-struct MetaView {
-    #[serde(default)]
-    name: String,
-    #[serde(default)]
-    annotations: BTreeMap<String, String>,
-}
-
-#[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct CsvSpecView {
-    #[serde(default)]
-    install: InstallView,
-    #[serde(default)]
-    install_modes: Vec<InstallModeView>,
-    #[serde(default)]
-    webhookdefinitions: Vec<WebhookView>,
-}
-
-#[derive(Default, Deserialize)]
-struct InstallView {
-    #[serde(default)]
-    spec: StrategyView,
-}
-
-#[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct StrategyView {
-    #[serde(default)]
-    deployments: Vec<DeploymentView>,
-    #[serde(default)]
-    permissions: Vec<PermissionView>,
-    #[serde(default)]
-    cluster_permissions: Vec<PermissionView>,
-}
-
-#[derive(Deserialize)]
-struct DeploymentView {
-    name: String,
-    #[serde(default)]
-    spec: serde_json::Value,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct PermissionView {
-    #[serde(default)]
-    service_account_name: String,
-    #[serde(default)]
-    rules: Vec<PolicyRule>,
-}
-
-#[derive(Deserialize)]
-struct InstallModeView {
-    #[serde(rename = "type")]
-    type_: String,
-    #[serde(default)]
-    supported: bool,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct WebhookView {
-    #[serde(rename = "type")]
-    type_: String,
-    #[serde(default)]
-    generate_name: String,
-}
-
 /// Kinds OLM installs cluster-wide (every other kind of a bundle is namespaced).
 const CLUSTER_SCOPED_KINDS: [&str; 11] = [
     "ClusterRole",
@@ -166,51 +88,57 @@ const CLUSTER_SCOPED_KINDS: [&str; 11] = [
 
 /// Reads the install facts of `bundle` (named `label` in errors).
 pub fn read(label: &str, bundle: &LoadedBundle) -> Result<BundleFacts, FactsError> {
-    let csv = bundle.csv().ok_or_else(|| FactsError::NoCsv {
+    let loaded = bundle.csv().ok_or_else(|| FactsError::NoCsv {
         bundle: label.to_owned(),
     })?;
-    let view: CsvView =
-        serde_path_to_error::deserialize(&csv.value).map_err(|err| FactsError::Csv {
-            bundle: label.to_owned(),
-            csv: csv.name().to_owned(),
-            message: format!("{}: {}", err.path(), plain(err.inner())),
-        })?;
+    let fail = |message: String| FactsError::Csv {
+        bundle: label.to_owned(),
+        csv: loaded.name().to_owned(),
+        message,
+    };
+    let csv = ClusterServiceVersion::from_value(&loaded.value).map_err(|e| fail(e.to_string()))?;
+    let spec = csv.spec.as_ref();
     let mut facts = BundleFacts {
-        csv_name: view.metadata.name,
-        suggested_namespace: view
-            .metadata
-            .annotations
-            .get("operatorframework.io/suggested-namespace")
-            .filter(|ns| !ns.is_empty())
-            .cloned(),
+        csv_name: csv.name().to_owned(),
+        suggested_namespace: csv
+            .annotation("operatorframework.io/suggested-namespace")
+            .map(str::to_owned),
         crds: bundle.crds().map(|c| c.name().to_owned()).collect(),
-        install_modes: supported_modes(&view.spec.install_modes),
+        install_modes: supported_modes(
+            spec.and_then(|s| s.install_modes.as_deref())
+                .unwrap_or_default(),
+        ),
         ..BundleFacts::default()
     };
-    facts.add_strategy(&view.spec.install.spec);
-    facts.webhooks = view
-        .spec
-        .webhookdefinitions
-        .into_iter()
-        .map(|w| Webhook {
-            kind: w.type_,
-            name: w.generate_name,
-        })
-        .collect();
+    if let Some(strategy) = csv.strategy() {
+        facts.add_strategy(strategy).map_err(fail)?;
+    }
+    let webhooks = spec.and_then(|s| s.webhookdefinitions.as_deref());
+    for (i, webhook) in webhooks.unwrap_or_default().iter().enumerate() {
+        let kind = webhook.type_.clone().ok_or_else(|| {
+            fail(format!(
+                "field spec.webhookdefinitions[{i}].type: missing, OLM requires it"
+            ))
+        })?;
+        facts.webhooks.insert(Webhook {
+            kind,
+            name: webhook.generate_name.clone().unwrap_or_default(),
+        });
+    }
     facts.others = other_objects(bundle);
     Ok(facts)
 }
 
 /// The install modes the CSV marks supported (unknown mode names are ignored).
-fn supported_modes(modes: &[InstallModeView]) -> BTreeSet<InstallMode> {
+fn supported_modes(modes: &[CsvInstallMode]) -> BTreeSet<InstallMode> {
     modes
         .iter()
-        .filter(|m| m.supported)
-        .filter_map(|m| match m.type_.as_str() {
-            "OwnNamespace" => Some(InstallMode::OwnNamespace),
-            "SingleNamespace" => Some(InstallMode::SingleNamespace),
-            "MultiNamespace" => Some(InstallMode::MultiNamespace),
-            "AllNamespaces" => Some(InstallMode::AllNamespaces),
+        .filter(|m| m.supported == Some(true))
+        .filter_map(|m| match m.type_.as_deref() {
+            Some("OwnNamespace") => Some(InstallMode::OwnNamespace),
+            Some("SingleNamespace") => Some(InstallMode::SingleNamespace),
+            Some("MultiNamespace") => Some(InstallMode::MultiNamespace),
+            Some("AllNamespaces") => Some(InstallMode::AllNamespaces),
             _ => None,
         })
         .collect()
@@ -218,31 +146,42 @@ fn supported_modes(modes: &[InstallModeView]) -> BTreeSet<InstallMode> {
 
 impl BundleFacts {
     /// Adds the install strategy's deployments, their service accounts and the permissions'
-    /// accounts and rules (the `default` account left out).
-    fn add_strategy(&mut self, strategy: &StrategyView) {
-        for deployment in &strategy.deployments {
-            self.deployments.insert(deployment.name.clone());
-            let account = deployment
-                .spec
-                .pointer("/template/spec/serviceAccountName")
-                .and_then(serde_json::Value::as_str)
-                .unwrap_or("default");
-            self.service_accounts.insert(account.to_owned());
+    /// accounts and rules (the `default` account left out); fails on a deployment without a
+    /// name or a rule that is not an rbac/v1 PolicyRule.
+    fn add_strategy(&mut self, strategy: &StrategyDetails) -> Result<(), String> {
+        for (i, deployment) in strategy.deployments.iter().flatten().enumerate() {
+            let name = deployment.name.clone().ok_or_else(|| {
+                format!("field spec.install.spec.deployments[{i}].name: missing, OLM requires it")
+            })?;
+            self.deployments.insert(name);
+            self.service_accounts
+                .insert(deployment.service_account().to_owned());
         }
-        for (list, rules) in [
-            (&strategy.permissions, &mut self.permissions),
-            (&strategy.cluster_permissions, &mut self.cluster_permissions),
+        for (field, list, rules) in [
+            ("permissions", &strategy.permissions, &mut self.permissions),
+            (
+                "clusterPermissions",
+                &strategy.cluster_permissions,
+                &mut self.cluster_permissions,
+            ),
         ] {
-            for permission in list {
-                let account = match permission.service_account_name.as_str() {
-                    "" => "default",
-                    name => name,
-                };
-                self.service_accounts.insert(account.to_owned());
-                rules.extend(permission.rules.iter().cloned());
+            for (i, permission) in list.iter().flatten().enumerate() {
+                self.service_accounts
+                    .insert(permission.service_account().to_owned());
+                for (j, rule) in permission.rules.iter().flatten().enumerate() {
+                    let rule: PolicyRule = serde_path_to_error::deserialize(rule).map_err(|e| {
+                        format!(
+                            "field spec.install.spec.{field}[{i}].rules[{j}].{}: {}",
+                            e.path(),
+                            plain(e.inner())
+                        )
+                    })?;
+                    rules.push(rule);
+                }
             }
         }
         self.service_accounts.remove("default");
+        Ok(())
     }
 }
 
