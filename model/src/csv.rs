@@ -553,14 +553,20 @@ fn decode<T: DeserializeOwned>(value: &Value) -> Result<T, CsvError> {
         let path = err.path().to_string();
         CsvError {
             path,
-            message: go_like(&err.inner().to_string()),
+            message: olm_message(err.inner()),
         }
     })
 }
 
-/// serde's `invalid type: X, expected Y` (or `invalid value`) in OLM's words: what OLM's
-/// type reads at the field, what was found, and that OLM's decoder refuses it as well.
-fn go_like(message: &str) -> String {
+/// A decoding error of a CSV field (or of a Kubernetes object nested in one) in OLM's words:
+/// what OLM's type reads at the field, what was found, and that OLM's decoder refuses it as
+/// well; without the JSON position, which a value read from YAML does not have.
+pub fn olm_message(err: &serde_json::Error) -> String {
+    let text = err.to_string();
+    let message = match text.split_once(" at line ") {
+        Some((message, _)) => message,
+        None => &text,
+    };
     let Some(rest) = message
         .strip_prefix("invalid type: ")
         .or_else(|| message.strip_prefix("invalid value: "))

@@ -173,7 +173,7 @@ impl BundleFacts {
                         format!(
                             "field spec.install.spec.{field}[{i}].rules[{j}].{}: {}",
                             e.path(),
-                            plain(e.inner())
+                            olmpack_model::csv::olm_message(e.inner())
                         )
                     })?;
                     rules.push(rule);
@@ -212,11 +212,104 @@ fn other_objects(bundle: &LoadedBundle) -> BTreeSet<OtherObject> {
         .collect()
 }
 
-/// A serde message without the Rust type names serde puts into some of them.
-fn plain(err: &serde_json::Error) -> String {
-    let text = err.to_string();
-    match text.split_once(" at line ") {
-        Some((message, _)) => message.to_owned(),
-        None => text,
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::bundle::load::Object;
+
+    fn bundle(csv: serde_json::Value) -> LoadedBundle {
+        LoadedBundle {
+            objects: vec![Object {
+                file: "manifests/demo.clusterserviceversion.yaml".into(),
+                index: 0,
+                value: csv,
+            }],
+            ..LoadedBundle::default()
+        }
+    }
+
+    fn csv(spec: serde_json::Value) -> serde_json::Value {
+        json!({
+            "apiVersion": "operators.coreos.com/v1alpha1",
+            "kind": "ClusterServiceVersion",
+            "metadata": {
+                "name": "demo.v1.0.0",
+                "annotations": {"operatorframework.io/suggested-namespace": "demo-system"},
+            },
+            "spec": spec,
+        })
+    }
+
+    #[test]
+    fn facts_come_from_the_typed_csv() {
+        let value = csv(json!({
+            "installModes": [
+                {"type": "OwnNamespace", "supported": true},
+                {"type": "AllNamespaces", "supported": false},
+                {"type": "Elsewhere", "supported": true},
+            ],
+            "install": {"strategy": "deployment", "spec": {
+                "deployments": [
+                    {"name": "demo-controller", "spec": {"template": {"spec": {"serviceAccountName": "demo-sa"}}}},
+                    {"name": "demo-helper", "spec": {}},
+                ],
+                "permissions": [{"serviceAccountName": "", "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]}],
+                "clusterPermissions": [{"serviceAccountName": "demo-admin", "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]}],
+            }},
+            "webhookdefinitions": [{"type": "ConversionWebhook", "generateName": "cdemo.example.com"}],
+        }));
+        let facts = read("demo", &bundle(value)).unwrap();
+        assert_eq!(facts.csv_name, "demo.v1.0.0");
+        assert_eq!(facts.suggested_namespace.as_deref(), Some("demo-system"));
+        assert_eq!(facts.install_modes, [InstallMode::OwnNamespace].into());
+        assert_eq!(
+            facts.deployments,
+            ["demo-controller".to_owned(), "demo-helper".to_owned()].into()
+        );
+        assert_eq!(
+            facts.service_accounts,
+            ["demo-admin".to_owned(), "demo-sa".to_owned()].into()
+        );
+        assert_eq!(
+            facts.permissions[0].resources.as_deref(),
+            Some(&["configmaps".to_owned()][..])
+        );
+        assert_eq!(facts.cluster_permissions.len(), 1);
+        assert_eq!(
+            facts.webhooks,
+            [Webhook {
+                kind: "ConversionWebhook".into(),
+                name: "cdemo.example.com".into()
+            }]
+            .into()
+        );
+    }
+
+    #[test]
+    fn a_csv_olm_refuses_is_named_with_its_field() {
+        let cases = [
+            (
+                json!({"installModes": [{"type": "OwnNamespace", "supported": "yes"}]}),
+                "demo: ClusterServiceVersion/demo.v1.0.0: field spec.installModes[0].supported: OLM reads a boolean here, found string \"yes\" (OLM v0's decoder refuses it too)",
+            ),
+            (
+                json!({"install": {"spec": {"deployments": [{"spec": {}}]}}}),
+                "demo: ClusterServiceVersion/demo.v1.0.0: field spec.install.spec.deployments[0].name: missing, OLM requires it",
+            ),
+            (
+                json!({"install": {"spec": {"clusterPermissions": [{"rules": [{"verbs": "get"}]}]}}}),
+                "demo: ClusterServiceVersion/demo.v1.0.0: field spec.install.spec.clusterPermissions[0].rules[0].verbs: OLM reads a list here, found string \"get\" (OLM v0's decoder refuses it too)",
+            ),
+            (
+                json!({"webhookdefinitions": [{"generateName": "vdemo.example.com"}]}),
+                "demo: ClusterServiceVersion/demo.v1.0.0: field spec.webhookdefinitions[0].type: missing, OLM requires it",
+            ),
+        ];
+        for (spec, want) in cases {
+            let err = read("demo", &bundle(csv(spec))).unwrap_err();
+            assert_eq!(err.to_string(), want);
+        }
     }
 }
