@@ -65,6 +65,12 @@ fn main() {
         bytes as f64 / 1048576.0,
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
+    // The olmpack binary is built with the bench profile (the release settings: opt-level 3);
+    // a debug build would measure nothing useful.
+    if cfg!(debug_assertions) {
+        println!("WARNING: unoptimised build; run with `cargo bench` for meaningful numbers");
+    }
+    println!("load average before: {}", load_average());
     let dir_args: Vec<&str> = dirs.iter().map(|d| d.to_str().unwrap()).collect();
     println!(
         "| output | olmpack wall | opm wall | speed-up | olmpack peak RSS | opm peak RSS | memory ratio |"
@@ -91,6 +97,15 @@ fn main() {
             pm / om.max(0.1)
         );
     }
+    println!("load average after: {}", load_average());
+}
+
+/// The 1, 5 and 15 minute load averages (the machine may be shared; ratios are measured in
+/// the same run, absolute times are not comparable across runs).
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".to_owned())
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {

@@ -4,6 +4,7 @@
 //! The plan's types, its parsing from text, its checks and its JSON Schema are pure and live
 //! in [`olmpack_model::plan`]; everything there is re-exported here, so `olmpack::plan::Plan`
 //! and `olmpack_model::plan::Plan` are one type.
+#![warn(missing_docs)]
 
 use std::path::{Path, PathBuf};
 

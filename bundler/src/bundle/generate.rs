@@ -4,6 +4,7 @@
 //!
 //! `createdAt` comes from the release, else the plan, else `SOURCE_DATE_EPOCH`; with none of
 //! them the CSV has no `createdAt`. The wall clock is never read.
+#![warn(missing_docs)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -27,9 +28,13 @@ pub enum GenerateError {
     /// Problems in the plan or the manifests; every one is listed.
     #[error("{} problem(s) in the release plan or its manifests", .0.iter().filter(|f| f.severity == Severity::Error).count())]
     Invalid(Vec<Finding>),
+    /// A valid release's bundle could not be turned into files: a manifest could not be
+    /// printed as YAML, or a file path would leave the bundle directory.
     #[error("failed to render the bundle of release {version}")]
     Render {
+        /// The release's version.
         version: String,
+        /// Why rendering failed.
         #[source]
         source: files::BundleFilesError,
     },

@@ -72,27 +72,43 @@ fn write_float(out: &mut Vec<u8>, f: f64) {
 
 fn write_string(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
-    for c in s.chars() {
-        match c {
-            '"' => out.extend_from_slice(b"\\\""),
-            '\\' => out.extend_from_slice(b"\\\\"),
-            '\n' => out.extend_from_slice(b"\\n"),
-            '\r' => out.extend_from_slice(b"\\r"),
-            '\t' => out.extend_from_slice(b"\\t"),
-            '\u{8}' => out.extend_from_slice(b"\\b"),
-            '\u{c}' => out.extend_from_slice(b"\\f"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
-                out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes())
-            }
-            c if (c as u32) < 0x20 => {
-                out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes())
-            }
-            c => {
-                let mut buf = [0u8; 4];
-                out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
-            }
+    let bytes = s.as_bytes();
+    // Runs of bytes Go prints as they are are copied whole; only the bytes below escape.
+    let mut start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        let line_separator = b == 0xE2
+            && bytes.get(i + 1) == Some(&0x80)
+            && matches!(bytes.get(i + 2), Some(0xA8 | 0xA9));
+        if !(b < 0x20 || matches!(b, b'"' | b'\\' | b'<' | b'>' | b'&') || line_separator) {
+            i += 1;
+            continue;
         }
+        out.extend_from_slice(&bytes[start..i]);
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0C => out.extend_from_slice(b"\\f"),
+            0xE2 => {
+                // U+2028 or U+2029.
+                out.extend_from_slice(if bytes[i + 2] == 0xA8 {
+                    b"\\u2028"
+                } else {
+                    b"\\u2029"
+                });
+                i += 2;
+            }
+            _ => out.extend_from_slice(format!("\\u{:04x}", b).as_bytes()),
+        }
+        i += 1;
+        start = i;
     }
+    out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
 }
 
@@ -137,14 +153,25 @@ impl serde_json::ser::Formatter for GoFormatter {
         w: &mut W,
         fragment: &str,
     ) -> std::io::Result<()> {
-        let mut rest = fragment;
-        while let Some(pos) = rest.find(['\u{2028}', '\u{2029}']) {
-            w.write_all(&rest.as_bytes()[..pos])?;
-            let c = rest[pos..].chars().next().unwrap_or('\u{2028}');
-            write!(w, "\\u{:04x}", c as u32)?;
-            rest = &rest[pos + c.len_utf8()..];
+        // U+2028 and U+2029 are E2 80 A8 and E2 80 A9 in UTF-8.
+        let bytes = fragment.as_bytes();
+        let mut start = 0;
+        let mut i = 0;
+        while let Some(pos) = bytes[i..].iter().position(|&b| b == 0xE2) {
+            let at = i + pos;
+            i = at + 1;
+            if bytes.get(at + 1) == Some(&0x80) && matches!(bytes.get(at + 2), Some(0xA8 | 0xA9)) {
+                w.write_all(&bytes[start..at])?;
+                w.write_all(if bytes[at + 2] == 0xA8 {
+                    b"\\u2028"
+                } else {
+                    b"\\u2029"
+                })?;
+                i = at + 3;
+                start = i;
+            }
         }
-        w.write_all(rest.as_bytes())
+        w.write_all(&bytes[start..])
     }
     fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
         self.pretty.begin_array(w)
@@ -194,6 +221,15 @@ mod tests {
         assert_eq!(
             String::from_utf8(to_vec(&v)).unwrap(),
             r#"{"a":"\u003cx \u0026 y\u003e","b":1,"c":[0.25,1e-7,1e+21,-3]}"#
+        );
+    }
+
+    #[test]
+    fn escapes_inside_long_runs() {
+        let v = json!("abc\u{2028}d\"e\\f\u{1}g\u{2029}h\u{e9}\u{2027}<&>\n\t\u{8}\u{c}\r");
+        assert_eq!(
+            String::from_utf8(to_vec(&v)).unwrap(),
+            "\"abc\\u2028d\\\"e\\\\f\\u0001g\\u2029h\u{e9}\u{2027}\\u003c\\u0026\\u003e\\n\\t\\b\\f\\r\""
         );
     }
 

@@ -1,5 +1,6 @@
 //! Go's number syntax and formatting where opm's output depends on it: `strconv.ParseInt`
 //! with base 0, `strconv.ParseFloat`, and `strconv.FormatFloat(f, 'g', -1, 64)`.
+#![warn(missing_docs)]
 
 /// Go's `strconv.ParseFloat(s, 64)` for decimal syntax: `None` on a syntax error or overflow.
 pub fn parse_float(s: &str) -> Option<f64> {

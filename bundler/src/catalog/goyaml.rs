@@ -245,7 +245,14 @@ impl Emitter<'_> {
                 if breaks {
                     self.write_indent();
                 }
-                self.write_char(value, &mut i);
+                let run = plain_run(&value[i..]);
+                if run > 1 {
+                    self.out.extend_from_slice(&value[i..i + run]);
+                    self.column += run;
+                    i += run;
+                } else {
+                    self.write_char(value, &mut i);
+                }
                 self.indention = false;
                 spaces = false;
                 breaks = false;
@@ -419,7 +426,14 @@ impl Emitter<'_> {
                 if breaks {
                     self.write_indent();
                 }
-                self.write_char(value, &mut i);
+                let run = line_run(&value[i..]);
+                if run > 1 {
+                    self.out.extend_from_slice(&value[i..i + run]);
+                    self.column += run;
+                    i += run;
+                } else {
+                    self.write_char(value, &mut i);
+                }
                 self.indention = false;
                 breaks = false;
             }
@@ -556,6 +570,18 @@ impl Scan {
         let mut preceded_by_ws = true;
         let mut i = 0;
         while i < value.len() {
+            if i > 0 {
+                // A run of plain ASCII inside the value changes nothing but the "previous"
+                // flags (no indicator, printable, no space or break): skip it whole.
+                let run = quiet_run(&value[i..value.len() - 1]);
+                if run > 0 {
+                    previous_space = false;
+                    previous_break = false;
+                    preceded_by_ws = false;
+                    i += run;
+                    continue;
+                }
+            }
             let w = utf8_width(value[i]).max(1);
             let followed_by_ws = i + w >= value.len() || is_blank(value, i + w);
             let c = value[i];
@@ -616,6 +642,33 @@ impl Scan {
         }
         a
     }
+}
+
+/// The length of the leading run of printable ASCII that is neither a space nor `:` nor `#`
+/// (the only indicators inside a value).
+fn quiet_run(bytes: &[u8]) -> usize {
+    bytes
+        .iter()
+        .position(|&b| !(0x21..=0x7E).contains(&b) || b == b':' || b == b'#')
+        .unwrap_or(bytes.len())
+}
+
+/// The length of the leading run of ASCII without a line break: copied as is, one column per
+/// byte.
+fn line_run(bytes: &[u8]) -> usize {
+    bytes
+        .iter()
+        .position(|&b| b >= 0x80 || b == b'\n' || b == b'\r')
+        .unwrap_or(bytes.len())
+}
+
+/// The length of the leading run of ASCII that is neither a space nor a line break: copied
+/// as is, one column per byte.
+fn plain_run(bytes: &[u8]) -> usize {
+    bytes
+        .iter()
+        .position(|&b| b >= 0x80 || b == b' ' || b == b'\n' || b == b'\r')
+        .unwrap_or(bytes.len())
 }
 
 /// Whether character `c` is a YAML indicator in its position (first of the value or not).

@@ -116,6 +116,39 @@ pub fn load_dir_with(root: &Path, options: LoadOptions) -> Result<LoadedCatalog,
     Ok(out)
 }
 
+/// Reads a catalog directory one file at a time, in [`load_dir`]'s order, handing each file's
+/// blobs to `each` (which returns `false` to stop early) and returning the problems met, in
+/// `load_dir`'s order. Memory is bounded by the largest file, not the catalog.
+pub fn for_each_file(
+    root: &Path,
+    mut each: impl FnMut(DeclarativeConfig) -> bool,
+) -> Result<Vec<LoadProblem>, LoadError> {
+    if !root.is_dir() {
+        return Err(LoadError::NotADirectory {
+            path: root.to_path_buf(),
+        });
+    }
+    let (files, refused) = list_files(root)?;
+    let mut problems: Vec<LoadProblem> = refused
+        .iter()
+        .map(|r| refused_problem(&r.file, &r.error))
+        .collect();
+    for rel in &files {
+        let (config, found) = match crate::input::read(&root.join(rel)) {
+            Ok(bytes) => parse_file(rel, &bytes),
+            Err(err) => (
+                DeclarativeConfig::default(),
+                vec![refused_problem(rel, &err)],
+            ),
+        };
+        problems.extend(found);
+        if !each(config) {
+            break;
+        }
+    }
+    Ok(problems)
+}
+
 /// Parses one catalog file's bytes (JSON or YAML stream); `rel` names it in origins and problems.
 pub fn parse_file(rel: &Path, bytes: &[u8]) -> (DeclarativeConfig, Vec<LoadProblem>) {
     parse_file_with(rel, bytes, LoadOptions::default())
@@ -299,6 +332,37 @@ mod tests {
         assert_eq!(cfg.channels.len(), 1);
         assert_eq!(problems[0].message, "object is missing root schema field");
         assert_eq!(problems[0].index, Some(1));
+    }
+
+    #[test]
+    fn file_by_file_matches_whole_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::create_dir_all(d.join("a")).unwrap();
+        std::fs::write(
+            d.join("a/one.yaml"),
+            "schema: olm.package\nname: p\n---\nname: x\n",
+        )
+        .unwrap();
+        std::fs::write(
+            d.join("b.json"),
+            r#"{"schema":"olm.channel","name":"c","package":"p","entries":[]}"#,
+        )
+        .unwrap();
+        std::fs::write(d.join("c.json"), "{").unwrap();
+        let whole = load_dir(d).unwrap();
+        let mut merged = DeclarativeConfig::default();
+        let mut calls = 0;
+        let problems = for_each_file(d, |cfg| {
+            calls += 1;
+            merged.merge(cfg);
+            true
+        })
+        .unwrap();
+        assert_eq!(calls, 3);
+        assert_eq!(problems.len(), 2);
+        assert_eq!(problems, whole.problems);
+        assert_eq!(format!("{merged:?}"), format!("{:?}", whole.config));
     }
 
     #[test]

@@ -2,22 +2,29 @@
 //! parallel and in bounded memory.
 //!
 //! Contract:
-//! - Every reference is rendered by the caller's function, on up to `jobs` threads; each
-//!   blob is encoded (JSON or YAML, byte for byte as opm) as soon as it is rendered and
-//!   appended to a spill buffer that moves to an anonymous temporary file past
-//!   [`SPILL_IN_MEMORY`] bytes. Memory is bounded by the blobs in flight, not the catalog.
+//! - Every reference is rendered by the caller's function, on up to `jobs` threads; the
+//!   function hands its blobs to an [`Emitter`] one by one, which encodes each (JSON or YAML,
+//!   byte for byte as opm) at once.
+//! - Encoded blobs reach the spool in reference order, whatever the threads' timing: the
+//!   blobs of reference N are spooled before those of N+1. A reference more than
+//!   [`WINDOW_PER_JOB`]·`jobs` places after the one being spooled is not started, and a worker
+//!   holding more than [`HELD_PER_REF`] bytes of a later reference waits for its turn, so
+//!   memory is bounded by the references in flight (the largest bundle, or one catalog file),
+//!   not by the catalog. The spool keeps [`SPILL_IN_MEMORY`] bytes in memory and the rest in an
+//!   anonymous temporary file.
 //! - The output order is opm's: per package (sorted by name) its packages, its channels by
 //!   name, its bundles by name, its other blobs by schema, its deprecations; then the blobs of
 //!   no package. Ties keep the order of the references and of the blobs within one. Packages,
 //!   channels, bundles and deprecations with an empty package are not written (opm drops
 //!   them too).
 //! - Like opm, a failing reference fails the whole run and nothing is written; the error
-//!   reported is the one of the first failing reference in argument order.
+//!   reported is the one of the first failing reference in argument order (later references
+//!   stop as soon as it is known).
 
 use std::cmp::Ordering as CmpOrdering;
+use std::collections::BTreeMap;
 use std::io::Write;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
+use std::sync::{Condvar, Mutex, MutexGuard};
 
 use serde::Serialize;
 
@@ -26,15 +33,12 @@ use super::write::Format;
 use super::{gojson, goyaml};
 
 /// Encoded output kept in memory before spilling to a temporary file.
-pub const SPILL_IN_MEMORY: usize = 16 << 20;
-
-/// What rendering one reference produced: its blobs, and warnings (files skipped the way
-/// opm skips them) to report.
-#[derive(Clone, Debug, Default)]
-pub struct RefOutput {
-    pub blobs: Vec<Blob>,
-    pub warnings: Vec<String>,
-}
+pub const SPILL_IN_MEMORY: usize = 1 << 20;
+/// Encoded bytes a worker holds for a reference that is not yet being spooled before it
+/// waits for that reference's turn.
+pub const HELD_PER_REF: usize = 2 << 20;
+/// How many references per job may be started ahead of the one being spooled.
+pub const WINDOW_PER_JOB: usize = 2;
 
 /// One blob of the output stream.
 #[derive(Clone, Debug)]
@@ -67,13 +71,21 @@ pub enum StreamError<E: std::error::Error + 'static> {
 
 /// Where a blob goes in opm's output order.
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct SortKey {
+pub struct SortKey {
     /// `false` for blobs of a package, `true` for blobs of no package (written last).
     rootless: bool,
     package: String,
     rank: u8,
     secondary: String,
+    /// Reference index, then the blob's place among the reference's blobs.
     seq: (usize, usize),
+}
+
+impl SortKey {
+    /// The index of the reference the blob came from.
+    pub fn reference(&self) -> usize {
+        self.seq.0
+    }
 }
 
 impl Ord for SortKey {
@@ -168,23 +180,23 @@ fn to_value<T: Serialize>(v: &T) -> Result<serde_json::Value, serde_json::Error>
     serde_json::to_value(v)
 }
 
-/// Encoded blobs, in memory until they outgrow [`SPILL_IN_MEMORY`], then in a temporary file.
-struct Spill {
+/// Where encoded blobs go, in reference order (see the module contract).
+pub trait Sink: Send {
+    /// Takes the next encoded blob.
+    fn blob(&mut self, key: SortKey, bytes: &[u8]) -> std::io::Result<()>;
+}
+
+/// Encoded blobs, in memory until they outgrow [`SPILL_IN_MEMORY`], then in a temporary
+/// file, with their keys.
+struct Spool {
     memory: Vec<u8>,
     file: Option<std::fs::File>,
     len: u64,
+    index: Vec<(SortKey, u64, usize)>,
 }
 
-impl Spill {
-    fn new() -> Self {
-        Self {
-            memory: Vec::new(),
-            file: None,
-            len: 0,
-        }
-    }
-
-    fn append(&mut self, bytes: &[u8]) -> std::io::Result<(u64, usize)> {
+impl Sink for Spool {
+    fn blob(&mut self, key: SortKey, bytes: &[u8]) -> std::io::Result<()> {
         let at = self.len;
         if self.file.is_none() && self.memory.len() + bytes.len() > SPILL_IN_MEMORY {
             let mut file = tempfile::tempfile()?;
@@ -197,26 +209,249 @@ impl Spill {
             None => self.memory.extend_from_slice(bytes),
         }
         self.len += bytes.len() as u64;
-        Ok((at, bytes.len()))
+        self.index.push((key, at, bytes.len()));
+        Ok(())
+    }
+}
+
+impl Spool {
+    fn new() -> Self {
+        Self {
+            memory: Vec::new(),
+            file: None,
+            len: 0,
+            index: Vec::new(),
+        }
     }
 
-    fn copy_to(&mut self, at: u64, len: usize, out: &mut dyn Write) -> std::io::Result<()> {
-        match &self.file {
-            None => out.write_all(&self.memory[at as usize..at as usize + len]),
-            Some(file) => {
-                use std::os::unix::fs::FileExt as _;
-                let mut buf = vec![0; len];
-                file.read_exact_at(&mut buf, at)?;
-                out.write_all(&buf)
+    /// Writes the spooled blobs to `out` in opm's order.
+    fn write_sorted(mut self, out: &mut dyn Write) -> std::io::Result<()> {
+        use std::os::unix::fs::FileExt as _;
+        self.index.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, out);
+        let mut buf = Vec::new();
+        for (_, at, len) in &self.index {
+            match &self.file {
+                None => out.write_all(&self.memory[*at as usize..*at as usize + len])?,
+                Some(file) => {
+                    buf.resize(*len, 0);
+                    file.read_exact_at(&mut buf, *at)?;
+                    out.write_all(&buf)?;
+                }
+            }
+        }
+        out.flush()
+    }
+}
+
+/// A reference that finished before its turn: its blobs and how it ended.
+struct Finished<E: std::error::Error + 'static> {
+    held: Vec<(SortKey, Vec<u8>)>,
+    warnings: Vec<String>,
+    result: Result<(), StreamError<E>>,
+}
+
+/// The state the workers share.
+struct State<'s, E: std::error::Error + 'static> {
+    /// The next reference to start.
+    claimed: usize,
+    /// The reference whose blobs are spooled now; earlier ones are complete.
+    turn: usize,
+    /// References that finished before their turn.
+    finished: BTreeMap<usize, Finished<E>>,
+    sink: &'s mut dyn Sink,
+    warnings: Vec<String>,
+    /// The first failure in argument order; set, everything stops.
+    failure: Option<StreamError<E>>,
+    stopped: bool,
+}
+
+impl<E: std::error::Error + 'static> State<'_, E> {
+    fn spool(&mut self, held: &mut Vec<(SortKey, Vec<u8>)>) {
+        for (key, bytes) in held.drain(..) {
+            if let Err(e) = self.sink.blob(key, &bytes) {
+                self.fail(e.into());
+                return;
+            }
+        }
+    }
+
+    fn fail(&mut self, err: StreamError<E>) {
+        if self.failure.is_none() {
+            self.failure = Some(err);
+        }
+        self.stopped = true;
+    }
+
+    /// Completes the reference whose turn it is, then every finished one after it.
+    fn complete(&mut self, mut done: Finished<E>) {
+        loop {
+            self.spool(&mut done.held);
+            self.warnings.append(&mut done.warnings);
+            if let Err(e) = done.result {
+                self.fail(e);
+            }
+            self.turn += 1;
+            if self.stopped {
+                return;
+            }
+            match self.finished.remove(&self.turn) {
+                Some(next) => done = next,
+                None => return,
             }
         }
     }
 }
 
-/// Encoded blobs with their keys.
-type Encoded = Vec<(SortKey, Vec<u8>)>;
-/// What one reference produced: encoded blobs and warnings, or the render error.
-type Rendered<E> = Result<(Encoded, Vec<String>), StreamError<E>>;
+/// The shared state and the condition workers wait on.
+struct Shared<'s, E: std::error::Error + 'static> {
+    state: Mutex<State<'s, E>>,
+    changed: Condvar,
+    window: usize,
+    format: Format,
+}
+
+impl<'s, E: std::error::Error + 'static> Shared<'s, E> {
+    fn lock(&self) -> MutexGuard<'_, State<'s, E>> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The next reference to render, once the window allows it; `None` when done or stopped.
+    fn claim(&self, n: usize) -> Option<usize> {
+        let mut state = self.lock();
+        loop {
+            if state.stopped || state.claimed >= n {
+                return None;
+            }
+            if state.claimed < state.turn + self.window {
+                state.claimed += 1;
+                return Some(state.claimed - 1);
+            }
+            state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+/// Stops every worker when one panics, so none waits forever for the panicking one's turn.
+struct PanicGuard<'a, 's, E: std::error::Error + 'static>(&'a Shared<'s, E>);
+
+impl<E: std::error::Error + 'static> Drop for PanicGuard<'_, '_, E> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.lock().stopped = true;
+            self.0.changed.notify_all();
+        }
+    }
+}
+
+/// What a render function hands its blobs and warnings to (module contract).
+pub struct Emitter<'a, 's, E: std::error::Error + 'static> {
+    shared: &'a Shared<'s, E>,
+    reference: usize,
+    seq: usize,
+    held: Vec<(SortKey, Vec<u8>)>,
+    held_bytes: usize,
+    warnings: Vec<String>,
+    /// The run stopped (an earlier reference failed) or a blob did not encode.
+    stopped: bool,
+    error: Option<StreamError<E>>,
+}
+
+impl<E: std::error::Error + 'static> std::fmt::Debug for Emitter<'_, '_, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Emitter")
+            .field("reference", &self.reference)
+            .field("seq", &self.seq)
+            .field("held_bytes", &self.held_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<E: std::error::Error + 'static> Emitter<'_, '_, E> {
+    /// Encodes `blob` and queues it for the output; a no-op once the run has stopped.
+    pub fn blob(&mut self, blob: &Blob) {
+        if self.stopped {
+            return;
+        }
+        let Some(key) = blob.key((self.reference, self.seq)) else {
+            return;
+        };
+        self.seq += 1;
+        let mut bytes = Vec::new();
+        if let Err(source) = blob.encode(self.shared.format, &mut bytes) {
+            self.error = Some(StreamError::Encode {
+                schema: blob.schema().to_owned(),
+                source,
+            });
+            self.stopped = true;
+            return;
+        }
+        self.held_bytes += bytes.len();
+        self.held.push((key, bytes));
+        if self.held_bytes > HELD_PER_REF {
+            self.flush();
+        }
+    }
+
+    /// A warning to print once the run succeeds (in reference order).
+    pub fn warn(&mut self, warning: String) {
+        self.warnings.push(warning);
+    }
+
+    /// Whether the run has stopped: the render function may return early.
+    pub fn stopped(&self) -> bool {
+        self.stopped
+    }
+
+    /// Waits for this reference's turn, then spools what it holds.
+    fn flush(&mut self) {
+        let mut state = self.shared.lock();
+        while state.turn != self.reference && !state.stopped {
+            state = self
+                .shared
+                .changed
+                .wait(state)
+                .unwrap_or_else(|p| p.into_inner());
+        }
+        if state.stopped {
+            self.stopped = true;
+            self.held.clear();
+        } else {
+            state.spool(&mut self.held);
+            self.stopped = state.stopped;
+            if self.stopped {
+                drop(state);
+                self.shared.changed.notify_all();
+            }
+        }
+        self.held_bytes = 0;
+    }
+
+    /// Hands the reference over: spooled now when it is its turn, else kept until it is.
+    fn finish(self, result: Result<(), StreamError<E>>) {
+        let result = match self.error {
+            Some(e) => Err(e),
+            None => result,
+        };
+        let done = Finished {
+            held: self.held,
+            warnings: self.warnings,
+            result,
+        };
+        let mut state = self.shared.lock();
+        if state.stopped {
+            // Whoever stopped the run woke the others; wake them again to be sure none waits.
+            drop(state);
+            self.shared.changed.notify_all();
+        } else if state.turn == self.reference {
+            state.complete(done);
+            drop(state);
+            self.shared.changed.notify_all();
+        } else {
+            state.finished.insert(self.reference, done);
+        }
+    }
+}
 
 /// Renders `refs` with `render` on up to `jobs` threads and writes the stream to `out`
 /// (module contract). Returns the warnings, in reference order.
@@ -229,108 +464,85 @@ pub fn render_refs<E, F>(
 ) -> Result<Vec<String>, StreamError<E>>
 where
     E: std::error::Error + Send + 'static,
-    F: Fn(usize) -> Result<RefOutput, E> + Sync,
+    F: Fn(usize, &mut Emitter<'_, '_, E>) -> Result<(), E> + Sync,
+{
+    let mut spool = Spool::new();
+    let warnings = stream_into(refs, jobs, format, render, &mut spool)?;
+    spool.write_sorted(out)?;
+    Ok(warnings)
+}
+
+/// [`render_refs`] up to the spool: every encoded blob goes to `sink`, in reference order.
+pub fn stream_into<E, F>(
+    refs: &[String],
+    jobs: usize,
+    format: Format,
+    render: F,
+    sink: &mut dyn Sink,
+) -> Result<Vec<String>, StreamError<E>>
+where
+    E: std::error::Error + Send + 'static,
+    F: Fn(usize, &mut Emitter<'_, '_, E>) -> Result<(), E> + Sync,
 {
     let jobs = jobs.clamp(1, refs.len().max(1));
-    let next = AtomicUsize::new(0);
-    let first_error = AtomicUsize::new(usize::MAX);
-    let (tx, rx) = mpsc::sync_channel::<(usize, Rendered<E>)>(jobs * 2);
-    let mut spill = Spill::new();
-    let mut index: Vec<(SortKey, u64, usize)> = Vec::new();
-    let mut error: Option<(usize, StreamError<E>)> = None;
-    let mut warnings: Vec<(usize, Vec<String>)> = Vec::new();
-    let collected: std::io::Result<()> = std::thread::scope(|s| {
+    let shared = Shared {
+        state: Mutex::new(State {
+            claimed: 0,
+            turn: 0,
+            finished: BTreeMap::new(),
+            sink,
+            warnings: Vec::new(),
+            failure: None,
+            stopped: false,
+        }),
+        changed: Condvar::new(),
+        window: jobs * WINDOW_PER_JOB,
+        format,
+    };
+    std::thread::scope(|s| {
         for _ in 0..jobs {
-            let tx = tx.clone();
-            let (next, first_error, render) = (&next, &first_error, &render);
-            s.spawn(move || {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= refs.len() || i > first_error.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    let result = render_one(i, &refs[i], format, render);
-                    if result.is_err() {
-                        first_error.fetch_min(i, Ordering::Relaxed);
-                    }
-                    if tx.send((i, result)).is_err() {
-                        break;
-                    }
+            s.spawn(|| {
+                let _guard = PanicGuard(&shared);
+                while let Some(i) = shared.claim(refs.len()) {
+                    let mut emitter = Emitter {
+                        shared: &shared,
+                        reference: i,
+                        seq: 0,
+                        held: Vec::new(),
+                        held_bytes: 0,
+                        warnings: Vec::new(),
+                        stopped: false,
+                        error: None,
+                    };
+                    let result = render(i, &mut emitter).map_err(|source| StreamError::Render {
+                        reference: refs[i].clone(),
+                        source,
+                    });
+                    emitter.finish(result);
                 }
             });
         }
-        drop(tx);
-        for (i, result) in rx {
-            match result {
-                Ok((blobs, warned)) => {
-                    for (key, bytes) in blobs {
-                        let (at, len) = spill.append(&bytes)?;
-                        index.push((key, at, len));
-                    }
-                    if !warned.is_empty() {
-                        warnings.push((i, warned));
-                    }
-                }
-                Err(e) => {
-                    if error.as_ref().is_none_or(|(j, _)| i < *j) {
-                        error = Some((i, e));
-                    }
-                }
-            }
-        }
-        Ok(())
     });
-    collected?;
-    if let Some((_, e)) = error {
-        return Err(e);
+    let state = shared.state.into_inner().unwrap_or_else(|p| p.into_inner());
+    match state.failure {
+        Some(e) => Err(e),
+        None => Ok(state.warnings),
     }
-    index.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut out = std::io::BufWriter::with_capacity(1 << 20, out);
-    for (_, at, len) in index {
-        spill.copy_to(at, len, &mut out)?;
-    }
-    out.flush()?;
-    warnings.sort_by_key(|(i, _)| *i);
-    Ok(warnings.into_iter().flat_map(|(_, w)| w).collect())
-}
-
-fn render_one<E, F>(i: usize, reference: &str, format: Format, render: &F) -> Rendered<E>
-where
-    E: std::error::Error + 'static,
-    F: Fn(usize) -> Result<RefOutput, E>,
-{
-    let RefOutput { blobs, warnings } = render(i).map_err(|source| StreamError::Render {
-        reference: reference.to_owned(),
-        source,
-    })?;
-    let mut encoded = Vec::with_capacity(blobs.len());
-    for (k, blob) in blobs.iter().enumerate() {
-        let Some(key) = blob.key((i, k)) else {
-            continue;
-        };
-        let mut bytes = Vec::new();
-        blob.encode(format, &mut bytes)
-            .map_err(|source| StreamError::Encode {
-                schema: blob.schema().to_owned(),
-                source,
-            })?;
-        encoded.push((key, bytes));
-    }
-    Ok((encoded, warnings))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::catalog::declcfg::{Bundle, SCHEMA_BUNDLE};
+    use std::sync::mpsc;
 
-    fn bundle(package: &str, name: &str) -> Blob {
+    fn bundle(package: &str, name: &str, image: &str) -> Blob {
         Blob::Bundle(Bundle {
             origin: None,
             schema: SCHEMA_BUNDLE.into(),
             name: name.into(),
             package: package.into(),
-            image: String::new(),
+            image: image.into(),
             properties: vec![],
             related_images: vec![],
         })
@@ -339,6 +551,14 @@ mod tests {
     #[derive(Debug, thiserror::Error)]
     #[error("broken {0}")]
     struct Broken(usize);
+
+    fn names_in(text: &str, field: &str) -> Vec<String> {
+        let prefix = format!("\"{field}\": \"");
+        text.lines()
+            .filter_map(|l| l.trim().strip_prefix(prefix.as_str()))
+            .map(|l| l.trim_end_matches("\",").trim_end_matches('"').to_owned())
+            .collect()
+    }
 
     #[test]
     fn opm_order_parallel_and_first_error() {
@@ -356,36 +576,30 @@ mod tests {
             &refs,
             3,
             Format::Json,
-            |i| {
-                Ok::<_, Broken>(RefOutput {
-                    blobs: vec![bundle(names[i].0, names[i].1)],
-                    warnings: vec![],
-                })
+            |i, emit| {
+                emit.blob(&bundle(names[i].0, names[i].1, ""));
+                Ok::<_, Broken>(())
             },
             &mut out,
         )
         .unwrap();
         let text = String::from_utf8(out).unwrap();
-        let order: Vec<&str> = text
-            .lines()
-            .filter_map(|l| l.trim().strip_prefix("\"name\": \""))
-            .map(|l| l.trim_end_matches("\","))
-            .collect();
-        assert_eq!(order, ["a.v0", "a.v1", "b.v1", "b.v2", "c.v1"]);
+        assert_eq!(
+            names_in(&text, "name"),
+            ["a.v0", "a.v1", "b.v1", "b.v2", "c.v1"]
+        );
 
         let mut out = Vec::new();
         let err = render_refs(
             &refs,
             2,
             Format::Yaml,
-            |i| {
+            |i, emit| {
                 if i == 2 || i == 4 {
                     Err(Broken(i))
                 } else {
-                    Ok(RefOutput {
-                        blobs: vec![bundle("p", "n")],
-                        warnings: vec![],
-                    })
+                    emit.blob(&bundle("p", "n", ""));
+                    Ok(())
                 }
             },
             &mut out,
@@ -393,5 +607,86 @@ mod tests {
         .unwrap_err();
         assert_eq!(err.to_string(), "render reference \"r2\"");
         assert!(out.is_empty());
+    }
+
+    /// Ties (same package and bundle name) keep the reference order even when later
+    /// references finish first: reference 0 waits until reference 1 has rendered, and the
+    /// references emit from 1 to 40 blobs of varied sizes.
+    #[test]
+    fn ties_keep_reference_order_whatever_finishes_first() {
+        let refs: Vec<String> = (0..60).map(|i| format!("r{i}")).collect();
+        let (done_tx, done_rx) = mpsc::sync_channel::<()>(1);
+        let done_rx = Mutex::new(done_rx);
+        let render = |i: usize, emit: &mut Emitter<'_, '_, Broken>| {
+            if i == 0 {
+                done_rx.lock().unwrap().recv().unwrap();
+            }
+            for k in 0..(i * 7) % 40 + 1 {
+                let image = format!("{i}-{k}-{}", "x".repeat((i * 31 + k * 17) % 5000));
+                emit.blob(&bundle("p", "same", &image));
+            }
+            if i == 1 {
+                done_tx.send(()).unwrap();
+            }
+            Ok(())
+        };
+        let mut parallel = Vec::new();
+        render_refs(&refs, 2, Format::Json, render, &mut parallel).unwrap();
+        let images = names_in(&String::from_utf8(parallel).unwrap(), "image");
+        let expected: Vec<String> = (0..60)
+            .flat_map(|i: usize| {
+                (0..(i * 7) % 40 + 1)
+                    .map(move |k| format!("{i}-{k}-{}", "x".repeat((i * 31 + k * 17) % 5000)))
+            })
+            .collect();
+        assert_eq!(images, expected);
+    }
+
+    /// Records which reference each spooled blob came from, slowly, and when each render
+    /// started relative to what was spooled.
+    struct SlowSink<'a> {
+        spooled: &'a Mutex<Vec<usize>>,
+    }
+
+    impl Sink for SlowSink<'_> {
+        fn blob(&mut self, key: SortKey, _bytes: &[u8]) -> std::io::Result<()> {
+            // Slow on purpose, so that unbounded workers would run far ahead.
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            self.spooled.lock().unwrap().push(key.reference());
+            Ok(())
+        }
+    }
+
+    /// Blobs reach the sink in reference order, and reference N+window is not started
+    /// before reference N is spooled: memory is bounded by the references in flight.
+    #[test]
+    fn bounded_lookahead_and_reference_order_at_the_sink() {
+        let jobs = 2;
+        let window = jobs * WINDOW_PER_JOB;
+        let refs: Vec<String> = (0..40).map(|i| format!("r{i}")).collect();
+        let spooled = Mutex::new(Vec::new());
+        let started = Mutex::new(Vec::new());
+        let mut sink = SlowSink { spooled: &spooled };
+        stream_into(
+            &refs,
+            jobs,
+            Format::Json,
+            |i, emit: &mut Emitter<'_, '_, Broken>| {
+                let done = spooled.lock().unwrap().len();
+                started.lock().unwrap().push((i, done));
+                emit.blob(&bundle("p", &format!("b{i}"), ""));
+                Ok(())
+            },
+            &mut sink,
+        )
+        .unwrap();
+        let spooled = spooled.into_inner().unwrap();
+        assert_eq!(spooled, (0..40).collect::<Vec<_>>());
+        for (i, done) in started.into_inner().unwrap() {
+            assert!(
+                i < done + window,
+                "reference {i} started with only {done} reference(s) spooled (window {window})"
+            );
+        }
     }
 }

@@ -6,10 +6,10 @@ use std::process::ExitCode;
 
 use olmpack::catalog::declcfg::DeclarativeConfig;
 use olmpack::catalog::graph::{self, GraphFormat};
-use olmpack::catalog::load::{load_dir, load_stream};
+use olmpack::catalog::load::{LoadProblem, for_each_file, load_dir, load_stream};
 use olmpack::catalog::model::Model;
 use olmpack::catalog::render::{MigrateLevel, RenderError, RenderOptions, render_dir_reporting};
-use olmpack::catalog::stream::{Blob, RefOutput, StreamError, render_refs};
+use olmpack::catalog::stream::{Blob, Emitter, StreamError, render_refs};
 use olmpack::catalog::template::{self, DirResolver};
 use olmpack::catalog::upgrade;
 use olmpack::catalog::validate::{ValidateOptions, validate_dir};
@@ -104,112 +104,142 @@ pub fn run(cmd: CatalogCommand) -> CmdResult {
             output,
             strict,
             upgrade_paths,
-        } => {
-            let (report, _) = validate_dir(
-                &dir,
-                ValidateOptions {
-                    strict,
-                    upgrade_paths,
-                },
-            )?;
-            print!("{}", report.render(output));
-            Ok(ExitCode::from(report.exit_code()))
-        }
+        } => validate(&dir, output, strict, upgrade_paths),
         CatalogCommand::Render {
             refs,
             output,
             migrate_level,
             image,
-        } => {
-            if image.is_some() && refs.len() > 1 {
-                return Err("--image needs exactly one bundle directory".into());
-            }
-            let names: Vec<String> = refs
-                .iter()
-                .map(|r| r.to_string_lossy().into_owned())
-                .collect();
-            let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
-            let stdout = std::io::stdout();
-            let mut out = stdout.lock();
-            let warnings = render_refs(
-                &names,
-                jobs,
-                output,
-                |i| render_ref(&refs[i], migrate_level, image.as_deref()),
-                &mut out,
-            )
-            .map_err(stream_error)?;
-            for w in warnings {
-                eprintln!("warning: {w}");
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        } => render(&refs, output, migrate_level, image.as_deref()),
         CatalogCommand::Template {
             file,
             bundles,
             output,
             migrate_level,
-        } => {
-            let text = if file.as_os_str() == "-" {
-                let mut s = String::new();
-                std::io::stdin().read_to_string(&mut s)?;
-                s
-            } else {
-                olmpack::input::text(&file)?
-            };
-            let mut resolver = DirResolver {
-                migrate: migrate_level,
-                ..DirResolver::default()
-            };
-            for pair in bundles {
-                let (image, dir) = pair
-                    .split_once('=')
-                    .ok_or_else(|| format!("--bundle {pair:?} is not IMAGE=DIR"))?;
-                resolver.dirs.insert(image.to_owned(), PathBuf::from(dir));
-            }
-            let cfg: DeclarativeConfig = template::render_any(&text, &resolver).map_err(|e| {
-                // The template or a bundle it names is invalid, unless a file could not be read.
-                let message = format!("{}: {}", file.display(), olmpack::report::error_chain(&e));
-                let unreadable = matches!(&e, template::TemplateError::Resolve { source, .. }
-                    if super::exit_code(source.as_ref()) == 2 && !is_invalid_bundle(source.as_ref()));
-                if unreadable {
-                    Box::<dyn std::error::Error + Send + Sync>::from(e)
-                } else {
-                    Box::new(super::Invalid(message))
-                }
-            })?;
-            print!("{}", write::to_string(&cfg, output)?);
-            Ok(ExitCode::SUCCESS)
-        }
+        } => render_template(&file, &bundles, output, migrate_level),
         CatalogCommand::Graph {
             dir,
             format,
             package,
-        } => {
-            let model = load_model(&dir)?;
-            if let Some(p) = &package
-                && !model.packages.contains_key(p)
-            {
-                return Err(format!("package {p:?} is not in {}", dir.display()).into());
-            }
-            print!("{}", graph::render(&model, package.as_deref(), format));
-            Ok(ExitCode::SUCCESS)
-        }
-        CatalogCommand::UpgradePaths { dir, json } => {
-            let model = load_model(&dir)?;
-            let paths: Vec<_> = model
-                .packages
-                .values()
-                .flat_map(upgrade::package_paths)
-                .collect();
-            if json {
-                println!("{}", serde_json::to_string_pretty(&paths)?);
-            } else {
-                print!("{}", upgrade::render_text(&paths));
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        } => draw_graph(&dir, format, package.as_deref()),
+        CatalogCommand::UpgradePaths { dir, json } => upgrade_paths(&dir, json),
     }
+}
+
+/// `catalog validate`: the report, exit 1 on errors (or warnings with `--strict`).
+fn validate(
+    dir: &std::path::Path,
+    output: OutputFormat,
+    strict: bool,
+    upgrade_paths: bool,
+) -> CmdResult {
+    let (report, _) = validate_dir(
+        dir,
+        ValidateOptions {
+            strict,
+            upgrade_paths,
+        },
+    )?;
+    print!("{}", report.render(output));
+    Ok(ExitCode::from(report.exit_code()))
+}
+
+/// `catalog render`: every reference rendered on all cores, streamed to stdout in opm's order.
+fn render(
+    refs: &[PathBuf],
+    output: Format,
+    migrate_level: MigrateLevel,
+    image: Option<&str>,
+) -> CmdResult {
+    if image.is_some() && refs.len() > 1 {
+        return Err("--image needs exactly one bundle directory".into());
+    }
+    let names: Vec<String> = refs
+        .iter()
+        .map(|r| r.to_string_lossy().into_owned())
+        .collect();
+    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let warnings = render_refs(
+        &names,
+        jobs,
+        output,
+        |i, emit| render_ref(&refs[i], migrate_level, image, emit),
+        &mut out,
+    )
+    .map_err(stream_error)?;
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `catalog template`: the template (a file or stdin) expanded with local bundle directories.
+fn render_template(
+    file: &std::path::Path,
+    bundles: &[String],
+    output: Format,
+    migrate_level: MigrateLevel,
+) -> CmdResult {
+    let text = if file.as_os_str() == "-" {
+        let mut s = String::new();
+        std::io::stdin().read_to_string(&mut s)?;
+        s
+    } else {
+        olmpack::input::text(file)?
+    };
+    let mut resolver = DirResolver {
+        migrate: migrate_level,
+        ..DirResolver::default()
+    };
+    for pair in bundles {
+        let (image, dir) = pair
+            .split_once('=')
+            .ok_or_else(|| format!("--bundle {pair:?} is not IMAGE=DIR"))?;
+        resolver.dirs.insert(image.to_owned(), PathBuf::from(dir));
+    }
+    let cfg: DeclarativeConfig = template::render_any(&text, &resolver).map_err(|e| {
+        // The template or a bundle it names is invalid, unless a file could not be read.
+        let message = format!("{}: {}", file.display(), olmpack::report::error_chain(&e));
+        let unreadable = matches!(&e, template::TemplateError::Resolve { source, .. }
+            if super::exit_code(source.as_ref()) == 2 && !is_invalid_bundle(source.as_ref()));
+        if unreadable {
+            Box::<dyn std::error::Error + Send + Sync>::from(e)
+        } else {
+            Box::new(super::Invalid(message))
+        }
+    })?;
+    print!("{}", write::to_string(&cfg, output)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `catalog graph`: the upgrade graph of one package or all.
+fn draw_graph(dir: &std::path::Path, format: GraphFormat, package: Option<&str>) -> CmdResult {
+    let model = load_model(dir)?;
+    if let Some(p) = package
+        && !model.packages.contains_key(p)
+    {
+        return Err(format!("package {p:?} is not in {}", dir.display()).into());
+    }
+    print!("{}", graph::render(&model, package, format));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `catalog upgrade-paths`: every bundle's upgrade path under OLM v0 and OLM v1.
+fn upgrade_paths(dir: &std::path::Path, json: bool) -> CmdResult {
+    let model = load_model(dir)?;
+    let paths: Vec<_> = model
+        .packages
+        .values()
+        .flat_map(upgrade::package_paths)
+        .collect();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&paths)?);
+    } else {
+        print!("{}", upgrade::render_text(&paths));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Why one reference of `catalog render` could not be rendered.
@@ -236,19 +266,19 @@ fn stream_error(err: StreamError<RefError>) -> Box<dyn std::error::Error + Send 
 }
 
 /// One reference as `opm render` treats it: a path that does not exist is an image; a bundle
-/// directory renders to one bundle; any other directory is a catalog, rendered normalised.
+/// directory renders to one bundle; any other directory is a catalog, rendered normalised one
+/// file at a time.
 fn render_ref(
     reference: &std::path::Path,
     migrate: MigrateLevel,
     image: Option<&str>,
-) -> Result<RefOutput, RefError> {
+    emit: &mut Emitter<'_, '_, RefError>,
+) -> Result<(), RefError> {
     let Ok(meta) = std::fs::metadata(reference) else {
         let bundle =
             render_image(&reference.to_string_lossy(), migrate).map_err(RefError::Other)?;
-        return Ok(RefOutput {
-            blobs: vec![Blob::Bundle(bundle)],
-            warnings: vec![],
-        });
+        emit.blob(&Blob::Bundle(bundle));
+        return Ok(());
     };
     if !meta.is_dir() {
         return Err(super::Invalid(format!(
@@ -264,30 +294,27 @@ fn render_ref(
             migrate,
         };
         let rendered = render_dir_reporting(reference, &options)?;
-        let warnings = rendered
-            .skipped
-            .iter()
-            .map(|s| format!("{}: {s}", reference.display()))
-            .collect();
-        return Ok(RefOutput {
-            blobs: vec![Blob::Bundle(rendered.bundle)],
-            warnings,
-        });
+        for s in &rendered.skipped {
+            emit.warn(format!("{}: {s}", reference.display()));
+        }
+        emit.blob(&Blob::Bundle(rendered.bundle));
+        return Ok(());
     }
-    let loaded = load_dir(reference).map_err(|e| RefError::Other(Box::new(e)))?;
-    refuse_problems(reference, &loaded)?;
-    let mut cfg = loaded.config;
-    olmpack::catalog::render::normalize_catalog(&mut cfg, migrate);
-    let mut blobs: Vec<Blob> = Vec::with_capacity(cfg.len());
-    blobs.extend(cfg.packages.into_iter().map(Blob::Package));
-    blobs.extend(cfg.channels.into_iter().map(Blob::Channel));
-    blobs.extend(cfg.bundles.into_iter().map(Blob::Bundle));
-    blobs.extend(cfg.others.into_iter().map(Blob::Other));
-    blobs.extend(cfg.deprecations.into_iter().map(Blob::Deprecation));
-    Ok(RefOutput {
-        blobs,
-        warnings: vec![],
+    let problems = for_each_file(reference, |mut cfg| {
+        olmpack::catalog::render::normalize_catalog(&mut cfg, migrate);
+        let blobs = (cfg.packages.into_iter().map(Blob::Package))
+            .chain(cfg.channels.into_iter().map(Blob::Channel))
+            .chain(cfg.bundles.into_iter().map(Blob::Bundle))
+            .chain(cfg.others.into_iter().map(Blob::Other))
+            .chain(cfg.deprecations.into_iter().map(Blob::Deprecation));
+        for blob in blobs {
+            emit.blob(&blob);
+        }
+        !emit.stopped()
     })
+    .map_err(|e| RefError::Other(Box::new(e)))?;
+    refuse_problems(reference, &problems)?;
+    Ok(())
 }
 
 /// Whether `dir` is a bundle directory: it has `manifests` (whatever it is: a bundle with a
@@ -299,15 +326,11 @@ fn is_bundle_dir(dir: &std::path::Path) -> bool {
 }
 
 /// A catalog that did not load whole is invalid input: every problem is named, exit 1.
-fn refuse_problems(
-    path: &std::path::Path,
-    loaded: &olmpack::catalog::load::LoadedCatalog,
-) -> Result<(), super::Invalid> {
-    if loaded.problems.is_empty() {
+fn refuse_problems(path: &std::path::Path, problems: &[LoadProblem]) -> Result<(), super::Invalid> {
+    if problems.is_empty() {
         return Ok(());
     }
-    let lines: Vec<String> = loaded
-        .problems
+    let lines: Vec<String> = problems
         .iter()
         .map(|p| {
             let file = if path.is_file() {
@@ -353,7 +376,7 @@ fn load_model(path: &std::path::Path) -> Result<Model, Box<dyn std::error::Error
     } else {
         load_dir(path)?
     };
-    refuse_problems(path, &loaded)?;
+    refuse_problems(path, &loaded.problems)?;
     if loaded.config.packages.is_empty() {
         return Err(Box::new(super::Invalid(format!(
             "{}: holds no package (no `olm.package` blob); nothing to draw",

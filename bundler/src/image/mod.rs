@@ -35,13 +35,9 @@ pub mod build;
 pub mod digest;
 pub mod layer;
 pub mod layout;
-// Documented separately; drop this allow once its public items carry docs.
-#[allow(missing_docs)]
 pub mod operator;
 pub mod progress;
 pub mod pull;
-// Documented separately; drop this allow once its public items carry docs.
-#[allow(missing_docs)]
 pub mod push;
 pub mod reference;
 pub mod registry;

@@ -43,36 +43,74 @@ const GROUP: &str = "root:x:0:\nnonroot:x:65532:\n";
 /// Failure to build an operator image.
 #[derive(Debug, thiserror::Error)]
 pub enum OperatorError {
+    /// No binary was given, so there is nothing to pack.
     #[error("an operator image needs at least one binary")]
     NoBinary,
+    /// Two binaries are given for the same platform; an image index holds one image per
+    /// platform.
     #[error("two binaries are given for platform {platform}; give one per platform")]
-    DuplicatePlatform { platform: String },
+    DuplicatePlatform {
+        /// The platform, as `os/arch[/variant]`.
+        platform: String,
+    },
+    /// A binary file cannot be read.
     #[error("failed to read the binary {path}")]
     ReadBinary {
+        /// The binary given.
         path: PathBuf,
+        /// Why reading failed.
         #[source]
         source: std::io::Error,
     },
+    /// A binary is not an ELF executable, so a Linux container runtime cannot start it.
     #[error("{path} is not an executable for Linux (not an ELF file: {problem})")]
-    NotElf { path: PathBuf, problem: String },
+    NotElf {
+        /// The binary given.
+        path: PathBuf,
+        /// What is wrong with its header.
+        problem: String,
+    },
+    /// A binary is built for another CPU architecture than the platform it is given for;
+    /// the container would fail to start on nodes of that platform.
     #[error(
         "{path} is built for {found}, but is given for platform {platform}; the container runtime could not run it"
     )]
     WrongArchitecture {
+        /// The binary given.
         path: PathBuf,
+        /// The architecture its ELF header names (OCI name, e.g. `arm64`).
         found: String,
+        /// The platform it is given for, as `os/arch[/variant]`.
         platform: String,
     },
+    /// A dynamically linked binary is to go onto the scratch image, which has no loader or C
+    /// library, so the container could not start.
     #[error(
         "{path} is dynamically linked (it needs the loader {interpreter}), and an image without a base has no C library to run it; build it statically (e.g. for the *-unknown-linux-musl target) or give --base"
     )]
-    Dynamic { path: PathBuf, interpreter: String },
+    Dynamic {
+        /// The binary given.
+        path: PathBuf,
+        /// The program interpreter its ELF header asks for, e.g. `/lib64/ld-linux-x86-64.so.2`.
+        interpreter: String,
+    },
+    /// The base image is named by tag; the build would not be reproducible, so it is refused.
     #[error(
         "the base image {reference} is not named by digest; name it as repository@sha256:… so the image is reproducible"
     )]
-    BaseNotByDigest { reference: String },
+    BaseNotByDigest {
+        /// The base image reference, as given.
+        reference: String,
+    },
+    /// The base image has no image for the platform of one of the binaries.
     #[error("the base image {reference} has no image for platform {platform}")]
-    BaseMissingPlatform { reference: String, platform: String },
+    BaseMissingPlatform {
+        /// The base image reference, as given.
+        reference: String,
+        /// The platform lacking, as `os/arch[/variant]`.
+        platform: String,
+    },
+    /// Pulling the base, writing layers or writing the OCI layout failed.
     #[error(transparent)]
     Build(#[from] BuildError),
 }
@@ -80,7 +118,9 @@ pub enum OperatorError {
 /// One binary and the platform it runs on.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OperatorBinary {
+    /// The platform whose image the binary goes into; its architecture must match the binary's.
     pub platform: Platform,
+    /// The binary file (an ELF executable).
     pub path: PathBuf,
 }
 

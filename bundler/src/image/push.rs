@@ -31,31 +31,60 @@ use super::registry::{RegistryAccess, RegistryClient, RegistryError};
 /// Failure to push an image.
 #[derive(Debug, thiserror::Error)]
 pub enum PushError {
+    /// The OCI layout to push from cannot be opened or read, or a blob in it does not match
+    /// its digest.
     #[error(transparent)]
     Layout(#[from] LayoutError),
+    /// The source `DIR[:TAG]` or the target reference is malformed.
     #[error(transparent)]
     Reference(#[from] ReferenceError),
+    /// The registry refused or could not be reached (after retries).
     #[error(transparent)]
     Registry(#[from] RegistryError),
+    /// The layout holds a manifest, index or descriptor of a media type olmpack does not
+    /// push (or one that is not a valid HTTP header value).
     #[error("{digest} has media type {media_type:?}, which olmpack does not push")]
-    MediaType { digest: String, media_type: String },
+    MediaType {
+        /// The digest of the object with that media type.
+        digest: String,
+        /// The media type, as the layout records it.
+        media_type: String,
+    },
+    /// The target names a digest (`…@sha256:…`) other than the one of the image in the
+    /// layout; nothing was pushed.
     #[error("{reference} names digest {wanted}, but the layout's image is {actual}")]
     DigestMismatch {
+        /// The target reference, as given.
         reference: String,
+        /// The digest the target names.
         wanted: String,
+        /// The digest of the layout's image.
         actual: String,
     },
+    /// The registry accepted the upload of a blob but does not report it afterwards; no
+    /// manifest referring to it was pushed.
     #[error("the registry still lacks blob {digest} after it was uploaded")]
-    BlobMissing { digest: String },
+    BlobMissing {
+        /// The digest of the blob.
+        digest: String,
+    },
+    /// After moving the tag, the registry resolves it to another manifest (e.g. someone else
+    /// pushed to the same tag at the same time).
     #[error("after the push {reference} resolves to {actual}, not the pushed {expected}")]
     TagMismatch {
+        /// The tagged reference pushed to.
         reference: String,
+        /// The digest of the pushed root manifest or index.
         expected: String,
+        /// The digest the tag resolves to now.
         actual: String,
     },
+    /// A blob file of the layout cannot be read.
     #[error("failed to read blob {digest} from the layout")]
     ReadBlob {
+        /// The digest of the blob.
         digest: String,
+        /// Why reading failed.
         #[source]
         source: std::io::Error,
     },
@@ -68,8 +97,11 @@ pub struct PushReport {
     pub digest: String,
     /// `registry/repository@digest`.
     pub pinned: String,
+    /// How many blobs (layers and configs) were uploaded.
     pub blobs_pushed: usize,
+    /// How many blobs the registry already had, so were not sent.
     pub blobs_present: usize,
+    /// The size in bytes of the uploaded blobs, together.
     pub bytes_pushed: u64,
 }
 

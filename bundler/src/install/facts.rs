@@ -14,12 +14,21 @@ use crate::bundle::load::LoadedBundle;
 /// Failure to read a bundle's install facts.
 #[derive(Debug, thiserror::Error)]
 pub enum FactsError {
+    /// The bundle holds no ClusterServiceVersion, so there is no operator to install.
     #[error("{bundle}: the bundle has no ClusterServiceVersion")]
-    NoCsv { bundle: String },
+    NoCsv {
+        /// The bundle, as the caller names it.
+        bundle: String,
+    },
+    /// A field of the CSV read here (install strategy, install modes, webhook definitions,
+    /// name, annotations) has the wrong type, so its install manifests cannot be derived.
     #[error("{bundle}: ClusterServiceVersion/{csv}: {message}")]
     Csv {
+        /// The bundle, as the caller names it.
         bundle: String,
+        /// The CSV's `metadata.name`.
         csv: String,
+        /// The path of the field and what is wrong with it.
         message: String,
     },
 }
@@ -27,19 +36,27 @@ pub enum FactsError {
 /// The install modes OLM knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum InstallMode {
+    /// The operator watches only the namespace it is installed in.
     OwnNamespace,
+    /// The operator watches one namespace other than its own.
     SingleNamespace,
+    /// The operator watches a list of namespaces.
     MultiNamespace,
+    /// The operator watches every namespace of the cluster.
     AllNamespaces,
 }
 
 /// An object of the bundle other than the CSV and CRDs, by API group, resource and name.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct OtherObject {
+    /// The API group (`""` for the core group).
     pub group: String,
     /// The plural resource name (`services`).
     pub resource: String,
+    /// Its `metadata.name`.
     pub name: String,
+    /// Whether OLM creates it in the install namespace (false for the cluster-scoped kinds
+    /// OLM installs, such as ClusterRole or PriorityClass).
     pub namespaced: bool,
 }
 
@@ -55,11 +72,15 @@ pub struct Webhook {
 /// Everything one bundle installs.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct BundleFacts {
+    /// The CSV's `metadata.name`.
     pub csv_name: String,
     /// `operatorframework.io/suggested-namespace`, when the CSV names one.
     pub suggested_namespace: Option<String>,
+    /// The install modes the CSV marks supported.
     pub install_modes: BTreeSet<InstallMode>,
+    /// The names of the bundle's CRDs (`<plural>.<group>`).
     pub crds: BTreeSet<String>,
+    /// The names of the install strategy's deployments.
     pub deployments: BTreeSet<String>,
     /// The operator's service accounts (deployments' and permissions'), `default` left out.
     pub service_accounts: BTreeSet<String>,
@@ -67,7 +88,9 @@ pub struct BundleFacts {
     pub permissions: Vec<PolicyRule>,
     /// `spec.install.spec.clusterPermissions[*].rules`, in order.
     pub cluster_permissions: Vec<PolicyRule>,
+    /// The CSV's webhook definitions.
     pub webhooks: BTreeSet<Webhook>,
+    /// The bundle's other objects (Services, ConfigMaps, ClusterRoles, …).
     pub others: BTreeSet<OtherObject>,
 }
 

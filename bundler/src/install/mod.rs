@@ -17,6 +17,7 @@
 //!   `<package>-system` (OLM v1's own default).
 //! - A CSV that supports neither AllNamespaces nor OwnNamespace cannot be installed by these
 //!   manifests (its target namespaces are the administrator's choice): [`InstallError`].
+#![warn(missing_docs)]
 
 pub mod facts;
 pub mod rbac;

@@ -29,9 +29,14 @@ pub struct InstallSummary {
 /// The step's outcome: the files (when they can be written) and whether they are stale.
 #[derive(Debug)]
 pub struct InstallOutcome {
+    /// The install manifests, by path under `install/`; none when the newest CSV's install
+    /// modes leave the target namespaces to the administrator.
     pub files: Option<FileTree>,
+    /// Whether `<out>/install/` differs from the files (so writing changes it).
     pub stale: bool,
+    /// What the files are, for the JSON summary; none when skipped.
     pub summary: Option<InstallSummary>,
+    /// The step's line of the printed plan.
     pub step: Step,
 }
 

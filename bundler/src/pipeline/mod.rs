@@ -21,6 +21,7 @@
 //! - **Nothing half-published.** Every image is pushed by digest first; tags move only after
 //!   every image is in its registry, the catalog's tag last.
 //! - **Errors name the step** ([`PipelineError::Step`]); credentials are never printed.
+#![warn(missing_docs)]
 
 pub mod install;
 pub mod state;
@@ -51,17 +52,30 @@ use state::{BuiltImage, State};
 
 /// Step names, in order; errors and the printed plan use them.
 pub mod step {
+    /// Reading the plan, resolving the image names and opening `--out` and its state file.
     pub const PLAN: &str = "plan";
+    /// Building the operator image from the operator binaries.
     pub const OPERATOR_IMAGE: &str = "operator image";
+    /// Generating and validating the bundles, pinned to the operator image.
     pub const BUNDLES: &str = "bundles";
+    /// Building one bundle image per release.
     pub const BUNDLE_IMAGES: &str = "bundle images";
+    /// Generating the File-Based Catalog that names the bundle images by digest.
     pub const CATALOG: &str = "catalog";
+    /// The static checks of `olmpack upgrade check` on every upgrade edge.
     pub const UPGRADE_CHECK: &str = "upgrade check";
+    /// Building the catalog image.
     pub const CATALOG_IMAGE: &str = "catalog image";
+    /// Building the OLM v0 and OLM v1 install manifests under `install/`.
     pub const INSTALL: &str = "install manifests";
+    /// Writing `bundle/`, `catalog/`, `install/`, the image layouts and the state file to
+    /// `--out`.
     pub const WRITE: &str = "write";
+    /// Pushing the images to their registries and moving their tags.
     pub const PUSH: &str = "push";
+    /// Attaching an SPDX SBOM to every bundle and catalog image.
     pub const SBOM: &str = "sbom";
+    /// Signing every bundle and catalog image.
     pub const SIGN: &str = "sign";
 }
 
@@ -74,9 +88,12 @@ pub enum PipelineError {
     /// The plan or its manifests are invalid; every finding is listed.
     #[error("the release plan or its manifests are invalid")]
     Invalid(Vec<Finding>),
+    /// A step could not do its job (I/O, registry, signing key, …); the source says why.
     #[error("release step \"{step}\" failed")]
     Step {
+        /// The step's name, one of [`step`].
         step: &'static str,
+        /// What failed in that step.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
@@ -127,8 +144,11 @@ pub enum Change {
 /// One line of the printed plan.
 #[derive(Clone, Debug, Serialize)]
 pub struct Step {
+    /// The step's name, one of [`step`].
     pub step: &'static str,
+    /// Whether it changes something.
     pub change: Change,
+    /// What it does or found, for people (e.g. which images, which directory, why skipped).
     pub detail: String,
 }
 
@@ -142,6 +162,7 @@ pub struct ImageSummary {
     pub reference: String,
     /// `repository@sha256:…`: what the CSVs and the catalog name.
     pub pinned: String,
+    /// The digest (`sha256:…`) of its manifest or index.
     pub digest: String,
     /// True when it must be (re)built into its layout.
     #[serde(skip)]
@@ -156,19 +177,28 @@ pub struct ImageSummary {
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Summary {
+    /// The plan's package name.
     pub package: String,
+    /// The released versions, oldest first.
     pub versions: Vec<String>,
+    /// The operator image, when the release builds one (it has operator binaries).
     pub operator: Option<ImageSummary>,
+    /// One bundle image per release, oldest first.
     pub bundles: Vec<ImageSummary>,
+    /// The catalog image.
     pub catalog: ImageSummary,
     /// Warnings of the generated bundles (errors stop the release).
     pub findings: Vec<Finding>,
+    /// The verdicts of the upgrade check.
     pub upgrade_check: UpgradeCheck,
     /// The install manifests under `install/` (none when the CSV's install modes leave the
     /// target namespaces to the administrator).
     pub install: Option<install::InstallSummary>,
+    /// Every step, in order, with what it changes.
     pub steps: Vec<Step>,
+    /// True when nothing was written or pushed (only [`prepare`] ran).
     pub dry_run: bool,
+    /// True when the images were pushed (after [`apply`] with push).
     pub pushed: bool,
     /// SBOMs and signatures published for the release's images (with push).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -227,6 +257,7 @@ pub struct Prepared {
     install: install::InstallOutcome,
     state: State,
     supply: supply::SupplyPlan,
+    /// What the run would do; [`apply`] completes and returns it.
     pub summary: Summary,
 }
 

@@ -5,6 +5,4 @@
 pub mod attach;
 pub mod cosign;
 pub mod oci;
-// Documented separately; drop this allow once its public items carry docs.
-#[allow(missing_docs)]
 pub mod sbom;

@@ -47,11 +47,22 @@ pub struct SbomInput<'a> {
 /// Failure to describe an image.
 #[derive(Debug, thiserror::Error)]
 pub enum SbomError {
+    /// The image's digest is not `sha256:` and 64 hex digits, so it cannot serve as the
+    /// package version and document namespace.
     #[error("SBOM of {image}: {digest:?} is not a sha256 digest")]
-    Digest { image: String, digest: String },
+    Digest {
+        /// The image described, as published.
+        image: String,
+        /// The digest given for it.
+        digest: String,
+    },
+    /// The image's own name, or the name of an image it references, is not a valid image
+    /// reference.
     #[error("SBOM of {image}: cannot name the referenced image")]
     Reference {
+        /// The image described, as published.
         image: String,
+        /// What is wrong with the reference.
         #[source]
         source: ReferenceError,
     },

@@ -14,10 +14,10 @@
 //! - With a conversion webhook, only AllNamespaces can be supported (OLM refuses anything
 //!   else); a plan that asks for more gets AllNamespaces and a warning.
 //! - Every list is sorted by a stable key, so the output never depends on input order.
-
 //!
 //! One private submodule per concern: `deployments`, `rbac`, `webhooks`, `crds`, `examples`,
 //! `images`, `install_modes` and `objects`; [`build`] runs them and assembles the CSV.
+#![warn(missing_docs)]
 
 mod crds;
 mod deployments;

@@ -20,6 +20,7 @@
 //! | `olmv1/` | what OLM v1 refuses or handles differently |
 //!
 //! Validation is pure: it reads a [`LoadedBundle`] and never touches the file system.
+#![warn(missing_docs)]
 
 pub mod consumers;
 mod crd;
