@@ -20,8 +20,8 @@ pub enum FactsError {
         /// The bundle, as the caller names it.
         bundle: String,
     },
-    /// A field of the CSV read here (install strategy, install modes, webhook definitions,
-    /// name, annotations) has the wrong type, so its install manifests cannot be derived.
+    /// The CSV has a field of a type OLM refuses, or lacks a field read here that OLM requires
+    /// (a deployment's name, a webhook's type), so its install manifests cannot be derived.
     #[error("{bundle}: ClusterServiceVersion/{csv}: {message}")]
     Csv {
         /// The bundle, as the caller names it.
