@@ -112,6 +112,8 @@ struct Run<'p> {
     tree: FileTree,
     reports: Vec<Report>,
     bundles: BTreeMap<String, LoadedBundle>,
+    /// The scorecard Configuration of the release being built, for its bundle's tests/.
+    scorecard: Option<Sourced>,
 }
 
 impl<'p> Run<'p> {
@@ -133,6 +135,7 @@ impl<'p> Run<'p> {
             tree: FileTree::new(),
             reports: Vec::new(),
             bundles: BTreeMap::new(),
+            scorecard: None,
         }
     }
 
@@ -149,10 +152,15 @@ impl<'p> Run<'p> {
             self.pin_images(i, resolver, &mut built);
         }
         let meta = bundle_metadata(self.plan, release);
-        let files = files::render(&built, &meta).map_err(|source| GenerateError::Render {
-            version: release.version.clone(),
-            source,
-        })?;
+        let scorecard = self.scorecard.take();
+        let files = files::render(&built, &meta)
+            .and_then(|mut files| {
+                super::scorecard::carry(&mut files, scorecard.as_ref()).map(|()| files)
+            })
+            .map_err(|source| GenerateError::Render {
+                version: release.version.clone(),
+                source,
+            })?;
         self.add_bundle(release, &built, files)
     }
 
@@ -171,12 +179,16 @@ impl<'p> Run<'p> {
             &format!("releases[{i}].samples"),
             &mut self.problems,
         );
-        let inputs = self.read_manifests(i, release)?;
+        let mut inputs = self.read_manifests(i, release)?;
+        super::operator_sdk::check_package(&plan.plan.package, &mut inputs);
+        let csv_metadata = super::operator_sdk::fill(&plan.plan.csv, &mut inputs);
+        self.scorecard = inputs.scorecard.clone();
         let spec = ReleaseSpec {
             package: &plan.plan.package,
             version,
-            csv: &plan.plan.csv,
-            icon: self.icon.clone(),
+            csv: &csv_metadata,
+            icon: (self.icon.clone())
+                .or_else(|| super::operator_sdk::icon_of(&plan.plan.csv, &inputs)),
             edges: self
                 .graph
                 .csv_edges(&release.version)

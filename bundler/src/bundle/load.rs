@@ -48,11 +48,6 @@ pub enum BundleLoadError {
     },
 }
 
-/// The old name of [`BundleLoadError`], kept while `catalog/render.rs` still says `LoadError`
-/// (that file is being reworked on another branch); remove once it says `BundleLoadError`.
-#[doc(hidden)]
-pub use BundleLoadError as LoadError;
-
 /// One Kubernetes object read from a manifest file.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Object {

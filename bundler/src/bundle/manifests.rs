@@ -8,8 +8,11 @@
 //!   object and the field; [`read_dir`] fails when there is any.
 //! - Objects OLM cannot ship in a registry+v1 bundle are errors, except `Namespace`, which
 //!   kustomize output nearly always has and OLM creates itself: it is dropped with a warning.
+//! - A ClusterServiceVersion (operator-sdk's bundle or `config/manifests` output) is imported
+//!   by [`crate::bundle::operator_sdk`]; Helm hooks and a chart's self-generated webhook
+//!   certificate are handled by [`crate::bundle::helm`].
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -102,6 +105,10 @@ pub struct Inputs {
     pub others: Vec<Sourced>,
     /// Warnings about what was dropped.
     pub notes: Vec<Finding>,
+    /// operator-sdk's scorecard Configuration, carried to the bundle's tests/scorecard/.
+    pub scorecard: Option<Sourced>,
+    /// What a ClusterServiceVersion in the input says beyond its install strategy.
+    pub imported: Option<crate::bundle::operator_sdk::Imported>,
 }
 
 /// Reads every manifest under `dir` (symlinks may lead anywhere inside `root`, see
@@ -167,6 +174,7 @@ pub fn read_dir(
         }
     }
     let mut inputs = classify(objects, cert_manager, &mut problems);
+    crate::bundle::operator_sdk::read_bundle_metadata(dir, root, &mut inputs);
     inputs.notes.splice(0..0, lenient);
     if problems.is_empty() {
         Ok(inputs)
@@ -188,15 +196,43 @@ fn lenient_finding(file: &Path, note: crate::yaml::Leniency) -> Finding {
 }
 
 /// Sorts objects into roles; pure. `cert_manager` decides about cert-manager Certificates
-/// that are not webhook serving certificates (see [`crate::bundle::certmanager`]).
+/// that are not webhook serving certificates (see [`crate::bundle::certmanager`]); a
+/// ClusterServiceVersion is folded in by [`crate::bundle::operator_sdk::import`].
 pub fn classify(
     objects: Vec<Sourced>,
     cert_manager: CertManagerChoice,
     problems: &mut Vec<Finding>,
 ) -> Inputs {
-    let mut inputs = Inputs::default();
-    // CRDs first, so custom resources of their kinds are recognised in any order.
-    let crd_kinds: BTreeSet<(String, String)> = objects
+    let mut sorter = Sorter {
+        crd_kinds: crd_kinds(&objects),
+        certificates: certmanager::Wiring::of(&objects),
+        cert_manager,
+        inputs: Inputs::default(),
+        csvs: Vec::new(),
+        unmount: BTreeSet::new(),
+        seen: BTreeMap::new(),
+    };
+    for object in objects {
+        if let Some(object) = sorter.identified(object, problems) {
+            sorter.place(object, problems);
+        }
+    }
+    let Sorter {
+        mut inputs,
+        csvs,
+        unmount,
+        ..
+    } = sorter;
+    crate::bundle::operator_sdk::import(&mut inputs, csvs, problems);
+    crate::bundle::helm::drop_webhook_cert_secrets(&mut inputs);
+    unmount_secrets(&mut inputs, &unmount);
+    inputs
+}
+
+/// `(group, kind)` of every CRD's resources, so custom resources of those kinds are
+/// recognised in any order.
+fn crd_kinds(objects: &[Sourced]) -> BTreeSet<(String, String)> {
+    objects
         .iter()
         .filter(|o| o.kind() == "CustomResourceDefinition")
         .map(|o| {
@@ -205,11 +241,25 @@ pub fn classify(
                 str_at(&o.value, "/spec/names/kind").to_owned(),
             )
         })
-        .collect();
-    let certificates = certmanager::Wiring::of(&objects);
-    let mut unmount = BTreeSet::new();
-    let mut seen: std::collections::BTreeMap<(String, String, String), String> = Default::default();
-    for object in objects {
+        .collect()
+}
+
+/// The state of one [`classify`] run.
+struct Sorter {
+    crd_kinds: BTreeSet<(String, String)>,
+    certificates: certmanager::Wiring,
+    cert_manager: CertManagerChoice,
+    inputs: Inputs,
+    csvs: Vec<Sourced>,
+    /// Secrets of dropped Certificates, to unmount from the Deployments.
+    unmount: BTreeSet<String>,
+    /// `(group, kind, name)` → where it was first defined.
+    seen: BTreeMap<(String, String, String), String>,
+}
+
+impl Sorter {
+    /// The object, when it is a mapping with apiVersion, kind and name, defined once.
+    fn identified(&mut self, object: Sourced, problems: &mut Vec<Finding>) -> Option<Sourced> {
         if !object.value.is_object() {
             problems.push(
                 Finding::error(
@@ -218,31 +268,27 @@ pub fn classify(
                 )
                 .file(object.location()),
             );
-            continue;
+            return None;
         }
-        let mut missing = Vec::new();
-        if object.api_version().is_empty() {
-            missing.push("apiVersion");
-        }
-        if object.kind().is_empty() {
-            missing.push("kind");
-        }
-        if object.name().is_empty() {
-            missing.push("metadata.name");
-        }
-        if let Some(field) = missing.first() {
+        let missing = [
+            ("apiVersion", object.api_version()),
+            ("kind", object.kind()),
+            ("metadata.name", object.name()),
+        ]
+        .into_iter()
+        .find(|(_, value)| value.is_empty());
+        if let Some((field, _)) = missing {
             problems.push(object.finding(
-                Finding::error("input/missing-field", format!("{field} is required")).field(*field),
+                Finding::error("input/missing-field", format!("{field} is required")).field(field),
             ));
-            continue;
+            return None;
         }
-        let group = object.api_version().rsplit_once('/').map_or("", |(g, _)| g);
         let identity = (
-            group.to_owned(),
+            group_of(&object).to_owned(),
             object.kind().to_owned(),
             object.name().to_owned(),
         );
-        if let Some(first) = seen.insert(identity, object.location()) {
+        if let Some(first) = self.seen.insert(identity, object.location()) {
             problems.push(
                 object.finding(
                     Finding::error(
@@ -252,8 +298,22 @@ pub fn classify(
                     .field("metadata.name"),
                 ),
             );
-            continue;
+            return None;
         }
+        Some(object)
+    }
+
+    /// Puts an identified object where its role says.
+    fn place(&mut self, object: Sourced, problems: &mut Vec<Finding>) {
+        if let Some(finding) = crate::bundle::helm::hook(&object) {
+            match finding.severity {
+                crate::report::Severity::Error => problems.push(finding),
+                _ => self.inputs.notes.push(finding),
+            }
+            return;
+        }
+        let group = group_of(&object).to_owned();
+        let inputs = &mut self.inputs;
         match object.kind() {
             "CustomResourceDefinition" => inputs.crds.push(object),
             "Deployment" if group == "apps" => inputs.deployments.push(object),
@@ -265,28 +325,24 @@ pub fn classify(
             "Service" => inputs.services.push(object),
             "ValidatingWebhookConfiguration" => inputs.validating_webhooks.push(object),
             "MutatingWebhookConfiguration" => inputs.mutating_webhooks.push(object),
+            "ClusterServiceVersion" => self.csvs.push(object),
             "Namespace" => inputs.notes.push(object.finding(Finding::warning(
                 "input/namespace-dropped",
                 "Namespace objects are not shipped in bundles; OLM installs into the namespace the user picks",
             ))),
-            "ClusterServiceVersion" => problems.push(object.finding(
-                Finding::error(
-                    "input/csv-not-accepted",
-                    "a ClusterServiceVersion in the manifests is not used: olmpack generates the CSV",
-                )
-                .field("kind")
-                .hint("move its metadata into the plan's `csv` section"),
-            )),
+            "Configuration" if group == crate::bundle::scorecard::GROUP => {
+                crate::bundle::scorecard::keep(&mut inputs.scorecard, object, &mut inputs.notes)
+            }
             _ if group == certmanager::GROUP => {
-                let (finding, secret) = certificates.decide(&object, cert_manager);
-                unmount.extend(secret);
+                let (finding, secret) = self.certificates.decide(&object, self.cert_manager);
+                self.unmount.extend(secret);
                 if finding.severity == crate::report::Severity::Error {
                     problems.push(finding);
                 } else {
                     inputs.notes.push(finding);
                 }
             }
-            kind if crd_kinds.contains(&(group.to_owned(), kind.to_owned())) => {
+            kind if self.crd_kinds.contains(&(group.clone(), kind.to_owned())) => {
                 inputs.custom_resources.push(object)
             }
             kind if SUPPORTED_EXTRA_KINDS.contains(&kind) => inputs.others.push(object),
@@ -303,7 +359,16 @@ pub fn classify(
             )),
         }
     }
-    for secret in &unmount {
+}
+
+/// The API group of an object's apiVersion (`""` for the core group).
+fn group_of(object: &Sourced) -> &str {
+    object.api_version().rsplit_once('/').map_or("", |(g, _)| g)
+}
+
+/// Removes the volumes of dropped Certificates' Secrets from the Deployments.
+fn unmount_secrets(inputs: &mut Inputs, unmount: &BTreeSet<String>) {
+    for secret in unmount {
         for deployment in &mut inputs.deployments {
             inputs
                 .notes
@@ -315,5 +380,4 @@ pub fn classify(
                 .extend(certmanager::still_referenced(object, secret));
         }
     }
-    inputs
 }

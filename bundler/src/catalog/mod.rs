@@ -32,9 +32,4 @@ pub mod template;
 pub mod upgrade;
 pub mod validate;
 
-/// The old name of [`serialize`], kept while `catalog/stream.rs` and the `catalog` command
-/// (reworked on another branch) still say `write`; remove once they say `serialize`.
-#[doc(hidden)]
-pub use serialize as write;
-
 pub use olmpack_model::{pullspec, version};

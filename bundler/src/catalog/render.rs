@@ -40,7 +40,7 @@ use super::gojson;
 use super::property::{
     self, PropertyError, TYPE_BUNDLE_OBJECT, TYPE_CSV_METADATA, TYPE_GVK, TYPE_PACKAGE,
 };
-use crate::bundle::load::{LoadError, LoadedBundle};
+use crate::bundle::load::{BundleLoadError, LoadedBundle};
 use crate::json::{array_at, str_at};
 
 /// The CSV annotation that carries extra properties (opm reads this key only).
@@ -53,7 +53,7 @@ const DEFAULT_CHANNEL_ANNOTATION: &str = "operators.operatorframework.io.bundle.
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {
     #[error("failed to read bundle directory")]
-    Load(#[from] LoadError),
+    Load(#[from] BundleLoadError),
     #[error("bundle {dir}: {file}: {message}{}", more_problems(*.more))]
     BrokenFile {
         dir: String,
@@ -177,12 +177,12 @@ pub fn render_dir(dir: &Path, options: &RenderOptions) -> Result<Bundle, RenderE
 /// [`render_dir`], also returning the files opm skips.
 pub fn render_dir_reporting(dir: &Path, options: &RenderOptions) -> Result<Rendered, RenderError> {
     if !dir.is_dir() {
-        return Err(LoadError::NotADirectory {
+        return Err(BundleLoadError::NotADirectory {
             path: dir.to_path_buf(),
         }
         .into());
     }
-    let tree = crate::input::read_tree(dir).map_err(|source| LoadError::Read {
+    let tree = crate::input::read_tree(dir).map_err(|source| BundleLoadError::Read {
         path: dir.to_path_buf(),
         source,
     })?;

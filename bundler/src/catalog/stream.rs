@@ -29,7 +29,7 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use serde::Serialize;
 
 use super::declcfg::{Bundle, Channel, Deprecation, Meta, Package};
-use super::write::Format;
+use super::serialize::Format;
 use super::{gojson, goyaml};
 
 /// Encoded output kept in memory before spilling to a temporary file.

@@ -9,11 +9,11 @@ use olmpack::catalog::graph::{self, GraphFormat};
 use olmpack::catalog::load::{LoadProblem, for_each_file, load_dir, load_stream};
 use olmpack::catalog::model::Model;
 use olmpack::catalog::render::{MigrateLevel, RenderError, RenderOptions, render_dir_reporting};
+use olmpack::catalog::serialize::{self, Format};
 use olmpack::catalog::stream::{Blob, Emitter, StreamError, render_refs};
 use olmpack::catalog::template::{self, DirResolver};
 use olmpack::catalog::upgrade;
 use olmpack::catalog::validate::{ValidateOptions, validate_dir};
-use olmpack::catalog::write::{self, Format};
 use olmpack::report::OutputFormat;
 
 use super::CmdResult;
@@ -210,7 +210,7 @@ fn render_template(
             Box::new(super::Invalid(message))
         }
     })?;
-    print!("{}", write::to_string(&cfg, output)?);
+    print!("{}", serialize::to_string(&cfg, output)?);
     Ok(ExitCode::SUCCESS)
 }
 

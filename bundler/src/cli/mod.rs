@@ -91,6 +91,13 @@ enum Command {
     /// `certManagerCertificates: drop`: then it is left out with a warning, and the Secret's
     /// volume, its volumeMounts and the container args pointing into them (e.g.
     /// --metrics-cert-path) are removed from the Deployments, each removal named.
+    ///
+    /// A ClusterServiceVersion in the manifests (operator-sdk's bundle/manifests/ or `kustomize
+    /// build config/manifests`) is imported: its install strategy becomes the deployments,
+    /// RBAC and webhooks, and its metadata fills what the plan leaves unset (the plan wins;
+    /// an info finding per field group taken). `helm template` output: Helm hooks are left out
+    /// with a warning (test, delete, rollback) or refused (install, upgrade: OLM never runs
+    /// them); the chart's own webhook certificate Secret is left out (info).
     Generate(release::GenerateArgs),
     /// The whole release: plan → operator image → bundles pinned to it → validation →
     /// catalog → bundle and catalog images (OCI layouts) → with --push, the registries the

@@ -102,7 +102,11 @@ pub fn build(spec: &ReleaseSpec<'_>, inputs: &Inputs) -> Result<BuiltBundle, Vec
     let accounts = deployments::service_accounts(&inputs.deployments);
     let deployments =
         deployments::strategy_deployments(&inputs.deployments, webhooks::any(inputs), &mut notes);
-    let rbac = rbac::permissions(inputs, &accounts, &mut problems);
+    let rbac = rbac::permissions(
+        inputs,
+        &super::operator_sdk::permission_accounts(inputs, &accounts),
+        &mut problems,
+    );
     let webhooks = webhooks::definitions(inputs, &mut problems);
     let owned = crds::owned(spec, &inputs.crds);
     let examples = examples::alm_examples(spec, inputs, &owned, &mut problems);

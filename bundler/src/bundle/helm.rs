@@ -1,0 +1,171 @@
+//! `helm template` output as the generator's input. Helm's own marks are read like this:
+//!
+//! - `# Source:` comments and empty documents are YAML comments and nothing: no effect.
+//! - Hook objects (annotation `helm.sh/hook`): OLM never runs Helm hooks. Test hooks
+//!   (`test`, `test-success`, `test-failure`) are dropped with a warning; delete and rollback
+//!   hooks too (OLM has no such step, and the object would otherwise be created at install);
+//!   install and upgrade hooks are an error naming the object — the work they do would never
+//!   happen (hint: move it into the operator).
+//! - A Secret with a TLS certificate that a webhook's Deployment mounts is the chart's
+//!   self-generated webhook serving certificate (`genCA`/`genSignedCert`): OLM creates, mounts
+//!   and rotates webhook certificates itself, so it is dropped with an info finding (a warning
+//!   when it is mounted somewhere OLM does not mount its certificate).
+//! - `helm.sh/chart` and `app.kubernetes.io/managed-by: Helm` labels are kept as they are.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use super::manifests::{Inputs, Sourced};
+use crate::json::{array_at, str_at};
+use crate::report::Finding;
+
+/// The annotation that makes an object a Helm hook.
+pub const HOOK_ANNOTATION: &str = "helm.sh/hook";
+
+/// Hook types that only `helm test` runs.
+const TEST_HOOKS: [&str; 3] = ["test", "test-success", "test-failure"];
+/// Hook types that run at install or upgrade: the operator would miss their work.
+const INSTALL_HOOKS: [&str; 5] = [
+    "pre-install",
+    "post-install",
+    "pre-upgrade",
+    "post-upgrade",
+    "crd-install",
+];
+
+/// Where OLM mounts the webhook serving certificates it manages.
+const OLM_WEBHOOK_CERT_PATH: &str = "/tmp/k8s-webhook-server/serving-certs";
+
+/// For a Helm hook object: the finding that drops it (warning) or refuses it (error).
+pub fn hook(object: &Sourced) -> Option<Finding> {
+    let annotation = object
+        .value
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(HOOK_ANNOTATION))
+        .and_then(Value::as_str)?;
+    let types: Vec<&str> = annotation
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .collect();
+    let field = format!("metadata.annotations.{HOOK_ANNOTATION}");
+    if let Some(install) = types.iter().find(|t| INSTALL_HOOKS.contains(t)) {
+        return Some(object.finding(
+            Finding::error(
+                "input/helm-hook",
+                format!("a Helm {install} hook: OLM never runs Helm hooks, so this work would never happen"),
+            )
+            .field(field)
+            .hint("move the work into the operator (do it at startup or when reconciling), or remove the hook annotation if the object is simply part of the install"),
+        ));
+    }
+    let message = if types.iter().all(|t| TEST_HOOKS.contains(t)) {
+        "a Helm test hook is left out: only `helm test` runs it".to_owned()
+    } else {
+        format!("a Helm {annotation} hook is left out: OLM never runs Helm hooks")
+    };
+    Some(object.finding(Finding::warning("input/helm-hook-dropped", message).field(field)))
+}
+
+/// Drops the chart's self-generated webhook serving certificate Secrets (see the module docs).
+pub fn drop_webhook_cert_secrets(inputs: &mut Inputs) {
+    let deployments: Vec<Sourced> = webhook_deployments(inputs).into_iter().cloned().collect();
+    let mut notes = Vec::new();
+    inputs.others.retain(|object| {
+        if object.kind() != "Secret" || !holds_certificate(&object.value) {
+            return true;
+        }
+        let mounts: Vec<String> = deployments
+            .iter()
+            .flat_map(|d| mount_paths(d, object.name()))
+            .collect();
+        if mounts.is_empty() {
+            return true;
+        }
+        let finding = if mounts.iter().all(|p| p == OLM_WEBHOOK_CERT_PATH) {
+            Finding::info(
+                "input/webhook-cert-secret-dropped",
+                "the chart's webhook serving certificate is left out: OLM creates, mounts and rotates webhook certificates itself",
+            )
+        } else {
+            Finding::warning(
+                "input/webhook-cert-secret-dropped",
+                format!("the chart's webhook serving certificate is left out (OLM creates webhook certificates itself), but it is mounted at {}, not at {OLM_WEBHOOK_CERT_PATH} where OLM mounts its own", mounts.join(", ")),
+            )
+            .hint(format!("serve the webhook with the certificate in {OLM_WEBHOOK_CERT_PATH} (controller-runtime's default)"))
+        };
+        notes.push(object.finding(finding));
+        false
+    });
+    inputs.notes.extend(notes);
+}
+
+/// A Secret of type `kubernetes.io/tls`, or with a `tls.crt` key.
+fn holds_certificate(secret: &Value) -> bool {
+    str_at(secret, "/type") == "kubernetes.io/tls"
+        || ["data", "stringData"]
+            .iter()
+            .any(|k| secret.get(*k).and_then(|d| d.get("tls.crt")).is_some())
+}
+
+/// Deployments whose pods a webhook's (admission or conversion) Service selects.
+fn webhook_deployments(inputs: &Inputs) -> Vec<&Sourced> {
+    let mut services = BTreeSet::new();
+    for config in inputs
+        .validating_webhooks
+        .iter()
+        .chain(&inputs.mutating_webhooks)
+    {
+        for hook in array_at(&config.value, "/webhooks") {
+            services.insert(str_at(hook, "/clientConfig/service/name").to_owned());
+        }
+    }
+    for crd in &inputs.crds {
+        let v1 = crate::bundle::crd_v1beta1::to_v1(&crd.value);
+        services
+            .insert(str_at(&v1, "/spec/conversion/webhook/clientConfig/service/name").to_owned());
+    }
+    let selectors: Vec<&serde_json::Map<String, Value>> = inputs
+        .services
+        .iter()
+        .filter(|s| services.contains(s.name()))
+        .filter_map(|s| s.value.pointer("/spec/selector").and_then(Value::as_object))
+        .filter(|sel| !sel.is_empty())
+        .collect();
+    inputs
+        .deployments
+        .iter()
+        .filter(|d| {
+            let labels = d.value.pointer("/spec/template/metadata/labels");
+            selectors.iter().any(|sel| {
+                sel.iter()
+                    .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
+            })
+        })
+        .collect()
+}
+
+/// Where the Deployment's containers mount Secret `secret`.
+fn mount_paths(deployment: &Sourced, secret: &str) -> Vec<String> {
+    let pod = &deployment.value["spec"]["template"]["spec"];
+    let volumes: BTreeSet<&str> = array_at(pod, "/volumes")
+        .iter()
+        .filter(|v| str_at(v, "/secret/secretName") == secret)
+        .map(|v| str_at(v, "/name"))
+        .collect();
+    let mut paths = Vec::new();
+    for list in ["initContainers", "containers"] {
+        for container in array_at(pod, &format!("/{list}")) {
+            for mount in array_at(container, "/volumeMounts") {
+                if volumes.contains(str_at(mount, "/name")) {
+                    paths.push(str_at(mount, "/mountPath").to_owned());
+                }
+            }
+        }
+    }
+    if paths.is_empty() && !volumes.is_empty() {
+        paths.push("(a volume no container mounts)".to_owned());
+    }
+    paths
+}

@@ -1,0 +1,1117 @@
+//! operator-sdk output as the generator's input: a `manifests:` directory that holds a
+//! ClusterServiceVersion — an operator-sdk bundle's `manifests/`, or `kustomize build
+//! config/manifests` (a CSV *base* with an empty install strategy plus the config/default
+//! objects and samples).
+//!
+//! Contract:
+//! - At most one CSV; its install strategy must be `deployment` (the only one OLM v0 installs).
+//! - The strategy becomes input objects the generator already understands: each deployment a
+//!   Deployment, each `permissions`/`clusterPermissions` entry a (Cluster)Role bound to its
+//!   service account, each admission webhook definition a webhook configuration behind a
+//!   Service selecting the deployment's pods, each ConversionWebhook definition the CRDs'
+//!   `spec.conversion`. Deployments or webhooks given both ways are an error (which one?).
+//! - The CSV's metadata fills what the plan does not set ([`fill`]); the plan wins, and every
+//!   field group taken from the CSV is an info finding.
+//! - What the plan cannot express (required CRDs, API services, native APIs, upgrade edges) is
+//!   a warning, never silently dropped.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use super::manifests::{Inputs, Sourced};
+use crate::json::str_at;
+use crate::plan::{
+    CrdDisplay, CrdResource, CsvMetadata, Descriptor, InstallModeType, Link, Maintainer, Provider,
+    VersionDescriptors,
+};
+use crate::report::Finding;
+
+/// What a CSV in the input says beyond its install strategy.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Imported {
+    /// The CSV's file (document N), for findings.
+    pub location: String,
+    /// The CSV's `Kind/name`.
+    pub object: String,
+    /// Metadata in the plan's terms; empty fields are those the CSV does not set.
+    pub metadata: CsvMetadata,
+    /// `(base64data, mediatype)` of the CSV's first icon.
+    pub icon: Option<(String, String)>,
+    /// Service accounts the CSV grants permissions to that no deployment runs as.
+    pub accounts: BTreeSet<String>,
+    /// `(file, package)` from the bundle's `../metadata/annotations.yaml`, when there is one.
+    pub bundle_package: Option<(PathBuf, String)>,
+}
+
+impl Imported {
+    fn finding(&self, finding: Finding) -> Finding {
+        finding
+            .file(self.location.clone())
+            .object(self.object.clone())
+    }
+}
+
+/// CSV annotations the generator computes or takes from their own plan fields.
+const NOT_COPIED_ANNOTATIONS: [&str; 7] = [
+    "alm-examples",
+    "olm.skipRange",
+    "createdAt",
+    "operators.operatorframework.io/builder",
+    "capabilities",
+    "categories",
+    "description",
+];
+
+/// Folds the CSV in `csvs` (if any) into `inputs`; problems go to `problems`, notes to
+/// `inputs.notes`.
+pub fn import(inputs: &mut Inputs, csvs: Vec<Sourced>, problems: &mut Vec<Finding>) {
+    let mut csvs = csvs.into_iter();
+    let Some(csv) = csvs.next() else {
+        return;
+    };
+    for second in csvs {
+        problems.push(second.finding(
+            Finding::error(
+                "input/csv-multiple",
+                format!("a second ClusterServiceVersion; the manifests may hold one, and {} is in {}", csv.display(), csv.location()),
+            )
+            .field("kind")
+            .hint("point `manifests` at one bundle's manifests/ directory"),
+        ));
+    }
+    let strategy = str_at(&csv.value, "/spec/install/strategy");
+    if !strategy.is_empty() && strategy != "deployment" {
+        problems.push(csv.finding(
+            Finding::error(
+                "input/csv-strategy",
+                format!("install strategy {strategy:?} is not `deployment`, the only one OLM v0 installs"),
+            )
+            .field("spec.install.strategy"),
+        ));
+        return;
+    }
+    let before = problems.len();
+    import_deployments(inputs, &csv, problems);
+    if problems.len() > before {
+        return;
+    }
+    let accounts = import_permissions(inputs, &csv);
+    import_webhooks(inputs, &csv, problems);
+    inputs
+        .custom_resources
+        .extend(samples(&csv, &mut inputs.notes));
+    inputs.notes.extend(not_carried(&csv));
+    inputs.notes.extend(conversions_added(inputs, &csv));
+    inputs.notes.extend(owned_differences(inputs, &csv));
+    let (metadata, mut notes) = metadata(&csv);
+    inputs.notes.append(&mut notes);
+    inputs.imported = Some(Imported {
+        location: csv.location(),
+        object: csv.display(),
+        metadata,
+        icon: icon(&csv.value),
+        bundle_package: None,
+        accounts,
+    });
+}
+
+fn strategy_list<'a>(csv: &'a Sourced, key: &str) -> &'a [Value] {
+    csv.value
+        .pointer(&format!("/spec/install/spec/{key}"))
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+/// A synthesized object located at the CSV's field.
+fn synthesized(csv: &Sourced, value: Value) -> Sourced {
+    Sourced {
+        file: csv.file.clone(),
+        index: csv.index,
+        value,
+    }
+}
+
+fn import_deployments(inputs: &mut Inputs, csv: &Sourced, problems: &mut Vec<Finding>) {
+    let entries = strategy_list(csv, "deployments");
+    if entries.is_empty() {
+        return;
+    }
+    if let Some(plain) = inputs.deployments.first() {
+        problems.push(csv.finding(
+            Finding::error(
+                "input/csv-conflict",
+                format!("the CSV's install strategy defines deployments and the manifests also hold {} ({}): which one is the operator?", plain.display(), plain.location()),
+            )
+            .field("spec.install.spec.deployments")
+            .hint("keep one: the bundle's CSV, or the kustomize output with a CSV base whose install strategy is empty"),
+        ));
+        return;
+    }
+    for (i, entry) in entries.iter().enumerate() {
+        let name = str_at(entry, "/name");
+        if name.is_empty() {
+            problems.push(
+                csv.finding(
+                    Finding::error("input/missing-field", "a deployment needs a name")
+                        .field(format!("spec.install.spec.deployments[{i}].name")),
+                ),
+            );
+            continue;
+        }
+        let mut metadata = json!({ "name": name });
+        if let Some(labels) = entry.get("label") {
+            metadata["labels"] = labels.clone();
+        }
+        if has_literal_watch_namespace(entry) {
+            inputs.notes.push(csv.finding(
+                Finding::info(
+                    "import/watch-namespace-rewired",
+                    format!("deployment {name}: WATCH_NAMESPACE with a literal value is set from OLM's olm.targetNamespaces annotation instead"),
+                )
+                .field(format!("spec.install.spec.deployments[{i}].spec")),
+            ));
+        }
+        let value = json!({
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": metadata,
+            "spec": entry.get("spec").cloned().unwrap_or(json!({})),
+        });
+        inputs.deployments.push(synthesized(csv, value));
+    }
+}
+
+fn has_literal_watch_namespace(entry: &Value) -> bool {
+    ["containers", "initContainers"].iter().any(|list| {
+        entry
+            .pointer(&format!("/spec/template/spec/{list}"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .flat_map(|c| c.get("env").and_then(Value::as_array).into_iter().flatten())
+            .any(|v| str_at(v, "/name") == "WATCH_NAMESPACE" && v.get("valueFrom").is_none())
+    })
+}
+
+fn service_account(deployment: &Sourced) -> String {
+    match str_at(&deployment.value, "/spec/template/spec/serviceAccountName") {
+        "" => "default".into(),
+        name => name.into(),
+    }
+}
+
+/// A name not yet used by any object of `pool`.
+fn unused_name(pool: &[Sourced], base: &str) -> String {
+    let mut name = base.to_owned();
+    let mut n = 1;
+    while pool.iter().any(|o| o.name() == name) {
+        n += 1;
+        name = format!("{base}-{n}");
+    }
+    name
+}
+
+/// Returns the service accounts the CSV grants permissions to that no deployment runs as
+/// (OLM creates and grants them all the same: operands run as them).
+fn import_permissions(inputs: &mut Inputs, csv: &Sourced) -> BTreeSet<String> {
+    let mut extra = BTreeSet::new();
+    let accounts: BTreeSet<String> = inputs.deployments.iter().map(service_account).collect();
+    if !strategy_list(csv, "deployments").is_empty() {
+        ship_plain_bindings(inputs);
+    }
+    for (key, cluster) in [("permissions", false), ("clusterPermissions", true)] {
+        for (i, entry) in strategy_list(csv, key).iter().enumerate() {
+            let account = str_at(entry, "/serviceAccountName");
+            if account.is_empty() {
+                inputs.notes.push(csv.finding(
+                    Finding::warning(
+                        "import/permissions-unused",
+                        format!("{key} without a serviceAccountName are left out: OLM grants them to no one"),
+                    )
+                    .field(format!("spec.install.spec.{key}[{i}].serviceAccountName")),
+                ));
+                continue;
+            }
+            if !accounts.contains(account) {
+                extra.insert(account.to_owned());
+            }
+            let (role_kind, binding_kind) = if cluster {
+                ("ClusterRole", "ClusterRoleBinding")
+            } else {
+                ("Role", "RoleBinding")
+            };
+            let (roles, bindings) = if cluster {
+                (&inputs.cluster_roles, &inputs.cluster_role_bindings)
+            } else {
+                (&inputs.roles, &inputs.role_bindings)
+            };
+            let role_name = unused_name(roles, &format!("{account}-csv-{key}-{i}").to_lowercase());
+            let binding_name = unused_name(bindings, &role_name);
+            let role = json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": role_kind,
+                "metadata": {"name": role_name},
+                "rules": entry.get("rules").cloned().unwrap_or(json!([])),
+            });
+            let binding = json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": binding_kind,
+                "metadata": {"name": binding_name},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role_name},
+                "subjects": [{"kind": "ServiceAccount", "name": account}],
+            });
+            let (roles, bindings) = if cluster {
+                (&mut inputs.cluster_roles, &mut inputs.cluster_role_bindings)
+            } else {
+                (&mut inputs.roles, &mut inputs.role_bindings)
+            };
+            roles.insert(0, synthesized(csv, role));
+            bindings.insert(0, synthesized(csv, binding));
+        }
+    }
+    extra
+}
+
+/// A bundle's own RoleBindings and ClusterRoleBindings are shipped as they are, as OLM would
+/// create them from the bundle: the CSV's permissions already say what its service accounts
+/// may do, so they are not folded into them (as a kustomize base's bindings are).
+fn ship_plain_bindings(inputs: &mut Inputs) {
+    let bindings = std::mem::take(&mut inputs.role_bindings)
+        .into_iter()
+        .chain(std::mem::take(&mut inputs.cluster_role_bindings));
+    inputs.others.extend(bindings);
+}
+
+fn import_webhooks(inputs: &mut Inputs, csv: &Sourced, problems: &mut Vec<Finding>) {
+    let defs = csv
+        .value
+        .pointer("/spec/webhookdefinitions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if defs.is_empty() {
+        return;
+    }
+    let plain = inputs
+        .validating_webhooks
+        .iter()
+        .chain(&inputs.mutating_webhooks)
+        .next();
+    if let Some(plain) = plain {
+        problems.push(csv.finding(
+            Finding::error(
+                "input/csv-conflict",
+                format!("the CSV defines webhooks and the manifests also hold {} ({}): which ones does the operator serve?", plain.display(), plain.location()),
+            )
+            .field("spec.webhookdefinitions"),
+        ));
+        return;
+    }
+    let mut names = BTreeSet::new();
+    for (i, def) in defs.iter().enumerate() {
+        let field = format!("spec.webhookdefinitions[{i}]");
+        let Some(service) = webhook_service(inputs, csv, def, &field) else {
+            continue;
+        };
+        match str_at(def, "/type") {
+            "ConversionWebhook" => conversion(inputs, csv, def, &service, &field),
+            kind @ ("ValidatingAdmissionWebhook" | "MutatingAdmissionWebhook") => {
+                let mut name = str_at(def, "/generateName").to_owned();
+                while !names.insert(name.clone()) {
+                    name.push('x');
+                }
+                if def.get("sideEffects").is_none() {
+                    inputs.notes.push(csv.finding(
+                        Finding::info(
+                            "import/webhook-defaults",
+                            "the webhook sets no sideEffects; the generated definition says None",
+                        )
+                        .field(format!("{field}.sideEffects")),
+                    ));
+                }
+                let config = admission_config(def, kind, &name, &service);
+                if kind == "ValidatingAdmissionWebhook" {
+                    inputs.validating_webhooks.push(synthesized(csv, config));
+                } else {
+                    inputs.mutating_webhooks.push(synthesized(csv, config));
+                }
+            }
+            other => problems.push(csv.finding(
+                Finding::error("input/csv-webhook-type", format!("webhook type {other:?} is not one OLM knows"))
+                    .field(format!("{field}.type"))
+                    .hint("use ValidatingAdmissionWebhook, MutatingAdmissionWebhook or ConversionWebhook"),
+            )),
+        }
+    }
+}
+
+/// A Service in front of the definition's deployment (one per deployment and ports), added to
+/// the inputs; `None` (with a warning) when the deployment is not in the strategy.
+fn webhook_service(inputs: &mut Inputs, csv: &Sourced, def: &Value, field: &str) -> Option<String> {
+    let deployment_name = str_at(def, "/deploymentName");
+    let Some(deployment) = inputs
+        .deployments
+        .iter()
+        .find(|d| d.name() == deployment_name)
+    else {
+        inputs.notes.push(csv.finding(
+            Finding::warning(
+                "import/webhook-deployment",
+                format!("the webhook names deployment {deployment_name:?}, which the install strategy does not define; it is left out"),
+            )
+            .field(format!("{field}.deploymentName")),
+        ));
+        return None;
+    };
+    let selector = deployment
+        .value
+        .pointer("/spec/template/metadata/labels")
+        .cloned()
+        .unwrap_or(json!({}));
+    let port = def.get("containerPort").cloned().unwrap_or(json!(443));
+    let mut port_entry = json!({ "port": port });
+    if let Some(target) = def.get("targetPort") {
+        port_entry["targetPort"] = target.clone();
+    }
+    let wanted = json!({ "selector": selector, "ports": [port_entry] });
+    if let Some(existing) = inputs
+        .services
+        .iter()
+        .find(|s| s.value.get("spec") == Some(&wanted) && s.name().starts_with(deployment_name))
+    {
+        return Some(existing.name().to_owned());
+    }
+    // The generator routes a Service to the first deployment its selector matches.
+    let first_match = inputs
+        .deployments
+        .iter()
+        .position(|d| selects(&selector, d));
+    let shadowed = first_match
+        != inputs
+            .deployments
+            .iter()
+            .position(|d| d.name() == deployment_name);
+    if shadowed {
+        inputs.notes.push(csv.finding(
+            Finding::warning(
+                "import/webhook-selector-ambiguous",
+                format!("deployment {deployment_name}'s pod labels also match another deployment listed before it; the webhook may be routed there"),
+            )
+            .field(format!("{field}.deploymentName")),
+        ));
+    }
+    let name = unused_name(
+        &inputs.services,
+        &format!("{deployment_name}-webhook-service"),
+    );
+    let service = json!({
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name},
+        "spec": wanted,
+    });
+    inputs.services.push(synthesized(csv, service));
+    Some(name)
+}
+
+fn selects(selector: &Value, deployment: &Sourced) -> bool {
+    let labels = deployment.value.pointer("/spec/template/metadata/labels");
+    selector.as_object().is_some_and(|sel| {
+        sel.iter()
+            .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
+    })
+}
+
+fn client_service(def: &Value, service: &str) -> Value {
+    let mut svc = json!({
+        "name": service,
+        "namespace": "placeholder",
+        "port": def.get("containerPort").cloned().unwrap_or(json!(443)),
+    });
+    if let Some(path) = def.get("webhookPath") {
+        svc["path"] = path.clone();
+    }
+    svc
+}
+
+fn admission_config(def: &Value, kind: &str, name: &str, service: &str) -> Value {
+    let mut hook = json!({
+        "name": str_at(def, "/generateName"),
+        "clientConfig": {"service": client_service(def, service)},
+    });
+    for key in [
+        "admissionReviewVersions",
+        "sideEffects",
+        "failurePolicy",
+        "matchPolicy",
+        "objectSelector",
+        "rules",
+        "timeoutSeconds",
+        "reinvocationPolicy",
+    ] {
+        if let Some(v) = def.get(key) {
+            hook[key] = v.clone();
+        }
+    }
+    let config_kind = if kind == "ValidatingAdmissionWebhook" {
+        "ValidatingWebhookConfiguration"
+    } else {
+        "MutatingWebhookConfiguration"
+    };
+    json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": config_kind,
+        "metadata": {"name": name},
+        "webhooks": [hook],
+    })
+}
+
+/// Points each of the definition's CRDs at the webhook's Service.
+fn conversion(inputs: &mut Inputs, csv: &Sourced, def: &Value, service: &str, field: &str) {
+    let reviews = def
+        .get("admissionReviewVersions")
+        .cloned()
+        .unwrap_or(json!(["v1"]));
+    let client = json!({"service": client_service(def, service)});
+    for name in def
+        .get("conversionCRDs")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+    {
+        let Some(crd) = inputs.crds.iter_mut().find(|c| c.name() == name) else {
+            inputs.notes.push(
+                csv.finding(
+                    Finding::warning(
+                        "import/conversion-crd-missing",
+                        format!("conversion CRD {name} is not in the manifests"),
+                    )
+                    .field(format!("{field}.conversionCRDs")),
+                ),
+            );
+            continue;
+        };
+        let conversion = if crd.api_version().ends_with("/v1beta1") {
+            json!({"strategy": "Webhook", "webhookClientConfig": client, "conversionReviewVersions": reviews})
+        } else {
+            json!({"strategy": "Webhook", "webhook": {"clientConfig": client, "conversionReviewVersions": reviews}})
+        };
+        if let Some(spec) = crd.value.get_mut("spec").and_then(Value::as_object_mut) {
+            spec.insert("conversion".into(), conversion);
+        }
+    }
+}
+
+/// CRDs that convert through a webhook the CSV does not define: the generator defines one.
+fn conversions_added(inputs: &Inputs, csv: &Sourced) -> Vec<Finding> {
+    let defined: BTreeSet<&str> = csv
+        .value
+        .pointer("/spec/webhookdefinitions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|d| str_at(d, "/type") == "ConversionWebhook")
+        .flat_map(|d| {
+            d.get("conversionCRDs")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+        })
+        .filter_map(Value::as_str)
+        .collect();
+    inputs
+        .crds
+        .iter()
+        .filter(|crd| !defined.contains(crd.name()))
+        .filter(|crd| {
+            let v1 = crate::bundle::crd_v1beta1::to_v1(&crd.value);
+            str_at(&v1, "/spec/conversion/strategy") == "Webhook"
+        })
+        .map(|crd| {
+            crd.finding(
+                Finding::warning(
+                    "import/conversion-added",
+                    "the CRD converts through a webhook the CSV does not define; the generated CSV defines a ConversionWebhook for it, so OLM serves it with the certificate it manages",
+                )
+                .field("spec.conversion"),
+            )
+        })
+        .collect()
+}
+
+/// `alm-examples` as sample custom resources.
+fn samples(csv: &Sourced, notes: &mut Vec<Finding>) -> Vec<Sourced> {
+    let text = str_at(&csv.value, "/metadata/annotations/alm-examples");
+    if text.trim().is_empty() {
+        return Vec::new();
+    }
+    match serde_json::from_str::<Vec<Value>>(text) {
+        Ok(values) => values
+            .into_iter()
+            .filter(Value::is_object)
+            .map(|value| synthesized(csv, value))
+            .collect(),
+        Err(_) => {
+            notes.push(
+                csv.finding(
+                    Finding::warning(
+                        "import/alm-examples",
+                        "alm-examples is not a JSON array of objects; its samples are left out",
+                    )
+                    .field("metadata.annotations.alm-examples"),
+                ),
+            );
+            Vec::new()
+        }
+    }
+}
+
+/// Warnings for what the CSV says that the plan has no place for.
+fn not_carried(csv: &Sourced) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let mut warn = |field: &str, what: &str| {
+        out.push(
+            csv.finding(
+                Finding::warning(
+                    "import/not-carried",
+                    format!("{what} is not carried into the generated CSV"),
+                )
+                .field(field.to_owned()),
+            ),
+        );
+    };
+    let spec = &csv.value["spec"];
+    if spec
+        .pointer("/customresourcedefinitions/required")
+        .and_then(Value::as_array)
+        .is_some_and(|r| !r.is_empty())
+    {
+        warn(
+            "spec.customresourcedefinitions.required",
+            "required CRDs (declare a package or GVK dependency in the release's `dependencies`)",
+        );
+    }
+    for (key, what) in [
+        ("apiservicedefinitions", "API service definitions"),
+        ("nativeAPIs", "native APIs"),
+    ] {
+        let set = spec.get(key).is_some_and(|v| match v {
+            Value::Object(m) => m
+                .values()
+                .any(|x| x.as_array().is_some_and(|a| !a.is_empty())),
+            Value::Array(a) => !a.is_empty(),
+            _ => false,
+        });
+        if set {
+            warn(&format!("spec.{key}"), what);
+        }
+    }
+    if csv
+        .value
+        .pointer("/metadata/annotations/createdAt")
+        .is_some()
+    {
+        out.push(
+            csv.finding(
+                Finding::info(
+                    "import/not-carried",
+                    "createdAt comes from the plan or SOURCE_DATE_EPOCH; the CSV's is not used",
+                )
+                .field("metadata.annotations.createdAt"),
+            ),
+        );
+    }
+    for (pointer, field) in [
+        ("/spec/replaces", "spec.replaces"),
+        ("/spec/skips", "spec.skips"),
+        (
+            "/metadata/annotations/olm.skipRange",
+            "metadata.annotations.olm.skipRange",
+        ),
+    ] {
+        if csv.value.pointer(pointer).is_some_and(|v| !v.is_null()) {
+            out.push(
+                csv.finding(
+                    Finding::info(
+                        "import/upgrade-edges",
+                        "upgrade edges come from the plan's releases; the CSV's are not used",
+                    )
+                    .field(field),
+                ),
+            );
+        }
+    }
+    out
+}
+
+/// `(name, version, kind)` of every served version of every CRD, as the generator owns them.
+pub fn served_crds(crds: &[Sourced]) -> BTreeSet<(String, String, String)> {
+    let mut out = BTreeSet::new();
+    for crd in crds {
+        let v1 = crate::bundle::crd_v1beta1::to_v1(&crd.value);
+        let kind = str_at(&v1, "/spec/names/kind");
+        for version in v1
+            .pointer("/spec/versions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if version.get("served").and_then(Value::as_bool) != Some(false) {
+                out.insert((
+                    crd.name().to_owned(),
+                    str_at(version, "/name").to_owned(),
+                    kind.to_owned(),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// `(name, version, kind)` of the CSV's owned CRDs.
+pub fn owned_of(csv: &Value) -> BTreeSet<(String, String, String)> {
+    csv.pointer("/spec/customresourcedefinitions/owned")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|o| {
+            (
+                str_at(o, "/name").to_owned(),
+                str_at(o, "/version").to_owned(),
+                str_at(o, "/kind").to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The generator owns every served version of every CRD in the manifests; a warning for each
+/// owned entry of the CSV that differs.
+fn owned_differences(inputs: &Inputs, csv: &Sourced) -> Vec<Finding> {
+    let served = served_crds(&inputs.crds);
+    let owned = owned_of(&csv.value);
+    let mut out = Vec::new();
+    for (name, version, kind) in owned.difference(&served) {
+        out.push(csv.finding(
+            Finding::warning(
+                "import/owned-crds-differ",
+                format!("owned CRD {name} {version} (kind {kind:?}) is not a served version of a CRD in the manifests; the generated CSV owns what the CRDs serve"),
+            )
+            .field("spec.customresourcedefinitions.owned"),
+        ));
+    }
+    for (name, version, kind) in served.difference(&owned) {
+        out.push(csv.finding(
+            Finding::warning(
+                "import/owned-crds-differ",
+                format!("CRD {name} serves {version} (kind {kind}), which the CSV does not own; the generated CSV owns it"),
+            )
+            .field("spec.customresourcedefinitions.owned"),
+        ));
+    }
+    out
+}
+
+fn icon(csv: &Value) -> Option<(String, String)> {
+    let first = csv.pointer("/spec/icon/0")?;
+    let data = str_at(first, "/base64data");
+    (!data.is_empty()).then(|| (data.to_owned(), str_at(first, "/mediatype").to_owned()))
+}
+
+fn strings(value: Option<&Value>) -> Vec<String> {
+    value
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect()
+}
+
+fn some_str(value: &Value, pointer: &str) -> Option<String> {
+    Some(str_at(value, pointer))
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+}
+
+/// The CSV's metadata in the plan's terms, and warnings for what does not fit.
+fn metadata(csv: &Sourced) -> (CsvMetadata, Vec<Finding>) {
+    let v = &csv.value;
+    let mut notes = Vec::new();
+    let annotations: BTreeMap<String, String> = v
+        .pointer("/metadata/annotations")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| !NOT_COPIED_ANNOTATIONS.contains(&k.as_str()))
+        .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_owned())))
+        .collect();
+    let labels = v
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_owned())))
+        .collect();
+    let metadata = CsvMetadata {
+        display_name: str_at(v, "/spec/displayName").to_owned(),
+        description: str_at(v, "/spec/description").to_owned(),
+        short_description: some_str(v, "/metadata/annotations/description"),
+        icon: None,
+        keywords: strings(v.pointer("/spec/keywords")),
+        maintainers: people(v.pointer("/spec/maintainers"), |name, email| Maintainer {
+            name,
+            email,
+        }),
+        provider: Provider {
+            name: str_at(v, "/spec/provider/name").to_owned(),
+            url: some_str(v, "/spec/provider/url"),
+        },
+        links: people(v.pointer("/spec/links"), |name, url| Link { name, url }),
+        maturity: some_str(v, "/spec/maturity"),
+        capabilities: some_str(v, "/metadata/annotations/capabilities"),
+        categories: str_at(v, "/metadata/annotations/categories")
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        min_kube_version: some_str(v, "/spec/minKubeVersion"),
+        install_modes: install_modes(csv, &mut notes),
+        annotations,
+        labels,
+        crds: crd_displays(csv, &mut notes),
+    };
+    (metadata, notes)
+}
+
+/// `[{name, <second>}]` entries (maintainers, links).
+fn people<T>(value: Option<&Value>, make: impl Fn(String, String) -> T) -> Vec<T> {
+    value
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|m| {
+            let second = m
+                .get("email")
+                .or_else(|| m.get("url"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            make(str_at(m, "/name").to_owned(), second.to_owned())
+        })
+        .collect()
+}
+
+fn install_modes(csv: &Sourced, notes: &mut Vec<Finding>) -> Option<Vec<InstallModeType>> {
+    let modes = csv.value.pointer("/spec/installModes")?.as_array()?;
+    let mut out = Vec::new();
+    for (i, mode) in modes.iter().enumerate() {
+        if mode.get("supported").and_then(Value::as_bool) != Some(true) {
+            continue;
+        }
+        let kind = str_at(mode, "/type");
+        match InstallModeType::ALL.iter().find(|m| m.as_str() == kind) {
+            Some(m) => out.push(*m),
+            None => notes.push(
+                csv.finding(
+                    Finding::warning(
+                        "import/install-mode",
+                        format!("install mode {kind:?} is not one OLM knows; it is left out"),
+                    )
+                    .field(format!("spec.installModes[{i}].type")),
+                ),
+            ),
+        }
+    }
+    Some(out)
+}
+
+/// A descriptor in the plan's terms; a warning names what does not fit.
+fn descriptor(
+    csv: &Sourced,
+    d: &Value,
+    field: String,
+    notes: &mut Vec<Finding>,
+) -> Option<Descriptor> {
+    let path = str_at(d, "/path");
+    let known = ["path", "displayName", "description", "x-descriptors"];
+    let extra: Vec<&str> = d
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, _)| k.as_str())
+        .filter(|k| !known.contains(k))
+        .collect();
+    if !extra.is_empty() {
+        notes.push(
+            csv.finding(
+                Finding::warning(
+                    "import/descriptor-fields",
+                    format!("descriptor {path:?}: {} not carried", extra.join(", ")),
+                )
+                .field(field.clone()),
+            ),
+        );
+    }
+    Some(Descriptor {
+        path: path.to_owned(),
+        display_name: str_at(d, "/displayName").to_owned(),
+        description: some_str(d, "/description"),
+        x_descriptors: strings(d.get("x-descriptors")),
+    })
+}
+
+/// Display metadata of the CSV's owned CRDs, per CRD, with the descriptors of each version.
+fn crd_displays(csv: &Sourced, notes: &mut Vec<Finding>) -> BTreeMap<String, CrdDisplay> {
+    let mut out: BTreeMap<String, CrdDisplay> = BTreeMap::new();
+    let owned = csv
+        .value
+        .pointer("/spec/customresourcedefinitions/owned")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for (i, entry) in owned.iter().enumerate() {
+        let display = out.entry(str_at(entry, "/name").to_owned()).or_default();
+        display.display_name = display
+            .display_name
+            .take()
+            .or(some_str(entry, "/displayName"));
+        display.description = display
+            .description
+            .take()
+            .or(some_str(entry, "/description"));
+        if display.resources.is_empty() {
+            display.resources = entry
+                .get("resources")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|r| CrdResource {
+                    kind: str_at(r, "/kind").to_owned(),
+                    version: str_at(r, "/version").to_owned(),
+                    name: some_str(r, "/name"),
+                })
+                .collect();
+        }
+        let mut per_version = VersionDescriptors::default();
+        for (key, list) in [
+            ("specDescriptors", &mut per_version.spec_descriptors),
+            ("statusDescriptors", &mut per_version.status_descriptors),
+        ] {
+            for (j, d) in entry
+                .get(key)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                let field = format!("spec.customresourcedefinitions.owned[{i}].{key}[{j}]");
+                list.extend(descriptor(csv, d, field, notes));
+            }
+        }
+        display
+            .versions
+            .insert(str_at(entry, "/version").to_owned(), per_version);
+    }
+    out
+}
+
+/// A field group of the CSV metadata: its name, whether it is set, and how to copy it.
+type Group = (
+    &'static str,
+    fn(&CsvMetadata) -> bool,
+    fn(&mut CsvMetadata, &CsvMetadata),
+);
+
+/// The field groups taken whole from the CSV when the plan leaves them unset.
+const GROUPS: [Group; 12] = [
+    (
+        "displayName",
+        |m| !m.display_name.is_empty(),
+        |o, f| o.display_name = f.display_name.clone(),
+    ),
+    (
+        "description",
+        |m| !m.description.is_empty(),
+        |o, f| o.description = f.description.clone(),
+    ),
+    (
+        "shortDescription",
+        |m| m.short_description.is_some(),
+        |o, f| o.short_description = f.short_description.clone(),
+    ),
+    (
+        "keywords",
+        |m| !m.keywords.is_empty(),
+        |o, f| o.keywords = f.keywords.clone(),
+    ),
+    (
+        "maintainers",
+        |m| !m.maintainers.is_empty(),
+        |o, f| o.maintainers = f.maintainers.clone(),
+    ),
+    (
+        "provider",
+        |m| !m.provider.name.is_empty(),
+        |o, f| o.provider = f.provider.clone(),
+    ),
+    (
+        "links",
+        |m| !m.links.is_empty(),
+        |o, f| o.links = f.links.clone(),
+    ),
+    (
+        "maturity",
+        |m| m.maturity.is_some(),
+        |o, f| o.maturity = f.maturity.clone(),
+    ),
+    (
+        "capabilities",
+        |m| m.capabilities.is_some(),
+        |o, f| o.capabilities = f.capabilities.clone(),
+    ),
+    (
+        "categories",
+        |m| !m.categories.is_empty(),
+        |o, f| o.categories = f.categories.clone(),
+    ),
+    (
+        "minKubeVersion",
+        |m| m.min_kube_version.is_some(),
+        |o, f| o.min_kube_version = f.min_kube_version.clone(),
+    ),
+    (
+        "installModes",
+        |m| m.install_modes.is_some(),
+        |o, f| o.install_modes = f.install_modes.clone(),
+    ),
+];
+
+/// Adds the entries of `from` whose key `into` lacks; true when there were any.
+fn merge<V: Clone>(into: &mut BTreeMap<String, V>, from: &BTreeMap<String, V>) -> bool {
+    let mut added = false;
+    for (key, value) in from {
+        if !into.contains_key(key) {
+            into.insert(key.clone(), value.clone());
+            added = true;
+        }
+    }
+    added
+}
+
+/// The plan's CSV metadata with what it leaves unset taken from the imported CSV; an info
+/// finding (in `inputs.notes`) for every field group taken. Empty strings count as unset.
+pub fn fill(plan: &CsvMetadata, inputs: &mut Inputs) -> CsvMetadata {
+    let Some(imported) = inputs.imported.clone() else {
+        return plan.clone();
+    };
+    let from = &imported.metadata;
+    let mut out = plan.clone();
+    let mut taken: Vec<&str> = Vec::new();
+    for (name, is_set, copy) in GROUPS {
+        if !is_set(plan) && is_set(from) {
+            copy(&mut out, from);
+            taken.push(name);
+        }
+    }
+    if plan.icon.is_none() && imported.icon.is_some() {
+        taken.push("icon");
+    }
+    if merge(&mut out.annotations, &from.annotations) {
+        taken.push("annotations");
+    }
+    if merge(&mut out.labels, &from.labels) {
+        taken.push("labels");
+    }
+    if merge(&mut out.crds, &from.crds) {
+        taken.push("owned CRD descriptions");
+    }
+    for name in taken {
+        inputs.notes.push(imported.finding(Finding::info(
+            "import/csv-metadata",
+            format!("{name}: taken from the CSV, as the plan does not set it (the plan wins where it does)"),
+        )));
+    }
+    out
+}
+
+/// The imported CSV's icon, when the plan has none.
+pub fn icon_of(plan: &CsvMetadata, inputs: &Inputs) -> Option<(String, String)> {
+    if plan.icon.is_some() {
+        return None;
+    }
+    inputs.imported.as_ref().and_then(|i| i.icon.clone())
+}
+
+/// The label of a bundle's package in `metadata/annotations.yaml`.
+const PACKAGE_LABEL: &str = "operators.operatorframework.io.bundle.package.v1";
+
+/// Reads the package of the bundle whose `manifests/` is `dir` from `../metadata/
+/// annotations.yaml` (when the CSV was imported and the file is there, inside `root`).
+pub fn read_bundle_metadata(dir: &Path, root: Option<&Path>, inputs: &mut Inputs) {
+    let Some(imported) = inputs.imported.as_mut() else {
+        return;
+    };
+    let file = dir.join("../metadata/annotations.yaml");
+    if !file.is_file() {
+        return;
+    }
+    if let Some(root) = root
+        && let Ok(relative) = file.strip_prefix(root)
+        && crate::input::inside(root, relative).is_err()
+    {
+        return;
+    }
+    let Ok(text) = crate::input::text(&file) else {
+        return;
+    };
+    let Ok(value) = crate::yaml::from_str(&text) else {
+        return;
+    };
+    let package = str_at(&value, &format!("/annotations/{PACKAGE_LABEL}"));
+    if !package.is_empty() {
+        imported.bundle_package = Some((file, package.to_owned()));
+    }
+}
+
+/// The bundle's own package name against the plan's: the plan's is used, so a difference is
+/// a warning (a catalog would list the bundle under another package than before).
+pub fn check_package(package: &str, inputs: &mut Inputs) {
+    let Some((file, theirs)) = inputs
+        .imported
+        .as_ref()
+        .and_then(|i| i.bundle_package.clone())
+    else {
+        return;
+    };
+    let finding = if theirs == package {
+        Finding::info(
+            "import/bundle-metadata",
+            "the bundle's metadata is not read beyond its package name: channels and labels come from the plan",
+        )
+    } else {
+        Finding::warning(
+            "import/bundle-metadata",
+            format!(
+                "the bundle says package {theirs:?}, the plan {package:?}: the plan's is used, so catalogs list the generated bundle under another package"
+            ),
+        )
+    };
+    inputs.notes.push(
+        finding
+            .file(file)
+            .field(format!("annotations.{PACKAGE_LABEL}")),
+    );
+}
+
+/// The service accounts whose bindings become the CSV's permissions: the deployments', and
+/// those an imported CSV grants permissions to.
+pub fn permission_accounts(inputs: &Inputs, deployments: &BTreeSet<String>) -> BTreeSet<String> {
+    let mut accounts = deployments.clone();
+    if let Some(imported) = &inputs.imported {
+        accounts.extend(imported.accounts.iter().cloned());
+    }
+    accounts
+}
