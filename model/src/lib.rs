@@ -3,6 +3,7 @@
 //! files, talks to a network or parses command lines (the `olmpack` crate does, at the edges).
 //!
 //! - [`plan`]: the release plan (`olmpack.yaml`) types, parsed from text, and its JSON Schema.
+//! - [`csv`]: the ClusterServiceVersion, typed, with every unknown field kept.
 //! - [`upgrade_graph`]: the plan's upgrade graph, the one source of CSV and channel edges.
 //! - [`version`]: semantic versions and OLM's version ranges (`skipRange`, dependencies).
 //! - [`pullspec`]: container image references as OLM and the container runtimes accept them.
@@ -18,6 +19,7 @@
 #![deny(missing_docs)]
 
 pub mod choice;
+pub mod csv;
 pub mod names;
 pub mod plan;
 pub mod pullspec;

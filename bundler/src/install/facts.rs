@@ -1,14 +1,13 @@
 //! What a bundle installs, read once from its manifests: the facts the install manifests and
 //! the OLM v1 installer's RBAC are derived from.
 //!
-//! The CSV is read through a small typed view of the fields that matter here (install
-//! strategy, install modes, webhook definitions); unknown fields are ignored, as Go's decoder
-//! ignores them.
+//! The CSV is read through the typed model ([`olmpack_model::csv`]): its install strategy,
+//! install modes and webhook definitions. A field of the wrong type fails as it fails OLM.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use k8s_openapi::api::rbac::v1::PolicyRule;
-use serde::Deserialize;
+use olmpack_model::csv::{ClusterServiceVersion, InstallMode as CsvInstallMode, StrategyDetails};
 
 use crate::bundle::load::LoadedBundle;
 
@@ -21,8 +20,8 @@ pub enum FactsError {
         /// The bundle, as the caller names it.
         bundle: String,
     },
-    /// A field of the CSV read here (install strategy, install modes, webhook definitions,
-    /// name, annotations) has the wrong type, so its install manifests cannot be derived.
+    /// The CSV has a field of a type OLM refuses, or lacks a field read here that OLM requires
+    /// (a deployment's name, a webhook's type), so its install manifests cannot be derived.
     #[error("{bundle}: ClusterServiceVersion/{csv}: {message}")]
     Csv {
         /// The bundle, as the caller names it.
@@ -95,83 +94,6 @@ pub struct BundleFacts {
     pub others: BTreeSet<OtherObject>,
 }
 
-#[derive(Deserialize)]
-struct CsvView {
-    #[serde(default)]
-    metadata: MetaView,
-    #[serde(default)]
-    spec: CsvSpecView,
-}
-
-#[derive(Default, Deserialize)]
-struct MetaView {
-    #[serde(default)]
-    name: String,
-    #[serde(default)]
-    annotations: BTreeMap<String, String>,
-}
-
-#[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct CsvSpecView {
-    #[serde(default)]
-    install: InstallView,
-    #[serde(default)]
-    install_modes: Vec<InstallModeView>,
-    #[serde(default)]
-    webhookdefinitions: Vec<WebhookView>,
-}
-
-#[derive(Default, Deserialize)]
-struct InstallView {
-    #[serde(default)]
-    spec: StrategyView,
-}
-
-#[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct StrategyView {
-    #[serde(default)]
-    deployments: Vec<DeploymentView>,
-    #[serde(default)]
-    permissions: Vec<PermissionView>,
-    #[serde(default)]
-    cluster_permissions: Vec<PermissionView>,
-}
-
-#[derive(Deserialize)]
-struct DeploymentView {
-    name: String,
-    #[serde(default)]
-    spec: serde_json::Value,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct PermissionView {
-    #[serde(default)]
-    service_account_name: String,
-    #[serde(default)]
-    rules: Vec<PolicyRule>,
-}
-
-#[derive(Deserialize)]
-struct InstallModeView {
-    #[serde(rename = "type")]
-    type_: String,
-    #[serde(default)]
-    supported: bool,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct WebhookView {
-    #[serde(rename = "type")]
-    type_: String,
-    #[serde(default)]
-    generate_name: String,
-}
-
 /// Kinds OLM installs cluster-wide (every other kind of a bundle is namespaced).
 const CLUSTER_SCOPED_KINDS: [&str; 11] = [
     "ClusterRole",
@@ -189,51 +111,57 @@ const CLUSTER_SCOPED_KINDS: [&str; 11] = [
 
 /// Reads the install facts of `bundle` (named `label` in errors).
 pub fn read(label: &str, bundle: &LoadedBundle) -> Result<BundleFacts, FactsError> {
-    let csv = bundle.csv().ok_or_else(|| FactsError::NoCsv {
+    let loaded = bundle.csv().ok_or_else(|| FactsError::NoCsv {
         bundle: label.to_owned(),
     })?;
-    let view: CsvView =
-        serde_path_to_error::deserialize(&csv.value).map_err(|err| FactsError::Csv {
-            bundle: label.to_owned(),
-            csv: csv.name().to_owned(),
-            message: format!("{}: {}", err.path(), plain(err.inner())),
-        })?;
+    let fail = |message: String| FactsError::Csv {
+        bundle: label.to_owned(),
+        csv: loaded.name().to_owned(),
+        message,
+    };
+    let csv = ClusterServiceVersion::from_value(&loaded.value).map_err(|e| fail(e.to_string()))?;
+    let spec = csv.spec.as_ref();
     let mut facts = BundleFacts {
-        csv_name: view.metadata.name,
-        suggested_namespace: view
-            .metadata
-            .annotations
-            .get("operatorframework.io/suggested-namespace")
-            .filter(|ns| !ns.is_empty())
-            .cloned(),
+        csv_name: csv.name().to_owned(),
+        suggested_namespace: csv
+            .annotation("operatorframework.io/suggested-namespace")
+            .map(str::to_owned),
         crds: bundle.crds().map(|c| c.name().to_owned()).collect(),
-        install_modes: supported_modes(&view.spec.install_modes),
+        install_modes: supported_modes(
+            spec.and_then(|s| s.install_modes.as_deref())
+                .unwrap_or_default(),
+        ),
         ..BundleFacts::default()
     };
-    facts.add_strategy(&view.spec.install.spec);
-    facts.webhooks = view
-        .spec
-        .webhookdefinitions
-        .into_iter()
-        .map(|w| Webhook {
-            kind: w.type_,
-            name: w.generate_name,
-        })
-        .collect();
+    if let Some(strategy) = csv.strategy() {
+        facts.add_strategy(strategy).map_err(fail)?;
+    }
+    let webhooks = spec.and_then(|s| s.webhookdefinitions.as_deref());
+    for (i, webhook) in webhooks.unwrap_or_default().iter().enumerate() {
+        let kind = webhook.type_.clone().ok_or_else(|| {
+            fail(format!(
+                "field spec.webhookdefinitions[{i}].type: missing, OLM requires it"
+            ))
+        })?;
+        facts.webhooks.insert(Webhook {
+            kind,
+            name: webhook.generate_name.clone().unwrap_or_default(),
+        });
+    }
     facts.others = other_objects(bundle);
     Ok(facts)
 }
 
 /// The install modes the CSV marks supported (unknown mode names are ignored).
-fn supported_modes(modes: &[InstallModeView]) -> BTreeSet<InstallMode> {
+fn supported_modes(modes: &[CsvInstallMode]) -> BTreeSet<InstallMode> {
     modes
         .iter()
-        .filter(|m| m.supported)
-        .filter_map(|m| match m.type_.as_str() {
-            "OwnNamespace" => Some(InstallMode::OwnNamespace),
-            "SingleNamespace" => Some(InstallMode::SingleNamespace),
-            "MultiNamespace" => Some(InstallMode::MultiNamespace),
-            "AllNamespaces" => Some(InstallMode::AllNamespaces),
+        .filter(|m| m.supported == Some(true))
+        .filter_map(|m| match m.type_.as_deref() {
+            Some("OwnNamespace") => Some(InstallMode::OwnNamespace),
+            Some("SingleNamespace") => Some(InstallMode::SingleNamespace),
+            Some("MultiNamespace") => Some(InstallMode::MultiNamespace),
+            Some("AllNamespaces") => Some(InstallMode::AllNamespaces),
             _ => None,
         })
         .collect()
@@ -241,31 +169,42 @@ fn supported_modes(modes: &[InstallModeView]) -> BTreeSet<InstallMode> {
 
 impl BundleFacts {
     /// Adds the install strategy's deployments, their service accounts and the permissions'
-    /// accounts and rules (the `default` account left out).
-    fn add_strategy(&mut self, strategy: &StrategyView) {
-        for deployment in &strategy.deployments {
-            self.deployments.insert(deployment.name.clone());
-            let account = deployment
-                .spec
-                .pointer("/template/spec/serviceAccountName")
-                .and_then(serde_json::Value::as_str)
-                .unwrap_or("default");
-            self.service_accounts.insert(account.to_owned());
+    /// accounts and rules (the `default` account left out); fails on a deployment without a
+    /// name or a rule that is not an rbac/v1 PolicyRule.
+    fn add_strategy(&mut self, strategy: &StrategyDetails) -> Result<(), String> {
+        for (i, deployment) in strategy.deployments.iter().flatten().enumerate() {
+            let name = deployment.name.clone().ok_or_else(|| {
+                format!("field spec.install.spec.deployments[{i}].name: missing, OLM requires it")
+            })?;
+            self.deployments.insert(name);
+            self.service_accounts
+                .insert(deployment.service_account().to_owned());
         }
-        for (list, rules) in [
-            (&strategy.permissions, &mut self.permissions),
-            (&strategy.cluster_permissions, &mut self.cluster_permissions),
+        for (field, list, rules) in [
+            ("permissions", &strategy.permissions, &mut self.permissions),
+            (
+                "clusterPermissions",
+                &strategy.cluster_permissions,
+                &mut self.cluster_permissions,
+            ),
         ] {
-            for permission in list {
-                let account = match permission.service_account_name.as_str() {
-                    "" => "default",
-                    name => name,
-                };
-                self.service_accounts.insert(account.to_owned());
-                rules.extend(permission.rules.iter().cloned());
+            for (i, permission) in list.iter().flatten().enumerate() {
+                self.service_accounts
+                    .insert(permission.service_account().to_owned());
+                for (j, rule) in permission.rules.iter().flatten().enumerate() {
+                    let rule: PolicyRule = serde_path_to_error::deserialize(rule).map_err(|e| {
+                        format!(
+                            "field spec.install.spec.{field}[{i}].rules[{j}].{}: {}",
+                            e.path(),
+                            olmpack_model::csv::olm_message(e.inner())
+                        )
+                    })?;
+                    rules.push(rule);
+                }
             }
         }
         self.service_accounts.remove("default");
+        Ok(())
     }
 }
 
@@ -296,11 +235,104 @@ fn other_objects(bundle: &LoadedBundle) -> BTreeSet<OtherObject> {
         .collect()
 }
 
-/// A serde message without the Rust type names serde puts into some of them.
-fn plain(err: &serde_json::Error) -> String {
-    let text = err.to_string();
-    match text.split_once(" at line ") {
-        Some((message, _)) => message.to_owned(),
-        None => text,
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::bundle::load::Object;
+
+    fn bundle(csv: serde_json::Value) -> LoadedBundle {
+        LoadedBundle {
+            objects: vec![Object {
+                file: "manifests/demo.clusterserviceversion.yaml".into(),
+                index: 0,
+                value: csv,
+            }],
+            ..LoadedBundle::default()
+        }
+    }
+
+    fn csv(spec: serde_json::Value) -> serde_json::Value {
+        json!({
+            "apiVersion": "operators.coreos.com/v1alpha1",
+            "kind": "ClusterServiceVersion",
+            "metadata": {
+                "name": "demo.v1.0.0",
+                "annotations": {"operatorframework.io/suggested-namespace": "demo-system"},
+            },
+            "spec": spec,
+        })
+    }
+
+    #[test]
+    fn facts_come_from_the_typed_csv() {
+        let value = csv(json!({
+            "installModes": [
+                {"type": "OwnNamespace", "supported": true},
+                {"type": "AllNamespaces", "supported": false},
+                {"type": "Elsewhere", "supported": true},
+            ],
+            "install": {"strategy": "deployment", "spec": {
+                "deployments": [
+                    {"name": "demo-controller", "spec": {"template": {"spec": {"serviceAccountName": "demo-sa"}}}},
+                    {"name": "demo-helper", "spec": {}},
+                ],
+                "permissions": [{"serviceAccountName": "", "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]}],
+                "clusterPermissions": [{"serviceAccountName": "demo-admin", "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]}],
+            }},
+            "webhookdefinitions": [{"type": "ConversionWebhook", "generateName": "cdemo.example.com"}],
+        }));
+        let facts = read("demo", &bundle(value)).unwrap();
+        assert_eq!(facts.csv_name, "demo.v1.0.0");
+        assert_eq!(facts.suggested_namespace.as_deref(), Some("demo-system"));
+        assert_eq!(facts.install_modes, [InstallMode::OwnNamespace].into());
+        assert_eq!(
+            facts.deployments,
+            ["demo-controller".to_owned(), "demo-helper".to_owned()].into()
+        );
+        assert_eq!(
+            facts.service_accounts,
+            ["demo-admin".to_owned(), "demo-sa".to_owned()].into()
+        );
+        assert_eq!(
+            facts.permissions[0].resources.as_deref(),
+            Some(&["configmaps".to_owned()][..])
+        );
+        assert_eq!(facts.cluster_permissions.len(), 1);
+        assert_eq!(
+            facts.webhooks,
+            [Webhook {
+                kind: "ConversionWebhook".into(),
+                name: "cdemo.example.com".into()
+            }]
+            .into()
+        );
+    }
+
+    #[test]
+    fn a_csv_olm_refuses_is_named_with_its_field() {
+        let cases = [
+            (
+                json!({"installModes": [{"type": "OwnNamespace", "supported": "yes"}]}),
+                "demo: ClusterServiceVersion/demo.v1.0.0: field spec.installModes[0].supported: OLM reads a boolean here, found string \"yes\" (OLM v0's decoder refuses it too)",
+            ),
+            (
+                json!({"install": {"spec": {"deployments": [{"spec": {}}]}}}),
+                "demo: ClusterServiceVersion/demo.v1.0.0: field spec.install.spec.deployments[0].name: missing, OLM requires it",
+            ),
+            (
+                json!({"install": {"spec": {"clusterPermissions": [{"rules": [{"verbs": "get"}]}]}}}),
+                "demo: ClusterServiceVersion/demo.v1.0.0: field spec.install.spec.clusterPermissions[0].rules[0].verbs: OLM reads a list here, found string \"get\" (OLM v0's decoder refuses it too)",
+            ),
+            (
+                json!({"webhookdefinitions": [{"generateName": "vdemo.example.com"}]}),
+                "demo: ClusterServiceVersion/demo.v1.0.0: field spec.webhookdefinitions[0].type: missing, OLM requires it",
+            ),
+        ];
+        for (spec, want) in cases {
+            let err = read("demo", &bundle(csv(spec))).unwrap_err();
+            assert_eq!(err.to_string(), want);
+        }
     }
 }

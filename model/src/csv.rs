@@ -1,0 +1,723 @@
+//! The ClusterServiceVersion (`operators.coreos.com/v1alpha1`), typed: every field OLM v0
+//! defines for its metadata and spec, each optional, and every other field kept as read.
+//!
+//! Nothing is lost between a value and this model: [`ClusterServiceVersion::from_value`] then
+//! [`ClusterServiceVersion::to_value`] gives the value back (JSON equality). Fields OLM does
+//! not define land in each object's `extra` map; a field OLM defines but given as `null`
+//! (which Go's decoder reads as the zero value) is kept there too, as `null`, so absent stays
+//! absent and `null` stays `null`.
+//!
+//! Decoding is as strict about types as OLM's Go decoder (`encoding/json` into the
+//! `v1alpha1.ClusterServiceVersion` type): a string where OLM reads a boolean, a number where it
+//! reads a string, fails with the field's path. Two differences, both lenient: Go matches field
+//! names case-insensitively (a `DisplayName` key fills `displayName` there; here it stays in
+//! `extra`), and semantic versions (`version`, `release`) are kept as text here and checked by
+//! the validators. Nested Kubernetes objects (deployment specs, policy rules, webhook rules,
+//! label selectors, descriptor values, `status`) are kept as [`Value`]s.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::de::{Deserialize, DeserializeOwned, Deserializer, MapAccess, Visitor};
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::{Map, Value};
+
+/// A CSV that does not decode into the typed model.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("field {path}: {message}")]
+pub struct CsvError {
+    /// The field's path, as `spec.installModes[0].supported` (`.` for the whole object).
+    pub path: String,
+    /// What is wrong with it, in OLM's terms.
+    pub message: String,
+}
+
+/// Declares a struct whose fields are all optional and whose other keys are kept in `extra`,
+/// with (de)serialization that keeps absent absent and `null` as `null` (see the module).
+macro_rules! passthrough_struct {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $( $(#[$fmeta:meta])* $field:ident: $ty:ty = $key:literal, )*
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Debug, Default, PartialEq)]
+        pub struct $name {
+            $( $(#[$fmeta])* pub $field: Option<$ty>, )*
+            /// Fields OLM does not define here, and defined fields given as `null`, as read.
+            pub extra: Map<String, Value>,
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let mut map = serializer.serialize_map(None)?;
+                $( if let Some(value) = &self.$field {
+                    map.serialize_entry($key, value)?;
+                } )*
+                for (key, value) in &self.extra {
+                    map.serialize_entry(key, value)?;
+                }
+                map.end()
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                struct Fields;
+                impl<'de> Visitor<'de> for Fields {
+                    type Value = $name;
+                    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                        f.write_str("an object")
+                    }
+                    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<$name, A::Error> {
+                        let mut out = $name::default();
+                        while let Some(key) = map.next_key::<String>()? {
+                            match key.as_str() {
+                                $( $key => match map.next_value::<Option<$ty>>()? {
+                                    Some(value) => out.$field = Some(value),
+                                    None => {
+                                        out.extra.insert(key, Value::Null);
+                                    }
+                                }, )*
+                                _ => {
+                                    let value = map.next_value::<Value>()?;
+                                    out.extra.insert(key, value);
+                                }
+                            }
+                        }
+                        Ok(out)
+                    }
+                }
+                deserializer.deserialize_map(Fields)
+            }
+        }
+    };
+}
+
+/// A string-to-string map (labels, annotations), as Kubernetes defines them.
+///
+/// A value given as `null` reads as `""`, as Go's decoder reads it into a `map[string]string`;
+/// the key is remembered so that it prints back as `null` while its value stays `""`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StringMap {
+    entries: BTreeMap<String, String>,
+    nulls: BTreeSet<String>,
+}
+
+impl std::ops::Deref for StringMap {
+    type Target = BTreeMap<String, String>;
+    fn deref(&self) -> &Self::Target {
+        &self.entries
+    }
+}
+
+impl std::ops::DerefMut for StringMap {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.entries
+    }
+}
+
+impl From<BTreeMap<String, String>> for StringMap {
+    fn from(entries: BTreeMap<String, String>) -> Self {
+        Self {
+            entries,
+            nulls: BTreeSet::new(),
+        }
+    }
+}
+
+impl Serialize for StringMap {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.entries.len()))?;
+        for (key, value) in &self.entries {
+            if value.is_empty() && self.nulls.contains(key) {
+                map.serialize_entry(key, &Value::Null)?;
+            } else {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for StringMap {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = BTreeMap::<String, Option<String>>::deserialize(deserializer)?;
+        let mut out = StringMap::default();
+        for (key, value) in raw {
+            if value.is_none() {
+                out.nulls.insert(key.clone());
+            }
+            out.entries.insert(key, value.unwrap_or_default());
+        }
+        Ok(out)
+    }
+}
+
+passthrough_struct! {
+    /// A ClusterServiceVersion: `apiVersion`, `kind`, `metadata`, `spec` and `status`.
+    pub struct ClusterServiceVersion {
+        /// `apiVersion` (`operators.coreos.com/v1alpha1`).
+        api_version: String = "apiVersion",
+        /// `kind` (`ClusterServiceVersion`).
+        kind: String = "kind",
+        /// `metadata`.
+        metadata: ObjectMeta = "metadata",
+        /// `spec`.
+        spec: CsvSpec = "spec",
+        /// `status`, which OLM writes on the cluster; kept as read.
+        status: Value = "status",
+    }
+}
+
+passthrough_struct! {
+    /// The object metadata fields a CSV's consumers read.
+    pub struct ObjectMeta {
+        /// `metadata.name`: the CSV's name (`<package>.v<version>` by convention).
+        name: String = "name",
+        /// `metadata.namespace`.
+        namespace: String = "namespace",
+        /// `metadata.annotations` (`olm.skipRange`, `alm-examples`, `capabilities`, ...).
+        annotations: StringMap = "annotations",
+        /// `metadata.labels`.
+        labels: StringMap = "labels",
+    }
+}
+
+passthrough_struct! {
+    /// `spec`: what the operator is, installs, owns and needs.
+    pub struct CsvSpec {
+        /// `install`: the install strategy.
+        install: InstallStrategy = "install",
+        /// `version`: the operator's semantic version.
+        version: String = "version",
+        /// `release`: a release suffix (dot-separated pre-release identifiers).
+        release: String = "release",
+        /// `maturity` (`alpha`, `stable`, ...).
+        maturity: String = "maturity",
+        /// `customresourcedefinitions`: the CRDs the operator owns and requires.
+        customresourcedefinitions: CrdDefinitions = "customresourcedefinitions",
+        /// `apiservicedefinitions`: the aggregated API services it owns and requires.
+        apiservicedefinitions: ApiServiceDefinitions = "apiservicedefinitions",
+        /// `webhookdefinitions`: the admission and conversion webhooks OLM installs for it.
+        webhookdefinitions: Vec<WebhookDescription> = "webhookdefinitions",
+        /// `nativeAPIs`: built-in APIs the operator needs.
+        native_apis: Vec<GroupVersionKind> = "nativeAPIs",
+        /// `minKubeVersion`: the oldest Kubernetes version it supports.
+        min_kube_version: String = "minKubeVersion",
+        /// `displayName`.
+        display_name: String = "displayName",
+        /// `description` (Markdown).
+        description: String = "description",
+        /// `keywords`.
+        keywords: Vec<String> = "keywords",
+        /// `maintainers`.
+        maintainers: Vec<Maintainer> = "maintainers",
+        /// `provider`.
+        provider: AppLink = "provider",
+        /// `links`.
+        links: Vec<AppLink> = "links",
+        /// `icon`.
+        icon: Vec<Icon> = "icon",
+        /// `installModes`: the operator group shapes it supports.
+        install_modes: Vec<InstallMode> = "installModes",
+        /// `replaces`: the CSV this one upgrades from.
+        replaces: String = "replaces",
+        /// `labels`: labels OLM puts on the CSV's objects.
+        labels: StringMap = "labels",
+        /// `annotations`.
+        annotations: StringMap = "annotations",
+        /// `selector`: a label selector (kept as read).
+        selector: Value = "selector",
+        /// `cleanup`: whether OLM cleans up the operator's objects on removal.
+        cleanup: CleanupSpec = "cleanup",
+        /// `skips`: CSVs this one replaces as well.
+        skips: Vec<String> = "skips",
+        /// `relatedImages`: every image the operator uses.
+        related_images: Vec<RelatedImage> = "relatedImages",
+    }
+}
+
+passthrough_struct! {
+    /// `spec.install`: a named install strategy (OLM knows `deployment`).
+    pub struct InstallStrategy {
+        /// `strategy`: the strategy's name.
+        strategy: String = "strategy",
+        /// `spec`: the deployment strategy's details.
+        spec: StrategyDetails = "spec",
+    }
+}
+
+passthrough_struct! {
+    /// `spec.install.spec`: the deployments and the RBAC of their service accounts.
+    pub struct StrategyDetails {
+        /// `deployments`.
+        deployments: Vec<StrategyDeployment> = "deployments",
+        /// `permissions`: namespaced rules per service account.
+        permissions: Vec<StrategyPermissions> = "permissions",
+        /// `clusterPermissions`: cluster-wide rules per service account.
+        cluster_permissions: Vec<StrategyPermissions> = "clusterPermissions",
+    }
+}
+
+passthrough_struct! {
+    /// One deployment of the install strategy.
+    pub struct StrategyDeployment {
+        /// `name`: the Deployment's name.
+        name: String = "name",
+        /// `spec`: an apps/v1 DeploymentSpec (kept as read).
+        spec: Value = "spec",
+        /// `label`: labels for the Deployment.
+        label: StringMap = "label",
+    }
+}
+
+impl StrategyDeployment {
+    /// The service account the deployment's pods run as: `spec.template.spec.serviceAccountName`,
+    /// or `default` when it names none (as Kubernetes defaults it).
+    pub fn service_account(&self) -> &str {
+        self.spec
+            .as_ref()
+            .and_then(|spec| spec.pointer("/template/spec/serviceAccountName"))
+            .and_then(Value::as_str)
+            .unwrap_or("default")
+    }
+}
+
+passthrough_struct! {
+    /// RBAC rules for one service account.
+    pub struct StrategyPermissions {
+        /// `serviceAccountName`.
+        service_account_name: String = "serviceAccountName",
+        /// `rules`: rbac/v1 PolicyRules (kept as read).
+        rules: Vec<Value> = "rules",
+    }
+}
+
+impl StrategyPermissions {
+    /// The service account's name, `default` when it is absent or empty (as OLM creates it).
+    pub fn service_account(&self) -> &str {
+        match self.service_account_name.as_deref() {
+            None | Some("") => "default",
+            Some(name) => name,
+        }
+    }
+}
+
+passthrough_struct! {
+    /// A UI descriptor of a spec field, status field or action (`specDescriptors`,
+    /// `statusDescriptors`, `actionDescriptors`).
+    pub struct Descriptor {
+        /// `path`: the field's path in the object.
+        path: String = "path",
+        /// `displayName`.
+        display_name: String = "displayName",
+        /// `description`.
+        description: String = "description",
+        /// `x-descriptors`: the UI widgets (`urn:alm:descriptor:...`).
+        x_descriptors: Vec<String> = "x-descriptors",
+        /// `value`: any JSON value.
+        value: Value = "value",
+    }
+}
+
+passthrough_struct! {
+    /// A reference to a resource an API creates (`resources` of a CRD or API service description).
+    pub struct ApiResourceReference {
+        /// `name`.
+        name: String = "name",
+        /// `kind`.
+        kind: String = "kind",
+        /// `version`.
+        version: String = "version",
+    }
+}
+
+passthrough_struct! {
+    /// A CRD the operator owns or requires.
+    pub struct CrdDescription {
+        /// `name`: the CRD's name (`<plural>.<group>`).
+        name: String = "name",
+        /// `version`: the served version described.
+        version: String = "version",
+        /// `kind`.
+        kind: String = "kind",
+        /// `displayName`.
+        display_name: String = "displayName",
+        /// `description`.
+        description: String = "description",
+        /// `resources`: what the operator creates for this kind.
+        resources: Vec<ApiResourceReference> = "resources",
+        /// `statusDescriptors`.
+        status_descriptors: Vec<Descriptor> = "statusDescriptors",
+        /// `specDescriptors`.
+        spec_descriptors: Vec<Descriptor> = "specDescriptors",
+        /// `actionDescriptors`.
+        action_descriptors: Vec<Descriptor> = "actionDescriptors",
+    }
+}
+
+passthrough_struct! {
+    /// `spec.customresourcedefinitions`.
+    pub struct CrdDefinitions {
+        /// `owned`: CRDs the bundle ships.
+        owned: Vec<CrdDescription> = "owned",
+        /// `required`: CRDs another operator must provide.
+        required: Vec<CrdDescription> = "required",
+    }
+}
+
+passthrough_struct! {
+    /// An aggregated API service the operator owns or requires.
+    pub struct ApiServiceDescription {
+        /// `name`.
+        name: String = "name",
+        /// `group`.
+        group: String = "group",
+        /// `version`.
+        version: String = "version",
+        /// `kind`.
+        kind: String = "kind",
+        /// `deploymentName`: the deployment serving it.
+        deployment_name: String = "deploymentName",
+        /// `containerPort`.
+        container_port: i32 = "containerPort",
+        /// `displayName`.
+        display_name: String = "displayName",
+        /// `description`.
+        description: String = "description",
+        /// `resources`.
+        resources: Vec<ApiResourceReference> = "resources",
+        /// `statusDescriptors`.
+        status_descriptors: Vec<Descriptor> = "statusDescriptors",
+        /// `specDescriptors`.
+        spec_descriptors: Vec<Descriptor> = "specDescriptors",
+        /// `actionDescriptors`.
+        action_descriptors: Vec<Descriptor> = "actionDescriptors",
+    }
+}
+
+passthrough_struct! {
+    /// `spec.apiservicedefinitions`.
+    pub struct ApiServiceDefinitions {
+        /// `owned`.
+        owned: Vec<ApiServiceDescription> = "owned",
+        /// `required`.
+        required: Vec<ApiServiceDescription> = "required",
+    }
+}
+
+passthrough_struct! {
+    /// A webhook OLM installs for the operator.
+    pub struct WebhookDescription {
+        /// `generateName`: the webhook's name.
+        generate_name: String = "generateName",
+        /// `type`: `ValidatingAdmissionWebhook`, `MutatingAdmissionWebhook` or `ConversionWebhook`.
+        type_: String = "type",
+        /// `deploymentName`: the deployment serving it.
+        deployment_name: String = "deploymentName",
+        /// `containerPort`: the service port.
+        container_port: i32 = "containerPort",
+        /// `targetPort`: the container port (a number or a port name).
+        target_port: Value = "targetPort",
+        /// `rules`: admissionregistration/v1 RuleWithOperations (kept as read).
+        rules: Vec<Value> = "rules",
+        /// `failurePolicy`.
+        failure_policy: String = "failurePolicy",
+        /// `matchPolicy`.
+        match_policy: String = "matchPolicy",
+        /// `objectSelector`: a label selector (kept as read).
+        object_selector: Value = "objectSelector",
+        /// `sideEffects`.
+        side_effects: String = "sideEffects",
+        /// `timeoutSeconds`.
+        timeout_seconds: i32 = "timeoutSeconds",
+        /// `admissionReviewVersions`.
+        admission_review_versions: Vec<String> = "admissionReviewVersions",
+        /// `reinvocationPolicy`.
+        reinvocation_policy: String = "reinvocationPolicy",
+        /// `webhookPath`.
+        webhook_path: String = "webhookPath",
+        /// `conversionCRDs`: the CRDs a conversion webhook converts.
+        conversion_crds: Vec<String> = "conversionCRDs",
+    }
+}
+
+passthrough_struct! {
+    /// A group, version and kind (`nativeAPIs`).
+    pub struct GroupVersionKind {
+        /// `group`.
+        group: String = "group",
+        /// `version`.
+        version: String = "version",
+        /// `kind`.
+        kind: String = "kind",
+    }
+}
+
+passthrough_struct! {
+    /// A maintainer.
+    pub struct Maintainer {
+        /// `name`.
+        name: String = "name",
+        /// `email`.
+        email: String = "email",
+    }
+}
+
+passthrough_struct! {
+    /// A named link (`provider`, `links`).
+    pub struct AppLink {
+        /// `name`.
+        name: String = "name",
+        /// `url`.
+        url: String = "url",
+    }
+}
+
+passthrough_struct! {
+    /// An icon.
+    pub struct Icon {
+        /// `base64data`: the image, base64-encoded.
+        base64data: String = "base64data",
+        /// `mediatype` (`image/png`, `image/svg+xml`, ...).
+        mediatype: String = "mediatype",
+    }
+}
+
+passthrough_struct! {
+    /// An install mode and whether the operator supports it.
+    pub struct InstallMode {
+        /// `type`: `OwnNamespace`, `SingleNamespace`, `MultiNamespace` or `AllNamespaces`.
+        type_: String = "type",
+        /// `supported`.
+        supported: bool = "supported",
+    }
+}
+
+passthrough_struct! {
+    /// `spec.cleanup`.
+    pub struct CleanupSpec {
+        /// `enabled`.
+        enabled: bool = "enabled",
+    }
+}
+
+passthrough_struct! {
+    /// An image the operator uses.
+    pub struct RelatedImage {
+        /// `name`.
+        name: String = "name",
+        /// `image`: its pull spec.
+        image: String = "image",
+    }
+}
+
+impl ClusterServiceVersion {
+    /// Reads a CSV from its JSON value, as strictly about types as OLM's Go decoder.
+    pub fn from_value(value: &Value) -> Result<Self, CsvError> {
+        decode(value)
+    }
+
+    /// The CSV as a JSON value: the value it was read from, with any changes made since.
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).expect("a map of JSON values always serializes")
+    }
+
+    /// `metadata.name`, or `""`.
+    pub fn name(&self) -> &str {
+        self.metadata
+            .as_ref()
+            .and_then(|m| m.name.as_deref())
+            .unwrap_or("")
+    }
+
+    /// `metadata.annotations[key]`, when present and not empty.
+    pub fn annotation(&self, key: &str) -> Option<&str> {
+        let annotations = self.metadata.as_ref()?.annotations.as_ref()?;
+        annotations
+            .get(key)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    }
+
+    /// The install strategy's details (`spec.install.spec`), when given.
+    pub fn strategy(&self) -> Option<&StrategyDetails> {
+        self.spec.as_ref()?.install.as_ref()?.spec.as_ref()
+    }
+}
+
+/// Decodes `value` into `T` with the failing field's path and a message in OLM's terms.
+fn decode<T: DeserializeOwned>(value: &Value) -> Result<T, CsvError> {
+    serde_path_to_error::deserialize(value).map_err(|err| {
+        let path = err.path().to_string();
+        CsvError {
+            path,
+            message: olm_message(err.inner()),
+        }
+    })
+}
+
+/// A decoding error of a CSV field (or of a Kubernetes object nested in one) in OLM's words:
+/// what OLM's type reads at the field, what was found, and that OLM's decoder refuses it as
+/// well; without the JSON position, which a value read from YAML does not have.
+pub fn olm_message(err: &serde_json::Error) -> String {
+    let text = err.to_string();
+    let message = match text.split_once(" at line ") {
+        Some((message, _)) => message,
+        None => &text,
+    };
+    let Some(rest) = message
+        .strip_prefix("invalid type: ")
+        .or_else(|| message.strip_prefix("invalid value: "))
+    else {
+        return message.to_owned();
+    };
+    let (found, expected) = rest.rsplit_once(", expected ").unwrap_or((rest, "?"));
+    let expected = match expected {
+        "a string" => "a string",
+        "a boolean" => "a boolean",
+        "i32" => "a 32-bit integer",
+        "a sequence" => "a list",
+        "a map" | "an object" => "an object",
+        other => other,
+    };
+    if found == "null" {
+        // Go reads `null` as the zero value where the typed model has no place to keep it.
+        return format!(
+            "OLM reads {expected} here, found null (Go's decoder reads it as empty; olmpack does not)"
+        );
+    }
+    format!("OLM reads {expected} here, found {found} (OLM v0's decoder refuses it too)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn sample() -> Value {
+        json!({
+            "apiVersion": "operators.coreos.com/v1alpha1",
+            "kind": "ClusterServiceVersion",
+            "metadata": {
+                "name": "webapp.v1.0.0",
+                "annotations": {"capabilities": "Basic Install", "olm.skipRange": "", "createdAt": null},
+                "creationTimestamp": null,
+                "generation": 3,
+            },
+            "spec": {
+                "displayName": "WebApp",
+                "description": null,
+                "version": "1.0.0",
+                "install": {
+                    "strategy": "deployment",
+                    "spec": {
+                        "deployments": [{
+                            "name": "webapp",
+                            "spec": {"template": {"spec": {"serviceAccountName": "webapp-sa"}}},
+                        }],
+                        "permissions": [{"serviceAccountName": "", "rules": [{"verbs": ["get"]}]}],
+                    },
+                },
+                "installModes": [
+                    {"type": "OwnNamespace", "supported": true},
+                    {"type": "AllNamespaces", "supported": false, "note": "kept"},
+                ],
+                "customresourcedefinitions": {"owned": [{
+                    "name": "webapps.example.com",
+                    "kind": "WebApp",
+                    "version": "v1",
+                    "specDescriptors": [{"path": "size", "x-descriptors": ["urn:alm:descriptor:com.tectonic.ui:podCount"], "value": null}],
+                }]},
+                "webhookdefinitions": [{"type": "ConversionWebhook", "generateName": "cwebapp.example.com", "containerPort": 443, "targetPort": "https"}],
+                "unknownSpecField": {"x": [1, 2]},
+            },
+        })
+    }
+
+    #[test]
+    fn round_trips_known_unknown_and_null_fields() {
+        let value = sample();
+        let csv = ClusterServiceVersion::from_value(&value).unwrap();
+        assert_eq!(csv.to_value(), value);
+        assert_eq!(csv.name(), "webapp.v1.0.0");
+        assert_eq!(csv.annotation("capabilities"), Some("Basic Install"));
+        assert_eq!(csv.annotation("olm.skipRange"), None);
+        let annotations = csv.metadata.as_ref().unwrap().annotations.as_ref().unwrap();
+        assert_eq!(annotations.get("createdAt").map(String::as_str), Some(""));
+        let spec = csv.spec.as_ref().unwrap();
+        assert_eq!(spec.description, None);
+        assert_eq!(spec.extra.get("description"), Some(&Value::Null));
+        assert!(spec.extra.contains_key("unknownSpecField"));
+        let modes = spec.install_modes.as_ref().unwrap();
+        assert_eq!(modes[1].extra.get("note"), Some(&json!("kept")));
+        let strategy = csv.strategy().unwrap();
+        let deployments = strategy.deployments.as_ref().unwrap();
+        assert_eq!(deployments[0].service_account(), "webapp-sa");
+        assert_eq!(
+            strategy.permissions.as_ref().unwrap()[0].service_account(),
+            "default"
+        );
+        let webhook = &spec.webhookdefinitions.as_ref().unwrap()[0];
+        assert_eq!(webhook.container_port, Some(443));
+        assert_eq!(webhook.target_port, Some(json!("https")));
+    }
+
+    #[test]
+    fn edits_show_in_the_value() {
+        let mut csv = ClusterServiceVersion::from_value(&sample()).unwrap();
+        let spec = csv.spec.as_mut().unwrap();
+        spec.replaces = Some("webapp.v0.9.0".into());
+        spec.display_name = None;
+        let value = csv.to_value();
+        assert_eq!(value["spec"]["replaces"], "webapp.v0.9.0");
+        assert!(value["spec"].get("displayName").is_none());
+    }
+
+    #[test]
+    fn wrong_types_name_the_field_as_olm_would_refuse_them() {
+        let cases = [
+            (
+                json!({"spec": {"installModes": [{"type": "OwnNamespace", "supported": "true"}]}}),
+                "field spec.installModes[0].supported: OLM reads a boolean here, found string \"true\" (OLM v0's decoder refuses it too)",
+            ),
+            (
+                json!({"metadata": {"annotations": {"certified": false}}}),
+                "field metadata.annotations.certified: OLM reads a string here, found boolean `false` (OLM v0's decoder refuses it too)",
+            ),
+            (
+                json!({"spec": {"webhookdefinitions": [{"containerPort": "443"}]}}),
+                "field spec.webhookdefinitions[0].containerPort: OLM reads a 32-bit integer here, found string \"443\" (OLM v0's decoder refuses it too)",
+            ),
+            (
+                json!({"spec": {"webhookdefinitions": [{"containerPort": 4_294_967_296_u64}]}}),
+                "field spec.webhookdefinitions[0].containerPort: OLM reads a 32-bit integer here, found integer `4294967296` (OLM v0's decoder refuses it too)",
+            ),
+            (
+                json!({"spec": {"keywords": "operator"}}),
+                "field spec.keywords: OLM reads a list here, found string \"operator\" (OLM v0's decoder refuses it too)",
+            ),
+            (
+                json!({"spec": {"provider": "Example"}}),
+                "field spec.provider: OLM reads an object here, found string \"Example\" (OLM v0's decoder refuses it too)",
+            ),
+            (
+                json!({"spec": {"version": 1.0}}),
+                "field spec.version: OLM reads a string here, found floating point `1.0` (OLM v0's decoder refuses it too)",
+            ),
+            (
+                json!({"spec": {"keywords": [null]}}),
+                "field spec.keywords[0]: OLM reads a string here, found null (Go's decoder reads it as empty; olmpack does not)",
+            ),
+            (
+                json!([1]),
+                "field .: OLM reads an object here, found sequence (OLM v0's decoder refuses it too)",
+            ),
+        ];
+        for (value, want) in cases {
+            let err = ClusterServiceVersion::from_value(&value).unwrap_err();
+            assert_eq!(err.to_string(), want, "{value}");
+        }
+    }
+}
