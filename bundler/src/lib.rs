@@ -28,6 +28,7 @@
 //! system or network.
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub use olmpack_model::{choice, names, report, upgrade_graph, yaml};
 

@@ -25,20 +25,26 @@ use crate::report::Finding;
 /// A Kubernetes object with the file and document it came from.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Sourced {
+    /// The input file, as found under the manifests directory.
     pub file: PathBuf,
+    /// The object's position among the file's non-empty YAML documents, from 0.
     pub index: usize,
+    /// The object as read.
     pub value: Value,
 }
 
 impl Sourced {
+    /// `kind`, or "" when the object has none.
     pub fn kind(&self) -> &str {
         str_at(&self.value, "/kind")
     }
 
+    /// `metadata.name`, or "" when the object has none.
     pub fn name(&self) -> &str {
         str_at(&self.value, "/metadata/name")
     }
 
+    /// `apiVersion`, or "" when the object has none.
     pub fn api_version(&self) -> &str {
         str_at(&self.value, "/apiVersion")
     }
@@ -89,15 +95,25 @@ pub const SUPPORTED_EXTRA_KINDS: [&str; 22] = [
 /// The input objects, by role.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Inputs {
+    /// CustomResourceDefinitions, shipped in the bundle and owned by the CSV.
     pub crds: Vec<Sourced>,
+    /// Deployments, which become the CSV's install strategy.
     pub deployments: Vec<Sourced>,
+    /// ServiceAccounts the deployments run as (OLM creates them from the strategy).
     pub service_accounts: Vec<Sourced>,
+    /// Roles, folded into the strategy's `permissions` of the accounts bound to them.
     pub roles: Vec<Sourced>,
+    /// ClusterRoles, folded into the strategy's `clusterPermissions` of the accounts bound to them.
     pub cluster_roles: Vec<Sourced>,
+    /// RoleBindings, which say which account gets which Role.
     pub role_bindings: Vec<Sourced>,
+    /// ClusterRoleBindings, which say which account gets which ClusterRole.
     pub cluster_role_bindings: Vec<Sourced>,
+    /// Services (a webhook's own Service is not shipped: OLM creates it).
     pub services: Vec<Sourced>,
+    /// ValidatingWebhookConfigurations, which become the CSV's webhook definitions.
     pub validating_webhooks: Vec<Sourced>,
+    /// MutatingWebhookConfigurations, which become the CSV's webhook definitions.
     pub mutating_webhooks: Vec<Sourced>,
     /// Custom resources of a kind that one of the input CRDs defines: samples.
     pub custom_resources: Vec<Sourced>,
