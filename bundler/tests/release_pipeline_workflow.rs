@@ -93,8 +93,39 @@ fn layer_env(into: &mut BTreeMap<String, String>, env: &Value) {
 }
 
 /// Copies the working tree's files (tracked and untracked, not ignored) to `to`, rewriting
-/// only files whose bytes differ (so Cargo sees unchanged sources as unchanged).
+/// only files whose bytes differ (so Cargo sees unchanged sources as unchanged), and removes
+/// what an earlier run left that the tree no longer has (a real checkout is fresh: a file
+/// moved to a directory module must not survive at its old path).
 fn checkout(to: &Path) {
+    let kept = copy_tree(to);
+    prune(to, Path::new(""), &kept);
+}
+
+/// Removes files under `to` whose path relative to it is not in `kept`, and directories left
+/// empty; true when `to.join(rel)` is empty afterwards.
+fn prune(to: &Path, rel: &Path, kept: &std::collections::BTreeSet<PathBuf>) -> bool {
+    let mut empty = true;
+    for entry in std::fs::read_dir(to.join(rel)).unwrap() {
+        let entry = entry.unwrap();
+        let inner = rel.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            if prune(to, &inner, kept) {
+                std::fs::remove_dir(to.join(&inner)).unwrap();
+            } else {
+                empty = false;
+            }
+        } else if kept.contains(&inner) {
+            empty = false;
+        } else {
+            std::fs::remove_file(to.join(&inner)).unwrap();
+        }
+    }
+    empty
+}
+
+/// The copying half of [`checkout`]; returns the relative paths copied.
+fn copy_tree(to: &Path) -> std::collections::BTreeSet<PathBuf> {
+    let mut kept = std::collections::BTreeSet::new();
     let listed = Command::new("git")
         .args(["ls-files", "-co", "--exclude-standard", "-z"])
         .current_dir(workspace())
@@ -108,6 +139,7 @@ fn checkout(to: &Path) {
             continue; // listed but deleted in the working tree
         };
         let target = to.join(&rel);
+        kept.insert(rel);
         if std::fs::read(&target).is_ok_and(|old| old == bytes) {
             continue;
         }
@@ -116,6 +148,7 @@ fn checkout(to: &Path) {
         let mode = std::fs::metadata(&from).unwrap().permissions();
         std::fs::set_permissions(&target, mode).unwrap();
     }
+    kept
 }
 
 /// What GitHub gives every step, plus this runner's test values.
