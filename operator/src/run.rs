@@ -96,22 +96,11 @@ pub async fn migrate_storage(client: kube::Client) {
             }
             Ok(None) => return,
             Err(err) => {
-                tracing::warn!(attempt, error = %error_chain(&err), "storage migration failed; retrying");
+                tracing::warn!(attempt, error = %olmpack_model::report::error_chain(&err), "storage migration failed; retrying");
                 tokio::time::sleep(MIGRATION_RETRY).await;
             }
         }
     }
-}
-
-fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// Starts an instance that talks to the cluster with `config`.

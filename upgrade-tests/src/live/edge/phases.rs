@@ -320,7 +320,7 @@ impl Run<'_> {
                     let finding = LiveFinding::new(
                         rules::MIGRATION_FAILED,
                         Severity::Error,
-                        error_chain(&err),
+                        olmpack_model::report::error_chain(&err),
                     )
                     .object(format!("CustomResourceDefinition/{name}"));
                     self.find(finding);
@@ -621,15 +621,4 @@ fn join_except(items: &[String], except: &str) -> String {
         .cloned()
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
