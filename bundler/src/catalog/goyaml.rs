@@ -95,6 +95,19 @@ impl Emitter<'_> {
         *i += w;
     }
 
+    /// Copies the run of one-byte, one-column characters that `run_at` finds at `i` whole (as
+    /// `write_char` would one by one), or one character when the run is shorter than two.
+    fn write_run(&mut self, s: &[u8], i: &mut usize, run_at: fn(&[u8]) -> usize) {
+        let run = run_at(&s[*i..]);
+        if run > 1 {
+            self.out.extend_from_slice(&s[*i..*i + run]);
+            self.column += run;
+            *i += run;
+        } else {
+            self.write_char(s, i);
+        }
+    }
+
     fn write_break_char(&mut self, s: &[u8], i: &mut usize) {
         if s[*i] == b'\n' {
             self.put_break();
@@ -245,14 +258,7 @@ impl Emitter<'_> {
                 if breaks {
                     self.write_indent();
                 }
-                let run = plain_run(&value[i..]);
-                if run > 1 {
-                    self.out.extend_from_slice(&value[i..i + run]);
-                    self.column += run;
-                    i += run;
-                } else {
-                    self.write_char(value, &mut i);
-                }
+                self.write_run(value, &mut i, plain_run);
                 self.indention = false;
                 spaces = false;
                 breaks = false;
@@ -426,14 +432,7 @@ impl Emitter<'_> {
                 if breaks {
                     self.write_indent();
                 }
-                let run = line_run(&value[i..]);
-                if run > 1 {
-                    self.out.extend_from_slice(&value[i..i + run]);
-                    self.column += run;
-                    i += run;
-                } else {
-                    self.write_char(value, &mut i);
-                }
+                self.write_run(value, &mut i, line_run);
                 self.indention = false;
                 breaks = false;
             }
