@@ -546,7 +546,14 @@ fn bundle_files(testdata: &Path, case: &Case) -> BTreeMap<PathBuf, Vec<u8>> {
     for entry in case.files.iter().chain(extra) {
         let path = testdata.join(entry);
         if path.join("manifests").is_dir() {
-            copy_bundle(&path, Path::new(""), &mut files);
+            let tree = olmpack::input::read_tree(&path).unwrap();
+            assert!(
+                tree.refused.is_empty(),
+                "{}: {:?}",
+                path.display(),
+                tree.refused
+            );
+            files.extend(tree.files);
             continue;
         }
         let paths = if path.is_dir() {
@@ -572,19 +579,6 @@ fn bundle_files(testdata: &Path, case: &Case) -> BTreeMap<PathBuf, Vec<u8>> {
     let annotations = "annotations:\n  operators.operatorframework.io.bundle.mediatype.v1: registry+v1\n  operators.operatorframework.io.bundle.manifests.v1: manifests/\n  operators.operatorframework.io.bundle.metadata.v1: metadata/\n  operators.operatorframework.io.bundle.package.v1: etcd\n  operators.operatorframework.io.bundle.channels.v1: stable\n";
     files.insert("metadata/annotations.yaml".into(), annotations.into());
     files
-}
-
-/// A whole bundle directory, every file under its relative path.
-fn copy_bundle(dir: &Path, relative: &Path, files: &mut BTreeMap<PathBuf, Vec<u8>>) {
-    for entry in std::fs::read_dir(dir.join(relative)).unwrap() {
-        let entry = entry.unwrap();
-        let inner = relative.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_bundle(dir, &inner, files);
-        } else {
-            files.insert(inner, std::fs::read(entry.path()).unwrap());
-        }
-    }
 }
 
 fn findings(testdata: &Path, case: &Case) -> Vec<Finding> {
