@@ -43,11 +43,11 @@ enum Proof {
     OlmE2e(&'static str, &'static str),
     /// The real OLM v0 refuses the `invalid-install-mode` OLM fixture's operator (its install
     /// mode fixed) with this change to its CSV and this file added to `manifests/` (name,
-    /// YAML), saying `says` (in the reason or message).
+    /// YAML), saying one of `says` (in the reason or message).
     OlmV0 {
         change: fn(&mut Value),
         extra: Option<(&'static str, &'static str)>,
-        says: &'static str,
+        says: &'static [&'static str],
     },
 }
 
@@ -114,7 +114,7 @@ fn olm_case(
     rule: &'static str,
     name: &'static str,
     change: fn(&mut Value),
-    says: &'static str,
+    says: &'static [&'static str],
 ) -> Case {
     let proof = Proof::OlmV0 {
         change,
@@ -129,7 +129,7 @@ fn olm_file_case(
     rule: &'static str,
     name: &'static str,
     file: (&'static str, &'static str),
-    says: &'static str,
+    says: &'static [&'static str],
 ) -> Case {
     let proof = Proof::OlmV0 {
         change: |_| {},
@@ -433,13 +433,13 @@ fn cases() -> Vec<Case> {
             "csv/install-strategy",
             "helm install strategy",
             |c| c["spec"]["install"]["strategy"] = json!("helm"),
-            "unrecognized install strategy",
+            &["unrecognized install strategy"],
         ),
         olm_case(
             "csv/min-kube-version",
             "minKubeVersion not a semantic version",
             |c| c["spec"]["minKubeVersion"] = json!("1.28"),
-            "RequirementsNotMet",
+            &["RequirementsNotMet"],
         ),
         olm_case(
             "webhook/rules",
@@ -456,15 +456,17 @@ fn cases() -> Vec<Case> {
                     "rules": [{"apiGroups": ["operators.coreos.com"], "apiVersions": ["*"], "operations": ["CREATE"], "resources": ["*"]}],
                 }])
             },
-            "webhook rules cannot include the OLM group",
+            &["webhook rules cannot include the OLM group"],
         ),
         olm_file_case(
             "bundle/unsupported-kind",
             "ResourceQuota in the bundle",
             RESOURCE_QUOTA,
-            "InstallPlan",
+            &["InstallPlan"],
         ),
-        // OLM v0 never gets past InstallReady: it cannot find the webhook's deployment.
+        // OLM v0 never reports the install healthy: no deployment serves the webhook, so the CSV
+        // goes round InstallReady and Installing (where a snapshot may catch it in either) until
+        // OLM fails it after five minutes.
         olm_case(
             "webhook/deployment",
             "webhook served by a deployment the CSV does not have",
@@ -480,7 +482,11 @@ fn cases() -> Vec<Case> {
                     "rules": [{"apiGroups": ["modes.olmpack.dev"], "apiVersions": ["*"], "operations": ["CREATE"], "resources": ["widgets"]}],
                 }])
             },
-            "attempting install",
+            &[
+                "attempting install",
+                "waiting for install components to report healthy",
+                "Webhooks not installed",
+            ],
         ),
         olm_case(
             "webhook/conversion-install-modes",
@@ -498,7 +504,7 @@ fn cases() -> Vec<Case> {
                     "conversionCRDs": ["widgets.modes.olmpack.dev"],
                 }])
             },
-            "AllNamespaces",
+            &["AllNamespaces"],
         ),
         case(
             "csv/install-modes",
@@ -937,7 +943,7 @@ async fn bundle_consumers_olm_v0_refuses_each_olm_case() {
             } => format!("{reason}: {message}"),
             Outcome::Succeeded { .. } => String::new(),
         };
-        if said.contains(says) {
+        if says.iter().any(|s| said.contains(s)) {
             eprintln!("OLM v0 refuses {}: {said}", case.rule);
         } else {
             failures.push(format!("{} ({}): {outcome:?}", case.name, case.rule));

@@ -176,3 +176,59 @@ fn quirky_bundle_renders_byte_identical_to_opm() {
         }
     }
 }
+
+/// A CSV listing a CRD by a name without a group (`<plural>` only): opm refuses to render the
+/// bundle, and so does olmpack, naming the list the name is in.
+#[test]
+fn crd_names_without_a_group_fail_like_opm() {
+    let opm = upgrade_tests::Tool::Opm
+        .path()
+        .expect("opm is required for this test");
+    let cases = [
+        ("- name: webapps.example.com", "owned", "webapps"),
+        (
+            "- name: certificates.cert-manager.io",
+            "required",
+            "certificates",
+        ),
+    ];
+    for (line, role, bare) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let bundle = dir.path().join("webapp-0.1.0");
+        copy_dir(&bundles()[0], &bundle);
+        let csv = bundle.join("manifests/webapp-operator.clusterserviceversion.yaml");
+        let text = std::fs::read_to_string(&csv).unwrap();
+        assert_eq!(text.matches(line).count(), 1, "{line}");
+        std::fs::write(&csv, text.replace(line, &format!("- name: {bare}"))).unwrap();
+
+        let theirs = Command::new(&opm)
+            .arg("render")
+            .arg(&bundle)
+            .output()
+            .unwrap();
+        assert!(
+            !theirs.status.success(),
+            "opm renders a {role} CRD named {bare:?}"
+        );
+        let err = render_dir(&bundle, &RenderOptions::default()).unwrap_err();
+        assert_eq!(
+            olmpack::report::error_chain(&err),
+            format!(
+                "bundle webapp-operator.v0.1.0: {role} CRD name \"{bare}\" is not <plural>.<group>"
+            )
+        );
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}

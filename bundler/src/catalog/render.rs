@@ -115,10 +115,12 @@ pub enum RenderError {
         skipped: SkippedList,
     },
     /// A CRD the CSV owns or requires is named without a dot, so it has no API group.
-    #[error("bundle {bundle}: required CRD name {name:?} is not <plural>.<group>")]
+    #[error("bundle {bundle}: {role} CRD name {name:?} is not <plural>.<group>")]
     BadCrdName {
         /// The bundle (CSV) name.
         bundle: String,
+        /// `owned` or `required`: the CSV list the name is in.
+        role: &'static str,
         /// The CRD name as the CSV lists it.
         name: String,
     },
@@ -776,6 +778,7 @@ impl Ctx {
                     .split_once('.')
                     .ok_or_else(|| RenderError::BadCrdName {
                         bundle: self.bundle.clone(),
+                        role: "owned",
                         name: crd_name.to_owned(),
                     })?;
             let key = (
@@ -922,6 +925,7 @@ impl Ctx {
                 .split_once('.')
                 .ok_or_else(|| RenderError::BadCrdName {
                     bundle: self.bundle.clone(),
+                    role: "required",
                     name: crd_name.to_owned(),
                 })?;
             required.insert((
