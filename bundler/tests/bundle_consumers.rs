@@ -464,9 +464,9 @@ fn cases() -> Vec<Case> {
             RESOURCE_QUOTA,
             &["InstallPlan"],
         ),
-        // OLM v0 never reports the install healthy: no deployment serves the webhook, so the CSV
-        // goes round InstallReady and Installing (where a snapshot may catch it in either) until
-        // OLM fails it after five minutes.
+        // OLM v0 never reports the install healthy: no deployment serves the webhook, so the
+        // deployment it calculates is bad and the CSV goes round Pending (NeedsReinstall),
+        // InstallReady and Installing; the snapshot at the time-out may catch it in any of them.
         olm_case(
             "webhook/deployment",
             "webhook served by a deployment the CSV does not have",
@@ -483,6 +483,7 @@ fn cases() -> Vec<Case> {
                 }])
             },
             &[
+                "calculated deployment install is bad",
                 "attempting install",
                 "waiting for install components to report healthy",
                 "Webhooks not installed",
