@@ -137,26 +137,13 @@ fn generate_catalog(root: &Path, packages: usize, bundles: usize) -> usize {
     bytes
 }
 
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
 fn bundle_dirs(root: &Path, count: usize) -> Vec<PathBuf> {
     let fixture =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/catalog/bundles/webapp-0.2.0");
     (0..count)
         .map(|i| {
             let dir = root.join(format!("bundle-{i:04}"));
-            copy_tree(&fixture, &dir);
+            upgrade_tests::files::copy_tree(&fixture, &dir).unwrap();
             let csv = dir.join("manifests/webapp-operator.clusterserviceversion.yaml");
             let text = std::fs::read_to_string(&csv)
                 .unwrap()

@@ -195,7 +195,7 @@ fn crd_names_without_a_group_fail_like_opm() {
     for (line, role, bare) in cases {
         let dir = tempfile::tempdir().unwrap();
         let bundle = dir.path().join("webapp-0.1.0");
-        copy_dir(&bundles()[0], &bundle);
+        upgrade_tests::files::copy_tree(&bundles()[0], &bundle).unwrap();
         let csv = bundle.join("manifests/webapp-operator.clusterserviceversion.yaml");
         let text = std::fs::read_to_string(&csv).unwrap();
         assert_eq!(text.matches(line).count(), 1, "{line}");
@@ -217,18 +217,5 @@ fn crd_names_without_a_group_fail_like_opm() {
                 "bundle webapp-operator.v0.1.0: {role} CRD name \"{bare}\" is not <plural>.<group>"
             )
         );
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
     }
 }

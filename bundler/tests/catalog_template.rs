@@ -23,23 +23,10 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
 /// A copy of the 0.2.0 fixture bundle re-versioned to `version`.
 fn bundle_at(root: &Path, version: &str) -> PathBuf {
     let dir = root.join(format!("webapp-{version}"));
-    copy_tree(&fixture("webapp-0.2.0"), &dir);
+    upgrade_tests::files::copy_tree(&fixture("webapp-0.2.0"), &dir).unwrap();
     let csv = dir.join("manifests/webapp-operator.clusterserviceversion.yaml");
     let text = std::fs::read_to_string(&csv)
         .unwrap()

@@ -22,20 +22,6 @@ pub fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// Copies a directory tree (files and directories only).
-pub fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
 /// Every file under `dir`, keyed by relative path.
 pub fn read_tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
@@ -247,4 +233,9 @@ pub fn graph_blobs(layout: &Layout, digest: &str, media: &str) -> Vec<String> {
             .chain(image.layers.into_iter().map(|l| l.digest))
             .collect()
     }
+}
+
+/// Copies a directory tree (files and directories only).
+pub fn copy_tree(from: &Path, to: &Path) {
+    upgrade_tests::files::copy_tree(from, to).unwrap();
 }
