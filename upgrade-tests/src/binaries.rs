@@ -24,6 +24,7 @@ pub enum Tool {
     Faketime,
     Cosign,
     Olareg,
+    Helm,
 }
 
 impl Tool {
@@ -46,6 +47,7 @@ impl Tool {
             Tool::Faketime => "OLMPACK_FAKETIME",
             Tool::Cosign => "OLMPACK_COSIGN",
             Tool::Olareg => "OLMPACK_OLAREG",
+            Tool::Helm => "OLMPACK_HELM",
         }
     }
 
@@ -68,6 +70,7 @@ impl Tool {
             Tool::Faketime => "faketime",
             Tool::Cosign => "cosign",
             Tool::Olareg => "olareg",
+            Tool::Helm => "helm",
         }
     }
 
@@ -124,6 +127,8 @@ pub enum ToolData {
     UpstreamApiTestdata,
     /// operator-registry's bundle-validation test data, at the version `tools.toml` pins.
     UpstreamRegistryTestdata,
+    /// Kueue's Helm chart (`charts/kueue`), at the version `tools.toml` pins: a real chart.
+    KueueChart,
 }
 
 impl ToolData {
@@ -135,6 +140,7 @@ impl ToolData {
             ToolData::OlmV1Crds => "OLMPACK_OLMV1_CRDS",
             ToolData::UpstreamApiTestdata => "OLMPACK_UPSTREAM_API_TESTDATA",
             ToolData::UpstreamRegistryTestdata => "OLMPACK_UPSTREAM_REGISTRY_TESTDATA",
+            ToolData::KueueChart => "OLMPACK_KUEUE_CHART",
         }
     }
 
@@ -150,6 +156,7 @@ impl ToolData {
                     ToolData::OlmV1Crds => "OLM v1's CRDs",
                     ToolData::UpstreamApiTestdata => "operator-framework/api's test data",
                     ToolData::UpstreamRegistryTestdata => "operator-registry's test data",
+                    ToolData::KueueChart => "Kueue's Helm chart",
                 },
                 env_var: self.env_var(),
                 looked_at,
