@@ -132,15 +132,17 @@ fn bound_role<'a>(
     };
     let role = pool.iter().find(|r| r.name() == role_name);
     if role.is_none() {
-        problems.push(
-            binding.finding(
-                Finding::error(
-                    "input/dangling-role-ref",
-                    format!("refers to {role_kind} {role_name}, which is not in the manifests"),
-                )
-                .field("roleRef"),
-            ),
-        );
+        let mut finding = Finding::error(
+            "input/dangling-role-ref",
+            format!("refers to {role_kind} {role_name}, which is not in the manifests"),
+        )
+        .field("roleRef");
+        let namespace = str_at(&binding.value, "/metadata/namespace");
+        if role_kind == "Role" && namespace == "kube-system" {
+            // An aggregated API server's binding (Kueue's chart has one).
+            finding = finding.hint(format!("the binding is for a Role in kube-system, but OLM creates a bundle's objects in the namespace the operator is installed into, where there is no Role {role_name}; OLM binds extension-apiserver-authentication-reader itself for an API in the CSV's spec.apiservicedefinitions.owned"));
+        }
+        problems.push(binding.finding(finding));
     }
     role
 }
