@@ -67,12 +67,13 @@ fn render(helm: &Path, chart: &Path, set: &[&str], dir: &Path) {
     std::fs::write(dir.join("manifests/kueue.yaml"), &out.stdout).unwrap();
 }
 
-/// Drops the documents rendered from the chart's `templates/<dir>/` (what a user does with a
-/// part of a chart OLM cannot install, after olmpack named it).
-fn without_templates(dir: &Path, template_dir: &str) {
+/// Drops the documents rendered from the chart's templates whose path (under `templates/`)
+/// starts with `prefix` (what a user does with a part of a chart OLM cannot install, after
+/// olmpack named it).
+fn without_templates(dir: &Path, prefix: &str) {
     let path = dir.join("manifests/kueue.yaml");
     let text = std::fs::read_to_string(&path).unwrap();
-    let marker = format!("# Source: kueue/templates/{template_dir}/");
+    let marker = format!("# Source: kueue/templates/{prefix}");
     let kept: Vec<&str> = text
         .split("\n---\n")
         .filter(|doc| !doc.contains(&marker))
@@ -81,14 +82,14 @@ fn without_templates(dir: &Path, template_dir: &str) {
     std::fs::write(&path, kept.join("\n---\n")).unwrap();
 }
 
-/// Renders the chart with `set` (minus `templates/<drop>/` documents), then runs
+/// Renders the chart with `set` (minus the documents of templates under `drop`), then runs
 /// `olmpack bundle generate` with the plan plus `extra` plan lines.
 fn generate(set: &[&str], drop: Option<&str>, extra: &str) -> Option<(tempfile::TempDir, Output)> {
     let (helm, chart) = helm_and_chart()?;
     let dir = tempfile::tempdir().unwrap();
     render(&helm, &chart, set, dir.path());
-    if let Some(template_dir) = drop {
-        without_templates(dir.path(), template_dir);
+    if let Some(prefix) = drop {
+        without_templates(dir.path(), prefix);
     }
     std::fs::write(dir.path().join("olmpack.yaml"), format!("{PLAN}{extra}")).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_olmpack"))
@@ -211,7 +212,8 @@ fn check_csv(dir: &Path) {
 }
 
 /// Kueue's chart as it is: its aggregated visibility API stops generation, each APIService
-/// named with what OLM does instead; nothing is written.
+/// named with what OLM does instead, then (without them) the RoleBinding to a kube-system
+/// Role; nothing is written.
 #[test]
 fn realworld_helm_kueue_stops_on_its_aggregated_api() {
     let Some((dir, out)) = generate(&[], None, "") else {
@@ -232,6 +234,22 @@ fn realworld_helm_kueue_stops_on_its_aggregated_api() {
     );
     assert_eq!(out.status.code(), Some(1));
     assert!(!dir.path().join("out").exists(), "nothing is written");
+    // Without the APIServices, their RoleBinding in kube-system is what stops it.
+    let Some((dir, out)) = generate(&[], Some("visibility/apiservice_"), "") else {
+        return;
+    };
+    let mut want = vec![
+        "error[input/dangling-role-ref] manifests/kueue.yaml (document 70): RoleBinding/kueue-visibility-server-auth-reader: roleRef: refers to Role extension-apiserver-authentication-reader, which is not in the manifests".to_owned(),
+    ];
+    want.extend(namespace_selector_warnings(75, 76));
+    assert_eq!(finding_lines(&out), want);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("  hint: the binding is for a Role in kube-system, but OLM creates a bundle's objects in the namespace the operator is installed into, where there is no Role extension-apiserver-authentication-reader; OLM binds extension-apiserver-authentication-reader itself for an API in the CSV's spec.apiservicedefinitions.owned\n"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!dir.path().join("out").exists(), "nothing is written");
 }
 
 /// Without the visibility API's templates the chart becomes a bundle: the certificate volume
@@ -239,7 +257,7 @@ fn realworld_helm_kueue_stops_on_its_aggregated_api() {
 /// accepts every object OLM creates.
 #[tokio::test]
 async fn realworld_helm_kueue_without_the_visibility_api() {
-    let Some((dir, out)) = generate(&[], Some("visibility"), "") else {
+    let Some((dir, out)) = generate(&[], Some("visibility/"), "") else {
         return;
     };
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -270,7 +288,7 @@ async fn realworld_helm_kueue_without_the_visibility_api() {
 #[tokio::test]
 async fn realworld_helm_kueue_with_cert_manager() {
     let set = ["enableCertManager=true"];
-    let Some((_, out)) = generate(&set, Some("visibility"), "") else {
+    let Some((_, out)) = generate(&set, Some("visibility/"), "") else {
         return;
     };
     assert_eq!(
@@ -281,7 +299,7 @@ async fn realworld_helm_kueue_with_cert_manager() {
         ]
     );
     assert_eq!(out.status.code(), Some(1));
-    let Some((dir, out)) = generate(&set, Some("visibility"), "certManagerCertificates: drop\n")
+    let Some((dir, out)) = generate(&set, Some("visibility/"), "certManagerCertificates: drop\n")
     else {
         return;
     };
