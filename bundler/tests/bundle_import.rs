@@ -593,6 +593,35 @@ fn import_helm_aggregated_api_objects_are_refused_with_what_olm_does_instead() {
     );
 }
 
+/// A binding to a ClusterRole every cluster has (Kyverno's chart binds `view`): the error says
+/// why the CSV cannot carry it and what to ship instead.
+#[test]
+fn import_helm_binding_to_a_built_in_cluster_role_says_what_to_ship() {
+    let rendered = std::fs::read_to_string(fixture("helm/rendered.yaml")).unwrap();
+    let binding = "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: memcached-view}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: view}\nsubjects: [{kind: ServiceAccount, name: memcached-operator, namespace: default}]\n";
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("rendered.yaml"),
+        format!("{rendered}{binding}"),
+    )
+    .unwrap();
+    let found = generate_helm(dir.path()).expect_err("the CSV cannot carry the binding");
+    let refused: Vec<(&str, Option<&str>)> = found
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .map(|f| (f.message.as_str(), f.hint.as_deref()))
+        .collect();
+    assert_eq!(
+        refused,
+        [(
+            "refers to ClusterRole view, which is not in the manifests",
+            Some(
+                "view is a ClusterRole every cluster has, with rules that differ between clusters; OLM grants the CSV's service accounts only the rules the CSV lists, so put a ClusterRole with the rules the operator needs in the manifests and bind that"
+            )
+        )]
+    );
+}
+
 #[test]
 fn import_helm_hooks_and_certificate_mounts() {
     let rendered = std::fs::read_to_string(fixture("helm/rendered.yaml")).unwrap();

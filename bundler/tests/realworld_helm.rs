@@ -1,21 +1,26 @@
-//! A real operator's Helm chart through the real `helm template` into `olmpack bundle generate`.
+//! Real operators' Helm charts through the real `helm template` into `olmpack bundle generate`.
 //!
-//! The chart is Kueue's (`charts/kueue` of sigs.k8s.io/kueue at the version `tools.toml` pins,
-//! copied by `cargo xtask setup`), rendered by the pinned helm with a fixed release name and
-//! namespace. It has CRDs with a conversion webhook, admission webhooks, the empty Secret its
-//! manager fills with its own webhook certificate, an aggregated API (APIService) and, with
-//! `enableCertManager=true`, cert-manager Certificates and an Issuer instead of that Secret.
-//! The chart has no hooks and no chart dependencies. The findings are stated exactly; a bundle
-//! that is generated must pass the real kube-apiserver's dry run of every object OLM creates
-//! from it. Without helm or the chart the tests say NOT RUN (and fail under CI=true).
+//! The charts are copied by `cargo xtask setup` from the Go modules at the versions
+//! `tools.toml` pins, and rendered by the pinned helm with a fixed release name and namespace,
+//! for the pinned kube-apiserver's Kubernetes version.
+//!
+//! - Kueue's (`charts/kueue` of sigs.k8s.io/kueue): CRDs with a conversion webhook, admission
+//!   webhooks, the empty Secret its manager fills with its own webhook certificate, an
+//!   aggregated API (APIService) and, with `enableCertManager=true`, cert-manager Certificates
+//!   and an Issuer instead of that Secret. No hooks, no chart dependencies.
+//! - Kyverno's (`charts/kyverno` of github.com/kyverno/kyverno, its two subcharts inside):
+//!   post-upgrade, pre-delete, post-delete and test hooks, and bindings to the built-in `view`
+//!   ClusterRole.
+//!
+//! The findings are stated exactly; a bundle that is generated must pass the real
+//! kube-apiserver's dry run of every object OLM creates from it (the pod-can-start rule runs in
+//! generate's validation). Without helm, the charts or kube-apiserver the tests say NOT RUN
+//! (and fail under CI=true).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 mod apiserver_support;
-
-const RELEASE: &str = "kueue";
-const NAMESPACE: &str = "kueue-system";
 
 const PLAN: &str = "package: kueue
 defaultChannel: alpha
@@ -31,13 +36,44 @@ releases:
     manifests: manifests
 ";
 
-/// helm and the chart, or `None` (said loudly; a failure in CI, where setup installed both).
-fn helm_and_chart() -> Option<(PathBuf, PathBuf)> {
-    let found = upgrade_tests::Tool::Helm
-        .path()
-        .and_then(|helm| Ok((helm, upgrade_tests::ToolData::KueueChart.path()?)));
+/// A chart to render: where setup put it, the release name and the namespace.
+struct Chart {
+    data: upgrade_tests::ToolData,
+    release: &'static str,
+    namespace: &'static str,
+}
+
+const KUEUE: Chart = Chart {
+    data: upgrade_tests::ToolData::KueueChart,
+    release: "kueue",
+    namespace: "kueue-system",
+};
+
+const KYVERNO: Chart = Chart {
+    data: upgrade_tests::ToolData::KyvernoChart,
+    release: "kyverno",
+    namespace: "kyverno",
+};
+
+/// helm, the chart's directory and the pinned kube-apiserver's version (what helm renders
+/// for: a helm built without its release flags assumes Kubernetes v1.20), or `None` (said
+/// loudly; a failure in CI, where setup installed them).
+fn tools(chart: &Chart) -> Option<(PathBuf, PathBuf, String)> {
+    let found = upgrade_tests::Tool::Helm.path().and_then(|helm| {
+        let apiserver = upgrade_tests::Tool::KubeApiserver.path()?;
+        Ok((helm, chart.data.path()?, apiserver))
+    });
     match found {
-        Ok(pair) => Some(pair),
+        Ok((helm, dir, apiserver)) => {
+            let out = Command::new(apiserver).arg("--version").output().unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            let version = text.trim().trim_start_matches("Kubernetes ").to_owned();
+            assert!(
+                version.starts_with("v1."),
+                "kube-apiserver --version: {text}"
+            );
+            Some((helm, dir, version))
+        }
         Err(err) if std::env::var("CI").as_deref() == Ok("true") => {
             panic!("{err} (required in CI)")
         }
@@ -48,12 +84,15 @@ fn helm_and_chart() -> Option<(PathBuf, PathBuf)> {
     }
 }
 
-/// `helm template` of the chart with `set` values into `<dir>/manifests/kueue.yaml`.
-fn render(helm: &Path, chart: &Path, set: &[&str], dir: &Path) {
+/// `helm template` of the chart with `set` values into `<dir>/manifests/<release>.yaml`;
+/// `None` when the tools are missing.
+fn render(chart: &Chart, set: &[&str], dir: &Path) -> Option<()> {
+    let (helm, chart_dir, kube_version) = tools(chart)?;
     let mut cmd = Command::new(helm);
-    cmd.args(["template", RELEASE])
-        .arg(chart)
-        .args(["--namespace", NAMESPACE, "--include-crds"]);
+    cmd.args(["template", chart.release])
+        .arg(chart_dir)
+        .args(["--namespace", chart.namespace, "--include-crds"])
+        .args(["--kube-version", &kube_version]);
     for value in set {
         cmd.args(["--set", value]);
     }
@@ -64,41 +103,54 @@ fn render(helm: &Path, chart: &Path, set: &[&str], dir: &Path) {
         String::from_utf8_lossy(&out.stderr)
     );
     std::fs::create_dir(dir.join("manifests")).unwrap();
-    std::fs::write(dir.join("manifests/kueue.yaml"), &out.stdout).unwrap();
+    let file = format!("manifests/{}.yaml", chart.release);
+    std::fs::write(dir.join(file), &out.stdout).unwrap();
+    Some(())
 }
 
-/// Drops the documents rendered from the chart's templates whose path (under `templates/`)
-/// starts with `prefix` (what a user does with a part of a chart OLM cannot install, after
-/// olmpack named it).
-fn without_templates(dir: &Path, prefix: &str) {
-    let path = dir.join("manifests/kueue.yaml");
+/// Drops the documents of `<dir>/manifests/<release>.yaml` that `drop` picks (what a user
+/// does with a part of a chart OLM cannot install, after olmpack named it).
+fn without_documents(dir: &Path, release: &str, drop: impl Fn(&str) -> bool) {
+    let path = dir.join(format!("manifests/{release}.yaml"));
     let text = std::fs::read_to_string(&path).unwrap();
-    let marker = format!("# Source: kueue/templates/{prefix}");
-    let kept: Vec<&str> = text
-        .split("\n---\n")
-        .filter(|doc| !doc.contains(&marker))
-        .collect();
-    assert!(kept.len() < text.split("\n---\n").count(), "no {marker}");
+    let all: Vec<&str> = text.split("\n---\n").collect();
+    let kept: Vec<&str> = all.iter().copied().filter(|doc| !drop(doc)).collect();
+    assert!(
+        kept.len() < all.len(),
+        "no document to drop in {}",
+        path.display()
+    );
     std::fs::write(&path, kept.join("\n---\n")).unwrap();
+}
+
+/// Drops the documents rendered from Kueue's templates whose path (under `templates/`) starts
+/// with `prefix`.
+fn without_templates(dir: &Path, prefix: &str) {
+    let marker = format!("# Source: kueue/templates/{prefix}");
+    without_documents(dir, "kueue", |doc| doc.contains(&marker));
 }
 
 /// Renders the chart with `set` (minus the documents of templates under `drop`), then runs
 /// `olmpack bundle generate` with the plan plus `extra` plan lines.
 fn generate(set: &[&str], drop: Option<&str>, extra: &str) -> Option<(tempfile::TempDir, Output)> {
-    let (helm, chart) = helm_and_chart()?;
     let dir = tempfile::tempdir().unwrap();
-    render(&helm, &chart, set, dir.path());
+    render(&KUEUE, set, dir.path())?;
     if let Some(prefix) = drop {
         without_templates(dir.path(), prefix);
     }
-    std::fs::write(dir.path().join("olmpack.yaml"), format!("{PLAN}{extra}")).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_olmpack"))
+    let out = run_generate(dir.path(), &format!("{PLAN}{extra}"));
+    Some((dir, out))
+}
+
+/// `olmpack bundle generate` in `dir` with `plan` as its olmpack.yaml.
+fn run_generate(dir: &Path, plan: &str) -> Output {
+    std::fs::write(dir.join("olmpack.yaml"), plan).unwrap();
+    Command::new(env!("CARGO_BIN_EXE_olmpack"))
         .args(["bundle", "generate", "--plan", "olmpack.yaml"])
         .args(["--out", "out"])
-        .current_dir(dir.path())
+        .current_dir(dir)
         .output()
-        .unwrap();
-    Some((dir, out))
+        .unwrap()
 }
 
 /// The finding lines the command printed (findings go to stderr), in order.
@@ -334,4 +386,134 @@ async fn realworld_helm_kueue_with_cert_manager() {
         "no Secret, no cert-manager object"
     );
     apiserver_accepts(&dir.path().join("out/0.17.0")).await;
+}
+
+/// The plan for Kyverno's chart.
+fn kyverno_plan() -> String {
+    PLAN.replace("kueue", "kyverno")
+        .replace("Kueue", "Kyverno")
+        .replace("0.17.0", "3.4.4")
+}
+
+/// Renders Kyverno's chart with `set` into a temporary directory; `None` without the tools.
+fn render_kyverno(set: &[&str]) -> Option<tempfile::TempDir> {
+    let dir = tempfile::tempdir().unwrap();
+    render(&KYVERNO, set, dir.path())?;
+    Some(dir)
+}
+
+/// The values that switch off Kyverno's two post-upgrade hooks.
+const KYVERNO_NO_UPGRADE_HOOKS: [&str; 2] = [
+    "policyReportsCleanup.enabled=false",
+    "crds.migration.enabled=false",
+];
+
+/// Kyverno's chart as it is: its post-upgrade hooks (two Jobs, and the RBAC one runs with, each
+/// object a hook) are errors naming each object; nothing is written.
+#[test]
+fn realworld_helm_kyverno_post_upgrade_hooks_are_refused() {
+    let Some(dir) = render_kyverno(&[]) else {
+        return;
+    };
+    let out = run_generate(dir.path(), &kyverno_plan());
+    let refused = |document: usize, object: &str| {
+        format!(
+            "error[input/helm-hook] manifests/kyverno.yaml (document {document}): {object}: metadata.annotations.helm.sh/hook: a Helm post-upgrade hook: OLM never runs Helm hooks, so this work would never happen"
+        )
+    };
+    assert_eq!(
+        finding_lines(&out),
+        [
+            refused(63, "ServiceAccount/kyverno-migrate-resources"),
+            refused(64, "ClusterRole/kyverno:migrate-resources"),
+            refused(65, "ClusterRoleBinding/kyverno:migrate-resources"),
+            refused(74, "Job/kyverno-clean-reports"),
+            refused(75, "Job/kyverno-migrate-resources"),
+        ]
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!dir.path().join("out").exists(), "nothing is written");
+}
+
+/// Without the post-upgrade hooks, what stops Kyverno's chart is its bindings to the cluster's
+/// built-in `view` ClusterRole, whose rules a CSV cannot name.
+#[test]
+fn realworld_helm_kyverno_binds_the_built_in_view_role() {
+    let Some(dir) = render_kyverno(&KYVERNO_NO_UPGRADE_HOOKS) else {
+        return;
+    };
+    let out = run_generate(dir.path(), &kyverno_plan());
+    let refused = |document: usize, controller: &str| {
+        format!(
+            "error[input/dangling-role-ref] manifests/kyverno.yaml (document {document}): ClusterRoleBinding/kyverno:{controller}:view: roleRef: refers to ClusterRole view, which is not in the manifests"
+        )
+    };
+    assert_eq!(
+        finding_lines(&out),
+        [
+            refused(38, "admission-controller"),
+            refused(40, "background-controller"),
+            refused(43, "reports-controller"),
+        ]
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("  hint: view is a ClusterRole every cluster has, with rules that differ between clusters; OLM grants the CSV's service accounts only the rules the CSV lists, so put a ClusterRole with the rules the operator needs in the manifests and bind that\n"),
+        "{stderr}"
+    );
+    assert_eq!(out.status.code(), Some(1));
+}
+
+/// Without those bindings too, Kyverno's chart becomes a bundle: its test hooks (Pods) and
+/// delete hooks (Jobs and their RBAC) are left out, each with a warning naming it, and the
+/// real API server accepts every object OLM creates.
+#[tokio::test]
+async fn realworld_helm_kyverno_leaves_out_test_and_delete_hooks() {
+    let Some(dir) = render_kyverno(&KYVERNO_NO_UPGRADE_HOOKS) else {
+        return;
+    };
+    without_documents(dir.path(), "kyverno", |doc| {
+        doc.contains("kind: ClusterRoleBinding")
+            && doc.contains("kind: ClusterRole\n  name: view\n")
+    });
+    let out = run_generate(dir.path(), &kyverno_plan());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let dropped = |document: usize, object: &str, hook: &str| {
+        let what = if hook == "test" {
+            "a Helm test hook is left out: only `helm test` runs it".to_owned()
+        } else {
+            format!("a Helm {hook} hook is left out: OLM never runs Helm hooks")
+        };
+        format!(
+            "warning[input/helm-hook-dropped] manifests/kyverno.yaml (document {document}): {object}: metadata.annotations.helm.sh/hook: {what}"
+        )
+    };
+    assert_eq!(
+        input_findings(&out),
+        [
+            dropped(59, "ServiceAccount/kyverno-remove-configmap", "post-delete"),
+            dropped(60, "Role/kyverno:remove-configmap", "post-delete"),
+            dropped(61, "RoleBinding/kyverno:remove-configmap", "post-delete"),
+            dropped(62, "Pod/kyverno-admission-controller-metrics", "test"),
+            dropped(63, "Pod/kyverno-cleanup-controller-liveness", "test"),
+            dropped(64, "Pod/kyverno-cleanup-controller-metrics", "test"),
+            dropped(65, "Pod/kyverno-cleanup-controller-readiness", "test"),
+            dropped(66, "Pod/kyverno-reports-controller-metrics", "test"),
+            dropped(67, "Job/kyverno-remove-configmap", "post-delete"),
+            dropped(68, "Job/kyverno-scale-to-zero", "pre-delete"),
+        ],
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("3.4.4: 0 error(s), 47 warning(s), 1 info\n"),
+        "{stderr}"
+    );
+    let files: Vec<String> = std::fs::read_dir(dir.path().join("out/3.4.4/manifests"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|f| f.contains("_pod") || f.contains("_job") || f.contains("remove-configmap"))
+        .collect();
+    assert_eq!(files, Vec::<String>::new(), "no hook object is shipped");
+    apiserver_accepts(&dir.path().join("out/3.4.4")).await;
 }

@@ -129,6 +129,9 @@ pub enum ToolData {
     UpstreamRegistryTestdata,
     /// Kueue's Helm chart (`charts/kueue`), at the version `tools.toml` pins: a real chart.
     KueueChart,
+    /// Kyverno's Helm chart (`charts/kyverno`), at the version `tools.toml` pins: a real chart
+    /// with Helm hooks.
+    KyvernoChart,
 }
 
 impl ToolData {
@@ -141,6 +144,7 @@ impl ToolData {
             ToolData::UpstreamApiTestdata => "OLMPACK_UPSTREAM_API_TESTDATA",
             ToolData::UpstreamRegistryTestdata => "OLMPACK_UPSTREAM_REGISTRY_TESTDATA",
             ToolData::KueueChart => "OLMPACK_KUEUE_CHART",
+            ToolData::KyvernoChart => "OLMPACK_KYVERNO_CHART",
         }
     }
 
@@ -157,6 +161,7 @@ impl ToolData {
                     ToolData::UpstreamApiTestdata => "operator-framework/api's test data",
                     ToolData::UpstreamRegistryTestdata => "operator-registry's test data",
                     ToolData::KueueChart => "Kueue's Helm chart",
+                    ToolData::KyvernoChart => "Kyverno's Helm chart",
                 },
                 env_var: self.env_var(),
                 looked_at,

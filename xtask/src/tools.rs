@@ -67,6 +67,8 @@ pub struct UpstreamPin {
     pub registry: String,
     /// sigs.k8s.io/kueue, whose Helm chart (`charts/kueue`) is a real chart to render.
     pub kueue: String,
+    /// github.com/kyverno/kyverno, whose Helm chart (`charts/kyverno`) has hooks.
+    pub kyverno: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -124,7 +126,7 @@ impl TestdataSet {
     }
 }
 
-const UPSTREAM_TESTDATA: [TestdataSet; 3] = [
+const UPSTREAM_TESTDATA: [TestdataSet; 4] = [
     TestdataSet {
         module: "github.com/operator-framework/api",
         dir: "pkg/validation/internal/testdata",
@@ -145,6 +147,13 @@ const UPSTREAM_TESTDATA: [TestdataSet; 3] = [
         tool: "kueue-chart",
         env_var: "OLMPACK_KUEUE_CHART",
         version: |pin| &pin.kueue,
+    },
+    TestdataSet {
+        module: "github.com/kyverno/kyverno",
+        dir: "charts/kyverno",
+        tool: "kyverno-chart",
+        env_var: "OLMPACK_KYVERNO_CHART",
+        version: |pin| &pin.kyverno,
     },
 ];
 /// Where setup puts each copy, inside its tool directory.
