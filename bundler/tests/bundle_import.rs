@@ -495,6 +495,133 @@ fn import_helm_template_output() {
     );
 }
 
+/// A warning the webhook definitions raise (kueue's chart sets namespaceSelectors) is reported
+/// with the bundle; it once made generate build no bundle at all and still exit 0.
+#[test]
+fn import_helm_webhook_namespace_selector_is_a_warning_with_the_bundle() {
+    let rendered = std::fs::read_to_string(fixture("helm/rendered.yaml")).unwrap();
+    let selector = "  sideEffects: None\n  namespaceSelector: {matchLabels: {team: a}}\n";
+    let with_selector = rendered.replacen("  sideEffects: None\n", selector, 1);
+    assert_ne!(with_selector, rendered, "the fixture has the webhook");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("rendered.yaml"), with_selector).unwrap();
+    let generated = generate_helm(dir.path()).unwrap_or_else(|f| panic!("{f:#?}"));
+    assert_eq!(generated.reports.len(), 1);
+    let csv = generated_csv(&generated);
+    assert_eq!(
+        csv["spec"]["webhookdefinitions"][0]["generateName"],
+        "vmemcached.kb.io"
+    );
+    let warning = findings(&generated)
+        .into_iter()
+        .find(|f| f.rule == "input/webhook-namespace-selector")
+        .expect("the namespaceSelector warning is reported");
+    assert_eq!(warning.severity, Severity::Warning);
+    assert_eq!(
+        warning.message,
+        "OLM replaces namespaceSelector with one for the OperatorGroup's namespaces"
+    );
+    assert_eq!(
+        warning.field.as_deref(),
+        Some("webhooks[0].namespaceSelector")
+    );
+}
+
+/// An aggregated API (Kueue's chart registers one): the APIService is refused with what OLM
+/// does instead, and the kube-system RoleBinding that goes with it says why it cannot work.
+#[test]
+fn import_helm_aggregated_api_objects_are_refused_with_what_olm_does_instead() {
+    let rendered = std::fs::read_to_string(fixture("helm/rendered.yaml")).unwrap();
+    let api_service = "---\napiVersion: apiregistration.k8s.io/v1\nkind: APIService\nmetadata: {name: v1beta1.visibility.example.com}\nspec: {group: visibility.example.com, version: v1beta1, groupPriorityMinimum: 100, versionPriority: 100, service: {name: memcached-operator-webhook, namespace: default}}\n";
+    let mut problems = Vec::new();
+    classify(
+        sourced(&format!("{rendered}{api_service}")),
+        CertManagerChoice::default(),
+        &mut problems,
+    );
+    let [refused] = problems.as_slice() else {
+        panic!("{problems:#?}")
+    };
+    assert_eq!(
+        (refused.rule.as_str(), refused.object.as_deref()),
+        (
+            "input/unsupported-kind",
+            Some("APIService/v1beta1.visibility.example.com")
+        )
+    );
+    assert_eq!(
+        refused.hint.as_deref(),
+        Some(
+            "OLM creates an aggregated API's APIService itself, with a serving certificate it mounts into the deployment, from the CSV's spec.apiservicedefinitions.owned, which olmpack does not write from an APIService; leave the APIService out (with the RoleBinding to extension-apiserver-authentication-reader in kube-system, which OLM creates for such an API too), or serve the API from a CRD"
+        )
+    );
+    let binding = "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: memcached-auth-reader, namespace: kube-system}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: extension-apiserver-authentication-reader}\nsubjects: [{kind: ServiceAccount, name: memcached-operator, namespace: default}]\n";
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("rendered.yaml"),
+        format!("{rendered}{binding}"),
+    )
+    .unwrap();
+    let found = generate_helm(dir.path()).expect_err("the binding cannot work under OLM");
+    let errors: Vec<String> = found
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .map(|f| {
+            format!(
+                "{} {}: {}",
+                f.rule,
+                f.object.as_deref().unwrap_or(""),
+                f.message
+            )
+        })
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            "input/dangling-role-ref RoleBinding/memcached-auth-reader: refers to Role extension-apiserver-authentication-reader, which is not in the manifests"
+        ]
+    );
+    let hint = found
+        .iter()
+        .find(|f| f.rule == "input/dangling-role-ref")
+        .and_then(|f| f.hint.as_deref());
+    assert_eq!(
+        hint,
+        Some(
+            "the binding is for a Role in kube-system, but OLM creates a bundle's objects in the namespace the operator is installed into, where there is no Role extension-apiserver-authentication-reader; OLM binds extension-apiserver-authentication-reader itself for an API in the CSV's spec.apiservicedefinitions.owned"
+        )
+    );
+}
+
+/// A binding to a ClusterRole every cluster has (Kyverno's chart binds `view`): the error says
+/// why the CSV cannot carry it and what to ship instead.
+#[test]
+fn import_helm_binding_to_a_built_in_cluster_role_says_what_to_ship() {
+    let rendered = std::fs::read_to_string(fixture("helm/rendered.yaml")).unwrap();
+    let binding = "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: memcached-view}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: view}\nsubjects: [{kind: ServiceAccount, name: memcached-operator, namespace: default}]\n";
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("rendered.yaml"),
+        format!("{rendered}{binding}"),
+    )
+    .unwrap();
+    let found = generate_helm(dir.path()).expect_err("the CSV cannot carry the binding");
+    let refused: Vec<(&str, Option<&str>)> = found
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .map(|f| (f.message.as_str(), f.hint.as_deref()))
+        .collect();
+    assert_eq!(
+        refused,
+        [(
+            "refers to ClusterRole view, which is not in the manifests",
+            Some(
+                "view is a ClusterRole every cluster has, with rules that differ between clusters; OLM grants the CSV's service accounts only the rules the CSV lists, so put a ClusterRole with the rules the operator needs in the manifests and bind that"
+            )
+        )]
+    );
+}
+
 #[test]
 fn import_helm_hooks_and_certificate_mounts() {
     let rendered = std::fs::read_to_string(fixture("helm/rendered.yaml")).unwrap();

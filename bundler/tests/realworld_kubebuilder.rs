@@ -9,9 +9,6 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use olmpack::bundle::load;
-use serde_json::{Value, json};
-
 mod apiserver_support;
 
 const PLAN: &str = "package: project
@@ -85,31 +82,6 @@ fn report(out: &std::process::Output) -> String {
     )
 }
 
-/// What OLM creates from the bundle, as the API server sees it: every plain object, and a
-/// Deployment per CSV deployment.
-fn objects_olm_creates(bundle: &Path) -> Vec<Value> {
-    let loaded = load::load_dir(bundle).unwrap();
-    let mut out = Vec::new();
-    for object in &loaded.objects {
-        if object.kind() != "ClusterServiceVersion" {
-            out.push(object.value.clone());
-            continue;
-        }
-        for d in object.value["spec"]["install"]["spec"]["deployments"]
-            .as_array()
-            .unwrap()
-        {
-            out.push(json!({
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
-                "metadata": {"name": d["name"]},
-                "spec": d["spec"],
-            }));
-        }
-    }
-    out
-}
-
 async fn passes(project: &str, extra: &str) {
     let Some((dir, out)) = generate(project, extra) else {
         return;
@@ -134,7 +106,7 @@ async fn passes(project: &str, extra: &str) {
         .await
         .expect("test environment starts");
     let client = env.client();
-    let objects = objects_olm_creates(&dir.path().join("out/0.1.0"));
+    let objects = apiserver_support::objects_olm_creates(&dir.path().join("out/0.1.0"));
     if !extra.is_empty() {
         let deployments: Vec<_> = objects
             .iter()

@@ -24,6 +24,7 @@ pub enum Tool {
     Faketime,
     Cosign,
     Olareg,
+    Helm,
 }
 
 impl Tool {
@@ -46,6 +47,7 @@ impl Tool {
             Tool::Faketime => "OLMPACK_FAKETIME",
             Tool::Cosign => "OLMPACK_COSIGN",
             Tool::Olareg => "OLMPACK_OLAREG",
+            Tool::Helm => "OLMPACK_HELM",
         }
     }
 
@@ -68,6 +70,7 @@ impl Tool {
             Tool::Faketime => "faketime",
             Tool::Cosign => "cosign",
             Tool::Olareg => "olareg",
+            Tool::Helm => "helm",
         }
     }
 
@@ -124,6 +127,11 @@ pub enum ToolData {
     UpstreamApiTestdata,
     /// operator-registry's bundle-validation test data, at the version `tools.toml` pins.
     UpstreamRegistryTestdata,
+    /// Kueue's Helm chart (`charts/kueue`), at the version `tools.toml` pins: a real chart.
+    KueueChart,
+    /// Kyverno's Helm chart (`charts/kyverno`), at the version `tools.toml` pins: a real chart
+    /// with Helm hooks.
+    KyvernoChart,
 }
 
 impl ToolData {
@@ -135,6 +143,8 @@ impl ToolData {
             ToolData::OlmV1Crds => "OLMPACK_OLMV1_CRDS",
             ToolData::UpstreamApiTestdata => "OLMPACK_UPSTREAM_API_TESTDATA",
             ToolData::UpstreamRegistryTestdata => "OLMPACK_UPSTREAM_REGISTRY_TESTDATA",
+            ToolData::KueueChart => "OLMPACK_KUEUE_CHART",
+            ToolData::KyvernoChart => "OLMPACK_KYVERNO_CHART",
         }
     }
 
@@ -150,6 +160,8 @@ impl ToolData {
                     ToolData::OlmV1Crds => "OLM v1's CRDs",
                     ToolData::UpstreamApiTestdata => "operator-framework/api's test data",
                     ToolData::UpstreamRegistryTestdata => "operator-registry's test data",
+                    ToolData::KueueChart => "Kueue's Helm chart",
+                    ToolData::KyvernoChart => "Kyverno's Helm chart",
                 },
                 env_var: self.env_var(),
                 looked_at,

@@ -56,8 +56,8 @@ pub struct OlmV1Pin {
     pub version: String,
 }
 
-/// Upstream validators' test data (valid and invalid bundles, CSVs, CRDs), copied from the
-/// modules at these exact versions.
+/// Upstream validators' test data (valid and invalid bundles, CSVs, CRDs) and a real operator's
+/// Helm chart, copied from the modules at these exact versions.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UpstreamPin {
@@ -65,6 +65,10 @@ pub struct UpstreamPin {
     pub api: String,
     /// operator-framework/operator-registry (opm's bundle validation).
     pub registry: String,
+    /// sigs.k8s.io/kueue, whose Helm chart (`charts/kueue`) is a real chart to render.
+    pub kueue: String,
+    /// github.com/kyverno/kyverno, whose Helm chart (`charts/kyverno`) has hooks.
+    pub kyverno: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -122,7 +126,7 @@ impl TestdataSet {
     }
 }
 
-const UPSTREAM_TESTDATA: [TestdataSet; 2] = [
+const UPSTREAM_TESTDATA: [TestdataSet; 4] = [
     TestdataSet {
         module: "github.com/operator-framework/api",
         dir: "pkg/validation/internal/testdata",
@@ -136,6 +140,20 @@ const UPSTREAM_TESTDATA: [TestdataSet; 2] = [
         tool: "operator-registry-testdata",
         env_var: "OLMPACK_UPSTREAM_REGISTRY_TESTDATA",
         version: |pin| &pin.registry,
+    },
+    TestdataSet {
+        module: "sigs.k8s.io/kueue",
+        dir: "charts/kueue",
+        tool: "kueue-chart",
+        env_var: "OLMPACK_KUEUE_CHART",
+        version: |pin| &pin.kueue,
+    },
+    TestdataSet {
+        module: "github.com/kyverno/kyverno",
+        dir: "charts/kyverno",
+        tool: "kyverno-chart",
+        env_var: "OLMPACK_KYVERNO_CHART",
+        version: |pin| &pin.kyverno,
     },
 ];
 /// Where setup puts each copy, inside its tool directory.
@@ -811,6 +829,22 @@ mod tests {
             ))
         );
         assert!(vars.iter().any(|(k, _)| k == "OLMPACK_KUBE_SCHEDULER"));
+        let helm = vars.iter().find(|(k, _)| k == "OLMPACK_HELM").unwrap();
+        assert_eq!(
+            helm.1,
+            OsString::from(format!("/cache/helm/{}/bin/helm", pins.go["helm"].version))
+        );
+        let chart = vars
+            .iter()
+            .find(|(k, _)| k == "OLMPACK_KUEUE_CHART")
+            .unwrap();
+        assert_eq!(
+            chart.1,
+            OsString::from(format!(
+                "/cache/kueue-chart/{}/testdata",
+                pins.upstream.kueue
+            ))
+        );
     }
 
     #[test]

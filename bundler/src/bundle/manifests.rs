@@ -371,10 +371,19 @@ impl Sorter {
                     ),
                 )
                 .field("kind")
-                .hint("OLM installs only the CSV's deployments, RBAC, CRDs and a fixed list of kinds (Service, ConfigMap, Secret, PrometheusRule, ServiceMonitor, ...); remove it or create it from the operator"),
+                .hint(unsupported_kind_hint(kind)),
             )),
         }
     }
+}
+
+/// What to do with an object of a kind OLM does not install from a bundle.
+fn unsupported_kind_hint(kind: &str) -> &'static str {
+    if kind == "APIService" {
+        // Kueue's chart registers its visibility API this way.
+        return "OLM creates an aggregated API's APIService itself, with a serving certificate it mounts into the deployment, from the CSV's spec.apiservicedefinitions.owned, which olmpack does not write from an APIService; leave the APIService out (with the RoleBinding to extension-apiserver-authentication-reader in kube-system, which OLM creates for such an API too), or serve the API from a CRD";
+    }
+    "OLM installs only the CSV's deployments, RBAC, CRDs and a fixed list of kinds (Service, ConfigMap, Secret, PrometheusRule, ServiceMonitor, ...); remove it or create it from the operator"
 }
 
 /// The API group of an object's apiVersion (`""` for the core group).

@@ -1,6 +1,36 @@
-//! Shared by the tests that ask the real kube-apiserver: a server-side dry run of one object.
+//! Shared by the tests that ask the real kube-apiserver: a server-side dry run of one object,
+//! and the objects OLM creates from a bundle.
 
-use serde_json::Value;
+use std::path::Path;
+
+use olmpack::bundle::load;
+use serde_json::{Value, json};
+
+/// What OLM creates from the bundle, as the API server sees it: every plain object, and a
+/// Deployment per CSV deployment.
+#[allow(dead_code)]
+pub fn objects_olm_creates(bundle: &Path) -> Vec<Value> {
+    let loaded = load::load_dir(bundle).unwrap();
+    let mut out = Vec::new();
+    for object in &loaded.objects {
+        if object.kind() != "ClusterServiceVersion" {
+            out.push(object.value.clone());
+            continue;
+        }
+        for d in object.value["spec"]["install"]["spec"]["deployments"]
+            .as_array()
+            .unwrap()
+        {
+            out.push(json!({
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": d["name"]},
+                "spec": d["spec"],
+            }));
+        }
+    }
+    out
+}
 
 /// `POST …?dryRun=All` of one object as written (raw JSON, so what a typed client could not
 /// even encode still reaches the server); `Err` holds the server's refusal.
@@ -19,6 +49,8 @@ pub async fn apiserver_dry_run(client: &kube::Client, object: &Value) -> Result<
             | "ClusterRole"
             | "ClusterRoleBinding"
             | "PriorityClass"
+            | "APIService"
+            | "FlowSchema"
             | "PriorityLevelConfiguration"
             | "ValidatingWebhookConfiguration"
             | "MutatingWebhookConfiguration"

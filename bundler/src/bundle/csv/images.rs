@@ -32,18 +32,33 @@ pub(super) fn related_images(deployments: &[Sourced], notes: &mut Vec<Finding>) 
                 .into_iter()
                 .flatten();
             for container in containers {
+                let name = str_at(container, "/name");
                 by_image.add(
-                    str_at(container, "/name").to_owned(),
+                    name.to_owned(),
+                    format!("{}-{name}", deployment.name()),
                     str_at(container, "/image"),
                 );
                 by_image.add_env(deployment, list, container, notes);
             }
         }
     }
+    // A name several images share (Kyverno's controllers all name their container
+    // `controller`) gives way to the deployment-qualified one for each of them.
+    let mut uses: BTreeMap<&str, usize> = BTreeMap::new();
+    for (name, _) in by_image.0.values() {
+        *uses.entry(name.as_str()).or_default() += 1;
+    }
     let mut images: Vec<Value> = by_image
         .0
-        .into_iter()
-        .map(|(image, name)| json!({ "image": image, "name": name }))
+        .iter()
+        .map(|(image, (name, qualified))| {
+            let name = if uses[name.as_str()] > 1 {
+                qualified
+            } else {
+                name
+            };
+            json!({ "image": image, "name": name })
+        })
         .collect();
     images.sort_by(|a, b| {
         (str_at(a, "/name"), str_at(a, "/image")).cmp(&(str_at(b, "/name"), str_at(b, "/image")))
@@ -51,23 +66,24 @@ pub(super) fn related_images(deployments: &[Sourced], notes: &mut Vec<Finding>) 
     images
 }
 
-/// Image → the least name it was found under.
+/// Image → the least name it was found under, with that name qualified by its deployment
+/// (`<deployment>-<name>`, used when another image has the same name).
 #[derive(Default)]
-struct ImageNames(BTreeMap<String, String>);
+struct ImageNames(BTreeMap<String, (String, String)>);
 
 impl ImageNames {
-    fn add(&mut self, name: String, image: &str) {
+    fn add(&mut self, name: String, qualified: String, image: &str) {
         if image.is_empty() {
             return;
         }
         self.0
             .entry(image.to_owned())
             .and_modify(|existing| {
-                if name < *existing {
-                    *existing = name.clone();
+                if (&name, &qualified) < (&existing.0, &existing.1) {
+                    *existing = (name.clone(), qualified.clone());
                 }
             })
-            .or_insert(name);
+            .or_insert((name, qualified));
     }
 
     /// Adds the literal `RELATED_IMAGE_*` env vars of a container of `list`, named after their
@@ -98,10 +114,57 @@ impl ImageNames {
                 ));
                 continue;
             }
-            self.add(
-                suffix.to_lowercase().replace('_', "-"),
-                str_at(var, "/value"),
-            );
+            let name = suffix.to_lowercase().replace('_', "-");
+            let qualified = format!("{}-{name}", deployment.name());
+            self.add(name, qualified, str_at(var, "/value"));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    fn deployment(name: &str, containers: Value) -> Sourced {
+        Sourced {
+            file: PathBuf::from("m.yaml"),
+            index: 0,
+            value: json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+                "spec": {"template": {"spec": {"containers": containers}}}}),
+        }
+    }
+
+    #[test]
+    fn a_name_several_images_share_is_qualified_by_the_deployment() {
+        let deployments = [
+            deployment(
+                "kyverno-admission-controller",
+                json!([{"name": "kyverno", "image": "r/kyverno:1"}]),
+            ),
+            deployment(
+                "kyverno-background-controller",
+                json!([{"name": "controller", "image": "r/background:1"}]),
+            ),
+            deployment(
+                "kyverno-cleanup-controller",
+                json!([{"name": "controller", "image": "r/cleanup:1"}]),
+            ),
+            // The same image under the same name stays one unqualified entry.
+            deployment("a", json!([{"name": "proxy", "image": "r/proxy:1"}])),
+            deployment("b", json!([{"name": "proxy", "image": "r/proxy:1"}])),
+        ];
+        let mut notes = Vec::new();
+        assert_eq!(
+            related_images(&deployments, &mut notes),
+            [
+                json!({"image": "r/kyverno:1", "name": "kyverno"}),
+                json!({"image": "r/background:1", "name": "kyverno-background-controller-controller"}),
+                json!({"image": "r/cleanup:1", "name": "kyverno-cleanup-controller-controller"}),
+                json!({"image": "r/proxy:1", "name": "proxy"}),
+            ]
+        );
+        assert!(notes.is_empty());
     }
 }

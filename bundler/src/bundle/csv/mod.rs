@@ -125,7 +125,13 @@ pub fn build(spec: &ReleaseSpec<'_>, inputs: &Inputs) -> Result<BuiltBundle, Vec
     };
     let csv = csv_document(spec, annotations, parts);
 
-    if problems.is_empty() {
+    // A warning (a webhook's namespaceSelector that OLM replaces, say) is reported with the
+    // bundle; only an error stops it.
+    if problems
+        .iter()
+        .all(|f| f.severity != crate::report::Severity::Error)
+    {
+        notes.extend(problems);
         Ok(BuiltBundle {
             csv,
             crds: crds::shipped(&inputs.crds),

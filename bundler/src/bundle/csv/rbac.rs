@@ -116,6 +116,11 @@ fn bound_accounts(binding: &Sourced, accounts: &BTreeSet<String>) -> Vec<String>
         .collect()
 }
 
+/// The user-facing and system ClusterRoles Kubernetes creates on every cluster.
+fn is_built_in_cluster_role(name: &str) -> bool {
+    matches!(name, "view" | "edit" | "admin" | "cluster-admin") || name.starts_with("system:")
+}
+
 /// The (Cluster)Role the binding refers to; `None`, with an error, when it is not in the
 /// manifests.
 fn bound_role<'a>(
@@ -132,15 +137,20 @@ fn bound_role<'a>(
     };
     let role = pool.iter().find(|r| r.name() == role_name);
     if role.is_none() {
-        problems.push(
-            binding.finding(
-                Finding::error(
-                    "input/dangling-role-ref",
-                    format!("refers to {role_kind} {role_name}, which is not in the manifests"),
-                )
-                .field("roleRef"),
-            ),
-        );
+        let mut finding = Finding::error(
+            "input/dangling-role-ref",
+            format!("refers to {role_kind} {role_name}, which is not in the manifests"),
+        )
+        .field("roleRef");
+        let namespace = str_at(&binding.value, "/metadata/namespace");
+        if role_kind == "Role" && namespace == "kube-system" {
+            // An aggregated API server's binding (Kueue's chart has one).
+            finding = finding.hint(format!("the binding is for a Role in kube-system, but OLM creates a bundle's objects in the namespace the operator is installed into, where there is no Role {role_name}; OLM binds extension-apiserver-authentication-reader itself for an API in the CSV's spec.apiservicedefinitions.owned"));
+        } else if role_kind == "ClusterRole" && is_built_in_cluster_role(role_name) {
+            // Kyverno's chart binds its controllers to `view`.
+            finding = finding.hint(format!("{role_name} is a ClusterRole every cluster has, with rules that differ between clusters; OLM grants the CSV's service accounts only the rules the CSV lists, so put a ClusterRole with the rules the operator needs in the manifests and bind that"));
+        }
+        problems.push(binding.finding(finding));
     }
     role
 }
