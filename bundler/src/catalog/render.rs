@@ -434,7 +434,7 @@ pub fn first_document(contents: &[u8]) -> Result<Option<Value>, String> {
     if doc.trim().is_empty() {
         return Ok(None);
     }
-    crate::yaml::from_str::<Value>(doc)
+    crate::yaml::value_from_str(doc)
         .map(Some)
         .map_err(|e| e.to_string())
 }
