@@ -48,6 +48,11 @@ const CASES: &[(&str, bool)] = &[
     ("a: |\n  x\n   \n  y\n", true),
     ("a: |\n  x\n    \n", true),
     ("a: |2\n   x\n", false),
+    // Found by random testing: an empty line deeper than the first content line (an error),
+    // and kept trailing lines without their last line break.
+    ("e: |\n    \n  x\n", false),
+    ("- \n    |+\n  x y\n  ", false),
+    ("- \n    |+\n  x y\n  \n", true),
     ("a: |\n  no final newline", false),
     ("- a: 1\n  b: [x, 'y', \"z\", 3]\n- - nested\n", false),
     ("- a: 1\n  b: [x, 'y', \"z\", 3]\n-\n- c:\n  - d\n", true),

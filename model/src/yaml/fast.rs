@@ -407,7 +407,8 @@ impl<'a> Reader<'a> {
             .find(|&j| !self.lines[j].trim_start_matches(' ').is_empty())
             .ok_or(Decline)?;
         let ci = indent(self.lines[content]);
-        if ci <= n {
+        // Empty lines before the first content line may not be indented deeper than it.
+        if ci <= n || self.lines[start..content].iter().any(|l| l.len() > ci) {
             return Err(Decline);
         }
         let mut end = start;
@@ -426,7 +427,9 @@ impl<'a> Reader<'a> {
             end += 1;
         }
         let last = last.ok_or(Decline)?;
-        if last + 1 == self.lines.len() && !self.final_newline {
+        // The last line break must be there (and, to keep trailing lines, every one of them).
+        let kept = if chomp == b'+' { end } else { last + 1 };
+        if kept == self.lines.len() && !self.final_newline {
             return Err(Decline);
         }
         let body: Vec<&str> = self.lines[start..=last]
@@ -436,7 +439,7 @@ impl<'a> Reader<'a> {
         let mut text = if folded { fold(&body) } else { body.join("\n") };
         match chomp {
             b'-' => {}
-            b'+' => text.extend(std::iter::repeat_n('\n', 1 + end - last - 1)),
+            b'+' => text.extend(std::iter::repeat_n('\n', end - last)),
             _ => text.push('\n'),
         }
         self.i = last + 1;
