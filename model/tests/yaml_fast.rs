@@ -115,3 +115,121 @@ fn value_from_str_gives_the_full_parsers_value_and_errors() {
         assert_eq!(fast, full, "{text:?}");
     }
 }
+
+/// Line pieces random documents are made of: valid and broken YAML, mixed.
+const PIECES: &[&str] = &[
+    "a:",
+    "b: c",
+    "- ",
+    "- x",
+    "'q'",
+    "\"d\"",
+    "|",
+    ">-",
+    "|+",
+    ">",
+    "# c",
+    "text",
+    "more text",
+    "[1, 2]",
+    "[a, 'b']",
+    "{}",
+    "[]",
+    "k: v # c",
+    "key:  ",
+    "x y",
+    ":",
+    "-",
+    "? ",
+    "&a x",
+    "*a",
+    "'multi",
+    "line'",
+    "\"esc\\n\"",
+    "\"ml",
+    "end\"",
+    "1.5",
+    "0x1",
+    "~",
+    "yes",
+    "- - z",
+    "-XX: 1",
+    "\"a\": b",
+    "'k': 'v'",
+    "a: b: c",
+    "c:d",
+    "e: |",
+    "f: >",
+    "g: 'h",
+    "i\"",
+    "j: \"",
+    "  ",
+    "",
+    "k: -1",
+    "l: 012",
+    "m: [x",
+    "n: x]",
+    "o: #",
+    "p: 'it''s'",
+    "q: \\",
+    "r: \"\\x41\\u00e9\"",
+    "s: a #b",
+    "t:",
+    "- u:",
+    "  - v",
+    "w: !x y",
+    "%",
+    "---",
+    "...",
+    "z: { }",
+    "aa: [ ]",
+    "bb: 1e3",
+    "cc: .5",
+    "dd: +1",
+    "ee: -",
+    "ff: @x",
+    "gg: `x",
+    "- 'a': 1",
+    "|-",
+    ">+",
+    "    cont",
+    "      deeper",
+    "\u{e9}: \u{e9}",
+    "no: n",
+    "- >",
+    "- |-",
+];
+
+/// Random documents (a fixed xorshift sequence) of the pieces above, indented at random: the
+/// fast reader must read some and give the full parser's value for each it reads.
+#[test]
+fn random_documents_match_the_full_parser() {
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut pick = |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    let mut read = 0;
+    for _ in 0..100_000 {
+        let mut doc = String::new();
+        for _ in 0..1 + pick(6) {
+            doc.push_str(&" ".repeat([0, 0, 0, 1, 2, 2, 2, 3, 4, 4, 6][pick(11)]));
+            doc.push_str(PIECES[pick(PIECES.len())]);
+            if pick(4) == 0 {
+                doc.push(' ');
+                doc.push_str(PIECES[pick(PIECES.len())]);
+            }
+            if pick(10) != 0 {
+                doc.push('\n');
+            }
+        }
+        if let Some(value) = fast_value_from_str(&doc) {
+            read += 1;
+            let full = from_str::<Value>(&doc);
+            assert_eq!(Some(&value), full.as_ref().ok(), "{doc:?}: {full:?}");
+        }
+    }
+    assert!(read > 5_000, "the fast reader read only {read} documents");
+}
