@@ -1049,6 +1049,20 @@ fn sort_properties(props: Vec<Property>) -> Vec<Property> {
     rest
 }
 
+/// 1 for the bytes that are not in the base64 alphabet (`A-Z`, `a-z`, `0-9`, `+`, `/`, `=`).
+const NOT_BASE64: [u8; 256] = {
+    let mut table = [1u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        if c.is_ascii_alphanumeric() || c == b'+' || c == b'/' || c == b'=' {
+            table[b] = 0;
+        }
+        b += 1;
+    }
+    table
+};
+
 /// The bytes Go has for a property value, as opm sorts by them: borrowed from the value when
 /// it is `{"data": <base64 text>}` (an `olm.bundle.object`; Go copies base64 as it is), else
 /// encoded.
@@ -1063,9 +1077,7 @@ impl<'p> GoKey<'p> {
             && let Value::Object(m) = &p.value
             && m.len() == 1
             && let Some(Value::String(data)) = m.get("data")
-            && data
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
+            && data.bytes().fold(0, |bad, b| bad | NOT_BASE64[b as usize]) == 0
         {
             return GoKey::Data(data);
         }
