@@ -70,18 +70,38 @@ fn write_float(out: &mut Vec<u8>, f: f64) {
     }
 }
 
+/// Bytes Go's encoder does not copy as they are: control characters, `"`, `\`, `<`, `>`, `&`,
+/// and 0xE2, the first byte of U+2028 and U+2029 (and of other characters, copied as they are).
+const ESCAPED: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = true;
+        b += 1;
+    }
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table[b'<' as usize] = true;
+    table[b'>' as usize] = true;
+    table[b'&' as usize] = true;
+    table[0xE2] = true;
+    table
+};
+
 fn write_string(out: &mut Vec<u8>, s: &str) {
-    out.push(b'"');
     let bytes = s.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
     // Runs of bytes Go prints as they are are copied whole; only the bytes below escape.
     let mut start = 0;
     let mut i = 0;
     while i < bytes.len() {
         let b = bytes[i];
-        let line_separator = b == 0xE2
-            && bytes.get(i + 1) == Some(&0x80)
-            && matches!(bytes.get(i + 2), Some(0xA8 | 0xA9));
-        if !(b < 0x20 || matches!(b, b'"' | b'\\' | b'<' | b'>' | b'&') || line_separator) {
+        if !ESCAPED[b as usize]
+            || (b == 0xE2
+                && !(bytes.get(i + 1) == Some(&0x80)
+                    && matches!(bytes.get(i + 2), Some(0xA8 | 0xA9))))
+        {
             i += 1;
             continue;
         }

@@ -436,7 +436,7 @@ pub fn first_document(contents: &[u8]) -> Result<Option<Value>, String> {
     if doc.trim().is_empty() {
         return Ok(None);
     }
-    crate::yaml::from_str::<Value>(doc)
+    crate::yaml::value_from_str(doc)
         .map(Some)
         .map_err(|e| e.to_string())
 }
@@ -1036,15 +1036,73 @@ struct Collected {
 /// Sorts by type then by Go-encoded value, then moves `olm.bundle.object` and
 /// `olm.csv.metadata` last, as opm does.
 fn sort_properties(props: Vec<Property>) -> Vec<Property> {
-    let mut keyed: Vec<(Vec<u8>, Property)> =
-        props.into_iter().map(|p| (go_bytes(&p), p)).collect();
-    keyed.sort_by(|(ka, a), (kb, b)| a.type_.cmp(&b.type_).then_with(|| ka.cmp(kb)));
-    let (objs, mut rest): (Vec<Property>, Vec<Property>) = keyed
+    let order: Vec<usize> = {
+        let keys: Vec<GoKey> = props.iter().map(GoKey::of).collect();
+        let mut order: Vec<usize> = (0..props.len()).collect();
+        order.sort_by(|&a, &b| {
+            (props[a].type_.cmp(&props[b].type_)).then_with(|| keys[a].cmp(&keys[b]))
+        });
+        order
+    };
+    let mut slots: Vec<Option<Property>> = props.into_iter().map(Some).collect();
+    let (objs, mut rest): (Vec<Property>, Vec<Property>) = order
         .into_iter()
-        .map(|(_, p)| p)
+        .filter_map(|i| slots[i].take())
         .partition(|p| p.type_ == TYPE_BUNDLE_OBJECT || p.type_ == TYPE_CSV_METADATA);
     rest.extend(objs);
     rest
+}
+
+/// 1 for the bytes that are not in the base64 alphabet (`A-Z`, `a-z`, `0-9`, `+`, `/`, `=`).
+const NOT_BASE64: [u8; 256] = {
+    let mut table = [1u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        if c.is_ascii_alphanumeric() || c == b'+' || c == b'/' || c == b'=' {
+            table[b] = 0;
+        }
+        b += 1;
+    }
+    table
+};
+
+/// The bytes Go has for a property value, as opm sorts by them: borrowed from the value when
+/// it is `{"data": <base64 text>}` (an `olm.bundle.object`; Go copies base64 as it is), else
+/// encoded.
+enum GoKey<'p> {
+    Encoded(Vec<u8>),
+    Data(&'p str),
+}
+
+impl<'p> GoKey<'p> {
+    fn of(p: &'p Property) -> Self {
+        if p.type_ != TYPE_PACKAGE
+            && let Value::Object(m) = &p.value
+            && m.len() == 1
+            && let Some(Value::String(data)) = m.get("data")
+            && data.bytes().fold(0, |bad, b| bad | NOT_BASE64[b as usize]) == 0
+        {
+            return GoKey::Data(data);
+        }
+        GoKey::Encoded(go_bytes(p))
+    }
+
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        match (self, other) {
+            (GoKey::Encoded(a), GoKey::Encoded(b)) => a.cmp(b),
+            (GoKey::Data(a), GoKey::Data(b)) => a.cmp(b),
+            _ => self.bytes().cmp(other.bytes()),
+        }
+    }
+
+    fn bytes(&self) -> impl Iterator<Item = u8> + '_ {
+        let (head, body, tail): (&[u8], &[u8], &[u8]) = match self {
+            GoKey::Encoded(v) => (v, b"", b""),
+            GoKey::Data(s) => (b"{\"data\":\"", s.as_bytes(), b"\"}"),
+        };
+        head.iter().chain(body).chain(tail).copied()
+    }
 }
 
 /// A field of a JSON object the way Go's decoder finds a struct field.

@@ -1,0 +1,137 @@
+//! The fast YAML reader (`olmpack::yaml::value_from_str`'s dedicated path) against the full
+//! parser on every `.yaml`, `.yml` and `.json` file of the community-operators corpus: for the
+//! whole file and for each of its `---`-separated documents, the fast reader must give exactly
+//! the full parser's value, or decline. It must also read most of the corpus, or it would not
+//! make rendering faster.
+//!
+//! Run: `cargo xtask conformance realworld_yaml_fast` (unpacks the corpus once).
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use olmpack::yaml;
+use serde_json::Value;
+
+/// The share of the corpus's YAML bytes the fast reader must read itself (it reads 98.8%).
+const MIN_FAST_SHARE: f64 = 0.95;
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            walk(&path, out);
+        } else if path
+            .extension()
+            .is_some_and(|e| e == "yaml" || e == "yml" || e == "json")
+        {
+            out.push(path);
+        }
+    }
+}
+
+/// The whole text, then each document between `---` lines when there are several.
+fn inputs(text: &str) -> Vec<String> {
+    let mut docs = vec![String::new()];
+    for line in text.split_inclusive('\n') {
+        if line.trim_end() == "---" {
+            docs.push(String::new());
+        } else if let Some(last) = docs.last_mut() {
+            last.push_str(line);
+        }
+    }
+    let mut out = vec![text.to_owned()];
+    if docs.len() > 1 {
+        out.extend(docs);
+    }
+    out
+}
+
+#[derive(Default)]
+struct Tally {
+    inputs: AtomicUsize,
+    fast: AtomicUsize,
+    bytes: AtomicUsize,
+    fast_bytes: AtomicUsize,
+    mismatches: Mutex<Vec<String>>,
+}
+
+impl Tally {
+    fn check(&self, file: &Path, input: &str) {
+        self.inputs.fetch_add(1, Ordering::Relaxed);
+        self.bytes.fetch_add(input.len(), Ordering::Relaxed);
+        let Some(fast) = yaml::fast_value_from_str(input) else {
+            return;
+        };
+        self.fast.fetch_add(1, Ordering::Relaxed);
+        self.fast_bytes.fetch_add(input.len(), Ordering::Relaxed);
+        let full = yaml::from_str::<Value>(input);
+        if full.as_ref().ok() != Some(&fast) {
+            let full = match full {
+                Ok(v) => format!("a different value ({} bytes as JSON)", v.to_string().len()),
+                Err(e) => format!("an error: {e}"),
+            };
+            self.mismatches.lock().unwrap().push(format!(
+                "{}: the fast reader read a value, the full parser {full}",
+                file.display()
+            ));
+        }
+    }
+}
+
+#[test]
+fn realworld_fast_yaml_reader_matches_the_full_parser() {
+    let Some(corpus) = upgrade_tests::corpus::require(
+        upgrade_tests::corpus::COMMUNITY_OPERATORS,
+        "realworld_fast_yaml_reader_matches_the_full_parser",
+    ) else {
+        return;
+    };
+    let mut files = Vec::new();
+    walk(&corpus, &mut files);
+    files.sort();
+    assert!(
+        files.len() > 5000,
+        "only {} files in the corpus",
+        files.len()
+    );
+    let tally = Tally::default();
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                while let Some(file) = files.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    let Ok(text) = std::fs::read_to_string(file) else {
+                        continue;
+                    };
+                    for input in inputs(&text) {
+                        tally.check(file, &input);
+                    }
+                }
+            });
+        }
+    });
+    let (bytes, fast_bytes) = (tally.bytes.into_inner(), tally.fast_bytes.into_inner());
+    let share = fast_bytes as f64 / bytes.max(1) as f64;
+    println!(
+        "{} files, {} inputs: the fast reader read {} ({:.1}% of {} bytes), declined the rest",
+        files.len(),
+        tally.inputs.into_inner(),
+        tally.fast.into_inner(),
+        100.0 * share,
+        bytes
+    );
+    let mismatches = tally.mismatches.into_inner().unwrap();
+    assert!(
+        mismatches.is_empty(),
+        "{} mismatches:\n{}",
+        mismatches.len(),
+        mismatches.join("\n")
+    );
+    assert!(
+        share >= MIN_FAST_SHARE,
+        "the fast reader read only {:.1}% of the corpus's bytes (at least {:.0}% expected)",
+        100.0 * share,
+        100.0 * MIN_FAST_SHARE
+    );
+}
