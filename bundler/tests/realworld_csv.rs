@@ -11,29 +11,11 @@
 //!
 //! Run: `cargo xtask conformance realworld_csv` (unpacks the corpus once).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use olmpack_model::csv::ClusterServiceVersion;
 
 /// Every YAML file under `dir`, sorted.
-fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: cannot list: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            yaml_files(&path, out);
-        } else if path
-            .extension()
-            .is_some_and(|ext| ext == "yaml" || ext == "yml")
-        {
-            out.push(path);
-        }
-    }
-}
-
 fn is_csv(doc: &serde_json::Value) -> bool {
     doc.get("kind").and_then(serde_json::Value::as_str) == Some("ClusterServiceVersion")
 }
@@ -90,8 +72,7 @@ fn realworld_csv_round_trips_through_the_typed_model() {
     ) else {
         return;
     };
-    let mut files = Vec::new();
-    yaml_files(&corpus, &mut files);
+    let files = upgrade_tests::corpus::files(&corpus, &["yaml", "yml"]);
     let mut tally = Tally::default();
     for path in &files {
         check_file(&corpus, path, &mut tally);

@@ -6,7 +6,7 @@
 //!
 //! Run: `cargo xtask conformance realworld_yaml_fast` (unpacks the corpus once).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -15,20 +15,6 @@ use serde_json::Value;
 
 /// The share of the corpus's YAML bytes the fast reader must read itself (it reads 98.8%).
 const MIN_FAST_SHARE: f64 = 0.95;
-
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if entry.file_type().is_ok_and(|t| t.is_dir()) {
-            walk(&path, out);
-        } else if path
-            .extension()
-            .is_some_and(|e| e == "yaml" || e == "yml" || e == "json")
-        {
-            out.push(path);
-        }
-    }
-}
 
 /// The whole text, then each document between `---` lines when there are several.
 fn inputs(text: &str) -> Vec<String> {
@@ -87,9 +73,7 @@ fn realworld_fast_yaml_reader_matches_the_full_parser() {
     ) else {
         return;
     };
-    let mut files = Vec::new();
-    walk(&corpus, &mut files);
-    files.sort();
+    let files = upgrade_tests::corpus::files(&corpus, &["yaml", "yml", "json"]);
     assert!(
         files.len() > 5000,
         "only {} files in the corpus",

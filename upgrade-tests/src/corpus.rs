@@ -61,6 +61,33 @@ pub fn version_dirs(corpus: &std::path::Path) -> Vec<(PathBuf, bool)> {
     out
 }
 
+/// Every file below `dir` whose extension is one of `extensions`, sorted by path. An
+/// unreadable directory fails the calling test: a corpus walk must not shrink silently.
+pub fn files(dir: &std::path::Path, extensions: &[&str]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    collect_files(dir, extensions, &mut out);
+    out.sort();
+    out
+}
+
+fn collect_files(dir: &std::path::Path, extensions: &[&str], out: &mut Vec<PathBuf>) {
+    let entries =
+        std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: cannot list: {e}", dir.display()));
+    for entry in entries {
+        let entry = entry.unwrap_or_else(|e| panic!("{}: cannot list: {e}", dir.display()));
+        let path = entry.path();
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            collect_files(&path, extensions, out);
+        } else if path
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| extensions.contains(&e))
+        {
+            out.push(path);
+        }
+    }
+}
+
 fn sorted_dirs(dir: &std::path::Path) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
         .map(|rd| {
