@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use olmpack::bundle::generate::{GenerateOptions, Generated, generate};
-use olmpack::bundle::manifests::{Sourced, classify};
-use olmpack::plan::CertManagerChoice;
+use olmpack::bundle::manifests::{ImportChoices, Sourced, classify};
+use olmpack::plan::HelmHookChoice;
 use olmpack::report::{Finding, Severity};
 use serde_json::{Value, json};
 
@@ -321,7 +321,7 @@ fn sourced(yaml: &str) -> Vec<Sourced> {
 /// `rule: file: object: field: message` of every problem.
 fn problems_of(yaml: &str) -> Vec<String> {
     let mut problems = Vec::new();
-    classify(sourced(yaml), CertManagerChoice::default(), &mut problems);
+    classify(sourced(yaml), ImportChoices::default(), &mut problems);
     problems
         .iter()
         .map(|f| {
@@ -411,7 +411,7 @@ fn import_a_csv_base_with_an_empty_strategy_is_no_conflict() {
     );
     assert_eq!(problems_of(&yaml), Vec::<String>::new());
     let mut problems = Vec::new();
-    let inputs = classify(sourced(&yaml), CertManagerChoice::default(), &mut problems);
+    let inputs = classify(sourced(&yaml), ImportChoices::default(), &mut problems);
     assert_eq!(inputs.deployments.len(), 1);
     assert!(inputs.imported.is_some());
 }
@@ -536,7 +536,7 @@ fn import_helm_aggregated_api_objects_are_refused_with_what_olm_does_instead() {
     let mut problems = Vec::new();
     classify(
         sourced(&format!("{rendered}{api_service}")),
-        CertManagerChoice::default(),
+        ImportChoices::default(),
         &mut problems,
     );
     let [refused] = problems.as_slice() else {
@@ -650,7 +650,7 @@ fn import_helm_hooks_and_certificate_mounts() {
     let mut problems = Vec::new();
     let inputs = classify(
         sourced(&format!("{rendered}{cleanup}")),
-        CertManagerChoice::default(),
+        ImportChoices::default(),
         &mut problems,
     );
     let dropped: Vec<&str> = inputs
@@ -666,15 +666,39 @@ fn import_helm_hooks_and_certificate_mounts() {
             "a Helm pre-delete hook is left out: OLM never runs Helm hooks"
         ]
     );
+    // `helmHooks: drop`: the install hook is left out with a warning, nothing is refused.
+    let mut refused = Vec::new();
+    let drop = ImportChoices {
+        helm_hooks: HelmHookChoice::Drop,
+        ..ImportChoices::default()
+    };
+    let inputs = classify(sourced(&format!("{rendered}{job}")), drop, &mut refused);
+    assert_eq!(refused, Vec::<Finding>::new());
+    let dropped: Vec<(&str, Severity)> = inputs
+        .notes
+        .iter()
+        .filter(|f| f.rule == "input/helm-hook-dropped")
+        .map(|f| (f.message.as_str(), f.severity))
+        .collect();
+    assert_eq!(
+        dropped,
+        [
+            (
+                "a Helm test hook is left out: only `helm test` runs it",
+                Severity::Warning
+            ),
+            (
+                "a Helm pre-install hook is left out (helmHooks: drop): OLM never runs Helm hooks, so the operator must do this work itself",
+                Severity::Warning
+            ),
+        ]
+    );
+    assert!(inputs.others.iter().all(|o| o.name() != "migrate"));
     let elsewhere = rendered.replace(
         "mountPath: /tmp/k8s-webhook-server/serving-certs",
         "mountPath: /certs",
     );
-    let inputs = classify(
-        sourced(&elsewhere),
-        CertManagerChoice::default(),
-        &mut problems,
-    );
+    let inputs = classify(sourced(&elsewhere), ImportChoices::default(), &mut problems);
     let secret = inputs
         .notes
         .iter()

@@ -431,8 +431,57 @@ fn realworld_helm_kyverno_post_upgrade_hooks_are_refused() {
             refused(75, "Job/kyverno-migrate-resources"),
         ]
     );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("  hint: move the work into the operator (do it at startup or when reconciling), remove the hook annotation if the object is simply part of the install, or set `helmHooks: drop` in the plan to leave install and upgrade hooks out\n"),
+        "{stderr}"
+    );
     assert_eq!(out.status.code(), Some(1));
     assert!(!dir.path().join("out").exists(), "nothing is written");
+}
+
+/// With `helmHooks: drop` (and without its bindings to the built-in `view` ClusterRole, see
+/// below), Kyverno's chart as it is becomes a bundle: the post-upgrade hook objects are left
+/// out with a warning each, and none of them is shipped.
+#[test]
+fn realworld_helm_kyverno_post_upgrade_hooks_dropped_by_the_plan() {
+    let Some(dir) = render_kyverno(&[]) else {
+        return;
+    };
+    without_documents(dir.path(), "kyverno", |doc| {
+        doc.contains("kind: ClusterRoleBinding")
+            && doc.contains("kind: ClusterRole\n  name: view\n")
+    });
+    let out = run_generate(dir.path(), &format!("{}helmHooks: drop\n", kyverno_plan()));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let lines = finding_lines(&out);
+    let dropped = |object: &str| {
+        format!(
+            "{object}: metadata.annotations.helm.sh/hook: a Helm post-upgrade hook is left out (helmHooks: drop): OLM never runs Helm hooks, so the operator must do this work itself"
+        )
+    };
+    for object in [
+        "ServiceAccount/kyverno-migrate-resources",
+        "ClusterRole/kyverno:migrate-resources",
+        "ClusterRoleBinding/kyverno:migrate-resources",
+        "Job/kyverno-clean-reports",
+        "Job/kyverno-migrate-resources",
+    ] {
+        let want = dropped(object);
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with("warning[input/helm-hook-dropped]") && l.ends_with(&want)),
+            "missing {want} in {lines:#?}"
+        );
+    }
+    let files: Vec<String> = std::fs::read_dir(dir.path().join("out/3.4.4/manifests"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|f| f.contains("migrate-resources") || f.contains("clean-reports"))
+        .collect();
+    assert_eq!(files, Vec::<String>::new(), "no hook object is shipped");
 }
 
 /// Without the post-upgrade hooks, what stops Kyverno's chart is its bindings to the cluster's

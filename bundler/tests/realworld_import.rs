@@ -207,7 +207,7 @@ fn build(
     let mut inputs = manifests::read_dir(
         &dir.join("manifests"),
         None,
-        plan.plan.cert_manager_certificates,
+        manifests::ImportChoices::of(&plan.plan),
     )?;
     let metadata = operator_sdk::fill(&plan.plan.csv, &mut inputs);
     let spec = ReleaseSpec {

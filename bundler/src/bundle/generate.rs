@@ -252,7 +252,11 @@ impl<'p> Run<'p> {
                 return None;
             }
         };
-        match manifests::read_dir(&dir, plan.input_root(), plan.plan.cert_manager_certificates) {
+        match manifests::read_dir(
+            &dir,
+            plan.input_root(),
+            manifests::ImportChoices::of(&plan.plan),
+        ) {
             Ok(inputs) => Some(inputs),
             Err(found) => {
                 self.problems.extend(found);

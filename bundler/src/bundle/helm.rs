@@ -5,7 +5,8 @@
 //!   (`test`, `test-success`, `test-failure`) are dropped with a warning; delete and rollback
 //!   hooks too (OLM has no such step, and the object would otherwise be created at install);
 //!   install and upgrade hooks are an error naming the object — the work they do would never
-//!   happen (hint: move it into the operator).
+//!   happen (hint: move it into the operator) — unless the plan says `helmHooks: drop`
+//!   ([`HelmHookChoice`]): then they are left out with a warning each.
 //! - A Secret with a TLS certificate that a webhook's Deployment mounts is the chart's
 //!   self-generated webhook serving certificate (`genCA`/`genSignedCert`): OLM creates, mounts
 //!   and rotates webhook certificates itself, so it is dropped with an info finding (a warning
@@ -18,6 +19,7 @@ use serde_json::Value;
 
 use super::manifests::{Inputs, Sourced};
 use crate::json::{array_at, str_at};
+use crate::plan::HelmHookChoice;
 use crate::report::Finding;
 
 /// The annotation that makes an object a Helm hook.
@@ -37,8 +39,9 @@ const INSTALL_HOOKS: [&str; 5] = [
 /// Where OLM mounts the webhook serving certificates it manages.
 const OLM_WEBHOOK_CERT_PATH: &str = "/tmp/k8s-webhook-server/serving-certs";
 
-/// For a Helm hook object: the finding that drops it (warning) or refuses it (error).
-pub fn hook(object: &Sourced) -> Option<Finding> {
+/// For a Helm hook object: the finding that drops it (warning) or refuses it (error, for an
+/// install or upgrade hook unless `choice` is [`HelmHookChoice::Drop`]).
+pub fn hook(object: &Sourced, choice: HelmHookChoice) -> Option<Finding> {
     let annotation = object
         .value
         .pointer("/metadata/annotations")
@@ -50,22 +53,26 @@ pub fn hook(object: &Sourced) -> Option<Finding> {
         .filter(|t| !t.is_empty())
         .collect();
     let field = format!("metadata.annotations.{HOOK_ANNOTATION}");
-    if let Some(install) = types.iter().find(|t| INSTALL_HOOKS.contains(t)) {
-        return Some(object.finding(
-            Finding::error(
-                "input/helm-hook",
-                format!("a Helm {install} hook: OLM never runs Helm hooks, so this work would never happen"),
-            )
-            .field(field)
-            .hint("move the work into the operator (do it at startup or when reconciling), or remove the hook annotation if the object is simply part of the install"),
-        ));
-    }
-    let message = if types.iter().all(|t| TEST_HOOKS.contains(t)) {
-        "a Helm test hook is left out: only `helm test` runs it".to_owned()
-    } else {
-        format!("a Helm {annotation} hook is left out: OLM never runs Helm hooks")
+    let finding = match types.iter().find(|t| INSTALL_HOOKS.contains(t)) {
+        Some(install) if choice == HelmHookChoice::Error => Finding::error(
+            "input/helm-hook",
+            format!("a Helm {install} hook: OLM never runs Helm hooks, so this work would never happen"),
+        )
+        .hint("move the work into the operator (do it at startup or when reconciling), remove the hook annotation if the object is simply part of the install, or set `helmHooks: drop` in the plan to leave install and upgrade hooks out"),
+        Some(install) => Finding::warning(
+            "input/helm-hook-dropped",
+            format!("a Helm {install} hook is left out (helmHooks: drop): OLM never runs Helm hooks, so the operator must do this work itself"),
+        ),
+        None if types.iter().all(|t| TEST_HOOKS.contains(t)) => Finding::warning(
+            "input/helm-hook-dropped",
+            "a Helm test hook is left out: only `helm test` runs it",
+        ),
+        None => Finding::warning(
+            "input/helm-hook-dropped",
+            format!("a Helm {annotation} hook is left out: OLM never runs Helm hooks"),
+        ),
     };
-    Some(object.finding(Finding::warning("input/helm-hook-dropped", message).field(field)))
+    Some(object.finding(finding.field(field)))
 }
 
 /// Drops the chart's self-generated webhook serving certificate Secrets (see the module docs).

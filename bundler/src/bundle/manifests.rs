@@ -19,8 +19,28 @@ use serde_json::Value;
 
 use crate::bundle::certmanager;
 use crate::json::str_at;
-use crate::plan::CertManagerChoice;
+use crate::plan::{CertManagerChoice, HelmHookChoice, Plan};
 use crate::report::Finding;
+
+/// The plan's choices about input objects OLM has no counterpart for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ImportChoices {
+    /// cert-manager Certificates whose Secret a Deployment mounts
+    /// ([`Plan::cert_manager_certificates`]).
+    pub cert_manager: CertManagerChoice,
+    /// Helm install and upgrade hooks ([`Plan::helm_hooks`]).
+    pub helm_hooks: HelmHookChoice,
+}
+
+impl ImportChoices {
+    /// The choices `plan` makes.
+    pub fn of(plan: &Plan) -> Self {
+        Self {
+            cert_manager: plan.cert_manager_certificates,
+            helm_hooks: plan.helm_hooks,
+        }
+    }
+}
 
 /// A Kubernetes object with the file and document it came from.
 #[derive(Clone, Debug, PartialEq)]
@@ -132,7 +152,7 @@ pub struct Inputs {
 pub fn read_dir(
     dir: &Path,
     root: Option<&Path>,
-    cert_manager: CertManagerChoice,
+    choices: ImportChoices,
 ) -> Result<Inputs, Vec<Finding>> {
     let tree = match crate::input::read_tree_within(dir, root) {
         Ok(tree) if tree.files.is_empty() && tree.refused.is_empty() => {
@@ -189,7 +209,7 @@ pub fn read_dir(
             }
         }
     }
-    let mut inputs = classify(objects, cert_manager, &mut problems);
+    let mut inputs = classify(objects, choices, &mut problems);
     crate::bundle::operator_sdk::read_bundle_metadata(dir, root, &mut inputs);
     inputs.notes.splice(0..0, lenient);
     if problems.is_empty() {
@@ -211,18 +231,19 @@ fn lenient_finding(file: &Path, note: crate::yaml::Leniency) -> Finding {
     .file(file.to_path_buf())
 }
 
-/// Sorts objects into roles; pure. `cert_manager` decides about cert-manager Certificates
-/// that are not webhook serving certificates (see [`crate::bundle::certmanager`]); a
+/// Sorts objects into roles; pure. `choices` decide about cert-manager Certificates that are
+/// not webhook serving certificates (see [`crate::bundle::certmanager`]) and about Helm
+/// install and upgrade hooks (see [`crate::bundle::helm`]); a
 /// ClusterServiceVersion is folded in by [`crate::bundle::operator_sdk::import`].
 pub fn classify(
     objects: Vec<Sourced>,
-    cert_manager: CertManagerChoice,
+    choices: ImportChoices,
     problems: &mut Vec<Finding>,
 ) -> Inputs {
     let mut sorter = Sorter {
         crd_kinds: crd_kinds(&objects),
         certificates: certmanager::Wiring::of(&objects),
-        cert_manager,
+        choices,
         inputs: Inputs::default(),
         csvs: Vec::new(),
         unmount: BTreeSet::new(),
@@ -264,7 +285,7 @@ fn crd_kinds(objects: &[Sourced]) -> BTreeSet<(String, String)> {
 struct Sorter {
     crd_kinds: BTreeSet<(String, String)>,
     certificates: certmanager::Wiring,
-    cert_manager: CertManagerChoice,
+    choices: ImportChoices,
     inputs: Inputs,
     csvs: Vec<Sourced>,
     /// Secrets of dropped Certificates, to unmount from the Deployments.
@@ -321,7 +342,7 @@ impl Sorter {
 
     /// Puts an identified object where its role says.
     fn place(&mut self, object: Sourced, problems: &mut Vec<Finding>) {
-        if let Some(finding) = crate::bundle::helm::hook(&object) {
+        if let Some(finding) = crate::bundle::helm::hook(&object, self.choices.helm_hooks) {
             match finding.severity {
                 crate::report::Severity::Error => problems.push(finding),
                 _ => self.inputs.notes.push(finding),
@@ -350,7 +371,7 @@ impl Sorter {
                 crate::bundle::scorecard::keep(&mut inputs.scorecard, object, &mut inputs.notes)
             }
             _ if group == certmanager::GROUP => {
-                let (finding, secret) = self.certificates.decide(&object, self.cert_manager);
+                let (finding, secret) = self.certificates.decide(&object, self.choices.cert_manager);
                 self.unmount.extend(secret);
                 if finding.severity == crate::report::Severity::Error {
                     problems.push(finding);

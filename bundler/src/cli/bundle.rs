@@ -31,7 +31,8 @@ pub enum BundleCommand {
     /// RBAC and webhooks, and its metadata fills what the plan leaves unset (the plan wins;
     /// an info finding per field group taken). `helm template` output: Helm hooks are left out
     /// with a warning (test, delete, rollback) or refused (install, upgrade: OLM never runs
-    /// them); the chart's own webhook certificate Secret is left out (info).
+    /// them; the plan's `helmHooks: drop` leaves them out with a warning instead); the chart's
+    /// own webhook certificate Secret is left out (info).
     Generate {
         /// The release plan.
         #[arg(long, default_value = plan::DEFAULT_PLAN_FILE)]

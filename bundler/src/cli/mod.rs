@@ -97,7 +97,8 @@ enum Command {
     /// RBAC and webhooks, and its metadata fills what the plan leaves unset (the plan wins;
     /// an info finding per field group taken). `helm template` output: Helm hooks are left out
     /// with a warning (test, delete, rollback) or refused (install, upgrade: OLM never runs
-    /// them); the chart's own webhook certificate Secret is left out (info).
+    /// them; the plan's `helmHooks: drop` leaves them out with a warning instead); the chart's
+    /// own webhook certificate Secret is left out (info).
     Generate(release::GenerateArgs),
     /// The whole release: plan → operator image → bundles pinned to it → validation →
     /// catalog → bundle and catalog images (OCI layouts) → with --push, the registries the

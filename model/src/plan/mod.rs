@@ -108,6 +108,14 @@ pub struct Plan {
     /// self-signed certificate).
     #[serde(default, skip_serializing_if = "CertManagerChoice::is_default")]
     pub cert_manager_certificates: CertManagerChoice,
+    /// What happens to Helm install and upgrade hooks (`helm.sh/hook: pre-install`,
+    /// `post-upgrade`, ...) in `helm template` output. OLM never runs Helm hooks, so their work
+    /// (a migration Job, say) would never happen. `error` (default): stop, naming each hook
+    /// object, with a hint. `drop`: leave them out with a warning each (the operator does that
+    /// work itself, or it is not needed under OLM). Test, delete and rollback hooks are always
+    /// left out with a warning.
+    #[serde(default, skip_serializing_if = "HelmHookChoice::is_default")]
+    pub helm_hooks: HelmHookChoice,
     /// Every release, oldest first or in any order.
     pub releases: Vec<Release>,
 }
@@ -367,6 +375,24 @@ pub enum CertManagerChoice {
 }
 
 impl CertManagerChoice {
+    /// True for the default, `error`.
+    pub fn is_default(&self) -> bool {
+        *self == Self::Error
+    }
+}
+
+/// See [`Plan::helm_hooks`].
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum HelmHookChoice {
+    /// Stop with an error naming each install or upgrade hook object and this choice.
+    #[default]
+    Error,
+    /// Leave install and upgrade hook objects out, with a warning each.
+    Drop,
+}
+
+impl HelmHookChoice {
     /// True for the default, `error`.
     pub fn is_default(&self) -> bool {
         *self == Self::Error

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::bundle::manifests::{Sourced, classify};
+use crate::bundle::manifests::{ImportChoices, Sourced, classify};
 use crate::plan::CertManagerChoice;
 use crate::report::{Finding, Severity};
 
@@ -109,7 +109,7 @@ fn the_default_stops_with_a_hint_naming_the_choice() {
     let mut problems = Vec::new();
     let inputs = classify(
         objects(json!(KUBEBUILDER_ARGS)),
-        CertManagerChoice::default(),
+        ImportChoices::default(),
         &mut problems,
     );
     assert_eq!(
@@ -174,7 +174,10 @@ fn drop_leaves_the_certificate_out_and_unmounts_its_secret() {
         let mut problems = Vec::new();
         let inputs = classify(
             objects(json!(row.args)),
-            CertManagerChoice::Drop,
+            ImportChoices {
+                cert_manager: CertManagerChoice::Drop,
+                ..ImportChoices::default()
+            },
             &mut problems,
         );
         assert_eq!(shown(&problems), Vec::<String>::new());
