@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use olmpack::bundle::generate::{GenerateOptions, Generated, generate};
 use olmpack::bundle::manifests::{ImportChoices, Sourced, classify};
-use olmpack::plan::HelmHookChoice;
+use olmpack::plan::ErrorOrDrop;
 use olmpack::report::{Finding, Severity};
 use serde_json::{Value, json};
 
@@ -669,7 +669,7 @@ fn import_helm_hooks_and_certificate_mounts() {
     // `helmHooks: drop`: the install hook is left out with a warning, nothing is refused.
     let mut refused = Vec::new();
     let drop = ImportChoices {
-        helm_hooks: HelmHookChoice::Drop,
+        helm_hooks: ErrorOrDrop::Drop,
         ..ImportChoices::default()
     };
     let inputs = classify(sourced(&format!("{rendered}{job}")), drop, &mut refused);

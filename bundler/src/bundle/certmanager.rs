@@ -8,10 +8,11 @@
 //! - an Issuer or ClusterIssuer only issues such certificates: dropped, with an info;
 //! - another Certificate whose Secret nothing mounts is dropped with a warning;
 //! - another Certificate whose Secret a Deployment mounts is the plan's choice
-//!   ([`CertManagerChoice`]): by default an error with a hint (dropped, the pod could not
-//!   start, and OLM has nothing to replace it with); with `drop`, a warning, and [`unmount`]
-//!   removes the Secret's volume, its volumeMounts and the container args pointing into the
-//!   mount from every Deployment, each removal named in a warning.
+//!   ([`crate::plan::Plan::cert_manager_certificates`]): by default an error with a hint
+//!   (dropped, the pod could not start, and OLM has nothing to replace it with); with
+//!   `drop`, a warning, and [`unmount`] removes the Secret's volume, its volumeMounts and the
+//!   container args pointing into the mount from every Deployment, each removal named in a
+//!   warning.
 #![warn(missing_docs)]
 
 use std::collections::BTreeSet;
@@ -20,7 +21,7 @@ use serde_json::Value;
 
 use crate::bundle::manifests::Sourced;
 use crate::json::{array_at, str_at};
-use crate::plan::CertManagerChoice;
+use crate::plan::ErrorOrDrop;
 use crate::report::Finding;
 
 /// API group of cert-manager's objects.
@@ -105,7 +106,7 @@ impl Wiring {
 
     /// The finding for one cert-manager object (which is never shipped), and the Secret the
     /// Deployments must stop mounting (a dropped Certificate whose Secret they mount).
-    pub fn decide(&self, object: &Sourced, choice: CertManagerChoice) -> (Finding, Option<String>) {
+    pub fn decide(&self, object: &Sourced, choice: ErrorOrDrop) -> (Finding, Option<String>) {
         let secret = str_at(&object.value, "/spec/secretName");
         let mut unmount = None;
         let finding = match object.kind() {
@@ -113,7 +114,7 @@ impl Wiring {
                 "input/cert-manager-replaced",
                 format!("webhook serving certificate (Secret {secret}) left out: OLM creates, mounts and rotates webhook certificates itself"),
             ),
-            "Certificate" if self.mounted.contains(secret) && choice == CertManagerChoice::Drop => {
+            "Certificate" if self.mounted.contains(secret) && choice == ErrorOrDrop::Drop => {
                 unmount = Some(secret.to_owned());
                 Finding::warning(
                     "input/cert-manager-dropped",

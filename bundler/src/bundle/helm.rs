@@ -6,7 +6,7 @@
 //!   hooks too (OLM has no such step, and the object would otherwise be created at install);
 //!   install and upgrade hooks are an error naming the object — the work they do would never
 //!   happen (hint: move it into the operator) — unless the plan says `helmHooks: drop`
-//!   ([`HelmHookChoice`]): then they are left out with a warning each.
+//!   ([`crate::plan::Plan::helm_hooks`]): then they are left out with a warning each.
 //! - A Secret with a TLS certificate that a webhook's Deployment mounts is the chart's
 //!   self-generated webhook serving certificate (`genCA`/`genSignedCert`): OLM creates, mounts
 //!   and rotates webhook certificates itself, so it is dropped with an info finding (a warning
@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use super::manifests::{Inputs, Sourced};
 use crate::json::{array_at, str_at};
-use crate::plan::HelmHookChoice;
+use crate::plan::ErrorOrDrop;
 use crate::report::Finding;
 
 /// The annotation that makes an object a Helm hook.
@@ -40,8 +40,8 @@ const INSTALL_HOOKS: [&str; 5] = [
 const OLM_WEBHOOK_CERT_PATH: &str = "/tmp/k8s-webhook-server/serving-certs";
 
 /// For a Helm hook object: the finding that drops it (warning) or refuses it (error, for an
-/// install or upgrade hook unless `choice` is [`HelmHookChoice::Drop`]).
-pub fn hook(object: &Sourced, choice: HelmHookChoice) -> Option<Finding> {
+/// install or upgrade hook unless `choice` is [`ErrorOrDrop::Drop`]).
+pub fn hook(object: &Sourced, choice: ErrorOrDrop) -> Option<Finding> {
     let annotation = object
         .value
         .pointer("/metadata/annotations")
@@ -54,7 +54,7 @@ pub fn hook(object: &Sourced, choice: HelmHookChoice) -> Option<Finding> {
         .collect();
     let field = format!("metadata.annotations.{HOOK_ANNOTATION}");
     let finding = match types.iter().find(|t| INSTALL_HOOKS.contains(t)) {
-        Some(install) if choice == HelmHookChoice::Error => Finding::error(
+        Some(install) if choice == ErrorOrDrop::Error => Finding::error(
             "input/helm-hook",
             format!("a Helm {install} hook: OLM never runs Helm hooks, so this work would never happen"),
         )

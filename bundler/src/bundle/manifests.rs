@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::bundle::certmanager;
 use crate::json::str_at;
-use crate::plan::{CertManagerChoice, HelmHookChoice, Plan};
+use crate::plan::{ErrorOrDrop, Plan};
 use crate::report::Finding;
 
 /// The plan's choices about input objects OLM has no counterpart for.
@@ -27,9 +27,9 @@ use crate::report::Finding;
 pub struct ImportChoices {
     /// cert-manager Certificates whose Secret a Deployment mounts
     /// ([`Plan::cert_manager_certificates`]).
-    pub cert_manager: CertManagerChoice,
+    pub cert_manager: ErrorOrDrop,
     /// Helm install and upgrade hooks ([`Plan::helm_hooks`]).
-    pub helm_hooks: HelmHookChoice,
+    pub helm_hooks: ErrorOrDrop,
 }
 
 impl ImportChoices {

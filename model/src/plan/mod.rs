@@ -106,16 +106,16 @@ pub struct Plan {
     /// Secret's volume, its volumeMounts and the container args pointing into the mount
     /// (e.g. `--metrics-cert-path`; controller-runtime then serves metrics with a
     /// self-signed certificate).
-    #[serde(default, skip_serializing_if = "CertManagerChoice::is_default")]
-    pub cert_manager_certificates: CertManagerChoice,
+    #[serde(default, skip_serializing_if = "ErrorOrDrop::is_default")]
+    pub cert_manager_certificates: ErrorOrDrop,
     /// What happens to Helm install and upgrade hooks (`helm.sh/hook: pre-install`,
     /// `post-upgrade`, ...) in `helm template` output. OLM never runs Helm hooks, so their work
     /// (a migration Job, say) would never happen. `error` (default): stop, naming each hook
     /// object, with a hint. `drop`: leave them out with a warning each (the operator does that
     /// work itself, or it is not needed under OLM). Test, delete and rollback hooks are always
     /// left out with a warning.
-    #[serde(default, skip_serializing_if = "HelmHookChoice::is_default")]
-    pub helm_hooks: HelmHookChoice,
+    #[serde(default, skip_serializing_if = "ErrorOrDrop::is_default")]
+    pub helm_hooks: ErrorOrDrop,
     /// Every release, oldest first or in any order.
     pub releases: Vec<Release>,
 }
@@ -363,36 +363,19 @@ pub enum EdgePolicy {
     None,
 }
 
-/// See [`Plan::cert_manager_certificates`].
+/// What happens to an input object OLM has no counterpart for: the plan's
+/// [`Plan::cert_manager_certificates`] and [`Plan::helm_hooks`].
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
-pub enum CertManagerChoice {
-    /// Stop with an error naming the Secret and this choice.
+pub enum ErrorOrDrop {
+    /// Stop with an error naming each such object and the plan field that chooses.
     #[default]
     Error,
-    /// Leave the Certificate out (warning) and unmount its Secret from the Deployments.
+    /// Leave each such object out, with a warning naming it (and what else went with it).
     Drop,
 }
 
-impl CertManagerChoice {
-    /// True for the default, `error`.
-    pub fn is_default(&self) -> bool {
-        *self == Self::Error
-    }
-}
-
-/// See [`Plan::helm_hooks`].
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-pub enum HelmHookChoice {
-    /// Stop with an error naming each install or upgrade hook object and this choice.
-    #[default]
-    Error,
-    /// Leave install and upgrade hook objects out, with a warning each.
-    Drop,
-}
-
-impl HelmHookChoice {
+impl ErrorOrDrop {
     /// True for the default, `error`.
     pub fn is_default(&self) -> bool {
         *self == Self::Error

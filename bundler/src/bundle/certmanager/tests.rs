@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::bundle::manifests::{ImportChoices, Sourced, classify};
-use crate::plan::CertManagerChoice;
+use crate::plan::ErrorOrDrop;
 use crate::report::{Finding, Severity};
 
 /// kubebuilder's manager Deployment (cronjob-tutorial's `dist/install.yaml`), with `args`.
@@ -175,7 +175,7 @@ fn drop_leaves_the_certificate_out_and_unmounts_its_secret() {
         let inputs = classify(
             objects(json!(row.args)),
             ImportChoices {
-                cert_manager: CertManagerChoice::Drop,
+                cert_manager: ErrorOrDrop::Drop,
                 ..ImportChoices::default()
             },
             &mut problems,
