@@ -429,6 +429,13 @@ fn generate_helm(manifests_dir: &Path) -> Result<Generated, Vec<Finding>> {
     }
 }
 
+/// [`generate_helm`] of `rendered` as the only manifest file (`rendered.yaml`).
+fn generate_rendered(rendered: &str) -> Result<Generated, Vec<Finding>> {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("rendered.yaml"), rendered).unwrap();
+    generate_helm(dir.path())
+}
+
 #[test]
 fn import_helm_template_output() {
     let generated = generate_helm(&fixture("helm")).unwrap_or_else(|f| panic!("{f:#?}"));
@@ -503,9 +510,7 @@ fn import_helm_webhook_namespace_selector_is_a_warning_with_the_bundle() {
     let selector = "  sideEffects: None\n  namespaceSelector: {matchLabels: {team: a}}\n";
     let with_selector = rendered.replacen("  sideEffects: None\n", selector, 1);
     assert_ne!(with_selector, rendered, "the fixture has the webhook");
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("rendered.yaml"), with_selector).unwrap();
-    let generated = generate_helm(dir.path()).unwrap_or_else(|f| panic!("{f:#?}"));
+    let generated = generate_rendered(&with_selector).unwrap_or_else(|f| panic!("{f:#?}"));
     assert_eq!(generated.reports.len(), 1);
     let csv = generated_csv(&generated);
     assert_eq!(
@@ -556,13 +561,8 @@ fn import_helm_aggregated_api_objects_are_refused_with_what_olm_does_instead() {
         )
     );
     let binding = "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: memcached-auth-reader, namespace: kube-system}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: extension-apiserver-authentication-reader}\nsubjects: [{kind: ServiceAccount, name: memcached-operator, namespace: default}]\n";
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("rendered.yaml"),
-        format!("{rendered}{binding}"),
-    )
-    .unwrap();
-    let found = generate_helm(dir.path()).expect_err("the binding cannot work under OLM");
+    let found = generate_rendered(&format!("{rendered}{binding}"))
+        .expect_err("the binding cannot work under OLM");
     let errors: Vec<String> = found
         .iter()
         .filter(|f| f.severity == Severity::Error)
@@ -599,13 +599,8 @@ fn import_helm_aggregated_api_objects_are_refused_with_what_olm_does_instead() {
 fn import_helm_binding_to_a_built_in_cluster_role_says_what_to_ship() {
     let rendered = std::fs::read_to_string(fixture("helm/rendered.yaml")).unwrap();
     let binding = "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: memcached-view}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: view}\nsubjects: [{kind: ServiceAccount, name: memcached-operator, namespace: default}]\n";
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("rendered.yaml"),
-        format!("{rendered}{binding}"),
-    )
-    .unwrap();
-    let found = generate_helm(dir.path()).expect_err("the CSV cannot carry the binding");
+    let found = generate_rendered(&format!("{rendered}{binding}"))
+        .expect_err("the CSV cannot carry the binding");
     let refused: Vec<(&str, Option<&str>)> = found
         .iter()
         .filter(|f| f.severity == Severity::Error)
@@ -693,7 +688,6 @@ fn import_helm_hooks_and_certificate_mounts() {
             ),
         ]
     );
-    assert!(inputs.others.iter().all(|o| o.name() != "migrate"));
     let elsewhere = rendered.replace(
         "mountPath: /tmp/k8s-webhook-server/serving-certs",
         "mountPath: /certs",
@@ -711,9 +705,7 @@ fn import_helm_hooks_and_certificate_mounts() {
         secret.message
     );
     // The generator then refuses: the pod would mount a Secret nothing creates.
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("rendered.yaml"), &elsewhere).unwrap();
-    let refused = generate_helm(dir.path()).expect_err("generate refuses");
+    let refused = generate_rendered(&elsewhere).expect_err("generate refuses");
     assert!(
         refused
             .iter()
