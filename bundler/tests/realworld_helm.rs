@@ -162,6 +162,15 @@ fn finding_lines(out: &Output) -> Vec<String> {
         .collect()
 }
 
+/// The file names of the generated bundle `<dir>/out/<version>/manifests/` that `pick` picks.
+fn shipped_files(dir: &Path, version: &str, pick: impl Fn(&str) -> bool) -> Vec<String> {
+    std::fs::read_dir(dir.join(format!("out/{version}/manifests")))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|f| pick(f))
+        .collect()
+}
+
 /// The real API server accepts every object OLM creates from the bundle.
 async fn apiserver_accepts(bundle: &Path) {
     let env = upgrade_tests::TestEnv::start()
@@ -375,11 +384,9 @@ async fn realworld_helm_kueue_with_cert_manager() {
         "{stderr}"
     );
     check_csv(dir.path());
-    let files: Vec<String> = std::fs::read_dir(dir.path().join("out/0.17.0/manifests"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|f| f.contains("secret") || f.contains("cert-manager"))
-        .collect();
+    let files = shipped_files(dir.path(), "0.17.0", |f| {
+        f.contains("secret") || f.contains("cert-manager")
+    });
     assert_eq!(
         files,
         Vec::<String>::new(),
@@ -402,6 +409,24 @@ fn render_kyverno(set: &[&str]) -> Option<tempfile::TempDir> {
     Some(dir)
 }
 
+/// Drops Kyverno's bindings to the built-in `view` ClusterRole (what a user does after
+/// olmpack refused them, see `realworld_helm_kyverno_binds_the_built_in_view_role`).
+fn without_view_bindings(dir: &Path) {
+    without_documents(dir, "kyverno", |doc| {
+        doc.contains("kind: ClusterRoleBinding")
+            && doc.contains("kind: ClusterRole\n  name: view\n")
+    });
+}
+
+/// Kyverno's post-upgrade hook objects: their document in the chart as rendered, and name.
+const KYVERNO_POST_UPGRADE_HOOKS: [(usize, &str); 5] = [
+    (63, "ServiceAccount/kyverno-migrate-resources"),
+    (64, "ClusterRole/kyverno:migrate-resources"),
+    (65, "ClusterRoleBinding/kyverno:migrate-resources"),
+    (74, "Job/kyverno-clean-reports"),
+    (75, "Job/kyverno-migrate-resources"),
+];
+
 /// The values that switch off Kyverno's two post-upgrade hooks.
 const KYVERNO_NO_UPGRADE_HOOKS: [&str; 2] = [
     "policyReportsCleanup.enabled=false",
@@ -421,16 +446,11 @@ fn realworld_helm_kyverno_post_upgrade_hooks_are_refused() {
             "error[input/helm-hook] manifests/kyverno.yaml (document {document}): {object}: metadata.annotations.helm.sh/hook: a Helm post-upgrade hook: OLM never runs Helm hooks, so this work would never happen"
         )
     };
-    assert_eq!(
-        finding_lines(&out),
-        [
-            refused(63, "ServiceAccount/kyverno-migrate-resources"),
-            refused(64, "ClusterRole/kyverno:migrate-resources"),
-            refused(65, "ClusterRoleBinding/kyverno:migrate-resources"),
-            refused(74, "Job/kyverno-clean-reports"),
-            refused(75, "Job/kyverno-migrate-resources"),
-        ]
-    );
+    let want: Vec<String> = KYVERNO_POST_UPGRADE_HOOKS
+        .iter()
+        .map(|(document, object)| refused(*document, object))
+        .collect();
+    assert_eq!(finding_lines(&out), want);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("  hint: move the work into the operator (do it at startup or when reconciling), remove the hook annotation if the object is simply part of the install, or set `helmHooks: drop` in the plan to leave install and upgrade hooks out\n"),
@@ -448,10 +468,7 @@ fn realworld_helm_kyverno_post_upgrade_hooks_dropped_by_the_plan() {
     let Some(dir) = render_kyverno(&[]) else {
         return;
     };
-    without_documents(dir.path(), "kyverno", |doc| {
-        doc.contains("kind: ClusterRoleBinding")
-            && doc.contains("kind: ClusterRole\n  name: view\n")
-    });
+    without_view_bindings(dir.path());
     let out = run_generate(dir.path(), &format!("{}helmHooks: drop\n", kyverno_plan()));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
@@ -461,13 +478,8 @@ fn realworld_helm_kyverno_post_upgrade_hooks_dropped_by_the_plan() {
             "{object}: metadata.annotations.helm.sh/hook: a Helm post-upgrade hook is left out (helmHooks: drop): OLM never runs Helm hooks, so the operator must do this work itself"
         )
     };
-    for object in [
-        "ServiceAccount/kyverno-migrate-resources",
-        "ClusterRole/kyverno:migrate-resources",
-        "ClusterRoleBinding/kyverno:migrate-resources",
-        "Job/kyverno-clean-reports",
-        "Job/kyverno-migrate-resources",
-    ] {
+    // Documents are renumbered once the bindings are gone: match the lines by their end.
+    for (_, object) in KYVERNO_POST_UPGRADE_HOOKS {
         let want = dropped(object);
         assert!(
             lines
@@ -476,11 +488,9 @@ fn realworld_helm_kyverno_post_upgrade_hooks_dropped_by_the_plan() {
             "missing {want} in {lines:#?}"
         );
     }
-    let files: Vec<String> = std::fs::read_dir(dir.path().join("out/3.4.4/manifests"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|f| f.contains("migrate-resources") || f.contains("clean-reports"))
-        .collect();
+    let files = shipped_files(dir.path(), "3.4.4", |f| {
+        f.contains("migrate-resources") || f.contains("clean-reports")
+    });
     assert_eq!(files, Vec::<String>::new(), "no hook object is shipped");
 }
 
@@ -521,10 +531,7 @@ async fn realworld_helm_kyverno_leaves_out_test_and_delete_hooks() {
     let Some(dir) = render_kyverno(&KYVERNO_NO_UPGRADE_HOOKS) else {
         return;
     };
-    without_documents(dir.path(), "kyverno", |doc| {
-        doc.contains("kind: ClusterRoleBinding")
-            && doc.contains("kind: ClusterRole\n  name: view\n")
-    });
+    without_view_bindings(dir.path());
     let out = run_generate(dir.path(), &kyverno_plan());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
@@ -560,11 +567,9 @@ async fn realworld_helm_kyverno_leaves_out_test_and_delete_hooks() {
     );
     // Its controllers all name their container `controller`: relatedImages stay unique.
     assert!(!stderr.contains("csv/related-image"), "{stderr}");
-    let files: Vec<String> = std::fs::read_dir(dir.path().join("out/3.4.4/manifests"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|f| f.contains("_pod") || f.contains("_job") || f.contains("remove-configmap"))
-        .collect();
+    let files = shipped_files(dir.path(), "3.4.4", |f| {
+        f.contains("_pod") || f.contains("_job") || f.contains("remove-configmap")
+    });
     assert_eq!(files, Vec::<String>::new(), "no hook object is shipped");
     apiserver_accepts(&dir.path().join("out/3.4.4")).await;
 }
