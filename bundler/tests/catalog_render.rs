@@ -5,7 +5,7 @@
 //! properties.yaml and dependencies.yaml.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 
 use olmpack::catalog::declcfg::to_value;
 use olmpack::catalog::render::{MigrateLevel, RenderOptions, render_dir};
@@ -21,17 +21,22 @@ fn bundles() -> Vec<PathBuf> {
     out
 }
 
-fn opm_render(args: &[&str], dir: &Path) -> Value {
+/// `opm render <args> <dir>`, as it ran.
+fn opm_render_output(args: &[&str], dir: &Path) -> Output {
     let opm = upgrade_tests::Tool::Opm
         .path()
         .expect("opm is required for this test");
-    let out = Command::new(opm)
+    Command::new(opm)
         .arg("render")
-        .arg(dir)
-        .args(["-o", "json"])
         .args(args)
+        .arg(dir)
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+/// `opm render -o json <args> <dir>`, which must succeed, as a JSON value.
+fn opm_render(args: &[&str], dir: &Path) -> Value {
+    let out = opm_render_output(&[&["-o", "json"], args].concat(), dir);
     assert!(
         out.status.success(),
         "{}",
@@ -135,9 +140,6 @@ fn rendering_is_deterministic_and_the_cli_prints_json() {
 #[test]
 fn quirky_bundle_renders_byte_identical_to_opm() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/render/quirks");
-    let opm = upgrade_tests::Tool::Opm
-        .path()
-        .expect("opm is required for this test");
     let olmpack = Path::new(env!("CARGO_BIN_EXE_olmpack"));
     for format in ["json", "yaml"] {
         for migrate in [false, true] {
@@ -145,12 +147,7 @@ fn quirky_bundle_renders_byte_identical_to_opm() {
             if migrate {
                 args.extend(["--migrate-level", "bundle-object-to-csv-metadata"]);
             }
-            let theirs = Command::new(&opm)
-                .arg("render")
-                .args(&args)
-                .arg(&dir)
-                .output()
-                .unwrap();
+            let theirs = opm_render_output(&args, &dir);
             assert!(theirs.status.success());
             let ours = Command::new(olmpack)
                 .args(["catalog", "render"])
@@ -181,9 +178,6 @@ fn quirky_bundle_renders_byte_identical_to_opm() {
 /// bundle, and so does olmpack, naming the list the name is in.
 #[test]
 fn crd_names_without_a_group_fail_like_opm() {
-    let opm = upgrade_tests::Tool::Opm
-        .path()
-        .expect("opm is required for this test");
     let cases = [
         ("- name: webapps.example.com", "owned", "webapps"),
         (
@@ -201,11 +195,7 @@ fn crd_names_without_a_group_fail_like_opm() {
         assert_eq!(text.matches(line).count(), 1, "{line}");
         std::fs::write(&csv, text.replace(line, &format!("- name: {bare}"))).unwrap();
 
-        let theirs = Command::new(&opm)
-            .arg("render")
-            .arg(&bundle)
-            .output()
-            .unwrap();
+        let theirs = opm_render_output(&[], &bundle);
         assert!(
             !theirs.status.success(),
             "opm renders a {role} CRD named {bare:?}"
