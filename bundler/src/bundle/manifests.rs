@@ -343,10 +343,7 @@ impl Sorter {
     /// Puts an identified object where its role says.
     fn place(&mut self, object: Sourced, problems: &mut Vec<Finding>) {
         if let Some(finding) = crate::bundle::helm::hook(&object, self.choices.helm_hooks) {
-            match finding.severity {
-                crate::report::Severity::Error => problems.push(finding),
-                _ => self.inputs.notes.push(finding),
-            }
+            file_finding(finding, problems, &mut self.inputs.notes);
             return;
         }
         let group = group_of(&object).to_owned();
@@ -373,11 +370,7 @@ impl Sorter {
             _ if group == certmanager::GROUP => {
                 let (finding, secret) = self.certificates.decide(&object, self.choices.cert_manager);
                 self.unmount.extend(secret);
-                if finding.severity == crate::report::Severity::Error {
-                    problems.push(finding);
-                } else {
-                    inputs.notes.push(finding);
-                }
+                file_finding(finding, problems, &mut inputs.notes);
             }
             kind if self.crd_kinds.contains(&(group.clone(), kind.to_owned())) => {
                 inputs.custom_resources.push(object)
@@ -395,6 +388,15 @@ impl Sorter {
                 .hint(unsupported_kind_hint(kind)),
             )),
         }
+    }
+}
+
+/// An error stops the import (`problems`); anything else is reported with the bundle (`notes`).
+fn file_finding(finding: Finding, problems: &mut Vec<Finding>, notes: &mut Vec<Finding>) {
+    if finding.severity == crate::report::Severity::Error {
+        problems.push(finding);
+    } else {
+        notes.push(finding);
     }
 }
 
