@@ -84,6 +84,12 @@ const CASES: &[(&str, bool)] = &[
     ("a:\n    b: 1\n  c: 2\n", false),
     ("a:\n- x\n- y\nb: 1\n", true),
     ("a: x\nb: y # c\n  d\n", false),
+    // Container arguments are strings without asking the full parser; `---x` is left to it.
+    (
+        "args:\n- --leader-elect\n- --metrics-bind-address=:8080\n- -v\n",
+        true,
+    ),
+    ("a: ---x\n", false),
 ];
 
 /// Every case, read by the fast reader and by the full parser: the fast reader must give
@@ -99,6 +105,55 @@ fn fast_reader_matches_the_full_parser() {
             }
             None => assert!(!fast_reads, "{text:?} declined ({full:?})"),
         }
+    }
+}
+
+/// The full parser refuses a simple key of over 1,024 characters; the fast reader declines
+/// long keys instead of reading them (and still reads a long value, and a key under its limit).
+#[test]
+fn long_keys_are_left_to_the_full_parser() {
+    for (key_len, fast_reads) in [(1100, false), (999, true)] {
+        for quote in ["", "'", "\""] {
+            let key = format!("{quote}{}{quote}", "k".repeat(key_len - 2 * quote.len()));
+            let text = format!("{key}: 1\nv: {}\n", "x".repeat(2000));
+            let full = from_str::<Value>(&text);
+            assert_eq!(full.is_ok(), fast_reads, "{key_len} {quote:?}: {full:?}");
+            match fast_value_from_str(&text) {
+                Some(value) => assert_eq!(Some(&value), full.as_ref().ok()),
+                None => assert!(!fast_reads, "a {key_len}-byte key {quote:?} is declined"),
+            }
+        }
+    }
+}
+
+/// The reference operator's generated bundles (real CSVs and CRDs, committed under `bundle/`)
+/// are read by the fast reader itself, to the full parser's value: without this, a reader
+/// that declined every manifest would pass the other tests where the corpus is absent.
+#[test]
+fn the_reference_bundles_are_read_by_the_fast_reader() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../bundle");
+    let mut files = Vec::new();
+    for version in std::fs::read_dir(&root).unwrap() {
+        let version = version.unwrap().path();
+        if !version.is_dir() {
+            continue; // the generated tree's marker file
+        }
+        for dir in ["manifests", "metadata"] {
+            for file in std::fs::read_dir(version.join(dir)).unwrap() {
+                files.push(file.unwrap().path());
+            }
+        }
+    }
+    assert!(
+        files.len() >= 15,
+        "{} files under {}",
+        files.len(),
+        root.display()
+    );
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let full = from_str::<Value>(&text).unwrap();
+        assert_eq!(fast_value_from_str(&text), Some(full), "{}", file.display());
     }
 }
 

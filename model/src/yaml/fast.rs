@@ -20,7 +20,7 @@
 //! Plain scalars resolve as the full parser resolves them: `~`, `null`, `Null`, `NULL` are
 //! null; YAML 1.1 booleans (`yes`, `on`, `y`, ... in any case) are booleans; decimal integers
 //! without a leading zero are numbers; any other scalar that starts with a digit, a sign or a
-//! dot is resolved by the full parser itself; everything else is a string.
+//! dot is resolved by the full parser itself, except `--flag`; everything else is a string.
 
 use serde_json::{Map, Value};
 
@@ -175,12 +175,18 @@ impl<'a> Reader<'a> {
     /// The block collection starting on the current line, at indentation `n`.
     fn block_node(&mut self, n: usize) -> Fast<Value> {
         let (_, content) = self.peek().ok_or(Decline)?;
+        self.collection(n, content)?.ok_or(Decline)
+    }
+
+    /// The block collection that `content`, the current line at indentation `n`, starts;
+    /// `None` when the line starts none.
+    fn collection(&mut self, n: usize, content: &'a str) -> Fast<Option<Value>> {
         if is_entry(content) {
-            self.sequence(n)
-        } else if key_split(content)?.is_some() {
-            self.mapping(n, None)
-        } else {
-            Err(Decline)
+            return self.sequence(n).map(Some);
+        }
+        match key_split(content)? {
+            Some(first) => self.mapping(n, Some(first)).map(Some),
+            None => Ok(None),
         }
     }
 
@@ -192,14 +198,16 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    /// A block mapping at indentation `n`; `first` is its first entry when it starts inside
-    /// a sequence entry's line (`- key: value`).
-    fn mapping(&mut self, n: usize, mut first: Option<&'a str>) -> Fast<Value> {
+    /// A block mapping at indentation `n` whose first entry, already split into key and what
+    /// follows its `:`, is `first` (on the current line, or inside a sequence entry's line:
+    /// `- key: value`).
+    fn mapping(&mut self, n: usize, first: Option<(String, &'a str)>) -> Fast<Value> {
         self.enter()?;
         let mut map = Map::new();
+        let mut first = first;
         loop {
-            let content = match first.take() {
-                Some(content) => content,
+            let (key, rest) = match first.take() {
+                Some(entry) => entry,
                 None => {
                     self.skip_blank();
                     let Some((m, content)) = self.peek() else {
@@ -211,10 +219,9 @@ impl<'a> Reader<'a> {
                     if m > n {
                         return Err(Decline);
                     }
-                    content
+                    key_split(content)?.ok_or(Decline)?
                 }
             };
-            let (key, rest) = key_split(content)?.ok_or(Decline)?;
             let value = self.value(rest, n, true)?;
             if map.insert(key, value).is_some() {
                 return Err(Decline);
@@ -243,8 +250,8 @@ impl<'a> Reader<'a> {
             let body = rest.trim_start_matches(' ');
             let item = if is_entry(body) {
                 return Err(Decline);
-            } else if !body.is_empty() && !body.starts_with('#') && key_split(body)?.is_some() {
-                self.mapping(n + 1 + (rest.len() - body.len()), Some(body))?
+            } else if let Some(first) = key_split(body)? {
+                self.mapping(n + 1 + (rest.len() - body.len()), Some(first))?
             } else {
                 self.value(rest, n, false)?
             };
@@ -296,13 +303,10 @@ impl<'a> Reader<'a> {
     fn nested(&mut self, n: usize, in_map: bool) -> Fast<Value> {
         self.skip_blank();
         match self.peek() {
-            Some((m, content)) if m > n => {
-                if is_entry(content) || key_split(content)?.is_some() {
-                    self.block_node(m)
-                } else {
-                    self.value(content, n, false)
-                }
-            }
+            Some((m, content)) if m > n => match self.collection(m, content)? {
+                Some(collection) => Ok(collection),
+                None => self.value(content, n, false),
+            },
             Some((m, content)) if m == n && in_map && is_entry(content) => self.sequence(n),
             _ => Ok(Value::Null),
         }
@@ -354,16 +358,12 @@ impl<'a> Reader<'a> {
         let mut out = String::new();
         let mut s = &rest[1..];
         loop {
-            let mut line = QuotedLine {
-                out: &mut out,
-                spaces_from: None,
-                escaped_break: false,
-            };
+            let mut line = QuotedLine::new(&mut out);
             if let Some(end) = line.scan(s, double)? {
                 return Ok((out, &s[end..]));
             }
-            let (escaped_break, spaces_from) = (line.escaped_break, line.spaces_from);
-            if let (false, Some(at)) = (escaped_break, spaces_from) {
+            let escaped_break = line.escaped_break;
+            if !escaped_break && let Some(at) = line.spaces_from {
                 out.truncate(at);
             }
             self.i += 1;
@@ -398,7 +398,7 @@ impl<'a> Reader<'a> {
             chomp = c;
             rest = &rest[1..];
         }
-        if !trailing_ok(rest) || (rest.starts_with('#')) {
+        if !trailing_ok(rest) {
             return Err(Decline);
         }
         self.i += 1;
@@ -487,7 +487,16 @@ struct QuotedLine<'o> {
     escaped_break: bool,
 }
 
-impl QuotedLine<'_> {
+impl<'o> QuotedLine<'o> {
+    /// A line read into `out`, with nothing seen yet.
+    fn new(out: &'o mut String) -> Self {
+        Self {
+            out,
+            spaces_from: None,
+            escaped_break: false,
+        }
+    }
+
     /// Reads `s` up to the closing quote (returning the offset after it) or the line's end.
     fn scan(&mut self, s: &str, double: bool) -> Fast<Option<usize>> {
         let bytes = s.as_bytes();
@@ -572,6 +581,10 @@ fn escape(s: &str, out: &mut String) -> Fast<usize> {
     Ok(1)
 }
 
+/// Keys whose `:` is this many bytes or more after the key's start are left to the full
+/// parser, which refuses a simple key over 1,024 characters (bytes are never fewer).
+const MAX_KEY_LEN: usize = 1000;
+
 /// A key line's key and what follows its `:`; `None` when the line is not `key: ...`.
 fn key_split(content: &str) -> Fast<Option<(String, &str)>> {
     let bytes = content.as_bytes();
@@ -580,19 +593,16 @@ fn key_split(content: &str) -> Fast<Option<(String, &str)>> {
         Some(b'"' | b'\'') => {
             let double = bytes[0] == b'"';
             let mut key = String::new();
-            let mut line = QuotedLine {
-                out: &mut key,
-                spaces_from: None,
-                escaped_break: false,
-            };
+            let mut line = QuotedLine::new(&mut key);
             let Some(end) = line.scan(&content[1..], double)? else {
                 return Ok(None);
             };
             let after = content[1 + end..].trim_start_matches(' ');
-            return Ok(match after.strip_prefix(':') {
-                Some(rest) if rest.is_empty() || rest.starts_with(' ') => Some((key, rest)),
-                _ => None,
-            });
+            return match after.strip_prefix(':') {
+                Some(_) if content.len() - after.len() >= MAX_KEY_LEN => Err(Decline),
+                Some(rest) if rest.is_empty() || rest.starts_with(' ') => Ok(Some((key, rest))),
+                _ => Ok(None),
+            };
         }
         Some(b'-') if bytes.get(1).is_some_and(|&b| b != b' ') => {}
         Some(b) if INDICATORS.contains(b) => return Ok(None),
@@ -603,6 +613,9 @@ fn key_split(content: &str) -> Fast<Option<(String, &str)>> {
             return Ok(None);
         }
         if b == b':' && matches!(bytes.get(j + 1), None | Some(b' ')) {
+            if j >= MAX_KEY_LEN {
+                return Err(Decline);
+            }
             let key = content[..j].trim_end_matches(' ');
             return match resolve_plain(key)? {
                 Value::String(s) if s != "<<" => Ok(Some((s, &content[j + 1..]))),
@@ -650,7 +663,10 @@ fn resolve_plain(text: &str) -> Fast<Value> {
             return Ok(Value::Bool(value));
         }
     }
-    if !(first.is_ascii_digit() || matches!(first, b'+' | b'-' | b'.')) {
+    // `--flag` (container arguments) is a string to every resolver: no need to ask the full
+    // parser (`---` is left to it, being a document marker at a line's start).
+    let flag = text.starts_with("--") && !text.starts_with("---");
+    if flag || !(first.is_ascii_digit() || matches!(first, b'+' | b'-' | b'.')) {
         return Ok(Value::String(text.to_owned()));
     }
     let (negative, digits) = match text.strip_prefix('-') {
@@ -694,11 +710,7 @@ fn flow_sequence(s: &str) -> Fast<Value> {
         let (item, after) = match rest.as_bytes().first() {
             Some(b'"' | b'\'') => {
                 let mut text = String::new();
-                let mut line = QuotedLine {
-                    out: &mut text,
-                    spaces_from: None,
-                    escaped_break: false,
-                };
+                let mut line = QuotedLine::new(&mut text);
                 let end = line
                     .scan(&rest[1..], rest.starts_with('"'))?
                     .ok_or(Decline)?;
