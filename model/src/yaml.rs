@@ -22,21 +22,28 @@ pub enum YamlError {
 
 /// Parses one YAML document.
 pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
-    serde_saphyr::from_str_with_options(prepare(text), options()).map_err(parse_error)
+    full_parse(prepare(text))
+}
+
+/// The full parser on text [`prepare`] has seen.
+fn full_parse<T: DeserializeOwned>(prepared: &str) -> Result<T, YamlError> {
+    serde_saphyr::from_str_with_options(prepared, options()).map_err(parse_error)
 }
 
 /// Parses one YAML document into a JSON value, as [`from_str`] does (same value, same
 /// errors), faster: block-style YAML as manifests are written is read by a dedicated reader,
 /// which hands anything outside its subset to the full parser.
 pub fn value_from_str(text: &str) -> Result<serde_json::Value, YamlError> {
-    match fast::parse(prepare(text)) {
+    let text = prepare(text);
+    match fast::parse(text) {
         Some(value) => Ok(value),
-        None => from_str(text),
+        None => full_parse(text),
     }
 }
 
 /// The dedicated reader of [`value_from_str`] alone: `None` when it hands the text to the full
 /// parser. For tests that check it against the full parser.
+#[doc(hidden)]
 pub fn fast_value_from_str(text: &str) -> Option<serde_json::Value> {
     fast::parse(prepare(text))
 }
