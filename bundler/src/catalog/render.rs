@@ -1083,7 +1083,9 @@ impl<'p> GoKey<'p> {
             && let Some(Value::String(data)) = m.get("data")
             && data.bytes().fold(0, |bad, b| bad | NOT_BASE64[b as usize]) == 0
         {
-            return GoKey::Data(data);
+            let key = GoKey::Data(data);
+            debug_assert!(key.bytes().eq(go_bytes(p)), "GoKey::Data must be go_bytes");
+            return key;
         }
         GoKey::Encoded(go_bytes(p))
     }
