@@ -15,7 +15,6 @@ use std::path::Path;
 
 use olmpack_model::csv::ClusterServiceVersion;
 
-/// Every YAML file under `dir`, sorted.
 fn is_csv(doc: &serde_json::Value) -> bool {
     doc.get("kind").and_then(serde_json::Value::as_str) == Some("ClusterServiceVersion")
 }

@@ -35,6 +35,8 @@ fn inputs(text: &str) -> Vec<String> {
 
 #[derive(Default)]
 struct Tally {
+    /// Files that are not UTF-8 text: neither reader takes them (render refuses them).
+    not_utf8: AtomicUsize,
     inputs: AtomicUsize,
     fast: AtomicUsize,
     bytes: AtomicUsize,
@@ -86,6 +88,7 @@ fn realworld_fast_yaml_reader_matches_the_full_parser() {
             s.spawn(|| {
                 while let Some(file) = files.get(next.fetch_add(1, Ordering::Relaxed)) {
                     let Ok(text) = std::fs::read_to_string(file) else {
+                        tally.not_utf8.fetch_add(1, Ordering::Relaxed);
                         continue;
                     };
                     for input in inputs(&text) {
@@ -98,8 +101,9 @@ fn realworld_fast_yaml_reader_matches_the_full_parser() {
     let (bytes, fast_bytes) = (tally.bytes.into_inner(), tally.fast_bytes.into_inner());
     let share = fast_bytes as f64 / bytes.max(1) as f64;
     println!(
-        "{} files, {} inputs: the fast reader read {} ({:.1}% of {} bytes), declined the rest",
+        "{} files ({} not UTF-8, skipped), {} inputs: the fast reader read {} ({:.1}% of {} bytes), declined the rest",
         files.len(),
+        tally.not_utf8.into_inner(),
         tally.inputs.into_inner(),
         tally.fast.into_inner(),
         100.0 * share,
