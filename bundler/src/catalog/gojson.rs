@@ -88,6 +88,18 @@ const ESCAPED: [bool; 256] = {
     table
 };
 
+/// Go's escape for U+2028 or U+2029 (E2 80 A8 / E2 80 A9 in UTF-8) when one starts at `i`.
+fn line_separator_escape(bytes: &[u8], i: usize) -> Option<&'static [u8]> {
+    if bytes.get(i..i + 2) != Some(&[0xE2, 0x80][..]) {
+        return None;
+    }
+    match bytes.get(i + 2) {
+        Some(0xA8) => Some(b"\\u2028"),
+        Some(0xA9) => Some(b"\\u2029"),
+        _ => None,
+    }
+}
+
 fn write_string(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
     out.reserve(bytes.len() + 2);
@@ -97,11 +109,7 @@ fn write_string(out: &mut Vec<u8>, s: &str) {
     let mut i = 0;
     while i < bytes.len() {
         let b = bytes[i];
-        if !ESCAPED[b as usize]
-            || (b == 0xE2
-                && !(bytes.get(i + 1) == Some(&0x80)
-                    && matches!(bytes.get(i + 2), Some(0xA8 | 0xA9))))
-        {
+        if !ESCAPED[b as usize] || (b == 0xE2 && line_separator_escape(bytes, i).is_none()) {
             i += 1;
             continue;
         }
@@ -115,12 +123,7 @@ fn write_string(out: &mut Vec<u8>, s: &str) {
             0x08 => out.extend_from_slice(b"\\b"),
             0x0C => out.extend_from_slice(b"\\f"),
             0xE2 => {
-                // U+2028 or U+2029.
-                out.extend_from_slice(if bytes[i + 2] == 0xA8 {
-                    b"\\u2028"
-                } else {
-                    b"\\u2029"
-                });
+                out.extend_from_slice(line_separator_escape(bytes, i).unwrap_or_default());
                 i += 2;
             }
             _ => out.extend_from_slice(format!("\\u{:04x}", b).as_bytes()),
@@ -180,13 +183,9 @@ impl serde_json::ser::Formatter for GoFormatter {
         while let Some(pos) = bytes[i..].iter().position(|&b| b == 0xE2) {
             let at = i + pos;
             i = at + 1;
-            if bytes.get(at + 1) == Some(&0x80) && matches!(bytes.get(at + 2), Some(0xA8 | 0xA9)) {
+            if let Some(escape) = line_separator_escape(bytes, at) {
                 w.write_all(&bytes[start..at])?;
-                w.write_all(if bytes[at + 2] == 0xA8 {
-                    b"\\u2028"
-                } else {
-                    b"\\u2029"
-                })?;
+                w.write_all(escape)?;
                 i = at + 3;
                 start = i;
             }
