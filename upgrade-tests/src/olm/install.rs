@@ -271,7 +271,7 @@ impl OlmEnv {
                         csv: csv_name.to_owned(),
                     });
                 }
-                "Failed" => {
+                "Failed" if !olm_retries(&status.reason) || Instant::now() >= deadline => {
                     return Ok(Outcome::Refused {
                         by: format!("ClusterServiceVersion {csv_name}"),
                         reason: status.reason,
@@ -530,4 +530,13 @@ impl OlmEnv {
         installed.deployments.sort();
         Ok(installed)
     }
+}
+
+/// Whether OLM v0 leaves a `Failed` CSV with this reason by itself: a CSV that had met its
+/// requirements fails with `RequirementsNotMet` ("requirements no longer met") when a re-check
+/// misses one for a moment — during an upgrade, say, while the new CRDs are being applied — and
+/// OLM re-checks a failed CSV's requirements and moves it on when they are met. So it is only
+/// the outcome when it lasts until the deadline.
+fn olm_retries(reason: &str) -> bool {
+    reason == "RequirementsNotMet"
 }
