@@ -908,6 +908,7 @@ async fn olm_install(
     let options = RunOptions {
         timeouts: upgrade_tests::olm::Timeouts {
             step: std::time::Duration::from_secs(90),
+            ..Default::default()
         },
         ..RunOptions::default()
     };

@@ -145,7 +145,10 @@ async fn run(name: &str, from: &str, step: Duration) -> (CaseReport, Predicted) 
         .collect();
     assert_eq!(cases.len(), 1, "{cases:#?}");
     let options = RunOptions {
-        timeouts: Timeouts { step },
+        timeouts: Timeouts {
+            step,
+            ..Timeouts::default()
+        },
         ..RunOptions::default()
     };
     let mut reports = upgrade_olm::run(&catalog, &cases, &options).await.unwrap();

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use olmpack::bundle::generate::GenerateError;
 use olmpack::release::{self, ReleaseError};
-use olmpack::upgrade_olm::{self, RunOptions};
+use olmpack::upgrade_olm::{self, RunOptions, StepLog};
 use olmpack::{plan, upgrade_olm::CaseReport};
+use olmpack_model::plan::{InstallModeType, UnknownInstallMode};
 use upgrade_tests::olm::{Timeouts, WebhookCommand};
 
 use super::CmdResult;
@@ -25,6 +26,15 @@ pub struct OlmArgs {
     /// Only this package of the catalog.
     #[arg(long)]
     pub package: Option<String>,
+    /// Install under an OperatorGroup of this mode (repeatable: a case per mode and entry).
+    /// Default: per case, the first mode the starting bundle supports of AllNamespaces,
+    /// OwnNamespace, SingleNamespace (one other namespace), MultiNamespace (two).
+    #[arg(long = "install-mode", value_name = "MODE", value_parser = parse_install_mode)]
+    pub install_modes: Vec<InstallModeType>,
+    /// Print nothing while the cases run (by default each step is printed on stderr as it
+    /// happens, with the seconds since its case started).
+    #[arg(long, short)]
+    pub quiet: bool,
     /// Shell command run as the process of every Deployment OLM wires webhooks to. It gets
     /// OLM's serving certificate in $OLMPACK_WEBHOOK_CERT_FILE and $OLMPACK_WEBHOOK_KEY_FILE,
     /// must serve HTTPS on 127.0.0.1:$OLMPACK_WEBHOOK_PORT, and gets $KUBECONFIG (acting as
@@ -70,7 +80,8 @@ pub fn run(args: OlmArgs) -> CmdResult {
             }
         }
     };
-    let cases = upgrade_olm::load_cases(&catalog, args.package.as_deref())?;
+    let cases =
+        upgrade_olm::load_cases_for(&catalog, args.package.as_deref(), &args.install_modes)?;
     let mut cluster_crds = Vec::new();
     for path in &args.cluster_crds {
         let text = olmpack::input::text(path)?;
@@ -82,10 +93,23 @@ pub fn run(args: OlmArgs) -> CmdResult {
         webhook_command: args.webhook_command.as_deref().map(WebhookCommand::shell),
         timeouts: Timeouts {
             step: Duration::from_secs(args.timeout),
+            ..Timeouts::default()
         },
         jobs: args.jobs,
         cluster_crds,
+        steps: if args.quiet {
+            StepLog::silent()
+        } else {
+            StepLog::new(|line| eprintln!("{line}"))
+        },
     };
+    if !args.quiet {
+        eprintln!(
+            "olmpack upgrade olm: {} case(s), {} at once",
+            cases.len(),
+            args.jobs.max(1)
+        );
+    }
     let runtime = tokio::runtime::Runtime::new()?;
     let reports = runtime.block_on(upgrade_olm::run(&catalog, &cases, &options))?;
     write_reports(&args, &reports)
@@ -123,29 +147,38 @@ fn write_reports(args: &OlmArgs, reports: &[CaseReport]) -> CmdResult {
         std::fs::write(path, upgrade_olm::junit(reports))
             .map_err(|e| format!("failed to write {}: {e}", path.display()))?;
     }
-    let failed: Vec<String> = reports.iter().flat_map(|r| r.failures()).collect();
-    for failure in &failed {
-        eprintln!("error[olm]: {failure}");
+    let mut failed = 0;
+    for r in reports {
+        for f in r.failures() {
+            failed += 1;
+            eprintln!("error[{}]: {}: {}", f.party.label(), r.name(), f.message);
+        }
     }
-    let not_run: Vec<&str> = reports
+    let not_run: Vec<(String, String)> = reports
         .iter()
-        .filter_map(|r| r.examples.as_ref().err().map(String::as_str))
+        .filter(|r| r.failures().is_empty())
+        .flat_map(|r| r.not_run().into_iter().map(|why| (r.name(), why)))
         .collect();
-    if let Some(why) = not_run.first() {
-        eprintln!(
-            "warning[olm]: example and webhook checks NOT RUN for {} case(s): {why}",
-            not_run.len()
-        );
+    for (case, why) in &not_run {
+        eprintln!("warning[not-run]: {case}: {why}");
     }
+    let passed = reports
+        .iter()
+        .filter(|r| r.failures().is_empty() && r.not_run().is_empty())
+        .count();
+    let failing = reports.iter().filter(|r| !r.failures().is_empty()).count();
     println!(
-        "{} case(s): {} passed, {} failed",
+        "{} case(s): {passed} passed, {failing} failed, {} passed with checks NOT RUN",
         reports.len(),
-        reports.iter().filter(|r| r.failures().is_empty()).count(),
-        reports.iter().filter(|r| !r.failures().is_empty()).count()
+        reports.len() - passed - failing
     );
-    Ok(if failed.is_empty() {
+    Ok(if failed == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+fn parse_install_mode(s: &str) -> Result<InstallModeType, String> {
+    s.parse().map_err(|e: UnknownInstallMode| e.to_string())
 }

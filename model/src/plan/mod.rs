@@ -273,6 +273,31 @@ impl InstallModeType {
     }
 }
 
+impl std::fmt::Display for InstallModeType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An install mode name that is none of OLM's four.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown install mode {0:?}: expected AllNamespaces, OwnNamespace, SingleNamespace or MultiNamespace"
+)]
+pub struct UnknownInstallMode(pub String);
+
+impl std::str::FromStr for InstallModeType {
+    type Err = UnknownInstallMode;
+
+    /// OLM's names, compared exactly (as OLM compares `installModes[].type`).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|m| m.as_str() == s)
+            .ok_or_else(|| UnknownInstallMode(s.to_owned()))
+    }
+}
+
 /// How an owned CRD is shown in consoles.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -9,16 +9,18 @@ use kube::Client;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::json;
 
+use super::operator_group;
 use super::resources::{self, CatalogSource};
 use super::webhooks::{WebhookCommand, WebhookHost};
 use super::{OlmError, kubelet};
 use crate::binaries::{Tool, ToolData};
 use crate::control_plane::{TestEnv, TestEnvOptions};
 use crate::process::{ChildProcess, free_port, wait_until};
+use olmpack_model::plan::InstallModeType;
 
 /// Where OLM's global catalogs live (`catalog-operator --namespace`).
 pub const CATALOG_NAMESPACE: &str = "olm";
-/// Where operators are installed, with an AllNamespaces OperatorGroup.
+/// Where operators are installed, with the OperatorGroup of the environment's install mode.
 pub const OPERATOR_NAMESPACE: &str = "operators";
 /// The kwok node every pod is scheduled to.
 const NODE: &str = "kwok-node";
@@ -28,11 +30,22 @@ const READY_TIMEOUT: Duration = Duration::from_secs(120);
 const MANAGER: &str = "olmpack";
 
 /// Options for [`OlmEnv::start_with`].
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct OlmEnvOptions {
     /// Runs as the process of every Deployment OLM wires webhooks to; without it webhook
     /// calls fail (and with `failurePolicy: Fail`, so do the requests they guard).
     pub webhook_command: Option<WebhookCommand>,
+    /// The OperatorGroup of the operator namespace (and the namespaces it targets).
+    pub install_mode: InstallModeType,
+}
+
+impl Default for OlmEnvOptions {
+    fn default() -> Self {
+        Self {
+            webhook_command: None,
+            install_mode: InstallModeType::AllNamespaces,
+        }
+    }
 }
 
 /// A running OLM v0 environment. See the [module docs](super).
@@ -40,6 +53,7 @@ pub struct OlmEnv {
     // Field order is drop order: webhook processes, then OLM, then the control plane.
     webhooks: WebhookHost,
     _kubelet: AbortOnDrop,
+    install_mode: InstallModeType,
     olm_operator: ChildProcess,
     catalog_operator: ChildProcess,
     kwok: ChildProcess,
@@ -84,7 +98,8 @@ impl OlmEnv {
     }
 
     /// Starts the control plane, kube-scheduler, kwok and OLM, and creates the operator
-    /// namespace with an AllNamespaces OperatorGroup.
+    /// namespace with an OperatorGroup for `options.install_mode` (and the namespaces it
+    /// targets).
     pub async fn start_with(options: OlmEnvOptions) -> Result<Self, OlmError> {
         let programs = Programs::locate()?;
         let env = TestEnv::start_with(TestEnvOptions {
@@ -100,7 +115,7 @@ impl OlmEnv {
         let scheduler = start_scheduler(&programs.scheduler, &kubeconfig, &dir)?;
         let (kwok, kubelet) = start_node(&client, &programs, &kubeconfig, &dir).await?;
         let (olm_operator, catalog_operator) = start_olm(&programs, &kubeconfig, &dir)?;
-        create_operator_group(&client).await?;
+        create_operator_group(&client, options.install_mode).await?;
         disable_copied_csvs(&client).await?;
 
         let webhooks = WebhookHost::start(
@@ -113,6 +128,7 @@ impl OlmEnv {
         Ok(Self {
             webhooks,
             _kubelet: kubelet,
+            install_mode: options.install_mode,
             olm_operator,
             catalog_operator,
             kwok,
@@ -131,9 +147,14 @@ impl OlmEnv {
         self.env.client()
     }
 
-    /// The namespace operators are installed to (AllNamespaces OperatorGroup).
+    /// The namespace operators are installed to.
     pub fn operator_namespace(&self) -> &str {
         OPERATOR_NAMESPACE
+    }
+
+    /// The install mode of the environment's OperatorGroup.
+    pub fn install_mode(&self) -> InstallModeType {
+        self.install_mode
     }
 
     /// Whether webhook calls can reach a [`WebhookCommand`]: one was given and this machine
@@ -516,25 +537,35 @@ fn node_ready(node: &Node) -> bool {
         .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
-async fn create_operator_group(client: &Client) -> Result<(), OlmError> {
+/// The operator namespace's OperatorGroup for `mode`, after the namespaces it targets.
+async fn create_operator_group(client: &Client, mode: InstallModeType) -> Result<(), OlmError> {
+    let targets = operator_group::target_namespaces(mode);
+    for ns in targets.iter().filter(|ns| **ns != OPERATOR_NAMESPACE) {
+        create_namespace(client, ns).await?;
+    }
     let api: Api<DynamicObject> = Api::namespaced_with(
         client.clone(),
         OPERATOR_NAMESPACE,
         &resources::operator_group(),
     );
+    let spec = if targets.is_empty() {
+        json!({})
+    } else {
+        json!({"targetNamespaces": targets})
+    };
     let group = json!({
         "apiVersion": "operators.coreos.com/v1",
         "kind": "OperatorGroup",
-        "metadata": {"name": "global-operators", "namespace": OPERATOR_NAMESPACE},
-        "spec": {},
+        "metadata": {"name": "olmpack", "namespace": OPERATOR_NAMESPACE},
+        "spec": spec,
     });
     api.patch(
-        "global-operators",
+        "olmpack",
         &PatchParams::apply(MANAGER).force(),
         &Patch::Apply(&group),
     )
     .await
-    .map_err(OlmError::api("create the AllNamespaces OperatorGroup"))?;
+    .map_err(OlmError::api(format!("create the {mode} OperatorGroup")))?;
     Ok(())
 }
 

@@ -11,23 +11,29 @@ use serde_json::json;
 
 use super::env::{Catalog, OPERATOR_NAMESPACE};
 use super::resources::{self, Csv, InstallPlan, Subscription};
-use super::{OlmEnv, OlmError, kubelet};
+use super::{OlmEnv, OlmError, operator_group};
+use crate::live::api::apiserver_message;
 
-/// Where examples of namespaced kinds are created.
-pub const EXAMPLE_NAMESPACE: &str = "default";
-const POLL: Duration = Duration::from_millis(250);
+pub(super) const POLL: Duration = Duration::from_millis(250);
 
 /// How long OLM may take.
 #[derive(Clone, Copy, Debug)]
 pub struct Timeouts {
     /// From the Subscription (or the previous step) to the CSV's final phase.
     pub step: Duration,
+    /// How long a step must hold still to be done: the InstallPlan `Complete`, the CSV
+    /// `Succeeded` and every CRD it converts with a webhook set to `Webhook` conversion, all
+    /// at once and throughout. OLM's operators work concurrently: the catalog-operator may
+    /// still be applying the bundle's objects (and resetting a CRD's conversion) after the
+    /// olm-operator has marked the CSV `Succeeded`.
+    pub settle: Duration,
 }
 
 impl Default for Timeouts {
     fn default() -> Self {
         Self {
             step: Duration::from_secs(180),
+            settle: Duration::from_secs(3),
         }
     }
 }
@@ -61,6 +67,9 @@ pub struct Step {
     /// The CSV the approved InstallPlan installs (`None` when OLM proposed none).
     pub csv: Option<String>,
     pub outcome: Outcome,
+    /// What OLM did on the way that a reader of the outcome should know: the CSV leaving
+    /// `Succeeded` for a while, OLM resetting a CRD's conversion (with who and when).
+    pub observed: Vec<String>,
     #[serde(skip)]
     pub elapsed: Duration,
 }
@@ -130,6 +139,7 @@ impl OlmEnv {
             return Ok(Step {
                 csv: None,
                 outcome,
+                observed: Vec::new(),
                 elapsed: started.elapsed(),
             });
         };
@@ -139,12 +149,13 @@ impl OlmEnv {
             .first()
             .cloned()
             .unwrap_or_default();
-        let outcome = self
-            .wait_for_csv(&plan_name(&plan), &csv, deadline, timeouts.step)
+        let (outcome, observed) = self
+            .wait_for_csv(&plan_name(&plan), &csv, deadline, timeouts)
             .await?;
         Ok(Step {
             csv: Some(csv),
             outcome,
+            observed,
             elapsed: started.elapsed(),
         })
     }
@@ -230,82 +241,48 @@ impl OlmEnv {
         })
     }
 
-    async fn wait_for_csv(
-        &self,
-        plan_name: &str,
-        csv_name: &str,
-        deadline: Instant,
-        waited: Duration,
-    ) -> Result<Outcome, OlmError> {
-        let plans: Api<InstallPlan> = Api::namespaced_with(
-            self.client(),
-            OPERATOR_NAMESPACE,
-            &resources::install_plan(),
-        );
-        let csvs: Api<Csv> =
-            Api::namespaced_with(self.client(), OPERATOR_NAMESPACE, &resources::csv());
-        loop {
-            let plan = plans
-                .get(plan_name)
-                .await
-                .map_err(OlmError::api(format!("read InstallPlan {plan_name}")))?;
-            let plan_status = plan.status.unwrap_or_default();
-            if plan_status.phase == "Failed" {
-                let failed = plan_status.conditions.iter().find(|c| c.status == "False");
-                return Ok(Outcome::Refused {
-                    by: format!("InstallPlan {plan_name}"),
-                    reason: failed.map(|c| c.reason.clone()).unwrap_or_default(),
-                    message: failed
-                        .map(|c| c.message.clone())
-                        .filter(|m| !m.is_empty())
-                        .unwrap_or(plan_status.message),
-                });
-            }
-            let csv = csvs.get_opt(csv_name).await.map_err(OlmError::api(format!(
-                "read ClusterServiceVersion {csv_name}"
-            )))?;
-            let status = csv.and_then(|c| c.status).unwrap_or_default();
-            match status.phase.as_str() {
-                "Succeeded" => {
-                    return Ok(Outcome::Succeeded {
-                        csv: csv_name.to_owned(),
-                    });
+    /// Creates every object of CSV `csv`'s `alm-examples` as a user of this install would
+    /// (`kubectl create -n NS`): namespaced kinds in the install mode's example namespace
+    /// (whatever `metadata.namespace` the example sets), cluster-scoped kinds without one.
+    /// Each is named `<name>-<version>` so that examples of one object at several versions
+    /// do not collide. A refusal is recorded, not returned as an error.
+    pub async fn create_examples(&self, csv: &str) -> Result<Vec<Example>, OlmError> {
+        let mut out = Vec::new();
+        for mut object in self.alm_examples(csv).await? {
+            let api_version = object["apiVersion"].as_str().unwrap_or_default().to_owned();
+            let kind = object["kind"].as_str().unwrap_or_default().to_owned();
+            let version = api_version.rsplit('/').next().unwrap_or_default();
+            let name = format!(
+                "{}-{version}",
+                object["metadata"]["name"].as_str().unwrap_or("example")
+            );
+            let refused = match self.example_api(&api_version, &kind).await {
+                Ok((api, namespace)) => {
+                    place(&mut object, &name, namespace);
+                    let object: DynamicObject =
+                        serde_json::from_value(object).map_err(|e| OlmError::Invalid {
+                            path: format!("ClusterServiceVersion {csv}").into(),
+                            message: format!("alm-examples {kind} {name}: {e}"),
+                        })?;
+                    api.create(&PostParams::default(), &object)
+                        .await
+                        .err()
+                        .map(|e| apiserver_message(&e))
                 }
-                "Failed" if !olm_retries(&status.reason) || Instant::now() >= deadline => {
-                    return Ok(Outcome::Refused {
-                        by: format!("ClusterServiceVersion {csv_name}"),
-                        reason: status.reason,
-                        message: status.message,
-                    });
-                }
-                _ => {}
-            }
-            if Instant::now() >= deadline {
-                let (phase, reason, message) = if status.phase.is_empty() {
-                    (
-                        format!("InstallPlan {}", plan_status.phase),
-                        String::new(),
-                        plan_status.message,
-                    )
-                } else {
-                    (status.phase, status.reason, status.message)
-                };
-                return Ok(Outcome::TimedOut {
-                    waiting_for: format!("ClusterServiceVersion {csv_name} ({waited:?})"),
-                    phase,
-                    reason,
-                    message,
-                    pods: kubelet::complaints(&self.client(), OPERATOR_NAMESPACE).await,
-                });
-            }
-            tokio::time::sleep(POLL).await;
+                Err(e) => Some(e),
+            };
+            out.push(Example {
+                api_version,
+                kind,
+                name,
+                refused,
+            });
         }
+        Ok(out)
     }
 
-    /// Creates every object of CSV `csv`'s `alm-examples` (namespaced ones in
-    /// [`EXAMPLE_NAMESPACE`]), each named `<name>-<version>` so that examples of one object at
-    /// several versions do not collide. A refusal is recorded, not returned as an error.
-    pub async fn create_examples(&self, csv: &str) -> Result<Vec<Example>, OlmError> {
+    /// The objects of CSV `csv`'s `alm-examples` annotation (none when it has none).
+    async fn alm_examples(&self, csv: &str) -> Result<Vec<serde_json::Value>, OlmError> {
         let csvs: Api<Csv> =
             Api::namespaced_with(self.client(), OPERATOR_NAMESPACE, &resources::csv());
         let found = csvs
@@ -319,43 +296,10 @@ impl OlmEnv {
             .and_then(|a| a.get("alm-examples"))
             .cloned()
             .unwrap_or_else(|| "[]".to_owned());
-        let examples: Vec<serde_json::Value> =
-            serde_json::from_str(&text).map_err(|e| OlmError::Invalid {
-                path: format!("ClusterServiceVersion {csv}").into(),
-                message: format!("metadata.annotations.alm-examples: {e}"),
-            })?;
-        let mut out = Vec::new();
-        for mut object in examples {
-            let api_version = object["apiVersion"].as_str().unwrap_or_default().to_owned();
-            let kind = object["kind"].as_str().unwrap_or_default().to_owned();
-            let version = api_version.rsplit('/').next().unwrap_or_default();
-            let name = format!(
-                "{}-{version}",
-                object["metadata"]["name"].as_str().unwrap_or("example")
-            );
-            object["metadata"]["name"] = json!(name);
-            let refused = match self.example_api(&api_version, &kind).await {
-                Ok(api) => {
-                    let object: DynamicObject =
-                        serde_json::from_value(object).map_err(|e| OlmError::Invalid {
-                            path: format!("ClusterServiceVersion {csv}").into(),
-                            message: format!("alm-examples {kind} {name}: {e}"),
-                        })?;
-                    api.create(&PostParams::default(), &object)
-                        .await
-                        .err()
-                        .map(|e| e.to_string())
-                }
-                Err(e) => Some(e),
-            };
-            out.push(Example {
-                api_version,
-                kind,
-                name,
-                refused,
-            });
-        }
-        Ok(out)
+        serde_json::from_str(&text).map_err(|e| OlmError::Invalid {
+            path: format!("ClusterServiceVersion {csv}").into(),
+            message: format!("metadata.annotations.alm-examples: {e}"),
+        })
     }
 
     /// Reads every created example at the version the API server now prefers for its group
@@ -371,20 +315,19 @@ impl OlmEnv {
             let result = async {
                 let group = discovery::group(&self.client(), group)
                     .await
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|e| apiserver_message(&e))?;
                 let (resource, caps) = group
                     .recommended_kind(&example.kind)
                     .ok_or_else(|| format!("{} is no longer served", example.kind))?;
-                let api: Api<DynamicObject> = match caps.scope {
-                    Scope::Namespaced => {
-                        Api::namespaced_with(self.client(), EXAMPLE_NAMESPACE, &resource)
-                    }
-                    Scope::Cluster => Api::all_with(self.client(), &resource),
-                };
-                api.get(&example.name)
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| format!("{} {}: {e}", example.kind, example.name))
+                let (api, _) = self.scoped(&resource, caps.scope);
+                api.get(&example.name).await.map(|_| ()).map_err(|e| {
+                    format!(
+                        "{} {}: {}",
+                        example.kind,
+                        example.name,
+                        apiserver_message(&e)
+                    )
+                })
             }
             .await;
             out.push(result);
@@ -392,20 +335,38 @@ impl OlmEnv {
         out
     }
 
+    /// The API of an example's kind, and the namespace its objects go to (`None`:
+    /// cluster-scoped); `Err` when the apiserver does not serve the kind.
     async fn example_api(
         &self,
         api_version: &str,
         kind: &str,
-    ) -> Result<Api<DynamicObject>, String> {
+    ) -> Result<(Api<DynamicObject>, Option<&'static str>), String> {
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
         let gvk = GroupVersionKind::gvk(group, version, kind);
         let (resource, caps) = discovery::pinned_kind(&self.client(), &gvk)
             .await
-            .map_err(|e| format!("{api_version} {kind} is not served: {e}"))?;
-        Ok(match caps.scope {
-            Scope::Namespaced => Api::namespaced_with(self.client(), EXAMPLE_NAMESPACE, &resource),
-            Scope::Cluster => Api::all_with(self.client(), &resource),
-        })
+            .map_err(|e| {
+                format!(
+                    "{api_version} {kind} is not served: {}",
+                    apiserver_message(&e)
+                )
+            })?;
+        Ok(self.scoped(&resource, caps.scope))
+    }
+
+    fn scoped(
+        &self,
+        resource: &kube::discovery::ApiResource,
+        scope: Scope,
+    ) -> (Api<DynamicObject>, Option<&'static str>) {
+        match scope {
+            Scope::Namespaced => {
+                let ns = operator_group::example_namespace(self.install_mode());
+                (Api::namespaced_with(self.client(), ns, resource), Some(ns))
+            }
+            Scope::Cluster => (Api::all_with(self.client(), resource), None),
+        }
     }
 
     /// Whether CSV `csv` declares webhooks (`spec.webhookdefinitions`).
@@ -419,6 +380,42 @@ impl OlmEnv {
         Ok(found.spec["webhookdefinitions"]
             .as_array()
             .is_some_and(|w| !w.is_empty()))
+    }
+
+    /// Whether CSV `csv` converts a CRD through a webhook (a `ConversionWebhook` definition):
+    /// only then does reading objects at another version need a webhook process.
+    pub async fn has_conversion_webhooks(&self, csv: &str) -> Result<bool, OlmError> {
+        let csvs: Api<Csv> =
+            Api::namespaced_with(self.client(), OPERATOR_NAMESPACE, &resources::csv());
+        let found = csvs
+            .get(csv)
+            .await
+            .map_err(OlmError::api(format!("read ClusterServiceVersion {csv}")))?;
+        Ok(found.spec["webhookdefinitions"]
+            .as_array()
+            .is_some_and(|w| w.iter().any(|d| d["type"] == "ConversionWebhook")))
+    }
+
+    /// `Some(OLM's status)` when CSV `csv`, whose step was done, is no longer `Succeeded`.
+    pub async fn left_succeeded(&self, csv: &str) -> Result<Option<String>, OlmError> {
+        let csvs: Api<Csv> =
+            Api::namespaced_with(self.client(), OPERATOR_NAMESPACE, &resources::csv());
+        let found = csvs
+            .get_opt(csv)
+            .await
+            .map_err(OlmError::api(format!("read ClusterServiceVersion {csv}")))?;
+        let Some(found) = found else {
+            return Ok(Some(format!(
+                "ClusterServiceVersion {csv} was deleted after its step was done"
+            )));
+        };
+        let status = found.status.unwrap_or_default();
+        Ok((status.phase != "Succeeded").then(|| {
+            format!(
+                "ClusterServiceVersion {csv} left Succeeded after its step was done: phase {}, reason {}: {}",
+                status.phase, status.reason, status.message
+            )
+        }))
     }
 
     /// Waits until a webhook process serves every Deployment CSV `csv` wires webhooks to, at
@@ -532,11 +529,45 @@ impl OlmEnv {
     }
 }
 
-/// Whether OLM v0 leaves a `Failed` CSV with this reason by itself: a CSV that had met its
-/// requirements fails with `RequirementsNotMet` ("requirements no longer met") when a re-check
-/// misses one for a moment — during an upgrade, say, while the new CRDs are being applied — and
-/// OLM re-checks a failed CSV's requirements and moves it on when they are met. So it is only
-/// the outcome when it lasts until the deadline.
-fn olm_retries(reason: &str) -> bool {
-    reason == "RequirementsNotMet"
+/// Names an example object and puts it where `kubectl create -n NS` would: in `namespace`
+/// when its kind is namespaced (whatever namespace it names), in none when cluster-scoped.
+fn place(object: &mut serde_json::Value, name: &str, namespace: Option<&str>) {
+    let metadata = &mut object["metadata"];
+    if !metadata.is_object() {
+        *metadata = json!({});
+    }
+    metadata["name"] = json!(name);
+    match namespace {
+        Some(ns) => metadata["namespace"] = json!(ns),
+        None => {
+            if let Some(m) = metadata.as_object_mut() {
+                m.remove("namespace");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn examples_go_where_kubectl_create_n_puts_them() {
+        let mut namespaced =
+            json!({"kind": "A", "metadata": {"name": "a", "namespace": "elsewhere"}});
+        place(&mut namespaced, "a-v1", Some("olmpack-target-a"));
+        assert_eq!(
+            namespaced["metadata"],
+            json!({"name": "a-v1", "namespace": "olmpack-target-a"})
+        );
+        let mut cluster = json!({"kind": "B", "metadata": {"name": "b", "namespace": "x"}});
+        place(&mut cluster, "b-v1", None);
+        assert_eq!(cluster["metadata"], json!({"name": "b-v1"}));
+        let mut bare = json!({"kind": "C"});
+        place(&mut bare, "example-v1", Some("default"));
+        assert_eq!(
+            bare["metadata"],
+            json!({"name": "example-v1", "namespace": "default"})
+        );
+    }
 }

@@ -1,12 +1,19 @@
-//! The part of a kubelet that kwok does not play: a pod whose Secret or ConfigMap volumes (or
-//! env references) do not exist never starts.
+//! The part of a kubelet that kwok does not play: a pod whose mounted Secret or ConfigMap
+//! volumes (or env references) do not exist never starts.
 //!
 //! kwok makes every scheduled pod Running and Ready. The environment's kwok stage for that
 //! (`pod-ready`) additionally requires the annotation [`ADMITTED`], which this loop sets only
-//! when every non-optional Secret and ConfigMap the pod references exists in its namespace —
-//! what the kubelet needs before it starts containers. Until then the pod stays Pending and a
-//! Warning Event says why, in the kubelet's words (`FailedMount`,
-//! `CreateContainerConfigError`).
+//! when every Secret and ConfigMap the kubelet needs before it starts containers exists in the
+//! pod's namespace. Until then the pod stays Pending and a Warning Event says why, in the
+//! kubelet's words (`FailedMount`, `CreateContainerConfigError`).
+//!
+//! What the kubelet needs, as it decides it:
+//! - a volume only when some container or init container mounts it (the kubelet sets up the
+//!   volumes its containers mount; kubebuilder's `cert` volume, left unmounted once OLM's
+//!   certificate injection mounts its own volume at the same path, never blocks);
+//! - a Secret or ConfigMap (volume, projected source, env or envFrom reference) only when it
+//!   is not `optional: true`;
+//! - nothing for emptyDir, downwardAPI, serviceAccountToken or any other source.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -49,7 +56,21 @@ fn needs(spec: &PodSpec) -> BTreeSet<Need> {
         reason: "FailedMount",
         volume: Some(volume.to_owned()),
     };
-    for v in spec.volumes.iter().flatten() {
+    let containers = || {
+        spec.containers
+            .iter()
+            .chain(spec.init_containers.iter().flatten())
+    };
+    let mounted: BTreeSet<&str> = containers()
+        .flat_map(|c| c.volume_mounts.iter().flatten())
+        .map(|m| m.name.as_str())
+        .collect();
+    for v in spec
+        .volumes
+        .iter()
+        .flatten()
+        .filter(|v| mounted.contains(v.name.as_str()))
+    {
         if let Some(s) = &v.secret
             && !s.optional.unwrap_or(false)
             && let Some(name) = &s.secret_name
@@ -80,11 +101,7 @@ fn needs(spec: &PodSpec) -> BTreeSet<Need> {
         reason: "CreateContainerConfigError",
         volume: None,
     };
-    let containers = spec
-        .containers
-        .iter()
-        .chain(spec.init_containers.iter().flatten());
-    for c in containers {
+    for c in containers() {
         for e in c.env.iter().flatten().filter_map(|e| e.value_from.as_ref()) {
             if let Some(r) = &e.secret_key_ref
                 && !r.optional.unwrap_or(false)
@@ -243,4 +260,62 @@ pub fn gate_pod_ready(stage: &str) -> Option<String> {
     let mut out = stage.to_owned();
     out.insert_str(at, &gate);
     Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(value: serde_json::Value) -> PodSpec {
+        serde_json::from_value(value).unwrap()
+    }
+
+    fn names(spec: &PodSpec) -> Vec<String> {
+        needs(spec)
+            .into_iter()
+            .map(|n| format!("{} {} {}", n.reason, n.kind, n.name))
+            .collect()
+    }
+
+    #[test]
+    fn only_mounted_volumes_and_required_references_block_a_pod() {
+        let cases = [
+            (
+                "kubebuilder's cert volume, unmounted once OLM mounts its own",
+                json!({"containers": [{"name": "manager", "volumeMounts": [{"name": "olm-cert", "mountPath": "/tmp/k8s-webhook-server/serving-certs"}]}],
+                       "volumes": [{"name": "cert", "secret": {"secretName": "webhook-server-cert"}},
+                                   {"name": "olm-cert", "secret": {"secretName": "op-service-cert"}}]}),
+                vec!["FailedMount Secret op-service-cert"],
+            ),
+            (
+                "optional references never block",
+                json!({"containers": [{"name": "c", "volumeMounts": [{"name": "a", "mountPath": "/a"}],
+                       "env": [{"name": "X", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k", "optional": true}}}],
+                       "envFrom": [{"configMapRef": {"name": "cm", "optional": true}}]}],
+                       "volumes": [{"name": "a", "configMap": {"name": "cm", "optional": true}}]}),
+                vec![],
+            ),
+            (
+                "an init container's mount counts; emptyDir and downwardAPI never block",
+                json!({"initContainers": [{"name": "i", "volumeMounts": [{"name": "p", "mountPath": "/p"}, {"name": "e", "mountPath": "/e"}]}],
+                       "containers": [{"name": "c", "volumeMounts": [{"name": "d", "mountPath": "/d"}]}],
+                       "volumes": [{"name": "p", "projected": {"sources": [{"serviceAccountToken": {"path": "t"}}, {"configMap": {"name": "ca"}}]}},
+                                   {"name": "e", "emptyDir": {}},
+                                   {"name": "d", "downwardAPI": {"items": []}}]}),
+                vec!["FailedMount ConfigMap ca"],
+            ),
+            (
+                "env references of any container block without a mount",
+                json!({"containers": [{"name": "c", "envFrom": [{"configMapRef": {"name": "ack-user-config"}}]}],
+                       "initContainers": [{"name": "i", "env": [{"name": "X", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "k"}}}]}]}),
+                vec![
+                    "CreateContainerConfigError ConfigMap ack-user-config",
+                    "CreateContainerConfigError Secret creds",
+                ],
+            ),
+        ];
+        for (what, value, expected) in cases {
+            assert_eq!(names(&spec(value)), expected, "{what}");
+        }
+    }
 }

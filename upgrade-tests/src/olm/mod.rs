@@ -23,11 +23,13 @@
 mod env;
 mod install;
 pub mod kubelet;
+pub mod operator_group;
 pub mod resources;
+mod settle;
 pub mod webhooks;
 
 pub use env::{Catalog, OlmEnv, OlmEnvOptions};
-pub use install::{EXAMPLE_NAMESPACE, Example, Installed, Outcome, Step, Timeouts};
+pub use install::{Example, Installed, Outcome, Step, Timeouts};
 pub use webhooks::WebhookCommand;
 
 use std::path::PathBuf;

@@ -1,0 +1,163 @@
+//! Which cases a catalog asks for: per package, per group of channels with identical
+//! entries, per install mode, one case per entry (install it, then take OLM v0's upgrade
+//! from it, if any).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use olmpack_model::csv::ClusterServiceVersion;
+use olmpack_model::plan::InstallModeType;
+use serde::Serialize;
+use upgrade_tests::olm::operator_group;
+
+use super::OlmRunError;
+use crate::catalog::load::load_dir;
+use crate::catalog::model::{Bundle, Model, Package};
+use crate::catalog::property::{self, Typed};
+use crate::catalog::upgrade::{Edge, v0_successor};
+
+/// One install (and at most one upgrade) to run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Case {
+    /// The package installed.
+    pub package: String,
+    /// Every channel with this exact graph; the first is subscribed to.
+    pub channels: Vec<String>,
+    /// The bundle installed first (the starting CSV).
+    pub from: String,
+    /// OLM v0's successor of `from` in the channel, and the edge that makes it one.
+    pub expected: Option<(String, Edge)>,
+    /// The OperatorGroup the operator is installed under.
+    pub install_mode: InstallModeType,
+}
+
+/// Loads the catalog in `dir` and plans its cases, each in the install mode its starting
+/// bundle prefers (see [`preferred_mode`]).
+pub fn load_cases(dir: &Path, package: Option<&str>) -> Result<Vec<Case>, OlmRunError> {
+    load_cases_for(dir, package, &[])
+}
+
+/// As [`load_cases`], with one case per entry and per mode of `modes` (all cases in the
+/// preferred mode when `modes` is empty). A mode the bundle does not support still gets its
+/// case: OLM's refusal is the verdict.
+pub fn load_cases_for(
+    dir: &Path,
+    package: Option<&str>,
+    modes: &[InstallModeType],
+) -> Result<Vec<Case>, OlmRunError> {
+    let loaded = load_dir(dir).map_err(|source| OlmRunError::Load {
+        dir: dir.to_owned(),
+        source,
+    })?;
+    let (model, findings) = Model::from_config(loaded.config);
+    if let Some(first) = findings
+        .iter()
+        .find(|f| f.severity == crate::report::Severity::Error)
+    {
+        return Err(OlmRunError::Invalid {
+            dir: dir.to_owned(),
+            first: first.message.clone(),
+        });
+    }
+    if let Some(name) = package
+        && !model.packages.contains_key(name)
+    {
+        return Err(OlmRunError::NoPackage {
+            dir: dir.to_owned(),
+            package: name.to_owned(),
+        });
+    }
+    Ok(model
+        .packages
+        .values()
+        .filter(|p| package.is_none_or(|name| p.name == name))
+        .flat_map(|p| plan_cases(p, modes))
+        .collect())
+}
+
+/// The cases of one package (module docs), channels sharing identical graphs merged.
+pub fn plan_cases(pkg: &Package, modes: &[InstallModeType]) -> Vec<Case> {
+    let mut by_graph: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for ch in pkg.channels.values() {
+        let mut entries: Vec<String> = ch
+            .entries
+            .iter()
+            .map(|e| format!("{}|{}|{:?}|{}", e.name, e.replaces, e.skips, e.skip_range))
+            .collect();
+        entries.sort();
+        by_graph
+            .entry(entries.join("\n"))
+            .or_default()
+            .push(&ch.name);
+    }
+    let mut groups: Vec<Vec<&str>> = by_graph.into_values().collect();
+    groups.sort();
+    let mut cases = Vec::new();
+    for channels in groups {
+        let ch = &pkg.channels[channels[0]];
+        let mut names: Vec<&str> = ch.entries.iter().map(|e| e.name.as_str()).collect();
+        names.sort_by(|a, b| {
+            let v = |n: &str| pkg.bundles.get(n).and_then(|b| b.version.clone());
+            v(a).cmp(&v(b)).then_with(|| a.cmp(b))
+        });
+        names.dedup();
+        for from in names {
+            let chosen = match modes {
+                [] => vec![
+                    pkg.bundles
+                        .get(from)
+                        .map_or(InstallModeType::AllNamespaces, preferred_mode),
+                ],
+                some => some.to_vec(),
+            };
+            for install_mode in chosen {
+                cases.push(Case {
+                    package: pkg.name.clone(),
+                    channels: channels.iter().map(|c| (*c).to_owned()).collect(),
+                    from: from.to_owned(),
+                    expected: v0_successor(pkg, ch, from).map(|s| (s.to, s.via)),
+                    install_mode,
+                });
+            }
+        }
+    }
+    cases
+}
+
+/// The first install mode of [`operator_group::PREFERENCE`] that the bundle's CSV supports
+/// (AllNamespaces when it says nothing usable: OLM's verdict then shows what it accepts).
+pub fn preferred_mode(bundle: &Bundle) -> InstallModeType {
+    let supported = supported_modes(bundle);
+    operator_group::PREFERENCE
+        .into_iter()
+        .find(|m| supported.contains(m))
+        .unwrap_or(InstallModeType::AllNamespaces)
+}
+
+/// The install modes the CSV among the bundle's `olm.bundle.object` properties supports.
+fn supported_modes(bundle: &Bundle) -> Vec<InstallModeType> {
+    let Some(csv) = bundle_csv(bundle) else {
+        return Vec::new();
+    };
+    let spec = csv.spec.unwrap_or_default();
+    spec.install_modes
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|m| m.supported == Some(true))
+        .filter_map(|m| m.type_.as_deref().and_then(|t| t.parse().ok()))
+        .collect()
+}
+
+/// The bundle's CSV, from its `olm.bundle.object` properties (`None` when it has none that
+/// decodes).
+fn bundle_csv(bundle: &Bundle) -> Option<ClusterServiceVersion> {
+    bundle.properties.iter().enumerate().find_map(|(i, p)| {
+        let Ok(Typed::BundleObject(bytes)) = property::parse(i, p) else {
+            return None;
+        };
+        let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+        (value["kind"] == "ClusterServiceVersion")
+            .then(|| ClusterServiceVersion::from_value(&value).ok())
+            .flatten()
+    })
+}

@@ -1,0 +1,397 @@
+//! `olmpack upgrade olm`: the real OLM v0 installs every release of a catalog by Subscription
+//! and upgrades along the edges it would take, and reports what OLM said.
+//!
+//! Contract:
+//! - The cases come from the catalog alone ([`plan_cases`]): per package and per channel, one
+//!   case per entry: install it (Subscription with `startingCSV`, manual approval) and, when
+//!   OLM v0 has a successor for it ([`crate::catalog::upgrade::v0_successor`]), approve the
+//!   next InstallPlan and expect exactly that successor. Channels whose entries are identical
+//!   share their cases (OLM resolves them identically); the report names every channel.
+//! - The OperatorGroup follows the starting bundle's supported install modes (AllNamespaces,
+//!   else OwnNamespace, else SingleNamespace, else MultiNamespace), or each mode asked for.
+//! - A step is done when OLM has finished it: the InstallPlan `Complete`, the CSV `Succeeded`
+//!   and the CRDs it converts with a webhook set so, held for a settle period; what OLM did on
+//!   the way (a CSV leaving `Succeeded`, a CRD's conversion reset) is reported with the step,
+//!   and a CSV that leaves `Succeeded` after its step fails the case as OLM's doing.
+//! - OLM is served the catalog with every bundle's image cleared ([`inline_catalog`]), so
+//!   that it installs the `olm.bundle.object` manifests inline instead of unpacking bundle
+//!   images with a Job (no kubelet, no registry here).
+//! - Each case runs in its own [`upgrade_tests::OlmEnv`] (cases never see each other's
+//!   objects); up to `jobs` at once.
+//! - Between install and upgrade, every `alm-examples` object of the installed CSV is created
+//!   as a user of that install would (`kubectl create -n` a namespace the operator serves);
+//!   after the upgrade each must still be readable. When webhooks cannot be served (no
+//!   `--webhook-command`, no usable address) and the bundle declares webhooks, the example
+//!   checks are "not run" with the reason — never passed; reading back needs only the
+//!   conversion webhook, so admission webhooks alone never stop it.
+//! - A case passes when every step OLM took ended `Succeeded`, OLM picked the predicted
+//!   successor, and every example was created and read back. Each failure names who is to
+//!   blame ([`Party`]): OLM (quoted), or the examples (the apiserver's or webhook's words).
+#![warn(missing_docs)]
+
+mod cases;
+mod report;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use upgrade_tests::olm::{Example, Installed, Outcome, Timeouts, WebhookCommand};
+use upgrade_tests::{OlmEnv, OlmEnvOptions};
+
+pub use cases::{Case, load_cases, load_cases_for, plan_cases, preferred_mode};
+pub use report::{CaseReport, Failure, Party, describe, junit, markdown};
+
+use crate::catalog::load::load_dir;
+
+/// Failure to run the cases (not a verdict about the operator).
+#[derive(Debug, thiserror::Error)]
+pub enum OlmRunError {
+    /// The catalog directory cannot be loaded.
+    #[error("failed to read the catalog {dir}")]
+    Load {
+        /// The catalog directory.
+        dir: PathBuf,
+        /// The loader's error.
+        #[source]
+        source: crate::catalog::load::LoadError,
+    },
+    /// The catalog fails validation, so running OLM on it would say nothing useful.
+    #[error("the catalog {dir} is invalid ({first}); run `olmpack catalog validate` on it")]
+    Invalid {
+        /// The catalog directory.
+        dir: PathBuf,
+        /// The first error finding.
+        first: String,
+    },
+    /// The catalog has no package of the requested name.
+    #[error("the catalog {dir} has no package {package}")]
+    NoPackage {
+        /// The catalog directory.
+        dir: PathBuf,
+        /// The package asked for.
+        package: String,
+    },
+    /// Starting or driving the test control plane with OLM failed.
+    #[error("the OLM test environment failed")]
+    Env(#[from] upgrade_tests::olm::OlmError),
+    /// A bundle carries no manifests in the catalog, so the test cluster (which has no kubelet) cannot unpack it.
+    #[error(
+        "bundle {bundle} has no olm.bundle.object properties: OLM would unpack its image with a Job, which needs a kubelet; render the catalog with `olmpack generate` or `opm render` (without --migrate-level)"
+    )]
+    NoObjects {
+        /// The bundle name.
+        bundle: String,
+    },
+    /// Writing the catalog that `opm serve` gives to OLM failed.
+    #[error("failed to write the catalog served to OLM to {path}")]
+    Write {
+        /// The file being written.
+        path: PathBuf,
+        /// The I/O error from the file system.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Printing the catalog that `opm serve` gives to OLM failed.
+    #[error("failed to render the catalog served to OLM")]
+    Render(#[from] crate::catalog::serialize::SerializeError),
+    /// A CRD the cluster should have before OLM could not be created.
+    #[error("failed to install the cluster's CRD {name} before OLM")]
+    ClusterCrd {
+        /// The CRD's name.
+        name: String,
+        /// The test control plane's error.
+        #[source]
+        source: upgrade_tests::EnvError,
+    },
+}
+
+/// The catalog of `dir` as it is served to OLM, in a temp directory: each bundle's `image`
+/// cleared. OLM v0 installs a bundle's `olm.bundle.object` manifests inline only when the
+/// bundle names no image; with an image it unpacks that image with a Job, which needs a
+/// kubelet and a registry. The manifests are the same either way for a catalog rendered
+/// from its bundles (what `opm render` and `olmpack generate` write).
+pub fn inline_catalog(dir: &Path) -> Result<tempfile::TempDir, OlmRunError> {
+    let loaded = load_dir(dir).map_err(|source| OlmRunError::Load {
+        dir: dir.to_owned(),
+        source,
+    })?;
+    let mut config = loaded.config;
+    for bundle in &mut config.bundles {
+        if !bundle
+            .properties
+            .iter()
+            .any(|p| p.type_ == "olm.bundle.object")
+        {
+            return Err(OlmRunError::NoObjects {
+                bundle: bundle.name.clone(),
+            });
+        }
+        bundle.image.clear();
+    }
+    let text =
+        crate::catalog::serialize::to_string(&config, crate::catalog::serialize::Format::Json)?;
+    let out = tempfile::Builder::new()
+        .prefix("olmpack-olm-catalog-")
+        .tempdir()
+        .map_err(|source| OlmRunError::Write {
+            path: std::env::temp_dir(),
+            source,
+        })?;
+    let path = out.path().join("catalog.json");
+    std::fs::write(&path, text).map_err(|source| OlmRunError::Write { path, source })?;
+    Ok(out)
+}
+
+/// How to run the cases.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Command run for the operator's webhook Deployments, when the bundle has webhooks; none skips them.
+    pub webhook_command: Option<WebhookCommand>,
+    /// How long each wait for OLM may take.
+    pub timeouts: Timeouts,
+    /// Cases run at once (each has its own control plane and OLM).
+    pub jobs: usize,
+    /// CRDs the cluster has before OLM installs anything, as another operator installed
+    /// them (e.g. prometheus-operator's, for a bundle that ships a ServiceMonitor: OLM
+    /// cannot create an object whose kind the cluster does not serve).
+    pub cluster_crds: Vec<CustomResourceDefinition>,
+    /// Told each step of each case as it happens (the CLI prints them on stderr).
+    pub steps: StepLog,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        Self {
+            webhook_command: None,
+            timeouts: Timeouts::default(),
+            jobs: 1,
+            cluster_crds: Vec::new(),
+            steps: StepLog::silent(),
+        }
+    }
+}
+
+/// Where progress lines go: one line per step of a case, prefixed with the case.
+#[derive(Clone)]
+pub struct StepLog(Arc<dyn Fn(&str) + Send + Sync>);
+
+impl StepLog {
+    /// Each step line passed to `f`.
+    pub fn new(f: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+
+    /// No progress lines.
+    pub fn silent() -> Self {
+        Self::new(|_| {})
+    }
+
+    fn step(&self, case: &Case, started: Instant, what: std::fmt::Arguments<'_>) {
+        let label = match &case.expected {
+            Some((to, _)) => format!("{} {} → {to}", case.package, case.from),
+            None => format!("{} {}", case.package, case.from),
+        };
+        (self.0)(&format!(
+            "[{label}, {}] {:>5.1} s  {what}",
+            case.install_mode,
+            started.elapsed().as_secs_f64()
+        ));
+    }
+}
+
+impl std::fmt::Debug for StepLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StepLog")
+    }
+}
+
+/// Runs every case (up to `options.jobs` at once); reports in case order.
+pub async fn run(
+    catalog: &Path,
+    cases: &[Case],
+    options: &RunOptions,
+) -> Result<Vec<CaseReport>, OlmRunError> {
+    let semaphore = std::sync::Arc::new(tokio::sync::Semaphore::new(options.jobs.max(1)));
+    let mut tasks = Vec::new();
+    for case in cases.iter().cloned() {
+        let semaphore = semaphore.clone();
+        let catalog = catalog.to_owned();
+        let options = options.clone();
+        tasks.push(tokio::spawn(async move {
+            let _permit = semaphore.acquire_owned().await;
+            run_case(&catalog, case, &options).await
+        }));
+    }
+    let mut reports = Vec::new();
+    for task in tasks {
+        match task.await {
+            Ok(report) => reports.push(report?),
+            Err(join) => std::panic::resume_unwind(join.into_panic()),
+        }
+    }
+    Ok(reports)
+}
+
+/// One case in a fresh OLM environment.
+pub async fn run_case(
+    catalog_dir: &Path,
+    case: Case,
+    options: &RunOptions,
+) -> Result<CaseReport, OlmRunError> {
+    let started = Instant::now();
+    let progress = &options.steps;
+    let env = start_env(&case, options).await?;
+    progress.step(&case, started, format_args!("OLM environment up"));
+    let served = inline_catalog(catalog_dir)?;
+    let catalog = env.serve_catalog("olmpack", served.path()).await?;
+    env.subscribe(&catalog, &case.package, &case.channels[0], &case.from)
+        .await?;
+    let install = env.next_step(&case.package, options.timeouts).await?;
+    let install_seconds = catalog.started.elapsed().as_secs_f64();
+    let what = describe(&install.outcome);
+    progress.step(&case, started, format_args!("install: {what}"));
+    let mut report = CaseReport {
+        case,
+        install,
+        install_seconds,
+        examples: Ok(Vec::new()),
+        upgrade: None,
+        examples_after: Vec::new(),
+        reads_not_run: None,
+        left_succeeded: None,
+        installed: Installed::default(),
+        seconds: 0.0,
+    };
+    if let Outcome::Succeeded { csv } = report.install.outcome.clone() {
+        report.installed = env.installed().await?;
+        report.examples = examples(&env, &csv, options).await?;
+        progress.step(
+            &report.case,
+            started,
+            format_args!("examples: {}", examples_line(&report.examples)),
+        );
+        let last = match report.case.expected.is_some() {
+            true => upgrade(&env, &mut report, options, started).await?,
+            false => Some(csv),
+        };
+        if let Some(csv) = last {
+            report.left_succeeded = env.left_succeeded(&csv).await?;
+        }
+    }
+    report.seconds = started.elapsed().as_secs_f64();
+    progress.step(
+        &report.case,
+        started,
+        format_args!("done: {}", verdict(&report)),
+    );
+    Ok(report)
+}
+
+/// The environment of `case`, with the cluster's CRDs installed.
+async fn start_env(case: &Case, options: &RunOptions) -> Result<OlmEnv, OlmRunError> {
+    let env = OlmEnv::start_with(OlmEnvOptions {
+        webhook_command: options.webhook_command.clone(),
+        install_mode: case.install_mode,
+    })
+    .await?;
+    for crd in &options.cluster_crds {
+        env.env()
+            .install_crd(crd)
+            .await
+            .map_err(|source| OlmRunError::ClusterCrd {
+                name: crd.metadata.name.clone().unwrap_or_default(),
+                source,
+            })?;
+    }
+    Ok(env)
+}
+
+/// Approves the upgrade and reads the examples back; the CSV that ended `Succeeded`, if any.
+async fn upgrade(
+    env: &OlmEnv,
+    report: &mut CaseReport,
+    options: &RunOptions,
+    started: Instant,
+) -> Result<Option<String>, OlmRunError> {
+    let step = env
+        .next_step(&report.case.package, options.timeouts)
+        .await?;
+    let what = describe(&step.outcome);
+    options
+        .steps
+        .step(&report.case, started, format_args!("upgrade: {what}"));
+    let done = match &step.outcome {
+        Outcome::Succeeded { csv } => Some(csv.clone()),
+        _ => None,
+    };
+    if let (Ok(examples), Some(csv)) = (&report.examples, &done) {
+        match reads_served(env, csv, options).await? {
+            Ok(()) => report.examples_after = env.read_examples(examples).await,
+            Err(why) => report.reads_not_run = Some(why),
+        }
+        report.installed = env.installed().await?;
+    }
+    report.upgrade = Some(step);
+    Ok(done)
+}
+
+fn examples_line(examples: &Result<Vec<Example>, String>) -> String {
+    match examples {
+        Err(why) => format!("not run: {why}"),
+        Ok(list) => {
+            let created = list.iter().filter(|e| e.refused.is_none()).count();
+            format!("{created}/{} created", list.len())
+        }
+    }
+}
+
+fn verdict(report: &CaseReport) -> String {
+    let failures = report.failures();
+    let not_run = report.not_run();
+    match (failures.first(), not_run.first()) {
+        (Some(f), _) => format!("FAIL ({}: {})", f.party.label(), f.message),
+        (None, Some(why)) => format!("pass, checks not run ({why})"),
+        (None, None) => "pass".to_owned(),
+    }
+}
+
+/// Whether the examples can be read back after the upgrade to `csv`: reading needs a webhook
+/// only where a CRD converts through one, so `Ok(Err(why))` only when `csv` has a conversion
+/// webhook that is not served.
+async fn reads_served(
+    env: &OlmEnv,
+    csv: &str,
+    options: &RunOptions,
+) -> Result<Result<(), String>, OlmRunError> {
+    if !env.has_conversion_webhooks(csv).await? {
+        return Ok(Ok(()));
+    }
+    Ok(env.wait_for_webhooks(csv, options.timeouts.step).await)
+}
+
+/// Whether the webhooks of `csv` are served: `Ok(Err(why))` when the checks that need them
+/// cannot run (no webhook command or address) or no process came up.
+async fn examples_served(
+    env: &OlmEnv,
+    csv: &str,
+    options: &RunOptions,
+) -> Result<Result<(), String>, OlmRunError> {
+    if !env.has_webhooks(csv).await? {
+        return Ok(Ok(()));
+    }
+    Ok(env.wait_for_webhooks(csv, options.timeouts.step).await)
+}
+
+/// Creates the examples of `csv` once its webhooks are served (see [`CaseReport::examples`]).
+async fn examples(
+    env: &OlmEnv,
+    csv: &str,
+    options: &RunOptions,
+) -> Result<Result<Vec<Example>, String>, OlmRunError> {
+    Ok(match examples_served(env, csv, options).await? {
+        Ok(()) => Ok(env.create_examples(csv).await?),
+        Err(why) => Err(why),
+    })
+}

@@ -1,0 +1,321 @@
+//! What a case found, who is to blame for each failure, and the case reports as Markdown and
+//! JUnit.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use upgrade_tests::olm::{Example, Installed, Outcome, Step};
+
+use super::cases::Case;
+use crate::catalog::upgrade::Edge;
+
+/// What happened in one case.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CaseReport {
+    /// The case that was run.
+    pub case: Case,
+    /// Outcome of the install of `from`.
+    pub install: Step,
+    /// Seconds from `opm serve` start to the installed CSV's final phase.
+    pub install_seconds: f64,
+    /// `Err(reason)` when the example checks could not run.
+    pub examples: Result<Vec<Example>, String>,
+    /// Outcome of the upgrade, when the case has one and the install succeeded.
+    pub upgrade: Option<Step>,
+    /// Per example created before the upgrade: `Err(message)` when unreadable after it.
+    pub examples_after: Vec<Result<(), String>>,
+    /// Why the examples were not read back after the upgrade, when they could not be (the
+    /// conversion webhook they need is not served).
+    pub reads_not_run: Option<String>,
+    /// OLM's status of the last CSV when it left `Succeeded` after its step was done.
+    pub left_succeeded: Option<String>,
+    /// The CRDs and Deployments in the cluster after the last step that succeeded.
+    pub installed: Installed,
+    /// Wall-clock seconds the whole case took.
+    pub seconds: f64,
+}
+
+/// Who a failure is blamed on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Party {
+    /// OLM refused a step, did not finish it in time, or proposed another upgrade; the
+    /// message is OLM's (a status condition, phase or reason).
+    Olm,
+    /// An example object of the CSV's `alm-examples` was refused (by the apiserver's schema
+    /// or the operator's webhooks) or could not be read back after the upgrade.
+    Examples,
+}
+
+impl Party {
+    /// The label in `error[LABEL]` lines.
+    pub fn label(self) -> &'static str {
+        match self {
+            Party::Olm => "olm",
+            Party::Examples => "examples",
+        }
+    }
+}
+
+/// One reason a case failed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Failure {
+    /// Who is to blame.
+    pub party: Party,
+    /// What happened, quoting OLM or the apiserver.
+    pub message: String,
+}
+
+impl Failure {
+    fn olm(message: String) -> Self {
+        Self {
+            party: Party::Olm,
+            message,
+        }
+    }
+
+    fn examples(message: String) -> Self {
+        Self {
+            party: Party::Examples,
+            message,
+        }
+    }
+}
+
+impl CaseReport {
+    /// Why the case failed; empty when it passed.
+    pub fn failures(&self) -> Vec<Failure> {
+        if !matches!(self.install.outcome, Outcome::Succeeded { .. }) {
+            let what = describe(&self.install.outcome);
+            return vec![Failure::olm(format!(
+                "install of {}: {what}",
+                self.case.from
+            ))];
+        }
+        let mut out = Vec::new();
+        if let Ok(examples) = &self.examples {
+            for e in examples.iter().filter(|e| e.refused.is_some()) {
+                out.push(Failure::examples(format!(
+                    "example {} {} ({}) refused: {}",
+                    e.kind,
+                    e.name,
+                    e.api_version,
+                    e.refused.as_deref().unwrap_or_default()
+                )));
+            }
+        }
+        match (&self.case.expected, &self.upgrade) {
+            (Some((to, _)), Some(step)) => {
+                if step.csv.as_deref() != Some(to.as_str()) {
+                    let proposed = step.csv.as_deref().unwrap_or("no upgrade");
+                    out.push(Failure::olm(format!(
+                        "OLM proposed {proposed} instead of {to}"
+                    )));
+                }
+                if !matches!(step.outcome, Outcome::Succeeded { .. }) {
+                    let what = describe(&step.outcome);
+                    out.push(Failure::olm(format!("upgrade to {to}: {what}")));
+                }
+            }
+            (Some((to, _)), None) => {
+                out.push(Failure::olm(format!("upgrade to {to} did not run")));
+            }
+            _ => {}
+        }
+        for e in self.examples_after.iter().filter_map(|r| r.as_ref().err()) {
+            out.push(Failure::examples(format!(
+                "example unreadable after the upgrade: {e}"
+            )));
+        }
+        if let Some(left) = &self.left_succeeded {
+            out.push(Failure::olm(left.clone()));
+        }
+        out
+    }
+
+    /// The checks of this case that could not run, each with the reason.
+    pub fn not_run(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Err(why) = &self.examples {
+            out.push(format!("example checks: {why}"));
+        }
+        if let Some(why) = &self.reads_not_run {
+            out.push(format!("examples read after the upgrade: {why}"));
+        }
+        out
+    }
+
+    /// The case's name in reports: `FROM → TO [channels] (mode)`.
+    pub fn name(&self) -> String {
+        let case = &self.case;
+        let target = case
+            .expected
+            .as_ref()
+            .map(|(to, _)| format!(" → {to}"))
+            .unwrap_or_default();
+        format!(
+            "{}{target} [{}] ({})",
+            case.from,
+            case.channels.join(","),
+            case.install_mode
+        )
+    }
+}
+
+/// One line for an outcome, in OLM's words.
+pub fn describe(outcome: &Outcome) -> String {
+    match outcome {
+        Outcome::Succeeded { csv } => format!("{csv} Succeeded"),
+        Outcome::Refused {
+            by,
+            reason,
+            message,
+        } => {
+            format!("refused by {by}: {reason}: {message}")
+        }
+        Outcome::TimedOut {
+            waiting_for,
+            phase,
+            reason,
+            message,
+            pods,
+        } => {
+            let mut s = format!("timed out waiting for {waiting_for}: phase {phase}");
+            if !reason.is_empty() {
+                let _ = write!(s, ", reason {reason}");
+            }
+            if !message.is_empty() {
+                let _ = write!(s, ": {message}");
+            }
+            for p in pods {
+                let _ = write!(s, "; pod {p}");
+            }
+            s
+        }
+    }
+}
+
+/// A Markdown table of the reports: one row per case.
+pub fn markdown(reports: &[CaseReport]) -> String {
+    let mut out = String::from(
+        "| channels | install mode | install | upgrade (OLM's choice) | examples | result |\n| --- | --- | --- | --- | --- | --- |\n",
+    );
+    for r in reports {
+        let install = match &r.install.outcome {
+            Outcome::Succeeded { .. } => {
+                format!("{} installed ({:.0} s)", r.case.from, r.install_seconds)
+            }
+            other => format!("{}: {}", r.case.from, describe(other)),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {install} | {} | {} | {} |",
+            r.case.channels.join(", "),
+            r.case.install_mode,
+            upgrade_cell(r),
+            examples_cell(r),
+            result_cell(r)
+        );
+    }
+    out
+}
+
+fn upgrade_cell(r: &CaseReport) -> String {
+    match (&r.case.expected, &r.upgrade) {
+        (None, _) => "— (channel head)".to_owned(),
+        (Some((to, via)), None) => format!("→ {to} ({}) not run", edge(*via)),
+        (Some((_, via)), Some(step)) => match &step.outcome {
+            Outcome::Succeeded { csv } => format!("→ {csv} ({}) upgraded", edge(*via)),
+            other => format!(
+                "→ {} ({}): {}",
+                step.csv.as_deref().unwrap_or("none"),
+                edge(*via),
+                describe(other)
+            ),
+        },
+    }
+}
+
+fn examples_cell(r: &CaseReport) -> String {
+    let list = match &r.examples {
+        Err(why) => return format!("not run: {why}"),
+        Ok(list) => list,
+    };
+    let created = list.iter().filter(|e| e.refused.is_none()).count();
+    let made = format!("{created}/{} created", list.len());
+    match (&r.upgrade, &r.reads_not_run) {
+        (None, _) => made,
+        (Some(_), Some(why)) => format!("{made}, read after not run: {why}"),
+        (Some(_), None) => {
+            let read = r.examples_after.iter().filter(|x| x.is_ok()).count();
+            format!("{made}, {read}/{created} read after")
+        }
+    }
+}
+
+fn result_cell(r: &CaseReport) -> &'static str {
+    match (r.failures().is_empty(), r.not_run().is_empty()) {
+        (false, _) => "FAIL",
+        (true, false) => "pass (checks not run)",
+        (true, true) => "pass",
+    }
+}
+
+fn edge(via: Edge) -> &'static str {
+    match via {
+        Edge::Replaces => "replaces",
+        Edge::Skips => "skips",
+        Edge::SkipRange => "skipRange",
+    }
+}
+
+/// JUnit XML: one test case per case; failures name who is to blame and quote them; a case
+/// that passed with checks not run is `<skipped>`, never a plain pass.
+pub fn junit(reports: &[CaseReport]) -> String {
+    let failed = reports.iter().filter(|r| !r.failures().is_empty()).count();
+    let skipped = reports
+        .iter()
+        .filter(|r| r.failures().is_empty() && !r.not_run().is_empty())
+        .count();
+    let total: f64 = reports.iter().map(|r| r.seconds).sum();
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        out,
+        "<testsuites><testsuite name=\"olmpack upgrade olm\" tests=\"{}\" failures=\"{failed}\" errors=\"0\" skipped=\"{skipped}\" time=\"{total:.1}\">",
+        reports.len()
+    );
+    for r in reports {
+        let _ = write!(
+            out,
+            "<testcase classname=\"{}\" name=\"{}\" time=\"{:.1}\"",
+            crate::report::xml_escape(&r.case.package),
+            crate::report::xml_escape(&r.name()),
+            r.seconds
+        );
+        let failures = r.failures();
+        let not_run = r.not_run();
+        if let Some(first) = failures.first() {
+            let text: Vec<String> = failures
+                .iter()
+                .map(|f| format!("[{}] {}", f.party.label(), f.message))
+                .collect();
+            let _ = writeln!(
+                out,
+                "><failure message=\"{}\" type=\"{}\"/></testcase>",
+                crate::report::xml_escape(&text.join("; ")),
+                first.party.label()
+            );
+        } else if !not_run.is_empty() {
+            let _ = writeln!(
+                out,
+                "><skipped message=\"{}\"/></testcase>",
+                crate::report::xml_escape(&not_run.join("; "))
+            );
+        } else {
+            out.push_str("/>\n");
+        }
+    }
+    out.push_str("</testsuite></testsuites>\n");
+    out
+}
