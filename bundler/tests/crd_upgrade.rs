@@ -86,8 +86,16 @@ fn crd_upgrade_reference_operator_every_edge_passes() {
     );
     for row in &rows {
         assert_eq!(
-            (row[1], row[3], row[4], row[5], row[6]),
-            ("candidate, fast, stable", "1", "✅ safe", "—", "0"),
+            (row[1], row[3], row[4], row[5], row[6], row[7], row[8]),
+            (
+                "candidate, fast, stable",
+                "1",
+                "✅ safe",
+                "takes",
+                "takes",
+                "—",
+                "0"
+            ),
             "{stdout}"
         );
     }
@@ -178,7 +186,9 @@ fn crd_upgrade_reference_catalog_and_bundles_pass_in_every_format() {
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert!(
         !stdout.contains("edge-not-checked")
-            && stdout.ends_with("0 of 5 upgrade edge(s) would be refused\n"),
+            && stdout.ends_with(
+                "0 of 5 upgrade edge(s) would be refused (OLM v0 refuses 0, OLM v1 refuses 0; 0 break clusters without a refusal)\n"
+            ),
         "{stdout}"
     );
 }
@@ -568,7 +578,7 @@ fn crd_upgrade_cli_crd_mode_safe_change_exits_0() {
     assert_eq!(code, Some(0), "{stdout}{stderr}");
     assert_eq!(
         stdout,
-        "bundler/tests/fixtures/crd_upgrade/old.yaml -> bundler/tests/fixtures/crd_upgrade/safe.yaml: 0 error(s), 0 warning(s), 0 info\n0 of 1 upgrade edge(s) would be refused\n"
+        "bundler/tests/fixtures/crd_upgrade/old.yaml -> bundler/tests/fixtures/crd_upgrade/safe.yaml: 0 error(s), 0 warning(s), 0 info\n0 of 1 upgrade edge(s) would be refused (OLM v0 refuses 0, OLM v1 refuses 0; 0 break clusters without a refusal)\n"
     );
 }
 
@@ -621,4 +631,54 @@ fn crd_upgrade_cli_crd_mode_bad_input_exits_1_or_2() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "clap's usage errors exit 2");
+}
+
+/// `upgrade check --consumer`: an edge only OLM v1 refuses fails the check for OLM v1 (and
+/// for both), not for OLM v0; every format gives both verdicts.
+#[test]
+fn crd_upgrade_cli_consumer_selects_whose_refusals_fail_the_check() {
+    let run = |consumer: &str, output: &str| {
+        let out = olmpack()
+            .args(["upgrade", "check", "--crd"])
+            .args([fixture("old.yaml"), fixture("broken.yaml")])
+            .args(["--output", output, "--consumer", consumer])
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8(out.stdout).unwrap())
+    };
+    let table = [("olm-v0", Some(0)), ("olm-v1", Some(1)), ("all", Some(1))];
+    for (consumer, code) in table {
+        let (got, text) = run(consumer, "text");
+        assert_eq!(got, code, "{consumer}: {text}");
+        assert!(
+            text.contains(": OLM v0 takes it, OLM v1 refuses it\n"),
+            "{consumer}: {text}"
+        );
+    }
+    let (_, text) = run("olm-v0", "text");
+    assert!(
+        text.ends_with("0 of 1 upgrade edge(s) would be refused by OLM v0 (OLM v0 refuses 0, OLM v1 refuses 1; 0 break clusters without a refusal)\n"),
+        "{text}"
+    );
+    let (_, json) = run("olm-v0", "json");
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        json["edges"][0]["verdicts"],
+        serde_json::json!({"olm-v0": "takes", "olm-v1": "refuses"})
+    );
+    assert_eq!(json["edges"][0]["fails"], false);
+    let (_, junit) = run("all", "junit");
+    assert_eq!(junit.matches("<testcase ").count(), 3, "{junit}");
+    assert!(
+        junit.contains("broken.yaml (OLM v0)\"/>")
+            && junit.contains("broken.yaml (clusters)\"/>")
+            && junit.contains("broken.yaml (OLM v1)\"><failure message=\"crd-upgrade/enum"),
+        "{junit}"
+    );
+    let (_, markdown) = run("olm-v0", "markdown");
+    assert!(
+        markdown.contains("0 of 1 edges would be refused by OLM v0.")
+            && markdown.contains("| ✅ safe | takes | refuses | v1 | 3 | 0 |"),
+        "{markdown}"
+    );
 }

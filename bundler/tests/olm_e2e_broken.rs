@@ -276,3 +276,42 @@ async fn olm_e2e_broken_crd_dropping_a_stored_version_is_refused() {
         "{message}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn olm_e2e_broken_deployment_selector_change_is_refused_on_upgrade() {
+    let (report, predicted) = run(
+        "selector-change",
+        "selector.v1.0.0",
+        Duration::from_secs(90),
+    )
+    .await;
+    // Both bundles install on their own; only the edge is refused, by upgrade check's
+    // selector rule and by OLM v0.
+    assert!(
+        predicted.install.len() == 2 && predicted.install.values().all(BTreeSet::is_empty),
+        "{predicted:#?}"
+    );
+    assert_eq!(
+        predicted.upgrade,
+        BTreeSet::from(["upgrade/deployment-selector".to_owned()]),
+        "{predicted:#?}"
+    );
+    assert!(
+        matches!(report.install.outcome, Outcome::Succeeded { .. }),
+        "{:#?}",
+        report.install
+    );
+    let upgrade = report.upgrade.as_ref().expect("the upgrade ran");
+    assert_eq!(upgrade.csv.as_deref(), Some("selector.v2.0.0"));
+    assert!(olm_refused(&upgrade.outcome), "{upgrade:#?}");
+    let text = upgrade_olm::describe(&upgrade.outcome);
+    assert!(
+        text.contains("InstallComponentFailed") || text.contains("immutable"),
+        "{text}"
+    );
+    let failures = report.failures();
+    assert!(
+        failures.iter().all(|f| f.party == upgrade_olm::Party::Olm),
+        "{failures:#?}"
+    );
+}

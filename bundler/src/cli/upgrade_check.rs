@@ -10,7 +10,7 @@ use olmpack::bundle::load;
 use olmpack::catalog::load as catalog_load;
 use olmpack::catalog::model::Model;
 use olmpack::compat::graph::{self, Edge, EdgeResult, Release};
-use olmpack::compat::{self, markdown};
+use olmpack::compat::{self, Consumers, markdown, verdict};
 use olmpack::plan;
 use olmpack::release::{self, ReleaseError};
 use olmpack::report::{OutputFormat, Severity};
@@ -61,11 +61,16 @@ pub struct CheckArgs {
     /// Output format (markdown: a per-edge verdict table, for `$GITHUB_STEP_SUMMARY`).
     #[arg(long, value_parser = super::choice::<OutputFormat>(), default_value = "text")]
     output: OutputFormat,
+    /// Whose refusals fail the check (exit 1): olm-v0, olm-v1 or all. Every output still
+    /// gives both OLMs' verdicts; an edge that breaks clusters without any refusal (a
+    /// served version dropped, data lost) fails whatever is chosen.
+    #[arg(long, value_parser = super::choice::<Consumers>(), default_value = "all")]
+    consumer: Consumers,
 }
 
 pub fn run(args: CheckArgs) -> CmdResult {
     if let Some(files) = &args.crd {
-        return crd_files(&files[0], &files[1], args.output);
+        return crd_files(&files[0], &files[1], args.output, args.consumer);
     }
     let (subject, results) = match (&args.catalog, &args.bundles) {
         (Some(catalog), Some(bundles)) => (
@@ -83,10 +88,10 @@ pub fn run(args: CheckArgs) -> CmdResult {
             }
         }
     };
-    Ok(print(&subject, &results, args.output))
+    Ok(print(&subject, &results, args.output, args.consumer))
 }
 
-fn crd_files(old: &Path, new: &Path, output: OutputFormat) -> CmdResult {
+fn crd_files(old: &Path, new: &Path, output: OutputFormat, consumers: Consumers) -> CmdResult {
     let read = |path: &Path| -> Result<_, Box<dyn std::error::Error + Send + Sync>> {
         let text = olmpack::input::text(path)?;
         compat::parse_crd_file(&path.display().to_string(), &text)
@@ -121,27 +126,29 @@ fn crd_files(old: &Path, new: &Path, output: OutputFormat) -> CmdResult {
         &format!("{} -> {}", old.display(), new.display()),
         &[result],
         output,
+        consumers,
     ))
 }
 
-fn print(subject: &str, results: &[EdgeResult], output: OutputFormat) -> ExitCode {
+fn print(
+    subject: &str,
+    results: &[EdgeResult],
+    output: OutputFormat,
+    consumers: Consumers,
+) -> ExitCode {
     let report = graph::report(subject, results);
     let text = match output {
-        OutputFormat::Text => {
-            let refused = results.iter().filter(|r| r.refused()).count();
-            format!(
-                "{}{} of {} upgrade edge(s) would be refused\n",
-                report.render(OutputFormat::Text),
-                refused,
-                results.len()
-            )
-        }
-        OutputFormat::Json => report.render(OutputFormat::Json),
-        OutputFormat::Junit => report.render(OutputFormat::Junit),
-        OutputFormat::Markdown => markdown::render(subject, results),
+        OutputFormat::Text => format!(
+            "{}{}",
+            report.render(OutputFormat::Text),
+            verdict::text(results, consumers)
+        ),
+        OutputFormat::Json => verdict::json(&report, results, consumers),
+        OutputFormat::Junit => verdict::junit(subject, results, consumers),
+        OutputFormat::Markdown => markdown::render(subject, results, consumers),
     };
     print!("{text}");
-    ExitCode::from(u8::from(results.iter().any(EdgeResult::refused)))
+    ExitCode::from(u8::from(results.iter().any(|r| r.fails(consumers))))
 }
 
 /// The plan's graph, generated in memory; `Err(code)` when the plan itself is invalid.

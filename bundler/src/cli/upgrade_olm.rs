@@ -8,7 +8,7 @@ use olmpack::bundle::generate::GenerateError;
 use olmpack::release::{self, ReleaseError};
 use olmpack::upgrade_olm::{self, RunOptions, StepLog};
 use olmpack::{plan, upgrade_olm::CaseReport};
-use olmpack_model::plan::{InstallModeType, UnknownInstallMode};
+use olmpack_model::plan::InstallModeType;
 use upgrade_tests::olm::{Timeouts, WebhookCommand};
 
 use super::CmdResult;
@@ -29,7 +29,7 @@ pub struct OlmArgs {
     /// Install under an OperatorGroup of this mode (repeatable: a case per mode and entry).
     /// Default: per case, the first mode the starting bundle supports of AllNamespaces,
     /// OwnNamespace, SingleNamespace (one other namespace), MultiNamespace (two).
-    #[arg(long = "install-mode", value_name = "MODE", value_parser = parse_install_mode)]
+    #[arg(long = "install-mode", value_name = "MODE", value_parser = super::choice::<InstallModeType>())]
     pub install_modes: Vec<InstallModeType>,
     /// Print nothing while the cases run (by default each step is printed on stderr as it
     /// happens, with the seconds since its case started).
@@ -177,8 +177,4 @@ fn write_reports(args: &OlmArgs, reports: &[CaseReport]) -> CmdResult {
     } else {
         ExitCode::from(1)
     })
-}
-
-fn parse_install_mode(s: &str) -> Result<InstallModeType, String> {
-    s.parse().map_err(|e: UnknownInstallMode| e.to_string())
 }

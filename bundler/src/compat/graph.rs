@@ -21,7 +21,9 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{PairInput, Problem, Refuser, assumed_stored_versions, check_pair};
+use super::{
+    Consumer, Consumers, PairInput, Problem, Refuser, assumed_stored_versions, check_pair,
+};
 use crate::bundle::load::{LoadedBundle, Object};
 use crate::bundle::validate;
 use crate::catalog::model::{Bundle, Model};
@@ -47,9 +49,9 @@ pub enum GraphError {
         /// Why decoding failed.
         message: String,
     },
-    /// A CRD of a release uses an API version other than `apiextensions.k8s.io/v1`.
+    /// A CRD of a release uses an API version other than `apiextensions.k8s.io/v1` or `v1beta1`.
     #[error(
-        "{file}: {object}: apiVersion {api_version} is not supported (only apiextensions.k8s.io/v1 CRDs can be compared)"
+        "{file}: {object}: apiVersion {api_version} is not supported (only apiextensions.k8s.io/v1 and v1beta1 CRDs can be compared)"
     )]
     CrdVersion {
         /// The file the CRD came from.
@@ -80,6 +82,8 @@ pub struct Release {
     pub examples: Vec<Value>,
     /// Problems of the bundle that matter on upgrade (conversion webhooks, unreadable examples).
     pub findings: Vec<Finding>,
+    /// The install strategy's Deployments: name → `spec.selector` (`null` when unset).
+    pub deployments: BTreeMap<String, Value>,
 }
 
 impl Release {
@@ -93,7 +97,7 @@ impl Release {
             .to_owned();
         let crds = bundle
             .crds()
-            .map(|crd| typed_crd(crd.object))
+            .map(|crd| typed_crd(crd.object, &crd.v1))
             .collect::<Result<Vec<_>, _>>()?;
         let findings = validate::validate(bundle, &validate::Options::default())
             .findings
@@ -127,7 +131,7 @@ impl Release {
         let crds = objects
             .iter()
             .filter(|o| o.kind() == "CustomResourceDefinition")
-            .map(typed_crd)
+            .map(|o| typed_crd(o, &crate::bundle::crd_v1beta1::to_v1(&o.value)))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Self::assemble(bundle.name.clone(), crds, csv, Vec::new()))
     }
@@ -157,24 +161,41 @@ impl Release {
             }
         }
         crds.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        let deployments = csv
+            .and_then(|c| c.pointer("/spec/install/spec/deployments"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|d| {
+                let name = d.get("name")?.as_str()?.to_owned();
+                Some((
+                    name,
+                    d.pointer("/spec/selector").cloned().unwrap_or(Value::Null),
+                ))
+            })
+            .collect();
         Release {
             name,
             crds,
             examples,
             findings,
+            deployments,
         }
     }
 }
 
-fn typed_crd(object: &Object) -> Result<CustomResourceDefinition, GraphError> {
-    if object.api_version() != "apiextensions.k8s.io/v1" {
+/// The CRD `object` as read into the typed v1 model from `v1`, its v1 shape (a v1beta1 CRD
+/// converted as `bundle validate` converts it, so that every edge gets a verdict).
+fn typed_crd(object: &Object, v1: &Value) -> Result<CustomResourceDefinition, GraphError> {
+    let api_version = v1.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    if api_version != "apiextensions.k8s.io/v1" {
         return Err(GraphError::CrdVersion {
             file: object.file.clone(),
             object: object.display_name(),
             api_version: object.api_version().to_owned(),
         });
     }
-    serde_path_to_error::deserialize(&object.value).map_err(|e| GraphError::Crd {
+    serde_path_to_error::deserialize(v1).map_err(|e| GraphError::Crd {
         file: object.file.clone(),
         object: object.display_name(),
         path: e.path().to_string(),
@@ -443,6 +464,47 @@ impl EdgeResult {
     pub fn refused(&self) -> bool {
         self.findings.iter().any(|f| f.severity == Severity::Error)
     }
+
+    /// Whether `consumer` refuses the edge.
+    pub fn refused_by_consumer(&self, consumer: Consumer) -> bool {
+        self.refused_by.iter().any(|r| r.refuses(consumer))
+    }
+
+    /// Whether the edge breaks clusters although no OLM refuses it (kube-apiserver refuses
+    /// clients' requests afterwards, or data is lost).
+    pub fn breaks_clusters(&self) -> bool {
+        self.refused_by.iter().any(|r| r.breaks_clusters())
+    }
+
+    /// Whether the edge fails the check for `consumers`: one of them refuses it, or it breaks
+    /// clusters whoever installs it.
+    pub fn fails(&self, consumers: Consumers) -> bool {
+        self.breaks_clusters()
+            || consumers
+                .list()
+                .iter()
+                .any(|c| self.refused_by_consumer(*c))
+    }
+
+    /// The verdict of every consumer, in words: `OLM v0 takes it, OLM v1 refuses it`, and
+    /// whether it breaks clusters without a refusal.
+    pub fn verdict(&self) -> String {
+        let mut parts: Vec<String> = Consumer::ALL
+            .iter()
+            .map(|c| {
+                let word = if self.refused_by_consumer(*c) {
+                    "refuses it"
+                } else {
+                    "takes it"
+                };
+                format!("{} {word}", c.name())
+            })
+            .collect();
+        if self.breaks_clusters() {
+            parts.push("it breaks clusters that take it (kube-apiserver refuses requests afterwards, or data is lost)".to_owned());
+        }
+        parts.join(", ")
+    }
 }
 
 /// Compares the CRDs of `from` and `to` (matched by name) for one edge.
@@ -474,6 +536,17 @@ pub fn check_edge(edge: &Edge, from: &Release, to: &Release) -> EdgeResult {
             findings.push(p.finding(&format!("{label}: CustomResourceDefinition/{name}")));
         }
     }
+    for (name, old, new) in changed_selectors(from, to) {
+        refused_by.insert(Refuser::OlmV0);
+        findings.push(
+            Finding::error(
+                "upgrade/deployment-selector",
+                format!("the next release changes the selector of Deployment {name} from {old} to {new}: OLM v0 updates the Deployment in place and kube-apiserver refuses, since spec.selector is immutable (the CSV fails with InstallComponentFailed); rename the Deployment when its selector must change; refused by OLM v0"),
+            )
+            .object(format!("{label}: Deployment/{name}"))
+            .field("spec.selector"),
+        );
+    }
     for f in &to.findings {
         let mut f = f.clone();
         f.object = Some(format!(
@@ -491,6 +564,18 @@ pub fn check_edge(edge: &Edge, from: &Release, to: &Release) -> EdgeResult {
         findings,
         refused_by,
     }
+}
+
+/// Deployments of both releases (by name) whose `spec.selector` differs: `(name, old, new)`
+/// with each selector as compact JSON.
+fn changed_selectors(from: &Release, to: &Release) -> Vec<(String, String, String)> {
+    from.deployments
+        .iter()
+        .filter_map(|(name, old)| {
+            let new = to.deployments.get(name)?;
+            (old != new).then(|| (name.clone(), old.to_string(), new.to_string()))
+        })
+        .collect()
 }
 
 fn crd_removed(name: &str) -> Problem {

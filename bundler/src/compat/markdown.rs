@@ -4,42 +4,54 @@
 use std::fmt::Write as _;
 
 use super::graph::EdgeResult;
+use super::{Consumer, Consumers};
 use crate::report::Severity;
 
-/// The summary of `results` (edges in their order), titled with `subject`.
-pub fn render(subject: &str, results: &[EdgeResult]) -> String {
-    let refused = results.iter().filter(|r| r.refused()).count();
+/// The summary of `results` (edges in their order), titled with `subject`: each edge's
+/// verdict for the selected `consumers` and every consumer's own.
+pub fn render(subject: &str, results: &[EdgeResult], consumers: Consumers) -> String {
+    let failing = results.iter().filter(|r| r.fails(consumers)).count();
     let mut out = String::new();
     let _ = writeln!(out, "## CRD upgrade check: {}\n", escape(subject));
     let _ = writeln!(
         out,
-        "{} of {} edges would be refused.\n",
-        refused,
-        results.len()
+        "{} of {} edges would be refused{}.\n",
+        failing,
+        results.len(),
+        consumers.scope()
     );
     out.push_str(
-        "| Upgrade | Channels | Via | CRDs | Verdict | Refused by | Errors | Warnings |\n",
+        "| Upgrade | Channels | Via | CRDs | Verdict | OLM v0 | OLM v1 | Refused by | Errors | Warnings |\n",
     );
-    out.push_str("|---|---|---|---|---|---|---|---|\n");
+    out.push_str("|---|---|---|---|---|---|---|---|---|---|\n");
     for r in results {
         let count = |s: Severity| r.findings.iter().filter(|f| f.severity == s).count();
-        let verdict = if r.refused() {
+        let verdict = if r.fails(consumers) {
             "❌ refused"
         } else {
             "✅ safe"
+        };
+        let olm = |c: Consumer| {
+            if r.refused_by_consumer(c) {
+                "refuses"
+            } else {
+                "takes"
+            }
         };
         let by: Vec<&str> = r.refused_by.iter().map(|b| b.short()).collect();
         let via: Vec<&str> = r.edge.via.iter().map(|v| v.as_str()).collect();
         let channels: Vec<&str> = r.edge.channels.iter().map(String::as_str).collect();
         let _ = writeln!(
             out,
-            "| `{}` → `{}` | {} | {} | {} | {} | {} | {} | {} |",
+            "| `{}` → `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.edge.from,
             r.edge.to,
             escape(&channels.join(", ")),
             via.join(", "),
             r.crds.len(),
             verdict,
+            olm(Consumer::OlmV0),
+            olm(Consumer::OlmV1),
             if by.is_empty() {
                 "—".to_owned()
             } else {

@@ -9,7 +9,8 @@
 //!   versions still differ);
 //! - [`value`]: a structural-schema value validator (for example objects);
 //! - [`graph`]: the edges of an upgrade graph and the CRDs on both ends of each;
-//! - [`markdown`]: a per-edge verdict table for `$GITHUB_STEP_SUMMARY`.
+//! - [`markdown`]: a per-edge verdict table for `$GITHUB_STEP_SUMMARY`;
+//! - [`verdict`]: each edge's verdict per consumer (OLM v0, OLM v1) as text, JSON and JUnit.
 //!
 //! Rule ids are `crd-upgrade/<check>`; every finding names the CRD, the version (or the pair
 //! of served versions `vA -> vB`), the property path in crdify's notation (`^.spec.image`) and
@@ -23,6 +24,7 @@ pub mod olm_v0;
 pub mod olm_v1;
 pub mod schema;
 pub mod value;
+pub mod verdict;
 
 use std::fmt;
 
@@ -66,6 +68,89 @@ impl Refuser {
     pub fn olm_v1(self) -> bool {
         matches!(self, Refuser::OlmV1 | Refuser::BothOlms)
     }
+
+    /// Whether `consumer` refuses it.
+    pub fn refuses(self, consumer: Consumer) -> bool {
+        match consumer {
+            Consumer::OlmV0 => matches!(self, Refuser::OlmV0 | Refuser::BothOlms),
+            Consumer::OlmV1 => self.olm_v1(),
+        }
+    }
+
+    /// Whether it hurts clusters although no OLM refuses it.
+    pub fn breaks_clusters(self) -> bool {
+        matches!(self, Refuser::Apiserver | Refuser::Nobody)
+    }
+}
+
+/// An installer whose verdict on an upgrade edge `upgrade check` gives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Consumer {
+    /// OLM v0's catalog operator.
+    OlmV0,
+    /// OLM v1's operator-controller (its preflight).
+    OlmV1,
+}
+
+impl Consumer {
+    /// Both, in order.
+    pub const ALL: [Consumer; 2] = [Consumer::OlmV0, Consumer::OlmV1];
+
+    /// `OLM v0` or `OLM v1`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Consumer::OlmV0 => "OLM v0",
+            Consumer::OlmV1 => "OLM v1",
+        }
+    }
+
+    /// `olm-v0` or `olm-v1`, as `--consumer` and JSON write it.
+    pub fn id(self) -> &'static str {
+        match self {
+            Consumer::OlmV0 => "olm-v0",
+            Consumer::OlmV1 => "olm-v1",
+        }
+    }
+}
+
+/// Whose refusals fail `upgrade check` (`--consumer`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Consumers {
+    /// Both OLMs.
+    All,
+    /// OLM v0 only.
+    OlmV0,
+    /// OLM v1 only.
+    OlmV1,
+}
+
+impl Consumers {
+    /// Empty for all, else ` by OLM v0` or ` by OLM v1`: what a count of refused edges means.
+    pub fn scope(self) -> &'static str {
+        match self {
+            Consumers::All => "",
+            Consumers::OlmV0 => " by OLM v0",
+            Consumers::OlmV1 => " by OLM v1",
+        }
+    }
+
+    /// The consumers selected.
+    pub fn list(self) -> &'static [Consumer] {
+        match self {
+            Consumers::All => &Consumer::ALL,
+            Consumers::OlmV0 => &[Consumer::OlmV0],
+            Consumers::OlmV1 => &[Consumer::OlmV1],
+        }
+    }
+}
+
+impl crate::choice::Choice for Consumers {
+    const CHOICES: &'static [(&'static str, Self)] = &[
+        ("all", Consumers::All),
+        ("olm-v0", Consumers::OlmV0),
+        ("olm-v1", Consumers::OlmV1),
+    ];
 }
 
 impl fmt::Display for Refuser {

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use olmpack_model::choice::Choice;
 use olmpack_model::csv::ClusterServiceVersion;
 use olmpack_model::plan::InstallModeType;
 use serde::Serialize;
@@ -144,7 +145,7 @@ fn supported_modes(bundle: &Bundle) -> Vec<InstallModeType> {
         .unwrap_or_default()
         .into_iter()
         .filter(|m| m.supported == Some(true))
-        .filter_map(|m| m.type_.as_deref().and_then(|t| t.parse().ok()))
+        .filter_map(|m| m.type_.as_deref().and_then(InstallModeType::from_name))
         .collect()
 }
 

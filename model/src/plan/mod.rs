@@ -279,23 +279,13 @@ impl std::fmt::Display for InstallModeType {
     }
 }
 
-/// An install mode name that is none of OLM's four.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "unknown install mode {0:?}: expected AllNamespaces, OwnNamespace, SingleNamespace or MultiNamespace"
-)]
-pub struct UnknownInstallMode(pub String);
-
-impl std::str::FromStr for InstallModeType {
-    type Err = UnknownInstallMode;
-
-    /// OLM's names, compared exactly (as OLM compares `installModes[].type`).
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|m| m.as_str() == s)
-            .ok_or_else(|| UnknownInstallMode(s.to_owned()))
-    }
+impl crate::choice::Choice for InstallModeType {
+    const CHOICES: &'static [(&'static str, Self)] = &[
+        ("AllNamespaces", InstallModeType::AllNamespaces),
+        ("OwnNamespace", InstallModeType::OwnNamespace),
+        ("SingleNamespace", InstallModeType::SingleNamespace),
+        ("MultiNamespace", InstallModeType::MultiNamespace),
+    ];
 }
 
 /// How an owned CRD is shown in consoles.

@@ -1,0 +1,128 @@
+//! Each upgrade edge's verdict per consumer: which OLM takes it, which refuses it, and
+//! whether it breaks clusters whoever installs it — as the closing text of `upgrade check`,
+//! as JSON (the findings report with an `edges` list) and as JUnit (one test case per edge
+//! and selected consumer).
+
+use std::fmt::Write as _;
+
+use serde_json::{Value, json};
+
+use super::graph::EdgeResult;
+use super::{Consumer, Consumers};
+use crate::report::{OutputFormat, Report, Severity, xml_escape};
+
+/// One line per edge that anyone refuses, then the count for the selected consumers with
+/// each consumer's own count.
+pub fn text(results: &[EdgeResult], consumers: Consumers) -> String {
+    let mut out = String::new();
+    for r in results.iter().filter(|r| r.refused()) {
+        let _ = writeln!(out, "{}: {}", r.edge.label(), r.verdict());
+    }
+    let failing = results.iter().filter(|r| r.fails(consumers)).count();
+    let per: Vec<String> = Consumer::ALL
+        .iter()
+        .map(|c| {
+            let n = results.iter().filter(|r| r.refused_by_consumer(*c)).count();
+            format!("{} refuses {n}", c.name())
+        })
+        .collect();
+    let broken = results.iter().filter(|r| r.breaks_clusters()).count();
+    let _ = writeln!(
+        out,
+        "{failing} of {} upgrade edge(s) would be refused{} ({}; {broken} break clusters without a refusal)",
+        results.len(),
+        consumers.scope(),
+        per.join(", ")
+    );
+    out
+}
+
+/// The report as JSON with `edges`: per edge its ends, channels, ways, each consumer's
+/// verdict (`takes` or `refuses`), whether it breaks clusters, and whether it fails the
+/// check for the selected consumers.
+pub fn json(report: &Report, results: &[EdgeResult], consumers: Consumers) -> String {
+    let mut value: Value = serde_json::from_str(&report.render(OutputFormat::Json))
+        .expect("a rendered report is JSON");
+    let edges: Vec<Value> = results
+        .iter()
+        .map(|r| {
+            let verdicts: serde_json::Map<String, Value> = Consumer::ALL
+                .iter()
+                .map(|c| {
+                    let word = if r.refused_by_consumer(*c) {
+                        "refuses"
+                    } else {
+                        "takes"
+                    };
+                    (c.id().to_owned(), json!(word))
+                })
+                .collect();
+            json!({
+                "package": r.edge.package,
+                "from": r.edge.from,
+                "to": r.edge.to,
+                "channels": r.edge.channels,
+                "via": r.edge.via.iter().map(|v| v.as_str()).collect::<Vec<_>>(),
+                "verdicts": verdicts,
+                "breaksClusters": r.breaks_clusters(),
+                "fails": r.fails(consumers),
+            })
+        })
+        .collect();
+    value["edges"] = json!(edges);
+    let mut s = serde_json::to_string_pretty(&value).expect("JSON values serialize");
+    s.push('\n');
+    s
+}
+
+/// JUnit: per edge, one test case per selected consumer (failed when it refuses the edge)
+/// and one for the clusters (failed when the edge breaks them without a refusal); each
+/// failure lists the error findings.
+pub fn junit(subject: &str, results: &[EdgeResult], consumers: Consumers) -> String {
+    let mut cases = String::new();
+    let (mut tests, mut failures) = (0, 0);
+    for r in results {
+        let errors: Vec<String> = r
+            .findings
+            .iter()
+            .filter(|f| f.severity == Severity::Error)
+            .map(|f| {
+                let field = f
+                    .field
+                    .as_deref()
+                    .map(|p| format!(" {p}"))
+                    .unwrap_or_default();
+                format!("{}{field}: {}", f.rule, f.message)
+            })
+            .collect();
+        let mut checks: Vec<(String, bool)> = consumers
+            .list()
+            .iter()
+            .map(|c| (c.name().to_owned(), r.refused_by_consumer(*c)))
+            .collect();
+        checks.push(("clusters".to_owned(), r.breaks_clusters()));
+        for (who, failed) in checks {
+            tests += 1;
+            let _ = write!(
+                cases,
+                "<testcase classname=\"{}\" name=\"{} ({who})\"",
+                xml_escape(&r.edge.package),
+                xml_escape(&r.edge.label())
+            );
+            if failed {
+                failures += 1;
+                let _ = writeln!(
+                    cases,
+                    "><failure message=\"{}\" type=\"crd-upgrade\"/></testcase>",
+                    xml_escape(&errors.join("; "))
+                );
+            } else {
+                cases.push_str("/>\n");
+            }
+        }
+    }
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites><testsuite name=\"olmpack upgrade check: {}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\">\n{cases}</testsuite></testsuites>\n",
+        xml_escape(subject)
+    )
+}

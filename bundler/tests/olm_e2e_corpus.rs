@@ -1,0 +1,288 @@
+//! Real operators we did not write, under the real OLM v0: packages of the community-operators
+//! corpus (`../shared/corpus`, bundle format), chosen for variety (install modes, namespaced
+//! examples, extra objects, webhooks, skipRange, v1beta1 CRDs, ServiceMonitors). Each package's
+//! newest two bundle directories become a catalog the way a user makes one
+//! (`olmpack catalog template` with an `olm.template.basic` template: the newer replaces the
+//! older, with the `olm.skipRange` its CSV declares), and `upgrade olm` installs each and takes
+//! the upgrade between them.
+//!
+//! `fixtures/olm_e2e_corpus/verdicts.tsv` holds, per case, the verdict OLM gave, who a failure
+//! is blamed on, a piece of OLM's (or the apiserver's) own words, and why. The test fails when
+//! olmpack's verdict differs, when a failure is blamed on another party, or when the quoted
+//! words are missing; a case olmpack runs that the table lacks fails it too.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use olmpack::upgrade_olm::{self, CaseReport, RunOptions, StepLog};
+use upgrade_tests::corpus::{COMMUNITY_OPERATORS, require};
+use upgrade_tests::olm::Timeouts;
+
+const TABLE: &str = include_str!("fixtures/olm_e2e_corpus/verdicts.tsv");
+
+/// The packages (corpus directories), chosen for variety.
+const PACKAGES: [&str; 22] = [
+    "community-operators/cert-manager",
+    "community-operators/cert-utils-operator",
+    "community-operators/cockroachdb",
+    "community-operators/community-windows-machine-config-operator",
+    "community-operators/crane-operator",
+    "community-operators/devopsinabox",
+    "community-operators/flux",
+    "community-operators/gitlab-runner-operator",
+    "community-operators/hedvig-operator",
+    "community-operators/keda",
+    "community-operators/koku-metrics-operator",
+    "community-operators/mongodb-atlas-kubernetes",
+    "community-operators/mta-operator",
+    "community-operators/node-healthcheck-operator",
+    "community-operators/opentelemetry-operator",
+    "community-operators/poison-pill-operator",
+    "community-operators/rhoas-operator",
+    "community-operators/universal-crossplane",
+    "community-operators/volume-expander-operator",
+    "upstream-community-operators/cloud-native-postgresql",
+    "upstream-community-operators/metallb-operator",
+    "upstream-community-operators/sap-btp-operator",
+];
+
+/// One row of the table.
+#[derive(Debug)]
+struct Expected {
+    verdict: String,
+    party: String,
+    quote: String,
+}
+
+/// The table: package directory → case name → expectation (lines starting with `#` skipped).
+fn table() -> BTreeMap<String, BTreeMap<String, Expected>> {
+    let mut out: BTreeMap<String, BTreeMap<String, Expected>> = BTreeMap::new();
+    for line in TABLE
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
+        let cols: Vec<&str> = line.split('\t').collect();
+        assert!(
+            cols.len() >= 5,
+            "verdicts.tsv: a row needs 6 columns: {line}"
+        );
+        out.entry(cols[0].to_owned()).or_default().insert(
+            cols[1].to_owned(),
+            Expected {
+                verdict: cols[2].to_owned(),
+                party: cols[3].to_owned(),
+                quote: cols[4].to_owned(),
+            },
+        );
+    }
+    out
+}
+
+/// The newest two bundle directories of a package, oldest first (by semver of the name).
+fn newest_two(package_dir: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<(semver::Version, PathBuf)> = std::fs::read_dir(package_dir)
+        .unwrap()
+        .filter_map(|e| {
+            let path = e.unwrap().path();
+            let name = path
+                .file_name()?
+                .to_str()?
+                .trim_start_matches('v')
+                .to_owned();
+            let version = semver::Version::parse(&name).ok()?;
+            path.join("manifests").is_dir().then_some((version, path))
+        })
+        .collect();
+    dirs.sort();
+    dirs.into_iter()
+        .rev()
+        .take(2)
+        .rev()
+        .map(|(_, p)| p)
+        .collect()
+}
+
+/// What the catalog needs of one bundle directory: CSV name, package, channel, skipRange.
+struct BundleFacts {
+    dir: PathBuf,
+    csv: String,
+    package: String,
+    channel: String,
+    skip_range: Option<String>,
+}
+
+fn facts(dir: &Path) -> BundleFacts {
+    let bundle = olmpack::bundle::load::load_dir(dir).unwrap();
+    let csv = bundle.csv().expect("a bundle directory has a CSV");
+    let annotation = |key: &str| bundle.annotation(key).unwrap_or_default().to_owned();
+    let channel = match annotation("operators.operatorframework.io.bundle.channel.default.v1") {
+        c if !c.is_empty() => c,
+        _ => annotation("operators.operatorframework.io.bundle.channels.v1")
+            .split(',')
+            .next()
+            .unwrap_or_default()
+            .to_owned(),
+    };
+    BundleFacts {
+        dir: dir.to_owned(),
+        csv: csv.name().to_owned(),
+        package: annotation("operators.operatorframework.io.bundle.package.v1"),
+        channel,
+        skip_range: csv
+            .value
+            .pointer("/metadata/annotations/olm.skipRange")
+            .and_then(|v| v.as_str())
+            .map(str::to_owned),
+    }
+}
+
+/// The package's catalog, through `olmpack catalog template` (a basic template whose bundle
+/// images map to the corpus directories).
+fn catalog(package_dir: &Path, out: &Path) -> PathBuf {
+    let bundles: Vec<BundleFacts> = newest_two(package_dir).iter().map(|d| facts(d)).collect();
+    let first = &bundles[0];
+    let mut template = format!(
+        "schema: olm.template.basic\nentries:\n- schema: olm.package\n  name: {}\n  defaultChannel: {}\n- schema: olm.channel\n  package: {}\n  name: {}\n  entries:\n",
+        first.package, first.channel, first.package, first.channel
+    );
+    let mut previous: Option<&str> = None;
+    for b in &bundles {
+        template.push_str(&format!("  - name: {}\n", b.csv));
+        if let Some(p) = previous {
+            template.push_str(&format!("    replaces: {p}\n"));
+        }
+        if let Some(range) = &b.skip_range {
+            template.push_str(&format!("    skipRange: '{range}'\n"));
+        }
+        previous = Some(&b.csv);
+    }
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_olmpack"));
+    cmd.args(["catalog", "template"]);
+    for b in &bundles {
+        let image = format!("corpus.invalid/{}:{}", b.package, b.csv);
+        template.push_str(&format!("- schema: olm.bundle\n  image: {image}\n"));
+        cmd.arg("--bundle")
+            .arg(format!("{image}={}", b.dir.display()));
+    }
+    let path = out.join("template.yaml");
+    std::fs::write(&path, &template).unwrap();
+    let rendered = cmd.arg(&path).output().unwrap();
+    assert!(
+        rendered.status.success(),
+        "{}: catalog template failed: {}",
+        package_dir.display(),
+        String::from_utf8_lossy(&rendered.stderr)
+    );
+    let dir = out.join("catalog");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("catalog.json"), rendered.stdout).unwrap();
+    dir
+}
+
+/// Kinds the packages ship whose CRDs come from another operator (prometheus-operator): the
+/// cluster has them before OLM runs, as `--cluster-crd` gives them.
+fn monitoring_crds() -> Vec<CustomResourceDefinition> {
+    [("ServiceMonitor", "servicemonitors"), ("PrometheusRule", "prometheusrules")]
+        .into_iter()
+        .map(|(kind, plural)| {
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "apiextensions.k8s.io/v1",
+                "kind": "CustomResourceDefinition",
+                "metadata": {"name": format!("{plural}.monitoring.coreos.com")},
+                "spec": {
+                    "group": "monitoring.coreos.com",
+                    "scope": "Namespaced",
+                    "names": {"kind": kind, "listKind": format!("{kind}List"), "plural": plural, "singular": kind.to_lowercase()},
+                    "versions": [{"name": "v1", "served": true, "storage": true,
+                        "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]
+                }
+            }))
+            .unwrap()
+        })
+        .collect()
+}
+
+/// The verdict of a report in the table's words: `pass`, `pass-not-run` or `fail`, and the
+/// party of the first failure.
+fn verdict(report: &CaseReport) -> (String, String, String) {
+    let failures = report.failures();
+    match failures.first() {
+        Some(f) => {
+            let all: Vec<String> = failures.iter().map(|f| f.message.clone()).collect();
+            ("fail".into(), f.party.label().into(), all.join("; "))
+        }
+        None if !report.not_run().is_empty() => (
+            "pass-not-run".into(),
+            "-".into(),
+            report.not_run().join("; "),
+        ),
+        None => ("pass".into(), "-".into(), String::new()),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn olm_e2e_corpus_verdicts_are_olms() {
+    let Some(corpus) = require(COMMUNITY_OPERATORS, "olm_e2e_corpus_verdicts_are_olms") else {
+        return;
+    };
+    let expected = table();
+    let work = tempfile::Builder::new()
+        .prefix("olmpack-olm-corpus-")
+        .tempdir()
+        .unwrap();
+    let mut cases = Vec::new();
+    for (i, package) in PACKAGES.iter().enumerate() {
+        let out = work.path().join(i.to_string());
+        std::fs::create_dir_all(&out).unwrap();
+        let dir = catalog(&corpus.join(package), &out);
+        for case in upgrade_olm::load_cases(&dir, None).unwrap() {
+            cases.push((package.to_string(), dir.clone(), case));
+        }
+    }
+    let options = RunOptions {
+        timeouts: Timeouts {
+            step: Duration::from_secs(120),
+            ..Timeouts::default()
+        },
+        cluster_crds: monitoring_crds(),
+        steps: StepLog::new(|line| eprintln!("{line}")),
+        ..RunOptions::default()
+    };
+    let semaphore = std::sync::Arc::new(tokio::sync::Semaphore::new(2));
+    let mut tasks = Vec::new();
+    for (package, dir, case) in cases {
+        let (semaphore, options) = (semaphore.clone(), options.clone());
+        tasks.push(tokio::spawn(async move {
+            let _permit = semaphore.acquire_owned().await;
+            let report = upgrade_olm::run_case(&dir, case, &options).await.unwrap();
+            (package, report)
+        }));
+    }
+    let mut problems = Vec::new();
+    let mut seen = 0;
+    for task in tasks {
+        let (package, report) = task.await.unwrap();
+        let (got, party, words) = verdict(&report);
+        let name = report.name();
+        let line = format!("{package}\t{name}\t{got}\t{party}\t{words}");
+        eprintln!("{line}");
+        let Some(want) = expected.get(&package).and_then(|p| p.get(&name)) else {
+            problems.push(format!("not in verdicts.tsv: {line}"));
+            continue;
+        };
+        seen += 1;
+        let quoted = want.quote == "-" || words.contains(&want.quote);
+        if want.verdict != got || want.party != party || !quoted {
+            problems.push(format!("expected {want:?}, got: {line}"));
+        }
+    }
+    let rows: usize = expected.values().map(BTreeMap::len).sum();
+    assert_eq!(
+        seen, rows,
+        "every row of verdicts.tsv must be run: {problems:#?}"
+    );
+    assert!(problems.is_empty(), "{problems:#?}");
+}
