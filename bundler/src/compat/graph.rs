@@ -681,4 +681,58 @@ mod tests {
         );
         assert!(next_head_edges(&now, &now).is_empty());
     }
+
+    fn release(selector: Value, crd_api: &str) -> Release {
+        let csv = serde_json::json!({"metadata": {"name": "p.v1"}, "spec": {"install": {"spec": {"deployments": [
+            {"name": "op", "spec": {"selector": selector}}]}}}});
+        let crd_value = serde_json::json!({
+            "apiVersion": crd_api, "kind": "CustomResourceDefinition",
+            "metadata": {"name": "things.example.com"},
+            "spec": {"group": "example.com", "version": "v1", "names": {"kind": "Thing", "plural": "things"}}
+        });
+        let object = Object {
+            file: PathBuf::from("crd.yaml"),
+            index: 0,
+            value: crd_value,
+        };
+        let crd = typed_crd(&object, &crate::bundle::crd_v1beta1::to_v1(&object.value)).unwrap();
+        Release::assemble("p.v1".into(), vec![crd], Some(&csv), Vec::new())
+    }
+
+    #[test]
+    fn v1beta1_crds_are_compared_and_a_changed_selector_is_refused_by_olm_v0() {
+        let old = release(
+            serde_json::json!({"matchLabels": {"app": "op"}}),
+            "apiextensions.k8s.io/v1beta1",
+        );
+        let same = release(
+            serde_json::json!({"matchLabels": {"app": "op"}}),
+            "apiextensions.k8s.io/v1beta1",
+        );
+        let changed = release(
+            serde_json::json!({"matchLabels": {"app": "op", "tier": "m"}}),
+            "apiextensions.k8s.io/v1beta1",
+        );
+        let edge = Edge {
+            package: "p".into(),
+            from: "p.v1".into(),
+            to: "p.v2".into(),
+            channels: BTreeSet::new(),
+            via: BTreeSet::new(),
+        };
+        let result = check_edge(&edge, &old, &same);
+        assert!(!result.refused(), "{:#?}", result.findings);
+        let result = check_edge(&edge, &old, &changed);
+        let rules: Vec<&str> = result
+            .findings
+            .iter()
+            .filter(|f| f.severity == Severity::Error)
+            .map(|f| f.rule.as_str())
+            .collect();
+        assert_eq!(rules, ["upgrade/deployment-selector"]);
+        assert!(result.refused_by_consumer(Consumer::OlmV0));
+        assert!(!result.refused_by_consumer(Consumer::OlmV1));
+        assert!(!result.fails(Consumers::OlmV1) && result.fails(Consumers::All));
+        assert_eq!(result.verdict(), "OLM v0 refuses it, OLM v1 takes it");
+    }
 }
