@@ -217,6 +217,23 @@ pub async fn get_once(api: &Api<DynamicObject>, name: &str) -> Result<Value, kub
     ))
 }
 
+/// The `resourceVersion` of every object of `crd` at `version`, by name; `None` when the
+/// list fails.
+pub async fn resource_versions(api: &Api<DynamicObject>) -> Option<BTreeMap<String, String>> {
+    let list = api.list(&ListParams::default()).await.ok()?;
+    Some(
+        list.items
+            .into_iter()
+            .map(|o| {
+                (
+                    o.metadata.name.unwrap_or_default(),
+                    o.metadata.resource_version.unwrap_or_default(),
+                )
+            })
+            .collect(),
+    )
+}
+
 /// [`list_once`], retried while the apiserver settles; the last error when it never works.
 pub async fn list(api: &Api<DynamicObject>) -> Result<BTreeMap<String, Value>, kube::Error> {
     let started = Instant::now();

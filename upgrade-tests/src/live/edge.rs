@@ -10,15 +10,19 @@ use serde_json::{Value, json};
 
 use super::api::{self, apiserver_message, crd_name, status_code};
 use super::compare::FieldChange;
-use super::webhook::{CertFiles, RunningWebhook};
+use super::identity::{self, OperatorIdentity};
+use super::webhook::{CertFiles, ProcessEnv, RunningWebhook};
 use super::{
-    EdgeOptions, EdgeReport, LiveError, LiveFinding, ReleaseUnderTest, Severity, StepRecord, rules,
+    EdgeOptions, EdgeReport, LiveError, LiveFinding, ProcessLog, ReleaseUnderTest, Severity,
+    StepRecord, Verdict, Webhook, rules,
 };
 
 /// Requests in flight at once for per-object work.
 const CONCURRENCY: usize = 16;
 /// How long an expected change in the apiserver's behaviour (outage, recovery) may take.
 const CHANGE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the operator's controllers must leave every object alone to count as settled.
+const QUIET: Duration = Duration::from_secs(2);
 
 /// Objects as read: (CRD, version) → object name → user data.
 type Snapshot = BTreeMap<(String, String), BTreeMap<String, Value>>;
@@ -40,17 +44,21 @@ pub async fn run_edge(
     }
     let mut run = Run::new(client, options, &from.name, &to.name)?;
     let outcome = run.steps(from, to).await;
-    run.webhook = None;
+    run.stop_webhook();
     if options.cleanup {
         for name in &names {
             api::delete_crd(client, name).await;
         }
+        identity::revoke(client, &run.granted).await;
     }
     outcome?;
     let mut report = run.report;
     report.findings.extend(run.losses.into_findings());
     report.seconds = started.elapsed().as_secs_f64();
     report.verdict = report.judge();
+    if report.verdict != Verdict::Passed {
+        report.processes = run.processes;
+    }
     Ok(report)
 }
 
@@ -135,7 +143,12 @@ struct Run<'a> {
     certs: CertFiles,
     ca_pem: String,
     port: u16,
-    webhook: Option<RunningWebhook>,
+    /// The running webhook and the release it serves.
+    webhook: Option<(String, RunningWebhook)>,
+    /// The output of every webhook process stopped so far.
+    processes: Vec<ProcessLog>,
+    /// Cluster-scoped RBAC objects granted to operator processes.
+    granted: Vec<String>,
     created: Vec<Created>,
     report: EdgeReport,
     losses: Losses,
@@ -168,6 +181,8 @@ impl<'a> Run<'a> {
             port,
             dir,
             webhook: None,
+            processes: Vec::new(),
+            granted: Vec::new(),
             created: Vec::new(),
             report: EdgeReport::new(from, to),
             losses: Losses::default(),
@@ -207,11 +222,13 @@ impl<'a> Run<'a> {
             return Ok(());
         }
         self.create_examples(from).await;
+        self.settle(from).await;
         let before = self.snapshot(&from.crds).await;
         self.serve(to).await?;
         if !self.upgrade(to).await {
             return Ok(());
         }
+        self.settle(to).await;
         let after = self.read_back(from, to, &before).await;
         self.round_trip(to, &after).await;
         self.migrate_and_drop(to).await;
@@ -234,30 +251,129 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// Replaces the running webhook with `release`'s (none when no CRD needs one).
+    /// Replaces the running webhook with `release`'s: a command always (it is the
+    /// operator), a router only when a CRD converts through a webhook.
     async fn serve(&mut self, release: &ReleaseUnderTest) -> Result<(), LiveError> {
-        self.webhook = None;
-        let Some(crd) = release.crds.iter().find(|c| api::has_webhook(c)) else {
-            return Ok(());
+        self.stop_webhook();
+        let needed = release.crds.iter().find(|c| api::has_webhook(c));
+        let webhook = match (&release.webhook, needed) {
+            (None, Some(crd)) => {
+                return Err(LiveError::NoWebhook {
+                    release: release.name.clone(),
+                    crd: crd_name(crd),
+                });
+            }
+            (None, None) | (Some(Webhook::Router(_)), None) => return Ok(()),
+            (Some(webhook), _) => webhook,
         };
-        let webhook = release
-            .webhook
-            .as_ref()
-            .ok_or_else(|| LiveError::NoWebhook {
-                release: release.name.clone(),
-                crd: crd_name(crd),
-            })?;
-        self.webhook = Some(
-            RunningWebhook::start(
-                webhook,
-                &release.name,
-                self.port,
-                &self.certs,
-                self.dir.path(),
+        let env = match webhook {
+            Webhook::Command(_) => self.process_env(release).await?,
+            Webhook::Router(_) => ProcessEnv::default(),
+        };
+        let log = self.dir.path().join(format!(
+            "webhook-{}-{}.log",
+            self.processes.len() + 1,
+            release.name
+        ));
+        let started = RunningWebhook::start(
+            webhook,
+            &release.name,
+            self.port,
+            &self.certs,
+            &env,
+            &log,
+            needed.is_some(),
+        )
+        .await;
+        match started {
+            Ok(running) => {
+                self.webhook = Some((release.name.clone(), running));
+                Ok(())
+            }
+            Err(err) => {
+                self.processes.push(ProcessLog::of(&release.name, &log));
+                Err(err.into())
+            }
+        }
+    }
+
+    /// Stops the running webhook, keeping its output.
+    pub(super) fn stop_webhook(&mut self) {
+        if let Some((release, running)) = self.webhook.take() {
+            let log = running.log_path();
+            drop(running);
+            self.processes
+                .extend(log.map(|path| ProcessLog::of(&release, &path)));
+        }
+    }
+
+    /// When an operator process runs, waits until its controllers have left every object of
+    /// `release`'s CRDs unchanged for [`QUIET`] (at most [`CHANGE_TIMEOUT`]): what they write
+    /// (status) is then part of what is compared. Records how long it took.
+    async fn settle(&mut self, release: &ReleaseUnderTest) {
+        if !matches!(self.webhook, Some((_, RunningWebhook::Process(_)))) {
+            return;
+        }
+        let started = Instant::now();
+        let mut last = None;
+        let mut quiet_since = Instant::now();
+        while started.elapsed() < CHANGE_TIMEOUT {
+            let mut now = Vec::new();
+            for crd in &release.crds {
+                let Some(storage) = crd_migrate::storage_version(crd) else {
+                    continue;
+                };
+                now.push(api::resource_versions(&self.objects(crd, storage)).await);
+            }
+            if last.as_ref() != Some(&now) {
+                last = Some(now);
+                quiet_since = Instant::now();
+            } else if quiet_since.elapsed() >= QUIET {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        let outcome = if started.elapsed() < CHANGE_TIMEOUT {
+            format!(
+                "{}'s controllers left every object unchanged for {QUIET:?}",
+                release.name
             )
-            .await?,
-        );
-        Ok(())
+        } else {
+            format!(
+                "{}'s controllers still changed objects after {CHANGE_TIMEOUT:?}; comparing anyway",
+                release.name
+            )
+        };
+        self.step("settle", outcome);
+    }
+
+    /// Grants `release`'s operator identity its permissions and writes its kubeconfig.
+    async fn process_env(&mut self, release: &ReleaseUnderTest) -> Result<ProcessEnv, LiveError> {
+        let identity = release
+            .operator
+            .clone()
+            .unwrap_or_else(|| OperatorIdentity {
+                deployment: release.name.clone(),
+                service_account: "default".to_owned(),
+                ..OperatorIdentity::default()
+            });
+        let namespace = self.options.namespace.clone();
+        let granted = identity::grant(self.client, &namespace, &release.name, &identity).await?;
+        self.granted.extend(granted);
+        let kubeconfig = match &self.options.kubeconfig {
+            Some(admin) => {
+                let out = self.dir.path().join(format!("kubeconfig-{}", release.name));
+                identity::write_kubeconfig(admin, &out, &namespace, &identity.service_account)?;
+                Some(out)
+            }
+            None => None,
+        };
+        Ok(ProcessEnv {
+            kubeconfig,
+            namespace,
+            deployment: identity.deployment,
+            image: identity.image,
+        })
     }
 
     /// Installs `from`'s CRDs; false (with a finding) when the apiserver refuses one.

@@ -378,7 +378,7 @@ impl Run<'_> {
             return Ok(());
         };
         self.warm_caches(&crd).await;
-        self.webhook = None;
+        self.stop_webhook();
         let down = self.wait_get(&crd, &other, &probe, false).await;
         let storage_ok = self.count_readable(&crd, &storage, &expected).await;
         self.serve(to).await?;
