@@ -115,6 +115,7 @@ fn byo_operator_book_conversion_loses_status_conditions() {
         return;
     };
     let shown = serde_json::to_string_pretty(&reports).unwrap();
+    eprintln!("{shown}");
     assert_eq!(reports.len(), 1, "{shown}");
     let report = &reports[0];
     assert_eq!(report["from"], "project.v0.1.0", "{shown}");
@@ -139,16 +140,22 @@ fn byo_operator_book_conversion_loses_status_conditions() {
     );
     // Only the conditions are lost: the fields the book's conversion copies survive.
     for finding in &lossy {
-        let field = finding["field"].as_str().unwrap_or_default();
-        assert!(field.starts_with("status.conditions"), "{shown}");
+        assert_eq!(finding["field"], "status.conditions", "{shown}");
     }
-    // The managers' output is kept for a failed edge, one entry per process.
+    // The managers' output is kept for a failed edge, one entry per process, and shows the
+    // conversion requests that reached the 0.2.0 manager.
     let processes = report["processes"].as_array().expect("process output kept");
     assert!(
+        processes.iter().any(|p| p["release"] == "project.v0.1.0"),
+        "{shown}"
+    );
+    assert!(
         processes.iter().any(|p| p["release"] == "project.v0.2.0"
-            && p["tail"]
-                .as_str()
-                .is_some_and(|t| t.contains("ConvertFrom"))),
+            && p["tail"].as_str().is_some_and(|t| {
+                t.contains(
+                    "ConvertFrom: Converting CronJob from Hub version v1 to Spoke version v2",
+                )
+            })),
         "the 0.2.0 manager's log shows no conversion request:\n{shown}"
     );
 }
@@ -160,6 +167,7 @@ fn byo_operator_fixed_conversion_passes() {
         return;
     };
     let shown = serde_json::to_string_pretty(&reports).unwrap();
+    eprintln!("{shown}");
     assert_eq!(reports.len(), 1, "{shown}");
     let report = &reports[0];
     assert_eq!(report["verdict"], "passed", "{shown}\n{stderr}");

@@ -75,6 +75,9 @@ struct Losses {
 }
 
 impl Losses {
+    /// Records a lost or changed field. A change inside a list counts for the whole list
+    /// (`status.conditions`, not `status.conditions[1].reason`): which item shows it depends
+    /// on what a controller rewrote since, the list is what lost data.
     fn add(
         &mut self,
         rule: &'static str,
@@ -83,19 +86,37 @@ impl Losses {
         change: FieldChange,
         how: &str,
     ) {
+        let field = list_level(&change.path).to_owned();
         if !self
             .seen
-            .insert((object.to_owned(), version.to_owned(), change.path.clone()))
+            .insert((object.to_owned(), version.to_owned(), field.clone()))
         {
             return;
         }
-        let key = (rule, version.to_owned(), change.path.clone());
+        let key = (rule, version.to_owned(), field);
         self.groups.entry(key).and_modify(|g| g.3 += 1).or_insert((
             object.to_owned(),
             change,
             how.to_owned(),
             1,
         ));
+    }
+
+    /// Keeps only the losses `other` saw too.
+    fn retain_seen_in(&mut self, other: &Losses) {
+        self.groups.retain(|key, _| other.groups.contains_key(key));
+    }
+
+    /// Adds `other`'s losses (a loss already here keeps its first object).
+    fn merge(&mut self, other: Losses) {
+        self.seen.extend(other.seen);
+        for (key, group) in other.groups {
+            self.groups.entry(key).or_insert(group);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.groups.is_empty()
     }
 
     fn into_findings(self) -> Vec<LiveFinding> {
@@ -119,6 +140,11 @@ impl Losses {
             })
             .collect()
     }
+}
+
+/// `status.conditions[1].reason` → `status.conditions`.
+fn list_level(path: &str) -> &str {
+    path.split_once('[').map_or(path, |(list, _)| list)
 }
 
 /// One example object as created.
@@ -224,12 +250,14 @@ impl<'a> Run<'a> {
         self.create_examples(from).await;
         self.settle(from).await;
         let before = self.snapshot(&from.crds).await;
+        let versions_before = self.resource_versions(&from.crds).await;
         self.serve(to).await?;
         if !self.upgrade(to).await {
             return Ok(());
         }
         self.settle(to).await;
-        let after = self.read_back(from, to, &before).await;
+        let rewritten = self.rewritten_since(&from.crds, &versions_before).await;
+        let after = self.read_back(from, to, &before, &rewritten).await;
         self.round_trip(to, &after).await;
         self.migrate_and_drop(to).await;
         self.outage(to, &after).await?;
@@ -311,29 +339,10 @@ impl<'a> Run<'a> {
     /// `release`'s CRDs unchanged for [`QUIET`] (at most [`CHANGE_TIMEOUT`]): what they write
     /// (status) is then part of what is compared. Records how long it took.
     async fn settle(&mut self, release: &ReleaseUnderTest) {
-        if !matches!(self.webhook, Some((_, RunningWebhook::Process(_)))) {
+        if !self.operator_runs() {
             return;
         }
-        let started = Instant::now();
-        let mut last = None;
-        let mut quiet_since = Instant::now();
-        while started.elapsed() < CHANGE_TIMEOUT {
-            let mut now = Vec::new();
-            for crd in &release.crds {
-                let Some(storage) = crd_migrate::storage_version(crd) else {
-                    continue;
-                };
-                now.push(api::resource_versions(&self.objects(crd, storage)).await);
-            }
-            if last.as_ref() != Some(&now) {
-                last = Some(now);
-                quiet_since = Instant::now();
-            } else if quiet_since.elapsed() >= QUIET {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        }
-        let outcome = if started.elapsed() < CHANGE_TIMEOUT {
+        let outcome = if self.quiet(&release.crds).await {
             format!(
                 "{}'s controllers left every object unchanged for {QUIET:?}",
                 release.name
@@ -345,6 +354,71 @@ impl<'a> Run<'a> {
             )
         };
         self.step("settle", outcome);
+    }
+
+    /// Waits until no object of `crds` changed for [`QUIET`]; false after
+    /// [`CHANGE_TIMEOUT`].
+    pub(super) async fn quiet(&self, crds: &[CustomResourceDefinition]) -> bool {
+        let started = Instant::now();
+        let mut last = None;
+        let mut quiet_since = Instant::now();
+        while started.elapsed() < CHANGE_TIMEOUT {
+            let now = self.resource_versions(crds).await;
+            if last.as_ref() != Some(&now) {
+                last = Some(now);
+                quiet_since = Instant::now();
+            } else if quiet_since.elapsed() >= QUIET {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        false
+    }
+
+    /// The objects (CRD name, object name) whose `resourceVersion` changed since
+    /// `before`: only a controller writes objects while the CRDs are upgraded.
+    async fn rewritten_since(
+        &self,
+        crds: &[CustomResourceDefinition],
+        before: &[Option<BTreeMap<String, String>>],
+    ) -> BTreeSet<(String, String)> {
+        let now = self.resource_versions(crds).await;
+        let mut out = BTreeSet::new();
+        let storage_crds = crds
+            .iter()
+            .filter(|c| crd_migrate::storage_version(c).is_some());
+        for ((crd, old), new) in storage_crds.zip(before).zip(&now) {
+            let (Some(old), Some(new)) = (old, new) else {
+                continue;
+            };
+            for (name, version) in old {
+                if new.get(name).is_some_and(|v| v != version) {
+                    out.insert((crd_name(crd), name.clone()));
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether an operator process (a webhook command) runs: objects may change under the
+    /// test's feet.
+    pub(super) fn operator_runs(&self) -> bool {
+        matches!(self.webhook, Some((_, RunningWebhook::Process(_))))
+    }
+
+    /// The `resourceVersion` of every object of `crds` (read at each storage version), by
+    /// CRD and name; a CRD whose list fails maps to `None`.
+    pub(super) async fn resource_versions(
+        &self,
+        crds: &[CustomResourceDefinition],
+    ) -> Vec<Option<BTreeMap<String, String>>> {
+        let mut out = Vec::new();
+        for crd in crds {
+            if let Some(storage) = crd_migrate::storage_version(crd) {
+                out.push(api::resource_versions(&self.objects(crd, storage)).await);
+            }
+        }
+        out
     }
 
     /// Grants `release`'s operator identity its permissions and writes its kubeconfig.
