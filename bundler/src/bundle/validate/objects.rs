@@ -209,6 +209,60 @@ mod tests {
         }
     }
 
+    fn object(file: &str, value: Value) -> Object {
+        Object {
+            file: file.into(),
+            index: 0,
+            value,
+        }
+    }
+
+    #[test]
+    fn another_operators_kind_without_its_crd_names_the_cluster_crd() {
+        let monitor = object(
+            "manifests/metrics.yaml",
+            json!({"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor", "metadata": {"name": "metrics"}}),
+        );
+        let crd = object(
+            "manifests/crd.yaml",
+            json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                "metadata": {"name": "servicemonitors.monitoring.coreos.com"},
+                "spec": {"group": "monitoring.coreos.com", "names": {"kind": "ServiceMonitor", "plural": "servicemonitors"},
+                    "scope": "Namespaced", "versions": [{"name": "v1", "served": true, "storage": true}]}}),
+        );
+        let messages = |objects: Vec<Object>| -> Vec<String> {
+            let bundle = LoadedBundle {
+                objects,
+                ..LoadedBundle::default()
+            };
+            let mut out = Vec::new();
+            for object in &bundle.objects {
+                needs_cluster_crd(&bundle, object, &mut out);
+            }
+            out.iter()
+                .map(|f| {
+                    format!(
+                        "{} {}: {}: {}",
+                        f.rule,
+                        f.file
+                            .as_ref()
+                            .map(|p| p.display().to_string())
+                            .unwrap_or_default(),
+                        f.object.clone().unwrap_or_default(),
+                        f.message
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(
+            messages(vec![monitor.clone()]),
+            [
+                "objects/kind-needs-cluster-crd manifests/metrics.yaml: ServiceMonitor/metrics: ServiceMonitor (monitoring.coreos.com/v1) is prometheus-operator's kind and this bundle carries no CRD for it: OLM v0 creates the object only on a cluster that already serves the kind, elsewhere the install fails; test with `olmpack upgrade olm --cluster-crd servicemonitors.monitoring.coreos.com`"
+            ]
+        );
+        assert!(messages(vec![monitor, crd]).is_empty());
+    }
+
     #[test]
     fn zero_is_read_as_kubernetes_reads_an_int_or_string() {
         for zero in [json!(0), json!("0"), json!("0%"), json!(" 0% ")] {
