@@ -281,7 +281,7 @@ fn pins() -> &'static Pins {
 #[derive(Debug, thiserror::Error)]
 #[error(
     "{tool} not found{}: install olmpack's pinned tools (`cargo xtask setup` in olmpack's checkout puts them in {}){}, or set {env_var}",
-    looked_at.as_ref().map(|p| format!(" at {}", p.display())).unwrap_or_else(|| " (looked in its variable, the tool cache and PATH)".to_owned()),
+    looked_at.as_ref().map(|p| format!(" at {}", p.display())).unwrap_or_else(|| format!(" (looked in ${env_var}{}, the tool cache and PATH)", if matches!(*tool, "etcd" | "kube-apiserver") { ", $KUBEBUILDER_ASSETS" } else { "" })),
     cache.as_deref().and_then(Path::parent).map(|p| p.display().to_string()).unwrap_or_else(|| "the tool cache".to_owned()),
     if matches!(*tool, "etcd" | "kube-apiserver") { ", point KUBEBUILDER_ASSETS at a kubebuilder project's envtest binaries (`setup-envtest use -p path`)" } else { "" }
 )]
