@@ -44,7 +44,7 @@ pub async fn run_edge(
     }
     let mut run = Run::new(client, options, &from.name, &to.name)?;
     let outcome = run.steps(from, to).await;
-    run.stop_webhook();
+    run.stop_webhook().await;
     if options.cleanup {
         for name in &names {
             api::delete_crd(client, name).await;
@@ -282,7 +282,7 @@ impl<'a> Run<'a> {
     /// Replaces the running webhook with `release`'s: a command always (it is the
     /// operator), a router only when a CRD converts through a webhook.
     async fn serve(&mut self, release: &ReleaseUnderTest) -> Result<(), LiveError> {
-        self.stop_webhook();
+        self.stop_webhook().await;
         let needed = release.crds.iter().find(|c| api::has_webhook(c));
         let webhook = match (&release.webhook, needed) {
             (None, Some(crd)) => {
@@ -325,13 +325,25 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// Stops the running webhook, keeping its output.
-    pub(super) fn stop_webhook(&mut self) {
-        if let Some((release, running)) = self.webhook.take() {
-            let log = running.log_path();
-            drop(running);
-            self.processes
-                .extend(log.map(|path| ProcessLog::of(&release, &path)));
+    /// Stops the running webhook, keeping its output, and waits (at most 5 s) until its
+    /// port is closed: the programs of a killed process group exit a moment after the
+    /// shell that led it, and the next webhook binds the same port.
+    pub(super) async fn stop_webhook(&mut self) {
+        let Some((release, running)) = self.webhook.take() else {
+            return;
+        };
+        let Some(log) = running.log_path() else {
+            return;
+        };
+        drop(running);
+        self.processes.push(ProcessLog::of(&release, &log));
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(5)
+            && tokio::net::TcpStream::connect(("127.0.0.1", self.port))
+                .await
+                .is_ok()
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 

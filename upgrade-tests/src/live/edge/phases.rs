@@ -437,7 +437,7 @@ impl Run<'_> {
             return Ok(());
         };
         self.warm_caches(&crd).await;
-        self.stop_webhook();
+        self.stop_webhook().await;
         let down = self.wait_get(&crd, &other, &probe, false).await;
         let storage_ok = self.count_readable(&crd, &storage, &expected).await;
         self.serve(to).await?;
