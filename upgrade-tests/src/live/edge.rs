@@ -102,23 +102,6 @@ impl Losses {
         ));
     }
 
-    /// Keeps only the losses `other` saw too.
-    fn retain_seen_in(&mut self, other: &Losses) {
-        self.groups.retain(|key, _| other.groups.contains_key(key));
-    }
-
-    /// Adds `other`'s losses (a loss already here keeps its first object).
-    fn merge(&mut self, other: Losses) {
-        self.seen.extend(other.seen);
-        for (key, group) in other.groups {
-            self.groups.entry(key).or_insert(group);
-        }
-    }
-
-    fn is_empty(&self) -> bool {
-        self.groups.is_empty()
-    }
-
     fn into_findings(self) -> Vec<LiveFinding> {
         self.groups
             .into_iter()

@@ -9,7 +9,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{DynamicObject, PostParams};
 use serde_json::{Value, json};
 
-use super::{CHANGE_TIMEOUT, CONCURRENCY, Losses, Run, Snapshot};
+use super::{CHANGE_TIMEOUT, CONCURRENCY, Run, Snapshot};
 use crate::live::api::{self, apiserver_message, crd_name, served, status_code};
 use crate::live::{LiveError, LiveFinding, ReleaseUnderTest, Rollback, Severity, rules};
 
@@ -210,71 +210,50 @@ impl Run<'_> {
 
     /// Writes every object back unchanged at each served version, then reads all at every
     /// served version: a round trip through any version must change nothing. Each write is
-    /// compared with a read of every version just before it. While an operator process runs,
-    /// its controllers may change objects meanwhile (a CronJob's schedule firing): a round
-    /// trip that shows a change is repeated once, and only what shows both times counts.
+    /// compared with a read of every version just before it, and the reads after it are of
+    /// the etcd revision the writes produced: while an operator process runs, its
+    /// controllers may change objects right after (re-adding what a write lost, a CronJob's
+    /// schedule firing), and those changes must neither hide a loss nor count as one.
     pub(super) async fn round_trip(&mut self, to: &ReleaseUnderTest, baseline: &Snapshot) {
         let mut writes = 0;
-        let mut repeated = 0;
         for crd in &to.crds {
             let versions = served(crd);
             if versions.len() < 2 {
                 continue;
             }
             for via in &versions {
-                let first = self.trip(to, crd, via, baseline).await;
-                writes += first.0;
-                let (_, mut losses, mut findings) = first;
-                if self.operator_runs() && !(losses.is_empty() && findings.is_empty()) {
-                    repeated += 1;
-                    let (count, again, again_findings) = self.trip(to, crd, via, baseline).await;
-                    writes += count;
-                    losses.retain_seen_in(&again);
-                    findings.retain(|f| {
-                        again_findings.iter().any(|g| {
-                            (g.rule, &g.object, &g.version) == (f.rule, &f.object, &f.version)
-                        })
-                    });
-                }
-                self.losses.merge(losses);
-                self.report.findings.extend(findings);
+                writes += self.trip(to, crd, via, baseline).await;
             }
         }
-        let mut outcome = format!(
-            "{writes} write(s) through every served version, each followed by reads at every served version"
-        );
-        if repeated > 0 {
-            outcome.push_str(&format!(
-                "; {repeated} repeated to tell the operator's own changes from conversion"
-            ));
-        }
-        self.step("round-trip", outcome);
+        self.step("round-trip", format!("{writes} write(s) through every served version, each followed by reads at every served version"));
     }
 
-    /// One round trip through `via` (see [`Self::round_trip`]): the writes, and the losses
-    /// and findings it showed (not yet recorded).
+    /// One round trip through `via` (see [`Self::round_trip`]); returns the writes.
     async fn trip(
         &mut self,
         to: &ReleaseUnderTest,
         crd: &CustomResourceDefinition,
         via: &str,
         baseline: &Snapshot,
-    ) -> (usize, Losses, Vec<LiveFinding>) {
-        let saved = std::mem::take(&mut self.losses);
-        let recorded = self.report.findings.len();
+    ) -> usize {
         let fresh = if self.operator_runs() {
             self.quiet(&to.crds).await;
             self.snapshot(std::slice::from_ref(crd)).await
         } else {
             baseline.clone()
         };
-        let writes = self.write_back(crd, via).await;
+        let (writes, revision) = self.write_back(crd, via).await;
         for read in served(crd) {
             let key = (crd_name(crd), read.clone());
             let Some(expected) = fresh.get(&key) else {
                 continue;
             };
-            match api::list(&self.objects(crd, &read)).await {
+            let objects = self.objects(crd, &read);
+            let now = match &revision {
+                Some(revision) => api::list_at(&objects, revision).await,
+                None => api::list(&objects).await,
+            };
+            match now {
                 Ok(now) => self.compare(
                     rules::LOSSY_CONVERSION,
                     &key.0,
@@ -286,22 +265,25 @@ impl Run<'_> {
                 Err(err) => self.read_failed(crd, &read, &err, "read"),
             }
         }
-        let losses = std::mem::replace(&mut self.losses, saved);
-        let findings = self.report.findings.split_off(recorded);
-        (writes, losses, findings)
+        writes
     }
 
-    /// Replaces every object of `crd` at `version` with itself as read; returns the count.
-    async fn write_back(&mut self, crd: &CustomResourceDefinition, version: &str) -> usize {
+    /// Replaces every object of `crd` at `version` with itself as read; returns the count and
+    /// the newest `resourceVersion` the writes produced (none when a write failed).
+    async fn write_back(
+        &mut self,
+        crd: &CustomResourceDefinition,
+        version: &str,
+    ) -> (usize, Option<String>) {
         let api = self.objects(crd, version);
         let list = match api.list(&Default::default()).await {
             Ok(list) => list.items,
             Err(err) => {
                 self.read_failed(crd, version, &err, "read");
-                return 0;
+                return (0, None);
             }
         };
-        let results: Vec<(String, Result<(), kube::Error>)> = stream::iter(list)
+        let results: Vec<(String, Result<String, kube::Error>)> = stream::iter(list)
             .map(|object| {
                 let api = api.clone();
                 async move {
@@ -309,7 +291,7 @@ impl Run<'_> {
                     let result = api
                         .replace(&name, &PostParams::default(), &object)
                         .await
-                        .map(drop);
+                        .map(|o| o.metadata.resource_version.unwrap_or_default());
                     (name, result)
                 }
             })
@@ -317,7 +299,19 @@ impl Run<'_> {
             .collect()
             .await;
         let count = results.len();
+        let mut newest: Option<(u64, String)> = None;
+        let mut failed = false;
         for (name, result) in results {
+            match &result {
+                Ok(rv) => {
+                    if let Ok(n) = rv.parse::<u64>()
+                        && newest.as_ref().is_none_or(|(m, _)| n > *m)
+                    {
+                        newest = Some((n, rv.clone()));
+                    }
+                }
+                Err(_) => failed = true,
+            }
             if let Err(err) = result {
                 let finding = LiveFinding::new(
                     rules::LOSSY_CONVERSION,
@@ -332,7 +326,12 @@ impl Run<'_> {
                 self.find(finding);
             }
         }
-        count
+        let revision = if failed {
+            None
+        } else {
+            newest.map(|(_, rv)| rv)
+        };
+        (count, revision)
     }
 
     /// Tries `to`'s successor that drops every version but the storage version (refused
@@ -429,14 +428,23 @@ impl Run<'_> {
             return Ok(());
         };
         let name = crd_name(&crd);
-        let expected = baseline
-            .get(&(name.clone(), other.clone()))
-            .cloned()
-            .unwrap_or_default();
+        self.warm_caches(&crd).await;
+        // What a restarted webhook must read back: the objects at this revision (a
+        // controller may change them meanwhile; the revision does not change).
+        let (expected, revision) = match api::list_with_revision(&self.objects(&crd, &other)).await
+        {
+            Ok((objects, revision)) => (objects, Some(revision)),
+            Err(_) => (
+                baseline
+                    .get(&(name.clone(), other.clone()))
+                    .cloned()
+                    .unwrap_or_default(),
+                None,
+            ),
+        };
         let Some(probe) = expected.keys().next().cloned() else {
             return Ok(());
         };
-        self.warm_caches(&crd).await;
         self.stop_webhook().await;
         let down = self.wait_get(&crd, &other, &probe, false).await;
         let storage_ok = self.count_readable(&crd, &storage, &expected).await;
@@ -471,7 +479,10 @@ impl Run<'_> {
             ));
         }
         if up.is_some_and(|r| r.is_ok()) {
-            outcome.push(self.read_back_after_restart(&crd, &other, &expected).await);
+            outcome.push(
+                self.read_back_after_restart(&crd, &other, &expected, revision.as_deref())
+                    .await,
+            );
         } else {
             self.find(outage(
                 &name,
@@ -513,18 +524,29 @@ impl Run<'_> {
     }
 
     /// Reads every object at `version` after the webhook restarted and compares it with the
-    /// baseline (data loss is a finding); returns the step's outcome line.
+    /// baseline (data loss is a finding); returns the step's outcome line. With `revision`,
+    /// the objects are read as stored at that revision (the baseline's), else as they are.
     async fn read_back_after_restart(
         &mut self,
         crd: &CustomResourceDefinition,
         version: &str,
         expected: &BTreeMap<String, Value>,
+        revision: Option<&str>,
     ) -> String {
         let objects = self.objects(crd, version);
         let mut now = BTreeMap::new();
-        for object in expected.keys() {
-            if let Ok(value) = api::get_once(&objects, object).await {
-                now.insert(object.clone(), value);
+        match revision {
+            Some(revision) => {
+                if let Ok(listed) = api::list_at(&objects, revision).await {
+                    now = listed;
+                }
+            }
+            None => {
+                for object in expected.keys() {
+                    if let Ok(value) = api::get_once(&objects, object).await {
+                        now.insert(object.clone(), value);
+                    }
+                }
             }
         }
         self.compare(
