@@ -15,6 +15,8 @@
 //!   an upgrade graph).
 //! - [`report`]: validation findings and their text/JSON/JUnit/Markdown output.
 //! - [`input`]: reading input files safely (regular files only, bounded, symlinks kept inside).
+//! - [`cluster_crds`]: kinds of other operators a bundle may ship (ServiceMonitor, …) and
+//!   stand-in CRDs for them, for `upgrade olm --cluster-crd NAME`.
 //! - [`install`]: install manifests for users (OLM v0 Subscription, OLM v1 ClusterExtension + RBAC).
 //! - [`output`]: generated file trees, written atomically or checked against disk.
 //! - [`upgrade_graph`]: the plan's upgrade graph, the one source of CSV and channel edges.
@@ -34,6 +36,7 @@ pub use olmpack_model::{choice, names, report, upgrade_graph, yaml};
 
 pub mod bundle;
 pub mod catalog;
+pub mod cluster_crds;
 pub mod compat;
 pub mod image;
 pub mod input;

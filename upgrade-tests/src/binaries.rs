@@ -1,9 +1,18 @@
-//! Finding the real binaries the environments run.
+//! Finding the real binaries the environments run, with or without olmpack's checkout.
 //!
-//! Each tool is looked up first in its environment variable (set by `cargo xtask test`, or by
-//! `eval "$(cargo xtask env)"` before a plain `cargo test`), then on `PATH`.
+//! Each tool is looked up, in this order:
+//! 1. in its environment variable (`OLMPACK_ETCD`, …; set by `cargo xtask test`, or by
+//!    `eval "$(cargo xtask env)"` before a plain `cargo test`);
+//! 2. for etcd and kube-apiserver, in `$KUBEBUILDER_ASSETS` (a kubebuilder project's envtest
+//!    binaries, as `setup-envtest use -p path` prints it);
+//! 3. in the per-user tool cache at the version olmpack pins (`tools.toml`, compiled in):
+//!    `$OLMPACK_TOOLS_DIR`, else `$XDG_CACHE_HOME/olmpack/tools`, else `~/.cache/olmpack/tools`,
+//!    laid out `<name>/<version>/bin/<binary>` as `cargo xtask setup` installs it;
+//! 4. on `PATH`.
+//!
+//! [`Tool::locate`] says where a tool was found; `olmpack tools list` prints it for all.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// A tool the test environments can run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,6 +37,27 @@ pub enum Tool {
 }
 
 impl Tool {
+    /// Every tool, in `olmpack tools list` order.
+    pub const ALL: [Tool; 17] = [
+        Tool::Etcd,
+        Tool::KubeApiserver,
+        Tool::KubeControllerManager,
+        Tool::KubeScheduler,
+        Tool::Kwok,
+        Tool::OlmOperator,
+        Tool::CatalogOperator,
+        Tool::Opm,
+        Tool::Crdify,
+        Tool::Registry,
+        Tool::Olareg,
+        Tool::Skopeo,
+        Tool::Umoci,
+        Tool::Cosign,
+        Tool::Helm,
+        Tool::Actionlint,
+        Tool::Faketime,
+    ];
+
     /// The environment variable naming the binary.
     pub fn env_var(self) -> &'static str {
         match self {
@@ -76,41 +106,191 @@ impl Tool {
 
     /// The path of the binary, or an error saying how to provide it.
     pub fn path(self) -> Result<PathBuf, ToolNotFound> {
+        self.locate().map(|found| found.path)
+    }
+
+    /// The binary and where it was found (module docs for the order), or an error saying
+    /// where it was looked for and how to provide it.
+    pub fn locate(self) -> Result<Found, ToolNotFound> {
+        let not_found = |looked_at| ToolNotFound {
+            tool: self.file_name(),
+            env_var: self.env_var(),
+            looked_at,
+            cache: self.cache_path(),
+        };
         if let Some(path) = std::env::var_os(self.env_var()) {
             let path = PathBuf::from(path);
             return if path.is_file() {
-                Ok(path)
-            } else {
-                Err(ToolNotFound {
-                    tool: self.file_name(),
-                    env_var: self.env_var(),
-                    looked_at: Some(path),
+                Ok(Found {
+                    path,
+                    source: Source::EnvVar(self.env_var()),
                 })
+            } else {
+                Err(not_found(Some(path)))
             };
         }
-        std::env::var_os("PATH")
+        let candidates = [
+            (self.kubebuilder_asset(), Source::KubebuilderAssets),
+            (self.cache_path(), Source::Cache),
+            (on_path(self.file_name()), Source::Path),
+        ];
+        candidates
             .into_iter()
-            .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
-            .map(|dir| dir.join(self.file_name()))
-            .find(|candidate| candidate.is_file())
-            .ok_or(ToolNotFound {
-                tool: self.file_name(),
-                env_var: self.env_var(),
-                looked_at: None,
+            .find_map(|(path, source)| {
+                path.filter(|p| p.is_file())
+                    .map(|path| Found { path, source })
             })
+            .ok_or_else(|| not_found(None))
+    }
+
+    /// `$KUBEBUILDER_ASSETS/<binary>` for the tools setup-envtest provides.
+    fn kubebuilder_asset(self) -> Option<PathBuf> {
+        match self {
+            Tool::Etcd | Tool::KubeApiserver => std::env::var_os(KUBEBUILDER_ASSETS)
+                .map(|dir| PathBuf::from(dir).join(self.file_name())),
+            _ => None,
+        }
+    }
+
+    /// Where `cargo xtask setup` (and the tools artifact) put the pinned version in the
+    /// per-user cache; `None` for tools installed from Debian packages.
+    pub fn cache_path(self) -> Option<PathBuf> {
+        let pins = pins();
+        let (dir, version, binary) = match self {
+            Tool::KubeApiserver | Tool::KubeControllerManager | Tool::KubeScheduler => (
+                "kubernetes",
+                pins.kubernetes.version.clone(),
+                self.file_name(),
+            ),
+            Tool::Kwok | Tool::OlmOperator | Tool::CatalogOperator => (
+                "olm",
+                format!("{}-kwok-{}", pins.olm.version, pins.olm.kwok),
+                self.file_name(),
+            ),
+            Tool::Etcd
+            | Tool::Opm
+            | Tool::Crdify
+            | Tool::Actionlint
+            | Tool::Cosign
+            | Tool::Olareg
+            | Tool::Helm => {
+                let name = self.file_name();
+                let pin = pins.go.get(name)?;
+                (name, pin.version.clone(), pin.binary.as_str())
+            }
+            Tool::Registry | Tool::Skopeo | Tool::Umoci | Tool::Faketime => return None,
+        };
+        Some(
+            tools_cache_dir()?
+                .join(dir)
+                .join(version)
+                .join("bin")
+                .join(binary),
+        )
     }
 }
 
-/// A tool binary that is neither named by its environment variable nor on `PATH`.
+/// The variable kubebuilder's envtest reads: a directory with `etcd` and `kube-apiserver`.
+pub const KUBEBUILDER_ASSETS: &str = "KUBEBUILDER_ASSETS";
+
+/// A tool binary and where it was found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Found {
+    pub path: PathBuf,
+    pub source: Source,
+}
+
+/// Where a tool was found (module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// Its own `OLMPACK_*` variable.
+    EnvVar(&'static str),
+    /// `$KUBEBUILDER_ASSETS`.
+    KubebuilderAssets,
+    /// The per-user tool cache.
+    Cache,
+    /// `PATH`.
+    Path,
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::EnvVar(var) => write!(f, "${var}"),
+            Source::KubebuilderAssets => write!(f, "${KUBEBUILDER_ASSETS}"),
+            Source::Cache => write!(f, "tool cache"),
+            Source::Path => write!(f, "PATH"),
+        }
+    }
+}
+
+/// The per-user tool cache (module docs); `None` without `HOME`.
+pub fn tools_cache_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("OLMPACK_TOOLS_DIR") {
+        return Some(PathBuf::from(dir));
+    }
+    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
+        return Some(PathBuf::from(dir).join("olmpack/tools"));
+    }
+    std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache/olmpack/tools"))
+}
+
+fn on_path(file_name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
+        .map(|dir| dir.join(file_name))
+        .find(|candidate| candidate.is_file())
+}
+
+/// The versions olmpack pins (`tools.toml`, compiled in), as far as lookups need them.
+#[derive(Debug, serde::Deserialize)]
+struct Pins {
+    kubernetes: VersionPin,
+    olm: OlmPin,
+    #[serde(default)]
+    go: std::collections::BTreeMap<String, GoPin>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct VersionPin {
+    version: String,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct OlmPin {
+    version: String,
+    kwok: String,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct GoPin {
+    version: String,
+    binary: String,
+}
+
+fn pins() -> &'static Pins {
+    static PINS: std::sync::OnceLock<Pins> = std::sync::OnceLock::new();
+    PINS.get_or_init(|| {
+        toml::from_str(include_str!("../../tools.toml"))
+            .expect("tools.toml (compiled in) has [kubernetes], [olm] and [go.*] pins")
+    })
+}
+
+/// A tool binary that was found nowhere (module docs).
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "{tool} not found{}: run `cargo xtask setup` and use `cargo xtask test`, or set {env_var}",
-    looked_at.as_ref().map(|p| format!(" at {}", p.display())).unwrap_or_else(|| " on PATH".to_owned())
+    "{tool} not found{}: install olmpack's pinned tools (`cargo xtask setup` in olmpack's checkout puts them in {}){}, or set {env_var}",
+    looked_at.as_ref().map(|p| format!(" at {}", p.display())).unwrap_or_else(|| format!(" (looked in ${env_var}{}, the tool cache and PATH)", if matches!(*tool, "etcd" | "kube-apiserver") { ", $KUBEBUILDER_ASSETS" } else { "" })),
+    cache.as_deref().and_then(Path::parent).map(|p| p.display().to_string()).unwrap_or_else(|| "the tool cache".to_owned()),
+    if matches!(*tool, "etcd" | "kube-apiserver") { ", point KUBEBUILDER_ASSETS at a kubebuilder project's envtest binaries (`setup-envtest use -p path`)" } else { "" }
 )]
 pub struct ToolNotFound {
     pub tool: &'static str,
     pub env_var: &'static str,
     pub looked_at: Option<PathBuf>,
+    /// Where the tool cache would have it.
+    pub cache: Option<PathBuf>,
 }
 
 /// A directory of data files that `cargo xtask setup` installs next to a tool.
@@ -154,6 +334,7 @@ impl ToolData {
         match found {
             Some(dir) if dir.is_dir() => Ok(dir),
             looked_at => Err(ToolNotFound {
+                cache: None,
                 tool: match self {
                     ToolData::OlmCrds => "OLM's CRDs",
                     ToolData::KwokStages => "kwok's stages",

@@ -493,14 +493,17 @@ async fn config_from(kubeconfig: &str) -> Result<Config, EnvError> {
         .map_err(EnvError::Kubeconfig)
 }
 
+/// Whether the apiserver answers `/readyz` with `ok`. Until it does, every probe fails
+/// (connection refused, then 500s while its post-start hooks run); the kube client logs each
+/// failure as an error, so the probes run without a tracing subscriber.
 async fn readyz(client: &Client) -> bool {
+    use tracing::instrument::WithSubscriber as _;
     let request = http::Request::get("/readyz")
         .body(Vec::new())
         .expect("a static request is valid");
-    matches!(
-        tokio::time::timeout(Duration::from_secs(5), client.request_text(request)).await,
-        Ok(Ok(body)) if body.trim() == "ok"
-    )
+    let probe = tokio::time::timeout(Duration::from_secs(5), client.request_text(request))
+        .with_subscriber(tracing::subscriber::NoSubscriber::default());
+    matches!(probe.await, Ok(Ok(body)) if body.trim() == "ok")
 }
 
 /// etcd's `/health` over plain HTTP/1.0 (no client library needed for one GET).

@@ -8,6 +8,9 @@
 //!   from one long-lived spawner thread (the signal fires when the *thread* that forked the
 //!   child exits, so children are never forked from short-lived test threads).
 //! - Output goes to a log file next to the process's data, so a failed start can show why.
+//! - A process started with [`ChildProcess::start_group`] leads a process group of its own,
+//!   and stopping it kills the whole group: a shell and every program it started. (The
+//!   parent-death signal reaches only the group leader; the others are killed on drop.)
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -45,7 +48,7 @@ pub enum ProcessError {
     },
 }
 
-type SpawnRequest = (Command, mpsc::Sender<std::io::Result<Child>>);
+type SpawnRequest = (Command, bool, mpsc::Sender<std::io::Result<Child>>);
 
 /// Sends commands to the one thread that forks every child (see the module docs).
 fn spawner() -> &'static Mutex<mpsc::Sender<SpawnRequest>> {
@@ -55,8 +58,8 @@ fn spawner() -> &'static Mutex<mpsc::Sender<SpawnRequest>> {
         std::thread::Builder::new()
             .name("upgrade-tests-spawner".into())
             .spawn(move || {
-                for (mut cmd, reply) in rx {
-                    let _ = reply.send(spawn_with_parent_death_signal(&mut cmd));
+                for (mut cmd, group, reply) in rx {
+                    let _ = reply.send(spawn_with_parent_death_signal(&mut cmd, group));
                 }
             })
             .expect("the OS refused to start the spawner thread");
@@ -65,8 +68,11 @@ fn spawner() -> &'static Mutex<mpsc::Sender<SpawnRequest>> {
 }
 
 #[allow(unsafe_code)]
-fn spawn_with_parent_death_signal(cmd: &mut Command) -> std::io::Result<Child> {
+fn spawn_with_parent_death_signal(cmd: &mut Command, group: bool) -> std::io::Result<Child> {
     use std::os::unix::process::CommandExt;
+    if group {
+        cmd.process_group(0);
+    }
     // SAFETY: the closure runs between fork and exec and calls only prctl and getppid,
     // both async-signal-safe; it allocates nothing and takes no locks.
     unsafe {
@@ -90,6 +96,8 @@ pub struct ChildProcess {
     name: String,
     child: Child,
     log: PathBuf,
+    /// Leads its own process group (killed as a whole).
+    group: bool,
 }
 
 impl ChildProcess {
@@ -110,6 +118,29 @@ impl ChildProcess {
         args: &[String],
         env: &[(String, String)],
         log: &Path,
+    ) -> Result<Self, ProcessError> {
+        Self::spawn(name, program, args, env, log, false)
+    }
+
+    /// Like [`ChildProcess::start_with_env`], as the leader of a new process group that is
+    /// killed as a whole (for `sh -c SCRIPT`, whose programs are the shell's children).
+    pub fn start_group(
+        name: &str,
+        program: &Path,
+        args: &[String],
+        env: &[(String, String)],
+        log: &Path,
+    ) -> Result<Self, ProcessError> {
+        Self::spawn(name, program, args, env, log, true)
+    }
+
+    fn spawn(
+        name: &str,
+        program: &Path,
+        args: &[String],
+        env: &[(String, String)],
+        log: &Path,
+        group: bool,
     ) -> Result<Self, ProcessError> {
         let file = File::create(log).map_err(|source| ProcessError::Log {
             path: log.to_owned(),
@@ -133,7 +164,7 @@ impl ChildProcess {
         spawner()
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .send((cmd, tx))
+            .send((cmd, group, tx))
             .map_err(|_| spawn_err(std::io::Error::other("spawner thread is gone")))?;
         let child = rx
             .recv()
@@ -143,6 +174,7 @@ impl ChildProcess {
             name: name.to_owned(),
             child,
             log: log.to_owned(),
+            group,
         })
     }
 
@@ -182,8 +214,11 @@ impl ChildProcess {
         log_tail(&self.log, 4096)
     }
 
-    /// Kills the process and waits for it; idempotent.
+    /// Kills the process (its whole group, when it leads one) and waits for it; idempotent.
     pub fn stop(&mut self) {
+        if self.group {
+            kill_group(self.child.id());
+        }
         if let Ok(None) = self.child.try_wait() {
             let _ = self.child.kill();
         }
@@ -195,6 +230,24 @@ impl Drop for ChildProcess {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// SIGKILL to every process of group `leader` (the group outlives its leader's exit).
+#[allow(unsafe_code)]
+fn kill_group(leader: u32) {
+    let Ok(pgid) = libc::pid_t::try_from(leader) else {
+        return;
+    };
+    // SAFETY: kill(2) with a negative pid signals that process group; no memory is shared.
+    unsafe {
+        libc::kill(-pgid, libc::SIGKILL);
+    }
+}
+
+/// The last 4 KiB of the log file at `path` (empty when it cannot be read), e.g. of a
+/// process that has already been stopped.
+pub fn log_tail_of(path: &Path) -> String {
+    log_tail(path, 4096)
 }
 
 fn log_tail(path: &Path, max: u64) -> String {
@@ -237,5 +290,61 @@ where
             return Err(process.not_ready(timeout));
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `sh -c` with two programs: stopping the group leader kills both, not only the shell.
+    #[test]
+    fn stopping_a_group_kills_every_program_of_the_shell() {
+        let dir = tempfile::tempdir().unwrap();
+        let pids = dir.path().join("pids");
+        let script = format!(
+            "sleep 300 & echo $! > '{0}'; sleep 301 & echo $! >> '{0}'; wait",
+            pids.display()
+        );
+        let mut shell = ChildProcess::start_group(
+            "shell",
+            Path::new("sh"),
+            &["-c".to_owned(), script],
+            &[],
+            &dir.path().join("log"),
+        )
+        .unwrap();
+        let started = std::time::Instant::now();
+        let children: Vec<i32> = loop {
+            let text = std::fs::read_to_string(&pids).unwrap_or_default();
+            let found: Vec<i32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
+            if found.len() == 2 {
+                break found;
+            }
+            assert!(started.elapsed() < Duration::from_secs(10), "{text:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        shell.stop();
+        for pid in children {
+            let gone = (0..100).any(|_| {
+                std::thread::sleep(Duration::from_millis(20));
+                !alive(pid)
+            });
+            assert!(gone, "process {pid} of the shell outlived stop()");
+        }
+    }
+
+    /// Whether `pid` exists and is not a zombie.
+    fn alive(pid: i32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|stat| {
+                !stat
+                    .rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z')
+            })
+            .unwrap_or(false)
     }
 }

@@ -212,7 +212,42 @@ fn setup(root: &Path) -> Result<(tools::Pins, tools::Layout)> {
         layout.cache.display(),
         started.elapsed()
     );
+    warm_book_builds(root);
     Ok((pins, layout))
+}
+
+/// The `byo_operator_*` tests build the kubebuilder book's managers from the corpus with Go;
+/// building them once here fills Go's module and build caches (outside the checkout), so
+/// that the tests' own builds of patched copies take seconds. Failures only warn: the tests
+/// say NOT RUN without Go or the corpus.
+fn warm_book_builds(root: &Path) {
+    let book = corpus::source_dir(root).join("kubebuilder-5c40072/src");
+    if !book.is_dir() {
+        eprintln!(
+            "setup: kubebuilder book sources not at {}: not warmed",
+            book.display()
+        );
+        return;
+    }
+    let out = std::env::temp_dir().join(format!("olmpack-book-warm-{}", std::process::id()));
+    for project in ["cronjob-tutorial", "multiversion-tutorial"] {
+        let started = Instant::now();
+        let status = Command::new("go")
+            .args(["build", "-o"])
+            .arg(out.join(project))
+            .arg("./cmd")
+            .current_dir(book.join(project))
+            .status();
+        match status {
+            Ok(s) if s.success() => eprintln!(
+                "setup: go build of the book's {project}: Go caches warm ({:.1?})",
+                started.elapsed()
+            ),
+            Ok(s) => eprintln!("setup: warning: go build of the book's {project} failed ({s})"),
+            Err(e) => eprintln!("setup: warning: cannot run go for the book's {project}: {e}"),
+        }
+    }
+    let _ = std::fs::remove_dir_all(&out);
 }
 
 fn conformance(root: &Path, filter: Option<String>, harness_args: Vec<String>) -> Result<ExitCode> {

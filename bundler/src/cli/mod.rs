@@ -12,6 +12,7 @@ mod image;
 mod pipeline;
 mod plan;
 mod release;
+mod tools;
 mod upgrade;
 mod upgrade_check;
 mod upgrade_olm;
@@ -127,6 +128,10 @@ enum Command {
     /// for every edge of the upgrade graph.
     #[command(subcommand)]
     Upgrade(upgrade::UpgradeCommand),
+    /// The reference tools `upgrade test` and `upgrade olm` run (etcd, kube-apiserver, OLM, …):
+    /// where each is found.
+    #[command(subcommand)]
+    Tools(tools::ToolsCommand),
 }
 
 /// The result of a command: an exit code, or an error that stops it.
@@ -180,6 +185,7 @@ pub fn main() -> ExitCode {
         Command::Image(cmd) => image::run(cmd),
         Command::Plan(cmd) => plan::run(cmd),
         Command::Upgrade(cmd) => upgrade::run(cmd),
+        Command::Tools(cmd) => tools::run(cmd),
     };
     match result {
         Ok(code) => code,

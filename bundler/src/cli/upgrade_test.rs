@@ -26,9 +26,13 @@ pub struct TestArgs {
     /// must reach the webhook at 127.0.0.1; the CRDs must not exist there yet).
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
-    /// Command (run with `sh -c`) serving the operator's conversion webhook; it gets
+    /// The operator's process, run for every release by `sh -c` as written (a script or a
+    /// snippet); it serves the conversion webhook and runs the controllers. Its environment:
+    /// KUBECONFIG (acting as the CSV Deployment's ServiceAccount with the CSV's permissions),
     /// OLMPACK_WEBHOOK_CERT_FILE, OLMPACK_WEBHOOK_KEY_FILE, OLMPACK_WEBHOOK_CERT_DIR,
-    /// OLMPACK_WEBHOOK_PORT and OLMPACK_RELEASE in its environment.
+    /// OLMPACK_WEBHOOK_PORT, OLMPACK_RELEASE, OLMPACK_IMAGE, OLMPACK_DEPLOYMENT,
+    /// OLMPACK_NAMESPACE (README "The webhook command"). Other ports it opens must be free:
+    /// give a kubebuilder manager `--health-probe-bind-address 0 --metrics-bind-address 0`.
     #[arg(long)]
     webhook_command: Option<String>,
     /// Copies of every example object.

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::Value;
-use upgrade_tests::live::ReleaseUnderTest;
+use upgrade_tests::live::{OperatorIdentity, ReleaseUnderTest};
 
 use crate::bundle::generate::{self, GenerateOptions};
 use crate::bundle::load::LoadedBundle;
@@ -244,6 +244,41 @@ pub fn release_from_bundle(bundle: &LoadedBundle) -> Result<ReleaseUnderTest, Li
         crds,
         examples,
         webhook: None,
+        operator: csv.and_then(|c| operator_identity(&c.value)),
+    })
+}
+
+/// The CSV's first Deployment, its ServiceAccount and the permissions the CSV grants that
+/// account (what OLM v0 runs the operator as); `None` when the CSV has no Deployment.
+/// Rules that do not decode as RBAC rules are left out (the CSV's validation reports them).
+pub fn operator_identity(csv: &Value) -> Option<OperatorIdentity> {
+    let install = &csv["spec"]["install"]["spec"];
+    let deployment = install["deployments"].as_array()?.first()?;
+    let pod = &deployment["spec"]["template"]["spec"];
+    let service_account = pod["serviceAccountName"]
+        .as_str()
+        .filter(|s| !s.is_empty())
+        .unwrap_or("default")
+        .to_owned();
+    let rules_of = |key: &str| -> Vec<k8s_openapi::api::rbac::v1::PolicyRule> {
+        install[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| p["serviceAccountName"].as_str() == Some(service_account.as_str()))
+            .flat_map(|p| p["rules"].as_array().cloned().unwrap_or_default())
+            .filter_map(|rule| serde_json::from_value(rule).ok())
+            .collect()
+    };
+    Some(OperatorIdentity {
+        deployment: deployment["name"].as_str().unwrap_or_default().to_owned(),
+        image: pod["containers"][0]["image"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+        rules: rules_of("permissions"),
+        cluster_rules: rules_of("clusterPermissions"),
+        service_account,
     })
 }
 

@@ -9,13 +9,14 @@
 #![warn(missing_docs)]
 
 mod inputs;
+pub mod kubeconfig;
 mod render;
 
 use std::path::PathBuf;
 
 use upgrade_tests::live::{EdgeOptions, EdgeReport, LiveError, ReleaseUnderTest, Verdict, Webhook};
 
-pub use inputs::{Edge, Inputs, LiveInputsError, from_dirs, from_plan};
+pub use inputs::{Edge, Inputs, LiveInputsError, from_dirs, from_plan, operator_identity};
 pub use render::render;
 
 /// Where the edges run.
@@ -43,6 +44,9 @@ pub enum RunError {
         #[source]
         source: kube::config::KubeconfigError,
     },
+    /// The kubeconfig names credentials olmpack cannot use.
+    #[error(transparent)]
+    KubeconfigUnusable(#[from] kubeconfig::KubeconfigCheckError),
     /// No client could be made for the cluster the kubeconfig names.
     #[error("failed to create a client for the cluster of {path}")]
     Client {
@@ -81,7 +85,7 @@ pub async fn run(
     };
     let shared = match target {
         Target::TestEnv => None,
-        Target::Kubeconfig(path) => Some(client_for(path).await?),
+        Target::Kubeconfig(path) => Some((client_for(path).await?, path.clone())),
     };
     let mut reports = Vec::new();
     for edge in &inputs.edges {
@@ -92,13 +96,20 @@ pub async fn run(
             source,
         };
         let report = match &shared {
-            Some(client) => upgrade_tests::live::run_edge(client, &from, &to, options)
-                .await
-                .map_err(wrap)?,
+            Some((client, path)) => {
+                let options = EdgeOptions {
+                    kubeconfig: Some(path.clone()),
+                    ..options.clone()
+                };
+                upgrade_tests::live::run_edge(client, &from, &to, &options)
+                    .await
+                    .map_err(wrap)?
+            }
             None => {
                 let env = upgrade_tests::TestEnv::start().await?;
                 let options = EdgeOptions {
                     cleanup: false,
+                    kubeconfig: Some(env.kubeconfig_path().to_owned()),
                     ..options.clone()
                 };
                 upgrade_tests::live::run_edge(&env.client(), &from, &to, &options)
@@ -117,6 +128,7 @@ async fn client_for(path: &std::path::Path) -> Result<kube::Client, RunError> {
         source,
     };
     let kubeconfig = kube::config::Kubeconfig::read_from(path).map_err(kubeconfig_err)?;
+    kubeconfig::check(path, &kubeconfig)?;
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
         .await
         .map_err(kubeconfig_err)?;

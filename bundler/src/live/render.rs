@@ -88,6 +88,17 @@ fn text(reports: &[EdgeReport]) -> String {
                 describe(f)
             );
         }
+        for (i, p) in r.processes.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "  output of webhook process {} ({}), last lines:",
+                i + 1,
+                p.release
+            );
+            for line in p.tail.lines() {
+                let _ = writeln!(out, "    | {line}");
+            }
+        }
     }
     let passed = reports
         .iter()

@@ -217,6 +217,71 @@ pub async fn get_once(api: &Api<DynamicObject>, name: &str) -> Result<Value, kub
     ))
 }
 
+/// Every object of `crd` at `version` as [`user_data`], and the etcd revision of the list.
+pub async fn list_with_revision(
+    api: &Api<DynamicObject>,
+) -> Result<(BTreeMap<String, Value>, String), kube::Error> {
+    let list = api.list(&ListParams::default()).await?;
+    let revision = list.metadata.resource_version.clone().unwrap_or_default();
+    let objects = list
+        .items
+        .into_iter()
+        .map(|o| {
+            let name = o.metadata.name.clone().unwrap_or_default();
+            let value = serde_json::to_value(&o).unwrap_or(Value::Null);
+            (name, user_data(&value))
+        })
+        .collect();
+    Ok((objects, revision))
+}
+
+/// Every object of `crd` at `version` as [`user_data`], exactly as stored at etcd revision
+/// `resource_version` (a consistent snapshot: what a controller wrote later is not in it);
+/// retried while the apiserver settles.
+pub async fn list_at(
+    api: &Api<DynamicObject>,
+    resource_version: &str,
+) -> Result<BTreeMap<String, Value>, kube::Error> {
+    let params = ListParams::default()
+        .at(resource_version)
+        .matching(kube::api::VersionMatch::Exact);
+    let started = Instant::now();
+    loop {
+        match api.list(&params).await {
+            Ok(list) => {
+                return Ok(list
+                    .items
+                    .into_iter()
+                    .map(|o| {
+                        let name = o.metadata.name.clone().unwrap_or_default();
+                        let value = serde_json::to_value(&o).unwrap_or(Value::Null);
+                        (name, user_data(&value))
+                    })
+                    .collect());
+            }
+            Err(err) if started.elapsed() > READ_RETRY => return Err(err),
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+}
+
+/// The `resourceVersion` of every object of `crd` at `version`, by name; `None` when the
+/// list fails.
+pub async fn resource_versions(api: &Api<DynamicObject>) -> Option<BTreeMap<String, String>> {
+    let list = api.list(&ListParams::default()).await.ok()?;
+    Some(
+        list.items
+            .into_iter()
+            .map(|o| {
+                (
+                    o.metadata.name.unwrap_or_default(),
+                    o.metadata.resource_version.unwrap_or_default(),
+                )
+            })
+            .collect(),
+    )
+}
+
 /// [`list_once`], retried while the apiserver settles; the last error when it never works.
 pub async fn list(api: &Api<DynamicObject>) -> Result<BTreeMap<String, Value>, kube::Error> {
     let started = Instant::now();

@@ -68,6 +68,17 @@ fn join(prefix: &str, key: &str) -> String {
 
 fn walk(path: String, before: &Value, after: Option<&Value>, out: &mut Vec<FieldChange>) {
     let Some(after) = after else {
+        // A whole object gone is reported field by field (`status.conditions`, not
+        // `status`): the fields are what was written.
+        if let Value::Object(fields) = before
+            && !fields.is_empty()
+            && !path.is_empty()
+        {
+            for (key, value) in fields {
+                walk(join(&path, key), value, None, out);
+            }
+            return;
+        }
         out.push(FieldChange {
             path,
             before: before.clone(),
@@ -117,6 +128,20 @@ mod tests {
             ]
         );
         assert!(lost_fields(&after, &after).is_empty());
+        let gone: Vec<String> = lost_fields(
+            &json!({"status": {"conditions": [{"type": "Ready"}], "phase": "Up"}}),
+            &json!({}),
+        )
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+        assert_eq!(
+            gone,
+            [
+                "status.conditions ([{\"type\":\"Ready\"}]) is gone",
+                "status.phase (\"Up\") is gone"
+            ]
+        );
     }
 
     #[test]

@@ -10,15 +10,19 @@ use serde_json::{Value, json};
 
 use super::api::{self, apiserver_message, crd_name, status_code};
 use super::compare::FieldChange;
-use super::webhook::{CertFiles, RunningWebhook};
+use super::identity::{self, OperatorIdentity};
+use super::webhook::{CertFiles, ProcessEnv, RunningWebhook};
 use super::{
-    EdgeOptions, EdgeReport, LiveError, LiveFinding, ReleaseUnderTest, Severity, StepRecord, rules,
+    EdgeOptions, EdgeReport, LiveError, LiveFinding, ProcessLog, ReleaseUnderTest, Severity,
+    StepRecord, Verdict, Webhook, rules,
 };
 
 /// Requests in flight at once for per-object work.
 const CONCURRENCY: usize = 16;
 /// How long an expected change in the apiserver's behaviour (outage, recovery) may take.
 const CHANGE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the operator's controllers must leave every object alone to count as settled.
+const QUIET: Duration = Duration::from_secs(2);
 
 /// Objects as read: (CRD, version) → object name → user data.
 type Snapshot = BTreeMap<(String, String), BTreeMap<String, Value>>;
@@ -40,17 +44,21 @@ pub async fn run_edge(
     }
     let mut run = Run::new(client, options, &from.name, &to.name)?;
     let outcome = run.steps(from, to).await;
-    run.webhook = None;
+    run.stop_webhook().await;
     if options.cleanup {
         for name in &names {
             api::delete_crd(client, name).await;
         }
+        identity::revoke(client, &run.granted).await;
     }
     outcome?;
     let mut report = run.report;
     report.findings.extend(run.losses.into_findings());
     report.seconds = started.elapsed().as_secs_f64();
     report.verdict = report.judge();
+    if report.verdict != Verdict::Passed {
+        report.processes = run.processes;
+    }
     Ok(report)
 }
 
@@ -67,6 +75,9 @@ struct Losses {
 }
 
 impl Losses {
+    /// Records a lost or changed field. A change inside a list counts for the whole list
+    /// (`status.conditions`, not `status.conditions[1].reason`): which item shows it depends
+    /// on what a controller rewrote since, the list is what lost data.
     fn add(
         &mut self,
         rule: &'static str,
@@ -75,13 +86,14 @@ impl Losses {
         change: FieldChange,
         how: &str,
     ) {
+        let field = list_level(&change.path).to_owned();
         if !self
             .seen
-            .insert((object.to_owned(), version.to_owned(), change.path.clone()))
+            .insert((object.to_owned(), version.to_owned(), field.clone()))
         {
             return;
         }
-        let key = (rule, version.to_owned(), change.path.clone());
+        let key = (rule, version.to_owned(), field);
         self.groups.entry(key).and_modify(|g| g.3 += 1).or_insert((
             object.to_owned(),
             change,
@@ -113,6 +125,11 @@ impl Losses {
     }
 }
 
+/// `status.conditions[1].reason` → `status.conditions`.
+fn list_level(path: &str) -> &str {
+    path.split_once('[').map_or(path, |(list, _)| list)
+}
+
 /// One example object as created.
 #[derive(Clone, Debug)]
 struct Created {
@@ -135,7 +152,12 @@ struct Run<'a> {
     certs: CertFiles,
     ca_pem: String,
     port: u16,
-    webhook: Option<RunningWebhook>,
+    /// The running webhook and the release it serves.
+    webhook: Option<(String, RunningWebhook)>,
+    /// The output of every webhook process stopped so far.
+    processes: Vec<ProcessLog>,
+    /// Cluster-scoped RBAC objects granted to operator processes.
+    granted: Vec<String>,
     created: Vec<Created>,
     report: EdgeReport,
     losses: Losses,
@@ -168,6 +190,8 @@ impl<'a> Run<'a> {
             port,
             dir,
             webhook: None,
+            processes: Vec::new(),
+            granted: Vec::new(),
             created: Vec::new(),
             report: EdgeReport::new(from, to),
             losses: Losses::default(),
@@ -207,12 +231,16 @@ impl<'a> Run<'a> {
             return Ok(());
         }
         self.create_examples(from).await;
+        self.settle(from).await;
         let before = self.snapshot(&from.crds).await;
+        let versions_before = self.resource_versions(&from.crds).await;
         self.serve(to).await?;
         if !self.upgrade(to).await {
             return Ok(());
         }
-        let after = self.read_back(from, to, &before).await;
+        self.settle(to).await;
+        let rewritten = self.rewritten_since(&from.crds, &versions_before).await;
+        let after = self.read_back(from, to, &before, &rewritten).await;
         self.round_trip(to, &after).await;
         self.migrate_and_drop(to).await;
         self.outage(to, &after).await?;
@@ -234,30 +262,187 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// Replaces the running webhook with `release`'s (none when no CRD needs one).
+    /// Replaces the running webhook with `release`'s: a command always (it is the
+    /// operator), a router only when a CRD converts through a webhook.
     async fn serve(&mut self, release: &ReleaseUnderTest) -> Result<(), LiveError> {
-        self.webhook = None;
-        let Some(crd) = release.crds.iter().find(|c| api::has_webhook(c)) else {
-            return Ok(());
+        self.stop_webhook().await;
+        let needed = release.crds.iter().find(|c| api::has_webhook(c));
+        let webhook = match (&release.webhook, needed) {
+            (None, Some(crd)) => {
+                return Err(LiveError::NoWebhook {
+                    release: release.name.clone(),
+                    crd: crd_name(crd),
+                });
+            }
+            (None, None) | (Some(Webhook::Router(_)), None) => return Ok(()),
+            (Some(webhook), _) => webhook,
         };
-        let webhook = release
-            .webhook
-            .as_ref()
-            .ok_or_else(|| LiveError::NoWebhook {
-                release: release.name.clone(),
-                crd: crd_name(crd),
-            })?;
-        self.webhook = Some(
-            RunningWebhook::start(
-                webhook,
-                &release.name,
-                self.port,
-                &self.certs,
-                self.dir.path(),
+        let env = match webhook {
+            Webhook::Command(_) => self.process_env(release).await?,
+            Webhook::Router(_) => ProcessEnv::default(),
+        };
+        let log = self.dir.path().join(format!(
+            "webhook-{}-{}.log",
+            self.processes.len() + 1,
+            release.name
+        ));
+        let started = RunningWebhook::start(
+            webhook,
+            &release.name,
+            self.port,
+            &self.certs,
+            &env,
+            &log,
+            needed.is_some(),
+        )
+        .await;
+        match started {
+            Ok(running) => {
+                self.webhook = Some((release.name.clone(), running));
+                Ok(())
+            }
+            Err(err) => {
+                self.processes.push(ProcessLog::of(&release.name, &log));
+                Err(err.into())
+            }
+        }
+    }
+
+    /// Stops the running webhook, keeping its output, and waits (at most 5 s) until its
+    /// port is closed: the programs of a killed process group exit a moment after the
+    /// shell that led it, and the next webhook binds the same port.
+    pub(super) async fn stop_webhook(&mut self) {
+        let Some((release, running)) = self.webhook.take() else {
+            return;
+        };
+        let Some(log) = running.log_path() else {
+            return;
+        };
+        drop(running);
+        self.processes.push(ProcessLog::of(&release, &log));
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(5)
+            && tokio::net::TcpStream::connect(("127.0.0.1", self.port))
+                .await
+                .is_ok()
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// When an operator process runs, waits until its controllers have left every object of
+    /// `release`'s CRDs unchanged for [`QUIET`] (at most [`CHANGE_TIMEOUT`]): what they write
+    /// (status) is then part of what is compared. Records how long it took.
+    async fn settle(&mut self, release: &ReleaseUnderTest) {
+        if !self.operator_runs() {
+            return;
+        }
+        let outcome = if self.quiet(&release.crds).await {
+            format!(
+                "{}'s controllers left every object unchanged for {QUIET:?}",
+                release.name
             )
-            .await?,
-        );
-        Ok(())
+        } else {
+            format!(
+                "{}'s controllers still changed objects after {CHANGE_TIMEOUT:?}; comparing anyway",
+                release.name
+            )
+        };
+        self.step("settle", outcome);
+    }
+
+    /// Waits until no object of `crds` changed for [`QUIET`]; false after
+    /// [`CHANGE_TIMEOUT`].
+    pub(super) async fn quiet(&self, crds: &[CustomResourceDefinition]) -> bool {
+        let started = Instant::now();
+        let mut last = None;
+        let mut quiet_since = Instant::now();
+        while started.elapsed() < CHANGE_TIMEOUT {
+            let now = self.resource_versions(crds).await;
+            if last.as_ref() != Some(&now) {
+                last = Some(now);
+                quiet_since = Instant::now();
+            } else if quiet_since.elapsed() >= QUIET {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        false
+    }
+
+    /// The objects (CRD name, object name) whose `resourceVersion` changed since
+    /// `before`: only a controller writes objects while the CRDs are upgraded.
+    async fn rewritten_since(
+        &self,
+        crds: &[CustomResourceDefinition],
+        before: &[Option<BTreeMap<String, String>>],
+    ) -> BTreeSet<(String, String)> {
+        let now = self.resource_versions(crds).await;
+        let mut out = BTreeSet::new();
+        let storage_crds = crds
+            .iter()
+            .filter(|c| crd_migrate::storage_version(c).is_some());
+        for ((crd, old), new) in storage_crds.zip(before).zip(&now) {
+            let (Some(old), Some(new)) = (old, new) else {
+                continue;
+            };
+            for (name, version) in old {
+                if new.get(name).is_some_and(|v| v != version) {
+                    out.insert((crd_name(crd), name.clone()));
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether an operator process (a webhook command) runs: objects may change under the
+    /// test's feet.
+    pub(super) fn operator_runs(&self) -> bool {
+        matches!(self.webhook, Some((_, RunningWebhook::Process(_))))
+    }
+
+    /// The `resourceVersion` of every object of `crds` (read at each storage version), by
+    /// CRD and name; a CRD whose list fails maps to `None`.
+    pub(super) async fn resource_versions(
+        &self,
+        crds: &[CustomResourceDefinition],
+    ) -> Vec<Option<BTreeMap<String, String>>> {
+        let mut out = Vec::new();
+        for crd in crds {
+            if let Some(storage) = crd_migrate::storage_version(crd) {
+                out.push(api::resource_versions(&self.objects(crd, storage)).await);
+            }
+        }
+        out
+    }
+
+    /// Grants `release`'s operator identity its permissions and writes its kubeconfig.
+    async fn process_env(&mut self, release: &ReleaseUnderTest) -> Result<ProcessEnv, LiveError> {
+        let identity = release
+            .operator
+            .clone()
+            .unwrap_or_else(|| OperatorIdentity {
+                deployment: release.name.clone(),
+                service_account: "default".to_owned(),
+                ..OperatorIdentity::default()
+            });
+        let namespace = self.options.namespace.clone();
+        let granted = identity::grant(self.client, &namespace, &release.name, &identity).await?;
+        self.granted.extend(granted);
+        let kubeconfig = match &self.options.kubeconfig {
+            Some(admin) => {
+                let out = self.dir.path().join(format!("kubeconfig-{}", release.name));
+                identity::write_kubeconfig(admin, &out, &namespace, &identity.service_account)?;
+                Some(out)
+            }
+            None => None,
+        };
+        Ok(ProcessEnv {
+            kubeconfig,
+            namespace,
+            deployment: identity.deployment,
+            image: identity.image,
+        })
     }
 
     /// Installs `from`'s CRDs; false (with a finding) when the apiserver refuses one.

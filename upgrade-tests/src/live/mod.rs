@@ -27,6 +27,7 @@
 pub mod api;
 pub mod compare;
 mod edge;
+pub mod identity;
 pub mod webhook;
 
 use std::path::PathBuf;
@@ -36,6 +37,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub use edge::run_edge;
+pub use identity::OperatorIdentity;
 pub use webhook::Webhook;
 
 /// One release as the live test sees it.
@@ -47,8 +49,12 @@ pub struct ReleaseUnderTest {
     /// Example objects (CSV `alm-examples`, plan samples), each at the version it is written
     /// in; objects of other kinds are ignored.
     pub examples: Vec<Value>,
-    /// Serves the conversion webhook; required when a CRD converts through a webhook.
+    /// Serves the conversion webhook; required when a CRD converts through a webhook. A
+    /// command is the operator's process and runs for every release (see [`webhook`]).
     pub webhook: Option<Webhook>,
+    /// The CSV's Deployment, its ServiceAccount and permissions: what a webhook command
+    /// runs as. `None`: a ServiceAccount `default` with no permissions.
+    pub operator: Option<OperatorIdentity>,
 }
 
 /// How to run an edge.
@@ -65,6 +71,9 @@ pub struct EdgeOptions {
     /// Delete the CRDs (and so every object) when the edge is done; a throw-away test
     /// environment skips it.
     pub cleanup: bool,
+    /// An admin kubeconfig of the cluster: a webhook command gets a copy that acts as the
+    /// operator's ServiceAccount as `KUBECONFIG` (none: no `KUBECONFIG`).
+    pub kubeconfig: Option<PathBuf>,
 }
 
 impl Default for EdgeOptions {
@@ -75,6 +84,7 @@ impl Default for EdgeOptions {
             webhook_host: "127.0.0.1".to_owned(),
             work_dir: std::env::temp_dir(),
             cleanup: true,
+            kubeconfig: None,
         }
     }
 }
@@ -197,6 +207,29 @@ pub struct EdgeReport {
     pub rollback: Rollback,
     /// Wall-clock time of the edge.
     pub seconds: f64,
+    /// The end of each webhook process's output, in start order; kept only when the edge
+    /// did not pass.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub processes: Vec<ProcessLog>,
+}
+
+/// The end of one webhook process's output.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ProcessLog {
+    /// The release whose process it was.
+    pub release: String,
+    /// Its last 4 KiB of output.
+    pub tail: String,
+}
+
+impl ProcessLog {
+    /// The end of the log file at `path` of `release`'s process.
+    pub fn of(release: &str, path: &std::path::Path) -> Self {
+        Self {
+            release: release.to_owned(),
+            tail: crate::process::log_tail_of(path),
+        }
+    }
 }
 
 impl EdgeReport {
@@ -210,6 +243,7 @@ impl EdgeReport {
             findings: Vec::new(),
             rollback: Rollback::NotRun,
             seconds: 0.0,
+            processes: Vec::new(),
         }
     }
 
@@ -293,6 +327,8 @@ pub enum LiveError {
     Port(#[source] std::io::Error),
     #[error(transparent)]
     Webhook(#[from] webhook::WebhookError),
+    #[error(transparent)]
+    Kubeconfig(#[from] identity::KubeconfigError),
     #[error("release {release} converts {crd} through a webhook, but no webhook command was given")]
     NoWebhook { release: String, crd: String },
     #[error(

@@ -1,18 +1,30 @@
 //! Serving a release's conversion webhook on 127.0.0.1 for a live upgrade test.
 //!
-//! A [`Webhook`] is either a command (any operator: started as `sh -c 'exec COMMAND'`, so
-//! it must end in one program, which is killed to stop it; told where its
-//! certificate, key and port are through the environment variables below) or an in-process
-//! axum router (tests that inject faults). Either way it serves TLS with a certificate of the
-//! run's own CA, on a port fixed for the whole edge, so the CRD's `clientConfig` never
-//! changes when one release's webhook replaces another's.
+//! A [`Webhook`] is either a command (any operator: the text is run as `sh -c COMMAND`, so a
+//! snippet (`VAR=x cmd`, a `case`, two programs) works as well as a script; its process
+//! group is killed to stop it) or an in-process axum router (tests that inject faults).
+//! Either way it serves TLS with a certificate of the run's own CA, on a port fixed for the
+//! whole edge, so the CRD's `clientConfig` never changes when one release's webhook
+//! replaces another's.
 //!
-//! Environment of a webhook command:
+//! A command is the operator's process: it is started for every release, also one without a
+//! conversion webhook (its controllers run and fill in status, as they would on a cluster).
+//! Its environment (the same names as `olmpack upgrade olm` gives; README "The webhook
+//! command"):
 //! - [`CERT_FILE_ENV`], [`KEY_FILE_ENV`]: the serving certificate and key (PEM);
 //! - [`CERT_DIR_ENV`]: a directory holding them as `tls.crt`/`tls.key` (controller-runtime's
 //!   names) and `apiserver.crt`/`apiserver.key` (where OLM mounts them);
 //! - [`PORT_ENV`]: the port to listen on, on 127.0.0.1;
-//! - [`RELEASE_ENV`]: the release whose webhook is wanted (one command may serve several).
+//! - [`RELEASE_ENV`]: the release (bundle name) whose webhook is wanted (one command may
+//!   serve several);
+//! - [`IMAGE_ENV`], [`DEPLOYMENT_ENV`]: the image and name of the CSV's Deployment;
+//! - [`NAMESPACE_ENV`] (and `POD_NAMESPACE`, `POD_NAME`): the namespace the operator runs in;
+//! - `KUBECONFIG`: a kubeconfig that acts as the Deployment's ServiceAccount, with the
+//!   CSV's permissions granted to it (when the run has an admin kubeconfig to derive it
+//!   from).
+//!
+//! Each process's output goes to a log file of its own; the end of it is shown when the
+//! process fails to start, and kept in the report when an edge does not pass.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -31,14 +43,23 @@ pub const CERT_DIR_ENV: &str = "OLMPACK_WEBHOOK_CERT_DIR";
 pub const PORT_ENV: &str = "OLMPACK_WEBHOOK_PORT";
 /// The release (bundle name) whose webhook is wanted.
 pub const RELEASE_ENV: &str = "OLMPACK_RELEASE";
+/// The image of the Deployment's first container.
+pub const IMAGE_ENV: &str = "OLMPACK_IMAGE";
+/// The Deployment the process stands in for.
+pub const DEPLOYMENT_ENV: &str = "OLMPACK_DEPLOYMENT";
+/// The namespace the operator runs in (and where namespaced examples are created).
+pub const NAMESPACE_ENV: &str = "OLMPACK_NAMESPACE";
 
 /// How long a webhook may take to accept connections.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a command that no CRD needs as a webhook is given to start listening (an
+/// operator without webhooks never does; it only has to keep running).
+const START_GRACE: Duration = Duration::from_secs(5);
 
 /// How to serve one release's conversion webhook.
 #[derive(Clone, Debug)]
 pub enum Webhook {
-    /// A shell command (`sh -c 'exec …'`), see the module docs for its environment.
+    /// A shell command (`sh -c COMMAND`), see the module docs for its environment.
     Command(String),
     /// An in-process router (its `/convert`-like paths as the CRDs name them).
     Router(axum::Router),
@@ -53,7 +74,7 @@ pub enum WebhookError {
         #[source]
         source: std::io::Error,
     },
-    #[error("failed to start the webhook command of {release}")]
+    #[error("the webhook command of {release} failed to start")]
     Process {
         release: String,
         #[source]
@@ -105,7 +126,17 @@ impl CertFiles {
     }
 }
 
-/// A running webhook; stopped (process killed, connections closed) on drop.
+/// Who the process of a release runs as, and where.
+#[derive(Clone, Debug, Default)]
+pub struct ProcessEnv {
+    /// The kubeconfig the process gets as `KUBECONFIG` (none: not set).
+    pub kubeconfig: Option<PathBuf>,
+    pub namespace: String,
+    pub deployment: String,
+    pub image: String,
+}
+
+/// A running webhook; stopped (process group killed, connections closed) on drop.
 #[derive(Debug)]
 pub enum RunningWebhook {
     Process(ChildProcess),
@@ -113,13 +144,18 @@ pub enum RunningWebhook {
 }
 
 impl RunningWebhook {
-    /// Starts `webhook` for `release` on `port` and waits until it accepts connections.
+    /// Starts `webhook` for `release` on `port`. When `required`, waits until it accepts
+    /// connections; otherwise gives a command a moment to listen and only requires that it
+    /// keeps running. `seq` numbers the process's log file (`webhook-<seq>-<release>.log`).
+    #[allow(clippy::too_many_arguments)]
     pub async fn start(
         webhook: &Webhook,
         release: &str,
         port: u16,
         certs: &CertFiles,
-        log_dir: &Path,
+        env: &ProcessEnv,
+        log: &Path,
+        required: bool,
     ) -> Result<Self, WebhookError> {
         match webhook {
             Webhook::Router(router) => HttpsServer::start_on(port, router.clone(), &certs.pem)
@@ -130,36 +166,66 @@ impl RunningWebhook {
                     source,
                 }),
             Webhook::Command(command) => {
-                let env = vec![
-                    (CERT_FILE_ENV.to_owned(), certs.cert.display().to_string()),
-                    (KEY_FILE_ENV.to_owned(), certs.key.display().to_string()),
-                    (CERT_DIR_ENV.to_owned(), certs.dir.display().to_string()),
-                    (PORT_ENV.to_owned(), port.to_string()),
-                    (RELEASE_ENV.to_owned(), release.to_owned()),
-                ];
-                let log = log_dir.join(format!("webhook-{port}.log"));
-                let mut child = ChildProcess::start_with_env(
-                    "webhook",
+                let mut child = ChildProcess::start_group(
+                    &format!("the webhook command of {release}"),
                     Path::new("sh"),
-                    &["-c".to_owned(), format!("exec {command}")],
-                    &env,
-                    &log,
+                    &["-c".to_owned(), command.clone()],
+                    &command_env(release, port, certs, env),
+                    log,
                 )
                 .map_err(|source| WebhookError::Process {
                     release: release.to_owned(),
                     source,
                 })?;
-                wait_accepting(&mut child, release, port).await?;
+                let timeout = if required { READY_TIMEOUT } else { START_GRACE };
+                match wait_accepting(&mut child, release, port, timeout).await {
+                    Err(WebhookError::NotReady { .. }) if !required => {}
+                    other => other?,
+                }
                 Ok(RunningWebhook::Process(child))
             }
         }
     }
+
+    /// The process's log file (none for an in-process server).
+    pub fn log_path(&self) -> Option<PathBuf> {
+        match self {
+            RunningWebhook::Process(child) => Some(child.log_path().to_owned()),
+            RunningWebhook::Server(_) => None,
+        }
+    }
+}
+
+/// The environment of a webhook command (module docs).
+fn command_env(
+    release: &str,
+    port: u16,
+    certs: &CertFiles,
+    env: &ProcessEnv,
+) -> Vec<(String, String)> {
+    let mut vars = vec![
+        (CERT_FILE_ENV, certs.cert.display().to_string()),
+        (KEY_FILE_ENV, certs.key.display().to_string()),
+        (CERT_DIR_ENV, certs.dir.display().to_string()),
+        (PORT_ENV, port.to_string()),
+        (RELEASE_ENV, release.to_owned()),
+        (IMAGE_ENV, env.image.clone()),
+        (DEPLOYMENT_ENV, env.deployment.clone()),
+        (NAMESPACE_ENV, env.namespace.clone()),
+        ("POD_NAMESPACE", env.namespace.clone()),
+        ("POD_NAME", format!("{}-olmpack", env.deployment)),
+    ];
+    if let Some(kubeconfig) = &env.kubeconfig {
+        vars.push(("KUBECONFIG", kubeconfig.display().to_string()));
+    }
+    vars.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
 }
 
 async fn wait_accepting(
     child: &mut ChildProcess,
     release: &str,
     port: u16,
+    timeout: Duration,
 ) -> Result<(), WebhookError> {
     let started = Instant::now();
     loop {
@@ -175,7 +241,7 @@ async fn wait_accepting(
         {
             return Ok(());
         }
-        if started.elapsed() > READY_TIMEOUT {
+        if started.elapsed() > timeout {
             return Err(WebhookError::NotReady {
                 release: release.to_owned(),
                 port,

@@ -29,6 +29,7 @@ const DEFAULT_SCCS: [&str; 8] = [
 
 pub(super) fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
     for object in &bundle.objects {
+        needs_cluster_crd(bundle, object, out);
         match object.kind() {
             "PodDisruptionBudget" => disruption_budget(object, out),
             "PriorityClass" => priority_class(object, out),
@@ -43,6 +44,33 @@ pub(super) fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
             _ => {}
         }
     }
+}
+
+/// An object of another operator's kind (ServiceMonitor, …) whose CRD the bundle does not
+/// carry: OLM v0 creates it only where the cluster already serves the kind.
+fn needs_cluster_crd(bundle: &LoadedBundle, object: &Object, out: &mut Vec<Finding>) {
+    let api_version = str_at(&object.value, "/apiVersion");
+    let group = api_version.split_once('/').map_or("", |(g, _)| g);
+    let Some(known) = crate::cluster_crds::for_kind(group, object.kind()) else {
+        return;
+    };
+    let carried = bundle.crds().any(|crd| {
+        str_at(&crd.v1, "/spec/group") == group
+            && str_at(&crd.v1, "/spec/names/kind") == object.kind()
+    });
+    if carried {
+        return;
+    }
+    out.push(on(
+        object,
+        Finding::warning(
+            "objects/kind-needs-cluster-crd",
+            format!(
+                "{} ({api_version}) is {}'s kind and this bundle carries no CRD for it: OLM v0 creates the object only on a cluster that already serves the kind, elsewhere the install fails; test with `olmpack upgrade olm --cluster-crd {}`",
+                known.kind, known.owner, known.name
+            ),
+        ),
+    ));
 }
 
 fn disruption_budget(object: &Object, out: &mut Vec<Finding>) {
@@ -179,6 +207,60 @@ mod tests {
         for (rule, expected) in table {
             assert_eq!(rules_of(rule.clone()), expected, "{rule}");
         }
+    }
+
+    fn object(file: &str, value: Value) -> Object {
+        Object {
+            file: file.into(),
+            index: 0,
+            value,
+        }
+    }
+
+    #[test]
+    fn another_operators_kind_without_its_crd_names_the_cluster_crd() {
+        let monitor = object(
+            "manifests/metrics.yaml",
+            json!({"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor", "metadata": {"name": "metrics"}}),
+        );
+        let crd = object(
+            "manifests/crd.yaml",
+            json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                "metadata": {"name": "servicemonitors.monitoring.coreos.com"},
+                "spec": {"group": "monitoring.coreos.com", "names": {"kind": "ServiceMonitor", "plural": "servicemonitors"},
+                    "scope": "Namespaced", "versions": [{"name": "v1", "served": true, "storage": true}]}}),
+        );
+        let messages = |objects: Vec<Object>| -> Vec<String> {
+            let bundle = LoadedBundle {
+                objects,
+                ..LoadedBundle::default()
+            };
+            let mut out = Vec::new();
+            for object in &bundle.objects {
+                needs_cluster_crd(&bundle, object, &mut out);
+            }
+            out.iter()
+                .map(|f| {
+                    format!(
+                        "{} {}: {}: {}",
+                        f.rule,
+                        f.file
+                            .as_ref()
+                            .map(|p| p.display().to_string())
+                            .unwrap_or_default(),
+                        f.object.clone().unwrap_or_default(),
+                        f.message
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(
+            messages(vec![monitor.clone()]),
+            [
+                "objects/kind-needs-cluster-crd manifests/metrics.yaml: ServiceMonitor/metrics: ServiceMonitor (monitoring.coreos.com/v1) is prometheus-operator's kind and this bundle carries no CRD for it: OLM v0 creates the object only on a cluster that already serves the kind, elsewhere the install fails; test with `olmpack upgrade olm --cluster-crd servicemonitors.monitoring.coreos.com`"
+            ]
+        );
+        assert!(messages(vec![monitor, crd]).is_empty());
     }
 
     #[test]
