@@ -183,25 +183,11 @@ fn catalog(package_dir: &Path, out: &Path) -> PathBuf {
 }
 
 /// Kinds the packages ship whose CRDs come from another operator (prometheus-operator): the
-/// cluster has them before OLM runs, as `--cluster-crd` gives them.
+/// cluster has them before OLM runs, as `--cluster-crd NAME` gives them.
 fn monitoring_crds() -> Vec<CustomResourceDefinition> {
-    [("ServiceMonitor", "servicemonitors"), ("PrometheusRule", "prometheusrules")]
+    ["servicemonitors.monitoring.coreos.com", "prometheusrules.monitoring.coreos.com"]
         .into_iter()
-        .map(|(kind, plural)| {
-            serde_json::from_value(serde_json::json!({
-                "apiVersion": "apiextensions.k8s.io/v1",
-                "kind": "CustomResourceDefinition",
-                "metadata": {"name": format!("{plural}.monitoring.coreos.com")},
-                "spec": {
-                    "group": "monitoring.coreos.com",
-                    "scope": "Namespaced",
-                    "names": {"kind": kind, "listKind": format!("{kind}List"), "plural": plural, "singular": kind.to_lowercase()},
-                    "versions": [{"name": "v1", "served": true, "storage": true,
-                        "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]
-                }
-            }))
-            .unwrap()
-        })
+        .map(|name| olmpack::cluster_crds::by_name(name).expect("olmpack carries it"))
         .collect()
 }
 

@@ -35,11 +35,14 @@ pub struct OlmArgs {
     /// happens, with the seconds since its case started).
     #[arg(long, short)]
     pub quiet: bool,
-    /// Shell command run as the process of every Deployment OLM wires webhooks to. It gets
-    /// OLM's serving certificate in $OLMPACK_WEBHOOK_CERT_FILE and $OLMPACK_WEBHOOK_KEY_FILE,
-    /// must serve HTTPS on 127.0.0.1:$OLMPACK_WEBHOOK_PORT, and gets $KUBECONFIG (acting as
-    /// the Deployment's ServiceAccount), $POD_NAMESPACE, $POD_NAME, $OLMPACK_DEPLOYMENT and
-    /// $OLMPACK_IMAGE. Without it, checks that need webhooks are reported as not run.
+    /// Shell command (or snippet) run by `sh -c` as the process of every Deployment OLM
+    /// wires webhooks to: the same contract as `upgrade test`'s (README, "The webhook
+    /// command"). It gets OLM's serving certificate in $OLMPACK_WEBHOOK_CERT_FILE and
+    /// $OLMPACK_WEBHOOK_KEY_FILE (also as tls.crt/tls.key in $OLMPACK_WEBHOOK_CERT_DIR), must
+    /// serve HTTPS on 127.0.0.1:$OLMPACK_WEBHOOK_PORT, and gets $KUBECONFIG (acting as the
+    /// Deployment's ServiceAccount), $OLMPACK_RELEASE (the CSV), $OLMPACK_IMAGE,
+    /// $OLMPACK_DEPLOYMENT, $OLMPACK_NAMESPACE, $POD_NAMESPACE and $POD_NAME. Without it,
+    /// checks that need webhooks are reported as not run.
     #[arg(long)]
     pub webhook_command: Option<String>,
     /// Seconds OLM may take for each install or upgrade step.
@@ -48,11 +51,11 @@ pub struct OlmArgs {
     /// Cases run at once (each runs its own control plane and OLM).
     #[arg(long, default_value_t = 1)]
     pub jobs: usize,
-    /// A CRD file the cluster has before OLM installs anything, as another operator would
-    /// have installed it (repeatable): e.g. prometheus-operator's ServiceMonitor CRD for a
-    /// bundle that ships a ServiceMonitor (kubebuilder's projects do), which OLM can create
-    /// only where that kind is served.
-    #[arg(long = "cluster-crd", value_name = "FILE")]
+    /// A CRD the cluster has before OLM installs anything, as another operator would have
+    /// installed it (repeatable): a CRD file, or the name of a well-known one olmpack carries
+    /// (e.g. servicemonitors.monitoring.coreos.com for a bundle that ships a ServiceMonitor,
+    /// as kubebuilder's projects do), which OLM can create only where that kind is served.
+    #[arg(long = "cluster-crd", value_name = "FILE|NAME")]
     pub cluster_crds: Vec<PathBuf>,
     /// Also write the results as JUnit XML to this file.
     #[arg(long)]
@@ -84,6 +87,12 @@ pub fn run(args: OlmArgs) -> CmdResult {
         upgrade_olm::load_cases_for(&catalog, args.package.as_deref(), &args.install_modes)?;
     let mut cluster_crds = Vec::new();
     for path in &args.cluster_crds {
+        if !path.exists()
+            && let Some(crd) = path.to_str().and_then(olmpack::cluster_crds::by_name)
+        {
+            cluster_crds.push(crd);
+            continue;
+        }
         let text = olmpack::input::text(path)?;
         let crd = olmpack::compat::parse_crd_file(&path.display().to_string(), &text)
             .map_err(|e| super::Invalid(e.to_string()))?;

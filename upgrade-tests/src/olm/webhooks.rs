@@ -32,17 +32,12 @@ use serde_json::json;
 use super::OlmError;
 use crate::process::{ChildProcess, free_port};
 
-/// Environment variables a [`WebhookCommand`] receives (besides `KUBECONFIG`,
-/// `POD_NAMESPACE` and `POD_NAME`).
-pub const CERT_FILE_ENV: &str = "OLMPACK_WEBHOOK_CERT_FILE";
-/// The serving key file (PEM).
-pub const KEY_FILE_ENV: &str = "OLMPACK_WEBHOOK_KEY_FILE";
-/// The port to serve HTTPS on, on 127.0.0.1.
-pub const PORT_ENV: &str = "OLMPACK_WEBHOOK_PORT";
-/// The Deployment whose pods the process stands in for.
-pub const DEPLOYMENT_ENV: &str = "OLMPACK_DEPLOYMENT";
-/// The image of the Deployment's first container (to pick a binary per release).
-pub const IMAGE_ENV: &str = "OLMPACK_IMAGE";
+// The variables a [`WebhookCommand`] receives: one contract with `upgrade test`'s command
+// (see `crate::live::webhook`), besides `KUBECONFIG`, `POD_NAMESPACE` and `POD_NAME`.
+use crate::live::webhook::{
+    CERT_DIR_ENV, CERT_FILE_ENV, DEPLOYMENT_ENV, IMAGE_ENV, KEY_FILE_ENV, NAMESPACE_ENV, PORT_ENV,
+    RELEASE_ENV,
+};
 
 /// How long a started command may take to listen on its port.
 const LISTEN_TIMEOUT: Duration = Duration::from_secs(60);
@@ -60,12 +55,12 @@ pub struct WebhookCommand {
 }
 
 impl WebhookCommand {
-    /// A shell command line, run as `sh -c 'exec LINE'` (so that killing it kills the
-    /// server, not only a shell).
+    /// A shell command line (or snippet) run as written by `sh -c LINE`, as the leader of its
+    /// own process group, which is killed as a whole.
     pub fn shell(line: &str) -> Self {
         Self {
             program: PathBuf::from("/bin/sh"),
-            args: vec!["-c".to_owned(), format!("exec {line}")],
+            args: vec!["-c".to_owned(), line.to_owned()],
         }
     }
 }
@@ -340,8 +335,15 @@ impl Ctx {
         let _ = std::fs::create_dir_all(&dir);
         let cert_file = dir.join("tls.crt");
         let key_file = dir.join("tls.key");
-        std::fs::write(&cert_file, &cert.0).map_err(|e| e.to_string())?;
-        std::fs::write(&key_file, &key.0).map_err(|e| e.to_string())?;
+        // Also under the names OLM mounts them with (controller-runtime reads tls.*).
+        for (name, bytes) in [
+            ("tls.crt", &cert.0),
+            ("tls.key", &key.0),
+            ("apiserver.crt", &cert.0),
+            ("apiserver.key", &key.0),
+        ] {
+            std::fs::write(dir.join(name), bytes).map_err(|e| e.to_string())?;
+        }
         let pod = found.spec.template.spec.as_ref();
         let account = pod
             .and_then(|p| p.service_account_name.clone())
@@ -349,6 +351,14 @@ impl Ctx {
         let image = pod
             .and_then(|p| p.containers.first())
             .and_then(|c| c.image.clone())
+            .unwrap_or_default();
+        // OLM labels what a CSV installs with the CSV's name.
+        let release = found
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("olm.owner"))
+            .cloned()
             .unwrap_or_default();
         let kubeconfig = dir.join("kubeconfig");
         write_impersonating_kubeconfig(
@@ -361,16 +371,19 @@ impl Ctx {
         let env = [
             (CERT_FILE_ENV, cert_file.display().to_string()),
             (KEY_FILE_ENV, key_file.display().to_string()),
+            (CERT_DIR_ENV, dir.display().to_string()),
             (PORT_ENV, port.to_string()),
             (DEPLOYMENT_ENV, deployment.to_owned()),
             (IMAGE_ENV, image.clone()),
+            (RELEASE_ENV, release),
+            (NAMESPACE_ENV, self.namespace.clone()),
             ("KUBECONFIG", kubeconfig.display().to_string()),
             ("POD_NAMESPACE", self.namespace.clone()),
             ("POD_NAME", format!("{deployment}-{generation}-olmpack")),
         ]
         .map(|(k, v)| (k.to_owned(), v));
         let log = dir.join("process.log");
-        let mut process = ChildProcess::start_with_env(
+        let mut process = ChildProcess::start_group(
             &format!("webhook process of {deployment}"),
             &self.command.program,
             &self.command.args,
