@@ -229,7 +229,7 @@ metadata:
   name: godecoding.v1.0.0
   annotations:
     description: first
-    olm.properties: '[{{"type": "example.com/raw", "value": {{"range": ">=1.0.0 <2.0.0", "and": "a & b"}}}}]'
+    olm.properties: '[{{"type": "example.com/raw", "value": {{"and": "a & b", "range": ">=1.0.0 <2.0.0"}}}}]'
     description: second <b>
 spec:
   version: 1.0.0
