@@ -518,15 +518,25 @@ fn cases() -> Vec<Case> {
         ),
         case(
             "csv/missing-volume-source",
-            "a Secret volume nobody creates",
+            "a deployment no webhook names mounts kubebuilder's webhook certificate Secret",
             OlmE2e(
                 "olm_e2e_broken.rs",
                 "olm_e2e_broken_deployment_mounting_a_missing_secret_never_installs",
             ),
             csv_edit(|c| {
-                first_deployment(c)["spec"]["template"]["spec"]["volumes"] = json!([
-                    {"name": "metrics-certs", "secret": {"secretName": "metrics-server-cert"}}
+                let mut extra = first_deployment(c).clone();
+                extra["name"] = json!("webhook-server");
+                let pod = &mut extra["spec"]["template"]["spec"];
+                pod["volumes"] = json!([
+                    {"name": "cert", "secret": {"secretName": "webhook-server-cert"}}
                 ]);
+                pod["containers"][0]["volumeMounts"] = json!([
+                    {"name": "cert", "mountPath": "/tmp/k8s-webhook-server/serving-certs"}
+                ]);
+                c["spec"]["install"]["spec"]["deployments"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(extra);
             }),
         ),
     ]

@@ -704,17 +704,58 @@ fn cases() -> Vec<Case> {
         ),
         // What the installed operator needs to run.
         case(
-            "a Secret volume nobody creates",
-            "csv/missing-volume-source",
+            "a mounted Secret nobody creates (a prerequisite)",
+            "csv/prerequisite",
             CSV,
             Some(
                 "spec.install.spec.deployments[0].spec.template.spec.volumes[0].secret.secretName",
             ),
-            "the pod needs Secret metrics-server-cert, which neither the bundle nor OLM creates; it cannot start",
+            "prerequisite: create Secret metrics-server-cert in the operator's namespace before installing; the pod mounts it as volume metrics-certs and neither the bundle nor OLM creates it, so the pod waits until it exists",
             csv(|c| {
-                first_deployment(c)["spec"]["template"]["spec"]["volumes"] = json!([
+                let pod = &mut first_deployment(c)["spec"]["template"]["spec"];
+                pod["volumes"] = json!([
                     {"name": "metrics-certs", "secret": {"secretName": "metrics-server-cert", "optional": false}}
                 ]);
+                pod["containers"][0]["volumeMounts"] = json!([
+                    {"name": "metrics-certs", "mountPath": "/metrics-certs"}
+                ]);
+            }),
+        ),
+        case(
+            "a ConfigMap the container reads that the user creates",
+            "csv/prerequisite",
+            CSV,
+            Some(
+                "spec.install.spec.deployments[0].spec.template.spec.containers[0].envFrom[0].configMapRef.name",
+            ),
+            "prerequisite: create ConfigMap user-config in the operator's namespace before installing; the pod reads it into the environment of container manager and neither the bundle nor OLM creates it, so the pod waits until it exists",
+            csv(|c| {
+                first_deployment(c)["spec"]["template"]["spec"]["containers"][0]["envFrom"] =
+                    json!([{"configMapRef": {"name": "user-config", "optional": false}}]);
+            }),
+        ),
+        case(
+            "kubebuilder's webhook certificate Secret on a deployment OLM issues none for",
+            "csv/missing-volume-source",
+            CSV,
+            Some(
+                "spec.install.spec.deployments[1].spec.template.spec.volumes[0].secret.secretName",
+            ),
+            "the pod needs Secret webhook-server-cert, mounted where a webhook server reads its serving certificate; neither the bundle nor OLM creates it (OLM issues certificates only for deployments named by a webhook or an owned API service definition), so the pod cannot start",
+            csv(|c| {
+                let mut extra = first_deployment(c).clone();
+                extra["name"] = json!("webhook-server");
+                let pod = &mut extra["spec"]["template"]["spec"];
+                pod["volumes"] = json!([
+                    {"name": "cert", "secret": {"secretName": "webhook-server-cert"}}
+                ]);
+                pod["containers"][0]["volumeMounts"] = json!([
+                    {"name": "cert", "mountPath": "/tmp/k8s-webhook-server/serving-certs"}
+                ]);
+                c["spec"]["install"]["spec"]["deployments"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(extra);
             }),
         ),
         // Read the way Go reads it, and said so (warnings).

@@ -704,12 +704,21 @@ fn import_helm_hooks_and_certificate_mounts() {
         "{}",
         secret.message
     );
-    // The generator then refuses: the pod would mount a Secret nothing creates.
-    let refused = generate_rendered(&elsewhere).expect_err("generate refuses");
+    // The generated bundle then states the Secret as a prerequisite: the pod mounts a Secret
+    // nothing creates, and starts once the user has created it.
+    let generated = generate_rendered(&elsewhere).unwrap_or_else(|f| panic!("{f:#?}"));
+    let prerequisite = generated
+        .reports
+        .iter()
+        .flat_map(|r| &r.findings)
+        .find(|f| f.rule == "csv/prerequisite")
+        .expect("the missing Secret is reported");
+    assert_eq!(prerequisite.severity, Severity::Warning);
     assert!(
-        refused
-            .iter()
-            .any(|f| f.rule == "csv/missing-volume-source" && f.severity == Severity::Error),
-        "{refused:#?}"
+        prerequisite
+            .message
+            .starts_with("prerequisite: create Secret "),
+        "{}",
+        prerequisite.message
     );
 }

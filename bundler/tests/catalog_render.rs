@@ -209,3 +209,168 @@ fn crd_names_without_a_group_fail_like_opm() {
         );
     }
 }
+
+/// Writes a bundle that exercises Go's decoding and encoding: `images` are the CSV's
+/// relatedImages `(name, image)` (the containers' images among them, so opm adds none in its
+/// random map order); duplicate keys in the CSV and in two metadata files; `<`, `>` and `&`
+/// in property values opm copies from YAML (escaped in its JSON), builds itself and reads
+/// from the CSV's `olm.properties` annotation (both not escaped).
+fn go_decoding_bundle(dir: &Path, images: &[(String, String)]) {
+    std::fs::create_dir_all(dir.join("manifests")).unwrap();
+    std::fs::create_dir_all(dir.join("metadata")).unwrap();
+    let related: String = images
+        .iter()
+        .map(|(name, image)| format!("  - name: {name}\n    image: {image}\n"))
+        .collect();
+    let csv = format!(
+        r#"apiVersion: operators.coreos.com/v1alpha1
+kind: ClusterServiceVersion
+metadata:
+  name: godecoding.v1.0.0
+  annotations:
+    description: first
+    olm.properties: '[{{"type": "example.com/raw", "value": {{"and": "a & b", "range": ">=1.0.0 <2.0.0"}}}}]'
+    description: second <b>
+spec:
+  version: 1.0.0
+  displayName: Go
+  displayName: Go decoding
+  installModes:
+  - type: AllNamespaces
+    supported: true
+  install:
+    strategy: deployment
+    spec:
+      deployments:
+      - name: op
+        spec:
+          selector:
+            matchLabels:
+              app: op
+          template:
+            metadata:
+              labels:
+                app: op
+            spec:
+              initContainers:
+              - name: init
+                image: quay.io/example/init:v1
+              containers:
+              - name: op
+                image: quay.io/example/op:v1
+  relatedImages:
+  - name: init
+    image: quay.io/example/init:v1
+  - name: op
+    image: quay.io/example/op:v1
+{related}"#
+    );
+    std::fs::write(
+        dir.join("manifests/godecoding.clusterserviceversion.yaml"),
+        csv,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("metadata/annotations.yaml"),
+        "annotations:\n  operators.operatorframework.io.bundle.mediatype.v1: registry+v1\n  \
+         operators.operatorframework.io.bundle.package.v1: godecoding\n  \
+         operators.operatorframework.io.bundle.channels.v1: alpha\n  \
+         operators.operatorframework.io.bundle.channels.v1: stable\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("metadata/dependencies.yaml"),
+        "dependencies:\n- type: olm.package\n  value:\n    packageName: dep\n    version: \">=1.0.0 <2.0.0\"\n\
+         - type: olm.constraint\n  value:\n    failureMessage: needs dep & friends\n    \
+         package:\n      packageName: dep\n      versionRange: \">=1.0.0\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("metadata/properties.yaml"),
+        "properties:\n- type: example.com/note\n  value:\n    text: <b>bold</b>\n    text: <i>it</i>\n",
+    )
+    .unwrap();
+}
+
+/// relatedImages in crafted orders, with many images listed more than once under different
+/// names: `n` entries, `distinct` images.
+fn crafted_images(n: usize, distinct: usize, step: usize) -> Vec<(String, String)> {
+    (0..n)
+        .map(|i| {
+            (
+                format!("name-{i}"),
+                format!("quay.io/example/image-{:02}:v1", (i * step + 3) % distinct),
+            )
+        })
+        .collect()
+}
+
+/// Duplicate keys, HTML escaping and relatedImages order, byte for byte against the real opm,
+/// on crafted bundles whose relatedImages take every path of Go's sort.Slice (short runs,
+/// median of three, ninther, equal partitions, reversed and nearly sorted input).
+#[test]
+fn go_decoding_and_unstable_sort_render_byte_identical_to_opm() {
+    let olmpack = Path::new(env!("CARGO_BIN_EXE_olmpack"));
+    let mut shapes: Vec<Vec<(String, String)>> = [
+        (11, 4, 3),
+        (14, 5, 7),
+        (20, 6, 5),
+        (33, 4, 11),
+        (50, 9, 7),
+        (64, 7, 13),
+        (100, 30, 17),
+        (180, 12, 1),
+    ]
+    .iter()
+    .map(|&(n, d, s)| crafted_images(n, d, s))
+    .collect();
+    let mut falling = crafted_images(60, 60, 1);
+    falling.reverse();
+    falling.extend(crafted_images(10, 5, 1));
+    shapes.push(falling);
+    let mut html_seen = false;
+    for (i, images) in shapes.iter().enumerate() {
+        let tmp = tempfile::tempdir().unwrap();
+        go_decoding_bundle(tmp.path(), images);
+        for format in ["json", "yaml"] {
+            let theirs = opm_render_output(&["-o", format], tmp.path());
+            assert!(
+                theirs.status.success(),
+                "{}",
+                String::from_utf8_lossy(&theirs.stderr)
+            );
+            let ours = Command::new(olmpack)
+                .args(["catalog", "render", "-o", format])
+                .arg(tmp.path())
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&ours.stderr);
+            assert!(ours.status.success(), "{stderr}");
+            assert_eq!(
+                String::from_utf8(ours.stdout.clone()).unwrap(),
+                String::from_utf8(theirs.stdout.clone()).unwrap(),
+                "shape {i}, {format}"
+            );
+            // Every file with a repeated key is read (not skipped) and named in a warning.
+            for file in [
+                "godecoding.clusterserviceversion.yaml: line 8: key \"description\" is given twice",
+                "annotations.yaml: line 5: key \"operators.operatorframework.io.bundle.channels.v1\" is given twice",
+                "properties.yaml: line 5: key \"text\" is given twice",
+            ] {
+                assert!(stderr.contains(file), "{file}: {stderr}");
+            }
+            assert!(!stderr.contains("skipped"), "{stderr}");
+            let text = String::from_utf8(ours.stdout).unwrap();
+            if format == "json" {
+                // Escaped where opm copied YAML, as written where it built the value or read
+                // the CSV's annotation.
+                assert!(text.contains(r#""versionRange": "\u003e=1.0.0""#), "{text}");
+                assert!(text.contains(r#""text": "\u003ci\u003eit\u003c/i\u003e""#));
+                assert!(text.contains(r#""versionRange": ">=1.0.0 <2.0.0""#));
+                assert!(text.contains(r#""and": "a & b""#));
+                html_seen = true;
+            }
+        }
+    }
+    assert!(html_seen);
+}

@@ -467,3 +467,70 @@ fn lean_loading_validates_exactly_like_full_loading() {
         }
     }
 }
+
+/// A catalog with keys given twice is read as opm reads it (the last value wins), with a
+/// warning per key. Its first `defaultChannel` names a channel that does not exist: read the
+/// other way, the catalog would be invalid. `catalog validate` passes it (as `opm validate` does, checked by
+/// `opm_and_olmpack_agree_on_pass_fail`) and `catalog render` prints opm's bytes.
+#[test]
+fn duplicate_keys_are_read_as_opm_reads_them() {
+    let path = fixtures().join("valid/duplicate-keys");
+    let (report, model) = validate_dir(&path, ValidateOptions::default()).unwrap();
+    assert!(!report.has_errors(), "{:#?}", report.findings);
+    let lenient: Vec<(&str, Severity)> = report
+        .findings
+        .iter()
+        .filter(|f| f.rule == "catalog/lenient-yaml")
+        .map(|f| (f.message.as_str(), f.severity))
+        .collect();
+    assert_eq!(
+        lenient,
+        [
+            (
+                "line 5: key \"defaultChannel\" is given twice (lines 3 and 5); the last value is used, as Go's YAML decoder does",
+                Severity::Warning
+            ),
+            (
+                "line 13: key \"replaces\" is given twice (lines 12 and 13); the last value is used, as Go's YAML decoder does",
+                Severity::Warning
+            ),
+            (
+                "line 19: key \"image\" is given twice (lines 18 and 19); the last value is used, as Go's YAML decoder does",
+                Severity::Warning
+            ),
+            (
+                "line 25: key \"version\" is given twice (lines 24 and 25); the last value is used, as Go's YAML decoder does",
+                Severity::Warning
+            ),
+        ]
+    );
+    assert_eq!(model.packages["pkg"].default_channel, "stable");
+
+    let opm = upgrade_tests::Tool::Opm
+        .path()
+        .expect("opm is required for this test");
+    for format in ["json", "yaml"] {
+        let theirs = Command::new(&opm)
+            .args(["render", "-o", format])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(theirs.status.success());
+        let ours = Command::new(env!("CARGO_BIN_EXE_olmpack"))
+            .args(["catalog", "render", "-o", format])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&ours.stderr);
+        assert!(ours.status.success(), "{stderr}");
+        assert!(
+            stderr.contains("key \"defaultChannel\" is given twice"),
+            "{stderr}"
+        );
+        assert_eq!(
+            String::from_utf8(ours.stdout).unwrap(),
+            String::from_utf8(theirs.stdout).unwrap(),
+            "{format}"
+        );
+    }
+}

@@ -5,11 +5,14 @@
 //! CLI would validate them: as a bundle without annotations).
 //!
 //! Asserted: every error names its consumer and comes from a rule of the severity model's
-//! table (whose consumer tests are `bundle_consumers_*`); no directory makes olmpack fail.
+//! table (whose consumer tests are `bundle_consumers_*`); no directory makes olmpack fail; and
+//! every error outside `deprecated-api/` on a bundle-format directory is listed, with its
+//! consumer's proof, in `tests/fixtures/realworld/validate-expected-errors.txt` — the test
+//! fails on an error that is not listed and on a listed one that is gone.
 //!
 //! Run: `cargo xtask conformance realworld_validate` (unpacks the corpus once).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -35,6 +38,9 @@ struct Tally {
     unexplained: Vec<String>,
     /// Directories olmpack could not load (exit 2).
     failed: Vec<String>,
+    /// `(directory, rule)` of every error outside `deprecated-api/` on a bundle-format
+    /// directory.
+    errors: BTreeSet<(String, String)>,
 }
 
 fn tally(tally: &Mutex<Tally>, corpus: &Path, dir: &Path, bundle: bool) {
@@ -74,6 +80,9 @@ fn tally(tally: &Mutex<Tally>, corpus: &Path, dir: &Path, bundle: bool) {
             }
             Severity::Warning => entry[1] += 1,
             _ => {}
+        }
+        if bundle && f.severity == Severity::Error && !f.rule.starts_with("deprecated-api/") {
+            t.errors.insert((rel.clone(), f.rule.clone()));
         }
         if f.severity == Severity::Error
             && (f.consumer.is_none()
@@ -125,6 +134,63 @@ fn table(t: &Tally) -> String {
     out
 }
 
+/// The committed expectations: `(directory, rule)` pairs, and per rule the consumer's proof.
+struct Expected {
+    errors: BTreeSet<(String, String)>,
+    proofs: BTreeMap<String, String>,
+}
+
+const EXPECTED: &str = "tests/fixtures/realworld/validate-expected-errors.txt";
+
+/// Reads [`EXPECTED`]: `proof <rule>: <text>` lines and `<directory> <rule>` lines; `#` starts
+/// a comment.
+fn expected() -> Expected {
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(EXPECTED))
+        .unwrap_or_else(|e| panic!("{EXPECTED}: {e}"));
+    let mut out = Expected {
+        errors: BTreeSet::new(),
+        proofs: BTreeMap::new(),
+    };
+    for line in text.lines() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("proof ") {
+            let (rule, proof) = rest
+                .split_once(':')
+                .unwrap_or_else(|| panic!("{EXPECTED}: `proof <rule>: <text>` expected: {line}"));
+            out.proofs
+                .insert(rule.trim().to_owned(), proof.trim().to_owned());
+            continue;
+        }
+        let (dir, rule) = line
+            .split_once(' ')
+            .unwrap_or_else(|| panic!("{EXPECTED}: `<directory> <rule>` expected: {line}"));
+        out.errors.insert((dir.to_owned(), rule.trim().to_owned()));
+    }
+    out
+}
+
+/// Every listed rule has a proof that names a case of `bundle_consumers.rs` for the rule.
+fn check_proofs(expected: &Expected) {
+    let consumers = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/bundle_consumers.rs"),
+    )
+    .unwrap();
+    let rules: BTreeSet<&String> = expected.errors.iter().map(|(_, r)| r).collect();
+    for rule in rules {
+        let proof = expected
+            .proofs
+            .get(rule)
+            .unwrap_or_else(|| panic!("{EXPECTED}: no `proof {rule}: …` line"));
+        assert!(
+            consumers.contains(&format!("\"{rule}\"")) && proof.contains("bundle_consumers"),
+            "{EXPECTED}: the proof of {rule} must name its bundle_consumers case: {proof}"
+        );
+    }
+}
+
 #[test]
 fn realworld_validate_counts() {
     let Some(corpus) = upgrade_tests::corpus::require(
@@ -156,5 +222,28 @@ fn realworld_validate_counts() {
         t.unexplained.is_empty(),
         "errors without a consumer test:\n{}",
         t.unexplained.join("\n")
+    );
+    let found: String = t.errors.iter().map(|(d, r)| format!("{d} {r}\n")).collect();
+    let listing = Path::new(env!("CARGO_TARGET_TMPDIR")).join("realworld-validate-errors.txt");
+    std::fs::write(&listing, found).unwrap();
+    println!(
+        "errors outside deprecated-api/ on bundle-format directories: {} (rule, directory) pairs in {} directories, listed in {}",
+        t.errors.len(),
+        t.errors
+            .iter()
+            .map(|(d, _)| d)
+            .collect::<BTreeSet<_>>()
+            .len(),
+        listing.display()
+    );
+    let expected = expected();
+    check_proofs(&expected);
+    let new: Vec<_> = t.errors.difference(&expected.errors).collect();
+    let gone: Vec<_> = expected.errors.difference(&t.errors).collect();
+    assert!(
+        new.is_empty() && gone.is_empty(),
+        "{} error(s) not explained in {EXPECTED}: {new:#?}\n{} listed error(s) no longer reported: {gone:#?}",
+        new.len(),
+        gone.len()
     );
 }

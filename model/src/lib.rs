@@ -10,6 +10,7 @@
 //! - [`report`]: validation findings, who refuses them, and their text/JSON/JUnit/Markdown form.
 //! - [`yaml`]: YAML text to values and back, read the way Go's decoders read it.
 //! - [`names`]: Kubernetes name rules (DNS-1123).
+//! - [`pod`]: what a pod needs before it starts (the kubelet's view), and OLM's certificate mounts.
 //! - [`choice`]: closed sets of values a user picks by name (output formats, levels).
 //!
 //! `cargo xtask lint` keeps this crate pure: it fails when an I/O or command-line crate enters
@@ -22,6 +23,7 @@ pub mod choice;
 pub mod csv;
 pub mod names;
 pub mod plan;
+pub mod pod;
 pub mod pullspec;
 pub mod report;
 pub mod upgrade_graph;

@@ -56,100 +56,319 @@ impl Renamed {
     }
 }
 
-const TOP: &[&str] = &["apiVersion", "kind", "metadata", "spec", "status"];
-const METADATA: &[&str] = &[
-    "name",
-    "generateName",
-    "namespace",
-    "labels",
-    "annotations",
-    "ownerReferences",
-    "finalizers",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "managedFields",
+/// The JSON fields of a Go struct, each with the shape of its value.
+type Fields = &'static [(&'static str, Shape)];
+
+/// What Go decodes a value into, as far as field names matter.
+#[derive(Clone, Copy)]
+enum Shape {
+    /// A value whose keys are data, not fields (strings, numbers, label maps, schemas).
+    Leaf,
+    /// A struct.
+    Struct(Fields),
+    /// A list of structs.
+    List(Fields),
+}
+
+use Shape::{Leaf, List, Struct};
+
+const METADATA: Fields = &[
+    ("name", Leaf),
+    ("generateName", Leaf),
+    ("namespace", Leaf),
+    ("labels", Leaf),
+    ("annotations", Leaf),
+    ("ownerReferences", Leaf),
+    ("finalizers", Leaf),
+    ("uid", Leaf),
+    ("resourceVersion", Leaf),
+    ("generation", Leaf),
+    ("creationTimestamp", Leaf),
+    ("deletionTimestamp", Leaf),
+    ("managedFields", Leaf),
 ];
-const CSV_SPEC: &[&str] = &[
-    "install",
-    "version",
-    "maturity",
-    "customresourcedefinitions",
-    "apiservicedefinitions",
-    "webhookdefinitions",
-    "nativeAPIs",
-    "minKubeVersion",
-    "displayName",
-    "description",
-    "keywords",
-    "maintainers",
-    "provider",
-    "links",
-    "icon",
-    "installModes",
-    "replaces",
-    "labels",
-    "annotations",
-    "selector",
-    "cleanup",
-    "skips",
-    "relatedImages",
-    "release",
+
+/// `{name, optional}` references (`secretKeyRef`, `configMapRef`, projected sources, ...).
+const OBJECT_REF: Fields = &[
+    ("name", Leaf),
+    ("key", Leaf),
+    ("optional", Leaf),
+    ("items", Leaf),
 ];
-const CSV_INSTALL: &[&str] = &["strategy", "spec"];
-const CSV_INSTALL_SPEC: &[&str] = &["deployments", "permissions", "clusterPermissions"];
-const CSV_PERMISSION: &[&str] = &["serviceAccountName", "rules"];
-const CRD_SPEC: &[&str] = &[
-    "group",
-    "names",
-    "scope",
-    "versions",
-    "conversion",
-    "preserveUnknownFields",
-    "version",
-    "validation",
-    "subresources",
-    "additionalPrinterColumns",
+const SECRET_VOLUME: Fields = &[
+    ("secretName", Leaf),
+    ("optional", Leaf),
+    ("items", Leaf),
+    ("defaultMode", Leaf),
 ];
-const CRD_NAMES: &[&str] = &[
-    "plural",
-    "singular",
-    "shortNames",
-    "kind",
-    "listKind",
-    "categories",
+const CONFIG_MAP_VOLUME: Fields = &[
+    ("name", Leaf),
+    ("optional", Leaf),
+    ("items", Leaf),
+    ("defaultMode", Leaf),
 ];
+const PROJECTED_SOURCE: Fields = &[
+    ("secret", Struct(OBJECT_REF)),
+    ("configMap", Struct(OBJECT_REF)),
+    ("downwardAPI", Leaf),
+    ("serviceAccountToken", Leaf),
+    ("clusterTrustBundle", Leaf),
+];
+const VOLUME: Fields = &[
+    ("name", Leaf),
+    ("secret", Struct(SECRET_VOLUME)),
+    ("configMap", Struct(CONFIG_MAP_VOLUME)),
+    (
+        "projected",
+        Struct(&[("sources", List(PROJECTED_SOURCE)), ("defaultMode", Leaf)]),
+    ),
+    ("emptyDir", Leaf),
+    ("downwardAPI", Leaf),
+    ("hostPath", Leaf),
+    ("persistentVolumeClaim", Leaf),
+    ("csi", Leaf),
+    ("ephemeral", Leaf),
+];
+const ENV_VAR: Fields = &[
+    ("name", Leaf),
+    ("value", Leaf),
+    (
+        "valueFrom",
+        Struct(&[
+            ("secretKeyRef", Struct(OBJECT_REF)),
+            ("configMapKeyRef", Struct(OBJECT_REF)),
+            ("fieldRef", Leaf),
+            ("resourceFieldRef", Leaf),
+        ]),
+    ),
+];
+const ENV_FROM: Fields = &[
+    ("prefix", Leaf),
+    ("secretRef", Struct(OBJECT_REF)),
+    ("configMapRef", Struct(OBJECT_REF)),
+];
+const CONTAINER: Fields = &[
+    ("name", Leaf),
+    ("image", Leaf),
+    ("command", Leaf),
+    ("args", Leaf),
+    ("env", List(ENV_VAR)),
+    ("envFrom", List(ENV_FROM)),
+    (
+        "volumeMounts",
+        List(&[
+            ("name", Leaf),
+            ("mountPath", Leaf),
+            ("readOnly", Leaf),
+            ("subPath", Leaf),
+        ]),
+    ),
+    ("ports", Leaf),
+    ("resources", Leaf),
+    ("securityContext", Leaf),
+];
+const POD_SPEC: Fields = &[
+    ("volumes", List(VOLUME)),
+    ("containers", List(CONTAINER)),
+    ("initContainers", List(CONTAINER)),
+    ("serviceAccountName", Leaf),
+];
+const DEPLOYMENT: Fields = &[
+    ("name", Leaf),
+    ("label", Leaf),
+    (
+        "spec",
+        Struct(&[
+            ("replicas", Leaf),
+            ("selector", Leaf),
+            ("strategy", Leaf),
+            (
+                "template",
+                Struct(&[("metadata", Struct(METADATA)), ("spec", Struct(POD_SPEC))]),
+            ),
+        ]),
+    ),
+];
+const PERMISSION: Fields = &[("serviceAccountName", Leaf), ("rules", Leaf)];
+const CSV_SPEC: Fields = &[
+    (
+        "install",
+        Struct(&[
+            ("strategy", Leaf),
+            (
+                "spec",
+                Struct(&[
+                    ("deployments", List(DEPLOYMENT)),
+                    ("permissions", List(PERMISSION)),
+                    ("clusterPermissions", List(PERMISSION)),
+                ]),
+            ),
+        ]),
+    ),
+    ("version", Leaf),
+    ("maturity", Leaf),
+    ("customresourcedefinitions", Leaf),
+    ("apiservicedefinitions", Leaf),
+    ("webhookdefinitions", Leaf),
+    ("nativeAPIs", Leaf),
+    ("minKubeVersion", Leaf),
+    ("displayName", Leaf),
+    ("description", Leaf),
+    ("keywords", Leaf),
+    ("maintainers", Leaf),
+    ("provider", Leaf),
+    ("links", Leaf),
+    ("icon", Leaf),
+    ("installModes", Leaf),
+    ("replaces", Leaf),
+    ("labels", Leaf),
+    ("annotations", Leaf),
+    ("selector", Leaf),
+    ("cleanup", Leaf),
+    ("skips", Leaf),
+    ("relatedImages", Leaf),
+    ("release", Leaf),
+];
+const CRD_NAMES: Fields = &[
+    ("plural", Leaf),
+    ("singular", Leaf),
+    ("shortNames", Leaf),
+    ("kind", Leaf),
+    ("listKind", Leaf),
+    ("categories", Leaf),
+];
+const SCALE: Fields = &[
+    ("specReplicasPath", Leaf),
+    ("statusReplicasPath", Leaf),
+    ("labelSelectorPath", Leaf),
+];
+const SUBRESOURCES: Fields = &[("status", Leaf), ("scale", Struct(SCALE))];
+const SCHEMA: Fields = &[("openAPIV3Schema", Leaf)];
+/// A printer column of `apiextensions.k8s.io/v1` (`jsonPath`).
+const COLUMN_V1: Fields = &[
+    ("name", Leaf),
+    ("type", Leaf),
+    ("format", Leaf),
+    ("description", Leaf),
+    ("priority", Leaf),
+    ("jsonPath", Leaf),
+];
+/// A printer column of `apiextensions.k8s.io/v1beta1`, whose Go field is spelled `JSONPath`.
+const COLUMN_V1BETA1: Fields = &[
+    ("name", Leaf),
+    ("type", Leaf),
+    ("format", Leaf),
+    ("description", Leaf),
+    ("priority", Leaf),
+    ("JSONPath", Leaf),
+];
+const SERVICE_REF: Fields = &[
+    ("namespace", Leaf),
+    ("name", Leaf),
+    ("path", Leaf),
+    ("port", Leaf),
+];
+const CLIENT_CONFIG: Fields = &[
+    ("url", Leaf),
+    ("service", Struct(SERVICE_REF)),
+    ("caBundle", Leaf),
+];
+const CRD_V1_SPEC: Fields = &[
+    ("group", Leaf),
+    ("names", Struct(CRD_NAMES)),
+    ("scope", Leaf),
+    (
+        "versions",
+        List(&[
+            ("name", Leaf),
+            ("served", Leaf),
+            ("storage", Leaf),
+            ("deprecated", Leaf),
+            ("deprecationWarning", Leaf),
+            ("schema", Struct(SCHEMA)),
+            ("subresources", Struct(SUBRESOURCES)),
+            ("additionalPrinterColumns", List(COLUMN_V1)),
+            ("selectableFields", List(&[("jsonPath", Leaf)])),
+        ]),
+    ),
+    (
+        "conversion",
+        Struct(&[
+            ("strategy", Leaf),
+            (
+                "webhook",
+                Struct(&[
+                    ("clientConfig", Struct(CLIENT_CONFIG)),
+                    ("conversionReviewVersions", Leaf),
+                ]),
+            ),
+        ]),
+    ),
+    ("preserveUnknownFields", Leaf),
+];
+const CRD_V1BETA1_SPEC: Fields = &[
+    ("group", Leaf),
+    ("version", Leaf),
+    ("names", Struct(CRD_NAMES)),
+    ("scope", Leaf),
+    ("validation", Struct(SCHEMA)),
+    ("subresources", Struct(SUBRESOURCES)),
+    (
+        "versions",
+        List(&[
+            ("name", Leaf),
+            ("served", Leaf),
+            ("storage", Leaf),
+            ("deprecated", Leaf),
+            ("deprecationWarning", Leaf),
+            ("schema", Struct(SCHEMA)),
+            ("subresources", Struct(SUBRESOURCES)),
+            ("additionalPrinterColumns", List(COLUMN_V1BETA1)),
+        ]),
+    ),
+    ("additionalPrinterColumns", List(COLUMN_V1BETA1)),
+    (
+        "conversion",
+        Struct(&[
+            ("strategy", Leaf),
+            ("webhookClientConfig", Struct(CLIENT_CONFIG)),
+            ("conversionReviewVersions", Leaf),
+        ]),
+    ),
+    ("preserveUnknownFields", Leaf),
+];
+
+/// The top-level fields of an object whose `spec` has the fields `spec`.
+const fn top(spec: Fields) -> [(&'static str, Shape); 5] {
+    [
+        ("apiVersion", Leaf),
+        ("kind", Leaf),
+        ("metadata", Struct(METADATA)),
+        ("spec", Struct(spec)),
+        ("status", Leaf),
+    ]
+}
+const CSV: Fields = &top(CSV_SPEC);
+const CRD_V1: Fields = &top(CRD_V1_SPEC);
+const CRD_V1BETA1: Fields = &top(CRD_V1BETA1_SPEC);
 
 /// The object with its known fields spelled canonically (borrowed when nothing changes).
 pub fn go_view(object: &Value) -> (Cow<'_, Value>, Vec<Renamed>) {
-    let spec_fields = match object.get("kind").and_then(Value::as_str) {
-        Some("ClusterServiceVersion") => CSV_SPEC,
-        Some("CustomResourceDefinition") => CRD_SPEC,
+    let fields = match object.get("kind").and_then(Value::as_str) {
+        Some("ClusterServiceVersion") => CSV,
+        Some("CustomResourceDefinition") => {
+            let version = object.get("apiVersion").and_then(Value::as_str);
+            if version == Some("apiextensions.k8s.io/v1beta1") {
+                CRD_V1BETA1
+            } else {
+                CRD_V1
+            }
+        }
         _ => return (Cow::Borrowed(object), Vec::new()),
     };
     let mut renamed = Vec::new();
     let mut copy = object.clone();
-    if let Some(top) = copy.as_object_mut() {
-        fold(top, "", TOP, &mut renamed);
-        if let Some(meta) = top.get_mut("metadata").and_then(Value::as_object_mut) {
-            fold(meta, "metadata", METADATA, &mut renamed);
-        }
-        if let Some(spec) = top.get_mut("spec").and_then(Value::as_object_mut) {
-            fold(spec, "spec", spec_fields, &mut renamed);
-            if let Some(names) = spec
-                .get_mut("names")
-                .and_then(Value::as_object_mut)
-                .filter(|_| spec_fields == CRD_SPEC)
-            {
-                fold(names, "spec.names", CRD_NAMES, &mut renamed);
-            }
-            if spec_fields == CSV_SPEC {
-                fold_install(spec, &mut renamed);
-            }
-        }
-    }
+    walk(&mut copy, "", Struct(fields), &mut renamed);
     if renamed.is_empty() {
         (Cow::Borrowed(object), renamed)
     } else {
@@ -157,40 +376,47 @@ pub fn go_view(object: &Value) -> (Cow<'_, Value>, Vec<Renamed>) {
     }
 }
 
-/// The CSV's install strategy: OLM decodes it, permissions included, into its Go types too.
-fn fold_install(spec: &mut Map<String, Value>, out: &mut Vec<Renamed>) {
-    let Some(install) = spec.get_mut("install").and_then(Value::as_object_mut) else {
-        return;
-    };
-    fold(install, "spec.install", CSV_INSTALL, out);
-    let Some(details) = install.get_mut("spec").and_then(Value::as_object_mut) else {
-        return;
-    };
-    fold(details, "spec.install.spec", CSV_INSTALL_SPEC, out);
-    for list in ["permissions", "clusterPermissions"] {
-        let Some(entries) = details.get_mut(list).and_then(Value::as_array_mut) else {
-            continue;
-        };
-        for (i, entry) in entries.iter_mut().enumerate() {
-            if let Some(entry) = entry.as_object_mut() {
-                fold(
-                    entry,
-                    &format!("spec.install.spec.{list}[{i}]"),
-                    CSV_PERMISSION,
-                    out,
-                );
+/// Folds the keys of `value` (at dotted path `at`) and of everything below it, by `shape`.
+fn walk(value: &mut Value, at: &str, shape: Shape, out: &mut Vec<Renamed>) {
+    match shape {
+        Leaf => {}
+        Struct(fields) => {
+            let Some(map) = value.as_object_mut() else {
+                return;
+            };
+            fold(map, at, fields, out);
+            for (field, inner) in fields {
+                if matches!(inner, Leaf) {
+                    continue;
+                }
+                if let Some(child) = map.get_mut(*field) {
+                    walk(child, &join(at, field), *inner, out);
+                }
+            }
+        }
+        List(fields) => {
+            for (i, item) in value.as_array_mut().into_iter().flatten().enumerate() {
+                walk(item, &format!("{at}[{i}]"), Struct(fields), out);
             }
         }
     }
 }
 
+fn join(at: &str, field: &str) -> String {
+    if at.is_empty() {
+        field.to_owned()
+    } else {
+        format!("{at}.{field}")
+    }
+}
+
 /// Renames keys of `map` that match one of `fields` only case-insensitively.
-fn fold(map: &mut Map<String, Value>, at: &str, fields: &[&'static str], out: &mut Vec<Renamed>) {
+fn fold(map: &mut Map<String, Value>, at: &str, fields: Fields, out: &mut Vec<Renamed>) {
     let mismatched: Vec<(String, &'static str)> = map
         .keys()
-        .filter(|k| !fields.contains(&k.as_str()))
+        .filter(|k| !fields.iter().any(|(f, _)| f == k))
         .filter_map(|k| {
-            let field = fields.iter().find(|f| f.eq_ignore_ascii_case(k))?;
+            let (field, _) = fields.iter().find(|(f, _)| f.eq_ignore_ascii_case(k))?;
             Some((k.clone(), *field))
         })
         .collect();
@@ -284,5 +510,66 @@ mod tests {
         let (view, renamed) = go_view(&crd);
         assert_eq!(view["spec"]["names"]["plural"], "ws");
         assert_eq!(renamed.len(), 2);
+    }
+
+    #[test]
+    fn printer_columns_are_matched_by_the_crd_version_s_spelling() {
+        let v1 = json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "spec": {"versions": [{"name": "v1", "additionalPrinterColumns": [
+                {"name": "Ready", "type": "string", "JSONPath": ".status.ready"}
+            ]}]},
+        });
+        let (view, renamed) = go_view(&v1);
+        assert_eq!(
+            view["spec"]["versions"][0]["additionalPrinterColumns"][0]["jsonPath"],
+            ".status.ready"
+        );
+        assert_eq!(
+            renamed.iter().map(Renamed::path).collect::<Vec<_>>(),
+            ["spec.versions[0].additionalPrinterColumns[0].jsonPath"]
+        );
+        let v1beta1 = json!({
+            "apiVersion": "apiextensions.k8s.io/v1beta1",
+            "kind": "CustomResourceDefinition",
+            "spec": {"additionalPrinterColumns": [
+                {"name": "Ready", "type": "string", "jsonPath": ".status.ready"},
+                {"name": "Age", "type": "date", "JSONPath": ".metadata.creationTimestamp"},
+            ]},
+        });
+        let (view, renamed) = go_view(&v1beta1);
+        assert_eq!(
+            view["spec"]["additionalPrinterColumns"][0]["JSONPath"],
+            ".status.ready"
+        );
+        assert_eq!(
+            renamed.iter().map(Renamed::path).collect::<Vec<_>>(),
+            ["spec.additionalPrinterColumns[0].JSONPath"]
+        );
+    }
+
+    #[test]
+    fn pod_spec_fields_of_the_install_strategy_are_matched_ignoring_case() {
+        let csv = json!({
+            "kind": "ClusterServiceVersion",
+            "spec": {"install": {"spec": {"deployments": [{"name": "op", "spec": {"template": {"spec": {
+                "Volumes": [{"name": "c", "Secret": {"SecretName": "s", "Optional": true}}],
+                "containers": [{"name": "m", "VolumeMounts": [{"Name": "c", "mountPath": "/c"}],
+                    "envFrom": [{"configmapref": {"name": "x"}}]}],
+            }}}}]}}},
+        });
+        let (view, renamed) = go_view(&csv);
+        let pod = &view["spec"]["install"]["spec"]["deployments"][0]["spec"]["template"]["spec"];
+        assert_eq!(
+            pod["volumes"][0],
+            json!({"name": "c", "secret": {"secretName": "s", "optional": true}})
+        );
+        assert_eq!(pod["containers"][0]["volumeMounts"][0]["name"], "c");
+        assert_eq!(
+            pod["containers"][0]["envFrom"][0]["configMapRef"]["name"],
+            "x"
+        );
+        assert_eq!(renamed.len(), 7, "{renamed:#?}");
     }
 }

@@ -228,13 +228,17 @@ pub struct Origin {
 }
 
 /// One `{type, value}` property.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug)]
 pub struct Property {
     /// The property type, e.g. `olm.gvk`.
-    #[serde(rename = "type")]
     pub type_: String,
     /// The property value; its shape depends on the type.
     pub value: Value,
+    /// Whether opm holds the value's bytes with `<`, `>` and `&` escaped (`\u003c`, `\u003e`,
+    /// `\u0026`): a value it copied from a YAML metadata file went through Go's YAML-to-JSON
+    /// conversion, which escapes them, and opm's JSON output keeps a value's bytes as they are.
+    /// Values opm builds itself or reads from JSON are not escaped. Not part of equality.
+    pub html_escaped: bool,
 }
 
 impl Property {
@@ -243,7 +247,28 @@ impl Property {
         Self {
             type_: type_.into(),
             value,
+            html_escaped: false,
         }
+    }
+}
+
+impl PartialEq for Property {
+    fn eq(&self, other: &Self) -> bool {
+        self.type_ == other.type_ && self.value == other.value
+    }
+}
+
+impl Serialize for Property {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct as _;
+        let mut s = serializer.serialize_struct("Property", 2)?;
+        s.serialize_field("type", &self.type_)?;
+        if self.html_escaped {
+            s.serialize_field("value", &super::gojson::HtmlEscaped(&self.value))?;
+        } else {
+            s.serialize_field("value", &self.value)?;
+        }
+        s.end()
     }
 }
 
@@ -497,7 +522,7 @@ fn take_properties(
                 Some(_) => return Err(err(format!("{field}.type"), "a string")),
             };
             let value = take(&mut v, "value").unwrap_or(Value::Null);
-            Ok(Property { type_, value })
+            Ok(Property::new(type_, value))
         })
         .collect()
 }

@@ -10,23 +10,31 @@ use serde_json::Value;
 /// Encodes `value` the Go way (module docs).
 pub fn to_vec(value: &Value) -> Vec<u8> {
     let mut out = Vec::new();
-    write(&mut out, value);
+    write(&mut out, value, true);
     out
 }
 
-fn write(out: &mut Vec<u8>, value: &Value) {
+/// [`to_vec`] without escaping `<`, `>` and `&` (Go's encoder with `SetEscapeHTML(false)`, as
+/// opm builds its own property values).
+pub fn to_vec_unescaped(value: &Value) -> Vec<u8> {
+    let mut out = Vec::new();
+    write(&mut out, value, false);
+    out
+}
+
+fn write(out: &mut Vec<u8>, value: &Value, html: bool) {
     match value {
         Value::Null => out.extend_from_slice(b"null"),
         Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
         Value::Number(n) => write_number(out, n),
-        Value::String(s) => write_string(out, s),
+        Value::String(s) => write_string(out, s, html),
         Value::Array(items) => {
             out.push(b'[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
                     out.push(b',');
                 }
-                write(out, item);
+                write(out, item, html);
             }
             out.push(b']');
         }
@@ -36,9 +44,9 @@ fn write(out: &mut Vec<u8>, value: &Value) {
                 if i > 0 {
                     out.push(b',');
                 }
-                write_string(out, k);
+                write_string(out, k, html);
                 out.push(b':');
-                write(out, v);
+                write(out, v, html);
             }
             out.push(b'}');
         }
@@ -100,7 +108,7 @@ fn line_separator_escape(bytes: &[u8], i: usize) -> Option<&'static [u8]> {
     }
 }
 
-fn write_string(out: &mut Vec<u8>, s: &str) {
+fn write_string(out: &mut Vec<u8>, s: &str, html: bool) {
     let bytes = s.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push(b'"');
@@ -109,7 +117,10 @@ fn write_string(out: &mut Vec<u8>, s: &str) {
     let mut i = 0;
     while i < bytes.len() {
         let b = bytes[i];
-        if !ESCAPED[b as usize] || (b == 0xE2 && line_separator_escape(bytes, i).is_none()) {
+        if !ESCAPED[b as usize]
+            || (b == 0xE2 && line_separator_escape(bytes, i).is_none())
+            || (!html && matches!(b, b'<' | b'>' | b'&'))
+        {
             i += 1;
             continue;
         }
@@ -133,6 +144,32 @@ fn write_string(out: &mut Vec<u8>, s: &str) {
     }
     out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
+}
+
+thread_local! {
+    /// Set while an [`HtmlEscaped`] value is being written: [`write_indented`] then escapes
+    /// `<`, `>` and `&` as Go's default encoder does.
+    static ESCAPE_HTML: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// A value whose bytes Go holds HTML-escaped (see
+/// [`super::declcfg::Property::html_escaped`]): [`write_indented`] writes its `<`, `>` and
+/// `&` as `\u003c`, `\u003e` and `\u0026`. Other serializers see the plain value.
+#[derive(Debug)]
+pub struct HtmlEscaped<'a>(pub &'a Value);
+
+impl serde::Serialize for HtmlEscaped<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        /// Restores the flag however serialization ends.
+        struct Restore(bool);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                ESCAPE_HTML.with(|f| f.set(self.0));
+            }
+        }
+        let _restore = Restore(ESCAPE_HTML.with(|f| f.replace(true)));
+        self.0.serialize(serializer)
+    }
 }
 
 /// Writes `value` as Go's `json.Encoder` with `SetIndent("", "    ")` and
@@ -177,16 +214,24 @@ impl serde_json::ser::Formatter for GoFormatter {
         fragment: &str,
     ) -> std::io::Result<()> {
         // U+2028 and U+2029 are E2 80 A8 and E2 80 A9 in UTF-8.
+        let html = ESCAPE_HTML.with(std::cell::Cell::get);
         let bytes = fragment.as_bytes();
+        let special = |b: u8| b == 0xE2 || (html && matches!(b, b'<' | b'>' | b'&'));
         let mut start = 0;
         let mut i = 0;
-        while let Some(pos) = bytes[i..].iter().position(|&b| b == 0xE2) {
+        while let Some(pos) = bytes[i..].iter().position(|&b| special(b)) {
             let at = i + pos;
             i = at + 1;
-            if let Some(escape) = line_separator_escape(bytes, at) {
+            let escape: Option<&[u8]> = match bytes[at] {
+                b'<' => Some(b"\\u003c"),
+                b'>' => Some(b"\\u003e"),
+                b'&' => Some(b"\\u0026"),
+                _ => line_separator_escape(bytes, at),
+            };
+            if let Some(escape) = escape {
                 w.write_all(&bytes[start..at])?;
                 w.write_all(escape)?;
-                i = at + 3;
+                i = at + if bytes[at] == 0xE2 { 3 } else { 1 };
                 start = i;
             }
         }

@@ -6,6 +6,9 @@
 //!   is the same whatever the thread count.
 //! - A file is a JSON stream when its first non-blank byte is `{`, else a YAML stream; empty
 //!   documents are skipped.
+//! - YAML is read as opm reads it (Go's YAML decoder): a key given twice in a mapping keeps
+//!   its last value, and each such key is kept as a lenient read ([`LoadedCatalog::lenient`],
+//!   a warning) — the file is neither skipped nor refused.
 //! - Problems in the content (bad syntax, a blob without `schema`, a field of the wrong type)
 //!   are kept as [`LoadProblem`]s so one run reports them all; only an unreadable root is an
 //!   error.
@@ -65,7 +68,13 @@ pub struct LoadedCatalog {
     pub problems: Vec<LoadProblem>,
     /// Files read (after `.indexignore`), relative to the root.
     pub files: Vec<PathBuf>,
+    /// What was read the lenient way opm reads it (a YAML key given twice keeps its last
+    /// value), in file order: warnings, not problems.
+    pub lenient: Vec<LoadProblem>,
 }
+
+/// One file's blobs, problems and lenient reads.
+type FileLoad = (DeclarativeConfig, Vec<LoadProblem>, Vec<LoadProblem>);
 
 /// How much of each blob to keep.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -94,17 +103,18 @@ pub fn load_dir_with(root: &Path, options: LoadOptions) -> Result<LoadedCatalog,
         .unwrap_or(1)
         .clamp(1, 16);
     let chunk = files.len().div_ceil(threads).max(1);
-    let parsed: Vec<Vec<(DeclarativeConfig, Vec<LoadProblem>)>> = std::thread::scope(|s| {
+    let parsed: Vec<Vec<FileLoad>> = std::thread::scope(|s| {
         let handles: Vec<_> = files
             .chunks(chunk)
             .map(|part| {
                 s.spawn(move || {
                     part.iter()
                         .map(|rel| match crate::input::read(&root.join(rel)) {
-                            Ok(bytes) => parse_file_with(rel, &bytes, options),
+                            Ok(bytes) => parse_file_noting(rel, &bytes, options),
                             Err(err) => (
                                 DeclarativeConfig::default(),
                                 vec![refused_problem(rel, &err)],
+                                Vec::new(),
                             ),
                         })
                         .collect::<Vec<_>>()
@@ -124,20 +134,22 @@ pub fn load_dir_with(root: &Path, options: LoadOptions) -> Result<LoadedCatalog,
             .collect(),
         ..LoadedCatalog::default()
     };
-    for (config, problems) in parsed.into_iter().flatten() {
+    for (config, problems, lenient) in parsed.into_iter().flatten() {
         out.config.merge(config);
         out.problems.extend(problems);
+        out.lenient.extend(lenient);
     }
     Ok(out)
 }
 
 /// Reads a catalog directory one file at a time, in [`load_dir`]'s order, handing each file's
-/// blobs to `each` (which returns `false` to stop early) and returning the problems met, in
-/// `load_dir`'s order. Memory is bounded by the largest file, not the catalog.
+/// blobs to `each` (which returns `false` to stop early) and returning the problems and the
+/// lenient reads met, in `load_dir`'s order. Memory is bounded by the largest file, not the
+/// catalog.
 pub fn for_each_file(
     root: &Path,
     mut each: impl FnMut(DeclarativeConfig) -> bool,
-) -> Result<Vec<LoadProblem>, LoadError> {
+) -> Result<(Vec<LoadProblem>, Vec<LoadProblem>), LoadError> {
     if !root.is_dir() {
         return Err(LoadError::NotADirectory {
             path: root.to_path_buf(),
@@ -148,20 +160,23 @@ pub fn for_each_file(
         .iter()
         .map(|r| refused_problem(&r.file, &r.error))
         .collect();
+    let mut lenient = Vec::new();
     for rel in &files {
-        let (config, found) = match crate::input::read(&root.join(rel)) {
-            Ok(bytes) => parse_file(rel, &bytes),
+        let (config, found, noted) = match crate::input::read(&root.join(rel)) {
+            Ok(bytes) => parse_file_noting(rel, &bytes, LoadOptions::default()),
             Err(err) => (
                 DeclarativeConfig::default(),
                 vec![refused_problem(rel, &err)],
+                Vec::new(),
             ),
         };
         problems.extend(found);
+        lenient.extend(noted);
         if !each(config) {
             break;
         }
     }
-    Ok(problems)
+    Ok((problems, lenient))
 }
 
 /// Parses one catalog file's bytes (JSON or YAML stream); `rel` names it in origins and problems.
@@ -175,7 +190,14 @@ pub fn parse_file_with(
     bytes: &[u8],
     options: LoadOptions,
 ) -> (DeclarativeConfig, Vec<LoadProblem>) {
+    let (config, problems, _) = parse_file_noting(rel, bytes, options);
+    (config, problems)
+}
+
+/// [`parse_file_with`], also returning the lenient reads (see the module contract).
+pub fn parse_file_noting(rel: &Path, bytes: &[u8], options: LoadOptions) -> FileLoad {
     let bytes = crate::input::strip_bom(bytes);
+    let mut lenient = Vec::new();
     let mut config = DeclarativeConfig::default();
     let mut problems = Vec::new();
     let problem = |index: Option<usize>, message: String| LoadProblem {
@@ -225,8 +247,14 @@ pub fn parse_file_with(
             }
         }
     } else {
-        match parse_stream(bytes) {
-            Ok(docs) => {
+        match parse_yaml_stream(bytes) {
+            Ok((docs, notes)) => {
+                lenient.extend(notes.into_iter().map(|n| {
+                    problem(
+                        Some(n.document.saturating_sub(1)),
+                        format!("line {}: {}", n.line, n.message),
+                    )
+                }));
                 for (index, doc) in docs.into_iter().enumerate() {
                     handle(index, doc, &mut problems);
                 }
@@ -234,7 +262,7 @@ pub fn parse_file_with(
             Err(message) => problems.push(problem(None, message)),
         }
     }
-    (config, problems)
+    (config, problems, lenient)
 }
 
 /// Whether a stream is JSON (its first non-blank byte is `{`), as opm's decoder decides.
@@ -242,7 +270,8 @@ fn is_json(bytes: &[u8]) -> bool {
     bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
 }
 
-/// Parses a stream of documents: JSON values back to back, or `---`-separated YAML.
+/// Parses a stream of documents: JSON values back to back, or `---`-separated YAML (read as
+/// opm reads it: a key given twice keeps its last value).
 pub fn parse_stream(bytes: &[u8]) -> Result<Vec<Value>, String> {
     let bytes = crate::input::strip_bom(bytes);
     if is_json(bytes) {
@@ -252,18 +281,24 @@ pub fn parse_stream(bytes: &[u8]) -> Result<Vec<Value>, String> {
         }
         Ok(docs)
     } else {
-        let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_owned())?;
-        crate::yaml::from_multi_str(text).map_err(|e| e.to_string())
+        Ok(parse_yaml_stream(bytes)?.0)
     }
+}
+
+/// A YAML stream as opm's decoder reads it, with what was read leniently.
+fn parse_yaml_stream(bytes: &[u8]) -> Result<(Vec<Value>, Vec<crate::yaml::Leniency>), String> {
+    let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_owned())?;
+    crate::yaml::from_multi_str_go(text).map_err(|e| e.to_string())
 }
 
 /// Loads a single stream (a file's contents or stdin).
 pub fn load_stream(name: &Path, bytes: &[u8]) -> LoadedCatalog {
-    let (config, problems) = parse_file(name, bytes);
+    let (config, problems, lenient) = parse_file_noting(name, bytes, LoadOptions::default());
     LoadedCatalog {
         config,
         problems,
         files: vec![name.to_path_buf()],
+        lenient,
     }
 }
 
@@ -368,7 +403,7 @@ mod tests {
         let whole = load_dir(d).unwrap();
         let mut merged = DeclarativeConfig::default();
         let mut calls = 0;
-        let problems = for_each_file(d, |cfg| {
+        let (problems, lenient) = for_each_file(d, |cfg| {
             calls += 1;
             merged.merge(cfg);
             true
@@ -376,6 +411,7 @@ mod tests {
         .unwrap();
         assert_eq!(calls, 3);
         assert_eq!(problems.len(), 2);
+        assert!(lenient.is_empty());
         assert_eq!(problems, whole.problems);
         assert_eq!(format!("{merged:?}"), format!("{:?}", whole.config));
     }

@@ -20,6 +20,7 @@ pub mod declcfg;
 pub mod generate;
 pub mod gojson;
 pub mod gonum;
+pub mod gosort;
 pub mod goyaml;
 pub mod graph;
 pub mod ignore;

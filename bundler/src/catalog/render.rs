@@ -19,7 +19,8 @@
 //!   dependency, other dependencies as they are, one `olm.bundle.object` per manifest; sorted
 //!   by type then by encoded value, then `olm.bundle.object`/`olm.csv.metadata` moved last;
 //! - relatedImages: the CSV's, plus the bundle image, plus every deployment container and init
-//!   container image not already listed (with an empty name), sorted by image;
+//!   container image not already listed (with an empty name), sorted by image with Go's
+//!   unstable `sort.Slice` ([`super::gosort`]: equal images end where opm leaves them);
 //! - fields opm decodes into Go types (CSV metadata, version, CRD and API service
 //!   definitions, related images, CRD names and versions, typed property values) fail the
 //!   render when they have the wrong JSON type, as opm's decoding does;
@@ -42,6 +43,7 @@ use super::property::{
 };
 use crate::bundle::load::{BundleLoadError, LoadedBundle};
 use crate::json::{array_at, str_at};
+use crate::yaml::Leniency;
 
 /// The CSV annotation that carries extra properties (opm reads this key only).
 pub const PROPERTIES_ANNOTATION: &str = "olm.properties";
@@ -177,6 +179,30 @@ impl std::fmt::Display for Skipped {
     }
 }
 
+/// A file opm reads leniently, as Go's YAML decoder does (a key given twice keeps its last
+/// value): worth a warning, as stricter readers refuse it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lenient {
+    /// Relative to the bundle directory.
+    pub file: PathBuf,
+    /// 1-based line in the file.
+    pub line: u64,
+    /// What was read leniently.
+    pub message: String,
+}
+
+impl std::fmt::Display for Lenient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: line {}: {}",
+            self.file.display(),
+            self.line,
+            self.message
+        )
+    }
+}
+
 /// The skipped files, for error messages (empty, or ` (<file>: …; …)`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SkippedList(pub Vec<Skipped>);
@@ -198,6 +224,8 @@ pub struct Rendered {
     pub bundle: Bundle,
     /// The files opm's reading skipped, in the order they were met.
     pub skipped: Vec<Skipped>,
+    /// What opm's reading took leniently, in file order.
+    pub lenient: Vec<Lenient>,
 }
 
 /// How far to migrate the rendered blob (opm's `--migrate-level`).
@@ -291,8 +319,9 @@ pub fn render_bundle(
 ) -> Result<Rendered, RenderError> {
     let label = dir.display().to_string();
     let mut skipped = Vec::new();
-    let objects = manifests(files, &mut skipped);
-    let meta = metadata(files, &mut skipped);
+    let mut lenient = Vec::new();
+    let objects = manifests(files, &mut skipped, &mut lenient);
+    let meta = metadata(files, &mut skipped, &mut lenient);
     let list = || SkippedList(skipped.clone());
     if objects.is_empty() {
         return Err(RenderError::NoObjects {
@@ -351,7 +380,11 @@ pub fn render_bundle(
         properties,
         related_images,
     };
-    Ok(Rendered { bundle, skipped })
+    Ok(Rendered {
+        bundle,
+        skipped,
+        lenient,
+    })
 }
 
 fn kind(v: &Value) -> &str {
@@ -360,7 +393,11 @@ fn kind(v: &Value) -> &str {
 
 /// The first document of every top-level manifest file that decodes as an object with a
 /// kind, first CSV only.
-fn manifests(files: &BTreeMap<PathBuf, Vec<u8>>, skipped: &mut Vec<Skipped>) -> Vec<Value> {
+fn manifests(
+    files: &BTreeMap<PathBuf, Vec<u8>>,
+    skipped: &mut Vec<Skipped>,
+    lenient: &mut Vec<Lenient>,
+) -> Vec<Value> {
     let mut csv_seen = false;
     let mut out = Vec::new();
     for (path, contents) in files {
@@ -372,7 +409,10 @@ fn manifests(files: &BTreeMap<PathBuf, Vec<u8>>, skipped: &mut Vec<Skipped>) -> 
             continue;
         }
         let value = match first_document(contents) {
-            Ok(Some(value)) if value.is_object() && !kind(&value).is_empty() => value,
+            Ok(Some((value, notes))) if value.is_object() && !kind(&value).is_empty() => {
+                lenient.extend(notes.into_iter().map(|n| note(path, n)));
+                value
+            }
             Ok(_) => {
                 skipped.push(Skipped {
                     file: path.clone(),
@@ -400,8 +440,10 @@ fn manifests(files: &BTreeMap<PathBuf, Vec<u8>>, skipped: &mut Vec<Skipped>) -> 
 }
 
 /// The first document of a file as Kubernetes' YAML-or-JSON decoder reads it: JSON when the
-/// text starts with `{`, else the YAML up to the first `---` line that has content.
-pub fn first_document(contents: &[u8]) -> Result<Option<Value>, String> {
+/// text starts with `{`, else the YAML up to the first `---` line that has content. YAML is
+/// read as Go's decoder reads it (a key given twice keeps its last value); what was read that
+/// way comes back as notes, each with its line in the file.
+pub fn first_document(contents: &[u8]) -> Result<Option<(Value, Vec<Leniency>)>, String> {
     let text = std::str::from_utf8(crate::input::strip_bom(contents))
         .map_err(|_| "not UTF-8 text".to_owned())?;
     let trimmed = text.trim_start();
@@ -409,7 +451,7 @@ pub fn first_document(contents: &[u8]) -> Result<Option<Value>, String> {
         let mut stream = serde_json::Deserializer::from_str(trimmed).into_iter::<Value>();
         return match stream.next() {
             None => Ok(None),
-            Some(Ok(v)) => Ok(Some(v)),
+            Some(Ok(v)) => Ok(Some((v, Vec::new()))),
             Some(Err(e)) => Err(format!("invalid JSON: {e}")),
         };
     }
@@ -436,9 +478,31 @@ pub fn first_document(contents: &[u8]) -> Result<Option<Value>, String> {
     if doc.trim().is_empty() {
         return Ok(None);
     }
-    crate::yaml::value_from_str(doc)
-        .map(Some)
-        .map_err(|e| e.to_string())
+    if let Ok(value) = crate::yaml::value_from_str(doc) {
+        return Ok(Some((value, Vec::new())));
+    }
+    let (value, mut notes) = crate::yaml::from_str_go(doc).map_err(|e| e.to_string())?;
+    let before = text[..start].matches('\n').count() as u64;
+    for note in &mut notes {
+        note.line += before;
+    }
+    Ok(Some((value, notes)))
+}
+
+/// Whether Kubernetes' YAML-or-JSON decoder reads `contents` as JSON (it starts with `{`).
+fn is_json_text(contents: &[u8]) -> bool {
+    crate::input::strip_bom(contents)
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        == Some(&b'{')
+}
+
+fn note(file: &Path, n: Leniency) -> Lenient {
+    Lenient {
+        file: file.to_path_buf(),
+        line: n.line,
+        message: n.message,
+    }
 }
 
 /// What opm reads from `metadata/`.
@@ -450,7 +514,11 @@ struct Metadata {
 
 /// The annotations, dependencies and properties files (module contract), or `None` when no
 /// file has the annotations.
-fn metadata(files: &BTreeMap<PathBuf, Vec<u8>>, skipped: &mut Vec<Skipped>) -> Option<Metadata> {
+fn metadata(
+    files: &BTreeMap<PathBuf, Vec<u8>>,
+    skipped: &mut Vec<Skipped>,
+    lenient: &mut Vec<Lenient>,
+) -> Option<Metadata> {
     let mut annotations: Option<String> = None;
     let mut dependencies: Option<Vec<Property>> = None;
     let mut properties: Option<Vec<Property>> = None;
@@ -458,8 +526,14 @@ fn metadata(files: &BTreeMap<PathBuf, Vec<u8>>, skipped: &mut Vec<Skipped>) -> O
         if path.parent() != Some(Path::new(crate::bundle::load::METADATA_DIR)) {
             continue;
         }
+        // opm converts YAML to JSON with Go's default encoder: values copied from a YAML
+        // file keep `<`, `>`, `&` escaped.
+        let yaml = !is_json_text(contents);
         let doc = match first_document(contents) {
-            Ok(Some(doc)) => doc,
+            Ok(Some((doc, notes))) => {
+                lenient.extend(notes.into_iter().map(|n| note(path, n)));
+                doc
+            }
             Ok(None) => continue,
             Err(reason) => {
                 skipped.push(Skipped {
@@ -475,11 +549,15 @@ fn metadata(files: &BTreeMap<PathBuf, Vec<u8>>, skipped: &mut Vec<Skipped>) -> O
         if annotations.is_none() {
             annotations = annotations_of(map);
         }
+        let escaped = |mut list: Vec<Property>| {
+            list.iter_mut().for_each(|p| p.html_escaped = yaml);
+            list
+        };
         if dependencies.is_none() {
-            dependencies = property_list(map, "dependencies");
+            dependencies = property_list(map, "dependencies").map(escaped);
         }
         if properties.is_none() {
-            properties = property_list(map, "properties");
+            properties = property_list(map, "properties").map(escaped);
         }
     }
     Some(Metadata {
@@ -970,7 +1048,8 @@ impl Ctx {
                 });
             }
         }
-        out.sort_by(|a, b| a.image.cmp(&b.image));
+        // opm sorts with Go's unstable sort.Slice: equal images stay where it leaves them.
+        super::gosort::sort_slice(&mut out, |a, b| a.image < b.image);
         Ok(out)
     }
 
@@ -1154,13 +1233,22 @@ fn go_bytes(p: &Property) -> Vec<u8> {
         s.push('}');
         return s.into_bytes();
     }
-    gojson::to_vec(&p.value)
+    value_bytes(p)
+}
+
+/// A property value's bytes as opm holds them: escaped only when copied from YAML.
+fn value_bytes(p: &Property) -> Vec<u8> {
+    if p.html_escaped {
+        gojson::to_vec(&p.value)
+    } else {
+        gojson::to_vec_unescaped(&p.value)
+    }
 }
 
 /// opm's property set: the first of equal properties stays.
 fn dedup(props: &mut Vec<Property>) {
     let mut seen = BTreeSet::new();
-    props.retain(|p| seen.insert((p.type_.clone(), gojson::to_vec(&p.value))));
+    props.retain(|p| seen.insert((p.type_.clone(), value_bytes(p))));
 }
 
 /// What `opm render <catalog-dir>` does to an already rendered catalog: `olm.bundle.object` and
@@ -1173,7 +1261,7 @@ pub fn normalize_catalog(cfg: &mut super::declcfg::DeclarativeConfig, migrate: M
             .partition(|p| p.type_ == TYPE_BUNDLE_OBJECT || p.type_ == TYPE_CSV_METADATA);
         b.properties = rest;
         b.properties.extend(objs);
-        b.related_images.sort_by(|x, y| x.image.cmp(&y.image));
+        super::gosort::sort_slice(&mut b.related_images, |x, y| x.image < y.image);
         if migrate != MigrateLevel::BundleObjectToCsvMetadata
             || b.image.is_empty()
             || b.properties.iter().any(|p| p.type_ == TYPE_CSV_METADATA)

@@ -9,6 +9,9 @@
 //! - Infos explain, per bundle, where OLM v0 and OLM v1 would take an installed copy when the
 //!   two differ.
 //!
+//! - YAML read leniently as opm reads it (a key given twice keeps its last value) is a warning,
+//!   `catalog/lenient-yaml`, never a load error: opm validates such a catalog.
+//!
 //! Extra rules (warnings): `catalog/skiprange-not-on-head`, `catalog/skiprange-covers-nothing`,
 //! `catalog/skiprange-covers-newer`, `catalog/skiprange-prunes-live-version`,
 //! `catalog/no-upgrade-into`, `catalog/replaces-newer-version`; info:
@@ -50,6 +53,13 @@ pub fn validate_loaded(
     for p in &loaded.problems {
         let mut f = Finding::error("catalog/load", p.message.clone()).file(&p.file);
         if let Some(i) = p.index {
+            f = f.object(format!("document {i}"));
+        }
+        report.push(f);
+    }
+    for note in &loaded.lenient {
+        let mut f = Finding::warning("catalog/lenient-yaml", note.message.clone()).file(&note.file);
+        if let Some(i) = note.index {
             f = f.object(format!("document {i}"));
         }
         report.push(f);

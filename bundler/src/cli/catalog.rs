@@ -297,10 +297,13 @@ fn render_ref(
         for s in &rendered.skipped {
             emit.warn(format!("{}: {s}", reference.display()));
         }
+        for l in &rendered.lenient {
+            emit.warn(format!("{}: {l}", reference.display()));
+        }
         emit.blob(&Blob::Bundle(rendered.bundle));
         return Ok(());
     }
-    let problems = for_each_file(reference, |mut cfg| {
+    let (problems, lenient) = for_each_file(reference, |mut cfg| {
         olmpack::catalog::render::normalize_catalog(&mut cfg, migrate);
         let blobs = (cfg.packages.into_iter().map(Blob::Package))
             .chain(cfg.channels.into_iter().map(Blob::Channel))
@@ -313,6 +316,9 @@ fn render_ref(
         !emit.stopped()
     })
     .map_err(|e| RefError::Other(Box::new(e)))?;
+    for note in &lenient {
+        emit.warn(describe_problem(reference, note));
+    }
     refuse_problems(reference, &problems)?;
     Ok(())
 }
@@ -330,25 +336,25 @@ fn refuse_problems(path: &std::path::Path, problems: &[LoadProblem]) -> Result<(
     if problems.is_empty() {
         return Ok(());
     }
-    let lines: Vec<String> = problems
-        .iter()
-        .map(|p| {
-            let file = if path.is_file() {
-                path.to_path_buf()
-            } else {
-                path.join(&p.file)
-            };
-            match p.index {
-                Some(i) => format!("{}: document {i}: {}", file.display(), p.message),
-                None => format!("{}: {}", file.display(), p.message),
-            }
-        })
-        .collect();
+    let lines: Vec<String> = problems.iter().map(|p| describe_problem(path, p)).collect();
     Err(super::Invalid(format!(
         "the catalog does not load ({} problem(s); `olmpack catalog validate` lists them all):\n  {}",
         lines.len(),
         lines.join("\n  ")
     )))
+}
+
+/// `<file>: [document <i>: ]<message>` for a problem or lenient read of the catalog at `path`.
+fn describe_problem(path: &std::path::Path, p: &LoadProblem) -> String {
+    let file = if path.is_file() {
+        path.to_path_buf()
+    } else {
+        path.join(&p.file)
+    };
+    match p.index {
+        Some(i) => format!("{}: document {i}: {}", file.display(), p.message),
+        None => format!("{}: {}", file.display(), p.message),
+    }
 }
 
 /// A bundle that cannot be rendered because it is invalid is exit 1; one that cannot be read

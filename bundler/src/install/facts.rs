@@ -10,6 +10,7 @@ use k8s_openapi::api::rbac::v1::PolicyRule;
 use olmpack_model::csv::{ClusterServiceVersion, InstallMode as CsvInstallMode, StrategyDetails};
 
 use crate::bundle::load::LoadedBundle;
+use crate::bundle::validate::podstart;
 
 /// Failure to read a bundle's install facts.
 #[derive(Debug, thiserror::Error)]
@@ -92,6 +93,10 @@ pub struct BundleFacts {
     pub webhooks: BTreeSet<Webhook>,
     /// The bundle's other objects (Services, ConfigMaps, ClusterRoles, …).
     pub others: BTreeSet<OtherObject>,
+    /// Secrets and ConfigMaps (`(kind, name)`) the operator's pod needs that neither the bundle
+    /// nor OLM creates: the user creates them in the install namespace (see
+    /// [`crate::bundle::validate::podstart`]).
+    pub prerequisites: BTreeSet<(String, String)>,
 }
 
 /// Kinds OLM installs cluster-wide (every other kind of a bundle is namespaced).
@@ -131,6 +136,11 @@ pub fn read(label: &str, bundle: &LoadedBundle) -> Result<BundleFacts, FactsErro
             spec.and_then(|s| s.install_modes.as_deref())
                 .unwrap_or_default(),
         ),
+        prerequisites: podstart::missing_objects(bundle, &loaded.value)
+            .into_iter()
+            .filter(|m| m.why == podstart::Missing::Prerequisite)
+            .map(|m| (m.reference.kind.as_str().to_owned(), m.reference.name))
+            .collect(),
         ..BundleFacts::default()
     };
     if let Some(strategy) = csv.strategy() {

@@ -13,6 +13,9 @@
 //!     installer ServiceAccount with least-privilege RBAC derived from the bundles
 //!     ([`rbac::installer_rbac`]), and a ClusterExtension of the package's default channel,
 //!     resolved from that ClusterCatalog only.
+//! - **Install notes**: when the newest release's pod needs Secrets or ConfigMaps that neither
+//!   the bundle nor OLM creates ([`facts::BundleFacts::prerequisites`]), each file starts with
+//!   comment lines naming them.
 //! - **Install namespace**: the newest CSV's `operatorframework.io/suggested-namespace`, else
 //!   `<package>-system` (OLM v1's own default).
 //! - A CSV that supports neither AllNamespaces nor OwnNamespace cannot be installed by these
@@ -109,20 +112,35 @@ pub fn build(input: &InstallInput<'_>) -> Result<InstallManifests, InstallError>
         .suggested_namespace
         .clone()
         .unwrap_or_else(|| format!("{}-system", input.package));
+    let notes = prerequisite_notes(newest, &namespace);
     let mut files = FileTree::new();
-    files.insert(
-        OLM_V0_FILE,
-        stream(OLM_V0_FILE, &olm_v0(input, &namespace, mode))?,
-    )?;
-    files.insert(
-        OLM_V1_FILE,
-        stream(OLM_V1_FILE, &olm_v1(input, &namespace, mode))?,
-    )?;
+    let mut v0 = notes.clone().into_bytes();
+    v0.extend(stream(OLM_V0_FILE, &olm_v0(input, &namespace, mode))?);
+    files.insert(OLM_V0_FILE, v0)?;
+    let mut v1 = notes.into_bytes();
+    v1.extend(stream(OLM_V1_FILE, &olm_v1(input, &namespace, mode))?);
+    files.insert(OLM_V1_FILE, v1)?;
     Ok(InstallManifests {
         namespace,
         mode,
         files,
     })
+}
+
+/// Comment lines naming what the user creates before the operator's pod can start (empty
+/// when nothing): the install notes at the top of each file.
+fn prerequisite_notes(newest: &BundleFacts, namespace: &str) -> String {
+    if newest.prerequisites.is_empty() {
+        return String::new();
+    }
+    let mut notes = format!(
+        "# Prerequisites: the operator's pod starts only once these exist in namespace {namespace}\n\
+         # (neither the bundle nor OLM creates them); create them before or after applying this file:\n"
+    );
+    for (kind, name) in &newest.prerequisites {
+        notes.push_str(&format!("# - {kind} {name}\n"));
+    }
+    notes
 }
 
 /// The name of the catalog's CatalogSource and ClusterCatalog.
@@ -324,6 +342,47 @@ mod tests {
         assert_eq!(
             build(&input(&releases)).unwrap(),
             build(&input(&releases)).unwrap()
+        );
+    }
+
+    #[test]
+    fn prerequisites_are_install_notes_at_the_top_of_each_file() {
+        let mut newest = release(&[InstallMode::AllNamespaces]);
+        newest.prerequisites = [
+            ("Secret".to_owned(), "api-token".to_owned()),
+            ("ConfigMap".to_owned(), "user-config".to_owned()),
+        ]
+        .into();
+        let releases = [newest];
+        let built = build(&input(&releases)).unwrap();
+        for file in [OLM_V0_FILE, OLM_V1_FILE] {
+            let text = String::from_utf8(
+                built
+                    .files
+                    .get(std::path::Path::new(file))
+                    .unwrap()
+                    .to_vec(),
+            )
+            .unwrap();
+            assert!(
+                text.starts_with(
+                    "# Prerequisites: the operator's pod starts only once these exist in namespace demo-system\n\
+                     # (neither the bundle nor OLM creates them); create them before or after applying this file:\n\
+                     # - ConfigMap user-config\n\
+                     # - Secret api-token\n\
+                     apiVersion: v1\n"
+                ),
+                "{text}"
+            );
+        }
+        let without = [release(&[InstallMode::AllNamespaces])];
+        let plain = build(&input(&without)).unwrap();
+        assert!(
+            plain
+                .files
+                .get(std::path::Path::new(OLM_V0_FILE))
+                .unwrap()
+                .starts_with(b"apiVersion")
         );
     }
 }

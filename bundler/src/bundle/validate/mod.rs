@@ -30,7 +30,7 @@ mod deprecated;
 mod layout;
 mod objects;
 mod operatorhub;
-mod podstart;
+pub mod podstart;
 mod practices;
 mod webhooks;
 

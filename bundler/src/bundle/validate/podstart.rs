@@ -1,80 +1,177 @@
-//! `csv/missing-volume-source`: the operator's pod cannot start when it needs a Secret or
-//! ConfigMap that nobody creates. The kubelet keeps such a pod in `ContainerCreating` (a
-//! volume) or `CreateContainerConfigError` (an env reference) until the object appears; OLM
-//! creates only the certificate Secrets it mounts itself, and the bundle only the objects it
-//! ships. References marked `optional: true` are fine.
+//! `csv/missing-volume-source`: the operator's pod needs a Secret or ConfigMap that neither
+//! the bundle nor OLM creates. What the pod needs is read from the deployment as OLM v0 creates
+//! it (its certificate mounts applied, see [`olmpack_model::pod::with_olm_certificates`]) and
+//! as the kubelet reads it ([`olmpack_model::pod::required_references`]): only mounted volumes,
+//! never `optional: true` references.
+//!
+//! Such an object is a prerequisite, not a refusal: OLM installs the bundle and the pod starts
+//! once the user has created the object (the warning `csv/prerequisite` names it; `install/`
+//! files list it too). One case is an error: a
+//! Secret mounted where OLM mounts the serving certificates it issues
+//! ([`olmpack_model::pod::OLM_CERT_MOUNTS`], kubebuilder's webhook certificate layout) on a
+//! deployment OLM issues none for: in that layout cert-manager makes the Secret from a
+//! Certificate, a kind a bundle cannot ship, so the pod waits forever
+//! (`olm_e2e_broken_deployment_mounting_a_missing_secret_never_installs`).
 
 use std::collections::BTreeSet;
 
+use olmpack_model::pod::{self, Reference, SourceKind, Use};
 use serde_json::Value;
 
 use super::{Context, array_at, str_at};
+use crate::bundle::load::LoadedBundle;
 use crate::report::Finding;
 
 const RULE: &str = "csv/missing-volume-source";
+/// The warning for an object the user creates before installing.
+const PREREQUISITE: &str = "csv/prerequisite";
 
-/// A Secret or ConfigMap a pod needs: `(kind, name, field path under the pod spec)`.
-type Need = (&'static str, String, String);
+/// Why a Secret or ConfigMap the pod needs is missing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Missing {
+    /// The user creates it before installing; the pod starts once it exists.
+    Prerequisite,
+    /// Only OpenShift's service CA creates it (from a bundle Service's annotation).
+    OpenShiftOnly,
+    /// A serving-certificate Secret at OLM's certificate path on a deployment OLM issues no
+    /// certificate for: the pod cannot start.
+    Uncertified,
+}
 
-pub(super) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
-    let shipped: BTreeSet<(&str, &str)> = ctx
-        .bundle
+/// A Secret or ConfigMap a deployment's pod needs that neither the bundle nor OLM creates.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MissingObject {
+    /// The deployment's index in the install strategy.
+    pub deployment: usize,
+    /// What the pod references, and how.
+    pub reference: Reference,
+    /// Why it is missing.
+    pub why: Missing,
+}
+
+/// Every Secret and ConfigMap the CSV's deployments need that neither the bundle ships nor
+/// OLM creates (module docs), in deployment and field order. Pure.
+pub fn missing_objects(bundle: &LoadedBundle, csv: &Value) -> Vec<MissingObject> {
+    let shipped: BTreeSet<(&str, &str)> = bundle
         .objects
         .iter()
         .filter(|o| matches!(o.kind(), "Secret" | "ConfigMap"))
         .map(|o| (o.kind(), o.name()))
         .collect();
-    let by_olm = olm_secrets(ctx);
-    let by_openshift = openshift_secrets(ctx);
-    for (i, deployment) in ctx.deployments().iter().enumerate() {
-        let pod = deployment
+    let spec = csv.get("spec").unwrap_or(&Value::Null);
+    let certified = olm_certified(spec);
+    let by_openshift = openshift_secrets(bundle);
+    let mut out = Vec::new();
+    for (i, deployment) in array_at(spec, "/install/spec/deployments")
+        .iter()
+        .enumerate()
+    {
+        let name = str_at(deployment, "/name");
+        let pod_spec = deployment
             .pointer("/spec/template/spec")
             .unwrap_or(&Value::Null);
-        for (kind, name, at) in needs(pod) {
-            if shipped.contains(&(kind, name.as_str()))
-                || (kind == "Secret" && by_olm.contains(name.as_str()))
+        let olm_secret = certified
+            .contains(name)
+            .then(|| format!("{name}-service-cert"));
+        let as_created = match &olm_secret {
+            Some(secret) => pod::with_olm_certificates(pod_spec, secret),
+            None => pod_spec.clone(),
+        };
+        for r in pod::required_references(&as_created) {
+            let is_secret = r.kind == SourceKind::Secret;
+            if shipped.contains(&(r.kind.as_str(), r.name.as_str()))
+                || (is_secret && olm_secret.as_deref() == Some(r.name.as_str()))
             {
                 continue;
             }
-            let field = format!("spec.install.spec.deployments[{i}].spec.template.spec.{at}");
-            if kind == "Secret" && by_openshift.contains(name.as_str()) {
-                out.push(ctx.at(
-                    Finding::warning(
-                        RULE,
-                        format!("the pod needs Secret {name}, which only OpenShift's service CA creates (from a Service annotation); elsewhere it cannot start"),
-                    ),
-                    field,
-                ));
-                continue;
-            }
-            out.push(ctx.at(
-                Finding::error(
-                    RULE,
-                    format!("the pod needs {kind} {name}, which neither the bundle nor OLM creates; it cannot start"),
-                )
-                .hint(format!("ship the {kind} in the bundle, mark the reference optional: true, or remove it")),
-                field,
-            ));
+            let why = if is_secret && by_openshift.contains(r.name.as_str()) {
+                Missing::OpenShiftOnly
+            } else if is_secret && at_cert_path(&r) {
+                Missing::Uncertified
+            } else {
+                Missing::Prerequisite
+            };
+            out.push(MissingObject {
+                deployment: i,
+                reference: r,
+                why,
+            });
         }
+    }
+    out
+}
+
+pub(super) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
+    for m in missing_objects(ctx.bundle, &ctx.csv.value) {
+        let r = &m.reference;
+        let field = format!(
+            "spec.install.spec.deployments[{}].spec.template.spec.{}",
+            m.deployment, r.field
+        );
+        let finding = match m.why {
+            Missing::OpenShiftOnly => Finding::warning(
+                RULE,
+                format!(
+                    "the pod needs Secret {}, which only OpenShift's service CA creates (from a Service annotation); elsewhere it cannot start",
+                    r.name
+                ),
+            ),
+            Missing::Uncertified => uncertified(r),
+            Missing::Prerequisite => prerequisite(r),
+        };
+        out.push(ctx.at(finding, field));
     }
 }
 
-/// The serving-certificate Secrets OLM v0 creates: `<deployment>-service-cert` for each
-/// deployment behind a webhook or an owned API service.
-fn olm_secrets(ctx: &Context<'_>) -> BTreeSet<String> {
-    let spec = ctx.spec();
+/// Whether the Secret is mounted where OLM mounts the serving certificates it issues.
+fn at_cert_path(r: &Reference) -> bool {
+    matches!(&r.used, Use::Mount { paths, .. }
+        if paths.iter().any(|p| pod::OLM_CERT_MOUNTS.iter().any(|(_, at)| p.trim_end_matches('/') == *at)))
+}
+
+/// A serving-certificate Secret on a deployment OLM issues no certificate for.
+fn uncertified(r: &Reference) -> Finding {
+    Finding::error(
+        RULE,
+        format!(
+            "the pod needs Secret {}, mounted where a webhook server reads its serving certificate; neither the bundle nor OLM creates it (OLM issues certificates only for deployments named by a webhook or an owned API service definition), so the pod cannot start",
+            r.name
+        ),
+    )
+    .hint("declare the webhooks in spec.webhookdefinitions (OLM then mounts its own certificate there), ship the Secret in the bundle, or mark the volume optional: true")
+}
+
+/// An object the user creates before installing.
+fn prerequisite(r: &Reference) -> Finding {
+    let how = match &r.used {
+        Use::Mount { volume, .. } => format!("mounts it as volume {volume}"),
+        Use::Env { container } => format!("reads it into the environment of container {container}"),
+    };
+    let kind = r.kind.as_str();
+    Finding::warning(
+        PREREQUISITE,
+        format!(
+            "prerequisite: create {kind} {} in the operator's namespace before installing; the pod {how} and neither the bundle nor OLM creates it, so the pod waits until it exists",
+            r.name
+        ),
+    )
+    .hint(format!("document {kind} {} as an install prerequisite, ship it in the bundle, or mark the reference optional: true", r.name))
+}
+
+/// The deployments OLM v0 issues a serving certificate for: those named by a webhook or an
+/// owned API service definition.
+fn olm_certified(spec: &Value) -> BTreeSet<&str> {
     array_at(spec, "/webhookdefinitions")
         .iter()
         .chain(array_at(spec, "/apiservicedefinitions/owned"))
         .map(|d| str_at(d, "/deploymentName"))
         .filter(|d| !d.is_empty())
-        .map(|d| format!("{d}-service-cert"))
         .collect()
 }
 
 /// Secrets OpenShift's service CA creates for a bundle Service's serving-cert annotation.
-fn openshift_secrets<'a>(ctx: &Context<'a>) -> BTreeSet<&'a str> {
-    ctx.bundle
+fn openshift_secrets(bundle: &LoadedBundle) -> BTreeSet<&str> {
+    bundle
         .objects
         .iter()
         .filter(|o| o.kind() == "Service")
@@ -92,76 +189,4 @@ fn openshift_secrets<'a>(ctx: &Context<'a>) -> BTreeSet<&'a str> {
         })
         .flatten()
         .collect()
-}
-
-fn required(reference: &Value) -> bool {
-    reference.get("optional").and_then(Value::as_bool) != Some(true)
-}
-
-/// Every non-optional Secret/ConfigMap reference of a pod spec.
-fn needs(pod: &Value) -> Vec<Need> {
-    let mut out = Vec::new();
-    for (v, volume) in array_at(pod, "/volumes").iter().enumerate() {
-        if let Some(secret) = volume.get("secret").filter(|s| required(s)) {
-            let at = format!("volumes[{v}].secret.secretName");
-            out.push(("Secret", str_at(secret, "/secretName").to_owned(), at));
-        }
-        if let Some(map) = volume.get("configMap").filter(|s| required(s)) {
-            let at = format!("volumes[{v}].configMap.name");
-            out.push(("ConfigMap", str_at(map, "/name").to_owned(), at));
-        }
-        for (s, source) in array_at(volume, "/projected/sources").iter().enumerate() {
-            let base = format!("volumes[{v}].projected.sources[{s}]");
-            if let Some(secret) = source.get("secret").filter(|s| required(s)) {
-                out.push((
-                    "Secret",
-                    str_at(secret, "/name").to_owned(),
-                    format!("{base}.secret.name"),
-                ));
-            }
-            if let Some(map) = source.get("configMap").filter(|s| required(s)) {
-                out.push((
-                    "ConfigMap",
-                    str_at(map, "/name").to_owned(),
-                    format!("{base}.configMap.name"),
-                ));
-            }
-        }
-    }
-    for list in ["containers", "initContainers"] {
-        for (c, container) in array_at(pod, &format!("/{list}")).iter().enumerate() {
-            container_needs(container, &format!("{list}[{c}]"), &mut out);
-        }
-    }
-    out.retain(|(_, name, _)| !name.is_empty());
-    out
-}
-
-fn container_needs(container: &Value, base: &str, out: &mut Vec<Need>) {
-    for (e, env) in array_at(container, "/env").iter().enumerate() {
-        if let Some(r) = env
-            .pointer("/valueFrom/secretKeyRef")
-            .filter(|r| required(r))
-        {
-            let at = format!("{base}.env[{e}].valueFrom.secretKeyRef.name");
-            out.push(("Secret", str_at(r, "/name").to_owned(), at));
-        }
-        if let Some(r) = env
-            .pointer("/valueFrom/configMapKeyRef")
-            .filter(|r| required(r))
-        {
-            let at = format!("{base}.env[{e}].valueFrom.configMapKeyRef.name");
-            out.push(("ConfigMap", str_at(r, "/name").to_owned(), at));
-        }
-    }
-    for (e, from) in array_at(container, "/envFrom").iter().enumerate() {
-        if let Some(r) = from.get("secretRef").filter(|r| required(r)) {
-            let at = format!("{base}.envFrom[{e}].secretRef.name");
-            out.push(("Secret", str_at(r, "/name").to_owned(), at));
-        }
-        if let Some(r) = from.get("configMapRef").filter(|r| required(r)) {
-            let at = format!("{base}.envFrom[{e}].configMapRef.name");
-            out.push(("ConfigMap", str_at(r, "/name").to_owned(), at));
-        }
-    }
 }
