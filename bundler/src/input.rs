@@ -112,6 +112,17 @@ pub enum InputError {
         /// The limit in bytes.
         limit: u64,
     },
+    /// A stream (standard input) goes on past the per-file limit (`--max-file-size`); it is
+    /// not read further.
+    #[error(
+        "{path}: is more than the limit of {limit} bytes; raise it with --max-file-size if the input is meant to be this large"
+    )]
+    StreamTooLarge {
+        /// What the stream is, e.g. `the template on standard input`.
+        path: PathBuf,
+        /// The limit in bytes.
+        limit: u64,
+    },
     /// The files of a directory tree together exceed the total size limit (`--max-input-size`).
     #[error(
         "{root}: the files add up to more than {limit} bytes; raise the limit with --max-input-size if that is expected"
@@ -189,6 +200,7 @@ impl InputError {
             InputError::Io { path, .. }
             | InputError::NotRegular { path, .. }
             | InputError::TooLarge { path, .. }
+            | InputError::StreamTooLarge { path, .. }
             | InputError::SymlinkOutside { path, .. }
             | InputError::SymlinkLoop { path }
             | InputError::Revisited { path, .. }
@@ -307,10 +319,17 @@ pub fn strip_bom(bytes: &[u8]) -> &[u8] {
     bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
 }
 
-fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, InputError> {
+/// Opens a regular file for reading (see the module contract: checked before and after a
+/// non-blocking open), whatever its size; returns it with its size. The caller bounds what
+/// it reads.
+pub fn open_regular(path: &Path) -> Result<(fs::File, u64), InputError> {
+    open_limited(path, u64::MAX)
+}
+
+fn open_limited(path: &Path, limit: u64) -> Result<(fs::File, u64), InputError> {
     let meta = fs::metadata(path).map_err(|e| InputError::io(path, &e))?;
     check_regular(path, &meta, limit)?;
-    let mut file = fs::OpenOptions::new()
+    let file = fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)
@@ -318,7 +337,29 @@ fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, InputError> {
     // The file may have been swapped between the two looks: check what was opened.
     let opened = file.metadata().map_err(|e| InputError::io(path, &e))?;
     check_regular(path, &opened, limit)?;
-    let mut bytes = Vec::with_capacity(usize::try_from(opened.len()).unwrap_or(0));
+    Ok((file, opened.len()))
+}
+
+/// Reads standard input as text for `what` (e.g. `the template`), bounded like a file by the
+/// policy's per-file limit: more than that is refused, never buffered whole.
+pub fn stdin_text(what: &str) -> Result<String, InputError> {
+    let limit = policy().limits.max_file_bytes;
+    let path = PathBuf::from(format!("{what} on standard input"));
+    let mut bytes = Vec::new();
+    io::stdin()
+        .lock()
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| InputError::io(&path, &e))?;
+    if bytes.len() as u64 > limit {
+        return Err(InputError::StreamTooLarge { path, limit });
+    }
+    decode(&path, bytes)
+}
+
+fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, InputError> {
+    let (mut file, len) = open_limited(path, limit)?;
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
     (&mut file)
         .take(limit.saturating_add(1))
         .read_to_end(&mut bytes)

@@ -27,7 +27,7 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
 
 /// The full parser on text [`prepare`] has seen.
 fn full_parse<T: DeserializeOwned>(prepared: &str) -> Result<T, YamlError> {
-    serde_saphyr::from_str_with_options(prepared, options()).map_err(parse_error)
+    serde_saphyr::from_str_with_options(prepared, options()).map_err(parse_error_in(prepared))
 }
 
 /// Parses one YAML document into a JSON value, as [`from_str`] does (same value, same
@@ -69,6 +69,59 @@ fn parse_error(err: impl std::fmt::Display) -> YamlError {
     let text = err.to_string();
     let first = text.lines().next().unwrap_or("").trim();
     YamlError::Parse(describe(first.strip_prefix("error: ").unwrap_or(first)))
+}
+
+/// [`parse_error`] for errors in `source`: an alias the parser refuses is named from the text
+/// at the error's line and column.
+fn parse_error_in(source: &str) -> impl Fn(serde_saphyr::Error) -> YamlError + '_ {
+    move |err| {
+        let YamlError::Parse(message) = parse_error(err) else {
+            unreachable!("parse_error makes parse errors")
+        };
+        YamlError::Parse(name_alias(source, &message))
+    }
+}
+
+/// `line L column C: <alias problem>` with the alias at that place named (`*name`).
+fn name_alias(source: &str, message: &str) -> String {
+    const UNKNOWN: &str = "an alias is used before an anchor defines it";
+    const RECURSIVE: &str = "an alias refers to the value that contains it";
+    let Some((location, what)) = message.split_once(": ") else {
+        return message.to_owned();
+    };
+    if !what.starts_with(UNKNOWN) && !what.starts_with(RECURSIVE) {
+        return message.to_owned();
+    }
+    let mut numbers = location.split(' ').filter_map(|w| w.parse::<usize>().ok());
+    let (Some(line), Some(column)) = (numbers.next(), numbers.next()) else {
+        return message.to_owned();
+    };
+    let at = source
+        .lines()
+        .nth(line.saturating_sub(1))
+        .and_then(|l| l.get(column.saturating_sub(1)..))
+        .unwrap_or("");
+    // The alias is at the place, or is the first alias after it (the place may be its key).
+    let Some(star) = at.find('*') else {
+        return message.to_owned();
+    };
+    let name: String = at[star + 1..]
+        .chars()
+        .take_while(|c| !c.is_whitespace() && !matches!(c, ',' | ']' | '}'))
+        .collect();
+    if name.is_empty() {
+        return message.to_owned();
+    }
+    let what = if what.starts_with(UNKNOWN) {
+        format!(
+            "alias *{name} is used before an anchor &{name} defines it (or no anchor does); an alias can only repeat a value anchored earlier"
+        )
+    } else {
+        format!(
+            "alias *{name} refers to the value that contains it (a recursive alias); a manifest cannot hold a cycle"
+        )
+    };
+    format!("{location}: {what}")
 }
 
 /// Text as the parser should see it: without a byte-order mark, and without empty documents
@@ -136,6 +189,10 @@ fn describe(message: &str) -> String {
         "holds more than one YAML document; this file must hold exactly one".to_owned()
     } else if let Some(breach) = what.strip_prefix("budget breached: ") {
         budget_words(breach)
+    } else if what.starts_with("alias references unknown anchor") {
+        "an alias is used before an anchor defines it".to_owned()
+    } else if what.starts_with("recursive references require weak recursion types") {
+        "an alias refers to the value that contains it".to_owned()
     } else if what.starts_with("alias ") {
         "aliases expand to too much data (an alias bomb?); olmpack stops reading here".to_owned()
     } else if let Some(rest) = what.strip_prefix("invalid type: ") {
@@ -172,7 +229,8 @@ fn budget_words(breach: &str) -> String {
 /// Parses every document of a `---`-separated stream; empty documents are skipped.
 pub fn from_multi_str(text: &str) -> Result<Vec<serde_json::Value>, YamlError> {
     let docs: Vec<serde_json::Value> =
-        serde_saphyr::from_multiple_with_options(prepare(text), options()).map_err(parse_error)?;
+        serde_saphyr::from_multiple_with_options(prepare(text), options())
+            .map_err(parse_error_in(prepare(text)))?;
     Ok(docs.into_iter().filter(|d| !d.is_null()).collect())
 }
 
@@ -183,7 +241,8 @@ pub fn from_multi_str_last_key_wins(text: &str) -> Result<Vec<serde_json::Value>
     let mut options = serde_saphyr::Options::default();
     options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::LastWins;
     let docs: Vec<serde_json::Value> =
-        serde_saphyr::from_multiple_with_options(prepare(text), options).map_err(parse_error)?;
+        serde_saphyr::from_multiple_with_options(prepare(text), options)
+            .map_err(parse_error_in(prepare(text)))?;
     Ok(docs.into_iter().filter(|d| !d.is_null()).collect())
 }
 

@@ -46,6 +46,74 @@ pub enum BundleLoadError {
         #[source]
         source: crate::input::InputError,
     },
+    /// A file opm reads (directly in the bundle, `manifests/` or `metadata/`) cannot be read
+    /// at all: a FIFO, a device, a socket, a symlink loop or one leading outside, too large.
+    /// Every command that reads bundles refuses it alike ([`load_dir`], `catalog render`,
+    /// `image build`): what cannot be read cannot be validated, rendered or packaged.
+    #[error("{0}")]
+    Unreadable(Box<UnreadableFile>),
+}
+
+/// A bundle file that cannot be read at all (see [`BundleLoadError::Unreadable`]).
+#[derive(Debug)]
+pub struct UnreadableFile {
+    /// The bundle directory, as given.
+    pub dir: String,
+    /// The first such file, relative to the bundle directory.
+    pub file: String,
+    /// Why it cannot be read, in our words.
+    pub message: String,
+    /// The other such files.
+    pub more: Vec<String>,
+    /// True when olmpack refuses the file (exit 1); false when the system could not read it
+    /// (no permission, an I/O failure: exit 2).
+    pub refusal: bool,
+}
+
+impl std::fmt::Display for UnreadableFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "bundle {}: {}: {}", self.dir, self.file, self.message)?;
+        if !self.more.is_empty() {
+            write!(
+                f,
+                " (and {} more unreadable file(s): {})",
+                self.more.len(),
+                self.more.join(", ")
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl BundleLoadError {
+    /// True when the bundle is refused (exit 1) rather than unreadable to the system (exit 2);
+    /// `None` when the error does not say.
+    pub fn is_refusal(&self) -> Option<bool> {
+        match self {
+            BundleLoadError::Unreadable(u) => Some(u.refusal),
+            _ => None,
+        }
+    }
+}
+
+/// Refuses a bundle one of whose files opm reads cannot be read at all (see
+/// [`BundleLoadError::Unreadable`]); unreadable files deeper down (which opm does not read)
+/// stay in `tree` for the validator to report.
+pub fn refuse_unreadable(dir: &Path, tree: &mut crate::input::Tree) -> Result<(), BundleLoadError> {
+    let (read_by_opm, deeper): (Vec<_>, Vec<_>) = std::mem::take(&mut tree.refused)
+        .into_iter()
+        .partition(|r| r.file.components().count() <= 2);
+    tree.refused = deeper;
+    let Some((first, rest)) = read_by_opm.split_first() else {
+        return Ok(());
+    };
+    Err(BundleLoadError::Unreadable(Box::new(UnreadableFile {
+        dir: dir.display().to_string(),
+        file: first.file.display().to_string(),
+        message: first.message(),
+        more: rest.iter().map(|r| r.file.display().to_string()).collect(),
+        refusal: first.error.is_refusal(),
+    })))
 }
 
 /// One Kubernetes object read from a manifest file.
@@ -187,10 +255,11 @@ pub fn load_dir(dir: &Path) -> Result<LoadedBundle, BundleLoadError> {
             path: dir.to_path_buf(),
         });
     }
-    let tree = crate::input::read_tree(dir).map_err(|source| BundleLoadError::Read {
+    let mut tree = crate::input::read_tree(dir).map_err(|source| BundleLoadError::Read {
         path: dir.to_path_buf(),
         source,
     })?;
+    refuse_unreadable(dir, &mut tree)?;
     let mut bundle = load_files(
         dir,
         tree.files.iter().map(|(p, c)| (p.as_path(), c.as_slice())),

@@ -6,8 +6,10 @@
 //! bundles dashed and struck through with "(deprecated)". Output is deterministic.
 #![warn(missing_docs)]
 
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
+use super::cover::ByVersion;
 use super::model::{Model, Package};
 use super::upgrade::Edge;
 use super::version::Range;
@@ -40,6 +42,10 @@ struct DrawnEdge {
 
 fn channel_edges(pkg: &Package, ch: &super::model::Channel) -> Vec<DrawnEdge> {
     let mut out = Vec::new();
+    let by_version = ByVersion::new(ch.entries.iter().filter_map(|e| {
+        let v = pkg.bundles.get(&e.name)?.version.as_ref()?;
+        Some((v, e.name.as_str()))
+    }));
     for e in &ch.entries {
         if !e.replaces.is_empty() && ch.entry(&e.replaces).is_some() {
             out.push(DrawnEdge {
@@ -58,21 +64,19 @@ fn channel_edges(pkg: &Package, ch: &super::model::Channel) -> Vec<DrawnEdge> {
             }
         }
         if let Ok(range) = Range::parse(&e.skip_range) {
-            for other in &ch.entries {
-                let covered = other.name != e.name
-                    && pkg
-                        .bundles
-                        .get(&other.name)
-                        .and_then(|b| b.version.as_ref())
-                        .is_some_and(|v| range.contains(v));
-                if covered {
-                    out.push(DrawnEdge {
-                        from: other.name.clone(),
-                        to: e.name.clone(),
-                        via: Edge::SkipRange,
-                    });
-                }
-            }
+            // Covered entries in channel order, as they are drawn.
+            let mut covered: Vec<&str> = by_version
+                .covered(&range, &None, &None)
+                .into_iter()
+                .map(|i| by_version.get(i).1)
+                .filter(|name| *name != e.name)
+                .collect();
+            covered.sort_by_key(|name| ch.position(name));
+            out.extend(covered.into_iter().map(|from| DrawnEdge {
+                from: from.to_owned(),
+                to: e.name.clone(),
+                via: Edge::SkipRange,
+            }));
         }
     }
     out
@@ -86,12 +90,85 @@ fn label(via: Edge) -> &'static str {
     }
 }
 
-fn id(parts: &[&str]) -> String {
-    parts
-        .join("__")
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect()
+/// Node and cluster ids: readable (the names with every character that is not an ASCII
+/// letter or digit made `_`) and injective — a second name that would get the same id, or an
+/// id mermaid reserves (`end`, …), gets a numbered suffix. Assigned in drawing order, so the
+/// output stays deterministic.
+#[derive(Default)]
+struct Ids {
+    by_name: HashMap<Vec<String>, String>,
+    used: HashSet<String>,
+}
+
+/// Words mermaid reads as syntax where a node or subgraph id stands.
+const RESERVED: [&str; 9] = [
+    "end",
+    "graph",
+    "flowchart",
+    "subgraph",
+    "class",
+    "classdef",
+    "style",
+    "linkstyle",
+    "click",
+];
+
+impl Ids {
+    fn get(&mut self, parts: &[&str]) -> String {
+        let key: Vec<String> = parts.iter().map(|p| (*p).to_owned()).collect();
+        if let Some(id) = self.by_name.get(&key) {
+            return id.clone();
+        }
+        let base: String = parts
+            .join("__")
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        let mut id = base.clone();
+        let mut n = 1;
+        while self.used.contains(&id) || RESERVED.contains(&id.to_ascii_lowercase().as_str()) {
+            n += 1;
+            id = format!("{base}_{n}");
+        }
+        self.used.insert(id.clone());
+        self.by_name.insert(key, id.clone());
+        id
+    }
+}
+
+/// Text shown in a label: control and invisible characters (bidi overrides, zero-width
+/// spaces) as `<U+XXXX>`, so no raw escape sequence or line break reaches the output.
+fn visible(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        let invisible = matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{206F}' | '\u{FEFF}');
+        if c.is_control() || invisible {
+            let _ = write!(out, "<U+{:04X}>", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A label inside mermaid's `["…"]`: [`visible`], then `"`, `#`, `<`, `>`, `&` and
+/// backquotes as mermaid's `#code;` entities.
+fn mermaid_text(text: &str) -> String {
+    let mut out = String::new();
+    for c in visible(text).chars() {
+        match c {
+            '"' | '#' | '<' | '>' | '&' | '`' => {
+                let _ = write!(out, "#{};", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A Graphviz quoted string's contents: [`visible`], with `\` and `"` escaped.
+fn dot_text(text: &str) -> String {
+    visible(text).replace('\\', "\\\\").replace('"', "\\\"")
 }
 
 fn node_label(pkg: &Package, name: &str) -> String {
@@ -103,7 +180,7 @@ fn node_label(pkg: &Package, name: &str) -> String {
     if b.is_some_and(|b| b.deprecation.is_some()) {
         s.push_str(" (deprecated)");
     }
-    s.replace('"', "'")
+    s
 }
 
 /// Draws every package of `model`, or only `package`.
@@ -119,7 +196,26 @@ pub fn render(model: &Model, package: Option<&str>, format: GraphFormat) -> Stri
     }
 }
 
+/// ` (default)` and ` (deprecated)` after a channel's name, as they apply.
+fn channel_title(pkg: &Package, ch: &super::model::Channel) -> String {
+    let mut title = format!("channel {}", ch.name);
+    if ch.name == pkg.default_channel {
+        title.push_str(" (default)");
+    }
+    if ch.deprecation.is_some() {
+        title.push_str(" (deprecated)");
+    }
+    title
+}
+
+fn is_deprecated(pkg: &Package, name: &str) -> bool {
+    pkg.bundles
+        .get(name)
+        .is_some_and(|b| b.deprecation.is_some())
+}
+
 fn mermaid(pkgs: &[&Package]) -> String {
+    let mut ids = Ids::default();
     let mut out = String::from("graph LR\n");
     out.push_str("  classDef head stroke-width:4px\n");
     out.push_str("  classDef deprecated stroke-dasharray:5 5,color:#888\n");
@@ -127,56 +223,42 @@ fn mermaid(pkgs: &[&Package]) -> String {
         let _ = writeln!(out, "  classDef ch{i} stroke:{color}");
     }
     for pkg in pkgs {
-        let _ = writeln!(out, "  subgraph {}[\"{}\"]", id(&[&pkg.name]), pkg.name);
+        let pid = ids.get(&[&pkg.name]);
+        let _ = writeln!(out, "  subgraph {pid}[\"{}\"]", mermaid_text(&pkg.name));
         for (ci, ch) in pkg.channels.values().enumerate() {
             let color = ci % PALETTE.len();
-            let default = if ch.name == pkg.default_channel {
-                " (default)"
-            } else {
-                ""
-            };
-            let deprecated = if ch.deprecation.is_some() {
-                " (deprecated)"
-            } else {
-                ""
-            };
+            let cid = ids.get(&[&pkg.name, &ch.name]);
             let _ = writeln!(
                 out,
-                "    subgraph {}[\"channel {}{default}{deprecated}\"]",
-                id(&[&pkg.name, &ch.name]),
-                ch.name
+                "    subgraph {cid}[\"{}\"]",
+                mermaid_text(&channel_title(pkg, ch))
             );
             let head = ch.head().map(|h| h.name.clone());
             for e in &ch.entries {
-                let nid = id(&[&pkg.name, &ch.name, &e.name]);
-                let _ = writeln!(out, "      {nid}[\"{}\"]", node_label(pkg, &e.name));
+                let nid = ids.get(&[&pkg.name, &ch.name, &e.name]);
+                let _ = writeln!(
+                    out,
+                    "      {nid}[\"{}\"]",
+                    mermaid_text(&node_label(pkg, &e.name))
+                );
                 let mut classes = vec![format!("ch{color}")];
                 if head.as_deref() == Some(e.name.as_str()) {
                     classes.push("head".to_owned());
                 }
-                if pkg
-                    .bundles
-                    .get(&e.name)
-                    .is_some_and(|b| b.deprecation.is_some())
-                {
+                if is_deprecated(pkg, &e.name) {
                     classes.push("deprecated".to_owned());
                 }
                 let _ = writeln!(out, "      class {nid} {}", classes.join(","));
             }
             for edge in channel_edges(pkg, ch) {
-                let _ = writeln!(
-                    out,
-                    "      {} -- {} --> {}",
-                    id(&[&pkg.name, &ch.name, &edge.from]),
-                    label(edge.via),
-                    id(&[&pkg.name, &ch.name, &edge.to])
-                );
+                let from = ids.get(&[&pkg.name, &ch.name, &edge.from]);
+                let to = ids.get(&[&pkg.name, &ch.name, &edge.to]);
+                let _ = writeln!(out, "      {from} -- {} --> {to}", label(edge.via));
             }
             out.push_str("    end\n");
             let _ = writeln!(
                 out,
-                "    style {} stroke:{},stroke-width:2px",
-                id(&[&pkg.name, &ch.name]),
+                "    style {cid} stroke:{},stroke-width:2px",
                 PALETTE[color]
             );
         }
@@ -186,6 +268,7 @@ fn mermaid(pkgs: &[&Package]) -> String {
 }
 
 fn dot(pkgs: &[&Package]) -> String {
+    let mut ids = Ids::default();
     let mut out = String::from(
         "digraph catalog {\n  rankdir=LR;\n  node [shape=box, fontname=\"Helvetica\"];\n",
     );
@@ -193,42 +276,28 @@ fn dot(pkgs: &[&Package]) -> String {
         let _ = writeln!(
             out,
             "  subgraph \"cluster_{}\" {{\n    label=\"{}\";",
-            id(&[&pkg.name]),
-            pkg.name
+            ids.get(&[&pkg.name]),
+            dot_text(&pkg.name)
         );
         for (ci, ch) in pkg.channels.values().enumerate() {
             let color = PALETTE[ci % PALETTE.len()];
-            let default = if ch.name == pkg.default_channel {
-                " (default)"
-            } else {
-                ""
-            };
-            let deprecated = if ch.deprecation.is_some() {
-                " (deprecated)"
-            } else {
-                ""
-            };
             let _ = writeln!(
                 out,
-                "    subgraph \"cluster_{}\" {{\n      label=\"channel {}{default}{deprecated}\";\n      color=\"{color}\";",
-                id(&[&pkg.name, &ch.name]),
-                ch.name
+                "    subgraph \"cluster_{}\" {{\n      label=\"{}\";\n      color=\"{color}\";",
+                ids.get(&[&pkg.name, &ch.name]),
+                dot_text(&channel_title(pkg, ch))
             );
             let head = ch.head().map(|h| h.name.clone());
             for e in &ch.entries {
                 let mut attrs = vec![
-                    format!("label=\"{}\"", node_label(pkg, &e.name)),
+                    format!("label=\"{}\"", dot_text(&node_label(pkg, &e.name))),
                     format!("color=\"{color}\""),
                 ];
                 let mut style = Vec::new();
                 if head.as_deref() == Some(e.name.as_str()) {
                     style.push("bold");
                 }
-                if pkg
-                    .bundles
-                    .get(&e.name)
-                    .is_some_and(|b| b.deprecation.is_some())
-                {
+                if is_deprecated(pkg, &e.name) {
                     style.push("dashed");
                     attrs.push("fontcolor=\"#888888\"".to_owned());
                 }
@@ -238,7 +307,7 @@ fn dot(pkgs: &[&Package]) -> String {
                 let _ = writeln!(
                     out,
                     "      \"{}\" [{}];",
-                    id(&[&pkg.name, &ch.name, &e.name]),
+                    ids.get(&[&pkg.name, &ch.name, &e.name]),
                     attrs.join(", ")
                 );
             }
@@ -251,8 +320,8 @@ fn dot(pkgs: &[&Package]) -> String {
                 let _ = writeln!(
                     out,
                     "      \"{}\" -> \"{}\" [label=\"{}\", color=\"{color}\", style={style}];",
-                    id(&[&pkg.name, &ch.name, &edge.from]),
-                    id(&[&pkg.name, &ch.name, &edge.to]),
+                    ids.get(&[&pkg.name, &ch.name, &edge.from]),
+                    ids.get(&[&pkg.name, &ch.name, &edge.to]),
                     label(edge.via)
                 );
             }

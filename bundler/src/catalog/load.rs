@@ -241,7 +241,7 @@ pub fn parse_file_noting(rel: &Path, bytes: &[u8], options: LoadOptions) -> File
             match doc {
                 Ok(doc) => handle(index, doc, &mut problems),
                 Err(e) => {
-                    problems.push(problem(None, format!("invalid JSON: {e}")));
+                    problems.push(problem(None, json_problem(bytes, &e)));
                     break;
                 }
             }
@@ -265,6 +265,30 @@ pub fn parse_file_noting(rel: &Path, bytes: &[u8], options: LoadOptions) -> File
     (config, problems, lenient)
 }
 
+/// The JSON parser's complaint in our words: a broken `\u` escape (half of a UTF-16
+/// surrogate pair) is named as written.
+fn json_problem(bytes: &[u8], e: &serde_json::Error) -> String {
+    let message = e.to_string();
+    let what = message.split(" at line ").next().unwrap_or(&message);
+    if !(what.contains("surrogate") || what.contains("hex escape")) {
+        return format!("invalid JSON: {e}");
+    }
+    let (line, column) = (e.line(), e.column());
+    let text = bytes
+        .split(|b| *b == b'\n')
+        .nth(line.saturating_sub(1))
+        .unwrap_or(b"");
+    let before = &text[..column.min(text.len())];
+    let escape = before
+        .windows(2)
+        .rposition(|w| w == b"\\u")
+        .map(|i| String::from_utf8_lossy(&text[i..(i + 6).min(text.len())]).into_owned())
+        .unwrap_or_else(|| "a \\u escape".to_owned());
+    format!(
+        "invalid JSON: line {line} column {column}: {escape} is half of a UTF-16 surrogate pair, without its other half (a \\u escape of U+D800 to U+DFFF must be followed by its partner)"
+    )
+}
+
 /// Whether a stream is JSON (its first non-blank byte is `{`), as opm's decoder decides.
 fn is_json(bytes: &[u8]) -> bool {
     bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
@@ -277,7 +301,7 @@ pub fn parse_stream(bytes: &[u8]) -> Result<Vec<Value>, String> {
     if is_json(bytes) {
         let mut docs = Vec::new();
         for doc in serde_json::Deserializer::from_slice(bytes).into_iter::<Value>() {
-            docs.push(doc.map_err(|e| format!("invalid JSON: {e}"))?);
+            docs.push(doc.map_err(|e| json_problem(bytes, &e))?);
         }
         Ok(docs)
     } else {

@@ -16,6 +16,7 @@
 //! [`pullspec`] are the model crate's ([`olmpack_model`]), re-exported here.
 #![warn(missing_docs)]
 
+pub mod cover;
 pub mod declcfg;
 pub mod generate;
 pub mod gojson;

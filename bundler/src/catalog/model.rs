@@ -9,7 +9,7 @@
 //! - Maps are ordered (`BTreeMap`), so everything derived from a model is deterministic.
 #![warn(missing_docs)]
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 
 use super::declcfg::{
@@ -56,6 +56,9 @@ pub struct Channel {
     pub name: String,
     /// The channel's entries in file order.
     pub entries: Vec<ChannelEntry>,
+    /// Position of each entry by name, so lookups do not scan the channel (kept by
+    /// [`Channel::new`]; [`Channel::entry`] falls back to a scan if `entries` changed since).
+    index: HashMap<String, usize>,
     /// Deprecation message, when the channel is deprecated.
     pub deprecation: Option<String>,
     /// Where the `olm.channel` blob was read from.
@@ -110,6 +113,22 @@ fn finding(rule: &str, message: String, origin: &Option<Origin>, object: String)
 }
 
 impl Channel {
+    /// A channel with these entries (names unique) and no deprecation.
+    pub fn new(name: String, entries: Vec<ChannelEntry>, origin: Option<Origin>) -> Self {
+        let index = entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.name.clone(), i))
+            .collect();
+        Channel {
+            name,
+            entries,
+            index,
+            deprecation: None,
+            origin,
+        }
+    }
+
     /// Entries no other entry `replaces` or `skips` (opm's head rule); sorted.
     pub fn heads(&self) -> Vec<&ChannelEntry> {
         let mut incoming = BTreeSet::new();
@@ -139,7 +158,17 @@ impl Channel {
 
     /// The entry for bundle `name` in this channel, if it has one.
     pub fn entry(&self, name: &str) -> Option<&ChannelEntry> {
-        self.entries.iter().find(|e| e.name == name)
+        self.position(name).map(|i| &self.entries[i])
+    }
+
+    /// Where the entry for bundle `name` is in [`Channel::entries`].
+    pub fn position(&self, name: &str) -> Option<usize> {
+        match self.index.get(name) {
+            Some(&i) if self.entries.get(i).is_some_and(|e| e.name == name) => Some(i),
+            None if self.index.len() == self.entries.len() => None,
+            // `entries` changed after the channel was built: scan.
+            _ => self.entries.iter().position(|e| e.name == name),
+        }
     }
 
     /// Names skipped by any entry's `skips`.
@@ -349,8 +378,9 @@ impl Model {
             return;
         }
         let mut entries: Vec<ChannelEntry> = Vec::new();
+        let mut names: HashSet<&str> = HashSet::new();
         for e in &c.entries {
-            if entries.iter().any(|x| x.name == e.name) {
+            if !names.insert(e.name.as_str()) {
                 out.push(finding(
                     "duplicate-entry",
                     format!(
@@ -366,12 +396,7 @@ impl Model {
         }
         pkg.channels.insert(
             c.name.clone(),
-            Channel {
-                name: c.name.clone(),
-                entries,
-                deprecation: None,
-                origin: c.origin.clone(),
-            },
+            Channel::new(c.name.clone(), entries, c.origin.clone()),
         );
     }
 

@@ -57,19 +57,6 @@ pub enum RenderError {
     /// The bundle directory is missing, not a directory, or cannot be listed.
     #[error("failed to read bundle directory")]
     Load(#[from] BundleLoadError),
-    /// A file opm would read in `manifests/` or `metadata/` cannot be read at all (a FIFO, a
-    /// symlink loop or leading outside, too large); the first such file is reported.
-    #[error("bundle {dir}: {file}: {message}{}", more_problems(*.more))]
-    BrokenFile {
-        /// The bundle directory, as given.
-        dir: String,
-        /// The first unreadable file, relative to the bundle directory.
-        file: String,
-        /// Why that file cannot be read.
-        message: String,
-        /// How many further unreadable files there are (not reported one by one).
-        more: usize,
-    },
     /// No file directly in `manifests/` has a first document that is an object with a `kind`.
     #[error("bundle {dir}: no bundle objects found in manifests/{skipped}")]
     NoObjects {
@@ -149,13 +136,6 @@ pub enum RenderError {
         #[source]
         source: PropertyError,
     },
-}
-
-fn more_problems(more: usize) -> String {
-    match more {
-        0 => String::new(),
-        n => format!(" (and {n} more problem(s); `olmpack bundle validate` lists them all)"),
-    }
 }
 
 /// A file opm reads but skips because its first document does not decode.
@@ -271,25 +251,14 @@ pub fn render_dir_reporting(dir: &Path, options: &RenderOptions) -> Result<Rende
         }
         .into());
     }
-    let tree = crate::input::read_tree(dir).map_err(|source| BundleLoadError::Read {
+    let mut tree = crate::input::read_tree(dir).map_err(|source| BundleLoadError::Read {
         path: dir.to_path_buf(),
         source,
     })?;
     // A file opm would read that cannot be read at all (a FIFO, a symlink loop, too large) is
-    // the error, not what is missing because of it.
-    let refused: Vec<_> = tree
-        .refused
-        .iter()
-        .filter(|r| r.file.components().count() <= 2)
-        .collect();
-    if let Some(first) = refused.first() {
-        return Err(RenderError::BrokenFile {
-            dir: dir.display().to_string(),
-            file: first.file.display().to_string(),
-            message: first.message(),
-            more: refused.len() - 1,
-        });
-    }
+    // the error, not what is missing because of it; `bundle validate` and `image build` refuse
+    // it alike.
+    crate::bundle::load::refuse_unreadable(dir, &mut tree)?;
     render_bundle(dir, &tree.files, options)
 }
 

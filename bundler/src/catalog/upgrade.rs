@@ -14,10 +14,11 @@
 //! the walk).
 #![warn(missing_docs)]
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use serde::Serialize;
 
+use super::cover::ByVersion;
 use super::model::{Channel, Package};
 use super::version::{Range, cmp_versions};
 
@@ -204,31 +205,191 @@ fn walk(start: &str, mut next: impl FnMut(&str) -> Option<Step>) -> Vec<Step> {
 }
 
 /// The v0 and v1 paths of every entry of every channel of `pkg`, sorted by channel then
-/// version.
+/// version. Each channel's successors are computed once ([`Successors`]), so the cost is
+/// n·log n in the channel's entries plus the steps of the paths printed.
 pub fn package_paths(pkg: &Package) -> Vec<UpgradePath> {
-    let order: Vec<&str> = pkg
+    let order: HashMap<&str, usize> = pkg
         .bundles_by_version()
         .iter()
-        .map(|b| b.name.as_str())
+        .enumerate()
+        .map(|(i, b)| (b.name.as_str(), i))
         .collect();
     let mut out = Vec::new();
     for ch in pkg.channels.values() {
-        if ch.heads().len() != 1 {
+        let Some(succ) = Successors::new(pkg, ch) else {
             continue;
-        }
+        };
         let mut names: Vec<&str> = ch.entries.iter().map(|e| e.name.as_str()).collect();
-        names.sort_by_key(|n| order.iter().position(|o| o == n).unwrap_or(usize::MAX));
+        names.sort_by_key(|n| order.get(n).copied().unwrap_or(usize::MAX));
         for name in names {
             out.push(UpgradePath {
                 package: pkg.name.clone(),
                 channel: ch.name.clone(),
                 bundle: name.to_owned(),
-                v0: walk(name, |cur| v0_successor(pkg, ch, cur)),
-                v1: walk(name, |cur| v1_successor(pkg, &[ch], cur)),
+                v0: walk(name, |cur| succ.v0.get(cur).cloned()),
+                v1: walk(name, |cur| succ.v1.get(cur).cloned()),
             });
         }
     }
     out
+}
+
+/// The next bundle of every installed bundle of one channel with one head, under OLM v0
+/// and OLM v1: the same answers as [`v0_successor`] and [`v1_successor`], all at once.
+struct Successors {
+    v0: HashMap<String, Step>,
+    v1: HashMap<String, Step>,
+}
+
+impl Successors {
+    fn new(pkg: &Package, ch: &Channel) -> Option<Self> {
+        let heads = ch.heads();
+        let [head] = heads.as_slice() else {
+            return None;
+        };
+        let dist = distances(ch, &head.name);
+        let at = |name: &str| dist.get(name).copied().unwrap_or(usize::MAX);
+        // Explicit edges: installed → (entry, via), Replaces before Skips for one entry.
+        let mut explicit: HashMap<&str, Vec<(&str, Edge)>> = HashMap::new();
+        for e in &ch.entries {
+            if !e.replaces.is_empty() {
+                explicit
+                    .entry(e.replaces.as_str())
+                    .or_default()
+                    .push((e.name.as_str(), Edge::Replaces));
+            }
+            for s in e.skips.iter().filter(|s| **s != e.replaces) {
+                explicit
+                    .entry(s.as_str())
+                    .or_default()
+                    .push((e.name.as_str(), Edge::Skips));
+            }
+        }
+        let head_range = Range::parse(&head.skip_range)
+            .ok()
+            .filter(|_| !head.skip_range.is_empty());
+        let mut v0 = HashMap::new();
+        for e in &ch.entries {
+            let installed = e.name.as_str();
+            if installed == head.name {
+                continue;
+            }
+            let by_range = head_range.as_ref().is_some_and(|r| {
+                pkg.bundles
+                    .get(installed)
+                    .and_then(|b| b.version.as_ref())
+                    .is_some_and(|v| r.contains(v))
+            });
+            let step = if by_range {
+                Some((head.name.as_str(), Edge::SkipRange))
+            } else {
+                explicit.get(installed).and_then(|c| {
+                    c.iter()
+                        .copied()
+                        .min_by(|(a, _), (b, _)| at(a).cmp(&at(b)).then_with(|| a.cmp(b)))
+                })
+            };
+            if let Some((to, via)) = step {
+                v0.insert(
+                    installed.to_owned(),
+                    Step {
+                        to: to.to_owned(),
+                        via,
+                    },
+                );
+            }
+        }
+        let v1 = v1_table(pkg, ch, &explicit);
+        Some(Successors { v0, v1 })
+    }
+}
+
+/// OLM v1's preference among candidates (module docs): not deprecated, then the higher
+/// version, then the lower name; `Greater` is preferred.
+fn v1_preference(pkg: &Package, a: &str, b: &str) -> std::cmp::Ordering {
+    let (ba, bb) = (pkg.bundles.get(a), pkg.bundles.get(b));
+    let dep = |x: Option<&super::model::Bundle>| x.is_some_and(|b| b.deprecation.is_some());
+    dep(bb)
+        .cmp(&dep(ba))
+        .then_with(|| {
+            match (
+                ba.and_then(|b| b.version.as_ref()),
+                bb.and_then(|b| b.version.as_ref()),
+            ) {
+                (Some(x), Some(y)) => cmp_versions(x, y),
+                _ => std::cmp::Ordering::Equal,
+            }
+        })
+        .then_with(|| b.cmp(a))
+}
+
+/// OLM v1's successor of every entry of `ch`. The best skipRange candidate of each installed
+/// version is found by giving every entry, most preferred first, the versions its range
+/// covers that no better entry took ([`ByVersion`] ranges, a skip list over taken positions):
+/// n·log n however many versions each range covers.
+fn v1_table(
+    pkg: &Package,
+    ch: &Channel,
+    explicit: &HashMap<&str, Vec<(&str, Edge)>>,
+) -> HashMap<String, Step> {
+    let installed = ByVersion::new(ch.entries.iter().filter_map(|e| {
+        let v = pkg.bundles.get(&e.name)?.version.as_ref()?;
+        Some((v, e.name.as_str()))
+    }));
+    let mut ranged: Vec<(&str, Range)> = ch
+        .entries
+        .iter()
+        .filter(|e| !e.skip_range.is_empty())
+        .filter_map(|e| Some((e.name.as_str(), Range::parse(&e.skip_range).ok()?)))
+        .collect();
+    ranged.sort_by(|a, b| v1_preference(pkg, b.0, a.0));
+    // next_free[i]: the first position at or after i not taken yet (path-halving skip list).
+    let n = installed.items().len();
+    let mut next_free: Vec<usize> = (0..=n).collect();
+    let mut best_range: HashMap<&str, &str> = HashMap::new();
+    for (name, range) in &ranged {
+        for i in installed.covered_free(range, &mut next_free) {
+            let target = installed.get(i).1;
+            if target == *name {
+                continue;
+            }
+            best_range.insert(target, *name);
+            take(&mut next_free, i);
+        }
+    }
+    let mut out = HashMap::new();
+    for e in &ch.entries {
+        let me = e.name.as_str();
+        let mut best: Option<(&str, Edge)> = None;
+        let candidates = explicit
+            .get(me)
+            .into_iter()
+            .flatten()
+            .copied()
+            .chain(best_range.get(me).map(|to| (*to, Edge::SkipRange)));
+        for (to, via) in candidates.filter(|(to, _)| *to != me) {
+            best = match best {
+                Some((b, bv)) if b == to => Some((b, bv)),
+                Some((b, bv)) if v1_preference(pkg, to, b).is_le() => Some((b, bv)),
+                _ => Some((to, via)),
+            };
+        }
+        if let Some((to, via)) = best {
+            out.insert(
+                me.to_owned(),
+                Step {
+                    to: to.to_owned(),
+                    via,
+                },
+            );
+        }
+    }
+    out
+}
+
+/// Marks position `i` taken in the skip list.
+fn take(next_free: &mut [usize], i: usize) {
+    next_free[i] = i + 1;
 }
 
 /// Text for `olmpack catalog upgrade-paths`: one block per channel.

@@ -20,9 +20,10 @@
 
 use std::path::Path;
 
+use super::cover::ByVersion;
 use super::declcfg::ChannelEntry;
 use super::load::{LoadError, LoadOptions, LoadedCatalog, load_dir_with};
-use super::model::{Channel, Model, Package};
+use super::model::{Bundle, Channel, Model, Package};
 use super::upgrade;
 use super::version::{Range, Version, cmp_versions};
 use crate::report::{Finding, Report, Severity};
@@ -93,15 +94,34 @@ fn warn(pkg: &Package, rule: &str, object: String, file_of: &str, message: Strin
     f
 }
 
-/// The checks opm does not make (module docs).
+/// The checks opm does not make (module docs). n·log n in the package's bundles plus what
+/// the findings list: versions are sorted once and every range query is a binary search
+/// ([`ByVersion`]).
 pub fn graph_findings(pkg: &Package, options: ValidateOptions) -> Vec<Finding> {
     let mut out = Vec::new();
+    let bundles = ByVersion::new(
+        pkg.bundles_by_version()
+            .into_iter()
+            .filter_map(|b| Some((b.version.as_ref()?, b))),
+    );
     for ch in pkg.channels.values() {
+        let entries = ByVersion::new(
+            ch.entries
+                .iter()
+                .enumerate()
+                .filter_map(|(i, e)| Some((version_of(pkg, &e.name)?, i))),
+        );
+        let ctx = ChannelContext {
+            pkg,
+            ch,
+            bundles: &bundles,
+            entries: &entries,
+        };
         let head = ch.head().map(|h| h.name.clone());
         for e in &ch.entries {
-            entry_findings(pkg, ch, head.as_deref(), e, &mut out);
+            ctx.entry_findings(head.as_deref(), e, &mut out);
         }
-        unreachable_entries(pkg, ch, &mut out);
+        ctx.unreachable_entries(&mut out);
     }
     if options.upgrade_paths {
         upgrade_path_infos(pkg, &mut out);
@@ -114,147 +134,182 @@ fn version_of<'p>(pkg: &'p Package, name: &str) -> Option<&'p Version> {
     pkg.bundles.get(name).and_then(|b| b.version.as_ref())
 }
 
-/// One channel entry's edges: `replaces` pointing at an older version, and its skipRange.
-fn entry_findings(
-    pkg: &Package,
-    ch: &Channel,
-    head: Option<&str>,
-    e: &ChannelEntry,
-    out: &mut Vec<Finding>,
-) {
-    let obj = format!("{}/{}/{}", pkg.name, ch.name, e.name);
-    let own = version_of(pkg, &e.name);
-    if let (Some(own), Some(replaced)) = (own, version_of(pkg, &e.replaces))
-        && cmp_versions(replaced, own) != std::cmp::Ordering::Less
-    {
-        out.push(warn(pkg, "replaces-newer-version", obj.clone(), &e.name, format!(
-            "bundle {:?} ({own}) replaces {:?} ({replaced}), which is not older: OLM would offer a downgrade",
-            e.name, e.replaces
-        )).field("replaces"));
-    }
-    if e.skip_range.is_empty() {
-        return;
-    }
-    let Ok(range) = Range::parse(&e.skip_range) else {
-        return;
-    };
-    if head.is_some_and(|h| h != e.name) {
-        out.push(warn(pkg, "skiprange-not-on-head", obj.clone(), &e.name, format!(
-            "skipRange {:?} of bundle {:?} in channel {:?} is not on the channel head: OLM v0 ignores it, OLM v1 honours it, so the two upgrade differently",
-            e.skip_range, e.name, ch.name
-        )).field("skipRange").hint("keep skipRange on the newest entry only, or add explicit `skips`"));
-    }
-    if let Some(own) = own {
-        skip_range_findings(pkg, ch, e, &range, own, &obj, out);
+/// At most [`LISTED`] names, then how many more there are.
+fn listed(names: &[&str]) -> String {
+    match names.len() {
+        n if n <= LISTED => names.join(", "),
+        n => format!("{} and {} more", names[..LISTED].join(", "), n - LISTED),
     }
 }
 
-/// What an entry's skipRange covers: something older, nothing newer, and (without
-/// `replaces`) no live version OLM v0 would prune.
-fn skip_range_findings(
-    pkg: &Package,
-    ch: &Channel,
-    e: &ChannelEntry,
-    range: &Range,
-    own: &Version,
-    obj: &str,
-    out: &mut Vec<Finding>,
-) {
-    if !range.covers_any_below(own) {
-        out.push(
-            warn(
-                pkg,
-                "skiprange-covers-nothing",
-                obj.to_owned(),
-                &e.name,
-                format!(
-                    "skipRange {:?} of bundle {:?} ({own}) covers no version older than the bundle",
-                    e.skip_range, e.name
-                ),
-            )
-            .field("skipRange"),
-        );
-    }
-    let newer: Vec<String> = pkg
-        .bundles_by_version()
-        .into_iter()
-        .filter(|b| b.name != e.name)
-        .filter(|b| {
-            b.version.as_ref().is_some_and(|v| {
-                cmp_versions(v, own) != std::cmp::Ordering::Less && range.contains(v)
-            })
-        })
-        .map(|b| format!("{} ({})", b.name, b.version_string()))
-        .collect();
-    if !newer.is_empty() {
-        out.push(warn(pkg, "skiprange-covers-newer", obj.to_owned(), &e.name, format!(
-            "skipRange {:?} of bundle {:?} ({own}) covers newer or equal versions: {}; OLM would offer a downgrade to them",
-            e.skip_range, e.name, newer.join(", ")
-        )).field("skipRange"));
-    }
-    if !e.replaces.is_empty() {
-        return;
-    }
-    let pruned: Vec<String> = ch
-        .entries
-        .iter()
-        .filter(|x| x.name != e.name)
-        .filter(|x| {
-            version_of(pkg, &x.name).is_some_and(|v| {
-                range.contains(v) && cmp_versions(v, own) == std::cmp::Ordering::Less
-            })
-        })
-        .filter(|x| {
-            pkg.bundles
-                .get(&x.name)
-                .is_some_and(|b| b.deprecation.is_none())
-        })
-        .map(|x| x.name.clone())
-        .collect();
-    if !pruned.is_empty() {
-        out.push(warn(pkg, "skiprange-prunes-live-version", obj.to_owned(), &e.name, format!(
-            "bundle {:?} has skipRange {:?} but no `replaces`: OLM v0 prunes {} from channel {:?} (no longer installable, no replaces chain through them) although they are not deprecated",
-            e.name, e.skip_range, pruned.join(", "), ch.name
-        )).field("skipRange").hint("add `replaces` to the previous version, or deprecate the pruned bundles"));
-    }
+/// How many names a finding lists before it counts the rest.
+const LISTED: usize = 20;
+
+/// One channel of a package, with its bundles and entries sorted by version.
+struct ChannelContext<'a> {
+    pkg: &'a Package,
+    ch: &'a Channel,
+    /// Every bundle of the package with a version.
+    bundles: &'a ByVersion<'a, &'a Bundle>,
+    /// The channel's entries with a version (positions in `ch.entries`).
+    entries: &'a ByVersion<'a, usize>,
 }
 
-/// Bundles no older version of the channel can upgrade to.
-fn unreachable_entries(pkg: &Package, ch: &Channel, out: &mut Vec<Finding>) {
-    let lowest = ch
-        .entries
-        .iter()
-        .filter_map(|e| version_of(pkg, &e.name))
-        .min_by(|a, b| cmp_versions(a, b));
-    for e in &ch.entries {
-        let Some(own) = version_of(pkg, &e.name) else {
-            continue;
-        };
-        if Some(own) == lowest {
-            continue;
+impl ChannelContext<'_> {
+    /// One channel entry's edges: `replaces` pointing at an older version, and its skipRange.
+    fn entry_findings(&self, head: Option<&str>, e: &ChannelEntry, out: &mut Vec<Finding>) {
+        let (pkg, ch) = (self.pkg, self.ch);
+        let obj = format!("{}/{}/{}", pkg.name, ch.name, e.name);
+        let own = version_of(pkg, &e.name);
+        if let (Some(own), Some(replaced)) = (own, version_of(pkg, &e.replaces))
+            && cmp_versions(replaced, own) != std::cmp::Ordering::Less
+        {
+            out.push(warn(pkg, "replaces-newer-version", obj.clone(), &e.name, format!(
+                "bundle {:?} ({own}) replaces {:?} ({replaced}), which is not older: OLM would offer a downgrade",
+                e.name, e.replaces
+            )).field("replaces"));
         }
-        let older_names: Vec<&str> = ch
-            .entries
-            .iter()
-            .filter(|x| {
-                version_of(pkg, &x.name)
-                    .is_some_and(|v| cmp_versions(v, own) == std::cmp::Ordering::Less)
-            })
-            .map(|x| x.name.as_str())
+        if e.skip_range.is_empty() {
+            return;
+        }
+        let Ok(range) = Range::parse(&e.skip_range) else {
+            return;
+        };
+        if head.is_some_and(|h| h != e.name) {
+            out.push(warn(pkg, "skiprange-not-on-head", obj.clone(), &e.name, format!(
+                "skipRange {:?} of bundle {:?} in channel {:?} is not on the channel head: OLM v0 ignores it, OLM v1 honours it, so the two upgrade differently",
+                e.skip_range, e.name, ch.name
+            )).field("skipRange").hint("keep skipRange on the newest entry only, or add explicit `skips`"));
+        }
+        if let Some(own) = own {
+            self.skip_range_findings(e, &range, own, &obj, out);
+        }
+    }
+
+    /// What an entry's skipRange covers: something older, nothing newer, and (without
+    /// `replaces`) no live version OLM v0 would prune.
+    fn skip_range_findings(
+        &self,
+        e: &ChannelEntry,
+        range: &Range,
+        own: &Version,
+        obj: &str,
+        out: &mut Vec<Finding>,
+    ) {
+        let pkg = self.pkg;
+        if !range.covers_any_below(own) {
+            out.push(
+                warn(
+                    pkg,
+                    "skiprange-covers-nothing",
+                    obj.to_owned(),
+                    &e.name,
+                    format!(
+                        "skipRange {:?} of bundle {:?} ({own}) covers no version older than the bundle",
+                        e.skip_range, e.name
+                    ),
+                )
+                .field("skipRange"),
+            );
+        }
+        let newer: Vec<String> = self
+            .bundles
+            .covered(range, &Some((own.clone(), true)), &None)
+            .into_iter()
+            .map(|i| self.bundles.get(i).1)
+            .filter(|b| b.name != e.name)
+            .map(|b| format!("{} ({})", b.name, b.version_string()))
             .collect();
-        let range = Range::parse(&e.skip_range).ok();
-        let reachable = older_names.iter().any(|older| {
-            e.replaces == *older
-                || e.skips.iter().any(|s| s == older)
-                || range
-                    .as_ref()
-                    .is_some_and(|r| version_of(pkg, older).is_some_and(|v| r.contains(v)))
-        });
-        if !reachable {
-            out.push(warn(pkg, "no-upgrade-into", format!("{}/{}/{}", pkg.name, ch.name, e.name), &e.name, format!(
-                "no older version in channel {:?} can upgrade to bundle {:?} ({own}): it has no replaces, skips or skipRange edge from {}",
-                ch.name, e.name, older_names.join(", ")
-            )));
+        if !newer.is_empty() {
+            let newer: Vec<&str> = newer.iter().map(String::as_str).collect();
+            out.push(warn(pkg, "skiprange-covers-newer", obj.to_owned(), &e.name, format!(
+                "skipRange {:?} of bundle {:?} ({own}) covers newer or equal versions: {}; OLM would offer a downgrade to them",
+                e.skip_range, e.name, listed(&newer)
+            )).field("skipRange"));
+        }
+        if !e.replaces.is_empty() {
+            return;
+        }
+        self.pruned_versions(e, range, own, obj, out);
+    }
+
+    /// Without `replaces`, OLM v0 prunes what the skipRange covers: a warning when that
+    /// includes versions that are not deprecated.
+    fn pruned_versions(
+        &self,
+        e: &ChannelEntry,
+        range: &Range,
+        own: &Version,
+        obj: &str,
+        out: &mut Vec<Finding>,
+    ) {
+        let (pkg, ch) = (self.pkg, self.ch);
+        let mut positions: Vec<usize> = self
+            .entries
+            .covered(range, &None, &Some((own.clone(), false)))
+            .into_iter()
+            .map(|i| self.entries.get(i).1)
+            .collect();
+        positions.sort_unstable();
+        let pruned: Vec<&str> = positions
+            .into_iter()
+            .map(|i| ch.entries[i].name.as_str())
+            .filter(|name| *name != e.name)
+            .filter(|name| {
+                pkg.bundles
+                    .get(*name)
+                    .is_some_and(|b| b.deprecation.is_none())
+            })
+            .collect();
+        if !pruned.is_empty() {
+            out.push(warn(pkg, "skiprange-prunes-live-version", obj.to_owned(), &e.name, format!(
+                "bundle {:?} has skipRange {:?} but no `replaces`: OLM v0 prunes {} from channel {:?} (no longer installable, no replaces chain through them) although they are not deprecated",
+                e.name, e.skip_range, listed(&pruned), ch.name
+            )).field("skipRange").hint("add `replaces` to the previous version, or deprecate the pruned bundles"));
+        }
+    }
+
+    /// Bundles no older version of the channel can upgrade to.
+    fn unreachable_entries(&self, out: &mut Vec<Finding>) {
+        let (pkg, ch) = (self.pkg, self.ch);
+        let Some(&(lowest, _)) = self.entries.items().first() else {
+            return;
+        };
+        let older = |a: &str, own: &Version| {
+            version_of(pkg, a).is_some_and(|v| cmp_versions(v, own) == std::cmp::Ordering::Less)
+        };
+        for e in &ch.entries {
+            let Some(own) = version_of(pkg, &e.name) else {
+                continue;
+            };
+            if own == lowest {
+                continue;
+            }
+            let reachable = (older(&e.replaces, own) && ch.entry(&e.replaces).is_some())
+                || e.skips
+                    .iter()
+                    .any(|s| older(s, own) && ch.entry(s).is_some())
+                || Range::parse(&e.skip_range)
+                    .is_ok_and(|r| self.entries.covers_any_below(&r, own));
+            if !reachable {
+                let below = self
+                    .entries
+                    .items()
+                    .partition_point(|(v, _)| cmp_versions(v, own) == std::cmp::Ordering::Less);
+                let mut positions: Vec<usize> = self.entries.items()[..below]
+                    .iter()
+                    .map(|(_, i)| *i)
+                    .collect();
+                positions.sort_unstable();
+                let older_names: Vec<&str> = positions
+                    .into_iter()
+                    .map(|i| ch.entries[i].name.as_str())
+                    .collect();
+                out.push(warn(pkg, "no-upgrade-into", format!("{}/{}/{}", pkg.name, ch.name, e.name), &e.name, format!(
+                    "no older version in channel {:?} can upgrade to bundle {:?} ({own}): it has no replaces, skips or skipRange edge from {}",
+                    ch.name, e.name, listed(&older_names)
+                )));
+            }
         }
     }
 }

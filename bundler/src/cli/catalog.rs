@@ -1,6 +1,5 @@
 //! `olmpack catalog …`: File-Based Catalogs — validate, render, templates, graphs, upgrade paths.
 
-use std::io::Read as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -183,9 +182,7 @@ fn render_template(
     migrate_level: MigrateLevel,
 ) -> CmdResult {
     let text = if file.as_os_str() == "-" {
-        let mut s = String::new();
-        std::io::stdin().read_to_string(&mut s)?;
-        s
+        olmpack::input::stdin_text("the template")?
     } else {
         olmpack::input::text(file)?
     };

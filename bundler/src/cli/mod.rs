@@ -167,6 +167,19 @@ pub fn exit_code(err: &(dyn Error + 'static)) -> u8 {
         if let Some(input) = e.downcast_ref::<olmpack::input::InputError>() {
             return if input.is_refusal() { 1 } else { 2 };
         }
+        if let Some(refusal) = e
+            .downcast_ref::<olmpack::bundle::load::BundleLoadError>()
+            .and_then(|b| b.is_refusal())
+        {
+            return if refusal { 1 } else { 2 };
+        }
+        let layout = match e.downcast_ref::<olmpack::image::PushError>() {
+            Some(olmpack::image::PushError::Layout(l)) => Some(l),
+            _ => e.downcast_ref::<olmpack::image::layout::LayoutError>(),
+        };
+        if let Some(olmpack::image::layout::LayoutError::BlobUnreadable { refusal, .. }) = layout {
+            return if *refusal { 1 } else { 2 };
+        }
         current = e.source();
     }
     2

@@ -137,6 +137,7 @@ pub fn run(
         writeln!(plan_out, "dry run: nothing was written or pushed")?;
         prepared.summary.clone()
     } else if noop {
+        prepared.remove_leftovers(&options.out)?;
         writeln!(plan_out, "nothing to do: the release is complete")?;
         let mut summary = prepared.summary.clone();
         summary.dry_run = false;

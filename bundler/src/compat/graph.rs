@@ -26,6 +26,7 @@ use super::{
 };
 use crate::bundle::load::{LoadedBundle, Object};
 use crate::bundle::validate;
+use crate::catalog::cover::ByVersion;
 use crate::catalog::model::{Bundle, Model};
 use crate::catalog::property::{self, Typed};
 use crate::catalog::version::{Range, Version};
@@ -331,11 +332,16 @@ impl Edges {
 }
 
 /// Every edge of every channel of `model`, ordered by package, then by the versions of
-/// `to` and `from`.
+/// `to` and `from`. n·log n in the entries plus the edges: the versions a `skipRange` covers
+/// are found by binary search ([`ByVersion`]), not by testing every entry.
 pub fn edges(model: &Model) -> Vec<Edge> {
     let mut out = Edges::default();
     for pkg in model.packages.values() {
         for ch in pkg.channels.values() {
+            let by_version = ByVersion::new(ch.entries.iter().filter_map(|e| {
+                let v = pkg.bundles.get(&e.name)?.version.as_ref()?;
+                Some((v, e.name.as_str()))
+            }));
             for e in &ch.entries {
                 if !e.replaces.is_empty() {
                     out.add(&pkg.name, &e.replaces, &e.name, &ch.name, Via::Replaces);
@@ -343,20 +349,16 @@ pub fn edges(model: &Model) -> Vec<Edge> {
                 for s in &e.skips {
                     out.add(&pkg.name, s, &e.name, &ch.name, Via::Skips);
                 }
-                let Ok(range) = Range::parse(&e.skip_range) else {
-                    continue;
-                };
                 if e.skip_range.is_empty() {
                     continue;
                 }
-                for other in ch.entries.iter().filter(|o| o.name != e.name) {
-                    if pkg
-                        .bundles
-                        .get(&other.name)
-                        .and_then(|b| b.version.as_ref())
-                        .is_some_and(|v| range.contains(v))
-                    {
-                        out.add(&pkg.name, &other.name, &e.name, &ch.name, Via::SkipRange);
+                let Ok(range) = Range::parse(&e.skip_range) else {
+                    continue;
+                };
+                for i in by_version.covered(&range, &None, &None) {
+                    let other = by_version.get(i).1;
+                    if other != e.name {
+                        out.add(&pkg.name, other, &e.name, &ch.name, Via::SkipRange);
                     }
                 }
             }
@@ -431,16 +433,19 @@ fn sorted(model: &Model, mut edges: Vec<Edge>) -> Vec<Edge> {
 /// Merges edges found several ways (channels and `via` united), keeping the first's order.
 pub fn merge(edges: Vec<Edge>) -> Vec<Edge> {
     let mut out: Vec<Edge> = Vec::new();
+    let mut at: std::collections::HashMap<(String, String, String), usize> =
+        std::collections::HashMap::new();
     for edge in edges {
-        match out
-            .iter_mut()
-            .find(|e| e.package == edge.package && e.from == edge.from && e.to == edge.to)
-        {
-            Some(existing) => {
-                existing.channels.extend(edge.channels);
-                existing.via.extend(edge.via);
+        let key = (edge.package.clone(), edge.from.clone(), edge.to.clone());
+        match at.get(&key) {
+            Some(&i) => {
+                out[i].channels.extend(edge.channels);
+                out[i].via.extend(edge.via);
             }
-            None => out.push(edge),
+            None => {
+                at.insert(key, out.len());
+                out.push(edge);
+            }
         }
     }
     out

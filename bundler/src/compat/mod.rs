@@ -442,7 +442,7 @@ pub fn parse_crd_file(file: &str, text: &str) -> Result<CustomResourceDefinition
     if api_version != "apiextensions.k8s.io/v1" || kind != "CustomResourceDefinition" {
         return Err(CrdFileError::NotACrd {
             file: file.to_owned(),
-            found: format!("{api_version} {kind}").trim().to_owned(),
+            found: value::what_document_is(doc),
         });
     }
     serde_path_to_error::deserialize(doc).map_err(|e| CrdFileError::Field {

@@ -19,7 +19,7 @@
 //! `minItems`, `minLength`, `minProperties`, `pattern`, `nullable`, `oneOf`, each clearing
 //! the field it handles; any difference left over is `unhandled` and fails.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, CustomResourceDefinitionVersion, JSONSchemaProps,
@@ -63,15 +63,16 @@ pub fn check(
             Refuser::OlmV1,
         ));
     }
+    let (old_by_name, new_by_name) = (by_name(old), by_name(new));
     let removed: Vec<&String> = stored_versions
         .iter()
-        .filter(|v| !new.spec.versions.iter().any(|n| &n.name == *v))
+        .filter(|v| !new_by_name.contains_key(v.as_str()))
         .collect();
     for version in removed {
         out.push(problem("crd-upgrade/stored-version-removal", Some(version), None, format!("{version} is in the old CRD's status.storedVersions but not in the new spec.versions (objects may still be stored at {version}; migrate them and prune status.storedVersions first); kube-apiserver refuses it too"), Refuser::BothOlms));
     }
     for new_version in &new.spec.versions {
-        let Some(old_version) = version_named(old, &new_version.name) else {
+        let Some(old_version) = old_by_name.get(new_version.name.as_str()) else {
             continue;
         };
         let kept = flatten(new_version);
@@ -89,7 +90,7 @@ pub fn check(
         }
     }
     for old_version in &old.spec.versions {
-        let Some(new_version) = version_named(new, &old_version.name) else {
+        let Some(new_version) = new_by_name.get(old_version.name.as_str()) else {
             continue;
         };
         for (path, rule, message) in compare_versions(old_version, new_version) {
@@ -114,11 +115,13 @@ pub fn check(
     out
 }
 
-fn version_named<'a>(
-    crd: &'a CustomResourceDefinition,
-    name: &str,
-) -> Option<&'a CustomResourceDefinitionVersion> {
-    crd.spec.versions.iter().find(|v| v.name == name)
+/// The versions of `crd` by name (the first of a repeated name, as a linear search finds it).
+fn by_name(crd: &CustomResourceDefinition) -> BTreeMap<&str, &CustomResourceDefinitionVersion> {
+    let mut out = BTreeMap::new();
+    for v in &crd.spec.versions {
+        out.entry(v.name.as_str()).or_insert(v);
+    }
+    out
 }
 
 /// Whether the CRD converts through a webhook (`spec.conversion.strategy: Webhook`).
@@ -145,23 +148,61 @@ fn served_problems(
         .collect()
 }
 
-/// The problems of every ordered pair of served versions of one CRD.
+/// The problems of every ordered pair of served versions of one CRD, pairs in priority
+/// order (lower → higher, then by the higher one).
+///
+/// The problems of a pair depend only on the two schemas, so versions are grouped by schema
+/// (by its JSON encoding) and each pair of distinct schemas is compared once, each schema
+/// flattened once; pairs of versions sharing a schema have no problems. Cost: sorting the
+/// versions, one comparison per ordered pair of distinct schemas, and the problems reported —
+/// a CRD with thousands of versions and a few schemas is as quick as one with a few versions.
 pub fn served_pairs(crd: &CustomResourceDefinition) -> Vec<(String, PropertyProblem)> {
     let mut served: Vec<&CustomResourceDefinitionVersion> =
         crd.spec.versions.iter().filter(|v| v.served).collect();
     served.sort_by(|a, b| kube_version::cmp_priority(&a.name, &b.name));
-    let mut out = Vec::new();
-    for (i, a) in served.iter().enumerate() {
-        for b in &served[i + 1..] {
-            let pair = format!("{} -> {}", a.name, b.name);
-            out.extend(
-                compare_versions(a, b)
-                    .into_iter()
-                    .map(|p| (pair.clone(), p)),
-            );
+    let groups = schema_groups(&served);
+    let flat: Vec<_> = groups.iter().map(|g| flatten(served[g[0]])).collect();
+    // (position of the lower version, position of the higher one, problem)
+    let mut found: Vec<(usize, usize, PropertyProblem)> = Vec::new();
+    for (x, lower) in groups.iter().enumerate() {
+        for (y, higher) in groups.iter().enumerate() {
+            if x == y {
+                continue;
+            }
+            let problems = compare_flattened(&flat[x], &flat[y]);
+            if problems.is_empty() {
+                continue;
+            }
+            for &i in lower {
+                for &j in higher.iter().filter(|&&j| j > i) {
+                    found.extend(problems.iter().map(|p| (i, j, p.clone())));
+                }
+            }
         }
     }
-    out
+    // Stable: a pair's problems keep the order compare_flattened gave them.
+    found.sort_by_key(|(i, j, _)| (*i, *j));
+    found
+        .into_iter()
+        .map(|(i, j, p)| (format!("{} -> {}", served[i].name, served[j].name), p))
+        .collect()
+}
+
+/// Positions of `versions` grouped by equal schema, each group in ascending order, groups in
+/// the order of their first member.
+fn schema_groups(versions: &[&CustomResourceDefinitionVersion]) -> Vec<Vec<usize>> {
+    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for (i, v) in versions.iter().enumerate() {
+        let key = serde_json::to_string(&v.schema).expect("CRD schemas always serialize");
+        let next = groups.len();
+        let g = *index.entry(key).or_insert(next);
+        if g == next {
+            groups.push(Vec::new());
+        }
+        groups[g].push(i);
+    }
+    groups
 }
 
 /// Property problems of going from version `a` to version `b`, for every property of `a`.
@@ -169,12 +210,19 @@ pub fn compare_versions(
     a: &CustomResourceDefinitionVersion,
     b: &CustomResourceDefinitionVersion,
 ) -> Vec<PropertyProblem> {
-    let new = flatten(b);
+    compare_flattened(&flatten(a), &flatten(b))
+}
+
+/// [`compare_versions`] on schemas already flattened.
+fn compare_flattened(
+    a: &BTreeMap<String, &JSONSchemaProps>,
+    b: &BTreeMap<String, &JSONSchemaProps>,
+) -> Vec<PropertyProblem> {
     let empty = JSONSchemaProps::default();
     let mut out = Vec::new();
-    for (path, old_schema) in flatten(a) {
+    for (path, old_schema) in a {
         let old_own = own(old_schema);
-        let new_own = own(new.get(&path).copied().unwrap_or(&empty));
+        let new_own = own(b.get(path).copied().unwrap_or(&empty));
         if old_own == new_own {
             continue;
         }

@@ -19,6 +19,27 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 };
 use serde_json::Value;
 
+/// What a document is, for a message that says it is not the object expected: `apiVersion
+/// kind` as written (either may be missing), or what the document is when it is not a
+/// Kubernetes object at all ("a string", "a list", "an object without apiVersion and kind").
+pub fn what_document_is(doc: &Value) -> String {
+    let field = |name: &str| doc.get(name).and_then(Value::as_str).unwrap_or_default();
+    match doc {
+        Value::Object(_) => {
+            let found = format!("{} {}", field("apiVersion"), field("kind"));
+            match found.trim() {
+                "" => "an object without apiVersion and kind".to_owned(),
+                found => found.to_owned(),
+            }
+        }
+        Value::String(_) => "a string".to_owned(),
+        Value::Number(_) => "a number".to_owned(),
+        Value::Bool(_) => "a boolean".to_owned(),
+        Value::Array(_) => "a list".to_owned(),
+        Value::Null => "an empty document".to_owned(),
+    }
+}
+
 /// One reason a value is invalid: where (`spec.replicas`, `spec.items[2]`) and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Invalid {

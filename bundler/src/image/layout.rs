@@ -3,11 +3,14 @@
 //!
 //! Contract:
 //! - [`LayoutWriter`] assembles the layout in a hidden sibling temp directory of the target
-//!   and renames it into place in [`LayoutWriter::finish`]. An existing target is replaced only
-//!   if it is an OCI layout or an empty directory; anything else is refused. Dropping the
-//!   writer without finishing removes the temp directory.
-//! - [`Layout`] reads a layout; [`Layout::read_blob`] fails if a blob's bytes do not hash to
-//!   its name.
+//!   and renames it into place in [`LayoutWriter::finish`]. Every layout it writes carries
+//!   olmpack's [`STAMP_FILE`]; an existing target is replaced only if it carries it or is an
+//!   empty directory ([`check_replaceable`]) — never because it holds an `oci-layout` file.
+//!   Dropping the writer without finishing removes the temp directory.
+//! - [`Layout`] reads a layout; a blob is read only as a regular file of the layout (a symlink,
+//!   FIFO or device is refused without blocking), and [`Layout::read_blob`] and
+//!   [`Layout::check_blob`] fail if its size or its bytes do not match its descriptor.
+//!   [`Layout::verify`] checks every blob an image reaches.
 //! - JSON written here (index, manifests, configs) is compact and its field order fixed, so the
 //!   same content always gives the same digest.
 
@@ -21,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use super::REF_NAME_ANNOTATION;
 use super::digest::{HashingWriter, sha256_digest, sha256_hex};
 use super::media_type;
+use crate::output::STAMP_FILE;
 
 const OCI_LAYOUT_FILE: &str = "oci-layout";
 const OCI_LAYOUT_CONTENT: &[u8] = br#"{"imageLayoutVersion":"1.0.0"}"#;
@@ -57,11 +61,42 @@ pub enum LayoutError {
         #[source]
         source: serde_json::Error,
     },
-    /// The target path holds something else, so olmpack will not overwrite it.
-    #[error("{path} exists and is not an OCI image layout; refusing to replace it")]
+    /// The target path holds something olmpack did not write, so it is left alone.
+    #[error(
+        "{path}: {reason}; olmpack replaces only image layouts it wrote (they carry {STAMP_FILE}), so nothing was written (pick another directory, or remove it yourself)"
+    )]
     NotALayout {
-        /// The path that is not an OCI layout.
+        /// The path that is not an olmpack layout.
         path: PathBuf,
+        /// What is there, e.g. "is a directory olmpack did not write (it holds thesis.tex)".
+        reason: String,
+    },
+    /// A blob of the layout is not a regular file olmpack can read.
+    #[error("{layout}: blob {digest}: {problem}")]
+    BlobUnreadable {
+        /// The layout directory.
+        layout: PathBuf,
+        /// The blob's digest.
+        digest: String,
+        /// What is wrong, in our words.
+        problem: String,
+        /// True when olmpack refuses it (a symlink, FIFO, device: exit 1), false when the
+        /// system could not read it (missing, no permission: exit 2).
+        refusal: bool,
+    },
+    /// A blob's size differs from the size its descriptor gives.
+    #[error(
+        "{layout}: blob {digest} is {actual} bytes, but the image names it with {expected} bytes (the layout was changed after it was written)"
+    )]
+    BlobSize {
+        /// The layout directory.
+        layout: PathBuf,
+        /// The blob's digest.
+        digest: String,
+        /// The size the descriptor gives.
+        expected: u64,
+        /// The size on disk.
+        actual: u64,
     },
     /// The layout declares a version olmpack does not read.
     #[error("{path} has imageLayoutVersion {version:?}; only 1.0.0 is supported")]
@@ -365,6 +400,7 @@ impl LayoutWriter {
         fs::write(staging.join("index.json"), index_bytes).map_err(|e| self.write_err(e))?;
         fs::write(staging.join(OCI_LAYOUT_FILE), OCI_LAYOUT_CONTENT)
             .map_err(|e| self.write_err(e))?;
+        fs::write(staging.join(STAMP_FILE), b"").map_err(|e| self.write_err(e))?;
         check_replaceable(&self.dest)?;
         let dest = self.dest.clone();
         let staging = self.staging.keep();
@@ -375,29 +411,59 @@ impl LayoutWriter {
     }
 }
 
-fn check_replaceable(dest: &Path) -> Result<(), LayoutError> {
-    match fs::symlink_metadata(dest) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(source) => Err(LayoutError::Read {
+/// Whether a layout may be written to `dest`: nothing there, an empty directory, or a
+/// directory carrying olmpack's [`STAMP_FILE`] (module contract).
+pub fn check_replaceable(dest: &Path) -> Result<(), LayoutError> {
+    let refuse = |reason: String| {
+        Err(LayoutError::NotALayout {
             path: dest.to_owned(),
-            source,
-        }),
-        Ok(meta) if meta.is_dir() => {
-            let is_layout = dest.join(OCI_LAYOUT_FILE).is_file();
-            let is_empty = fs::read_dir(dest)
-                .map(|mut d| d.next().is_none())
-                .unwrap_or(false);
-            if is_layout || is_empty {
-                Ok(())
-            } else {
-                Err(LayoutError::NotALayout {
-                    path: dest.to_owned(),
-                })
-            }
+            reason,
+        })
+    };
+    let meta = match fs::symlink_metadata(dest) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(source) => {
+            return Err(LayoutError::Read {
+                path: dest.to_owned(),
+                source,
+            });
         }
-        Ok(_) => Err(LayoutError::NotALayout {
-            path: dest.to_owned(),
-        }),
+        Ok(meta) => meta,
+    };
+    if meta.file_type().is_symlink() {
+        return refuse("is a symlink, not a directory olmpack wrote".into());
+    }
+    if !meta.is_dir() {
+        return refuse("is not a directory".into());
+    }
+    if fs::symlink_metadata(dest.join(STAMP_FILE)).is_ok_and(|m| m.is_file()) {
+        return Ok(());
+    }
+    let read_err = |source| LayoutError::Read {
+        path: dest.to_owned(),
+        source,
+    };
+    let mut names = Vec::new();
+    for entry in fs::read_dir(dest).map_err(read_err)? {
+        names.push(entry.map_err(read_err)?.file_name());
+    }
+    names.sort();
+    // Name what is not part of an OCI layout first: that is what would be lost.
+    let layout_part = |n: &std::ffi::OsString| {
+        [OCI_LAYOUT_FILE, "index.json", "blobs"]
+            .iter()
+            .any(|p| n.as_os_str() == *p)
+    };
+    match names
+        .iter()
+        .find(|n| !layout_part(n))
+        .or_else(|| names.first())
+    {
+        None => Ok(()),
+        Some(name) => refuse(format!(
+            "is a directory olmpack did not write (it holds {}, and no {STAMP_FILE})",
+            Path::new(name).display()
+        )),
     }
 }
 
@@ -525,11 +591,77 @@ impl Layout {
         Ok(self.root.join("blobs/sha256").join(hex))
     }
 
-    /// A blob's bytes, checked against its digest.
-    pub fn read_blob(&self, digest: &str) -> Result<Vec<u8>, LayoutError> {
+    /// Opens a blob: a regular file inside the layout, never a symlink, FIFO or device (a
+    /// FIFO is refused without blocking); returns it with its size.
+    fn open_blob(&self, digest: &str) -> Result<(fs::File, u64), LayoutError> {
         let path = self.blob_path(digest)?;
-        let bytes = fs::read(&path).map_err(|source| LayoutError::Read { path, source })?;
-        let actual = sha256_digest(&bytes);
+        let unreadable = |problem: String, refusal| LayoutError::BlobUnreadable {
+            layout: self.root.clone(),
+            digest: digest.to_owned(),
+            problem,
+            refusal,
+        };
+        let meta = fs::symlink_metadata(&path).map_err(|e| {
+            unreadable(
+                format!("{}: {}", path.display(), crate::input::describe_io(&e)),
+                false,
+            )
+        })?;
+        if meta.file_type().is_symlink() {
+            return Err(unreadable(
+                format!(
+                    "{}: is a symlink; olmpack reads blobs only as regular files of the layout",
+                    path.display()
+                ),
+                true,
+            ));
+        }
+        crate::input::open_regular(&path).map_err(|e| {
+            let refusal = e.is_refusal();
+            unreadable(e.to_string(), refusal)
+        })
+    }
+
+    /// Reads a blob whose descriptor gives `expected` bytes (when known), checking its size
+    /// and its digest; streams it through `sink`.
+    fn stream_blob(
+        &self,
+        digest: &str,
+        expected: Option<u64>,
+        mut sink: impl FnMut(&[u8]),
+    ) -> Result<(), LayoutError> {
+        use io::Read as _;
+        use sha2::Digest as _;
+        let (mut file, len) = self.open_blob(digest)?;
+        let size_err = |actual| LayoutError::BlobSize {
+            layout: self.root.clone(),
+            digest: digest.to_owned(),
+            expected: expected.unwrap_or_default(),
+            actual,
+        };
+        if expected.is_some_and(|e| e != len) {
+            return Err(size_err(len));
+        }
+        let mut hasher = sha2::Sha256::new();
+        let mut buf = vec![0u8; 1 << 20];
+        let mut total = 0u64;
+        loop {
+            let n = file.read(&mut buf).map_err(|source| LayoutError::Read {
+                path: self.blob_path(digest).unwrap_or_default(),
+                source,
+            })?;
+            if n == 0 {
+                break;
+            }
+            total += n as u64;
+            if total > len {
+                // Grew while being read: not the blob that was named.
+                return Err(size_err(total));
+            }
+            hasher.update(&buf[..n]);
+            sink(&buf[..n]);
+        }
+        let actual = super::digest::format_digest(&hasher.finalize());
         if actual != digest {
             return Err(LayoutError::Corrupt {
                 layout: self.root.clone(),
@@ -537,7 +669,67 @@ impl Layout {
                 actual,
             });
         }
+        Ok(())
+    }
+
+    /// A blob's bytes, checked against its digest.
+    pub fn read_blob(&self, digest: &str) -> Result<Vec<u8>, LayoutError> {
+        let mut bytes = Vec::new();
+        self.stream_blob(digest, None, |chunk| bytes.extend_from_slice(chunk))?;
         Ok(bytes)
+    }
+
+    /// A blob's bytes, checked against its descriptor (size and digest).
+    pub fn read_described(&self, blob: &Descriptor) -> Result<Vec<u8>, LayoutError> {
+        let mut bytes = Vec::new();
+        self.stream_blob(&blob.digest, Some(blob.size), |chunk| {
+            bytes.extend_from_slice(chunk)
+        })?;
+        Ok(bytes)
+    }
+
+    /// Checks a blob against its descriptor (size and digest) without keeping its bytes.
+    pub fn check_blob(&self, blob: &Descriptor) -> Result<(), LayoutError> {
+        self.stream_blob(&blob.digest, Some(blob.size), |_| {})
+    }
+
+    /// Checks everything the image `root` reaches — the manifests and indexes, every config
+    /// and layer — against its descriptor: each a regular file of the layout, of the size
+    /// named, hashing to its digest.
+    pub fn verify(&self, root: &Descriptor) -> Result<(), LayoutError> {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut pending = vec![root.clone()];
+        while let Some(d) = pending.pop() {
+            if !seen.insert(d.digest.clone()) {
+                continue;
+            }
+            if media_type::is_index(&d.media_type) {
+                let bytes = self.read_described(&d)?;
+                let index: ImageIndex = self.parse(&d.digest, &bytes, "image index")?;
+                pending.extend(index.manifests);
+            } else if media_type::is_manifest(&d.media_type) {
+                let bytes = self.read_described(&d)?;
+                let manifest: ImageManifest = self.parse(&d.digest, &bytes, "image manifest")?;
+                pending.push(manifest.config);
+                pending.extend(manifest.layers);
+            } else {
+                self.check_blob(&d)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn parse<T: serde::de::DeserializeOwned>(
+        &self,
+        digest: &str,
+        bytes: &[u8],
+        what: &'static str,
+    ) -> Result<T, LayoutError> {
+        serde_json::from_slice(bytes).map_err(|source| LayoutError::Json {
+            path: self.blob_path(digest).unwrap_or_default(),
+            what,
+            source,
+        })
     }
 
     /// A JSON blob, checked and parsed.
@@ -547,11 +739,7 @@ impl Layout {
         what: &'static str,
     ) -> Result<T, LayoutError> {
         let bytes = self.read_blob(digest)?;
-        serde_json::from_slice(&bytes).map_err(|source| LayoutError::Json {
-            path: self.blob_path(digest).unwrap_or_default(),
-            what,
-            source,
-        })
+        self.parse(digest, &bytes, what)
     }
 }
 
@@ -569,7 +757,7 @@ mod tests {
         assert_eq!(
             err.to_string(),
             format!(
-                "{} exists and is not an OCI image layout; refusing to replace it",
+                "{}: is a directory olmpack did not write (it holds precious.txt, and no .olmpack-generated); olmpack replaces only image layouts it wrote (they carry .olmpack-generated), so nothing was written (pick another directory, or remove it yourself)",
                 dest.display()
             )
         );

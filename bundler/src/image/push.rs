@@ -79,15 +79,6 @@ pub enum PushError {
         /// The digest the tag resolves to now.
         actual: String,
     },
-    /// A blob file of the layout cannot be read.
-    #[error("failed to read blob {digest} from the layout")]
-    ReadBlob {
-        /// The digest of the blob.
-        digest: String,
-        /// Why reading failed.
-        #[source]
-        source: std::io::Error,
-    },
 }
 
 /// What a push did.
@@ -134,7 +125,7 @@ fn add_manifest(
     plan: &mut PushPlan,
     seen: &mut BTreeSet<String>,
 ) -> Result<(), PushError> {
-    let bytes = layout.read_blob(&descriptor.digest)?;
+    let bytes = layout.read_described(descriptor)?;
     if media_type::is_index(&descriptor.media_type) {
         let index: ImageIndex = layout.read_json(&descriptor.digest, "image index")?;
         for child in &index.manifests {
@@ -165,33 +156,9 @@ fn add_manifest(
 }
 
 fn check_blob(layout: &Layout, blob: &Descriptor) -> Result<(), PushError> {
-    use sha2::Digest as _;
-    use std::io::Read;
-    let path = layout.blob_path(&blob.digest)?;
-    let read_err = |source| PushError::ReadBlob {
-        digest: blob.digest.clone(),
-        source,
-    };
-    let mut file = std::fs::File::open(&path).map_err(read_err)?;
-    let mut hasher = sha2::Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = file.read(&mut buf).map_err(read_err)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    let actual = super::digest::format_digest(&hasher.finalize());
-    if actual != blob.digest {
-        return Err(LayoutError::Corrupt {
-            layout: layout.path().to_owned(),
-            expected: blob.digest.clone(),
-            actual,
-        }
-        .into());
-    }
-    Ok(())
+    // A regular file of the layout (a FIFO is refused, not waited on), of the descriptor's
+    // size, hashing to its digest.
+    Ok(layout.check_blob(blob)?)
 }
 
 /// Pushes the image `source` names (`DIR[:TAG]`) to `target` (`host/repo[:tag][@digest]`).
@@ -336,24 +303,7 @@ async fn push_blob(
         progress.blob("exists", &blob.digest, blob.size);
         return Ok((false, blob.size));
     }
-    let path = layout.blob_path(&blob.digest)?;
-    let bytes =
-        bytes::Bytes::from(
-            tokio::fs::read(&path)
-                .await
-                .map_err(|source| PushError::ReadBlob {
-                    digest: blob.digest.clone(),
-                    source,
-                })?,
-        );
-    if super::digest::sha256_digest(&bytes) != blob.digest {
-        return Err(LayoutError::Corrupt {
-            layout: layout.path().to_owned(),
-            expected: blob.digest.clone(),
-            actual: super::digest::sha256_digest(&bytes),
-        }
-        .into());
-    }
+    let bytes = bytes::Bytes::from(layout.read_described(blob)?);
     client
         .with_retries(format!("uploading blob {}", blob.digest), || async {
             // The registry checks the upload against `digest` before it accepts it.

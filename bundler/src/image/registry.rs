@@ -119,6 +119,20 @@ pub enum RegistryError {
         #[source]
         source: OciDistributionError,
     },
+    /// The registry could not be reached at all (refused, unresolvable, timed out) until
+    /// the retries ran out. The HTTP client's own chain of errors is left out: it names the
+    /// client, not the problem.
+    #[error("{what}: cannot connect to {registry}: {problem} (after {attempts} attempt(s))")]
+    Unreachable {
+        /// What was attempted, e.g. "authenticating to quay.io".
+        what: String,
+        /// The registry host.
+        registry: String,
+        /// What went wrong, in our words, e.g. "connection refused".
+        problem: String,
+        /// How many attempts were made.
+        attempts: u32,
+    },
     /// A request kept failing (network or server errors) until the retries ran out.
     #[error("{what} failed after {attempts} attempt(s)")]
     Request {
@@ -255,6 +269,14 @@ impl RegistryClient {
                             source,
                         });
                     }
+                    if let Some(problem) = connection_problem(&source) {
+                        return Err(RegistryError::Unreachable {
+                            what,
+                            registry: self.registry.clone(),
+                            problem,
+                            attempts: tries,
+                        });
+                    }
                     return Err(RegistryError::Request {
                         what,
                         attempts: tries,
@@ -264,6 +286,32 @@ impl RegistryClient {
             }
         }
     }
+}
+
+/// Why a request never reached the registry, in our words (the system's error at the end
+/// of the HTTP client's chain), or `None` when it did reach it.
+fn connection_problem(err: &OciDistributionError) -> Option<String> {
+    let OciDistributionError::RequestError(e) = err else {
+        return None;
+    };
+    if !(e.is_connect() || e.is_timeout()) {
+        return None;
+    }
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    let mut found = None;
+    while let Some(c) = cause {
+        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            found = Some(crate::input::describe_io(io));
+        }
+        cause = c.source();
+    }
+    Some(found.unwrap_or_else(|| {
+        if e.is_timeout() {
+            "timed out".to_owned()
+        } else {
+            "the connection failed (no such host, or nothing listens there)".to_owned()
+        }
+    }))
 }
 
 /// The HTTP status of an authentication or authorization refusal (401, 403).

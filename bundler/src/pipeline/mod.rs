@@ -16,14 +16,20 @@
 //!   those are exactly the images pushed.
 //! - **Re-runnable.** Image layouts live under `<out>/images/`, and the state file
 //!   ([`state`]) records what they were built from and which tags were pushed. An image whose
-//!   inputs did not change is not rebuilt; a tag already at its digest is not pushed again. The
-//!   state is saved after every step, so an interrupted run finishes when re-run.
+//!   inputs did not change is not rebuilt — and "unchanged" is said only after its layout was
+//!   verified blob by blob ([`Layout::verify`]: present, regular files, sizes and digests as
+//!   named); a tag already at its digest is not pushed again. The state is saved after every
+//!   step, so an interrupted run finishes when re-run, and the staging directories it left
+//!   are removed by the next run ([`lock::remove_leftovers`]).
+//! - **One run per `--out`.** A run locks `--out` ([`lock::OutLock`]) before it reads it; a
+//!   second run into the same directory fails at once instead of mixing its files in.
 //! - **Nothing half-published.** Every image is pushed by digest first; tags move only after
 //!   every image is in its registry, the catalog's tag last.
 //! - **Errors name the step** ([`PipelineError::Step`]); credentials are never printed.
 #![warn(missing_docs)]
 
 pub mod install;
+pub mod lock;
 pub mod state;
 pub mod supply;
 
@@ -249,7 +255,9 @@ fn upgrade_check(
 /// Everything computed before anything is written or pushed.
 #[derive(Debug)]
 pub struct Prepared {
+    /// Held until the run ends (dropped after `staging`, which is removed first).
     staging: tempfile::TempDir,
+    _lock: lock::OutLock,
     bundles: FileTree,
     catalog: FileTree,
     bundles_stale: bool,
@@ -262,6 +270,12 @@ pub struct Prepared {
 }
 
 impl Prepared {
+    /// Removes the staging directories interrupted runs left in `out` ([`lock::remove_leftovers`];
+    /// this run holds the lock); [`apply`] does it first, a run with nothing to apply calls it.
+    pub fn remove_leftovers(&self, out: &Path) -> Result<Vec<String>, PipelineError> {
+        lock::remove_leftovers(out, self.staging.path()).map_err(fail(step::WRITE))
+    }
+
     /// True when applying would change nothing on disk and push nothing.
     pub fn is_noop(&self) -> bool {
         self.summary
@@ -352,10 +366,15 @@ fn tree_parts(tree: &FileTree) -> Vec<(String, Vec<u8>)> {
 }
 
 /// The digest of the layout `<out>/images/<name>` if it holds `digest` under `tag`.
+/// Every blob of it is verified: a layout whose blobs were deleted, changed, grown, or
+/// replaced by a FIFO or a symlink is not the image recorded, so it is rebuilt.
 fn layout_has(out: &Path, name: &str, tag: Option<&str>, digest: &str) -> bool {
-    Layout::open(&out.join("images").join(name))
-        .and_then(|l| l.find(tag))
-        .is_ok_and(|d| d.digest == digest)
+    let Ok(layout) = Layout::open(&out.join("images").join(name)) else {
+        return false;
+    };
+    layout
+        .find(tag)
+        .is_ok_and(|d| d.digest == digest && layout.verify(&d).is_ok())
 }
 
 /// Everything an image step needs to decide whether to rebuild.
@@ -435,6 +454,7 @@ pub async fn prepare(
     };
     Ok(Prepared {
         staging: run.staging,
+        _lock: run.lock,
         bundles: bundles.generated.tree,
         catalog: catalog.tree,
         bundles_stale: bundles.stale,
@@ -453,6 +473,7 @@ struct Preparing<'a> {
     options: &'a Options,
     progress: &'a Progress,
     names: Names,
+    lock: lock::OutLock,
     staging: tempfile::TempDir,
     state: State,
     /// The plan's release versions, oldest first.
@@ -492,8 +513,9 @@ impl<'a> Preparing<'a> {
     ) -> Result<Self, PipelineError> {
         let names = names(plan, options.registry.as_deref())?;
         std::fs::create_dir_all(&options.out).map_err(fail(step::PLAN))?;
+        let lock = lock::OutLock::acquire(&options.out).map_err(fail(step::PLAN))?;
         let staging = tempfile::Builder::new()
-            .prefix(".release-staging-")
+            .prefix(lock::STAGING_PREFIX)
             .tempdir_in(&options.out)
             .map_err(fail(step::PLAN))?;
         let state = State::load(&options.out);
@@ -518,6 +540,7 @@ impl<'a> Preparing<'a> {
             options,
             progress,
             names,
+            lock,
             staging,
             state,
             versions,
@@ -1052,6 +1075,7 @@ pub async fn apply(
     progress: &Progress,
 ) -> Result<Summary, PipelineError> {
     let out = &options.out;
+    prepared.remove_leftovers(out)?;
     if prepared.bundles_stale {
         prepared
             .bundles
@@ -1078,7 +1102,8 @@ pub async fn apply(
         .cloned()
         .collect();
     for image in images.iter().filter(|i| i.rebuild) {
-        place_layout(prepared.staging.path(), out, &image.name)?;
+        let recorded = prepared.state.images.contains_key(&image.name);
+        place_layout(prepared.staging.path(), out, &image.name, recorded)?;
         prepared.state.images.insert(
             image.name.clone(),
             BuiltImage {
@@ -1109,8 +1134,15 @@ pub async fn apply(
     Ok(prepared.summary)
 }
 
-/// Moves `<staging>/images/<name>` to `<out>/images/<name>`, replacing an older layout.
-fn place_layout(staging: &Path, out: &Path, name: &str) -> Result<(), PipelineError> {
+/// Moves `<staging>/images/<name>` to `<out>/images/<name>`, replacing an older layout: one
+/// olmpack wrote (stamped, or `recorded` in the state file by an earlier run), never a
+/// directory someone else put there.
+fn place_layout(
+    staging: &Path,
+    out: &Path,
+    name: &str,
+    recorded: bool,
+) -> Result<(), PipelineError> {
     let from = staging.join("images").join(name);
     let to = out.join("images").join(name);
     let io = |source: std::io::Error| PipelineError::Step {
@@ -1122,6 +1154,9 @@ fn place_layout(staging: &Path, out: &Path, name: &str) -> Result<(), PipelineEr
         .into(),
     };
     std::fs::create_dir_all(out.join("images")).map_err(io)?;
+    if !recorded {
+        crate::image::layout::check_replaceable(&to).map_err(fail(step::WRITE))?;
+    }
     if to.exists() {
         let old = staging.join("replaced").join(name);
         std::fs::create_dir_all(old.parent().unwrap_or(staging)).map_err(io)?;

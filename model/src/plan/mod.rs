@@ -504,7 +504,41 @@ fn describe_type_error(message: &str) -> String {
             out = format!("{}{ours}{name}){}", &out[..i], &rest[end..]);
         }
     }
-    out.replace("invalid type: ", "wrong type: ")
+    let out = out.replace("invalid type: ", "wrong type: ");
+    plain_kinds(&out)
+}
+
+/// serde's names of a value's kind in our words: `floating point `777.0`` and `integer `8``
+/// become "a number" (YAML reads `0777` as a number; the value shown would not be what was
+/// written), `sequence` "a list", `map` "a mapping"; a string field gets a hint to quote.
+fn plain_kinds(message: &str) -> String {
+    let mut out = message.to_owned();
+    for kind in ["floating point `", "integer `"] {
+        while let Some(i) = out.find(kind) {
+            let rest = &out[i + kind.len()..];
+            let end = rest.find('`').map_or(rest.len(), |e| e + 1);
+            out = format!("{}a number{}", &out[..i], &rest[end..]);
+        }
+    }
+    let out = out
+        .replace("wrong type: sequence,", "wrong type: a list,")
+        .replace("wrong type: map,", "wrong type: a mapping,");
+    if out.contains("wrong type: a number, expected a string") {
+        return format!("{out} (quote the value to keep it as text)");
+    }
+    out
+}
+
+/// The kind of a YAML value, for messages.
+fn kind_of(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "empty",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "a list",
+        serde_json::Value::Object(_) => "a mapping",
+    }
 }
 
 /// `CsvMetadata` → `csv metadata`.
@@ -525,6 +559,16 @@ pub fn parse(path: &Path, text: &str) -> Result<LoadedPlan, PlanError> {
         path: path.to_path_buf(),
         message: e.to_string(),
     })?;
+    if !value.is_object() {
+        return Err(PlanError::Invalid {
+            path: path.to_path_buf(),
+            field: "(top level)".to_owned(),
+            message: format!(
+                "wrong type: {}, expected a mapping (package:, releases:, …)",
+                kind_of(&value)
+            ),
+        });
+    }
     let plan: Plan = serde_path_to_error::deserialize(value).map_err(|e| {
         let field = e.path().to_string();
         PlanError::Invalid {
