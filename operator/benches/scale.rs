@@ -19,7 +19,7 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -52,7 +52,9 @@ fn count(var: &str, default: usize) -> usize {
 struct Seen {
     /// Generation at which it was last seen Ready, and when that was first seen.
     ready: HashMap<String, (i64, Instant)>,
-    present: std::collections::HashSet<String>,
+    present: HashSet<String>,
+    /// What a re-list has shown so far (it replaces `present` when done).
+    relisting: HashSet<String>,
 }
 
 fn ready_generation(app: &v1::WebApp) -> Option<i64> {
@@ -75,6 +77,7 @@ fn spawn_watch(api: Api<v1::WebApp>, seen: Arc<Mutex<Seen>>) -> tokio::task::Joi
                 watcher::Event::Apply(app) | watcher::Event::InitApply(app) => {
                     let name = app.metadata.name.clone().unwrap_or_default();
                     seen.present.insert(name.clone());
+                    seen.relisting.insert(name.clone());
                     if let Some(generation) = ready_generation(&app) {
                         let entry = seen
                             .ready
@@ -88,7 +91,8 @@ fn spawn_watch(api: Api<v1::WebApp>, seen: Arc<Mutex<Seen>>) -> tokio::task::Joi
                 watcher::Event::Delete(app) => {
                     seen.present.remove(&app.metadata.name.unwrap_or_default());
                 }
-                watcher::Event::Init | watcher::Event::InitDone => {}
+                watcher::Event::Init => seen.relisting.clear(),
+                watcher::Event::InitDone => seen.present = std::mem::take(&mut seen.relisting),
             }
         }
     })
