@@ -40,8 +40,8 @@ pub struct ApiLimits {
 impl Default for ApiLimits {
     fn default() -> Self {
         Self {
-            qps: 50.0,
-            burst: 100,
+            qps: 100.0,
+            burst: 200,
         }
     }
 }
