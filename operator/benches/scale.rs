@@ -155,7 +155,7 @@ fn sample_sum(text: &str, name: &str, labels: &[&str]) -> f64 {
         })
         .filter(|l| labels.iter().all(|label| l.contains(label)))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
+        .fold(0.0, |a, b| a + b)
 }
 
 fn operator_writes(text: &str) -> f64 {
@@ -168,7 +168,7 @@ fn operator_writes(text: &str) -> f64 {
                 &[&format!("verb=\"{v}\"")],
             )
         })
-        .sum()
+        .fold(0.0, |a, b| a + b)
 }
 
 fn server_errors(text: &str) -> f64 {
@@ -181,7 +181,7 @@ fn server_errors(text: &str) -> f64 {
                 &[&format!("code=\"{c}\"")],
             )
         })
-        .sum()
+        .fold(0.0, |a, b| a + b)
 }
 
 /// The operator's metrics address from its JSON log (it binds port 0).
