@@ -254,7 +254,11 @@ async fn run(total: usize, updates: usize, deletes: usize) {
     );
     let options = TestEnvOptions {
         controller_manager: false,
-        apiserver_args: vec!["--enable-priority-and-fairness=true".to_owned()],
+        apiserver_args: vec![
+            "--enable-priority-and-fairness=true".to_owned(),
+            // One ClusterIP per WebApp: the test environment's /24 holds 254.
+            "--service-cluster-ip-range=10.96.0.0/16".to_owned(),
+        ],
     };
     let cluster = harness::cluster_with(Release::latest(), options).await;
     let nodes = FakeNodes::start(&cluster.env, &FakeNodesOptions::default())
