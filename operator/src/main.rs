@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use webapp_operator::controller::{LeaderElection, Settings, crash};
+use webapp_operator::controller::client::ApiLimits;
+use webapp_operator::controller::{self, LeaderElection, Settings, crash};
 use webapp_operator::manifests;
 use webapp_operator::releases::{RELEASES, Release};
 use webapp_operator::run::{Options, TlsFiles};
@@ -72,7 +73,7 @@ struct RunArgs {
     /// Port of /metrics, /healthz, /readyz (plain HTTP).
     #[arg(long, default_value_t = manifests::METRICS_PORT as u16)]
     metrics_port: u16,
-    /// The operator's namespace (Lease, routing table).
+    /// The operator's namespace (Lease, routing entries).
     #[arg(long, env = "POD_NAMESPACE", default_value = manifests::DEFAULT_NAMESPACE)]
     namespace: String,
     /// Watch WebApps only in this namespace (default: all namespaces).
@@ -90,6 +91,19 @@ struct RunArgs {
     /// Renew this many seconds before the Lease expires.
     #[arg(long, default_value_t = 5)]
     lease_grace_seconds: u64,
+    /// Reconciles running at once at most (further WebApps wait in the controller's queue).
+    #[arg(long, default_value_t = controller::DEFAULT_CONCURRENCY, value_parser = clap::value_parser!(u16).range(1..))]
+    concurrency: u16,
+    /// Sustained API requests per second of the work client (the Lease has its own client).
+    #[arg(long, default_value_t = ApiLimits::default().qps)]
+    api_qps: f64,
+    /// API requests the work client may send at once after an idle period.
+    #[arg(long, default_value_t = ApiLimits::default().burst)]
+    api_burst: u32,
+    /// On SIGTERM, how long running reconciles may take to finish before they are abandoned
+    /// (the Lease is released after).
+    #[arg(long, default_value_t = controller::DEFAULT_SHUTDOWN_TIMEOUT.as_secs())]
+    shutdown_timeout_seconds: u64,
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
@@ -190,6 +204,12 @@ fn run(args: RunArgs) -> ExitCode {
                 grace_secs: args.lease_grace_seconds,
             }),
             crash,
+            concurrency: args.concurrency,
+            api_limits: ApiLimits {
+                qps: args.api_qps,
+                burst: args.api_burst,
+            },
+            shutdown_timeout: Duration::from_secs(args.shutdown_timeout_seconds),
         },
         webhook_addr: SocketAddr::new(args.bind_address, args.webhook_port),
         tls,

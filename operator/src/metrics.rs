@@ -1,17 +1,29 @@
 //! Prometheus metrics and the plain-HTTP `/metrics`, `/healthz`, `/readyz` endpoints.
 //!
-//! Metric names (OpenMetrics): `webapp_reconciles_total{result}` (`success`, `invalid_spec`, `error`),
-//! `webapp_reconcile_duration_seconds`, `webapp_reconcile_errors_total{reason}`,
-//! `webapp_reconcile_retries_total`, `webapp_queue_depth`,
-//! `webapp_oldest_unconverged_seconds`, `webapp_api_requests_total{verb}` (every request the
-//! operator's client sends), `webapp_api_responses_total{code}`, `webapp_webhook_requests_total{endpoint,result}`, and
-//! `webapp_leader` (1 while this instance leads).
+//! Metric names (OpenMetrics):
+//!
+//! | metric | meaning |
+//! |---|---|
+//! | `webapp_reconciles_total{result}` | finished reconciles: `success`, `invalid_spec`, `error` |
+//! | `webapp_reconcile_duration_seconds` | duration of one reconcile; buckets 5 ms … ~11 min |
+//! | `webapp_reconcile_errors_total{reason}` | failed reconciles by stable reason |
+//! | `webapp_reconcile_retries_total` | reconciles scheduled again after an error |
+//! | `webapp_queue_depth` | WebApps a watch event has triggered and no reconcile has picked up yet |
+//! | `webapp_reconciles_in_flight` | reconciles running now (at most the concurrency limit) |
+//! | `webapp_unconverged` | WebApps not Ready at their current generation, or being deleted |
+//! | `webapp_oldest_unconverged_seconds` | how long the oldest of those has been so (since this instance first saw it so) |
+//! | `webapp_api_requests_total{verb}` | every request attempt of the work client, retries included |
+//! | `webapp_api_responses_total{code}` | every response, so 429s and 5xx that the client retried too |
+//! | `webapp_api_client_wait_seconds_total` | time requests waited for the client-side rate limit |
+//! | `webapp_leader_election_responses_total{code}` | responses to the leader-election client |
+//! | `webapp_webhook_requests_total{endpoint,result}` | webhook requests |
+//! | `webapp_leader` | 1 while this instance leads |
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::State;
@@ -47,13 +59,22 @@ pub struct Metrics {
     errors: Family<Labels, Counter>,
     retries: Counter,
     queue_depth: Gauge,
+    in_flight: Gauge,
+    unconverged_count: Gauge,
     oldest_unconverged: Gauge,
     api_requests: Family<Labels, Counter>,
     api_responses: Family<Labels, Counter>,
+    client_wait: Counter<f64>,
+    lease_responses: Family<Labels, Counter>,
     webhook_requests: Family<Labels, Counter>,
     leader: Gauge,
-    /// Objects whose last reconcile did not converge, with the time it first failed.
+    /// Keys triggered by a watch event and not yet picked up by a reconcile.
+    queued: Mutex<HashSet<String>>,
+    /// WebApps not converged, with the time this instance first saw them so.
     unconverged: Mutex<HashMap<String, Instant>>,
+    /// The most keys ever queued and reconciles ever in flight at once.
+    peak_queued: AtomicI64,
+    peak_in_flight: AtomicI64,
     ready: AtomicBool,
 }
 
@@ -61,13 +82,19 @@ impl Default for Metrics {
     fn default() -> Self {
         let mut registry = Registry::default();
         let reconciles = Family::<Labels, Counter>::default();
-        let duration = Histogram::new(exponential_buckets(0.001, 2.0, 16));
+        // 5 ms doubling to 655 s: a reconcile that waits minutes for a throttled apiserver
+        // still lands in a bucket.
+        let duration = Histogram::new(exponential_buckets(0.005, 2.0, 18));
         let errors = Family::<Labels, Counter>::default();
         let retries = Counter::default();
         let queue_depth = Gauge::default();
+        let in_flight = Gauge::default();
+        let unconverged_count = Gauge::default();
         let oldest_unconverged = Gauge::default();
         let api_requests = Family::<Labels, Counter>::default();
         let api_responses = Family::<Labels, Counter>::default();
+        let client_wait = Counter::<f64>::default();
+        let lease_responses = Family::<Labels, Counter>::default();
         let webhook_requests = Family::<Labels, Counter>::default();
         let leader = Gauge::default();
         registry.register(
@@ -92,23 +119,43 @@ impl Default for Metrics {
         );
         registry.register(
             "webapp_queue_depth",
-            "Reconciles running now (kube-runtime does not expose its queue)",
+            "WebApps triggered by a watch event and not yet picked up by a reconcile",
             queue_depth.clone(),
         );
         registry.register(
+            "webapp_reconciles_in_flight",
+            "Reconciles running now",
+            in_flight.clone(),
+        );
+        registry.register(
+            "webapp_unconverged",
+            "WebApps not Ready at their current generation, or being deleted",
+            unconverged_count.clone(),
+        );
+        registry.register(
             "webapp_oldest_unconverged_seconds",
-            "Age of the oldest WebApp whose last reconcile failed or found an invalid spec",
+            "How long the oldest unconverged WebApp has been unconverged",
             oldest_unconverged.clone(),
         );
         registry.register(
             "webapp_api_requests",
-            "API requests sent, by verb",
+            "API request attempts sent by the work client, retries included, by verb",
             api_requests.clone(),
         );
         registry.register(
             "webapp_api_responses",
-            "API responses received, by status code",
+            "API responses to the work client, retried ones included, by status code",
             api_responses.clone(),
+        );
+        registry.register(
+            "webapp_api_client_wait_seconds",
+            "Time requests waited for the client-side rate limit",
+            client_wait.clone(),
+        );
+        registry.register(
+            "webapp_leader_election_responses",
+            "API responses to the leader-election client, by status code",
+            lease_responses.clone(),
         );
         registry.register(
             "webapp_webhook_requests",
@@ -127,20 +174,27 @@ impl Default for Metrics {
             errors,
             retries,
             queue_depth,
+            in_flight,
+            unconverged_count,
             oldest_unconverged,
             api_requests,
             api_responses,
+            client_wait,
+            lease_responses,
             webhook_requests,
             leader,
+            queued: Mutex::new(HashSet::new()),
             unconverged: Mutex::new(HashMap::new()),
+            peak_queued: AtomicI64::new(0),
+            peak_in_flight: AtomicI64::new(0),
             ready: AtomicBool::new(false),
         }
     }
 }
 
 impl Metrics {
-    /// Records one finished reconcile of `key`.
-    pub fn reconciled(&self, key: &str, started: Instant, outcome: Outcome) {
+    /// Records one finished reconcile.
+    pub fn reconciled(&self, started: Instant, outcome: Outcome) {
         self.duration.observe(started.elapsed().as_secs_f64());
         let result = match outcome {
             Outcome::Converged => "success",
@@ -155,41 +209,80 @@ impl Metrics {
                 .get_or_create(&vec![("reason", reason.to_owned())])
                 .inc();
         }
-        let mut unconverged = self.unconverged.lock().unwrap_or_else(|p| p.into_inner());
-        match outcome {
-            Outcome::Converged => {
-                unconverged.remove(key);
-            }
-            Outcome::InvalidSpec | Outcome::Error(_) => {
-                unconverged
-                    .entry(key.to_owned())
-                    .or_insert_with(Instant::now);
-            }
-        }
-        let oldest = unconverged
-            .values()
-            .map(|t| t.elapsed().as_secs())
-            .max()
-            .unwrap_or(0);
-        self.oldest_unconverged.set(oldest as i64);
     }
 
-    /// Forgets `key` (deleted objects are converged by definition).
+    /// Records what a watch event showed of WebApp `key`: whether it is converged (Ready at
+    /// its current generation and not being deleted).
+    pub fn observed(&self, key: &str, converged: bool) {
+        let mut unconverged = self.unconverged.lock().unwrap_or_else(|p| p.into_inner());
+        if converged {
+            unconverged.remove(key);
+        } else {
+            unconverged
+                .entry(key.to_owned())
+                .or_insert_with(Instant::now);
+        }
+    }
+
+    /// Forgets `key` (the WebApp is gone).
     pub fn forget(&self, key: &str) {
         self.unconverged
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(key);
+        self.queued
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(key);
+    }
+
+    /// A watch event triggered a reconcile of `key`.
+    pub fn queued(&self, key: &str) {
+        let mut queued = self.queued.lock().unwrap_or_else(|p| p.into_inner());
+        queued.insert(key.to_owned());
+        self.queue_depth.set(queued.len() as i64);
+        self.peak_queued
+            .fetch_max(queued.len() as i64, Ordering::Relaxed);
+    }
+
+    /// A reconcile of `key` starts (`true`) or ends (`false`).
+    pub fn in_flight(&self, key: &str, running: bool) {
+        if running {
+            let mut queued = self.queued.lock().unwrap_or_else(|p| p.into_inner());
+            queued.remove(key);
+            self.queue_depth.set(queued.len() as i64);
+            let now = self.in_flight.inc() + 1;
+            self.peak_in_flight.fetch_max(now, Ordering::Relaxed);
+        } else {
+            self.in_flight.dec();
+        }
+    }
+
+    /// Empties the queue (the controller stopped; a new term lists everything again).
+    pub fn clear_queue(&self) {
+        self.queued
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+        self.queue_depth.set(0);
+    }
+
+    /// Reconciles running now.
+    pub fn reconciles_in_flight(&self) -> i64 {
+        self.in_flight.get()
+    }
+
+    /// The most keys queued and the most reconciles in flight at once so far.
+    pub fn peaks(&self) -> (i64, i64) {
+        (
+            self.peak_queued.load(Ordering::Relaxed),
+            self.peak_in_flight.load(Ordering::Relaxed),
+        )
     }
 
     /// A reconcile was scheduled again after an error.
     pub fn retried(&self) {
         self.retries.inc();
-    }
-
-    /// Adjusts the number of queued or running reconciles.
-    pub fn queue(&self, delta: i64) {
-        self.queue_depth.inc_by(delta);
     }
 
     /// Counts one API request by HTTP method.
@@ -204,6 +297,23 @@ impl Metrics {
         self.api_responses
             .get_or_create(&vec![("code", code.to_string())])
             .inc();
+    }
+
+    /// A request waited `wait` for the client-side rate limit.
+    pub fn client_throttled(&self, wait: Duration) {
+        self.client_wait.inc_by(wait.as_secs_f64());
+    }
+
+    /// Counts one response to the leader-election client.
+    pub fn lease_response(&self, code: u16) {
+        self.lease_responses
+            .get_or_create(&vec![("code", code.to_string())])
+            .inc();
+    }
+
+    /// Responses with status 429 so far (every attempt, retried ones included).
+    pub fn throttled(&self) -> u64 {
+        self.api_responses(429)
     }
 
     /// API responses received so far with status `code` (e.g. 403).
@@ -266,8 +376,18 @@ impl Metrics {
         self.ready.store(ready, Ordering::SeqCst);
     }
 
+    /// The oldest unconverged WebApp's age, and how many there are.
+    pub fn unconverged(&self) -> (Duration, usize) {
+        let unconverged = self.unconverged.lock().unwrap_or_else(|p| p.into_inner());
+        let oldest = unconverged.values().map(Instant::elapsed).max();
+        (oldest.unwrap_or_default(), unconverged.len())
+    }
+
     /// The OpenMetrics text exposition.
     pub fn encode(&self) -> String {
+        let (oldest, count) = self.unconverged();
+        self.oldest_unconverged.set(oldest.as_secs() as i64);
+        self.unconverged_count.set(count as i64);
         let mut out = String::new();
         let _ = encode(&mut out, &self.registry);
         out

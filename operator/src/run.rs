@@ -132,10 +132,13 @@ pub async fn start(options: Options, config: kube::Config) -> Result<Running, Ru
     };
     let mut migration = None;
     let controller = if options.controller {
-        let client = controller::client(config, metrics.clone())?;
+        let lease_client = controller::client::lease_client(config.clone(), metrics.clone())?;
+        let client =
+            controller::client::work_client(config, options.settings.api_limits, metrics.clone())?;
         migration = Some(tokio::spawn(migrate_storage(client.clone())));
         Some(tokio::spawn(controller::run(
             client,
+            lease_client,
             options.settings.clone(),
             metrics.clone(),
             shutdown_rx,
@@ -170,8 +173,8 @@ impl Running {
         self.controller.as_ref().is_none_or(|c| c.is_finished())
     }
 
-    /// Graceful shutdown: stops accepting work, lets running reconciles finish, releases the
-    /// Lease, stops the servers.
+    /// Graceful shutdown: stops accepting work, lets running reconciles finish within the
+    /// shutdown bound ([`Settings::shutdown_timeout`]), releases the Lease, stops the servers.
     pub async fn stop(mut self) -> Result<(), RunError> {
         self.metrics.set_ready(false);
         let _ = self.shutdown.send(true);

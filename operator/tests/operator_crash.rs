@@ -12,7 +12,7 @@ use kube::api::{Api, ListParams};
 use serde_json::json;
 use webapp_operator::api::{Version, v1};
 use webapp_operator::controller::crash::{CRASH_ENV, CRASH_EXIT_CODE, CrashPoint};
-use webapp_operator::controller::reconcile::ROUTES_CONFIGMAP;
+use webapp_operator::controller::routes as route_entries;
 use webapp_operator::releases::Release;
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -82,8 +82,12 @@ async fn operator_crash_at_each_point_then_restart_converges() {
             count
         );
         assert_eq!(services.list(&selector).await.unwrap().items.len(), count);
-        let table = routes.get(ROUTES_CONFIGMAP).await.unwrap().data.unwrap();
-        assert_eq!(table.len(), count, "{table:?}");
+        let entries = routes
+            .list(&ListParams::default().labels(&route_entries::selector()))
+            .await
+            .unwrap()
+            .items;
+        assert_eq!(entries.len(), count, "one routing entry per WebApp");
         assert!(
             !log.contains("\"code\":403") && !log.contains("Forbidden"),
             "no 403s:\n{log}"

@@ -70,26 +70,27 @@ async fn operator_rbac_undeclared_is_denied() {
             .await,
         "configmaps outside its namespace",
     );
-    forbidden(
-        Api::<ConfigMap>::namespaced(sa.clone(), OPERATOR_NS)
-            .list(&ListParams::default())
-            .await,
-        "list configmaps",
-    );
+    // Routing entries are watched in its namespace, never read one by one.
+    let entries: Api<ConfigMap> = Api::namespaced(sa.clone(), OPERATOR_NS);
+    entries
+        .list(&ListParams::default())
+        .await
+        .expect("listing ConfigMaps in its namespace is declared (the routing-entry watch)");
+    forbidden(entries.get_opt("x").await, "get configmaps");
 
-    // The declaration never grants delete, escalate, bind, impersonate or wildcards.
+    // The declaration never grants escalate, bind, impersonate or wildcards, and deletes
+    // only routing entries (ConfigMaps in its own namespace).
     for rule in RULES {
+        if rule.verbs.contains(&"delete") {
+            assert_eq!(
+                (rule.resources, rule.scope),
+                (&["configmaps"][..], Scope::OperatorNamespace),
+                "{rule:?}"
+            );
+        }
         for verb in rule.verbs {
             assert!(
-                ![
-                    "delete",
-                    "deletecollection",
-                    "escalate",
-                    "bind",
-                    "impersonate",
-                    "*"
-                ]
-                .contains(verb),
+                !["deletecollection", "escalate", "bind", "impersonate", "*"].contains(verb),
                 "{rule:?}"
             );
         }

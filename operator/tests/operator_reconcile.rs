@@ -12,10 +12,13 @@ use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use serde_json::json;
 use webapp_operator::api::{Version, v1};
-use webapp_operator::controller::reconcile::{FINALIZER, ROUTES_CONFIGMAP};
+use webapp_operator::controller::reconcile::FINALIZER;
+use webapp_operator::controller::routes::{LEGACY_ROUTES_CONFIGMAP, URL_KEY};
 use webapp_operator::releases::Release;
 
 const WAIT: Duration = Duration::from_secs(60);
+/// The routing entry of WebApp `apps/shop`.
+const SHOP_ROUTE: &str = "route.apps.shop";
 
 fn ready_condition(app: &v1::WebApp) -> Option<(String, String)> {
     app.status.as_ref().and_then(|s| {
@@ -102,8 +105,17 @@ async fn operator_reconcile_lifecycle() {
     );
     let service = services.get("shop").await.unwrap();
     assert_eq!(service.owner_references()[0].uid, app.uid().unwrap());
-    let table = routes.get(ROUTES_CONFIGMAP).await.unwrap();
-    assert_eq!(table.data.unwrap()["apps.shop"], "http://shop.apps.svc:80");
+    // The routing entry is the WebApp's own ConfigMap; the shared table of earlier
+    // releases is never written.
+    let entry = routes.get(SHOP_ROUTE).await.unwrap();
+    assert_eq!(entry.data.unwrap()[URL_KEY], "http://shop.apps.svc:80");
+    assert!(
+        routes
+            .get_opt(LEGACY_ROUTES_CONFIGMAP)
+            .await
+            .unwrap()
+            .is_none()
+    );
 
     // Let the Deployment controller's status updates settle (each one triggers a reconcile).
     let mut last = (String::new(), u64::MAX);
@@ -119,10 +131,12 @@ async fn operator_reconcile_lifecycle() {
         last = now;
     }
 
-    // Ten further reconciles without a change: zero writes, nothing changes.
+    // Ten further reconciles without a change: zero writes, zero reads (the stores answer),
+    // nothing changes.
     let writes_before = operator.metrics.api_writes();
+    let reads_before = operator.metrics.api_requests("GET");
     // The counter sees the operator's writes: finalizer, Deployment, Service, routing
-    // table, status.
+    // entry, status.
     assert!(writes_before >= 5, "writes counted: {writes_before}");
     assert!(operator.metrics.api_requests("PATCH") >= 4);
     let versions = |app: &v1::WebApp, d: &Deployment, s: &Service, c: &ConfigMap| {
@@ -137,7 +151,7 @@ async fn operator_reconcile_lifecycle() {
         &apps.get("shop").await.unwrap(),
         &deployments.get("shop").await.unwrap(),
         &services.get("shop").await.unwrap(),
-        &routes.get(ROUTES_CONFIGMAP).await.unwrap(),
+        &routes.get(SHOP_ROUTE).await.unwrap(),
     );
     for _ in 0..10 {
         let done = operator.metrics.reconciles();
@@ -149,11 +163,16 @@ async fn operator_reconcile_lifecycle() {
         writes_before,
         "ten reconciles of a converged WebApp wrote nothing"
     );
+    assert_eq!(
+        operator.metrics.api_requests("GET"),
+        reads_before,
+        "ten reconciles read nothing from the API (watches are counted as WATCH)"
+    );
     let after = versions(
         &apps.get("shop").await.unwrap(),
         &deployments.get("shop").await.unwrap(),
         &services.get("shop").await.unwrap(),
-        &routes.get(ROUTES_CONFIGMAP).await.unwrap(),
+        &routes.get(SHOP_ROUTE).await.unwrap(),
     );
     assert_eq!(after, before, "no object changed");
 
@@ -199,10 +218,16 @@ async fn operator_reconcile_lifecycle() {
         async move { apps.get_opt("shop").await.unwrap().is_none() }
     })
     .await;
-    let table = routes.get(ROUTES_CONFIGMAP).await.unwrap();
     assert!(
-        !table.data.unwrap_or_default().contains_key("apps.shop"),
+        routes.get_opt(SHOP_ROUTE).await.unwrap().is_none(),
         "cleanup removed the routing entry"
+    );
+    assert!(
+        routes
+            .get_opt(LEGACY_ROUTES_CONFIGMAP)
+            .await
+            .unwrap()
+            .is_none()
     );
     eventually("the children are garbage-collected", WAIT, || {
         let deployments = deployments.clone();
@@ -334,18 +359,11 @@ async fn operator_cleanup_failure_keeps_finalizer_then_completes() {
     harness::create_webapp(&cluster, Version::V1, "gone", json!({"image": "shop:1"})).await;
     eventually("the routing entry exists", WAIT, || {
         let routes = routes.clone();
-        async move {
-            routes
-                .get_opt(ROUTES_CONFIGMAP)
-                .await
-                .unwrap()
-                .and_then(|c| c.data)
-                .is_some_and(|d| d.contains_key("apps.gone"))
-        }
+        async move { routes.get_opt("route.apps.gone").await.unwrap().is_some() }
     })
     .await;
 
-    // The external dependency fails: the operator loses access to its routing table.
+    // The external dependency fails: the operator loses access to its routing entries.
     let roles: Api<Role> = Api::namespaced(client.clone(), OPERATOR_NS);
     let full = rbac::role(OPERATOR_NS, Release::latest().version);
     let mut reduced = full.clone();
@@ -398,12 +416,6 @@ async fn operator_cleanup_failure_keeps_finalizer_then_completes() {
         async move { apps.get_opt("gone").await.unwrap().is_none() }
     })
     .await;
-    let table = routes
-        .get(ROUTES_CONFIGMAP)
-        .await
-        .unwrap()
-        .data
-        .unwrap_or_default();
-    assert!(!table.contains_key("apps.gone"), "{table:?}");
+    assert!(routes.get_opt("route.apps.gone").await.unwrap().is_none());
     operator.stop().await.unwrap();
 }

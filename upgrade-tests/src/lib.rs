@@ -26,6 +26,7 @@ pub mod binaries;
 pub mod control_plane;
 pub mod corpus;
 pub mod defects;
+pub mod fake_nodes;
 pub mod files;
 pub mod https;
 pub mod live;

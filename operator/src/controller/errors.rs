@@ -24,6 +24,9 @@ pub enum ReconcileError {
     /// the API).
     #[error("WebApp {key} has no name, so its finalizer cannot be managed")]
     Unnamed { key: String },
+    /// A watch ended before its store held the initial list (the controller is stopping).
+    #[error("the watch caches closed before WebApp {key} could be reconciled")]
+    CachesClosed { key: String },
 }
 
 /// How an error is retried.
@@ -56,7 +59,9 @@ impl ReconcileError {
                 }
                 _ => ErrorClass::Transient,
             },
-            ReconcileError::Unnamed { .. } => ErrorClass::Transient,
+            ReconcileError::Unnamed { .. } | ReconcileError::CachesClosed { .. } => {
+                ErrorClass::Transient
+            }
         }
     }
 
@@ -71,6 +76,7 @@ impl ReconcileError {
                 _ => "ApiUnavailable",
             },
             (ErrorClass::Transient, ReconcileError::Unnamed { .. }) => "Unnamed",
+            (ErrorClass::Transient, ReconcileError::CachesClosed { .. }) => "CachesClosed",
         }
     }
 }

@@ -1,25 +1,37 @@
 //! The WebApp controller (kube-runtime `Controller`) behind leader election.
 //!
 //! Only the holder of the Lease runs the controller; the others wait. Losing the Lease stops
-//! the controller at once (in-flight reconciles finish); shutdown stops it gracefully and
-//! releases the Lease so that another instance takes over without waiting for expiry.
+//! the controller at once; shutdown stops it gracefully and releases the Lease so that
+//! another instance takes over without waiting for expiry. Either way the controller stops
+//! taking work, lets running reconciles finish for at most [`Settings::shutdown_timeout`] and
+//! abandons the rest (every step is idempotent, the next leader redoes them).
+//!
+//! Bounded work: at most [`Settings::concurrency`] reconciles run at once (the controller's
+//! own limit; further keys wait in its queue), and the work client keeps to a client-side
+//! request rate ([`client::ApiLimits`]). Reconciles read WebApps, Deployments, Services and
+//! routing entries from reflector stores that the controller's watches fill ([`Stores`]);
+//! the Lease has a client of its own ([`client`]).
 
 pub mod apply;
+pub mod client;
 pub mod crash;
 pub mod errors;
+pub mod memo;
 pub mod reconcile;
+pub mod routes;
 pub mod status;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{FutureExt, Stream, StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::Service;
-use kube::Client;
+use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use kube::api::Api;
-use kube::runtime::controller::Controller;
-use kube::runtime::watcher;
+use kube::runtime::controller::{self as runtime, Controller};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, Resource, ResourceExt};
 use kube_lease_manager::LeaseManagerBuilder;
 use tokio::sync::{broadcast, watch};
 
@@ -29,6 +41,12 @@ use reconcile::Context;
 
 /// Name of the leader-election Lease in the operator's namespace.
 pub const LEASE_NAME: &str = "webapp-operator-leader";
+/// Default of [`Settings::concurrency`].
+pub const DEFAULT_CONCURRENCY: u16 = 32;
+/// Default of [`Settings::shutdown_timeout`].
+pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long releasing the Lease may take at shutdown.
+const LEASE_RELEASE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Failure of the controller runtime (not of a single reconcile).
 #[derive(Debug, thiserror::Error)]
@@ -57,7 +75,7 @@ pub struct LeaderElection {
 /// What the controller watches and how it runs.
 #[derive(Clone, Debug)]
 pub struct Settings {
-    /// The operator's namespace (Lease and routing table).
+    /// The operator's namespace (Lease and routing entries).
     pub operator_namespace: String,
     /// Watch only this namespace; all namespaces when `None`.
     pub watch_namespace: Option<String>,
@@ -65,31 +83,52 @@ pub struct Settings {
     pub leader_election: Option<LeaderElection>,
     /// Armed crash point (tests only).
     pub crash: Option<crash::CrashPoint>,
+    /// Reconciles running at once at most.
+    pub concurrency: u16,
+    /// Client-side request rate of the work client.
+    pub api_limits: client::ApiLimits,
+    /// How long a stopping controller waits for running reconciles before abandoning them.
+    pub shutdown_timeout: Duration,
 }
 
-/// A client for `config` that counts every request by verb and every response by status
-/// code in `metrics` (`webapp_api_requests_total`).
-pub fn client(config: kube::Config, metrics: Arc<Metrics>) -> Result<Client, ControllerError> {
-    let requests = metrics.clone();
-    let responses = metrics;
-    let builder = kube::client::ClientBuilder::try_from(config).map_err(ControllerError::Client)?;
-    Ok(builder
-        .with_layer(&tower::util::MapResponseLayer::new(
-            move |response: http::Response<_>| {
-                responses.api_response(response.status().as_u16());
-                response
-            },
-        ))
-        .with_layer(&tower::util::MapRequestLayer::new(
-            move |request: http::Request<kube::client::Body>| {
-                requests.api_request(request.method().as_str());
-                request
-            },
-        ))
-        .build())
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            operator_namespace: crate::manifests::DEFAULT_NAMESPACE.to_owned(),
+            watch_namespace: None,
+            leader_election: None,
+            crash: None,
+            concurrency: DEFAULT_CONCURRENCY,
+            api_limits: client::ApiLimits::default(),
+            shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
+        }
+    }
 }
 
-fn webapps(client: &Client, settings: &Settings) -> Api<v1::WebApp> {
+/// The reflector stores reconciles read from (filled by the controller's watches).
+#[derive(Clone, Debug)]
+pub struct Stores {
+    pub webapps: Store<v1::WebApp>,
+    pub deployments: Store<Deployment>,
+    pub services: Store<Service>,
+    /// Routing entries in the operator's namespace ([`routes`]).
+    pub routes: Store<ConfigMap>,
+}
+
+impl Stores {
+    /// Waits until every store holds its initial list; `false` if a watch ended first.
+    pub async fn ready(&self) -> bool {
+        let (a, b, c, d) = tokio::join!(
+            self.webapps.wait_until_ready(),
+            self.deployments.wait_until_ready(),
+            self.services.wait_until_ready(),
+            self.routes.wait_until_ready(),
+        );
+        a.is_ok() && b.is_ok() && c.is_ok() && d.is_ok()
+    }
+}
+
+fn webapp_api(client: &Client, settings: &Settings) -> Api<v1::WebApp> {
     match &settings.watch_namespace {
         Some(ns) => Api::namespaced(client.clone(), ns),
         None => Api::all(client.clone()),
@@ -107,19 +146,112 @@ where
     }
 }
 
-/// Runs the controller until `stop` resolves.
+/// The fields a reconcile never reads, dropped before objects enter a store.
+fn slim<K: Resource>(object: &mut K) {
+    object.managed_fields_mut().clear();
+    object
+        .annotations_mut()
+        .remove("kubectl.kubernetes.io/last-applied-configuration");
+}
+
+fn converged(app: &v1::WebApp) -> bool {
+    app.metadata.deletion_timestamp.is_none()
+        && app.status.as_ref().is_some_and(|s| {
+            s.observed_generation == app.metadata.generation
+                && s.conditions
+                    .iter()
+                    .any(|c| c.type_ == "Ready" && c.status == "True")
+        })
+}
+
+/// The WebApp watch: fills `writer`, tells the metrics what is queued and unconverged.
+fn webapp_stream(
+    api: Api<v1::WebApp>,
+    writer: reflector::store::Writer<v1::WebApp>,
+    metrics: Arc<Metrics>,
+) -> impl Stream<Item = Result<v1::WebApp, watcher::Error>> + Send + 'static {
+    watcher(api, watcher::Config::default().any_semantic())
+        .default_backoff()
+        .modify(slim)
+        .reflect(writer)
+        .inspect_ok(move |event| match event {
+            watcher::Event::Apply(app) | watcher::Event::InitApply(app) => {
+                let key = reconcile::key(app);
+                metrics.queued(&key);
+                metrics.observed(&key, converged(app));
+            }
+            watcher::Event::Delete(app) => metrics.forget(&reconcile::key(app)),
+            watcher::Event::Init | watcher::Event::InitDone => {}
+        })
+        .applied_objects()
+}
+
+/// A watch of one kind of object: fills `writer`; every event counts the WebApp `owner`
+/// maps it to as queued (if that WebApp exists).
+fn child_stream<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    writer: reflector::store::Writer<K>,
+    webapps: Store<v1::WebApp>,
+    metrics: Arc<Metrics>,
+    owner: fn(&K) -> Option<ObjectRef<v1::WebApp>>,
+) -> impl Stream<Item = Result<K, watcher::Error>> + Send + 'static
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    watcher(api, config.any_semantic())
+        .default_backoff()
+        .modify(slim)
+        .reflect(writer)
+        .inspect_ok(move |event| {
+            if let watcher::Event::Apply(child) | watcher::Event::Delete(child) = event
+                && let Some(app) = owner(child).and_then(|r| webapps.get(&r))
+            {
+                metrics.queued(&reconcile::key(&app));
+            }
+        })
+        .touched_objects()
+}
+
+/// The WebApp that controls `child` (its controller owner reference).
+fn controller_owner<K: Resource>(child: &K) -> Option<ObjectRef<v1::WebApp>> {
+    let owner = child
+        .owner_references()
+        .iter()
+        .find(|o| o.controller == Some(true) && o.kind == "WebApp")?;
+    Some(ObjectRef::new(&owner.name).within(&child.namespace()?))
+}
+
+/// Runs the controller until `stop` resolves, then lets running reconciles finish for at
+/// most [`Settings::shutdown_timeout`].
 async fn run_controller(
-    ctx: Arc<Context>,
+    client: Client,
+    metrics: Arc<Metrics>,
     settings: &Settings,
     stop: impl std::future::Future<Output = ()> + Send + Sync + 'static,
     resync: broadcast::Receiver<()>,
 ) {
-    let client = ctx.client.clone();
     let children = watcher::Config::default().labels(&format!(
         "{}={}",
         apply::MANAGED_BY.0,
         apply::MANAGED_BY.1
     ));
+    let (webapps, webapps_writer) = reflector::store();
+    let (deployments, deployments_writer) = reflector::store();
+    let (services, services_writer) = reflector::store();
+    let (routes, routes_writer) = reflector::store();
+    let stores = Stores {
+        webapps: webapps.clone(),
+        deployments,
+        services,
+        routes,
+    };
     let triggers = futures::stream::unfold(resync, |mut rx| async move {
         loop {
             match rx.recv().await {
@@ -129,18 +261,78 @@ async fn run_controller(
             }
         }
     });
-    Controller::new(webapps(&client, settings), watcher::Config::default())
-        .owns(owned::<Deployment>(&client, settings), children.clone())
-        .owns(owned::<Service>(&client, settings), children)
-        .reconcile_all_on(triggers)
-        .graceful_shutdown_on(stop)
+    let route_api = Api::namespaced(client.clone(), &settings.operator_namespace);
+    let route_config = watcher::Config::default().labels(&routes::selector());
+    let stop = stop.shared();
+    let controller = Controller::for_stream(
+        webapp_stream(
+            webapp_api(&client, settings),
+            webapps_writer,
+            metrics.clone(),
+        ),
+        webapps.clone(),
+    )
+    .owns_stream(child_stream(
+        owned::<Deployment>(&client, settings),
+        children.clone(),
+        deployments_writer,
+        webapps.clone(),
+        metrics.clone(),
+        controller_owner,
+    ))
+    .owns_stream(child_stream(
+        owned::<Service>(&client, settings),
+        children,
+        services_writer,
+        webapps.clone(),
+        metrics.clone(),
+        controller_owner,
+    ))
+    .watches_stream(
+        child_stream(
+            route_api,
+            route_config,
+            routes_writer,
+            webapps,
+            metrics.clone(),
+            routes::owner,
+        ),
+        |entry| routes::owner(&entry),
+    )
+    .with_config(runtime::Config::default().concurrency(settings.concurrency))
+    .reconcile_all_on(triggers)
+    .graceful_shutdown_on(stop.clone());
+    let ctx = Arc::new(Context::new(
+        client,
+        metrics.clone(),
+        settings.operator_namespace.clone(),
+        settings.crash,
+        stores,
+    ));
+    let running = controller
         .run(reconcile::reconcile, reconcile::error_policy, ctx)
         .for_each(|result| async move {
             if let Err(err) = result {
                 tracing::debug!(error = %err, "controller event");
             }
-        })
-        .await;
+        });
+    tokio::pin!(running);
+    let stopped = tokio::select! {
+        _ = &mut running => false,
+        _ = stop => true,
+    };
+    if stopped
+        && tokio::time::timeout(settings.shutdown_timeout, running)
+            .await
+            .is_err()
+    {
+        tracing::warn!(
+            abandoned = metrics.reconciles_in_flight(),
+            timeout = ?settings.shutdown_timeout,
+            "reconciles still running at the shutdown bound; abandoned"
+        );
+    }
+    metrics.clear_queue();
 }
 
 async fn signalled(mut rx: watch::Receiver<bool>, value: bool) {
@@ -148,33 +340,24 @@ async fn signalled(mut rx: watch::Receiver<bool>, value: bool) {
 }
 
 /// Runs the controller (behind leader election when configured) until `shutdown` turns
-/// true; `resync` triggers a reconcile of every WebApp.
+/// true; `resync` triggers a reconcile of every WebApp. `client` does the work,
+/// `lease_client` only the leader election.
 pub async fn run(
     client: Client,
+    lease_client: Client,
     settings: Settings,
     metrics: Arc<Metrics>,
     shutdown: watch::Receiver<bool>,
     resync: broadcast::Sender<()>,
 ) -> Result<(), ControllerError> {
-    let ctx = Arc::new(Context::new(
-        client.clone(),
-        metrics.clone(),
-        settings.operator_namespace.clone(),
-        settings.crash,
-    ));
     let Some(election) = settings.leader_election.clone() else {
         metrics.set_leader(true);
-        run_controller(
-            ctx,
-            &settings,
-            signalled(shutdown, true),
-            resync.subscribe(),
-        )
-        .await;
+        let stop = signalled(shutdown, true);
+        run_controller(client, metrics.clone(), &settings, stop, resync.subscribe()).await;
         metrics.set_leader(false);
         return Ok(());
     };
-    let manager = LeaseManagerBuilder::new(client, LEASE_NAME)
+    let manager = LeaseManagerBuilder::new(lease_client, LEASE_NAME)
         .with_namespace(&settings.operator_namespace)
         .with_identity(&election.identity)
         .with_duration(election.duration_secs)
@@ -200,7 +383,8 @@ pub async fn run(
         let either = async move {
             tokio::select! { _ = lost => {}, _ = stop => {} }
         };
-        run_controller(ctx.clone(), &settings, either, resync.subscribe()).await;
+        let work = client.clone();
+        run_controller(work, metrics.clone(), &settings, either, resync.subscribe()).await;
         metrics.set_leader(false);
         tracing::info!(identity = %election.identity, "stopped leading");
         if *shutdown.borrow() {
@@ -209,10 +393,10 @@ pub async fn run(
     }
     // Dropping the last receiver makes the manager release the Lease.
     drop(leader);
-    match tokio::time::timeout(Duration::from_secs(10), lease_task).await {
+    match tokio::time::timeout(LEASE_RELEASE_TIMEOUT, lease_task).await {
         Ok(Ok(Err(err))) => tracing::warn!(error = %err, "failed to release the Lease"),
         Err(_) => tracing::warn!("timed out releasing the Lease"),
-        _ => {}
+        _ => tracing::info!("Lease released"),
     }
     Ok(())
 }

@@ -1,20 +1,25 @@
 //! One reconcile of one WebApp: finalizer, validation, children, routing entry, status.
 //!
-//! Every step reads the current state and writes only the difference, so a reconcile can be
-//! repeated, interrupted (see [`super::crash`]) or replayed after a leader change without
+//! Every step reads the current state — from the controller's reflector stores
+//! ([`super::Stores`]), never with a GET — and writes only the difference, so a reconcile can
+//! be repeated, interrupted (see [`super::crash`]) or replayed after a leader change without
 //! duplicating anything:
 //! 1. the finalizer, by [`kube::runtime::finalizer`]: without it, it is added (a JSON patch
 //!    whose `test` fails on a stale copy, which is re-read and recomputed) and the change
-//!    triggers the next reconcile; deleted → [`Event::Cleanup`] removes the routing entry
-//!    (idempotent), then the finalizer goes; children go by garbage collection through their
-//!    owner reference. Otherwise [`Event::Apply`]:
+//!    triggers the next reconcile; deleted → [`Event::Cleanup`] deletes the WebApp's own
+//!    routing entry (idempotent, see [`super::routes`]), then the finalizer goes; children go
+//!    by garbage collection through their owner reference. Otherwise [`Event::Apply`]:
 //! 2. invalid spec → `InvalidSpec` conditions, wait for a spec change;
-//! 3. Deployment, Service: server-side apply only when the live object differs;
-//! 4. routing entry in the operator's ConfigMap (the external side effect the finalizer
-//!    cleans up);
+//! 3. Deployment, Service: server-side apply only when the stored object lacks what we set;
+//! 4. the routing entry (a ConfigMap of its own in the operator's namespace), applied only
+//!    when the stored one is missing or differs;
 //! 5. status, written only when it differs from the current one.
+//!
+//! Writes this instance just sent are remembered ([`super::memo`]) so that a store one event
+//! behind does not cause the same write twice.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
+use std::fmt::Debug;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -22,15 +27,19 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::finalizer::{self, Event, finalizer};
-use kube::{Client, ResourceExt};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 
+use super::Stores;
 use super::apply::{self, FIELD_MANAGER};
 use super::crash::{self, CrashPoint};
 use super::errors::{self, ErrorClass, ReconcileError};
+use super::memo::{self, RecentWrites, Write};
+use super::routes;
 use super::status::{self, Observed};
 use crate::api::v1;
 use crate::metrics::{Metrics, Outcome};
@@ -38,8 +47,6 @@ use crate::webhook::admission;
 
 /// Finalizer that guards the cleanup of the routing entry.
 pub const FINALIZER: &str = "apps.olmpack.dev/cleanup";
-/// ConfigMap (in the operator's namespace) that maps every WebApp to its Service URL.
-pub const ROUTES_CONFIGMAP: &str = "webapp-operator-routes";
 /// Safety-net resync of a converged WebApp (plus jitter).
 pub const RESYNC: Duration = Duration::from_secs(600);
 
@@ -47,9 +54,12 @@ pub const RESYNC: Duration = Duration::from_secs(600);
 pub struct Context {
     pub client: Client,
     pub metrics: Arc<Metrics>,
-    /// Namespace of the routing ConfigMap (the operator's own).
+    /// Namespace of the routing entries (the operator's own).
     pub operator_namespace: String,
     pub crash: Option<CrashPoint>,
+    /// What the watches have seen.
+    pub stores: Stores,
+    writes: RecentWrites,
     failures: Mutex<HashMap<String, u32>>,
 }
 
@@ -63,35 +73,39 @@ impl std::fmt::Debug for Context {
 }
 
 impl Context {
-    /// A context for reconciles with `client`.
+    /// A context for reconciles with `client`, reading from `stores`.
     pub fn new(
         client: Client,
         metrics: Arc<Metrics>,
         operator_namespace: String,
         crash: Option<CrashPoint>,
+        stores: Stores,
     ) -> Self {
         Self {
             client,
             metrics,
             operator_namespace,
             crash,
+            stores,
+            writes: RecentWrites::default(),
             failures: Mutex::new(HashMap::new()),
         }
     }
+
+    /// Forgets everything about the WebApp `key` (it is gone).
+    pub fn forget(&self, key: &str) {
+        self.metrics.forget(key);
+        self.writes.forget(key);
+        self.failures
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(key);
+    }
 }
 
-fn key(app: &v1::WebApp) -> String {
+/// `<namespace>/<name>` of a WebApp.
+pub fn key(app: &v1::WebApp) -> String {
     format!("{}/{}", app.namespace().unwrap_or_default(), app.name_any())
-}
-
-/// The routing entry of `app`: ConfigMap key and value.
-pub fn route(app: &v1::WebApp) -> (String, String) {
-    let ns = app.namespace().unwrap_or_default();
-    let name = app.name_any();
-    (
-        format!("{ns}.{name}"),
-        format!("http://{name}.{ns}.svc:{}", apply::SERVICE_PORT),
-    )
 }
 
 fn jitter_seed(key: &str) -> u64 {
@@ -108,15 +122,15 @@ fn jitter_seed(key: &str) -> u64 {
 pub async fn reconcile(app: Arc<v1::WebApp>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
     let started = Instant::now();
     let key = key(&app);
-    ctx.metrics.queue(1);
+    let in_flight = InFlight::start(&ctx.metrics, &key);
     let result = reconcile_inner(app, &ctx, &key).await;
-    ctx.metrics.queue(-1);
+    drop(in_flight);
     let outcome = match &result {
         Ok((_, true)) => Outcome::Converged,
         Ok((_, false)) => Outcome::InvalidSpec,
         Err(err) => Outcome::Error(err.reason()),
     };
-    ctx.metrics.reconciled(&key, started, outcome);
+    ctx.metrics.reconciled(started, outcome);
     let result = result.map(|(action, _)| action);
     match &result {
         Ok(_) => {
@@ -130,6 +144,25 @@ pub async fn reconcile(app: Arc<v1::WebApp>, ctx: Arc<Context>) -> Result<Action
         }
     }
     result
+}
+
+/// Counts a running reconcile; also when it is abandoned at shutdown (dropped).
+struct InFlight<'a> {
+    metrics: &'a Metrics,
+    key: &'a str,
+}
+
+impl<'a> InFlight<'a> {
+    fn start(metrics: &'a Metrics, key: &'a str) -> Self {
+        metrics.in_flight(key, true);
+        Self { metrics, key }
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.metrics.in_flight(self.key, false);
+    }
 }
 
 /// Retry policy: conflicts at once, everything else with backoff and jitter.
@@ -167,7 +200,11 @@ async fn reconcile_inner(
                 Ok(action)
             }
             Event::Cleanup(app) => {
-                remove_route(ctx, &app, key).await?;
+                let api: Api<ConfigMap> =
+                    Api::namespaced(ctx.client.clone(), &ctx.operator_namespace);
+                routes::remove(&api, &app)
+                    .await
+                    .map_err(ReconcileError::api("delete the routing entry", key))?;
                 tracing::info!(webapp = %key, "cleanup done; removing the finalizer");
                 Ok(Action::await_change())
             }
@@ -176,7 +213,7 @@ async fn reconcile_inner(
     .await
     .map_err(|err| from_finalizer(err, key))?;
     if deleting {
-        ctx.metrics.forget(key);
+        ctx.forget(key);
     }
     Ok((action, converged.into_inner()))
 }
@@ -205,7 +242,11 @@ async fn apply_webapp(
     key: &str,
 ) -> Result<(Action, bool), ReconcileError> {
     let ns = app.namespace().unwrap_or_default();
-    let name = app.name_any();
+    if !ctx.stores.ready().await {
+        return Err(ReconcileError::CachesClosed {
+            key: key.to_owned(),
+        });
+    }
     let now = Time(k8s_openapi::jiff::Timestamp::now());
     let problems = admission::validate(&app.spec);
     if !problems.is_empty() {
@@ -221,44 +262,80 @@ async fn apply_webapp(
     }
 
     let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), &ns);
-    let live = deployments
-        .get_opt(&name)
-        .await
-        .map_err(ReconcileError::api("read the Deployment", key))?;
-    let desired = apply::deployment(app);
-    let deployment = match live {
-        Some(live) if !apply::needs_apply(Some(&live), &desired) => live,
-        _ => {
-            crash::check(ctx.crash, CrashPoint::BeforeDeploymentApply);
-            let applied = apply::apply(&deployments, &desired)
-                .await
-                .map_err(ReconcileError::api("apply the Deployment", key))?;
-            tracing::info!(webapp = %key, "Deployment applied");
-            crash::check(ctx.crash, CrashPoint::AfterDeploymentApply);
-            applied
-        }
-    };
-
+    let deployment = ensure_child(
+        ctx,
+        key,
+        Write::Deployment,
+        &ctx.stores.deployments,
+        &deployments,
+        apply::deployment(app),
+    )
+    .await?;
     let services: Api<Service> = Api::namespaced(ctx.client.clone(), &ns);
-    let live = services
-        .get_opt(&name)
-        .await
-        .map_err(ReconcileError::api("read the Service", key))?;
-    let desired = apply::service(app);
-    if apply::needs_apply(live.as_ref(), &desired) {
-        apply::apply(&services, &desired)
-            .await
-            .map_err(ReconcileError::api("apply the Service", key))?;
-        tracing::info!(webapp = %key, "Service applied");
-    }
-
+    ensure_child(
+        ctx,
+        key,
+        Write::Service,
+        &ctx.stores.services,
+        &services,
+        apply::service(app),
+    )
+    .await?;
     ensure_route(ctx, app, key).await?;
-    write_status(ctx, apps, app, &Observed::Deployment(&deployment), now, key).await?;
     let jitter = errors::backoff(0, jitter_seed(key)).as_millis() as u64;
-    Ok((
-        Action::requeue(RESYNC + Duration::from_millis(jitter * 60)),
-        true,
-    ))
+    let resync = Action::requeue(RESYNC + Duration::from_millis(jitter * 60));
+    match deployment {
+        Some(deployment) => {
+            let observed = Observed::Deployment(&deployment);
+            write_status(ctx, apps, app, &observed, now, key).await?;
+            Ok((resync, true))
+        }
+        // Just created and not in the store yet: its watch event brings the next reconcile.
+        None => Ok((Action::await_change(), true)),
+    }
+}
+
+/// Server-side applies a child unless the store holds it already (or holds the version
+/// from before this very write); returns the child as stored or as applied.
+async fn ensure_child<K>(
+    ctx: &Context,
+    key: &str,
+    write: Write,
+    store: &Store<K>,
+    api: &Api<K>,
+    desired: serde_json::Value,
+) -> Result<Option<Arc<K>>, ReconcileError>
+where
+    K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + serde::Serialize + Debug,
+{
+    let name = desired["metadata"]["name"].as_str().unwrap_or_default();
+    let ns = desired["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or_default();
+    let live = store.get(&ObjectRef::new(name).within(ns));
+    let seen = live.as_ref().and_then(|l| l.resource_version());
+    let digest = memo::digest(&desired);
+    if !apply::needs_apply(live.as_deref(), &desired)
+        || ctx.writes.already_sent(key, write, seen.as_deref(), digest)
+    {
+        return Ok(live);
+    }
+    let step = match write {
+        Write::Deployment => "apply the Deployment",
+        _ => "apply the Service",
+    };
+    if write == Write::Deployment {
+        crash::check(ctx.crash, CrashPoint::BeforeDeploymentApply);
+    }
+    let applied = apply::apply(api, &desired)
+        .await
+        .map_err(ReconcileError::api(step, key))?;
+    ctx.writes.sent(key, write, seen.as_deref(), digest);
+    tracing::info!(webapp = %key, child = ?write, "applied");
+    if write == Write::Deployment {
+        crash::check(ctx.crash, CrashPoint::AfterDeploymentApply);
+    }
+    Ok(Some(Arc::new(applied)))
 }
 
 async fn write_status(
@@ -279,6 +356,14 @@ async fn write_status(
     if app.status.as_ref() == Some(&desired) {
         return Ok(());
     }
+    let seen = app.resource_version();
+    let digest = memo::digest(&json!(status::without_transition_times(&desired)));
+    if ctx
+        .writes
+        .already_sent(key, Write::Status, seen.as_deref(), digest)
+    {
+        return Ok(());
+    }
     crash::check(ctx.crash, CrashPoint::BeforeStatusWrite);
     let patch = json!({
         "apiVersion": "apps.olmpack.dev/v1",
@@ -293,64 +378,33 @@ async fn write_status(
     )
     .await
     .map_err(ReconcileError::api("write the status", key))?;
+    ctx.writes.sent(key, Write::Status, seen.as_deref(), digest);
     Ok(())
 }
 
+/// Applies the WebApp's routing entry unless the store already holds it.
 async fn ensure_route(ctx: &Context, app: &v1::WebApp, key: &str) -> Result<(), ReconcileError> {
-    let (entry, url) = route(app);
-    let maps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ctx.operator_namespace);
-    let current = maps
-        .get_opt(ROUTES_CONFIGMAP)
-        .await
-        .map_err(ReconcileError::api("read the routing table", key))?;
-    match current {
-        None => {
-            let map = ConfigMap {
-                metadata: kube::api::ObjectMeta {
-                    name: Some(ROUTES_CONFIGMAP.to_owned()),
-                    ..Default::default()
-                },
-                data: Some(BTreeMap::from([(entry, url)])),
-                ..Default::default()
-            };
-            maps.create(&PostParams::default(), &map)
-                .await
-                .map_err(ReconcileError::api("create the routing table", key))?;
-        }
-        Some(map) if map.data.as_ref().and_then(|d| d.get(&entry)) == Some(&url) => {}
-        Some(_) => {
-            let patch = json!({"data": {entry: url}});
-            maps.patch(
-                ROUTES_CONFIGMAP,
-                &PatchParams::default(),
-                &Patch::Merge(&patch),
-            )
-            .await
-            .map_err(ReconcileError::api("add the routing entry", key))?;
-        }
+    let ns = &ctx.operator_namespace;
+    if routes::is_current(&ctx.stores.routes, app, ns) {
+        return Ok(());
     }
-    Ok(())
-}
-
-async fn remove_route(ctx: &Context, app: &v1::WebApp, key: &str) -> Result<(), ReconcileError> {
-    let (entry, _) = route(app);
-    let maps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ctx.operator_namespace);
-    let current = maps
-        .get_opt(ROUTES_CONFIGMAP)
-        .await
-        .map_err(ReconcileError::api("read the routing table", key))?;
-    let present = current
-        .and_then(|m| m.data)
-        .is_some_and(|d| d.contains_key(&entry));
-    if present {
-        let patch = json!({"data": {entry: null}});
-        maps.patch(
-            ROUTES_CONFIGMAP,
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
-        .await
-        .map_err(ReconcileError::api("remove the routing entry", key))?;
+    let name = routes::name(&app.namespace().unwrap_or_default(), &app.name_any());
+    let seen = ctx
+        .stores
+        .routes
+        .get(&ObjectRef::new(&name).within(ns))
+        .and_then(|entry| entry.resource_version());
+    let digest = memo::digest(&routes::desired(app, ns));
+    if ctx
+        .writes
+        .already_sent(key, Write::Route, seen.as_deref(), digest)
+    {
+        return Ok(());
     }
+    let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), ns);
+    routes::ensure(&api, app, ns)
+        .await
+        .map_err(ReconcileError::api("apply the routing entry", key))?;
+    ctx.writes.sent(key, Write::Route, seen.as_deref(), digest);
     Ok(())
 }

@@ -85,6 +85,17 @@ pub fn desired(
     }
 }
 
+/// `status` with every condition's `lastTransitionTime` cleared: what a status says, apart
+/// from when it said it first (two reconciles of the same world differ only there when the
+/// second one reads a copy from before the first one's write).
+pub fn without_transition_times(status: &WebAppStatus) -> WebAppStatus {
+    let mut status = status.clone();
+    for condition in &mut status.conditions {
+        condition.last_transition_time = Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
+    }
+    status
+}
+
 /// The conditions and replica counts one observation yields, before transition times.
 struct Observation {
     conditions: Vec<Condition>,

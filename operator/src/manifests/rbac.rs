@@ -2,11 +2,12 @@
 //! (through the bundler) the CSV's `clusterPermissions`/`permissions` are all rendered from
 //! [`RULES`]; the RBAC tests grant exactly these and expect zero 403s.
 //!
-//! Least privilege: no `delete` anywhere (children go through garbage collection), `update`
+//! Least privilege: `delete` only on ConfigMaps in the operator's namespace (the finalizer's
+//! cleanup of a WebApp's routing entry; children go through garbage collection), `update`
 //! only on `webapps` (the storage migration's no-change rewrite) and `webapps/finalizers`
 //! (required where the OwnerReferencesPermissionEnforcement admission plugin is on), the
 //! WebApp CRD only by name (read it, prune its `status.storedVersions`), Lease and
-//! routing-table access only in the operator's namespace.
+//! routing-entry access only in the operator's namespace.
 
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{
@@ -104,9 +105,9 @@ pub const RULES: &[Rule] = &[
         scope: Scope::OperatorNamespace,
         api_group: "",
         resources: &["configmaps"],
-        verbs: &["get", "create", "patch"],
+        verbs: &["list", "watch", "create", "patch", "delete"],
         resource_names: &[],
-        reason: "the routing table that the finalizer cleans up",
+        reason: "one routing entry per WebApp (watched into a cache), deleted by the finalizer's cleanup",
     },
 ];
 

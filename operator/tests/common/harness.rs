@@ -115,13 +115,22 @@ fn localhost() -> SocketAddr {
 /// `webapp-operator manifests` renders it, starts the webhook server on a certificate the
 /// apiserver trusts and installs the release's CRD pointing at it.
 pub async fn cluster(release: &Release, controller_manager: bool) -> Cluster {
-    upgrade_tests::install_crypto_provider();
-    let env = TestEnv::start_with(TestEnvOptions {
-        controller_manager,
-        ..Default::default()
-    })
+    cluster_with(
+        release,
+        TestEnvOptions {
+            controller_manager,
+            ..Default::default()
+        },
+    )
     .await
-    .expect("test environment starts");
+}
+
+/// [`cluster`] on a control plane started with `options`.
+pub async fn cluster_with(release: &Release, options: TestEnvOptions) -> Cluster {
+    upgrade_tests::install_crypto_provider();
+    let env = TestEnv::start_with(options)
+        .await
+        .expect("test environment starts");
     let client = env.client();
     let namespaces: Api<Namespace> = Api::all(client.clone());
     for ns in [OPERATOR_NS, APPS_NS] {
@@ -209,7 +218,7 @@ pub fn settings(identity: Option<&str>) -> Settings {
             duration_secs: 4,
             grace_secs: 1,
         }),
-        crash: None,
+        ..Settings::default()
     }
 }
 
