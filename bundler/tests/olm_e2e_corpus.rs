@@ -185,10 +185,13 @@ fn catalog(package_dir: &Path, out: &Path) -> PathBuf {
 /// Kinds the packages ship whose CRDs come from another operator (prometheus-operator): the
 /// cluster has them before OLM runs, as `--cluster-crd NAME` gives them.
 fn monitoring_crds() -> Vec<CustomResourceDefinition> {
-    ["servicemonitors.monitoring.coreos.com", "prometheusrules.monitoring.coreos.com"]
-        .into_iter()
-        .map(|name| olmpack::cluster_crds::by_name(name).expect("olmpack carries it"))
-        .collect()
+    [
+        "servicemonitors.monitoring.coreos.com",
+        "prometheusrules.monitoring.coreos.com",
+    ]
+    .into_iter()
+    .map(|name| olmpack::cluster_crds::by_name(name).expect("olmpack carries it"))
+    .collect()
 }
 
 /// The verdict of a report in the table's words: `pass`, `pass-not-run` or `fail`, and the

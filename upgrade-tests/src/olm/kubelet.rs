@@ -7,13 +7,10 @@
 //! pod's namespace. Until then the pod stays Pending and a Warning Event says why, in the
 //! kubelet's words (`FailedMount`, `CreateContainerConfigError`).
 //!
-//! What the kubelet needs, as it decides it:
-//! - a volume only when some container or init container mounts it (the kubelet sets up the
-//!   volumes its containers mount; kubebuilder's `cert` volume, left unmounted once OLM's
-//!   certificate injection mounts its own volume at the same path, never blocks);
-//! - a Secret or ConfigMap (volume, projected source, env or envFrom reference) only when it
-//!   is not `optional: true`;
-//! - nothing for emptyDir, downwardAPI, serviceAccountToken or any other source.
+//! What the kubelet needs is [`olmpack_model::pod`]'s rule: a volume only when some container
+//! mounts it (kubebuilder's `cert` volume, left unmounted once OLM's certificate injection
+//! mounts its own volume at the same path, never blocks); a Secret or ConfigMap only when not
+//! `optional: true`; nothing for emptyDir, downwardAPI or service account tokens.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -21,6 +18,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod, PodSpec, Secret};
 use kube::Client;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use olmpack_model::pod::{Use, required_references};
 use serde_json::json;
 
 /// The annotation that lets kwok start a pod.
@@ -48,86 +46,26 @@ impl Need {
     }
 }
 
+/// What the kubelet needs before it starts the pod's containers, as
+/// [`olmpack_model::pod::required_references`] decides it (the one definition, shared with
+/// the static rule `csv/missing-volume-source`).
 fn needs(spec: &PodSpec) -> BTreeSet<Need> {
-    let mut out = BTreeSet::new();
-    let mount = |kind, name: &str, volume: &str| Need {
-        kind,
-        name: name.to_owned(),
-        reason: "FailedMount",
-        volume: Some(volume.to_owned()),
-    };
-    let containers = || {
-        spec.containers
-            .iter()
-            .chain(spec.init_containers.iter().flatten())
-    };
-    let mounted: BTreeSet<&str> = containers()
-        .flat_map(|c| c.volume_mounts.iter().flatten())
-        .map(|m| m.name.as_str())
-        .collect();
-    for v in spec
-        .volumes
-        .iter()
-        .flatten()
-        .filter(|v| mounted.contains(v.name.as_str()))
-    {
-        if let Some(s) = &v.secret
-            && !s.optional.unwrap_or(false)
-            && let Some(name) = &s.secret_name
-        {
-            out.insert(mount("Secret", name, &v.name));
-        }
-        if let Some(c) = &v.config_map
-            && !c.optional.unwrap_or(false)
-        {
-            out.insert(mount("ConfigMap", &c.name, &v.name));
-        }
-        for source in v.projected.iter().flat_map(|p| p.sources.iter().flatten()) {
-            if let Some(s) = &source.secret
-                && !s.optional.unwrap_or(false)
-            {
-                out.insert(mount("Secret", &s.name, &v.name));
+    let value = serde_json::to_value(spec).unwrap_or_default();
+    required_references(&value)
+        .into_iter()
+        .map(|r| {
+            let (reason, volume) = match r.used {
+                Use::Mount { volume, .. } => ("FailedMount", Some(volume)),
+                Use::Env { .. } => ("CreateContainerConfigError", None),
+            };
+            Need {
+                kind: r.kind.as_str(),
+                name: r.name,
+                reason,
+                volume,
             }
-            if let Some(c) = &source.config_map
-                && !c.optional.unwrap_or(false)
-            {
-                out.insert(mount("ConfigMap", &c.name, &v.name));
-            }
-        }
-    }
-    let config = |kind, name: &str| Need {
-        kind,
-        name: name.to_owned(),
-        reason: "CreateContainerConfigError",
-        volume: None,
-    };
-    for c in containers() {
-        for e in c.env.iter().flatten().filter_map(|e| e.value_from.as_ref()) {
-            if let Some(r) = &e.secret_key_ref
-                && !r.optional.unwrap_or(false)
-            {
-                out.insert(config("Secret", &r.name));
-            }
-            if let Some(r) = &e.config_map_key_ref
-                && !r.optional.unwrap_or(false)
-            {
-                out.insert(config("ConfigMap", &r.name));
-            }
-        }
-        for e in c.env_from.iter().flatten() {
-            if let Some(r) = &e.secret_ref
-                && !r.optional.unwrap_or(false)
-            {
-                out.insert(config("Secret", &r.name));
-            }
-            if let Some(r) = &e.config_map_ref
-                && !r.optional.unwrap_or(false)
-            {
-                out.insert(config("ConfigMap", &r.name));
-            }
-        }
-    }
-    out
+        })
+        .collect()
 }
 
 /// Runs the admission loop until the task is aborted.
@@ -225,7 +163,7 @@ async fn warn(client: &Client, ns: &str, pod: &Pod, need: &Need) -> Result<(), k
 }
 
 /// The kubelet's complaints about the pods of namespace `ns` (Warning Events from this
-/// loop), oldest first, as `pod: reason: message`.
+/// loop) and the scheduler's (`FailedScheduling`), oldest first, as `pod: reason: message`.
 pub async fn complaints(client: &Client, ns: &str) -> Vec<String> {
     let events: Api<Event> = Api::namespaced(client.clone(), ns);
     let Ok(list) = events.list(&ListParams::default()).await else {
@@ -234,10 +172,13 @@ pub async fn complaints(client: &Client, ns: &str) -> Vec<String> {
     list.items
         .into_iter()
         .filter(|e| {
-            e.source
+            let kubelet = e
+                .source
                 .as_ref()
                 .and_then(|s| s.component.as_deref())
-                .is_some_and(|c| c.starts_with("kubelet"))
+                .is_some_and(|c| c.starts_with("kubelet"));
+            // The scheduler's word on a pod no node takes (a nodeSelector no node matches).
+            kubelet || e.reason.as_deref() == Some("FailedScheduling")
         })
         .map(|e| {
             format!(
