@@ -413,3 +413,75 @@ pub fn render_text(paths: &[UpgradePath]) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::load::load_stream;
+    use crate::catalog::model::Model;
+
+    /// A small pseudo-random catalog (xorshift from `seed`): entries with random `replaces`,
+    /// `skips`, `skipRange`s and deprecations.
+    fn random_package(seed: u64) -> Package {
+        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut next = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        let count = 2 + next(10) as usize;
+        let mut entries = Vec::new();
+        let mut text = String::from(r#"{"schema":"olm.package","name":"p","defaultChannel":"c"}"#);
+        let mut deprecated = Vec::new();
+        for i in 0..count {
+            let mut e = serde_json::json!({"name": format!("p.v1.{i}.0")});
+            if i > 0 && next(4) > 0 {
+                e["replaces"] = format!("p.v1.{}.0", next(i as u64)).into();
+            }
+            if i > 1 && next(3) == 0 {
+                e["skips"] = vec![format!("p.v1.{}.0", next(i as u64))].into();
+            }
+            if next(3) == 0 {
+                let lo = next(count as u64);
+                let hi = lo + 1 + next(count as u64);
+                e["skipRange"] = format!(">=1.{lo}.0 <1.{hi}.0").into();
+            }
+            if next(6) == 0 {
+                deprecated.push(serde_json::json!({"reference":{"schema":"olm.bundle","name":format!("p.v1.{i}.0")},"message":"old"}));
+            }
+            entries.push(e);
+        }
+        text.push_str(
+            &serde_json::json!({"schema":"olm.channel","package":"p","name":"c","entries":entries})
+                .to_string(),
+        );
+        for i in 0..count {
+            text.push_str(&format!(
+                r#"{{"schema":"olm.bundle","package":"p","name":"p.v1.{i}.0","image":"x/p:{i}","properties":[{{"type":"olm.package","value":{{"packageName":"p","version":"1.{i}.0"}}}}]}}"#
+            ));
+        }
+        if !deprecated.is_empty() {
+            text.push_str(
+                &serde_json::json!({"schema":"olm.deprecations","package":"p","entries":deprecated})
+                    .to_string(),
+            );
+        }
+        let cfg = load_stream(std::path::Path::new("c.json"), text.as_bytes()).config;
+        Model::from_config(cfg).0.packages.remove("p").unwrap()
+    }
+
+    #[test]
+    fn successor_tables_agree_with_the_one_at_a_time_rules() {
+        for seed in 0..2000 {
+            let pkg = random_package(seed);
+            for path in package_paths(&pkg) {
+                let ch = &pkg.channels[&path.channel];
+                let v0 = walk(&path.bundle, |cur| v0_successor(&pkg, ch, cur));
+                let v1 = walk(&path.bundle, |cur| v1_successor(&pkg, &[ch], cur));
+                assert_eq!(path.v0, v0, "seed {seed}, v0 from {}", path.bundle);
+                assert_eq!(path.v1, v1, "seed {seed}, v1 from {}", path.bundle);
+            }
+        }
+    }
+}
