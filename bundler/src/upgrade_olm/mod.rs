@@ -331,6 +331,8 @@ async fn upgrade(
             Ok(()) => report.examples_after = env.read_examples(examples).await,
             Err(why) => report.reads_not_run = Some(why),
         }
+    }
+    if done.is_some() {
         report.installed = env.installed().await?;
     }
     report.upgrade = Some(step);
