@@ -283,12 +283,7 @@ impl OlmEnv {
 
     /// The objects of CSV `csv`'s `alm-examples` annotation (none when it has none).
     async fn alm_examples(&self, csv: &str) -> Result<Vec<serde_json::Value>, OlmError> {
-        let csvs: Api<Csv> =
-            Api::namespaced_with(self.client(), OPERATOR_NAMESPACE, &resources::csv());
-        let found = csvs
-            .get(csv)
-            .await
-            .map_err(OlmError::api(format!("read ClusterServiceVersion {csv}")))?;
+        let found = self.read_csv(csv).await?;
         let text = found
             .metadata
             .annotations
@@ -369,14 +364,18 @@ impl OlmEnv {
         }
     }
 
-    /// Whether CSV `csv` declares webhooks (`spec.webhookdefinitions`).
-    pub async fn has_webhooks(&self, csv: &str) -> Result<bool, OlmError> {
+    /// CSV `csv` of the operator namespace.
+    async fn read_csv(&self, csv: &str) -> Result<Csv, OlmError> {
         let csvs: Api<Csv> =
             Api::namespaced_with(self.client(), OPERATOR_NAMESPACE, &resources::csv());
-        let found = csvs
-            .get(csv)
+        csvs.get(csv)
             .await
-            .map_err(OlmError::api(format!("read ClusterServiceVersion {csv}")))?;
+            .map_err(OlmError::api(format!("read ClusterServiceVersion {csv}")))
+    }
+
+    /// Whether CSV `csv` declares webhooks (`spec.webhookdefinitions`).
+    pub async fn has_webhooks(&self, csv: &str) -> Result<bool, OlmError> {
+        let found = self.read_csv(csv).await?;
         Ok(found.spec["webhookdefinitions"]
             .as_array()
             .is_some_and(|w| !w.is_empty()))
@@ -385,12 +384,7 @@ impl OlmEnv {
     /// Whether CSV `csv` converts a CRD through a webhook (a `ConversionWebhook` definition):
     /// only then does reading objects at another version need a webhook process.
     pub async fn has_conversion_webhooks(&self, csv: &str) -> Result<bool, OlmError> {
-        let csvs: Api<Csv> =
-            Api::namespaced_with(self.client(), OPERATOR_NAMESPACE, &resources::csv());
-        let found = csvs
-            .get(csv)
-            .await
-            .map_err(OlmError::api(format!("read ClusterServiceVersion {csv}")))?;
+        let found = self.read_csv(csv).await?;
         Ok(found.spec["webhookdefinitions"]
             .as_array()
             .is_some_and(|w| w.iter().any(|d| d["type"] == "ConversionWebhook")))
