@@ -519,7 +519,7 @@ fn hostile_messages_name_the_problem_in_our_words() {
     run(d, &["image", "build", "catalog", "c", "--layout", "l"]).expect(0, "build");
     let out = run(d, &["image", "push", "l", "127.0.0.1:9/demo/catalog:v1"]);
     out.expect(2, "no registry")
-        .says("cannot connect to 127.0.0.1:9")
+        .says("cannot connect to http://127.0.0.1:9")
         .in_our_words();
     for leak in [
         "error sending request",

@@ -126,7 +126,7 @@ pub enum RegistryError {
     Unreachable {
         /// What was attempted, e.g. "authenticating to quay.io".
         what: String,
-        /// The registry host.
+        /// The registry's URL (`https://quay.io`; `http://` for plain HTTP).
         registry: String,
         /// What went wrong, in our words, e.g. "connection refused".
         problem: String,
@@ -151,6 +151,8 @@ pub struct RegistryClient {
     pub(crate) client: Client,
     pub(crate) auth: RegistryAuth,
     registry: String,
+    /// `https://REGISTRY`, or `http://REGISTRY` when plain HTTP is used, for messages.
+    url: String,
     retry: RetryPolicy,
 }
 
@@ -168,7 +170,9 @@ impl RegistryClient {
     /// A client for the registry of `reference`.
     pub fn new(reference: &Reference, access: &RegistryAccess) -> Result<Self, RegistryError> {
         let registry = reference.resolve_registry().to_owned();
-        let protocol = if access.insecure_http || is_loopback(&registry) {
+        let plain = access.insecure_http || is_loopback(&registry);
+        let url = format!("{}://{registry}", if plain { "http" } else { "https" });
+        let protocol = if plain {
             ClientProtocol::HttpsExcept(vec![registry.clone()])
         } else {
             ClientProtocol::Https
@@ -209,6 +213,7 @@ impl RegistryClient {
             client,
             auth,
             registry,
+            url,
             retry: access.retry,
         })
     }
@@ -272,7 +277,7 @@ impl RegistryClient {
                     if let Some(problem) = connection_problem(&source) {
                         return Err(RegistryError::Unreachable {
                             what,
-                            registry: self.registry.clone(),
+                            registry: self.url.clone(),
                             problem,
                             attempts: tries,
                         });
