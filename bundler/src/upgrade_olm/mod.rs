@@ -327,7 +327,7 @@ async fn upgrade(
         _ => None,
     };
     if let (Ok(examples), Some(csv)) = (&report.examples, &done) {
-        match reads_served(env, csv, options).await? {
+        match webhooks_served(env, csv, options, true).await? {
             Ok(()) => report.examples_after = env.read_examples(examples).await,
             Err(why) => report.reads_not_run = Some(why),
         }
@@ -359,28 +359,17 @@ fn verdict(report: &CaseReport) -> String {
     }
 }
 
-/// Whether the examples can be read back after the upgrade to `csv`: reading needs a webhook
-/// only where a CRD converts through one, so `Ok(Err(why))` only when `csv` has a conversion
-/// webhook that is not served.
-async fn reads_served(
+/// Whether the webhooks the examples need from `csv` are served: `Ok(Err(why))` when the
+/// checks that need them cannot run (no webhook command or address) or no process came up.
+/// Creating examples needs every webhook `csv` declares; reading them back needs only a
+/// conversion webhook (`conversion_only`), so admission webhooks alone never stop reads.
+async fn webhooks_served(
     env: &OlmEnv,
     csv: &str,
     options: &RunOptions,
+    conversion_only: bool,
 ) -> Result<Result<(), String>, OlmRunError> {
-    if !env.has_conversion_webhooks(csv).await? {
-        return Ok(Ok(()));
-    }
-    Ok(env.wait_for_webhooks(csv, options.timeouts.step).await)
-}
-
-/// Whether the webhooks of `csv` are served: `Ok(Err(why))` when the checks that need them
-/// cannot run (no webhook command or address) or no process came up.
-async fn examples_served(
-    env: &OlmEnv,
-    csv: &str,
-    options: &RunOptions,
-) -> Result<Result<(), String>, OlmRunError> {
-    if !env.has_webhooks(csv).await? {
+    if !env.has_webhooks(csv, conversion_only).await? {
         return Ok(Ok(()));
     }
     Ok(env.wait_for_webhooks(csv, options.timeouts.step).await)
@@ -392,7 +381,7 @@ async fn examples(
     csv: &str,
     options: &RunOptions,
 ) -> Result<Result<Vec<Example>, String>, OlmRunError> {
-    Ok(match examples_served(env, csv, options).await? {
+    Ok(match webhooks_served(env, csv, options, false).await? {
         Ok(()) => Ok(env.create_examples(csv).await?),
         Err(why) => Err(why),
     })

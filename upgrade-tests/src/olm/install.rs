@@ -373,21 +373,16 @@ impl OlmEnv {
             .map_err(OlmError::api(format!("read ClusterServiceVersion {csv}")))
     }
 
-    /// Whether CSV `csv` declares webhooks (`spec.webhookdefinitions`).
-    pub async fn has_webhooks(&self, csv: &str) -> Result<bool, OlmError> {
+    /// Whether CSV `csv` declares webhooks (`spec.webhookdefinitions`): any, or with
+    /// `conversion_only` only a `ConversionWebhook` (the one reading objects at another
+    /// version needs).
+    pub async fn has_webhooks(&self, csv: &str, conversion_only: bool) -> Result<bool, OlmError> {
         let found = self.read_csv(csv).await?;
         Ok(found.spec["webhookdefinitions"]
             .as_array()
-            .is_some_and(|w| !w.is_empty()))
-    }
-
-    /// Whether CSV `csv` converts a CRD through a webhook (a `ConversionWebhook` definition):
-    /// only then does reading objects at another version need a webhook process.
-    pub async fn has_conversion_webhooks(&self, csv: &str) -> Result<bool, OlmError> {
-        let found = self.read_csv(csv).await?;
-        Ok(found.spec["webhookdefinitions"]
-            .as_array()
-            .is_some_and(|w| w.iter().any(|d| d["type"] == "ConversionWebhook")))
+            .into_iter()
+            .flatten()
+            .any(|d| !conversion_only || d["type"] == "ConversionWebhook"))
     }
 
     /// `Some(OLM's status)` when CSV `csv`, whose step was done, is no longer `Succeeded`.

@@ -333,8 +333,6 @@ impl Ctx {
         let start = self.lock().started.len();
         let dir = self.dir.join(format!("{deployment}-{generation}-{start}"));
         let _ = std::fs::create_dir_all(&dir);
-        let cert_file = dir.join("tls.crt");
-        let key_file = dir.join("tls.key");
         // Also under the names OLM mounts them with (controller-runtime reads tls.*).
         for (name, bytes) in [
             ("tls.crt", &cert.0),
@@ -344,44 +342,8 @@ impl Ctx {
         ] {
             std::fs::write(dir.join(name), bytes).map_err(|e| e.to_string())?;
         }
-        let pod = found.spec.template.spec.as_ref();
-        let account = pod
-            .and_then(|p| p.service_account_name.clone())
-            .unwrap_or_else(|| "default".to_owned());
-        let image = pod
-            .and_then(|p| p.containers.first())
-            .and_then(|c| c.image.clone())
-            .unwrap_or_default();
-        // OLM labels what a CSV installs with the CSV's name.
-        let release = found
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get("olm.owner"))
-            .cloned()
-            .unwrap_or_default();
-        let kubeconfig = dir.join("kubeconfig");
-        write_impersonating_kubeconfig(
-            &self.admin_kubeconfig,
-            &kubeconfig,
-            &self.namespace,
-            &account,
-        )?;
         let port = free_port().map_err(|e| e.to_string())?;
-        let env = [
-            (CERT_FILE_ENV, cert_file.display().to_string()),
-            (KEY_FILE_ENV, key_file.display().to_string()),
-            (CERT_DIR_ENV, dir.display().to_string()),
-            (PORT_ENV, port.to_string()),
-            (DEPLOYMENT_ENV, deployment.to_owned()),
-            (IMAGE_ENV, image.clone()),
-            (RELEASE_ENV, release),
-            (NAMESPACE_ENV, self.namespace.clone()),
-            ("KUBECONFIG", kubeconfig.display().to_string()),
-            ("POD_NAMESPACE", self.namespace.clone()),
-            ("POD_NAME", format!("{deployment}-{generation}-olmpack")),
-        ]
-        .map(|(k, v)| (k.to_owned(), v));
+        let (env, image) = self.process_env(deployment, found, &dir, port)?;
         let log = dir.join("process.log");
         let mut process = ChildProcess::start_group(
             &format!("webhook process of {deployment}"),
@@ -409,6 +371,58 @@ impl Ctx {
             process,
             relay,
         })
+    }
+
+    /// The environment of the webhook process of `deployment` (the one contract with
+    /// `upgrade test`'s command), with the kubeconfig it names written into `dir`; also the
+    /// image of the Deployment's first container.
+    fn process_env(
+        &self,
+        deployment: &str,
+        found: &Deployment,
+        dir: &Path,
+        port: u16,
+    ) -> Result<(Vec<(String, String)>, String), String> {
+        let pod = found.spec.template.spec.as_ref();
+        let account = pod
+            .and_then(|p| p.service_account_name.clone())
+            .unwrap_or_else(|| "default".to_owned());
+        let image = pod
+            .and_then(|p| p.containers.first())
+            .and_then(|c| c.image.clone())
+            .unwrap_or_default();
+        // OLM labels what a CSV installs with the CSV's name.
+        let release = found
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("olm.owner"))
+            .cloned()
+            .unwrap_or_default();
+        let generation = found.metadata.generation.unwrap_or_default();
+        let kubeconfig = dir.join("kubeconfig");
+        write_impersonating_kubeconfig(
+            &self.admin_kubeconfig,
+            &kubeconfig,
+            &self.namespace,
+            &account,
+        )?;
+        let env = [
+            (CERT_FILE_ENV, dir.join("tls.crt").display().to_string()),
+            (KEY_FILE_ENV, dir.join("tls.key").display().to_string()),
+            (CERT_DIR_ENV, dir.display().to_string()),
+            (PORT_ENV, port.to_string()),
+            (DEPLOYMENT_ENV, deployment.to_owned()),
+            (IMAGE_ENV, image.clone()),
+            (RELEASE_ENV, release),
+            (NAMESPACE_ENV, self.namespace.clone()),
+            ("KUBECONFIG", kubeconfig.display().to_string()),
+            ("POD_NAMESPACE", self.namespace.clone()),
+            ("POD_NAME", format!("{deployment}-{generation}-olmpack")),
+        ]
+        .map(|(k, v)| (k.to_owned(), v))
+        .to_vec();
+        Ok((env, image))
     }
 
     /// Points OLM's webhook Service `<deployment>-service` at the relay.
