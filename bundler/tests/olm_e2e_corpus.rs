@@ -65,9 +65,10 @@ fn table() -> BTreeMap<String, BTreeMap<String, Expected>> {
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
     {
         let cols: Vec<&str> = line.split('\t').collect();
+        assert_eq!(cols.len(), 6, "verdicts.tsv: a row needs 6 columns: {line}");
         assert!(
-            cols.len() >= 5,
-            "verdicts.tsv: a row needs 6 columns: {line}"
+            cols[2] == "pass" || !cols[5].trim().is_empty(),
+            "verdicts.tsv: every non-pass needs its explanation: {line}"
         );
         out.entry(cols[0].to_owned()).or_default().insert(
             cols[1].to_owned(),
