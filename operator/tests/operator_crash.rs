@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::harness::{self, APPS_NS, OPERATOR_NS, OperatorProcess, eventually};
+use common::harness::{self, APPS_NS, OPERATOR_NS, OperatorProcess};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use kube::api::{Api, ListParams};
@@ -58,15 +58,17 @@ async fn operator_crash_at_each_point_then_restart_converges() {
 
         // Restart without the crash point: converges.
         let restarted = OperatorProcess::start(&cluster, &format!("{name}-restart"), &[], &[]);
-        eventually("the restarted operator converges", WAIT, || {
-            let apps = apps.clone();
-            let name = name.clone();
-            async move {
-                let app = apps.get(&name).await.unwrap();
-                app.status.as_ref().and_then(|s| s.observed_generation) == app.metadata.generation
-            }
-        })
-        .await;
+        restarted
+            .eventually("the restarted operator converges", WAIT, || {
+                let apps = apps.clone();
+                let name = name.clone();
+                async move {
+                    let app = apps.get(&name).await.unwrap();
+                    app.status.as_ref().and_then(|s| s.observed_generation)
+                        == app.metadata.generation
+                }
+            })
+            .await;
         let log = restarted.log();
         assert_eq!(
             restarted.terminate().await,

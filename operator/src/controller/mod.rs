@@ -113,18 +113,52 @@ pub struct Stores {
     pub services: Store<Service>,
     /// Routing entries in the operator's namespace ([`routes`]).
     pub routes: Store<ConfigMap>,
+    /// Turns true once every store holds its initial list ([`Listed`]).
+    listed: watch::Receiver<bool>,
 }
 
 impl Stores {
     /// Waits until every store holds its initial list; `false` if a watch ended first.
+    ///
+    /// Not `Store::wait_until_ready`: kube keeps one waker per store there, so of several
+    /// reconciles waiting at once only the last is woken and the others hang for good.
     pub async fn ready(&self) -> bool {
-        let (a, b, c, d) = tokio::join!(
-            self.webapps.wait_until_ready(),
-            self.deployments.wait_until_ready(),
-            self.services.wait_until_ready(),
-            self.routes.wait_until_ready(),
-        );
-        a.is_ok() && b.is_ok() && c.is_ok() && d.is_ok()
+        let mut listed = self.listed.clone();
+        listed.wait_for(|done| *done).await.is_ok()
+    }
+}
+
+/// Counts the watches that have listed their kind once; the last one opens [`Stores::ready`].
+#[derive(Clone, Debug)]
+struct Listed {
+    pending: Arc<std::sync::atomic::AtomicUsize>,
+    done: Arc<watch::Sender<bool>>,
+}
+
+impl Listed {
+    fn new(watches: usize) -> (Self, watch::Receiver<bool>) {
+        let (done, rx) = watch::channel(false);
+        let listed = Self {
+            pending: Arc::new(watches.into()),
+            done: Arc::new(done),
+        };
+        (listed, rx)
+    }
+
+    /// A watch whose list is complete: returns a closure that counts it once.
+    fn once(&self) -> impl FnMut() + Send + 'static {
+        let this = self.clone();
+        let mut counted = false;
+        move || {
+            if !std::mem::replace(&mut counted, true)
+                && this
+                    .pending
+                    .fetch_sub(1, std::sync::atomic::Ordering::AcqRel)
+                    == 1
+            {
+                this.done.send_replace(true);
+            }
+        }
     }
 }
 
@@ -169,6 +203,7 @@ fn webapp_stream(
     api: Api<v1::WebApp>,
     writer: reflector::store::Writer<v1::WebApp>,
     metrics: Arc<Metrics>,
+    mut listed: impl FnMut() + Send + 'static,
 ) -> impl Stream<Item = Result<v1::WebApp, watcher::Error>> + Send + 'static {
     watcher(api, watcher::Config::default().any_semantic())
         .default_backoff()
@@ -181,13 +216,14 @@ fn webapp_stream(
                 metrics.observed(&key, converged(app));
             }
             watcher::Event::Delete(app) => metrics.forget(&reconcile::key(app)),
-            watcher::Event::Init | watcher::Event::InitDone => {}
+            watcher::Event::InitDone => listed(),
+            watcher::Event::Init => {}
         })
         .applied_objects()
 }
 
 /// A watch of one kind of object: fills `writer`; every event counts the WebApp `owner`
-/// maps it to as queued (if that WebApp exists).
+/// maps it to as queued (if that WebApp exists); calls `listed` when its list is complete.
 fn child_stream<K>(
     api: Api<K>,
     config: watcher::Config,
@@ -195,6 +231,7 @@ fn child_stream<K>(
     webapps: Store<v1::WebApp>,
     metrics: Arc<Metrics>,
     owner: fn(&K) -> Option<ObjectRef<v1::WebApp>>,
+    mut listed: impl FnMut() + Send + 'static,
 ) -> impl Stream<Item = Result<K, watcher::Error>> + Send + 'static
 where
     K: Resource<DynamicType = ()>
@@ -209,12 +246,14 @@ where
         .default_backoff()
         .modify(slim)
         .reflect(writer)
-        .inspect_ok(move |event| {
-            if let watcher::Event::Apply(child) | watcher::Event::Delete(child) = event
-                && let Some(app) = owner(child).and_then(|r| webapps.get(&r))
-            {
-                metrics.queued(&reconcile::key(&app));
+        .inspect_ok(move |event| match event {
+            watcher::Event::Apply(child) | watcher::Event::Delete(child) => {
+                if let Some(app) = owner(child).and_then(|r| webapps.get(&r)) {
+                    metrics.queued(&reconcile::key(&app));
+                }
             }
+            watcher::Event::InitDone => listed(),
+            watcher::Event::Init | watcher::Event::InitApply(_) => {}
         })
         .touched_objects()
 }
@@ -246,11 +285,13 @@ async fn run_controller(
     let (deployments, deployments_writer) = reflector::store();
     let (services, services_writer) = reflector::store();
     let (routes, routes_writer) = reflector::store();
+    let (listed, listed_rx) = Listed::new(4);
     let stores = Stores {
         webapps: webapps.clone(),
         deployments,
         services,
         routes,
+        listed: listed_rx,
     };
     let triggers = futures::stream::unfold(resync, |mut rx| async move {
         loop {
@@ -269,6 +310,7 @@ async fn run_controller(
             webapp_api(&client, settings),
             webapps_writer,
             metrics.clone(),
+            listed.once(),
         ),
         webapps.clone(),
     )
@@ -279,6 +321,7 @@ async fn run_controller(
         webapps.clone(),
         metrics.clone(),
         controller_owner,
+        listed.once(),
     ))
     .owns_stream(child_stream(
         owned::<Service>(&client, settings),
@@ -287,6 +330,7 @@ async fn run_controller(
         webapps.clone(),
         metrics.clone(),
         controller_owner,
+        listed.once(),
     ))
     .watches_stream(
         child_stream(
@@ -296,6 +340,7 @@ async fn run_controller(
             webapps,
             metrics.clone(),
             routes::owner,
+            listed.once(),
         ),
         |entry| routes::owner(&entry),
     )
@@ -399,4 +444,51 @@ pub async fn run(
         _ => tracing::info!("Lease released"),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stores(listed: watch::Receiver<bool>) -> Stores {
+        Stores {
+            webapps: reflector::store().0,
+            deployments: reflector::store().0,
+            services: reflector::store().0,
+            routes: reflector::store().0,
+            listed,
+        }
+    }
+
+    #[tokio::test]
+    async fn every_waiting_reconcile_wakes_once_the_last_watch_has_listed() {
+        let (listed, rx) = Listed::new(2);
+        let stores = stores(rx);
+        let waiters: Vec<_> = (0..3)
+            .map(|_| {
+                let stores = stores.clone();
+                tokio::spawn(async move { stores.ready().await })
+            })
+            .collect();
+        tokio::task::yield_now().await;
+        let (mut first, mut second) = (listed.once(), listed.once());
+        first();
+        first();
+        assert!(!*stores.listed.borrow(), "one watch listing twice is one");
+        second();
+        for waiter in waiters {
+            let ready = tokio::time::timeout(Duration::from_secs(5), waiter).await;
+            assert!(ready.expect("woken").expect("joined"));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_watch_ending_before_its_list_is_not_ready() {
+        let (listed, rx) = Listed::new(2);
+        let stores = stores(rx);
+        let mut only = listed.once();
+        only();
+        drop((listed, only));
+        assert!(!stores.ready().await);
+    }
 }

@@ -317,6 +317,23 @@ impl OperatorProcess {
         }
     }
 
+    /// Like [`eventually`], but a timeout panics with this process's log.
+    pub async fn eventually<F, Fut>(&self, what: &str, timeout: Duration, mut check: F)
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = bool>,
+    {
+        let started = Instant::now();
+        while !check().await {
+            assert!(
+                started.elapsed() < timeout,
+                "timed out after {timeout:?} waiting for {what}; operator log:\n{}",
+                self.log()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     /// The process's log so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
