@@ -117,6 +117,32 @@ pub struct CsvStatus {
     pub phase: String,
     pub reason: String,
     pub message: String,
+    /// What OLM checked before installing: each owned or required API, the ServiceAccounts
+    /// and their permissions, with `status` `Present` when met.
+    pub requirement_status: Vec<RequirementStatus>,
+}
+
+/// One entry of `ClusterServiceVersion.status.requirementStatus`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct RequirementStatus {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub name: String,
+    pub status: String,
+    pub message: String,
+    /// For a ServiceAccount: the permissions OLM found missing (or present).
+    pub dependents: Vec<DependentStatus>,
+}
+
+/// A dependent of a [`RequirementStatus`] (a permission of a ServiceAccount).
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct DependentStatus {
+    pub kind: String,
+    pub status: String,
+    pub message: String,
 }
 
 /// A Subscription as read.

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::env::OPERATOR_NAMESPACE;
 use super::install::{Outcome, POLL, Timeouts};
-use super::resources::{self, Csv, InstallPlan, InstallPlanStatus};
+use super::resources::{self, Csv, InstallPlan, InstallPlanStatus, RequirementStatus};
 use super::{OlmEnv, OlmError, kubelet};
 
 /// What one look at the step showed.
@@ -124,11 +124,17 @@ impl OlmEnv {
             None => Vec::new(),
         };
         let status = csv.and_then(|c| c.status).unwrap_or_default();
+        let unmet = unmet(&status.requirement_status);
+        let message = if status.reason == "RequirementsNotMet" && !unmet.is_empty() {
+            format!("{}; not met: {}", status.message, unmet.join("; "))
+        } else {
+            status.message
+        };
         Ok(Look {
             plan: plan.status.unwrap_or_default(),
             phase: status.phase,
             reason: status.reason,
-            message: status.message,
+            message,
             conversions,
         })
     }
@@ -272,6 +278,32 @@ fn last_conversion_writer(entries: Option<&[ManagedFieldsEntry]>) -> String {
         .unwrap_or_default()
 }
 
+/// The requirements OLM lists as not met, in its words: `Kind name: status (message)`, with
+/// a ServiceAccount's unmet permissions after it.
+fn unmet(requirements: &[RequirementStatus]) -> Vec<String> {
+    requirements
+        .iter()
+        .filter(|r| r.status != "Present")
+        .map(|r| {
+            let mut line = format!("{} {}: {}", r.kind, r.name, r.status);
+            if !r.message.is_empty() {
+                line.push_str(&format!(" ({})", r.message));
+            }
+            let missing: Vec<&str> = r
+                .dependents
+                .iter()
+                .filter(|d| d.status != "Satisfied")
+                .map(|d| d.message.as_str())
+                .filter(|m| !m.is_empty())
+                .collect();
+            if !missing.is_empty() {
+                line.push_str(&format!(" [{}]", missing.join(", ")));
+            }
+            line
+        })
+        .collect()
+}
+
 /// Whether OLM v0 leaves a `Failed` CSV with this reason by itself: a CSV that had met its
 /// requirements fails with `RequirementsNotMet` ("requirements no longer met") when a re-check
 /// misses one for a moment — during an upgrade, say, while the new CRDs are being applied — and
@@ -295,6 +327,34 @@ mod tests {
         ]});
         assert_eq!(conversion_crds(&spec), ["a.example.com", "b.example.com"]);
         assert!(conversion_crds(&json!({})).is_empty());
+    }
+
+    #[test]
+    fn unmet_requirements_are_listed_in_olms_words() {
+        let status: resources::CsvStatus = serde_json::from_value(json!({
+            "phase": "Pending",
+            "reason": "RequirementsNotMet",
+            "requirementStatus": [
+                {"group": "apiextensions.k8s.io", "version": "v1", "kind": "CustomResourceDefinition",
+                 "name": "a.example.com", "status": "Present", "message": "CRD is present and Established condition is true"},
+                {"group": "", "version": "v1", "kind": "ServiceAccount", "name": "runner",
+                 "status": "PresentNotSatisfied", "message": "Service account does not meet permission requirements",
+                 "dependents": [
+                    {"kind": "ClusterPolicyRule", "status": "Satisfied", "message": "cluster rule:{\"verbs\":[\"get\"]}"},
+                    {"kind": "ClusterPolicyRule", "status": "NotSatisfied", "message": "cluster rule:{\"verbs\":[\"create\"]}"}
+                 ]},
+                {"group": "apiextensions.k8s.io", "version": "v1", "kind": "CustomResourceDefinition",
+                 "name": "b.example.com", "status": "NotPresent"}
+            ]
+        }))
+        .unwrap();
+        assert_eq!(
+            unmet(&status.requirement_status),
+            [
+                "ServiceAccount runner: PresentNotSatisfied (Service account does not meet permission requirements) [cluster rule:{\"verbs\":[\"create\"]}]",
+                "CustomResourceDefinition b.example.com: NotPresent",
+            ]
+        );
     }
 
     #[test]
