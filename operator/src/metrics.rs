@@ -80,115 +80,109 @@ pub struct Metrics {
 
 impl Default for Metrics {
     fn default() -> Self {
-        let mut registry = Registry::default();
-        let reconciles = Family::<Labels, Counter>::default();
-        // 5 ms doubling to 655 s: a reconcile that waits minutes for a throttled apiserver
-        // still lands in a bucket.
-        let duration = Histogram::new(exponential_buckets(0.005, 2.0, 18));
-        let errors = Family::<Labels, Counter>::default();
-        let retries = Counter::default();
-        let queue_depth = Gauge::default();
-        let in_flight = Gauge::default();
-        let unconverged_count = Gauge::default();
-        let oldest_unconverged = Gauge::default();
-        let api_requests = Family::<Labels, Counter>::default();
-        let api_responses = Family::<Labels, Counter>::default();
-        let client_wait = Counter::<f64>::default();
-        let lease_responses = Family::<Labels, Counter>::default();
-        let webhook_requests = Family::<Labels, Counter>::default();
-        let leader = Gauge::default();
-        registry.register(
-            "webapp_reconciles",
-            "Reconciles by result",
-            reconciles.clone(),
-        );
-        registry.register(
-            "webapp_reconcile_duration_seconds",
-            "Duration of one reconcile",
-            duration.clone(),
-        );
-        registry.register(
-            "webapp_reconcile_errors",
-            "Reconcile errors by reason",
-            errors.clone(),
-        );
-        registry.register(
-            "webapp_reconcile_retries",
-            "Reconciles scheduled after an error",
-            retries.clone(),
-        );
-        registry.register(
-            "webapp_queue_depth",
-            "WebApps triggered by a watch event and not yet picked up by a reconcile",
-            queue_depth.clone(),
-        );
-        registry.register(
-            "webapp_reconciles_in_flight",
-            "Reconciles running now",
-            in_flight.clone(),
-        );
-        registry.register(
-            "webapp_unconverged",
-            "WebApps not Ready at their current generation, or being deleted",
-            unconverged_count.clone(),
-        );
-        registry.register(
-            "webapp_oldest_unconverged_seconds",
-            "How long the oldest unconverged WebApp has been unconverged",
-            oldest_unconverged.clone(),
-        );
-        registry.register(
-            "webapp_api_requests",
-            "API request attempts sent by the work client, retries included, by verb",
-            api_requests.clone(),
-        );
-        registry.register(
-            "webapp_api_responses",
-            "API responses to the work client, retried ones included, by status code",
-            api_responses.clone(),
-        );
-        registry.register(
-            "webapp_api_client_wait_seconds",
-            "Time requests waited for the client-side rate limit",
-            client_wait.clone(),
-        );
-        registry.register(
-            "webapp_leader_election_responses",
-            "API responses to the leader-election client, by status code",
-            lease_responses.clone(),
-        );
-        registry.register(
-            "webapp_webhook_requests",
-            "Webhook requests by endpoint and result",
-            webhook_requests.clone(),
-        );
-        registry.register(
-            "webapp_leader",
-            "1 while this instance is the leader",
-            leader.clone(),
-        );
-        Self {
-            registry,
-            reconciles,
-            duration,
-            errors,
-            retries,
-            queue_depth,
-            in_flight,
-            unconverged_count,
-            oldest_unconverged,
-            api_requests,
-            api_responses,
-            client_wait,
-            lease_responses,
-            webhook_requests,
-            leader,
+        let mut metrics = Self {
+            registry: Registry::default(),
+            reconciles: Family::default(),
+            // 5 ms doubling to 655 s: a reconcile that waits minutes for a throttled
+            // apiserver still lands in a bucket.
+            duration: Histogram::new(exponential_buckets(0.005, 2.0, 18)),
+            errors: Family::default(),
+            retries: Counter::default(),
+            queue_depth: Gauge::default(),
+            in_flight: Gauge::default(),
+            unconverged_count: Gauge::default(),
+            oldest_unconverged: Gauge::default(),
+            api_requests: Family::default(),
+            api_responses: Family::default(),
+            client_wait: Counter::<f64>::default(),
+            lease_responses: Family::default(),
+            webhook_requests: Family::default(),
+            leader: Gauge::default(),
             queued: Mutex::new(HashSet::new()),
             unconverged: Mutex::new(HashMap::new()),
             peak_queued: AtomicI64::new(0),
             peak_in_flight: AtomicI64::new(0),
             ready: AtomicBool::new(false),
-        }
+        };
+        metrics.register_all();
+        metrics
+    }
+}
+
+impl Metrics {
+    /// Registers every metric under its exported name.
+    fn register_all(&mut self) {
+        let r = &mut self.registry;
+        r.register(
+            "webapp_reconciles",
+            "Reconciles by result",
+            self.reconciles.clone(),
+        );
+        r.register(
+            "webapp_reconcile_duration_seconds",
+            "Duration of one reconcile",
+            self.duration.clone(),
+        );
+        r.register(
+            "webapp_reconcile_errors",
+            "Reconcile errors by reason",
+            self.errors.clone(),
+        );
+        r.register(
+            "webapp_reconcile_retries",
+            "Reconciles scheduled after an error",
+            self.retries.clone(),
+        );
+        r.register(
+            "webapp_queue_depth",
+            "WebApps triggered by a watch event and not yet picked up by a reconcile",
+            self.queue_depth.clone(),
+        );
+        r.register(
+            "webapp_reconciles_in_flight",
+            "Reconciles running now",
+            self.in_flight.clone(),
+        );
+        r.register(
+            "webapp_unconverged",
+            "WebApps not Ready at their current generation, or being deleted",
+            self.unconverged_count.clone(),
+        );
+        r.register(
+            "webapp_oldest_unconverged_seconds",
+            "How long the oldest unconverged WebApp has been unconverged",
+            self.oldest_unconverged.clone(),
+        );
+        r.register(
+            "webapp_api_requests",
+            "API request attempts sent by the work client, retries included, by verb",
+            self.api_requests.clone(),
+        );
+        r.register(
+            "webapp_api_responses",
+            "API responses to the work client, retried ones included, by status code",
+            self.api_responses.clone(),
+        );
+        r.register(
+            "webapp_api_client_wait_seconds",
+            "Time requests waited for the client-side rate limit",
+            self.client_wait.clone(),
+        );
+        r.register(
+            "webapp_leader_election_responses",
+            "API responses to the leader-election client, by status code",
+            self.lease_responses.clone(),
+        );
+        r.register(
+            "webapp_webhook_requests",
+            "Webhook requests by endpoint and result",
+            self.webhook_requests.clone(),
+        );
+        r.register(
+            "webapp_leader",
+            "1 while this instance is the leader",
+            self.leader.clone(),
+        );
     }
 }
 

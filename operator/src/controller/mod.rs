@@ -267,15 +267,13 @@ fn controller_owner<K: Resource>(child: &K) -> Option<ObjectRef<v1::WebApp>> {
     Some(ObjectRef::new(&owner.name).within(&child.namespace()?))
 }
 
-/// Runs the controller until `stop` resolves, then lets running reconciles finish for at
-/// most [`Settings::shutdown_timeout`].
-async fn run_controller(
-    client: Client,
-    metrics: Arc<Metrics>,
+/// The controller over WebApps with its three owned or watched kinds, and the stores its
+/// watches fill (for the reconciles to read).
+fn controller(
+    client: &Client,
+    metrics: &Arc<Metrics>,
     settings: &Settings,
-    stop: impl std::future::Future<Output = ()> + Send + Sync + 'static,
-    resync: broadcast::Receiver<()>,
-) {
+) -> (Controller<v1::WebApp>, Stores) {
     let children = watcher::Config::default().labels(&format!(
         "{}={}",
         apply::MANAGED_BY.0,
@@ -293,21 +291,11 @@ async fn run_controller(
         routes,
         listed: listed_rx,
     };
-    let triggers = futures::stream::unfold(resync, |mut rx| async move {
-        loop {
-            match rx.recv().await {
-                Ok(()) => return Some(((), rx)),
-                Err(broadcast::error::RecvError::Lagged(_)) => continue,
-                Err(broadcast::error::RecvError::Closed) => return None,
-            }
-        }
-    });
     let route_api = Api::namespaced(client.clone(), &settings.operator_namespace);
     let route_config = watcher::Config::default().labels(&routes::selector());
-    let stop = stop.shared();
     let controller = Controller::for_stream(
         webapp_stream(
-            webapp_api(&client, settings),
+            webapp_api(client, settings),
             webapps_writer,
             metrics.clone(),
             listed.once(),
@@ -315,7 +303,7 @@ async fn run_controller(
         webapps.clone(),
     )
     .owns_stream(child_stream(
-        owned::<Deployment>(&client, settings),
+        owned::<Deployment>(client, settings),
         children.clone(),
         deployments_writer,
         webapps.clone(),
@@ -324,7 +312,7 @@ async fn run_controller(
         listed.once(),
     ))
     .owns_stream(child_stream(
-        owned::<Service>(&client, settings),
+        owned::<Service>(client, settings),
         children,
         services_writer,
         webapps.clone(),
@@ -344,9 +332,37 @@ async fn run_controller(
         ),
         |entry| routes::owner(&entry),
     )
-    .with_config(runtime::Config::default().concurrency(settings.concurrency))
-    .reconcile_all_on(triggers)
-    .graceful_shutdown_on(stop.clone());
+    .with_config(runtime::Config::default().concurrency(settings.concurrency));
+    (controller, stores)
+}
+
+/// One item per message on `resync` (a lagging receiver skips to the newest).
+fn resync_triggers(resync: broadcast::Receiver<()>) -> impl Stream<Item = ()> + Send {
+    futures::stream::unfold(resync, |mut rx| async move {
+        loop {
+            match rx.recv().await {
+                Ok(()) => return Some(((), rx)),
+                Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    })
+}
+
+/// Runs the controller until `stop` resolves, then lets running reconciles finish for at
+/// most [`Settings::shutdown_timeout`].
+async fn run_controller(
+    client: Client,
+    metrics: Arc<Metrics>,
+    settings: &Settings,
+    stop: impl std::future::Future<Output = ()> + Send + Sync + 'static,
+    resync: broadcast::Receiver<()>,
+) {
+    let stop = stop.shared();
+    let (controller, stores) = controller(&client, &metrics, settings);
+    let controller = controller
+        .reconcile_all_on(resync_triggers(resync))
+        .graceful_shutdown_on(stop.clone());
     let ctx = Arc::new(Context::new(
         client,
         metrics.clone(),
