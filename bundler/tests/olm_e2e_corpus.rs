@@ -4,7 +4,8 @@
 //! newest two bundle directories become a catalog the way a user makes one
 //! (`olmpack catalog template` with an `olm.template.basic` template: the newer replaces the
 //! older, with the `olm.skipRange` its CSV declares), and `upgrade olm` installs each and takes
-//! the upgrade between them.
+//! the upgrade between them. A package that requires another's API has that package in its
+//! catalog too ([`PROVIDERS`]), so OLM's resolver can install it.
 //!
 //! `fixtures/olm_e2e_corpus/verdicts.tsv` holds, per case, the verdict OLM gave, who a failure
 //! is blamed on, a piece of OLM's (or the apiserver's) own words, and why. The test fails when
@@ -48,6 +49,14 @@ const PACKAGES: [&str; 22] = [
     "upstream-community-operators/metallb-operator",
     "upstream-community-operators/sap-btp-operator",
 ];
+
+/// Packages whose bundles need another package's API (OLM's resolver installs the provider
+/// from the same catalog): that package goes into the catalog too, as it would in any real
+/// catalog; its own cases run under its own entry of [`PACKAGES`].
+const PROVIDERS: [(&str, &str); 1] = [(
+    "community-operators/node-healthcheck-operator",
+    "community-operators/poison-pill-operator",
+)];
 
 /// One row of the table.
 #[derive(Debug)]
@@ -140,9 +149,10 @@ fn facts(dir: &Path) -> BundleFacts {
     }
 }
 
-/// The package's catalog, through `olmpack catalog template` (a basic template whose bundle
-/// images map to the corpus directories).
-fn catalog(package_dir: &Path, out: &Path) -> PathBuf {
+/// The package's catalog file `<package>.json` in `catalog_dir`, through `olmpack catalog
+/// template` (a basic template whose bundle images map to the corpus directories); returns
+/// the package name.
+fn render_package(package_dir: &Path, out: &Path, catalog_dir: &Path) -> String {
     let bundles: Vec<BundleFacts> = newest_two(package_dir).iter().map(|d| facts(d)).collect();
     let first = &bundles[0];
     let mut template = format!(
@@ -168,7 +178,7 @@ fn catalog(package_dir: &Path, out: &Path) -> PathBuf {
         cmd.arg("--bundle")
             .arg(format!("{image}={}", b.dir.display()));
     }
-    let path = out.join("template.yaml");
+    let path = out.join(format!("{}.template.yaml", first.package));
     std::fs::write(&path, &template).unwrap();
     let rendered = cmd.arg(&path).output().unwrap();
     assert!(
@@ -177,10 +187,21 @@ fn catalog(package_dir: &Path, out: &Path) -> PathBuf {
         package_dir.display(),
         String::from_utf8_lossy(&rendered.stderr)
     );
+    let file = catalog_dir.join(format!("{}.json", first.package));
+    std::fs::write(file, rendered.stdout).unwrap();
+    first.package.clone()
+}
+
+/// The catalog of a package directory (and of the packages providing APIs it requires,
+/// [`PROVIDERS`]); returns the catalog directory and the package name.
+fn catalog(corpus: &Path, package: &str, out: &Path) -> (PathBuf, String) {
     let dir = out.join("catalog");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("catalog.json"), rendered.stdout).unwrap();
-    dir
+    for (_, provider) in PROVIDERS.iter().filter(|(p, _)| *p == package) {
+        render_package(&corpus.join(provider), out, &dir);
+    }
+    let name = render_package(&corpus.join(package), out, &dir);
+    (dir, name)
 }
 
 /// Kinds the packages ship whose CRDs come from another operator (prometheus-operator): the
@@ -227,8 +248,8 @@ async fn olm_e2e_corpus_verdicts_are_olms() {
     for (i, package) in PACKAGES.iter().enumerate() {
         let out = work.path().join(i.to_string());
         std::fs::create_dir_all(&out).unwrap();
-        let dir = catalog(&corpus.join(package), &out);
-        for case in upgrade_olm::load_cases(&dir, None).unwrap() {
+        let (dir, name) = catalog(&corpus, package, &out);
+        for case in upgrade_olm::load_cases(&dir, Some(&name)).unwrap() {
             cases.push((package.to_string(), dir.clone(), case));
         }
     }
