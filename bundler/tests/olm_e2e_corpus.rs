@@ -297,3 +297,48 @@ async fn olm_e2e_corpus_verdicts_are_olms() {
     );
     assert!(problems.is_empty(), "{problems:#?}");
 }
+
+/// The table as README's OLM section shows it (between its `olm-corpus` markers).
+fn readme_table() -> String {
+    let mut out = String::from(
+        "| package | case | verdict | blamed on | why |\n| --- | --- | --- | --- | --- |\n",
+    );
+    for line in TABLE
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
+        let cols: Vec<&str> = line.split('\t').collect();
+        let package = cols[0].rsplit('/').next().unwrap_or(cols[0]);
+        let verdict = match cols[2] {
+            "pass-not-run" => "pass, webhook checks not run",
+            other => other,
+        };
+        let party = match cols[3] {
+            "-" => "",
+            other => other,
+        };
+        let why = cols[5].replace('|', "\\|");
+        out.push_str(&format!(
+            "| {package} | {} | {verdict} | {party} | {why} |\n",
+            cols[1]
+        ));
+    }
+    out
+}
+
+#[test]
+fn olm_e2e_corpus_readme_shows_the_table() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md");
+    let readme = std::fs::read_to_string(&path).unwrap();
+    let (begin, end) = ("<!-- olm-corpus:begin -->\n", "<!-- olm-corpus:end -->");
+    let shown = readme
+        .split_once(begin)
+        .and_then(|(_, rest)| rest.split_once(end))
+        .map(|(table, _)| table)
+        .expect("README.md has the olm-corpus markers");
+    let want = readme_table();
+    assert!(
+        shown == want,
+        "README.md's corpus table differs from verdicts.tsv; between the markers it should read:\n{want}"
+    );
+}
