@@ -92,8 +92,21 @@ pub fn resource(version: Version) -> ApiResource {
 }
 
 /// Polls `check` every 100 ms until it returns true; panics after `timeout`.
-pub async fn eventually<F, Fut>(what: &str, timeout: Duration, mut check: F)
+pub async fn eventually<F, Fut>(what: &str, timeout: Duration, check: F)
 where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    eventually_or(what, timeout, check, String::new).await;
+}
+
+/// [`eventually`], with `context()` appended to the timeout's message.
+async fn eventually_or<F, Fut>(
+    what: &str,
+    timeout: Duration,
+    mut check: F,
+    context: impl Fn() -> String,
+) where
     F: FnMut() -> Fut,
     Fut: Future<Output = bool>,
 {
@@ -101,7 +114,8 @@ where
     while !check().await {
         assert!(
             started.elapsed() < timeout,
-            "timed out after {timeout:?} waiting for {what}"
+            "timed out after {timeout:?} waiting for {what}{}",
+            context()
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -318,20 +332,13 @@ impl OperatorProcess {
     }
 
     /// Like [`eventually`], but a timeout panics with this process's log.
-    pub async fn eventually<F, Fut>(&self, what: &str, timeout: Duration, mut check: F)
+    pub async fn eventually<F, Fut>(&self, what: &str, timeout: Duration, check: F)
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = bool>,
     {
-        let started = Instant::now();
-        while !check().await {
-            assert!(
-                started.elapsed() < timeout,
-                "timed out after {timeout:?} waiting for {what}; operator log:\n{}",
-                self.log()
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        let log = || format!("; operator log:\n{}", self.log());
+        eventually_or(what, timeout, check, log).await;
     }
 
     /// The process's log so far.
