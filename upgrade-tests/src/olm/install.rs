@@ -134,7 +134,7 @@ impl OlmEnv {
         let started = Instant::now();
         let deadline = started + timeouts.step;
         let plan = self.approve_next_plan(package, deadline).await?;
-        let Some(plan) = plan else {
+        let Some((plan, current)) = plan else {
             let outcome = self.not_resolved(package, timeouts.step).await?;
             return Ok(Step {
                 csv: None,
@@ -143,15 +143,21 @@ impl OlmEnv {
                 elapsed: started.elapsed(),
             });
         };
-        let csv = plan
-            .spec
-            .cluster_service_version_names
-            .first()
-            .cloned()
-            .unwrap_or_default();
-        let (outcome, observed) = self
+        let csv = subscribed_csv(&plan, &current);
+        let (outcome, mut observed) = self
             .wait_for_csv(&plan_name(&plan), &csv, deadline, timeouts)
             .await?;
+        for other in plan
+            .spec
+            .cluster_service_version_names
+            .iter()
+            .filter(|n| **n != csv)
+        {
+            observed.push(format!(
+                "InstallPlan {} also installs {other} (a dependency OLM resolved)",
+                plan_name(&plan)
+            ));
+        }
         Ok(Step {
             csv: Some(csv),
             outcome,
@@ -160,12 +166,13 @@ impl OlmEnv {
         })
     }
 
-    /// The first unapproved InstallPlan of the Subscription, approved; `None` at the deadline.
+    /// The first unapproved InstallPlan of the Subscription, approved, with the CSV the
+    /// Subscription resolved to (`status.currentCSV`); `None` at the deadline.
     async fn approve_next_plan(
         &self,
         package: &str,
         deadline: Instant,
-    ) -> Result<Option<InstallPlan>, OlmError> {
+    ) -> Result<Option<(InstallPlan, String)>, OlmError> {
         let subs: Api<Subscription> = Api::namespaced_with(
             self.client(),
             OPERATOR_NAMESPACE,
@@ -197,7 +204,8 @@ impl OlmEnv {
                     .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
                     .await
                     .map_err(OlmError::api(format!("approve InstallPlan {name}")))?;
-                return Ok(Some(plan));
+                let current = sub.status.map(|s| s.current_csv).unwrap_or_default();
+                return Ok(Some((plan, current)));
             }
             tokio::time::sleep(POLL).await;
         }
@@ -476,6 +484,18 @@ impl OlmEnv {
     }
 }
 
+/// The CSV of `plan` the Subscription resolved to (`current`, its `status.currentCSV`): a
+/// plan also carries the CSVs of the dependencies OLM installs with it, in no set order.
+fn subscribed_csv(plan: &InstallPlan, current: &str) -> String {
+    let names = &plan.spec.cluster_service_version_names;
+    names
+        .iter()
+        .find(|n| *n == current)
+        .or(names.first())
+        .cloned()
+        .unwrap_or_default()
+}
+
 fn plan_name(plan: &InstallPlan) -> String {
     plan.metadata.name.clone().unwrap_or_default()
 }
@@ -558,5 +578,21 @@ mod tests {
             bare["metadata"],
             json!({"name": "example-v1", "namespace": "default"})
         );
+    }
+
+    #[test]
+    fn the_step_waits_for_the_subscribed_csv_not_a_dependency() {
+        let plan: InstallPlan = serde_json::from_value(json!({
+            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "InstallPlan",
+            "metadata": {"name": "install-1"},
+            "spec": {"approval": "Manual", "approved": false,
+                     "clusterServiceVersionNames": ["poison-pill.v0.1.0", "node-healthcheck-operator.v0.0.2"]},
+        }))
+        .unwrap();
+        assert_eq!(
+            subscribed_csv(&plan, "node-healthcheck-operator.v0.0.2"),
+            "node-healthcheck-operator.v0.0.2"
+        );
+        assert_eq!(subscribed_csv(&plan, ""), "poison-pill.v0.1.0");
     }
 }
