@@ -113,8 +113,8 @@ pub struct Stores {
     pub services: Store<Service>,
     /// Routing entries in the operator's namespace ([`routes`]).
     pub routes: Store<ConfigMap>,
-    /// Turns true once every store holds its initial list ([`Listed`]).
-    listed: watch::Receiver<bool>,
+    /// The watches yet to list their kind ([`Listed`]); ready at zero.
+    listed: watch::Receiver<usize>,
 }
 
 impl Stores {
@@ -124,39 +124,28 @@ impl Stores {
     /// reconciles waiting at once only the last is woken and the others hang for good.
     pub async fn ready(&self) -> bool {
         let mut listed = self.listed.clone();
-        listed.wait_for(|done| *done).await.is_ok()
+        listed.wait_for(|left| *left == 0).await.is_ok()
     }
 }
 
-/// Counts the watches that have listed their kind once; the last one opens [`Stores::ready`].
+/// Counts down the watches that have not listed their kind yet; at zero [`Stores::ready`]
+/// opens.
 #[derive(Clone, Debug)]
-struct Listed {
-    pending: Arc<std::sync::atomic::AtomicUsize>,
-    done: Arc<watch::Sender<bool>>,
-}
+struct Listed(Arc<watch::Sender<usize>>);
 
 impl Listed {
-    fn new(watches: usize) -> (Self, watch::Receiver<bool>) {
-        let (done, rx) = watch::channel(false);
-        let listed = Self {
-            pending: Arc::new(watches.into()),
-            done: Arc::new(done),
-        };
-        (listed, rx)
+    fn new(watches: usize) -> (Self, watch::Receiver<usize>) {
+        let (left, rx) = watch::channel(watches);
+        (Self(Arc::new(left)), rx)
     }
 
     /// A watch whose list is complete: returns a closure that counts it once.
     fn once(&self) -> impl FnMut() + Send + 'static {
-        let this = self.clone();
+        let left = self.0.clone();
         let mut counted = false;
         move || {
-            if !std::mem::replace(&mut counted, true)
-                && this
-                    .pending
-                    .fetch_sub(1, std::sync::atomic::Ordering::AcqRel)
-                    == 1
-            {
-                this.done.send_replace(true);
+            if !std::mem::replace(&mut counted, true) {
+                left.send_modify(|n| *n = n.saturating_sub(1));
             }
         }
     }
@@ -466,7 +455,7 @@ pub async fn run(
 mod tests {
     use super::*;
 
-    fn stores(listed: watch::Receiver<bool>) -> Stores {
+    fn stores(listed: watch::Receiver<usize>) -> Stores {
         Stores {
             webapps: reflector::store().0,
             deployments: reflector::store().0,
@@ -490,7 +479,7 @@ mod tests {
         let (mut first, mut second) = (listed.once(), listed.once());
         first();
         first();
-        assert!(!*stores.listed.borrow(), "one watch listing twice is one");
+        assert_eq!(*stores.listed.borrow(), 1, "one watch listing twice is one");
         second();
         for waiter in waiters {
             let ready = tokio::time::timeout(Duration::from_secs(5), waiter).await;
