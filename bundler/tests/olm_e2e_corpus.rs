@@ -66,19 +66,28 @@ struct Expected {
     quote: String,
 }
 
+/// The rows of the table (lines starting with `#` skipped), each checked to have its six
+/// columns and, unless a pass, its explanation.
+fn rows() -> Vec<Vec<&'static str>> {
+    TABLE
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|line| {
+            let cols: Vec<&str> = line.split('\t').collect();
+            assert_eq!(cols.len(), 6, "verdicts.tsv: a row needs 6 columns: {line}");
+            assert!(
+                cols[2] == "pass" || !cols[5].trim().is_empty(),
+                "verdicts.tsv: every non-pass needs its explanation: {line}"
+            );
+            cols
+        })
+        .collect()
+}
+
 /// The table: package directory → case name → expectation (lines starting with `#` skipped).
 fn table() -> BTreeMap<String, BTreeMap<String, Expected>> {
     let mut out: BTreeMap<String, BTreeMap<String, Expected>> = BTreeMap::new();
-    for line in TABLE
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-    {
-        let cols: Vec<&str> = line.split('\t').collect();
-        assert_eq!(cols.len(), 6, "verdicts.tsv: a row needs 6 columns: {line}");
-        assert!(
-            cols[2] == "pass" || !cols[5].trim().is_empty(),
-            "verdicts.tsv: every non-pass needs its explanation: {line}"
-        );
+    for cols in rows() {
         out.entry(cols[0].to_owned()).or_default().insert(
             cols[1].to_owned(),
             Expected {
@@ -303,11 +312,7 @@ fn readme_table() -> String {
     let mut out = String::from(
         "| package | case | verdict | blamed on | why |\n| --- | --- | --- | --- | --- |\n",
     );
-    for line in TABLE
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-    {
-        let cols: Vec<&str> = line.split('\t').collect();
+    for cols in rows() {
         let package = cols[0].rsplit('/').next().unwrap_or(cols[0]);
         let verdict = match cols[2] {
             "pass-not-run" => "pass, webhook checks not run",
