@@ -4,17 +4,24 @@
 //! binary as its own ServiceAccount under `deploy/`'s RBAC with `--leader-elect`; then
 //! 5,000 WebApps created at once (v1), 100 of them updated, 1,000 deleted.
 //!
-//! Prints time to all Ready (p50/p99/max) and objects/s, the update and delete times, the
-//! 429/5xx responses the operator's client saw (every attempt, its metrics) and the
-//! apiserver's priority-and-fairness rejections of ServiceAccount requests (the operator is
-//! the only ServiceAccount client here), writes per minute while idle after convergence
-//! (the Lease has a client of its own and is not counted), peak RSS, and SIGTERM-to-exit.
+//! First, in a control plane of its own, the baseline: the same 5,000 Deployments and
+//! Services the operator would make, applied by the benchmark itself with no operator; the
+//! time until all are ready is the floor this machine's control plane sets for "all Ready"
+//! (`OLMPACK_SCALE_BASELINE=0` skips it).
+//!
+//! Prints time to all Ready (p50/p99/max), objects/s and its ratio to the baseline, the
+//! update and delete times, the 429/5xx responses the operator's client saw (every attempt,
+//! its metrics) and the apiserver's priority-and-fairness rejections of ServiceAccount
+//! requests (the operator is the only ServiceAccount client here), writes per minute while
+//! idle after convergence once every rollout is complete (the Lease has a client of its own
+//! and is not counted), peak RSS, and SIGTERM-to-exit.
 //! The last line is exactly
 //! `scale: ready_s=<max> throttled=<n> delete_s=<s> idle_writes_per_min=<n> rss_mb=<n> sigterm_s=<s>`.
 //!
 //! Run: `eval "$(cargo xtask env)"`, then `cargo bench -p webapp-operator --bench scale`.
 //! `OLMPACK_SCALE_WEBAPPS`, `OLMPACK_SCALE_UPDATES`, `OLMPACK_SCALE_DELETES` change the
-//! 5,000 / 100 / 1,000; `OLMPACK_SCALE_OPERATOR_ARGS` adds operator flags (space-separated).
+//! 5,000 / 100 / 1,000; `OLMPACK_SCALE_OPERATOR_ARGS` adds operator flags (space-separated);
+//! `OLMPACK_SCALE_LOG=FILE` keeps the operator's log (`RUST_LOG` reaches the operator).
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -25,14 +32,16 @@ use std::time::{Duration, Instant};
 
 use common::harness::{self, APPS_NS, OPERATOR_NS, OperatorProcess};
 use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
 use upgrade_tests::TestEnvOptions;
 use upgrade_tests::fake_nodes::{FakeNodes, FakeNodesOptions};
 use webapp_operator::api::{Version, v1};
-use webapp_operator::controller::LEASE_NAME;
+use webapp_operator::controller::{LEASE_NAME, apply};
 use webapp_operator::releases::Release;
 
 /// Longest any phase may take before the benchmark gives up.
@@ -53,18 +62,29 @@ struct Seen {
     /// Generation at which it was last seen Ready, and when that was first seen.
     ready: HashMap<String, (i64, Instant)>,
     present: HashSet<String>,
+    /// Ready with the rollout of the current generation complete (Progressing False).
+    settled: HashSet<String>,
     /// What a re-list has shown so far (it replaces `present` when done).
     relisting: HashSet<String>,
 }
 
+fn condition_is(app: &v1::WebApp, type_: &str, value: &str) -> bool {
+    app.status.as_ref().is_some_and(|s| {
+        s.observed_generation == app.metadata.generation
+            && s.conditions
+                .iter()
+                .any(|c| c.type_ == type_ && c.status == value)
+    })
+}
+
 fn ready_generation(app: &v1::WebApp) -> Option<i64> {
-    let status = app.status.as_ref()?;
-    let ready = status
-        .conditions
-        .iter()
-        .any(|c| c.type_ == "Ready" && c.status == "True");
-    (ready && status.observed_generation == app.metadata.generation)
-        .then_some(app.metadata.generation.unwrap_or(0))
+    condition_is(app, "Ready", "True").then_some(app.metadata.generation.unwrap_or(0))
+}
+
+/// Ready, and the Deployment's rollout of the current generation is over: nothing left
+/// for the operator to report on this WebApp.
+fn settled(app: &v1::WebApp) -> bool {
+    condition_is(app, "Ready", "True") && condition_is(app, "Progressing", "False")
 }
 
 fn spawn_watch(api: Api<v1::WebApp>, seen: Arc<Mutex<Seen>>) -> tokio::task::JoinHandle<()> {
@@ -78,6 +98,10 @@ fn spawn_watch(api: Api<v1::WebApp>, seen: Arc<Mutex<Seen>>) -> tokio::task::Joi
                     let name = app.metadata.name.clone().unwrap_or_default();
                     seen.present.insert(name.clone());
                     seen.relisting.insert(name.clone());
+                    match settled(&app) {
+                        true => seen.settled.insert(name.clone()),
+                        false => seen.settled.remove(&name),
+                    };
                     if let Some(generation) = ready_generation(&app) {
                         let entry = seen
                             .ready
@@ -89,7 +113,9 @@ fn spawn_watch(api: Api<v1::WebApp>, seen: Arc<Mutex<Seen>>) -> tokio::task::Joi
                     }
                 }
                 watcher::Event::Delete(app) => {
-                    seen.present.remove(&app.metadata.name.unwrap_or_default());
+                    let name = app.metadata.name.unwrap_or_default();
+                    seen.present.remove(&name);
+                    seen.settled.remove(&name);
                 }
                 watcher::Event::Init => seen.relisting.clear(),
                 watcher::Event::InitDone => seen.present = std::mem::take(&mut seen.relisting),
@@ -247,11 +273,8 @@ fn main() {
     runtime.block_on(run(total, updates, deletes));
 }
 
-async fn run(total: usize, updates: usize, deletes: usize) {
-    eprintln!(
-        "scale: {total} WebApps, {updates} updates, {deletes} deletes; load {}",
-        load_average()
-    );
+/// A fresh control plane with kwok nodes, as both phases use it.
+async fn control_plane() -> (harness::Cluster, FakeNodes) {
     let options = TestEnvOptions {
         controller_manager: false,
         apiserver_args: vec![
@@ -268,6 +291,95 @@ async fn run(total: usize, updates: usize, deletes: usize) {
         "control plane with {} kwok nodes ready",
         nodes.nodes().len()
     );
+    (cluster, nodes)
+}
+
+/// The baseline: the Deployments and Services the operator would make for `names`
+/// (without owner references), applied by the benchmark's own client, with no operator, in
+/// a control plane of their own. Seconds until every Deployment has its replicas ready: what
+/// this machine's control plane needs for the same objects, the floor of "all Ready".
+async fn floor_seconds(names: &[String]) -> f64 {
+    let (cluster, nodes) = control_plane().await;
+    let client = cluster.env.client();
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), APPS_NS);
+    let services: Api<Service> = Api::namespaced(client.clone(), APPS_NS);
+    let ready = Arc::new(Mutex::new(HashSet::<String>::new()));
+    let watch = {
+        let (api, ready) = (deployments.clone(), ready.clone());
+        tokio::spawn(async move {
+            let stream = watcher(api, watcher::Config::default()).default_backoff();
+            let mut stream = std::pin::pin!(stream.applied_objects());
+            while let Ok(Some(d)) = stream.try_next().await {
+                let want = d.spec.replicas.unwrap_or(1);
+                let have = d
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.ready_replicas)
+                    .unwrap_or(0);
+                if have >= want {
+                    ready
+                        .lock()
+                        .unwrap()
+                        .insert(d.metadata.name.unwrap_or_default());
+                }
+            }
+        })
+    };
+    let params = PatchParams::apply("scale-floor");
+    let started = Instant::now();
+    futures::stream::iter(names)
+        .map(|name| {
+            let (deployments, services, params) = (&deployments, &services, &params);
+            async move {
+                let app: v1::WebApp = serde_json::from_value(json!({
+                    "apiVersion": "apps.olmpack.dev/v1", "kind": "WebApp",
+                    "metadata": {"name": name, "namespace": APPS_NS, "uid": "floor"},
+                    "spec": {"image": "shop:1"},
+                }))
+                .expect("a WebApp");
+                let mut deployment = apply::deployment(&app);
+                let mut service = apply::service(&app);
+                for object in [&mut deployment, &mut service] {
+                    object["metadata"]
+                        .as_object_mut()
+                        .map(|m| m.remove("ownerReferences"));
+                }
+                deployments
+                    .patch(name, params, &Patch::Apply(&deployment))
+                    .await
+                    .expect("apply a Deployment");
+                services
+                    .patch(name, params, &Patch::Apply(&service))
+                    .await
+                    .expect("apply a Service");
+            }
+        })
+        .buffer_unordered(CLIENT_CONCURRENCY)
+        .collect::<Vec<_>>()
+        .await;
+    wait_for("baseline Deployments ready", || {
+        let done = ready.lock().unwrap().len();
+        (done >= names.len(), format!("{done}/{}", names.len()))
+    })
+    .await;
+    let seconds = started.elapsed().as_secs_f64();
+    watch.abort();
+    drop(nodes);
+    drop(cluster);
+    seconds
+}
+
+async fn run(total: usize, updates: usize, deletes: usize) {
+    eprintln!(
+        "scale: {total} WebApps, {updates} updates, {deletes} deletes; load {}",
+        load_average()
+    );
+    let names: Vec<String> = (0..total).map(|i| format!("app-{i:05}")).collect();
+    let floor_s = match std::env::var("OLMPACK_SCALE_BASELINE").as_deref() {
+        Ok("0") => None,
+        _ => Some(floor_seconds(&names).await),
+    };
+    let (cluster, nodes) = control_plane().await;
     let client = cluster.env.client();
     let extra: Vec<String> = std::env::var("OLMPACK_SCALE_OPERATOR_ARGS")
         .unwrap_or_default()
@@ -277,13 +389,13 @@ async fn run(total: usize, updates: usize, deletes: usize) {
     let mut args = vec!["--leader-elect", "--identity=scale"];
     args.extend(extra.iter().map(String::as_str));
     let operator = OperatorProcess::start(&cluster, "scale", &args, &[]);
+    let operator_log = operator.log.clone();
     let pid = operator.child.id().expect("running");
     let addr = metrics_addr(&operator).await;
 
     let apps: Api<v1::WebApp> = Api::namespaced(client.clone(), APPS_NS);
     let seen = Arc::new(Mutex::new(Seen::default()));
     let watch = spawn_watch(apps.clone(), seen.clone());
-    let names: Vec<String> = (0..total).map(|i| format!("app-{i:05}")).collect();
 
     // Create everything at once.
     let started = Instant::now();
@@ -345,11 +457,35 @@ async fn run(total: usize, updates: usize, deletes: usize) {
     .await;
     let update_s = update_started.elapsed().as_secs_f64();
 
-    // Idle: writes per minute after convergence.
+    // Idle: writes per minute after convergence, that is once every rollout is over (the
+    // updates' old pods gone), so that status writes reporting a rollout are not counted.
+    let settle_started = Instant::now();
+    wait_for("rollouts complete", || {
+        let seen = seen.lock().unwrap();
+        let done = seen
+            .present
+            .iter()
+            .filter(|n| seen.settled.contains(*n))
+            .count();
+        (
+            done == seen.present.len(),
+            format!("{done}/{}", seen.present.len()),
+        )
+    })
+    .await;
+    println!(
+        "rollouts complete {:.1} s after the updates were Ready",
+        settle_started.elapsed().as_secs_f64()
+    );
     tokio::time::sleep(Duration::from_secs(10)).await;
     let before = operator_writes(&scrape(&addr).await);
+    let idle_from = k8s_openapi::jiff::Timestamp::now();
     tokio::time::sleep(Duration::from_secs(60)).await;
     let idle_writes = operator_writes(&scrape(&addr).await) - before;
+    println!(
+        "idle window: {idle_from} to {}",
+        k8s_openapi::jiff::Timestamp::now()
+    );
 
     // Delete some.
     let delete_started = Instant::now();
@@ -408,6 +544,13 @@ async fn run(total: usize, updates: usize, deletes: usize) {
         percentile(&ready, 0.99),
         total as f64 / ready_max.max(0.001)
     );
+    match floor_s {
+        Some(floor) => println!(
+            "baseline (the same Deployments and Services without the operator, own control plane): all ready in {floor:.1} s; all Ready with the operator / baseline = {:.2}",
+            ready_max / floor.max(0.001)
+        ),
+        None => println!("baseline not run (OLMPACK_SCALE_BASELINE=0)"),
+    }
     println!(
         "{updates} updates Ready in {update_s:.1} s; {deletes} deletes done in {delete_s:.1} s"
     );
@@ -424,5 +567,9 @@ async fn run(total: usize, updates: usize, deletes: usize) {
         "scale: ready_s={ready_max:.1} throttled={:.0} delete_s={delete_s:.1} idle_writes_per_min={idle_writes:.0} rss_mb={rss_mb:.0} sigterm_s={sigterm_s:.2}",
         throttled.max(rejected)
     );
+    if let Ok(path) = std::env::var("OLMPACK_SCALE_LOG") {
+        std::fs::copy(&operator_log, &path).expect("copy the operator's log");
+        println!("operator log copied to {path}");
+    }
     drop(nodes);
 }

@@ -379,6 +379,7 @@ async fn write_status(
     .await
     .map_err(ReconcileError::api("write the status", key))?;
     ctx.writes.sent(key, Write::Status, seen.as_deref(), digest);
+    tracing::debug!(webapp = %key, "status written");
     Ok(())
 }
 
