@@ -14,10 +14,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceConversion, CustomResourceDefinition, ServiceReference, WebhookClientConfig,
-    WebhookConversion,
-};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -208,61 +205,25 @@ fn typed_crd(object: &Object, v1: &Value) -> Result<CustomResourceDefinition, Gr
 /// operator's namespace at install, which is not known before.
 pub const INSTALL_NAMESPACE: &str = "olm";
 
-/// What OLM does at install for the CSV's `ConversionWebhook` definition that lists this CRD:
-/// `spec.conversion` becomes `Webhook`, with the definition's `admissionReviewVersions` as the
-/// review versions and a client config naming the service OLM creates for the definition's
-/// deployment (`<deploymentName>-service`, at `webhookPath` and `containerPort`; its CA bundle
-/// is OLM's to inject). A CRD no definition lists is left as it is.
+/// What OLM does at install for the CSV's `ConversionWebhook` definition that lists this CRD
+/// ([`crate::bundle::csv::olm_conversion`], in [`INSTALL_NAMESPACE`]; its CA bundle is OLM's
+/// to inject). A CRD no definition lists is left as it is.
 pub fn apply_conversion_webhook(crd: &mut CustomResourceDefinition, csv: &Value) {
     let name = crd.metadata.name.clone().unwrap_or_default();
-    let defs = csv
+    let definitions = csv
         .pointer("/spec/webhookdefinitions")
-        .and_then(Value::as_array);
-    let Some(def) = defs.into_iter().flatten().find(|d| {
-        d.get("type").and_then(Value::as_str) == Some("ConversionWebhook")
-            && d.get("conversionCRDs")
-                .and_then(Value::as_array)
-                .is_some_and(|c| c.iter().any(|n| n.as_str() == Some(&name)))
-    }) else {
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let Some(definition) = crate::bundle::csv::conversion_definition(definitions, &name) else {
         return;
     };
-    let review_versions = def
-        .get("admissionReviewVersions")
-        .and_then(Value::as_array)
-        .map(|v| {
-            v.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
-    let service = ServiceReference {
-        namespace: INSTALL_NAMESPACE.to_owned(),
-        name: format!(
-            "{}-service",
-            def.get("deploymentName")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-        ),
-        path: def
-            .get("webhookPath")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        port: def
-            .get("containerPort")
-            .and_then(Value::as_i64)
-            .and_then(|p| i32::try_from(p).ok()),
-    };
-    crd.spec.conversion = Some(CustomResourceConversion {
-        strategy: "Webhook".into(),
-        webhook: Some(WebhookConversion {
-            client_config: Some(WebhookClientConfig {
-                service: Some(service),
-                ..Default::default()
-            }),
-            conversion_review_versions: review_versions,
-        }),
-    });
+    let conversion = crate::bundle::csv::olm_conversion(definition, INSTALL_NAMESPACE);
+    // The shape is built from the definition's own values; a definition whose values do not
+    // fit (a port that is no integer, say) leaves the CRD as the bundle ships it.
+    if let Ok(conversion) = serde_json::from_value(conversion) {
+        crd.spec.conversion = Some(conversion);
+    }
 }
 
 /// How an edge is in the graph.

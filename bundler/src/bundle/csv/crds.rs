@@ -1,5 +1,12 @@
 //! CRDs: the CSV's `customresourcedefinitions.owned` entries, and the CRDs shipped in
-//! `manifests/` (without `spec.conversion`: OLM writes its own, with the CA it manages).
+//! `manifests/`. A CRD that converts through a webhook ships `spec.conversion` in the shape
+//! OLM v0 itself writes for its `ConversionWebhook` (`<deployment>-service`, the definition's
+//! port, path and review versions), without a CA: catalog-operator re-applies a bundle's CRD
+//! while an InstallPlan is still running, after olm-operator has set the conversion. A CRD
+//! shipped without the webhook is then reset to strategy `None`, and until olm-operator writes
+//! it again the apiserver only relabels objects between versions; with the webhook kept,
+//! conversions fail loudly in that window instead, and OLM's upgrade check of existing
+//! objects (which trusts a webhook conversion) sees what it will see once installed.
 
 use serde_json::{Value, json};
 
@@ -62,15 +69,155 @@ fn owned_entry(spec: &ReleaseSpec<'_>, name: &str, v1: &Value, version: &str) ->
     entry
 }
 
-/// The CRDs as the bundle ships them: cleaned, and without `spec.conversion`.
-pub(super) fn shipped(crds: &[Sourced]) -> Vec<Value> {
+/// The CRDs as the bundle ships them: cleaned, with `spec.conversion` as OLM writes it for
+/// the `ConversionWebhook` definition (of `webhook_definitions`) that lists the CRD, and
+/// without one otherwise.
+pub(super) fn shipped(crds: &[Sourced], webhook_definitions: &[Value]) -> Vec<Value> {
     crds.iter()
         .map(|crd| {
             let mut value = clean_object(&crd.value);
+            let conversion = conversion_as_olm_writes(crd, webhook_definitions);
             if let Some(spec) = value.get_mut("spec").and_then(Value::as_object_mut) {
-                spec.remove("conversion");
+                match conversion {
+                    Some(conversion) => spec.insert("conversion".to_owned(), conversion),
+                    None => spec.remove("conversion"),
+                };
             }
             value
         })
         .collect()
+}
+
+/// `spec.conversion` as olm-operator writes it for the `ConversionWebhook` definition that
+/// lists `crd`, without the CA and in the namespace the input named (OLM replaces both with
+/// the install's); `None` for a CRD no definition lists, or one not in apiextensions v1.
+fn conversion_as_olm_writes(crd: &Sourced, webhook_definitions: &[Value]) -> Option<Value> {
+    if str_at(&crd.value, "/apiVersion") != "apiextensions.k8s.io/v1" {
+        return None;
+    }
+    let definition = conversion_definition(webhook_definitions, crd.name())?;
+    let namespace = str_at(
+        &crd.value,
+        "/spec/conversion/webhook/clientConfig/service/namespace",
+    );
+    Some(olm_conversion(definition, namespace))
+}
+
+/// The `ConversionWebhook` definition among `webhook_definitions` that lists the CRD `name`.
+pub fn conversion_definition<'d>(
+    webhook_definitions: &'d [Value],
+    name: &str,
+) -> Option<&'d Value> {
+    webhook_definitions.iter().find(|d| {
+        str_at(d, "/type") == "ConversionWebhook"
+            && d.get("conversionCRDs")
+                .and_then(Value::as_array)
+                .is_some_and(|names| names.iter().any(|n| n.as_str() == Some(name)))
+    })
+}
+
+/// `spec.conversion` (apiextensions v1, as JSON) as olm-operator writes it for a
+/// `ConversionWebhook` definition, apart from the CA bundle it adds: strategy `Webhook`, the
+/// Service OLM creates for the deployment (`<deploymentName>-service`, dots made dashes) in
+/// `namespace` (`default` when empty), at `webhookPath` (`/` when unset) and
+/// `containerPort`, with `admissionReviewVersions` as the review versions.
+pub fn olm_conversion(definition: &Value, namespace: &str) -> Value {
+    let deployment = str_at(definition, "/deploymentName").replace('.', "-");
+    let path = match str_at(definition, "/webhookPath") {
+        "" => "/",
+        path => path,
+    };
+    json!({
+        "strategy": "Webhook",
+        "webhook": {
+            "clientConfig": {
+                "service": {
+                    "name": format!("{deployment}-service"),
+                    "namespace": if namespace.is_empty() { "default" } else { namespace },
+                    "path": path,
+                    "port": definition.get("containerPort").cloned().unwrap_or(json!(443)),
+                },
+            },
+            "conversionReviewVersions": definition
+                .get("admissionReviewVersions")
+                .cloned()
+                .unwrap_or(json!(["v1"])),
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn crd(name: &str, api_version: &str, conversion: Value) -> Sourced {
+        Sourced {
+            file: "crds.yaml".into(),
+            index: 0,
+            value: json!({
+                "apiVersion": api_version,
+                "kind": "CustomResourceDefinition",
+                "metadata": {"name": name},
+                "spec": {"group": "example.com", "conversion": conversion},
+            }),
+        }
+    }
+
+    #[test]
+    fn olms_conversion_shape_for_a_definition() {
+        let cases = [
+            (
+                json!({"deploymentName": "op.manager", "containerPort": 9443, "webhookPath": "/convert", "admissionReviewVersions": ["v1", "v1beta1"]}),
+                "op-system",
+                json!({"name": "op-manager-service", "namespace": "op-system", "path": "/convert", "port": 9443}),
+                json!(["v1", "v1beta1"]),
+            ),
+            (
+                json!({"deploymentName": "op"}),
+                "",
+                json!({"name": "op-service", "namespace": "default", "path": "/", "port": 443}),
+                json!(["v1"]),
+            ),
+        ];
+        for (definition, namespace, service, versions) in cases {
+            let conversion = olm_conversion(&definition, namespace);
+            assert_eq!(conversion["strategy"], "Webhook");
+            assert_eq!(conversion["webhook"]["clientConfig"]["service"], service);
+            assert_eq!(conversion["webhook"]["conversionReviewVersions"], versions);
+            assert!(
+                conversion["webhook"]["clientConfig"]
+                    .get("caBundle")
+                    .is_none()
+            );
+        }
+    }
+
+    #[test]
+    fn shipped_crds_carry_olms_conversion_only_when_a_definition_lists_them() {
+        let input = json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {"service": {"name": "webhook-service", "namespace": "op-system", "path": "/convert"}}}});
+        let crds = [
+            crd("a.example.com", "apiextensions.k8s.io/v1", input.clone()),
+            crd(
+                "b.example.com",
+                "apiextensions.k8s.io/v1",
+                json!({"strategy": "None"}),
+            ),
+            crd("c.example.com", "apiextensions.k8s.io/v1beta1", input),
+        ];
+        let definitions = [json!({
+            "type": "ConversionWebhook", "deploymentName": "op", "containerPort": 9443,
+            "webhookPath": "/convert", "admissionReviewVersions": ["v1"],
+            "conversionCRDs": ["a.example.com", "c.example.com"],
+        })];
+        let shipped = shipped(&crds, &definitions);
+        assert_eq!(
+            shipped[0]["spec"]["conversion"]["webhook"]["clientConfig"]["service"],
+            json!({"name": "op-service", "namespace": "op-system", "path": "/convert", "port": 9443})
+        );
+        assert!(shipped[1]["spec"].get("conversion").is_none());
+        assert!(
+            shipped[2]["spec"].get("conversion").is_none(),
+            "v1beta1 CRDs keep no conversion"
+        );
+    }
 }

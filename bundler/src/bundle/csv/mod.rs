@@ -8,8 +8,9 @@
 //!   `clusterPermissions`; those bindings, roles and ServiceAccounts leave the manifests
 //!   (OLM creates them). Other RBAC objects are shipped as they are.
 //! - Admission webhook configurations become `webhookdefinitions`; CRDs with a webhook
-//!   conversion get one `ConversionWebhook` definition per serving endpoint, and lose their
-//!   `spec.conversion` (OLM writes its own, with the CA it manages). Services that only route
+//!   conversion get one `ConversionWebhook` definition per serving endpoint, and ship their
+//!   `spec.conversion` in the shape OLM writes for it (OLM adds the CA it manages and the
+//!   install's namespace; see `crds`). Services that only route
 //!   to webhooks leave the manifests (OLM creates `<deployment>-service`).
 //! - With a conversion webhook, only AllNamespaces can be supported (OLM refuses anything
 //!   else); a plan that asks for more gets AllNamespaces and a warning.
@@ -32,6 +33,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
+pub use self::crds::{conversion_definition, olm_conversion};
 pub use self::deployments::OLM_CERT_PATHS;
 pub use self::objects::clean_object;
 use super::manifests::{Inputs, Sourced};
@@ -108,6 +110,7 @@ pub fn build(spec: &ReleaseSpec<'_>, inputs: &Inputs) -> Result<BuiltBundle, Vec
         &mut problems,
     );
     let webhooks = webhooks::definitions(inputs, &mut problems);
+    let shipped_crds = crds::shipped(&inputs.crds, &webhooks.definitions);
     let owned = crds::owned(spec, &inputs.crds);
     let examples = examples::alm_examples(spec, inputs, &owned, &mut problems);
     let install_modes = install_modes::install_modes(spec.csv, webhooks.has_conversion, &mut notes);
@@ -134,7 +137,7 @@ pub fn build(spec: &ReleaseSpec<'_>, inputs: &Inputs) -> Result<BuiltBundle, Vec
         notes.extend(problems);
         Ok(BuiltBundle {
             csv,
-            crds: crds::shipped(&inputs.crds),
+            crds: shipped_crds,
             others,
             notes,
         })

@@ -279,7 +279,7 @@ fn check_undeclared_conversions(
         {
             out.push(super::on(crd.object, Finding::warning("webhook/conversion-not-declared", "the CRD converts through a webhook, but no ConversionWebhook in the CSV lists it; OLM will not inject the CA and conversions will fail")
                 .field("spec.conversion")
-                .hint("declare a ConversionWebhook in webhookdefinitions and drop spec.conversion from the CRD (olmpack bundle generate does both)")));
+                .hint("declare a ConversionWebhook listing the CRD in webhookdefinitions (olmpack bundle generate does)")));
         }
     }
 }
