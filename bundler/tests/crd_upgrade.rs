@@ -2,6 +2,8 @@
 //! broken next release per defect, agreement with the real `crdify` on real CRD histories,
 //! and the `--crd` command line.
 
+mod corpus_catalog;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -686,7 +688,7 @@ fn crd_upgrade_cli_consumer_selects_whose_refusals_fail_the_check() {
 /// A published skipRange package whose upgrades OLM v0 takes (the OLM corpus suite installs
 /// it) while OLM v1 refuses three edges: `--consumer olm-v0` exits 0, the default (all) exits
 /// 1, and every refusal is named as OLM v1's. The newest four bundles of
-/// cloud-native-postgresql, chained as the corpus suite chains them.
+/// cloud-native-postgresql (1.4.0 … 1.6.0), chained as the corpus suite chains them.
 #[test]
 fn crd_upgrade_cli_skip_range_package_olm_v0_takes_olm_v1_refuses() {
     let test = "crd_upgrade_cli_skip_range_package_olm_v0_takes_olm_v1_refuses";
@@ -697,41 +699,9 @@ fn crd_upgrade_cli_skip_range_package_olm_v0_takes_olm_v1_refuses() {
     };
     let package = corpus.join("upstream-community-operators/cloud-native-postgresql");
     let work = tempfile::tempdir().unwrap();
-    let versions = ["1.4.0", "1.5.0", "1.5.1", "1.6.0"];
-    let mut template = "schema: olm.template.basic\nentries:\n- schema: olm.package\n  name: cloud-native-postgresql\n  defaultChannel: stable\n- schema: olm.channel\n  package: cloud-native-postgresql\n  name: stable\n  entries:\n".to_owned();
-    let mut previous: Option<&str> = None;
-    for v in versions {
-        template.push_str(&format!("  - name: cloud-native-postgresql.v{v}\n"));
-        if let Some(p) = previous {
-            template.push_str(&format!("    replaces: cloud-native-postgresql.v{p}\n"));
-        }
-        template.push_str(&format!("    skipRange: '>=0.6.0 <{v}'\n"));
-        previous = Some(v);
-    }
-    let mut render = olmpack();
-    render.args(["catalog", "template"]);
-    for v in versions {
-        template.push_str(&format!(
-            "- schema: olm.bundle\n  image: corpus.invalid/cnp:{v}\n"
-        ));
-        render.arg("--bundle").arg(format!(
-            "corpus.invalid/cnp:{v}={}",
-            package.join(v).display()
-        ));
-    }
-    std::fs::write(work.path().join("template.yaml"), template).unwrap();
-    let rendered = render
-        .arg(work.path().join("template.yaml"))
-        .output()
-        .unwrap();
-    assert!(
-        rendered.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rendered.stderr)
-    );
     let catalog = work.path().join("catalog");
     std::fs::create_dir_all(&catalog).unwrap();
-    std::fs::write(catalog.join("catalog.json"), rendered.stdout).unwrap();
+    corpus_catalog::render_package(&package, 4, work.path(), &catalog);
     let check = |consumer: &str| {
         let out = olmpack()
             .args(["upgrade", "check", "--catalog"])

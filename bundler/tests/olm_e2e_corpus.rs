@@ -12,11 +12,13 @@
 //! olmpack's verdict differs, when a failure is blamed on another party, or when the quoted
 //! words are missing; a case olmpack runs that the table lacks fails it too.
 
+mod corpus_catalog;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
+use corpus_catalog::render_package;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use olmpack::upgrade_olm::{self, CaseReport, RunOptions, StepLog};
 use upgrade_tests::corpus::{COMMUNITY_OPERATORS, require};
@@ -100,116 +102,15 @@ fn table() -> BTreeMap<String, BTreeMap<String, Expected>> {
     out
 }
 
-/// The newest two bundle directories of a package, oldest first (by semver of the name).
-fn newest_two(package_dir: &Path) -> Vec<PathBuf> {
-    let mut dirs: Vec<(semver::Version, PathBuf)> = std::fs::read_dir(package_dir)
-        .unwrap()
-        .filter_map(|e| {
-            let path = e.unwrap().path();
-            let name = path
-                .file_name()?
-                .to_str()?
-                .trim_start_matches('v')
-                .to_owned();
-            let version = semver::Version::parse(&name).ok()?;
-            path.join("manifests").is_dir().then_some((version, path))
-        })
-        .collect();
-    dirs.sort();
-    dirs.into_iter()
-        .rev()
-        .take(2)
-        .rev()
-        .map(|(_, p)| p)
-        .collect()
-}
-
-/// What the catalog needs of one bundle directory: CSV name, package, channel, skipRange.
-struct BundleFacts {
-    dir: PathBuf,
-    csv: String,
-    package: String,
-    channel: String,
-    skip_range: Option<String>,
-}
-
-fn facts(dir: &Path) -> BundleFacts {
-    let bundle = olmpack::bundle::load::load_dir(dir).unwrap();
-    let csv = bundle.csv().expect("a bundle directory has a CSV");
-    let annotation = |key: &str| bundle.annotation(key).unwrap_or_default().to_owned();
-    let channel = match annotation("operators.operatorframework.io.bundle.channel.default.v1") {
-        c if !c.is_empty() => c,
-        _ => annotation("operators.operatorframework.io.bundle.channels.v1")
-            .split(',')
-            .next()
-            .unwrap_or_default()
-            .to_owned(),
-    };
-    BundleFacts {
-        dir: dir.to_owned(),
-        csv: csv.name().to_owned(),
-        package: annotation("operators.operatorframework.io.bundle.package.v1"),
-        channel,
-        skip_range: csv
-            .value
-            .pointer("/metadata/annotations/olm.skipRange")
-            .and_then(|v| v.as_str())
-            .map(str::to_owned),
-    }
-}
-
-/// The package's catalog file `<package>.json` in `catalog_dir`, through `olmpack catalog
-/// template` (a basic template whose bundle images map to the corpus directories); returns
-/// the package name.
-fn render_package(package_dir: &Path, out: &Path, catalog_dir: &Path) -> String {
-    let bundles: Vec<BundleFacts> = newest_two(package_dir).iter().map(|d| facts(d)).collect();
-    let first = &bundles[0];
-    let mut template = format!(
-        "schema: olm.template.basic\nentries:\n- schema: olm.package\n  name: {}\n  defaultChannel: {}\n- schema: olm.channel\n  package: {}\n  name: {}\n  entries:\n",
-        first.package, first.channel, first.package, first.channel
-    );
-    let mut previous: Option<&str> = None;
-    for b in &bundles {
-        template.push_str(&format!("  - name: {}\n", b.csv));
-        if let Some(p) = previous {
-            template.push_str(&format!("    replaces: {p}\n"));
-        }
-        if let Some(range) = &b.skip_range {
-            template.push_str(&format!("    skipRange: '{range}'\n"));
-        }
-        previous = Some(&b.csv);
-    }
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_olmpack"));
-    cmd.args(["catalog", "template"]);
-    for b in &bundles {
-        let image = format!("corpus.invalid/{}:{}", b.package, b.csv);
-        template.push_str(&format!("- schema: olm.bundle\n  image: {image}\n"));
-        cmd.arg("--bundle")
-            .arg(format!("{image}={}", b.dir.display()));
-    }
-    let path = out.join(format!("{}.template.yaml", first.package));
-    std::fs::write(&path, &template).unwrap();
-    let rendered = cmd.arg(&path).output().unwrap();
-    assert!(
-        rendered.status.success(),
-        "{}: catalog template failed: {}",
-        package_dir.display(),
-        String::from_utf8_lossy(&rendered.stderr)
-    );
-    let file = catalog_dir.join(format!("{}.json", first.package));
-    std::fs::write(file, rendered.stdout).unwrap();
-    first.package.clone()
-}
-
 /// The catalog of a package directory (and of the packages providing APIs it requires,
 /// [`PROVIDERS`]); returns the catalog directory and the package name.
 fn catalog(corpus: &Path, package: &str, out: &Path) -> (PathBuf, String) {
     let dir = out.join("catalog");
     std::fs::create_dir_all(&dir).unwrap();
     for (_, provider) in PROVIDERS.iter().filter(|(p, _)| *p == package) {
-        render_package(&corpus.join(provider), out, &dir);
+        render_package(&corpus.join(provider), 2, out, &dir);
     }
-    let name = render_package(&corpus.join(package), out, &dir);
+    let name = render_package(&corpus.join(package), 2, out, &dir);
     (dir, name)
 }
 

@@ -340,9 +340,9 @@ async fn floor_seconds(names: &[String]) -> f64 {
                 let mut deployment = apply::deployment(&app);
                 let mut service = apply::service(&app);
                 for object in [&mut deployment, &mut service] {
-                    object["metadata"]
-                        .as_object_mut()
-                        .map(|m| m.remove("ownerReferences"));
+                    if let Some(metadata) = object["metadata"].as_object_mut() {
+                        metadata.remove("ownerReferences");
+                    }
                 }
                 deployments
                     .patch(name, params, &Patch::Apply(&deployment))

@@ -215,7 +215,7 @@ pub fn apply_conversion_webhook(crd: &mut CustomResourceDefinition, csv: &Value)
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or_default();
-    let Some(definition) = crate::bundle::csv::conversion_definition(definitions, &name) else {
+    let Some(definition) = crate::bundle::csv::definition_converting(definitions, &name) else {
         return;
     };
     let conversion = crate::bundle::csv::olm_conversion(definition, INSTALL_NAMESPACE);

@@ -95,7 +95,7 @@ fn conversion_as_olm_writes(crd: &Sourced, webhook_definitions: &[Value]) -> Opt
     if str_at(&crd.value, "/apiVersion") != "apiextensions.k8s.io/v1" {
         return None;
     }
-    let definition = conversion_definition(webhook_definitions, crd.name())?;
+    let definition = definition_converting(webhook_definitions, crd.name())?;
     let namespace = str_at(
         &crd.value,
         "/spec/conversion/webhook/clientConfig/service/namespace",
@@ -104,7 +104,7 @@ fn conversion_as_olm_writes(crd: &Sourced, webhook_definitions: &[Value]) -> Opt
 }
 
 /// The `ConversionWebhook` definition among `webhook_definitions` that lists the CRD `name`.
-pub fn conversion_definition<'d>(
+pub fn definition_converting<'d>(
     webhook_definitions: &'d [Value],
     name: &str,
 ) -> Option<&'d Value> {

@@ -33,7 +33,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-pub use self::crds::{conversion_definition, olm_conversion};
+pub use self::crds::{definition_converting, olm_conversion};
 pub use self::deployments::OLM_CERT_PATHS;
 pub use self::objects::clean_object;
 use super::manifests::{Inputs, Sourced};
