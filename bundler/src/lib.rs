@@ -48,6 +48,7 @@ pub mod pipeline;
 pub mod plan;
 pub mod release;
 pub mod supply;
+pub mod tools;
 pub mod upgrade_olm;
 
 /// Installs rustls' ring provider as the process default; call first in every binary and test

@@ -155,6 +155,24 @@ impl Tool {
     /// Where `cargo xtask setup` (and the tools artifact) put the pinned version in the
     /// per-user cache; `None` for tools installed from Debian packages.
     pub fn cache_path(self) -> Option<PathBuf> {
+        let (dir, binary) = self.cache_entry()?;
+        Some(tools_cache_dir()?.join(dir).join("bin").join(binary))
+    }
+
+    /// The tool's directory inside the tool cache (`<name>/<version>`, relative), shared by
+    /// the tools built together (kube-apiserver and kube-controller-manager, say); `None`
+    /// for tools installed from Debian packages.
+    pub fn cache_dir(self) -> Option<PathBuf> {
+        self.cache_entry().map(|(dir, _)| dir)
+    }
+
+    /// The binary's path inside the tool cache, relative (`<name>/<version>/bin/<binary>`).
+    pub fn cache_binary(self) -> Option<PathBuf> {
+        self.cache_entry()
+            .map(|(dir, binary)| dir.join("bin").join(binary))
+    }
+
+    fn cache_entry(self) -> Option<(PathBuf, &'static str)> {
         let pins = pins();
         let (dir, version, binary) = match self {
             Tool::KubeApiserver | Tool::KubeControllerManager | Tool::KubeScheduler => (
@@ -180,13 +198,7 @@ impl Tool {
             }
             Tool::Registry | Tool::Skopeo | Tool::Umoci | Tool::Faketime => return None,
         };
-        Some(
-            tools_cache_dir()?
-                .join(dir)
-                .join(version)
-                .join("bin")
-                .join(binary),
-        )
+        Some((Path::new(dir).join(version), binary))
     }
 }
 
@@ -249,6 +261,8 @@ struct Pins {
     kubernetes: VersionPin,
     olm: OlmPin,
     #[serde(default)]
+    olmv1: Option<VersionPin>,
+    #[serde(default)]
     go: std::collections::BTreeMap<String, GoPin>,
 }
 
@@ -280,7 +294,7 @@ fn pins() -> &'static Pins {
 /// A tool binary that was found nowhere (module docs).
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "{tool} not found{}: install olmpack's pinned tools (`cargo xtask setup` in olmpack's checkout puts them in {}){}, or set {env_var}",
+    "{tool} not found{}: install olmpack's pinned tools (`olmpack tools install --from <olmpack tools image>`, or `cargo xtask setup` in olmpack's checkout, puts them in {}){}, or set {env_var}",
     looked_at.as_ref().map(|p| format!(" at {}", p.display())).unwrap_or_else(|| format!(" (looked in ${env_var}{}, the tool cache and PATH)", if matches!(*tool, "etcd" | "kube-apiserver") { ", $KUBEBUILDER_ASSETS" } else { "" })),
     cache.as_deref().and_then(Path::parent).map(|p| p.display().to_string()).unwrap_or_else(|| "the tool cache".to_owned()),
     if matches!(*tool, "etcd" | "kube-apiserver") { ", point KUBEBUILDER_ASSETS at a kubebuilder project's envtest binaries (`setup-envtest use -p path`)" } else { "" }
@@ -328,9 +342,34 @@ impl ToolData {
         }
     }
 
-    /// The directory, or an error saying how to provide it.
+    /// The directory inside the tool cache, relative, for the data installed with a tool
+    /// (OLM's CRDs and kwok's stages with the OLM binaries, OLM v1's CRDs); `None` for the
+    /// test data only `cargo xtask setup` provides.
+    pub fn cache_dir(self) -> Option<PathBuf> {
+        let pins = pins();
+        let olm = || Path::new("olm").join(format!("{}-kwok-{}", pins.olm.version, pins.olm.kwok));
+        match self {
+            ToolData::OlmCrds => Some(olm().join("crds")),
+            ToolData::KwokStages => Some(olm().join("kwok-stages")),
+            ToolData::OlmV1Crds => pins
+                .olmv1
+                .as_ref()
+                .map(|pin| Path::new("olmv1").join(&pin.version).join("crds")),
+            _ => None,
+        }
+    }
+
+    /// The directory — from its variable, else from the tool cache — or an error saying how
+    /// to provide it.
     pub fn path(self) -> Result<PathBuf, ToolNotFound> {
-        let found = std::env::var_os(self.env_var()).map(PathBuf::from);
+        let found = match std::env::var_os(self.env_var()) {
+            Some(dir) => Some(PathBuf::from(dir)),
+            None => self
+                .cache_dir()
+                .zip(tools_cache_dir())
+                .map(|(dir, cache)| cache.join(dir))
+                .filter(|dir| dir.is_dir()),
+        };
         match found {
             Some(dir) if dir.is_dir() => Ok(dir),
             looked_at => Err(ToolNotFound {

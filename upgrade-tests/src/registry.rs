@@ -87,6 +87,12 @@ impl Registry {
         format!("127.0.0.1:{}", self.port)
     }
 
+    /// Where the registry keeps its blobs and manifests (its filesystem storage driver's root),
+    /// for tests that damage what it serves.
+    pub fn storage(&self) -> std::path::PathBuf {
+        self._dir.path().join("storage")
+    }
+
     /// The registry process's PID.
     pub fn pid(&self) -> u32 {
         self.process.pid()

@@ -1,12 +1,24 @@
 //! `olmpack tools`: the reference tools the live commands run (etcd, kube-apiserver, OLM, …).
 
 use std::fmt::Write as _;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
+use olmpack::image::BuildOptions;
+use olmpack::image::progress::Progress;
+use olmpack::tools::{self as artifact, Installed};
 use upgrade_tests::Tool;
 use upgrade_tests::binaries::{KUBEBUILDER_ASSETS, tools_cache_dir};
 
 use super::CmdResult;
+use super::image::{RegistryArgs, parse_epoch};
+
+/// The variable naming the tools image to install from.
+const TOOLS_IMAGE_VAR: &str = "OLMPACK_TOOLS_IMAGE";
+
+/// The tools image a released olmpack installs from (by digest), compiled in by olmpack's
+/// release job; `None` in other builds.
+const BUILT_IN_TOOLS_IMAGE: Option<&str> = option_env!("OLMPACK_TOOLS_IMAGE");
 
 /// `olmpack tools …`.
 #[derive(Debug, clap::Subcommand)]
@@ -15,6 +27,33 @@ pub enum ToolsCommand {
     /// kube-apiserver), the per-user tool cache at the pinned version, or PATH — in that
     /// order. Exit 0 when etcd and kube-apiserver (what `upgrade test` needs) are found.
     List,
+    /// Install the tools `upgrade test` and `upgrade olm` run (etcd, kube-apiserver,
+    /// kube-controller-manager, kube-scheduler, kwok, OLM v0, opm — the versions this olmpack
+    /// pins) into the per-user tool cache, from olmpack's tools image. Every blob is checked
+    /// against its digest; concurrent installs wait for each other; a failed install leaves
+    /// the cache as it was. The live commands do this on first use when a tools image is known.
+    Install {
+        /// The tools image: host/repository@sha256:… (or :tag). Default: $OLMPACK_TOOLS_IMAGE,
+        /// else the image this olmpack release was built with.
+        #[arg(long)]
+        from: Option<String>,
+        #[command(flatten)]
+        registry: Box<RegistryArgs>,
+    },
+    /// Pack the tool cache `cargo xtask setup` filled into a tools image (an OCI layout, to
+    /// push with `olmpack image push`), as olmpack's release job does. Prints its digest; the
+    /// same tools give the same digest.
+    Pack {
+        /// The OCI image layout directory to write (replaced whole if it is a layout already).
+        #[arg(long, value_name = "OUT")]
+        layout: PathBuf,
+        /// The tag recorded in the layout's index.
+        #[arg(long)]
+        tag: Option<String>,
+        /// Seconds since the Unix epoch: the time of every file and of the image.
+        #[arg(long, env = "SOURCE_DATE_EPOCH", default_value = "0", value_parser = parse_epoch)]
+        source_date_epoch: u64,
+    },
 }
 
 /// Runs `olmpack tools …`.
@@ -25,7 +64,94 @@ pub fn run(cmd: ToolsCommand) -> CmdResult {
             print!("{text}");
             Ok(ExitCode::from(u8::from(!ready)))
         }
+        ToolsCommand::Install { from, registry } => {
+            let reference = from.or_else(default_image).ok_or_else(|| {
+                super::Invalid(format!(
+                    "no tools image known to this build of olmpack: give --from host/repository@sha256:… or set {TOOLS_IMAGE_VAR}"
+                ))
+            })?;
+            install(&reference, &registry)
+        }
+        ToolsCommand::Pack {
+            layout,
+            tag,
+            source_date_epoch,
+        } => {
+            let options = BuildOptions {
+                source_date_epoch,
+                tag,
+                platform: artifact::host_platform(),
+            };
+            let root = artifact::pack(&artifact::cache_dir()?, &layout, &options)?;
+            println!("{}", root.digest);
+            Ok(ExitCode::SUCCESS)
+        }
     }
+}
+
+/// `$OLMPACK_TOOLS_IMAGE`, else the image compiled into this build.
+fn default_image() -> Option<String> {
+    std::env::var(TOOLS_IMAGE_VAR)
+        .ok()
+        .filter(|v| !v.is_empty())
+        .or_else(|| BUILT_IN_TOOLS_IMAGE.map(str::to_owned))
+}
+
+fn install(reference: &str, registry: &RegistryArgs) -> CmdResult {
+    let cache = artifact::cache_dir()?;
+    let access = registry.access()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let outcome = runtime.block_on(artifact::install(
+        reference,
+        &cache,
+        &access,
+        &Progress::auto(),
+    ))?;
+    match outcome {
+        Installed::AlreadyThere => eprintln!("tools already installed in {}", cache.display()),
+        Installed::Dirs(dirs) => eprintln!(
+            "installed {} into {}",
+            dirs.iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            cache.display()
+        ),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Installs the tools image on first use: when one of `needed` is found nowhere (and no
+/// variable names it) and a tools image is known, says so on stderr and installs it. Without
+/// a known image nothing happens; the command then fails naming the tool and how to get it.
+pub(super) fn ensure(needed: &[Tool]) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let missing: Vec<&str> = needed
+        .iter()
+        .filter(|tool| tool.locate().is_err_and(|e| e.looked_at.is_none()))
+        .map(|tool| tool.file_name())
+        .collect();
+    let Some(reference) = default_image().filter(|_| !missing.is_empty()) else {
+        return Ok(());
+    };
+    let cache = artifact::cache_dir()?;
+    eprintln!(
+        "olmpack: {} not found; installing olmpack's pinned tools from {reference} into {} (once; `olmpack tools list` shows them)",
+        missing.join(", "),
+        cache.display()
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let access = olmpack::image::RegistryAccess::default();
+    runtime.block_on(artifact::install(
+        &reference,
+        &cache,
+        &access,
+        &Progress::Lines,
+    ))?;
+    Ok(())
 }
 
 /// The table `olmpack tools list` prints, and whether `upgrade test` can run.

@@ -85,6 +85,7 @@ pub fn run(args: OlmArgs) -> CmdResult {
     };
     let cases =
         upgrade_olm::load_cases_for(&catalog, args.package.as_deref(), &args.install_modes)?;
+    super::tools::ensure(&olmpack::tools::ARTIFACT_TOOLS)?;
     let mut cluster_crds = Vec::new();
     for path in &args.cluster_crds {
         if !path.exists()

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use olmpack::live::{self, Target};
 use olmpack::plan;
 use olmpack::report::OutputFormat;
+use upgrade_tests::Tool;
 use upgrade_tests::live::EdgeOptions;
 
 use super::CmdResult;
@@ -50,7 +51,10 @@ pub fn run(args: TestArgs) -> CmdResult {
     };
     let target = match &args.kubeconfig {
         Some(path) => Target::Kubeconfig(path.clone()),
-        None => Target::TestEnv,
+        None => {
+            super::tools::ensure(&[Tool::Etcd, Tool::KubeApiserver])?;
+            Target::TestEnv
+        }
     };
     let options = EdgeOptions {
         copies: args.copies.max(1),

@@ -277,6 +277,42 @@ pub async fn build_catalog_image(
     Ok(root)
 }
 
+/// Builds an image of files with no base into an OCI layout at `out`: one layer per entry
+/// list, in order, each with its history line, and `labels` on the config. The layers are
+/// compressed concurrently (one thread each).
+pub fn build_files_image(
+    layers: &[(layer::Entries, String)],
+    labels: BTreeMap<String, String>,
+    out: &Path,
+    options: &BuildOptions,
+) -> Result<Descriptor, BuildError> {
+    let writer = LayoutWriter::create(out)?;
+    let results: Vec<Result<BuiltLayer, BuildError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = layers
+            .iter()
+            .map(|(entries, history)| {
+                let writer = &writer;
+                scope.spawn(move || write_entries(writer, entries, history, options))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    let mut built = Vec::new();
+    for ((_, history), layer) in layers.iter().zip(results) {
+        built.push((layer?, history.clone()));
+    }
+    let config = scratch_config(&options.platform, labels, &built, options);
+    let manifest = write_image(&writer, &config, built.iter().map(|(l, _)| l.clone()))?;
+    writer.finish(&manifest, options.tag.as_deref())?;
+    Ok(manifest)
+}
+
 /// A layout written inside the directory it is built from would end up in later builds.
 fn refuse_layout_inside(dir: &Path, out: &Path) -> Result<(), BuildError> {
     let absolute = |p: &Path| {

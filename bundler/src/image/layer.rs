@@ -1,9 +1,9 @@
 //! Deterministic `tar+gzip` layers from directories.
 //!
 //! Contract: the layer bytes depend only on the relative paths and contents of the files and
-//! on [`LayerOptions`]. Entries are sorted by path (so parents precede children), directories
-//! are listed explicitly (mode 0755) including the parents of the destination, files have mode
-//! 0644, every entry has uid/gid 0, empty user/group names, the given mtime and no extended
+//! on [`LayerOptions`] (and the modes of entries a caller sets). Entries are sorted by path (so
+//! parents precede children), directories are listed explicitly (mode 0755) including the
+//! parents of the destination, files listed from disk have mode 0644, every entry has uid/gid 0, empty user/group names, the given mtime and no extended
 //! attributes. Paths longer than the tar header allows use the GNU long-name extension.
 //! Symbolic links and special files are refused rather than silently changed.
 
@@ -80,12 +80,14 @@ pub struct LayerOptions {
 pub enum Entry {
     /// A directory entry (mode 0755).
     Dir,
-    /// A regular file copied from disk (mode 0644).
+    /// A regular file copied from disk ([`collect`] lists it with mode 0644).
     File {
         /// Where the file is on disk.
         source: PathBuf,
         /// Its size in bytes when it was listed; a different size when packing fails.
         len: u64,
+        /// The file's Unix permission bits in the layer.
+        mode: u32,
     },
     /// A file whose bytes and mode are given (generated files, executables).
     Content {
@@ -153,6 +155,7 @@ fn walk(dir: &Path, prefix: &str, entries: &mut Entries) -> Result<(), LayerErro
                 Entry::File {
                     source: path,
                     len: meta.len(),
+                    mode: 0o644,
                 },
             );
         } else {
@@ -188,7 +191,7 @@ pub fn write<W: Write>(
                 tar.append_data(&mut header, path, io::empty())
                     .map_err(LayerError::Write)?;
             }
-            Entry::File { source, len } => {
+            Entry::File { source, len, mode } => {
                 let data = fs::read(source).map_err(|e| LayerError::Read {
                     path: source.clone(),
                     source: e,
@@ -199,7 +202,7 @@ pub fn write<W: Write>(
                     });
                 }
                 header.set_entry_type(tar::EntryType::Regular);
-                header.set_mode(0o644);
+                header.set_mode(*mode);
                 header.set_size(*len);
                 tar.append_data(&mut header, path, data.as_slice())
                     .map_err(LayerError::Write)?;

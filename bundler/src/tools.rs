@@ -1,0 +1,427 @@
+//! The pinned reference tools as one OCI image, so that `upgrade test` and `upgrade olm` run
+//! outside olmpack's checkout: olmpack's release job packs the tool cache `cargo xtask setup`
+//! built and pushes it; users' jobs install it with `olmpack tools install` (or on first use).
+//!
+//! Contract:
+//! - [`pack`] writes an OCI layout holding one image with no base: one layer per tool
+//!   directory of the cache (`<name>/<version>/…` exactly as the cache lays it out, its
+//!   `.complete` stamp included), in [`ARTIFACT_TOOLS`] order; files under `bin/` have mode
+//!   0755, all others 0644. The same cache gives the same digest. The config carries the label
+//!   [`TOOLS_LABEL`] listing the directories, which is how an install knows the image for one.
+//! - [`install`] pulls the image (every blob checked against its digest by the registry client,
+//!   the manifest against the reference's digest when it has one), refuses an image without the
+//!   label or without a directory this olmpack pins, and unpacks only regular files and
+//!   directories below the pinned directories (anything else — links, devices, paths that climb
+//!   out — is refused). It works under an exclusive lock on the cache directory, unpacks into a
+//!   staging directory inside the cache and renames each tool directory into place whole, so a
+//!   failed or concurrent install never leaves a half-written tool, and a second install finds
+//!   the first one's work and pulls nothing.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::{self, File};
+use std::io::{self, Read};
+use std::path::{Component, Path, PathBuf};
+
+use upgrade_tests::Tool;
+
+use crate::image::base::{self, BaseError, BaseImage, PlatformImage};
+use crate::image::build::{BuildError, BuildOptions, build_files_image};
+use crate::image::layer::{self, Entries, Entry, LayerSource};
+use crate::image::layout::{Descriptor, LayoutError, LayoutWriter, Platform};
+use crate::image::progress::Progress;
+use crate::image::registry::RegistryAccess;
+
+/// The tools the artifact carries: what `upgrade test` and `upgrade olm` run.
+pub const ARTIFACT_TOOLS: [Tool; 8] = [
+    Tool::Etcd,
+    Tool::KubeApiserver,
+    Tool::KubeControllerManager,
+    Tool::KubeScheduler,
+    Tool::Kwok,
+    Tool::OlmOperator,
+    Tool::CatalogOperator,
+    Tool::Opm,
+];
+
+/// The config label that marks an olmpack tools image; its value lists the tool directories.
+pub const TOOLS_LABEL: &str = "io.olmpack.tools";
+
+/// The prefix of an install's staging directory inside the cache.
+const STAGING_PREFIX: &str = ".tools-install-";
+
+/// The file each installed tool directory holds once it is whole.
+const STAMP: &str = ".complete";
+
+/// Failure to pack or install the tools.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolsError {
+    /// There is no tool cache to read or write (no `HOME`, no `OLMPACK_TOOLS_DIR`).
+    #[error("no tool cache: set OLMPACK_TOOLS_DIR (or HOME)")]
+    NoCache,
+    /// A tool directory the artifact must carry is missing or incomplete in the cache packed.
+    #[error(
+        "{dir}: not a complete tool directory (no {STAMP} stamp or no bin/{binary}); run `cargo xtask setup` in olmpack's checkout first"
+    )]
+    Incomplete {
+        /// The tool directory.
+        dir: PathBuf,
+        /// The binary expected in it.
+        binary: String,
+    },
+    /// Building the image failed.
+    #[error("failed to build the tools image")]
+    Build(#[source] BuildError),
+    /// Pulling the image failed (unreachable, unknown, or a blob that does not match its digest).
+    #[error("failed to pull the tools image {reference}")]
+    Pull {
+        /// The reference as given.
+        reference: String,
+        /// Why.
+        #[source]
+        source: Box<BaseError>,
+    },
+    /// The image is not an olmpack tools image for this platform.
+    #[error("{reference} is not an olmpack tools image for {platform} (no {TOOLS_LABEL} label)")]
+    NotTools {
+        /// The reference as given.
+        reference: String,
+        /// The platform looked for.
+        platform: String,
+    },
+    /// The image does not hold a tool directory this olmpack pins.
+    #[error(
+        "{reference} does not hold {dir} (the version this olmpack pins); it was built for another olmpack version"
+    )]
+    Missing {
+        /// The reference as given.
+        reference: String,
+        /// The missing tool directory.
+        dir: PathBuf,
+    },
+    /// A layer holds something the install refuses to write.
+    #[error("{reference}: layer {digest} holds {path:?}, {why}; nothing was installed")]
+    Refused {
+        /// The reference as given.
+        reference: String,
+        /// The layer.
+        digest: String,
+        /// The entry's path in the layer.
+        path: String,
+        /// Why it is refused.
+        why: &'static str,
+    },
+    /// Reading a layer failed (it is not a tar, or is cut short).
+    #[error("{reference}: layer {digest} cannot be unpacked: {problem}; nothing was installed")]
+    Unpack {
+        /// The reference as given.
+        reference: String,
+        /// The layer.
+        digest: String,
+        /// What went wrong, in our words.
+        problem: String,
+    },
+    /// Reading or writing the cache failed.
+    #[error("{path}: {problem}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// What went wrong, in our words.
+        problem: String,
+    },
+}
+
+impl From<LayoutError> for ToolsError {
+    fn from(err: LayoutError) -> Self {
+        ToolsError::Build(BuildError::from(err))
+    }
+}
+
+fn io_err(path: &Path) -> impl Fn(io::Error) -> ToolsError + '_ {
+    move |e| ToolsError::Io {
+        path: path.to_owned(),
+        problem: crate::input::describe_io(&e),
+    }
+}
+
+/// The tool directories the artifact carries (relative to the cache), each with one binary
+/// to check it by, in order and without repeats.
+pub fn artifact_dirs() -> Vec<(PathBuf, String)> {
+    let mut dirs: Vec<(PathBuf, String)> = Vec::new();
+    for tool in ARTIFACT_TOOLS {
+        let (Some(dir), Some(binary)) = (tool.cache_dir(), tool.cache_binary()) else {
+            continue;
+        };
+        if !dirs.iter().any(|(d, _)| *d == dir) {
+            let name = binary.file_name().unwrap_or_default();
+            dirs.push((dir, name.to_string_lossy().into_owned()));
+        }
+    }
+    dirs
+}
+
+/// Whether `dir` (absolute) is a whole tool directory: stamped, with its binary.
+fn is_whole(dir: &Path, binary: &str) -> bool {
+    dir.join(STAMP).is_file() && dir.join("bin").join(binary).is_file()
+}
+
+/// The tool directories of the artifact that `cache` lacks (relative).
+pub fn missing_in(cache: &Path) -> Vec<PathBuf> {
+    artifact_dirs()
+        .into_iter()
+        .filter(|(dir, binary)| !is_whole(&cache.join(dir), binary))
+        .map(|(dir, _)| dir)
+        .collect()
+}
+
+/// The directory `OLMPACK_TOOLS_DIR`, `XDG_CACHE_HOME` or `HOME` gives.
+pub fn cache_dir() -> Result<PathBuf, ToolsError> {
+    upgrade_tests::binaries::tools_cache_dir().ok_or(ToolsError::NoCache)
+}
+
+/// Packs the tool directories of `cache` into an OCI layout at `out` (module docs).
+pub fn pack(cache: &Path, out: &Path, options: &BuildOptions) -> Result<Descriptor, ToolsError> {
+    let mut layers = Vec::new();
+    let mut names = Vec::new();
+    for (dir, binary) in artifact_dirs() {
+        let abs = cache.join(&dir);
+        if !is_whole(&abs, &binary) {
+            return Err(ToolsError::Incomplete { dir: abs, binary });
+        }
+        let dest = slash_path(&dir);
+        let source = LayerSource {
+            dir: abs,
+            dest: dest.clone(),
+        };
+        let mut entries = layer::collect(std::slice::from_ref(&source)).map_err(|source| {
+            ToolsError::Build(BuildError::Layer {
+                dest: dest.clone(),
+                source,
+            })
+        })?;
+        mark_executables(&mut entries, &dest);
+        layers.push((entries, format!("COPY {dest}/ /{dest}/")));
+        names.push(dest);
+    }
+    let labels = BTreeMap::from([(TOOLS_LABEL.to_owned(), names.join(","))]);
+    build_files_image(&layers, labels, out, options).map_err(ToolsError::Build)
+}
+
+fn slash_path(dir: &Path) -> String {
+    dir.components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Files directly under `<dest>/bin/` become executable.
+fn mark_executables(entries: &mut Entries, dest: &str) {
+    let bin = format!("{dest}/bin/");
+    for (path, entry) in entries.iter_mut() {
+        if let Entry::File { mode, .. } = entry
+            && path
+                .strip_prefix(&bin)
+                .is_some_and(|name| !name.contains('/'))
+        {
+            *mode = 0o755;
+        }
+    }
+}
+
+/// What [`install`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Installed {
+    /// Every pinned tool directory was already there; nothing was pulled.
+    AlreadyThere,
+    /// These directories were installed (relative to the cache).
+    Dirs(Vec<PathBuf>),
+}
+
+/// The platform of the machine running olmpack, in Go's spelling.
+pub fn host_platform() -> Platform {
+    let architecture = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        "powerpc64" => "ppc64le",
+        other => other,
+    };
+    Platform {
+        os: std::env::consts::OS.to_owned(),
+        architecture: architecture.to_owned(),
+        ..Platform::linux_amd64()
+    }
+}
+
+/// Installs the tools image `reference` into `cache` (module docs).
+pub async fn install(
+    reference: &str,
+    cache: &Path,
+    access: &RegistryAccess,
+    progress: &Progress,
+) -> Result<Installed, ToolsError> {
+    fs::create_dir_all(cache).map_err(io_err(cache))?;
+    let lock = File::open(cache).map_err(io_err(cache))?;
+    if lock.try_lock().is_err() {
+        progress.step(&format!(
+            "waiting for another tools install into {}",
+            cache.display()
+        ));
+        lock.lock().map_err(io_err(cache))?;
+    }
+    if missing_in(cache).is_empty() {
+        return Ok(Installed::AlreadyThere);
+    }
+    remove_leftovers(cache)?;
+    let staging = tempfile::Builder::new()
+        .prefix(STAGING_PREFIX)
+        .tempdir_in(cache)
+        .map_err(io_err(cache))?;
+    let writer = LayoutWriter::create(&staging.path().join("layout"))?;
+    let pulled = base::fetch(reference, access, &writer, progress)
+        .await
+        .map_err(|source| ToolsError::Pull {
+            reference: reference.to_owned(),
+            source: Box::new(source),
+        })?;
+    let image = tools_image(reference, &pulled)?;
+    let tree = staging.path().join("tree");
+    for blob in &image.layers {
+        let bytes = writer.read_staged_blob(&blob.digest)?;
+        unpack(reference, blob, &bytes, &tree)?;
+    }
+    let installed = move_into_place(reference, &tree, cache)?;
+    drop(lock);
+    Ok(Installed::Dirs(installed))
+}
+
+/// Removes the staging directories of installs that were killed (the lock is held, so no
+/// running install owns them).
+fn remove_leftovers(cache: &Path) -> Result<(), ToolsError> {
+    for item in fs::read_dir(cache).map_err(io_err(cache))? {
+        let path = item.map_err(io_err(cache))?.path();
+        let stale = path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with(STAGING_PREFIX));
+        if stale && path.is_dir() {
+            fs::remove_dir_all(&path).map_err(io_err(&path))?;
+        }
+    }
+    Ok(())
+}
+
+/// The platform image of `pulled` that is an olmpack tools image for this machine.
+fn tools_image<'a>(
+    reference: &str,
+    pulled: &'a BaseImage,
+) -> Result<&'a PlatformImage, ToolsError> {
+    let host = host_platform();
+    pulled
+        .images
+        .iter()
+        .filter(|image| {
+            image
+                .platform
+                .as_ref()
+                .is_none_or(|p| p.os == host.os && p.architecture == host.architecture)
+        })
+        .find(|image| image.config["config"]["Labels"][TOOLS_LABEL].is_string())
+        .ok_or_else(|| ToolsError::NotTools {
+            reference: reference.to_owned(),
+            platform: format!("{}/{}", host.os, host.architecture),
+        })
+}
+
+/// Unpacks one gzip tar layer into `tree`, refusing anything but regular files and
+/// directories below the pinned tool directories.
+fn unpack(reference: &str, blob: &Descriptor, bytes: &[u8], tree: &Path) -> Result<(), ToolsError> {
+    let allowed: BTreeSet<PathBuf> = artifact_dirs().into_iter().map(|(d, _)| d).collect();
+    let refused = |path: &Path, why| ToolsError::Refused {
+        reference: reference.to_owned(),
+        digest: blob.digest.clone(),
+        path: path.display().to_string(),
+        why,
+    };
+    let broken = |e: io::Error| ToolsError::Unpack {
+        reference: reference.to_owned(),
+        digest: blob.digest.clone(),
+        problem: crate::input::describe_io(&e),
+    };
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(bytes));
+    for entry in archive.entries().map_err(broken)? {
+        let mut entry = entry.map_err(broken)?;
+        let path = entry.path().map_err(broken)?.into_owned();
+        if !path.components().all(|c| matches!(c, Component::Normal(_))) {
+            return Err(refused(&path, "a path that is not plain and relative"));
+        }
+        let kind = entry.header().entry_type();
+        let inside = allowed
+            .iter()
+            .any(|dir| path.starts_with(dir) && path != *dir);
+        if !inside {
+            // The parents of a tool directory (`etcd/`) are the only other entries allowed.
+            if kind.is_dir() && allowed.iter().any(|dir| dir.starts_with(&path)) {
+                continue;
+            }
+            return Err(refused(
+                &path,
+                "which is outside the pinned tool directories",
+            ));
+        }
+        let target = tree.join(&path);
+        if kind.is_dir() {
+            fs::create_dir_all(&target).map_err(io_err(&target))?;
+        } else if kind.is_file() {
+            let mode = entry.header().mode().map_err(broken)? & 0o755;
+            write_file(&mut entry, &target, mode).map_err(|e| match e.kind() {
+                io::ErrorKind::UnexpectedEof | io::ErrorKind::InvalidData => broken(e),
+                _ => io_err(&target)(e),
+            })?;
+        } else {
+            return Err(refused(&path, "which is not a regular file or directory"));
+        }
+    }
+    Ok(())
+}
+
+fn write_file(content: &mut impl Read, target: &Path, mode: u32) -> io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Some(parent) = target.parent() {
+        fs::create_dir_all(parent)?;
+    }
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(target)?;
+    io::copy(content, &mut file)?;
+    file.sync_all()
+}
+
+/// Renames each pinned tool directory from `tree` into `cache` (replacing an unstamped
+/// leftover, keeping a whole one); every directory must be in the image and whole.
+fn move_into_place(reference: &str, tree: &Path, cache: &Path) -> Result<Vec<PathBuf>, ToolsError> {
+    let dirs = artifact_dirs();
+    for (dir, binary) in &dirs {
+        if !is_whole(&tree.join(dir), binary) {
+            return Err(ToolsError::Missing {
+                reference: reference.to_owned(),
+                dir: dir.clone(),
+            });
+        }
+    }
+    let mut installed = Vec::new();
+    for (dir, binary) in dirs {
+        let target = cache.join(&dir);
+        if is_whole(&target, &binary) {
+            continue;
+        }
+        if target.exists() {
+            fs::remove_dir_all(&target).map_err(io_err(&target))?;
+        }
+        if let Some(parent) = target.parent() {
+            fs::create_dir_all(parent).map_err(io_err(parent))?;
+        }
+        fs::rename(tree.join(&dir), &target).map_err(io_err(&target))?;
+        installed.push(dir);
+    }
+    Ok(installed)
+}

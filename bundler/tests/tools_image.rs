@@ -1,0 +1,335 @@
+//! The tools image: `olmpack tools pack` turns a tool cache into an OCI image the same way
+//! every time, `olmpack image push` puts it in a real registry (the Distribution registry), and
+//! `olmpack tools install` unpacks it into an empty cache — refusing damaged blobs, leaving
+//! nothing half-written, and installing once when two installs run at the same time.
+//!
+//! The cache packed here holds small stand-in binaries at the paths and versions olmpack pins
+//! (the real tools go through the same code in `byo_operator_tools_image_*`).
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use olmpack::tools::{ARTIFACT_TOOLS, artifact_dirs};
+use upgrade_tests::registry::{Registry, RegistryAuth};
+
+fn olmpack(args: &[&str], cache: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_olmpack"))
+        .args(args)
+        .env("OLMPACK_TOOLS_DIR", cache)
+        .env_remove("OLMPACK_TOOLS_IMAGE")
+        .output()
+        .unwrap()
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// A tool cache as `cargo xtask setup` lays it out, with a script per pinned binary.
+fn fake_cache(root: &Path) {
+    for tool in ARTIFACT_TOOLS {
+        let binary = root.join(tool.cache_binary().unwrap());
+        std::fs::create_dir_all(binary.parent().unwrap()).unwrap();
+        std::fs::write(&binary, format!("#!/bin/sh\necho {}\n", tool.file_name())).unwrap();
+        std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    for (dir, _) in artifact_dirs() {
+        std::fs::write(root.join(&dir).join(".complete"), "setup stamp\n").unwrap();
+    }
+    let olm = root.join(upgrade_tests::ToolData::OlmCrds.cache_dir().unwrap());
+    std::fs::create_dir_all(&olm).unwrap();
+    std::fs::write(
+        olm.join("subscriptions.crd.yaml"),
+        "kind: CustomResourceDefinition\n",
+    )
+    .unwrap();
+}
+
+/// Every file under `dir` with its mode and contents, keyed by relative path.
+fn tree(dir: &Path) -> BTreeMap<PathBuf, (u32, Vec<u8>)> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            if meta.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(dir).unwrap().to_owned();
+                out.insert(
+                    rel,
+                    (
+                        meta.permissions().mode() & 0o777,
+                        std::fs::read(&path).unwrap(),
+                    ),
+                );
+            }
+        }
+    }
+    out
+}
+
+fn pack(cache: &Path, out: &Path) -> String {
+    let packed = olmpack(
+        &["tools", "pack", "--layout", &out.display().to_string()],
+        cache,
+    );
+    assert!(packed.status.success(), "{}", text(&packed));
+    String::from_utf8_lossy(&packed.stdout).trim().to_owned()
+}
+
+/// Packs `cache` and pushes it; returns the reference by digest.
+fn pushed(registry: &Registry, cache: &Path, work: &Path) -> String {
+    let layout = work.join("layout");
+    let digest = pack(cache, &layout);
+    let target = format!("{}/olmpack-tools:test", registry.host());
+    let push = olmpack(
+        &["image", "push", &layout.display().to_string(), &target],
+        cache,
+    );
+    assert!(push.status.success(), "{}", text(&push));
+    assert_eq!(String::from_utf8_lossy(&push.stdout).trim(), digest);
+    format!("{}/olmpack-tools@{digest}", registry.host())
+}
+
+fn registry() -> (tokio::runtime::Runtime, Registry) {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let registry = runtime
+        .block_on(Registry::start(RegistryAuth::Anonymous))
+        .expect("the Distribution registry starts (cargo xtask setup installs it)");
+    (runtime, registry)
+}
+
+#[test]
+fn tools_image_is_reproducible_and_installs_whole_tool_directories() {
+    let work = tempfile::tempdir().unwrap();
+    let source = work.path().join("source");
+    fake_cache(&source);
+    let first = pack(&source, &work.path().join("a"));
+    assert_eq!(
+        pack(&source, &work.path().join("b")),
+        first,
+        "same tools, same digest"
+    );
+    assert!(first.starts_with("sha256:"), "{first}");
+
+    let (_runtime, registry) = registry();
+    let reference = pushed(&registry, &source, work.path());
+    let cache = work.path().join("empty");
+    let install = olmpack(&["tools", "install", "--from", &reference], &cache);
+    assert!(install.status.success(), "{}", text(&install));
+    let stderr = String::from_utf8_lossy(&install.stderr);
+    let dirs: Vec<String> = artifact_dirs()
+        .iter()
+        .map(|(d, _)| d.display().to_string())
+        .collect();
+    assert!(
+        stderr.contains(&format!(
+            "installed {} into {}",
+            dirs.join(", "),
+            cache.display()
+        )),
+        "{}",
+        text(&install)
+    );
+    assert_eq!(
+        tree(&cache),
+        tree(&source),
+        "the installed cache is the packed one"
+    );
+    let etcd = upgrade_tests::Tool::Etcd.cache_binary().unwrap();
+    assert_eq!(tree(&cache)[&etcd].0, 0o755, "binaries stay executable");
+
+    let again = olmpack(&["tools", "install", "--from", &reference], &cache);
+    assert!(again.status.success(), "{}", text(&again));
+    assert!(
+        String::from_utf8_lossy(&again.stderr)
+            .contains(&format!("tools already installed in {}", cache.display())),
+        "{}",
+        text(&again)
+    );
+    let list = Command::new(env!("CARGO_BIN_EXE_olmpack"))
+        .args(["tools", "list"])
+        .env_clear()
+        .env("PATH", "/nonexistent")
+        .env("OLMPACK_TOOLS_DIR", &cache)
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&list.stdout).contains(&format!(
+            "{} (from tool cache)",
+            cache.join(&etcd).display()
+        )),
+        "{}",
+        text(&list)
+    );
+}
+
+/// The blob files of the registry's storage, largest first.
+fn blobs(storage: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<(u64, PathBuf)> = tree(&storage.join("docker/registry/v2/blobs"))
+        .keys()
+        .filter(|p| p.ends_with("data"))
+        .map(|p| {
+            let path = storage.join("docker/registry/v2/blobs").join(p);
+            (std::fs::metadata(&path).unwrap().len(), path)
+        })
+        .collect();
+    found.sort_by_key(|b| std::cmp::Reverse(b.0));
+    found.into_iter().map(|(_, p)| p).collect()
+}
+
+#[test]
+fn tools_install_refuses_a_tampered_or_truncated_blob_and_leaves_the_cache_alone() {
+    let work = tempfile::tempdir().unwrap();
+    let source = work.path().join("source");
+    fake_cache(&source);
+    let (_runtime, registry) = registry();
+    let reference = pushed(&registry, &source, work.path());
+    let layer = blobs(&registry.storage()).remove(0);
+    let original = std::fs::read(&layer).unwrap();
+
+    let mut flipped = original.clone();
+    let middle = flipped.len() / 2;
+    flipped[middle] ^= 0x01;
+    let truncated = original[..original.len() - 7].to_vec();
+    for (damage, bytes) in [("tampered", flipped), ("truncated", truncated)] {
+        std::fs::write(&layer, &bytes).unwrap();
+        let cache = work.path().join(damage);
+        let install = olmpack(&["tools", "install", "--from", &reference], &cache);
+        let shown = text(&install);
+        eprintln!("{damage}: {shown}");
+        assert_eq!(install.status.code(), Some(2), "{damage}: {shown}");
+        assert!(
+            shown.contains(&format!("failed to pull the tools image {reference}"))
+                && shown.contains("pulling blob sha256:")
+                && shown.contains("Invalid digest"),
+            "{damage}: {shown}"
+        );
+        let left: Vec<_> = std::fs::read_dir(&cache)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert!(left.is_empty(), "{damage}: the cache holds {left:?}");
+    }
+    std::fs::write(&layer, &original).unwrap();
+}
+
+#[test]
+fn tools_install_run_twice_at_once_installs_once() {
+    let work = tempfile::tempdir().unwrap();
+    let source = work.path().join("source");
+    fake_cache(&source);
+    let (_runtime, registry) = registry();
+    let reference = pushed(&registry, &source, work.path());
+    let cache = work.path().join("shared");
+    let spawn = || {
+        Command::new(env!("CARGO_BIN_EXE_olmpack"))
+            .args(["tools", "install", "--from", &reference])
+            .env("OLMPACK_TOOLS_DIR", &cache)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn(), spawn());
+    let outputs = [a.wait_with_output().unwrap(), b.wait_with_output().unwrap()];
+    let shown: Vec<String> = outputs.iter().map(text).collect();
+    assert!(outputs.iter().all(|o| o.status.success()), "{shown:#?}");
+    let installed = shown
+        .iter()
+        .filter(|s| s.contains("installed etcd/"))
+        .count();
+    let already = shown
+        .iter()
+        .filter(|s| s.contains("tools already installed"))
+        .count();
+    assert_eq!((installed, already), (1, 1), "{shown:#?}");
+    assert_eq!(tree(&cache), tree(&source));
+}
+
+#[test]
+fn tools_install_refuses_an_image_that_is_not_a_tools_image() {
+    let work = tempfile::tempdir().unwrap();
+    let (_runtime, registry) = registry();
+    let bundle = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bundle/0.1.0");
+    let layout = work.path().join("bundle-layout");
+    let build = olmpack(
+        &[
+            "image",
+            "build",
+            "bundle",
+            &bundle.display().to_string(),
+            "--layout",
+            &layout.display().to_string(),
+        ],
+        work.path(),
+    );
+    assert!(build.status.success(), "{}", text(&build));
+    let target = format!("{}/not-tools:v1", registry.host());
+    let push = olmpack(
+        &["image", "push", &layout.display().to_string(), &target],
+        work.path(),
+    );
+    assert!(push.status.success(), "{}", text(&push));
+    let cache = work.path().join("cache");
+    let install = olmpack(&["tools", "install", "--from", &target], &cache);
+    assert_eq!(install.status.code(), Some(2), "{}", text(&install));
+    assert!(
+        text(&install).contains(&format!(
+            "{target} is not an olmpack tools image for linux/amd64 (no io.olmpack.tools label)"
+        )),
+        "{}",
+        text(&install)
+    );
+}
+
+#[test]
+fn tools_install_without_a_known_image_says_how_to_name_one() {
+    let work = tempfile::tempdir().unwrap();
+    let install = olmpack(&["tools", "install"], work.path());
+    assert_eq!(install.status.code(), Some(1), "{}", text(&install));
+    assert!(
+        text(&install).contains(
+            "no tools image known to this build of olmpack: give --from host/repository@sha256:… or set OLMPACK_TOOLS_IMAGE"
+        ),
+        "{}",
+        text(&install)
+    );
+}
+
+#[test]
+fn tools_pack_refuses_an_incomplete_cache() {
+    let work = tempfile::tempdir().unwrap();
+    let source = work.path().join("source");
+    fake_cache(&source);
+    let etcd_dir = source.join(upgrade_tests::Tool::Etcd.cache_dir().unwrap());
+    std::fs::remove_file(etcd_dir.join(".complete")).unwrap();
+    let out = olmpack(
+        &[
+            "tools",
+            "pack",
+            "--layout",
+            &work.path().join("l").display().to_string(),
+        ],
+        &source,
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!(
+            "{}: not a complete tool directory (no .complete stamp or no bin/etcd)",
+            etcd_dir.display()
+        )),
+        "{}",
+        text(&out)
+    );
+    assert!(!work.path().join("l").exists());
+}
