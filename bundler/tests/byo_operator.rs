@@ -45,9 +45,37 @@ esac
     )
 }
 
+/// A run as a new user's job makes it: an empty HOME, no tool variables, only a tools image
+/// to install from.
+struct NewUser<'a> {
+    home: &'a Path,
+    tools_image: &'a str,
+}
+
+impl NewUser<'_> {
+    fn apply(&self, cmd: &mut Command) {
+        for tool in upgrade_tests::Tool::ALL {
+            cmd.env_remove(tool.env_var());
+        }
+        for data in [
+            upgrade_tests::ToolData::OlmCrds,
+            upgrade_tests::ToolData::KwokStages,
+            upgrade_tests::ToolData::OlmV1Crds,
+        ] {
+            cmd.env_remove(data.env_var());
+        }
+        for var in ["KUBEBUILDER_ASSETS", "OLMPACK_TOOLS_DIR", "XDG_CACHE_HOME"] {
+            cmd.env_remove(var);
+        }
+        cmd.env("HOME", self.home)
+            .env("OLMPACK_TOOLS_IMAGE", self.tools_image);
+    }
+}
+
 /// Builds both managers (0.2.0 with `fix` applied or not), generates nothing but what the
-/// plan asks, and runs `olmpack upgrade test`; returns its JSON report and stderr.
-fn upgrade_test(test: &str, fixed: bool) -> Option<(Vec<Value>, String)> {
+/// plan asks, and runs `olmpack upgrade test` (as `user` when given); returns its JSON report
+/// and stderr.
+fn upgrade_test(test: &str, fixed: bool, user: Option<&NewUser>) -> Option<(Vec<Value>, String)> {
     let book = byo_support::book(test)?;
     byo_support::tools(test)?;
     let dir = tempfile::Builder::new()
@@ -81,20 +109,22 @@ fn upgrade_test(test: &str, fixed: bool) -> Option<(Vec<Value>, String)> {
         dir.path().join("olmpack.yaml"),
     )
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_olmpack"))
-        .args([
-            "upgrade",
-            "test",
-            "--plan",
-            "olmpack.yaml",
-            "--output",
-            "json",
-        ])
-        .arg("--webhook-command")
-        .arg(webhook_command(&bin))
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_olmpack"));
+    cmd.args([
+        "upgrade",
+        "test",
+        "--plan",
+        "olmpack.yaml",
+        "--output",
+        "json",
+    ])
+    .arg("--webhook-command")
+    .arg(webhook_command(&bin))
+    .current_dir(dir.path());
+    if let Some(user) = user {
+        user.apply(&mut cmd);
+    }
+    let out = cmd.output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let reports: Vec<Value> = serde_json::from_str(&stdout)
@@ -111,7 +141,7 @@ fn upgrade_test(test: &str, fixed: bool) -> Option<(Vec<Value>, String)> {
 #[test]
 fn byo_operator_book_conversion_loses_status_conditions() {
     let test = "byo_operator_book_conversion_loses_status_conditions";
-    let Some((reports, stderr)) = upgrade_test(test, false) else {
+    let Some((reports, stderr)) = upgrade_test(test, false, None) else {
         return;
     };
     let shown = serde_json::to_string_pretty(&reports).unwrap();
@@ -163,7 +193,7 @@ fn byo_operator_book_conversion_loses_status_conditions() {
 #[test]
 fn byo_operator_fixed_conversion_passes() {
     let test = "byo_operator_fixed_conversion_passes";
-    let Some((reports, stderr)) = upgrade_test(test, true) else {
+    let Some((reports, stderr)) = upgrade_test(test, true, None) else {
         return;
     };
     let shown = serde_json::to_string_pretty(&reports).unwrap();
@@ -184,4 +214,93 @@ fn byo_operator_fixed_conversion_passes() {
         "{shown}"
     );
     assert!(report.get("processes").is_none(), "{shown}");
+}
+
+/// The root of the tool cache the test environment's tools come from (`$OLMPACK_ETCD` is
+/// `<root>/etcd/<version>/bin/etcd` when `cargo xtask setup` installed it).
+fn setup_tool_cache() -> Option<std::path::PathBuf> {
+    let etcd = upgrade_tests::Tool::Etcd.path().ok()?;
+    let relative = upgrade_tests::Tool::Etcd.cache_binary()?;
+    let root = etcd.to_str()?.strip_suffix(relative.to_str()?)?;
+    Some(Path::new(root).to_owned())
+}
+
+#[test]
+fn byo_operator_tools_image_in_an_empty_home() {
+    let test = "byo_operator_tools_image_in_an_empty_home";
+    let Some(cache) = setup_tool_cache() else {
+        byo_support::not_run::<()>(
+            test,
+            "the tools are not in a tool cache laid out by cargo xtask setup",
+        );
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let registry = runtime
+        .block_on(upgrade_tests::Registry::start(
+            upgrade_tests::RegistryAuth::Anonymous,
+        ))
+        .expect("the Distribution registry starts");
+    // olmpack's release job: pack the tools setup built, push them.
+    let started = std::time::Instant::now();
+    let layout = work.path().join("tools-layout");
+    let packed = Command::new(env!("CARGO_BIN_EXE_olmpack"))
+        .args(["tools", "pack", "--layout"])
+        .arg(&layout)
+        .env("OLMPACK_TOOLS_DIR", &cache)
+        .output()
+        .unwrap();
+    assert!(
+        packed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&packed.stderr)
+    );
+    let target = format!("{}/olmpack-tools:test", registry.host());
+    let pushed = Command::new(env!("CARGO_BIN_EXE_olmpack"))
+        .args(["image", "push"])
+        .arg(&layout)
+        .arg(&target)
+        .output()
+        .unwrap();
+    assert!(
+        pushed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&pushed.stderr)
+    );
+    let digest = String::from_utf8_lossy(&pushed.stdout).trim().to_owned();
+    eprintln!(
+        "{test}: packed and pushed the tools in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+
+    // A new user's job: nothing but olmpack and the image's name.
+    let home = work.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let reference = format!("{}/olmpack-tools@{digest}", registry.host());
+    let user = NewUser {
+        home: &home,
+        tools_image: &reference,
+    };
+    let started = std::time::Instant::now();
+    let Some((reports, stderr)) = upgrade_test(test, true, Some(&user)) else {
+        return;
+    };
+    eprintln!(
+        "{test}: tools installed and a verdict in {:.1} s (manager builds included)",
+        started.elapsed().as_secs_f64()
+    );
+    let installed = home.join(".cache/olmpack/tools");
+    assert!(
+        stderr.contains(&format!(
+            "olmpack: etcd, kube-apiserver not found; installing olmpack's pinned tools from {reference} into {}",
+            installed.display()
+        )),
+        "{stderr}"
+    );
+    let etcd = installed.join(upgrade_tests::Tool::Etcd.cache_binary().unwrap());
+    assert!(etcd.is_file(), "{} not installed", etcd.display());
+    let shown = serde_json::to_string_pretty(&reports).unwrap();
+    assert_eq!(reports.len(), 1, "{shown}");
+    assert_eq!(reports[0]["verdict"], "passed", "{shown}\n{stderr}");
 }
