@@ -445,6 +445,27 @@ async fn release_pipeline_workflow_runs() {
         let digest = image["digest"].as_str().unwrap();
         assert!(step_summary.contains(digest), "{digest} in\n{step_summary}");
     }
+    // The tools image was pushed, and the job's output names it by digest.
+    let outputs = std::fs::read_to_string(&runner.files["GITHUB_OUTPUT"]).unwrap();
+    let tools = outputs
+        .lines()
+        .find_map(|l| l.strip_prefix("tools-image="))
+        .unwrap_or_else(|| panic!("no tools-image output:\n{outputs}"));
+    assert!(
+        tools.starts_with(&format!("{test_registry}/olmpack-tools@sha256:")),
+        "{tools}"
+    );
+    let resolved = Command::new(env!("CARGO_BIN_EXE_olmpack"))
+        .args(["image", "resolve", tools])
+        .env("OLMPACK_REGISTRY_USERNAME", ACTOR)
+        .env("OLMPACK_REGISTRY_PASSWORD", TOKEN)
+        .output()
+        .unwrap();
+    assert!(
+        resolved.status.success(),
+        "{tools}: {}",
+        String::from_utf8_lossy(&resolved.stderr)
+    );
     // The step summary carries the upgrade verdicts; the install manifests were written.
     assert!(
         step_summary.contains("## olmpack release"),

@@ -94,7 +94,11 @@ fn default_image() -> Option<String> {
     std::env::var(TOOLS_IMAGE_VAR)
         .ok()
         .filter(|v| !v.is_empty())
-        .or_else(|| BUILT_IN_TOOLS_IMAGE.map(str::to_owned))
+        .or_else(|| {
+            BUILT_IN_TOOLS_IMAGE
+                .filter(|v| !v.is_empty())
+                .map(str::to_owned)
+        })
 }
 
 fn install(reference: &str, registry: &RegistryArgs) -> CmdResult {
