@@ -24,6 +24,8 @@
 //! - [`release`]: the whole release job — bundles and catalog from one plan.
 //! - [`live`]: `olmpack upgrade test`, every upgrade edge live on a real apiserver.
 //! - [`pipeline`]: `olmpack release` — from the plan to pushed, digest-pinned images.
+//! - [`kubebuilder`]: a kubebuilder project's PROJECT file as a release plan (`olmpack plan init`).
+//! - [`tools`]: the pinned reference tools as one OCI image (`olmpack tools pack/install`).
 //!
 //! Pure code in the middle, I/O at the edges: only plan and manifest loading, `output`, and
 //! `image` (build reads directories, push and base pulls use the network) touch the file
@@ -42,6 +44,7 @@ pub mod image;
 pub mod input;
 pub mod install;
 pub mod json;
+pub mod kubebuilder;
 pub mod live;
 pub mod output;
 pub mod pipeline;

@@ -3,7 +3,8 @@
 //!
 //! Contract:
 //! - Every `*.yaml`, `*.yml` and `*.json` file under the directory is read, recursively, in
-//!   sorted path order; multi-document streams are fine.
+//!   sorted path order; multi-document streams are fine. The input may also be one file (a
+//!   kubebuilder project's `dist/install.yaml`).
 //! - Every problem is collected (not just the first) as a [`Finding`] naming the file, the
 //!   object and the field; [`read_dir`] fails when there is any.
 //! - Objects OLM cannot ship in a registry+v1 bundle are errors, except `Namespace`, which
@@ -147,13 +148,16 @@ pub struct Inputs {
     pub imported: Option<crate::bundle::operator_sdk::Imported>,
 }
 
-/// Reads every manifest under `dir` (symlinks may lead anywhere inside `root`, see
-/// [`crate::input::read_tree_within`]); `Err` holds every problem found.
+/// Reads every manifest under `dir`, or the file `dir` names (symlinks may lead anywhere
+/// inside `root`, see [`crate::input::read_tree_within`]); `Err` holds every problem found.
 pub fn read_dir(
     dir: &Path,
     root: Option<&Path>,
     choices: ImportChoices,
 ) -> Result<Inputs, Vec<Finding>> {
+    if dir.is_file() {
+        return read_file(dir, choices);
+    }
     let tree = match crate::input::read_tree_within(dir, root) {
         Ok(tree) if tree.files.is_empty() && tree.refused.is_empty() => {
             return Err(vec![
@@ -171,23 +175,54 @@ pub fn read_dir(
             ]);
         }
     };
-    let files = tree.files;
-    let mut objects = Vec::new();
     let mut problems: Vec<Finding> = tree
         .refused
         .iter()
         .map(|r| Finding::error("input/refused", r.message()).file(dir.join(&r.file)))
         .collect();
-    let mut lenient = Vec::new();
-    for (relative, contents) in files {
-        let is_manifest = matches!(
+    let files = tree.files.into_iter().filter(|(relative, _)| {
+        matches!(
             relative.extension().and_then(|e| e.to_str()),
             Some("yaml" | "yml" | "json")
-        );
-        if !is_manifest {
-            continue;
-        }
-        let file = dir.join(&relative);
+        )
+    });
+    let (objects, lenient) = parse_files(files.map(|(r, c)| (dir.join(r), c)), &mut problems);
+    let mut inputs = classify(objects, choices, &mut problems);
+    crate::bundle::operator_sdk::read_bundle_metadata(dir, root, &mut inputs);
+    inputs.notes.splice(0..0, lenient);
+    if problems.is_empty() {
+        Ok(inputs)
+    } else {
+        Err(problems)
+    }
+}
+
+/// [`read_dir`] for a release whose `manifests` is one file (kubebuilder's
+/// `dist/install.yaml`): whatever its extension, it is read as YAML.
+fn read_file(file: &Path, choices: ImportChoices) -> Result<Inputs, Vec<Finding>> {
+    let contents = crate::input::read(file).map_err(|err| {
+        vec![Finding::error("input/unreadable", err.to_string()).file(file.display().to_string())]
+    })?;
+    let mut problems = Vec::new();
+    let (objects, lenient) = parse_files([(file.to_owned(), contents)], &mut problems);
+    let mut inputs = classify(objects, choices, &mut problems);
+    inputs.notes.splice(0..0, lenient);
+    if problems.is_empty() {
+        Ok(inputs)
+    } else {
+        Err(problems)
+    }
+}
+
+/// Every document of `files` (path → contents) as an object, the way Go's decoder reads it;
+/// unreadable files are problems, lenient readings are returned as warnings.
+fn parse_files(
+    files: impl IntoIterator<Item = (PathBuf, Vec<u8>)>,
+    problems: &mut Vec<Finding>,
+) -> (Vec<Sourced>, Vec<Finding>) {
+    let mut objects = Vec::new();
+    let mut lenient = Vec::new();
+    for (file, contents) in files {
         let text = match crate::input::decode(&file, contents) {
             Ok(text) => text,
             Err(_) => {
@@ -209,14 +244,7 @@ pub fn read_dir(
             }
         }
     }
-    let mut inputs = classify(objects, choices, &mut problems);
-    crate::bundle::operator_sdk::read_bundle_metadata(dir, root, &mut inputs);
-    inputs.notes.splice(0..0, lenient);
-    if problems.is_empty() {
-        Ok(inputs)
-    } else {
-        Err(problems)
-    }
+    (objects, lenient)
 }
 
 /// A warning for input read the lenient way Go reads it.

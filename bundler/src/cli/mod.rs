@@ -129,7 +129,7 @@ enum Command {
     #[command(subcommand)]
     Upgrade(upgrade::UpgradeCommand),
     /// The reference tools `upgrade test` and `upgrade olm` run (etcd, kube-apiserver, OLM, …):
-    /// where each is found.
+    /// where each is found, and installing them from olmpack's tools image.
     #[command(subcommand)]
     Tools(tools::ToolsCommand),
 }

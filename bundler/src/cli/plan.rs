@@ -1,8 +1,10 @@
 //! `olmpack plan …`: inspect the release plan.
 
-use std::path::PathBuf;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use olmpack::kubebuilder::{self, InitOptions, Project};
 use olmpack::plan;
 use olmpack::upgrade_graph::UpgradeGraph;
 
@@ -18,10 +20,40 @@ pub enum PlanCommand {
         #[arg(long, default_value = plan::DEFAULT_PLAN_FILE)]
         plan: PathBuf,
     },
+    /// Write a release plan (olmpack.yaml) into a kubebuilder project: its PROJECT file names
+    /// the package, `dist/install.yaml` (run `make build-installer` first) is the release's
+    /// manifests, `config/samples` its samples; a cert-manager Certificate in the manifests is
+    /// left out (OLM runs no cert-manager). Refuses to replace an olmpack.yaml without --force.
+    Init {
+        /// The kubebuilder project's directory.
+        #[arg(long, default_value = ".")]
+        project: PathBuf,
+        /// The release's version.
+        #[arg(long, value_name = "VERSION", default_value = "0.1.0")]
+        release_version: String,
+        /// The image repository: the operator image is REPOSITORY:v{version}, the bundle image
+        /// REPOSITORY-bundle:v{version}, the catalog image REPOSITORY-catalog:latest.
+        /// Default: registry.example/<projectName>, to edit.
+        #[arg(long)]
+        repository: Option<String>,
+        /// The channel the release is published to.
+        #[arg(long, default_value = "stable")]
+        channel: String,
+        /// Replace an existing olmpack.yaml.
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 pub fn run(cmd: PlanCommand) -> CmdResult {
     match cmd {
+        PlanCommand::Init {
+            project,
+            release_version,
+            repository,
+            channel,
+            force,
+        } => return init(&project, release_version, repository, channel, force),
         PlanCommand::Schema => print!("{}", plan::schema::json_schema()),
         PlanCommand::Edges { plan: path } => {
             let loaded = plan::load(&path)?;
@@ -43,4 +75,102 @@ pub fn run(cmd: PlanCommand) -> CmdResult {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `olmpack plan init`: reads the kubebuilder project, writes its plan (checked first).
+fn init(
+    dir: &Path,
+    version: String,
+    repository: Option<String>,
+    channel: String,
+    force: bool,
+) -> CmdResult {
+    let project_file = dir.join("PROJECT");
+    let project = Project::parse(
+        &project_file.display().to_string(),
+        &olmpack::input::text(&project_file)?,
+    )?;
+    let manifests = PathBuf::from("dist/install.yaml");
+    let install = dir.join(&manifests);
+    if !install.is_file() {
+        return Err(format!(
+            "{}: not found: run `make build-installer` in the project first (olmpack reads its output and does not run kustomize)",
+            install.display()
+        )
+        .into());
+    }
+    let install_text = olmpack::input::text(&install)?;
+    let options = InitOptions {
+        cert_manager: holds_certificate(&install_text),
+        samples: samples(dir)?,
+        repository: repository.unwrap_or_else(|| format!("registry.example/{}", project.name)),
+        version,
+        channel,
+        manifests,
+    };
+    let text = kubebuilder::plan_text(&project, &options);
+    let target = dir.join(plan::DEFAULT_PLAN_FILE);
+    if target.exists() && !force {
+        return Err(format!(
+            "{}: exists; nothing was written (--force replaces it)",
+            target.display()
+        )
+        .into());
+    }
+    plan::parse(&target, &text)?;
+    let mut temp = tempfile::NamedTempFile::new_in(dir)?;
+    temp.write_all(text.as_bytes())?;
+    temp.persist(&target)?;
+    if install_text.contains("image: controller:latest") {
+        eprintln!(
+            "warning: {} runs image controller:latest (kubebuilder's default), so every release would run the same image: build it with `make build-installer IMG={}:v{}`",
+            install.display(),
+            options.repository,
+            options.version
+        );
+    }
+    eprintln!(
+        "wrote {} for {} {} ({}{}); next: olmpack generate, then olmpack upgrade test",
+        target.display(),
+        project.name,
+        options.version,
+        project.apis.join(", "),
+        if project.conversion {
+            "; conversion webhook: give upgrade test --webhook-command"
+        } else {
+            ""
+        }
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `config/samples/*.yaml` (not its kustomization), relative to the project, sorted.
+fn samples(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let samples = Path::new("config/samples");
+    let Ok(entries) = std::fs::read_dir(dir.join(samples)) else {
+        return Ok(Vec::new());
+    };
+    let mut found = Vec::new();
+    for entry in entries {
+        let name = entry?.file_name();
+        let name = name.to_string_lossy();
+        if (name.ends_with(".yaml") || name.ends_with(".yml")) && name != "kustomization.yaml" {
+            found.push(samples.join(&*name));
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// Whether a multi-document YAML text holds a cert-manager Certificate (read as Go would;
+/// a document that does not parse counts as none: `generate` reports it).
+fn holds_certificate(text: &str) -> bool {
+    olmpack::yaml::from_multi_str_go(text).is_ok_and(|(docs, _)| {
+        docs.iter().any(|doc| {
+            doc["kind"] == "Certificate"
+                && doc["apiVersion"]
+                    .as_str()
+                    .is_some_and(|v| v.starts_with("cert-manager.io/"))
+        })
+    })
 }

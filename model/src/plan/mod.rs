@@ -403,7 +403,8 @@ impl ErrorOrDrop {
 pub struct Release {
     /// Semantic version of the release, without a leading `v`.
     pub version: String,
-    /// Directory of Kubernetes YAML (plain, kustomize or helm output), relative to the plan.
+    /// Directory of Kubernetes YAML (plain, kustomize or helm output), or one such file (a
+    /// kubebuilder project's `dist/install.yaml`), relative to the plan.
     pub manifests: PathBuf,
     /// Channels this release is published to (default: the plan's `channels`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,0 +1,249 @@
+//! A kubebuilder project as a release plan (`olmpack plan init`).
+//!
+//! Contract: [`Project::parse`] reads the `PROJECT` file as kubebuilder writes it (YAML:
+//! `projectName`, `domain`, `resources[]` with `group`, `version`, `kind` and `webhooks`);
+//! other fields are ignored. [`plan_text`] writes the plan of one release of the project: its
+//! `dist/install.yaml` (what `make build-installer` writes) as the release's manifests, its
+//! `config/samples` as samples, the images under one repository with `{version}` in the tags
+//! (kubebuilder's `controller:latest` would make every release run the same image), and
+//! comments saying what to edit and how the next release is added. Pure: the CLI reads the
+//! files and writes the plan.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+/// A `PROJECT` file that cannot become a plan.
+#[derive(Debug, thiserror::Error)]
+pub enum KubebuilderError {
+    /// The file is not YAML of the PROJECT file's shape.
+    #[error("{file}: not a kubebuilder PROJECT file: {problem}")]
+    Parse {
+        /// The PROJECT file.
+        file: String,
+        /// What is wrong, in our words.
+        problem: String,
+    },
+    /// `projectName` is missing.
+    #[error("{file}: projectName is not set (kubebuilder init --project-name sets it)")]
+    NoName {
+        /// The PROJECT file.
+        file: String,
+    },
+    /// `projectName` is not a valid OLM package name.
+    #[error("{file}: projectName {name:?} cannot be the OLM package name: {problem}")]
+    BadName {
+        /// The PROJECT file.
+        file: String,
+        /// The name.
+        name: String,
+        /// Why not.
+        problem: String,
+    },
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ProjectFile {
+    project_name: Option<String>,
+    #[serde(default)]
+    domain: String,
+    #[serde(default)]
+    resources: Vec<Resource>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Resource {
+    #[serde(default)]
+    group: String,
+    #[serde(default)]
+    domain: Option<String>,
+    version: String,
+    kind: String,
+    #[serde(default)]
+    webhooks: Option<Webhooks>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Webhooks {
+    #[serde(default)]
+    conversion: bool,
+    #[serde(default)]
+    defaulting: bool,
+    #[serde(default)]
+    validation: bool,
+}
+
+/// What a plan needs from a kubebuilder project.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Project {
+    /// `projectName`: the OLM package name.
+    pub name: String,
+    /// Each API as `Kind (group/version)`, in the PROJECT file's order.
+    pub apis: Vec<String>,
+    /// Whether any resource has a conversion webhook.
+    pub conversion: bool,
+    /// Whether any resource has a defaulting or validating webhook.
+    pub admission: bool,
+}
+
+impl Project {
+    /// Reads the text of a PROJECT file; `file` names it in errors.
+    pub fn parse(file: &str, text: &str) -> Result<Project, KubebuilderError> {
+        let parsed: ProjectFile =
+            crate::yaml::from_str(text).map_err(|e| KubebuilderError::Parse {
+                file: file.to_owned(),
+                problem: e.to_string(),
+            })?;
+        let name = parsed
+            .project_name
+            .ok_or_else(|| KubebuilderError::NoName {
+                file: file.to_owned(),
+            })?;
+        if let Some(problem) = crate::names::dns1123_label_problem(&name) {
+            return Err(KubebuilderError::BadName {
+                file: file.to_owned(),
+                name,
+                problem,
+            });
+        }
+        let apis = parsed
+            .resources
+            .iter()
+            .map(|r| {
+                let domain = r.domain.as_deref().unwrap_or(&parsed.domain);
+                let group = match (r.group.is_empty(), domain.is_empty()) {
+                    (true, _) => domain.to_owned(),
+                    (false, true) => r.group.clone(),
+                    (false, false) => format!("{}.{domain}", r.group),
+                };
+                format!("{} ({group}/{})", r.kind, r.version)
+            })
+            .collect();
+        let hooks = || parsed.resources.iter().filter_map(|r| r.webhooks.as_ref());
+        Ok(Project {
+            name,
+            apis,
+            conversion: hooks().any(|w| w.conversion),
+            admission: hooks().any(|w| w.defaulting || w.validation),
+        })
+    }
+}
+
+/// The choices of one `plan init`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InitOptions {
+    /// The release's version (semantic, no `v`).
+    pub version: String,
+    /// Where the images go: `<repository>:v{version}`, `<repository>-bundle:v{version}`,
+    /// `<repository>-catalog:latest`.
+    pub repository: String,
+    /// The channel the release is published to.
+    pub channel: String,
+    /// The release's manifests, relative to the plan (`dist/install.yaml`).
+    pub manifests: PathBuf,
+    /// The samples, relative to the plan.
+    pub samples: Vec<PathBuf>,
+    /// Whether the manifests hold a cert-manager Certificate (kubebuilder's metrics
+    /// certificate, say).
+    pub cert_manager: bool,
+}
+
+/// The plan `olmpack plan init` writes (module docs).
+pub fn plan_text(project: &Project, options: &InitOptions) -> String {
+    let mut out = String::new();
+    let name = &project.name;
+    let _ = writeln!(
+        out,
+        "# Release plan of the kubebuilder project {name}, written by `olmpack plan init`.\n\
+         # APIs: {}.\n\
+         # Edit the CSV metadata and the image repository; `olmpack generate` writes bundle/\n\
+         # and catalog/, `olmpack upgrade test` runs every upgrade edge on a real apiserver.",
+        project.apis.join(", ")
+    );
+    let _ = writeln!(out, "package: {name}");
+    let _ = writeln!(out, "defaultChannel: {}", options.channel);
+    let _ = writeln!(out, "channels: [{}]", options.channel);
+    let repo = &options.repository;
+    let _ = writeln!(out, "operatorImage: {repo}:v{{version}}");
+    let _ = writeln!(out, "bundleImage: {repo}-bundle:v{{version}}");
+    let _ = writeln!(out, "catalogImage: {repo}-catalog:latest");
+    let _ = writeln!(
+        out,
+        "csv:\n  displayName: {name}\n  description: The {name} operator.\n  provider: {{name: {name}}}"
+    );
+    if options.cert_manager {
+        out.push_str(
+            "# The manifests hold a cert-manager Certificate. OLM runs no cert-manager: it serves\n\
+             # webhooks with certificates of its own, and a Secret another Certificate would make\n\
+             # never exists, so such a Certificate is left out and the Deployment no longer mounts\n\
+             # its Secret (controller-runtime then serves metrics with its own certificate).\n\
+             certManagerCertificates: drop\n",
+        );
+    }
+    out.push_str(
+        "releases:\n\
+         \x20 # One entry per release. For the next one, keep this release's install.yaml (say\n\
+         \x20 # releases/VERSION/install.yaml), point this entry at it, and add the new release.\n",
+    );
+    let _ = writeln!(out, "  - version: {}", options.version);
+    let _ = writeln!(out, "    manifests: {}", slash(&options.manifests));
+    if !options.samples.is_empty() {
+        out.push_str("    samples:\n");
+        for sample in &options.samples {
+            let _ = writeln!(out, "      - {}", slash(sample));
+        }
+    }
+    out
+}
+
+fn slash(path: &std::path::Path) -> String {
+    path.components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PROJECT: &str = "domain: tutorial.kubebuilder.io\nlayout:\n- go.kubebuilder.io/v4\nprojectName: project\nrepo: tutorial.kubebuilder.io/project\nresources:\n- api: {crdVersion: v1, namespaced: true}\n  group: batch\n  kind: CronJob\n  version: v1\n  webhooks: {conversion: true, spoke: [v2], webhookVersion: v1}\n- group: batch\n  kind: CronJob\n  version: v2\n  webhooks: {defaulting: true, validation: true}\nversion: \"3\"\n";
+
+    #[test]
+    fn a_project_file_gives_name_apis_and_webhooks() {
+        let project = Project::parse("PROJECT", PROJECT).unwrap();
+        assert_eq!(
+            project,
+            Project {
+                name: "project".into(),
+                apis: vec![
+                    "CronJob (batch.tutorial.kubebuilder.io/v1)".into(),
+                    "CronJob (batch.tutorial.kubebuilder.io/v2)".into()
+                ],
+                conversion: true,
+                admission: true,
+            }
+        );
+    }
+
+    #[test]
+    fn bad_project_files_are_named() {
+        let cases = [
+            (
+                "domain: x\n",
+                "PROJECT: projectName is not set (kubebuilder init --project-name sets it)",
+            ),
+            (
+                "projectName: My_Project\n",
+                "PROJECT: projectName \"My_Project\" cannot be the OLM package name: ",
+            ),
+            ("- a\n- b\n", "PROJECT: not a kubebuilder PROJECT file: "),
+        ];
+        for (text, message) in cases {
+            let err = Project::parse("PROJECT", text).unwrap_err().to_string();
+            assert!(err.starts_with(message), "{text:?}: {err}");
+        }
+    }
+}
