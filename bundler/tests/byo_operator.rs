@@ -304,3 +304,90 @@ fn byo_operator_tools_image_in_an_empty_home() {
     assert_eq!(reports.len(), 1, "{shown}");
     assert_eq!(reports[0]["verdict"], "passed", "{shown}\n{stderr}");
 }
+
+/// `olmpack upgrade olm` on the same two releases: the real OLM v0 installs 0.1.0 by
+/// Subscription, creates its example, upgrades to 0.2.0 and reads the example back, with the
+/// stock managers started by the webhook command as the pods' process (their output appended
+/// to one log per release, which shows the conversion requests OLM's wiring sent them).
+#[test]
+fn byo_operator_upgrade_olm_through_the_real_managers() {
+    let test = "byo_operator_upgrade_olm_through_the_real_managers";
+    let Some(book) = byo_support::book(test) else {
+        return;
+    };
+    let Some(()) = byo_support::tools(test) else {
+        return;
+    };
+    if let Err(err) = upgrade_tests::Tool::OlmOperator.path() {
+        byo_support::not_run::<()>(test, &err.to_string());
+        return;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("olmpack-byo-olm-")
+        .tempdir()
+        .unwrap();
+    let mut new = Project::copy(
+        &book.join("multiversion-tutorial"),
+        dir.path(),
+        "multiversion-tutorial",
+    );
+    new.patch("api/v2/cronjob_conversion.go", &FIX, 2);
+    let old = Project::copy(
+        &book.join("cronjob-tutorial"),
+        dir.path(),
+        "cronjob-tutorial",
+    );
+    let bin = dir.path().join("bin");
+    for (version, project) in [("0.1.0", &old), ("0.2.0", &new)] {
+        let Some(manager) = project.build(test) else {
+            return;
+        };
+        std::fs::create_dir_all(bin.join(version)).unwrap();
+        std::fs::copy(&manager, bin.join(version).join("manager")).unwrap();
+        project.release_inputs(dir.path());
+    }
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/byo_operator/olmpack.yaml"),
+        dir.path().join("olmpack.yaml"),
+    )
+    .unwrap();
+    let logs = dir.path().join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    let command = format!(
+        "{} >> '{}'/\"$OLMPACK_RELEASE\".log 2>&1",
+        webhook_command(&bin),
+        logs.display()
+    );
+    let markdown = dir.path().join("olm.md");
+    let out = Command::new(env!("CARGO_BIN_EXE_olmpack"))
+        .args(["upgrade", "olm", "--plan", "olmpack.yaml", "--quiet"])
+        .args(["--cluster-crd", "servicemonitors.monitoring.coreos.com"])
+        .arg("--markdown")
+        .arg(&markdown)
+        .arg("--webhook-command")
+        .arg(&command)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let shown = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("{shown}");
+    assert_eq!(out.status.code(), Some(0), "{shown}");
+    let table = std::fs::read_to_string(&markdown).unwrap();
+    assert!(
+        table.contains("| project.v0.1.0 installed")
+            && table.contains(
+                "→ project.v0.2.0 (replaces) upgraded | 1/1 created, 1/1 read after | pass |"
+            ),
+        "{table}"
+    );
+    assert!(table.contains("2/2 created | pass |"), "{table}");
+    let log = std::fs::read_to_string(logs.join("project.v0.2.0.log")).unwrap_or_default();
+    assert!(
+        log.contains("Converting CronJob from"),
+        "no conversion request reached the 0.2.0 manager:\n{log}\n{shown}"
+    );
+}

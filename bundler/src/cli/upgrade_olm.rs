@@ -172,6 +172,12 @@ fn write_reports(args: &OlmArgs, reports: &[CaseReport]) -> CmdResult {
     for (case, why) in &not_run {
         eprintln!("warning[not-run]: {case}: {why}");
     }
+    for r in reports {
+        let steps = std::iter::once(&r.install).chain(r.upgrade.as_ref());
+        for seen in steps.flat_map(|step| &step.observed) {
+            eprintln!("note[olm]: {}: {seen}", r.name());
+        }
+    }
     let passed = reports
         .iter()
         .filter(|r| r.failures().is_empty() && r.not_run().is_empty())

@@ -37,7 +37,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use upgrade_tests::olm::{Example, Installed, Outcome, Timeouts, WebhookCommand};
+use upgrade_tests::olm::{Example, Installed, Outcome, StillSucceeded, Timeouts, WebhookCommand};
 use upgrade_tests::{OlmEnv, OlmEnvOptions};
 
 pub use cases::{Case, load_cases, load_cases_for, plan_cases, preferred_mode};
@@ -277,7 +277,14 @@ pub async fn run_case(
             false => Some(csv),
         };
         if let Some(csv) = last {
-            report.left_succeeded = env.left_succeeded(&csv).await?;
+            match env.left_succeeded(&csv, options.timeouts.step).await? {
+                StillSucceeded::Yes => {}
+                StillSucceeded::Recovered(seen) => {
+                    let step = report.upgrade.as_mut().unwrap_or(&mut report.install);
+                    step.observed.push(seen);
+                }
+                StillSucceeded::Left(status) => report.left_succeeded = Some(status),
+            }
         }
     }
     report.seconds = started.elapsed().as_secs_f64();

@@ -74,6 +74,17 @@ pub struct Step {
     pub elapsed: Duration,
 }
 
+/// Whether a CSV whose step was done is still `Succeeded` ([`OlmEnv::left_succeeded`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StillSucceeded {
+    /// It is.
+    Yes,
+    /// It left `Succeeded` for OLM's own certificate refresh and came back; what was seen.
+    Recovered(String),
+    /// It is not: OLM's status.
+    Left(String),
+}
+
 /// What is installed in the cluster after a step, to compare with the bundle: every served
 /// version of every CRD but OLM's own (`name/version`), and the Deployments of the operator
 /// namespace, each sorted.
@@ -393,26 +404,62 @@ impl OlmEnv {
             .any(|d| !conversion_only || d["type"] == "ConversionWebhook"))
     }
 
-    /// `Some(OLM's status)` when CSV `csv`, whose step was done, is no longer `Succeeded`.
-    pub async fn left_succeeded(&self, csv: &str) -> Result<Option<String>, OlmError> {
+    /// Whether CSV `csv`, whose step was done, is still `Succeeded`: `Left` with OLM's status
+    /// when it is not. A certificate refresh OLM starts by itself (phase `Pending`, reason
+    /// `NeedsCertRotation`: it found the webhook's certificate Secret missing or stale, as
+    /// after an upgrade) is followed for up to `timeout`: back in `Succeeded`, it is
+    /// `Recovered` with what was seen.
+    pub async fn left_succeeded(
+        &self,
+        csv: &str,
+        timeout: Duration,
+    ) -> Result<StillSucceeded, OlmError> {
+        let started = Instant::now();
+        let mut rotation: Option<String> = None;
+        loop {
+            let status = match self.csv_status(csv).await? {
+                None => {
+                    return Ok(StillSucceeded::Left(format!(
+                        "ClusterServiceVersion {csv} was deleted after its step was done"
+                    )));
+                }
+                Some(status) => status,
+            };
+            let left = format!(
+                "ClusterServiceVersion {csv} left Succeeded after its step was done: phase {}, reason {}: {}",
+                status.phase, status.reason, status.message
+            );
+            match (status.phase.as_str(), rotation.take()) {
+                ("Succeeded", None) => return Ok(StillSucceeded::Yes),
+                ("Succeeded", Some(seen)) => {
+                    return Ok(StillSucceeded::Recovered(format!(
+                        "{seen}; OLM refreshed the certificates and the CSV was Succeeded again {:.1} s later",
+                        started.elapsed().as_secs_f64()
+                    )));
+                }
+                (_, seen) if status.reason == "NeedsCertRotation" || seen.is_some() => {
+                    if started.elapsed() > timeout {
+                        return Ok(StillSucceeded::Left(format!(
+                            "{left} (still not Succeeded {:.0} s after a certificate refresh began)",
+                            started.elapsed().as_secs_f64()
+                        )));
+                    }
+                    rotation = Some(seen.unwrap_or(left));
+                    tokio::time::sleep(POLL).await;
+                }
+                _ => return Ok(StillSucceeded::Left(left)),
+            }
+        }
+    }
+
+    async fn csv_status(&self, csv: &str) -> Result<Option<resources::CsvStatus>, OlmError> {
         let csvs: Api<Csv> =
             Api::namespaced_with(self.client(), OPERATOR_NAMESPACE, &resources::csv());
         let found = csvs
             .get_opt(csv)
             .await
             .map_err(OlmError::api(format!("read ClusterServiceVersion {csv}")))?;
-        let Some(found) = found else {
-            return Ok(Some(format!(
-                "ClusterServiceVersion {csv} was deleted after its step was done"
-            )));
-        };
-        let status = found.status.unwrap_or_default();
-        Ok((status.phase != "Succeeded").then(|| {
-            format!(
-                "ClusterServiceVersion {csv} left Succeeded after its step was done: phase {}, reason {}: {}",
-                status.phase, status.reason, status.message
-            )
-        }))
+        Ok(found.map(|f| f.status.unwrap_or_default()))
     }
 
     /// Waits until a webhook process serves every Deployment CSV `csv` wires webhooks to, at

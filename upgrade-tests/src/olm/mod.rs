@@ -29,7 +29,7 @@ mod settle;
 pub mod webhooks;
 
 pub use env::{Catalog, OlmEnv, OlmEnvOptions};
-pub use install::{Example, Installed, Outcome, Step, Timeouts};
+pub use install::{Example, Installed, Outcome, Step, StillSucceeded, Timeouts};
 pub use webhooks::WebhookCommand;
 
 use std::path::PathBuf;
