@@ -14,6 +14,8 @@
 //!   `PATH` or `$OLMPACK_CRDIFY` (opm has no CRD command).
 //!
 //! Targets: the 50,000-bundle chain no slower than opm; 20,000 skipRange entries under 2 s.
+//! A reference run is stopped after `OLMPACK_BENCH_REFERENCE_LIMIT` seconds (default 300) and
+//! shown as "stopped after …".
 //! Run: `cargo bench -p olmpack --bench complexity` (`eval "$(cargo xtask env)"` first, for
 //! opm and crdify).
 
@@ -101,8 +103,42 @@ fn timed(runs: usize, program: &Path, args: &[&str]) -> (f64, f64) {
     (best, rss)
 }
 
+/// The reference tool's best wall time and peak RSS, each run stopped (SIGKILL) after
+/// `limit` seconds: `None` when a run reached the limit (opm's memory grows with a long chain
+/// until the machine has none left).
+fn limited(runs: usize, program: &Path, args: &[&str], limit: u64) -> Option<(f64, f64)> {
+    let mut with_limit: Vec<&str> = vec!["-s", "KILL"];
+    let limit_text = limit.to_string();
+    let program_text = program.to_string_lossy().into_owned();
+    with_limit.extend([limit_text.as_str(), program_text.as_str()]);
+    with_limit.extend(args);
+    let mut best = f64::MAX;
+    let mut rss: f64 = 0.0;
+    for _ in 0..runs {
+        let (secs, mib, ok) = measure(Path::new("/usr/bin/timeout"), &with_limit);
+        if !ok && secs + 1.0 >= limit as f64 {
+            println!(
+                "<!-- {} {:?}… stopped after {limit} s, {mib:.0} MiB -->",
+                program.display(),
+                &args[..args.len().min(2)]
+            );
+            return None;
+        }
+        assert!(ok, "{} {args:?} failed", program.display());
+        best = best.min(secs);
+        rss = rss.max(mib);
+    }
+    Some((best, rss))
+}
+
 fn row(task: &str, ours: (f64, f64), theirs: Option<(&str, f64, f64)>) {
     match theirs {
+        Some((tool, t, m)) if t.is_infinite() => println!(
+            "| {task} | {:.2} s | {tool} stopped after {m:.0} s | > {:.0}x | {:.0} MiB | |",
+            ours.0,
+            m / ours.0.max(0.005),
+            ours.1
+        ),
         Some((tool, t, m)) => println!(
             "| {task} | {:.2} s | {tool} {t:.2} s | {:.1}x | {:.0} MiB | {m:.0} MiB |",
             ours.0,
@@ -122,6 +158,9 @@ fn main() {
     let paths = env_usize("OLMPACK_BENCH_PATHS", 2_000);
     let versions = env_usize("OLMPACK_BENCH_CRD_VERSIONS", 3_000);
     let runs = env_usize("OLMPACK_BENCH_RUNS", 3);
+    // Longest a reference run may take (opm's validate of a 50,000-bundle chain grew past
+    // 21 GiB in 9.5 minutes on a 24 GiB machine).
+    let limit = env_usize("OLMPACK_BENCH_REFERENCE_LIMIT", 300) as u64;
     let opm = upgrade_tests::Tool::Opm
         .path()
         .expect("opm is required (cargo xtask setup)");
@@ -145,8 +184,11 @@ fn main() {
     println!("| task | olmpack | reference | speed-up | olmpack peak RSS | reference peak RSS |");
     println!("| --- | --- | --- | --- | --- | --- |");
 
+    // A stopped reference run is shown as "stopped after LIMIT s" (t = ∞, m = the limit).
+    let reference =
+        |args: &[&str]| limited(runs, &opm, args, limit).unwrap_or((f64::INFINITY, limit as f64));
     let ours = best_of(runs, &olmpack, &["catalog", "validate", &w("chain")]);
-    let (t, m) = best_of(runs, &opm, &["validate", &w("chain")]);
+    let (t, m) = reference(&["validate", &w("chain")]);
     row(
         &format!("validate, {chain}-bundle chain"),
         ours,
@@ -154,7 +196,7 @@ fn main() {
     );
 
     let ours = best_of(runs, &olmpack, &["catalog", "validate", &w("ranged")]);
-    let (t, m) = best_of(runs, &opm, &["validate", &w("ranged")]);
+    let (t, m) = reference(&["validate", &w("ranged")]);
     row(
         &format!("validate, {ranged} skipRange entries"),
         ours,
@@ -162,7 +204,7 @@ fn main() {
     );
 
     let ours = best_of(runs, &olmpack, &["catalog", "graph", &w("chain")]);
-    let (t, m) = timed(runs, &opm, &["alpha", "render-graph", &w("chain")]);
+    let (t, m) = reference(&["alpha", "render-graph", &w("chain")]);
     row(
         &format!("graph (mermaid), {chain}-bundle chain"),
         ours,
@@ -187,7 +229,7 @@ fn main() {
             args.extend(["--config", &config]);
         }
         args.extend([old.as_str(), new.as_str()]);
-        let (t, m) = timed(runs, &c, &args);
+        let (t, m) = limited(runs, &c, &args, limit).unwrap_or((f64::INFINITY, limit as f64));
         ("crdify", t, m)
     });
     row(

@@ -539,6 +539,14 @@ pub fn read_tree(dir: &Path) -> Result<Tree, InputError> {
     read_tree_within(dir, Some(dir))
 }
 
+/// `path` as `/`-separated text (tar paths, ignore patterns, plan entries).
+pub fn slash_path(path: &Path) -> String {
+    path.components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
 /// Reads every regular file under `dir`; symlinks may lead anywhere inside `root` (anywhere at
 /// all with `None`). An unreadable `dir` or a tree over the limits is an error; other problems
 /// are [`Tree::refused`].

@@ -188,21 +188,18 @@ pub fn plan_text(project: &Project, options: &InitOptions) -> String {
          \x20 # releases/VERSION/install.yaml), point this entry at it, and add the new release.\n",
     );
     let _ = writeln!(out, "  - version: {}", options.version);
-    let _ = writeln!(out, "    manifests: {}", slash(&options.manifests));
+    let _ = writeln!(
+        out,
+        "    manifests: {}",
+        crate::input::slash_path(&options.manifests)
+    );
     if !options.samples.is_empty() {
         out.push_str("    samples:\n");
         for sample in &options.samples {
-            let _ = writeln!(out, "      - {}", slash(sample));
+            let _ = writeln!(out, "      - {}", crate::input::slash_path(sample));
         }
     }
     out
-}
-
-fn slash(path: &std::path::Path) -> String {
-    path.components()
-        .map(|c| c.as_os_str().to_string_lossy())
-        .collect::<Vec<_>>()
-        .join("/")
 }
 
 #[cfg(test)]

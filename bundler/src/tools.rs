@@ -187,7 +187,7 @@ pub fn pack(cache: &Path, out: &Path, options: &BuildOptions) -> Result<Descript
         if !is_whole(&abs, &binary) {
             return Err(ToolsError::Incomplete { dir: abs, binary });
         }
-        let dest = slash_path(&dir);
+        let dest = crate::input::slash_path(&dir);
         let source = LayerSource {
             dir: abs,
             dest: dest.clone(),
@@ -204,13 +204,6 @@ pub fn pack(cache: &Path, out: &Path, options: &BuildOptions) -> Result<Descript
     }
     let labels = BTreeMap::from([(TOOLS_LABEL.to_owned(), names.join(","))]);
     build_files_image(&layers, labels, out, options).map_err(ToolsError::Build)
-}
-
-fn slash_path(dir: &Path) -> String {
-    dir.components()
-        .map(|c| c.as_os_str().to_string_lossy())
-        .collect::<Vec<_>>()
-        .join("/")
 }
 
 /// Files directly under `<dest>/bin/` become executable.

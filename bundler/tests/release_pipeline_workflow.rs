@@ -332,6 +332,22 @@ impl Runner {
     }
 }
 
+/// The digest `reference` resolves to in the test registry (as the workflow's actor).
+fn resolve(reference: &str) -> String {
+    let resolved = Command::new(env!("CARGO_BIN_EXE_olmpack"))
+        .args(["image", "resolve", reference])
+        .env("OLMPACK_REGISTRY_USERNAME", ACTOR)
+        .env("OLMPACK_REGISTRY_PASSWORD", TOKEN)
+        .output()
+        .unwrap();
+    assert!(
+        resolved.status.success(),
+        "{reference}: {}",
+        String::from_utf8_lossy(&resolved.stderr)
+    );
+    String::from_utf8_lossy(&resolved.stdout).trim().to_owned()
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn release_pipeline_workflow_runs() {
     let registry = Registry::start(RegistryAuth::Htpasswd {
@@ -427,21 +443,7 @@ async fn release_pipeline_workflow_runs() {
     for image in images {
         let pinned = image["pinned"].as_str().unwrap();
         assert!(pinned.starts_with(&test_registry), "{pinned}");
-        let resolved = Command::new(env!("CARGO_BIN_EXE_olmpack"))
-            .args(["image", "resolve", pinned])
-            .env("OLMPACK_REGISTRY_USERNAME", ACTOR)
-            .env("OLMPACK_REGISTRY_PASSWORD", TOKEN)
-            .output()
-            .unwrap();
-        assert!(
-            resolved.status.success(),
-            "{pinned}: {}",
-            String::from_utf8_lossy(&resolved.stderr)
-        );
-        assert_eq!(
-            String::from_utf8_lossy(&resolved.stdout).trim(),
-            image["digest"].as_str().unwrap()
-        );
+        assert_eq!(resolve(pinned), image["digest"].as_str().unwrap());
         let digest = image["digest"].as_str().unwrap();
         assert!(step_summary.contains(digest), "{digest} in\n{step_summary}");
     }
@@ -455,17 +457,7 @@ async fn release_pipeline_workflow_runs() {
         tools.starts_with(&format!("{test_registry}/olmpack-tools@sha256:")),
         "{tools}"
     );
-    let resolved = Command::new(env!("CARGO_BIN_EXE_olmpack"))
-        .args(["image", "resolve", tools])
-        .env("OLMPACK_REGISTRY_USERNAME", ACTOR)
-        .env("OLMPACK_REGISTRY_PASSWORD", TOKEN)
-        .output()
-        .unwrap();
-    assert!(
-        resolved.status.success(),
-        "{tools}: {}",
-        String::from_utf8_lossy(&resolved.stderr)
-    );
+    assert_eq!(Some(resolve(tools).as_str()), tools.split('@').nth(1));
     // The step summary carries the upgrade verdicts; the install manifests were written.
     assert!(
         step_summary.contains("## olmpack release"),

@@ -20,6 +20,7 @@ use serde_json::Value;
 
 use super::declcfg::{DeclarativeConfig, DeclcfgError, Meta, Origin};
 use super::ignore::IgnoreMatcher;
+use crate::input::slash_path;
 
 /// Name of the files whose gitignore-style patterns hide paths of a catalog tree from loading
 /// (opm's `.indexignore`); the files themselves are never loaded.
@@ -358,10 +359,10 @@ fn list_files(root: &Path) -> Result<(Vec<PathBuf>, Vec<crate::input::Refusal>),
     for rel in ignores {
         let text = crate::input::text(&root.join(rel)).map_err(read_err)?;
         let dir = rel.parent().unwrap_or(Path::new(""));
-        matcher.add_file(&slash(dir), &text);
+        matcher.add_file(&slash_path(dir), &text);
     }
     let keep = |rel: &Path| {
-        rel.file_name() != Some(INDEX_IGNORE.as_ref()) && !matcher.is_ignored(&slash(rel))
+        rel.file_name() != Some(INDEX_IGNORE.as_ref()) && !matcher.is_ignored(&slash_path(rel))
     };
     listing.check_size(keep).map_err(read_err)?;
     let mut files: Vec<PathBuf> = listing
@@ -374,16 +375,9 @@ fn list_files(root: &Path) -> Result<(Vec<PathBuf>, Vec<crate::input::Refusal>),
     let refused = listing
         .refused
         .into_iter()
-        .filter(|r| !matcher.is_ignored(&slash(&r.file)))
+        .filter(|r| !matcher.is_ignored(&slash_path(&r.file)))
         .collect();
     Ok((files, refused))
-}
-
-fn slash(path: &Path) -> String {
-    path.components()
-        .map(|c| c.as_os_str().to_string_lossy())
-        .collect::<Vec<_>>()
-        .join("/")
 }
 
 #[cfg(test)]

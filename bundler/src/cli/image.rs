@@ -198,7 +198,12 @@ impl RegistryArgs {
 }
 
 impl BuildArgs {
-    fn options(&self, platform: &Platform) -> BuildOptions {
+    /// The layout directory to write.
+    pub(super) fn layout(&self) -> &std::path::Path {
+        &self.layout
+    }
+
+    pub(super) fn options(&self, platform: &Platform) -> BuildOptions {
         BuildOptions {
             source_date_epoch: self.source_date_epoch,
             tag: self.tag.clone(),

@@ -1,17 +1,15 @@
 //! `olmpack tools`: the reference tools the live commands run (etcd, kube-apiserver, OLM, …).
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use olmpack::image::BuildOptions;
 use olmpack::image::progress::Progress;
 use olmpack::tools::{self as artifact, Installed};
 use upgrade_tests::Tool;
 use upgrade_tests::binaries::{KUBEBUILDER_ASSETS, tools_cache_dir};
 
 use super::CmdResult;
-use super::image::{RegistryArgs, parse_epoch};
+use super::image::{BuildArgs, RegistryArgs};
 
 /// The variable naming the tools image to install from.
 const TOOLS_IMAGE_VAR: &str = "OLMPACK_TOOLS_IMAGE";
@@ -44,15 +42,8 @@ pub enum ToolsCommand {
     /// push with `olmpack image push`), as olmpack's release job does. Prints its digest; the
     /// same tools give the same digest.
     Pack {
-        /// The OCI image layout directory to write (replaced whole if it is a layout already).
-        #[arg(long, value_name = "OUT")]
-        layout: PathBuf,
-        /// The tag recorded in the layout's index.
-        #[arg(long)]
-        tag: Option<String>,
-        /// Seconds since the Unix epoch: the time of every file and of the image.
-        #[arg(long, env = "SOURCE_DATE_EPOCH", default_value = "0", value_parser = parse_epoch)]
-        source_date_epoch: u64,
+        #[command(flatten)]
+        output: BuildArgs,
     },
 }
 
@@ -72,17 +63,9 @@ pub fn run(cmd: ToolsCommand) -> CmdResult {
             })?;
             install(&reference, &registry)
         }
-        ToolsCommand::Pack {
-            layout,
-            tag,
-            source_date_epoch,
-        } => {
-            let options = BuildOptions {
-                source_date_epoch,
-                tag,
-                platform: artifact::host_platform(),
-            };
-            let root = artifact::pack(&artifact::cache_dir()?, &layout, &options)?;
+        ToolsCommand::Pack { output } => {
+            let options = output.options(&artifact::host_platform());
+            let root = artifact::pack(&artifact::cache_dir()?, output.layout(), &options)?;
             println!("{}", root.digest);
             Ok(ExitCode::SUCCESS)
         }
