@@ -15,18 +15,6 @@ use std::time::Instant;
 
 use support::{best_of, env_usize};
 
-/// The cache setup filled: `$OLMPACK_ETCD` is `<root>/etcd/<version>/bin/etcd`.
-fn setup_cache() -> PathBuf {
-    let tool = upgrade_tests::Tool::Etcd;
-    let etcd = tool.path().expect("etcd (cargo xtask setup)");
-    let relative = tool.cache_binary().unwrap();
-    let root = etcd
-        .to_str()
-        .and_then(|p| p.strip_suffix(relative.to_str().unwrap()))
-        .expect("etcd in a tool cache laid out by cargo xtask setup");
-    PathBuf::from(root)
-}
-
 fn olmpack(args: &[&str], cache: &Path) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_olmpack"))
         .args(args)
@@ -43,7 +31,8 @@ fn olmpack(args: &[&str], cache: &Path) -> String {
 
 fn main() {
     let runs = env_usize("OLMPACK_BENCH_RUNS", 3);
-    let cache = setup_cache();
+    let cache = upgrade_tests::binaries::located_cache_dir()
+        .expect("etcd in a tool cache laid out by cargo xtask setup");
     let work = tempfile::tempdir().unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let registry = runtime

@@ -131,6 +131,49 @@ impl Project {
     }
 }
 
+/// The image kubebuilder's scaffolding gives the manager when `make build-installer` runs
+/// without `IMG`.
+pub const DEFAULT_IMAGE: &str = "controller:latest";
+
+/// What `plan init` needs to know of `dist/install.yaml`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Installer {
+    /// Whether it holds a cert-manager Certificate (kubebuilder's metrics certificate, say).
+    pub cert_manager: bool,
+    /// The images of its Deployments' containers, in order.
+    pub images: Vec<String>,
+}
+
+impl Installer {
+    /// Reads the installer's YAML stream as Go would; a stream that does not parse gives an
+    /// empty installer (`olmpack generate` reports it, naming the document).
+    pub fn read(text: &str) -> Installer {
+        let docs = crate::yaml::from_multi_str_go(text).map_or_else(|_| Vec::new(), |(d, _)| d);
+        let cert_manager = docs.iter().any(|doc| {
+            doc["kind"] == "Certificate"
+                && doc["apiVersion"]
+                    .as_str()
+                    .is_some_and(|v| v.starts_with("cert-manager.io/"))
+        });
+        let images = docs
+            .iter()
+            .filter(|doc| doc["kind"] == "Deployment")
+            .flat_map(|doc| doc["spec"]["template"]["spec"]["containers"].as_array())
+            .flatten()
+            .filter_map(|c| c["image"].as_str().map(str::to_owned))
+            .collect();
+        Installer {
+            cert_manager,
+            images,
+        }
+    }
+
+    /// Whether a Deployment still runs [`DEFAULT_IMAGE`].
+    pub fn runs_default_image(&self) -> bool {
+        self.images.iter().any(|i| i == DEFAULT_IMAGE)
+    }
+}
+
 /// The choices of one `plan init`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InitOptions {
@@ -223,6 +266,16 @@ mod tests {
                 admission: true,
             }
         );
+    }
+
+    #[test]
+    fn the_installer_is_read_as_objects() {
+        let text = "apiVersion: apps/v1\nkind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n      - {name: manager, image: \"controller:latest\"}\n---\n# image: controller:latest in a comment\napiVersion: cert-manager.io/v1\nkind: Certificate\n";
+        let installer = Installer::read(text);
+        assert_eq!(installer.images, ["controller:latest"]);
+        assert!(installer.cert_manager && installer.runs_default_image());
+        let pinned = Installer::read("kind: ConfigMap\ndata: {image: controller:latest}\n");
+        assert_eq!(pinned, Installer::default());
     }
 
     #[test]

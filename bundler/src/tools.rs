@@ -120,6 +120,9 @@ pub enum ToolsError {
         /// What went wrong, in our words.
         problem: String,
     },
+    /// The layout the image is pulled into, inside the cache's staging directory, failed.
+    #[error("failed to stage the tools image in the tool cache")]
+    Stage(#[from] LayoutError),
     /// Reading or writing the cache failed.
     #[error("{path}: {problem}")]
     Io {
@@ -128,12 +131,6 @@ pub enum ToolsError {
         /// What went wrong, in our words.
         problem: String,
     },
-}
-
-impl From<LayoutError> for ToolsError {
-    fn from(err: LayoutError) -> Self {
-        ToolsError::Build(BuildError::from(err))
-    }
 }
 
 fn io_err(path: &Path) -> impl Fn(io::Error) -> ToolsError + '_ {

@@ -216,19 +216,10 @@ fn byo_operator_fixed_conversion_passes() {
     assert!(report.get("processes").is_none(), "{shown}");
 }
 
-/// The root of the tool cache the test environment's tools come from (`$OLMPACK_ETCD` is
-/// `<root>/etcd/<version>/bin/etcd` when `cargo xtask setup` installed it).
-fn setup_tool_cache() -> Option<std::path::PathBuf> {
-    let etcd = upgrade_tests::Tool::Etcd.path().ok()?;
-    let relative = upgrade_tests::Tool::Etcd.cache_binary()?;
-    let root = etcd.to_str()?.strip_suffix(relative.to_str()?)?;
-    Some(Path::new(root).to_owned())
-}
-
 #[test]
 fn byo_operator_tools_image_in_an_empty_home() {
     let test = "byo_operator_tools_image_in_an_empty_home";
-    let Some(cache) = setup_tool_cache() else {
+    let Some(cache) = upgrade_tests::binaries::located_cache_dir() else {
         byo_support::not_run::<()>(
             test,
             "the tools are not in a tool cache laid out by cargo xtask setup",

@@ -1,7 +1,8 @@
 //! The tools image: `olmpack tools pack` turns a tool cache into an OCI image the same way
 //! every time, `olmpack image push` puts it in a real registry (the Distribution registry), and
 //! `olmpack tools install` unpacks it into an empty cache — refusing damaged blobs, leaving
-//! nothing half-written, and installing once when two installs run at the same time.
+//! nothing half-written, waiting while another install holds the cache, and installing once
+//! when two installs run at the same time.
 //!
 //! The cache packed here holds small stand-in binaries at the paths and versions olmpack pins
 //! (the real tools go through the same code in `byo_operator_tools_image_*`).
@@ -253,6 +254,55 @@ fn tools_install_run_twice_at_once_installs_once() {
         .filter(|s| s.contains("tools already installed"))
         .count();
     assert_eq!((installed, already), (1, 1), "{shown:#?}");
+    assert_eq!(tree(&cache), tree(&source));
+}
+
+/// An install finds the cache locked (as by another install): it says it waits, writes
+/// nothing while the lock is held, and installs once it is released.
+#[test]
+fn tools_install_waits_while_the_cache_is_locked() {
+    use std::io::BufRead as _;
+    let work = tempfile::tempdir().unwrap();
+    let source = work.path().join("source");
+    fake_cache(&source);
+    let (_runtime, registry) = registry();
+    let reference = pushed(&registry, &source, work.path());
+    let cache = work.path().join("locked");
+    std::fs::create_dir_all(&cache).unwrap();
+    let lock = std::fs::File::open(&cache).unwrap();
+    lock.lock().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_olmpack"))
+        .args(["tools", "install", "--from", &reference])
+        .env("OLMPACK_TOOLS_DIR", &cache)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (lines, seen) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines() {
+            let _ = lines.send(line.unwrap());
+        }
+    });
+    let waiting = format!("waiting for another tools install into {}", cache.display());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut said = Vec::new();
+    while !said.iter().any(|l: &String| l.contains(&waiting)) {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match seen.recv_timeout(left) {
+            Ok(line) => said.push(line),
+            Err(_) => panic!("the install did not wait for the lock: {said:#?}"),
+        }
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(child.try_wait().unwrap().is_none(), "{said:#?}");
+    let written: Vec<_> = std::fs::read_dir(&cache).unwrap().collect();
+    assert!(written.is_empty(), "written under the lock: {written:?}");
+    drop(lock);
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    said.extend(seen.try_iter());
+    assert!(status.success(), "{said:#?}");
     assert_eq!(tree(&cache), tree(&source));
 }
 

@@ -236,6 +236,16 @@ impl std::fmt::Display for Source {
     }
 }
 
+/// The tool cache the tools are found in now: the root of the cache layout `etcd` was located
+/// in (through `$OLMPACK_ETCD`, the cache or `PATH`), e.g. the one `cargo xtask setup` filled
+/// for the test environment; `None` when etcd is not inside such a layout.
+pub fn located_cache_dir() -> Option<PathBuf> {
+    let etcd = Tool::Etcd.path().ok()?;
+    let relative = Tool::Etcd.cache_binary()?;
+    let root = etcd.to_str()?.strip_suffix(relative.to_str()?)?;
+    Some(PathBuf::from(root))
+}
+
 /// The per-user tool cache (module docs); `None` without `HOME`.
 pub fn tools_cache_dir() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("OLMPACK_TOOLS_DIR") {

@@ -99,9 +99,9 @@ fn init(
         )
         .into());
     }
-    let install_text = olmpack::input::text(&install)?;
+    let installer = kubebuilder::Installer::read(&olmpack::input::text(&install)?);
     let options = InitOptions {
-        cert_manager: holds_certificate(&install_text),
+        cert_manager: installer.cert_manager,
         samples: samples(dir)?,
         repository: repository.unwrap_or_else(|| format!("registry.example/{}", project.name)),
         version,
@@ -121,7 +121,7 @@ fn init(
     let mut temp = tempfile::NamedTempFile::new_in(dir)?;
     temp.write_all(text.as_bytes())?;
     temp.persist(&target)?;
-    if install_text.contains("image: controller:latest") {
+    if installer.runs_default_image() {
         eprintln!(
             "warning: {} runs image controller:latest (kubebuilder's default), so every release would run the same image: build it with `make build-installer IMG={}:v{}`",
             install.display(),
@@ -160,17 +160,4 @@ fn samples(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     }
     found.sort();
     Ok(found)
-}
-
-/// Whether a multi-document YAML text holds a cert-manager Certificate (read as Go would;
-/// a document that does not parse counts as none: `generate` reports it).
-fn holds_certificate(text: &str) -> bool {
-    olmpack::yaml::from_multi_str_go(text).is_ok_and(|(docs, _)| {
-        docs.iter().any(|doc| {
-            doc["kind"] == "Certificate"
-                && doc["apiVersion"]
-                    .as_str()
-                    .is_some_and(|v| v.starts_with("cert-manager.io/"))
-        })
-    })
 }

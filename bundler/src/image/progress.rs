@@ -67,11 +67,11 @@ impl Progress {
     /// A step without bytes (a manifest, a tag).
     pub fn step(&self, message: &str) {
         match self {
-            Progress::Bar(bar) => {
-                if let Some(bar) = bar.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-                    bar.println(format!("  {message}"));
-                }
-            }
+            Progress::Bar(bar) => match bar.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+                Some(bar) => bar.println(format!("  {message}")),
+                // No transfer running yet (waiting for a lock, say): a plain line.
+                None => eprintln!("  {message}"),
+            },
             Progress::Lines => eprintln!("  {message}"),
             Progress::Quiet => {}
         }

@@ -415,40 +415,38 @@ impl OlmEnv {
         timeout: Duration,
     ) -> Result<StillSucceeded, OlmError> {
         let started = Instant::now();
-        let mut rotation: Option<String> = None;
+        // OLM's status when the refresh was first seen.
+        let mut refresh: Option<String> = None;
         loop {
-            let status = match self.csv_status(csv).await? {
-                None => {
-                    return Ok(StillSucceeded::Left(format!(
-                        "ClusterServiceVersion {csv} was deleted after its step was done"
-                    )));
-                }
-                Some(status) => status,
+            let Some(status) = self.csv_status(csv).await? else {
+                return Ok(StillSucceeded::Left(format!(
+                    "ClusterServiceVersion {csv} was deleted after its step was done"
+                )));
             };
+            if status.phase == "Succeeded" {
+                return Ok(match refresh {
+                    None => StillSucceeded::Yes,
+                    Some(seen) => StillSucceeded::Recovered(format!(
+                        "{seen}; OLM refreshed the certificates and the CSV was Succeeded again {:.1} s later",
+                        started.elapsed().as_secs_f64()
+                    )),
+                });
+            }
             let left = format!(
                 "ClusterServiceVersion {csv} left Succeeded after its step was done: phase {}, reason {}: {}",
                 status.phase, status.reason, status.message
             );
-            match (status.phase.as_str(), rotation.take()) {
-                ("Succeeded", None) => return Ok(StillSucceeded::Yes),
-                ("Succeeded", Some(seen)) => {
-                    return Ok(StillSucceeded::Recovered(format!(
-                        "{seen}; OLM refreshed the certificates and the CSV was Succeeded again {:.1} s later",
-                        started.elapsed().as_secs_f64()
-                    )));
-                }
-                (_, seen) if status.reason == "NeedsCertRotation" || seen.is_some() => {
-                    if started.elapsed() > timeout {
-                        return Ok(StillSucceeded::Left(format!(
-                            "{left} (still not Succeeded {:.0} s after a certificate refresh began)",
-                            started.elapsed().as_secs_f64()
-                        )));
-                    }
-                    rotation = Some(seen.unwrap_or(left));
-                    tokio::time::sleep(POLL).await;
-                }
-                _ => return Ok(StillSucceeded::Left(left)),
+            if refresh.is_none() && status.reason != "NeedsCertRotation" {
+                return Ok(StillSucceeded::Left(left));
             }
+            if started.elapsed() > timeout {
+                return Ok(StillSucceeded::Left(format!(
+                    "{left} (still not Succeeded {:.0} s after a certificate refresh began)",
+                    started.elapsed().as_secs_f64()
+                )));
+            }
+            refresh.get_or_insert(left);
+            tokio::time::sleep(POLL).await;
         }
     }
 
