@@ -22,8 +22,14 @@ pub enum ReleaseError {
     #[error("failed to generate the bundles")]
     Bundles(#[from] GenerateError),
     /// The plan has no `bundleImage`, which the catalog needs to name each bundle's image.
-    #[error("the plan has no bundleImage, so the catalog cannot name its bundle images")]
-    NoBundleImage,
+    #[error(
+        "{}: bundleImage: not set; the catalog names each bundle by its image (e.g. quay.io/me/my-operator-bundle:v{{version}})",
+        plan.display()
+    )]
+    NoBundleImage {
+        /// The plan file.
+        plan: std::path::PathBuf,
+    },
     /// Rendering a generated bundle into its catalog blob failed.
     #[error("failed to render the bundle of release {version} for the catalog")]
     Render {
@@ -63,7 +69,9 @@ pub fn build(plan: &LoadedPlan, options: &GenerateOptions) -> Result<ReleaseOutp
     plan.plan
         .bundle_image
         .as_ref()
-        .ok_or(ReleaseError::NoBundleImage)?;
+        .ok_or_else(|| ReleaseError::NoBundleImage {
+            plan: plan.path.clone(),
+        })?;
     let catalog = catalog(plan, &generated, &|version| {
         bundle_image(plan, version).unwrap_or_default()
     })?;

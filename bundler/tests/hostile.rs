@@ -313,6 +313,37 @@ fn hostile_huge_string_in_plan_is_bounded_and_truncated() {
     assert!(out.all().contains("characters left out"), "{}", out.all());
 }
 
+/// Image names the catalog would refuse are the plan's fault, said against the plan's field
+/// (found by the fuzzer: a 1 MiB operatorImage reached the catalog check, which named no file).
+#[test]
+fn hostile_plan_images_are_refused_against_the_plan() {
+    let cases: [(&str, String, &str); 3] = [
+        (
+            "operatorImage: quay.io/olmpack/guestbook-operator:v{version}",
+            format!("operatorImage: {}", "h".repeat(1 << 20)),
+            "olmpack.yaml: operatorImage: \"hhh",
+        ),
+        (
+            "bundleImage: quay.io/olmpack/guestbook-operator-bundle:v{version}",
+            "bundleImage: quay.io/olmpack/Guestbook:v{version}".into(),
+            "olmpack.yaml: bundleImage: for release 1.0.0 names \"quay.io/olmpack/Guestbook:v1.0.0\", which is not an image reference",
+        ),
+        (
+            "bundleImage: quay.io/olmpack/guestbook-operator-bundle:v{version}",
+            String::new(),
+            "olmpack.yaml: bundleImage: not set; the catalog names each bundle by its image",
+        ),
+    ];
+    for (from, to, expected) in cases {
+        let (dir, plan) = example();
+        let text = std::fs::read_to_string(&plan).unwrap();
+        assert!(text.contains(from), "{from}");
+        write(&plan, text.replace(from, &to));
+        let out = run(dir.path(), &["generate", "--check"]);
+        out.expect(1, expected).says(expected).in_our_words();
+    }
+}
+
 // --- exit codes and messages ---
 
 /// Turns the plan's text into broken bytes.

@@ -164,6 +164,9 @@ pub fn exit_code(err: &(dyn Error + 'static)) -> u8 {
         if e.is::<olmpack::plan::PlanError>() {
             return 1;
         }
+        if let Some(olmpack::release::ReleaseError::NoBundleImage { .. }) = e.downcast_ref() {
+            return 1;
+        }
         if let Some(input) = e.downcast_ref::<olmpack::input::InputError>() {
             return if input.is_refusal() { 1 } else { 2 };
         }

@@ -654,6 +654,7 @@ fn check(loaded: &LoadedPlan) -> Result<(), PlanError> {
             }
         }
     }
+    check_image_templates(loaded)?;
     let published = plan
         .releases
         .iter()
@@ -667,6 +668,42 @@ fn check(loaded: &LoadedPlan) -> Result<(), PlanError> {
                 plan.default_channel
             ),
         ));
+    }
+    Ok(())
+}
+
+/// The plan's image names, each as every release names it, are image references: the
+/// catalog names bundle and operator images by them (opm refuses a catalog whose `image` or
+/// `relatedImages` is not one) and `olmpack release` pushes to them.
+fn check_image_templates(loaded: &LoadedPlan) -> Result<(), PlanError> {
+    let plan = &loaded.plan;
+    let templates = [
+        ("bundleImage", &plan.bundle_image),
+        ("operatorImage", &plan.operator_image),
+        ("catalogImage", &plan.catalog_image),
+    ];
+    for (field, template) in templates {
+        let Some(template) = template else { continue };
+        for release in &plan.releases {
+            let image = template.replace("{version}", &release.version);
+            let problem = if image.is_empty() {
+                Some("must not be empty".to_owned())
+            } else {
+                crate::pullspec::check(&image).err()
+            };
+            if let Some(problem) = problem {
+                let shown = if template.contains("{version}") {
+                    format!("for release {} names {image:?}", release.version)
+                } else {
+                    format!("{image:?}")
+                };
+                return Err(PlanError::Invalid {
+                    path: loaded.path.clone(),
+                    field: field.to_owned(),
+                    message: format!("{shown}, which is not an image reference: {problem}"),
+                });
+            }
+        }
     }
     Ok(())
 }

@@ -87,6 +87,21 @@ fn bad_plans_name_file_and_field() {
             "dir/olmpack.yaml: csv.installModes[0]: unknown variant `AllNamespace`",
         ),
         (
+            "bundle image template that is no image reference",
+            format!("{BASE}bundleImage: Quay.io/Op:v{{version}}\nreleases:\n- {{version: 1.0.0, manifests: m}}\n"),
+            "dir/olmpack.yaml: bundleImage: for release 1.0.0 names \"Quay.io/Op:v1.0.0\", which is not an image reference: ",
+        ),
+        (
+            "operator image too long",
+            format!("{BASE}operatorImage: {}\nreleases:\n- {{version: 1.0.0, manifests: m}}\n", "h".repeat(300)),
+            "dir/olmpack.yaml: operatorImage: \"hhhh",
+        ),
+        (
+            "empty catalog image",
+            format!("{BASE}catalogImage: ''\nreleases:\n- {{version: 1.0.0, manifests: m}}\n"),
+            "dir/olmpack.yaml: catalogImage: \"\", which is not an image reference: must not be empty",
+        ),
+        (
             "malformed YAML",
             "package: [op\n".to_owned(),
             "dir/olmpack.yaml: invalid YAML: ",
