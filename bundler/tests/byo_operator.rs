@@ -299,7 +299,9 @@ fn byo_operator_tools_image_in_an_empty_home() {
 /// `olmpack upgrade olm` on the same two releases: the real OLM v0 installs 0.1.0 by
 /// Subscription, creates its example, upgrades to 0.2.0 and reads the example back, with the
 /// stock managers started by the webhook command as the pods' process (their output appended
-/// to one log per release, which shows the conversion requests OLM's wiring sent them).
+/// to one log per release, which shows the conversion requests OLM's wiring sent them). Run
+/// as two shards (`--shard 1/2`, `2/2`, one case each) whose JUnit reports
+/// `upgrade merge-shards` puts back together.
 #[test]
 fn byo_operator_upgrade_olm_through_the_real_managers() {
     let test = "byo_operator_upgrade_olm_through_the_real_managers";
@@ -349,33 +351,62 @@ fn byo_operator_upgrade_olm_through_the_real_managers() {
         webhook_command(&bin),
         logs.display()
     );
-    let markdown = dir.path().join("olm.md");
+    // Two shards, as two CI jobs would run them, then their JUnit reports merged.
+    let mut table = String::new();
+    let mut shown = String::new();
+    for shard in ["1/2", "2/2"] {
+        let (markdown, junit) = (
+            dir.path().join(format!("olm-{}.md", &shard[..1])),
+            dir.path().join(format!("olm-{}.xml", &shard[..1])),
+        );
+        let out = Command::new(env!("CARGO_BIN_EXE_olmpack"))
+            .args(["upgrade", "olm", "--plan", "olmpack.yaml", "--quiet"])
+            .args(["--cluster-crd", "servicemonitors.monitoring.coreos.com"])
+            .args(["--shard", shard, "--markdown"])
+            .arg(&markdown)
+            .arg("--junit")
+            .arg(&junit)
+            .arg("--webhook-command")
+            .arg(&command)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let out_text = format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        eprintln!("shard {shard}:\n{out_text}");
+        assert_eq!(out.status.code(), Some(0), "shard {shard}: {out_text}");
+        table.push_str(&std::fs::read_to_string(&markdown).unwrap());
+        shown.push_str(&out_text);
+    }
+    let merged = dir.path().join("olm.xml");
     let out = Command::new(env!("CARGO_BIN_EXE_olmpack"))
-        .args(["upgrade", "olm", "--plan", "olmpack.yaml", "--quiet"])
-        .args(["--cluster-crd", "servicemonitors.monitoring.coreos.com"])
-        .arg("--markdown")
-        .arg(&markdown)
-        .arg("--webhook-command")
-        .arg(&command)
+        .args([
+            "upgrade",
+            "merge-shards",
+            "olm-2.xml",
+            "olm-1.xml",
+            "-o",
+            "olm.xml",
+        ])
         .current_dir(dir.path())
         .output()
         .unwrap();
-    let shown = format!(
-        "{}\n{}",
+    assert_eq!(
         String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+        "merged 2 report(s) (all 2 shard(s)) into olm.xml: 2 case(s), 0 failed, 0 in error, 0 skipped\n"
     );
-    eprintln!("{shown}");
-    assert_eq!(out.status.code(), Some(0), "{shown}");
-    let table = std::fs::read_to_string(&markdown).unwrap();
-    assert!(
-        table.contains("| project.v0.1.0 installed")
-            && table.contains(
-                "→ project.v0.2.0 (replaces) upgraded | 1/1 created, 1/1 read after | pass |"
-            ),
-        "{table}"
+    assert_eq!(out.status.code(), Some(0));
+    let junit = std::fs::read_to_string(&merged).unwrap();
+    let (first, second) = (
+        junit
+            .find("name=\"project.v0.1.0 → project.v0.2.0")
+            .unwrap(),
+        junit.find("name=\"project.v0.2.0 [").unwrap(),
     );
-    assert!(table.contains("2/2 created | pass |"), "{table}");
+    assert!(first < second, "{junit}");
     let log = std::fs::read_to_string(logs.join("project.v0.2.0.log")).unwrap_or_default();
     assert!(
         log.contains("Converting CronJob from"),

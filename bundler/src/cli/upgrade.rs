@@ -19,6 +19,10 @@ pub enum UpgradeCommand {
     /// Let the real OLM v0 (on a local control plane, no cluster needed) install every
     /// release by Subscription and upgrade along every edge it takes; report what OLM said.
     Olm(super::upgrade_olm::OlmArgs),
+    /// Merge the JUnit reports of `upgrade olm --shard I/N` runs (one per CI job) into one,
+    /// checking every shard is there exactly once; exit 1 if a case failed or a shard is
+    /// missing.
+    MergeShards(super::upgrade_olm::MergeArgs),
 }
 
 pub fn run(cmd: UpgradeCommand) -> CmdResult {
@@ -26,5 +30,6 @@ pub fn run(cmd: UpgradeCommand) -> CmdResult {
         UpgradeCommand::Check(args) => upgrade_check::run(args),
         UpgradeCommand::Test(args) => upgrade_test::run(args),
         UpgradeCommand::Olm(args) => super::upgrade_olm::run(args),
+        UpgradeCommand::MergeShards(args) => super::upgrade_olm::merge(args),
     }
 }

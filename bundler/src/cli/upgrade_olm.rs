@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use olmpack::bundle::generate::GenerateError;
 use olmpack::release::{self, ReleaseError};
+use olmpack::upgrade_olm::shard::{self, Shard};
 use olmpack::upgrade_olm::{self, RunOptions, StepLog};
 use olmpack::{plan, upgrade_olm::CaseReport};
 use olmpack_model::plan::InstallModeType;
@@ -60,6 +61,16 @@ pub struct OlmArgs {
     /// Also write the results as JUnit XML to this file.
     #[arg(long)]
     pub junit: Option<PathBuf>,
+    /// Run only shard I of N, e.g. `2/3`: the cases at positions I, I+N, I+2N… of the
+    /// catalog's case order (the same on every machine), so N CI jobs run every case exactly
+    /// once. The JUnit report says which shard it is; `olmpack upgrade merge-shards` puts the
+    /// N reports back together and fails if one is missing.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<Shard>,
+    /// Print the cases that would run (of this shard, with --shard), one per line, and exit
+    /// without running them (no tools needed).
+    #[arg(long)]
+    pub list: bool,
     /// Also write the results as a Markdown table to this file.
     #[arg(long)]
     pub markdown: Option<PathBuf>,
@@ -83,8 +94,18 @@ pub fn run(args: OlmArgs) -> CmdResult {
             }
         }
     };
-    let cases =
-        upgrade_olm::load_cases_for(&catalog, args.package.as_deref(), &args.install_modes)?;
+    let all = upgrade_olm::load_cases_for(&catalog, args.package.as_deref(), &args.install_modes)?;
+    let total = all.len();
+    let cases = match args.shard {
+        Some(shard) => shard.select(all),
+        None => all,
+    };
+    if args.list {
+        for case in &cases {
+            println!("{}\t{}", case.package, case.name());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     super::tools::ensure(&olmpack::tools::ARTIFACT_TOOLS)?;
     let mut cluster_crds = Vec::new();
     for path in &args.cluster_crds {
@@ -114,8 +135,12 @@ pub fn run(args: OlmArgs) -> CmdResult {
         },
     };
     if !args.quiet {
+        let of_shard = args
+            .shard
+            .map(|shard| format!(" (shard {shard}: of {total})"))
+            .unwrap_or_default();
         eprintln!(
-            "olmpack upgrade olm: {} case(s), {} at once",
+            "olmpack upgrade olm: {} case(s){of_shard}, {} at once",
             cases.len(),
             args.jobs.max(1)
         );
@@ -154,7 +179,7 @@ fn write_reports(args: &OlmArgs, reports: &[CaseReport]) -> CmdResult {
             .map_err(|e| format!("failed to write {}: {e}", path.display()))?;
     }
     if let Some(path) = &args.junit {
-        std::fs::write(path, upgrade_olm::junit(reports))
+        std::fs::write(path, upgrade_olm::junit(reports, args.shard))
             .map_err(|e| format!("failed to write {}: {e}", path.display()))?;
     }
     let mut failed = 0;
@@ -189,6 +214,55 @@ fn write_reports(args: &OlmArgs, reports: &[CaseReport]) -> CmdResult {
         reports.len() - passed - failing
     );
     Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Arguments of `olmpack upgrade merge-shards`.
+#[derive(Debug, clap::Args)]
+pub struct MergeArgs {
+    /// The JUnit reports of the shards (`upgrade olm --shard I/N --junit FILE`), in any
+    /// order; reports of unsharded runs (any JUnit) are merged as given.
+    #[arg(required = true, value_name = "REPORT")]
+    pub reports: Vec<PathBuf>,
+    /// Where to write the merged report (replaced whole, or left as it was on failure).
+    #[arg(long, short)]
+    pub output: PathBuf,
+}
+
+/// Runs `olmpack upgrade merge-shards`.
+pub fn merge(args: MergeArgs) -> CmdResult {
+    let mut reports = Vec::new();
+    for path in &args.reports {
+        reports.push((path.display().to_string(), olmpack::input::text(path)?));
+    }
+    let merged =
+        shard::merge(&reports).map_err(|e| super::Invalid(format!("nothing was written: {e}")))?;
+    let dir = match args.output.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let mut temp = tempfile::NamedTempFile::new_in(dir)
+        .map_err(|e| format!("failed to write {}: {e}", args.output.display()))?;
+    std::io::Write::write_all(&mut temp, merged.xml.as_bytes())
+        .and_then(|()| temp.persist(&args.output).map(drop).map_err(|e| e.error))
+        .map_err(|e| format!("failed to write {}: {e}", args.output.display()))?;
+    let shards = merged
+        .shards
+        .map(|n| format!(" (all {n} shard(s))"))
+        .unwrap_or_default();
+    println!(
+        "merged {} report(s){shards} into {}: {} case(s), {} failed, {} in error, {} skipped",
+        args.reports.len(),
+        args.output.display(),
+        merged.tests,
+        merged.failures,
+        merged.errors,
+        merged.skipped
+    );
+    Ok(if merged.failures + merged.errors == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

@@ -32,6 +32,23 @@ pub struct Case {
     pub install_mode: InstallModeType,
 }
 
+impl Case {
+    /// The case's name in reports: `FROM → TO [channels] (mode)`.
+    pub fn name(&self) -> String {
+        let target = self
+            .expected
+            .as_ref()
+            .map(|(to, _)| format!(" → {to}"))
+            .unwrap_or_default();
+        format!(
+            "{}{target} [{}] ({})",
+            self.from,
+            self.channels.join(","),
+            self.install_mode
+        )
+    }
+}
+
 /// Loads the catalog in `dir` and plans its cases, each in the install mode its starting
 /// bundle prefers (see [`preferred_mode`]).
 pub fn load_cases(dir: &Path, package: Option<&str>) -> Result<Vec<Case>, OlmRunError> {

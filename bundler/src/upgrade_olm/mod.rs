@@ -31,6 +31,7 @@
 
 mod cases;
 mod report;
+pub mod shard;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -146,20 +146,9 @@ impl CaseReport {
         out
     }
 
-    /// The case's name in reports: `FROM → TO [channels] (mode)`.
+    /// The case's name in reports ([`super::Case::name`]).
     pub fn name(&self) -> String {
-        let case = &self.case;
-        let target = case
-            .expected
-            .as_ref()
-            .map(|(to, _)| format!(" → {to}"))
-            .unwrap_or_default();
-        format!(
-            "{}{target} [{}] ({})",
-            case.from,
-            case.channels.join(","),
-            case.install_mode
-        )
+        self.case.name()
     }
 }
 
@@ -271,8 +260,9 @@ fn edge(via: Edge) -> &'static str {
 }
 
 /// JUnit XML: one test case per case; failures name who is to blame and quote them; a case
-/// that passed with checks not run is `<skipped>`, never a plain pass.
-pub fn junit(reports: &[CaseReport]) -> String {
+/// that passed with checks not run is `<skipped>`, never a plain pass. A shard's report says
+/// which shard it is ([`super::shard::SHARD_PROPERTY`]), for `upgrade merge-shards`.
+pub fn junit(reports: &[CaseReport], shard: Option<super::shard::Shard>) -> String {
     let failed = reports.iter().filter(|r| !r.failures().is_empty()).count();
     let skipped = reports
         .iter()
@@ -285,6 +275,13 @@ pub fn junit(reports: &[CaseReport]) -> String {
         "<testsuites><testsuite name=\"olmpack upgrade olm\" tests=\"{}\" failures=\"{failed}\" errors=\"0\" skipped=\"{skipped}\" time=\"{total:.1}\">",
         reports.len()
     );
+    if let Some(shard) = shard {
+        let _ = writeln!(
+            out,
+            "<properties><property name=\"{}\" value=\"{shard}\"/></properties>",
+            super::shard::SHARD_PROPERTY
+        );
+    }
     for r in reports {
         let _ = write!(
             out,

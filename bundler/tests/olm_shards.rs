@@ -1,0 +1,134 @@
+//! `upgrade olm --shard I/N` splits a catalog's cases over CI jobs, each case in exactly one
+//! shard; `upgrade merge-shards` puts the JUnit reports back together and refuses an
+//! incomplete set without writing anything. (The byo test runs two real shards under OLM and
+//! merges them; these need no tools.)
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn olmpack(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_olmpack"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn shards_partition_the_cases() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let list = |shard: Option<String>| {
+        let mut args = vec!["upgrade", "olm", "--catalog", "catalog", "--list"];
+        let shard = shard.map(|s| ["--shard".to_owned(), s]);
+        args.extend(shard.iter().flatten().map(String::as_str));
+        let out = olmpack(&root, &args);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let all = list(None);
+    assert_eq!(all.len(), 5, "{all:#?}");
+    for n in 1..=6 {
+        let shards: Vec<Vec<String>> = (1..=n).map(|i| list(Some(format!("{i}/{n}")))).collect();
+        let mut back = vec![String::new(); all.len()];
+        for (i, shard) in shards.iter().enumerate() {
+            for (k, case) in shard.iter().enumerate() {
+                back[i + k * n] = case.clone();
+            }
+        }
+        assert_eq!(back, all, "{n} shards: {shards:#?}");
+    }
+    let out = olmpack(
+        &root,
+        &["upgrade", "olm", "--catalog", "catalog", "--shard", "0/2"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out).contains("shard \"0/2\" is not I/N with 1 <= I <= N"),
+        "{}",
+        text(&out)
+    );
+}
+
+fn report(shard: &str, failures: u32) -> String {
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites><testsuite name=\"olmpack upgrade olm\" tests=\"1\" failures=\"{failures}\" errors=\"0\" skipped=\"0\" time=\"1.0\">\n<properties><property name=\"olmpack.shard\" value=\"{shard}\"/></properties>\n<testcase classname=\"p\" name=\"p.v1 [s] (AllNamespaces)\" time=\"1.0\"/>\n</testsuite></testsuites>\n"
+    )
+}
+
+#[test]
+fn merge_shards_writes_all_or_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for (name, shard, failures) in [
+        ("a.xml", "1/3", 0),
+        ("b.xml", "2/3", 1),
+        ("c.xml", "3/3", 0),
+    ] {
+        std::fs::write(d.join(name), report(shard, failures)).unwrap();
+    }
+    std::fs::write(d.join("all.xml"), "before").unwrap();
+    let out = olmpack(
+        d,
+        &["upgrade", "merge-shards", "a.xml", "c.xml", "-o", "all.xml"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(
+        text(&out),
+        "error: nothing was written: no report of shard(s) 2 of 3: their jobs did not finish or their reports were not collected\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.join("all.xml")).unwrap(),
+        "before"
+    );
+
+    let out = olmpack(
+        d,
+        &[
+            "upgrade",
+            "merge-shards",
+            "a.xml",
+            "gone.xml",
+            "-o",
+            "all.xml",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("gone.xml"), "{}", text(&out));
+
+    // Complete, with a failing case: written, and exit 1 as the gate of the CI run.
+    let out = olmpack(
+        d,
+        &[
+            "upgrade",
+            "merge-shards",
+            "c.xml",
+            "b.xml",
+            "a.xml",
+            "-o",
+            "all.xml",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(
+        text(&out),
+        "merged 3 report(s) (all 3 shard(s)) into all.xml: 3 case(s), 1 failed, 0 in error, 0 skipped\n"
+    );
+    let merged = std::fs::read_to_string(d.join("all.xml")).unwrap();
+    let order: Vec<usize> = ["1/3", "2/3", "3/3"]
+        .iter()
+        .map(|s| merged.find(&format!("value=\"{s}\"")).unwrap())
+        .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{merged}");
+}
