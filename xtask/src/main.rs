@@ -1,7 +1,7 @@
 //! `cargo xtask`: installs the reference tools and runs the whole test suite.
 //!
 //! - `cargo xtask setup` installs every tool pinned in `tools.toml` (see [`tools`]).
-//! - `cargo xtask test [FILTER]` runs setup, unpacks the corpus, then the whole suite (the
+//! - `cargo xtask test [--timings] [FILTER]` runs setup, unpacks the corpus, then the whole suite (the
 //!   `realworld_` conformance tests included), then checks that the run
 //!   left no process and no test-environment directory behind.
 //! - `cargo xtask env` prints the `export` lines that point a plain `cargo test` at the tools.
@@ -15,6 +15,7 @@
 mod corpus;
 mod layout;
 mod sweep;
+mod timings;
 mod tools;
 
 use std::path::{Path, PathBuf};
@@ -41,6 +42,9 @@ enum Cmd {
     /// FILTER is passed to the test harness of every test binary. Exits non-zero when a test
     /// fails or when a process or test directory started by the run outlives it.
     Test {
+        /// Print each test's time, and the ten slowest at the end.
+        #[arg(long)]
+        timings: bool,
         /// Only run tests whose name contains this string.
         filter: Option<String>,
         /// More arguments for the test harness (after `--`), e.g. `--nocapture`.
@@ -137,6 +141,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Test {
+            timings,
             filter,
             harness_args,
         } => {
@@ -146,7 +151,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let cache = corpus::cache_dir()?;
             corpus::ensure_unpacked(&corpus::source_dir(&root), &cache)?;
             let env = vec![("OLMPACK_CORPUS_CACHE".to_owned(), cache.into_os_string())];
-            test(&root, filter, harness_args, env)
+            test(&root, filter, harness_args, env, timings)
         }
         Cmd::Conformance {
             filter,
@@ -271,7 +276,7 @@ fn conformance(root: &Path, filter: Option<String>, harness_args: Vec<String>) -
         "conformance runs only `realworld_` tests; {filter:?} names none"
     );
     let env = vec![("OLMPACK_CORPUS_CACHE".to_owned(), cache.into_os_string())];
-    test(root, Some(filter), harness_args, env)
+    test(root, Some(filter), harness_args, env, false)
 }
 
 fn test(
@@ -279,6 +284,7 @@ fn test(
     filter: Option<String>,
     harness_args: Vec<String>,
     extra_env: Vec<(String, std::ffi::OsString)>,
+    timings: bool,
 ) -> Result<ExitCode> {
     let (pins, layout) = setup(root)?;
 
@@ -308,7 +314,13 @@ fn test(
     if !passthrough.is_empty() {
         cmd.arg("--").args(passthrough);
     }
-    let status = cmd.status().context("running cargo test")?;
+    let status = if timings {
+        let (key, runner) = timings::runner(&root.join("target").join("xtask-timings"))?;
+        cmd.env(key, runner);
+        run_timed(cmd)?
+    } else {
+        cmd.status().context("running cargo test")?
+    };
     eprintln!("xtask: cargo test finished in {:.1?}", started.elapsed());
 
     let leftovers = sweep::sweep(&scratch)?;
@@ -329,6 +341,29 @@ fn test(
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `cmd` showing its output, then the ten slowest tests it reported.
+fn run_timed(mut cmd: Command) -> Result<std::process::ExitStatus> {
+    use std::io::BufRead;
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .context("running cargo test")?;
+    let mut seen = timings::Timings::default();
+    let stdout = child.stdout.take().context("cargo test's output")?;
+    for line in std::io::BufReader::new(stdout).lines() {
+        let line = line.context("reading cargo test's output")?;
+        if seen.observe(&line) {
+            println!("{line}");
+        }
+    }
+    let status = child.wait().context("running cargo test")?;
+    println!("xtask: the ten slowest tests:");
+    for t in seen.slowest(10) {
+        println!("{:>9.1} s  {}  {}", t.seconds, t.binary, t.test);
+    }
+    Ok(status)
 }
 
 fn cargo(root: &Path, args: &[&str]) -> Result<()> {
