@@ -3,24 +3,11 @@
 //! incomplete set without writing anything. (The byo test runs two real shards under OLM and
 //! merges them; these need no tools.)
 
+mod hostile_support;
+
 use std::path::Path;
-use std::process::{Command, Output};
 
-fn olmpack(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_olmpack"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap()
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+use hostile_support::run as olmpack;
 
 #[test]
 fn shards_partition_the_cases() {
@@ -30,12 +17,8 @@ fn shards_partition_the_cases() {
         let shard = shard.map(|s| ["--shard".to_owned(), s]);
         args.extend(shard.iter().flatten().map(String::as_str));
         let out = olmpack(&root, &args);
-        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .map(str::to_owned)
-            .collect::<Vec<_>>()
+        out.expect(0, "--list");
+        out.stdout.lines().map(str::to_owned).collect::<Vec<_>>()
     };
     let all = list(None);
     assert_eq!(all.len(), 5, "{all:#?}");
@@ -53,12 +36,8 @@ fn shards_partition_the_cases() {
         &root,
         &["upgrade", "olm", "--catalog", "catalog", "--shard", "0/2"],
     );
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out).contains("shard \"0/2\" is not I/N with 1 <= I <= N"),
-        "{}",
-        text(&out)
-    );
+    out.expect(2, "shard 0/2")
+        .says("shard \"0/2\" is not I/N with 1 <= I <= N");
 }
 
 fn report(shard: &str, failures: u32) -> String {
@@ -83,9 +62,9 @@ fn merge_shards_writes_all_or_nothing() {
         d,
         &["upgrade", "merge-shards", "a.xml", "c.xml", "-o", "all.xml"],
     );
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    out.expect(1, "a missing shard");
     assert_eq!(
-        text(&out),
+        out.all(),
         "error: nothing was written: no report of shard(s) 2 of 3: their jobs did not finish or their reports were not collected\n"
     );
     assert_eq!(
@@ -104,8 +83,7 @@ fn merge_shards_writes_all_or_nothing() {
             "all.xml",
         ],
     );
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(text(&out).contains("gone.xml"), "{}", text(&out));
+    out.expect(2, "an unreadable report").says("gone.xml");
 
     // Complete, with a failing case: written, and exit 1 as the gate of the CI run.
     let out = olmpack(
@@ -120,9 +98,9 @@ fn merge_shards_writes_all_or_nothing() {
             "all.xml",
         ],
     );
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    out.expect(1, "a failed case");
     assert_eq!(
-        text(&out),
+        out.all(),
         "merged 3 report(s) (all 3 shard(s)) into all.xml: 3 case(s), 1 failed, 0 in error, 0 skipped\n"
     );
     let merged = std::fs::read_to_string(d.join("all.xml")).unwrap();
