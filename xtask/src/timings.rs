@@ -16,9 +16,16 @@ const MARKER: &str = "xtask-timings: binary";
 /// through it, and its value.
 pub fn runner(dir: &Path) -> Result<(String, std::ffi::OsString)> {
     std::fs::create_dir_all(dir)?;
+    let host = host_triple()?;
+    let key = format!(
+        "CARGO_TARGET_{}_RUNNER",
+        host.to_uppercase().replace(['-', '.'], "_")
+    );
     let script = dir.join("report-time.sh");
+    // The variable is unset for the test binary: a test that runs cargo itself (the
+    // workflow test's `cargo xtask setup`) must not run its programs through this runner.
     let text = format!(
-        "#!/bin/sh\n# Written by `cargo xtask test --timings`.\necho \"{MARKER} $1\"\nRUSTC_BOOTSTRAP=1 exec \"$@\" -Z unstable-options --report-time\n"
+        "#!/bin/sh\n# Written by `cargo xtask test --timings`.\necho \"{MARKER} $1\"\nunset {key}\nRUSTC_BOOTSTRAP=1 exec \"$@\" -Z unstable-options --report-time\n"
     );
     std::fs::write(&script, text).with_context(|| format!("writing {}", script.display()))?;
     #[cfg(unix)]
@@ -26,11 +33,6 @@ pub fn runner(dir: &Path) -> Result<(String, std::ffi::OsString)> {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))?;
     }
-    let host = host_triple()?;
-    let key = format!(
-        "CARGO_TARGET_{}_RUNNER",
-        host.to_uppercase().replace(['-', '.'], "_")
-    );
     Ok((key, script.into_os_string()))
 }
 
