@@ -21,15 +21,10 @@ pub enum ReleaseError {
     /// Generating the bundle directories of the plan failed.
     #[error("failed to generate the bundles")]
     Bundles(#[from] GenerateError),
-    /// The plan has no `bundleImage`, which the catalog needs to name each bundle's image.
-    #[error(
-        "{}: bundleImage: not set; the catalog names each bundle by its image (e.g. quay.io/me/my-operator-bundle:v{{version}})",
-        plan.display()
-    )]
-    NoBundleImage {
-        /// The plan file.
-        plan: std::path::PathBuf,
-    },
+    /// The plan lacks what a release needs (a `bundleImage`, which names each bundle's image
+    /// in the catalog): an invalid plan, for this job.
+    #[error("the plan cannot be released")]
+    Incomplete(#[source] crate::plan::PlanError),
     /// Rendering a generated bundle into its catalog blob failed.
     #[error("failed to render the bundle of release {version} for the catalog")]
     Render {
@@ -69,8 +64,12 @@ pub fn build(plan: &LoadedPlan, options: &GenerateOptions) -> Result<ReleaseOutp
     plan.plan
         .bundle_image
         .as_ref()
-        .ok_or_else(|| ReleaseError::NoBundleImage {
-            plan: plan.path.clone(),
+        .ok_or_else(|| {
+            ReleaseError::Incomplete(crate::plan::PlanError::Invalid {
+                path: plan.path.clone(),
+                field: "bundleImage".into(),
+                message: "not set; the catalog names each bundle by its image (e.g. quay.io/me/my-operator-bundle:v{version})".into(),
+            })
         })?;
     let catalog = catalog(plan, &generated, &|version| {
         bundle_image(plan, version).unwrap_or_default()

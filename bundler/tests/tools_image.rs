@@ -224,6 +224,17 @@ fn tools_install_refuses_a_tampered_or_truncated_blob_and_leaves_the_cache_alone
     std::fs::write(&layer, &original).unwrap();
 }
 
+/// `olmpack tools install --from REFERENCE` into `cache`, started with its output piped.
+fn install(reference: &str, cache: &Path) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_olmpack"))
+        .args(["tools", "install", "--from", reference])
+        .env("OLMPACK_TOOLS_DIR", cache)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 #[test]
 fn tools_install_run_twice_at_once_installs_once() {
     let work = tempfile::tempdir().unwrap();
@@ -232,16 +243,7 @@ fn tools_install_run_twice_at_once_installs_once() {
     let (_runtime, registry) = registry();
     let reference = pushed(&registry, &source, work.path());
     let cache = work.path().join("shared");
-    let spawn = || {
-        Command::new(env!("CARGO_BIN_EXE_olmpack"))
-            .args(["tools", "install", "--from", &reference])
-            .env("OLMPACK_TOOLS_DIR", &cache)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
-    let (a, b) = (spawn(), spawn());
+    let (a, b) = (install(&reference, &cache), install(&reference, &cache));
     let outputs = [a.wait_with_output().unwrap(), b.wait_with_output().unwrap()];
     let shown: Vec<String> = outputs.iter().map(text).collect();
     assert!(outputs.iter().all(|o| o.status.success()), "{shown:#?}");
@@ -271,12 +273,7 @@ fn tools_install_waits_while_the_cache_is_locked() {
     std::fs::create_dir_all(&cache).unwrap();
     let lock = std::fs::File::open(&cache).unwrap();
     lock.lock().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_olmpack"))
-        .args(["tools", "install", "--from", &reference])
-        .env("OLMPACK_TOOLS_DIR", &cache)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = install(&reference, &cache);
     let (lines, seen) = std::sync::mpsc::channel();
     let stderr = child.stderr.take().unwrap();
     let reader = std::thread::spawn(move || {

@@ -164,9 +164,6 @@ pub fn exit_code(err: &(dyn Error + 'static)) -> u8 {
         if e.is::<olmpack::plan::PlanError>() {
             return 1;
         }
-        if let Some(olmpack::release::ReleaseError::NoBundleImage { .. }) = e.downcast_ref() {
-            return 1;
-        }
         if let Some(input) = e.downcast_ref::<olmpack::input::InputError>() {
             return if input.is_refusal() { 1 } else { 2 };
         }
@@ -244,6 +241,20 @@ pub fn generate_options(
             None
         },
     })
+}
+
+/// Writes `bytes` to `path` whole or not at all (a temporary file beside it, renamed into
+/// place); the error names the path.
+pub fn write_file_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<(), String> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => std::path::Path::new("."),
+    };
+    let failed = |e: std::io::Error| format!("failed to write {}: {e}", path.display());
+    let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(failed)?;
+    std::io::Write::write_all(&mut temp, bytes).map_err(failed)?;
+    temp.persist(path).map_err(|e| failed(e.error))?;
+    Ok(())
 }
 
 /// Prints why generation refused the plan (every finding) and that nothing was written.

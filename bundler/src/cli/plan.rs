@@ -1,6 +1,5 @@
 //! `olmpack plan …`: inspect the release plan.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -118,9 +117,7 @@ fn init(
         .into());
     }
     plan::parse(&target, &text)?;
-    let mut temp = tempfile::NamedTempFile::new_in(dir)?;
-    temp.write_all(text.as_bytes())?;
-    temp.persist(&target)?;
+    super::write_file_atomically(&target, text.as_bytes())?;
     if installer.runs_default_image() {
         eprintln!(
             "warning: {} runs image controller:latest (kubebuilder's default), so every release would run the same image: build it with `make build-installer IMG={}:v{}`",

@@ -240,15 +240,7 @@ pub fn merge(args: MergeArgs) -> CmdResult {
     }
     let merged =
         shard::merge(&reports).map_err(|e| super::Invalid(format!("nothing was written: {e}")))?;
-    let dir = match args.output.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let mut temp = tempfile::NamedTempFile::new_in(dir)
-        .map_err(|e| format!("failed to write {}: {e}", args.output.display()))?;
-    std::io::Write::write_all(&mut temp, merged.xml.as_bytes())
-        .and_then(|()| temp.persist(&args.output).map(drop).map_err(|e| e.error))
-        .map_err(|e| format!("failed to write {}: {e}", args.output.display()))?;
+    super::write_file_atomically(&args.output, merged.xml.as_bytes())?;
     let shards = merged
         .shards
         .map(|n| format!(" (all {n} shard(s))"))

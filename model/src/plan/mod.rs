@@ -674,7 +674,8 @@ fn check(loaded: &LoadedPlan) -> Result<(), PlanError> {
 
 /// The plan's image names, each as every release names it, are image references: the
 /// catalog names bundle and operator images by them (opm refuses a catalog whose `image` or
-/// `relatedImages` is not one) and `olmpack release` pushes to them.
+/// `relatedImages` is not one), `olmpack release` pushes to them, and a Deployment's pods
+/// cannot start with no image (the apiserver refuses a Pod whose image is empty).
 fn check_image_templates(loaded: &LoadedPlan) -> Result<(), PlanError> {
     let plan = &loaded.plan;
     let templates = [
@@ -682,27 +683,29 @@ fn check_image_templates(loaded: &LoadedPlan) -> Result<(), PlanError> {
         ("operatorImage", &plan.operator_image),
         ("catalogImage", &plan.catalog_image),
     ];
-    for (field, template) in templates {
-        let Some(template) = template else { continue };
-        for release in &plan.releases {
+    for (field, template) in templates
+        .into_iter()
+        .filter_map(|(f, t)| Some((f, t.as_ref()?)))
+    {
+        // Without `{version}` every release names the same image: one check.
+        let per_release = template.contains("{version}");
+        let checked = if per_release { plan.releases.len() } else { 1 };
+        for release in plan.releases.iter().take(checked) {
             let image = template.replace("{version}", &release.version);
-            let problem = if image.is_empty() {
-                Some("must not be empty".to_owned())
-            } else {
-                crate::pullspec::check(&image).err()
+            let problem = match image.is_empty() {
+                true => Some("must not be empty".to_owned()),
+                false => crate::pullspec::check(&image).err(),
             };
-            if let Some(problem) = problem {
-                let shown = if template.contains("{version}") {
-                    format!("for release {} names {image:?}", release.version)
-                } else {
-                    format!("{image:?}")
-                };
-                return Err(PlanError::Invalid {
-                    path: loaded.path.clone(),
-                    field: field.to_owned(),
-                    message: format!("{shown}, which is not an image reference: {problem}"),
-                });
-            }
+            let Some(problem) = problem else { continue };
+            let shown = match per_release {
+                true => format!("for release {} names {image:?}", release.version),
+                false => format!("{image:?}"),
+            };
+            return Err(PlanError::Invalid {
+                path: loaded.path.clone(),
+                field: field.to_owned(),
+                message: format!("{shown}, which is not an image reference: {problem}"),
+            });
         }
     }
     Ok(())

@@ -87,26 +87,16 @@ fn bad_plans_name_file_and_field() {
             "dir/olmpack.yaml: csv.installModes[0]: unknown variant `AllNamespace`",
         ),
         (
-            "bundle image template that is no image reference",
-            format!("{BASE}bundleImage: Quay.io/Op:v{{version}}\nreleases:\n- {{version: 1.0.0, manifests: m}}\n"),
-            "dir/olmpack.yaml: bundleImage: for release 1.0.0 names \"Quay.io/Op:v1.0.0\", which is not an image reference: ",
-        ),
-        (
-            "operator image too long",
-            format!("{BASE}operatorImage: {}\nreleases:\n- {{version: 1.0.0, manifests: m}}\n", "h".repeat(300)),
-            "dir/olmpack.yaml: operatorImage: \"hhhh",
-        ),
-        (
-            "empty catalog image",
-            format!("{BASE}catalogImage: ''\nreleases:\n- {{version: 1.0.0, manifests: m}}\n"),
-            "dir/olmpack.yaml: catalogImage: \"\", which is not an image reference: must not be empty",
-        ),
-        (
             "malformed YAML",
             "package: [op\n".to_owned(),
             "dir/olmpack.yaml: invalid YAML: ",
         ),
     ];
+    assert_refused(cases);
+}
+
+/// Each case refused with a message starting with its expected prefix.
+fn assert_refused(cases: &[(&str, String, &str)]) {
     for (name, text, expected) in cases {
         let err = parse_str(text).expect_err(name).to_string();
         assert!(
@@ -114,6 +104,33 @@ fn bad_plans_name_file_and_field() {
             "{name}: got {err:?}, want prefix {expected:?}"
         );
     }
+}
+
+#[test]
+fn image_names_that_are_no_image_reference_name_the_field() {
+    let cases: &[(&str, String, &str)] = &[
+        (
+            "bundle image template that is no image reference",
+            format!(
+                "{BASE}bundleImage: Quay.io/Op:v{{version}}\nreleases:\n- {{version: 1.0.0, manifests: m}}\n"
+            ),
+            "dir/olmpack.yaml: bundleImage: for release 1.0.0 names \"Quay.io/Op:v1.0.0\", which is not an image reference: ",
+        ),
+        (
+            "operator image too long",
+            format!(
+                "{BASE}operatorImage: {}\nreleases:\n- {{version: 1.0.0, manifests: m}}\n",
+                "h".repeat(300)
+            ),
+            "dir/olmpack.yaml: operatorImage: \"hhhh",
+        ),
+        (
+            "empty catalog image",
+            format!("{BASE}catalogImage: ''\nreleases:\n- {{version: 1.0.0, manifests: m}}\n"),
+            "dir/olmpack.yaml: catalogImage: \"\", which is not an image reference: must not be empty",
+        ),
+    ];
+    assert_refused(cases);
 }
 
 #[test]

@@ -89,9 +89,8 @@ fn unsharded_reports_merge_in_the_order_given() {
 }
 
 #[test]
-fn reports_that_do_not_merge_say_why() {
+fn shard_sets_that_do_not_merge_say_why() {
     let plain = "<testsuites><testsuite name=\"p\" tests=\"1\"/></testsuites>".to_owned();
-    type Case<'a> = (&'a str, Vec<(&'a str, String)>, &'a str);
     let cases: Vec<Case> = vec![
         ("nothing", vec![], "no JUnit report to merge"),
         (
@@ -128,6 +127,23 @@ fn reports_that_do_not_merge_say_why() {
             vec![("a.xml", report("0/2", 1, 0))],
             "a.xml: testsuite \"olmpack upgrade olm\": property olmpack.shard: shard \"0/2\" is not I/N with 1 <= I <= N (e.g. 2/3: the second of three)",
         ),
+    ];
+    assert_refused(cases);
+}
+
+type Case<'a> = (&'a str, Vec<(&'a str, String)>, &'a str);
+
+/// Each set of reports refused with a message starting with its expected prefix.
+fn assert_refused(cases: Vec<Case>) {
+    for (name, reports, want) in cases {
+        let got = merge(&files(&reports)).expect_err(name).to_string();
+        assert!(got.starts_with(want), "{name}: got {got:?}, want {want:?}");
+    }
+}
+
+#[test]
+fn reports_that_are_not_junit_say_why() {
+    let cases: Vec<Case> = vec![
         (
             "not junit",
             vec![("r.xml", "<results/>".into())],
@@ -170,8 +186,5 @@ fn reports_that_do_not_merge_say_why() {
             "r.xml: has a document type declaration, which JUnit reports do not use",
         ),
     ];
-    for (name, reports, want) in cases {
-        let got = merge(&files(&reports)).expect_err(name).to_string();
-        assert!(got.starts_with(want), "{name}: got {got:?}, want {want:?}");
-    }
+    assert_refused(cases);
 }
