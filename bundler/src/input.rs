@@ -357,6 +357,56 @@ pub fn stdin_text(what: &str) -> Result<String, InputError> {
     decode(&path, bytes)
 }
 
+/// A regular file opened for reading in pieces, bounded like [`read`]: [`Bounded::fill`]
+/// refuses a file that grows past the policy's per-file limit while it is read.
+#[derive(Debug)]
+pub struct Bounded {
+    path: PathBuf,
+    reader: io::Take<fs::File>,
+    limit: u64,
+    read: u64,
+}
+
+impl Bounded {
+    /// Opens `path` as [`read`] would (regular files only, size within the limit).
+    pub fn open(path: &Path) -> Result<Bounded, InputError> {
+        let limit = policy().limits.max_file_bytes;
+        let (file, _) = open_limited(path, limit)?;
+        Ok(Bounded {
+            path: path.to_path_buf(),
+            reader: file.take(limit.saturating_add(1)),
+            limit,
+            read: 0,
+        })
+    }
+
+    /// Appends up to `chunk` more bytes to `buf`; returns how many (0 at the end).
+    pub fn fill(&mut self, buf: &mut Vec<u8>, chunk: usize) -> Result<usize, InputError> {
+        let start = buf.len();
+        buf.resize(start + chunk, 0);
+        let n = loop {
+            match self.reader.read(&mut buf[start..]) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    buf.truncate(start);
+                    return Err(InputError::io(&self.path, &e));
+                }
+            }
+        };
+        buf.truncate(start + n);
+        self.read += n as u64;
+        if self.read > self.limit {
+            return Err(InputError::TooLarge {
+                path: self.path.clone(),
+                size: self.read,
+                limit: self.limit,
+            });
+        }
+        Ok(n)
+    }
+}
+
 fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, InputError> {
     let (mut file, len) = open_limited(path, limit)?;
     let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));

@@ -4,6 +4,10 @@
 //! - [`load_dir`] reads every regular file under the root that no `.indexignore` hides (like
 //!   opm, whatever its extension), in sorted path order, parsing files on all cores; the result
 //!   is the same whatever the thread count.
+//! - A JSON stream is read one document at a time ([`super::split`]): a file's bytes are never
+//!   held whole, only the document being parsed. A stream that is not clean (a document the
+//!   parser refuses, a top-level scalar, a truncated end) is read again whole, so its problems
+//!   are worded and placed exactly as the whole-file parser reports them.
 //! - A file is a JSON stream when its first non-blank byte is `{`, else a YAML stream; empty
 //!   documents are skipped.
 //! - YAML is read as opm reads it (Go's YAML decoder): a key given twice in a mapping keeps
@@ -20,6 +24,7 @@ use serde_json::Value;
 
 use super::declcfg::{DeclarativeConfig, DeclcfgError, Meta, Origin};
 use super::ignore::IgnoreMatcher;
+use super::split::{Scan, Splitter};
 use crate::input::slash_path;
 
 /// Name of the files whose gitignore-style patterns hide paths of a catalog tree from loading
@@ -99,34 +104,7 @@ pub fn load_dir_with(root: &Path, options: LoadOptions) -> Result<LoadedCatalog,
         });
     }
     let (files, refused) = list_files(root)?;
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .clamp(1, 16);
-    let chunk = files.len().div_ceil(threads).max(1);
-    let parsed: Vec<Vec<FileLoad>> = std::thread::scope(|s| {
-        let handles: Vec<_> = files
-            .chunks(chunk)
-            .map(|part| {
-                s.spawn(move || {
-                    part.iter()
-                        .map(|rel| match crate::input::read(&root.join(rel)) {
-                            Ok(bytes) => parse_file_noting(rel, &bytes, options),
-                            Err(err) => (
-                                DeclarativeConfig::default(),
-                                vec![refused_problem(rel, &err)],
-                                Vec::new(),
-                            ),
-                        })
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_default())
-            .collect()
-    });
+    let parsed = load_files(root, &files, options);
     let mut out = LoadedCatalog {
         files: files.clone(),
         problems: refused
@@ -135,7 +113,7 @@ pub fn load_dir_with(root: &Path, options: LoadOptions) -> Result<LoadedCatalog,
             .collect(),
         ..LoadedCatalog::default()
     };
-    for (config, problems, lenient) in parsed.into_iter().flatten() {
+    for (config, problems, lenient) in parsed {
         out.config.merge(config);
         out.problems.extend(problems);
         out.lenient.extend(lenient);
@@ -143,10 +121,110 @@ pub fn load_dir_with(root: &Path, options: LoadOptions) -> Result<LoadedCatalog,
     Ok(out)
 }
 
+/// Loads `files` on up to 16 threads, each taking the next file not yet taken (so one large
+/// package does not hold up a thread's share); the result is in `files`' order.
+fn load_files(root: &Path, files: &[PathBuf], options: LoadOptions) -> Vec<FileLoad> {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 16)
+        .min(files.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut done: Vec<(usize, FileLoad)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(rel) = files.get(i) else { break };
+                        mine.push((i, load_file(root, rel, options)));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    done.sort_unstable_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, load)| load).collect()
+}
+
+/// Loads one file: a JSON stream one document at a time ([`stream_json`]), anything else (or
+/// a JSON stream the splitter is unsure of) read whole.
+fn load_file(root: &Path, rel: &Path, options: LoadOptions) -> FileLoad {
+    let path = root.join(rel);
+    let refused = |err: &crate::input::InputError| {
+        (
+            DeclarativeConfig::default(),
+            vec![refused_problem(rel, err)],
+            Vec::new(),
+        )
+    };
+    match stream_json(&path, rel, options) {
+        Ok(Some(load)) => load,
+        Ok(None) => match crate::input::read(&path) {
+            Ok(bytes) => parse_file_noting(rel, &bytes, options),
+            Err(err) => refused(&err),
+        },
+        Err(err) => refused(&err),
+    }
+}
+
+/// Bytes read from a catalog file at a time when it is read document by document.
+const CHUNK: usize = 1 << 20;
+
+/// Reads a JSON stream document by document, holding one document (and a [`CHUNK`]) at a
+/// time; `None` when the file is not JSON or the stream is not clean (a document the parser
+/// refuses, a top-level scalar, a truncated end): the caller then reads it whole, so
+/// problems are reported exactly as the whole-file parser words them.
+fn stream_json(
+    path: &Path,
+    rel: &Path,
+    options: LoadOptions,
+) -> Result<Option<FileLoad>, crate::input::InputError> {
+    let mut reader = crate::input::Bounded::open(path)?;
+    let mut buf = Vec::new();
+    while buf.len() < 4 && reader.fill(&mut buf, CHUNK)? > 0 {}
+    let mut start = buf.len() - crate::input::strip_bom(&buf).len();
+    if !is_json(&buf[start..]) {
+        return Ok(None);
+    }
+    let mut blobs = Blobs::new(rel, options);
+    let (mut splitter, mut index, mut eof) = (Splitter::default(), 0, false);
+    loop {
+        match splitter.scan(&buf[start..]) {
+            Scan::Complete(end) => {
+                let Ok(doc) = serde_json::from_slice::<Value>(&buf[start..start + end]) else {
+                    return Ok(None);
+                };
+                blobs.push(index, doc);
+                (index, start, splitter) = (index + 1, start + end, Splitter::default());
+            }
+            Scan::Unsure => return Ok(None),
+            Scan::NeedMore if eof => {
+                let rest = &buf[start..];
+                return Ok(rest
+                    .iter()
+                    .all(u8::is_ascii_whitespace)
+                    .then(|| blobs.finish()));
+            }
+            Scan::NeedMore => {
+                buf.drain(..start);
+                start = 0;
+                eof = reader.fill(&mut buf, CHUNK)? == 0;
+            }
+        }
+    }
+}
+
 /// Reads a catalog directory one file at a time, in [`load_dir`]'s order, handing each file's
 /// blobs to `each` (which returns `false` to stop early) and returning the problems and the
-/// lenient reads met, in `load_dir`'s order. Memory is bounded by the largest file, not the
-/// catalog.
+/// lenient reads met, in `load_dir`'s order. Memory is bounded by the largest file's blobs,
+/// not the catalog.
 pub fn for_each_file(
     root: &Path,
     mut each: impl FnMut(DeclarativeConfig) -> bool,
@@ -163,14 +241,7 @@ pub fn for_each_file(
         .collect();
     let mut lenient = Vec::new();
     for rel in &files {
-        let (config, found, noted) = match crate::input::read(&root.join(rel)) {
-            Ok(bytes) => parse_file_noting(rel, &bytes, LoadOptions::default()),
-            Err(err) => (
-                DeclarativeConfig::default(),
-                vec![refused_problem(rel, &err)],
-                Vec::new(),
-            ),
-        };
+        let (config, found, noted) = load_file(root, rel, LoadOptions::default());
         problems.extend(found);
         lenient.extend(noted);
         if !each(config) {
@@ -195,29 +266,46 @@ pub fn parse_file_with(
     (config, problems)
 }
 
-/// [`parse_file_with`], also returning the lenient reads (see the module contract).
-pub fn parse_file_noting(rel: &Path, bytes: &[u8], options: LoadOptions) -> FileLoad {
-    let bytes = crate::input::strip_bom(bytes);
-    let mut lenient = Vec::new();
-    let mut config = DeclarativeConfig::default();
-    let mut problems = Vec::new();
-    let problem = |index: Option<usize>, message: String| LoadProblem {
-        file: rel.to_path_buf(),
-        index,
-        message,
-    };
-    let file: Arc<Path> = Arc::from(rel);
-    let mut handle = |index: usize, doc: Value, problems: &mut Vec<LoadProblem>| {
+/// One file's blobs as they are parsed, document by document.
+struct Blobs {
+    file: Arc<Path>,
+    options: LoadOptions,
+    config: DeclarativeConfig,
+    problems: Vec<LoadProblem>,
+    lenient: Vec<LoadProblem>,
+}
+
+impl Blobs {
+    fn new(rel: &Path, options: LoadOptions) -> Self {
+        Blobs {
+            file: Arc::from(rel),
+            options,
+            config: DeclarativeConfig::default(),
+            problems: Vec::new(),
+            lenient: Vec::new(),
+        }
+    }
+
+    fn problem(&self, index: Option<usize>, message: String) -> LoadProblem {
+        LoadProblem {
+            file: self.file.to_path_buf(),
+            index,
+            message,
+        }
+    }
+
+    /// Adds document `index`, typed by its schema (slimmed when lean), or its problem.
+    fn push(&mut self, index: usize, doc: Value) {
         let result = Meta::from_value(doc).and_then(|mut meta| {
             meta.origin = Some(Origin {
-                file: file.clone(),
+                file: self.file.clone(),
                 index,
             });
             let is_bundle = meta.schema == super::declcfg::SCHEMA_BUNDLE;
-            config.push_meta(meta)?;
-            if options.lean
+            self.config.push_meta(meta)?;
+            if self.options.lean
                 && is_bundle
-                && let Some(b) = config.bundles.last_mut()
+                && let Some(b) = self.config.bundles.last_mut()
             {
                 for (i, p) in b.properties.iter_mut().enumerate() {
                     super::property::slim(i, p);
@@ -230,9 +318,19 @@ pub fn parse_file_noting(rel: &Path, bytes: &[u8], options: LoadOptions) -> File
                 DeclcfgError::MissingSchema => "object is missing root schema field".to_owned(),
                 other => other.to_string(),
             };
-            problems.push(problem(Some(index), message));
+            self.problems.push(self.problem(Some(index), message));
         }
-    };
+    }
+
+    fn finish(self) -> FileLoad {
+        (self.config, self.problems, self.lenient)
+    }
+}
+
+/// [`parse_file_with`], also returning the lenient reads (see the module contract).
+pub fn parse_file_noting(rel: &Path, bytes: &[u8], options: LoadOptions) -> FileLoad {
+    let bytes = crate::input::strip_bom(bytes);
+    let mut blobs = Blobs::new(rel, options);
     if is_json(bytes) {
         // One document at a time: a large file is never held as values all at once.
         for (index, doc) in serde_json::Deserializer::from_slice(bytes)
@@ -240,9 +338,10 @@ pub fn parse_file_noting(rel: &Path, bytes: &[u8], options: LoadOptions) -> File
             .enumerate()
         {
             match doc {
-                Ok(doc) => handle(index, doc, &mut problems),
+                Ok(doc) => blobs.push(index, doc),
                 Err(e) => {
-                    problems.push(problem(None, json_problem(bytes, &e)));
+                    let p = blobs.problem(None, json_problem(bytes, &e));
+                    blobs.problems.push(p);
                     break;
                 }
             }
@@ -250,20 +349,24 @@ pub fn parse_file_noting(rel: &Path, bytes: &[u8], options: LoadOptions) -> File
     } else {
         match parse_yaml_stream(bytes) {
             Ok((docs, notes)) => {
-                lenient.extend(notes.into_iter().map(|n| {
-                    problem(
+                for n in notes {
+                    let note = blobs.problem(
                         Some(n.document.saturating_sub(1)),
                         format!("line {}: {}", n.line, n.message),
-                    )
-                }));
+                    );
+                    blobs.lenient.push(note);
+                }
                 for (index, doc) in docs.into_iter().enumerate() {
-                    handle(index, doc, &mut problems);
+                    blobs.push(index, doc);
                 }
             }
-            Err(message) => problems.push(problem(None, message)),
+            Err(message) => {
+                let p = blobs.problem(None, message);
+                blobs.problems.push(p);
+            }
         }
     }
-    (config, problems, lenient)
+    blobs.finish()
 }
 
 /// The JSON parser's complaint in our words: a broken `\u` escape (half of a UTF-16
@@ -432,6 +535,83 @@ mod tests {
         assert!(lenient.is_empty());
         assert_eq!(problems, whole.problems);
         assert_eq!(format!("{merged:?}"), format!("{:?}", whole.config));
+    }
+
+    /// A JSON stream of `n` bundles, each with a property value of `pad` bytes, so documents
+    /// straddle the reader's chunks.
+    fn big_stream(n: usize, pad: usize) -> String {
+        let mut text = String::from("\u{feff}{\"schema\":\"olm.package\",\"name\":\"p\"}\n");
+        for i in 0..n {
+            text.push_str(&format!(
+                "{{\"schema\":\"olm.bundle\",\"package\":\"p\",\"name\":\"p.v{i}\",\"image\":\"x\",\"properties\":[{{\"type\":\"x.pad\",\"value\":\"{}\\\"}}\"}}]}} ",
+                "a".repeat(pad)
+            ));
+        }
+        text
+    }
+
+    /// Loading a directory (documents streamed) equals parsing each file whole.
+    fn assert_streamed_as_whole(files: &[(&str, String)]) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut whole = LoadedCatalog::default();
+        for (name, text) in files {
+            std::fs::write(dir.path().join(name), text).unwrap();
+            let (config, problems, lenient) =
+                parse_file_noting(Path::new(name), text.as_bytes(), LoadOptions::default());
+            whole.config.merge(config);
+            whole.problems.extend(problems);
+            whole.lenient.extend(lenient);
+        }
+        for (name, _) in files {
+            // Only the clean stream goes document by document; the rest are read whole again.
+            let streamed = stream_json(
+                &dir.path().join(name),
+                Path::new(name),
+                LoadOptions::default(),
+            );
+            assert_eq!(streamed.unwrap().is_some(), *name == "a.json", "{name}");
+        }
+        let streamed = load_dir(dir.path()).unwrap();
+        assert_eq!(streamed.problems, whole.problems);
+        assert_eq!(
+            format!("{:?}", streamed.config),
+            format!("{:?}", whole.config)
+        );
+    }
+
+    #[test]
+    fn streamed_documents_load_as_the_whole_file() {
+        let clean = big_stream(6, 700_000);
+        assert_eq!(
+            parse_file(Path::new("a"), clean.as_bytes()).0.bundles.len(),
+            6
+        );
+        // A broken document after several chunks, a top-level scalar, a truncated end:
+        // each read whole again, with the whole-file parser's line and column.
+        let broken = format!("{}{{\"schema\": oops}}", big_stream(3, 700_000));
+        let scalar = format!("{}\n42\n", big_stream(2, 10));
+        let truncated = format!("{}{{\"schema\":\"olm.bundle\"", big_stream(2, 600_000));
+        assert_streamed_as_whole(&[
+            ("a.json", clean),
+            ("b.json", broken),
+            ("c.json", scalar),
+            ("d.json", truncated),
+        ]);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("e.json"),
+            format!("{}{{\"schema\": oops}}", big_stream(3, 700_000)),
+        )
+        .unwrap();
+        let problems = load_dir(dir.path()).unwrap().problems;
+        assert_eq!(problems.len(), 1);
+        assert!(
+            problems[0]
+                .message
+                .starts_with("invalid JSON: expected value at line 2 column "),
+            "{:?}",
+            problems[0].message
+        );
     }
 
     #[test]

@@ -30,6 +30,7 @@ pub mod model;
 pub mod property;
 pub mod render;
 pub mod serialize;
+pub mod split;
 pub mod stream;
 pub mod template;
 pub mod upgrade;

@@ -90,6 +90,12 @@ pub enum Typed {
 
 /// Decodes one property (see the module docs).
 pub fn parse(index: usize, p: &Property) -> Result<Typed, PropertyError> {
+    parse_as(index, p, true)
+}
+
+/// [`parse`]; with `decode` false an `olm.bundle.object`'s data is only checked, and comes
+/// back empty.
+fn parse_as(index: usize, p: &Property, decode: bool) -> Result<Typed, PropertyError> {
     let d = Decoder { index, p };
     if p.value.is_null() {
         return Err(d.fail("unexpected end of JSON input".to_owned()));
@@ -116,10 +122,11 @@ pub fn parse(index: usize, p: &Property) -> Result<Typed, PropertyError> {
         TYPE_GVK | TYPE_GVK_REQUIRED => d.gvk()?,
         TYPE_BUNDLE_OBJECT => {
             let m = d.struct_of("BundleObject")?;
-            let data = d.string(m, "BundleObject", "data")?;
-            let bytes = base64::engine::general_purpose::STANDARD
-                .decode(data.as_bytes())
-                .map_err(|e| d.fail(format!("illegal base64 data: {e}")))?;
+            let data = d.str_of(m, "BundleObject", "data")?;
+            if !decode && go_base64_valid(data.as_bytes()) {
+                return Ok(Typed::BundleObject(Vec::new()));
+            }
+            let bytes = go_base64(data).map_err(|e| d.fail(format!("illegal base64 data: {e}")))?;
             Typed::BundleObject(bytes)
         }
         TYPE_CSV_METADATA => {
@@ -171,9 +178,19 @@ impl<'p> Decoder<'p> {
         go: &str,
         key: &str,
     ) -> Result<String, PropertyError> {
+        self.str_of(map, go, key).map(str::to_owned)
+    }
+
+    /// [`Self::string`], borrowed.
+    fn str_of<'m>(
+        &self,
+        map: &'m serde_json::Map<String, Value>,
+        go: &str,
+        key: &str,
+    ) -> Result<&'m str, PropertyError> {
         match lookup(map, key) {
-            None | Some(Value::Null) => Ok(String::new()),
-            Some(Value::String(s)) => Ok(s.clone()),
+            None | Some(Value::Null) => Ok(""),
+            Some(Value::String(s)) => Ok(s),
             Some(other) => Err(self.fail(format!(
                 "json: cannot unmarshal {} into Go struct field {go}.{key} of type string",
                 json_kind(other)
@@ -209,12 +226,13 @@ impl<'p> Decoder<'p> {
 
 /// Replaces a large property value that decodes correctly by the smallest value of the same
 /// type, for validation-only loads ([`super::load::LoadOptions::lean`]): `olm.csv.metadata`
-/// becomes `{}`, `olm.bundle.object` `{"data": ""}`, other non-OLM types `true`. A value that
+/// and `olm.bundle.object` become `{}`, other non-OLM types `true`. A value that
 /// does not decode is kept, so the validator still reports it.
 pub fn slim(index: usize, p: &mut Property) {
-    match parse(index, p) {
+    match parse_as(index, p, false) {
         Ok(Typed::CsvMetadata) => p.value = json!({}),
-        Ok(Typed::BundleObject(_)) => p.value = json!({"data": ""}),
+        // `{}` reads as `{"data": ""}` (an absent field is empty) and allocates nothing.
+        Ok(Typed::BundleObject(_)) => p.value = Value::Object(serde_json::Map::new()),
         Ok(Typed::Other) if p.value.is_object() || p.value.is_array() => {
             p.value = Value::Bool(true)
         }
@@ -267,6 +285,54 @@ pub fn package_required(name: &str, range: &str) -> Property {
     )
 }
 
+/// Base64 as Go's `encoding/json` decodes a `[]byte` field (`base64.StdEncoding`): standard
+/// alphabet, padding required, line breaks (`\r`, `\n`) anywhere ignored, unused bits of the
+/// last character not checked (Go's encoding is not strict).
+fn go_base64(data: &str) -> Result<Vec<u8>, base64::DecodeError> {
+    use base64::engine::{GeneralPurpose, GeneralPurposeConfig};
+    const GO_STD: GeneralPurpose = GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        GeneralPurposeConfig::new().with_decode_allow_trailing_bits(true),
+    );
+    let engine = &GO_STD;
+    if memchr::memchr2(b'\r', b'\n', data.as_bytes()).is_some() {
+        let joined: Vec<u8> = data
+            .bytes()
+            .filter(|b| *b != b'\r' && *b != b'\n')
+            .collect();
+        return engine.decode(joined);
+    }
+    engine.decode(data.as_bytes())
+}
+
+/// Whether [`go_base64`] accepts `data`, checked without decoding it (a fast path for
+/// validation: `false` when unsure, e.g. with line breaks, and the caller decodes).
+fn go_base64_valid(data: &[u8]) -> bool {
+    if !data.len().is_multiple_of(4) || memchr::memchr2(b'\r', b'\n', data).is_some() {
+        return false;
+    }
+    let pad = data
+        .iter()
+        .rev()
+        .take(2)
+        .take_while(|b| **b == b'=')
+        .count();
+    let body = &data[..data.len() - pad];
+    // In 64-byte chunks, without branches per byte, so the check runs on vector units.
+    let alphabet = |b: u8| {
+        b.is_ascii_uppercase()
+            | b.is_ascii_lowercase()
+            | b.is_ascii_digit()
+            | (b == b'+')
+            | (b == b'/')
+    };
+    let mut chunks = body.chunks_exact(64);
+    let whole = chunks
+        .by_ref()
+        .all(|c| c.iter().fold(true, |ok, b| ok & alphabet(*b)));
+    whole && chunks.remainder().iter().all(|b| alphabet(*b))
+}
+
 /// An `olm.bundle.object` property carrying this manifest (JSON bytes, base64-encoded here).
 pub fn bundle_object(manifest_json: &[u8]) -> Property {
     Property::new(
@@ -288,6 +354,42 @@ mod tests {
         );
         let obj = bundle_object(b"{}");
         assert_eq!(parse(0, &obj).unwrap(), Typed::BundleObject(b"{}".to_vec()));
+        // Go's decoder skips line breaks inside base64 (a wrapped encoding is accepted).
+        let wrapped = Property::new(TYPE_BUNDLE_OBJECT, json!({"data": "e3\r\n0="}));
+        assert_eq!(
+            parse(0, &wrapped).unwrap(),
+            Typed::BundleObject(b"{}".to_vec())
+        );
+        for (data, valid) in [
+            ("", true),
+            ("e30=", true),
+            ("e31=", true),
+            ("YWJj", true),
+            ("YQ==", true),
+            ("YQ=", false),
+            ("Y===", false),
+            ("====", false),
+            ("e3=0", false),
+            ("e3 0", false),
+            ("e3\n0=", false),
+        ] {
+            assert_eq!(go_base64_valid(data.as_bytes()), valid, "{data:?}");
+            if valid {
+                assert!(go_base64(data).is_ok(), "{data:?}");
+            }
+        }
+        let loose = Property::new(TYPE_BUNDLE_OBJECT, json!({"data": "e31="}));
+        assert_eq!(
+            parse(0, &loose).unwrap(),
+            Typed::BundleObject(b"{}".to_vec())
+        );
+        let bad = Property::new(TYPE_BUNDLE_OBJECT, json!({"data": "e3 0="}));
+        assert!(
+            parse(0, &bad)
+                .unwrap_err()
+                .to_string()
+                .contains("illegal base64 data"),
+        );
         assert_eq!(
             parse(0, &Property::new("x.custom", json!(1))).unwrap(),
             Typed::Other
