@@ -229,6 +229,12 @@ const CORPUS: &[(&str, &str, &str, bool)] = &[
         false,
     ),
     (
+        "bundle-object-not-base64",
+        "catalog/invalid-property",
+        "parse properties for bundle \"p.v1.1.0\": parse property[1] of type \"olm.bundle.object\": illegal base64 data at input byte 2: ' ' is not a base64 character here",
+        false,
+    ),
+    (
         "property-wrong-shape",
         "catalog/invalid-property",
         "parse properties for bundle \"pkg.v1.0.0\": parse property[1] of type \"olm.gvk\": json: cannot unmarshal string into Go value of type property.GVK",

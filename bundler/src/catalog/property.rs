@@ -126,7 +126,7 @@ fn parse_as(index: usize, p: &Property, decode: bool) -> Result<Typed, PropertyE
             if !decode && go_base64_valid(data.as_bytes()) {
                 return Ok(Typed::BundleObject(Vec::new()));
             }
-            let bytes = go_base64(data).map_err(|e| d.fail(format!("illegal base64 data: {e}")))?;
+            let bytes = go_base64(data).map_err(|e| d.fail(base64_problem(&e)))?;
             Typed::BundleObject(bytes)
         }
         TYPE_CSV_METADATA => {
@@ -305,6 +305,25 @@ fn go_base64(data: &str) -> Result<Vec<u8>, base64::DecodeError> {
     engine.decode(data.as_bytes())
 }
 
+/// Why base64 data does not decode, in our words (Go names the byte too: "illegal base64
+/// data at input byte N"); offsets count the data without its line breaks.
+fn base64_problem(e: &base64::DecodeError) -> String {
+    match e {
+        base64::DecodeError::InvalidByte(at, b) | base64::DecodeError::InvalidLastSymbol(at, b) => {
+            format!(
+                "illegal base64 data at input byte {at}: {:?} is not a base64 character here",
+                char::from(*b)
+            )
+        }
+        base64::DecodeError::InvalidLength(n) => format!(
+            "illegal base64 data: {n} characters, not a multiple of 4 (the padding `=` is required)"
+        ),
+        base64::DecodeError::InvalidPadding => {
+            "illegal base64 data: the padding `=` is missing or misplaced".to_owned()
+        }
+    }
+}
+
 /// Whether [`go_base64`] accepts `data`, checked without decoding it (a fast path for
 /// validation: `false` when unsure, e.g. with line breaks, and the caller decodes).
 fn go_base64_valid(data: &[u8]) -> bool {
@@ -383,13 +402,26 @@ mod tests {
             parse(0, &loose).unwrap(),
             Typed::BundleObject(b"{}".to_vec())
         );
-        let bad = Property::new(TYPE_BUNDLE_OBJECT, json!({"data": "e3 0="}));
-        assert!(
-            parse(0, &bad)
-                .unwrap_err()
-                .to_string()
-                .contains("illegal base64 data"),
-        );
+        for (data, problem) in [
+            (
+                "e3 0=",
+                "illegal base64 data at input byte 2: ' ' is not a base64 character here",
+            ),
+            (
+                "YQ=",
+                "illegal base64 data: the padding `=` is missing or misplaced",
+            ),
+            (
+                "YWJjZ",
+                "illegal base64 data: 5 characters, not a multiple of 4 (the padding `=` is required)",
+            ),
+        ] {
+            let bad = Property::new(TYPE_BUNDLE_OBJECT, json!({"data": data}));
+            assert_eq!(
+                parse(0, &bad).unwrap_err().to_string(),
+                format!("parse property[0] of type \"olm.bundle.object\": {problem}")
+            );
+        }
         assert_eq!(
             parse(0, &Property::new("x.custom", json!(1))).unwrap(),
             Typed::Other
