@@ -374,3 +374,74 @@ fn go_decoding_and_unstable_sort_render_byte_identical_to_opm() {
     }
     assert!(html_seen);
 }
+
+/// `count` copies of the 0.2.0 fixture under `root`, re-versioned 0.3.0, 0.3.1, …; the
+/// copies at `twins` get the version of the first of them, the second its own operator image,
+/// so two bundles share a name but not their bytes.
+fn versioned_copies(root: &Path, count: usize, twins: [usize; 2]) -> Vec<PathBuf> {
+    (0..count)
+        .map(|i| {
+            let dir = root.join(format!("bundle-{i:02}"));
+            upgrade_tests::files::copy_tree(&bundles()[1], &dir).unwrap();
+            let csv = dir.join("manifests/webapp-operator.clusterserviceversion.yaml");
+            let version = if i == twins[1] { twins[0] } else { i };
+            let mut text = std::fs::read_to_string(&csv)
+                .unwrap()
+                .replace("0.2.0", &format!("0.3.{version}"));
+            if i == twins[1] {
+                text = text.replace("example/webapp-operator:", "example/webapp-operator-twin:");
+            }
+            std::fs::write(csv, text).unwrap();
+            dir
+        })
+        .collect()
+}
+
+/// Rendered together, two bundles of one package with the same name come out where opm's
+/// Go `sort.Slice` leaves them (not in argument order): byte for byte, JSON and YAML.
+#[test]
+fn bundles_sharing_a_name_render_in_opms_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dirs = versioned_copies(tmp.path(), 20, [3, 15]);
+    let bin = env!("CARGO_BIN_EXE_olmpack");
+    for format in ["json", "yaml"] {
+        let mut args = vec!["-o".to_owned(), format.to_owned()];
+        args.extend(dirs.iter().map(|d| d.display().to_string()));
+        let ours = Command::new(bin)
+            .args(["catalog", "render"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let opm = upgrade_tests::Tool::Opm
+            .path()
+            .expect("opm is required for this test");
+        let theirs = Command::new(opm)
+            .arg("render")
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(
+            theirs.status.success(),
+            "{}",
+            String::from_utf8_lossy(&theirs.stderr)
+        );
+        assert!(
+            ours.status.success(),
+            "{}",
+            String::from_utf8_lossy(&ours.stderr)
+        );
+        let text = String::from_utf8_lossy(&ours.stdout);
+        assert!(
+            text.contains("webapp-operator-twin:v0.3.3"),
+            "{format}: twin rendered"
+        );
+        assert!(
+            text.matches("webapp-operator:v0.3.3").count() > 0,
+            "{format}: its namesake rendered"
+        );
+        assert!(
+            ours.stdout == theirs.stdout,
+            "{format}: olmpack differs from opm"
+        );
+    }
+}

@@ -108,7 +108,7 @@ impl DeclarativeConfig {
 
     /// Every object as JSON values, in opm's write order: per package (sorted by name) the
     /// package, its channels by name, its bundles by name, other blobs by schema, then the
-    /// deprecations; blobs of no package last.
+    /// deprecations; blobs of no package last, in the order read.
     pub fn to_values(&self) -> Vec<Value> {
         use std::collections::BTreeMap;
         #[derive(Default)]
@@ -120,7 +120,7 @@ impl DeclarativeConfig {
             deprecations: Vec<&'a Deprecation>,
         }
         let mut groups: BTreeMap<&str, Group<'_>> = BTreeMap::new();
-        let mut root_others = Vec::new();
+        let mut root_others: Vec<&Meta> = Vec::new();
         for p in &self.packages {
             groups.entry(&p.name).or_default().packages.push(p);
         }
@@ -142,8 +142,9 @@ impl DeclarativeConfig {
         }
         let mut out = Vec::with_capacity(self.len());
         for (_, mut g) in groups {
-            g.channels.sort_by(|a, b| a.name.cmp(&b.name));
-            g.bundles.sort_by(|a, b| a.name.cmp(&b.name));
+            // Go's `sort.Slice`, as opm sorts them: equal names end where Go leaves them.
+            super::gosort::sort_slice(&mut g.channels, |a, b| a.name < b.name);
+            super::gosort::sort_slice(&mut g.bundles, |a, b| a.name < b.name);
             g.others.sort_by(|a, b| a.schema.cmp(&b.schema));
             out.extend(g.packages.iter().map(|p| to_value(*p)));
             out.extend(g.channels.iter().map(|c| to_value(*c)));
@@ -151,7 +152,7 @@ impl DeclarativeConfig {
             out.extend(g.others.iter().map(|o| o.blob.clone()));
             out.extend(g.deprecations.iter().map(|d| to_value(*d)));
         }
-        root_others.sort_by(|a, b| a.schema.cmp(&b.schema));
+        // Blobs of no package come last, in the order read (opm does not sort them).
         out.extend(root_others.iter().map(|o| o.blob.clone()));
         out
     }
@@ -698,6 +699,22 @@ mod tests {
         let text = serde_json::to_string(&cfg.bundles[0]).unwrap();
         assert!(text.starts_with(r#"{"schema":"olm.bundle","name":"b","package":"p","image":"""#));
         assert_eq!(cfg.to_values(), vec![blob]);
+    }
+
+    #[test]
+    fn blobs_of_no_package_stay_in_the_order_read() {
+        let mut cfg = DeclarativeConfig::default();
+        let blobs = [
+            json!({"schema": "z.custom", "x": 1}),
+            json!({"schema": "a.custom", "x": 2}),
+            json!({"schema": "olm.package", "name": "p"}),
+        ];
+        for b in &blobs {
+            cfg.push_meta(Meta::from_value(b.clone()).unwrap()).unwrap();
+        }
+        let values = cfg.to_values();
+        assert_eq!(values[0]["schema"], "olm.package");
+        assert_eq!(values[1..], blobs[..2]);
     }
 
     #[test]

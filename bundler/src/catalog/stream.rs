@@ -14,7 +14,9 @@
 //!   anonymous temporary file.
 //! - The output order is opm's: per package (sorted by name) its packages, its channels by
 //!   name, its bundles by name, its other blobs by schema, its deprecations; then the blobs of
-//!   no package. Ties keep the order of the references and of the blobs within one. Packages,
+//!   no package. Ties keep the order of the references and of the blobs within one, except
+//!   channels and bundles sharing a name: opm orders those with Go's unstable `sort.Slice`,
+//!   and so does the stream ([`super::gosort`]). Packages,
 //!   channels, bundles and deprecations with an empty package are not written (opm drops
 //!   them too).
 //! - Like opm, a failing reference fails the whole run and nothing is written; the error
@@ -240,6 +242,7 @@ impl Spool {
     fn write_sorted(mut self, out: &mut dyn Write) -> std::io::Result<()> {
         use std::os::unix::fs::FileExt as _;
         self.index.sort_by(|a, b| a.0.cmp(&b.0));
+        go_order_ties(&mut self.index);
         let mut out = std::io::BufWriter::with_capacity(1 << 20, out);
         let mut buf = Vec::new();
         for (_, at, len) in &self.index {
@@ -253,6 +256,29 @@ impl Spool {
             }
         }
         out.flush()
+    }
+}
+
+/// opm sorts a package's channels and its bundles by name with Go's `sort.Slice`, which is
+/// not stable: where two share a name (a bundle rendered from two directories), their order
+/// is that algorithm's on the blobs in reference order. Runs without a shared name are
+/// already in the only order a sort by name can give.
+fn go_order_ties(index: &mut [(SortKey, u64, usize)]) {
+    let group = |k: &SortKey| (k.rootless, k.package.clone(), k.rank);
+    let mut start = 0;
+    while start < index.len() {
+        let key = group(&index[start].0);
+        let len = index[start..]
+            .iter()
+            .take_while(|e| group(&e.0) == key)
+            .count();
+        let run = &mut index[start..start + len];
+        let by_name = !key.0 && matches!(key.2, 1 | 2);
+        if by_name && run.windows(2).any(|w| w[0].0.secondary == w[1].0.secondary) {
+            run.sort_by_key(|e| e.0.seq);
+            super::gosort::sort_slice(run, |a, b| a.0.secondary < b.0.secondary);
+        }
+        start += len;
     }
 }
 
