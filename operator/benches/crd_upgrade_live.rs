@@ -1,7 +1,7 @@
 //! Benchmark (not a test): the reference operator's full live upgrade matrix — every edge of
 //! its upgrade graph (5 releases), 100 objects per example version, each edge on its own
 //! etcd + kube-apiserver with the operator's real conversion webhook, edges two at a time
-//! (the machine's cores). Prints the wall-clock seconds, the objects/s and the Markdown table
+//! (the machine's cores; `olmpack upgrade test --jobs 2`). Prints the wall-clock seconds, the objects/s and the Markdown table
 //! the README shows. Target: under 60 s on 2 cores.
 //!
 //! Run: `cargo xtask env` first (for the tool paths), then
@@ -11,9 +11,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use futures::StreamExt;
-use upgrade_tests::TestEnv;
-use upgrade_tests::live::{EdgeOptions, Webhook, run_edge};
+use upgrade_tests::live::EdgeOptions;
 
 fn main() {
     upgrade_tests::install_crypto_provider();
@@ -25,36 +23,23 @@ fn main() {
         .parent()
         .expect("workspace");
     let plan = olmpack::plan::load(&root.join("olmpack.yaml")).expect("olmpack.yaml loads");
-    let mut inputs = olmpack::live::from_plan(&plan).expect("the plan's bundles generate");
-    let webhook = Webhook::Command(format!(
-        "'{}' webhook",
-        env!("CARGO_BIN_EXE_webapp-operator")
-    ));
-    for release in inputs.releases.values_mut() {
-        release.webhook = Some(webhook.clone());
-    }
+    let inputs = olmpack::live::from_plan(&plan).expect("the plan's bundles generate");
+    let webhook = format!("'{}' webhook", env!("CARGO_BIN_EXE_webapp-operator"));
     let options = EdgeOptions {
         copies,
-        cleanup: false,
         ..EdgeOptions::default()
     };
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
     let started = Instant::now();
-    let mut reports = runtime.block_on(
-        futures::stream::iter(&inputs.edges)
-            .map(|edge| {
-                let (from, to) = (&inputs.releases[&edge.from], &inputs.releases[&edge.to]);
-                let options = options.clone();
-                async move {
-                    let env = TestEnv::start().await.expect("test environment starts");
-                    run_edge(&env.client(), from, to, &options)
-                        .await
-                        .expect("the edge runs")
-                }
-            })
-            .buffered(2)
-            .collect::<Vec<_>>(),
-    );
+    let mut reports = runtime
+        .block_on(olmpack::live::run(
+            &inputs,
+            &olmpack::live::Target::TestEnv,
+            Some(&webhook),
+            &options,
+            2,
+        ))
+        .expect("every edge runs");
     let seconds = started.elapsed().as_secs_f64();
     reports.sort_by(|a, b| (&a.from, &a.to).cmp(&(&b.from, &b.to)));
     let objects: usize = reports.iter().map(|r| r.objects).sum();

@@ -39,6 +39,11 @@ pub struct TestArgs {
     /// Copies of every example object.
     #[arg(long, default_value_t = 1)]
     copies: usize,
+    /// Edges run at once, each on a control plane of its own (ignored with --kubeconfig,
+    /// where edges share the cluster's CRD names). Each runs its own webhook command: the
+    /// operator's other ports must not be fixed ones.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    jobs: u16,
     #[arg(long, value_parser = super::choice::<OutputFormat>(), default_value = "text")]
     output: OutputFormat,
 }
@@ -66,6 +71,7 @@ pub fn run(args: TestArgs) -> CmdResult {
         &target,
         args.webhook_command.as_deref(),
         &options,
+        usize::from(args.jobs),
     ))?;
     print!("{}", live::render(&reports, args.output));
     Ok(ExitCode::from(live::exit_code(&reports)))

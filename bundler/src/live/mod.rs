@@ -14,6 +14,8 @@ mod render;
 
 use std::path::PathBuf;
 
+use futures::{StreamExt as _, TryStreamExt as _};
+
 use upgrade_tests::live::{EdgeOptions, EdgeReport, LiveError, ReleaseUnderTest, Verdict, Webhook};
 
 pub use inputs::{Edge, Inputs, LiveInputsError, from_dirs, from_plan, operator_identity};
@@ -70,12 +72,16 @@ pub enum RunError {
 }
 
 /// Runs every edge of `inputs` on `target`, serving each release's webhook with
-/// `webhook_command` (see [`upgrade_tests::live::webhook`] for its environment).
+/// `webhook_command` (see [`upgrade_tests::live::webhook`] for its environment). On test
+/// environments of its own, up to `jobs` edges run at once (each on its own control plane);
+/// on a given cluster one at a time (edges share its CRD names). Reports come in edge order;
+/// the first edge (in that order) that cannot run ends the run.
 pub async fn run(
     inputs: &Inputs,
     target: &Target,
     webhook_command: Option<&str>,
     options: &EdgeOptions,
+    jobs: usize,
 ) -> Result<Vec<EdgeReport>, RunError> {
     let webhook = webhook_command.map(|c| Webhook::Command(c.to_owned()));
     let release = |name: &str| -> ReleaseUnderTest {
@@ -87,39 +93,53 @@ pub async fn run(
         Target::TestEnv => None,
         Target::Kubeconfig(path) => Some((client_for(path).await?, path.clone())),
     };
-    let mut reports = Vec::new();
-    for edge in &inputs.edges {
-        let (from, to) = (release(&edge.from), release(&edge.to));
-        let wrap = |source| RunError::Edge {
-            from: edge.from.clone(),
-            to: edge.to.clone(),
-            source,
-        };
-        let report = match &shared {
-            Some((client, path)) => {
-                let options = EdgeOptions {
-                    kubeconfig: Some(path.clone()),
-                    ..options.clone()
-                };
-                upgrade_tests::live::run_edge(client, &from, &to, &options)
-                    .await
-                    .map_err(wrap)?
-            }
-            None => {
-                let env = upgrade_tests::TestEnv::start().await?;
-                let options = EdgeOptions {
-                    cleanup: false,
-                    kubeconfig: Some(env.kubeconfig_path().to_owned()),
-                    ..options.clone()
-                };
-                upgrade_tests::live::run_edge(&env.client(), &from, &to, &options)
-                    .await
-                    .map_err(wrap)?
-            }
-        };
-        reports.push(report);
+    let jobs = if shared.is_some() { 1 } else { jobs.max(1) };
+    futures::stream::iter(&inputs.edges)
+        .map(|edge| {
+            let (from, to) = (release(&edge.from), release(&edge.to));
+            run_one(edge, from, to, shared.as_ref(), options)
+        })
+        .buffered(jobs)
+        .try_collect()
+        .await
+}
+
+/// One edge: on the given cluster (its client and kubeconfig), or on a test environment of
+/// its own.
+async fn run_one(
+    edge: &Edge,
+    from: ReleaseUnderTest,
+    to: ReleaseUnderTest,
+    shared: Option<&(kube::Client, PathBuf)>,
+    options: &EdgeOptions,
+) -> Result<EdgeReport, RunError> {
+    let wrap = |source| RunError::Edge {
+        from: edge.from.clone(),
+        to: edge.to.clone(),
+        source,
+    };
+    match shared {
+        Some((client, path)) => {
+            let options = EdgeOptions {
+                kubeconfig: Some(path.clone()),
+                ..options.clone()
+            };
+            upgrade_tests::live::run_edge(client, &from, &to, &options)
+                .await
+                .map_err(wrap)
+        }
+        None => {
+            let env = upgrade_tests::TestEnv::start().await?;
+            let options = EdgeOptions {
+                cleanup: false,
+                kubeconfig: Some(env.kubeconfig_path().to_owned()),
+                ..options.clone()
+            };
+            upgrade_tests::live::run_edge(&env.client(), &from, &to, &options)
+                .await
+                .map_err(wrap)
+        }
     }
-    Ok(reports)
 }
 
 async fn client_for(path: &std::path::Path) -> Result<kube::Client, RunError> {
