@@ -144,9 +144,10 @@ fn load_files(root: &Path, files: &[PathBuf], options: LoadOptions) -> Vec<FileL
                 })
             })
             .collect();
+        // A worker that panicked is a bug: go down with it rather than lose its files.
         handles
             .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect()
     });
     done.sort_unstable_by_key(|(i, _)| *i);
