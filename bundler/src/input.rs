@@ -357,14 +357,14 @@ pub fn stdin_text(what: &str) -> Result<String, InputError> {
     decode(&path, bytes)
 }
 
-/// A regular file opened for reading in pieces, bounded like [`read`]: [`Bounded::fill`]
-/// refuses a file that grows past the policy's per-file limit while it is read.
+/// A regular file opened for reading in pieces, bounded like [`read`]: reading refuses a
+/// file that grows past the policy's per-file limit while it is read.
 #[derive(Debug)]
 pub struct Bounded {
     path: PathBuf,
+    /// The file, limited to one byte past the limit (reading that byte means "too large").
     reader: io::Take<fs::File>,
     limit: u64,
-    read: u64,
 }
 
 impl Bounded {
@@ -376,30 +376,29 @@ impl Bounded {
             path: path.to_path_buf(),
             reader: file.take(limit.saturating_add(1)),
             limit,
-            read: 0,
         })
     }
 
-    /// Appends up to `chunk` more bytes to `buf`; returns how many (0 at the end).
+    /// Appends up to `chunk` more bytes to `buf` (fewer only at the end of the file);
+    /// returns how many (0 at the end).
     pub fn fill(&mut self, buf: &mut Vec<u8>, chunk: usize) -> Result<usize, InputError> {
-        let start = buf.len();
-        buf.resize(start + chunk, 0);
-        let n = loop {
-            match self.reader.read(&mut buf[start..]) {
-                Ok(n) => break n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    buf.truncate(start);
-                    return Err(InputError::io(&self.path, &e));
-                }
-            }
-        };
-        buf.truncate(start + n);
-        self.read += n as u64;
-        if self.read > self.limit {
+        self.append(buf, chunk as u64)
+    }
+
+    /// Appends the rest of the file to `buf`.
+    pub fn read_rest(&mut self, buf: &mut Vec<u8>) -> Result<usize, InputError> {
+        self.append(buf, u64::MAX)
+    }
+
+    fn append(&mut self, buf: &mut Vec<u8>, most: u64) -> Result<usize, InputError> {
+        let n = (&mut self.reader)
+            .take(most)
+            .read_to_end(buf)
+            .map_err(|e| InputError::io(&self.path, &e))?;
+        if self.reader.limit() == 0 {
             return Err(InputError::TooLarge {
                 path: self.path.clone(),
-                size: self.read,
+                size: self.limit.saturating_add(1),
                 limit: self.limit,
             });
         }

@@ -165,34 +165,47 @@ fn load_file(root: &Path, rel: &Path, options: LoadOptions) -> FileLoad {
             Vec::new(),
         )
     };
-    match stream_json(&path, rel, options) {
-        Ok(Some(load)) => load,
-        Ok(None) => match crate::input::read(&path) {
-            Ok(bytes) => parse_file_noting(rel, &bytes, options),
-            Err(err) => refused(&err),
+    let whole = match stream_json(&path, rel, options) {
+        Ok(Read::Streamed(load)) => return load,
+        Ok(Read::Whole(bytes)) => bytes,
+        Ok(Read::Again) => match crate::input::read(&path) {
+            Ok(bytes) => bytes,
+            Err(err) => return refused(&err),
         },
-        Err(err) => refused(&err),
-    }
+        Err(err) => return refused(&err),
+    };
+    parse_file_noting(rel, &whole, options)
+}
+
+/// How far [`stream_json`] got with a file.
+enum Read {
+    /// A clean JSON stream, loaded document by document.
+    Streamed(FileLoad),
+    /// Not JSON: the whole file, read once, for the whole-file parser.
+    Whole(Vec<u8>),
+    /// A JSON stream that is not clean: to be read again whole (its start was let go).
+    Again,
 }
 
 /// Bytes read from a catalog file at a time when it is read document by document.
 const CHUNK: usize = 1 << 20;
 
 /// Reads a JSON stream document by document, holding one document (and a [`CHUNK`]) at a
-/// time; `None` when the file is not JSON or the stream is not clean (a document the parser
-/// refuses, a top-level scalar, a truncated end): the caller then reads it whole, so
+/// time. A file that is not JSON comes back whole (read once); a stream that is not clean (a
+/// document the parser refuses, a top-level scalar, a truncated end) is to be read again, so
 /// problems are reported exactly as the whole-file parser words them.
 fn stream_json(
     path: &Path,
     rel: &Path,
     options: LoadOptions,
-) -> Result<Option<FileLoad>, crate::input::InputError> {
+) -> Result<Read, crate::input::InputError> {
     let mut reader = crate::input::Bounded::open(path)?;
     let mut buf = Vec::new();
-    while buf.len() < 4 && reader.fill(&mut buf, CHUNK)? > 0 {}
+    reader.fill(&mut buf, CHUNK)?;
     let mut start = buf.len() - crate::input::strip_bom(&buf).len();
     if !is_json(&buf[start..]) {
-        return Ok(None);
+        reader.read_rest(&mut buf)?;
+        return Ok(Read::Whole(buf));
     }
     let mut blobs = Blobs::new(rel, options);
     let (mut splitter, mut index, mut eof) = (Splitter::default(), 0, false);
@@ -200,18 +213,19 @@ fn stream_json(
         match splitter.scan(&buf[start..]) {
             Scan::Complete(end) => {
                 let Ok(doc) = serde_json::from_slice::<Value>(&buf[start..start + end]) else {
-                    return Ok(None);
+                    return Ok(Read::Again);
                 };
                 blobs.push(index, doc);
                 (index, start, splitter) = (index + 1, start + end, Splitter::default());
             }
-            Scan::Unsure => return Ok(None),
+            Scan::Unsure => return Ok(Read::Again),
             Scan::NeedMore if eof => {
-                let rest = &buf[start..];
-                return Ok(rest
-                    .iter()
-                    .all(u8::is_ascii_whitespace)
-                    .then(|| blobs.finish()));
+                let clean = buf[start..].iter().all(u8::is_ascii_whitespace);
+                return Ok(if clean {
+                    Read::Streamed(blobs.finish())
+                } else {
+                    Read::Again
+                });
             }
             Scan::NeedMore => {
                 buf.drain(..start);
@@ -564,13 +578,24 @@ mod tests {
             whole.lenient.extend(lenient);
         }
         for (name, _) in files {
-            // Only the clean stream goes document by document; the rest are read whole again.
-            let streamed = stream_json(
+            // Only the clean stream goes document by document; YAML is read once, whole; the
+            // unclean JSON streams are read again whole.
+            let read = stream_json(
                 &dir.path().join(name),
                 Path::new(name),
                 LoadOptions::default(),
             );
-            assert_eq!(streamed.unwrap().is_some(), *name == "a.json", "{name}");
+            let how = match read.unwrap() {
+                Read::Streamed(_) => "streamed",
+                Read::Whole(_) => "whole",
+                Read::Again => "again",
+            };
+            let expected = match *name {
+                "a.json" => "streamed",
+                "e.yaml" => "whole",
+                _ => "again",
+            };
+            assert_eq!(how, expected, "{name}");
         }
         let streamed = load_dir(dir.path()).unwrap();
         assert_eq!(streamed.problems, whole.problems);
@@ -597,6 +622,10 @@ mod tests {
             ("b.json", broken),
             ("c.json", scalar),
             ("d.json", truncated),
+            (
+                "e.yaml",
+                format!("schema: olm.package\nname: q\n{}", "#\n".repeat(700_000)),
+            ),
         ]);
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(

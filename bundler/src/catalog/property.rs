@@ -364,6 +364,19 @@ pub fn bundle_object(manifest_json: &[u8]) -> Property {
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        /// The fast check never accepts what the decoder refuses, and never refuses clean
+        /// base64 (it may only be unsure, with line breaks).
+        #[test]
+        fn fast_base64_check_agrees_with_the_decoder(data in "[A-Za-z0-9+/= \\n]{0,24}") {
+            if go_base64_valid(data.as_bytes()) {
+                proptest::prop_assert!(go_base64(&data).is_ok(), "{:?}", data);
+            } else if !data.contains('\n') {
+                proptest::prop_assert!(go_base64(&data).is_err(), "{:?}", data);
+            }
+        }
+    }
+
     #[test]
     fn wrong_shapes_fail_like_opm() {
         let bad = Property::new(TYPE_PACKAGE, json!({"packageName": 3}));

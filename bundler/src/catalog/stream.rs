@@ -264,21 +264,16 @@ impl Spool {
 /// is that algorithm's on the blobs in reference order. Runs without a shared name are
 /// already in the only order a sort by name can give.
 fn go_order_ties(index: &mut [(SortKey, u64, usize)]) {
-    let group = |k: &SortKey| (k.rootless, k.package.clone(), k.rank);
-    let mut start = 0;
-    while start < index.len() {
-        let key = group(&index[start].0);
-        let len = index[start..]
-            .iter()
-            .take_while(|e| group(&e.0) == key)
-            .count();
-        let run = &mut index[start..start + len];
-        let by_name = !key.0 && matches!(key.2, 1 | 2);
+    let same_group = |a: &(SortKey, u64, usize), b: &(SortKey, u64, usize)| {
+        (a.0.rootless, a.0.rank, &a.0.package) == (b.0.rootless, b.0.rank, &b.0.package)
+    };
+    for run in index.chunk_by_mut(same_group) {
+        // Ranks 1 and 2: channels and bundles (see `Blob::key`).
+        let by_name = !run[0].0.rootless && matches!(run[0].0.rank, 1 | 2);
         if by_name && run.windows(2).any(|w| w[0].0.secondary == w[1].0.secondary) {
             run.sort_by_key(|e| e.0.seq);
             super::gosort::sort_slice(run, |a, b| a.0.secondary < b.0.secondary);
         }
-        start += len;
     }
 }
 
