@@ -23,13 +23,28 @@ fn bundles() -> Vec<PathBuf> {
 
 /// `opm render <args> <dir>`, as it ran.
 fn opm_render_output(args: &[&str], dir: &Path) -> Output {
+    opm_render_dirs(args, &[dir.to_path_buf()])
+}
+
+/// `opm render <args> <dirs…>`, as it ran.
+fn opm_render_dirs(args: &[&str], dirs: &[PathBuf]) -> Output {
     let opm = upgrade_tests::Tool::Opm
         .path()
         .expect("opm is required for this test");
     Command::new(opm)
         .arg("render")
         .args(args)
-        .arg(dir)
+        .args(dirs)
+        .output()
+        .unwrap()
+}
+
+/// `olmpack catalog render <args> <dirs…>`, as it ran.
+fn olmpack_render_dirs(args: &[&str], dirs: &[PathBuf]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_olmpack"))
+        .args(["catalog", "render"])
+        .args(args)
+        .args(dirs)
         .output()
         .unwrap()
 }
@@ -140,7 +155,6 @@ fn rendering_is_deterministic_and_the_cli_prints_json() {
 #[test]
 fn quirky_bundle_renders_byte_identical_to_opm() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/render/quirks");
-    let olmpack = Path::new(env!("CARGO_BIN_EXE_olmpack"));
     for format in ["json", "yaml"] {
         for migrate in [false, true] {
             let mut args = vec!["-o", format];
@@ -149,12 +163,7 @@ fn quirky_bundle_renders_byte_identical_to_opm() {
             }
             let theirs = opm_render_output(&args, &dir);
             assert!(theirs.status.success());
-            let ours = Command::new(olmpack)
-                .args(["catalog", "render"])
-                .args(&args)
-                .arg(&dir)
-                .output()
-                .unwrap();
+            let ours = olmpack_render_dirs(&args, std::slice::from_ref(&dir));
             assert!(
                 ours.status.success(),
                 "{}",
@@ -310,7 +319,6 @@ fn crafted_images(n: usize, distinct: usize, step: usize) -> Vec<(String, String
 /// median of three, ninther, equal partitions, reversed and nearly sorted input).
 #[test]
 fn go_decoding_and_unstable_sort_render_byte_identical_to_opm() {
-    let olmpack = Path::new(env!("CARGO_BIN_EXE_olmpack"));
     let mut shapes: Vec<Vec<(String, String)>> = [
         (11, 4, 3),
         (14, 5, 7),
@@ -339,11 +347,7 @@ fn go_decoding_and_unstable_sort_render_byte_identical_to_opm() {
                 "{}",
                 String::from_utf8_lossy(&theirs.stderr)
             );
-            let ours = Command::new(olmpack)
-                .args(["catalog", "render", "-o", format])
-                .arg(tmp.path())
-                .output()
-                .unwrap();
+            let ours = olmpack_render_dirs(&["-o", format], &[tmp.path().to_path_buf()]);
             let stderr = String::from_utf8_lossy(&ours.stderr);
             assert!(ours.status.success(), "{stderr}");
             assert_eq!(
@@ -403,40 +407,23 @@ fn versioned_copies(root: &Path, count: usize, twins: [usize; 2]) -> Vec<PathBuf
 fn bundles_sharing_a_name_render_in_opms_order() {
     let tmp = tempfile::tempdir().unwrap();
     let dirs = versioned_copies(tmp.path(), 20, [3, 15]);
-    let bin = env!("CARGO_BIN_EXE_olmpack");
     for format in ["json", "yaml"] {
-        let mut args = vec!["-o".to_owned(), format.to_owned()];
-        args.extend(dirs.iter().map(|d| d.display().to_string()));
-        let ours = Command::new(bin)
-            .args(["catalog", "render"])
-            .args(&args)
-            .output()
-            .unwrap();
-        let opm = upgrade_tests::Tool::Opm
-            .path()
-            .expect("opm is required for this test");
-        let theirs = Command::new(opm)
-            .arg("render")
-            .args(&args)
-            .output()
-            .unwrap();
-        assert!(
-            theirs.status.success(),
-            "{}",
-            String::from_utf8_lossy(&theirs.stderr)
-        );
-        assert!(
-            ours.status.success(),
-            "{}",
-            String::from_utf8_lossy(&ours.stderr)
-        );
+        let ours = olmpack_render_dirs(&["-o", format], &dirs);
+        let theirs = opm_render_dirs(&["-o", format], &dirs);
+        for (who, out) in [("opm", &theirs), ("olmpack", &ours)] {
+            assert!(
+                out.status.success(),
+                "{who}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
         let text = String::from_utf8_lossy(&ours.stdout);
         assert!(
             text.contains("webapp-operator-twin:v0.3.3"),
             "{format}: twin rendered"
         );
         assert!(
-            text.matches("webapp-operator:v0.3.3").count() > 0,
+            text.contains("webapp-operator:v0.3.3"),
             "{format}: its namesake rendered"
         );
         assert!(
