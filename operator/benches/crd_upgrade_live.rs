@@ -43,6 +43,12 @@ fn main() {
     let seconds = started.elapsed().as_secs_f64();
     reports.sort_by(|a, b| (&a.from, &a.to).cmp(&(&b.from, &b.to)));
     let objects: usize = reports.iter().map(|r| r.objects).sum();
+    for report in &reports {
+        eprintln!("{} → {}: {:.1} s", report.from, report.to, report.seconds);
+        for step in &report.steps {
+            eprintln!("  {:>6.1} s  {}", step.seconds, step.step);
+        }
+    }
     print!(
         "{}",
         olmpack::live::render(&reports, olmpack::report::OutputFormat::Markdown)

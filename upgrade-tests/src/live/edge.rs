@@ -27,6 +27,10 @@ const QUIET: Duration = Duration::from_secs(2);
 /// Objects as read: (CRD, version) → object name → user data.
 type Snapshot = BTreeMap<(String, String), BTreeMap<String, Value>>;
 
+/// Per CRD with a storage version (in the order given), object name → `resourceVersion`;
+/// `None` when the list failed.
+type ResourceVersions = Vec<Option<BTreeMap<String, String>>>;
+
 /// Runs the edge `from → to` on the cluster of `client` (see the module docs of [`super`]).
 pub async fn run_edge(
     client: &Client,
@@ -159,6 +163,9 @@ struct Run<'a> {
     /// Cluster-scoped RBAC objects granted to operator processes.
     granted: Vec<String>,
     created: Vec<Created>,
+    /// The `resourceVersion`s (see [`Self::resource_versions`]) at the end of the last
+    /// quiet period of the running operator; cleared when the operator process changes.
+    settled: Option<ResourceVersions>,
     report: EdgeReport,
     losses: Losses,
     last_step: Instant,
@@ -193,6 +200,7 @@ impl<'a> Run<'a> {
             processes: Vec::new(),
             granted: Vec::new(),
             created: Vec::new(),
+            settled: None,
             report: EdgeReport::new(from, to),
             losses: Losses::default(),
             last_step: Instant::now(),
@@ -312,6 +320,7 @@ impl<'a> Run<'a> {
     /// port is closed: the programs of a killed process group exit a moment after the
     /// shell that led it, and the next webhook binds the same port.
     pub(super) async fn stop_webhook(&mut self) {
+        self.settled = None;
         let Some((release, running)) = self.webhook.take() else {
             return;
         };
@@ -352,17 +361,22 @@ impl<'a> Run<'a> {
     }
 
     /// Waits until no object of `crds` changed for [`QUIET`]; false after
-    /// [`CHANGE_TIMEOUT`].
-    pub(super) async fn quiet(&self, crds: &[CustomResourceDefinition]) -> bool {
+    /// [`CHANGE_TIMEOUT`]. Returns at once when nothing changed since the running operator
+    /// was last seen quiet: no change means no event its controllers could act on.
+    pub(super) async fn quiet(&mut self, crds: &[CustomResourceDefinition]) -> bool {
         let started = Instant::now();
         let mut last = None;
         let mut quiet_since = Instant::now();
         while started.elapsed() < CHANGE_TIMEOUT {
             let now = self.resource_versions(crds).await;
+            if last.is_none() && self.settled.as_ref() == Some(&now) {
+                return true;
+            }
             if last.as_ref() != Some(&now) {
                 last = Some(now);
                 quiet_since = Instant::now();
             } else if quiet_since.elapsed() >= QUIET {
+                self.settled = last;
                 return true;
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
@@ -406,7 +420,7 @@ impl<'a> Run<'a> {
     pub(super) async fn resource_versions(
         &self,
         crds: &[CustomResourceDefinition],
-    ) -> Vec<Option<BTreeMap<String, String>>> {
+    ) -> ResourceVersions {
         let mut out = Vec::new();
         for crd in crds {
             if let Some(storage) = crd_migrate::storage_version(crd) {
