@@ -902,11 +902,16 @@ fn olm_catalog(
     catalog
 }
 
-/// How OLM v0 ends the install of the fixture changed by `change` (a fresh OLM each time).
+/// OLM environments of this test binary at once (its tests run in parallel): two, one per core.
+static OLM_SLOTS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
+
+/// How OLM v0 ends the install of the fixture changed by `change` (a fresh OLM each time,
+/// at most [`OLM_SLOTS`] at once).
 async fn olm_install(
     change: fn(&mut Value),
     extra: Option<(&str, &str)>,
 ) -> upgrade_tests::olm::Outcome {
+    let _slot = OLM_SLOTS.acquire().await.expect("never closed");
     use olmpack::upgrade_olm::{self, RunOptions};
     let dir = tempfile::Builder::new()
         .prefix("olmpack-consumers-")
@@ -929,22 +934,42 @@ async fn olm_install(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bundle_consumers_olm_v0_refuses_each_olm_case() {
     use upgrade_tests::olm::Outcome;
-    let clean = olm_install(|_| {}, None).await;
-    assert!(
-        matches!(clean, Outcome::Succeeded { .. }),
-        "OLM v0 installs the unbroken fixture: {clean:?}"
-    );
-    let mut failures = Vec::new();
+    let mut installs = vec![OlmInstall {
+        name: "unbroken",
+        rule: "-",
+        change: |_| {},
+        extra: None,
+        says: &[],
+    }];
     for case in cases() {
-        let Proof::OlmV0 {
+        if let Proof::OlmV0 {
             change,
             extra,
             says,
         } = case.proof
-        else {
+        {
+            installs.push(OlmInstall {
+                name: case.name,
+                rule: case.rule,
+                change,
+                extra,
+                says,
+            });
+        }
+    }
+    let outcomes = olm_installs(&installs).await;
+    let mut failures = Vec::new();
+    for (install, outcome) in installs.iter().zip(outcomes) {
+        let OlmInstall {
+            name, rule, says, ..
+        } = install;
+        if *name == "unbroken" {
+            assert!(
+                matches!(outcome, Outcome::Succeeded { .. }),
+                "OLM v0 installs the unbroken fixture: {outcome:?}"
+            );
             continue;
-        };
-        let outcome = olm_install(change, extra).await;
+        }
         let said = match &outcome {
             // Refused, or held back for good (OLM does not retry a requirement it cannot parse).
             Outcome::Refused {
@@ -956,12 +981,31 @@ async fn bundle_consumers_olm_v0_refuses_each_olm_case() {
             Outcome::Succeeded { .. } => String::new(),
         };
         if says.iter().any(|s| said.contains(s)) {
-            eprintln!("OLM v0 refuses {}: {said}", case.rule);
+            eprintln!("OLM v0 refuses {rule}: {said}");
         } else {
-            failures.push(format!("{} ({}): {outcome:?}", case.name, case.rule));
+            failures.push(format!("{name} ({rule}): {outcome:?}"));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// One install of the OLM fixture: its change, the file it adds, and what OLM must say.
+struct OlmInstall {
+    name: &'static str,
+    rule: &'static str,
+    change: fn(&mut Value),
+    extra: Option<(&'static str, &'static str)>,
+    says: &'static [&'static str],
+}
+
+/// [`olm_install`] of each, two at a time (each in its own OLM); outcomes in the order given.
+async fn olm_installs(installs: &[OlmInstall]) -> Vec<upgrade_tests::olm::Outcome> {
+    use futures::StreamExt as _;
+    futures::stream::iter(installs)
+        .map(|i| olm_install(i.change, i.extra))
+        .buffered(2)
+        .collect()
+        .await
 }
 
 /// A defect olmpack only warns about, with the change that makes it in the OLM fixture's CSV
@@ -1044,9 +1088,20 @@ fn bundle_consumers_olmpack_warns_about_each_case_olm_installs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bundle_consumers_olm_v0_installs_each_case_olmpack_only_warns_about() {
     use upgrade_tests::olm::Outcome;
+    let cases = accepted_by_olm();
+    let installs: Vec<OlmInstall> = cases
+        .iter()
+        .map(|c| OlmInstall {
+            name: c.rule,
+            rule: c.rule,
+            change: c.change,
+            extra: c.extra,
+            says: &[],
+        })
+        .collect();
+    let outcomes = olm_installs(&installs).await;
     let mut failures = Vec::new();
-    for case in accepted_by_olm() {
-        let outcome = olm_install(case.change, case.extra).await;
+    for (case, outcome) in cases.iter().zip(outcomes) {
         if matches!(outcome, Outcome::Succeeded { .. }) {
             eprintln!("OLM v0 installs {}", case.rule);
         } else {

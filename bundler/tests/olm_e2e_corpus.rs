@@ -165,7 +165,13 @@ async fn olm_e2e_corpus_verdicts_are_olms() {
     }
     let options = RunOptions {
         timeouts: Timeouts {
-            step: Duration::from_secs(120),
+            // Nine cases wait for a pod that never starts (a node selector no node has, a
+            // Secret only OpenShift creates); OLM keeps them InstallWaiting for good. The
+            // slowest step that succeeds takes under 45 s here.
+            step: Duration::from_secs(90),
+            // OLM refuses with the same words after 20 s of retries as after its default
+            // minute (every API is served from the start here); eight cases fail that way.
+            install_plan_retry: Duration::from_secs(20),
             ..Timeouts::default()
         },
         cluster_crds: monitoring_crds(),

@@ -1,8 +1,11 @@
 //! Benchmark (not a test): the reference operator's full live upgrade matrix — every edge of
 //! its upgrade graph (5 releases), 100 objects per example version, each edge on its own
 //! etcd + kube-apiserver with the operator's real conversion webhook, edges two at a time
-//! (the machine's cores; `olmpack upgrade test --jobs 2`). Prints the wall-clock seconds, the objects/s and the Markdown table
-//! the README shows. Target: under 60 s on 2 cores.
+//! (the machine's cores; `olmpack upgrade test --jobs 2`). Prints each edge's steps, the
+//! wall-clock seconds, the objects/s and the Markdown table the README shows, then the floor
+//! measured in the same run: the same control planes (two at a time) and the same object
+//! writes (each edge's creates, one write per round trip and one for the migration), with no
+//! webhook, no operator and no checks. Target: under 60 s on 2 cores.
 //!
 //! Run: `cargo xtask env` first (for the tool paths), then
 //! `cargo bench -p webapp-operator --bench crd_upgrade_live`; `OLMPACK_BENCH_COPIES` changes
@@ -58,9 +61,102 @@ fn main() {
         reports.len(),
         objects as f64 / seconds
     );
+    let floor = runtime.block_on(floor(&inputs, &reports));
+    println!(
+        "floor (the same control planes and writes, no checks): {floor:.1} s; the matrix takes {:.1}× the floor",
+        seconds / floor
+    );
     let failed: Vec<_> = reports
         .iter()
         .filter(|r| r.verdict != upgrade_tests::live::Verdict::Passed)
         .collect();
     assert!(failed.is_empty(), "edges failed: {failed:#?}");
+}
+
+/// Seconds for the writes of `reports`' edges without any check: per edge a control plane
+/// of its own (two at a time), a plain CRD, its objects created, then each replaced once per
+/// round trip through a served version and once for the storage migration.
+async fn floor(inputs: &olmpack::live::Inputs, reports: &[upgrade_tests::live::EdgeReport]) -> f64 {
+    use futures::StreamExt as _;
+    let started = Instant::now();
+    futures::stream::iter(reports)
+        .map(|report| {
+            let trips: usize = inputs.releases[&report.to]
+                .crds
+                .iter()
+                .map(|crd| crd.spec.versions.iter().filter(|v| v.served).count())
+                .filter(|served| *served >= 2)
+                .sum();
+            floor_edge(report.objects, trips + 1)
+        })
+        .buffer_unordered(2)
+        .collect::<Vec<()>>()
+        .await;
+    started.elapsed().as_secs_f64()
+}
+
+async fn floor_edge(objects: usize, rewrites: usize) {
+    use futures::StreamExt as _;
+    use kube::api::{DynamicObject, PostParams};
+    let env = upgrade_tests::TestEnv::start()
+        .await
+        .expect("a control plane");
+    let crd = serde_json::from_value(serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "floors.bench.olmpack.dev"},
+        "spec": {
+            "group": "bench.olmpack.dev",
+            "scope": "Namespaced",
+            "names": {"plural": "floors", "singular": "floor", "kind": "Floor"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {
+                "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+            }}]
+        }
+    }))
+    .expect("a valid CRD");
+    env.install_crd(&crd).await.expect("the CRD installs");
+    let resource = resource_of();
+    let api: kube::Api<DynamicObject> =
+        kube::Api::namespaced_with(env.client(), "default", &resource);
+    let each = |names: Vec<String>, pass: usize| {
+        let api = api.clone();
+        futures::stream::iter(names)
+            .map(move |name| {
+                let api = api.clone();
+                async move {
+                    let mut object = DynamicObject::new(&name, &resource_of());
+                    object.data =
+                        serde_json::json!({"spec": {"replicas": 2, "image": "nginx:1.27"}});
+                    if pass == 0 {
+                        api.create(&PostParams::default(), &object)
+                            .await
+                            .expect("create");
+                    } else {
+                        let current = api.get(&name).await.expect("get");
+                        object.metadata.resource_version = current.metadata.resource_version;
+                        object.data["spec"]["replicas"] = serde_json::json!(2 + pass);
+                        api.replace(&name, &PostParams::default(), &object)
+                            .await
+                            .expect("replace");
+                    }
+                }
+            })
+            .buffer_unordered(16)
+            .collect::<Vec<()>>()
+    };
+    let names: Vec<String> = (0..objects).map(|i| format!("floor-{i}")).collect();
+    for pass in 0..=rewrites {
+        each(names.clone(), pass).await;
+    }
+}
+
+fn resource_of() -> kube::api::ApiResource {
+    kube::api::ApiResource {
+        group: "bench.olmpack.dev".into(),
+        version: "v1".into(),
+        api_version: "bench.olmpack.dev/v1".into(),
+        kind: "Floor".into(),
+        plural: "floors".into(),
+    }
 }

@@ -49,6 +49,13 @@ pub struct OlmArgs {
     /// Seconds OLM may take for each install or upgrade step.
     #[arg(long, default_value_t = 180)]
     pub timeout: u64,
+    /// Seconds OLM retries a failing InstallPlan step before it fails the plan (its
+    /// catalog-operator's --install-plan-retry-timeout; OLM's default is 60). The refusal
+    /// reads the same sooner: every API is there from the start here, so a shorter time only
+    /// shortens cases that fail (a kind the apiserver does not serve, existing objects
+    /// invalid under a new CRD)
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    pub install_plan_retry: u64,
     /// Cases run at once (each runs its own control plane and OLM).
     #[arg(long, default_value_t = 1)]
     pub jobs: usize,
@@ -124,6 +131,7 @@ pub fn run(args: OlmArgs) -> CmdResult {
         webhook_command: args.webhook_command.as_deref().map(WebhookCommand::shell),
         timeouts: Timeouts {
             step: Duration::from_secs(args.timeout),
+            install_plan_retry: Duration::from_secs(args.install_plan_retry),
             ..Timeouts::default()
         },
         jobs: args.jobs,

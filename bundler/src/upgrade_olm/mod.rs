@@ -302,6 +302,7 @@ async fn start_env(case: &Case, options: &RunOptions) -> Result<OlmEnv, OlmRunEr
     let env = OlmEnv::start_with(OlmEnvOptions {
         webhook_command: options.webhook_command.clone(),
         install_mode: case.install_mode,
+        install_plan_retry: options.timeouts.install_plan_retry,
     })
     .await?;
     for crd in &options.cluster_crds {

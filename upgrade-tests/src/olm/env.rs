@@ -37,6 +37,9 @@ pub struct OlmEnvOptions {
     pub webhook_command: Option<WebhookCommand>,
     /// The OperatorGroup of the operator namespace (and the namespaces it targets).
     pub install_mode: InstallModeType,
+    /// The catalog-operator's `--install-plan-retry-timeout` (see
+    /// [`super::Timeouts::install_plan_retry`]).
+    pub install_plan_retry: Duration,
 }
 
 impl Default for OlmEnvOptions {
@@ -44,6 +47,7 @@ impl Default for OlmEnvOptions {
         Self {
             webhook_command: None,
             install_mode: InstallModeType::AllNamespaces,
+            install_plan_retry: super::install::OLM_INSTALL_PLAN_RETRY,
         }
     }
 }
@@ -113,10 +117,17 @@ impl OlmEnv {
 
         install_crds_and_namespaces(&env, &client, &programs.crds).await?;
         let scheduler = start_scheduler(&programs.scheduler, &kubeconfig, &dir)?;
-        let (kwok, kubelet) = start_node(&client, &programs, &kubeconfig, &dir).await?;
-        let (olm_operator, catalog_operator) = start_olm(&programs, &kubeconfig, &dir)?;
-        create_operator_group(&client, options.install_mode).await?;
-        disable_copied_csvs(&client).await?;
+        // OLM's operators need only their CRDs: they start while the node comes up.
+        let (olm_operator, catalog_operator) =
+            start_olm(&programs, &kubeconfig, &dir, options.install_plan_retry)?;
+        let (node, group, copied) = tokio::join!(
+            start_node(&client, &programs, &kubeconfig, &dir),
+            create_operator_group(&client, options.install_mode),
+            disable_copied_csvs(&client),
+        );
+        let (kwok, kubelet) = node?;
+        group?;
+        copied?;
 
         let webhooks = WebhookHost::start(
             client.clone(),
@@ -401,6 +412,7 @@ fn start_olm(
     programs: &Programs,
     kubeconfig: &str,
     dir: &Path,
+    install_plan_retry: Duration,
 ) -> Result<(ChildProcess, ChildProcess), OlmError> {
     let olm_operator = ChildProcess::start_with_env(
         "olm-operator",
@@ -420,6 +432,10 @@ fn start_olm(
             format!("--kubeconfig={kubeconfig}"),
             format!("--namespace={CATALOG_NAMESPACE}"),
             "--writeStatusName=".to_owned(),
+            format!(
+                "--install-plan-retry-timeout={}ms",
+                install_plan_retry.as_millis()
+            ),
         ],
         &dir.join("catalog-operator.log"),
     )?;

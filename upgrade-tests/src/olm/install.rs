@@ -27,13 +27,24 @@ pub struct Timeouts {
     /// still be applying the bundle's objects (and resetting a CRD's conversion) after the
     /// olm-operator has marked the CSV `Succeeded`.
     pub settle: Duration,
+    /// How long OLM's catalog-operator retries an InstallPlan step that fails (an object the
+    /// apiserver refuses, existing objects invalid under a new CRD) before it fails the
+    /// plan: its `--install-plan-retry-timeout`, one minute unless set. The refusal is the
+    /// same with a shorter time; only a fault that heals itself within the minute (none
+    /// does on the test control plane, where every API is there from the start) would read
+    /// differently.
+    pub install_plan_retry: Duration,
 }
+
+/// OLM's own `--install-plan-retry-timeout` default.
+pub const OLM_INSTALL_PLAN_RETRY: Duration = Duration::from_secs(60);
 
 impl Default for Timeouts {
     fn default() -> Self {
         Self {
             step: Duration::from_secs(180),
             settle: Duration::from_secs(3),
+            install_plan_retry: OLM_INSTALL_PLAN_RETRY,
         }
     }
 }
