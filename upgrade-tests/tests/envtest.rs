@@ -472,3 +472,29 @@ async fn envtest_registry_roundtrip() {
         .await;
     assert!(wrong.is_err(), "a wrong password must fail");
 }
+
+/// The InstallPlan retry window given reaches OLM's catalog-operator (its own flag), so a
+/// shorter one shortens the cases that fail that way; the corpus test shows OLM's verdicts
+/// are the same with it.
+#[tokio::test]
+async fn envtest_olm_catalog_operator_gets_the_install_plan_retry_window() {
+    let env = upgrade_tests::OlmEnv::start_with(upgrade_tests::OlmEnvOptions {
+        install_plan_retry: Duration::from_secs(7),
+        ..Default::default()
+    })
+    .await
+    .expect("OLM starts");
+    let commands: Vec<String> = env
+        .pids()
+        .iter()
+        .filter_map(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).ok())
+        .map(|raw| String::from_utf8_lossy(&raw).replace('\0', " "))
+        .filter(|command| command.contains("catalog-operator "))
+        .collect();
+    assert_eq!(commands.len(), 1, "one catalog-operator: {commands:?}");
+    assert!(
+        commands[0].contains(" --install-plan-retry-timeout=7000ms"),
+        "{}",
+        commands[0]
+    );
+}
