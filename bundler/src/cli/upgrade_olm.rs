@@ -53,8 +53,9 @@ pub struct OlmArgs {
     /// catalog-operator's --install-plan-retry-timeout; OLM's default is 60). The refusal
     /// reads the same sooner: every API is there from the start here, so a shorter time only
     /// shortens cases that fail (a kind the apiserver does not serve, existing objects
-    /// invalid under a new CRD)
-    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    /// invalid under a new CRD). At least 1: with none, OLM would fail a step on its first
+    /// error, even one that heals a moment later.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60, value_parser = parse_retry_seconds)]
     pub install_plan_retry: u64,
     /// Cases run at once (each runs its own control plane and OLM).
     #[arg(long, default_value_t = 1)]
@@ -267,4 +268,40 @@ pub fn merge(args: MergeArgs) -> CmdResult {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// `--install-plan-retry`: a whole number of seconds, at least 1.
+fn parse_retry_seconds(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(0) => Err(
+            "0 seconds would make OLM fail a step on its first error; give at least 1".to_owned(),
+        ),
+        Ok(seconds) => Ok(seconds),
+        Err(_) => Err(format!("{text:?} is not a whole number of seconds")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_retry_seconds;
+
+    #[test]
+    fn install_plan_retry_is_at_least_one_whole_second() {
+        let cases = [
+            ("20", Ok(20)),
+            (
+                "0",
+                Err("0 seconds would make OLM fail a step on its first error; give at least 1"),
+            ),
+            ("1.5", Err("\"1.5\" is not a whole number of seconds")),
+            ("-3", Err("\"-3\" is not a whole number of seconds")),
+        ];
+        for (text, want) in cases {
+            assert_eq!(
+                parse_retry_seconds(text),
+                want.map_err(str::to_owned),
+                "{text}"
+            );
+        }
+    }
 }
