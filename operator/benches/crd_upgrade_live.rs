@@ -84,7 +84,7 @@ async fn floor(inputs: &olmpack::live::Inputs, reports: &[upgrade_tests::live::E
             let trips: usize = inputs.releases[&report.to]
                 .crds
                 .iter()
-                .map(|crd| crd.spec.versions.iter().filter(|v| v.served).count())
+                .map(|crd| upgrade_tests::live::api::served(crd).len())
                 .filter(|served| *served >= 2)
                 .sum();
             floor_edge(report.objects, trips + 1)
@@ -119,23 +119,27 @@ async fn floor_edge(objects: usize, rewrites: usize) {
     let resource = resource_of();
     let api: kube::Api<DynamicObject> =
         kube::Api::namespaced_with(env.client(), "default", &resource);
-    let each = |names: Vec<String>, pass: usize| {
-        let api = api.clone();
-        futures::stream::iter(names)
-            .map(move |name| {
+    // As the matrix writes: every pass lists the objects once, then writes each.
+    for pass in 0..=rewrites {
+        let current: Vec<DynamicObject> = if pass == 0 {
+            (0..objects)
+                .map(|i| DynamicObject::new(&format!("floor-{i}"), &resource))
+                .collect()
+        } else {
+            api.list(&Default::default()).await.expect("list").items
+        };
+        futures::stream::iter(current)
+            .map(|mut object| {
                 let api = api.clone();
                 async move {
-                    let mut object = DynamicObject::new(&name, &resource_of());
                     object.data =
-                        serde_json::json!({"spec": {"replicas": 2, "image": "nginx:1.27"}});
+                        serde_json::json!({"spec": {"replicas": 2 + pass, "image": "nginx:1.27"}});
                     if pass == 0 {
                         api.create(&PostParams::default(), &object)
                             .await
                             .expect("create");
                     } else {
-                        let current = api.get(&name).await.expect("get");
-                        object.metadata.resource_version = current.metadata.resource_version;
-                        object.data["spec"]["replicas"] = serde_json::json!(2 + pass);
+                        let name = object.metadata.name.clone().unwrap_or_default();
                         api.replace(&name, &PostParams::default(), &object)
                             .await
                             .expect("replace");
@@ -144,10 +148,7 @@ async fn floor_edge(objects: usize, rewrites: usize) {
             })
             .buffer_unordered(16)
             .collect::<Vec<()>>()
-    };
-    let names: Vec<String> = (0..objects).map(|i| format!("floor-{i}")).collect();
-    for pass in 0..=rewrites {
-        each(names.clone(), pass).await;
+            .await;
     }
 }
 
