@@ -165,7 +165,9 @@ async fn olm_e2e_broken_deployment_mounting_a_missing_secret_never_installs() {
         "{out}"
     );
 
-    let (report, predicted) = run("missing-secret", "mounts.v1.0.0", Duration::from_secs(45)).await;
+    // A step time far beyond the stuck window: the step must end as stuck, not time out.
+    let (report, predicted) =
+        run("missing-secret", "mounts.v1.0.0", Duration::from_secs(300)).await;
     // Same verdict both ways: the one error rule, and OLM never gets the CSV to Succeeded.
     assert_eq!(
         predicted.install["1.0.0"],
@@ -174,6 +176,7 @@ async fn olm_e2e_broken_deployment_mounting_a_missing_secret_never_installs() {
     );
     assert!(olm_refused(&report.install.outcome));
     let Outcome::TimedOut {
+        waiting_for,
         phase,
         reason,
         pods,
@@ -188,6 +191,10 @@ async fn olm_e2e_broken_deployment_mounting_a_missing_secret_never_installs() {
     assert_eq!(
         (phase.as_str(), reason.as_str()),
         ("Installing", "InstallWaiting")
+    );
+    assert!(
+        waiting_for.starts_with("ClusterServiceVersion mounts.v1.0.0 (stuck: nothing changed for 20 s while pods were refused"),
+        "{waiting_for}"
     );
     assert!(
         pods.iter().any(|p| p.contains(

@@ -13,6 +13,7 @@
 #![forbid(unsafe_code)]
 
 mod corpus;
+mod lanes;
 mod layout;
 mod sweep;
 mod timings;
@@ -45,6 +46,10 @@ enum Cmd {
         /// Print each test's time, and the ten slowest at the end.
         #[arg(long)]
         timings: bool,
+        /// Test binaries run at once (each binary's own tests run in parallel too). The
+        /// longest start first, by the last run's times.
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=16))]
+        jobs: u16,
         /// Only run tests whose name contains this string.
         filter: Option<String>,
         /// More arguments for the test harness (after `--`), e.g. `--nocapture`.
@@ -142,6 +147,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Cmd::Test {
             timings,
+            jobs,
             filter,
             harness_args,
         } => {
@@ -151,7 +157,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let cache = corpus::cache_dir()?;
             corpus::ensure_unpacked(&corpus::source_dir(&root), &cache)?;
             let env = vec![("OLMPACK_CORPUS_CACHE".to_owned(), cache.into_os_string())];
-            test(&root, filter, harness_args, env, timings)
+            let run = TestRun {
+                filter,
+                harness_args,
+                extra_env: env,
+                timings,
+                jobs: jobs.into(),
+            };
+            test(&root, run)
         }
         Cmd::Conformance {
             filter,
@@ -276,16 +289,26 @@ fn conformance(root: &Path, filter: Option<String>, harness_args: Vec<String>) -
         "conformance runs only `realworld_` tests; {filter:?} names none"
     );
     let env = vec![("OLMPACK_CORPUS_CACHE".to_owned(), cache.into_os_string())];
-    test(root, Some(filter), harness_args, env, false)
+    let run = TestRun {
+        filter: Some(filter),
+        harness_args,
+        extra_env: env,
+        timings: false,
+        jobs: 2,
+    };
+    test(root, run)
 }
 
-fn test(
-    root: &Path,
+/// What `cargo xtask test` (or `conformance`) runs.
+struct TestRun {
     filter: Option<String>,
     harness_args: Vec<String>,
     extra_env: Vec<(String, std::ffi::OsString)>,
     timings: bool,
-) -> Result<ExitCode> {
+    jobs: usize,
+}
+
+fn test(root: &Path, run: TestRun) -> Result<ExitCode> {
     let (pins, layout) = setup(root)?;
 
     // Every test environment puts its data, certificates and logs under this directory
@@ -297,31 +320,45 @@ fn test(
     }
     std::fs::create_dir_all(&scratch)?;
 
+    let mut env = vec![
+        ("TMPDIR".to_owned(), scratch.clone().into_os_string()),
+        ("OLMPACK_WORKSPACE".to_owned(), root.as_os_str().to_owned()),
+    ];
+    env.extend(layout.test_env(&pins));
+    env.extend(run.extra_env);
+    let built = Instant::now();
+    let binaries = lanes::build(root, &env)?;
+    eprintln!(
+        "xtask: {} test binaries built in {:.1?}",
+        binaries.len(),
+        built.elapsed()
+    );
+
     let started = Instant::now();
-    let mut cmd = Command::new(cargo_bin());
-    cmd.current_dir(root)
-        .args(["test", "--workspace", "--no-fail-fast"])
-        .env("TMPDIR", &scratch)
-        .env("OLMPACK_WORKSPACE", root);
-    for (key, value) in layout.test_env(&pins).into_iter().chain(extra_env) {
-        cmd.env(key, value);
-    }
-    let mut passthrough = Vec::new();
-    if let Some(filter) = filter {
-        passthrough.push(filter);
-    }
-    passthrough.extend(harness_args);
-    if !passthrough.is_empty() {
-        cmd.arg("--").args(passthrough);
-    }
-    let status = if timings {
-        let (key, runner) = timings::runner(&root.join("target").join("xtask-timings"))?;
-        cmd.env(key, runner);
-        run_timed(cmd)?
-    } else {
-        cmd.status().context("running cargo test")?
+    let mut args: Vec<String> = run.filter.into_iter().collect();
+    args.extend(run.harness_args);
+    let harness = lanes::Harness {
+        args,
+        env,
+        timings: run.timings,
     };
-    eprintln!("xtask: cargo test finished in {:.1?}", started.elapsed());
+    let times_file = layout.cache.join("test-times.tsv");
+    let ordered = lanes::order(binaries, &lanes::load_times(&times_file));
+    let outcomes = lanes::run(ordered, run.jobs, &harness);
+    lanes::save_times(&times_file, &outcomes);
+    let docs_passed = lanes::doc_tests(root, &harness)?;
+    let failed: Vec<String> = outcomes
+        .iter()
+        .filter(|o| !o.passed)
+        .map(|o| format!("{} ({:.1} s)", o.binary.label(), o.seconds))
+        .collect();
+    let busy: f64 = outcomes.iter().map(|o| o.seconds).sum();
+    eprintln!(
+        "xtask: tests finished in {:.1?} ({} binaries, {busy:.1} s of binary time, {} at once)",
+        started.elapsed(),
+        outcomes.len(),
+        run.jobs
+    );
 
     let leftovers = sweep::sweep(&scratch)?;
     for line in &leftovers {
@@ -329,8 +366,13 @@ fn test(
     }
     let _ = std::fs::remove_dir_all(&scratch);
 
-    if !status.success() {
-        eprintln!("xtask: tests failed ({status})");
+    for line in &failed {
+        eprintln!("xtask: failed: {line}");
+    }
+    if !docs_passed {
+        eprintln!("xtask: failed: doc tests");
+    }
+    if !failed.is_empty() || !docs_passed {
         return Ok(ExitCode::FAILURE);
     }
     if !leftovers.is_empty() {
@@ -341,29 +383,6 @@ fn test(
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Runs `cmd` showing its output, then the ten slowest tests it reported.
-fn run_timed(mut cmd: Command) -> Result<std::process::ExitStatus> {
-    use std::io::BufRead;
-    let mut child = cmd
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .context("running cargo test")?;
-    let mut seen = timings::Timings::default();
-    let stdout = child.stdout.take().context("cargo test's output")?;
-    for line in std::io::BufReader::new(stdout).lines() {
-        let line = line.context("reading cargo test's output")?;
-        if seen.observe(&line) {
-            println!("{line}");
-        }
-    }
-    let status = child.wait().context("running cargo test")?;
-    println!("xtask: the ten slowest tests:");
-    for t in seen.slowest(10) {
-        println!("{:>9.1} s  {}  {}", t.seconds, t.binary, t.test);
-    }
-    Ok(status)
 }
 
 fn cargo(root: &Path, args: &[&str]) -> Result<()> {

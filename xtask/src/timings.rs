@@ -1,52 +1,8 @@
 //! `cargo xtask test --timings`: every test's own time, and the ten slowest at the end.
 //!
 //! libtest reports a test's time only with `--report-time`, an unstable option of the stable
-//! toolchain's harness. The test binaries (not the compiler, so nothing is rebuilt) are run
-//! through a small runner script that allows it for them alone and names the binary first
-//! (cargo hands rustdoc the same runner for doc tests).
-
-use std::path::Path;
-
-use anyhow::{Context, Result};
-
-/// What the runner prints before a binary's output: `MARKER <binary path>`.
-const MARKER: &str = "xtask-timings: binary";
-
-/// Writes the runner script into `dir`; the variable that makes cargo run test binaries
-/// through it, and its value.
-pub fn runner(dir: &Path) -> Result<(String, std::ffi::OsString)> {
-    std::fs::create_dir_all(dir)?;
-    let host = host_triple()?;
-    let key = format!(
-        "CARGO_TARGET_{}_RUNNER",
-        host.to_uppercase().replace(['-', '.'], "_")
-    );
-    let script = dir.join("report-time.sh");
-    // The variable is unset for the test binary: a test that runs cargo itself (the
-    // workflow test's `cargo xtask setup`) must not run its programs through this runner.
-    let text = format!(
-        "#!/bin/sh\n# Written by `cargo xtask test --timings`.\necho \"{MARKER} $1\"\nunset {key}\nRUSTC_BOOTSTRAP=1 exec \"$@\" -Z unstable-options --report-time\n"
-    );
-    std::fs::write(&script, text).with_context(|| format!("writing {}", script.display()))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))?;
-    }
-    Ok((key, script.into_os_string()))
-}
-
-fn host_triple() -> Result<String> {
-    let out = std::process::Command::new("rustc")
-        .arg("-vV")
-        .output()
-        .context("running rustc -vV")?;
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .find_map(|l| l.strip_prefix("host: "))
-        .map(str::to_owned)
-        .context("rustc -vV names no host")
-}
+//! toolchain's harness; the lanes ([`crate::lanes`]) pass it to the test binaries (not the
+//! compiler, so nothing is rebuilt) and hand each binary's output here with its name.
 
 /// One test's time.
 #[derive(Debug, PartialEq)]
@@ -67,13 +23,13 @@ pub struct Timings {
 }
 
 impl Timings {
-    /// Takes one line of output; whether it is the harness's (to be shown) rather than the
-    /// runner's marker.
-    pub fn observe(&mut self, line: &str) -> bool {
-        if let Some(path) = line.strip_prefix(MARKER) {
-            self.binary = binary_name(path.trim());
-            return false;
-        }
+    /// The binary whose output the next lines are.
+    pub fn binary(&mut self, name: &str) {
+        name.clone_into(&mut self.binary);
+    }
+
+    /// Takes one line of a binary's output.
+    pub fn observe(&mut self, line: &str) {
         if let Some((test, seconds)) = parse_result(line) {
             self.seen.push(Timed {
                 seconds,
@@ -81,7 +37,6 @@ impl Timings {
                 test: test.to_owned(),
             });
         }
-        true
     }
 
     /// The `n` slowest tests, slowest first.
@@ -89,17 +44,6 @@ impl Timings {
         self.seen.sort_by(|a, b| b.seconds.total_cmp(&a.seconds));
         self.seen.truncate(n);
         self.seen
-    }
-}
-
-/// `target/debug/deps/olm_shards-0123456789abcdef` → `olm_shards`.
-fn binary_name(path: &str) -> String {
-    let file = path.rsplit('/').next().unwrap_or(path);
-    match file.rsplit_once('-') {
-        Some((stem, hash)) if hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()) => {
-            stem.to_owned()
-        }
-        _ => file.to_owned(),
     }
 }
 
@@ -119,18 +63,18 @@ mod tests {
     #[test]
     fn results_are_read_with_their_binary() {
         let mut t = Timings::default();
-        let lines = [
-            "xtask-timings: binary /w/target/debug/deps/olm_shards-0123456789abcdef",
+        t.binary("olm_shards");
+        for line in [
             "running 2 tests",
             "test merge_shards_writes_all_or_nothing ... ok <0.036s>",
             "test a::b ... FAILED <12.500s>",
             "test slow has been running for over 60 seconds",
             "test ignored_one ... ignored",
-            "xtask-timings: binary /w/target/debug/deps/xtask-fedcba9876543210",
-            "test layout::x ... ok <3.000s>",
-        ];
-        let shown: Vec<bool> = lines.iter().map(|l| t.observe(l)).collect();
-        assert_eq!(shown, [false, true, true, true, true, true, false, true]);
+        ] {
+            t.observe(line);
+        }
+        t.binary("xtask");
+        t.observe("test layout::x ... ok <3.000s>");
         let slowest = t.slowest(2);
         assert_eq!(
             slowest,

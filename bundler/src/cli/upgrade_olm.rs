@@ -57,6 +57,12 @@ pub struct OlmArgs {
     /// error, even one that heals a moment later.
     #[arg(long, value_name = "SECONDS", default_value_t = 60, value_parser = parse_retry_seconds)]
     pub install_plan_retry: u64,
+    /// Seconds a step may stand still with pods the kubelet or the scheduler refuses (a
+    /// Secret or ConfigMap nobody creates, a node selector no node matches) before it ends
+    /// as stuck, instead of waiting out --timeout. Nothing on the test control plane can
+    /// unblock such a pod: its containers never run, and its nodes never change. At least 1.
+    #[arg(long, value_name = "SECONDS", default_value_t = 20, value_parser = parse_stuck_seconds)]
+    pub stuck_after: u64,
     /// Cases run at once (each runs its own control plane and OLM).
     #[arg(long, default_value_t = 1)]
     pub jobs: usize,
@@ -133,6 +139,7 @@ pub fn run(args: OlmArgs) -> CmdResult {
         timeouts: Timeouts {
             step: Duration::from_secs(args.timeout),
             install_plan_retry: Duration::from_secs(args.install_plan_retry),
+            stuck: Duration::from_secs(args.stuck_after),
             ..Timeouts::default()
         },
         jobs: args.jobs,
@@ -281,9 +288,33 @@ fn parse_retry_seconds(text: &str) -> Result<u64, String> {
     }
 }
 
+/// `--stuck-after`: a whole number of seconds, at least 1.
+fn parse_stuck_seconds(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(0) => {
+            Err("0 seconds would end a step at its first refused pod; give at least 1".to_owned())
+        }
+        Ok(seconds) => Ok(seconds),
+        Err(_) => Err(format!("{text:?} is not a whole number of seconds")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::parse_retry_seconds;
+    use super::{parse_retry_seconds, parse_stuck_seconds};
+
+    #[test]
+    fn stuck_after_is_at_least_one_whole_second() {
+        assert_eq!(parse_stuck_seconds("20"), Ok(20));
+        assert_eq!(
+            parse_stuck_seconds("0"),
+            Err("0 seconds would end a step at its first refused pod; give at least 1".to_owned())
+        );
+        assert_eq!(
+            parse_stuck_seconds("soon"),
+            Err("\"soon\" is not a whole number of seconds".to_owned())
+        );
+    }
 
     #[test]
     fn install_plan_retry_is_at_least_one_whole_second() {

@@ -34,6 +34,13 @@ pub struct Timeouts {
     /// does on the test control plane, where every API is there from the start) would read
     /// differently.
     pub install_plan_retry: Duration,
+    /// How long a step may stand still with some of the operator namespace's pods refused
+    /// (the kubelet's missing Secret or ConfigMap, the scheduler's "no node fits") before the
+    /// step ends early as stuck. On the test control plane nothing can end such a wait: kwok
+    /// runs no container, so no pod creates what is missing, and the nodes never change; OLM
+    /// itself would wait for the Deployment until the step's time runs out. Standing still
+    /// means the CSV's phase, reason and message and the refusals all unchanged.
+    pub stuck: Duration,
 }
 
 /// OLM's own `--install-plan-retry-timeout` default.
@@ -45,6 +52,7 @@ impl Default for Timeouts {
             step: Duration::from_secs(180),
             settle: Duration::from_secs(3),
             install_plan_retry: OLM_INSTALL_PLAN_RETRY,
+            stuck: Duration::from_secs(20),
         }
     }
 }

@@ -68,6 +68,44 @@ impl Record {
     }
 }
 
+/// How long a step has stood still with pods refused ([`super::Timeouts::stuck`]).
+#[derive(Default)]
+struct Stillness {
+    /// What was last seen, and since when.
+    seen: Option<(Still, Instant)>,
+}
+
+/// The CSV's phase, reason and message, and the pods' refusals.
+#[derive(PartialEq)]
+struct Still {
+    csv: (String, String, String),
+    pods: Vec<String>,
+}
+
+impl Stillness {
+    /// Takes one look and the refusals then; how long both have been as they are now (zero
+    /// while no pod is refused).
+    fn note(&mut self, look: &Look, pods: Vec<String>, now: Instant) -> std::time::Duration {
+        if pods.is_empty() {
+            self.seen = None;
+            return std::time::Duration::ZERO;
+        }
+        let csv = (
+            look.phase.clone(),
+            look.reason.clone(),
+            look.message.clone(),
+        );
+        let current = Still { csv, pods };
+        match &self.seen {
+            Some((seen, since)) if *seen == current => now.duration_since(*since),
+            _ => {
+                self.seen = Some((current, now));
+                std::time::Duration::ZERO
+            }
+        }
+    }
+}
+
 impl OlmEnv {
     /// Waits until the step of InstallPlan `plan_name` (CSV `csv_name`) is done, refused, or
     /// `deadline` passes; also returns what was observed on the way.
@@ -80,6 +118,7 @@ impl OlmEnv {
     ) -> Result<(Outcome, Vec<String>), OlmError> {
         let mut record = Record::default();
         let mut stable_since: Option<Instant> = None;
+        let mut stillness = Stillness::default();
         loop {
             let look = self.look(plan_name, csv_name).await?;
             let now = Instant::now();
@@ -95,6 +134,15 @@ impl OlmEnv {
                 }
             } else {
                 stable_since = None;
+                // The pods' refusals, read only while the step is not done.
+                let pods = kubelet::complaints(&self.client(), OPERATOR_NAMESPACE).await;
+                let still = stillness.note(&look, pods.clone(), now);
+                // Only once OLM has applied everything: an InstallPlan it still retries ends
+                // on its own (refused or done).
+                let applied = look.plan.phase == "Complete";
+                if applied && look.phase != "Succeeded" && still >= timeouts.stuck {
+                    return Ok((stuck(csv_name, look, pods, timeouts), record.observed));
+                }
             }
             if now >= deadline {
                 let outcome = self.timed_out(csv_name, look, timeouts).await;
@@ -212,6 +260,22 @@ impl OlmEnv {
     }
 }
 
+/// The outcome of a step that stood still for [`Timeouts::stuck`] with pods refused: OLM
+/// waits for pods that cannot start here.
+fn stuck(csv_name: &str, look: Look, pods: Vec<String>, timeouts: Timeouts) -> Outcome {
+    Outcome::TimedOut {
+        waiting_for: format!(
+            "ClusterServiceVersion {csv_name} (stuck: nothing changed for {:.0} s while pods \
+             were refused; on the test control plane nothing creates what they lack)",
+            timeouts.stuck.as_secs_f64()
+        ),
+        phase: look.phase,
+        reason: look.reason,
+        message: look.message,
+        pods,
+    }
+}
+
 /// OLM's refusal, if this look shows one: the InstallPlan `Failed`, or the CSV `Failed` for
 /// a reason OLM does not retry by itself (or at the deadline).
 fn refusal(plan_name: &str, csv_name: &str, look: &Look, at_deadline: bool) -> Option<Outcome> {
@@ -317,6 +381,74 @@ fn olm_retries(reason: &str) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::time::Duration;
+
+    fn look(message: &str) -> Look {
+        Look {
+            plan: InstallPlanStatus::default(),
+            phase: "Installing".into(),
+            reason: "InstallWaiting".into(),
+            message: message.into(),
+            conversions: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_step_stands_still_only_while_pods_are_refused_and_nothing_changes() {
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let refused = || vec!["op-1: FailedMount: secret \"certs\" not found".to_owned()];
+        let mut still = Stillness::default();
+        let waiting = look("waiting for deployment op to become ready");
+        let steps = [
+            (
+                "no pod refused: never still",
+                waiting.message.as_str(),
+                vec![],
+                0,
+                0,
+            ),
+            (
+                "first refusal starts the clock",
+                &waiting.message,
+                refused(),
+                1,
+                0,
+            ),
+            (
+                "unchanged: the clock runs",
+                &waiting.message,
+                refused(),
+                15,
+                14,
+            ),
+            (
+                "OLM's message changes: again",
+                "installing: deployment op",
+                refused(),
+                16,
+                0,
+            ),
+            (
+                "unchanged from there",
+                "installing: deployment op",
+                refused(),
+                40,
+                24,
+            ),
+            (
+                "the pod admitted: reset",
+                "installing: deployment op",
+                vec![],
+                41,
+                0,
+            ),
+        ];
+        for (what, message, pods, when, want) in steps {
+            let got = still.note(&look(message), pods, at(when));
+            assert_eq!(got, Duration::from_secs(want), "{what}");
+        }
+    }
 
     #[test]
     fn conversion_crds_are_those_of_conversion_webhooks_only() {
