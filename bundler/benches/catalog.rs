@@ -225,7 +225,7 @@ fn bundle_dirs(root: &Path, count: usize) -> Vec<PathBuf> {
     (0..count)
         .map(|i| {
             let dir = root.join(format!("bundle-{i:04}"));
-            upgrade_tests::files::copy_tree(&fixture, &dir).unwrap();
+            olmpack_testkit::files::copy_tree(&fixture, &dir).unwrap();
             let csv = dir.join("manifests/webapp-operator.clusterserviceversion.yaml");
             let text = std::fs::read_to_string(&csv)
                 .unwrap()
@@ -253,7 +253,7 @@ fn main() {
     if std::env::var_os("OLMPACK_BENCH_GENERATE_ONLY").is_some() {
         return;
     }
-    let opm = upgrade_tests::Tool::Opm
+    let opm = olmpack_envtest::Tool::Opm
         .path()
         .expect("opm is required (cargo xtask setup)");
     let olmpack = PathBuf::from(env!("CARGO_BIN_EXE_olmpack"));

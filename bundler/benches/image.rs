@@ -181,8 +181,8 @@ fn main() {
     );
 
     let registry = runtime
-        .block_on(upgrade_tests::Registry::start(
-            upgrade_tests::RegistryAuth::Anonymous,
+        .block_on(olmpack_testkit::Registry::start(
+            olmpack_testkit::RegistryAuth::Anonymous,
         ))
         .expect("docker-registry is installed (cargo xtask setup)");
     let access = RegistryAccess {

@@ -16,7 +16,7 @@ use support::{best_of, env_usize};
 
 /// Every bundle-format directory of the corpus, sorted.
 fn bundle_dirs(corpus: &Path) -> Vec<PathBuf> {
-    upgrade_tests::corpus::version_dirs(corpus)
+    olmpack_testkit::corpus::version_dirs(corpus)
         .into_iter()
         .filter_map(|(dir, bundle)| bundle.then_some(dir))
         .collect()
@@ -33,14 +33,14 @@ fn renders(olmpack: &Path, dir: &Path) -> bool {
 }
 
 fn main() {
-    let Some(corpus) = upgrade_tests::corpus::require(
-        upgrade_tests::corpus::COMMUNITY_OPERATORS,
+    let Some(corpus) = olmpack_testkit::corpus::require(
+        olmpack_testkit::corpus::COMMUNITY_OPERATORS,
         "bench render_corpus",
     ) else {
         return;
     };
     let runs = env_usize("OLMPACK_BENCH_RUNS", 3);
-    let opm = upgrade_tests::Tool::Opm
+    let opm = olmpack_envtest::Tool::Opm
         .path()
         .expect("opm is required (cargo xtask setup)");
     let olmpack = PathBuf::from(env!("CARGO_BIN_EXE_olmpack"));

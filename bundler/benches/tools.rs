@@ -31,13 +31,13 @@ fn olmpack(args: &[&str], cache: &Path) -> String {
 
 fn main() {
     let runs = env_usize("OLMPACK_BENCH_RUNS", 3);
-    let cache = upgrade_tests::binaries::located_cache_dir()
+    let cache = olmpack_envtest::binaries::located_cache_dir()
         .expect("etcd in a tool cache laid out by cargo xtask setup");
     let work = tempfile::tempdir().unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let registry = runtime
-        .block_on(upgrade_tests::Registry::start(
-            upgrade_tests::RegistryAuth::Anonymous,
+        .block_on(olmpack_testkit::Registry::start(
+            olmpack_testkit::RegistryAuth::Anonymous,
         ))
         .expect("the Distribution registry (cargo xtask setup)");
 

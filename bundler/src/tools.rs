@@ -22,7 +22,7 @@ use std::fs::{self, File};
 use std::io::{self, Read};
 use std::path::{Component, Path, PathBuf};
 
-use upgrade_tests::Tool;
+use olmpack_envtest::Tool;
 
 use crate::image::base::{self, BaseError, BaseImage, PlatformImage};
 use crate::image::build::{BuildError, BuildOptions, build_files_image};
@@ -172,7 +172,7 @@ pub fn missing_in(cache: &Path) -> Vec<PathBuf> {
 
 /// The directory `OLMPACK_TOOLS_DIR`, `XDG_CACHE_HOME` or `HOME` gives.
 pub fn cache_dir() -> Result<PathBuf, ToolsError> {
-    upgrade_tests::binaries::tools_cache_dir().ok_or(ToolsError::NoCache)
+    olmpack_envtest::binaries::tools_cache_dir().ok_or(ToolsError::NoCache)
 }
 
 /// Packs the tool directories of `cache` into an OCI layout at `out` (module docs).

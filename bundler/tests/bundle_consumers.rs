@@ -4,7 +4,7 @@
 //!
 //! - **opm**: the built `opm` renders the bundle directory, then validates a catalog of it
 //!   (its package, one channel with its upgrade edges, the rendered bundle);
-//! - **kube-apiserver**: the test control plane (`upgrade_tests::TestEnv`, with OLM v0's CRDs
+//! - **kube-apiserver**: the test control plane (`olmpack_envtest::TestEnv`, with OLM v0's CRDs
 //!   installed) refuses, in a server-side dry run, the object as written, the CSV itself, or
 //!   what OLM creates from the CSV (Deployments, Pods, webhook configurations, a CRD with OLM's
 //!   conversion webhook);
@@ -770,7 +770,7 @@ fn bundle_consumers_olmpack_reports_each_case_at_error_with_its_consumer() {
 
 #[test]
 fn bundle_consumers_opm_refuses_each_opm_case() {
-    let opm = upgrade_tests::Tool::Opm
+    let opm = olmpack_envtest::Tool::Opm
         .path()
         .expect("opm is installed by cargo xtask setup");
     let clean = write_bundle(&example_bundle());
@@ -791,7 +791,7 @@ fn bundle_consumers_opm_refuses_each_opm_case() {
 
 /// OLM v0's CRDs (the ClusterServiceVersion's among them), as `cargo xtask setup` left them.
 fn olm_crds() -> Vec<CustomResourceDefinition> {
-    let dir = upgrade_tests::ToolData::OlmCrds
+    let dir = olmpack_envtest::ToolData::OlmCrds
         .path()
         .expect("OLM's CRDs are installed by cargo xtask setup");
     let mut paths: Vec<_> = std::fs::read_dir(dir)
@@ -810,7 +810,7 @@ fn olm_crds() -> Vec<CustomResourceDefinition> {
 
 #[tokio::test]
 async fn bundle_consumers_apiserver_refuses_each_apiserver_case() {
-    let env = upgrade_tests::TestEnv::start()
+    let env = olmpack_envtest::TestEnv::start()
         .await
         .expect("test environment starts");
     for crd in olm_crds() {
@@ -888,7 +888,7 @@ fn olm_catalog(
     let catalog = dir.join("catalog");
     std::fs::create_dir_all(&catalog).unwrap();
     std::fs::copy(fixture.join("package.json"), catalog.join("package.json")).unwrap();
-    let out = std::process::Command::new(upgrade_tests::Tool::Opm.path().unwrap())
+    let out = std::process::Command::new(olmpack_envtest::Tool::Opm.path().unwrap())
         .args(["render", "--output", "json"])
         .arg(&bundle)
         .output()
@@ -910,7 +910,7 @@ static OLM_SLOTS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
 async fn olm_install(
     change: fn(&mut Value),
     extra: Option<(&str, &str)>,
-) -> upgrade_tests::olm::Outcome {
+) -> olmpack_envtest::olm::Outcome {
     let _slot = OLM_SLOTS.acquire().await.expect("never closed");
     use olmpack::upgrade_olm::{self, RunOptions};
     let dir = tempfile::Builder::new()
@@ -921,7 +921,7 @@ async fn olm_install(
     let cases = upgrade_olm::load_cases(&catalog, None).unwrap();
     assert_eq!(cases.len(), 1, "{cases:#?}");
     let options = RunOptions {
-        timeouts: upgrade_tests::olm::Timeouts {
+        timeouts: olmpack_envtest::olm::Timeouts {
             step: std::time::Duration::from_secs(90),
             ..Default::default()
         },
@@ -933,7 +933,7 @@ async fn olm_install(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bundle_consumers_olm_v0_refuses_each_olm_case() {
-    use upgrade_tests::olm::Outcome;
+    use olmpack_envtest::olm::Outcome;
     let mut installs = vec![OlmInstall {
         name: "unbroken",
         rule: "-",
@@ -999,7 +999,7 @@ struct OlmInstall {
 }
 
 /// [`olm_install`] of each, two at a time (each in its own OLM); outcomes in the order given.
-async fn olm_installs(installs: &[OlmInstall]) -> Vec<upgrade_tests::olm::Outcome> {
+async fn olm_installs(installs: &[OlmInstall]) -> Vec<olmpack_envtest::olm::Outcome> {
     use futures::StreamExt as _;
     futures::stream::iter(installs)
         .map(|i| olm_install(i.change, i.extra))
@@ -1087,7 +1087,7 @@ fn bundle_consumers_olmpack_warns_about_each_case_olm_installs() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bundle_consumers_olm_v0_installs_each_case_olmpack_only_warns_about() {
-    use upgrade_tests::olm::Outcome;
+    use olmpack_envtest::olm::Outcome;
     let cases = accepted_by_olm();
     let installs: Vec<OlmInstall> = cases
         .iter()

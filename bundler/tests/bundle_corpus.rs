@@ -1119,7 +1119,7 @@ const OPM_BUNDLE_VALIDATOR_ONLY: [&str; 1] = ["bundle/dependency"];
 /// refuses is refused by the real opm (render, then validate as a catalog).
 #[test]
 fn opm_refuses_every_bundle_whose_error_names_opm() {
-    let opm = upgrade_tests::Tool::Opm
+    let opm = olmpack_envtest::Tool::Opm
         .path()
         .expect("opm is installed by cargo xtask setup");
     let mut accepted = Vec::new();
@@ -1149,7 +1149,7 @@ fn opm_refuses_every_bundle_whose_error_names_opm() {
 /// the real kube-apiserver (server-side dry run).
 #[tokio::test]
 async fn the_apiserver_refuses_every_object_whose_error_names_it() {
-    let env = upgrade_tests::TestEnv::start()
+    let env = olmpack_envtest::TestEnv::start()
         .await
         .expect("test environment starts");
     let client = env.client();

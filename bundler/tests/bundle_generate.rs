@@ -8,7 +8,7 @@ mod bundle_support;
 
 use olmpack::bundle::generate::{GenerateOptions, generate};
 use olmpack::output::read_tree;
-use upgrade_tests::Tool;
+use olmpack_envtest::Tool;
 
 fn example_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("example")

@@ -5,7 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use olmpack::bundle::generate::{GenerateOptions, Generated, generate};
-use olmpack::bundle::manifests::{ImportChoices, Sourced, classify};
+use olmpack::bundle::inputs::Sourced;
+use olmpack::bundle::manifests::{ImportChoices, classify};
 use olmpack::plan::ErrorOrDrop;
 use olmpack::report::{Finding, Severity};
 use serde_json::{Value, json};

@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use upgrade_tests::{Registry, RegistryAuth};
+use olmpack_testkit::{Registry, RegistryAuth};
 
 fn olmpack() -> Command {
     Command::new(env!("CARGO_BIN_EXE_olmpack"))

@@ -54,13 +54,13 @@ struct NewUser<'a> {
 
 impl NewUser<'_> {
     fn apply(&self, cmd: &mut Command) {
-        for tool in upgrade_tests::Tool::ALL {
+        for tool in olmpack_envtest::Tool::ALL {
             cmd.env_remove(tool.env_var());
         }
         for data in [
-            upgrade_tests::ToolData::OlmCrds,
-            upgrade_tests::ToolData::KwokStages,
-            upgrade_tests::ToolData::OlmV1Crds,
+            olmpack_envtest::ToolData::OlmCrds,
+            olmpack_envtest::ToolData::KwokStages,
+            olmpack_envtest::ToolData::OlmV1Crds,
         ] {
             cmd.env_remove(data.env_var());
         }
@@ -219,7 +219,7 @@ fn byo_operator_fixed_conversion_passes() {
 #[test]
 fn byo_operator_tools_image_in_an_empty_home() {
     let test = "byo_operator_tools_image_in_an_empty_home";
-    let Some(cache) = upgrade_tests::binaries::located_cache_dir() else {
+    let Some(cache) = olmpack_envtest::binaries::located_cache_dir() else {
         byo_support::not_run::<()>(
             test,
             "the tools are not in a tool cache laid out by cargo xtask setup",
@@ -229,8 +229,8 @@ fn byo_operator_tools_image_in_an_empty_home() {
     let work = tempfile::tempdir().unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let registry = runtime
-        .block_on(upgrade_tests::Registry::start(
-            upgrade_tests::RegistryAuth::Anonymous,
+        .block_on(olmpack_testkit::Registry::start(
+            olmpack_testkit::RegistryAuth::Anonymous,
         ))
         .expect("the Distribution registry starts");
     // olmpack's release job: pack the tools setup built, push them.
@@ -289,7 +289,7 @@ fn byo_operator_tools_image_in_an_empty_home() {
         )),
         "{stderr}"
     );
-    let etcd = installed.join(upgrade_tests::Tool::Etcd.cache_binary().unwrap());
+    let etcd = installed.join(olmpack_envtest::Tool::Etcd.cache_binary().unwrap());
     assert!(etcd.is_file(), "{} not installed", etcd.display());
     let shown = serde_json::to_string_pretty(&reports).unwrap();
     assert_eq!(reports.len(), 1, "{shown}");
@@ -311,7 +311,7 @@ fn byo_operator_upgrade_olm_through_the_real_managers() {
     let Some(()) = byo_support::tools(test) else {
         return;
     };
-    if let Err(err) = upgrade_tests::Tool::OlmOperator.path() {
+    if let Err(err) = olmpack_envtest::Tool::OlmOperator.path() {
         byo_support::not_run::<()>(test, &err.to_string());
         return;
     }

@@ -88,7 +88,7 @@ fn generated_catalog_is_deterministic_and_valid_for_both_validators() {
     assert_eq!(stable.entries[1].skip_range, ">=0.1.0 <0.2.0");
     assert!(pkg.bundles["webapp-operator.v0.1.0"].deprecation.is_some());
 
-    let opm = upgrade_tests::Tool::Opm
+    let opm = olmpack_envtest::Tool::Opm
         .path()
         .expect("opm is required for this test");
     let status = Command::new(opm)

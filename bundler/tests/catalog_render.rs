@@ -28,7 +28,7 @@ fn opm_render_output(args: &[&str], dir: &Path) -> Output {
 
 /// `opm render <args> <dirs…>`, as it ran.
 fn opm_render_dirs(args: &[&str], dirs: &[PathBuf]) -> Output {
-    let opm = upgrade_tests::Tool::Opm
+    let opm = olmpack_envtest::Tool::Opm
         .path()
         .expect("opm is required for this test");
     Command::new(opm)
@@ -198,7 +198,7 @@ fn crd_names_without_a_group_fail_like_opm() {
     for (line, role, bare) in cases {
         let dir = tempfile::tempdir().unwrap();
         let bundle = dir.path().join("webapp-0.1.0");
-        upgrade_tests::files::copy_tree(&bundles()[0], &bundle).unwrap();
+        olmpack_testkit::files::copy_tree(&bundles()[0], &bundle).unwrap();
         let csv = bundle.join("manifests/webapp-operator.clusterserviceversion.yaml");
         let text = std::fs::read_to_string(&csv).unwrap();
         assert_eq!(text.matches(line).count(), 1, "{line}");
@@ -386,7 +386,7 @@ fn versioned_copies(root: &Path, count: usize, twins: [usize; 2]) -> Vec<PathBuf
     (0..count)
         .map(|i| {
             let dir = root.join(format!("bundle-{i:02}"));
-            upgrade_tests::files::copy_tree(&bundles()[1], &dir).unwrap();
+            olmpack_testkit::files::copy_tree(&bundles()[1], &dir).unwrap();
             let csv = dir.join("manifests/webapp-operator.clusterserviceversion.yaml");
             let version = if i == twins[1] { twins[0] } else { i };
             let mut text = std::fs::read_to_string(&csv)

@@ -4,7 +4,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use upgrade_tests::{Registry, RegistryAuth, Tool};
+use olmpack_envtest::Tool;
+use olmpack_testkit::{Registry, RegistryAuth};
 
 fn run(cmd: &mut Command) -> Vec<u8> {
     let out = cmd.output().unwrap();

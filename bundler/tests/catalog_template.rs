@@ -14,8 +14,9 @@ use olmpack::catalog::serialize::{Format, to_string};
 use olmpack::catalog::template::{self, DirResolver};
 use olmpack::image::progress::Progress;
 use olmpack::image::{BuildOptions, Credentials, RegistryAccess, build_bundle_image, push_layout};
+use olmpack_envtest::Tool;
+use olmpack_testkit::{Registry, RegistryAuth};
 use serde_json::Value;
-use upgrade_tests::{Registry, RegistryAuth, Tool};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -26,7 +27,7 @@ fn fixture(name: &str) -> PathBuf {
 /// A copy of the 0.2.0 fixture bundle re-versioned to `version`.
 fn bundle_at(root: &Path, version: &str) -> PathBuf {
     let dir = root.join(format!("webapp-{version}"));
-    upgrade_tests::files::copy_tree(&fixture("webapp-0.2.0"), &dir).unwrap();
+    olmpack_testkit::files::copy_tree(&fixture("webapp-0.2.0"), &dir).unwrap();
     let csv = dir.join("manifests/webapp-operator.clusterserviceversion.yaml");
     let text = std::fs::read_to_string(&csv)
         .unwrap()

@@ -369,7 +369,7 @@ fn catalogs() -> Vec<PathBuf> {
 
 #[test]
 fn opm_and_olmpack_agree_on_pass_fail() {
-    let opm = upgrade_tests::Tool::Opm
+    let opm = olmpack_envtest::Tool::Opm
         .path()
         .expect("opm is required for this test");
     let mut disagreements = Vec::new();
@@ -512,7 +512,7 @@ fn duplicate_keys_are_read_as_opm_reads_them() {
     );
     assert_eq!(model.packages["pkg"].default_channel, "stable");
 
-    let opm = upgrade_tests::Tool::Opm
+    let opm = olmpack_envtest::Tool::Opm
         .path()
         .expect("opm is required for this test");
     for format in ["json", "yaml"] {

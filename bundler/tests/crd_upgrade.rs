@@ -12,7 +12,7 @@ use olmpack::bundle::load;
 use olmpack::compat::graph::{Release, apply_conversion_webhook};
 use olmpack::compat::{self, PairInput, Problem, Refuser};
 use olmpack::report::Severity;
-use upgrade_tests::defects::{self, Defect};
+use olmpack_testkit::defects::{self, Defect};
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -355,7 +355,7 @@ fn corpus_root() -> PathBuf {
 /// `None` (after saying so loudly) when the data or crdify is missing outside CI; a panic in CI.
 fn corpus_and_crdify() -> Option<(PathBuf, PathBuf)> {
     let histories = corpus_root().join("crd-histories");
-    let crdify = upgrade_tests::Tool::Crdify.path();
+    let crdify = olmpack_envtest::Tool::Crdify.path();
     let missing = match (&crdify, histories.join("pairs.tsv").is_file()) {
         (Ok(_), true) => None,
         (Err(e), _) => Some(format!("crdify is missing: {e}")),
@@ -693,7 +693,7 @@ fn crd_upgrade_cli_consumer_selects_whose_refusals_fail_the_check() {
 fn crd_upgrade_cli_skip_range_package_olm_v0_takes_olm_v1_refuses() {
     let test = "crd_upgrade_cli_skip_range_package_olm_v0_takes_olm_v1_refuses";
     let Some(corpus) =
-        upgrade_tests::corpus::require(upgrade_tests::corpus::COMMUNITY_OPERATORS, test)
+        olmpack_testkit::corpus::require(olmpack_testkit::corpus::COMMUNITY_OPERATORS, test)
     else {
         return;
     };

@@ -12,9 +12,9 @@ use image_support::{Inspector, access, fixture, options};
 use oci_client::secrets::RegistryAuth as OciAuth;
 use olmpack::image::progress::Progress;
 use olmpack::image::{Credentials, Secret, build_bundle_image, push_layout, resolve_digest};
+use olmpack_testkit::{Registry, RegistryAuth};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use upgrade_tests::{Registry, RegistryAuth};
 
 const USER: &str = "robot";
 const PASSWORD: &str = "t0ken-Pa55";

@@ -13,8 +13,8 @@ use image_support::{copy_tree, fixture, options, read_tree, run};
 use olmpack::image::layout::{ImageManifest, Layout};
 use olmpack::image::progress::Progress;
 use olmpack::image::{BuildOptions, build_bundle_image, build_catalog_image};
+use olmpack_envtest::Tool;
 use serde_json::Value;
-use upgrade_tests::Tool;
 
 fn layer_listing(layout: &Layout, digest: &str) -> Vec<String> {
     let bytes = layout.read_blob(digest).unwrap();

@@ -14,7 +14,7 @@ use image_support::{Inspector, access, fixture, options};
 use oci_client::secrets::RegistryAuth as OciAuth;
 use olmpack::image::progress::Progress;
 use olmpack::image::{Credentials, build_bundle_image, build_catalog_image, push_layout};
-use upgrade_tests::{Registry, RegistryAuth};
+use olmpack_testkit::{Registry, RegistryAuth};
 
 fn build(dir: &Path) {
     build_bundle_image(&fixture("bundle"), &dir.join("bundle"), &options("v1")).unwrap();

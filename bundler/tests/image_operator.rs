@@ -8,8 +8,8 @@ use std::process::Command;
 
 use image_support::run;
 use olmpack::image::layout::{ImageIndex, ImageManifest, Layout};
+use olmpack_envtest::Tool;
 use serde_json::Value;
-use upgrade_tests::Tool;
 
 fn olmpack() -> Command {
     Command::new(env!("CARGO_BIN_EXE_olmpack"))

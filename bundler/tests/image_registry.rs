@@ -18,8 +18,9 @@ use olmpack::image::{
     Credentials, Secret, build_bundle_image, build_catalog_image, media_type, push_layout,
     resolve_digest,
 };
+use olmpack_envtest::Tool;
+use olmpack_testkit::{Registry, RegistryAuth};
 use serde_json::{Value, json};
-use upgrade_tests::{Registry, RegistryAuth, Tool};
 
 const USER: &str = "pusher";
 const PASSWORD: &str = "s3cret-Pa55";

@@ -9,8 +9,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use olmpack::upgrade_olm::{self, CaseReport, RunOptions};
-use upgrade_tests::Tool;
-use upgrade_tests::olm::{Outcome, Timeouts};
+use olmpack_envtest::Tool;
+use olmpack_envtest::olm::{Outcome, Timeouts};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

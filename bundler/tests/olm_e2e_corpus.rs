@@ -21,8 +21,8 @@ use std::time::Duration;
 use corpus_catalog::render_package;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use olmpack::upgrade_olm::{self, CaseReport, RunOptions, StepLog};
-use upgrade_tests::corpus::{COMMUNITY_OPERATORS, require};
-use upgrade_tests::olm::Timeouts;
+use olmpack_envtest::olm::Timeouts;
+use olmpack_testkit::corpus::{COMMUNITY_OPERATORS, require};
 
 const TABLE: &str = include_str!("fixtures/olm_e2e_corpus/verdicts.tsv");
 

@@ -14,7 +14,7 @@ use std::process::Command;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use olmpack::upgrade_olm::{self, RunOptions};
-use upgrade_tests::olm::Outcome;
+use olmpack_envtest::olm::Outcome;
 
 const PROJECTS: [&str; 2] = ["cronjob-tutorial", "multiversion-tutorial"];
 

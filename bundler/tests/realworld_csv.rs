@@ -65,13 +65,13 @@ fn check_file(corpus: &Path, path: &Path, tally: &mut Tally) {
 
 #[test]
 fn realworld_csv_round_trips_through_the_typed_model() {
-    let Some(corpus) = upgrade_tests::corpus::require(
-        upgrade_tests::corpus::COMMUNITY_OPERATORS,
+    let Some(corpus) = olmpack_testkit::corpus::require(
+        olmpack_testkit::corpus::COMMUNITY_OPERATORS,
         "realworld_csv_round_trips_through_the_typed_model",
     ) else {
         return;
     };
-    let files = upgrade_tests::corpus::files(&corpus, &["yaml", "yml"]);
+    let files = olmpack_testkit::corpus::files(&corpus, &["yaml", "yml"]);
     let mut tally = Tally::default();
     for path in &files {
         check_file(&corpus, path, &mut tally);

@@ -38,19 +38,19 @@ releases:
 
 /// A chart to render: where setup put it, the release name and the namespace.
 struct Chart {
-    data: upgrade_tests::ToolData,
+    data: olmpack_envtest::ToolData,
     release: &'static str,
     namespace: &'static str,
 }
 
 const KUEUE: Chart = Chart {
-    data: upgrade_tests::ToolData::KueueChart,
+    data: olmpack_envtest::ToolData::KueueChart,
     release: "kueue",
     namespace: "kueue-system",
 };
 
 const KYVERNO: Chart = Chart {
-    data: upgrade_tests::ToolData::KyvernoChart,
+    data: olmpack_envtest::ToolData::KyvernoChart,
     release: "kyverno",
     namespace: "kyverno",
 };
@@ -59,8 +59,8 @@ const KYVERNO: Chart = Chart {
 /// for: a helm built without its release flags assumes Kubernetes v1.20), or `None` (said
 /// loudly; a failure in CI, where setup installed them).
 fn tools(chart: &Chart) -> Option<(PathBuf, PathBuf, String)> {
-    let found = upgrade_tests::Tool::Helm.path().and_then(|helm| {
-        let apiserver = upgrade_tests::Tool::KubeApiserver.path()?;
+    let found = olmpack_envtest::Tool::Helm.path().and_then(|helm| {
+        let apiserver = olmpack_envtest::Tool::KubeApiserver.path()?;
         Ok((helm, chart.data.path()?, apiserver))
     });
     match found {
@@ -173,7 +173,7 @@ fn shipped_files(dir: &Path, version: &str, pick: impl Fn(&str) -> bool) -> Vec<
 
 /// The real API server accepts every object OLM creates from the bundle.
 async fn apiserver_accepts(bundle: &Path) {
-    let env = upgrade_tests::TestEnv::start()
+    let env = olmpack_envtest::TestEnv::start()
         .await
         .expect("test environment starts");
     let client = env.client();

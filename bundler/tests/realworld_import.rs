@@ -349,13 +349,13 @@ fn table(t: &Tally, total: usize) -> String {
 
 #[test]
 fn realworld_import_operator_sdk_bundles_round_trip() {
-    let Some(corpus) = upgrade_tests::corpus::require(
-        upgrade_tests::corpus::COMMUNITY_OPERATORS,
+    let Some(corpus) = olmpack_testkit::corpus::require(
+        olmpack_testkit::corpus::COMMUNITY_OPERATORS,
         "realworld_import_operator_sdk_bundles_round_trip",
     ) else {
         return;
     };
-    let dirs: Vec<_> = upgrade_tests::corpus::version_dirs(&corpus)
+    let dirs: Vec<_> = olmpack_testkit::corpus::version_dirs(&corpus)
         .into_iter()
         .filter(|(_, bundle)| *bundle)
         .map(|(dir, _)| dir)

@@ -102,7 +102,7 @@ async fn passes(project: &str, extra: &str) {
             "{project}: {stdout}"
         );
     }
-    let env = upgrade_tests::TestEnv::start()
+    let env = olmpack_envtest::TestEnv::start()
         .await
         .expect("test environment starts");
     let client = env.client();

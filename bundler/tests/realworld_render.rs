@@ -154,7 +154,7 @@ fn opm_cache_dir(opm: &Path) -> PathBuf {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
-    upgrade_tests::corpus::cache_dir()
+    olmpack_testkit::corpus::cache_dir()
         .unwrap()
         .parent()
         .unwrap()
@@ -203,18 +203,18 @@ struct Tally {
 
 #[test]
 fn realworld_render_matches_opm() {
-    let Some(corpus) = upgrade_tests::corpus::require(
-        upgrade_tests::corpus::COMMUNITY_OPERATORS,
+    let Some(corpus) = olmpack_testkit::corpus::require(
+        olmpack_testkit::corpus::COMMUNITY_OPERATORS,
         "realworld_render_matches_opm",
     ) else {
         return;
     };
-    let opm = upgrade_tests::Tool::Opm
+    let opm = olmpack_envtest::Tool::Opm
         .path()
         .expect("opm is required (cargo xtask setup)");
     let olmpack = PathBuf::from(env!("CARGO_BIN_EXE_olmpack"));
     let cache = opm_cache_dir(&opm);
-    let dirs = upgrade_tests::corpus::version_dirs(&corpus);
+    let dirs = olmpack_testkit::corpus::version_dirs(&corpus);
     assert!(dirs.len() > 1000, "corpus looks incomplete: {}", dirs.len());
     let cases: Vec<(&PathBuf, bool, Variant)> = dirs
         .iter()

@@ -193,13 +193,13 @@ fn check_proofs(expected: &Expected) {
 
 #[test]
 fn realworld_validate_counts() {
-    let Some(corpus) = upgrade_tests::corpus::require(
-        upgrade_tests::corpus::COMMUNITY_OPERATORS,
+    let Some(corpus) = olmpack_testkit::corpus::require(
+        olmpack_testkit::corpus::COMMUNITY_OPERATORS,
         "realworld_validate_counts",
     ) else {
         return;
     };
-    let dirs = upgrade_tests::corpus::version_dirs(&corpus);
+    let dirs = olmpack_testkit::corpus::version_dirs(&corpus);
     assert!(dirs.len() > 1000, "corpus looks incomplete: {}", dirs.len());
     let next = AtomicUsize::new(0);
     let result = Mutex::new(Tally::default());

@@ -69,13 +69,13 @@ impl Tally {
 
 #[test]
 fn realworld_fast_yaml_reader_matches_the_full_parser() {
-    let Some(corpus) = upgrade_tests::corpus::require(
-        upgrade_tests::corpus::COMMUNITY_OPERATORS,
+    let Some(corpus) = olmpack_testkit::corpus::require(
+        olmpack_testkit::corpus::COMMUNITY_OPERATORS,
         "realworld_fast_yaml_reader_matches_the_full_parser",
     ) else {
         return;
     };
-    let files = upgrade_tests::corpus::files(&corpus, &["yaml", "yml", "json"]);
+    let files = olmpack_testkit::corpus::files(&corpus, &["yaml", "yml", "json"]);
     assert!(
         files.len() > 5000,
         "only {} files in the corpus",

@@ -6,8 +6,8 @@ use std::process::Command;
 
 mod bundle_support;
 
+use olmpack_envtest::Tool;
 use serde_json::Value;
-use upgrade_tests::Tool;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")

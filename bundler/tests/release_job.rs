@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use upgrade_tests::Tool;
+use olmpack_envtest::Tool;
 
 fn olmpack() -> Command {
     Command::new(env!("CARGO_BIN_EXE_olmpack"))

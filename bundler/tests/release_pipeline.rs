@@ -9,8 +9,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use olmpack_envtest::Tool;
+use olmpack_testkit::{Registry, RegistryAuth};
 use release_support::{example_project, ok, olmpack, operator_binary, stderr, stdout};
-use upgrade_tests::{Registry, RegistryAuth, Tool};
 
 /// Every file under `dir` with its bytes and modification time.
 fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (Vec<u8>, std::time::SystemTime)> {

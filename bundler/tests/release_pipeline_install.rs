@@ -11,8 +11,8 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams, ValidationDirective};
 use kube::core::GroupVersionKind;
 use kube::discovery::{Discovery, Scope};
+use olmpack_envtest::{TestEnv, ToolData};
 use serde_json::{Value, json};
-use upgrade_tests::{TestEnv, ToolData};
 
 const MANAGER: &str = "olmpack-test";
 

@@ -1,7 +1,7 @@
 //! `.github/workflows/release.yml`, run on this machine: every `run:` step of its `publish` job
 //! in order, as GitHub Actions runs it (`bash -e`, the `GITHUB_ENV`/`GITHUB_PATH`/
 //! `GITHUB_OUTPUT`/`GITHUB_STEP_SUMMARY` files, `${{ … }}` expressions substituted, workflow,
-//! job and step `env:` layered), with the test registry (`upgrade_tests::Registry`, with a
+//! job and step `env:` layered), with the test registry (`olmpack_testkit::Registry`, with a
 //! password, as GHCR takes the workflow token) standing in for GHCR.
 //!
 //! Steps that only `uses:` an action are emulated with the effect the following steps need,
@@ -20,8 +20,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use olmpack_testkit::{Registry, RegistryAuth};
 use serde_json::Value;
-use upgrade_tests::{Registry, RegistryAuth};
 
 const OWNER: &str = "olmpack";
 const ACTOR: &str = "olmpack-release-bot";

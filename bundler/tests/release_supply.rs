@@ -8,8 +8,9 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use olmpack_envtest::Tool;
+use olmpack_testkit::{ReferrersRegistry, Registry, RegistryAuth};
 use release_support::{example_project, ok, olmpack, operator_binary, stderr};
-use upgrade_tests::{ReferrersRegistry, Registry, RegistryAuth, Tool};
 
 /// The tool's path; without it the test is not run (loudly), and in CI that is a failure.
 fn tool(tool: Tool) -> Option<PathBuf> {

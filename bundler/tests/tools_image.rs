@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use olmpack::tools::{ARTIFACT_TOOLS, artifact_dirs};
-use upgrade_tests::registry::{Registry, RegistryAuth};
+use olmpack_testkit::registry::{Registry, RegistryAuth};
 
 fn olmpack(args: &[&str], cache: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_olmpack"))
@@ -44,7 +44,7 @@ fn fake_cache(root: &Path) {
     for (dir, _) in artifact_dirs() {
         std::fs::write(root.join(&dir).join(".complete"), "setup stamp\n").unwrap();
     }
-    let olm = root.join(upgrade_tests::ToolData::OlmCrds.cache_dir().unwrap());
+    let olm = root.join(olmpack_envtest::ToolData::OlmCrds.cache_dir().unwrap());
     std::fs::create_dir_all(&olm).unwrap();
     std::fs::write(
         olm.join("subscriptions.crd.yaml"),
@@ -146,7 +146,7 @@ fn tools_image_is_reproducible_and_installs_whole_tool_directories() {
         tree(&source),
         "the installed cache is the packed one"
     );
-    let etcd = upgrade_tests::Tool::Etcd.cache_binary().unwrap();
+    let etcd = olmpack_envtest::Tool::Etcd.cache_binary().unwrap();
     assert_eq!(tree(&cache)[&etcd].0, 0o755, "binaries stay executable");
 
     let again = olmpack(&["tools", "install", "--from", &reference], &cache);
@@ -358,7 +358,7 @@ fn tools_pack_refuses_an_incomplete_cache() {
     let work = tempfile::tempdir().unwrap();
     let source = work.path().join("source");
     fake_cache(&source);
-    let etcd_dir = source.join(upgrade_tests::Tool::Etcd.cache_dir().unwrap());
+    let etcd_dir = source.join(olmpack_envtest::Tool::Etcd.cache_dir().unwrap());
     std::fs::remove_file(etcd_dir.join(".complete")).unwrap();
     let out = olmpack(
         &[

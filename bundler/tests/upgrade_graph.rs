@@ -10,10 +10,10 @@ use olmpack::bundle::generate::GenerateOptions;
 use olmpack::catalog::generate::CatalogGenerateError as CatalogError;
 use olmpack::plan::LoadedPlan;
 use olmpack::release::{ReleaseError, ReleaseOutput, build};
+use olmpack_envtest::Tool;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::Value;
-use upgrade_tests::Tool;
 
 const PACKAGE: &str = "guestbook-operator";
 

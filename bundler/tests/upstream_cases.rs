@@ -533,8 +533,8 @@ fn registry_cases() -> Vec<Case> {
 /// Upstream's test data, as setup copied it; the test fails (never passes silently) without it.
 fn testdata(source: Source) -> PathBuf {
     let data = match source {
-        Source::Api => upgrade_tests::ToolData::UpstreamApiTestdata,
-        Source::Registry => upgrade_tests::ToolData::UpstreamRegistryTestdata,
+        Source::Api => olmpack_envtest::ToolData::UpstreamApiTestdata,
+        Source::Registry => olmpack_envtest::ToolData::UpstreamRegistryTestdata,
     };
     data.path().unwrap_or_else(|e| panic!("{e}"))
 }

@@ -14,10 +14,10 @@
 use std::path::Path;
 use std::time::Instant;
 
-use upgrade_tests::live::EdgeOptions;
+use olmpack_envtest::live::EdgeOptions;
 
 fn main() {
-    upgrade_tests::install_crypto_provider();
+    olmpack_envtest::install_crypto_provider();
     let copies: usize = std::env::var("OLMPACK_BENCH_COPIES")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -68,7 +68,7 @@ fn main() {
     );
     let failed: Vec<_> = reports
         .iter()
-        .filter(|r| r.verdict != upgrade_tests::live::Verdict::Passed)
+        .filter(|r| r.verdict != olmpack_envtest::live::Verdict::Passed)
         .collect();
     assert!(failed.is_empty(), "edges failed: {failed:#?}");
 }
@@ -76,7 +76,10 @@ fn main() {
 /// Seconds for the writes of `reports`' edges without any check: per edge a control plane
 /// of its own (two at a time), a plain CRD, its objects created, then each replaced once per
 /// round trip through a served version and once for the storage migration.
-async fn floor(inputs: &olmpack::live::Inputs, reports: &[upgrade_tests::live::EdgeReport]) -> f64 {
+async fn floor(
+    inputs: &olmpack::live::Inputs,
+    reports: &[olmpack_envtest::live::EdgeReport],
+) -> f64 {
     use futures::StreamExt as _;
     let started = Instant::now();
     futures::stream::iter(reports)
@@ -84,7 +87,7 @@ async fn floor(inputs: &olmpack::live::Inputs, reports: &[upgrade_tests::live::E
             let trips: usize = inputs.releases[&report.to]
                 .crds
                 .iter()
-                .map(|crd| upgrade_tests::live::api::served(crd).len())
+                .map(|crd| olmpack_envtest::live::api::served(crd).len())
                 .filter(|served| *served >= 2)
                 .sum();
             floor_edge(report.objects, trips + 1)
@@ -98,7 +101,7 @@ async fn floor(inputs: &olmpack::live::Inputs, reports: &[upgrade_tests::live::E
 async fn floor_edge(objects: usize, rewrites: usize) {
     use futures::StreamExt as _;
     use kube::api::{DynamicObject, PostParams};
-    let env = upgrade_tests::TestEnv::start()
+    let env = olmpack_envtest::TestEnv::start()
         .await
         .expect("a control plane");
     let crd = serde_json::from_value(serde_json::json!({

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use olmpack::upgrade_olm::{self, RunOptions};
-use upgrade_tests::olm::WebhookCommand;
+use olmpack_envtest::olm::WebhookCommand;
 
 fn operator_command() -> WebhookCommand {
     WebhookCommand::shell(&format!(

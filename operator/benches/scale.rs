@@ -1,6 +1,6 @@
 //! Benchmark (not a test): the reference operator at scale. A local control plane (etcd,
 //! kube-apiserver with priority and fairness on, kube-controller-manager, kube-scheduler and
-//! kwok with 6 fake nodes, see `upgrade_tests::fake_nodes`), the release-built operator
+//! kwok with 6 fake nodes, see `olmpack_testkit::fake_nodes`), the release-built operator
 //! binary as its own ServiceAccount under `deploy/`'s RBAC with `--leader-elect`; then
 //! 5,000 WebApps created at once (v1), 100 of them updated, 1,000 deleted.
 //!
@@ -37,9 +37,9 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
+use olmpack_envtest::TestEnvOptions;
+use olmpack_testkit::fake_nodes::{FakeNodes, FakeNodesOptions};
 use serde_json::json;
-use upgrade_tests::TestEnvOptions;
-use upgrade_tests::fake_nodes::{FakeNodes, FakeNodesOptions};
 use webapp_operator::api::{Version, v1};
 use webapp_operator::controller::{LEASE_NAME, apply};
 use webapp_operator::releases::Release;

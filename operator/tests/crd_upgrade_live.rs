@@ -1,7 +1,7 @@
 //! Live upgrade tests of the reference operator on a real apiserver, with its real conversion
 //! webhook (`webapp-operator webhook`): every edge of its upgrade graph (read from the root
 //! `olmpack.yaml` through olmpack, as `olmpack upgrade test` reads it), every deliberately
-//! broken next release of [`upgrade_tests::defects`], and the operator's own storage
+//! broken next release of [`olmpack_testkit::defects`], and the operator's own storage
 //! migration at start-up. Each test runs its own control plane.
 
 mod common;
@@ -16,13 +16,13 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, JSONSchemaProps,
 };
 use olmpack::live::Inputs;
-use serde_json::{Value, json};
-use upgrade_tests::TestEnv;
-use upgrade_tests::defects::{BrokenRelease, Defect, broken_release};
-use upgrade_tests::live::{
+use olmpack_envtest::TestEnv;
+use olmpack_envtest::live::{
     EdgeOptions, EdgeReport, LiveFinding, ReleaseUnderTest, Rollback, Severity, Verdict, Webhook,
     rules, run_edge,
 };
+use olmpack_testkit::defects::{BrokenRelease, Defect, broken_release};
+use serde_json::{Value, json};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -252,7 +252,7 @@ async fn crd_upgrade_live_defect_new_required_field() {
     assert!(
         finding
             .message
-            .contains(upgrade_tests::defects::NEW_REQUIRED_FIELD),
+            .contains(olmpack_testkit::defects::NEW_REQUIRED_FIELD),
         "{}",
         finding.message
     );

@@ -13,7 +13,7 @@ use olmpack::catalog::{load as catalog_load, model::Model};
 use olmpack::compat::graph;
 use olmpack::report::Severity;
 use olmpack::upgrade_olm::{self, RunOptions};
-use upgrade_tests::olm::{Outcome, WebhookCommand};
+use olmpack_envtest::olm::{Outcome, WebhookCommand};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")

@@ -7,6 +7,12 @@
 //!   `catalog`, ...) and of the model must not import each other in a cycle. An import is any `crate::X`,
 //!   `olmpack::X` or `super::…::X` path reaching a top-level module `X`, in code that is not
 //!   `#[cfg(test)]` (strings and comments do not count).
+//! - [`check_file_circles`]: no two files of a product crate ([`PRODUCT_SOURCES`]) import each
+//!   other, directly or around a circle — also siblings inside one module. Imports are
+//!   resolved to the file that defines the module they name; a file naming its own
+//!   enclosing module (`super::X` from a child) is not an arrow.
+//! - [`check_shipped_avoid_dev_only`]: no shipped crate ([`SHIPPED`]) reaches a test-only
+//!   crate ([`DEV_ONLY`]) through normal dependencies.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -34,24 +40,66 @@ pub const DENIED: &[&str] = &[
 /// The crates whose top-level modules must not import each other in a cycle.
 pub const CHECKED_CRATES: &[&str] = &["bundler/src", "model/src"];
 
+/// The product crates' sources: no two of their files may import each other in a circle.
+pub const PRODUCT_SOURCES: &[&str] = &[
+    "bundler/src",
+    "model/src",
+    "upgrade-tests/src",
+    "operator/src",
+    "crd-migrate/src",
+    "xtask/src",
+];
+
+/// The crates that are shipped (the `olmpack` binary, the operator, and what they link).
+pub const SHIPPED: &[&str] = &[
+    "olmpack",
+    "olmpack-model",
+    "olmpack-envtest",
+    "webapp-operator",
+    "crd-migrate",
+];
+
+/// Crates for tests and benches only.
+pub const DEV_ONLY: &[&str] = &["olmpack-testkit"];
+
 /// The pure model crate.
 const MODEL: &str = "olmpack-model";
+
+/// Every layout check, all run; fails with every problem found.
+pub fn check_all(root: &Path) -> Result<()> {
+    let mut results = vec![
+        check_model_is_pure(root),
+        check_shipped_avoid_dev_only(root),
+    ];
+    results.extend(
+        CHECKED_CRATES
+            .iter()
+            .map(|src| check_module_cycles(&root.join(src))),
+    );
+    results.extend(
+        PRODUCT_SOURCES
+            .iter()
+            .map(|src| check_file_circles(&root.join(src))),
+    );
+    let problems: Vec<String> = results
+        .into_iter()
+        .filter_map(Result::err)
+        .map(|e| format!("{e:#}"))
+        .collect();
+    if problems.is_empty() {
+        return Ok(());
+    }
+    bail!(
+        "layout: {} problem(s)\n{}",
+        problems.len(),
+        problems.join("\n")
+    )
+}
 
 /// Fails when [`MODEL`] reaches a [`DENIED`] crate through normal dependencies; the message
 /// shows the chain of crates that leads there.
 pub fn check_model_is_pure(root: &Path) -> Result<()> {
-    let output = Command::new(super::cargo_bin())
-        .current_dir(root)
-        .args(["metadata", "--format-version", "1"])
-        .output()
-        .context("running cargo metadata")?;
-    anyhow::ensure!(
-        output.status.success(),
-        "cargo metadata failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let metadata: serde_json::Value =
-        serde_json::from_slice(&output.stdout).context("reading cargo metadata's output")?;
+    let metadata = metadata(root)?;
     let chains = denied_chains(&metadata, MODEL, DENIED)?;
     if chains.is_empty() {
         return Ok(());
@@ -64,6 +112,40 @@ pub fn check_model_is_pure(root: &Path) -> Result<()> {
         "{MODEL} must stay pure, but depends on I/O or command-line crates:\n{}",
         lines.join("\n")
     )
+}
+
+/// Fails when a shipped crate ([`SHIPPED`]) depends, directly or through other crates, on a
+/// dev-only crate ([`DEV_ONLY`]) through normal dependencies.
+pub fn check_shipped_avoid_dev_only(root: &Path) -> Result<()> {
+    let metadata = metadata(root)?;
+    let mut lines = Vec::new();
+    for package in SHIPPED {
+        for chain in denied_chains(&metadata, package, DEV_ONLY)? {
+            lines.push(format!("  {}", chain.join(" -> ")));
+        }
+    }
+    if lines.is_empty() {
+        return Ok(());
+    }
+    bail!(
+        "shipped crates must not depend on test-only crates (make it a dev-dependency):\n{}",
+        lines.join("\n")
+    )
+}
+
+/// `cargo metadata` of the workspace at `root`.
+fn metadata(root: &Path) -> Result<serde_json::Value> {
+    let output = Command::new(super::cargo_bin())
+        .current_dir(root)
+        .args(["metadata", "--format-version", "1"])
+        .output()
+        .context("running cargo metadata")?;
+    anyhow::ensure!(
+        output.status.success(),
+        "cargo metadata failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).context("reading cargo metadata's output")
 }
 
 /// Every shortest chain of normal dependencies from `package` to a `denied` crate.
@@ -140,6 +222,75 @@ pub fn check_module_cycles(src: &Path) -> Result<()> {
     }
 }
 
+/// Fails when files of the crate in `src` import each other in a circle, anywhere (also
+/// inside one module: a parent and its child, or siblings); names every circle with the
+/// imports that make it.
+pub fn check_file_circles(src: &Path) -> Result<()> {
+    let graph = file_graph(&rust_files(src)?);
+    let circles = circles(&graph);
+    if circles.is_empty() {
+        return Ok(());
+    }
+    let text: Vec<String> = circles
+        .iter()
+        .map(|files| describe_circle(&graph, files))
+        .collect();
+    bail!(
+        "files of {} import each other in {} circle(s) (move what both need below both):\n{}",
+        src.display(),
+        circles.len(),
+        text.join("\n")
+    )
+}
+
+/// The strongly connected parts of `graph` with more than one node, each sorted.
+fn circles(graph: &ModuleGraph) -> Vec<Vec<String>> {
+    let reach = |from: &str| -> BTreeSet<String> {
+        let mut seen = BTreeSet::new();
+        let mut stack = vec![from.to_owned()];
+        while let Some(node) = stack.pop() {
+            for next in graph.get(&node).into_iter().flat_map(BTreeMap::keys) {
+                if seen.insert(next.clone()) {
+                    stack.push(next.clone());
+                }
+            }
+        }
+        seen
+    };
+    let reached: BTreeMap<&String, BTreeSet<String>> =
+        graph.keys().map(|n| (n, reach(n))).collect();
+    let mut placed = BTreeSet::new();
+    let mut found = Vec::new();
+    for (node, from_node) in &reached {
+        if placed.contains(*node) || !from_node.contains(*node) {
+            continue;
+        }
+        let part: Vec<String> = from_node
+            .iter()
+            .filter(|other| reached.get(other).is_some_and(|r| r.contains(*node)))
+            .cloned()
+            .collect();
+        placed.extend(part.iter().cloned());
+        if part.len() > 1 {
+            found.push(part);
+        }
+    }
+    found
+}
+
+/// The files of a circle, then each import between two of them with its first `file:line`.
+fn describe_circle(graph: &ModuleGraph, files: &[String]) -> String {
+    let mut text = format!("  circle of {} files: {}", files.len(), files.join(", "));
+    for from in files {
+        for (to, at) in graph.get(from).into_iter().flatten() {
+            if files.contains(to) {
+                text.push_str(&format!("\n    {from} -> {to} (first at {at})"));
+            }
+        }
+    }
+    text
+}
+
 /// The module graph of the crate in `src`, one line per module: `module -> imported, ...`.
 pub fn describe(src: &Path) -> Result<String> {
     let graph = module_graph(&rust_files(src)?);
@@ -174,14 +325,20 @@ fn rust_files(src: &Path) -> Result<Vec<(PathBuf, String)>> {
     Ok(files)
 }
 
-/// Top-level module → the top-level modules it imports, each with the first `file:line`
-/// that imports it.
+/// A node (a top-level module, or a file) → the nodes it imports, each with the first
+/// `file:line` that imports it.
 pub type ModuleGraph = BTreeMap<String, BTreeMap<String, String>>;
 
-/// The import graph of a crate's top-level modules, from its files (paths relative to `src`).
-/// `lib.rs` and `main.rs` are the crate roots, not modules; files that only tests compile
-/// (declared `#[cfg(test)] mod x;`) are left out.
-pub fn module_graph(files: &[(PathBuf, String)]) -> ModuleGraph {
+/// One source file that is product code: its path relative to `src`, its module path, and its
+/// code with strings, comments and `#[cfg(test)]` items blanked.
+struct Source {
+    path: PathBuf,
+    module: Vec<String>,
+    code: String,
+}
+
+/// The files that are not test code (files declared `#[cfg(test)] mod x;` are left out).
+fn sources(files: &[(PathBuf, String)]) -> Vec<Source> {
     let cleaned: Vec<(PathBuf, Vec<String>, String)> = files
         .iter()
         .map(|(path, text)| {
@@ -200,27 +357,80 @@ pub fn module_graph(files: &[(PathBuf, String)]) -> ModuleGraph {
             test_only.insert(child);
         }
     }
-    let top_level: BTreeSet<String> = cleaned
-        .iter()
-        .filter_map(|(_, module, _)| module.first().cloned())
-        .collect();
-    let mut graph = ModuleGraph::new();
-    for (path, module, code) in &cleaned {
-        let Some(from) = module.first() else {
-            continue;
-        };
-        if test_only.iter().any(|t| module.starts_with(t)) {
-            continue;
-        }
-        let edges = graph.entry(from.clone()).or_default();
-        let code = without_test_items(code);
-        for (line, target) in imports(&code, module) {
-            if &target != from && top_level.contains(&target) {
-                edges
-                    .entry(target)
-                    .or_insert_with(|| format!("{}:{line}", path.display()));
+    cleaned
+        .into_iter()
+        .filter(|(_, module, _)| !test_only.iter().any(|t| module.starts_with(t)))
+        .map(|(path, module, code)| Source {
+            path,
+            module,
+            code: without_test_items(&code),
+        })
+        .collect()
+}
+
+/// Every import of a non-root source resolved to the module (file) that defines it: the
+/// longest prefix of the imported path that is a module of the crate. Imports of the crate
+/// root (`lib.rs`, `main.rs`) and of other crates are dropped.
+fn resolved_imports(sources: &[Source]) -> Vec<(&Source, usize, &Source)> {
+    let by_module: BTreeMap<&[String], &Source> =
+        sources.iter().map(|s| (s.module.as_slice(), s)).collect();
+    let mut found = Vec::new();
+    for source in sources.iter().filter(|s| !s.module.is_empty()) {
+        for (line, path) in imports(&source.code, &source.module) {
+            let target = (1..=path.len())
+                .rev()
+                .find_map(|n| by_module.get(&path[..n]).copied());
+            if let Some(target) = target
+                && target.module != source.module
+            {
+                found.push((source, line, target));
             }
         }
+    }
+    found
+}
+
+/// The import graph of a crate's top-level modules, from its files (paths relative to `src`).
+/// `lib.rs` and `main.rs` are the crate roots, not modules; test code is left out.
+pub fn module_graph(files: &[(PathBuf, String)]) -> ModuleGraph {
+    let sources = sources(files);
+    let mut graph = ModuleGraph::new();
+    for source in sources.iter().filter(|s| !s.module.is_empty()) {
+        graph.entry(source.module[0].clone()).or_default();
+    }
+    for (from, line, to) in resolved_imports(&sources) {
+        if from.module[0] != to.module[0] {
+            graph
+                .entry(from.module[0].clone())
+                .or_default()
+                .entry(to.module[0].clone())
+                .or_insert_with(|| format!("{}:{line}", from.path.display()));
+        }
+    }
+    graph
+}
+
+/// The import graph of a crate's files (paths relative to `src`; the crate roots left out):
+/// a file imports another when it names an item, or a module, that the other defines —
+/// except its own enclosing modules (a child's `super::X` is the module's shared face; the
+/// parent composing its children is the arrow that counts).
+pub fn file_graph(files: &[(PathBuf, String)]) -> ModuleGraph {
+    let sources = sources(files);
+    let mut graph = ModuleGraph::new();
+    for source in sources.iter().filter(|s| !s.module.is_empty()) {
+        graph.entry(source.path.display().to_string()).or_default();
+    }
+    for (from, line, to) in resolved_imports(&sources) {
+        // A file naming its own enclosing module (`super::Finding` defined in the parent's
+        // `mod.rs`) uses that module's face, not another part: no arrow.
+        if from.module.starts_with(&to.module) {
+            continue;
+        }
+        graph
+            .entry(from.path.display().to_string())
+            .or_default()
+            .entry(to.path.display().to_string())
+            .or_insert_with(|| format!("{}:{line}", from.path.display()));
     }
     graph
 }
@@ -414,93 +624,116 @@ fn without_test_items(code: &str) -> String {
     out.into_iter().collect()
 }
 
-/// The top-level modules `code` (of module `module`) names, with their 1-based lines:
-/// `crate::X`, `olmpack::X`, `super::…::X` reaching the crate root, and each first segment of
-/// a `crate::{X, Y::Z}` group.
-fn imports(code: &str, module: &[String]) -> Vec<(usize, String)> {
+/// The paths `code` (of module `module`) imports, absolute from the crate root, with their
+/// 1-based lines: `crate::…` and `olmpack::…`, `super::…` and `self::…` made absolute, and
+/// `child::…` for a child declared `mod child;` here. A `{…}` group (also over several
+/// lines) yields one path per member.
+fn imports(code: &str, module: &[String]) -> Vec<(usize, Vec<String>)> {
+    let children = child_modules(code);
     let mut found = Vec::new();
-    for (index, line) in code.lines().enumerate() {
-        let mut at = 0;
-        while at < line.len() {
-            let rest = &line[at..];
-            let starts_ident = at == 0 || {
-                let before = line[..at].chars().next_back().unwrap_or(' ');
-                !(before.is_alphanumeric() || before == '_' || before == ':')
-            };
-            let prefix = ["crate::", "olmpack::", "super::"]
-                .into_iter()
-                .find(|p| starts_ident && rest.starts_with(p));
-            let Some(prefix) = prefix else {
-                at += rest.chars().next().map_or(1, char::len_utf8);
-                continue;
-            };
-            let mut after = &rest[prefix.len()..];
-            if prefix == "super::" {
-                let mut ups = 1;
-                while let Some(more) = after.strip_prefix("super::") {
-                    ups += 1;
-                    after = more;
-                }
-                // `super` from module a::b::c goes to a::b; only reaching the root counts.
-                if ups < module.len() {
-                    at += prefix.len();
-                    continue;
-                }
-            }
-            for target in first_segments(after) {
-                found.push((index + 1, target));
-            }
-            at += prefix.len();
+    let mut line = 1;
+    let mut at = 0;
+    while at < code.len() {
+        let rest = &code[at..];
+        let c = rest.chars().next().unwrap_or(' ');
+        if c == '\n' {
+            line += 1;
         }
-    }
-    // A `crate::{…}` group may span lines.
-    for (line, group) in groups(code) {
-        for target in first_segments(&group) {
-            found.push((line, target));
+        let before = code[..at].chars().next_back().unwrap_or(' ');
+        let starts_ident = !(before.is_alphanumeric() || before == '_' || before == ':');
+        if starts_ident && let Some((base, after)) = path_start(rest, module, &children) {
+            for path in expand(after) {
+                found.push((line, [base.clone(), path].concat()));
+            }
         }
+        at += c.len_utf8();
     }
     found
 }
 
-/// `X::…` → `[X]`; `{X, Y::Z}` on one line → `[X, Y]`.
-fn first_segments(after: &str) -> Vec<String> {
-    let ident = |s: &str| -> String {
-        s.trim_start()
+/// At the start of a path, the module it starts from and the text after that prefix.
+fn path_start<'a>(
+    rest: &'a str,
+    module: &[String],
+    children: &[String],
+) -> Option<(Vec<String>, &'a str)> {
+    for root in ["crate::", "olmpack::"] {
+        if let Some(after) = rest.strip_prefix(root) {
+            return Some((Vec::new(), after));
+        }
+    }
+    if let Some(after) = rest.strip_prefix("self::") {
+        return Some((module.to_vec(), after));
+    }
+    if rest.starts_with("super::") {
+        let mut after = rest;
+        let mut ups = 0;
+        while let Some(more) = after.strip_prefix("super::") {
+            ups += 1;
+            after = more;
+        }
+        let base = module.get(..module.len().checked_sub(ups)?)?;
+        return Some((base.to_vec(), after));
+    }
+    children
+        .iter()
+        .find(|child| {
+            rest.strip_prefix(child.as_str())
+                .is_some_and(|r| r.starts_with("::"))
+        })
+        .map(|_| (module.to_vec(), rest))
+}
+
+/// The names of the child modules `code` declares in files of their own (`mod x;`).
+fn child_modules(code: &str) -> Vec<String> {
+    code.lines()
+        .filter_map(|line| {
+            let line = line.trim();
+            let line = line
+                .strip_prefix("pub(crate) ")
+                .or_else(|| line.strip_prefix("pub(super) "))
+                .or_else(|| line.strip_prefix("pub "))
+                .unwrap_or(line);
+            let name = line.strip_prefix("mod ")?.strip_suffix(';')?.trim();
+            Some(name.to_owned())
+        })
+        .collect()
+}
+
+/// `a::b::X` → `[[a, b, X]]`; `a::{b, c::{d, e}}` → `[[a, b], [a, c, d], [a, c, e]]`; a glob
+/// ends its path (`a::*` → `[[a]]`).
+fn expand(after: &str) -> Vec<Vec<String>> {
+    let mut path = Vec::new();
+    let mut rest = after;
+    loop {
+        let trimmed = rest.trim_start();
+        if let Some(inner) = trimmed.strip_prefix('{') {
+            let end = matching_brace(inner).unwrap_or(inner.len());
+            return split_top_level(&inner[..end])
+                .into_iter()
+                .flat_map(expand)
+                .map(|tail| [path.clone(), tail].concat())
+                .collect();
+        }
+        let ident: String = trimmed
             .chars()
             .take_while(|c| c.is_alphanumeric() || *c == '_')
-            .collect()
-    };
-    match after.strip_prefix('{') {
-        Some(inner) if inner.contains('}') => {
-            let inner = &inner[..matching_brace(inner).unwrap_or(inner.len())];
-            split_top_level(inner).iter().map(|s| ident(s)).collect()
+            .collect();
+        if ident.is_empty() {
+            break;
         }
-        Some(_) => Vec::new(), // spans lines: see `groups`
-        None => vec![ident(after)]
-            .into_iter()
-            .filter(|s| !s.is_empty())
-            .collect(),
-    }
-}
-
-/// `crate::{` / `olmpack::{` groups that continue past their line, with the line they start on.
-fn groups(code: &str) -> Vec<(usize, String)> {
-    let mut found = Vec::new();
-    for prefix in ["crate::{", "olmpack::{"] {
-        let mut from = 0;
-        while let Some(at) = code[from..].find(prefix) {
-            let start = from + at + prefix.len();
-            let inner = &code[start..];
-            if let Some(end) = matching_brace(inner)
-                && inner[..end].contains('\n')
-            {
-                let line = code[..start].matches('\n').count() + 1;
-                found.push((line, format!("{{{}}}", inner[..end].replace('\n', " "))));
-            }
-            from = start;
+        rest = &trimmed[ident.len()..];
+        path.push(ident);
+        match rest.strip_prefix("::") {
+            Some(more) => rest = more,
+            None => break,
         }
     }
-    found
+    if path.is_empty() {
+        Vec::new()
+    } else {
+        vec![path]
+    }
 }
 
 /// The index of the `}` closing a group whose `{` came just before `inner`.
@@ -667,6 +900,57 @@ mod tests {
         ]));
         assert_eq!(edges(&graph), ["a->b", "a->c", "c->a"]);
         assert_eq!(find_cycle(&graph).unwrap(), ["a", "c", "a"]);
+    }
+
+    #[test]
+    fn siblings_importing_each_other_are_a_circle_of_files() {
+        let graph = file_graph(&files(&[
+            ("lib.rs", "pub mod p;\n"),
+            ("p/mod.rs", "mod a;\nmod b;\npub use a::A;\nfn f() { b::g() }\n"),
+            ("p/a.rs", "use super::{\n    b::B,\n};\n"),
+            ("p/b.rs", "use super::a::A;\nuse super::Shared;\n"),
+        ]));
+        assert_eq!(
+            edges(&graph),
+            ["p/a.rs->p/b.rs", "p/b.rs->p/a.rs", "p/mod.rs->p/a.rs", "p/mod.rs->p/b.rs"]
+        );
+        assert_eq!(graph["p/a.rs"]["p/b.rs"], "p/a.rs:1");
+        let found = circles(&graph);
+        assert_eq!(found, [["p/a.rs", "p/b.rs"]]);
+        let text = describe_circle(&graph, &found[0]);
+        assert!(text.contains("p/b.rs -> p/a.rs (first at p/b.rs:1)"), "{text}");
+    }
+
+    #[test]
+    fn a_child_using_its_parents_face_is_no_circle() {
+        let graph = file_graph(&files(&[
+            ("q/mod.rs", "mod c;\npub struct Finding;\nfn f() { c::check() }\n"),
+            ("q/c.rs", "use super::Finding;\nuse crate::q::Finding as F;\nuse self::x::Y;\n"),
+            ("r.rs", "use crate::q::Finding;\n"),
+        ]));
+        assert_eq!(edges(&graph), ["q/mod.rs->q/c.rs", "r.rs->q/mod.rs"]);
+        assert!(circles(&graph).is_empty());
+    }
+
+    #[test]
+    fn a_shipped_crate_reaching_a_test_only_crate_is_named() {
+        let metadata = serde_json::json!({
+            "packages": [
+                {"id": "o", "name": "olmpack"},
+                {"id": "e", "name": "olmpack-envtest"},
+                {"id": "k", "name": "olmpack-testkit"},
+            ],
+            "resolve": {"nodes": [
+                {"id": "o", "deps": [
+                    {"pkg": "e", "dep_kinds": [{"kind": null}]},
+                    {"pkg": "k", "dep_kinds": [{"kind": "dev"}]},
+                ]},
+                {"id": "e", "deps": [{"pkg": "k", "dep_kinds": [{"kind": null}]}]},
+                {"id": "k", "deps": []},
+            ]},
+        });
+        let chains = denied_chains(&metadata, "olmpack", DEV_ONLY).unwrap();
+        assert_eq!(chains, [["olmpack", "olmpack-envtest", "olmpack-testkit"]]);
     }
 
     #[test]

@@ -19,7 +19,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::bundle::manifests::Sourced;
+use crate::bundle::inputs::Sourced;
 use crate::json::{array_at, str_at};
 use crate::plan::ErrorOrDrop;
 use crate::report::Finding;

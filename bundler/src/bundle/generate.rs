@@ -13,8 +13,9 @@ use base64::Engine as _;
 
 use super::csv::{self, BuiltBundle, ReleaseSpec};
 use super::files::{self, BundleMetadata};
+use super::inputs::{Inputs, Sourced};
 use super::load::LoadedBundle;
-use super::manifests::{self, Inputs, Sourced};
+use super::manifests;
 use super::pin;
 use super::validate;
 use crate::output::FileTree;

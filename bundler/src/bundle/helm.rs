@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::manifests::{Inputs, Sourced};
+use super::inputs::{Inputs, Sourced};
 use crate::json::{array_at, str_at};
 use crate::plan::ErrorOrDrop;
 use crate::report::Finding;

@@ -11,6 +11,7 @@ pub mod fieldcase;
 pub mod files;
 pub mod generate;
 pub mod helm;
+pub mod inputs;
 pub mod load;
 pub mod manifests;
 pub mod operator_sdk;

@@ -16,42 +16,17 @@
 //!   a warning, never silently dropped.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::manifests::{Inputs, Sourced};
+use super::inputs::{Imported, Inputs, Sourced};
 use crate::json::str_at;
 use crate::plan::{
     CrdDisplay, CrdResource, CsvMetadata, Descriptor, InstallModeType, Link, Maintainer, Provider,
     VersionDescriptors,
 };
 use crate::report::Finding;
-
-/// What a CSV in the input says beyond its install strategy.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Imported {
-    /// The CSV's file (document N), for findings.
-    pub location: String,
-    /// The CSV's `Kind/name`.
-    pub object: String,
-    /// Metadata in the plan's terms; empty fields are those the CSV does not set.
-    pub metadata: CsvMetadata,
-    /// `(base64data, mediatype)` of the CSV's first icon.
-    pub icon: Option<(String, String)>,
-    /// Service accounts the CSV grants permissions to that no deployment runs as.
-    pub accounts: BTreeSet<String>,
-    /// `(file, package)` from the bundle's `../metadata/annotations.yaml`, when there is one.
-    pub bundle_package: Option<(PathBuf, String)>,
-}
-
-impl Imported {
-    fn finding(&self, finding: Finding) -> Finding {
-        finding
-            .file(self.location.clone())
-            .object(self.object.clone())
-    }
-}
 
 /// CSV annotations the generator computes or takes from their own plan fields.
 const NOT_COPIED_ANNOTATIONS: [&str; 7] = [

@@ -7,7 +7,7 @@
 
 use super::csv::clean_object;
 use super::files::BundleFilesError;
-use super::manifests::Sourced;
+use super::inputs::Sourced;
 use crate::output::FileTree;
 use crate::report::Finding;
 

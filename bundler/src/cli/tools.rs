@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use olmpack::image::progress::Progress;
 use olmpack::tools::{self as artifact, Installed};
-use upgrade_tests::Tool;
-use upgrade_tests::binaries::{KUBEBUILDER_ASSETS, tools_cache_dir};
+use olmpack_envtest::Tool;
+use olmpack_envtest::binaries::{KUBEBUILDER_ASSETS, tools_cache_dir};
 
 use super::CmdResult;
 use super::image::{BuildArgs, RegistryArgs};

@@ -9,8 +9,8 @@ use olmpack::release::{self, ReleaseError};
 use olmpack::upgrade_olm::shard::{self, Shard};
 use olmpack::upgrade_olm::{self, RunOptions, StepLog};
 use olmpack::{plan, upgrade_olm::CaseReport};
+use olmpack_envtest::olm::{Timeouts, WebhookCommand};
 use olmpack_model::plan::InstallModeType;
-use upgrade_tests::olm::{Timeouts, WebhookCommand};
 
 use super::CmdResult;
 

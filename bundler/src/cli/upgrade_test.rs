@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use olmpack::live::{self, Target};
 use olmpack::plan;
 use olmpack::report::OutputFormat;
-use upgrade_tests::Tool;
-use upgrade_tests::live::EdgeOptions;
+use olmpack_envtest::Tool;
+use olmpack_envtest::live::EdgeOptions;
 
 use super::CmdResult;
 

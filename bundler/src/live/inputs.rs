@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use olmpack_envtest::live::{OperatorIdentity, ReleaseUnderTest};
 use serde_json::Value;
-use upgrade_tests::live::{OperatorIdentity, ReleaseUnderTest};
 
 use crate::bundle::generate::{self, GenerateOptions};
 use crate::bundle::load::LoadedBundle;

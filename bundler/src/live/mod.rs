@@ -2,9 +2,9 @@
 //!
 //! Inputs come from a plan (bundles generated in memory, the catalog's graph) or from a
 //! catalog and bundle directories. Each bundle becomes an
-//! [`upgrade_tests::live::ReleaseUnderTest`]: its CRDs, with the conversion webhook that the
+//! [`olmpack_envtest::live::ReleaseUnderTest`]: its CRDs, with the conversion webhook that the
 //! CSV's `ConversionWebhook` definitions ask OLM to inject, and its `alm-examples` (plus the
-//! plan's samples). [`run`] runs [`upgrade_tests::live::run_edge`] for every edge, on a test
+//! plan's samples). [`run`] runs [`olmpack_envtest::live::run_edge`] for every edge, on a test
 //! environment of its own per edge or on one given cluster; [`render`] prints the reports.
 #![warn(missing_docs)]
 
@@ -16,7 +16,9 @@ use std::path::PathBuf;
 
 use futures::{StreamExt as _, TryStreamExt as _};
 
-use upgrade_tests::live::{EdgeOptions, EdgeReport, LiveError, ReleaseUnderTest, Verdict, Webhook};
+use olmpack_envtest::live::{
+    EdgeOptions, EdgeReport, LiveError, ReleaseUnderTest, Verdict, Webhook,
+};
 
 pub use inputs::{Edge, Inputs, LiveInputsError, from_dirs, from_plan, operator_identity};
 pub use render::render;
@@ -36,7 +38,7 @@ pub enum Target {
 pub enum RunError {
     /// The test control plane could not be started.
     #[error("failed to start the test environment")]
-    Env(#[from] upgrade_tests::EnvError),
+    Env(#[from] olmpack_envtest::EnvError),
     /// The kubeconfig of the given cluster cannot be read.
     #[error("failed to read kubeconfig {path}")]
     Kubeconfig {
@@ -72,7 +74,7 @@ pub enum RunError {
 }
 
 /// Runs every edge of `inputs` on `target`, serving each release's webhook with
-/// `webhook_command` (see [`upgrade_tests::live::webhook`] for its environment). On test
+/// `webhook_command` (see [`olmpack_envtest::live::webhook`] for its environment). On test
 /// environments of its own, up to `jobs` edges run at once (each on its own control plane);
 /// on a given cluster one at a time (edges share its CRD names). Reports come in edge order;
 /// the first edge (in that order) that cannot run ends the run.
@@ -124,18 +126,18 @@ async fn run_one(
                 kubeconfig: Some(path.clone()),
                 ..options.clone()
             };
-            upgrade_tests::live::run_edge(client, &from, &to, &options)
+            olmpack_envtest::live::run_edge(client, &from, &to, &options)
                 .await
                 .map_err(wrap)
         }
         None => {
-            let env = upgrade_tests::TestEnv::start().await?;
+            let env = olmpack_envtest::TestEnv::start().await?;
             let options = EdgeOptions {
                 cleanup: false,
                 kubeconfig: Some(env.kubeconfig_path().to_owned()),
                 ..options.clone()
             };
-            upgrade_tests::live::run_edge(&env.client(), &from, &to, &options)
+            olmpack_envtest::live::run_edge(&env.client(), &from, &to, &options)
                 .await
                 .map_err(wrap)
         }

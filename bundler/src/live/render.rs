@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::report::{OutputFormat, xml_escape};
-use upgrade_tests::live::{EdgeReport, LiveFinding, Rollback, Severity, Verdict};
+use olmpack_envtest::live::{EdgeReport, LiveFinding, Rollback, Severity, Verdict};
 
 /// The reports in `format`.
 pub fn render(reports: &[EdgeReport], format: OutputFormat) -> String {

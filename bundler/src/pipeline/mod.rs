@@ -208,7 +208,7 @@ pub struct Summary {
     pub pushed: bool,
     /// SBOMs and signatures published for the release's images (with push).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub supply: Vec<supply::Attachment>,
+    pub supply: Vec<state::Attachment>,
 }
 
 /// The upgrade check's outcome (the static checks of `olmpack upgrade check` on the plan's graph).
@@ -1171,7 +1171,7 @@ async fn push_all(
     state: &mut State,
     options: &Options,
     progress: &Progress,
-) -> Result<Vec<supply::Attachment>, PipelineError> {
+) -> Result<Vec<state::Attachment>, PipelineError> {
     let out = &options.out;
     let layout = |image: &ImageSummary| {
         out.join("images")

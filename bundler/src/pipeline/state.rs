@@ -37,7 +37,43 @@ pub struct State {
     pub pushed: BTreeMap<String, String>,
     /// Published SBOMs and signatures, by kind and image (see [`super::supply`]).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub supply: BTreeMap<String, super::supply::Attachment>,
+    pub supply: BTreeMap<String, Attachment>,
+}
+
+/// What a supply chain artifact is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// An SPDX SBOM attached as an OCI artifact.
+    Sbom,
+    /// A cosign signature at tag `sha256-<hex>.sig`.
+    Signature,
+}
+
+/// One published supply chain artifact (in the summary and the state file).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Attachment {
+    /// Whether it is an SBOM or a signature.
+    pub kind: Kind,
+    /// The image it is about, `host/repo@sha256:…`.
+    pub image: String,
+    /// The artifact's manifest digest.
+    pub digest: String,
+    /// How a client finds it: `referrers-api`, `tag-schema`, or `cosign-tag`.
+    pub found_by: String,
+}
+
+impl Attachment {
+    /// The state file's key of an SBOM.
+    pub(super) fn sbom_key(image: &str) -> String {
+        format!("sbom {image}")
+    }
+
+    /// The state file's key of a signature by the key `key_id`.
+    pub(super) fn signature_key(image: &str, key_id: &str) -> String {
+        format!("signature {image} key {key_id}")
+    }
 }
 
 /// One image layout under `<out>/images/`.

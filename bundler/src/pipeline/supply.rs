@@ -12,8 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
+use super::state::{Attachment, Kind, State};
 use super::{Change, ImageSummary, Options, PipelineError, Step, fail, split_tag, step};
 use crate::catalog::declcfg::DeclarativeConfig;
 use crate::catalog::load as catalog_load;
@@ -24,42 +23,6 @@ use crate::supply::attach::{self, Artifact, Discovery};
 use crate::supply::cosign::{self, Signer};
 use crate::supply::oci::Repo;
 use crate::supply::sbom::{self, SPDX_JSON, SbomInput};
-
-/// What a supply chain artifact is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Kind {
-    /// An SPDX SBOM attached as an OCI artifact.
-    Sbom,
-    /// A cosign signature at tag `sha256-<hex>.sig`.
-    Signature,
-}
-
-/// One published supply chain artifact (in the summary and the state file).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Attachment {
-    /// Whether it is an SBOM or a signature.
-    pub kind: Kind,
-    /// The image it is about, `host/repo@sha256:…`.
-    pub image: String,
-    /// The artifact's manifest digest.
-    pub digest: String,
-    /// How a client finds it: `referrers-api`, `tag-schema`, or `cosign-tag`.
-    pub found_by: String,
-}
-
-impl Attachment {
-    /// The state file's key of an SBOM.
-    fn sbom_key(image: &str) -> String {
-        format!("sbom {image}")
-    }
-
-    /// The state file's key of a signature by the key `key_id`.
-    fn signature_key(image: &str, key_id: &str) -> String {
-        format!("signature {image} key {key_id}")
-    }
-}
 
 /// The SBOM of one image, ready to attach.
 #[derive(Clone, Debug)]
@@ -135,7 +98,7 @@ pub fn plan(
     catalog: &FileTree,
     options: &Options,
     signer: Option<&Signer>,
-    state: &super::state::State,
+    state: &State,
 ) -> Result<SupplyPlan, PipelineError> {
     if !options.push {
         return Ok(SupplyPlan {
@@ -293,7 +256,7 @@ fn subject(options: &Options, job: &SbomJob) -> Result<Descriptor, PipelineError
 /// Attaches every SBOM not attached before; records each in the state as it goes.
 pub async fn publish(
     plan: &SupplyPlan,
-    state: &mut super::state::State,
+    state: &mut State,
     options: &Options,
 ) -> Result<Vec<Attachment>, PipelineError> {
     let mut published = Vec::new();
@@ -342,7 +305,7 @@ pub async fn publish(
 /// Signs every image not signed before with the plan's key.
 async fn sign_all(
     plan: &SupplyPlan,
-    state: &mut super::state::State,
+    state: &mut State,
     options: &Options,
 ) -> Result<Vec<Attachment>, PipelineError> {
     let Some(signer) = &plan.signer else {

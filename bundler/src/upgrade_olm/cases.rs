@@ -5,11 +5,11 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use olmpack_envtest::olm::operator_group;
 use olmpack_model::choice::Choice;
 use olmpack_model::csv::ClusterServiceVersion;
 use olmpack_model::plan::InstallModeType;
 use serde::Serialize;
-use upgrade_tests::olm::operator_group;
 
 use super::OlmRunError;
 use crate::catalog::load::load_dir;

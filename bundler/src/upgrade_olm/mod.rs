@@ -16,7 +16,7 @@
 //! - OLM is served the catalog with every bundle's image cleared ([`inline_catalog`]), so
 //!   that it installs the `olm.bundle.object` manifests inline instead of unpacking bundle
 //!   images with a Job (no kubelet, no registry here).
-//! - Each case runs in its own [`upgrade_tests::OlmEnv`] (cases never see each other's
+//! - Each case runs in its own [`olmpack_envtest::OlmEnv`] (cases never see each other's
 //!   objects); up to `jobs` at once.
 //! - Between install and upgrade, every `alm-examples` object of the installed CSV is created
 //!   as a user of that install would (`kubectl create -n` a namespace the operator serves);
@@ -38,8 +38,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use upgrade_tests::olm::{Example, Installed, Outcome, StillSucceeded, Timeouts, WebhookCommand};
-use upgrade_tests::{OlmEnv, OlmEnvOptions};
+use olmpack_envtest::olm::{Example, Installed, Outcome, StillSucceeded, Timeouts, WebhookCommand};
+use olmpack_envtest::{OlmEnv, OlmEnvOptions};
 
 pub use cases::{Case, load_cases, load_cases_for, plan_cases, preferred_mode};
 pub use report::{CaseReport, Failure, Party, describe, junit, markdown};
@@ -76,7 +76,7 @@ pub enum OlmRunError {
     },
     /// Starting or driving the test control plane with OLM failed.
     #[error("the OLM test environment failed")]
-    Env(#[from] upgrade_tests::olm::OlmError),
+    Env(#[from] olmpack_envtest::olm::OlmError),
     /// A bundle carries no manifests in the catalog, so the test cluster (which has no kubelet) cannot unpack it.
     #[error(
         "bundle {bundle} has no olm.bundle.object properties: OLM would unpack its image with a Job, which needs a kubelet; render the catalog with `olmpack generate` or `opm render` (without --migrate-level)"
@@ -104,7 +104,7 @@ pub enum OlmRunError {
         name: String,
         /// The test control plane's error.
         #[source]
-        source: upgrade_tests::EnvError,
+        source: olmpack_envtest::EnvError,
     },
 }
 

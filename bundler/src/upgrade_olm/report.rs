@@ -3,8 +3,8 @@
 
 use std::fmt::Write as _;
 
+use olmpack_envtest::olm::{Example, Installed, Outcome, Step};
 use serde::Serialize;
-use upgrade_tests::olm::{Example, Installed, Outcome, Step};
 
 use super::cases::Case;
 use crate::catalog::upgrade::Edge;

@@ -5,8 +5,8 @@ use std::process::Command;
 
 use olmpack::bundle::load;
 use olmpack::catalog::render::{RenderOptions, render_loaded};
+use olmpack_envtest::Tool;
 use serde_json::Value;
-use upgrade_tests::Tool;
 
 /// Runs `opm render <dir>` and asserts that olmpack renders the same `olm.bundle`: name,
 /// every property in order, and related images. Returns opm's rendering.

@@ -39,8 +39,8 @@ pub fn book(test: &str) -> Option<PathBuf> {
 /// `Some(())` when the test environment's binaries are found (else NOT RUN).
 pub fn tools(test: &str) -> Option<()> {
     for tool in [
-        upgrade_tests::Tool::Etcd,
-        upgrade_tests::Tool::KubeApiserver,
+        olmpack_envtest::Tool::Etcd,
+        olmpack_envtest::Tool::KubeApiserver,
     ] {
         if let Err(err) = tool.path() {
             return not_run(test, &err.to_string());

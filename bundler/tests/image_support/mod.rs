@@ -14,7 +14,7 @@ use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 use olmpack::image::layout::{ImageIndex, ImageManifest, Layout};
 use olmpack::image::{BuildOptions, Credentials, RegistryAccess, RetryPolicy, media_type};
-use upgrade_tests::Tool;
+use olmpack_envtest::Tool;
 
 pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -237,5 +237,5 @@ pub fn graph_blobs(layout: &Layout, digest: &str, media: &str) -> Vec<String> {
 
 /// Copies a directory tree (files and directories only).
 pub fn copy_tree(from: &Path, to: &Path) {
-    upgrade_tests::files::copy_tree(from, to).unwrap();
+    olmpack_testkit::files::copy_tree(from, to).unwrap();
 }

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
+use olmpack_envtest::{TestEnv, TestEnvOptions};
 use serde_json::json;
-use upgrade_tests::{TestEnv, TestEnvOptions};
 use webapp_operator::api::Version;
 use webapp_operator::controller::{LeaderElection, Settings};
 use webapp_operator::manifests::crd::{WebhookTarget, crd};
@@ -141,7 +141,7 @@ pub async fn cluster(release: &Release, controller_manager: bool) -> Cluster {
 
 /// [`cluster`] on a control plane started with `options`.
 pub async fn cluster_with(release: &Release, options: TestEnvOptions) -> Cluster {
-    upgrade_tests::install_crypto_provider();
+    olmpack_envtest::install_crypto_provider();
     let env = TestEnv::start_with(options)
         .await
         .expect("test environment starts");

@@ -9,7 +9,7 @@ use kube::Client;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use super::operator_group;
+use super::operator_group::{self, CATALOG_NAMESPACE, OPERATOR_NAMESPACE};
 use super::resources::{self, CatalogSource};
 use super::webhooks::{WebhookCommand, WebhookHost};
 use super::{OlmError, kubelet};
@@ -18,10 +18,8 @@ use crate::control_plane::{TestEnv, TestEnvOptions};
 use crate::process::{ChildProcess, free_port, wait_until};
 use olmpack_model::plan::InstallModeType;
 
-/// Where OLM's global catalogs live (`catalog-operator --namespace`).
-pub const CATALOG_NAMESPACE: &str = "olm";
-/// Where operators are installed, with the OperatorGroup of the environment's install mode.
-pub const OPERATOR_NAMESPACE: &str = "operators";
+/// OLM's own `--install-plan-retry-timeout` default.
+pub const OLM_INSTALL_PLAN_RETRY: Duration = Duration::from_secs(60);
 /// The kwok node every pod is scheduled to.
 const NODE: &str = "kwok-node";
 /// How long a component or a catalog may take to become ready.
@@ -47,7 +45,7 @@ impl Default for OlmEnvOptions {
         Self {
             webhook_command: None,
             install_mode: InstallModeType::AllNamespaces,
-            install_plan_retry: super::install::OLM_INSTALL_PLAN_RETRY,
+            install_plan_retry: OLM_INSTALL_PLAN_RETRY,
         }
     }
 }

@@ -9,7 +9,8 @@ use kube::discovery::{self, Scope};
 use serde::Serialize;
 use serde_json::json;
 
-use super::env::{Catalog, OPERATOR_NAMESPACE};
+use super::env::{Catalog, OLM_INSTALL_PLAN_RETRY};
+use super::operator_group::OPERATOR_NAMESPACE;
 use super::resources::{self, Csv, InstallPlan, Subscription};
 use super::{OlmEnv, OlmError, operator_group};
 use crate::live::api::apiserver_message;
@@ -42,9 +43,6 @@ pub struct Timeouts {
     /// means the CSV's phase, reason and message and the refusals all unchanged.
     pub stuck: Duration,
 }
-
-/// OLM's own `--install-plan-retry-timeout` default.
-pub const OLM_INSTALL_PLAN_RETRY: Duration = Duration::from_secs(60);
 
 impl Default for Timeouts {
     fn default() -> Self {

@@ -1,10 +1,13 @@
-//! Which namespaces the installed operator serves: the OperatorGroup an [`super::OlmEnv`]
-//! creates in the operator namespace for an install mode, and where a user of that install
-//! creates objects.
+//! The environment's namespaces: OLM's, the operator's, and which ones the installed operator
+//! serves — the OperatorGroup an [`super::OlmEnv`] creates in the operator namespace for an
+//! install mode, and where a user of that install creates objects.
 
 use olmpack_model::plan::InstallModeType;
 
-use super::env::OPERATOR_NAMESPACE;
+/// Where OLM's global catalogs live (`catalog-operator --namespace`).
+pub const CATALOG_NAMESPACE: &str = "olm";
+/// Where operators are installed, with the OperatorGroup of the environment's install mode.
+pub const OPERATOR_NAMESPACE: &str = "operators";
 
 /// The namespaces a SingleNamespace (the first) or MultiNamespace (both) OperatorGroup
 /// targets; the environment creates them. Neither is the operator namespace.

@@ -13,8 +13,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 use kube::api::Api;
 use serde_json::Value;
 
-use super::env::OPERATOR_NAMESPACE;
 use super::install::{Outcome, POLL, Timeouts};
+use super::operator_group::OPERATOR_NAMESPACE;
 use super::resources::{self, Csv, InstallPlan, InstallPlanStatus, RequirementStatus};
 use super::{OlmEnv, OlmError, kubelet};
 

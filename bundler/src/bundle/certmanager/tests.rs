@@ -2,7 +2,8 @@
 
 use serde_json::{Value, json};
 
-use crate::bundle::manifests::{ImportChoices, Sourced, classify};
+use crate::bundle::inputs::Sourced;
+use crate::bundle::manifests::{ImportChoices, classify};
 use crate::plan::ErrorOrDrop;
 use crate::report::{Finding, Severity};
 

@@ -10,7 +10,7 @@
 
 use serde_json::{Value, json};
 
-use super::super::manifests::Sourced;
+use super::super::inputs::Sourced;
 use super::ReleaseSpec;
 use super::objects::clean_object;
 use crate::json::str_at;

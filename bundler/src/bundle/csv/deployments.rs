@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
-use super::super::manifests::Sourced;
+use super::super::inputs::Sourced;
 use crate::json::str_at;
 use crate::report::Finding;
 

@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::super::manifests::{Inputs, Sourced};
+use super::super::inputs::{Inputs, Sourced};
 use super::ReleaseSpec;
 use super::objects::clean_object;
 use crate::json::str_at;

@@ -36,7 +36,7 @@ use serde_json::{Map, Value, json};
 pub use self::crds::{definition_converting, olm_conversion};
 pub use self::deployments::OLM_CERT_PATHS;
 pub use self::objects::clean_object;
-use super::manifests::{Inputs, Sourced};
+use super::inputs::{Inputs, Sourced};
 use crate::plan::CsvMetadata;
 use crate::report::Finding;
 use crate::upgrade_graph::Edges;

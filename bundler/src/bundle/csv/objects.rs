@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::super::manifests::{Inputs, Sourced};
+use super::super::inputs::{Inputs, Sourced};
 use super::rbac::Rbac;
 use crate::json::str_at;
 

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
-use super::super::manifests::{Inputs, Sourced};
+use super::super::inputs::{Inputs, Sourced};
 use crate::json::str_at;
 use crate::report::Finding;
 

@@ -2,7 +2,7 @@
 //! ReplicaSets, garbage collection), kube-scheduler and kwok with a number of fake nodes, so
 //! that pods are created, scheduled and become Running and Ready without a kubelet.
 //!
-//! Unlike [`crate::OlmEnv`]'s single node (whose pods also wait for the kubelet stand-in's
+//! Unlike [`olmpack_envtest::OlmEnv`]'s single node (whose pods also wait for the kubelet stand-in's
 //! admission), kwok here runs its stages unchanged: every scheduled pod becomes Ready. Each
 //! component's client limits are raised ([`FakeNodesOptions`]) so that the control plane, not
 //! its own clients' defaults (20 requests/s for kube-controller-manager), is what a load test
@@ -16,9 +16,9 @@ use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use crate::binaries::{Tool, ToolData, ToolNotFound};
-use crate::control_plane::TestEnv;
-use crate::process::{ChildProcess, ProcessError, wait_until};
+use olmpack_envtest::binaries::{Tool, ToolData, ToolNotFound};
+use olmpack_envtest::control_plane::TestEnv;
+use olmpack_envtest::process::{ChildProcess, ProcessError, wait_until};
 
 /// How long a component or the nodes may take to become ready.
 const READY_TIMEOUT: Duration = Duration::from_secs(120);

@@ -6,9 +6,9 @@
 
 use std::time::Duration;
 
-use crate::binaries::Tool;
-use crate::process::{ChildProcess, free_port, wait_until};
 use crate::registry::{RegistryError, answers_v2};
+use olmpack_envtest::binaries::Tool;
+use olmpack_envtest::process::{ChildProcess, free_port, wait_until};
 
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 

@@ -8,8 +8,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::binaries::{Tool, ToolNotFound};
-use crate::process::{ChildProcess, ProcessError, free_port, wait_until};
+use olmpack_envtest::binaries::{Tool, ToolNotFound};
+use olmpack_envtest::process::{ChildProcess, ProcessError, free_port, wait_until};
 
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 const START_ATTEMPTS: usize = 3;

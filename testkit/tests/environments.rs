@@ -10,8 +10,9 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
 use kube::core::conversion::{ConversionRequest, ConversionResponse, ConversionReview};
 use kube::core::{ApiResource, GroupVersionKind};
+use olmpack_envtest::{HttpsServer, TestEnv, TestEnvOptions};
+use olmpack_testkit::{Registry, RegistryAuth};
 use serde_json::json;
-use upgrade_tests::{HttpsServer, Registry, RegistryAuth, TestEnv, TestEnvOptions};
 
 fn from_json<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
     serde_json::from_value(value).expect("test fixture is valid")
@@ -357,7 +358,7 @@ async fn envtest_registry_roundtrip() {
     use oci_client::secrets::RegistryAuth as OciAuth;
     use oci_client::{Client, Reference, RegistryOperation};
 
-    upgrade_tests::install_crypto_provider();
+    olmpack_envtest::install_crypto_provider();
     let anonymous = Registry::start(RegistryAuth::Anonymous).await.unwrap();
     let private = Registry::start(RegistryAuth::Htpasswd {
         username: "pusher".into(),
@@ -478,7 +479,7 @@ async fn envtest_registry_roundtrip() {
 /// are the same with it.
 #[tokio::test]
 async fn envtest_olm_catalog_operator_gets_the_install_plan_retry_window() {
-    let env = upgrade_tests::OlmEnv::start_with(upgrade_tests::OlmEnvOptions {
+    let env = olmpack_envtest::OlmEnv::start_with(olmpack_envtest::OlmEnvOptions {
         install_plan_retry: Duration::from_secs(7),
         ..Default::default()
     })

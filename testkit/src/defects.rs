@@ -12,7 +12,7 @@
 //! ```
 //! use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 //! # fn demo(base: &CustomResourceDefinition) {
-//! for broken in upgrade_tests::defects::broken_next_releases(base) {
+//! for broken in olmpack_testkit::defects::broken_next_releases(base) {
 //!     println!("{}: expect {}", broken.defect, broken.expected_rule);
 //! }
 //! # }
