@@ -81,10 +81,10 @@ fn main() {
     let mut floor_times = Vec::new();
     for _ in 0..RUNS {
         let started = Instant::now();
-        let docs = olmpack::yaml::from_multi_str(&input).unwrap();
+        let docs = olmpack_model::yaml::from_multi_str(&input).unwrap();
         let mut out = 0;
         for doc in &docs {
-            out += olmpack::yaml::to_string(doc).unwrap().len();
+            out += olmpack_model::yaml::to_string(doc).unwrap().len();
         }
         assert!(out > 0);
         floor_times.push(started.elapsed());

@@ -253,7 +253,7 @@ fn main() {
     if std::env::var_os("OLMPACK_BENCH_GENERATE_ONLY").is_some() {
         return;
     }
-    let opm = olmpack_envtest::Tool::Opm
+    let opm = olmpack_envtest::binaries::Tool::Opm
         .path()
         .expect("opm is required (cargo xtask setup)");
     let olmpack = PathBuf::from(env!("CARGO_BIN_EXE_olmpack"));

@@ -161,7 +161,7 @@ fn main() {
     // Longest a reference run may take (opm's validate of a 50,000-bundle chain grew past
     // 21 GiB in 9.5 minutes on a 24 GiB machine).
     let limit = env_usize("OLMPACK_BENCH_REFERENCE_LIMIT", 300) as u64;
-    let opm = olmpack_envtest::Tool::Opm
+    let opm = olmpack_envtest::binaries::Tool::Opm
         .path()
         .expect("opm is required (cargo xtask setup)");
     let olmpack = PathBuf::from(env!("CARGO_BIN_EXE_olmpack"));

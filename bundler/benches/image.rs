@@ -1,6 +1,6 @@
 //! Catalog image build and push, against named baselines measured in the same run.
 //!
-//! - Build: `olmpack::image::build_catalog_image` of a generated File-Based Catalog
+//! - Build: `olmpack::image::build::build_catalog_image` of a generated File-Based Catalog
 //!   (200 packages × 50 bundles by default) versus `tar cf - . | gzip -6` of the same files
 //!   (the floor: no hashing, no layout, no determinism work).
 //! - Push: the built layout to a loopback registry (CNCF distribution), MB/s of compressed
@@ -14,7 +14,10 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use olmpack::image::progress::Progress;
-use olmpack::image::{BuildOptions, Credentials, RegistryAccess, build_catalog_image, push_layout};
+use olmpack::image::{
+    auth::Credentials, build::BuildOptions, build::build_catalog_image, push::push_layout,
+    registry::RegistryAccess,
+};
 use serde_json::json;
 
 const RUNS: usize = 3;
@@ -150,7 +153,7 @@ fn main() {
             .unwrap()
     });
     let layer_size: u64 = {
-        let layout = olmpack::image::Layout::open(&layout).unwrap();
+        let layout = olmpack::image::layout::Layout::open(&layout).unwrap();
         let manifest: olmpack::image::layout::ImageManifest =
             layout.read_json(&root.digest, "manifest").unwrap();
         manifest.layers.iter().map(|l| l.size).sum()
@@ -181,8 +184,8 @@ fn main() {
     );
 
     let registry = runtime
-        .block_on(olmpack_testkit::Registry::start(
-            olmpack_testkit::RegistryAuth::Anonymous,
+        .block_on(olmpack_testkit::registry::Registry::start(
+            olmpack_testkit::registry::RegistryAuth::Anonymous,
         ))
         .expect("docker-registry is installed (cargo xtask setup)");
     let access = RegistryAccess {

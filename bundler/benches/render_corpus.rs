@@ -40,7 +40,7 @@ fn main() {
         return;
     };
     let runs = env_usize("OLMPACK_BENCH_RUNS", 3);
-    let opm = olmpack_envtest::Tool::Opm
+    let opm = olmpack_envtest::binaries::Tool::Opm
         .path()
         .expect("opm is required (cargo xtask setup)");
     let olmpack = PathBuf::from(env!("CARGO_BIN_EXE_olmpack"));

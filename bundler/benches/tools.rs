@@ -36,8 +36,8 @@ fn main() {
     let work = tempfile::tempdir().unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let registry = runtime
-        .block_on(olmpack_testkit::Registry::start(
-            olmpack_testkit::RegistryAuth::Anonymous,
+        .block_on(olmpack_testkit::registry::Registry::start(
+            olmpack_testkit::registry::RegistryAuth::Anonymous,
         ))
         .expect("the Distribution registry (cargo xtask setup)");
 

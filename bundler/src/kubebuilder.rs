@@ -92,7 +92,7 @@ impl Project {
     /// Reads the text of a PROJECT file; `file` names it in errors.
     pub fn parse(file: &str, text: &str) -> Result<Project, KubebuilderError> {
         let parsed: ProjectFile =
-            crate::yaml::from_str(text).map_err(|e| KubebuilderError::Parse {
+            olmpack_model::yaml::from_str(text).map_err(|e| KubebuilderError::Parse {
                 file: file.to_owned(),
                 problem: e.to_string(),
             })?;
@@ -101,7 +101,7 @@ impl Project {
             .ok_or_else(|| KubebuilderError::NoName {
                 file: file.to_owned(),
             })?;
-        if let Some(problem) = crate::names::dns1123_label_problem(&name) {
+        if let Some(problem) = olmpack_model::names::dns1123_label_problem(&name) {
             return Err(KubebuilderError::BadName {
                 file: file.to_owned(),
                 name,
@@ -148,7 +148,8 @@ impl Installer {
     /// Reads the installer's YAML stream as Go would; a stream that does not parse gives an
     /// empty installer (`olmpack generate` reports it, naming the document).
     pub fn read(text: &str) -> Installer {
-        let docs = crate::yaml::from_multi_str_go(text).map_or_else(|_| Vec::new(), |(d, _)| d);
+        let docs =
+            olmpack_model::yaml::from_multi_str_go(text).map_or_else(|_| Vec::new(), |(d, _)| d);
         let cert_manager = docs.iter().any(|doc| {
             doc["kind"] == "Certificate"
                 && doc["apiVersion"]

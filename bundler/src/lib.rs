@@ -34,8 +34,6 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub use olmpack_model::{choice, names, report, upgrade_graph, yaml};
-
 pub mod bundle;
 pub mod catalog;
 pub mod cluster_crds;

@@ -2,13 +2,12 @@
 //! files a plan names (manifests, samples, icon) inside the plan's directory.
 //!
 //! The plan's types, its parsing from text, its checks and its JSON Schema are pure and live
-//! in [`olmpack_model::plan`]; everything there is re-exported here, so `olmpack::plan::Plan`
-//! and `olmpack_model::plan::Plan` are one type.
+//! in [`olmpack_model::plan`].
 #![warn(missing_docs)]
 
 use std::path::{Path, PathBuf};
 
-pub use olmpack_model::plan::*;
+use olmpack_model::plan::{LoadedPlan, PlanError, parse};
 
 use crate::input::{self, InputError};
 

@@ -2,7 +2,7 @@
 //! them — built in memory, validated, then written (or checked) by the caller.
 //!
 //! The CSVs' upgrade fields and the catalog's channel entries are both read from the plan's
-//! [`crate::upgrade_graph::UpgradeGraph`] (see the module for its rules). Bundle images are named by
+//! [`olmpack_model::upgrade_graph::UpgradeGraph`] (see the module for its rules). Bundle images are named by
 //! the plan's `bundleImage` template.
 #![warn(missing_docs)]
 
@@ -12,8 +12,8 @@ use crate::catalog::declcfg::Icon;
 use crate::catalog::generate::{self as catalog_generate, PackageMeta};
 use crate::catalog::render::{self, RenderOptions};
 use crate::output::FileTree;
-use crate::plan::LoadedPlan;
-use crate::report::Report;
+use olmpack_model::plan::LoadedPlan;
+use olmpack_model::report::Report;
 
 /// Failure of the release job.
 #[derive(Debug, thiserror::Error)]
@@ -24,7 +24,7 @@ pub enum ReleaseError {
     /// The plan lacks what a release needs (a `bundleImage`, which names each bundle's image
     /// in the catalog): an invalid plan, for this job.
     #[error("the plan cannot be released")]
-    Incomplete(#[source] crate::plan::PlanError),
+    Incomplete(#[source] olmpack_model::plan::PlanError),
     /// Rendering a generated bundle into its catalog blob failed.
     #[error("failed to render the bundle of release {version} for the catalog")]
     Render {
@@ -65,7 +65,7 @@ pub fn build(plan: &LoadedPlan, options: &GenerateOptions) -> Result<ReleaseOutp
         .bundle_image
         .as_ref()
         .ok_or_else(|| {
-            ReleaseError::Incomplete(crate::plan::PlanError::Invalid {
+            ReleaseError::Incomplete(olmpack_model::plan::PlanError::Invalid {
                 path: plan.path.clone(),
                 field: "bundleImage".into(),
                 message: "not set; the catalog names each bundle by its image (e.g. quay.io/me/my-operator-bundle:v{version})".into(),

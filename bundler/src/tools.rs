@@ -22,7 +22,7 @@ use std::fs::{self, File};
 use std::io::{self, Read};
 use std::path::{Component, Path, PathBuf};
 
-use olmpack_envtest::Tool;
+use olmpack_envtest::binaries::Tool;
 
 use crate::image::base::{self, BaseError, BaseImage, PlatformImage};
 use crate::image::build::{BuildError, BuildOptions, build_files_image};

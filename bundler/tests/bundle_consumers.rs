@@ -4,7 +4,7 @@
 //!
 //! - **opm**: the built `opm` renders the bundle directory, then validates a catalog of it
 //!   (its package, one channel with its upgrade edges, the rendered bundle);
-//! - **kube-apiserver**: the test control plane (`olmpack_envtest::TestEnv`, with OLM v0's CRDs
+//! - **kube-apiserver**: the test control plane (`olmpack_envtest::control_plane::TestEnv`, with OLM v0's CRDs
 //!   installed) refuses, in a server-side dry run, the object as written, the CSV itself, or
 //!   what OLM creates from the CSV (Deployments, Pods, webhook configurations, a CRD with OLM's
 //!   conversion webhook);
@@ -25,7 +25,7 @@ use bundle_cases::*;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use olmpack::bundle::load::LoadedBundle;
 use olmpack::bundle::validate::consumers::RULES;
-use olmpack::report::{Consumer, Severity};
+use olmpack_model::report::{Consumer, Severity};
 use serde_json::{Value, json};
 
 /// How a case shows its consumer refusing.
@@ -770,7 +770,7 @@ fn bundle_consumers_olmpack_reports_each_case_at_error_with_its_consumer() {
 
 #[test]
 fn bundle_consumers_opm_refuses_each_opm_case() {
-    let opm = olmpack_envtest::Tool::Opm
+    let opm = olmpack_envtest::binaries::Tool::Opm
         .path()
         .expect("opm is installed by cargo xtask setup");
     let clean = write_bundle(&example_bundle());
@@ -791,7 +791,7 @@ fn bundle_consumers_opm_refuses_each_opm_case() {
 
 /// OLM v0's CRDs (the ClusterServiceVersion's among them), as `cargo xtask setup` left them.
 fn olm_crds() -> Vec<CustomResourceDefinition> {
-    let dir = olmpack_envtest::ToolData::OlmCrds
+    let dir = olmpack_envtest::binaries::ToolData::OlmCrds
         .path()
         .expect("OLM's CRDs are installed by cargo xtask setup");
     let mut paths: Vec<_> = std::fs::read_dir(dir)
@@ -803,14 +803,14 @@ fn olm_crds() -> Vec<CustomResourceDefinition> {
         .iter()
         .map(|p| {
             let text = std::fs::read_to_string(p).unwrap();
-            serde_json::from_value(olmpack::yaml::from_str(&text).unwrap()).unwrap()
+            serde_json::from_value(olmpack_model::yaml::from_str(&text).unwrap()).unwrap()
         })
         .collect()
 }
 
 #[tokio::test]
 async fn bundle_consumers_apiserver_refuses_each_apiserver_case() {
-    let env = olmpack_envtest::TestEnv::start()
+    let env = olmpack_envtest::control_plane::TestEnv::start()
         .await
         .expect("test environment starts");
     for crd in olm_crds() {
@@ -877,18 +877,18 @@ fn olm_catalog(
     }
     let csv_path = bundle.join("manifests/modes.clusterserviceversion.yaml");
     let mut csv: Value =
-        olmpack::yaml::from_str(&std::fs::read_to_string(&csv_path).unwrap()).unwrap();
+        olmpack_model::yaml::from_str(&std::fs::read_to_string(&csv_path).unwrap()).unwrap();
     assert_eq!(csv["spec"]["installModes"][3]["type"], "AllNamespace");
     csv["spec"]["installModes"][3]["type"] = json!("AllNamespaces");
     change(&mut csv);
-    std::fs::write(&csv_path, olmpack::yaml::to_string(&csv).unwrap()).unwrap();
+    std::fs::write(&csv_path, olmpack_model::yaml::to_string(&csv).unwrap()).unwrap();
     if let Some((name, yaml)) = extra {
         std::fs::write(bundle.join("manifests").join(name), yaml).unwrap();
     }
     let catalog = dir.join("catalog");
     std::fs::create_dir_all(&catalog).unwrap();
     std::fs::copy(fixture.join("package.json"), catalog.join("package.json")).unwrap();
-    let out = std::process::Command::new(olmpack_envtest::Tool::Opm.path().unwrap())
+    let out = std::process::Command::new(olmpack_envtest::binaries::Tool::Opm.path().unwrap())
         .args(["render", "--output", "json"])
         .arg(&bundle)
         .output()

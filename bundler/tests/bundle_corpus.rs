@@ -9,7 +9,7 @@ mod bundle_cases;
 
 use bundle_cases::*;
 use olmpack::bundle::{load, validate};
-use olmpack::report::{Finding, Severity};
+use olmpack_model::report::{Finding, Severity};
 use serde_json::{Value, json};
 
 struct Case {
@@ -1119,13 +1119,13 @@ const OPM_BUNDLE_VALIDATOR_ONLY: [&str; 1] = ["bundle/dependency"];
 /// refuses is refused by the real opm (render, then validate as a catalog).
 #[test]
 fn opm_refuses_every_bundle_whose_error_names_opm() {
-    let opm = olmpack_envtest::Tool::Opm
+    let opm = olmpack_envtest::binaries::Tool::Opm
         .path()
         .expect("opm is installed by cargo xtask setup");
     let mut accepted = Vec::new();
     let mut refused = Vec::new();
     for case in cases() {
-        if validate::consumers::consumer(case.rule) != Some(olmpack::report::Consumer::Opm) {
+        if validate::consumers::consumer(case.rule) != Some(olmpack_model::report::Consumer::Opm) {
             continue;
         }
         if OPM_BUNDLE_VALIDATOR_ONLY.contains(&case.rule) {
@@ -1149,7 +1149,7 @@ fn opm_refuses_every_bundle_whose_error_names_opm() {
 /// the real kube-apiserver (server-side dry run).
 #[tokio::test]
 async fn the_apiserver_refuses_every_object_whose_error_names_it() {
-    let env = olmpack_envtest::TestEnv::start()
+    let env = olmpack_envtest::control_plane::TestEnv::start()
         .await
         .expect("test environment starts");
     let client = env.client();
@@ -1158,7 +1158,7 @@ async fn the_apiserver_refuses_every_object_whose_error_names_it() {
     let mut via_csv = Vec::new();
     for case in cases() {
         if validate::consumers::consumer(case.rule)
-            != Some(olmpack::report::Consumer::KubeApiserver)
+            != Some(olmpack_model::report::Consumer::KubeApiserver)
         {
             continue;
         }

@@ -8,7 +8,7 @@ mod bundle_support;
 
 use olmpack::bundle::generate::{GenerateOptions, generate};
 use olmpack::output::read_tree;
-use olmpack_envtest::Tool;
+use olmpack_envtest::binaries::Tool;
 
 fn example_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("example")

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use olmpack::bundle::generate::{GenerateOptions, Generated, generate};
 use olmpack::bundle::inputs::Sourced;
 use olmpack::bundle::manifests::{ImportChoices, classify};
-use olmpack::plan::ErrorOrDrop;
-use olmpack::report::{Finding, Severity};
+use olmpack_model::plan::ErrorOrDrop;
+use olmpack_model::report::{Finding, Severity};
 use serde_json::{Value, json};
 
 fn fixture(name: &str) -> PathBuf {
@@ -27,7 +27,7 @@ fn generate_from(dir: &Path, manifests: &str, csv: &str) -> Generated {
          csv: {{{csv}}}\n\
          releases:\n- {{version: 0.0.1, manifests: {manifests}}}\n"
     );
-    let plan = olmpack::plan::parse(&dir.join("olmpack.yaml"), &text).unwrap();
+    let plan = olmpack_model::plan::parse(&dir.join("olmpack.yaml"), &text).unwrap();
     match generate(&plan, &GenerateOptions::default()) {
         Ok(generated) => generated,
         Err(olmpack::bundle::generate::GenerateError::Invalid(found)) => {
@@ -46,7 +46,7 @@ fn generated_csv(generated: &Generated) -> Value {
                 .ends_with(".clusterserviceversion.yaml")
         })
         .expect("a CSV");
-    olmpack::yaml::from_str(std::str::from_utf8(bytes).unwrap()).unwrap()
+    olmpack_model::yaml::from_str(std::str::from_utf8(bytes).unwrap()).unwrap()
 }
 
 fn findings(generated: &Generated) -> Vec<&Finding> {
@@ -66,7 +66,7 @@ fn original_csv() -> Value {
         "sdk-bundle/manifests/memcached-operator.clusterserviceversion.yaml",
     ))
     .unwrap();
-    olmpack::yaml::from_str(&text).unwrap()
+    olmpack_model::yaml::from_str(&text).unwrap()
 }
 
 #[test]
@@ -280,7 +280,8 @@ fn import_kustomize_config_manifests_uses_the_objects_and_the_csv_base() {
         .tree
         .get(Path::new("0.0.1/tests/scorecard/config.yaml"))
         .expect("tests/scorecard/config.yaml");
-    let config: Value = olmpack::yaml::from_str(std::str::from_utf8(config).unwrap()).unwrap();
+    let config: Value =
+        olmpack_model::yaml::from_str(std::str::from_utf8(config).unwrap()).unwrap();
     assert_eq!(config["kind"], "Configuration");
     assert_eq!(
         config["stages"][0]["tests"][0]["labels"]["test"],
@@ -307,7 +308,7 @@ fn import_kustomize_config_manifests_uses_the_objects_and_the_csv_base() {
 }
 
 fn sourced(yaml: &str) -> Vec<Sourced> {
-    olmpack::yaml::from_multi_str(yaml)
+    olmpack_model::yaml::from_multi_str(yaml)
         .unwrap()
         .into_iter()
         .enumerate()
@@ -422,7 +423,7 @@ fn generate_helm(manifests_dir: &Path) -> Result<Generated, Vec<Finding>> {
     let text = "package: memcached-operator\ndefaultChannel: alpha\nchannels: [alpha]\n\
          csv: {displayName: Memcached, description: d, provider: {name: Example}}\n\
          releases:\n- {version: 0.0.1, manifests: .}\n";
-    let plan = olmpack::plan::parse(&manifests_dir.join("olmpack.yaml"), text).unwrap();
+    let plan = olmpack_model::plan::parse(&manifests_dir.join("olmpack.yaml"), text).unwrap();
     match generate(&plan, &GenerateOptions::default()) {
         Ok(generated) => Ok(generated),
         Err(olmpack::bundle::generate::GenerateError::Invalid(found)) => Err(found),

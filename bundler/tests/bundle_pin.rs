@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use olmpack_testkit::{Registry, RegistryAuth};
+use olmpack_testkit::{registry::Registry, registry::RegistryAuth};
 
 fn olmpack() -> Command {
     Command::new(env!("CARGO_BIN_EXE_olmpack"))
@@ -32,12 +32,12 @@ fn example_for(host: &str, dir: &Path) {
     }
     let plan_path = dir.join("olmpack.yaml");
     let mut plan: serde_json::Value =
-        olmpack::yaml::from_str(&std::fs::read_to_string(&plan_path).unwrap()).unwrap();
+        olmpack_model::yaml::from_str(&std::fs::read_to_string(&plan_path).unwrap()).unwrap();
     plan["releases"]
         .as_array_mut()
         .unwrap()
         .retain(|r| r["version"] == "1.1.1");
-    std::fs::write(&plan_path, olmpack::yaml::to_string(&plan).unwrap()).unwrap();
+    std::fs::write(&plan_path, olmpack_model::yaml::to_string(&plan).unwrap()).unwrap();
 }
 
 #[tokio::test]

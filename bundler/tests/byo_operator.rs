@@ -54,13 +54,13 @@ struct NewUser<'a> {
 
 impl NewUser<'_> {
     fn apply(&self, cmd: &mut Command) {
-        for tool in olmpack_envtest::Tool::ALL {
+        for tool in olmpack_envtest::binaries::Tool::ALL {
             cmd.env_remove(tool.env_var());
         }
         for data in [
-            olmpack_envtest::ToolData::OlmCrds,
-            olmpack_envtest::ToolData::KwokStages,
-            olmpack_envtest::ToolData::OlmV1Crds,
+            olmpack_envtest::binaries::ToolData::OlmCrds,
+            olmpack_envtest::binaries::ToolData::KwokStages,
+            olmpack_envtest::binaries::ToolData::OlmV1Crds,
         ] {
             cmd.env_remove(data.env_var());
         }
@@ -229,8 +229,8 @@ fn byo_operator_tools_image_in_an_empty_home() {
     let work = tempfile::tempdir().unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let registry = runtime
-        .block_on(olmpack_testkit::Registry::start(
-            olmpack_testkit::RegistryAuth::Anonymous,
+        .block_on(olmpack_testkit::registry::Registry::start(
+            olmpack_testkit::registry::RegistryAuth::Anonymous,
         ))
         .expect("the Distribution registry starts");
     // olmpack's release job: pack the tools setup built, push them.
@@ -289,7 +289,11 @@ fn byo_operator_tools_image_in_an_empty_home() {
         )),
         "{stderr}"
     );
-    let etcd = installed.join(olmpack_envtest::Tool::Etcd.cache_binary().unwrap());
+    let etcd = installed.join(
+        olmpack_envtest::binaries::Tool::Etcd
+            .cache_binary()
+            .unwrap(),
+    );
     assert!(etcd.is_file(), "{} not installed", etcd.display());
     let shown = serde_json::to_string_pretty(&reports).unwrap();
     assert_eq!(reports.len(), 1, "{shown}");
@@ -311,7 +315,7 @@ fn byo_operator_upgrade_olm_through_the_real_managers() {
     let Some(()) = byo_support::tools(test) else {
         return;
     };
-    if let Err(err) = olmpack_envtest::Tool::OlmOperator.path() {
+    if let Err(err) = olmpack_envtest::binaries::Tool::OlmOperator.path() {
         byo_support::not_run::<()>(test, &err.to_string());
         return;
     }

@@ -8,7 +8,7 @@ use olmpack::catalog::declcfg::Bundle;
 use olmpack::catalog::generate::{PackageMeta, build_catalog};
 use olmpack::catalog::render::{RenderOptions, render_dir};
 use olmpack::catalog::validate::{ValidateOptions, validate_dir};
-use olmpack::upgrade_graph::UpgradeGraph;
+use olmpack_model::upgrade_graph::UpgradeGraph;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -41,7 +41,7 @@ fn graph(releases: &[&str]) -> UpgradeGraph {
             .map(|r| format!("- {r}\n"))
             .collect::<String>()
     );
-    UpgradeGraph::from_plan(&olmpack::plan::parse(Path::new("olmpack.yaml"), &text).unwrap())
+    UpgradeGraph::from_plan(&olmpack_model::plan::parse(Path::new("olmpack.yaml"), &text).unwrap())
 }
 
 #[test]
@@ -88,7 +88,7 @@ fn generated_catalog_is_deterministic_and_valid_for_both_validators() {
     assert_eq!(stable.entries[1].skip_range, ">=0.1.0 <0.2.0");
     assert!(pkg.bundles["webapp-operator.v0.1.0"].deprecation.is_some());
 
-    let opm = olmpack_envtest::Tool::Opm
+    let opm = olmpack_envtest::binaries::Tool::Opm
         .path()
         .expect("opm is required for this test");
     let status = Command::new(opm)

@@ -6,7 +6,8 @@ use std::path::Path;
 use olmpack::catalog::graph::{GraphFormat, render};
 use olmpack::catalog::load::load_dir;
 use olmpack::catalog::model::Model;
-use olmpack::catalog::upgrade::{self, Edge};
+use olmpack::catalog::upgrade;
+use olmpack_model::upgrade_graph::EdgeKind;
 
 fn model(name: &str) -> Model {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -51,7 +52,7 @@ fn v0_and_v1_paths_differ_where_skiprange_is_not_on_the_head() {
     let from_a = paths.iter().find(|p| p.bundle == "pkg.v1.0.0").unwrap();
     // The head's skipRange covers 1.0.0: v0 jumps straight to the head; v1 picks the highest.
     assert_eq!(from_a.v0.len(), 1);
-    assert_eq!(from_a.v0[0].via, Edge::SkipRange);
+    assert_eq!(from_a.v0[0].via, EdgeKind::SkipRange);
     assert_eq!(from_a.v1.len(), 1);
     assert_eq!(from_a.v1[0].to, "pkg.v1.2.0");
     insta::assert_snapshot!("upgrade_paths_text", upgrade::render_text(&paths));
@@ -63,7 +64,10 @@ fn v1_prefers_non_deprecated_and_v0_follows_the_head() {
     let pkg = &m.packages["pkg"];
     let stable = &pkg.channels["stable"];
     let step = upgrade::v0_successor(pkg, stable, "pkg.v1.0.0").unwrap();
-    assert_eq!((step.to.as_str(), step.via), ("pkg.v1.1.0", Edge::Replaces));
+    assert_eq!(
+        (step.to.as_str(), step.via),
+        ("pkg.v1.1.0", EdgeKind::Replaces)
+    );
     assert!(upgrade::v0_successor(pkg, stable, "pkg.v1.2.0").is_none());
     let step = upgrade::v1_successor(pkg, &[stable], "pkg.v1.1.0").unwrap();
     assert_eq!(step.to, "pkg.v1.2.0");

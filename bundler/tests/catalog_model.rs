@@ -57,7 +57,7 @@ fn json_and_yaml_round_trips_keep_every_blob() {
 
 #[test]
 fn written_order_and_content_match_opm_render() {
-    let opm = olmpack_envtest::Tool::Opm
+    let opm = olmpack_envtest::binaries::Tool::Opm
         .path()
         .expect("opm is required for this test");
     for dir in valid() {
@@ -80,7 +80,7 @@ fn written_order_and_content_match_opm_render() {
 
 #[test]
 fn rendering_a_catalog_directory_matches_opm_render() {
-    let opm = olmpack_envtest::Tool::Opm
+    let opm = olmpack_envtest::binaries::Tool::Opm
         .path()
         .expect("opm is required for this test");
     let bin = env!("CARGO_BIN_EXE_olmpack");

@@ -28,7 +28,7 @@ fn opm_render_output(args: &[&str], dir: &Path) -> Output {
 
 /// `opm render <args> <dirs…>`, as it ran.
 fn opm_render_dirs(args: &[&str], dirs: &[PathBuf]) -> Output {
-    let opm = olmpack_envtest::Tool::Opm
+    let opm = olmpack_envtest::binaries::Tool::Opm
         .path()
         .expect("opm is required for this test");
     Command::new(opm)
@@ -211,7 +211,7 @@ fn crd_names_without_a_group_fail_like_opm() {
         );
         let err = render_dir(&bundle, &RenderOptions::default()).unwrap_err();
         assert_eq!(
-            olmpack::report::error_chain(&err),
+            olmpack_model::report::error_chain(&err),
             format!(
                 "bundle webapp-operator.v0.1.0: {role} CRD name \"{bare}\" is not <plural>.<group>"
             )

@@ -4,8 +4,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use olmpack_envtest::Tool;
-use olmpack_testkit::{Registry, RegistryAuth};
+use olmpack_envtest::binaries::Tool;
+use olmpack_testkit::{registry::Registry, registry::RegistryAuth};
 
 fn run(cmd: &mut Command) -> Vec<u8> {
     let out = cmd.output().unwrap();

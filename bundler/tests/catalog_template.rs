@@ -13,9 +13,12 @@ use std::process::Command;
 use olmpack::catalog::serialize::{Format, to_string};
 use olmpack::catalog::template::{self, DirResolver};
 use olmpack::image::progress::Progress;
-use olmpack::image::{BuildOptions, Credentials, RegistryAccess, build_bundle_image, push_layout};
-use olmpack_envtest::Tool;
-use olmpack_testkit::{Registry, RegistryAuth};
+use olmpack::image::{
+    auth::Credentials, build::BuildOptions, build::build_bundle_image, push::push_layout,
+    registry::RegistryAccess,
+};
+use olmpack_envtest::binaries::Tool;
+use olmpack_testkit::{registry::Registry, registry::RegistryAuth};
 use serde_json::Value;
 
 fn fixture(name: &str) -> PathBuf {

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use olmpack::catalog::validate::{ValidateOptions, validate_dir};
-use olmpack::report::Severity;
+use olmpack_model::report::Severity;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/catalog")
@@ -369,7 +369,7 @@ fn catalogs() -> Vec<PathBuf> {
 
 #[test]
 fn opm_and_olmpack_agree_on_pass_fail() {
-    let opm = olmpack_envtest::Tool::Opm
+    let opm = olmpack_envtest::binaries::Tool::Opm
         .path()
         .expect("opm is required for this test");
     let mut disagreements = Vec::new();
@@ -395,7 +395,7 @@ fn opm_and_olmpack_agree_on_pass_fail() {
                 path.display(),
                 opm_ok,
                 ours_ok,
-                report.render(olmpack::report::OutputFormat::Text)
+                report.render(olmpack_model::report::OutputFormat::Text)
             ));
         }
         if path.parent().unwrap().ends_with("valid") {
@@ -512,7 +512,7 @@ fn duplicate_keys_are_read_as_opm_reads_them() {
     );
     assert_eq!(model.packages["pkg"].default_channel, "stable");
 
-    let opm = olmpack_envtest::Tool::Opm
+    let opm = olmpack_envtest::binaries::Tool::Opm
         .path()
         .expect("opm is required for this test");
     for format in ["json", "yaml"] {

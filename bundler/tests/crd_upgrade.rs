@@ -11,7 +11,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use olmpack::bundle::load;
 use olmpack::compat::graph::{Release, apply_conversion_webhook};
 use olmpack::compat::{self, PairInput, Problem, Refuser};
-use olmpack::report::Severity;
+use olmpack_model::report::Severity;
 use olmpack_testkit::defects::{self, Defect};
 
 fn workspace() -> PathBuf {
@@ -355,7 +355,7 @@ fn corpus_root() -> PathBuf {
 /// `None` (after saying so loudly) when the data or crdify is missing outside CI; a panic in CI.
 fn corpus_and_crdify() -> Option<(PathBuf, PathBuf)> {
     let histories = corpus_root().join("crd-histories");
-    let crdify = olmpack_envtest::Tool::Crdify.path();
+    let crdify = olmpack_envtest::binaries::Tool::Crdify.path();
     let missing = match (&crdify, histories.join("pairs.tsv").is_file()) {
         (Ok(_), true) => None,
         (Err(e), _) => Some(format!("crdify is missing: {e}")),

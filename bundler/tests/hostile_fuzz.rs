@@ -190,14 +190,14 @@ fn mutate_text(bytes: &mut Vec<u8>, m: &Mutation) {
 
 /// A seed (YAML text) with the mutations applied: value ones first, then text ones.
 fn apply(seed: &str, mutations: &[Mutation]) -> Vec<u8> {
-    let mut value: Value = olmpack::yaml::from_str(seed).unwrap();
+    let mut value: Value = olmpack_model::yaml::from_str(seed).unwrap();
     let mut text_level = Vec::new();
     for m in mutations {
         if !mutate_value(&mut value, m) {
             text_level.push(m);
         }
     }
-    let mut bytes = olmpack::yaml::to_string(&value).unwrap().into_bytes();
+    let mut bytes = olmpack_model::yaml::to_string(&value).unwrap().into_bytes();
     for m in text_level {
         mutate_text(&mut bytes, m);
     }
@@ -228,7 +228,7 @@ fn check_in_process(loader: &str, bytes: &[u8]) {
     let file = Path::new("fuzzed.yaml");
     let result = std::panic::catch_unwind(|| match loader {
         "plan" => match std::str::from_utf8(bytes) {
-            Ok(text) => match olmpack::plan::parse(file, text) {
+            Ok(text) => match olmpack_model::plan::parse(file, text) {
                 Ok(_) => None,
                 Err(e) => Some(e.to_string()),
             },

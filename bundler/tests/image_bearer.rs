@@ -11,8 +11,11 @@ use base64::Engine as _;
 use image_support::{Inspector, access, fixture, options};
 use oci_client::secrets::RegistryAuth as OciAuth;
 use olmpack::image::progress::Progress;
-use olmpack::image::{Credentials, Secret, build_bundle_image, push_layout, resolve_digest};
-use olmpack_testkit::{Registry, RegistryAuth};
+use olmpack::image::{
+    auth::Credentials, auth::Secret, build::build_bundle_image, push::push_layout,
+    resolve::resolve_digest,
+};
+use olmpack_testkit::{registry::Registry, registry::RegistryAuth};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 

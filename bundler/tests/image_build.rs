@@ -12,8 +12,8 @@ use std::time::{Duration, SystemTime};
 use image_support::{copy_tree, fixture, options, read_tree, run};
 use olmpack::image::layout::{ImageManifest, Layout};
 use olmpack::image::progress::Progress;
-use olmpack::image::{BuildOptions, build_bundle_image, build_catalog_image};
-use olmpack_envtest::Tool;
+use olmpack::image::{build::BuildOptions, build::build_bundle_image, build::build_catalog_image};
+use olmpack_envtest::binaries::Tool;
 use serde_json::Value;
 
 fn layer_listing(layout: &Layout, digest: &str) -> Vec<String> {
@@ -89,7 +89,7 @@ fn bundle_image_has_one_layer_per_dockerfile_copy_and_the_annotations_as_labels(
             ],
         ]
     );
-    let annotations: Value = olmpack::yaml::from_str(
+    let annotations: Value = olmpack_model::yaml::from_str(
         &std::fs::read_to_string(fixture("bundle/metadata/annotations.yaml")).unwrap(),
     )
     .unwrap();

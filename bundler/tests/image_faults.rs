@@ -13,8 +13,10 @@ use image_support::proxy::{Fault, FaultProxy, Rule};
 use image_support::{Inspector, access, fixture, options};
 use oci_client::secrets::RegistryAuth as OciAuth;
 use olmpack::image::progress::Progress;
-use olmpack::image::{Credentials, build_bundle_image, build_catalog_image, push_layout};
-use olmpack_testkit::{Registry, RegistryAuth};
+use olmpack::image::{
+    auth::Credentials, build::build_bundle_image, build::build_catalog_image, push::push_layout,
+};
+use olmpack_testkit::{registry::Registry, registry::RegistryAuth};
 
 fn build(dir: &Path) {
     build_bundle_image(&fixture("bundle"), &dir.join("bundle"), &options("v1")).unwrap();

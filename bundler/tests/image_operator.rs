@@ -8,7 +8,7 @@ use std::process::Command;
 
 use image_support::run;
 use olmpack::image::layout::{ImageIndex, ImageManifest, Layout};
-use olmpack_envtest::Tool;
+use olmpack_envtest::binaries::Tool;
 use serde_json::Value;
 
 fn olmpack() -> Command {

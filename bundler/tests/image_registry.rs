@@ -15,11 +15,11 @@ use olmpack::image::layout::{
 };
 use olmpack::image::progress::Progress;
 use olmpack::image::{
-    Credentials, Secret, build_bundle_image, build_catalog_image, media_type, push_layout,
-    resolve_digest,
+    auth::Credentials, auth::Secret, build::build_bundle_image, build::build_catalog_image,
+    media_type, push::push_layout, resolve::resolve_digest,
 };
-use olmpack_envtest::Tool;
-use olmpack_testkit::{Registry, RegistryAuth};
+use olmpack_envtest::binaries::Tool;
+use olmpack_testkit::{registry::Registry, registry::RegistryAuth};
 use serde_json::{Value, json};
 
 const USER: &str = "pusher";

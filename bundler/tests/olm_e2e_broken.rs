@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use olmpack::upgrade_olm::{self, CaseReport, RunOptions};
-use olmpack_envtest::Tool;
+use olmpack_envtest::binaries::Tool;
 use olmpack_envtest::olm::{Outcome, Timeouts};
 
 fn fixture(name: &str) -> PathBuf {

@@ -38,7 +38,7 @@ fn check_file(corpus: &Path, path: &Path, tally: &mut Tally) {
     if !named && !text.contains("ClusterServiceVersion") {
         return;
     }
-    let docs = match olmpack::yaml::from_multi_str_go(&text) {
+    let docs = match olmpack_model::yaml::from_multi_str_go(&text) {
         Ok((docs, _)) => docs,
         Err(e) => {
             if named {

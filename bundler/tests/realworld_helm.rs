@@ -38,19 +38,19 @@ releases:
 
 /// A chart to render: where setup put it, the release name and the namespace.
 struct Chart {
-    data: olmpack_envtest::ToolData,
+    data: olmpack_envtest::binaries::ToolData,
     release: &'static str,
     namespace: &'static str,
 }
 
 const KUEUE: Chart = Chart {
-    data: olmpack_envtest::ToolData::KueueChart,
+    data: olmpack_envtest::binaries::ToolData::KueueChart,
     release: "kueue",
     namespace: "kueue-system",
 };
 
 const KYVERNO: Chart = Chart {
-    data: olmpack_envtest::ToolData::KyvernoChart,
+    data: olmpack_envtest::binaries::ToolData::KyvernoChart,
     release: "kyverno",
     namespace: "kyverno",
 };
@@ -59,10 +59,12 @@ const KYVERNO: Chart = Chart {
 /// for: a helm built without its release flags assumes Kubernetes v1.20), or `None` (said
 /// loudly; a failure in CI, where setup installed them).
 fn tools(chart: &Chart) -> Option<(PathBuf, PathBuf, String)> {
-    let found = olmpack_envtest::Tool::Helm.path().and_then(|helm| {
-        let apiserver = olmpack_envtest::Tool::KubeApiserver.path()?;
-        Ok((helm, chart.data.path()?, apiserver))
-    });
+    let found = olmpack_envtest::binaries::Tool::Helm
+        .path()
+        .and_then(|helm| {
+            let apiserver = olmpack_envtest::binaries::Tool::KubeApiserver.path()?;
+            Ok((helm, chart.data.path()?, apiserver))
+        });
     match found {
         Ok((helm, dir, apiserver)) => {
             let out = Command::new(apiserver).arg("--version").output().unwrap();
@@ -173,7 +175,7 @@ fn shipped_files(dir: &Path, version: &str, pick: impl Fn(&str) -> bool) -> Vec<
 
 /// The real API server accepts every object OLM creates from the bundle.
 async fn apiserver_accepts(bundle: &Path) {
-    let env = olmpack_envtest::TestEnv::start()
+    let env = olmpack_envtest::control_plane::TestEnv::start()
         .await
         .expect("test environment starts");
     let client = env.client();
@@ -231,7 +233,7 @@ fn input_findings(out: &Output) -> Vec<String> {
 /// The generated CSV.
 fn csv(dir: &Path) -> serde_json::Value {
     let path = dir.join("out/0.17.0/manifests/kueue.clusterserviceversion.yaml");
-    olmpack::yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    olmpack_model::yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 /// What the bundle's CSV must say for Kueue: its admission and conversion webhooks, only
@@ -335,7 +337,7 @@ async fn realworld_helm_kueue_without_the_visibility_api() {
         .path()
         .join("out/0.17.0/manifests/kueue-webhook-server-cert_v1_secret.yaml");
     let secret: serde_json::Value =
-        olmpack::yaml::from_str(&std::fs::read_to_string(secret).unwrap()).unwrap();
+        olmpack_model::yaml::from_str(&std::fs::read_to_string(secret).unwrap()).unwrap();
     assert!(
         secret.get("data").is_none() && secret.get("type").is_none(),
         "the Secret Kueue's own certificate management fills ships as the chart has it: {secret}"

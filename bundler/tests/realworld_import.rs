@@ -22,7 +22,7 @@ use olmpack::bundle::csv::{self, ReleaseSpec};
 use olmpack::bundle::generate::{GenerateError, GenerateOptions, generate};
 use olmpack::bundle::{load, manifests, operator_sdk};
 use olmpack::json::str_at;
-use olmpack::report::{Finding, Severity};
+use olmpack_model::report::{Finding, Severity};
 use serde_json::{Value, json};
 
 /// The aspects compared, and the rules whose findings explain a difference in each.
@@ -199,7 +199,7 @@ fn build(
     package: &str,
     version: &semver::Version,
 ) -> Result<(Value, Vec<Finding>), Vec<Finding>> {
-    let plan = olmpack::plan::parse(
+    let plan = olmpack_model::plan::parse(
         &dir.join("olmpack.yaml"),
         &plan_text(package, &version.to_string()),
     )
@@ -251,7 +251,7 @@ fn run_one(tally: &Mutex<Tally>, corpus: &Path, dir: &Path) {
             .push(format!("{rel}: CSV version is not semver"));
     };
     let outcome = build(dir, &package, &version);
-    let full = olmpack::plan::parse(
+    let full = olmpack_model::plan::parse(
         &dir.join("olmpack.yaml"),
         &plan_text(&package, &version.to_string()),
     )

@@ -102,7 +102,7 @@ async fn passes(project: &str, extra: &str) {
             "{project}: {stdout}"
         );
     }
-    let env = olmpack_envtest::TestEnv::start()
+    let env = olmpack_envtest::control_plane::TestEnv::start()
         .await
         .expect("test environment starts");
     let client = env.client();

@@ -18,7 +18,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use olmpack::bundle::{load, validate};
-use olmpack::report::Severity;
+use olmpack_model::report::Severity;
 
 /// Per rule: [errors, warnings, directories with an error, errors when targeting Kubernetes
 /// 1.21] for each format (bundle, package manifest).

@@ -1,4 +1,4 @@
-//! The fast YAML reader (`olmpack::yaml::value_from_str`'s dedicated path) against the full
+//! The fast YAML reader (`olmpack_model::yaml::value_from_str`'s dedicated path) against the full
 //! parser on every `.yaml`, `.yml` and `.json` file of the community-operators corpus: for the
 //! whole file and for each of its `---`-separated documents, the fast reader must give exactly
 //! the full parser's value, or decline. It must also read most of the corpus, or it would not
@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use olmpack::yaml;
+use olmpack_model::yaml;
 use serde_json::Value;
 
 /// The share of the corpus's YAML bytes the fast reader must read itself (it reads 98.8%).

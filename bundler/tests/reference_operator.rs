@@ -6,7 +6,7 @@ use std::process::Command;
 
 mod bundle_support;
 
-use olmpack_envtest::Tool;
+use olmpack_envtest::binaries::Tool;
 use serde_json::Value;
 
 fn root() -> PathBuf {
@@ -34,7 +34,7 @@ fn bundle_and_catalog_are_current() {
 fn the_releases_walk_the_crd_versions() {
     let plan = olmpack::plan::load(&root().join("olmpack.yaml")).unwrap();
     let served = |version: &str| -> Vec<(String, bool)> {
-        let crd: Value = olmpack::yaml::from_str(
+        let crd: Value = olmpack_model::yaml::from_str(
             &std::fs::read_to_string(root().join(format!(
                 "bundle/{version}/manifests/apps.olmpack.dev_webapps.yaml"
             )))

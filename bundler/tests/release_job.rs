@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use olmpack_envtest::Tool;
+use olmpack_envtest::binaries::Tool;
 
 fn olmpack() -> Command {
     Command::new(env!("CARGO_BIN_EXE_olmpack"))

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use olmpack_envtest::Tool;
-use olmpack_testkit::{Registry, RegistryAuth};
+use olmpack_envtest::binaries::Tool;
+use olmpack_testkit::{registry::Registry, registry::RegistryAuth};
 use release_support::{example_project, ok, olmpack, operator_binary, stderr, stdout};
 
 /// Every file under `dir` with its bytes and modification time.
@@ -32,7 +32,7 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (Vec<u8>, std::time::SystemTime)> {
 }
 
 fn layout_digest(out: &Path, name: &str) -> String {
-    let layout = olmpack::image::Layout::open(&out.join("images").join(name)).unwrap();
+    let layout = olmpack::image::layout::Layout::open(&out.join("images").join(name)).unwrap();
     layout.find(None).unwrap().digest
 }
 

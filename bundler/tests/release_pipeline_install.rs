@@ -11,7 +11,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams, ValidationDirective};
 use kube::core::GroupVersionKind;
 use kube::discovery::{Discovery, Scope};
-use olmpack_envtest::{TestEnv, ToolData};
+use olmpack_envtest::{binaries::ToolData, control_plane::TestEnv};
 use serde_json::{Value, json};
 
 const MANAGER: &str = "olmpack-test";
@@ -34,7 +34,7 @@ fn example_release(dir: &Path) -> PathBuf {
 
 fn documents(path: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap();
-    olmpack::yaml::from_multi_str(&text)
+    olmpack_model::yaml::from_multi_str(&text)
         .unwrap()
         .into_iter()
         .filter(|d| !d.is_null())
@@ -150,7 +150,7 @@ async fn release_pipeline_install_manifests_pass_a_server_side_dry_run_against_t
         ]
     );
     // Both name the catalog image the release built, by digest.
-    let catalog = olmpack::image::Layout::open(&out.join("images/catalog"))
+    let catalog = olmpack::image::layout::Layout::open(&out.join("images/catalog"))
         .unwrap()
         .find(None)
         .unwrap()

@@ -1,7 +1,7 @@
 //! `.github/workflows/release.yml`, run on this machine: every `run:` step of its `publish` job
 //! in order, as GitHub Actions runs it (`bash -e`, the `GITHUB_ENV`/`GITHUB_PATH`/
 //! `GITHUB_OUTPUT`/`GITHUB_STEP_SUMMARY` files, `${{ … }}` expressions substituted, workflow,
-//! job and step `env:` layered), with the test registry (`olmpack_testkit::Registry`, with a
+//! job and step `env:` layered), with the test registry (`olmpack_testkit::registry::Registry`, with a
 //! password, as GHCR takes the workflow token) standing in for GHCR.
 //!
 //! Steps that only `uses:` an action are emulated with the effect the following steps need,
@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use olmpack_testkit::{Registry, RegistryAuth};
+use olmpack_testkit::{registry::Registry, registry::RegistryAuth};
 use serde_json::Value;
 
 const OWNER: &str = "olmpack";
@@ -360,7 +360,7 @@ async fn release_pipeline_workflow_runs() {
     let test_registry = format!("{}/{OWNER}", registry.host());
     let mut runner = Runner::new(temp.path(), &test_registry);
     let text = std::fs::read_to_string(workspace().join(".github/workflows/release.yml")).unwrap();
-    let workflow: Value = olmpack::yaml::from_str(&text).unwrap();
+    let workflow: Value = olmpack_model::yaml::from_str(&text).unwrap();
     let job = &workflow["jobs"]["publish"];
 
     let mut base = runner.env.clone();

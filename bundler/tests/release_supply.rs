@@ -8,8 +8,8 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use olmpack_envtest::Tool;
-use olmpack_testkit::{ReferrersRegistry, Registry, RegistryAuth};
+use olmpack_envtest::binaries::Tool;
+use olmpack_testkit::{olareg::ReferrersRegistry, registry::Registry, registry::RegistryAuth};
 use release_support::{example_project, ok, olmpack, operator_binary, stderr};
 
 /// The tool's path; without it the test is not run (loudly), and in CI that is a failure.
@@ -268,7 +268,7 @@ fn json(output: &Output) -> serde_json::Value {
 async fn push_foreign_referrer(pinned: &str, subject: &serde_json::Value) -> String {
     use olmpack::supply::oci::Repo;
     olmpack::install_crypto_provider();
-    let access = olmpack::image::RegistryAccess::default();
+    let access = olmpack::image::registry::RegistryAccess::default();
     let repo = Repo::connect(pinned, &access).await.unwrap();
     let config = repo
         .ensure_blob("application/vnd.oci.empty.v1+json", b"{}")
@@ -330,7 +330,7 @@ async fn release_pipeline_sbom_attached_by_the_tag_schema_where_the_registry_has
     // fallback tag); olmpack must keep it.
     let first = &planned["bundles"][0];
     let (_, _, digest) = split_pinned(first["pinned"].as_str().unwrap());
-    let layout = olmpack::image::Layout::open(&project.out.join("images/bundle-1.0.0"));
+    let layout = olmpack::image::layout::Layout::open(&project.out.join("images/bundle-1.0.0"));
     assert!(layout.is_err(), "a dry run writes no layout");
     // The foreign referrer's subject need not exist yet in docker-registry 2.8.
     let subject = serde_json::json!({"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": digest, "size": 1});

@@ -44,7 +44,11 @@ fn fake_cache(root: &Path) {
     for (dir, _) in artifact_dirs() {
         std::fs::write(root.join(&dir).join(".complete"), "setup stamp\n").unwrap();
     }
-    let olm = root.join(olmpack_envtest::ToolData::OlmCrds.cache_dir().unwrap());
+    let olm = root.join(
+        olmpack_envtest::binaries::ToolData::OlmCrds
+            .cache_dir()
+            .unwrap(),
+    );
     std::fs::create_dir_all(&olm).unwrap();
     std::fs::write(
         olm.join("subscriptions.crd.yaml"),
@@ -146,7 +150,9 @@ fn tools_image_is_reproducible_and_installs_whole_tool_directories() {
         tree(&source),
         "the installed cache is the packed one"
     );
-    let etcd = olmpack_envtest::Tool::Etcd.cache_binary().unwrap();
+    let etcd = olmpack_envtest::binaries::Tool::Etcd
+        .cache_binary()
+        .unwrap();
     assert_eq!(tree(&cache)[&etcd].0, 0o755, "binaries stay executable");
 
     let again = olmpack(&["tools", "install", "--from", &reference], &cache);
@@ -358,7 +364,7 @@ fn tools_pack_refuses_an_incomplete_cache() {
     let work = tempfile::tempdir().unwrap();
     let source = work.path().join("source");
     fake_cache(&source);
-    let etcd_dir = source.join(olmpack_envtest::Tool::Etcd.cache_dir().unwrap());
+    let etcd_dir = source.join(olmpack_envtest::binaries::Tool::Etcd.cache_dir().unwrap());
     std::fs::remove_file(etcd_dir.join(".complete")).unwrap();
     let out = olmpack(
         &[

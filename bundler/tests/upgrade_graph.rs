@@ -8,9 +8,9 @@ use std::process::Command;
 
 use olmpack::bundle::generate::GenerateOptions;
 use olmpack::catalog::generate::CatalogGenerateError as CatalogError;
-use olmpack::plan::LoadedPlan;
 use olmpack::release::{ReleaseError, ReleaseOutput, build};
-use olmpack_envtest::Tool;
+use olmpack_envtest::binaries::Tool;
+use olmpack_model::plan::LoadedPlan;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::Value;
@@ -31,7 +31,7 @@ fn plan(header: &str, releases: &[String]) -> LoadedPlan {
             .map(|r| format!("- {{manifests: deploy/1.0.0, {r}}}\n"))
             .collect::<String>()
     );
-    olmpack::plan::parse(&example.join("graph-test.yaml"), &text).unwrap()
+    olmpack_model::plan::parse(&example.join("graph-test.yaml"), &text).unwrap()
 }
 
 fn bundle(version: &str) -> String {
@@ -48,7 +48,8 @@ fn csv_edges(output: &ReleaseOutput) -> BTreeMap<String, Edges> {
         {
             continue;
         }
-        let csv: Value = olmpack::yaml::from_str(std::str::from_utf8(contents).unwrap()).unwrap();
+        let csv: Value =
+            olmpack_model::yaml::from_str(std::str::from_utf8(contents).unwrap()).unwrap();
         let text = |v: &Value| v.as_str().map(str::to_owned);
         let skips = csv["spec"]["skips"]
             .as_array()

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use olmpack::bundle::{load, validate};
-use olmpack::report::{Finding, Severity};
+use olmpack_model::report::{Finding, Severity};
 
 /// What olmpack must report on a case.
 enum Expect {
@@ -533,8 +533,8 @@ fn registry_cases() -> Vec<Case> {
 /// Upstream's test data, as setup copied it; the test fails (never passes silently) without it.
 fn testdata(source: Source) -> PathBuf {
     let data = match source {
-        Source::Api => olmpack_envtest::ToolData::UpstreamApiTestdata,
-        Source::Registry => olmpack_envtest::ToolData::UpstreamRegistryTestdata,
+        Source::Api => olmpack_envtest::binaries::ToolData::UpstreamApiTestdata,
+        Source::Registry => olmpack_envtest::binaries::ToolData::UpstreamRegistryTestdata,
     };
     data.path().unwrap_or_else(|e| panic!("{e}"))
 }

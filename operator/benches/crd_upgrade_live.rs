@@ -54,7 +54,7 @@ fn main() {
     }
     print!(
         "{}",
-        olmpack::live::render(&reports, olmpack::report::OutputFormat::Markdown)
+        olmpack::live::render(&reports, olmpack_model::report::OutputFormat::Markdown)
     );
     println!(
         "live matrix: {} edges, {objects} objects ({copies} per example version) in {seconds:.1} s = {:.0} objects/s (target: under 60 s on 2 cores)",
@@ -101,7 +101,7 @@ async fn floor(
 async fn floor_edge(objects: usize, rewrites: usize) {
     use futures::StreamExt as _;
     use kube::api::{DynamicObject, PostParams};
-    let env = olmpack_envtest::TestEnv::start()
+    let env = olmpack_envtest::control_plane::TestEnv::start()
         .await
         .expect("a control plane");
     let crd = serde_json::from_value(serde_json::json!({

@@ -37,7 +37,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
-use olmpack_envtest::TestEnvOptions;
+use olmpack_envtest::control_plane::TestEnvOptions;
 use olmpack_testkit::fake_nodes::{FakeNodes, FakeNodesOptions};
 use serde_json::json;
 use webapp_operator::api::{Version, v1};

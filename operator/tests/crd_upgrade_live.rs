@@ -16,7 +16,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, JSONSchemaProps,
 };
 use olmpack::live::Inputs;
-use olmpack_envtest::TestEnv;
+use olmpack_envtest::control_plane::TestEnv;
 use olmpack_envtest::live::{
     EdgeOptions, EdgeReport, LiveFinding, ReleaseUnderTest, Rollback, Severity, Verdict, Webhook,
     rules, run_edge,
@@ -66,7 +66,7 @@ async fn run(from: &ReleaseUnderTest, to: &ReleaseUnderTest) -> EdgeReport {
         "{}",
         olmpack::live::render(
             std::slice::from_ref(&report),
-            olmpack::report::OutputFormat::Text
+            olmpack_model::report::OutputFormat::Text
         )
     );
     report

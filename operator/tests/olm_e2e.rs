@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use olmpack::bundle::{load, validate};
 use olmpack::catalog::{load as catalog_load, model::Model};
 use olmpack::compat::graph;
-use olmpack::report::Severity;
 use olmpack::upgrade_olm::{self, RunOptions};
 use olmpack_envtest::olm::{Outcome, WebhookCommand};
+use olmpack_model::report::Severity;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")

@@ -9,7 +9,7 @@ use common::harness::{self, APPS_NS, OPERATOR_NS, eventually};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use olmpack_envtest::TestEnvOptions;
+use olmpack_envtest::control_plane::TestEnvOptions;
 use serde_json::json;
 use webapp_operator::api::{Version, v1};
 use webapp_operator::controller::{LEASE_NAME, Settings};

@@ -4,7 +4,7 @@
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use olmpack_envtest::TestEnv;
+use olmpack_envtest::control_plane::TestEnv;
 use webapp_operator::manifests::{self, DEFAULT_NAMESPACE};
 use webapp_operator::releases::RELEASES;
 

@@ -10,7 +10,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use olmpack_testkit::{Registry, RegistryAuth};
+//! use olmpack_testkit::{registry::Registry, registry::RegistryAuth};
 //!
 //! // A registry that requires basic auth.
 //! let registry = Registry::start(RegistryAuth::Htpasswd {
@@ -26,6 +26,3 @@ pub mod fake_nodes;
 pub mod files;
 pub mod olareg;
 pub mod registry;
-
-pub use olareg::ReferrersRegistry;
-pub use registry::{Registry, RegistryAuth};

@@ -10,8 +10,8 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
 use kube::core::conversion::{ConversionRequest, ConversionResponse, ConversionReview};
 use kube::core::{ApiResource, GroupVersionKind};
-use olmpack_envtest::{HttpsServer, TestEnv, TestEnvOptions};
-use olmpack_testkit::{Registry, RegistryAuth};
+use olmpack_envtest::{control_plane::TestEnv, control_plane::TestEnvOptions, https::HttpsServer};
+use olmpack_testkit::{registry::Registry, registry::RegistryAuth};
 use serde_json::json;
 
 fn from_json<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
@@ -479,7 +479,7 @@ async fn envtest_registry_roundtrip() {
 /// are the same with it.
 #[tokio::test]
 async fn envtest_olm_catalog_operator_gets_the_install_plan_retry_window() {
-    let env = olmpack_envtest::OlmEnv::start_with(olmpack_envtest::OlmEnvOptions {
+    let env = olmpack_envtest::olm::OlmEnv::start_with(olmpack_envtest::olm::OlmEnvOptions {
         install_plan_retry: Duration::from_secs(7),
         ..Default::default()
     })

@@ -5,7 +5,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use olmpack_envtest::{TestEnv, TestEnvOptions};
+//! use olmpack_envtest::{control_plane::TestEnv, control_plane::TestEnvOptions};
 //!
 //! // etcd + kube-apiserver on free loopback ports, RBAC on, admin client ready.
 //! let env = TestEnv::start().await?;
@@ -26,12 +26,6 @@ pub mod live;
 pub mod olm;
 pub mod pki;
 pub mod process;
-
-pub use binaries::{Tool, ToolData};
-pub use control_plane::{EnvError, TestEnv, TestEnvOptions};
-pub use https::HttpsServer;
-pub use olm::{OlmEnv, OlmEnvOptions};
-pub use pki::{CertificateAuthority, CertifiedKey};
 
 /// Installs rustls' ring provider as the process default; safe to call any number of times.
 ///

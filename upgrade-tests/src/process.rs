@@ -264,7 +264,7 @@ fn log_tail(path: &Path, max: u64) -> String {
 /// A TCP port on 127.0.0.1 that was free a moment ago.
 ///
 /// Another process may take it before ours binds it; callers retry their start-up on a
-/// bind failure (see [`crate::TestEnv`]).
+/// bind failure (see [`crate::control_plane::TestEnv`]).
 pub fn free_port() -> std::io::Result<u16> {
     let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
     Ok(listener.local_addr()?.port())

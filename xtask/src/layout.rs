@@ -906,26 +906,43 @@ mod tests {
     fn siblings_importing_each_other_are_a_circle_of_files() {
         let graph = file_graph(&files(&[
             ("lib.rs", "pub mod p;\n"),
-            ("p/mod.rs", "mod a;\nmod b;\npub use a::A;\nfn f() { b::g() }\n"),
+            (
+                "p/mod.rs",
+                "mod a;\nmod b;\npub use a::A;\nfn f() { b::g() }\n",
+            ),
             ("p/a.rs", "use super::{\n    b::B,\n};\n"),
             ("p/b.rs", "use super::a::A;\nuse super::Shared;\n"),
         ]));
         assert_eq!(
             edges(&graph),
-            ["p/a.rs->p/b.rs", "p/b.rs->p/a.rs", "p/mod.rs->p/a.rs", "p/mod.rs->p/b.rs"]
+            [
+                "p/a.rs->p/b.rs",
+                "p/b.rs->p/a.rs",
+                "p/mod.rs->p/a.rs",
+                "p/mod.rs->p/b.rs"
+            ]
         );
         assert_eq!(graph["p/a.rs"]["p/b.rs"], "p/a.rs:1");
         let found = circles(&graph);
         assert_eq!(found, [["p/a.rs", "p/b.rs"]]);
         let text = describe_circle(&graph, &found[0]);
-        assert!(text.contains("p/b.rs -> p/a.rs (first at p/b.rs:1)"), "{text}");
+        assert!(
+            text.contains("p/b.rs -> p/a.rs (first at p/b.rs:1)"),
+            "{text}"
+        );
     }
 
     #[test]
     fn a_child_using_its_parents_face_is_no_circle() {
         let graph = file_graph(&files(&[
-            ("q/mod.rs", "mod c;\npub struct Finding;\nfn f() { c::check() }\n"),
-            ("q/c.rs", "use super::Finding;\nuse crate::q::Finding as F;\nuse self::x::Y;\n"),
+            (
+                "q/mod.rs",
+                "mod c;\npub struct Finding;\nfn f() { c::check() }\n",
+            ),
+            (
+                "q/c.rs",
+                "use super::Finding;\nuse crate::q::Finding as F;\nuse self::x::Y;\n",
+            ),
             ("r.rs", "use crate::q::Finding;\n"),
         ]));
         assert_eq!(edges(&graph), ["q/mod.rs->q/c.rs", "r.rs->q/mod.rs"]);

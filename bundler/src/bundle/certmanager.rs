@@ -8,7 +8,7 @@
 //! - an Issuer or ClusterIssuer only issues such certificates: dropped, with an info;
 //! - another Certificate whose Secret nothing mounts is dropped with a warning;
 //! - another Certificate whose Secret a Deployment mounts is the plan's choice
-//!   ([`crate::plan::Plan::cert_manager_certificates`]): by default an error with a hint
+//!   ([`olmpack_model::plan::Plan::cert_manager_certificates`]): by default an error with a hint
 //!   (dropped, the pod could not start, and OLM has nothing to replace it with); with
 //!   `drop`, a warning, and [`unmount`] removes the Secret's volume, its volumeMounts and the
 //!   container args pointing into the mount from every Deployment, each removal named in a
@@ -21,8 +21,8 @@ use serde_json::Value;
 
 use crate::bundle::inputs::Sourced;
 use crate::json::{array_at, str_at};
-use crate::plan::ErrorOrDrop;
-use crate::report::Finding;
+use olmpack_model::plan::ErrorOrDrop;
+use olmpack_model::report::Finding;
 
 /// API group of cert-manager's objects.
 pub const GROUP: &str = "cert-manager.io";

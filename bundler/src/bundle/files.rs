@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::csv::BuiltBundle;
 use crate::json::str_at;
 use crate::output::{FileTree, OutputError};
-use crate::yaml::YamlError;
+use olmpack_model::yaml::YamlError;
 
 /// Failure to lay out a bundle's files.
 #[derive(Debug, thiserror::Error)]
@@ -125,7 +125,7 @@ fn object_file(object: &Value) -> String {
 }
 
 fn yaml(file: &str, value: &Value) -> Result<String, BundleFilesError> {
-    crate::yaml::to_string(value).map_err(|source| BundleFilesError::Yaml {
+    olmpack_model::yaml::to_string(value).map_err(|source| BundleFilesError::Yaml {
         file: file.to_owned(),
         source,
     })

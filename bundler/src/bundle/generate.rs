@@ -19,9 +19,10 @@ use super::manifests;
 use super::pin;
 use super::validate;
 use crate::output::FileTree;
-use crate::plan::{LoadedPlan, PlanInputs as _, Release};
-use crate::report::{Finding, Report, Severity};
-use crate::upgrade_graph::UpgradeGraph;
+use crate::plan::PlanInputs as _;
+use olmpack_model::plan::{LoadedPlan, Release};
+use olmpack_model::report::{Finding, Report, Severity};
+use olmpack_model::upgrade_graph::UpgradeGraph;
 
 /// Failure to generate bundles.
 #[derive(Debug, thiserror::Error)]
@@ -451,7 +452,7 @@ fn read_samples(
                 continue;
             }
         };
-        match crate::yaml::from_multi_str(&text) {
+        match olmpack_model::yaml::from_multi_str(&text) {
             Ok(docs) => {
                 samples.extend(docs.into_iter().enumerate().map(|(index, value)| Sourced {
                     file: file.clone(),

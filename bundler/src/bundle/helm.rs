@@ -6,7 +6,7 @@
 //!   hooks too (OLM has no such step, and the object would otherwise be created at install);
 //!   install and upgrade hooks are an error naming the object — the work they do would never
 //!   happen (hint: move it into the operator) — unless the plan says `helmHooks: drop`
-//!   ([`crate::plan::Plan::helm_hooks`]): then they are left out with a warning each.
+//!   ([`olmpack_model::plan::Plan::helm_hooks`]): then they are left out with a warning each.
 //! - A Secret with a TLS certificate that a webhook's Deployment mounts is the chart's
 //!   self-generated webhook serving certificate (`genCA`/`genSignedCert`): OLM creates, mounts
 //!   and rotates webhook certificates itself, so it is dropped with an info finding (a warning
@@ -19,8 +19,8 @@ use serde_json::Value;
 
 use super::inputs::{Inputs, Sourced};
 use crate::json::{array_at, str_at};
-use crate::plan::ErrorOrDrop;
-use crate::report::Finding;
+use olmpack_model::plan::ErrorOrDrop;
+use olmpack_model::report::Finding;
 
 /// The annotation that makes an object a Helm hook.
 pub const HOOK_ANNOTATION: &str = "helm.sh/hook";

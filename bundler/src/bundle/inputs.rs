@@ -11,8 +11,8 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use crate::json::str_at;
-use crate::plan::CsvMetadata;
-use crate::report::Finding;
+use olmpack_model::plan::CsvMetadata;
+use olmpack_model::report::Finding;
 
 /// A Kubernetes object with the file and document it came from.
 #[derive(Clone, Debug, PartialEq)]

@@ -335,7 +335,7 @@ fn read_objects(bundle: &mut LoadedBundle, path: &Path, contents: &[u8]) {
         });
         return;
     };
-    match crate::yaml::from_multi_str_go(text) {
+    match olmpack_model::yaml::from_multi_str_go(text) {
         Ok((docs, notes)) => {
             bundle
                 .lenient
@@ -385,7 +385,7 @@ fn read_section(
             return None;
         }
     };
-    let parsed = crate::yaml::from_str_go(text).map(|(value, notes)| {
+    let parsed = olmpack_model::yaml::from_str_go(text).map(|(value, notes)| {
         bundle
             .lenient
             .extend(notes.into_iter().map(|note| FileProblem {

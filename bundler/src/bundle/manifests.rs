@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 use super::inputs::{Inputs, Sourced};
 use crate::bundle::certmanager;
 use crate::json::str_at;
-use crate::plan::{ErrorOrDrop, Plan};
-use crate::report::Finding;
+use olmpack_model::plan::{ErrorOrDrop, Plan};
+use olmpack_model::report::Finding;
 
 /// The plan's choices about input objects OLM has no counterpart for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -151,7 +151,7 @@ fn parse_files(
                 continue;
             }
         };
-        match crate::yaml::from_multi_str_go(&text) {
+        match olmpack_model::yaml::from_multi_str_go(&text) {
             Ok((docs, notes)) => {
                 lenient.extend(notes.into_iter().map(|note| lenient_finding(&file, note)));
                 objects.extend(docs.into_iter().enumerate().map(|(index, value)| Sourced {
@@ -169,7 +169,7 @@ fn parse_files(
 }
 
 /// A warning for input read the lenient way Go reads it.
-fn lenient_finding(file: &Path, note: crate::yaml::Leniency) -> Finding {
+fn lenient_finding(file: &Path, note: olmpack_model::yaml::Leniency) -> Finding {
     Finding::warning(
         "input/lenient-yaml",
         format!(
@@ -342,7 +342,7 @@ impl Sorter {
 
 /// An error stops the import (`problems`); anything else is reported with the bundle (`notes`).
 fn file_finding(finding: Finding, problems: &mut Vec<Finding>, notes: &mut Vec<Finding>) {
-    if finding.severity == crate::report::Severity::Error {
+    if finding.severity == olmpack_model::report::Severity::Error {
         problems.push(finding);
     } else {
         notes.push(finding);

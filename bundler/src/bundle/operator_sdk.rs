@@ -22,11 +22,11 @@ use serde_json::{Value, json};
 
 use super::inputs::{Imported, Inputs, Sourced};
 use crate::json::str_at;
-use crate::plan::{
+use olmpack_model::plan::{
     CrdDisplay, CrdResource, CsvMetadata, Descriptor, InstallModeType, Link, Maintainer, Provider,
     VersionDescriptors,
 };
-use crate::report::Finding;
+use olmpack_model::report::Finding;
 
 /// CSV annotations the generator computes or takes from their own plan fields.
 const NOT_COPIED_ANNOTATIONS: [&str; 7] = [
@@ -1042,7 +1042,7 @@ pub fn read_bundle_metadata(dir: &Path, root: Option<&Path>, inputs: &mut Inputs
     let Ok(text) = crate::input::text(&file) else {
         return;
     };
-    let Ok(value) = crate::yaml::from_str(&text) else {
+    let Ok(value) = olmpack_model::yaml::from_str(&text) else {
         return;
     };
     let package = str_at(&value, &format!("/annotations/{PACKAGE_LABEL}"));

@@ -9,7 +9,7 @@ use super::csv::clean_object;
 use super::files::BundleFilesError;
 use super::inputs::Sourced;
 use crate::output::FileTree;
-use crate::report::Finding;
+use olmpack_model::report::Finding;
 
 /// The scorecard configuration's API group.
 pub const GROUP: &str = "scorecard.operatorframework.io";
@@ -42,7 +42,7 @@ pub fn carry(tree: &mut FileTree, config: Option<&Sourced>) -> Result<(), Bundle
     let Some(config) = config else {
         return Ok(());
     };
-    let text = crate::yaml::to_string(&clean_object(&config.value)).map_err(|source| {
+    let text = olmpack_model::yaml::to_string(&clean_object(&config.value)).map_err(|source| {
         BundleFilesError::Yaml {
             file: FILE.to_owned(),
             source,

@@ -7,7 +7,7 @@
 
 use std::cmp::Ordering;
 
-use super::version::{Bound, Range, Version, cmp_versions};
+use olmpack_model::version::{Bound, Range, Version, cmp_versions};
 
 /// Items ordered by version (blang's order; equal versions keep their given order).
 #[derive(Clone, Debug)]
@@ -143,7 +143,7 @@ fn below(v: &Version, hi: &Bound) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::version::parse_version;
+    use olmpack_model::version::parse_version;
 
     #[test]
     fn covered_matches_a_scan() {

@@ -14,7 +14,7 @@ use super::declcfg::{
 };
 use super::model::Model;
 use crate::output::{FileTree, OutputError};
-use crate::upgrade_graph::UpgradeGraph;
+use olmpack_model::upgrade_graph::UpgradeGraph;
 
 /// Package-level metadata from the plan.
 #[derive(Clone, Debug, Default, PartialEq)]

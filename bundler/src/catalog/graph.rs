@@ -11,8 +11,8 @@ use std::fmt::Write as _;
 
 use super::cover::ByVersion;
 use super::model::{Model, Package};
-use super::upgrade::Edge;
-use super::version::Range;
+use olmpack_model::upgrade_graph::EdgeKind;
+use olmpack_model::version::Range;
 
 /// Output syntax.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -24,7 +24,7 @@ pub enum GraphFormat {
     Dot,
 }
 
-impl crate::choice::Choice for GraphFormat {
+impl olmpack_model::choice::Choice for GraphFormat {
     const CHOICES: &'static [(&'static str, Self)] =
         &[("mermaid", GraphFormat::Mermaid), ("dot", GraphFormat::Dot)];
 }
@@ -37,7 +37,7 @@ const PALETTE: [&str; 8] = [
 struct DrawnEdge {
     from: String,
     to: String,
-    via: Edge,
+    via: EdgeKind,
 }
 
 fn channel_edges(pkg: &Package, ch: &super::model::Channel) -> Vec<DrawnEdge> {
@@ -51,7 +51,7 @@ fn channel_edges(pkg: &Package, ch: &super::model::Channel) -> Vec<DrawnEdge> {
             out.push(DrawnEdge {
                 from: e.replaces.clone(),
                 to: e.name.clone(),
-                via: Edge::Replaces,
+                via: EdgeKind::Replaces,
             });
         }
         for s in &e.skips {
@@ -59,7 +59,7 @@ fn channel_edges(pkg: &Package, ch: &super::model::Channel) -> Vec<DrawnEdge> {
                 out.push(DrawnEdge {
                     from: s.clone(),
                     to: e.name.clone(),
-                    via: Edge::Skips,
+                    via: EdgeKind::Skips,
                 });
             }
         }
@@ -75,18 +75,18 @@ fn channel_edges(pkg: &Package, ch: &super::model::Channel) -> Vec<DrawnEdge> {
             out.extend(covered.into_iter().map(|from| DrawnEdge {
                 from: from.to_owned(),
                 to: e.name.clone(),
-                via: Edge::SkipRange,
+                via: EdgeKind::SkipRange,
             }));
         }
     }
     out
 }
 
-fn label(via: Edge) -> &'static str {
+fn label(via: EdgeKind) -> &'static str {
     match via {
-        Edge::Replaces => "replaces",
-        Edge::Skips => "skips",
-        Edge::SkipRange => "skipRange",
+        EdgeKind::Replaces => "replaces",
+        EdgeKind::Skips => "skips",
+        EdgeKind::SkipRange => "skipRange",
     }
 }
 
@@ -313,9 +313,9 @@ fn dot(pkgs: &[&Package]) -> String {
             }
             for edge in channel_edges(pkg, ch) {
                 let style = match edge.via {
-                    Edge::Replaces => "solid",
-                    Edge::Skips => "dashed",
-                    Edge::SkipRange => "dotted",
+                    EdgeKind::Replaces => "solid",
+                    EdgeKind::Skips => "dashed",
+                    EdgeKind::SkipRange => "dotted",
                 };
                 let _ = writeln!(
                     out,

@@ -429,9 +429,11 @@ pub fn parse_stream(bytes: &[u8]) -> Result<Vec<Value>, String> {
 }
 
 /// A YAML stream as opm's decoder reads it, with what was read leniently.
-fn parse_yaml_stream(bytes: &[u8]) -> Result<(Vec<Value>, Vec<crate::yaml::Leniency>), String> {
+fn parse_yaml_stream(
+    bytes: &[u8],
+) -> Result<(Vec<Value>, Vec<olmpack_model::yaml::Leniency>), String> {
     let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_owned())?;
-    crate::yaml::from_multi_str_go(text).map_err(|e| e.to_string())
+    olmpack_model::yaml::from_multi_str_go(text).map_err(|e| e.to_string())
 }
 
 /// Loads a single stream (a file's contents or stdin).

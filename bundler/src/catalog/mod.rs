@@ -9,7 +9,7 @@
 //! - [`render`] turns a bundle directory into the `olm.bundle` opm produces; [`template`]
 //!   expands `olm.template.basic` and `olm.semver`;
 //! - [`generate`] writes the catalog of a release plan, its channels read from the plan's
-//!   [`crate::upgrade_graph`];
+//!   [`olmpack_model::upgrade_graph`];
 //! - [`serialize`] prints a catalog as the JSON or YAML stream opm prints.
 //!
 //! Everything but [`load`] and [`render`]'s directory reader is pure. [`version`] and
@@ -35,5 +35,3 @@ pub mod stream;
 pub mod template;
 pub mod upgrade;
 pub mod validate;
-
-pub use olmpack_model::{pullspec, version};

@@ -17,9 +17,9 @@ use super::declcfg::{
     SCHEMA_CHANNEL, SCHEMA_PACKAGE,
 };
 use super::property::{self, Typed};
-use super::version::{Range, Version, cmp_versions, parse_version};
-use crate::names::dns1123_label_problem;
-use crate::report::Finding;
+use olmpack_model::names::dns1123_label_problem;
+use olmpack_model::report::Finding;
+use olmpack_model::version::{Range, Version, cmp_versions, parse_version};
 
 /// A whole catalog.
 #[derive(Clone, Debug, Default)]
@@ -596,7 +596,7 @@ impl BundleProperties {
 
 /// Checks the bundle's image and related images are valid pull specs.
 fn check_bundle_images(b: &declcfg::Bundle, obj: &str, out: &mut Vec<Finding>) {
-    if let Err(e) = super::pullspec::check(&b.image) {
+    if let Err(e) = olmpack_model::pullspec::check(&b.image) {
         out.push(
             finding(
                 "invalid-image",
@@ -611,7 +611,7 @@ fn check_bundle_images(b: &declcfg::Bundle, obj: &str, out: &mut Vec<Finding>) {
         );
     }
     for (i, r) in b.related_images.iter().enumerate() {
-        if let Err(e) = super::pullspec::check(&r.image) {
+        if let Err(e) = olmpack_model::pullspec::check(&r.image) {
             out.push(
                 finding(
                     "invalid-image",
@@ -638,7 +638,7 @@ fn check_release(release: &str) -> Result<(), String> {
         .split('.')
         .enumerate()
         .filter_map(|(i, seg)| {
-            super::version::check_prerelease_identifier(seg)
+            olmpack_model::version::check_prerelease_identifier(seg)
                 .err()
                 .map(|e| format!("segment {i}: {e}"))
         })

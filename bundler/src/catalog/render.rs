@@ -43,7 +43,7 @@ use super::property::{
 };
 use crate::bundle::load::{BundleLoadError, LoadedBundle};
 use crate::json::{array_at, str_at};
-use crate::yaml::Leniency;
+use olmpack_model::yaml::Leniency;
 
 /// The CSV annotation that carries extra properties (opm reads this key only).
 pub const PROPERTIES_ANNOTATION: &str = "olm.properties";
@@ -219,7 +219,7 @@ pub enum MigrateLevel {
     BundleObjectToCsvMetadata,
 }
 
-impl crate::choice::Choice for MigrateLevel {
+impl olmpack_model::choice::Choice for MigrateLevel {
     const CHOICES: &'static [(&'static str, Self)] = &[
         ("none", MigrateLevel::None),
         (
@@ -447,10 +447,10 @@ pub fn first_document(contents: &[u8]) -> Result<Option<(Value, Vec<Leniency>)>,
     if doc.trim().is_empty() {
         return Ok(None);
     }
-    if let Ok(value) = crate::yaml::value_from_str(doc) {
+    if let Ok(value) = olmpack_model::yaml::value_from_str(doc) {
         return Ok(Some((value, Vec::new())));
     }
-    let (value, mut notes) = crate::yaml::from_str_go(doc).map_err(|e| e.to_string())?;
+    let (value, mut notes) = olmpack_model::yaml::from_str_go(doc).map_err(|e| e.to_string())?;
     let before = text[..start].matches('\n').count() as u64;
     for note in &mut notes {
         note.line += before;

@@ -16,7 +16,7 @@ pub enum Format {
     Yaml,
 }
 
-impl crate::choice::Choice for Format {
+impl olmpack_model::choice::Choice for Format {
     const CHOICES: &'static [(&'static str, Self)] =
         &[("json", Format::Json), ("yaml", Format::Yaml)];
 }
@@ -26,7 +26,7 @@ impl crate::choice::Choice for Format {
 pub enum SerializeError {
     /// A blob could not be encoded as YAML; the source says which value.
     #[error("failed to print catalog as YAML")]
-    Yaml(#[from] crate::yaml::YamlError),
+    Yaml(#[from] olmpack_model::yaml::YamlError),
     /// A blob could not be encoded as JSON; the source says which value.
     #[error("failed to print catalog as JSON")]
     Json(#[from] serde_json::Error),
@@ -51,7 +51,7 @@ pub fn values_to_yaml(values: &[Value]) -> Result<String, SerializeError> {
     let mut out = String::new();
     for v in values {
         out.push_str("---\n");
-        out.push_str(&crate::yaml::to_string(v)?);
+        out.push_str(&olmpack_model::yaml::to_string(v)?);
     }
     Ok(out)
 }

@@ -20,10 +20,9 @@ use serde::Serialize;
 
 use super::cover::ByVersion;
 use super::model::{Channel, Package};
-use super::version::{Range, cmp_versions};
+use olmpack_model::version::{Range, cmp_versions};
 
-/// Why one bundle is a successor of another (the kinds of [`crate::upgrade_graph`]'s edges).
-pub use crate::upgrade_graph::EdgeKind as Edge;
+use olmpack_model::upgrade_graph::EdgeKind;
 
 /// One upgrade step.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -31,7 +30,7 @@ pub struct Step {
     /// The bundle upgraded to.
     pub to: String,
     /// Which kind of edge leads there (replaces, skips, skipRange).
-    pub via: Edge,
+    pub via: EdgeKind,
 }
 
 /// The paths an installed copy of one bundle would follow in one channel.
@@ -64,9 +63,9 @@ pub fn describe(from: &str, steps: &[Step]) -> String {
     let mut s = from.to_owned();
     for step in steps {
         let via = match step.via {
-            Edge::Replaces => "replaces",
-            Edge::Skips => "skips",
-            Edge::SkipRange => "skipRange",
+            EdgeKind::Replaces => "replaces",
+            EdgeKind::Skips => "skips",
+            EdgeKind::SkipRange => "skipRange",
         };
         s.push_str(&format!(" → {} ({via})", step.to));
     }
@@ -119,7 +118,7 @@ pub fn v0_successor(pkg: &Package, ch: &Channel, installed: &str) -> Option<Step
     if covers(pkg, &head.skip_range, installed) {
         return Some(Step {
             to: head.name.clone(),
-            via: Edge::SkipRange,
+            via: EdgeKind::SkipRange,
         });
     }
     let dist = distances(ch, &head.name);
@@ -127,9 +126,9 @@ pub fn v0_successor(pkg: &Package, ch: &Channel, installed: &str) -> Option<Step
         .iter()
         .filter_map(|e| {
             if e.replaces == installed {
-                Some((e, Edge::Replaces))
+                Some((e, EdgeKind::Replaces))
             } else if e.skips.iter().any(|s| s == installed) {
-                Some((e, Edge::Skips))
+                Some((e, EdgeKind::Skips))
             } else {
                 None
             }
@@ -147,18 +146,18 @@ pub fn v0_successor(pkg: &Package, ch: &Channel, installed: &str) -> Option<Step
 
 /// OLM v1's next bundle for `installed` among the entries of `channels` (module docs).
 pub fn v1_successor(pkg: &Package, channels: &[&Channel], installed: &str) -> Option<Step> {
-    let mut candidates: BTreeMap<&str, Edge> = BTreeMap::new();
+    let mut candidates: BTreeMap<&str, EdgeKind> = BTreeMap::new();
     for ch in channels {
         for e in &ch.entries {
             if e.name == installed {
                 continue;
             }
             let via = if e.replaces == installed {
-                Edge::Replaces
+                EdgeKind::Replaces
             } else if e.skips.iter().any(|s| s == installed) {
-                Edge::Skips
+                EdgeKind::Skips
             } else if covers(pkg, &e.skip_range, installed) {
-                Edge::SkipRange
+                EdgeKind::SkipRange
             } else {
                 continue;
             };
@@ -250,19 +249,19 @@ impl Successors {
         let dist = distances(ch, &head.name);
         let at = |name: &str| dist.get(name).copied().unwrap_or(usize::MAX);
         // Explicit edges: installed → (entry, via), Replaces before Skips for one entry.
-        let mut explicit: HashMap<&str, Vec<(&str, Edge)>> = HashMap::new();
+        let mut explicit: HashMap<&str, Vec<(&str, EdgeKind)>> = HashMap::new();
         for e in &ch.entries {
             if !e.replaces.is_empty() {
                 explicit
                     .entry(e.replaces.as_str())
                     .or_default()
-                    .push((e.name.as_str(), Edge::Replaces));
+                    .push((e.name.as_str(), EdgeKind::Replaces));
             }
             for s in e.skips.iter().filter(|s| **s != e.replaces) {
                 explicit
                     .entry(s.as_str())
                     .or_default()
-                    .push((e.name.as_str(), Edge::Skips));
+                    .push((e.name.as_str(), EdgeKind::Skips));
             }
         }
         let head_range = Range::parse(&head.skip_range)
@@ -281,7 +280,7 @@ impl Successors {
                     .is_some_and(|v| r.contains(v))
             });
             let step = if by_range {
-                Some((head.name.as_str(), Edge::SkipRange))
+                Some((head.name.as_str(), EdgeKind::SkipRange))
             } else {
                 explicit.get(installed).and_then(|c| {
                     c.iter()
@@ -330,7 +329,7 @@ fn v1_preference(pkg: &Package, a: &str, b: &str) -> std::cmp::Ordering {
 fn v1_table(
     pkg: &Package,
     ch: &Channel,
-    explicit: &HashMap<&str, Vec<(&str, Edge)>>,
+    explicit: &HashMap<&str, Vec<(&str, EdgeKind)>>,
 ) -> HashMap<String, Step> {
     let installed = ByVersion::new(ch.entries.iter().filter_map(|e| {
         let v = pkg.bundles.get(&e.name)?.version.as_ref()?;
@@ -360,13 +359,13 @@ fn v1_table(
     let mut out = HashMap::new();
     for e in &ch.entries {
         let me = e.name.as_str();
-        let mut best: Option<(&str, Edge)> = None;
+        let mut best: Option<(&str, EdgeKind)> = None;
         let candidates = explicit
             .get(me)
             .into_iter()
             .flatten()
             .copied()
-            .chain(best_range.get(me).map(|to| (*to, Edge::SkipRange)));
+            .chain(best_range.get(me).map(|to| (*to, EdgeKind::SkipRange)));
         for (to, via) in candidates.filter(|(to, _)| *to != me) {
             best = match best {
                 Some((b, bv)) if b == to => Some((b, bv)),

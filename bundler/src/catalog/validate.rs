@@ -25,8 +25,8 @@ use super::declcfg::ChannelEntry;
 use super::load::{LoadError, LoadOptions, LoadedCatalog, load_dir_with};
 use super::model::{Bundle, Channel, Model, Package};
 use super::upgrade;
-use super::version::{Range, Version, cmp_versions};
-use crate::report::{Finding, Report, Severity};
+use olmpack_model::report::{Finding, Report, Severity};
+use olmpack_model::version::{Range, Version, cmp_versions};
 
 /// How strictly a catalog is validated and what extra information is reported.
 #[derive(Clone, Copy, Debug, Default)]

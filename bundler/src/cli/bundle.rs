@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use olmpack::bundle::generate::{self, GenerateError};
 use olmpack::bundle::{load, validate};
-use olmpack::plan;
-use olmpack::report::{OutputFormat, Report};
+use olmpack_model::plan;
+use olmpack_model::report::{OutputFormat, Report};
 
 use super::CmdResult;
 
@@ -106,7 +106,7 @@ pub fn run(cmd: BundleCommand) -> CmdResult {
 }
 
 fn generate(plan_path: &Path, out: Option<PathBuf>, check: bool, pin_digests: bool) -> CmdResult {
-    let loaded = plan::load(plan_path)?;
+    let loaded = olmpack::plan::load(plan_path)?;
     let out = out.unwrap_or_else(|| loaded.resolve(Path::new("bundle")));
     let options = super::generate_options(pin_digests)?;
     let generated = match generate::generate(&loaded, &options) {

@@ -13,7 +13,7 @@ use olmpack::catalog::stream::{Blob, Emitter, StreamError, render_refs};
 use olmpack::catalog::template::{self, DirResolver};
 use olmpack::catalog::upgrade;
 use olmpack::catalog::validate::{ValidateOptions, validate_dir};
-use olmpack::report::OutputFormat;
+use olmpack_model::report::OutputFormat;
 
 use super::CmdResult;
 
@@ -23,7 +23,7 @@ pub enum CatalogCommand {
     /// bundles are generated in memory to render it (see `olmpack generate` for both).
     Generate {
         /// The release plan.
-        #[arg(long, default_value = olmpack::plan::DEFAULT_PLAN_FILE)]
+        #[arg(long, default_value = olmpack_model::plan::DEFAULT_PLAN_FILE)]
         plan: PathBuf,
         /// Output directory [default: `catalog` next to the plan].
         #[arg(long)]
@@ -198,7 +198,11 @@ fn render_template(
     }
     let cfg: DeclarativeConfig = template::render_any(&text, &resolver).map_err(|e| {
         // The template or a bundle it names is invalid, unless a file could not be read.
-        let message = format!("{}: {}", file.display(), olmpack::report::error_chain(&e));
+        let message = format!(
+            "{}: {}",
+            file.display(),
+            olmpack_model::report::error_chain(&e)
+        );
         let unreadable = matches!(&e, template::TemplateError::Resolve { source, .. }
             if super::exit_code(source.as_ref()) == 2 && !is_invalid_bundle(source.as_ref()));
         if unreadable {
@@ -359,7 +363,7 @@ fn describe_problem(path: &std::path::Path, p: &LoadProblem) -> String {
 fn render_error(err: RenderError) -> Box<dyn std::error::Error + Send + Sync> {
     match err {
         RenderError::Load(load) => Box::new(load),
-        invalid => Box::new(super::Invalid(olmpack::report::error_chain(&invalid))),
+        invalid => Box::new(super::Invalid(olmpack_model::report::error_chain(&invalid))),
     }
 }
 
@@ -399,7 +403,7 @@ fn render_image(
         .build()?;
     let files = runtime.block_on(olmpack::image::pull::pull_files(
         reference,
-        &olmpack::image::RegistryAccess::default(),
+        &olmpack::image::registry::RegistryAccess::default(),
     ))?;
     if !files.keys().any(|p| p.starts_with("manifests")) {
         return Err(

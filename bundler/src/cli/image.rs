@@ -9,7 +9,8 @@ use olmpack::image::auth::AuthFiles;
 use olmpack::image::layout::{Descriptor, Platform};
 use olmpack::image::progress::Progress;
 use olmpack::image::{
-    BuildOptions, Credentials, OperatorBinary, OperatorOptions, RegistryAccess, Secret,
+    auth::Credentials, auth::Secret, build::BuildOptions, operator::OperatorBinary,
+    operator::OperatorOptions, registry::RegistryAccess,
 };
 
 use super::CmdResult;
@@ -229,7 +230,7 @@ pub fn run(cmd: ImageCommand) -> CmdResult {
             registry,
         } => {
             let access = registry.access()?;
-            let report = runtime.block_on(olmpack::image::push_layout(
+            let report = runtime.block_on(olmpack::image::push::push_layout(
                 &source, &target, &access, &progress,
             ))?;
             eprintln!(
@@ -243,7 +244,8 @@ pub fn run(cmd: ImageCommand) -> CmdResult {
             registry,
         } => {
             let access = registry.access()?;
-            let digest = runtime.block_on(olmpack::image::resolve_digest(&reference, &access))?;
+            let digest =
+                runtime.block_on(olmpack::image::resolve::resolve_digest(&reference, &access))?;
             println!("{digest}");
         }
     }
@@ -269,7 +271,7 @@ fn run_build(
                 check_bundle_loads(&dir)?;
             }
             let options = output.options(&platform.platform);
-            olmpack::image::build_bundle_image(&dir, &output.layout, &options)?
+            olmpack::image::build::build_bundle_image(&dir, &output.layout, &options)?
         }
         BuildCommand::Catalog {
             dir,
@@ -282,7 +284,7 @@ fn run_build(
                 check_catalog_loads(&dir)?;
             }
             let access = registry.access()?;
-            runtime.block_on(olmpack::image::build_catalog_image(
+            runtime.block_on(olmpack::image::build::build_catalog_image(
                 &dir,
                 &output.layout,
                 &output.options(&platform.platform),
@@ -304,7 +306,7 @@ fn run_build(
                 entrypoint,
             };
             let access = registry.access()?;
-            runtime.block_on(olmpack::image::build_operator_image(
+            runtime.block_on(olmpack::image::operator::build_operator_image(
                 &binaries,
                 &output.layout,
                 &options,

@@ -145,7 +145,7 @@ pub struct Invalid(pub String);
 /// The exit code of an error (see the module docs): `1` when anything in its chain says the
 /// input is invalid, else `2`.
 /// A flag whose value is one of the library's named choices; `--help` lists the names.
-pub fn choice<T: olmpack::choice::Choice + Send + Sync>()
+pub fn choice<T: olmpack_model::choice::Choice + Send + Sync>()
 -> impl clap::builder::TypedValueParser<Value = T> {
     clap::builder::PossibleValuesParser::new(T::names()).try_map(|name: String| {
         T::from_name(&name).ok_or_else(|| format!("{name:?} is not one of the choices"))
@@ -161,7 +161,7 @@ pub fn exit_code(err: &(dyn Error + 'static)) -> u8 {
         if let Some(plan) = e.downcast_ref::<olmpack::plan::PlanLoadError>() {
             return if plan.is_invalid() { 1 } else { 2 };
         }
-        if e.is::<olmpack::plan::PlanError>() {
+        if e.is::<olmpack_model::plan::PlanError>() {
             return 1;
         }
         if let Some(input) = e.downcast_ref::<olmpack::input::InputError>() {
@@ -173,8 +173,8 @@ pub fn exit_code(err: &(dyn Error + 'static)) -> u8 {
         {
             return if refusal { 1 } else { 2 };
         }
-        let layout = match e.downcast_ref::<olmpack::image::PushError>() {
-            Some(olmpack::image::PushError::Layout(l)) => Some(l),
+        let layout = match e.downcast_ref::<olmpack::image::push::PushError>() {
+            Some(olmpack::image::push::PushError::Layout(l)) => Some(l),
             _ => e.downcast_ref::<olmpack::image::layout::LayoutError>(),
         };
         if let Some(olmpack::image::layout::LayoutError::BlobUnreadable { refusal, .. }) = layout {
@@ -217,13 +217,13 @@ pub fn digest_resolver() -> Result<olmpack::bundle::generate::ImageResolver, std
             .enable_all()
             .build()?,
     );
-    let access = olmpack::image::RegistryAccess::default();
+    let access = olmpack::image::registry::RegistryAccess::default();
     Ok(olmpack::bundle::generate::ImageResolver(
         std::sync::Arc::new(move |reference: &str| {
             runtime
-                .block_on(olmpack::image::resolve_digest(reference, &access))
+                .block_on(olmpack::image::resolve::resolve_digest(reference, &access))
                 .map(Some)
-                .map_err(|e| olmpack::report::error_chain(&e))
+                .map_err(|e| olmpack_model::report::error_chain(&e))
         }),
     ))
 }
@@ -258,35 +258,47 @@ pub fn write_file_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<(),
 }
 
 /// Prints why generation refused the plan (every finding) and that nothing was written.
-pub fn report_invalid(plan: &std::path::Path, findings: Vec<olmpack::report::Finding>) -> ExitCode {
-    let mut report = olmpack::report::Report::new(plan.display().to_string());
+pub fn report_invalid(
+    plan: &std::path::Path,
+    findings: Vec<olmpack_model::report::Finding>,
+) -> ExitCode {
+    let mut report = olmpack_model::report::Report::new(plan.display().to_string());
     report.extend(findings);
     report.normalize();
-    eprint!("{}", report.render(olmpack::report::OutputFormat::Text));
+    eprint!(
+        "{}",
+        report.render(olmpack_model::report::OutputFormat::Text)
+    );
     eprintln!("olmpack: nothing written");
     ExitCode::from(1)
 }
 
 /// Prints the warnings of each generated bundle (infos stay quiet).
-pub fn report_warnings(reports: &[olmpack::report::Report]) {
+pub fn report_warnings(reports: &[olmpack_model::report::Report]) {
     for report in reports {
         if report
             .findings
             .iter()
-            .any(|f| f.severity != olmpack::report::Severity::Info)
+            .any(|f| f.severity != olmpack_model::report::Severity::Info)
         {
-            eprint!("{}", report.render(olmpack::report::OutputFormat::Text));
+            eprint!(
+                "{}",
+                report.render(olmpack_model::report::OutputFormat::Text)
+            );
         }
     }
 }
 
 /// `error: top` then one `caused by:` line per source, each message said once, in our words
-/// (I/O errors without "(os error N)") and shown safely (see `olmpack::report::safe_text`).
+/// (I/O errors without "(os error N)") and shown safely (see `olmpack_model::report::safe_text`).
 fn print_error(err: &(dyn Error + 'static)) {
-    eprintln!("error: {}", olmpack::report::safe_text(&words(err)));
+    eprintln!("error: {}", olmpack_model::report::safe_text(&words(err)));
     let mut source = err.source();
     while let Some(cause) = source {
-        eprintln!("  caused by: {}", olmpack::report::safe_text(&words(cause)));
+        eprintln!(
+            "  caused by: {}",
+            olmpack_model::report::safe_text(&words(cause))
+        );
         source = cause.source();
     }
 }

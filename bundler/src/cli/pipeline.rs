@@ -6,18 +6,18 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use olmpack::image::OperatorBinary;
 use olmpack::image::layout::Platform;
+use olmpack::image::operator::OperatorBinary;
 use olmpack::image::progress::Progress;
 use olmpack::pipeline::{self, Change, Options, PipelineError, Summary};
-use olmpack::plan;
+use olmpack_model::plan;
 
 use super::CmdResult;
 use super::image::{RegistryArgs, parse_epoch, parse_platform};
 
 /// How `olmpack release` prints its summary: text, or JSON on stdout (the plan of steps then
 /// goes to stderr). A summary is not a report of findings, so not a
-/// [`olmpack::report::OutputFormat`].
+/// [`olmpack_model::report::OutputFormat`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum SummaryFormat {
     Text,
@@ -68,7 +68,7 @@ pub struct ReleaseArgs {
 
 /// Runs `olmpack release`.
 pub fn release_cmd(args: ReleaseArgs) -> CmdResult {
-    let loaded = plan::load(&args.plan)?;
+    let loaded = olmpack::plan::load(&args.plan)?;
     let out = args
         .out
         .clone()
@@ -127,10 +127,13 @@ pub fn run(
     };
     print_plan(&mut plan_out, &prepared.summary, &options.out)?;
     if !prepared.summary.findings.is_empty() {
-        let mut report = olmpack::report::Report::new(loaded.path.display().to_string());
+        let mut report = olmpack_model::report::Report::new(loaded.path.display().to_string());
         report.extend(prepared.summary.findings.iter().cloned());
         report.normalize();
-        eprint!("{}", report.render(olmpack::report::OutputFormat::Text));
+        eprint!(
+            "{}",
+            report.render(olmpack_model::report::OutputFormat::Text)
+        );
     }
     let noop = prepared.is_noop();
     let summary = if dry_run {

@@ -4,8 +4,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use olmpack::kubebuilder::{self, InitOptions, Project};
-use olmpack::plan;
-use olmpack::upgrade_graph::UpgradeGraph;
+use olmpack_model::plan;
+use olmpack_model::upgrade_graph::UpgradeGraph;
 
 use super::CmdResult;
 
@@ -55,7 +55,7 @@ pub fn run(cmd: PlanCommand) -> CmdResult {
         } => return init(&project, release_version, repository, channel, force),
         PlanCommand::Schema => print!("{}", plan::schema::json_schema()),
         PlanCommand::Edges { plan: path } => {
-            let loaded = plan::load(&path)?;
+            let loaded = olmpack::plan::load(&path)?;
             let graph = UpgradeGraph::from_plan(&loaded);
             for node in graph.nodes() {
                 let e = &node.csv;

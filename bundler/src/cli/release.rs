@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use olmpack::bundle::generate::GenerateError;
-use olmpack::plan;
 use olmpack::release::{self, ReleaseError};
+use olmpack_model::plan;
 
 use super::CmdResult;
 
@@ -58,7 +58,7 @@ pub struct GenerateArgs {
 
 /// Runs the release job on a plan file.
 pub fn generate_cmd(args: GenerateArgs) -> CmdResult {
-    let loaded = plan::load(&args.plan)?;
+    let loaded = olmpack::plan::load(&args.plan)?;
     let bundles = args
         .bundles
         .unwrap_or_else(|| loaded.resolve(Path::new("bundle")));
@@ -76,7 +76,7 @@ pub fn example_cmd(out: &Path) -> CmdResult {
         std::fs::create_dir_all(target.parent().unwrap_or(inputs.path()))?;
         std::fs::write(target, text)?;
     }
-    let loaded = plan::load(&inputs.path().join("olmpack.yaml"))?;
+    let loaded = olmpack::plan::load(&inputs.path().join("olmpack.yaml"))?;
     println!(
         "olmpack example: the guestbook operator (3 releases, CRD v1alpha1 → v1 with a conversion webhook)"
     );
@@ -86,7 +86,7 @@ pub fn example_cmd(out: &Path) -> CmdResult {
             .and_then(|e| u64::try_from(e).ok()),
         binaries: Vec::new(),
         registry: None,
-        access: olmpack::image::RegistryAccess::default(),
+        access: olmpack::image::registry::RegistryAccess::default(),
         push: false,
         signer: None,
     };
@@ -162,7 +162,7 @@ fn run_release(
 
 /// `olmpack catalog generate`: the release job, writing (or checking) only the catalog.
 pub fn catalog_only(plan_path: &Path, out: Option<PathBuf>, check: bool) -> CmdResult {
-    let loaded = plan::load(plan_path)?;
+    let loaded = olmpack::plan::load(plan_path)?;
     let out = out.unwrap_or_else(|| loaded.resolve(Path::new("catalog")));
     let output = match release::build(&loaded, &super::generate_options(false)?) {
         Ok(output) => output,

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use olmpack::image::progress::Progress;
 use olmpack::tools::{self as artifact, Installed};
-use olmpack_envtest::Tool;
+use olmpack_envtest::binaries::Tool;
 use olmpack_envtest::binaries::{KUBEBUILDER_ASSETS, tools_cache_dir};
 
 use super::CmdResult;
@@ -131,7 +131,7 @@ pub(super) fn ensure(needed: &[Tool]) -> Result<(), Box<dyn std::error::Error + 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let access = olmpack::image::RegistryAccess::default();
+    let access = olmpack::image::registry::RegistryAccess::default();
     runtime.block_on(artifact::install(
         &reference,
         &cache,

@@ -11,9 +11,9 @@ use olmpack::catalog::load as catalog_load;
 use olmpack::catalog::model::Model;
 use olmpack::compat::graph::{self, Edge, EdgeResult, Release};
 use olmpack::compat::{self, Consumers, markdown, verdict};
-use olmpack::plan;
 use olmpack::release::{self, ReleaseError};
-use olmpack::report::{OutputFormat, Severity};
+use olmpack_model::plan;
+use olmpack_model::report::{OutputFormat, Severity};
 
 use super::CmdResult;
 
@@ -155,7 +155,7 @@ fn print(
 fn from_plan(
     path: &Path,
 ) -> Result<Result<Vec<EdgeResult>, ExitCode>, Box<dyn std::error::Error + Send + Sync>> {
-    let loaded = plan::load(path)?;
+    let loaded = olmpack::plan::load(path)?;
     let output = match release::build(&loaded, &super::generate_options(false)?) {
         Ok(output) => output,
         Err(ReleaseError::Bundles(GenerateError::Invalid(findings))) => {
@@ -188,7 +188,9 @@ fn from_plan(
         let release = Release::from_bundle(&bundle)?;
         releases.insert(release.name.clone(), release);
     }
-    let mut edges = graph::plan_edges(&olmpack::upgrade_graph::UpgradeGraph::from_plan(&loaded));
+    let mut edges = graph::plan_edges(&olmpack_model::upgrade_graph::UpgradeGraph::from_plan(
+        &loaded,
+    ));
     let previous_dir = loaded.resolve(Path::new("catalog"));
     if previous_dir.is_dir() {
         let previous = catalog_load::load_dir(&previous_dir)?;

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use olmpack::bundle::generate::GenerateError;
 use olmpack::release::{self, ReleaseError};
+use olmpack::upgrade_olm::CaseReport;
 use olmpack::upgrade_olm::shard::{self, Shard};
 use olmpack::upgrade_olm::{self, RunOptions, StepLog};
-use olmpack::{plan, upgrade_olm::CaseReport};
 use olmpack_envtest::olm::{Timeouts, WebhookCommand};
 use olmpack_model::plan::InstallModeType;
 
@@ -171,7 +171,7 @@ pub fn run(args: OlmArgs) -> CmdResult {
 fn catalog_of_plan(
     plan_path: &Path,
 ) -> Result<Result<tempfile::TempDir, ExitCode>, Box<dyn std::error::Error + Send + Sync>> {
-    let loaded = plan::load(plan_path)?;
+    let loaded = olmpack::plan::load(plan_path)?;
     let output = match release::build(&loaded, &super::generate_options(false)?) {
         Ok(output) => output,
         Err(ReleaseError::Bundles(GenerateError::Invalid(findings))) => {

@@ -4,10 +4,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use olmpack::live::{self, Target};
-use olmpack::plan;
-use olmpack::report::OutputFormat;
-use olmpack_envtest::Tool;
+use olmpack_envtest::binaries::Tool;
 use olmpack_envtest::live::EdgeOptions;
+use olmpack_model::plan;
+use olmpack_model::report::OutputFormat;
 
 use super::CmdResult;
 
@@ -52,7 +52,7 @@ pub struct TestArgs {
 pub fn run(args: TestArgs) -> CmdResult {
     let inputs = match (&args.catalog, &args.bundles) {
         (Some(catalog), Some(bundles)) => live::from_dirs(catalog, bundles)?,
-        _ => live::from_plan(&plan::load(&args.plan)?)?,
+        _ => live::from_plan(&olmpack::plan::load(&args.plan)?)?,
     };
     let target = match &args.kubeconfig {
         Some(path) => Target::Kubeconfig(path.clone()),

@@ -26,9 +26,9 @@ use crate::bundle::validate;
 use crate::catalog::cover::ByVersion;
 use crate::catalog::model::{Bundle, Model};
 use crate::catalog::property::{self, Typed};
-use crate::catalog::version::{Range, Version};
-use crate::report::{Finding, Severity};
-use crate::upgrade_graph::{EdgeKind, UpgradeGraph};
+use olmpack_model::report::{Finding, Severity};
+use olmpack_model::upgrade_graph::{EdgeKind, UpgradeGraph};
+use olmpack_model::version::{Range, Version};
 
 /// A release could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -581,8 +581,8 @@ pub fn check_edges(edges: &[Edge], releases: &BTreeMap<String, Release>) -> Vec<
 }
 
 /// All findings of all edges as one report.
-pub fn report(subject: &str, results: &[EdgeResult]) -> crate::report::Report {
-    let mut report = crate::report::Report::new(subject);
+pub fn report(subject: &str, results: &[EdgeResult]) -> olmpack_model::report::Report {
+    let mut report = olmpack_model::report::Report::new(subject);
     for r in results {
         report.extend(r.findings.iter().cloned());
     }

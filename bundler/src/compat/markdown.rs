@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use super::graph::EdgeResult;
 use super::{Consumer, Consumers};
-use crate::report::Severity;
+use olmpack_model::report::Severity;
 
 /// The summary of `results` (edges in their order), titled with `subject`: each edge's
 /// verdict for the selected `consumers` and every consumer's own.

@@ -32,7 +32,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::report::{Finding, Severity};
+use olmpack_model::report::{Finding, Severity};
 
 /// Who refuses a change (or, for the last two, who is hurt by it although nobody refuses it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -145,7 +145,7 @@ impl Consumers {
     }
 }
 
-impl crate::choice::Choice for Consumers {
+impl olmpack_model::choice::Choice for Consumers {
     const CHOICES: &'static [(&'static str, Self)] = &[
         ("all", Consumers::All),
         ("olm-v0", Consumers::OlmV0),
@@ -424,9 +424,11 @@ pub enum CrdFileError {
 /// (crdify's): fields Kubernetes does not know are ignored, and a repeated key keeps its last
 /// value (lenient: YAML itself forbids repeated keys).
 pub fn parse_crd_file(file: &str, text: &str) -> Result<CustomResourceDefinition, CrdFileError> {
-    let docs = crate::yaml::from_multi_str_last_key_wins(text).map_err(|e| CrdFileError::Yaml {
-        file: file.to_owned(),
-        message: e.to_string(),
+    let docs = olmpack_model::yaml::from_multi_str_last_key_wins(text).map_err(|e| {
+        CrdFileError::Yaml {
+            file: file.to_owned(),
+            message: e.to_string(),
+        }
     })?;
     let [doc] = docs.as_slice() else {
         return Err(CrdFileError::Documents {

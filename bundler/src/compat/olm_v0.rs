@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use super::value::{Invalid, has_cel_rules, validate_object};
 use super::{PairInput, Problem, Refuser, olm_v1};
-use crate::report::Severity;
+use olmpack_model::report::Severity;
 
 /// OLM v0's existing-object check on the examples of `input.from`.
 pub fn check<'a>(input: &PairInput<'a>) -> Vec<Problem> {

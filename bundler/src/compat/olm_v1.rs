@@ -27,7 +27,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 
 use super::schema::{differing_fields, flatten, json_text, own};
 use super::{Problem, Refuser, kube_version};
-use crate::report::Severity;
+use olmpack_model::report::Severity;
 
 /// A property-level problem before it is tied to a CRD: `(path, rule, message)`.
 type PropertyProblem = (String, &'static str, String);

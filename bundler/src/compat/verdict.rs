@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::graph::EdgeResult;
 use super::{Consumer, Consumers};
-use crate::report::{OutputFormat, Report, Severity, xml_escape};
+use olmpack_model::report::{OutputFormat, Report, Severity, xml_escape};
 
 /// One line per edge that anyone refuses, then the count for the selected consumers with
 /// each consumer's own count.

@@ -70,7 +70,7 @@ pub enum BuildError {
         path: PathBuf,
         /// The YAML parser's complaint.
         #[source]
-        source: crate::yaml::YamlError,
+        source: olmpack_model::yaml::YamlError,
     },
     /// `metadata/annotations.yaml` parses but its content is not usable as image labels.
     #[error("{path}: {problem}")]
@@ -152,7 +152,7 @@ pub fn read_bundle_labels(bundle_dir: &Path) -> Result<BTreeMap<String, String>,
         source,
     })?;
     let doc: Value =
-        crate::yaml::from_str(&text).map_err(|source| BuildError::ParseAnnotations {
+        olmpack_model::yaml::from_str(&text).map_err(|source| BuildError::ParseAnnotations {
             path: path.clone(),
             source,
         })?;

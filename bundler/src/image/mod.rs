@@ -43,14 +43,6 @@ pub mod reference;
 pub mod registry;
 pub mod resolve;
 
-pub use auth::{Credentials, Secret};
-pub use build::{BuildError, BuildOptions, build_bundle_image, build_catalog_image};
-pub use layout::{Descriptor, Layout};
-pub use operator::{OperatorBinary, OperatorError, OperatorOptions, build_operator_image};
-pub use push::{PushError, PushReport, push_layout};
-pub use registry::{RegistryAccess, RetryPolicy};
-pub use resolve::{ResolveError, resolve_digest};
-
 /// OCI media types olmpack writes.
 pub mod media_type {
     /// OCI image index (a list of per-platform manifests).

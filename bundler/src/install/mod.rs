@@ -243,12 +243,12 @@ fn stream(file: &str, objects: &[Value]) -> Result<Vec<u8>, InstallError> {
         if i > 0 {
             text.push_str("---\n");
         }
-        text.push_str(
-            &crate::yaml::to_string(object).map_err(|err| InstallError::Print {
+        text.push_str(&olmpack_model::yaml::to_string(object).map_err(|err| {
+            InstallError::Print {
                 file: file.to_owned(),
                 message: err.to_string(),
-            })?,
-        );
+            }
+        })?);
     }
     Ok(text.into_bytes())
 }

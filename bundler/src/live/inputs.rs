@@ -12,7 +12,7 @@ use crate::bundle::generate::{self, GenerateOptions};
 use crate::bundle::load::LoadedBundle;
 use crate::catalog::model::{Model, Package};
 use crate::compat::graph::apply_conversion_webhook;
-use crate::plan::LoadedPlan;
+use olmpack_model::plan::LoadedPlan;
 
 /// Failure to prepare the live test's inputs.
 #[derive(Debug, thiserror::Error)]
@@ -291,10 +291,11 @@ fn plan_samples(plan: &LoadedPlan) -> Result<Vec<Value>, LiveInputsError> {
             path: path.clone(),
             reason: err.kind().to_string(),
         })?;
-        let docs = crate::yaml::from_multi_str(&text).map_err(|err| LiveInputsError::Sample {
-            path: path.clone(),
-            reason: err.to_string(),
-        })?;
+        let docs =
+            olmpack_model::yaml::from_multi_str(&text).map_err(|err| LiveInputsError::Sample {
+                path: path.clone(),
+                reason: err.to_string(),
+            })?;
         out.extend(docs.into_iter().filter(Value::is_object));
     }
     Ok(out)

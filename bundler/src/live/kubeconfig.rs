@@ -129,7 +129,7 @@ mod tests {
     #[test]
     fn versions_are_read_from_the_der() {
         assert_eq!(certificate_version(&der(V1_PEM)), Some(1));
-        let ca = olmpack_envtest::CertificateAuthority::new("test").unwrap();
+        let ca = olmpack_envtest::pki::CertificateAuthority::new("test").unwrap();
         let client = ca.issue_client("u", &[]).unwrap();
         assert_eq!(certificate_version(&der(&client.cert_pem)), Some(3));
         assert_eq!(certificate_version(&[0x30, 0x05, 0x30]), None);

@@ -38,7 +38,7 @@ pub enum Target {
 pub enum RunError {
     /// The test control plane could not be started.
     #[error("failed to start the test environment")]
-    Env(#[from] olmpack_envtest::EnvError),
+    Env(#[from] olmpack_envtest::control_plane::EnvError),
     /// The kubeconfig of the given cluster cannot be read.
     #[error("failed to read kubeconfig {path}")]
     Kubeconfig {
@@ -131,7 +131,7 @@ async fn run_one(
                 .map_err(wrap)
         }
         None => {
-            let env = olmpack_envtest::TestEnv::start().await?;
+            let env = olmpack_envtest::control_plane::TestEnv::start().await?;
             let options = EdgeOptions {
                 cleanup: false,
                 kubeconfig: Some(env.kubeconfig_path().to_owned()),

@@ -3,8 +3,8 @@
 
 use std::fmt::Write as _;
 
-use crate::report::{OutputFormat, xml_escape};
 use olmpack_envtest::live::{EdgeReport, LiveFinding, Rollback, Severity, Verdict};
+use olmpack_model::report::{OutputFormat, xml_escape};
 
 /// The reports in `format`.
 pub fn render(reports: &[EdgeReport], format: OutputFormat) -> String {

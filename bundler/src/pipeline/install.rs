@@ -9,7 +9,7 @@ use super::{Change, ImageSummary, PipelineError, Step, fail, stale, step};
 use crate::bundle::generate::Generated;
 use crate::install::{self, InstallInput, OLM_V0_FILE, OLM_V1_FILE, facts};
 use crate::output::FileTree;
-use crate::plan::LoadedPlan;
+use olmpack_model::plan::LoadedPlan;
 
 /// The directory under `--out` the install manifests go to.
 pub const INSTALL_DIR: &str = "install";

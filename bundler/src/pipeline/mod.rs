@@ -49,11 +49,11 @@ use crate::image::layout::{Layout, Platform};
 use crate::image::operator::{OperatorBinary, OperatorOptions, build_operator_image};
 use crate::image::progress::Progress;
 use crate::image::registry::RegistryAccess;
-use crate::image::{digest::format_digest, push_layout};
+use crate::image::{digest::format_digest, push::push_layout};
 use crate::output::FileTree;
-use crate::plan::LoadedPlan;
 use crate::release;
-use crate::report::{Finding, Report, Severity};
+use olmpack_model::plan::LoadedPlan;
+use olmpack_model::report::{Finding, Report, Severity};
 use state::{BuiltImage, State};
 
 /// Step names, in order; errors and the printed plan use them.

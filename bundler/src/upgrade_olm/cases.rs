@@ -15,7 +15,8 @@ use super::OlmRunError;
 use crate::catalog::load::load_dir;
 use crate::catalog::model::{Bundle, Model, Package};
 use crate::catalog::property::{self, Typed};
-use crate::catalog::upgrade::{Edge, v0_successor};
+use crate::catalog::upgrade::v0_successor;
+use olmpack_model::upgrade_graph::EdgeKind;
 
 /// One install (and at most one upgrade) to run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -27,7 +28,7 @@ pub struct Case {
     /// The bundle installed first (the starting CSV).
     pub from: String,
     /// OLM v0's successor of `from` in the channel, and the edge that makes it one.
-    pub expected: Option<(String, Edge)>,
+    pub expected: Option<(String, EdgeKind)>,
     /// The OperatorGroup the operator is installed under.
     pub install_mode: InstallModeType,
 }
@@ -70,7 +71,7 @@ pub fn load_cases_for(
     let (model, findings) = Model::from_config(loaded.config);
     if let Some(first) = findings
         .iter()
-        .find(|f| f.severity == crate::report::Severity::Error)
+        .find(|f| f.severity == olmpack_model::report::Severity::Error)
     {
         return Err(OlmRunError::Invalid {
             dir: dir.to_owned(),

@@ -16,7 +16,7 @@
 //! - OLM is served the catalog with every bundle's image cleared ([`inline_catalog`]), so
 //!   that it installs the `olm.bundle.object` manifests inline instead of unpacking bundle
 //!   images with a Job (no kubelet, no registry here).
-//! - Each case runs in its own [`olmpack_envtest::OlmEnv`] (cases never see each other's
+//! - Each case runs in its own [`olmpack_envtest::olm::OlmEnv`] (cases never see each other's
 //!   objects); up to `jobs` at once.
 //! - Between install and upgrade, every `alm-examples` object of the installed CSV is created
 //!   as a user of that install would (`kubectl create -n` a namespace the operator serves);
@@ -39,7 +39,7 @@ use std::time::Instant;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use olmpack_envtest::olm::{Example, Installed, Outcome, StillSucceeded, Timeouts, WebhookCommand};
-use olmpack_envtest::{OlmEnv, OlmEnvOptions};
+use olmpack_envtest::{olm::OlmEnv, olm::OlmEnvOptions};
 
 pub use cases::{Case, load_cases, load_cases_for, plan_cases, preferred_mode};
 pub use report::{CaseReport, Failure, Party, describe, junit, markdown};
@@ -104,7 +104,7 @@ pub enum OlmRunError {
         name: String,
         /// The test control plane's error.
         #[source]
-        source: olmpack_envtest::EnvError,
+        source: olmpack_envtest::control_plane::EnvError,
     },
 }
 

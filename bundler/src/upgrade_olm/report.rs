@@ -7,7 +7,7 @@ use olmpack_envtest::olm::{Example, Installed, Outcome, Step};
 use serde::Serialize;
 
 use super::cases::Case;
-use crate::catalog::upgrade::Edge;
+use olmpack_model::upgrade_graph::EdgeKind;
 
 /// What happened in one case.
 #[derive(Clone, Debug, Serialize)]
@@ -251,11 +251,11 @@ fn result_cell(r: &CaseReport) -> &'static str {
     }
 }
 
-fn edge(via: Edge) -> &'static str {
+fn edge(via: EdgeKind) -> &'static str {
     match via {
-        Edge::Replaces => "replaces",
-        Edge::Skips => "skips",
-        Edge::SkipRange => "skipRange",
+        EdgeKind::Replaces => "replaces",
+        EdgeKind::Skips => "skips",
+        EdgeKind::SkipRange => "skipRange",
     }
 }
 
@@ -286,8 +286,8 @@ pub fn junit(reports: &[CaseReport], shard: Option<super::shard::Shard>) -> Stri
         let _ = write!(
             out,
             "<testcase classname=\"{}\" name=\"{}\" time=\"{:.1}\"",
-            crate::report::xml_escape(&r.case.package),
-            crate::report::xml_escape(&r.name()),
+            olmpack_model::report::xml_escape(&r.case.package),
+            olmpack_model::report::xml_escape(&r.name()),
             r.seconds
         );
         let failures = r.failures();
@@ -300,14 +300,14 @@ pub fn junit(reports: &[CaseReport], shard: Option<super::shard::Shard>) -> Stri
             let _ = writeln!(
                 out,
                 "><failure message=\"{}\" type=\"{}\"/></testcase>",
-                crate::report::xml_escape(&text.join("; ")),
+                olmpack_model::report::xml_escape(&text.join("; ")),
                 first.party.label()
             );
         } else if !not_run.is_empty() {
             let _ = writeln!(
                 out,
                 "><skipped message=\"{}\"/></testcase>",
-                crate::report::xml_escape(&not_run.join("; "))
+                olmpack_model::report::xml_escape(&not_run.join("; "))
             );
         } else {
             out.push_str("/>\n");

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use olmpack::bundle::generate::{GenerateOptions, generate};
 use olmpack::bundle::{load, validate};
-use olmpack::report::Finding;
+use olmpack_model::report::Finding;
 use serde_json::{Value, json};
 
 pub const CSV: &str = "manifests/guestbook-operator.clusterserviceversion.yaml";
@@ -43,13 +43,13 @@ pub fn example_bundle() -> Files {
 }
 
 pub fn yaml(files: &Files, path: &str) -> Value {
-    olmpack::yaml::from_str(std::str::from_utf8(&files[path]).unwrap()).unwrap()
+    olmpack_model::yaml::from_str(std::str::from_utf8(&files[path]).unwrap()).unwrap()
 }
 
 pub fn put(files: &mut Files, path: &str, value: &Value) {
     files.insert(
         path.to_owned(),
-        olmpack::yaml::to_string(value).unwrap().into_bytes(),
+        olmpack_model::yaml::to_string(value).unwrap().into_bytes(),
     );
 }
 

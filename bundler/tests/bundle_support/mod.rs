@@ -5,7 +5,7 @@ use std::process::Command;
 
 use olmpack::bundle::load;
 use olmpack::catalog::render::{RenderOptions, render_loaded};
-use olmpack_envtest::Tool;
+use olmpack_envtest::binaries::Tool;
 use serde_json::Value;
 
 /// Runs `opm render <dir>` and asserts that olmpack renders the same `olm.bundle`: name,

@@ -39,8 +39,8 @@ pub fn book(test: &str) -> Option<PathBuf> {
 /// `Some(())` when the test environment's binaries are found (else NOT RUN).
 pub fn tools(test: &str) -> Option<()> {
     for tool in [
-        olmpack_envtest::Tool::Etcd,
-        olmpack_envtest::Tool::KubeApiserver,
+        olmpack_envtest::binaries::Tool::Etcd,
+        olmpack_envtest::binaries::Tool::KubeApiserver,
     ] {
         if let Err(err) = tool.path() {
             return not_run(test, &err.to_string());

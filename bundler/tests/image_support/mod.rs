@@ -13,8 +13,11 @@ use oci_client::manifest::OciDescriptor;
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 use olmpack::image::layout::{ImageIndex, ImageManifest, Layout};
-use olmpack::image::{BuildOptions, Credentials, RegistryAccess, RetryPolicy, media_type};
-use olmpack_envtest::Tool;
+use olmpack::image::{
+    auth::Credentials, build::BuildOptions, media_type, registry::RegistryAccess,
+    registry::RetryPolicy,
+};
+use olmpack_envtest::binaries::Tool;
 
 pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use olmpack_envtest::{TestEnv, TestEnvOptions};
+use olmpack_envtest::{control_plane::TestEnv, control_plane::TestEnvOptions};
 use serde_json::json;
 use webapp_operator::api::Version;
 use webapp_operator::controller::{LeaderElection, Settings};

@@ -1,4 +1,4 @@
-//! [`OlmEnv`]: the real OLM v0 on a [`crate::TestEnv`], installing and upgrading operators by
+//! [`OlmEnv`]: the real OLM v0 on a [`crate::control_plane::TestEnv`], installing and upgrading operators by
 //! Subscription — without a cluster, a kubelet or a container runtime.
 //!
 //! What runs (all real binaries, pinned in `tools.toml`): etcd, kube-apiserver (with
@@ -18,7 +18,7 @@
 //! [`OlmEnv::webhooks_available`] says so.
 //!
 //! Guarantees: every process dies with the [`OlmEnv`] (and with the test process); every file
-//! lives in the [`crate::TestEnv`]'s directory, removed on drop.
+//! lives in the [`crate::control_plane::TestEnv`]'s directory, removed on drop.
 
 mod env;
 mod install;

@@ -4,8 +4,8 @@ use serde_json::{Value, json};
 
 use crate::bundle::inputs::Sourced;
 use crate::bundle::manifests::{ImportChoices, classify};
-use crate::plan::ErrorOrDrop;
-use crate::report::{Finding, Severity};
+use olmpack_model::plan::ErrorOrDrop;
+use olmpack_model::report::{Finding, Severity};
 
 /// kubebuilder's manager Deployment (cronjob-tutorial's `dist/install.yaml`), with `args`.
 fn deployment(args: Value) -> Value {

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::super::inputs::Sourced;
 use crate::json::str_at;
-use crate::report::Finding;
+use olmpack_model::report::Finding;
 
 /// Where OLM mounts the serving certificates it manages for webhooks and API services.
 pub const OLM_CERT_PATHS: [&str; 2] = [

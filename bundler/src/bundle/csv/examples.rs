@@ -8,7 +8,7 @@ use super::super::inputs::{Inputs, Sourced};
 use super::ReleaseSpec;
 use super::objects::clean_object;
 use crate::json::str_at;
-use crate::report::Finding;
+use olmpack_model::report::Finding;
 
 /// `alm-examples`: a JSON array of sample objects whose kind and version an owned CRD serves.
 ///

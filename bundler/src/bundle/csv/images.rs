@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::super::inputs::Sourced;
 use crate::json::str_at;
-use crate::report::Finding;
+use olmpack_model::report::Finding;
 
 /// The image of the first container of the first deployment (by name).
 pub(super) fn container_image(deployments: &[Sourced]) -> Option<String> {

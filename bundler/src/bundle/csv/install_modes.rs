@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
-use crate::plan::{CsvMetadata, InstallModeType};
-use crate::report::Finding;
+use olmpack_model::plan::{CsvMetadata, InstallModeType};
+use olmpack_model::report::Finding;
 
 /// Every install mode OLM knows, each supported or not; a plan that asks for more than
 /// AllNamespaces with a conversion webhook gets AllNamespaces and a warning.

@@ -37,9 +37,9 @@ pub use self::crds::{definition_converting, olm_conversion};
 pub use self::deployments::OLM_CERT_PATHS;
 pub use self::objects::clean_object;
 use super::inputs::{Inputs, Sourced};
-use crate::plan::CsvMetadata;
-use crate::report::Finding;
-use crate::upgrade_graph::Edges;
+use olmpack_model::plan::CsvMetadata;
+use olmpack_model::report::Finding;
+use olmpack_model::upgrade_graph::Edges;
 
 /// What the plan says about one release, resolved (files read, edges computed).
 #[derive(Clone, Debug)]
@@ -132,7 +132,7 @@ pub fn build(spec: &ReleaseSpec<'_>, inputs: &Inputs) -> Result<BuiltBundle, Vec
     // bundle; only an error stops it.
     if problems
         .iter()
-        .all(|f| f.severity != crate::report::Severity::Error)
+        .all(|f| f.severity != olmpack_model::report::Severity::Error)
     {
         notes.extend(problems);
         Ok(BuiltBundle {

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::super::inputs::{Inputs, Sourced};
 use crate::json::str_at;
-use crate::report::Finding;
+use olmpack_model::report::Finding;
 
 /// The strategy's permissions and the RBAC objects they were made of.
 pub(super) struct Rbac {

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::super::inputs::{Inputs, Sourced};
 use crate::json::str_at;
-use crate::report::Finding;
+use olmpack_model::report::Finding;
 
 /// The CSV's webhook definitions and what they imply for the rest of the bundle.
 pub(super) struct Webhooks {

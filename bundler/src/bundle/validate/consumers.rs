@@ -6,7 +6,7 @@
 //! listed into a warning: without a consumer, a finding is an opinion. `--strict` then turns
 //! warnings back into errors for those who want them.
 
-use crate::report::{Consumer, Finding, Severity};
+use olmpack_model::report::{Consumer, Finding, Severity};
 
 /// `(rule id, who refuses)` for every rule that reports errors. Rules that once were here and
 /// are warnings until a test shows their consumer refusing: `bundle/dependency` (opm renders

@@ -7,9 +7,9 @@ use serde_json::Value;
 
 use super::{array_at, on, str_at};
 use crate::bundle::load::{Crd, LoadedBundle, Object};
-use crate::names::is_dns1123_label;
-use crate::report::Finding;
-use crate::report::Severity;
+use olmpack_model::names::is_dns1123_label;
+use olmpack_model::report::Finding;
+use olmpack_model::report::Severity;
 
 const TYPES: [&str; 6] = ["object", "array", "string", "integer", "number", "boolean"];
 const COLUMN_TYPES: [&str; 5] = ["integer", "number", "string", "boolean", "date"];

@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use super::{Context, array_at, str_at};
 use crate::bundle::files::PACKAGE_KEY;
-use crate::names::is_dns1123_subdomain;
-use crate::report::Finding;
+use olmpack_model::names::is_dns1123_subdomain;
+use olmpack_model::report::Finding;
 
 pub(super) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     required_fields(ctx, out);

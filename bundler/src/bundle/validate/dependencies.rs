@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 
 use super::str_at;
 use crate::bundle::load::{DEPENDENCIES_FILE, LoadedBundle};
-use crate::report::Finding;
+use olmpack_model::report::Finding;
 use olmpack_model::version::Range;
 
 const RULE: &str = "bundle/dependency";

@@ -3,7 +3,7 @@
 
 use super::{Options, array_at, on, str_at};
 use crate::bundle::load::LoadedBundle;
-use crate::report::{Finding, Severity};
+use olmpack_model::report::{Finding, Severity};
 
 /// `(group/version, kinds (empty = every kind), removed in minor, replacement)`.
 const REMOVED: [(&str, &[&str], u64, &str); 24] = [

@@ -12,8 +12,8 @@ use crate::bundle::files::{
 };
 use crate::bundle::load::{ANNOTATIONS_FILE, LoadedBundle, MANIFESTS_DIR, Object};
 use crate::bundle::manifests::SUPPORTED_EXTRA_KINDS;
-use crate::names::is_dns1123_label;
-use crate::report::Finding;
+use olmpack_model::names::is_dns1123_label;
+use olmpack_model::report::Finding;
 
 /// OLM v0 stages bundles in ConfigMaps: gzip + base64 of all files must fit in 1 MiB.
 pub const SIZE_LIMIT: u64 = 1024 * 1024;

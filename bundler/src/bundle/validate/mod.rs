@@ -40,7 +40,7 @@ use serde_json::Value;
 
 use super::load::{LoadedBundle, Object};
 use crate::json::{array_at, str_at};
-use crate::report::{Finding, Report, Severity};
+use olmpack_model::report::{Finding, Report, Severity};
 
 /// What validation targets.
 #[derive(Clone, Debug)]

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::{array_at, on, str_at};
 use crate::bundle::load::{LoadedBundle, Object};
-use crate::report::Finding;
+use olmpack_model::report::Finding;
 
 /// The SecurityContextConstraints every OpenShift cluster ships.
 const DEFAULT_SCCS: [&str; 8] = [

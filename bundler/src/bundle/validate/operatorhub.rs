@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::{Context, array_at, str_at};
-use crate::report::Finding;
+use olmpack_model::report::Finding;
 
 pub const CAPABILITIES: [&str; 5] = [
     "Basic Install",

@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use super::{Context, array_at, str_at};
 use crate::bundle::load::LoadedBundle;
-use crate::report::Finding;
+use olmpack_model::report::Finding;
 
 const RULE: &str = "csv/missing-volume-source";
 /// The warning for an object the user creates before installing.

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::{Context, array_at, str_at};
 use crate::bundle::files::{CHANNELS_KEY, DEFAULT_CHANNEL_KEY};
-use crate::report::Finding;
+use olmpack_model::report::Finding;
 
 pub(super) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     containers(ctx, out);

@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::{Context, array_at, str_at};
-use crate::names::is_dns1123_subdomain;
-use crate::report::Finding;
+use olmpack_model::names::is_dns1123_subdomain;
+use olmpack_model::report::Finding;
 
 const TYPES: [&str; 3] = [
     "ValidatingAdmissionWebhook",

@@ -21,7 +21,7 @@ use crate::catalog::declcfg::{
     Channel, ChannelEntry, DeclarativeConfig, Icon, Package, SCHEMA_CHANNEL, SCHEMA_PACKAGE,
 };
 use crate::catalog::property::{self, Typed};
-use crate::catalog::version::{Version, cmp_versions};
+use olmpack_model::version::{Version, cmp_versions};
 
 /// `schema` value of a semver catalog template.
 pub const SCHEMA: &str = "olm.semver";
