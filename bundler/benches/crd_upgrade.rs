@@ -87,9 +87,13 @@ fn main() {
     let mut in_process_refused = 0;
     for (old, new) in &pairs {
         let read = |p: &Path| {
-            olmpack::compat::parse_crd_file("f", &std::fs::read_to_string(p).unwrap()).unwrap()
+            olmpack::upgrade::check::parse_crd_file("f", &std::fs::read_to_string(p).unwrap())
+                .unwrap()
         };
-        if olmpack::compat::olm_v1_refuses(&olmpack::compat::check_files(&read(old), &read(new))) {
+        if olmpack::upgrade::check::olm_v1_refuses(&olmpack::upgrade::check::check_files(
+            &read(old),
+            &read(new),
+        )) {
             in_process_refused += 1;
         }
     }

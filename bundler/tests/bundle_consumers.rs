@@ -912,13 +912,13 @@ async fn olm_install(
     extra: Option<(&str, &str)>,
 ) -> olmpack_envtest::olm::Outcome {
     let _slot = OLM_SLOTS.acquire().await.expect("never closed");
-    use olmpack::upgrade_olm::{self, RunOptions};
+    use olmpack::upgrade::olm::{self, RunOptions};
     let dir = tempfile::Builder::new()
         .prefix("olmpack-consumers-")
         .tempdir()
         .unwrap();
     let catalog = olm_catalog(dir.path(), change, extra);
-    let cases = upgrade_olm::load_cases(&catalog, None).unwrap();
+    let cases = olm::load_cases(&catalog, None).unwrap();
     assert_eq!(cases.len(), 1, "{cases:#?}");
     let options = RunOptions {
         timeouts: olmpack_envtest::olm::Timeouts {
@@ -927,7 +927,7 @@ async fn olm_install(
         },
         ..RunOptions::default()
     };
-    let mut reports = upgrade_olm::run(&catalog, &cases, &options).await.unwrap();
+    let mut reports = olm::run(&catalog, &cases, &options).await.unwrap();
     reports.pop().unwrap().install.outcome
 }
 

@@ -9,8 +9,8 @@ use std::process::Command;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use olmpack::bundle::load;
-use olmpack::compat::graph::{Release, apply_conversion_webhook};
-use olmpack::compat::{self, PairInput, Problem, Refuser};
+use olmpack::upgrade::check::graph::{Release, apply_conversion_webhook};
+use olmpack::upgrade::check::{self, PairInput, Problem, Refuser};
 use olmpack_model::report::Severity;
 use olmpack_testkit::defects::{self, Defect};
 
@@ -251,7 +251,7 @@ fn crd_upgrade_broken_next_releases_fail_with_their_rule() {
         .unwrap()
         .value
         .clone();
-    let raw: CustomResourceDefinition = olmpack::compat::parse_crd_file(
+    let raw: CustomResourceDefinition = olmpack::upgrade::check::parse_crd_file(
         "crd",
         &std::fs::read_to_string(
             workspace().join("bundle/1.0.1/manifests/apps.olmpack.dev_webapps.yaml"),
@@ -272,10 +272,10 @@ fn crd_upgrade_broken_next_releases_fail_with_their_rule() {
         if b.defect != Defect::ConversionWebhookMissing {
             apply_conversion_webhook(&mut to, &csv);
         }
-        let problems = compat::check_pair(&PairInput {
+        let problems = check::check_pair(&PairInput {
             from: base,
             to: &to,
-            stored_versions: compat::assumed_stored_versions(base),
+            stored_versions: check::assumed_stored_versions(base),
             examples: &release.examples,
         });
         let errors: Vec<&Problem> = problems
@@ -330,10 +330,10 @@ fn crd_upgrade_broken_next_releases_fail_with_their_rule() {
 fn crd_upgrade_the_same_crd_is_safe() {
     let release = newest_release();
     let base = &release.crds[0];
-    let problems = compat::check_pair(&PairInput {
+    let problems = check::check_pair(&PairInput {
         from: base,
         to: base,
-        stored_versions: compat::assumed_stored_versions(base),
+        stored_versions: check::assumed_stored_versions(base),
         examples: &release.examples,
     });
     let errors: Vec<&Problem> = problems
@@ -427,14 +427,14 @@ fn file(histories: &Path, p: &Pair, tag: &str) -> PathBuf {
 fn ours(histories: &Path, p: &Pair) -> (bool, Vec<Problem>) {
     let read = |tag: &str| {
         let path = file(histories, p, tag);
-        compat::parse_crd_file(
+        check::parse_crd_file(
             &path.display().to_string(),
             &std::fs::read_to_string(&path).unwrap(),
         )
         .unwrap()
     };
-    let problems = compat::check_files(&read(&p.old), &read(&p.new));
-    (compat::olm_v1_refuses(&problems), problems)
+    let problems = check::check_files(&read(&p.old), &read(&p.new));
+    (check::olm_v1_refuses(&problems), problems)
 }
 
 fn crdify_refuses(crdify: &Path, histories: &Path, p: &Pair) -> bool {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use olmpack::upgrade_olm::{self, CaseReport, RunOptions};
+use olmpack::upgrade::olm::{self, CaseReport, RunOptions};
 use olmpack_envtest::binaries::Tool;
 use olmpack_envtest::olm::{Outcome, Timeouts};
 
@@ -138,7 +138,7 @@ async fn run(name: &str, from: &str, step: Duration) -> (CaseReport, Predicted) 
     let dir = catalog(name);
     let catalog = dir.path().join("catalog");
     let predicted = predicted(name, &catalog);
-    let cases: Vec<_> = upgrade_olm::load_cases(&catalog, None)
+    let cases: Vec<_> = olm::load_cases(&catalog, None)
         .unwrap()
         .into_iter()
         .filter(|c| c.from == from)
@@ -151,7 +151,7 @@ async fn run(name: &str, from: &str, step: Duration) -> (CaseReport, Predicted) 
         },
         ..RunOptions::default()
     };
-    let mut reports = upgrade_olm::run(&catalog, &cases, &options).await.unwrap();
+    let mut reports = olm::run(&catalog, &cases, &options).await.unwrap();
     (reports.pop().unwrap(), predicted)
 }
 
@@ -311,14 +311,14 @@ async fn olm_e2e_broken_deployment_selector_change_is_refused_on_upgrade() {
     let upgrade = report.upgrade.as_ref().expect("the upgrade ran");
     assert_eq!(upgrade.csv.as_deref(), Some("selector.v2.0.0"));
     assert!(olm_refused(&upgrade.outcome), "{upgrade:#?}");
-    let text = upgrade_olm::describe(&upgrade.outcome);
+    let text = olm::describe(&upgrade.outcome);
     assert!(
         text.contains("InstallComponentFailed") || text.contains("immutable"),
         "{text}"
     );
     let failures = report.failures();
     assert!(
-        failures.iter().all(|f| f.party == upgrade_olm::Party::Olm),
+        failures.iter().all(|f| f.party == olm::Party::Olm),
         "{failures:#?}"
     );
 }

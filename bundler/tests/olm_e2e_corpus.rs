@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use corpus_catalog::render_package;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use olmpack::upgrade_olm::{self, CaseReport, RunOptions, StepLog};
+use olmpack::upgrade::olm::{self, CaseReport, RunOptions, StepLog};
 use olmpack_envtest::olm::Timeouts;
 use olmpack_testkit::corpus::{COMMUNITY_OPERATORS, require};
 
@@ -159,7 +159,7 @@ async fn olm_e2e_corpus_verdicts_are_olms() {
         let out = work.path().join(i.to_string());
         std::fs::create_dir_all(&out).unwrap();
         let (dir, name) = catalog(&corpus, package, &out);
-        for case in upgrade_olm::load_cases(&dir, Some(&name)).unwrap() {
+        for case in olm::load_cases(&dir, Some(&name)).unwrap() {
             cases.push((package.to_string(), dir.clone(), case));
         }
     }
@@ -186,7 +186,7 @@ async fn olm_e2e_corpus_verdicts_are_olms() {
         let (semaphore, options) = (semaphore.clone(), options.clone());
         tasks.push(tokio::spawn(async move {
             let _permit = semaphore.acquire_owned().await;
-            let report = upgrade_olm::run_case(&dir, case, &options).await.unwrap();
+            let report = olm::run_case(&dir, case, &options).await.unwrap();
             (package, report)
         }));
     }

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use olmpack::upgrade_olm::{self, RunOptions};
+use olmpack::upgrade::olm::{self, RunOptions};
 use olmpack_envtest::olm::Outcome;
 
 const PROJECTS: [&str; 2] = ["cronjob-tutorial", "multiversion-tutorial"];
@@ -125,7 +125,7 @@ async fn olm_e2e_kubebuilder_cronjob_to_multiversion() {
     };
     let generated = generate(&corpus);
     let catalog = generated.path().join("catalog");
-    let cases = upgrade_olm::load_cases(&catalog, Some("project")).unwrap();
+    let cases = olm::load_cases(&catalog, Some("project")).unwrap();
     let froms: Vec<&str> = cases.iter().map(|c| c.from.as_str()).collect();
     assert_eq!(froms, ["project.v0.1.0", "project.v0.2.0"], "{cases:#?}");
     let options = RunOptions {
@@ -133,8 +133,8 @@ async fn olm_e2e_kubebuilder_cronjob_to_multiversion() {
         jobs: 2,
         ..RunOptions::default()
     };
-    let reports = upgrade_olm::run(&catalog, &cases, &options).await.unwrap();
-    let table = upgrade_olm::markdown(&reports);
+    let reports = olm::run(&catalog, &cases, &options).await.unwrap();
+    let table = olm::markdown(&reports);
     eprintln!("{table}");
     for report in &reports {
         assert!(
@@ -200,7 +200,7 @@ async fn olm_e2e_kubebuilder_fresh_install_verdict_is_stable() {
         .unwrap_or(10);
     let generated = generate(&corpus);
     let catalog = generated.path().join("catalog");
-    let cases: Vec<_> = upgrade_olm::load_cases(&catalog, Some("project"))
+    let cases: Vec<_> = olm::load_cases(&catalog, Some("project"))
         .unwrap()
         .into_iter()
         .filter(|c| c.from == "project.v0.2.0")
@@ -213,7 +213,7 @@ async fn olm_e2e_kubebuilder_fresh_install_verdict_is_stable() {
     let mut verdicts = Vec::new();
     for run in 1..=runs {
         let started = std::time::Instant::now();
-        let report = upgrade_olm::run(&catalog, &cases, &options)
+        let report = olm::run(&catalog, &cases, &options)
             .await
             .unwrap()
             .pop()

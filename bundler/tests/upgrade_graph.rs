@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use olmpack::build::{BuildError, Built, build};
 use olmpack::bundle::generate::GenerateOptions;
 use olmpack::catalog::generate::CatalogGenerateError as CatalogError;
-use olmpack::release::{ReleaseError, ReleaseOutput, build};
 use olmpack_envtest::binaries::Tool;
 use olmpack_model::plan::LoadedPlan;
 use proptest::prelude::*;
@@ -39,7 +39,7 @@ fn bundle(version: &str) -> String {
 }
 
 /// The edges each generated CSV carries, by bundle name.
-fn csv_edges(output: &ReleaseOutput) -> BTreeMap<String, Edges> {
+fn csv_edges(output: &Built) -> BTreeMap<String, Edges> {
     let mut out = BTreeMap::new();
     for (path, contents) in output.bundles.iter() {
         if !path
@@ -68,7 +68,7 @@ fn csv_edges(output: &ReleaseOutput) -> BTreeMap<String, Edges> {
 }
 
 /// The entries of every channel of the generated `catalog.json`: channel → bundle → edges.
-fn channel_entries(output: &ReleaseOutput) -> BTreeMap<String, BTreeMap<String, Edges>> {
+fn channel_entries(output: &Built) -> BTreeMap<String, BTreeMap<String, Edges>> {
     let (_, text) = output
         .catalog
         .iter()
@@ -102,7 +102,7 @@ fn channel_entries(output: &ReleaseOutput) -> BTreeMap<String, BTreeMap<String, 
 }
 
 /// Every channel entry carries exactly its release's CSV edges.
-fn assert_entries_equal_csvs(output: &ReleaseOutput) {
+fn assert_entries_equal_csvs(output: &Built) {
     let csvs = csv_edges(output);
     let channels = channel_entries(output);
     assert!(!channels.is_empty());
@@ -114,7 +114,7 @@ fn assert_entries_equal_csvs(output: &ReleaseOutput) {
 }
 
 /// opm, the consumer that builds catalog images from it, accepts the catalog.
-fn assert_opm_accepts(output: &ReleaseOutput) {
+fn assert_opm_accepts(output: &Built) {
     let dir = tempfile::tempdir().unwrap();
     output
         .catalog
@@ -273,7 +273,7 @@ fn random_release() -> impl Strategy<Value = RandomRelease> {
 fn check_random_plan(plan: &LoadedPlan) -> Result<bool, TestCaseError> {
     let output = match build(plan, &GenerateOptions::default()) {
         Ok(output) => output,
-        Err(ReleaseError::Catalog(CatalogError::Invalid { findings, .. })) => {
+        Err(BuildError::Catalog(CatalogError::Invalid { findings, .. })) => {
             prop_assert!(findings.contains("[catalog/"), "{findings}");
             return Ok(false);
         }

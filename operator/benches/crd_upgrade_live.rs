@@ -26,7 +26,7 @@ fn main() {
         .parent()
         .expect("workspace");
     let plan = olmpack::plan::load(&root.join("olmpack.yaml")).expect("olmpack.yaml loads");
-    let inputs = olmpack::live::from_plan(&plan).expect("the plan's bundles generate");
+    let inputs = olmpack::upgrade::live::from_plan(&plan).expect("the plan's bundles generate");
     let webhook = format!("'{}' webhook", env!("CARGO_BIN_EXE_webapp-operator"));
     let options = EdgeOptions {
         copies,
@@ -35,9 +35,9 @@ fn main() {
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
     let started = Instant::now();
     let mut reports = runtime
-        .block_on(olmpack::live::run(
+        .block_on(olmpack::upgrade::live::run(
             &inputs,
-            &olmpack::live::Target::TestEnv,
+            &olmpack::upgrade::live::Target::TestEnv,
             Some(&webhook),
             &options,
             2,
@@ -54,7 +54,7 @@ fn main() {
     }
     print!(
         "{}",
-        olmpack::live::render(&reports, olmpack_model::report::OutputFormat::Markdown)
+        olmpack::upgrade::live::render(&reports, olmpack_model::report::OutputFormat::Markdown)
     );
     println!(
         "live matrix: {} edges, {objects} objects ({copies} per example version) in {seconds:.1} s = {:.0} objects/s (target: under 60 s on 2 cores)",
@@ -77,7 +77,7 @@ fn main() {
 /// of its own (two at a time), a plain CRD, its objects created, then each replaced once per
 /// round trip through a served version and once for the storage migration.
 async fn floor(
-    inputs: &olmpack::live::Inputs,
+    inputs: &olmpack::upgrade::live::Inputs,
     reports: &[olmpack_envtest::live::EdgeReport],
 ) -> f64 {
     use futures::StreamExt as _;

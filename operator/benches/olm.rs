@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use olmpack::upgrade_olm::{self, RunOptions};
+use olmpack::upgrade::olm::{self, RunOptions};
 use olmpack_envtest::olm::WebhookCommand;
 
 fn operator_command() -> WebhookCommand {
@@ -23,8 +23,7 @@ fn operator_command() -> WebhookCommand {
 fn main() {
     let catalog = Path::new(env!("CARGO_MANIFEST_DIR")).join("../catalog");
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
-    let cases =
-        upgrade_olm::load_cases(&catalog, Some("webapp-operator")).expect("the catalog loads");
+    let cases = olm::load_cases(&catalog, Some("webapp-operator")).expect("the catalog loads");
     let head = cases
         .iter()
         .find(|c| c.expected.is_none())
@@ -36,19 +35,19 @@ fn main() {
         ..RunOptions::default()
     };
     runtime.block_on(async {
-        let report = upgrade_olm::run_case(&catalog, head, &options(1))
+        let report = olm::run_case(&catalog, head, &options(1))
             .await
             .expect("the OLM environment runs");
         println!(
             "one install ({}): {:.1} s from `opm serve` start to {}; {:.1} s with environment start-up",
             report.case.from,
             report.install_seconds,
-            upgrade_olm::describe(&report.install.outcome),
+            olm::describe(&report.install.outcome),
             report.seconds
         );
         for jobs in [1, 2] {
             let started = Instant::now();
-            let reports = upgrade_olm::run(&catalog, &cases, &options(jobs))
+            let reports = olm::run(&catalog, &cases, &options(jobs))
                 .await
                 .expect("the OLM environments run");
             let failed = reports.iter().filter(|r| !r.failures().is_empty()).count();

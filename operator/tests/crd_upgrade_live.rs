@@ -15,7 +15,7 @@ use axum::routing::post;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, JSONSchemaProps,
 };
-use olmpack::live::Inputs;
+use olmpack::upgrade::live::Inputs;
 use olmpack_envtest::control_plane::TestEnv;
 use olmpack_envtest::live::{
     EdgeOptions, EdgeReport, LiveFinding, ReleaseUnderTest, Rollback, Severity, Verdict, Webhook,
@@ -36,7 +36,7 @@ fn inputs() -> &'static Inputs {
     static INPUTS: OnceLock<Inputs> = OnceLock::new();
     INPUTS.get_or_init(|| {
         let plan = olmpack::plan::load(&root().join("olmpack.yaml")).expect("olmpack.yaml loads");
-        olmpack::live::from_plan(&plan).expect("the plan's bundles generate")
+        olmpack::upgrade::live::from_plan(&plan).expect("the plan's bundles generate")
     })
 }
 
@@ -64,7 +64,7 @@ async fn run(from: &ReleaseUnderTest, to: &ReleaseUnderTest) -> EdgeReport {
         .expect("the edge runs");
     eprintln!(
         "{}",
-        olmpack::live::render(
+        olmpack::upgrade::live::render(
             std::slice::from_ref(&report),
             olmpack_model::report::OutputFormat::Text
         )
@@ -305,7 +305,7 @@ async fn crd_upgrade_live_defects_two_edges_at_once() {
     let mut two = Inputs::default();
     for (defect, _, _) in &cases {
         let (base, next, _) = broken(*defect);
-        two.edges.push(olmpack::live::Edge {
+        two.edges.push(olmpack::upgrade::live::Edge {
             from: base.name.clone(),
             to: next.name.clone(),
         });
@@ -316,9 +316,9 @@ async fn crd_upgrade_live_defects_two_edges_at_once() {
         unreachable!("the operator's webhook is a command")
     };
     let started = std::time::Instant::now();
-    let reports = olmpack::live::run(
+    let reports = olmpack::upgrade::live::run(
         &two,
-        &olmpack::live::Target::TestEnv,
+        &olmpack::upgrade::live::Target::TestEnv,
         Some(&webhook),
         &EdgeOptions::default(),
         2,

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use olmpack::bundle::{load, validate};
 use olmpack::catalog::{load as catalog_load, model::Model};
-use olmpack::compat::graph;
-use olmpack::upgrade_olm::{self, RunOptions};
+use olmpack::upgrade::check::graph;
+use olmpack::upgrade::olm::{self, RunOptions};
 use olmpack_envtest::olm::{Outcome, WebhookCommand};
 use olmpack_model::report::Severity;
 
@@ -80,7 +80,7 @@ async fn olm_e2e_reference_operator_installs_and_upgrades_along_every_edge() {
     assert_eq!(errors, Vec::<String>::new());
     assert!(edges >= 4, "{edges} edges checked");
     let catalog = root().join("catalog");
-    let cases = upgrade_olm::load_cases(&catalog, Some("webapp-operator")).unwrap();
+    let cases = olm::load_cases(&catalog, Some("webapp-operator")).unwrap();
     // Every release is installed; every release but the head has an upgrade to check.
     let releases = ["0.1.0", "0.2.0", "0.3.0", "1.0.0", "1.0.1"];
     assert_eq!(cases.len(), releases.len(), "{cases:#?}");
@@ -89,8 +89,8 @@ async fn olm_e2e_reference_operator_installs_and_upgrades_along_every_edge() {
         jobs: 2,
         ..RunOptions::default()
     };
-    let reports = upgrade_olm::run(&catalog, &cases, &options).await.unwrap();
-    let table = upgrade_olm::markdown(&reports);
+    let reports = olm::run(&catalog, &cases, &options).await.unwrap();
+    let table = olm::markdown(&reports);
     eprintln!("{table}");
     for report in &reports {
         assert!(

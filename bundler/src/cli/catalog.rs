@@ -96,7 +96,7 @@ pub enum CatalogCommand {
 pub fn run(cmd: CatalogCommand) -> CmdResult {
     match cmd {
         CatalogCommand::Generate { plan, out, check } => {
-            super::release::catalog_only(&plan, out, check)
+            super::jobs::generate::catalog_only(&plan, out, check)
         }
         CatalogCommand::Validate {
             dir,

@@ -9,14 +9,10 @@
 mod bundle;
 mod catalog;
 mod image;
-mod pipeline;
+mod jobs;
 mod plan;
-mod release;
 mod tools;
 mod upgrade;
-mod upgrade_check;
-mod upgrade_olm;
-mod upgrade_test;
 
 use std::error::Error;
 use std::path::PathBuf;
@@ -100,11 +96,11 @@ enum Command {
     /// with a warning (test, delete, rollback) or refused (install, upgrade: OLM never runs
     /// them; the plan's `helmHooks: drop` leaves them out with a warning instead); the chart's
     /// own webhook certificate Secret is left out (info).
-    Generate(release::GenerateArgs),
+    Generate(jobs::generate::GenerateArgs),
     /// The whole release: plan → operator image → bundles pinned to it → validation →
     /// catalog → bundle and catalog images (OCI layouts) → with --push, the registries the
     /// plan names. Prints every step first; re-running after success changes nothing.
-    Release(Box<pipeline::ReleaseArgs>),
+    Release(Box<jobs::release::ReleaseArgs>),
     /// Run `olmpack release` (without --push) on the embedded example operator (no files,
     /// cluster or registry needed) and write the result to --out.
     Example {
@@ -190,9 +186,9 @@ pub fn main() -> ExitCode {
     olmpack::input::set_policy(cli.input.policy());
     init_logging(cli.verbose, cli.log_json);
     let result = match cli.command {
-        Command::Generate(args) => release::generate_cmd(args),
-        Command::Release(args) => pipeline::release_cmd(*args),
-        Command::Example { out } => release::example_cmd(&out),
+        Command::Generate(args) => jobs::generate::generate_cmd(args),
+        Command::Release(args) => jobs::release::release_cmd(*args),
+        Command::Example { out } => jobs::generate::example_cmd(&out),
         Command::Bundle(cmd) => bundle::run(cmd),
         Command::Catalog(cmd) => catalog::run(cmd),
         Command::Image(cmd) => image::run(cmd),

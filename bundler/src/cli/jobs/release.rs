@@ -1,5 +1,5 @@
 //! `olmpack release`: the whole pipeline from the plan to pushed images (see
-//! [`olmpack::pipeline`]). The plan of steps goes to stdout (stderr with `--output json`,
+//! [`olmpack::release`]). The plan of steps goes to stdout (stderr with `--output json`,
 //! whose summary is the only thing on stdout).
 
 use std::io::Write;
@@ -9,11 +9,11 @@ use std::process::ExitCode;
 use olmpack::image::layout::Platform;
 use olmpack::image::operator::OperatorBinary;
 use olmpack::image::progress::Progress;
-use olmpack::pipeline::{self, Change, Options, PipelineError, Summary};
+use olmpack::release::{self, Change, Options, ReleaseError, Summary};
 use olmpack_model::plan;
 
-use super::CmdResult;
-use super::image::{RegistryArgs, parse_epoch, parse_platform};
+use crate::cli::CmdResult;
+use crate::cli::image::{RegistryArgs, parse_epoch, parse_platform};
 
 /// How `olmpack release` prints its summary: text, or JSON on stdout (the plan of steps then
 /// goes to stderr). A summary is not a report of findings, so not a
@@ -96,7 +96,7 @@ pub fn release_cmd(args: ReleaseArgs) -> CmdResult {
         push: args.push,
         // The key is read before anything is built, so a bad key or password changes nothing.
         signer: match &args.sign_key {
-            Some(path) => Some(pipeline::supply::load_signer(path)?),
+            Some(path) => Some(release::supply::load_signer(path)?),
             None => None,
         },
     };
@@ -114,10 +114,10 @@ pub fn run(
         .enable_all()
         .build()?;
     let progress = Progress::auto();
-    let prepared = match runtime.block_on(pipeline::prepare(loaded, options, &progress)) {
+    let prepared = match runtime.block_on(release::prepare(loaded, options, &progress)) {
         Ok(prepared) => prepared,
-        Err(PipelineError::Invalid(findings)) => {
-            return Ok(super::report_invalid(&loaded.path, findings));
+        Err(ReleaseError::Invalid(findings)) => {
+            return Ok(crate::cli::report_invalid(&loaded.path, findings));
         }
         Err(other) => return Err(other.into()),
     };
@@ -147,7 +147,7 @@ pub fn run(
         summary.pushed = options.push;
         summary
     } else {
-        let summary = runtime.block_on(pipeline::apply(prepared, options, &progress))?;
+        let summary = runtime.block_on(release::apply(prepared, options, &progress))?;
         writeln!(
             plan_out,
             "released {} {} to {}{}",

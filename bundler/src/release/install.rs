@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::{Change, ImageSummary, PipelineError, Step, fail, stale, step};
+use super::{Change, ImageSummary, ReleaseError, Step, fail, stale, step};
 use crate::bundle::generate::Generated;
 use crate::install::{self, InstallInput, OLM_V0_FILE, OLM_V1_FILE, facts};
 use crate::output::FileTree;
@@ -49,7 +49,7 @@ pub fn prepare(
     catalog: &ImageSummary,
     out: &Path,
     push: bool,
-) -> Result<InstallOutcome, PipelineError> {
+) -> Result<InstallOutcome, ReleaseError> {
     let releases = release_facts(generated, versions)?;
     let input = InstallInput {
         package: &plan.plan.package,
@@ -111,7 +111,7 @@ const WEBHOOKS_NOTE: &str = "; the newest bundle has webhooks, which OLM v1 inst
 fn release_facts(
     generated: &Generated,
     versions: &[String],
-) -> Result<Vec<facts::BundleFacts>, PipelineError> {
+) -> Result<Vec<facts::BundleFacts>, ReleaseError> {
     let mut releases = Vec::new();
     for version in versions {
         if let Some(bundle) = generated.bundles.get(version) {

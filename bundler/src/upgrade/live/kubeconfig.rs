@@ -116,7 +116,7 @@ mod tests {
     use super::*;
 
     /// A client certificate as `openssl x509 -req` issues it without extensions.
-    const V1_PEM: &str = include_str!("../../tests/fixtures/kubeconfig/v1-client.crt");
+    const V1_PEM: &str = include_str!("../../../tests/fixtures/kubeconfig/v1-client.crt");
 
     fn der(pem: &str) -> Vec<u8> {
         CertificateDer::pem_slice_iter(pem.as_bytes())

@@ -17,7 +17,7 @@ use olmpack_model::report::Report;
 
 /// Failure of the release job.
 #[derive(Debug, thiserror::Error)]
-pub enum ReleaseError {
+pub enum BuildError {
     /// Generating the bundle directories of the plan failed.
     #[error("failed to generate the bundles")]
     Bundles(#[from] GenerateError),
@@ -41,7 +41,7 @@ pub enum ReleaseError {
 
 /// Everything a release writes.
 #[derive(Clone, Debug)]
-pub struct ReleaseOutput {
+pub struct Built {
     /// `<version>/…` for `bundle/`.
     pub bundles: FileTree,
     /// `<package>/catalog.json` for `catalog/`.
@@ -59,13 +59,13 @@ pub fn bundle_image(plan: &LoadedPlan, version: &str) -> Option<String> {
 }
 
 /// Builds the bundles and the catalog of `plan`.
-pub fn build(plan: &LoadedPlan, options: &GenerateOptions) -> Result<ReleaseOutput, ReleaseError> {
+pub fn build(plan: &LoadedPlan, options: &GenerateOptions) -> Result<Built, BuildError> {
     let generated = generate::generate(plan, options)?;
     plan.plan
         .bundle_image
         .as_ref()
         .ok_or_else(|| {
-            ReleaseError::Incomplete(olmpack_model::plan::PlanError::Invalid {
+            BuildError::Incomplete(olmpack_model::plan::PlanError::Invalid {
                 path: plan.path.clone(),
                 field: "bundleImage".into(),
                 message: "not set; the catalog names each bundle by its image (e.g. quay.io/me/my-operator-bundle:v{version})".into(),
@@ -74,7 +74,7 @@ pub fn build(plan: &LoadedPlan, options: &GenerateOptions) -> Result<ReleaseOutp
     let catalog = catalog(plan, &generated, &|version| {
         bundle_image(plan, version).unwrap_or_default()
     })?;
-    Ok(ReleaseOutput {
+    Ok(Built {
         bundles: generated.tree,
         catalog,
         reports: generated.reports,
@@ -86,7 +86,7 @@ pub fn catalog(
     plan: &LoadedPlan,
     generated: &Generated,
     image_of: &dyn Fn(&str) -> String,
-) -> Result<FileTree, ReleaseError> {
+) -> Result<FileTree, BuildError> {
     let mut rendered = Vec::new();
     for (_, release) in plan.sorted_releases() {
         let version_text = release.version.clone();
@@ -98,7 +98,7 @@ pub fn catalog(
                 ..Default::default()
             },
         )
-        .map_err(|source| ReleaseError::Render {
+        .map_err(|source| BuildError::Render {
             version: version_text.clone(),
             source: Box::new(source),
         })?;

@@ -1,15 +1,15 @@
-//! `olmpack upgrade test`: every edge of the upgrade graph, live (see [`olmpack::live`]).
+//! `olmpack upgrade test`: every edge of the upgrade graph, live (see [`olmpack::upgrade::live`]).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use olmpack::live::{self, Target};
+use olmpack::upgrade::live::{self, Target};
 use olmpack_envtest::binaries::Tool;
 use olmpack_envtest::live::EdgeOptions;
 use olmpack_model::plan;
 use olmpack_model::report::OutputFormat;
 
-use super::CmdResult;
+use crate::cli::CmdResult;
 
 /// Arguments of `olmpack upgrade test`.
 #[derive(Debug, clap::Args)]
@@ -44,7 +44,7 @@ pub struct TestArgs {
     /// operator's other ports must not be fixed ones.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     jobs: u16,
-    #[arg(long, value_parser = super::choice::<OutputFormat>(), default_value = "text")]
+    #[arg(long, value_parser = crate::cli::choice::<OutputFormat>(), default_value = "text")]
     output: OutputFormat,
 }
 
@@ -57,7 +57,7 @@ pub fn run(args: TestArgs) -> CmdResult {
     let target = match &args.kubeconfig {
         Some(path) => Target::Kubeconfig(path.clone()),
         None => {
-            super::tools::ensure(&[Tool::Etcd, Tool::KubeApiserver])?;
+            crate::cli::tools::ensure(&[Tool::Etcd, Tool::KubeApiserver])?;
             Target::TestEnv
         }
     };

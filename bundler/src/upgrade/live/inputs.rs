@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::bundle::generate::{self, GenerateOptions};
 use crate::bundle::load::LoadedBundle;
 use crate::catalog::model::{Model, Package};
-use crate::compat::graph::apply_conversion_webhook;
+use crate::upgrade::check::graph::apply_conversion_webhook;
 use olmpack_model::plan::LoadedPlan;
 
 /// Failure to prepare the live test's inputs.
@@ -22,7 +22,7 @@ pub enum LiveInputsError {
     Generate(#[from] generate::GenerateError),
     /// Building the plan's catalog failed.
     #[error("failed to build the catalog of the plan")]
-    Release(#[from] crate::release::ReleaseError),
+    Release(#[from] crate::build::BuildError),
     /// The catalog under test cannot be loaded.
     #[error("failed to read catalog {path}")]
     Catalog {
@@ -112,7 +112,7 @@ pub struct Inputs {
 pub fn from_plan(plan: &LoadedPlan) -> Result<Inputs, LiveInputsError> {
     let options = GenerateOptions::default();
     let generated = generate::generate(plan, &options)?;
-    let output = crate::release::build(plan, &options)?;
+    let output = crate::build::build(plan, &options)?;
     let mut config = crate::catalog::declcfg::DeclarativeConfig::default();
     for (path, bytes) in output.catalog.iter() {
         let (part, _) = crate::catalog::load::parse_file(path, bytes);
@@ -182,7 +182,7 @@ fn finish(
 /// the static check enumerates them; sorted oldest first, each edge once.
 pub fn edges(model: &Model) -> Vec<Edge> {
     let mut out = BTreeSet::new();
-    for edge in crate::compat::graph::edges(model) {
+    for edge in crate::upgrade::check::graph::edges(model) {
         let Some(package) = model.packages.get(&edge.package) else {
             continue;
         };

@@ -3,33 +3,36 @@
 use clap::Subcommand;
 
 use super::CmdResult;
-use super::{upgrade_check, upgrade_test};
+
+mod check;
+mod live;
+mod olm;
 
 /// Upgrade safety across CRD versions.
 #[derive(Debug, Subcommand)]
 pub enum UpgradeCommand {
     /// Static check of every upgrade edge (no cluster): compare the CRDs of each edge's two
     /// releases with OLM v1's and OLM v0's checks.
-    #[command(long_about = upgrade_check::LONG_ABOUT)]
-    Check(upgrade_check::CheckArgs),
+    #[command(long_about = check::LONG_ABOUT)]
+    Check(check::CheckArgs),
     /// Run every edge live on a real apiserver with the operator's conversion webhook:
     /// upgrade, round trips through every version, storage migration, webhook outage,
     /// rollback.
-    Test(upgrade_test::TestArgs),
+    Test(live::TestArgs),
     /// Let the real OLM v0 (on a local control plane, no cluster needed) install every
     /// release by Subscription and upgrade along every edge it takes; report what OLM said.
-    Olm(super::upgrade_olm::OlmArgs),
+    Olm(olm::OlmArgs),
     /// Merge the JUnit reports of `upgrade olm --shard I/N` runs (one per CI job) into one,
     /// checking every shard is there exactly once; exit 1 if a case failed or a shard is
     /// missing.
-    MergeShards(super::upgrade_olm::MergeArgs),
+    MergeShards(olm::MergeArgs),
 }
 
 pub fn run(cmd: UpgradeCommand) -> CmdResult {
     match cmd {
-        UpgradeCommand::Check(args) => upgrade_check::run(args),
-        UpgradeCommand::Test(args) => upgrade_test::run(args),
-        UpgradeCommand::Olm(args) => super::upgrade_olm::run(args),
-        UpgradeCommand::MergeShards(args) => super::upgrade_olm::merge(args),
+        UpgradeCommand::Check(args) => check::run(args),
+        UpgradeCommand::Test(args) => live::run(args),
+        UpgradeCommand::Olm(args) => olm::run(args),
+        UpgradeCommand::MergeShards(args) => olm::merge(args),
     }
 }

@@ -5,17 +5,17 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use olmpack::build::{self, BuildError};
 use olmpack::bundle::generate::GenerateError;
 use olmpack::bundle::load;
 use olmpack::catalog::load as catalog_load;
 use olmpack::catalog::model::Model;
-use olmpack::compat::graph::{self, Edge, EdgeResult, Release};
-use olmpack::compat::{self, Consumers, markdown, verdict};
-use olmpack::release::{self, ReleaseError};
+use olmpack::upgrade::check::graph::{self, Edge, EdgeResult, Release};
+use olmpack::upgrade::check::{self, Consumers, markdown, verdict};
 use olmpack_model::plan;
 use olmpack_model::report::{OutputFormat, Severity};
 
-use super::CmdResult;
+use crate::cli::CmdResult;
 
 pub const LONG_ABOUT: &str = "\
 Static check of every upgrade edge (no cluster): for each edge of the upgrade graph, compare the
@@ -59,12 +59,12 @@ pub struct CheckArgs {
     #[arg(long, num_args = 2, value_names = ["OLD", "NEW"])]
     crd: Option<Vec<PathBuf>>,
     /// Output format (markdown: a per-edge verdict table, for `$GITHUB_STEP_SUMMARY`).
-    #[arg(long, value_parser = super::choice::<OutputFormat>(), default_value = "text")]
+    #[arg(long, value_parser = crate::cli::choice::<OutputFormat>(), default_value = "text")]
     output: OutputFormat,
     /// Whose refusals fail the check (exit 1): olm-v0, olm-v1 or all. Every output still
     /// gives both OLMs' verdicts; an edge that breaks clusters without any refusal (a
     /// served version dropped, data lost) fails whatever is chosen.
-    #[arg(long, value_parser = super::choice::<Consumers>(), default_value = "all")]
+    #[arg(long, value_parser = crate::cli::choice::<Consumers>(), default_value = "all")]
     consumer: Consumers,
 }
 
@@ -94,11 +94,11 @@ pub fn run(args: CheckArgs) -> CmdResult {
 fn crd_files(old: &Path, new: &Path, output: OutputFormat, consumers: Consumers) -> CmdResult {
     let read = |path: &Path| -> Result<_, Box<dyn std::error::Error + Send + Sync>> {
         let text = olmpack::input::text(path)?;
-        compat::parse_crd_file(&path.display().to_string(), &text)
-            .map_err(|e| super::Invalid(e.to_string()).into())
+        check::parse_crd_file(&path.display().to_string(), &text)
+            .map_err(|e| crate::cli::Invalid(e.to_string()).into())
     };
     let (old_crd, new_crd) = (read(old)?, read(new)?);
-    let problems = compat::check_files(&old_crd, &new_crd);
+    let problems = check::check_files(&old_crd, &new_crd);
     let name = new_crd.metadata.name.clone().unwrap_or_default();
     let object = format!(
         "{} -> {}: CustomResourceDefinition/{name}",
@@ -156,10 +156,10 @@ fn from_plan(
     path: &Path,
 ) -> Result<Result<Vec<EdgeResult>, ExitCode>, Box<dyn std::error::Error + Send + Sync>> {
     let loaded = olmpack::plan::load(path)?;
-    let output = match release::build(&loaded, &super::generate_options(false)?) {
+    let output = match build::build(&loaded, &crate::cli::generate_options(false)?) {
         Ok(output) => output,
-        Err(ReleaseError::Bundles(GenerateError::Invalid(findings))) => {
-            return Ok(Err(super::report_invalid(path, findings)));
+        Err(BuildError::Bundles(GenerateError::Invalid(findings))) => {
+            return Ok(Err(crate::cli::report_invalid(path, findings)));
         }
         Err(e) => return Err(e.into()),
     };

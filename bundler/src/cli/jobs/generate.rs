@@ -4,35 +4,38 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use olmpack::build::{self, BuildError};
 use olmpack::bundle::generate::GenerateError;
-use olmpack::release::{self, ReleaseError};
 use olmpack_model::plan;
 
-use super::CmdResult;
+use crate::cli::CmdResult;
 
 /// The example operator, embedded so `olmpack example` needs no files.
 const EXAMPLE: &[(&str, &str)] = &[
-    ("olmpack.yaml", include_str!("../../example/olmpack.yaml")),
-    ("icon.svg", include_str!("../../example/icon.svg")),
+    (
+        "olmpack.yaml",
+        include_str!("../../../example/olmpack.yaml"),
+    ),
+    ("icon.svg", include_str!("../../../example/icon.svg")),
     (
         "samples/v1alpha1.yaml",
-        include_str!("../../example/samples/v1alpha1.yaml"),
+        include_str!("../../../example/samples/v1alpha1.yaml"),
     ),
     (
         "samples/v1.yaml",
-        include_str!("../../example/samples/v1.yaml"),
+        include_str!("../../../example/samples/v1.yaml"),
     ),
     (
         "deploy/1.0.0/manifests.yaml",
-        include_str!("../../example/deploy/1.0.0/manifests.yaml"),
+        include_str!("../../../example/deploy/1.0.0/manifests.yaml"),
     ),
     (
         "deploy/1.1.0/manifests.yaml",
-        include_str!("../../example/deploy/1.1.0/manifests.yaml"),
+        include_str!("../../../example/deploy/1.1.0/manifests.yaml"),
     ),
     (
         "deploy/1.1.1/manifests.yaml",
-        include_str!("../../example/deploy/1.1.1/manifests.yaml"),
+        include_str!("../../../example/deploy/1.1.1/manifests.yaml"),
     ),
 ];
 
@@ -80,7 +83,7 @@ pub fn example_cmd(out: &Path) -> CmdResult {
     println!(
         "olmpack example: the guestbook operator (3 releases, CRD v1alpha1 → v1 with a conversion webhook)"
     );
-    let options = olmpack::pipeline::Options {
+    let options = olmpack::release::Options {
         out: out.to_owned(),
         source_date_epoch: olmpack::bundle::generate::source_date_epoch_from_env()?
             .and_then(|e| u64::try_from(e).ok()),
@@ -90,11 +93,11 @@ pub fn example_cmd(out: &Path) -> CmdResult {
         push: false,
         signer: None,
     };
-    let code = super::pipeline::run(
+    let code = crate::cli::jobs::release::run(
         &loaded,
         &options,
         false,
-        super::pipeline::SummaryFormat::Text,
+        crate::cli::jobs::release::SummaryFormat::Text,
     )?;
     if code == ExitCode::SUCCESS {
         println!(
@@ -114,15 +117,15 @@ fn run_release(
     check: bool,
     pin_digests: bool,
 ) -> CmdResult {
-    let options = super::generate_options(pin_digests)?;
-    let output = match release::build(loaded, &options) {
+    let options = crate::cli::generate_options(pin_digests)?;
+    let output = match build::build(loaded, &options) {
         Ok(output) => output,
-        Err(ReleaseError::Bundles(GenerateError::Invalid(findings))) => {
-            return Ok(super::report_invalid(&loaded.path, findings));
+        Err(BuildError::Bundles(GenerateError::Invalid(findings))) => {
+            return Ok(crate::cli::report_invalid(&loaded.path, findings));
         }
         Err(other) => return Err(other.into()),
     };
-    super::report_warnings(&output.reports);
+    crate::cli::report_warnings(&output.reports);
     if check {
         let mut stale = 0;
         for (tree, dir) in [(&output.bundles, bundles), (&output.catalog, catalog)] {
@@ -164,10 +167,10 @@ fn run_release(
 pub fn catalog_only(plan_path: &Path, out: Option<PathBuf>, check: bool) -> CmdResult {
     let loaded = olmpack::plan::load(plan_path)?;
     let out = out.unwrap_or_else(|| loaded.resolve(Path::new("catalog")));
-    let output = match release::build(&loaded, &super::generate_options(false)?) {
+    let output = match build::build(&loaded, &crate::cli::generate_options(false)?) {
         Ok(output) => output,
-        Err(ReleaseError::Bundles(GenerateError::Invalid(findings))) => {
-            return Ok(super::report_invalid(&loaded.path, findings));
+        Err(BuildError::Bundles(GenerateError::Invalid(findings))) => {
+            return Ok(crate::cli::report_invalid(&loaded.path, findings));
         }
         Err(other) => return Err(other.into()),
     };

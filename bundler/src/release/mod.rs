@@ -4,7 +4,7 @@
 //!
 //! Contract:
 //! - **Upgrades checked.** Every upgrade edge of the catalog goes through the static checks of
-//!   `olmpack upgrade check` ([`crate::compat`]); a refused edge stops the release (exit 1)
+//!   `olmpack upgrade check` ([`crate::upgrade::check`]); a refused edge stops the release (exit 1)
 //!   before anything is written.
 //! - **Plan first.** [`prepare`] computes everything (into a staging directory under `--out`)
 //!   and describes every step — what exists, what would change — without touching anything
@@ -25,7 +25,7 @@
 //!   second run into the same directory fails at once instead of mixing its files in.
 //! - **Nothing half-published.** Every image is pushed by digest first; tags move only after
 //!   every image is in its registry, the catalog's tag last.
-//! - **Errors name the step** ([`PipelineError::Step`]); credentials are never printed.
+//! - **Errors name the step** ([`ReleaseError::Step`]); credentials are never printed.
 #![warn(missing_docs)]
 
 pub mod install;
@@ -39,11 +39,11 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 
+use crate::build;
 use crate::bundle::generate::{self, GenerateError, GenerateOptions, ImageResolver};
 use crate::catalog::declcfg::DeclarativeConfig;
 use crate::catalog::load as catalog_load;
 use crate::catalog::model::Model;
-use crate::compat::graph::{self, EdgeResult, Release};
 use crate::image::build::{BuildOptions, build_bundle_image, build_catalog_image};
 use crate::image::layout::{Layout, Platform};
 use crate::image::operator::{OperatorBinary, OperatorOptions, build_operator_image};
@@ -51,7 +51,7 @@ use crate::image::progress::Progress;
 use crate::image::registry::RegistryAccess;
 use crate::image::{digest::format_digest, push::push_layout};
 use crate::output::FileTree;
-use crate::release;
+use crate::upgrade::check::graph::{self, EdgeResult, Release};
 use olmpack_model::plan::LoadedPlan;
 use olmpack_model::report::{Finding, Report, Severity};
 use state::{BuiltImage, State};
@@ -90,7 +90,7 @@ pub const UPGRADE_CHECK_PASSED: &str = "passed";
 
 /// Failure of the release pipeline.
 #[derive(Debug, thiserror::Error)]
-pub enum PipelineError {
+pub enum ReleaseError {
     /// The plan or its manifests are invalid; every finding is listed.
     #[error("the release plan or its manifests are invalid")]
     Invalid(Vec<Finding>),
@@ -107,8 +107,8 @@ pub enum PipelineError {
 
 fn fail<E: Into<Box<dyn std::error::Error + Send + Sync>>>(
     step: &'static str,
-) -> impl FnOnce(E) -> PipelineError {
-    move |source| PipelineError::Step {
+) -> impl FnOnce(E) -> ReleaseError {
+    move |source| ReleaseError::Step {
         step,
         source: source.into(),
     }
@@ -225,7 +225,7 @@ pub struct UpgradeCheck {
 fn upgrade_check(
     catalog: &FileTree,
     generated: &generate::Generated,
-) -> Result<UpgradeCheck, PipelineError> {
+) -> Result<UpgradeCheck, ReleaseError> {
     let mut config = DeclarativeConfig::default();
     for (file, bytes) in catalog.iter() {
         config.merge(catalog_load::load_stream(file, bytes).config);
@@ -244,7 +244,7 @@ fn upgrade_check(
         .filter(|f| f.severity == Severity::Error)
         .collect();
     if !refused.is_empty() {
-        return Err(PipelineError::Invalid(refused));
+        return Err(ReleaseError::Invalid(refused));
     }
     Ok(UpgradeCheck {
         status: UPGRADE_CHECK_PASSED.into(),
@@ -272,7 +272,7 @@ pub struct Prepared {
 impl Prepared {
     /// Removes the staging directories interrupted runs left in `out` ([`lock::remove_leftovers`];
     /// this run holds the lock); [`apply`] does it first, a run with nothing to apply calls it.
-    pub fn remove_leftovers(&self, out: &Path) -> Result<Vec<String>, PipelineError> {
+    pub fn remove_leftovers(&self, out: &Path) -> Result<Vec<String>, ReleaseError> {
         lock::remove_leftovers(out, self.staging.path()).map_err(fail(step::WRITE))
     }
 
@@ -315,9 +315,9 @@ struct Names {
     catalog: String,
 }
 
-fn names(plan: &LoadedPlan, registry: Option<&str>) -> Result<Names, PipelineError> {
+fn names(plan: &LoadedPlan, registry: Option<&str>) -> Result<Names, ReleaseError> {
     let missing = |field: &str| {
-        PipelineError::Step {
+        ReleaseError::Step {
         step: step::PLAN,
         source: format!(
             "{}: the plan names no {field}; `olmpack release` publishes every image under the name the plan gives it",
@@ -422,7 +422,7 @@ pub async fn prepare(
     plan: &LoadedPlan,
     options: &Options,
     progress: &Progress,
-) -> Result<Prepared, PipelineError> {
+) -> Result<Prepared, ReleaseError> {
     let mut run = Preparing::start(plan, options, progress)?;
     let operator = run.operator_image().await?;
     let bundles = run.bundles(operator.as_ref())?;
@@ -510,7 +510,7 @@ impl<'a> Preparing<'a> {
         plan: &'a LoadedPlan,
         options: &'a Options,
         progress: &'a Progress,
-    ) -> Result<Self, PipelineError> {
+    ) -> Result<Self, ReleaseError> {
         let names = names(plan, options.registry.as_deref())?;
         std::fs::create_dir_all(&options.out).map_err(fail(step::PLAN))?;
         let lock = lock::OutLock::acquire(&options.out).map_err(fail(step::PLAN))?;
@@ -550,7 +550,7 @@ impl<'a> Preparing<'a> {
     }
 
     /// The operator image, when there are binaries to build it from.
-    async fn operator_image(&mut self) -> Result<Option<ImageSummary>, PipelineError> {
+    async fn operator_image(&mut self) -> Result<Option<ImageSummary>, ReleaseError> {
         let operator = operator_step(
             self.plan,
             self.options,
@@ -573,7 +573,7 @@ impl<'a> Preparing<'a> {
     }
 
     /// Every bundle, generated and validated, and its image.
-    fn bundles(&mut self, operator: Option<&ImageSummary>) -> Result<Bundles, PipelineError> {
+    fn bundles(&mut self, operator: Option<&ImageSummary>) -> Result<Bundles, ReleaseError> {
         let (plan, options) = (self.plan, self.options);
         let generated = generate_bundles(plan, options, &self.names, operator, &self.newest)?;
         let stale = stale(&generated.tree, &options.out.join("bundle"), step::BUNDLES)?;
@@ -610,7 +610,7 @@ impl<'a> Preparing<'a> {
     }
 
     /// The catalog naming every bundle image by digest, its upgrade check and its image.
-    async fn catalog(&mut self, bundles: &Bundles) -> Result<Catalog, PipelineError> {
+    async fn catalog(&mut self, bundles: &Bundles) -> Result<Catalog, ReleaseError> {
         let (plan, options) = (self.plan, self.options);
         let by_version: BTreeMap<&str, &ImageSummary> = self
             .versions
@@ -618,7 +618,7 @@ impl<'a> Preparing<'a> {
             .zip(&bundles.images)
             .map(|(v, i)| (v.as_str(), i))
             .collect();
-        let tree = release::catalog(plan, &bundles.generated, &|version| {
+        let tree = build::catalog(plan, &bundles.generated, &|version| {
             by_version
                 .get(version)
                 .map(|i| i.pinned.clone())
@@ -662,7 +662,7 @@ impl<'a> Preparing<'a> {
         operator: Option<&ImageSummary>,
         bundles: &Bundles,
         catalog: &Catalog,
-    ) -> Result<supply::SupplyPlan, PipelineError> {
+    ) -> Result<supply::SupplyPlan, ReleaseError> {
         let options = self.options;
         let mut sbom_inputs = Vec::new();
         for (version, image) in self.versions.iter().zip(&bundles.images) {
@@ -727,7 +727,7 @@ fn tree_step(step: &'static str, stale: bool, what: String, dir: &str) -> Step {
     }
 }
 
-fn stale(tree: &FileTree, dir: &Path, step: &'static str) -> Result<bool, PipelineError> {
+fn stale(tree: &FileTree, dir: &Path, step: &'static str) -> Result<bool, ReleaseError> {
     Ok(!tree.check_against(dir).map_err(fail(step))?.is_empty())
 }
 
@@ -805,7 +805,7 @@ fn push_step(push: bool, images: &[&ImageSummary]) -> Step {
 }
 
 /// The operator binaries: from the options, else the plan's (paths relative to the plan).
-fn binaries(plan: &LoadedPlan, options: &Options) -> Result<Vec<OperatorBinary>, PipelineError> {
+fn binaries(plan: &LoadedPlan, options: &Options) -> Result<Vec<OperatorBinary>, ReleaseError> {
     if !options.binaries.is_empty() {
         return Ok(options.binaries.clone());
     }
@@ -828,7 +828,7 @@ fn binaries(plan: &LoadedPlan, options: &Options) -> Result<Vec<OperatorBinary>,
                         path: plan.resolve(path),
                     })
                 }
-                _ => Err(PipelineError::Step {
+                _ => Err(ReleaseError::Step {
                     step: step::PLAN,
                     source: format!(
                         "{}: images.operatorBinaries: {platform:?} is not OS/ARCH[/VARIANT]",
@@ -849,13 +849,13 @@ async fn operator_step(
     state: &State,
     staging: &tempfile::TempDir,
     progress: &Progress,
-) -> Result<Option<ImageSummary>, PipelineError> {
+) -> Result<Option<ImageSummary>, ReleaseError> {
     let binaries = binaries(plan, options)?;
     if binaries.is_empty() {
         return Ok(None);
     }
     let Some(template) = &names.operator else {
-        return Err(PipelineError::Step {
+        return Err(ReleaseError::Step {
             step: step::OPERATOR_IMAGE,
             source: format!(
                 "{}: operator binaries are given but the plan names no operatorImage to publish them as",
@@ -879,7 +879,7 @@ async fn operator_step(
         ("tag".into(), reference.clone().into_bytes()),
     ];
     for binary in &binaries {
-        let bytes = std::fs::read(&binary.path).map_err(|source| PipelineError::Step {
+        let bytes = std::fs::read(&binary.path).map_err(|source| ReleaseError::Step {
             step: step::OPERATOR_IMAGE,
             source: format!(
                 "failed to read the operator binary {}: {source}",
@@ -933,7 +933,7 @@ fn generate_bundles(
     names: &Names,
     operator: Option<&ImageSummary>,
     newest: &str,
-) -> Result<generate::Generated, PipelineError> {
+) -> Result<generate::Generated, ReleaseError> {
     let mut replacements = BTreeMap::new();
     if let (Some(original), Some(target)) = (&plan.plan.operator_image, &names.operator) {
         for release in &plan.plan.releases {
@@ -961,13 +961,13 @@ fn generate_bundles(
     };
     match generate::generate(plan, &generate_options) {
         Ok(generated) => Ok(generated),
-        Err(GenerateError::Invalid(findings)) => Err(PipelineError::Invalid(findings)),
+        Err(GenerateError::Invalid(findings)) => Err(ReleaseError::Invalid(findings)),
         Err(other) => Err(fail(step::BUNDLES)(other)),
     }
 }
 
 /// The files of one version's bundle, relative to the bundle directory.
-fn bundle_files(tree: &FileTree, version: &str) -> Result<FileTree, PipelineError> {
+fn bundle_files(tree: &FileTree, version: &str) -> Result<FileTree, ReleaseError> {
     let mut files = FileTree::new();
     for (path, contents) in tree.iter() {
         if let Ok(rel) = path.strip_prefix(version) {
@@ -986,7 +986,7 @@ fn bundle_image_step(
     names: &Names,
     state: &State,
     staging: &tempfile::TempDir,
-) -> Result<ImageSummary, PipelineError> {
+) -> Result<ImageSummary, ReleaseError> {
     let files = bundle_files(tree, version)?;
     let reference = names.bundle.replace("{version}", version);
     let mut parts = tree_parts(&files);
@@ -1028,7 +1028,7 @@ async fn catalog_image_step(
     state: &State,
     staging: &tempfile::TempDir,
     progress: &Progress,
-) -> Result<ImageSummary, PipelineError> {
+) -> Result<ImageSummary, ReleaseError> {
     let base = plan.plan.images.catalog_base.clone();
     let mut parts = tree_parts(catalog);
     parts.push(("base".into(), base.clone().unwrap_or_default().into_bytes()));
@@ -1073,7 +1073,7 @@ pub async fn apply(
     mut prepared: Prepared,
     options: &Options,
     progress: &Progress,
-) -> Result<Summary, PipelineError> {
+) -> Result<Summary, ReleaseError> {
     let out = &options.out;
     prepared.remove_leftovers(out)?;
     if prepared.bundles_stale {
@@ -1142,10 +1142,10 @@ fn place_layout(
     out: &Path,
     name: &str,
     recorded: bool,
-) -> Result<(), PipelineError> {
+) -> Result<(), ReleaseError> {
     let from = staging.join("images").join(name);
     let to = out.join("images").join(name);
-    let io = |source: std::io::Error| PipelineError::Step {
+    let io = |source: std::io::Error| ReleaseError::Step {
         step: step::WRITE,
         source: format!(
             "failed to move the image layout into {}: {source}",
@@ -1171,7 +1171,7 @@ async fn push_all(
     state: &mut State,
     options: &Options,
     progress: &Progress,
-) -> Result<Vec<state::Attachment>, PipelineError> {
+) -> Result<Vec<state::Attachment>, ReleaseError> {
     let out = &options.out;
     let layout = |image: &ImageSummary| {
         out.join("images")

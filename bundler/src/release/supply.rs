@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 
 use super::state::{Attachment, Kind, State};
-use super::{Change, ImageSummary, Options, PipelineError, Step, fail, split_tag, step};
+use super::{Change, ImageSummary, Options, ReleaseError, Step, fail, split_tag, step};
 use crate::catalog::declcfg::DeclarativeConfig;
 use crate::catalog::load as catalog_load;
 use crate::image::auth::Secret;
@@ -62,7 +62,7 @@ impl SupplyPlan {
 }
 
 /// Reads the signing key of `--sign-key`, its password from `COSIGN_PASSWORD`.
-pub fn load_signer(path: &std::path::Path) -> Result<Signer, PipelineError> {
+pub fn load_signer(path: &std::path::Path) -> Result<Signer, ReleaseError> {
     let password = std::env::var("COSIGN_PASSWORD").ok().map(Secret::new);
     Signer::load(path, password.as_ref()).map_err(fail(step::SIGN))
 }
@@ -99,7 +99,7 @@ pub fn plan(
     options: &Options,
     signer: Option<&Signer>,
     state: &State,
-) -> Result<SupplyPlan, PipelineError> {
+) -> Result<SupplyPlan, ReleaseError> {
     if !options.push {
         return Ok(SupplyPlan {
             signer: signer.cloned(),
@@ -117,7 +117,7 @@ pub fn plan(
             created,
         })
         .map_err(fail(step::SBOM))?;
-        Ok::<_, PipelineError>(SbomJob {
+        Ok::<_, ReleaseError>(SbomJob {
             name: image.name.clone(),
             reference: image.reference.clone(),
             pinned: image.pinned.clone(),
@@ -244,7 +244,7 @@ pub fn sbom_step(push: bool, plan: &SupplyPlan) -> Step {
 }
 
 /// The subject descriptor of an image: its layout's root (media type, digest, size).
-fn subject(options: &Options, job: &SbomJob) -> Result<Descriptor, PipelineError> {
+fn subject(options: &Options, job: &SbomJob) -> Result<Descriptor, ReleaseError> {
     let layout =
         Layout::open(&options.out.join("images").join(&job.name)).map_err(fail(step::SBOM))?;
     let root = layout
@@ -258,7 +258,7 @@ pub async fn publish(
     plan: &SupplyPlan,
     state: &mut State,
     options: &Options,
-) -> Result<Vec<Attachment>, PipelineError> {
+) -> Result<Vec<Attachment>, ReleaseError> {
     let mut published = Vec::new();
     for job in &plan.sboms {
         if let Some(done) = &job.done {
@@ -307,7 +307,7 @@ async fn sign_all(
     plan: &SupplyPlan,
     state: &mut State,
     options: &Options,
-) -> Result<Vec<Attachment>, PipelineError> {
+) -> Result<Vec<Attachment>, ReleaseError> {
     let Some(signer) = &plan.signer else {
         return Ok(Vec::new());
     };

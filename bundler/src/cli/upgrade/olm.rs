@@ -4,15 +4,15 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use olmpack::build::{self, BuildError};
 use olmpack::bundle::generate::GenerateError;
-use olmpack::release::{self, ReleaseError};
-use olmpack::upgrade_olm::CaseReport;
-use olmpack::upgrade_olm::shard::{self, Shard};
-use olmpack::upgrade_olm::{self, RunOptions, StepLog};
+use olmpack::upgrade::olm::CaseReport;
+use olmpack::upgrade::olm::shard::{self, Shard};
+use olmpack::upgrade::olm::{self, RunOptions, StepLog};
 use olmpack_envtest::olm::{Timeouts, WebhookCommand};
 use olmpack_model::plan::InstallModeType;
 
-use super::CmdResult;
+use crate::cli::CmdResult;
 
 /// Arguments of `olmpack upgrade olm`.
 #[derive(Debug, clap::Args)]
@@ -30,7 +30,7 @@ pub struct OlmArgs {
     /// Install under an OperatorGroup of this mode (repeatable: a case per mode and entry).
     /// Default: per case, the first mode the starting bundle supports of AllNamespaces,
     /// OwnNamespace, SingleNamespace (one other namespace), MultiNamespace (two).
-    #[arg(long = "install-mode", value_name = "MODE", value_parser = super::choice::<InstallModeType>())]
+    #[arg(long = "install-mode", value_name = "MODE", value_parser = crate::cli::choice::<InstallModeType>())]
     pub install_modes: Vec<InstallModeType>,
     /// Print nothing while the cases run (by default each step is printed on stderr as it
     /// happens, with the seconds since its case started).
@@ -108,7 +108,7 @@ pub fn run(args: OlmArgs) -> CmdResult {
             }
         }
     };
-    let all = upgrade_olm::load_cases_for(&catalog, args.package.as_deref(), &args.install_modes)?;
+    let all = olm::load_cases_for(&catalog, args.package.as_deref(), &args.install_modes)?;
     let total = all.len();
     let cases = match args.shard {
         Some(shard) => shard.select(all),
@@ -120,7 +120,7 @@ pub fn run(args: OlmArgs) -> CmdResult {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    super::tools::ensure(&olmpack::tools::ARTIFACT_TOOLS)?;
+    crate::cli::tools::ensure(&olmpack::tools::ARTIFACT_TOOLS)?;
     let mut cluster_crds = Vec::new();
     for path in &args.cluster_crds {
         if !path.exists()
@@ -130,8 +130,8 @@ pub fn run(args: OlmArgs) -> CmdResult {
             continue;
         }
         let text = olmpack::input::text(path)?;
-        let crd = olmpack::compat::parse_crd_file(&path.display().to_string(), &text)
-            .map_err(|e| super::Invalid(e.to_string()))?;
+        let crd = olmpack::upgrade::check::parse_crd_file(&path.display().to_string(), &text)
+            .map_err(|e| crate::cli::Invalid(e.to_string()))?;
         cluster_crds.push(crd);
     }
     let options = RunOptions {
@@ -162,7 +162,7 @@ pub fn run(args: OlmArgs) -> CmdResult {
         );
     }
     let runtime = tokio::runtime::Runtime::new()?;
-    let reports = runtime.block_on(upgrade_olm::run(&catalog, &cases, &options))?;
+    let reports = runtime.block_on(olm::run(&catalog, &cases, &options))?;
     write_reports(&args, &reports)
 }
 
@@ -172,10 +172,10 @@ fn catalog_of_plan(
     plan_path: &Path,
 ) -> Result<Result<tempfile::TempDir, ExitCode>, Box<dyn std::error::Error + Send + Sync>> {
     let loaded = olmpack::plan::load(plan_path)?;
-    let output = match release::build(&loaded, &super::generate_options(false)?) {
+    let output = match build::build(&loaded, &crate::cli::generate_options(false)?) {
         Ok(output) => output,
-        Err(ReleaseError::Bundles(GenerateError::Invalid(findings))) => {
-            return Ok(Err(super::report_invalid(&loaded.path, findings)));
+        Err(BuildError::Bundles(GenerateError::Invalid(findings))) => {
+            return Ok(Err(crate::cli::report_invalid(&loaded.path, findings)));
         }
         Err(other) => return Err(other.into()),
     };
@@ -188,14 +188,14 @@ fn catalog_of_plan(
 }
 
 fn write_reports(args: &OlmArgs, reports: &[CaseReport]) -> CmdResult {
-    let table = upgrade_olm::markdown(reports);
+    let table = olm::markdown(reports);
     print!("{table}");
     if let Some(path) = &args.markdown {
         std::fs::write(path, &table)
             .map_err(|e| format!("failed to write {}: {e}", path.display()))?;
     }
     if let Some(path) = &args.junit {
-        std::fs::write(path, upgrade_olm::junit(reports, args.shard))
+        std::fs::write(path, olm::junit(reports, args.shard))
             .map_err(|e| format!("failed to write {}: {e}", path.display()))?;
     }
     let mut failed = 0;
@@ -254,9 +254,9 @@ pub fn merge(args: MergeArgs) -> CmdResult {
     for path in &args.reports {
         reports.push((path.display().to_string(), olmpack::input::text(path)?));
     }
-    let merged =
-        shard::merge(&reports).map_err(|e| super::Invalid(format!("nothing was written: {e}")))?;
-    super::write_file_atomically(&args.output, merged.xml.as_bytes())?;
+    let merged = shard::merge(&reports)
+        .map_err(|e| crate::cli::Invalid(format!("nothing was written: {e}")))?;
+    crate::cli::write_file_atomically(&args.output, merged.xml.as_bytes())?;
     let shards = merged
         .shards
         .map(|n| format!(" (all {n} shard(s))"))
