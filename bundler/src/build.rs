@@ -55,7 +55,7 @@ pub fn bundle_image(plan: &LoadedPlan, version: &str) -> Option<String> {
     plan.plan
         .bundle_image
         .as_ref()
-        .map(|t| t.replace("{version}", version))
+        .map(|t| olmpack_model::plan::image_for_release(t, version))
 }
 
 /// Builds the bundles and the catalog of `plan`.

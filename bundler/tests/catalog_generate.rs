@@ -77,7 +77,7 @@ fn generated_catalog_is_deterministic_and_valid_for_both_validators() {
     assert!(
         !report.has_errors(),
         "{}",
-        report.render(Default::default())
+        report.format(Default::default())
     );
     let pkg = &model.packages["webapp-operator"];
     let channels: Vec<&str> = pkg.channels.keys().map(String::as_str).collect();

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use olmpack::catalog::graph::{GraphFormat, render};
+use olmpack::catalog::graph::{GraphFormat, draw};
 use olmpack::catalog::load::load_dir;
 use olmpack::catalog::model::Model;
 use olmpack::catalog::upgrade;
@@ -19,19 +19,16 @@ fn model(name: &str) -> Model {
 #[test]
 fn mermaid_and_dot_snapshots() {
     let m = model("valid/two-channels-with-deprecations");
-    insta::assert_snapshot!(
-        "two_channels_mermaid",
-        render(&m, None, GraphFormat::Mermaid)
-    );
-    insta::assert_snapshot!("two_channels_dot", render(&m, None, GraphFormat::Dot));
+    insta::assert_snapshot!("two_channels_mermaid", draw(&m, None, GraphFormat::Mermaid));
+    insta::assert_snapshot!("two_channels_dot", draw(&m, None, GraphFormat::Dot));
     let m = model("valid/skips-and-skiprange-on-head");
     insta::assert_snapshot!(
         "skiprange_mermaid",
-        render(&m, Some("pkg"), GraphFormat::Mermaid)
+        draw(&m, Some("pkg"), GraphFormat::Mermaid)
     );
     assert_eq!(
-        render(&m, None, GraphFormat::Dot),
-        render(&m, None, GraphFormat::Dot)
+        draw(&m, None, GraphFormat::Dot),
+        draw(&m, None, GraphFormat::Dot)
     );
 }
 
@@ -55,7 +52,7 @@ fn v0_and_v1_paths_differ_where_skiprange_is_not_on_the_head() {
     assert_eq!(from_a.v0[0].via, EdgeKind::SkipRange);
     assert_eq!(from_a.v1.len(), 1);
     assert_eq!(from_a.v1[0].to, "pkg.v1.2.0");
-    insta::assert_snapshot!("upgrade_paths_text", upgrade::render_text(&paths));
+    insta::assert_snapshot!("upgrade_paths_text", upgrade::format_text(&paths));
 }
 
 #[test]
@@ -94,11 +91,11 @@ fn cli_graph_and_upgrade_paths() {
     let m = model("valid/two-channels-with-deprecations");
     assert_eq!(
         run(&["catalog", "graph", "--format", "dot"]),
-        render(&m, None, GraphFormat::Dot)
+        draw(&m, None, GraphFormat::Dot)
     );
     assert_eq!(
         run(&["catalog", "graph", "--package", "pkg"]),
-        render(&m, None, GraphFormat::Mermaid)
+        draw(&m, None, GraphFormat::Mermaid)
     );
     let json: serde_json::Value =
         serde_json::from_str(&run(&["catalog", "upgrade-paths", "--json"])).unwrap();

@@ -145,7 +145,7 @@ async fn templates_render_like_opm() {
         let file = work.path().join(format!("{kind}.yaml"));
         std::fs::write(&file, &text).unwrap();
         let theirs = opm_template(kind, &file);
-        let ours = template::render_any(&text, &resolver).unwrap();
+        let ours = template::expand_any(&text, &resolver).unwrap();
         let ours = json_stream(&to_string(&ours, Format::Json).unwrap());
         assert_eq!(ours.len(), theirs.len(), "{kind}: document count");
         assert!(
@@ -170,7 +170,7 @@ async fn templates_render_like_opm() {
         std::fs::write(
             cat.join("catalog.json"),
             to_string(
-                &template::render_any(&text, &resolver).unwrap(),
+                &template::expand_any(&text, &resolver).unwrap(),
                 Format::Json,
             )
             .unwrap(),
@@ -181,7 +181,7 @@ async fn templates_render_like_opm() {
         assert!(
             !report.has_errors(),
             "{}",
-            report.render(Default::default())
+            report.format(Default::default())
         );
     }
 }
@@ -189,7 +189,7 @@ async fn templates_render_like_opm() {
 #[test]
 fn semver_template_rejects_what_opm_rejects() {
     let resolver = DirResolver::default();
-    let err = template::render_any(
+    let err = template::expand_any(
         "schema: olm.semver\navoidSkipPatch: true\nstable: {bundles: []}\n",
         &resolver,
     )
@@ -198,7 +198,7 @@ fn semver_template_rejects_what_opm_rejects() {
         err.to_string(),
         "unknown field \"avoidSkipPatch\" in olm.semver template"
     );
-    let err = template::render_any(
+    let err = template::expand_any(
         "schema: olm.semver\ngenerateMajorChannels: true\ndefaultChannelTypePreference: minor\n",
         &resolver,
     )
@@ -207,7 +207,7 @@ fn semver_template_rejects_what_opm_rejects() {
         err.to_string()
             .contains("DefaultChannelTypePreference set to 'minor'")
     );
-    let err = template::render_any(
+    let err = template::expand_any(
         "schema: olm.template.basic\nentries:\n- schema: olm.bundle\n  image: x\n  package: p\n",
         &resolver,
     )

@@ -395,7 +395,7 @@ fn opm_and_olmpack_agree_on_pass_fail() {
                 path.display(),
                 opm_ok,
                 ours_ok,
-                report.render(olmpack_model::report::OutputFormat::Text)
+                report.format(olmpack_model::report::OutputFormat::Text)
             ));
         }
         if path.parent().unwrap().ends_with("valid") {

@@ -275,7 +275,7 @@ impl Report {
     /// The report in `format`. Values are shown safely: in text and JUnit, control and bidi
     /// characters appear as `<U+XXXX>`; JSON carries them raw, escaped as JSON (`\u202e`); in
     /// every format a value longer than [`MAX_SHOWN`] characters is shortened.
-    pub fn render(&self, format: OutputFormat) -> String {
+    pub fn format(&self, format: OutputFormat) -> String {
         match format {
             OutputFormat::Text => self.shown(safe_text).to_text(),
             OutputFormat::Json => {
@@ -607,7 +607,7 @@ mod tests {
     #[test]
     fn text_names_file_object_and_field() {
         assert_eq!(
-            sample().render(OutputFormat::Text),
+            sample().format(OutputFormat::Text),
             "warning[csv/no-icon] manifests/x.clusterserviceversion.yaml: ClusterServiceVersion/x.v0.1.0: spec.icon: no icon\n\
              error[bundle/missing-annotations] metadata/annotations.yaml: metadata/annotations.yaml is missing\n  \
              hint: run `olmpack bundle generate`\n\
@@ -618,7 +618,7 @@ mod tests {
     #[test]
     fn markdown_is_one_row_per_finding() {
         assert_eq!(
-            sample().render(OutputFormat::Markdown),
+            sample().format(OutputFormat::Markdown),
             "## bundle/0.1.0\n\n\
              1 error(s), 1 warning(s), 0 info.\n\n\
              | Severity | Rule | Where | Message | Refused by | Hint |\n\
@@ -628,7 +628,7 @@ mod tests {
         );
         let mut tricky = Report::new("a|b");
         tricky.push(Finding::error("x/y", "line one\nsplit | by a <pipe>").consumer(Consumer::Opm));
-        let md = tricky.render(OutputFormat::Markdown);
+        let md = tricky.format(OutputFormat::Markdown);
         assert!(md.starts_with("## a\\|b\n"), "{md}");
         assert!(
             md.contains("| line one<br>split \\| by a &lt;pipe&gt; | opm |"),
@@ -636,7 +636,7 @@ mod tests {
         );
         assert!(
             Report::new("ok")
-                .render(OutputFormat::Markdown)
+                .format(OutputFormat::Markdown)
                 .ends_with("0 info.\n")
         );
     }
@@ -653,10 +653,10 @@ mod tests {
     fn junit_escapes_and_counts_failures() {
         let mut report = Report::new("a<b");
         report.push(Finding::error("x/y", "bad \"quote\" & <tag>"));
-        let xml = report.render(OutputFormat::Junit);
+        let xml = report.format(OutputFormat::Junit);
         assert!(xml.contains("name=\"a&lt;b\" tests=\"1\" failures=\"1\""));
         assert!(xml.contains("message=\"bad &quot;quote&quot; &amp; &lt;tag&gt;\""));
-        let clean = Report::new("ok").render(OutputFormat::Junit);
+        let clean = Report::new("ok").format(OutputFormat::Junit);
         assert!(clean.contains("tests=\"1\" failures=\"0\""));
     }
 
@@ -668,10 +668,10 @@ mod tests {
             "x/y",
             String::from("name \u{202e}gpj \\u{0} ") + &long,
         ));
-        let text = report.render(OutputFormat::Text);
+        let text = report.format(OutputFormat::Text);
         assert!(text.contains("name <U+202E>gpj <U+0000> aaa"), "{text}");
         assert!(text.len() < 1000, "{}", text.len());
-        let json = report.render(OutputFormat::Json);
+        let json = report.format(OutputFormat::Json);
         assert!(json.contains("name \\u202egpj \\u0000 aaa"), "{json}");
         let value: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert!(
@@ -684,7 +684,7 @@ mod tests {
 
     #[test]
     fn json_is_stable() {
-        let json = sample().render(OutputFormat::Json);
+        let json = sample().format(OutputFormat::Json);
         let value: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(value["findings"][0]["rule"], "csv/no-icon");
         assert_eq!(value["findings"][1]["severity"], "error");

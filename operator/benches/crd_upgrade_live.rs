@@ -54,7 +54,7 @@ fn main() {
     }
     print!(
         "{}",
-        olmpack::upgrade::live::render(&reports, olmpack_model::report::OutputFormat::Markdown)
+        olmpack::upgrade::live::format(&reports, olmpack_model::report::OutputFormat::Markdown)
     );
     println!(
         "live matrix: {} edges, {objects} objects ({copies} per example version) in {seconds:.1} s = {:.0} objects/s (target: under 60 s on 2 cores)",

@@ -299,7 +299,7 @@ fn main() -> ExitCode {
                     }
                 },
             };
-            match manifests::render(release, &namespace) {
+            match manifests::to_yaml(release, &namespace) {
                 Ok(yaml) => {
                     print!("{yaml}");
                     ExitCode::SUCCESS

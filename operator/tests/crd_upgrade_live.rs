@@ -64,7 +64,7 @@ async fn run(from: &ReleaseUnderTest, to: &ReleaseUnderTest) -> EdgeReport {
         .expect("the edge runs");
     eprintln!(
         "{}",
-        olmpack::upgrade::live::render(
+        olmpack::upgrade::live::format(
             std::slice::from_ref(&report),
             olmpack_model::report::OutputFormat::Text
         )

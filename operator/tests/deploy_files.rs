@@ -21,7 +21,7 @@ fn deploy_manifests_are_current_for_every_release() {
     );
     for release in RELEASES {
         let path = deploy.join(release.version).join("manifests.yaml");
-        let expected = manifests::render(release, manifests::DEFAULT_NAMESPACE).unwrap();
+        let expected = manifests::to_yaml(release, manifests::DEFAULT_NAMESPACE).unwrap();
         let found = std::fs::read_to_string(&path).unwrap_or_default();
         assert!(
             found == expected,

@@ -7,7 +7,7 @@ use webapp_operator::releases::{RELEASES, Release};
 #[test]
 fn operator_manifests_snapshot_every_release() {
     for release in RELEASES {
-        let yaml = manifests::render(release, DEFAULT_NAMESPACE).unwrap();
+        let yaml = manifests::to_yaml(release, DEFAULT_NAMESPACE).unwrap();
         insta::assert_snapshot!(format!("manifests-{}", release.version), yaml);
     }
 }
@@ -21,10 +21,10 @@ fn operator_crd_snapshot_latest() {
 #[test]
 fn operator_manifests_are_deterministic() {
     for release in RELEASES {
-        let first = manifests::render(release, DEFAULT_NAMESPACE).unwrap();
+        let first = manifests::to_yaml(release, DEFAULT_NAMESPACE).unwrap();
         for _ in 0..3 {
             assert_eq!(
-                manifests::render(release, DEFAULT_NAMESPACE).unwrap(),
+                manifests::to_yaml(release, DEFAULT_NAMESPACE).unwrap(),
                 first
             );
         }
@@ -34,7 +34,7 @@ fn operator_manifests_are_deterministic() {
 #[test]
 fn operator_manifests_list_only_the_release_versions() {
     for release in RELEASES {
-        let yaml = manifests::render(release, DEFAULT_NAMESPACE).unwrap();
+        let yaml = manifests::to_yaml(release, DEFAULT_NAMESPACE).unwrap();
         let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&yaml).unwrap();
         let crd = &docs[0];
         let names: Vec<&str> = crd["spec"]["versions"]

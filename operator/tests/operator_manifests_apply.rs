@@ -24,7 +24,7 @@ async fn operator_manifests_apply_to_apiserver() {
         ..Default::default()
     };
     for release in RELEASES {
-        let yaml = manifests::render(release, DEFAULT_NAMESPACE).unwrap();
+        let yaml = manifests::to_yaml(release, DEFAULT_NAMESPACE).unwrap();
         let docs: Vec<DynamicObject> = serde_saphyr::from_multiple(&yaml).unwrap();
         for doc in docs {
             let types = doc.types.clone().unwrap();

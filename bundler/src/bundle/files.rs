@@ -132,7 +132,7 @@ fn yaml(file: &str, value: &Value) -> Result<String, BundleFilesError> {
 }
 
 /// Every file of one bundle, relative to the bundle's directory.
-pub fn render(
+pub fn to_files(
     built: &BuiltBundle,
     meta: &BundleMetadata<'_>,
 ) -> Result<FileTree, BundleFilesError> {

@@ -155,7 +155,7 @@ impl<'p> Run<'p> {
         }
         let meta = bundle_metadata(self.plan, release);
         let scorecard = self.scorecard.take();
-        let files = files::render(&built, &meta)
+        let files = files::to_files(&built, &meta)
             .and_then(|mut files| {
                 super::scorecard::carry(&mut files, scorecard.as_ref()).map(|()| files)
             })

@@ -184,7 +184,7 @@ fn node_label(pkg: &Package, name: &str) -> String {
 }
 
 /// Draws every package of `model`, or only `package`.
-pub fn render(model: &Model, package: Option<&str>, format: GraphFormat) -> String {
+pub fn draw(model: &Model, package: Option<&str>, format: GraphFormat) -> String {
     let pkgs: Vec<&Package> = model
         .packages
         .values()

@@ -392,7 +392,7 @@ fn take(next_free: &mut [usize], i: usize) {
 }
 
 /// Text for `olmpack catalog upgrade-paths`: one block per channel.
-pub fn render_text(paths: &[UpgradePath]) -> String {
+pub fn format_text(paths: &[UpgradePath]) -> String {
     let mut out = String::new();
     let mut last: Option<(&str, &str)> = None;
     for p in paths {

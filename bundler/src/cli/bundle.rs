@@ -181,6 +181,6 @@ fn validate_cmd(dir: &Path, output: OutputFormat, options: validate::Options) ->
         }));
     }
     combined.normalize();
-    print!("{}", combined.render(output));
+    print!("{}", combined.format(output));
     Ok(ExitCode::from(combined.exit_code()))
 }

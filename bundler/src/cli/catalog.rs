@@ -115,7 +115,7 @@ pub fn run(cmd: CatalogCommand) -> CmdResult {
             bundles,
             output,
             migrate_level,
-        } => render_template(&file, &bundles, output, migrate_level),
+        } => expand_template(&file, &bundles, output, migrate_level),
         CatalogCommand::Graph {
             dir,
             format,
@@ -139,7 +139,7 @@ fn validate(
             upgrade_paths,
         },
     )?;
-    print!("{}", report.render(output));
+    print!("{}", report.format(output));
     Ok(ExitCode::from(report.exit_code()))
 }
 
@@ -175,7 +175,7 @@ fn render(
 }
 
 /// `catalog template`: the template (a file or stdin) expanded with local bundle directories.
-fn render_template(
+fn expand_template(
     file: &std::path::Path,
     bundles: &[String],
     output: Format,
@@ -196,7 +196,7 @@ fn render_template(
             .ok_or_else(|| format!("--bundle {pair:?} is not IMAGE=DIR"))?;
         resolver.dirs.insert(image.to_owned(), PathBuf::from(dir));
     }
-    let cfg: DeclarativeConfig = template::render_any(&text, &resolver).map_err(|e| {
+    let cfg: DeclarativeConfig = template::expand_any(&text, &resolver).map_err(|e| {
         // The template or a bundle it names is invalid, unless a file could not be read.
         let message = format!(
             "{}: {}",
@@ -223,7 +223,7 @@ fn draw_graph(dir: &std::path::Path, format: GraphFormat, package: Option<&str>)
     {
         return Err(format!("package {p:?} is not in {}", dir.display()).into());
     }
-    print!("{}", graph::render(&model, package, format));
+    print!("{}", graph::draw(&model, package, format));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -238,7 +238,7 @@ fn upgrade_paths(dir: &std::path::Path, json: bool) -> CmdResult {
     if json {
         println!("{}", serde_json::to_string_pretty(&paths)?);
     } else {
-        print!("{}", upgrade::render_text(&paths));
+        print!("{}", upgrade::format_text(&paths));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -263,7 +263,7 @@ pub fn report_invalid(
     report.normalize();
     eprint!(
         "{}",
-        report.render(olmpack_model::report::OutputFormat::Text)
+        report.format(olmpack_model::report::OutputFormat::Text)
     );
     eprintln!("olmpack: nothing written");
     ExitCode::from(1)
@@ -279,7 +279,7 @@ pub fn report_warnings(reports: &[olmpack_model::report::Report]) {
         {
             eprint!(
                 "{}",
-                report.render(olmpack_model::report::OutputFormat::Text)
+                report.format(olmpack_model::report::OutputFormat::Text)
             );
         }
     }

@@ -52,7 +52,7 @@ use crate::image::registry::RegistryAccess;
 use crate::image::{digest::format_digest, push::push_layout};
 use crate::output::FileTree;
 use crate::upgrade::check::graph::{self, EdgeResult, Release};
-use olmpack_model::plan::LoadedPlan;
+use olmpack_model::plan::{LoadedPlan, image_for_release};
 use olmpack_model::report::{Finding, Report, Severity};
 use state::{BuiltImage, State};
 
@@ -864,7 +864,7 @@ async fn operator_step(
             .into(),
         });
     };
-    let reference = template.replace("{version}", newest);
+    let reference = image_for_release(template, newest);
     let base = plan.plan.images.operator_base.clone();
     let mut parts: Vec<(String, Vec<u8>)> = vec![
         ("base".into(), base.clone().unwrap_or_default().into_bytes()),
@@ -937,8 +937,8 @@ fn generate_bundles(
     let mut replacements = BTreeMap::new();
     if let (Some(original), Some(target)) = (&plan.plan.operator_image, &names.operator) {
         for release in &plan.plan.releases {
-            let from = original.replace("{version}", &release.version);
-            let to = target.replace("{version}", &release.version);
+            let from = image_for_release(original, &release.version);
+            let to = image_for_release(target, &release.version);
             let to = match operator {
                 Some(image) if release.version == newest => image.pinned.clone(),
                 _ => to,
@@ -988,7 +988,7 @@ fn bundle_image_step(
     staging: &tempfile::TempDir,
 ) -> Result<ImageSummary, ReleaseError> {
     let files = bundle_files(tree, version)?;
-    let reference = names.bundle.replace("{version}", version);
+    let reference = image_for_release(&names.bundle, version);
     let mut parts = tree_parts(&files);
     parts.push((
         "epoch".into(),

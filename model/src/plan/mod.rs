@@ -27,6 +27,15 @@ use crate::names::is_dns1123_label;
 /// The file name olmpack looks for when `--plan` is not given.
 pub const DEFAULT_PLAN_FILE: &str = "olmpack.yaml";
 
+/// What stands for a release's version in an image template (`bundleImage`, `operatorImage`).
+pub const VERSION_PLACEHOLDER: &str = "{version}";
+
+/// The image `template` names for the release `version`: every [`VERSION_PLACEHOLDER`]
+/// replaced. The one place a template is filled in.
+pub fn image_for_release(template: &str, version: &str) -> String {
+    template.replace(VERSION_PLACEHOLDER, version)
+}
+
 /// A release plan's text that olmpack refuses: not YAML, not a plan, or a plan that breaks a
 /// rule the types cannot express. Always invalid input (exit 1); failing to read the file is
 /// the loader's error, in the `olmpack` crate.
@@ -688,10 +697,10 @@ fn check_image_templates(loaded: &LoadedPlan) -> Result<(), PlanError> {
         .filter_map(|(f, t)| Some((f, t.as_ref()?)))
     {
         // Without `{version}` every release names the same image: one check.
-        let per_release = template.contains("{version}");
+        let per_release = template.contains(VERSION_PLACEHOLDER);
         let checked = if per_release { plan.releases.len() } else { 1 };
         for release in plan.releases.iter().take(checked) {
-            let image = template.replace("{version}", &release.version);
+            let image = image_for_release(template, &release.version);
             let problem = match image.is_empty() {
                 true => Some("must not be empty".to_owned()),
                 false => crate::pullspec::check(&image).err(),

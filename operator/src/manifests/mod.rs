@@ -1,7 +1,7 @@
 //! A release's deploy manifests, rendered from code: the CRD, RBAC, ServiceAccount,
 //! Deployment, Service and webhook configurations.
 //!
-//! Guarantees: [`render`] is pure and deterministic (byte-identical output for the same
+//! Guarantees: [`to_yaml`] is pure and deterministic (byte-identical output for the same
 //! release and namespace); the output is a plain multi-document YAML stream, one object per
 //! document, in a fixed order (CRD first, webhook configurations last).
 
@@ -106,7 +106,7 @@ fn typed<T: Serialize + k8s_openapi::Resource>(
 }
 
 /// The multi-document YAML stream of `release` for `namespace`.
-pub fn render(release: &Release, namespace: &str) -> Result<String, ManifestError> {
+pub fn to_yaml(release: &Release, namespace: &str) -> Result<String, ManifestError> {
     let mut out = String::new();
     for object in objects(release, namespace)? {
         let what = "a manifest";

@@ -147,7 +147,7 @@ impl AdmissionHook<'_> {
             );
             self.report(problems, finding, "namespaceSelector");
         }
-        Some(self.render(svc, deployment))
+        Some(self.definition_for(svc, deployment))
     }
 
     /// The Service the webhook calls and the deployment behind it; `None`, with an error,
@@ -180,7 +180,7 @@ impl AdmissionHook<'_> {
     }
 
     /// The `webhookdefinitions` entry for a webhook served by `deployment` behind `svc`.
-    fn render(&self, svc: &Sourced, deployment: &Sourced) -> Value {
+    fn definition_for(&self, svc: &Sourced, deployment: &Sourced) -> Value {
         let hook = self.hook;
         let port = hook
             .pointer("/clientConfig/service/port")

@@ -10,15 +10,15 @@ use crate::catalog::declcfg::{DeclarativeConfig, Meta};
 pub const SCHEMA: &str = "olm.template.basic";
 
 /// Expands a basic template given as text.
-pub fn render(
+pub fn expand(
     text: &str,
     resolver: &dyn BundleResolver,
 ) -> Result<DeclarativeConfig, TemplateError> {
-    render_value(&super::parse_doc(text)?, resolver)
+    expand_value(&super::parse_doc(text)?, resolver)
 }
 
 /// Expands a basic template that is already parsed into JSON.
-pub fn render_value(
+pub fn expand_value(
     doc: &Value,
     resolver: &dyn BundleResolver,
 ) -> Result<DeclarativeConfig, TemplateError> {

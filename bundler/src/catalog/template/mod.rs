@@ -115,14 +115,14 @@ pub enum TemplateError {
 }
 
 /// Which template a document is, from its `schema`.
-pub fn render_any(
+pub fn expand_any(
     text: &str,
     resolver: &dyn BundleResolver,
 ) -> Result<DeclarativeConfig, TemplateError> {
     let doc = parse_doc(text)?;
     match doc.get("schema").and_then(Value::as_str) {
-        Some(semver::SCHEMA) => semver::render_value(&doc, resolver),
-        _ => basic::render_value(&doc, resolver),
+        Some(semver::SCHEMA) => semver::expand_value(&doc, resolver),
+        _ => basic::expand_value(&doc, resolver),
     }
 }
 

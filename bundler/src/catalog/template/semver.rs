@@ -36,11 +36,11 @@ enum Kind {
 }
 
 /// Expands an `olm.semver` template given as text.
-pub fn render(
+pub fn expand(
     text: &str,
     resolver: &dyn BundleResolver,
 ) -> Result<DeclarativeConfig, TemplateError> {
-    render_value(&super::parse_doc(text)?, resolver)
+    expand_value(&super::parse_doc(text)?, resolver)
 }
 
 fn field<'a>(map: &'a serde_json::Map<String, Value>, key: &str) -> Option<&'a Value> {
@@ -52,7 +52,7 @@ fn err(message: String) -> TemplateError {
 }
 
 /// Expands an `olm.semver` template given as a parsed document.
-pub fn render_value(
+pub fn expand_value(
     doc: &Value,
     resolver: &dyn BundleResolver,
 ) -> Result<DeclarativeConfig, TemplateError> {

@@ -132,7 +132,7 @@ pub fn run(
         report.normalize();
         eprint!(
             "{}",
-            report.render(olmpack_model::report::OutputFormat::Text)
+            report.format(olmpack_model::report::OutputFormat::Text)
         );
     }
     let noop = prepared.is_noop();

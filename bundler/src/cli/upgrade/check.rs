@@ -140,12 +140,12 @@ fn print(
     let text = match output {
         OutputFormat::Text => format!(
             "{}{}",
-            report.render(OutputFormat::Text),
+            report.format(OutputFormat::Text),
             verdict::text(results, consumers)
         ),
         OutputFormat::Json => verdict::json(&report, results, consumers),
         OutputFormat::Junit => verdict::junit(subject, results, consumers),
-        OutputFormat::Markdown => markdown::render(subject, results, consumers),
+        OutputFormat::Markdown => markdown::format(subject, results, consumers),
     };
     print!("{text}");
     ExitCode::from(u8::from(results.iter().any(|r| r.fails(consumers))))

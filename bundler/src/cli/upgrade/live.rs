@@ -73,6 +73,6 @@ pub fn run(args: TestArgs) -> CmdResult {
         &options,
         usize::from(args.jobs),
     ))?;
-    print!("{}", live::render(&reports, args.output));
+    print!("{}", live::format(&reports, args.output));
     Ok(ExitCode::from(live::exit_code(&reports)))
 }

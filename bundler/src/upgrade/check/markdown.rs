@@ -9,7 +9,7 @@ use olmpack_model::report::Severity;
 
 /// The summary of `results` (edges in their order), titled with `subject`: each edge's
 /// verdict for the selected `consumers` and every consumer's own.
-pub fn render(subject: &str, results: &[EdgeResult], consumers: Consumers) -> String {
+pub fn format(subject: &str, results: &[EdgeResult], consumers: Consumers) -> String {
     let failing = results.iter().filter(|r| r.fails(consumers)).count();
     let mut out = String::new();
     let _ = writeln!(out, "## CRD upgrade check: {}\n", escape(subject));

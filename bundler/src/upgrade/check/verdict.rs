@@ -41,7 +41,7 @@ pub fn text(results: &[EdgeResult], consumers: Consumers) -> String {
 /// verdict (`takes` or `refuses`), whether it breaks clusters, and whether it fails the
 /// check for the selected consumers.
 pub fn json(report: &Report, results: &[EdgeResult], consumers: Consumers) -> String {
-    let mut value: Value = serde_json::from_str(&report.render(OutputFormat::Json))
+    let mut value: Value = serde_json::from_str(&report.format(OutputFormat::Json))
         .expect("a rendered report is JSON");
     let edges: Vec<Value> = results
         .iter()

@@ -5,12 +5,12 @@
 //! [`olmpack_envtest::live::ReleaseUnderTest`]: its CRDs, with the conversion webhook that the
 //! CSV's `ConversionWebhook` definitions ask OLM to inject, and its `alm-examples` (plus the
 //! plan's samples). [`run`] runs [`olmpack_envtest::live::run_edge`] for every edge, on a test
-//! environment of its own per edge or on one given cluster; [`render`] prints the reports.
+//! environment of its own per edge or on one given cluster; [`format`] prints the reports.
 #![warn(missing_docs)]
 
+mod format;
 mod inputs;
 pub mod kubeconfig;
-mod render;
 
 use std::path::PathBuf;
 
@@ -20,8 +20,8 @@ use olmpack_envtest::live::{
     EdgeOptions, EdgeReport, LiveError, ReleaseUnderTest, Verdict, Webhook,
 };
 
+pub use format::format;
 pub use inputs::{Edge, Inputs, LiveInputsError, from_dirs, from_plan, operator_identity};
-pub use render::render;
 
 /// Where the edges run.
 #[derive(Clone, Debug)]

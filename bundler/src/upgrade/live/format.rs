@@ -7,7 +7,7 @@ use olmpack_envtest::live::{EdgeReport, LiveFinding, Rollback, Severity, Verdict
 use olmpack_model::report::{OutputFormat, xml_escape};
 
 /// The reports in `format`.
-pub fn render(reports: &[EdgeReport], format: OutputFormat) -> String {
+pub fn format(reports: &[EdgeReport], format: OutputFormat) -> String {
     match format {
         OutputFormat::Text => text(reports),
         OutputFormat::Json => {
