@@ -59,6 +59,23 @@ pub enum PlanError {
         /// What is wrong with it, in our words.
         message: String,
     },
+    /// The YAML is a plan, but several of its values are refused: every one, at once.
+    #[error("{}", several(path, problems))]
+    Several {
+        /// The plan file the text came from.
+        path: PathBuf,
+        /// `(field, message)` of each problem, in the order the plan's fields come.
+        problems: Vec<(String, String)>,
+    },
+}
+
+/// One `path: field: message` line per problem.
+fn several(path: &Path, problems: &[(String, String)]) -> String {
+    let lines: Vec<String> = problems
+        .iter()
+        .map(|(field, message)| format!("{}: {field}: {message}", path.display()))
+        .collect();
+    lines.join("\n")
 }
 
 /// An operator's release plan.
@@ -599,16 +616,36 @@ pub fn parse(path: &Path, text: &str) -> Result<LoadedPlan, PlanError> {
     Ok(loaded)
 }
 
-/// Checks what the types cannot express.
+/// Checks what the types cannot express, and reports every problem at once.
 fn check(loaded: &LoadedPlan) -> Result<(), PlanError> {
-    let plan = &loaded.plan;
-    let invalid = |field: String, message: String| PlanError::Invalid {
-        path: loaded.path.clone(),
-        field,
-        message,
-    };
+    let mut problems = Vec::new();
+    check_package(&loaded.plan, &mut problems);
+    check_releases(loaded, &mut problems);
+    check_image_templates(loaded, &mut problems);
+    check_default_channel(loaded, &mut problems);
+    match problems.len() {
+        0 => Ok(()),
+        1 => {
+            let (field, message) = problems.remove(0);
+            Err(PlanError::Invalid {
+                path: loaded.path.clone(),
+                field,
+                message,
+            })
+        }
+        _ => Err(PlanError::Several {
+            path: loaded.path.clone(),
+            problems,
+        }),
+    }
+}
+
+/// `(field, message)` of one refused value.
+type Problems = Vec<(String, String)>;
+
+fn check_package(plan: &Plan, problems: &mut Problems) {
     if !is_dns1123_label(&plan.package) {
-        return Err(invalid(
+        problems.push((
             "package".into(),
             format!(
                 "{:?} is not a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters)",
@@ -616,61 +653,70 @@ fn check(loaded: &LoadedPlan) -> Result<(), PlanError> {
             ),
         ));
     }
+}
+
+/// Versions (semantic, distinct as OLM orders them) and channels of every release.
+fn check_releases(loaded: &LoadedPlan, problems: &mut Problems) {
+    let plan = &loaded.plan;
     if plan.releases.is_empty() {
-        return Err(invalid(
-            "releases".into(),
-            "at least one release is required".into(),
-        ));
+        problems.push(("releases".into(), "at least one release is required".into()));
     }
     let mut seen = BTreeMap::new();
     for (i, release) in plan.releases.iter().enumerate() {
-        let version = semver::Version::parse(&release.version).map_err(|e| {
-            invalid(
+        match semver::Version::parse(&release.version) {
+            Err(e) => problems.push((
                 format!("releases[{i}].version"),
                 format!("{:?} is not a semantic version: {e}", release.version),
-            )
-        })?;
-        // OLM orders bundles ignoring build metadata: 1.0.0+a and 1.0.0+b are one version.
-        let key = (
-            version.major,
-            version.minor,
-            version.patch,
-            version.pre.clone(),
-        );
-        if let Some(first) = seen.insert(key, i) {
-            let message = if plan.releases[first].version == release.version {
-                format!("version {} is also releases[{first}]", release.version)
-            } else {
-                format!(
-                    "version {} equals releases[{first}].version {} but for build metadata, which OLM ignores when it orders bundles",
-                    release.version, plan.releases[first].version
-                )
-            };
-            return Err(invalid(format!("releases[{i}].version"), message));
+            )),
+            Ok(version) => {
+                // OLM orders bundles ignoring build metadata: 1.0.0+a and 1.0.0+b are one version.
+                let key = (version.major, version.minor, version.patch, version.pre);
+                if let Some(first) = seen.insert(key, i) {
+                    problems.push((
+                        format!("releases[{i}].version"),
+                        same_version(&plan.releases[first].version, first, &release.version),
+                    ));
+                }
+            }
         }
         if loaded.channels_of(release).is_empty() {
-            return Err(invalid(
+            problems.push((
                 format!("releases[{i}].channels"),
                 "no channels: set the release's `channels` or the plan's `channels`".into(),
             ));
         }
         for (j, channel) in loaded.channels_of(release).iter().enumerate() {
             if channel.trim().is_empty() || channel.contains(',') {
-                return Err(invalid(
+                problems.push((
                     format!("releases[{i}].channels[{j}]"),
                     format!("{channel:?} is not a valid channel name"),
                 ));
             }
         }
     }
-    check_image_templates(loaded)?;
+}
+
+/// The message for a release whose version another release (`releases[first]`) already has.
+fn same_version(first_version: &str, first: usize, version: &str) -> String {
+    if first_version == version {
+        format!("version {version} is also releases[{first}]")
+    } else {
+        format!(
+            "version {version} equals releases[{first}].version {first_version} but for build metadata, which OLM ignores when it orders bundles"
+        )
+    }
+}
+
+fn check_default_channel(loaded: &LoadedPlan, problems: &mut Problems) {
+    let plan = &loaded.plan;
     let published = plan
         .releases
         .iter()
         .flat_map(|r| loaded.channels_of(r))
         .any(|c| c == &plan.default_channel);
-    if !published {
-        return Err(invalid(
+    // A plan with no release says so once (`releases`), not again here.
+    if !published && !plan.releases.is_empty() {
+        problems.push((
             "defaultChannel".into(),
             format!(
                 "channel {:?} has no release; publish a release to it or pick another default",
@@ -678,14 +724,13 @@ fn check(loaded: &LoadedPlan) -> Result<(), PlanError> {
             ),
         ));
     }
-    Ok(())
 }
 
 /// The plan's image names, each as every release names it, are image references: the
 /// catalog names bundle and operator images by them (opm refuses a catalog whose `image` or
 /// `relatedImages` is not one), `olmpack release` pushes to them, and a Deployment's pods
 /// cannot start with no image (the apiserver refuses a Pod whose image is empty).
-fn check_image_templates(loaded: &LoadedPlan) -> Result<(), PlanError> {
+fn check_image_templates(loaded: &LoadedPlan, problems: &mut Problems) {
     let plan = &loaded.plan;
     let templates = [
         ("bundleImage", &plan.bundle_image),
@@ -710,14 +755,14 @@ fn check_image_templates(loaded: &LoadedPlan) -> Result<(), PlanError> {
                 true => format!("for release {} names {image:?}", release.version),
                 false => format!("{image:?}"),
             };
-            return Err(PlanError::Invalid {
-                path: loaded.path.clone(),
-                field: field.to_owned(),
-                message: format!("{shown}, which is not an image reference: {problem}"),
-            });
+            problems.push((
+                field.to_owned(),
+                format!("{shown}, which is not an image reference: {problem}"),
+            ));
+            // One refusal per field: the same mistake in every release says nothing new.
+            break;
         }
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -134,6 +134,47 @@ fn image_names_that_are_no_image_reference_name_the_field() {
 }
 
 #[test]
+fn every_refused_value_of_a_plan_is_reported_at_once() {
+    let text = "package: Op\ndefaultChannel: stable\nchannels: [stable]\n\
+        csv: {displayName: Op, description: d, provider: {name: p}}\n\
+        bundleImage: Quay.io/Op:v{version}\n\
+        releases:\n- {version: v1, manifests: m}\n- {version: 1.0.0, manifests: m, channels: ['a,b']}\n";
+    let err = parse_str(text).unwrap_err();
+    let PlanError::Several { problems, .. } = &err else {
+        panic!("expected several problems, got {err}");
+    };
+    let fields: Vec<&str> = problems.iter().map(|(f, _)| f.as_str()).collect();
+    assert_eq!(
+        fields,
+        [
+            "package",
+            "releases[0].version",
+            "releases[1].channels[0]",
+            "bundleImage",
+        ]
+    );
+    let text = err.to_string();
+    assert_eq!(text.lines().count(), 4, "{text}");
+    assert!(
+        text.lines().all(|l| l.starts_with("dir/olmpack.yaml: ")),
+        "{text}"
+    );
+    assert!(
+        text.contains("dir/olmpack.yaml: releases[0].version: \"v1\" is not a semantic version"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_plan_without_releases_says_so_once() {
+    let err = parse_str(&format!("{BASE}releases: []\n")).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "dir/olmpack.yaml: releases: at least one release is required"
+    );
+}
+
+#[test]
 fn the_published_schema_is_current() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../olmpack.schema.json");
     let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
