@@ -64,7 +64,7 @@ fn median(mut times: Vec<Duration>) -> Duration {
 fn main() {
     let dir = tempfile::tempdir().unwrap();
     write_inputs(dir.path());
-    let plan = olmpack::plan::load(&dir.path().join("olmpack.yaml")).unwrap();
+    let plan = olmpack::plan::load(&dir.path().join("olmpack.yaml"), &Default::default()).unwrap();
     let input = std::fs::read_to_string(dir.path().join("deploy/all.yaml")).unwrap();
 
     let mut generate_times = Vec::new();

@@ -18,8 +18,9 @@
 //! - Text ([`text`]) must be UTF-8; a leading byte-order mark is dropped.
 //! - Errors say what is wrong in our words: never a library's, never "(os error N)".
 //!
-//! The limits are a process-wide [`Policy`]: the command line sets it once ([`set_policy`])
-//! from its flags; everything else reads it ([`policy`]).
+//! The limits travel as a value: the command line builds one [`Policy`] from its flags and
+//! hands its [`Limits`] (and whether plan paths may leave the plan's directory) to every
+//! reader; there is no process-wide setting. Library callers pass `&Limits::default()`.
 #![warn(missing_docs)]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -27,7 +28,6 @@ use std::fs;
 use std::io::{self, Read as _};
 use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _, OpenOptionsExt as _};
 use std::path::{Component, Path, PathBuf};
-use std::sync::RwLock;
 
 /// How much olmpack reads at most.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,30 +52,13 @@ impl Default for Limits {
 
 const MIB: u64 = 1024 * 1024;
 
-/// The process-wide reading policy.
+/// How olmpack reads its input: the command line's flags, as one value.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Policy {
     /// Size and count limits for what is read.
     pub limits: Limits,
     /// Let paths in a release plan point outside the plan's directory.
     pub allow_outside_paths: bool,
-}
-
-static POLICY: RwLock<Option<Policy>> = RwLock::new(None);
-
-/// The current policy (the defaults until [`set_policy`] is called).
-pub fn policy() -> Policy {
-    POLICY
-        .read()
-        .map(|p| p.unwrap_or_default())
-        .unwrap_or_default()
-}
-
-/// Sets the process-wide policy; the command line calls it once, before reading anything.
-pub fn set_policy(policy: Policy) {
-    if let Ok(mut p) = POLICY.write() {
-        *p = Some(policy);
-    }
 }
 
 /// Why an input could not be read. [`InputError::is_refusal`] tells input olmpack refuses
@@ -278,15 +261,15 @@ fn kind_of(file_type: &fs::FileType) -> Option<&'static str> {
     }
 }
 
-/// Reads one regular file, bounded by the policy's per-file limit (see the module contract).
-pub fn read(path: &Path) -> Result<Vec<u8>, InputError> {
-    read_limited(path, policy().limits.max_file_bytes)
+/// Reads one regular file, bounded by the per-file limit (see the module contract).
+pub fn read(path: &Path, limits: &Limits) -> Result<Vec<u8>, InputError> {
+    read_limited(path, limits.max_file_bytes)
 }
 
 /// [`read`] for callers whose errors carry an [`io::Error`]: the message in our words, without
 /// the path (the caller names it), and the kind of a failed system call kept.
-pub fn read_io(path: &Path) -> io::Result<Vec<u8>> {
-    read(path).map_err(|err| {
+pub fn read_io(path: &Path, limits: &Limits) -> io::Result<Vec<u8>> {
+    read(path, limits).map_err(|err| {
         let kind = match &err {
             InputError::Io { kind, .. } => *kind,
             _ => io::ErrorKind::InvalidInput,
@@ -298,8 +281,8 @@ pub fn read_io(path: &Path) -> io::Result<Vec<u8>> {
 }
 
 /// [`read`], decoded as UTF-8 text without a leading byte-order mark.
-pub fn text(path: &Path) -> Result<String, InputError> {
-    let bytes = read(path)?;
+pub fn text(path: &Path, limits: &Limits) -> Result<String, InputError> {
+    let bytes = read(path, limits)?;
     decode(path, bytes)
 }
 
@@ -342,8 +325,8 @@ fn open_limited(path: &Path, limit: u64) -> Result<(fs::File, u64), InputError> 
 
 /// Reads standard input as text for `what` (e.g. `the template`), bounded like a file by the
 /// policy's per-file limit: more than that is refused, never buffered whole.
-pub fn stdin_text(what: &str) -> Result<String, InputError> {
-    let limit = policy().limits.max_file_bytes;
+pub fn stdin_text(what: &str, limits: &Limits) -> Result<String, InputError> {
+    let limit = limits.max_file_bytes;
     let path = PathBuf::from(format!("{what} on standard input"));
     let mut bytes = Vec::new();
     io::stdin()
@@ -369,8 +352,8 @@ pub struct Bounded {
 
 impl Bounded {
     /// Opens `path` as [`read`] would (regular files only, size within the limit).
-    pub fn open(path: &Path) -> Result<Bounded, InputError> {
-        let limit = policy().limits.max_file_bytes;
+    pub fn open(path: &Path, limits: &Limits) -> Result<Bounded, InputError> {
+        let limit = limits.max_file_bytes;
         let (file, _) = open_limited(path, limit)?;
         Ok(Bounded {
             path: path.to_path_buf(),
@@ -442,9 +425,9 @@ fn check_regular(path: &Path, meta: &fs::Metadata, limit: u64) -> Result<(), Inp
 
 /// Resolves `path` (from a plan whose directory is `base`) and checks it stays inside `base`,
 /// also through symlinks, unless the policy allows outside paths.
-pub fn inside(base: &Path, path: &Path) -> Result<PathBuf, InputError> {
+pub fn inside(base: &Path, path: &Path, policy: &Policy) -> Result<PathBuf, InputError> {
     let joined = base.join(path);
-    if policy().allow_outside_paths {
+    if policy.allow_outside_paths {
         return Ok(joined);
     }
     let outside = || InputError::Outside {
@@ -527,17 +510,19 @@ pub struct Listing {
     pub files: Vec<(PathBuf, u64)>,
     /// Entries that will not be read, and why.
     pub refused: Vec<Refusal>,
+    /// The limits it was listed under, which reading it keeps.
+    pub limits: Limits,
 }
 
 impl Listing {
     /// Reads the listed files accepted by `keep`, bounded by the policy's limits; a file that
     /// cannot be read becomes a refusal.
     pub fn read(self, keep: impl Fn(&Path) -> bool) -> Result<Tree, InputError> {
-        let limits = policy().limits;
         let Listing {
             dir,
             files,
             refused,
+            limits,
         } = self;
         let mut tree = Tree {
             files: BTreeMap::new(),
@@ -548,7 +533,7 @@ impl Listing {
             // A file over the per-file limit is refused by itself below, unread.
             total = total.saturating_add(if len > limits.max_file_bytes { 0 } else { len });
             check_total(&dir, total, &limits)?;
-            match read(&dir.join(&rel)) {
+            match read(&dir.join(&rel), &limits) {
                 Ok(bytes) => {
                     // A file that grew since it was listed still counts at its real size.
                     total = total.saturating_add((bytes.len() as u64).saturating_sub(len));
@@ -563,7 +548,7 @@ impl Listing {
 
     /// Fails when the files accepted by `keep` add up to more than the tree limit.
     pub fn check_size(&self, keep: impl Fn(&Path) -> bool) -> Result<(), InputError> {
-        let limits = policy().limits;
+        let limits = self.limits;
         let total = self
             .files
             .iter()
@@ -584,8 +569,8 @@ fn check_total(dir: &Path, total: u64, limits: &Limits) -> Result<(), InputError
 }
 
 /// Reads every regular file under `dir`; symlinks may lead anywhere inside `dir`.
-pub fn read_tree(dir: &Path) -> Result<Tree, InputError> {
-    read_tree_within(dir, Some(dir))
+pub fn read_tree(dir: &Path, limits: &Limits) -> Result<Tree, InputError> {
+    read_tree_within(dir, Some(dir), limits)
 }
 
 /// `path` as `/`-separated text (tar paths, ignore patterns, plan entries).
@@ -599,12 +584,16 @@ pub fn slash_path(path: &Path) -> String {
 /// Reads every regular file under `dir`; symlinks may lead anywhere inside `root` (anywhere at
 /// all with `None`). An unreadable `dir` or a tree over the limits is an error; other problems
 /// are [`Tree::refused`].
-pub fn read_tree_within(dir: &Path, root: Option<&Path>) -> Result<Tree, InputError> {
-    list_tree(dir, root)?.read(|_| true)
+pub fn read_tree_within(
+    dir: &Path,
+    root: Option<&Path>,
+    limits: &Limits,
+) -> Result<Tree, InputError> {
+    list_tree(dir, root, limits)?.read(|_| true)
 }
 
 /// Lists the regular files under `dir` without reading them (see [`read_tree_within`]).
-pub fn list_tree(dir: &Path, root: Option<&Path>) -> Result<Listing, InputError> {
+pub fn list_tree(dir: &Path, root: Option<&Path>, limits: &Limits) -> Result<Listing, InputError> {
     let meta = fs::metadata(dir).map_err(|e| InputError::io(dir, &e))?;
     if !meta.is_dir() {
         return Err(InputError::Io {
@@ -620,9 +609,10 @@ pub fn list_tree(dir: &Path, root: Option<&Path>) -> Result<Listing, InputError>
     let mut walk = Walk {
         root,
         seen_dirs: BTreeSet::from([(meta.dev(), meta.ino())]),
-        limit: policy().limits.max_tree_files,
+        limit: limits.max_tree_files,
         listing: Listing {
             dir: dir.to_path_buf(),
+            limits: *limits,
             ..Listing::default()
         },
     };
@@ -740,11 +730,11 @@ mod tests {
     fn lexical_escapes_are_outside() {
         let dir = tempfile::tempdir().unwrap();
         let base = dir.path();
-        assert!(inside(base, Path::new("a/../b")).is_ok());
+        assert!(inside(base, Path::new("a/../b"), &Policy::default()).is_ok());
         for path in ["../x", "a/../../x", "/etc/passwd"] {
             assert!(
                 matches!(
-                    inside(base, Path::new(path)),
+                    inside(base, Path::new(path), &Policy::default()),
                     Err(InputError::Outside { .. })
                 ),
                 "{path}"

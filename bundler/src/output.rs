@@ -292,8 +292,12 @@ impl FileTree {
     }
 
     /// Every difference between `dir` and this tree; empty when `dir` is up to date.
-    pub fn check_against(&self, dir: &Path) -> Result<Vec<Drift>, OutputError> {
-        let on_disk = read_tree(dir)?;
+    pub fn check_against(
+        &self,
+        dir: &Path,
+        limits: &crate::input::Limits,
+    ) -> Result<Vec<Drift>, OutputError> {
+        let on_disk = read_tree(dir, limits)?;
         let mut drifts = Vec::new();
         for (path, wanted) in &self.files {
             match on_disk.get(path) {
@@ -317,11 +321,14 @@ impl FileTree {
 /// Reads every regular file under `dir` (empty if `dir` does not exist), through the safe
 /// reader ([`crate::input::read_tree`]); entries it refuses count as files that should not be
 /// there (empty contents).
-pub fn read_tree(dir: &Path) -> Result<BTreeMap<PathBuf, Vec<u8>>, OutputError> {
+pub fn read_tree(
+    dir: &Path,
+    limits: &crate::input::Limits,
+) -> Result<BTreeMap<PathBuf, Vec<u8>>, OutputError> {
     if fs::symlink_metadata(dir).is_err() {
         return Ok(BTreeMap::new());
     }
-    let tree = crate::input::read_tree(dir).map_err(|err| OutputError::Read {
+    let tree = crate::input::read_tree(dir, limits).map_err(|err| OutputError::Read {
         path: dir.to_path_buf(),
         source: std::io::Error::other(err.to_string()),
     })?;
@@ -383,7 +390,7 @@ mod tests {
             .write_to(root.path())
             .unwrap();
         let drifts = tree(&[("same", "x\n"), ("changed", "new\n"), ("missing", "m\n")])
-            .check_against(root.path())
+            .check_against(root.path(), &crate::input::Limits::default())
             .unwrap();
         assert_eq!(drifts.len(), 3);
         assert!(

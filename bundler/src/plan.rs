@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use olmpack_model::plan::{LoadedPlan, PlanError, parse};
 
-use crate::input::{self, InputError};
+use crate::input::{self, InputError, Policy};
 
 /// Failure to load a release plan: its file could not be read, or its text is refused.
 #[derive(Debug, thiserror::Error)]
@@ -38,35 +38,34 @@ impl PlanLoadError {
     }
 }
 
-/// Reads and checks a plan file.
-pub fn load(path: &Path) -> Result<LoadedPlan, PlanLoadError> {
-    let text = input::text(path).map_err(|source| PlanLoadError::Read {
+/// Reads and checks a plan file, under the reading `policy`'s limits.
+pub fn load(path: &Path, policy: &Policy) -> Result<LoadedPlan, PlanLoadError> {
+    let text = input::text(path, &policy.limits).map_err(|source| PlanLoadError::Read {
         path: path.to_path_buf(),
         source,
     })?;
     Ok(parse(path, &text)?)
 }
 
-/// Where the files a plan names may be read from, under the process's input policy
-/// ([`input::policy`]). These look at the file system, so they live here and not on the pure
+/// Where the files a plan names may be read from, under a reading [`Policy`]. These look at the file system, so they live here and not on the pure
 /// [`LoadedPlan`].
 pub trait PlanInputs {
     /// Resolves a path the plan reads from (manifests, samples, icon): it must stay inside the
     /// plan's directory, also through symlinks, unless the reading policy allows outside
     /// paths (see [`input::inside`]).
-    fn resolve_input(&self, path: &Path) -> Result<PathBuf, InputError>;
+    fn resolve_input(&self, path: &Path, policy: &Policy) -> Result<PathBuf, InputError>;
 
     /// The directory trees read for the plan may reach through symlinks: the plan's
     /// directory, or anywhere (`None`) when the policy allows outside paths.
-    fn input_root(&self) -> Option<&Path>;
+    fn input_root(&self, policy: &Policy) -> Option<&Path>;
 }
 
 impl PlanInputs for LoadedPlan {
-    fn resolve_input(&self, path: &Path) -> Result<PathBuf, InputError> {
-        input::inside(self.base_dir(), path)
+    fn resolve_input(&self, path: &Path, policy: &Policy) -> Result<PathBuf, InputError> {
+        input::inside(self.base_dir(), path, policy)
     }
 
-    fn input_root(&self) -> Option<&Path> {
-        (!input::policy().allow_outside_paths).then(|| self.base_dir())
+    fn input_root(&self, policy: &Policy) -> Option<&Path> {
+        (!policy.allow_outside_paths).then(|| self.base_dir())
     }
 }

@@ -21,7 +21,7 @@ fn olmpack() -> Command {
 /// Copies the example plan and its inputs into a fresh directory, so tests can change them.
 fn example_copy() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    for (path, contents) in read_tree(&example_dir()).unwrap() {
+    for (path, contents) in read_tree(&example_dir(), &Default::default()).unwrap() {
         let target = dir.path().join(path);
         std::fs::create_dir_all(target.parent().unwrap()).unwrap();
         std::fs::write(target, contents).unwrap();
@@ -31,7 +31,8 @@ fn example_copy() -> tempfile::TempDir {
 
 #[test]
 fn generated_bundles_match_their_snapshots() {
-    let plan = olmpack::plan::load(&example_dir().join("olmpack.yaml")).unwrap();
+    let plan =
+        olmpack::plan::load(&example_dir().join("olmpack.yaml"), &Default::default()).unwrap();
     let generated = generate(&plan, &GenerateOptions::default()).unwrap();
     assert_eq!(generated.reports.len(), 3);
     for (path, contents) in generated.tree.iter() {
@@ -75,7 +76,7 @@ fn generation_is_byte_identical_across_runs_and_days() {
             .status()
             .unwrap();
         assert!(status.success());
-        outputs.push(read_tree(&out).unwrap());
+        outputs.push(read_tree(&out, &Default::default()).unwrap());
     }
     assert!(!outputs[0].is_empty());
     assert_eq!(outputs[0], outputs[1], "output differs between days");

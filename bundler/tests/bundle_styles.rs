@@ -69,7 +69,9 @@ fn the_sdk_scaffold_is_not_ready_for_operatorhub() {
 #[test]
 fn an_older_cluster_target_turns_removed_api_errors_into_warnings() {
     let dir = tempfile::tempdir().unwrap();
-    for (path, contents) in olmpack::output::read_tree(&fixture("hand-written-json")).unwrap() {
+    for (path, contents) in
+        olmpack::output::read_tree(&fixture("hand-written-json"), &Default::default()).unwrap()
+    {
         let target = dir.path().join(path);
         std::fs::create_dir_all(target.parent().unwrap()).unwrap();
         std::fs::write(target, contents).unwrap();

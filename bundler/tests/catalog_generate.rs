@@ -65,7 +65,11 @@ fn generated_catalog_is_deterministic_and_valid_for_both_validators() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("catalog");
     a.write_to(&out).unwrap();
-    assert!(a.check_against(&out).unwrap().is_empty());
+    assert!(
+        a.check_against(&out, &Default::default())
+            .unwrap()
+            .is_empty()
+    );
     let (report, model) = validate_dir(
         &out,
         ValidateOptions {

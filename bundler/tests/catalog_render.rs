@@ -89,6 +89,7 @@ fn migrate_level_with_an_image_reference_matches_opm() {
             &RenderOptions {
                 image: String::new(),
                 migrate: MigrateLevel::BundleObjectToCsvMetadata,
+                ..Default::default()
             },
         )
         .unwrap();
@@ -108,6 +109,7 @@ fn migrate_level_with_an_image_reference_matches_opm() {
                 &RenderOptions {
                     image: image.clone(),
                     migrate: MigrateLevel::BundleObjectToCsvMetadata,
+                    ..Default::default()
                 },
             )
             .unwrap(),

@@ -465,6 +465,7 @@ fn lean_loading_validates_exactly_like_full_loading() {
             let options = ValidateOptions {
                 strict,
                 upgrade_paths: true,
+                ..Default::default()
             };
             let (lean, _) = validate_dir(&path, options).unwrap();
             let full = load_dir(&path).unwrap();

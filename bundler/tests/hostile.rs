@@ -185,6 +185,45 @@ fn hostile_huge_files_are_refused_from_their_size() {
         .says("big.json");
 }
 
+/// The limits are one value handed from the command line to every reader: a 2 MiB file under
+/// `--max-file-size 1` is refused by each command that reads a bundle or a catalog (under the
+/// default limit of 256 MiB it would be read).
+#[test]
+fn hostile_lowered_limits_reach_every_reader() {
+    let dir = temp();
+    let d = dir.path();
+    bundle_fixture(&d.join("bundles/b"));
+    let pad = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: pad}}\ndata: {{pad: \"{}\"}}\n",
+        "x".repeat(2 << 20)
+    );
+    write(&d.join("bundles/b/manifests/pad.configmap.yaml"), &pad);
+    let mut big = String::from(CATALOG);
+    big.push_str(&format!(
+        "---\nschema: custom.pad\npad: \"{}\"\n",
+        "x".repeat(2 << 20)
+    ));
+    write(&d.join("c/catalog.yaml"), &big);
+    let limit = "more than the limit of 1048576 bytes";
+    for args in [
+        &["bundle", "validate", "bundles/b"][..],
+        &["catalog", "render", "bundles/b"],
+        &["catalog", "render", "c"],
+        &["catalog", "graph", "c"],
+        &["catalog", "upgrade-paths", "c"],
+        &["image", "build", "bundle", "bundles/b", "--layout", "out"],
+        &["upgrade", "check", "--catalog", "c", "--bundles", "bundles"],
+    ] {
+        let mut args = args.to_vec();
+        args.extend(["--max-file-size", "1"]);
+        run(d, &args)
+            .expect(1, &format!("{args:?}"))
+            .says(limit)
+            .in_our_words();
+    }
+    assert!(!d.join("out").exists(), "image build wrote a layout");
+}
+
 #[test]
 fn hostile_limits_are_flags() {
     let dir = temp();

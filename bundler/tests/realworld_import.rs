@@ -208,6 +208,7 @@ fn build(
         &dir.join("manifests"),
         None,
         manifests::ImportChoices::of(&plan.plan),
+        &Default::default(),
     )?;
     let metadata = operator_sdk::fill(&plan.plan.csv, &mut inputs);
     let spec = ReleaseSpec {

@@ -32,7 +32,7 @@ fn bundle_and_catalog_are_current() {
 
 #[test]
 fn the_releases_walk_the_crd_versions() {
-    let plan = olmpack::plan::load(&root().join("olmpack.yaml")).unwrap();
+    let plan = olmpack::plan::load(&root().join("olmpack.yaml"), &Default::default()).unwrap();
     let served = |version: &str| -> Vec<(String, bool)> {
         let crd: Value = olmpack_model::yaml::from_str(
             &std::fs::read_to_string(root().join(format!(

@@ -25,8 +25,10 @@ fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("workspace");
-    let plan = olmpack::plan::load(&root.join("olmpack.yaml")).expect("olmpack.yaml loads");
-    let inputs = olmpack::upgrade::live::from_plan(&plan).expect("the plan's bundles generate");
+    let plan = olmpack::plan::load(&root.join("olmpack.yaml"), &Default::default())
+        .expect("olmpack.yaml loads");
+    let inputs = olmpack::upgrade::live::from_plan(&plan, &Default::default())
+        .expect("the plan's bundles generate");
     let webhook = format!("'{}' webhook", env!("CARGO_BIN_EXE_webapp-operator"));
     let options = EdgeOptions {
         copies,

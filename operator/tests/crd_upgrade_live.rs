@@ -35,8 +35,10 @@ fn root() -> PathBuf {
 fn inputs() -> &'static Inputs {
     static INPUTS: OnceLock<Inputs> = OnceLock::new();
     INPUTS.get_or_init(|| {
-        let plan = olmpack::plan::load(&root().join("olmpack.yaml")).expect("olmpack.yaml loads");
-        olmpack::upgrade::live::from_plan(&plan).expect("the plan's bundles generate")
+        let plan = olmpack::plan::load(&root().join("olmpack.yaml"), &Default::default())
+            .expect("olmpack.yaml loads");
+        olmpack::upgrade::live::from_plan(&plan, &Default::default())
+            .expect("the plan's bundles generate")
     })
 }
 

@@ -18,6 +18,7 @@ use super::load::LoadedBundle;
 use super::manifests;
 use super::pin;
 use super::validate;
+use crate::input::Policy;
 use crate::output::FileTree;
 use crate::plan::PlanInputs as _;
 use olmpack_model::plan::{LoadedPlan, Release};
@@ -51,6 +52,8 @@ pub struct GenerateOptions {
     pub only_version: Option<String>,
     /// When set, every image reference is pinned to the digest this resolves it to.
     pub resolver: Option<ImageResolver>,
+    /// How the plan's files are read: limits, and whether they may lie outside its directory.
+    pub input: Policy,
 }
 
 /// Resolves an image reference to its digest (`sha256:…`), leaves it as written (`None`), or
@@ -122,8 +125,14 @@ impl<'p> Run<'p> {
     /// Reads the plan-wide inputs (samples, icon).
     fn new(plan: &'p LoadedPlan, options: &'p GenerateOptions) -> Self {
         let mut problems = Vec::new();
-        let plan_samples = read_samples(plan, &plan.plan.samples, "samples", &mut problems);
-        let icon = read_icon(plan, &mut problems);
+        let plan_samples = read_samples(
+            plan,
+            &options.input,
+            &plan.plan.samples,
+            "samples",
+            &mut problems,
+        );
+        let icon = read_icon(plan, &options.input, &mut problems);
         Run {
             plan,
             options,
@@ -177,6 +186,7 @@ impl<'p> Run<'p> {
         let created_at = self.created_at(i, release);
         let release_samples = read_samples(
             plan,
+            &self.options.input,
             &release.samples,
             &format!("releases[{i}].samples"),
             &mut self.problems,
@@ -242,7 +252,7 @@ impl<'p> Run<'p> {
     /// The release's manifests directory, read; `None` when it cannot be.
     fn read_manifests(&mut self, i: usize, release: &Release) -> Option<Inputs> {
         let plan = self.plan;
-        let dir = match plan.resolve_input(&release.manifests) {
+        let dir = match plan.resolve_input(&release.manifests, &self.options.input) {
             Ok(dir) => dir,
             Err(err) => {
                 self.problems.push(plan_path_finding(
@@ -256,8 +266,9 @@ impl<'p> Run<'p> {
         };
         match manifests::read_dir(
             &dir,
-            plan.input_root(),
+            plan.input_root(&self.options.input),
             manifests::ImportChoices::of(&plan.plan),
+            &self.options.input.limits,
         ) {
             Ok(inputs) => Some(inputs),
             Err(found) => {
@@ -431,6 +442,7 @@ fn plan_path_finding(
 
 fn read_samples(
     plan: &LoadedPlan,
+    policy: &Policy,
     paths: &[PathBuf],
     field: &str,
     problems: &mut Vec<Finding>,
@@ -438,8 +450,8 @@ fn read_samples(
     let mut samples = Vec::new();
     for (i, path) in paths.iter().enumerate() {
         let read = plan
-            .resolve_input(path)
-            .and_then(|file| crate::input::text(&file).map(|text| (file, text)));
+            .resolve_input(path, policy)
+            .and_then(|file| crate::input::text(&file, &policy.limits).map(|text| (file, text)));
         let (file, text) = match read {
             Ok(read) => read,
             Err(err) => {
@@ -469,11 +481,15 @@ fn read_samples(
     samples
 }
 
-fn read_icon(plan: &LoadedPlan, problems: &mut Vec<Finding>) -> Option<(String, String)> {
+fn read_icon(
+    plan: &LoadedPlan,
+    policy: &Policy,
+    problems: &mut Vec<Finding>,
+) -> Option<(String, String)> {
     let icon = plan.plan.csv.icon.as_ref()?;
     let read = plan
-        .resolve_input(&icon.path)
-        .and_then(|file| crate::input::read(&file));
+        .resolve_input(&icon.path, policy)
+        .and_then(|file| crate::input::read(&file, &policy.limits));
     match read {
         Ok(bytes) => Some((
             base64::engine::general_purpose::STANDARD.encode(bytes),

@@ -11,6 +11,7 @@
 //! - Files are visited in sorted path order: loading is deterministic.
 #![warn(missing_docs)]
 
+use crate::input::Limits;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -248,17 +249,23 @@ impl LoadedBundle {
     }
 }
 
-/// Reads the bundle at `dir` (see the module contract).
+/// Reads the bundle at `dir` (see the module contract) under the default [`Limits`].
 pub fn load_dir(dir: &Path) -> Result<LoadedBundle, BundleLoadError> {
+    load_dir_with(dir, &Limits::default())
+}
+
+/// [`load_dir`] under `limits` (the command line's `--max-*` flags).
+pub fn load_dir_with(dir: &Path, limits: &Limits) -> Result<LoadedBundle, BundleLoadError> {
     if !dir.is_dir() {
         return Err(BundleLoadError::NotADirectory {
             path: dir.to_path_buf(),
         });
     }
-    let mut tree = crate::input::read_tree(dir).map_err(|source| BundleLoadError::Read {
-        path: dir.to_path_buf(),
-        source,
-    })?;
+    let mut tree =
+        crate::input::read_tree(dir, limits).map_err(|source| BundleLoadError::Read {
+            path: dir.to_path_buf(),
+            source,
+        })?;
     refuse_unreadable(dir, &mut tree)?;
     let mut bundle = load_files(
         dir,

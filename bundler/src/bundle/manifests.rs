@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 
 use super::inputs::{Inputs, Sourced};
 use crate::bundle::certmanager;
+use crate::input::Limits;
 use crate::json::str_at;
 use olmpack_model::plan::{ErrorOrDrop, Plan};
 use olmpack_model::report::Finding;
@@ -75,11 +76,12 @@ pub fn read_dir(
     dir: &Path,
     root: Option<&Path>,
     choices: ImportChoices,
+    limits: &Limits,
 ) -> Result<Inputs, Vec<Finding>> {
     if dir.is_file() {
-        return read_file(dir, choices);
+        return read_file(dir, choices, limits);
     }
-    let tree = match crate::input::read_tree_within(dir, root) {
+    let tree = match crate::input::read_tree_within(dir, root, limits) {
         Ok(tree) if tree.files.is_empty() && tree.refused.is_empty() => {
             return Err(vec![
                 Finding::error("input/no-manifests", "the manifests directory is empty")
@@ -109,7 +111,7 @@ pub fn read_dir(
     });
     let (objects, lenient) = parse_files(files.map(|(r, c)| (dir.join(r), c)), &mut problems);
     let mut inputs = classify(objects, choices, &mut problems);
-    crate::bundle::operator_sdk::read_bundle_metadata(dir, root, &mut inputs);
+    crate::bundle::operator_sdk::read_bundle_metadata(dir, root, &mut inputs, limits);
     inputs.notes.splice(0..0, lenient);
     if problems.is_empty() {
         Ok(inputs)
@@ -120,8 +122,8 @@ pub fn read_dir(
 
 /// [`read_dir`] for a release whose `manifests` is one file (kubebuilder's
 /// `dist/install.yaml`): whatever its extension, it is read as YAML.
-fn read_file(file: &Path, choices: ImportChoices) -> Result<Inputs, Vec<Finding>> {
-    let contents = crate::input::read(file).map_err(|err| {
+fn read_file(file: &Path, choices: ImportChoices, limits: &Limits) -> Result<Inputs, Vec<Finding>> {
+    let contents = crate::input::read(file, limits).map_err(|err| {
         vec![Finding::error("input/unreadable", err.to_string()).file(file.display().to_string())]
     })?;
     let mut problems = Vec::new();

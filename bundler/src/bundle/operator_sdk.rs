@@ -21,6 +21,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::inputs::{Imported, Inputs, Sourced};
+use crate::input::{Limits, Policy};
 use crate::json::str_at;
 use olmpack_model::plan::{
     CrdDisplay, CrdResource, CsvMetadata, Descriptor, InstallModeType, Link, Maintainer, Provider,
@@ -1025,7 +1026,7 @@ const PACKAGE_LABEL: &str = "operators.operatorframework.io.bundle.package.v1";
 
 /// Reads the package of the bundle whose `manifests/` is `dir` from `../metadata/
 /// annotations.yaml` (when the CSV was imported and the file is there, inside `root`).
-pub fn read_bundle_metadata(dir: &Path, root: Option<&Path>, inputs: &mut Inputs) {
+pub fn read_bundle_metadata(dir: &Path, root: Option<&Path>, inputs: &mut Inputs, limits: &Limits) {
     let Some(imported) = inputs.imported.as_mut() else {
         return;
     };
@@ -1035,11 +1036,19 @@ pub fn read_bundle_metadata(dir: &Path, root: Option<&Path>, inputs: &mut Inputs
     }
     if let Some(root) = root
         && let Ok(relative) = file.strip_prefix(root)
-        && crate::input::inside(root, relative).is_err()
+        && crate::input::inside(
+            root,
+            relative,
+            &Policy {
+                limits: *limits,
+                allow_outside_paths: false,
+            },
+        )
+        .is_err()
     {
         return;
     }
-    let Ok(text) = crate::input::text(&file) else {
+    let Ok(text) = crate::input::text(&file, limits) else {
         return;
     };
     let Ok(value) = olmpack_model::yaml::from_str(&text) else {

@@ -89,6 +89,8 @@ pub struct LoadOptions {
     /// replaced by small ones of the same type (see [`super::property::slim`]). The catalog
     /// validates exactly as the full one but must not be rendered or written back.
     pub lean: bool,
+    /// How much is read at most (the command line's `--max-*` flags).
+    pub limits: crate::input::Limits,
 }
 
 /// Loads a catalog directory (see the module contract).
@@ -103,7 +105,7 @@ pub fn load_dir_with(root: &Path, options: LoadOptions) -> Result<LoadedCatalog,
             path: root.to_path_buf(),
         });
     }
-    let (files, refused) = list_files(root)?;
+    let (files, refused) = list_files(root, &options.limits)?;
     let parsed = load_files(root, &files, options);
     let mut out = LoadedCatalog {
         files: files.clone(),
@@ -168,7 +170,7 @@ fn load_file(root: &Path, rel: &Path, options: LoadOptions) -> FileLoad {
     let whole = match stream_json(&path, rel, options) {
         Ok(Read::Streamed(load)) => return load,
         Ok(Read::Whole(bytes)) => bytes,
-        Ok(Read::Again) => match crate::input::read(&path) {
+        Ok(Read::Again) => match crate::input::read(&path, &options.limits) {
             Ok(bytes) => bytes,
             Err(err) => return refused(&err),
         },
@@ -199,7 +201,7 @@ fn stream_json(
     rel: &Path,
     options: LoadOptions,
 ) -> Result<Read, crate::input::InputError> {
-    let mut reader = crate::input::Bounded::open(path)?;
+    let mut reader = crate::input::Bounded::open(path, &options.limits)?;
     let mut buf = Vec::new();
     reader.fill(&mut buf, CHUNK)?;
     let mut start = buf.len() - crate::input::strip_bom(&buf).len();
@@ -242,6 +244,7 @@ fn stream_json(
 /// not the catalog.
 pub fn for_each_file(
     root: &Path,
+    limits: &crate::input::Limits,
     mut each: impl FnMut(DeclarativeConfig) -> bool,
 ) -> Result<(Vec<LoadProblem>, Vec<LoadProblem>), LoadError> {
     if !root.is_dir() {
@@ -249,14 +252,18 @@ pub fn for_each_file(
             path: root.to_path_buf(),
         });
     }
-    let (files, refused) = list_files(root)?;
+    let (files, refused) = list_files(root, limits)?;
     let mut problems: Vec<LoadProblem> = refused
         .iter()
         .map(|r| refused_problem(&r.file, &r.error))
         .collect();
     let mut lenient = Vec::new();
     for rel in &files {
-        let (config, found, noted) = load_file(root, rel, LoadOptions::default());
+        let options = LoadOptions {
+            limits: *limits,
+            ..LoadOptions::default()
+        };
+        let (config, found, noted) = load_file(root, rel, options);
         problems.extend(found);
         lenient.extend(noted);
         if !each(config) {
@@ -461,12 +468,15 @@ fn refused_problem(rel: &Path, err: &crate::input::InputError) -> LoadProblem {
 /// Every file under `root` that `.indexignore` files do not hide, sorted, relative; and the
 /// entries the safe reader refuses (FIFOs, symlinks leading outside, symlink cycles), unless
 /// hidden too. Fails when the files to read exceed the input limits.
-fn list_files(root: &Path) -> Result<(Vec<PathBuf>, Vec<crate::input::Refusal>), LoadError> {
+fn list_files(
+    root: &Path,
+    limits: &crate::input::Limits,
+) -> Result<(Vec<PathBuf>, Vec<crate::input::Refusal>), LoadError> {
     let read_err = |source| LoadError::Read {
         path: root.to_path_buf(),
         source,
     };
-    let listing = crate::input::list_tree(root, Some(root)).map_err(read_err)?;
+    let listing = crate::input::list_tree(root, Some(root), limits).map_err(read_err)?;
     let mut matcher = IgnoreMatcher::new();
     // Shallower `.indexignore` files first, as opm applies them.
     let mut ignores: Vec<&PathBuf> = listing
@@ -477,7 +487,7 @@ fn list_files(root: &Path) -> Result<(Vec<PathBuf>, Vec<crate::input::Refusal>),
         .collect();
     ignores.sort_by_key(|rel| (rel.components().count(), rel.to_path_buf()));
     for rel in ignores {
-        let text = crate::input::text(&root.join(rel)).map_err(read_err)?;
+        let text = crate::input::text(&root.join(rel), limits).map_err(read_err)?;
         let dir = rel.parent().unwrap_or(Path::new(""));
         matcher.add_file(&slash_path(dir), &text);
     }
@@ -541,7 +551,7 @@ mod tests {
         let whole = load_dir(d).unwrap();
         let mut merged = DeclarativeConfig::default();
         let mut calls = 0;
-        let (problems, lenient) = for_each_file(d, |cfg| {
+        let (problems, lenient) = for_each_file(d, &Default::default(), |cfg| {
             calls += 1;
             merged.merge(cfg);
             true

@@ -236,6 +236,8 @@ pub struct RenderOptions {
     pub image: String,
     /// How far to migrate the rendered blob.
     pub migrate: MigrateLevel,
+    /// How much is read at most (the command line's `--max-*` flags).
+    pub limits: crate::input::Limits,
 }
 
 /// Renders the bundle directory at `dir`.
@@ -251,10 +253,11 @@ pub fn render_dir_reporting(dir: &Path, options: &RenderOptions) -> Result<Rende
         }
         .into());
     }
-    let mut tree = crate::input::read_tree(dir).map_err(|source| BundleLoadError::Read {
-        path: dir.to_path_buf(),
-        source,
-    })?;
+    let mut tree =
+        crate::input::read_tree(dir, &options.limits).map_err(|source| BundleLoadError::Read {
+            path: dir.to_path_buf(),
+            source,
+        })?;
     // A file opm would read that cannot be read at all (a FIFO, a symlink loop, too large) is
     // the error, not what is missing because of it; `bundle validate` and `image build` refuse
     // it alike.

@@ -35,12 +35,18 @@ pub struct ValidateOptions {
     pub strict: bool,
     /// Add `catalog/upgrade-path-differs` infos.
     pub upgrade_paths: bool,
+    /// How much is read at most (the command line's `--max-*` flags).
+    pub limits: crate::input::Limits,
 }
 
 /// Loads and validates a catalog directory. The returned model is lean (large property values
 /// replaced, see [`LoadOptions::lean`]): enough for graphs and upgrade paths.
 pub fn validate_dir(dir: &Path, options: ValidateOptions) -> Result<(Report, Model), LoadError> {
-    let loaded = load_dir_with(dir, LoadOptions { lean: true })?;
+    let load = LoadOptions {
+        lean: true,
+        limits: options.limits,
+    };
+    let loaded = load_dir_with(dir, load)?;
     Ok(validate_loaded(&dir.display().to_string(), loaded, options))
 }
 

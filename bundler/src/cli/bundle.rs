@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use olmpack::bundle::generate::{self, GenerateError};
 use olmpack::bundle::{load, validate};
+use olmpack::input::{Limits, Policy};
 use olmpack_model::plan;
 use olmpack_model::report::{OutputFormat, Report};
 
@@ -79,14 +80,14 @@ fn parse_kube_version(s: &str) -> Result<(u64, u64), String> {
     }
 }
 
-pub fn run(cmd: BundleCommand) -> CmdResult {
+pub fn run(cmd: BundleCommand, policy: &Policy) -> CmdResult {
     match cmd {
         BundleCommand::Generate {
             plan,
             out,
             check,
             pin_digests,
-        } => generate(&plan, out, check, pin_digests),
+        } => generate(&plan, out, check, pin_digests, policy),
         BundleCommand::Validate {
             dir,
             output,
@@ -96,6 +97,7 @@ pub fn run(cmd: BundleCommand) -> CmdResult {
         } => validate_cmd(
             &dir,
             output,
+            &policy.limits,
             validate::Options {
                 kube_version,
                 operatorhub,
@@ -105,10 +107,16 @@ pub fn run(cmd: BundleCommand) -> CmdResult {
     }
 }
 
-fn generate(plan_path: &Path, out: Option<PathBuf>, check: bool, pin_digests: bool) -> CmdResult {
-    let loaded = olmpack::plan::load(plan_path)?;
+fn generate(
+    plan_path: &Path,
+    out: Option<PathBuf>,
+    check: bool,
+    pin_digests: bool,
+    policy: &Policy,
+) -> CmdResult {
+    let loaded = olmpack::plan::load(plan_path, policy)?;
     let out = out.unwrap_or_else(|| loaded.resolve(Path::new("bundle")));
-    let options = super::generate_options(pin_digests)?;
+    let options = super::generate_options(pin_digests, policy)?;
     let generated = match generate::generate(&loaded, &options) {
         Ok(generated) => generated,
         Err(GenerateError::Invalid(findings)) => {
@@ -118,7 +126,7 @@ fn generate(plan_path: &Path, out: Option<PathBuf>, check: bool, pin_digests: bo
     };
     super::report_warnings(&generated.reports);
     if check {
-        let drifts = generated.tree.check_against(&out)?;
+        let drifts = generated.tree.check_against(&out, &policy.limits)?;
         if drifts.is_empty() {
             println!(
                 "{} is up to date ({} files)",
@@ -148,7 +156,12 @@ fn generate(plan_path: &Path, out: Option<PathBuf>, check: bool, pin_digests: bo
 }
 
 /// Validates `dir` as one bundle, or each subdirectory that looks like a bundle.
-fn validate_cmd(dir: &Path, output: OutputFormat, options: validate::Options) -> CmdResult {
+fn validate_cmd(
+    dir: &Path,
+    output: OutputFormat,
+    limits: &Limits,
+    options: validate::Options,
+) -> CmdResult {
     let bundles: Vec<PathBuf> =
         if dir.join("manifests").is_dir() || dir.join("metadata").is_dir() || !dir.is_dir() {
             vec![dir.to_path_buf()]
@@ -167,7 +180,7 @@ fn validate_cmd(dir: &Path, output: OutputFormat, options: validate::Options) ->
         };
     let mut combined = Report::new(dir.display().to_string());
     for bundle_dir in &bundles {
-        let loaded = load::load_dir(bundle_dir)?;
+        let loaded = load::load_dir_with(bundle_dir, limits)?;
         let report = validate::validate(&loaded, &options);
         let prefix = bundle_dir
             .strip_prefix(dir)

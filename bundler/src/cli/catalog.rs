@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use olmpack::catalog::declcfg::DeclarativeConfig;
 use olmpack::catalog::graph::{self, GraphFormat};
-use olmpack::catalog::load::{LoadProblem, for_each_file, load_dir, load_stream};
+use olmpack::catalog::load::{LoadOptions, LoadProblem, for_each_file, load_dir_with, load_stream};
 use olmpack::catalog::model::Model;
 use olmpack::catalog::render::{MigrateLevel, RenderError, RenderOptions, render_dir_reporting};
 use olmpack::catalog::serialize::{self, Format};
@@ -13,6 +13,7 @@ use olmpack::catalog::stream::{Blob, Emitter, StreamError, render_refs};
 use olmpack::catalog::template::{self, DirResolver};
 use olmpack::catalog::upgrade;
 use olmpack::catalog::validate::{ValidateOptions, validate_dir};
+use olmpack::input::{Limits, Policy};
 use olmpack_model::report::OutputFormat;
 
 use super::CmdResult;
@@ -93,35 +94,36 @@ pub enum CatalogCommand {
     },
 }
 
-pub fn run(cmd: CatalogCommand) -> CmdResult {
+pub fn run(cmd: CatalogCommand, policy: &Policy) -> CmdResult {
+    let limits = policy.limits;
     match cmd {
         CatalogCommand::Generate { plan, out, check } => {
-            super::jobs::generate::catalog_only(&plan, out, check)
+            super::jobs::generate::catalog_only(&plan, out, check, policy)
         }
         CatalogCommand::Validate {
             dir,
             output,
             strict,
             upgrade_paths,
-        } => validate(&dir, output, strict, upgrade_paths),
+        } => validate(&dir, output, strict, upgrade_paths, limits),
         CatalogCommand::Render {
             refs,
             output,
             migrate_level,
             image,
-        } => render(&refs, output, migrate_level, image.as_deref()),
+        } => render(&refs, output, migrate_level, image.as_deref(), limits),
         CatalogCommand::Template {
             file,
             bundles,
             output,
             migrate_level,
-        } => expand_template(&file, &bundles, output, migrate_level),
+        } => expand_template(&file, &bundles, output, migrate_level, limits),
         CatalogCommand::Graph {
             dir,
             format,
             package,
-        } => draw_graph(&dir, format, package.as_deref()),
-        CatalogCommand::UpgradePaths { dir, json } => upgrade_paths(&dir, json),
+        } => draw_graph(&dir, format, package.as_deref(), limits),
+        CatalogCommand::UpgradePaths { dir, json } => upgrade_paths(&dir, json, limits),
     }
 }
 
@@ -131,12 +133,14 @@ fn validate(
     output: OutputFormat,
     strict: bool,
     upgrade_paths: bool,
+    limits: Limits,
 ) -> CmdResult {
     let (report, _) = validate_dir(
         dir,
         ValidateOptions {
             strict,
             upgrade_paths,
+            limits,
         },
     )?;
     print!("{}", report.format(output));
@@ -149,6 +153,7 @@ fn render(
     output: Format,
     migrate_level: MigrateLevel,
     image: Option<&str>,
+    limits: Limits,
 ) -> CmdResult {
     if image.is_some() && refs.len() > 1 {
         return Err("--image needs exactly one bundle directory".into());
@@ -164,7 +169,7 @@ fn render(
         &names,
         jobs,
         output,
-        |i, emit| render_ref(&refs[i], migrate_level, image, emit),
+        |i, emit| render_ref(&refs[i], migrate_level, image, limits, emit),
         &mut out,
     )
     .map_err(stream_error)?;
@@ -180,14 +185,16 @@ fn expand_template(
     bundles: &[String],
     output: Format,
     migrate_level: MigrateLevel,
+    limits: Limits,
 ) -> CmdResult {
     let text = if file.as_os_str() == "-" {
-        olmpack::input::stdin_text("the template")?
+        olmpack::input::stdin_text("the template", &limits)?
     } else {
-        olmpack::input::text(file)?
+        olmpack::input::text(file, &limits)?
     };
     let mut resolver = DirResolver {
         migrate: migrate_level,
+        limits,
         ..DirResolver::default()
     };
     for pair in bundles {
@@ -216,8 +223,13 @@ fn expand_template(
 }
 
 /// `catalog graph`: the upgrade graph of one package or all.
-fn draw_graph(dir: &std::path::Path, format: GraphFormat, package: Option<&str>) -> CmdResult {
-    let model = load_model(dir)?;
+fn draw_graph(
+    dir: &std::path::Path,
+    format: GraphFormat,
+    package: Option<&str>,
+    limits: Limits,
+) -> CmdResult {
+    let model = load_model(dir, limits)?;
     if let Some(p) = package
         && !model.packages.contains_key(p)
     {
@@ -228,8 +240,8 @@ fn draw_graph(dir: &std::path::Path, format: GraphFormat, package: Option<&str>)
 }
 
 /// `catalog upgrade-paths`: every bundle's upgrade path under OLM v0 and OLM v1.
-fn upgrade_paths(dir: &std::path::Path, json: bool) -> CmdResult {
-    let model = load_model(dir)?;
+fn upgrade_paths(dir: &std::path::Path, json: bool, limits: Limits) -> CmdResult {
+    let model = load_model(dir, limits)?;
     let paths: Vec<_> = model
         .packages
         .values()
@@ -273,11 +285,12 @@ fn render_ref(
     reference: &std::path::Path,
     migrate: MigrateLevel,
     image: Option<&str>,
+    limits: Limits,
     emit: &mut Emitter<'_, '_, RefError>,
 ) -> Result<(), RefError> {
     let Ok(meta) = std::fs::metadata(reference) else {
         let bundle =
-            render_image(&reference.to_string_lossy(), migrate).map_err(RefError::Other)?;
+            render_image(&reference.to_string_lossy(), migrate, limits).map_err(RefError::Other)?;
         emit.blob(&Blob::Bundle(bundle));
         return Ok(());
     };
@@ -293,6 +306,7 @@ fn render_ref(
         let options = RenderOptions {
             image: image.unwrap_or_default().to_owned(),
             migrate,
+            limits,
         };
         let rendered = render_dir_reporting(reference, &options)?;
         for s in &rendered.skipped {
@@ -304,7 +318,7 @@ fn render_ref(
         emit.blob(&Blob::Bundle(rendered.bundle));
         return Ok(());
     }
-    let (problems, lenient) = for_each_file(reference, |mut cfg| {
+    let (problems, lenient) = for_each_file(reference, &limits, |mut cfg| {
         olmpack::catalog::render::normalize_catalog(&mut cfg, migrate);
         let blobs = (cfg.packages.into_iter().map(Blob::Package))
             .chain(cfg.channels.into_iter().map(Blob::Channel))
@@ -376,12 +390,19 @@ fn is_invalid_bundle(err: &(dyn std::error::Error + 'static)) -> bool {
 /// Loads a catalog directory (or a single catalog file) into the semantic model. A catalog
 /// that does not load whole is refused (exit 1); model problems do not stop drawing —
 /// `validate` reports them.
-fn load_model(path: &std::path::Path) -> Result<Model, Box<dyn std::error::Error + Send + Sync>> {
+fn load_model(
+    path: &std::path::Path,
+    limits: Limits,
+) -> Result<Model, Box<dyn std::error::Error + Send + Sync>> {
     let loaded = if std::fs::metadata(path).is_ok_and(|m| !m.is_dir()) {
-        let bytes = olmpack::input::read(path)?;
+        let bytes = olmpack::input::read(path, &limits)?;
         load_stream(path, &bytes)
     } else {
-        load_dir(path)?
+        let options = LoadOptions {
+            limits,
+            ..LoadOptions::default()
+        };
+        load_dir_with(path, options)?
     };
     refuse_problems(path, &loaded.problems)?;
     if loaded.config.packages.is_empty() {
@@ -397,6 +418,7 @@ fn load_model(path: &std::path::Path) -> Result<Model, Box<dyn std::error::Error
 fn render_image(
     reference: &str,
     migrate: MigrateLevel,
+    limits: Limits,
 ) -> Result<olmpack::catalog::declcfg::Bundle, Box<dyn std::error::Error + Send + Sync>> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -416,6 +438,7 @@ fn render_image(
         &RenderOptions {
             image: reference.to_owned(),
             migrate,
+            limits,
         },
     )?)
 }

@@ -14,6 +14,7 @@ use olmpack::image::{
 };
 
 use super::CmdResult;
+use olmpack::input::{Limits, Policy};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum ImageCommand {
@@ -204,24 +205,26 @@ impl BuildArgs {
         &self.layout
     }
 
-    pub(super) fn options(&self, platform: &Platform) -> BuildOptions {
+    pub(super) fn options(&self, platform: &Platform, limits: &Limits) -> BuildOptions {
         BuildOptions {
             source_date_epoch: self.source_date_epoch,
             tag: self.tag.clone(),
             platform: platform.clone(),
+            limits: *limits,
         }
     }
 }
 
 /// Runs one `olmpack image` command.
-pub fn run(cmd: ImageCommand) -> CmdResult {
+pub fn run(cmd: ImageCommand, policy: &Policy) -> CmdResult {
+    let limits = &policy.limits;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     let progress = Progress::auto();
     match cmd {
         ImageCommand::Build(build) => {
-            let root = run_build(*build, &runtime, &progress)?;
+            let root = run_build(*build, &runtime, &progress, limits)?;
             println!("{}", root.digest);
         }
         ImageCommand::Push {
@@ -260,6 +263,7 @@ fn run_build(
     cmd: BuildCommand,
     runtime: &tokio::runtime::Runtime,
     progress: &Progress,
+    limits: &Limits,
 ) -> Result<Descriptor, StepError> {
     Ok(match cmd {
         BuildCommand::Bundle {
@@ -268,9 +272,9 @@ fn run_build(
             platform,
         } => {
             if !platform.as_is && dir.is_dir() {
-                check_bundle_loads(&dir)?;
+                check_bundle_loads(&dir, limits)?;
             }
-            let options = output.options(&platform.platform);
+            let options = output.options(&platform.platform, limits);
             olmpack::image::build::build_bundle_image(&dir, &output.layout, &options)?
         }
         BuildCommand::Catalog {
@@ -281,13 +285,13 @@ fn run_build(
             registry,
         } => {
             if !platform.as_is && dir.is_dir() {
-                check_catalog_loads(&dir)?;
+                check_catalog_loads(&dir, limits)?;
             }
             let access = registry.access()?;
             runtime.block_on(olmpack::image::build::build_catalog_image(
                 &dir,
                 &output.layout,
-                &output.options(&platform.platform),
+                &output.options(&platform.platform, limits),
                 base.as_deref().map(|b| (b, &access)),
                 progress,
             ))?
@@ -302,7 +306,7 @@ fn run_build(
         } => {
             let binaries = pair_binaries(binaries, platform)?;
             let options = OperatorOptions {
-                build: output.options(&Platform::linux_amd64()),
+                build: output.options(&Platform::linux_amd64(), limits),
                 entrypoint,
             };
             let access = registry.access()?;
@@ -340,8 +344,9 @@ fn pair_binaries(
 /// Refuses (exit 1) a bundle with a file olmpack cannot parse: its image would ship it.
 fn check_bundle_loads(
     dir: &std::path::Path,
+    limits: &Limits,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let loaded = olmpack::bundle::load::load_dir(dir)?;
+    let loaded = olmpack::bundle::load::load_dir_with(dir, limits)?;
     let lines: Vec<String> = loaded
         .problems
         .iter()
@@ -353,8 +358,13 @@ fn check_bundle_loads(
 /// Refuses (exit 1) a catalog with a file olmpack cannot load: its image would ship it.
 fn check_catalog_loads(
     dir: &std::path::Path,
+    limits: &Limits,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let loaded = olmpack::catalog::load::load_dir(dir)?;
+    let options = olmpack::catalog::load::LoadOptions {
+        limits: *limits,
+        ..Default::default()
+    };
+    let loaded = olmpack::catalog::load::load_dir_with(dir, options)?;
     let lines: Vec<String> = loaded
         .problems
         .iter()

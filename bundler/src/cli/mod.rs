@@ -183,17 +183,18 @@ pub fn exit_code(err: &(dyn Error + 'static)) -> u8 {
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    olmpack::input::set_policy(cli.input.policy());
+    // The reading policy travels as a value from here to every reader.
+    let policy = cli.input.policy();
     init_logging(cli.verbose, cli.log_json);
     let result = match cli.command {
-        Command::Generate(args) => jobs::generate::generate_cmd(args),
-        Command::Release(args) => jobs::release::release_cmd(*args),
-        Command::Example { out } => jobs::generate::example_cmd(&out),
-        Command::Bundle(cmd) => bundle::run(cmd),
-        Command::Catalog(cmd) => catalog::run(cmd),
-        Command::Image(cmd) => image::run(cmd),
-        Command::Plan(cmd) => plan::run(cmd),
-        Command::Upgrade(cmd) => upgrade::run(cmd),
+        Command::Generate(args) => jobs::generate::generate_cmd(args, &policy),
+        Command::Release(args) => jobs::release::release_cmd(*args, &policy),
+        Command::Example { out } => jobs::generate::example_cmd(&out, &policy),
+        Command::Bundle(cmd) => bundle::run(cmd, &policy),
+        Command::Catalog(cmd) => catalog::run(cmd, &policy),
+        Command::Image(cmd) => image::run(cmd, &policy),
+        Command::Plan(cmd) => plan::run(cmd, &policy),
+        Command::Upgrade(cmd) => upgrade::run(cmd, &policy),
         Command::Tools(cmd) => tools::run(cmd),
     };
     match result {
@@ -227,8 +228,10 @@ pub fn digest_resolver() -> Result<olmpack::bundle::generate::ImageResolver, std
 /// Generation options from the environment and the `--pin-digests` flag.
 pub fn generate_options(
     pin_digests: bool,
+    policy: &olmpack::input::Policy,
 ) -> Result<olmpack::bundle::generate::GenerateOptions, Box<dyn Error + Send + Sync>> {
     Ok(olmpack::bundle::generate::GenerateOptions {
+        input: *policy,
         source_date_epoch: olmpack::bundle::generate::source_date_epoch_from_env()?,
         only_version: None,
         resolver: if pin_digests {

@@ -44,7 +44,7 @@ pub enum PlanCommand {
     },
 }
 
-pub fn run(cmd: PlanCommand) -> CmdResult {
+pub fn run(cmd: PlanCommand, policy: &olmpack::input::Policy) -> CmdResult {
     match cmd {
         PlanCommand::Init {
             project,
@@ -52,10 +52,20 @@ pub fn run(cmd: PlanCommand) -> CmdResult {
             repository,
             channel,
             force,
-        } => return init(&project, release_version, repository, channel, force),
+        } => {
+            let limits = &policy.limits;
+            return init(
+                &project,
+                release_version,
+                repository,
+                channel,
+                force,
+                limits,
+            );
+        }
         PlanCommand::Schema => print!("{}", plan::schema::json_schema()),
         PlanCommand::Edges { plan: path } => {
-            let loaded = olmpack::plan::load(&path)?;
+            let loaded = olmpack::plan::load(&path, policy)?;
             let graph = UpgradeGraph::from_plan(&loaded);
             for node in graph.nodes() {
                 let e = &node.csv;
@@ -83,11 +93,12 @@ fn init(
     repository: Option<String>,
     channel: String,
     force: bool,
+    limits: &olmpack::input::Limits,
 ) -> CmdResult {
     let project_file = dir.join("PROJECT");
     let project = Project::parse(
         &project_file.display().to_string(),
-        &olmpack::input::text(&project_file)?,
+        &olmpack::input::text(&project_file, limits)?,
     )?;
     let manifests = PathBuf::from("dist/install.yaml");
     let install = dir.join(&manifests);
@@ -98,7 +109,7 @@ fn init(
         )
         .into());
     }
-    let installer = kubebuilder::Installer::read(&olmpack::input::text(&install)?);
+    let installer = kubebuilder::Installer::read(&olmpack::input::text(&install, limits)?);
     let options = InitOptions {
         cert_manager: installer.cert_manager,
         samples: samples(dir)?,

@@ -64,7 +64,10 @@ pub fn run(cmd: ToolsCommand) -> CmdResult {
             install(&reference, &registry)
         }
         ToolsCommand::Pack { output } => {
-            let options = output.options(&artifact::host_platform());
+            let options = output.options(
+                &artifact::host_platform(),
+                &olmpack::input::Limits::default(),
+            );
             let root = artifact::pack(&artifact::cache_dir()?, output.layout(), &options)?;
             println!("{}", root.digest);
             Ok(ExitCode::SUCCESS)

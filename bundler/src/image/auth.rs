@@ -149,7 +149,8 @@ impl AuthFiles {
     /// The credentials for `registry` (a host, with port if any), or anonymous.
     pub fn lookup(&self, registry: &str) -> Result<Credentials, AuthError> {
         for path in &self.paths {
-            let text = match crate::input::read_io(path) {
+            // A credentials file is small; the default limits bound it, whatever the flags.
+            let text = match crate::input::read_io(path, &crate::input::Limits::default()) {
                 Ok(text) => text,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(source) => {

@@ -132,6 +132,8 @@ pub struct BuildOptions {
     pub tag: Option<String>,
     /// The platform of images built without a base (bundle images, plain catalog images).
     pub platform: Platform,
+    /// How much of the bundle directory is read at most.
+    pub limits: crate::input::Limits,
 }
 
 impl Default for BuildOptions {
@@ -140,14 +142,18 @@ impl Default for BuildOptions {
             source_date_epoch: 0,
             tag: None,
             platform: Platform::linux_amd64(),
+            limits: crate::input::Limits::default(),
         }
     }
 }
 
 /// Reads `metadata/annotations.yaml`'s `annotations` map: the bundle image's labels.
-pub fn read_bundle_labels(bundle_dir: &Path) -> Result<BTreeMap<String, String>, BuildError> {
+pub fn read_bundle_labels(
+    bundle_dir: &Path,
+    limits: &crate::input::Limits,
+) -> Result<BTreeMap<String, String>, BuildError> {
     let path = bundle_dir.join("metadata/annotations.yaml");
-    let text = crate::input::text(&path).map_err(|source| BuildError::ReadAnnotations {
+    let text = crate::input::text(&path, limits).map_err(|source| BuildError::ReadAnnotations {
         path: path.clone(),
         source,
     })?;
@@ -195,7 +201,7 @@ pub fn build_bundle_image(
     if scorecard.is_dir() {
         copies.push((scorecard, "tests/scorecard"));
     }
-    let labels = read_bundle_labels(bundle_dir)?;
+    let labels = read_bundle_labels(bundle_dir, &options.limits)?;
 
     let writer = LayoutWriter::create(out)?;
     let mut layers = Vec::new();

@@ -494,10 +494,14 @@ impl Layout {
     /// Opens a layout: checks `oci-layout` and reads `index.json`.
     pub fn open(root: &Path) -> Result<Self, LayoutError> {
         let marker = root.join(OCI_LAYOUT_FILE);
-        let text = crate::input::read_io(&marker).map_err(|source| LayoutError::Read {
-            path: marker.clone(),
-            source,
-        })?;
+        // A layout's marker and index are small files; the default limits bound them.
+        let text =
+            crate::input::read_io(&marker, &crate::input::Limits::default()).map_err(|source| {
+                LayoutError::Read {
+                    path: marker.clone(),
+                    source,
+                }
+            })?;
         #[derive(Deserialize)]
         #[serde(rename_all = "camelCase")]
         struct Marker {
@@ -515,10 +519,12 @@ impl Layout {
             });
         }
         let index_path = root.join("index.json");
-        let bytes = crate::input::read_io(&index_path).map_err(|source| LayoutError::Read {
-            path: index_path.clone(),
-            source,
-        })?;
+        let bytes = crate::input::read_io(&index_path, &crate::input::Limits::default()).map_err(
+            |source| LayoutError::Read {
+                path: index_path.clone(),
+                source,
+            },
+        )?;
         let index = serde_json::from_slice(&bytes).map_err(|source| LayoutError::Json {
             path: index_path,
             what: "image index",

@@ -1,11 +1,9 @@
 //! The release's "install manifests" step: [`crate::install`] on the generated bundles and the
 //! catalog image's digest, written to `<out>/install/`.
 
-use std::path::Path;
-
 use serde::Serialize;
 
-use super::{Change, ImageSummary, ReleaseError, Step, fail, stale, step};
+use super::{Change, ImageSummary, Options, ReleaseError, Step, fail, stale, step};
 use crate::bundle::generate::Generated;
 use crate::install::{self, InstallInput, OLM_V0_FILE, OLM_V1_FILE, facts};
 use crate::output::FileTree;
@@ -47,9 +45,9 @@ pub fn prepare(
     generated: &Generated,
     versions: &[String],
     catalog: &ImageSummary,
-    out: &Path,
-    push: bool,
+    options: &Options,
 ) -> Result<InstallOutcome, ReleaseError> {
+    let (out, push) = (options.out.as_path(), options.push);
     let releases = release_facts(generated, versions)?;
     let input = InstallInput {
         package: &plan.plan.package,
@@ -65,7 +63,12 @@ pub fn prepare(
         Err(other) => return Err(fail(step::INSTALL)(other)),
     };
     let webhooks = releases.last().is_some_and(|r| !r.webhooks.is_empty());
-    let is_stale = stale(&built.files, &out.join(INSTALL_DIR), step::INSTALL)?;
+    let is_stale = stale(
+        &built.files,
+        &out.join(INSTALL_DIR),
+        step::INSTALL,
+        &options.input.limits,
+    )?;
     let files: Vec<String> = [OLM_V0_FILE, OLM_V1_FILE]
         .iter()
         .map(|f| format!("{INSTALL_DIR}/{f}"))

@@ -133,6 +133,9 @@ pub struct Options {
     pub push: bool,
     /// With push, sign every bundle and catalog image with this key (cosign's format).
     pub signer: Option<crate::supply::cosign::Signer>,
+    /// How the plan's files are read (the command line's `--max-*` and
+    /// `--allow-outside-paths` flags).
+    pub input: crate::input::Policy,
 }
 
 /// Whether a step changes something.
@@ -414,6 +417,7 @@ fn build_options(options: &Options, reference: &str) -> BuildOptions {
         source_date_epoch: options.source_date_epoch.unwrap_or(0),
         tag: split_tag(reference).1.map(str::to_owned),
         platform: Platform::linux_amd64(),
+        limits: options.input.limits,
     }
 }
 
@@ -432,8 +436,7 @@ pub async fn prepare(
         &bundles.generated,
         &run.versions,
         &catalog.image,
-        &options.out,
-        options.push,
+        options,
     )?;
     run.steps.push(install.step.clone());
     let supply_plan = run.supply(operator.as_ref(), &bundles, &catalog)?;
@@ -576,7 +579,12 @@ impl<'a> Preparing<'a> {
     fn bundles(&mut self, operator: Option<&ImageSummary>) -> Result<Bundles, ReleaseError> {
         let (plan, options) = (self.plan, self.options);
         let generated = generate_bundles(plan, options, &self.names, operator, &self.newest)?;
-        let stale = stale(&generated.tree, &options.out.join("bundle"), step::BUNDLES)?;
+        let stale = stale(
+            &generated.tree,
+            &options.out.join("bundle"),
+            step::BUNDLES,
+            &options.input.limits,
+        )?;
         let warnings = warnings(&generated.reports);
         self.steps.push(tree_step(
             step::BUNDLES,
@@ -625,7 +633,12 @@ impl<'a> Preparing<'a> {
                 .unwrap_or_default()
         })
         .map_err(fail(step::CATALOG))?;
-        let stale = stale(&tree, &options.out.join("catalog"), step::CATALOG)?;
+        let stale = stale(
+            &tree,
+            &options.out.join("catalog"),
+            step::CATALOG,
+            &options.input.limits,
+        )?;
         self.steps.push(tree_step(
             step::CATALOG,
             stale,
@@ -727,8 +740,16 @@ fn tree_step(step: &'static str, stale: bool, what: String, dir: &str) -> Step {
     }
 }
 
-fn stale(tree: &FileTree, dir: &Path, step: &'static str) -> Result<bool, ReleaseError> {
-    Ok(!tree.check_against(dir).map_err(fail(step))?.is_empty())
+fn stale(
+    tree: &FileTree,
+    dir: &Path,
+    step: &'static str,
+    limits: &crate::input::Limits,
+) -> Result<bool, ReleaseError> {
+    Ok(!tree
+        .check_against(dir, limits)
+        .map_err(fail(step))?
+        .is_empty())
 }
 
 fn image_step(step: &'static str, image: &ImageSummary) -> Step {
@@ -953,6 +974,7 @@ fn generate_bundles(
             .source_date_epoch
             .and_then(|e| i64::try_from(e).ok()),
         only_version: None,
+        input: options.input,
         resolver: (!replacements.is_empty()).then(|| {
             ImageResolver(std::sync::Arc::new(move |reference: &str| {
                 Ok(replacements.get(reference).cloned())

@@ -19,9 +19,11 @@ pub const DEPENDENCIES: &str = "metadata/dependencies.yaml";
 pub type Files = BTreeMap<String, Vec<u8>>;
 
 pub fn example_bundle() -> Files {
-    let plan =
-        olmpack::plan::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("example/olmpack.yaml"))
-            .unwrap();
+    let plan = olmpack::plan::load(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("example/olmpack.yaml"),
+        &Default::default(),
+    )
+    .unwrap();
     let generated = generate(
         &plan,
         &GenerateOptions {

@@ -41,6 +41,8 @@ pub struct DirResolver {
     pub dirs: BTreeMap<String, PathBuf>,
     /// How far to migrate the rendered bundles (like `opm render --migrate-level`).
     pub migrate: MigrateLevel,
+    /// How much of each bundle directory is read at most.
+    pub limits: crate::input::Limits,
 }
 
 impl BundleResolver for DirResolver {
@@ -49,12 +51,14 @@ impl BundleResolver for DirResolver {
             .dirs
             .get(image)
             .ok_or_else(|| TemplateError::UnknownImage(image.to_owned()))?;
-        let loaded = crate::bundle::load::load_dir(dir).map_err(RenderError::from)?;
+        let loaded =
+            crate::bundle::load::load_dir_with(dir, &self.limits).map_err(RenderError::from)?;
         let bundle = render::render_loaded(
             &loaded,
             &RenderOptions {
                 image: image.to_owned(),
                 migrate: self.migrate,
+                limits: self.limits,
             },
         )?;
         Ok(Rendered {

@@ -9,6 +9,7 @@ use olmpack::bundle::generate::GenerateError;
 use olmpack_model::plan;
 
 use crate::cli::CmdResult;
+use olmpack::input::Policy;
 
 /// The example operator, embedded so `olmpack example` needs no files.
 const EXAMPLE: &[(&str, &str)] = &[
@@ -60,26 +61,32 @@ pub struct GenerateArgs {
 }
 
 /// Runs the release job on a plan file.
-pub fn generate_cmd(args: GenerateArgs) -> CmdResult {
-    let loaded = olmpack::plan::load(&args.plan)?;
+pub fn generate_cmd(args: GenerateArgs, policy: &Policy) -> CmdResult {
+    let loaded = olmpack::plan::load(&args.plan, policy)?;
     let bundles = args
         .bundles
         .unwrap_or_else(|| loaded.resolve(Path::new("bundle")));
     let catalog = args
         .catalog
         .unwrap_or_else(|| loaded.resolve(Path::new("catalog")));
-    run_release(&loaded, &bundles, &catalog, args.check, args.pin_digests)
+    run_release(
+        &loaded,
+        (&bundles, &catalog),
+        args.check,
+        args.pin_digests,
+        policy,
+    )
 }
 
 /// `olmpack release` without push on the embedded example, written under `out`.
-pub fn example_cmd(out: &Path) -> CmdResult {
+pub fn example_cmd(out: &Path, policy: &Policy) -> CmdResult {
     let inputs = tempfile::tempdir()?;
     for (path, text) in EXAMPLE {
         let target = inputs.path().join(path);
         std::fs::create_dir_all(target.parent().unwrap_or(inputs.path()))?;
         std::fs::write(target, text)?;
     }
-    let loaded = olmpack::plan::load(&inputs.path().join("olmpack.yaml"))?;
+    let loaded = olmpack::plan::load(&inputs.path().join("olmpack.yaml"), policy)?;
     println!(
         "olmpack example: the guestbook operator (3 releases, CRD v1alpha1 → v1 with a conversion webhook)"
     );
@@ -92,6 +99,7 @@ pub fn example_cmd(out: &Path) -> CmdResult {
         access: olmpack::image::registry::RegistryAccess::default(),
         push: false,
         signer: None,
+        input: *policy,
     };
     let code = crate::cli::jobs::release::run(
         &loaded,
@@ -112,12 +120,12 @@ pub fn example_cmd(out: &Path) -> CmdResult {
 
 fn run_release(
     loaded: &plan::LoadedPlan,
-    bundles: &Path,
-    catalog: &Path,
+    (bundles, catalog): (&Path, &Path),
     check: bool,
     pin_digests: bool,
+    policy: &Policy,
 ) -> CmdResult {
-    let options = crate::cli::generate_options(pin_digests)?;
+    let options = crate::cli::generate_options(pin_digests, policy)?;
     let output = match build::build(loaded, &options) {
         Ok(output) => output,
         Err(BuildError::Bundles(GenerateError::Invalid(findings))) => {
@@ -129,7 +137,7 @@ fn run_release(
     if check {
         let mut stale = 0;
         for (tree, dir) in [(&output.bundles, bundles), (&output.catalog, catalog)] {
-            for drift in tree.check_against(dir)? {
+            for drift in tree.check_against(dir, &policy.limits)? {
                 println!("{}: {drift}", dir.display());
                 stale += 1;
             }
@@ -164,10 +172,15 @@ fn run_release(
 }
 
 /// `olmpack catalog generate`: the release job, writing (or checking) only the catalog.
-pub fn catalog_only(plan_path: &Path, out: Option<PathBuf>, check: bool) -> CmdResult {
-    let loaded = olmpack::plan::load(plan_path)?;
+pub fn catalog_only(
+    plan_path: &Path,
+    out: Option<PathBuf>,
+    check: bool,
+    policy: &Policy,
+) -> CmdResult {
+    let loaded = olmpack::plan::load(plan_path, policy)?;
     let out = out.unwrap_or_else(|| loaded.resolve(Path::new("catalog")));
-    let output = match build::build(&loaded, &crate::cli::generate_options(false)?) {
+    let output = match build::build(&loaded, &crate::cli::generate_options(false, policy)?) {
         Ok(output) => output,
         Err(BuildError::Bundles(GenerateError::Invalid(findings))) => {
             return Ok(crate::cli::report_invalid(&loaded.path, findings));
@@ -175,7 +188,7 @@ pub fn catalog_only(plan_path: &Path, out: Option<PathBuf>, check: bool) -> CmdR
         Err(other) => return Err(other.into()),
     };
     if check {
-        let drifts = output.catalog.check_against(&out)?;
+        let drifts = output.catalog.check_against(&out, &policy.limits)?;
         for drift in &drifts {
             println!("{drift}");
         }

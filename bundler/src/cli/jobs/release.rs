@@ -67,8 +67,8 @@ pub struct ReleaseArgs {
 }
 
 /// Runs `olmpack release`.
-pub fn release_cmd(args: ReleaseArgs) -> CmdResult {
-    let loaded = olmpack::plan::load(&args.plan)?;
+pub fn release_cmd(args: ReleaseArgs, policy: &olmpack::input::Policy) -> CmdResult {
+    let loaded = olmpack::plan::load(&args.plan, policy)?;
     let out = args
         .out
         .clone()
@@ -99,6 +99,7 @@ pub fn release_cmd(args: ReleaseArgs) -> CmdResult {
             Some(path) => Some(release::supply::load_signer(path)?),
             None => None,
         },
+        input: *policy,
     };
     run(&loaded, &options, args.dry_run, args.output)
 }

@@ -16,6 +16,7 @@ use olmpack_model::plan;
 use olmpack_model::report::{OutputFormat, Severity};
 
 use crate::cli::CmdResult;
+use olmpack::input::{Limits, Policy};
 
 pub const LONG_ABOUT: &str = "\
 Static check of every upgrade edge (no cluster): for each edge of the upgrade graph, compare the
@@ -68,21 +69,22 @@ pub struct CheckArgs {
     consumer: Consumers,
 }
 
-pub fn run(args: CheckArgs) -> CmdResult {
+pub fn run(args: CheckArgs, policy: &Policy) -> CmdResult {
+    let limits = &policy.limits;
     if let Some(files) = &args.crd {
-        return crd_files(&files[0], &files[1], args.output, args.consumer);
+        return crd_files((&files[0], &files[1]), args.output, args.consumer, limits);
     }
     let (subject, results) = match (&args.catalog, &args.bundles) {
         (Some(catalog), Some(bundles)) => (
             catalog.display().to_string(),
-            from_catalog(catalog, bundles)?,
+            from_catalog(catalog, bundles, limits)?,
         ),
         _ => {
             let path = args
                 .plan
                 .clone()
                 .unwrap_or_else(|| PathBuf::from(plan::DEFAULT_PLAN_FILE));
-            match from_plan(&path)? {
+            match from_plan(&path, policy)? {
                 Ok(results) => (path.display().to_string(), results),
                 Err(code) => return Ok(code),
             }
@@ -91,9 +93,14 @@ pub fn run(args: CheckArgs) -> CmdResult {
     Ok(print(&subject, &results, args.output, args.consumer))
 }
 
-fn crd_files(old: &Path, new: &Path, output: OutputFormat, consumers: Consumers) -> CmdResult {
+fn crd_files(
+    (old, new): (&Path, &Path),
+    output: OutputFormat,
+    consumers: Consumers,
+    limits: &Limits,
+) -> CmdResult {
     let read = |path: &Path| -> Result<_, Box<dyn std::error::Error + Send + Sync>> {
-        let text = olmpack::input::text(path)?;
+        let text = olmpack::input::text(path, limits)?;
         check::parse_crd_file(&path.display().to_string(), &text)
             .map_err(|e| crate::cli::Invalid(e.to_string()).into())
     };
@@ -154,9 +161,10 @@ fn print(
 /// The plan's graph, generated in memory; `Err(code)` when the plan itself is invalid.
 fn from_plan(
     path: &Path,
+    policy: &Policy,
 ) -> Result<Result<Vec<EdgeResult>, ExitCode>, Box<dyn std::error::Error + Send + Sync>> {
-    let loaded = olmpack::plan::load(path)?;
-    let output = match build::build(&loaded, &crate::cli::generate_options(false)?) {
+    let loaded = olmpack::plan::load(path, policy)?;
+    let output = match build::build(&loaded, &crate::cli::generate_options(false, policy)?) {
         Ok(output) => output,
         Err(BuildError::Bundles(GenerateError::Invalid(findings))) => {
             return Ok(Err(crate::cli::report_invalid(path, findings)));
@@ -193,13 +201,14 @@ fn from_plan(
     ));
     let previous_dir = loaded.resolve(Path::new("catalog"));
     if previous_dir.is_dir() {
-        let previous = catalog_load::load_dir(&previous_dir)?;
+        let previous = catalog_load::load_dir_with(&previous_dir, load_options(&policy.limits))?;
         let (previous, _) = Model::from_config(previous.config);
         edges.extend(graph::next_head_edges(&previous, &model));
         add_missing_releases(
             &previous,
             &loaded.resolve(Path::new("bundle")),
             &mut releases,
+            &policy.limits,
         )?;
     }
     Ok(Ok(graph::check_edges(&graph::merge(edges), &releases)))
@@ -209,15 +218,17 @@ fn from_plan(
 fn from_catalog(
     catalog: &Path,
     bundles: &Path,
+    limits: &Limits,
 ) -> Result<Vec<EdgeResult>, Box<dyn std::error::Error + Send + Sync>> {
-    let loaded = catalog_load::load_dir(catalog)?;
+    let loaded = catalog_load::load_dir_with(catalog, load_options(limits))?;
+    // A catalog olmpack refuses to load is invalid input (exit 1), as for `catalog validate`.
     if let Some(problem) = loaded.problems.first() {
-        return Err(format!(
+        return Err(crate::cli::Invalid(format!(
             "catalog {}: {}: {}",
             catalog.display(),
             problem.file.display(),
             problem.message
-        )
+        ))
         .into());
     }
     if !bundles.is_dir() {
@@ -229,7 +240,7 @@ fn from_catalog(
     }
     let (model, _) = Model::from_config(loaded.config);
     let mut releases = BTreeMap::new();
-    add_missing_releases(&model, bundles, &mut releases)?;
+    add_missing_releases(&model, bundles, &mut releases, limits)?;
     Ok(graph::check_edges(&graph::edges(&model), &releases))
 }
 
@@ -239,6 +250,7 @@ fn add_missing_releases(
     model: &Model,
     bundles: &Path,
     releases: &mut BTreeMap<String, Release>,
+    limits: &Limits,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     if bundles.is_dir() {
         let mut dirs: Vec<PathBuf> = std::fs::read_dir(bundles)
@@ -255,7 +267,7 @@ fn add_missing_releases(
             .collect();
         dirs.sort();
         for dir in dirs {
-            let release = Release::from_bundle(&load::load_dir(&dir)?)?;
+            let release = Release::from_bundle(&load::load_dir_with(&dir, limits)?)?;
             releases.entry(release.name.clone()).or_insert(release);
         }
     }
@@ -267,4 +279,12 @@ fn add_missing_releases(
         }
     }
     Ok(())
+}
+
+/// Catalog loading under the command line's limits.
+fn load_options(limits: &Limits) -> catalog_load::LoadOptions {
+    catalog_load::LoadOptions {
+        limits: *limits,
+        ..Default::default()
+    }
 }

@@ -49,10 +49,10 @@ pub struct TestArgs {
 }
 
 /// Runs `olmpack upgrade test`.
-pub fn run(args: TestArgs) -> CmdResult {
+pub fn run(args: TestArgs, policy: &olmpack::input::Policy) -> CmdResult {
     let inputs = match (&args.catalog, &args.bundles) {
-        (Some(catalog), Some(bundles)) => live::from_dirs(catalog, bundles)?,
-        _ => live::from_plan(&olmpack::plan::load(&args.plan)?)?,
+        (Some(catalog), Some(bundles)) => live::from_dirs(catalog, bundles, &policy.limits)?,
+        _ => live::from_plan(&olmpack::plan::load(&args.plan, policy)?, policy)?,
     };
     let target = match &args.kubeconfig {
         Some(path) => Target::Kubeconfig(path.clone()),

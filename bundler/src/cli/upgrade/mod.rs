@@ -28,11 +28,11 @@ pub enum UpgradeCommand {
     MergeShards(olm::MergeArgs),
 }
 
-pub fn run(cmd: UpgradeCommand) -> CmdResult {
+pub fn run(cmd: UpgradeCommand, policy: &olmpack::input::Policy) -> CmdResult {
     match cmd {
-        UpgradeCommand::Check(args) => check::run(args),
-        UpgradeCommand::Test(args) => live::run(args),
-        UpgradeCommand::Olm(args) => olm::run(args),
-        UpgradeCommand::MergeShards(args) => olm::merge(args),
+        UpgradeCommand::Check(args) => check::run(args, policy),
+        UpgradeCommand::Test(args) => live::run(args, policy),
+        UpgradeCommand::Olm(args) => olm::run(args, policy),
+        UpgradeCommand::MergeShards(args) => olm::merge(args, &policy.limits),
     }
 }

@@ -91,7 +91,8 @@ pub struct OlmArgs {
 }
 
 /// Runs `olmpack upgrade olm`.
-pub fn run(args: OlmArgs) -> CmdResult {
+pub fn run(args: OlmArgs, policy: &olmpack::input::Policy) -> CmdResult {
+    let limits = policy.limits;
     let generated;
     let catalog: PathBuf = match (&args.plan, &args.catalog) {
         (_, Some(dir)) => dir.clone(),
@@ -99,7 +100,7 @@ pub fn run(args: OlmArgs) -> CmdResult {
             let plan_path = plan_path
                 .clone()
                 .unwrap_or_else(|| PathBuf::from("olmpack.yaml"));
-            match catalog_of_plan(&plan_path)? {
+            match catalog_of_plan(&plan_path, policy)? {
                 Ok(dir) => {
                     generated = dir;
                     generated.path().join("catalog")
@@ -108,7 +109,12 @@ pub fn run(args: OlmArgs) -> CmdResult {
             }
         }
     };
-    let all = olm::load_cases_for(&catalog, args.package.as_deref(), &args.install_modes)?;
+    let all = olm::load_cases_for(
+        &catalog,
+        args.package.as_deref(),
+        &args.install_modes,
+        &limits,
+    )?;
     let total = all.len();
     let cases = match args.shard {
         Some(shard) => shard.select(all),
@@ -129,7 +135,7 @@ pub fn run(args: OlmArgs) -> CmdResult {
             cluster_crds.push(crd);
             continue;
         }
-        let text = olmpack::input::text(path)?;
+        let text = olmpack::input::text(path, &limits)?;
         let crd = olmpack::upgrade::check::parse_crd_file(&path.display().to_string(), &text)
             .map_err(|e| crate::cli::Invalid(e.to_string()))?;
         cluster_crds.push(crd);
@@ -149,6 +155,7 @@ pub fn run(args: OlmArgs) -> CmdResult {
         } else {
             StepLog::new(|line| eprintln!("{line}"))
         },
+        limits,
     };
     if !args.quiet {
         let of_shard = args
@@ -170,9 +177,10 @@ pub fn run(args: OlmArgs) -> CmdResult {
 /// invalid (findings printed).
 fn catalog_of_plan(
     plan_path: &Path,
+    policy: &olmpack::input::Policy,
 ) -> Result<Result<tempfile::TempDir, ExitCode>, Box<dyn std::error::Error + Send + Sync>> {
-    let loaded = olmpack::plan::load(plan_path)?;
-    let output = match build::build(&loaded, &crate::cli::generate_options(false)?) {
+    let loaded = olmpack::plan::load(plan_path, policy)?;
+    let output = match build::build(&loaded, &crate::cli::generate_options(false, policy)?) {
         Ok(output) => output,
         Err(BuildError::Bundles(GenerateError::Invalid(findings))) => {
             return Ok(Err(crate::cli::report_invalid(&loaded.path, findings)));
@@ -249,10 +257,13 @@ pub struct MergeArgs {
 }
 
 /// Runs `olmpack upgrade merge-shards`.
-pub fn merge(args: MergeArgs) -> CmdResult {
+pub fn merge(args: MergeArgs, limits: &olmpack::input::Limits) -> CmdResult {
     let mut reports = Vec::new();
     for path in &args.reports {
-        reports.push((path.display().to_string(), olmpack::input::text(path)?));
+        reports.push((
+            path.display().to_string(),
+            olmpack::input::text(path, limits)?,
+        ));
     }
     let merged = shard::merge(&reports)
         .map_err(|e| crate::cli::Invalid(format!("nothing was written: {e}")))?;

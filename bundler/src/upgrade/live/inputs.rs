@@ -11,6 +11,8 @@ use serde_json::Value;
 use crate::bundle::generate::{self, GenerateOptions};
 use crate::bundle::load::LoadedBundle;
 use crate::catalog::model::{Model, Package};
+use crate::input::Policy;
+use crate::plan::PlanInputs as _;
 use crate::upgrade::check::graph::apply_conversion_webhook;
 use olmpack_model::plan::LoadedPlan;
 
@@ -109,8 +111,11 @@ pub struct Inputs {
 }
 
 /// Generates the plan's bundles and catalog in memory and takes the catalog's edges.
-pub fn from_plan(plan: &LoadedPlan) -> Result<Inputs, LiveInputsError> {
-    let options = GenerateOptions::default();
+pub fn from_plan(plan: &LoadedPlan, policy: &Policy) -> Result<Inputs, LiveInputsError> {
+    let options = GenerateOptions {
+        input: *policy,
+        ..GenerateOptions::default()
+    };
     let generated = generate::generate(plan, &options)?;
     let output = crate::build::build(plan, &options)?;
     let mut config = crate::catalog::declcfg::DeclarativeConfig::default();
@@ -119,7 +124,7 @@ pub fn from_plan(plan: &LoadedPlan) -> Result<Inputs, LiveInputsError> {
         config.merge(part);
     }
     let (model, _) = Model::from_config(config);
-    let samples = plan_samples(plan)?;
+    let samples = plan_samples(plan, policy)?;
     let mut releases = BTreeMap::new();
     for bundle in generated.bundles.values() {
         let mut release = release_from_bundle(bundle)?;
@@ -131,12 +136,21 @@ pub fn from_plan(plan: &LoadedPlan) -> Result<Inputs, LiveInputsError> {
 
 /// Reads a catalog directory and the bundle directories under `bundles` (each a directory
 /// holding `manifests/` and `metadata/`), matched to the catalog by CSV name.
-pub fn from_dirs(catalog: &Path, bundles: &Path) -> Result<Inputs, LiveInputsError> {
-    let loaded =
-        crate::catalog::load::load_dir(catalog).map_err(|source| LiveInputsError::Catalog {
+pub fn from_dirs(
+    catalog: &Path,
+    bundles: &Path,
+    limits: &crate::input::Limits,
+) -> Result<Inputs, LiveInputsError> {
+    let options = crate::catalog::load::LoadOptions {
+        limits: *limits,
+        ..Default::default()
+    };
+    let loaded = crate::catalog::load::load_dir_with(catalog, options).map_err(|source| {
+        LiveInputsError::Catalog {
             path: catalog.to_owned(),
             source,
-        })?;
+        }
+    })?;
     let (model, _) = Model::from_config(loaded.config);
     let list_err = |source| LiveInputsError::BundlesDir {
         path: bundles.to_owned(),
@@ -150,11 +164,12 @@ pub fn from_dirs(catalog: &Path, bundles: &Path) -> Result<Inputs, LiveInputsErr
     dirs.sort();
     let mut releases = BTreeMap::new();
     for dir in dirs {
-        let bundle =
-            crate::bundle::load::load_dir(&dir).map_err(|source| LiveInputsError::Bundle {
+        let bundle = crate::bundle::load::load_dir_with(&dir, limits).map_err(|source| {
+            LiveInputsError::Bundle {
                 path: dir.clone(),
                 source,
-            })?;
+            }
+        })?;
         let release = release_from_bundle(&bundle)?;
         releases.insert(release.name.clone(), release);
     }
@@ -283,14 +298,18 @@ pub fn operator_identity(csv: &Value) -> Option<OperatorIdentity> {
 }
 
 /// The plan's sample objects (every document of every sample file).
-fn plan_samples(plan: &LoadedPlan) -> Result<Vec<Value>, LiveInputsError> {
+/// The plan's samples, read as every plan input is (inside the plan's directory, bounded).
+fn plan_samples(plan: &LoadedPlan, policy: &Policy) -> Result<Vec<Value>, LiveInputsError> {
     let mut out = Vec::new();
     for path in &plan.plan.samples {
+        let text = plan
+            .resolve_input(path, policy)
+            .and_then(|file| crate::input::text(&file, &policy.limits))
+            .map_err(|err| LiveInputsError::Sample {
+                path: plan.resolve(path),
+                reason: err.to_string(),
+            })?;
         let path = plan.resolve(path);
-        let text = std::fs::read_to_string(&path).map_err(|err| LiveInputsError::Sample {
-            path: path.clone(),
-            reason: err.kind().to_string(),
-        })?;
         let docs =
             olmpack_model::yaml::from_multi_str(&text).map_err(|err| LiveInputsError::Sample {
                 path: path.clone(),

@@ -12,7 +12,7 @@ use olmpack_model::plan::InstallModeType;
 use serde::Serialize;
 
 use super::OlmRunError;
-use crate::catalog::load::load_dir;
+use crate::catalog::load::{LoadOptions, load_dir_with};
 use crate::catalog::model::{Bundle, Model, Package};
 use crate::catalog::property::{self, Typed};
 use crate::catalog::upgrade::v0_successor;
@@ -53,7 +53,7 @@ impl Case {
 /// Loads the catalog in `dir` and plans its cases, each in the install mode its starting
 /// bundle prefers (see [`preferred_mode`]).
 pub fn load_cases(dir: &Path, package: Option<&str>) -> Result<Vec<Case>, OlmRunError> {
-    load_cases_for(dir, package, &[])
+    load_cases_for(dir, package, &[], &crate::input::Limits::default())
 }
 
 /// As [`load_cases`], with one case per entry and per mode of `modes` (all cases in the
@@ -63,8 +63,13 @@ pub fn load_cases_for(
     dir: &Path,
     package: Option<&str>,
     modes: &[InstallModeType],
+    limits: &crate::input::Limits,
 ) -> Result<Vec<Case>, OlmRunError> {
-    let loaded = load_dir(dir).map_err(|source| OlmRunError::Load {
+    let options = LoadOptions {
+        limits: *limits,
+        ..LoadOptions::default()
+    };
+    let loaded = load_dir_with(dir, options).map_err(|source| OlmRunError::Load {
         dir: dir.to_owned(),
         source,
     })?;

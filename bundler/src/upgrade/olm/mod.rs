@@ -44,7 +44,7 @@ use olmpack_envtest::{olm::OlmEnv, olm::OlmEnvOptions};
 pub use cases::{Case, load_cases, load_cases_for, plan_cases, preferred_mode};
 pub use report::{CaseReport, Failure, Party, describe, junit, markdown};
 
-use crate::catalog::load::load_dir;
+use crate::catalog::load::{LoadOptions, load_dir_with};
 
 /// Failure to run the cases (not a verdict about the operator).
 #[derive(Debug, thiserror::Error)]
@@ -113,8 +113,15 @@ pub enum OlmRunError {
 /// bundle names no image; with an image it unpacks that image with a Job, which needs a
 /// kubelet and a registry. The manifests are the same either way for a catalog rendered
 /// from its bundles (what `opm render` and `olmpack generate` write).
-pub fn inline_catalog(dir: &Path) -> Result<tempfile::TempDir, OlmRunError> {
-    let loaded = load_dir(dir).map_err(|source| OlmRunError::Load {
+pub fn inline_catalog(
+    dir: &Path,
+    limits: &crate::input::Limits,
+) -> Result<tempfile::TempDir, OlmRunError> {
+    let options = LoadOptions {
+        limits: *limits,
+        ..LoadOptions::default()
+    };
+    let loaded = load_dir_with(dir, options).map_err(|source| OlmRunError::Load {
         dir: dir.to_owned(),
         source,
     })?;
@@ -160,6 +167,8 @@ pub struct RunOptions {
     pub cluster_crds: Vec<CustomResourceDefinition>,
     /// Told each step of each case as it happens (the CLI prints them on stderr).
     pub steps: StepLog,
+    /// How much of the catalog is read at most (the command line's `--max-*` flags).
+    pub limits: crate::input::Limits,
 }
 
 impl Default for RunOptions {
@@ -170,6 +179,7 @@ impl Default for RunOptions {
             jobs: 1,
             cluster_crds: Vec::new(),
             steps: StepLog::silent(),
+            limits: crate::input::Limits::default(),
         }
     }
 }
@@ -245,7 +255,7 @@ pub async fn run_case(
     let progress = &options.steps;
     let env = start_env(&case, options).await?;
     progress.step(&case, started, format_args!("OLM environment up"));
-    let served = inline_catalog(catalog_dir)?;
+    let served = inline_catalog(catalog_dir, &options.limits)?;
     let catalog = env.serve_catalog("olmpack", served.path()).await?;
     env.subscribe(&catalog, &case.package, &case.channels[0], &case.from)
         .await?;
