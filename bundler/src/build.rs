@@ -8,10 +8,10 @@
 
 use crate::bundle::generate::{self, GenerateError, GenerateOptions, Generated};
 use crate::bundle::load::LoadedBundle;
-use crate::catalog::declcfg::Icon;
 use crate::catalog::generate::{self as catalog_generate, PackageMeta};
 use crate::catalog::render::{self, RenderOptions};
 use crate::output::FileTree;
+use olmpack_model::csv::{ClusterServiceVersion, Icon};
 use olmpack_model::plan::LoadedPlan;
 use olmpack_model::report::Report;
 
@@ -123,9 +123,7 @@ pub fn catalog(
 
 /// The package icon: the newest bundle's CSV icon.
 fn icon(newest: Option<&LoadedBundle>) -> Option<Icon> {
-    let icon = newest?.csv()?.value.pointer("/spec/icon/0")?;
-    Some(Icon {
-        base64data: icon.get("base64data")?.as_str()?.to_owned(),
-        mediatype: icon.get("mediatype")?.as_str()?.to_owned(),
-    })
+    let csv = ClusterServiceVersion::read(&newest?.csv()?.value).0;
+    let first = csv.spec?.icon?.into_iter().next()?;
+    Some(Icon::new(first.base64data?, first.mediatype?))
 }

@@ -101,7 +101,7 @@ fn meaning(csv: &Value) -> BTreeMap<&'static str, Value> {
         .filter(|m| m["supported"] == json!(true))
         .map(|m| str_at(m, "/type"))
         .collect();
-    let owned = operator_sdk::owned_of(csv);
+    let owned = operator_sdk::owned_of(&olmpack_model::csv::ClusterServiceVersion::read(csv).0);
     BTreeMap::from([
         ("deployments", json!(deployments)),
         ("permissions", rbac("permissions")),

@@ -31,6 +31,12 @@ pub struct CsvError {
     pub message: String,
 }
 
+thread_local! {
+    /// Whether the structs below are being read leniently ([`ClusterServiceVersion::read`]):
+    /// a field of the wrong type then stays in `extra` instead of failing the whole read.
+    static LENIENT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// Declares a struct whose fields are all optional and whose other keys are kept in `extra`,
 /// with (de)serialization that keeps absent absent and `null` as `null` (see the module).
 macro_rules! passthrough_struct {
@@ -71,9 +77,19 @@ macro_rules! passthrough_struct {
                     }
                     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<$name, A::Error> {
                         let mut out = $name::default();
+                        let lenient = LENIENT.with(std::cell::Cell::get);
                         while let Some(key) = map.next_key::<String>()? {
                             match key.as_str() {
-                                $( $key => match map.next_value::<Option<$ty>>()? {
+                                $( $key if lenient => {
+                                    let raw = map.next_value::<Value>()?;
+                                    match Option::<$ty>::deserialize(&raw) {
+                                        Ok(Some(value)) => out.$field = Some(value),
+                                        Ok(None) | Err(_) => {
+                                            out.extra.insert(key, raw);
+                                        }
+                                    }
+                                }
+                                $key => match map.next_value::<Option<$ty>>()? {
                                     Some(value) => out.$field = Some(value),
                                     None => {
                                         out.extra.insert(key, Value::Null);
@@ -102,6 +118,13 @@ macro_rules! passthrough_struct {
 pub struct StringMap {
     entries: BTreeMap<String, String>,
     nulls: BTreeSet<String>,
+}
+
+impl StringMap {
+    /// Whether `key` was given as `null` (it reads as `""`).
+    pub fn was_null(&self, key: &str) -> bool {
+        self.nulls.contains(key)
+    }
 }
 
 impl std::ops::Deref for StringMap {
@@ -476,7 +499,7 @@ passthrough_struct! {
 }
 
 passthrough_struct! {
-    /// An icon.
+    /// An icon: the CSV's (`spec.icon`), and the package's in a File-Based Catalog.
     pub struct Icon {
         /// `base64data`: the image, base64-encoded.
         base64data: String = "base64data",
@@ -513,10 +536,45 @@ passthrough_struct! {
     }
 }
 
+impl Icon {
+    /// An icon of `base64data` and `mediatype`, nothing else.
+    pub fn new(base64data: impl Into<String>, mediatype: impl Into<String>) -> Self {
+        Self {
+            base64data: Some(base64data.into()),
+            mediatype: Some(mediatype.into()),
+            extra: Map::new(),
+        }
+    }
+
+    /// The CSV's first icon, when it has image data: its data and media type (`""` when
+    /// absent), nothing else of it.
+    pub fn first_of(spec: &CsvSpec) -> Option<Self> {
+        let first = spec.icon.as_ref()?.first()?;
+        let data = first.base64data.as_deref().filter(|d| !d.is_empty())?;
+        Some(Self::new(data, first.mediatype.as_deref().unwrap_or("")))
+    }
+}
+
 impl ClusterServiceVersion {
     /// Reads a CSV from its JSON value, as strictly about types as OLM's Go decoder.
     pub fn from_value(value: &Value) -> Result<Self, CsvError> {
         decode(value)
+    }
+
+    /// Reads a CSV the way olmpack's validators and importers look at it: every field of the
+    /// type OLM reads lands in its typed place, and a field of another type stays in its
+    /// object's `extra` as read (so it counts as absent and still prints back). The first such
+    /// field, as [`ClusterServiceVersion::from_value`] reports it, comes with the CSV; a value
+    /// that is not an object reads as an empty CSV.
+    pub fn read(value: &Value) -> (Self, Option<CsvError>) {
+        let refused = match decode::<Self>(value) {
+            Ok(csv) => return (csv, None),
+            Err(refused) => refused,
+        };
+        LENIENT.with(|flag| flag.set(true));
+        let csv = Self::deserialize(value).unwrap_or_default();
+        LENIENT.with(|flag| flag.set(false));
+        (csv, Some(refused))
     }
 
     /// The CSV as a JSON value: the value it was read from, with any changes made since.
@@ -673,6 +731,40 @@ mod tests {
         let value = csv.to_value();
         assert_eq!(value["spec"]["replaces"], "webapp.v0.9.0");
         assert!(value["spec"].get("displayName").is_none());
+    }
+
+    #[test]
+    fn a_lenient_read_keeps_mistyped_fields_aside_and_the_rest_typed() {
+        let value = json!({
+            "metadata": {"name": "demo.v1.0.0"},
+            "spec": {
+                "version": 1.0,
+                "displayName": "Demo",
+                "installModes": [
+                    {"type": "OwnNamespace", "supported": "yes"},
+                    {"type": "AllNamespaces", "supported": true},
+                ],
+            },
+        });
+        let (csv, refused) = ClusterServiceVersion::read(&value);
+        assert_eq!(
+            refused.unwrap().to_string(),
+            "field spec.installModes[0].supported: OLM reads a boolean here, found string \"yes\" (OLM v0's decoder refuses it too)"
+        );
+        assert_eq!(csv.to_value(), value);
+        let spec = csv.spec.as_ref().unwrap();
+        assert_eq!(spec.version, None);
+        assert_eq!(spec.extra.get("version"), Some(&json!(1.0)));
+        assert_eq!(spec.display_name.as_deref(), Some("Demo"));
+        let modes = spec.install_modes.as_ref().unwrap();
+        assert_eq!(modes[0].supported, None);
+        assert_eq!(modes[1].supported, Some(true));
+        assert_eq!(csv.name(), "demo.v1.0.0");
+        // The strict read is unaffected afterwards, and a non-object reads as empty.
+        assert!(ClusterServiceVersion::from_value(&value).is_err());
+        let (empty, refused) = ClusterServiceVersion::read(&json!([1]));
+        assert_eq!(empty, ClusterServiceVersion::default());
+        assert!(refused.is_some());
     }
 
     #[test]

@@ -108,7 +108,7 @@ struct Run<'p> {
     plan_file: String,
     graph: UpgradeGraph,
     plan_samples: Vec<Sourced>,
-    icon: Option<(String, String)>,
+    icon: Option<olmpack_model::csv::Icon>,
     /// `createdAt` from `SOURCE_DATE_EPOCH`, for releases and plans that set none.
     epoch_created: Option<String>,
     /// Image reference → digest, resolved once for all releases.
@@ -485,13 +485,13 @@ fn read_icon(
     plan: &LoadedPlan,
     policy: &Policy,
     problems: &mut Vec<Finding>,
-) -> Option<(String, String)> {
+) -> Option<olmpack_model::csv::Icon> {
     let icon = plan.plan.csv.icon.as_ref()?;
     let read = plan
         .resolve_input(&icon.path, policy)
         .and_then(|file| crate::input::read(&file, &policy.limits));
     match read {
-        Ok(bytes) => Some((
+        Ok(bytes) => Some(olmpack_model::csv::Icon::new(
             base64::engine::general_purpose::STANDARD.encode(bytes),
             icon.mediatype.clone(),
         )),

@@ -101,8 +101,8 @@ pub struct Imported {
     pub object: String,
     /// Metadata in the plan's terms; empty fields are those the CSV does not set.
     pub metadata: CsvMetadata,
-    /// `(base64data, mediatype)` of the CSV's first icon.
-    pub icon: Option<(String, String)>,
+    /// The CSV's first icon (its data and media type).
+    pub icon: Option<olmpack_model::csv::Icon>,
     /// Service accounts the CSV grants permissions to that no deployment runs as.
     pub accounts: BTreeSet<String>,
     /// `(file, package)` from the bundle's `../metadata/annotations.yaml`, when there is one.

@@ -18,11 +18,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::inputs::{Imported, Inputs, Sourced};
 use crate::input::{Limits, Policy};
 use crate::json::str_at;
+use olmpack_model::csv::{
+    self, ClusterServiceVersion, CsvSpec, StrategyDetails, WebhookDescription,
+};
 use olmpack_model::plan::{
     CrdDisplay, CrdResource, CsvMetadata, Descriptor, InstallModeType, Link, Maintainer, Provider,
     VersionDescriptors,
@@ -57,7 +60,24 @@ pub fn import(inputs: &mut Inputs, csvs: Vec<Sourced>, problems: &mut Vec<Findin
             .hint("point `manifests` at one bundle's manifests/ directory"),
         ));
     }
-    let strategy = str_at(&csv.value, "/spec/install/strategy");
+    let (model, refused) = ClusterServiceVersion::read(&csv.value);
+    if let Some(refused) = refused {
+        inputs.notes.push(
+            csv.finding(
+                Finding::warning(
+                    "import/csv-field-type",
+                    format!("{}; olmpack reads the field as absent", refused.message),
+                )
+                .field(refused.path),
+            ),
+        );
+    }
+    let spec = model.spec.clone().unwrap_or_default();
+    let strategy = spec
+        .install
+        .as_ref()
+        .and_then(|i| i.strategy.as_deref())
+        .unwrap_or("");
     if !strategy.is_empty() && strategy != "deployment" {
         problems.push(csv.finding(
             Finding::error(
@@ -68,36 +88,30 @@ pub fn import(inputs: &mut Inputs, csvs: Vec<Sourced>, problems: &mut Vec<Findin
         ));
         return;
     }
+    let strategy = model.strategy().cloned().unwrap_or_default();
     let before = problems.len();
-    import_deployments(inputs, &csv, problems);
+    import_deployments(inputs, &csv, &strategy, problems);
     if problems.len() > before {
         return;
     }
-    let accounts = import_permissions(inputs, &csv);
-    import_webhooks(inputs, &csv, problems);
+    let accounts = import_permissions(inputs, &csv, &strategy);
+    import_webhooks(inputs, &csv, &spec, problems);
     inputs
         .custom_resources
-        .extend(samples(&csv, &mut inputs.notes));
-    inputs.notes.extend(not_carried(&csv));
-    inputs.notes.extend(conversions_added(inputs, &csv));
-    inputs.notes.extend(owned_differences(inputs, &csv));
-    let (metadata, mut notes) = metadata(&csv);
+        .extend(samples(&csv, &model, &mut inputs.notes));
+    inputs.notes.extend(not_carried(&csv, &model));
+    inputs.notes.extend(conversions_added(inputs, &spec));
+    inputs.notes.extend(owned_differences(inputs, &csv, &model));
+    let (metadata, mut notes) = metadata(&csv, &model);
     inputs.notes.append(&mut notes);
     inputs.imported = Some(Imported {
         location: csv.location(),
         object: csv.display(),
         metadata,
-        icon: icon(&csv.value),
+        icon: csv::Icon::first_of(&spec),
         bundle_package: None,
         accounts,
     });
-}
-
-fn strategy_list<'a>(csv: &'a Sourced, key: &str) -> &'a [Value] {
-    csv.value
-        .pointer(&format!("/spec/install/spec/{key}"))
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
 }
 
 /// A synthesized object located at the CSV's field.
@@ -109,8 +123,13 @@ fn synthesized(csv: &Sourced, value: Value) -> Sourced {
     }
 }
 
-fn import_deployments(inputs: &mut Inputs, csv: &Sourced, problems: &mut Vec<Finding>) {
-    let entries = strategy_list(csv, "deployments");
+fn import_deployments(
+    inputs: &mut Inputs,
+    csv: &Sourced,
+    strategy: &StrategyDetails,
+    problems: &mut Vec<Finding>,
+) {
+    let entries = strategy.deployments.as_deref().unwrap_or_default();
     if entries.is_empty() {
         return;
     }
@@ -126,7 +145,7 @@ fn import_deployments(inputs: &mut Inputs, csv: &Sourced, problems: &mut Vec<Fin
         return;
     }
     for (i, entry) in entries.iter().enumerate() {
-        let name = str_at(entry, "/name");
+        let name = entry.name.as_deref().unwrap_or("");
         if name.is_empty() {
             problems.push(
                 csv.finding(
@@ -137,10 +156,11 @@ fn import_deployments(inputs: &mut Inputs, csv: &Sourced, problems: &mut Vec<Fin
             continue;
         }
         let mut metadata = json!({ "name": name });
-        if let Some(labels) = entry.get("label") {
-            metadata["labels"] = labels.clone();
+        if let Some(labels) = &entry.label {
+            metadata["labels"] = json!(labels);
         }
-        if has_literal_watch_namespace(entry) {
+        let spec = entry.spec.clone().unwrap_or(json!({}));
+        if has_literal_watch_namespace(&spec) {
             inputs.notes.push(csv.finding(
                 Finding::info(
                     "import/watch-namespace-rewired",
@@ -153,16 +173,16 @@ fn import_deployments(inputs: &mut Inputs, csv: &Sourced, problems: &mut Vec<Fin
             "apiVersion": "apps/v1",
             "kind": "Deployment",
             "metadata": metadata,
-            "spec": entry.get("spec").cloned().unwrap_or(json!({})),
+            "spec": spec,
         });
         inputs.deployments.push(synthesized(csv, value));
     }
 }
 
-fn has_literal_watch_namespace(entry: &Value) -> bool {
+/// Whether a container of the deployment spec sets `WATCH_NAMESPACE` to a literal value.
+fn has_literal_watch_namespace(spec: &Value) -> bool {
     ["containers", "initContainers"].iter().any(|list| {
-        entry
-            .pointer(&format!("/spec/template/spec/{list}"))
+        spec.pointer(&format!("/template/spec/{list}"))
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
@@ -191,15 +211,22 @@ fn unused_name(pool: &[Sourced], base: &str) -> String {
 
 /// Returns the service accounts the CSV grants permissions to that no deployment runs as
 /// (OLM creates and grants them all the same: operands run as them).
-fn import_permissions(inputs: &mut Inputs, csv: &Sourced) -> BTreeSet<String> {
+fn import_permissions(
+    inputs: &mut Inputs,
+    csv: &Sourced,
+    strategy: &StrategyDetails,
+) -> BTreeSet<String> {
     let mut extra = BTreeSet::new();
     let accounts: BTreeSet<String> = inputs.deployments.iter().map(service_account).collect();
-    if !strategy_list(csv, "deployments").is_empty() {
+    if strategy.deployments.as_ref().is_some_and(|d| !d.is_empty()) {
         ship_plain_bindings(inputs);
     }
-    for (key, cluster) in [("permissions", false), ("clusterPermissions", true)] {
-        for (i, entry) in strategy_list(csv, key).iter().enumerate() {
-            let account = str_at(entry, "/serviceAccountName");
+    for (key, cluster, entries) in [
+        ("permissions", false, &strategy.permissions),
+        ("clusterPermissions", true, &strategy.cluster_permissions),
+    ] {
+        for (i, entry) in entries.iter().flatten().enumerate() {
+            let account = entry.service_account_name.as_deref().unwrap_or("");
             if account.is_empty() {
                 inputs.notes.push(csv.finding(
                     Finding::warning(
@@ -229,7 +256,7 @@ fn import_permissions(inputs: &mut Inputs, csv: &Sourced) -> BTreeSet<String> {
                 "apiVersion": "rbac.authorization.k8s.io/v1",
                 "kind": role_kind,
                 "metadata": {"name": role_name},
-                "rules": entry.get("rules").cloned().unwrap_or(json!([])),
+                "rules": entry.rules.clone().unwrap_or_default(),
             });
             let binding = json!({
                 "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -260,13 +287,13 @@ fn ship_plain_bindings(inputs: &mut Inputs) {
     inputs.others.extend(bindings);
 }
 
-fn import_webhooks(inputs: &mut Inputs, csv: &Sourced, problems: &mut Vec<Finding>) {
-    let defs = csv
-        .value
-        .pointer("/spec/webhookdefinitions")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+fn import_webhooks(
+    inputs: &mut Inputs,
+    csv: &Sourced,
+    spec: &CsvSpec,
+    problems: &mut Vec<Finding>,
+) {
+    let defs = spec.webhookdefinitions.as_deref().unwrap_or_default();
     if defs.is_empty() {
         return;
     }
@@ -291,14 +318,14 @@ fn import_webhooks(inputs: &mut Inputs, csv: &Sourced, problems: &mut Vec<Findin
         let Some(service) = webhook_service(inputs, csv, def, &field) else {
             continue;
         };
-        match str_at(def, "/type") {
+        match def.type_.as_deref().unwrap_or("") {
             "ConversionWebhook" => conversion(inputs, csv, def, &service, &field),
             kind @ ("ValidatingAdmissionWebhook" | "MutatingAdmissionWebhook") => {
-                let mut name = str_at(def, "/generateName").to_owned();
+                let mut name = def.generate_name.clone().unwrap_or_default();
                 while !names.insert(name.clone()) {
                     name.push('x');
                 }
-                if def.get("sideEffects").is_none() {
+                if def.side_effects.is_none() && !def.extra.contains_key("sideEffects") {
                     inputs.notes.push(csv.finding(
                         Finding::info(
                             "import/webhook-defaults",
@@ -325,8 +352,13 @@ fn import_webhooks(inputs: &mut Inputs, csv: &Sourced, problems: &mut Vec<Findin
 
 /// A Service in front of the definition's deployment (one per deployment and ports), added to
 /// the inputs; `None` (with a warning) when the deployment is not in the strategy.
-fn webhook_service(inputs: &mut Inputs, csv: &Sourced, def: &Value, field: &str) -> Option<String> {
-    let deployment_name = str_at(def, "/deploymentName");
+fn webhook_service(
+    inputs: &mut Inputs,
+    csv: &Sourced,
+    def: &WebhookDescription,
+    field: &str,
+) -> Option<String> {
+    let deployment_name = def.deployment_name.as_deref().unwrap_or("");
     let Some(deployment) = inputs
         .deployments
         .iter()
@@ -346,10 +378,9 @@ fn webhook_service(inputs: &mut Inputs, csv: &Sourced, def: &Value, field: &str)
         .pointer("/spec/template/metadata/labels")
         .cloned()
         .unwrap_or(json!({}));
-    let port = def.get("containerPort").cloned().unwrap_or(json!(443));
-    let mut port_entry = json!({ "port": port });
-    if let Some(target) = def.get("targetPort") {
-        port_entry["targetPort"] = target.clone();
+    let mut port_entry = json!({ "port": container_port(def) });
+    if let Some(target) = field_as_read(&def.target_port, &def.extra, "targetPort") {
+        port_entry["targetPort"] = target;
     }
     let wanted = json!({ "selector": selector, "ports": [port_entry] });
     if let Some(existing) = inputs
@@ -400,35 +431,79 @@ fn selects(selector: &Value, deployment: &Sourced) -> bool {
     })
 }
 
-fn client_service(def: &Value, service: &str) -> Value {
+/// A field of a webhook definition as it was read: its typed value, or what stands in `extra`
+/// under its key (`null`, or a value of a type OLM does not read there).
+fn field_as_read<T: serde::Serialize>(
+    typed: &Option<T>,
+    extra: &Map<String, Value>,
+    key: &str,
+) -> Option<Value> {
+    match typed {
+        Some(value) => Some(json!(value)),
+        None => extra.get(key).cloned(),
+    }
+}
+
+/// The definition's `containerPort` as read, 443 when it has none.
+fn container_port(def: &WebhookDescription) -> Value {
+    field_as_read(&def.container_port, &def.extra, "containerPort").unwrap_or(json!(443))
+}
+
+fn client_service(def: &WebhookDescription, service: &str) -> Value {
     let mut svc = json!({
         "name": service,
         "namespace": "placeholder",
-        "port": def.get("containerPort").cloned().unwrap_or(json!(443)),
+        "port": container_port(def),
     });
-    if let Some(path) = def.get("webhookPath") {
-        svc["path"] = path.clone();
+    if let Some(path) = field_as_read(&def.webhook_path, &def.extra, "webhookPath") {
+        svc["path"] = path;
     }
     svc
 }
 
-fn admission_config(def: &Value, kind: &str, name: &str, service: &str) -> Value {
+fn admission_config(def: &WebhookDescription, kind: &str, name: &str, service: &str) -> Value {
     let mut hook = json!({
-        "name": str_at(def, "/generateName"),
+        "name": def.generate_name.as_deref().unwrap_or(""),
         "clientConfig": {"service": client_service(def, service)},
     });
-    for key in [
-        "admissionReviewVersions",
-        "sideEffects",
-        "failurePolicy",
-        "matchPolicy",
-        "objectSelector",
-        "rules",
-        "timeoutSeconds",
-        "reinvocationPolicy",
-    ] {
-        if let Some(v) = def.get(key) {
-            hook[key] = v.clone();
+    let copied = [
+        (
+            "admissionReviewVersions",
+            field_as_read(
+                &def.admission_review_versions,
+                &def.extra,
+                "admissionReviewVersions",
+            ),
+        ),
+        (
+            "sideEffects",
+            field_as_read(&def.side_effects, &def.extra, "sideEffects"),
+        ),
+        (
+            "failurePolicy",
+            field_as_read(&def.failure_policy, &def.extra, "failurePolicy"),
+        ),
+        (
+            "matchPolicy",
+            field_as_read(&def.match_policy, &def.extra, "matchPolicy"),
+        ),
+        (
+            "objectSelector",
+            field_as_read(&def.object_selector, &def.extra, "objectSelector"),
+        ),
+        ("rules", field_as_read(&def.rules, &def.extra, "rules")),
+        (
+            "timeoutSeconds",
+            field_as_read(&def.timeout_seconds, &def.extra, "timeoutSeconds"),
+        ),
+        (
+            "reinvocationPolicy",
+            field_as_read(&def.reinvocation_policy, &def.extra, "reinvocationPolicy"),
+        ),
+    ];
+    for (key, value) in copied {
+        if let Some(v) = value {
+            hook[key] = v;
         }
     }
     let config_kind = if kind == "ValidatingAdmissionWebhook" {
@@ -445,19 +520,21 @@ fn admission_config(def: &Value, kind: &str, name: &str, service: &str) -> Value
 }
 
 /// Points each of the definition's CRDs at the webhook's Service.
-fn conversion(inputs: &mut Inputs, csv: &Sourced, def: &Value, service: &str, field: &str) {
-    let reviews = def
-        .get("admissionReviewVersions")
-        .cloned()
-        .unwrap_or(json!(["v1"]));
+fn conversion(
+    inputs: &mut Inputs,
+    csv: &Sourced,
+    def: &WebhookDescription,
+    service: &str,
+    field: &str,
+) {
+    let reviews = field_as_read(
+        &def.admission_review_versions,
+        &def.extra,
+        "admissionReviewVersions",
+    )
+    .unwrap_or(json!(["v1"]));
     let client = json!({"service": client_service(def, service)});
-    for name in def
-        .get("conversionCRDs")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-    {
+    for name in def.conversion_crds.iter().flatten() {
         let Some(crd) = inputs.crds.iter_mut().find(|c| c.name() == name) else {
             inputs.notes.push(
                 csv.finding(
@@ -482,21 +559,14 @@ fn conversion(inputs: &mut Inputs, csv: &Sourced, def: &Value, service: &str, fi
 }
 
 /// CRDs that convert through a webhook the CSV does not define: the generator defines one.
-fn conversions_added(inputs: &Inputs, csv: &Sourced) -> Vec<Finding> {
-    let defined: BTreeSet<&str> = csv
-        .value
-        .pointer("/spec/webhookdefinitions")
-        .and_then(Value::as_array)
-        .into_iter()
+fn conversions_added(inputs: &Inputs, spec: &CsvSpec) -> Vec<Finding> {
+    let defined: BTreeSet<&str> = spec
+        .webhookdefinitions
+        .iter()
         .flatten()
-        .filter(|d| str_at(d, "/type") == "ConversionWebhook")
-        .flat_map(|d| {
-            d.get("conversionCRDs")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-        })
-        .filter_map(Value::as_str)
+        .filter(|d| d.type_.as_deref() == Some("ConversionWebhook"))
+        .flat_map(|d| d.conversion_crds.iter().flatten())
+        .map(String::as_str)
         .collect();
     inputs
         .crds
@@ -519,8 +589,8 @@ fn conversions_added(inputs: &Inputs, csv: &Sourced) -> Vec<Finding> {
 }
 
 /// `alm-examples` as sample custom resources.
-fn samples(csv: &Sourced, notes: &mut Vec<Finding>) -> Vec<Sourced> {
-    let text = str_at(&csv.value, "/metadata/annotations/alm-examples");
+fn samples(csv: &Sourced, model: &ClusterServiceVersion, notes: &mut Vec<Finding>) -> Vec<Sourced> {
+    let text = model.annotation("alm-examples").unwrap_or("");
     if text.trim().is_empty() {
         return Vec::new();
     }
@@ -546,7 +616,7 @@ fn samples(csv: &Sourced, notes: &mut Vec<Finding>) -> Vec<Sourced> {
 }
 
 /// Warnings for what the CSV says that the plan has no place for.
-fn not_carried(csv: &Sourced) -> Vec<Finding> {
+fn not_carried(csv: &Sourced, model: &ClusterServiceVersion) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut warn = |field: &str, what: &str| {
         out.push(
@@ -559,37 +629,27 @@ fn not_carried(csv: &Sourced) -> Vec<Finding> {
             ),
         );
     };
-    let spec = &csv.value["spec"];
-    if spec
-        .pointer("/customresourcedefinitions/required")
-        .and_then(Value::as_array)
-        .is_some_and(|r| !r.is_empty())
-    {
+    let spec = model.spec.clone().unwrap_or_default();
+    let crds = spec.customresourcedefinitions.unwrap_or_default();
+    if crds.required.is_some_and(|r| !r.is_empty()) {
         warn(
             "spec.customresourcedefinitions.required",
             "required CRDs (declare a package or GVK dependency in the release's `dependencies`)",
         );
     }
-    for (key, what) in [
-        ("apiservicedefinitions", "API service definitions"),
-        ("nativeAPIs", "native APIs"),
-    ] {
-        let set = spec.get(key).is_some_and(|v| match v {
-            Value::Object(m) => m
-                .values()
-                .any(|x| x.as_array().is_some_and(|a| !a.is_empty())),
-            Value::Array(a) => !a.is_empty(),
-            _ => false,
-        });
-        if set {
-            warn(&format!("spec.{key}"), what);
-        }
+    let api_services = spec.apiservicedefinitions.unwrap_or_default();
+    let any_api_service = [&api_services.owned, &api_services.required]
+        .into_iter()
+        .any(|list| list.as_ref().is_some_and(|l| !l.is_empty()))
+        || api_services.extra.values().any(non_empty_list);
+    if any_api_service {
+        warn("spec.apiservicedefinitions", "API service definitions");
     }
-    if csv
-        .value
-        .pointer("/metadata/annotations/createdAt")
-        .is_some()
-    {
+    if spec.native_apis.is_some_and(|a| !a.is_empty()) {
+        warn("spec.nativeAPIs", "native APIs");
+    }
+    let annotations = model.metadata.as_ref().and_then(|m| m.annotations.as_ref());
+    if annotations.is_some_and(|a| a.contains_key("createdAt")) {
         out.push(
             csv.finding(
                 Finding::info(
@@ -600,27 +660,33 @@ fn not_carried(csv: &Sourced) -> Vec<Finding> {
             ),
         );
     }
-    for (pointer, field) in [
-        ("/spec/replaces", "spec.replaces"),
-        ("/spec/skips", "spec.skips"),
+    let set = |typed: bool, key: &str| typed || spec.extra.get(key).is_some_and(|v| !v.is_null());
+    let edges = [
+        (set(spec.replaces.is_some(), "replaces"), "spec.replaces"),
+        (set(spec.skips.is_some(), "skips"), "spec.skips"),
         (
-            "/metadata/annotations/olm.skipRange",
+            annotations
+                .is_some_and(|a| a.contains_key("olm.skipRange") && !a.was_null("olm.skipRange")),
             "metadata.annotations.olm.skipRange",
         ),
-    ] {
-        if csv.value.pointer(pointer).is_some_and(|v| !v.is_null()) {
-            out.push(
-                csv.finding(
-                    Finding::info(
-                        "import/upgrade-edges",
-                        "upgrade edges come from the plan's releases; the CSV's are not used",
-                    )
-                    .field(field),
-                ),
-            );
-        }
+    ];
+    for (_, field) in edges.into_iter().filter(|(given, _)| *given) {
+        out.push(
+            csv.finding(
+                Finding::info(
+                    "import/upgrade-edges",
+                    "upgrade edges come from the plan's releases; the CSV's are not used",
+                )
+                .field(field),
+            ),
+        );
     }
     out
+}
+
+/// Whether `value` is a list with something in it.
+fn non_empty_list(value: &Value) -> bool {
+    value.as_array().is_some_and(|a| !a.is_empty())
 }
 
 /// `(name, version, kind)` of every served version of every CRD, as the generator owns them.
@@ -648,26 +714,41 @@ pub fn served_crds(crds: &[Sourced]) -> BTreeSet<(String, String, String)> {
 }
 
 /// `(name, version, kind)` of the CSV's owned CRDs.
-pub fn owned_of(csv: &Value) -> BTreeSet<(String, String, String)> {
-    csv.pointer("/spec/customresourcedefinitions/owned")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|o| {
-            (
-                str_at(o, "/name").to_owned(),
-                str_at(o, "/version").to_owned(),
-                str_at(o, "/kind").to_owned(),
-            )
-        })
+pub fn owned_of(csv: &ClusterServiceVersion) -> BTreeSet<(String, String, String)> {
+    owned_entries(csv)
+        .iter()
+        .map(|o| (text(&o.name), text(&o.version), text(&o.kind)))
         .collect()
+}
+
+/// `spec.customresourcedefinitions.owned`.
+fn owned_entries(csv: &ClusterServiceVersion) -> &[csv::CrdDescription] {
+    csv.spec
+        .as_ref()
+        .and_then(|s| s.customresourcedefinitions.as_ref())
+        .and_then(|c| c.owned.as_deref())
+        .unwrap_or_default()
+}
+
+/// A text field, `""` when absent.
+fn text(field: &Option<String>) -> String {
+    field.clone().unwrap_or_default()
+}
+
+/// A text field, `None` when absent or empty.
+fn some_text(field: &Option<String>) -> Option<String> {
+    field.clone().filter(|s| !s.is_empty())
 }
 
 /// The generator owns every served version of every CRD in the manifests; a warning for each
 /// owned entry of the CSV that differs.
-fn owned_differences(inputs: &Inputs, csv: &Sourced) -> Vec<Finding> {
+fn owned_differences(
+    inputs: &Inputs,
+    csv: &Sourced,
+    model: &ClusterServiceVersion,
+) -> Vec<Finding> {
     let served = served_crds(&inputs.crds);
-    let owned = owned_of(&csv.value);
+    let owned = owned_of(model);
     let mut out = Vec::new();
     for (name, version, kind) in owned.difference(&served) {
         out.push(csv.finding(
@@ -690,104 +771,91 @@ fn owned_differences(inputs: &Inputs, csv: &Sourced) -> Vec<Finding> {
     out
 }
 
-fn icon(csv: &Value) -> Option<(String, String)> {
-    let first = csv.pointer("/spec/icon/0")?;
-    let data = str_at(first, "/base64data");
-    (!data.is_empty()).then(|| (data.to_owned(), str_at(first, "/mediatype").to_owned()))
-}
-
-fn strings(value: Option<&Value>) -> Vec<String> {
-    value
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(str::to_owned)
-        .collect()
-}
-
-fn some_str(value: &Value, pointer: &str) -> Option<String> {
-    Some(str_at(value, pointer))
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-}
-
 /// The CSV's metadata in the plan's terms, and warnings for what does not fit.
-fn metadata(csv: &Sourced) -> (CsvMetadata, Vec<Finding>) {
-    let v = &csv.value;
+fn metadata(csv: &Sourced, model: &ClusterServiceVersion) -> (CsvMetadata, Vec<Finding>) {
     let mut notes = Vec::new();
-    let annotations: BTreeMap<String, String> = v
-        .pointer("/metadata/annotations")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
+    let meta = model.metadata.clone().unwrap_or_default();
+    let spec = model.spec.clone().unwrap_or_default();
+    let annotations = strings_given(meta.annotations.as_ref())
         .filter(|(k, _)| !NOT_COPIED_ANNOTATIONS.contains(&k.as_str()))
-        .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_owned())))
         .collect();
-    let labels = v
-        .pointer("/metadata/labels")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-        .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_owned())))
-        .collect();
+    let labels = strings_given(meta.labels.as_ref()).collect();
+    let provider = spec.provider.clone().unwrap_or_default();
     let metadata = CsvMetadata {
-        display_name: str_at(v, "/spec/displayName").to_owned(),
-        description: str_at(v, "/spec/description").to_owned(),
-        short_description: some_str(v, "/metadata/annotations/description"),
+        display_name: text(&spec.display_name),
+        description: text(&spec.description),
+        short_description: model.annotation("description").map(str::to_owned),
         icon: None,
-        keywords: strings(v.pointer("/spec/keywords")),
-        maintainers: people(v.pointer("/spec/maintainers"), |name, email| Maintainer {
-            name,
-            email,
-        }),
+        keywords: spec.keywords.clone().unwrap_or_default(),
+        maintainers: (spec.maintainers.iter().flatten())
+            .map(|m| Maintainer {
+                name: text(&m.name),
+                email: second(&m.email, &m.extra, "url"),
+            })
+            .collect(),
         provider: Provider {
-            name: str_at(v, "/spec/provider/name").to_owned(),
-            url: some_str(v, "/spec/provider/url"),
+            name: text(&provider.name),
+            url: some_text(&provider.url),
         },
-        links: people(v.pointer("/spec/links"), |name, url| Link { name, url }),
-        maturity: some_str(v, "/spec/maturity"),
-        capabilities: some_str(v, "/metadata/annotations/capabilities"),
-        categories: str_at(v, "/metadata/annotations/categories")
+        links: (spec.links.iter().flatten())
+            .map(|l| Link {
+                name: text(&l.name),
+                url: second(&l.url, &l.extra, "email"),
+            })
+            .collect(),
+        maturity: some_text(&spec.maturity),
+        capabilities: model.annotation("capabilities").map(str::to_owned),
+        categories: model
+            .annotation("categories")
+            .unwrap_or("")
             .split(',')
             .map(str::trim)
             .filter(|s| !s.is_empty())
             .map(str::to_owned)
             .collect(),
-        min_kube_version: some_str(v, "/spec/minKubeVersion"),
-        install_modes: install_modes(csv, &mut notes),
+        min_kube_version: some_text(&spec.min_kube_version),
+        install_modes: install_modes(csv, &spec, &mut notes),
         annotations,
         labels,
-        crds: crd_displays(csv, &mut notes),
+        crds: crd_displays(csv, model, &mut notes),
     };
     (metadata, notes)
 }
 
-/// `[{name, <second>}]` entries (maintainers, links).
-fn people<T>(value: Option<&Value>, make: impl Fn(String, String) -> T) -> Vec<T> {
-    value
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|m| {
-            let second = m
-                .get("email")
-                .or_else(|| m.get("url"))
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            make(str_at(m, "/name").to_owned(), second.to_owned())
-        })
-        .collect()
+/// The entries of a string map that are given as strings (not `null`).
+fn strings_given(map: Option<&csv::StringMap>) -> impl Iterator<Item = (String, String)> + '_ {
+    map.into_iter().flat_map(|m| {
+        m.iter()
+            .filter(|(k, _)| !m.was_null(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+    })
 }
 
-fn install_modes(csv: &Sourced, notes: &mut Vec<Finding>) -> Option<Vec<InstallModeType>> {
-    let modes = csv.value.pointer("/spec/installModes")?.as_array()?;
+/// A maintainer's e-mail or a link's URL; operator-sdk's output sometimes gives the other
+/// key, which is read in its place.
+fn second(field: &Option<String>, extra: &Map<String, Value>, other: &str) -> String {
+    match field {
+        Some(value) => value.clone(),
+        None => extra
+            .get(other)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
+    }
+}
+
+fn install_modes(
+    csv: &Sourced,
+    spec: &CsvSpec,
+    notes: &mut Vec<Finding>,
+) -> Option<Vec<InstallModeType>> {
+    let modes = spec.install_modes.as_ref()?;
     let mut out = Vec::new();
     for (i, mode) in modes.iter().enumerate() {
-        if mode.get("supported").and_then(Value::as_bool) != Some(true) {
+        if mode.supported != Some(true) {
             continue;
         }
-        let kind = str_at(mode, "/type");
+        let kind = mode.type_.as_deref().unwrap_or("");
         match InstallModeType::ALL.iter().find(|m| m.as_str() == kind) {
             Some(m) => out.push(*m),
             None => notes.push(
@@ -807,19 +875,17 @@ fn install_modes(csv: &Sourced, notes: &mut Vec<Finding>) -> Option<Vec<InstallM
 /// A descriptor in the plan's terms; a warning names what does not fit.
 fn descriptor(
     csv: &Sourced,
-    d: &Value,
+    d: &csv::Descriptor,
     field: String,
     notes: &mut Vec<Finding>,
-) -> Option<Descriptor> {
-    let path = str_at(d, "/path");
+) -> Descriptor {
+    let path = d.path.as_deref().unwrap_or("");
     let known = ["path", "displayName", "description", "x-descriptors"];
-    let extra: Vec<&str> = d
-        .as_object()
-        .into_iter()
-        .flatten()
-        .map(|(k, _)| k.as_str())
+    let mut extra: Vec<&str> = (d.value.as_ref().map(|_| "value").into_iter())
+        .chain(d.extra.keys().map(String::as_str))
         .filter(|k| !known.contains(k))
         .collect();
+    extra.sort_unstable();
     if !extra.is_empty() {
         notes.push(
             csv.finding(
@@ -831,65 +897,56 @@ fn descriptor(
             ),
         );
     }
-    Some(Descriptor {
+    Descriptor {
         path: path.to_owned(),
-        display_name: str_at(d, "/displayName").to_owned(),
-        description: some_str(d, "/description"),
-        x_descriptors: strings(d.get("x-descriptors")),
-    })
+        display_name: text(&d.display_name),
+        description: some_text(&d.description),
+        x_descriptors: d.x_descriptors.clone().unwrap_or_default(),
+    }
 }
 
 /// Display metadata of the CSV's owned CRDs, per CRD, with the descriptors of each version.
-fn crd_displays(csv: &Sourced, notes: &mut Vec<Finding>) -> BTreeMap<String, CrdDisplay> {
+fn crd_displays(
+    csv: &Sourced,
+    model: &ClusterServiceVersion,
+    notes: &mut Vec<Finding>,
+) -> BTreeMap<String, CrdDisplay> {
     let mut out: BTreeMap<String, CrdDisplay> = BTreeMap::new();
-    let owned = csv
-        .value
-        .pointer("/spec/customresourcedefinitions/owned")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    for (i, entry) in owned.iter().enumerate() {
-        let display = out.entry(str_at(entry, "/name").to_owned()).or_default();
+    for (i, entry) in owned_entries(model).iter().enumerate() {
+        let display = out.entry(text(&entry.name)).or_default();
         display.display_name = display
             .display_name
             .take()
-            .or(some_str(entry, "/displayName"));
-        display.description = display
-            .description
-            .take()
-            .or(some_str(entry, "/description"));
+            .or(some_text(&entry.display_name));
+        display.description = display.description.take().or(some_text(&entry.description));
         if display.resources.is_empty() {
-            display.resources = entry
-                .get("resources")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
+            display.resources = (entry.resources.iter().flatten())
                 .map(|r| CrdResource {
-                    kind: str_at(r, "/kind").to_owned(),
-                    version: str_at(r, "/version").to_owned(),
-                    name: some_str(r, "/name"),
+                    kind: text(&r.kind),
+                    version: text(&r.version),
+                    name: some_text(&r.name),
                 })
                 .collect();
         }
         let mut per_version = VersionDescriptors::default();
-        for (key, list) in [
-            ("specDescriptors", &mut per_version.spec_descriptors),
-            ("statusDescriptors", &mut per_version.status_descriptors),
+        for (key, list, given) in [
+            (
+                "specDescriptors",
+                &mut per_version.spec_descriptors,
+                &entry.spec_descriptors,
+            ),
+            (
+                "statusDescriptors",
+                &mut per_version.status_descriptors,
+                &entry.status_descriptors,
+            ),
         ] {
-            for (j, d) in entry
-                .get(key)
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .enumerate()
-            {
+            for (j, d) in given.iter().flatten().enumerate() {
                 let field = format!("spec.customresourcedefinitions.owned[{i}].{key}[{j}]");
-                list.extend(descriptor(csv, d, field, notes));
+                list.push(descriptor(csv, d, field, notes));
             }
         }
-        display
-            .versions
-            .insert(str_at(entry, "/version").to_owned(), per_version);
+        display.versions.insert(text(&entry.version), per_version);
     }
     out
 }
@@ -1014,7 +1071,7 @@ pub fn fill(plan: &CsvMetadata, inputs: &mut Inputs) -> CsvMetadata {
 }
 
 /// The imported CSV's icon, when the plan has none.
-pub fn icon_of(plan: &CsvMetadata, inputs: &Inputs) -> Option<(String, String)> {
+pub fn icon_of(plan: &CsvMetadata, inputs: &Inputs) -> Option<csv::Icon> {
     if plan.icon.is_some() {
         return None;
     }

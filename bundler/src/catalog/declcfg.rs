@@ -14,6 +14,8 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use olmpack_model::csv::Icon;
+
 /// `schema` value of a package blob.
 pub const SCHEMA_PACKAGE: &str = "olm.package";
 /// `schema` value of a channel blob.
@@ -271,15 +273,6 @@ impl Serialize for Property {
         }
         s.end()
     }
-}
-
-/// A package icon as written in `olm.package`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Icon {
-    /// The image bytes, base64-encoded.
-    pub base64data: String,
-    /// The image's media type, e.g. `image/svg+xml`.
-    pub mediatype: String,
 }
 
 /// An `olm.package` blob: one operator package and its default channel.
@@ -546,10 +539,7 @@ impl Package {
             None => None,
             Some(v) => {
                 let i = f.sub(v, "icon")?;
-                Some(Icon {
-                    base64data: i.string("base64data")?,
-                    mediatype: i.string("mediatype")?,
-                })
+                Some(Icon::new(i.string("base64data")?, i.string("mediatype")?))
             }
         };
         Ok(Package {

@@ -9,11 +9,12 @@
 #![warn(missing_docs)]
 
 use super::declcfg::{
-    Bundle, Channel, ChannelEntry, DeclarativeConfig, Deprecation, DeprecationEntry, Icon, Package,
+    Bundle, Channel, ChannelEntry, DeclarativeConfig, Deprecation, DeprecationEntry, Package,
     Reference, SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_DEPRECATIONS, SCHEMA_PACKAGE,
 };
 use super::model::Model;
 use crate::output::{FileTree, OutputError};
+use olmpack_model::csv::Icon;
 use olmpack_model::upgrade_graph::UpgradeGraph;
 
 /// Package-level metadata from the plan.

@@ -13,10 +13,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 
 use super::declcfg::{
-    self, ChannelEntry, DeclarativeConfig, Icon, Origin, Property, RelatedImage, SCHEMA_BUNDLE,
+    self, ChannelEntry, DeclarativeConfig, Origin, Property, RelatedImage, SCHEMA_BUNDLE,
     SCHEMA_CHANNEL, SCHEMA_PACKAGE,
 };
 use super::property::{self, Typed};
+use olmpack_model::csv::Icon;
 use olmpack_model::names::dns1123_label_problem;
 use olmpack_model::report::Finding;
 use olmpack_model::version::{Range, Version, cmp_versions, parse_version};

@@ -50,8 +50,8 @@ pub struct ReleaseSpec<'a> {
     pub version: &'a semver::Version,
     /// The plan's CSV metadata.
     pub csv: &'a CsvMetadata,
-    /// `(base64data, mediatype)`.
-    pub icon: Option<(String, String)>,
+    /// The icon: its data and media type.
+    pub icon: Option<olmpack_model::csv::Icon>,
     /// The release's `replaces`, `skips` and `olm.skipRange`.
     pub edges: Edges,
     /// The `createdAt` annotation, when the plan sets one.
@@ -233,11 +233,8 @@ fn csv_spec(spec: &ReleaseSpec<'_>, parts: SpecParts) -> Map<String, Value> {
     }
     out.insert("description".into(), json!(csv.description));
     out.insert("displayName".into(), json!(csv.display_name));
-    if let Some((data, mediatype)) = &spec.icon {
-        out.insert(
-            "icon".into(),
-            json!([{ "base64data": data, "mediatype": mediatype }]),
-        );
+    if let Some(icon) = &spec.icon {
+        out.insert("icon".into(), json!([icon]));
     }
     out.insert(
         "install".into(),

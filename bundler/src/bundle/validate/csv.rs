@@ -3,10 +3,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::{Context, array_at, str_at};
 use crate::bundle::files::PACKAGE_KEY;
+use olmpack_model::csv::CrdDescription;
 use olmpack_model::names::is_dns1123_subdomain;
 use olmpack_model::report::Finding;
 
@@ -36,19 +37,29 @@ fn required_fields(ctx: &Context<'_>, out: &mut Vec<Finding>) {
             "apiVersion",
         ));
     }
-    for (pointer, field) in [
-        ("/spec", "spec"),
-        ("/spec/displayName", "spec.displayName"),
-        ("/spec/install", "spec.install"),
-        ("/spec/install/strategy", "spec.install.strategy"),
-        ("/spec/version", "spec.version"),
+    let spec = &ctx.spec;
+    let install = spec.install.as_ref();
+    let given_spec = ctx.raw_spec().is_object();
+    for (given, field) in [
+        (given_spec, "spec"),
+        (
+            text_given(&spec.display_name, &spec.extra, "displayName"),
+            "spec.displayName",
+        ),
+        (
+            install.is_some() || non_null(&spec.extra, "install"),
+            "spec.install",
+        ),
+        (
+            install.is_some_and(|i| text_given(&i.strategy, &i.extra, "strategy")),
+            "spec.install.strategy",
+        ),
+        (
+            text_given(&spec.version, &spec.extra, "version"),
+            "spec.version",
+        ),
     ] {
-        let missing = match ctx.csv.value.pointer(pointer) {
-            None | Some(Value::Null) => true,
-            Some(Value::String(s)) => s.trim().is_empty(),
-            Some(_) => false,
-        };
-        if missing {
+        if !given {
             out.push(ctx.at(
                 Finding::error("csv/missing-field", format!("{field} is required")),
                 field,
@@ -57,12 +68,31 @@ fn required_fields(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     }
 }
 
+/// Whether an object's field `key` is given: a non-blank string in its typed place, or a
+/// value of another type (kept in `extra`; other checks judge its type).
+fn text_given(typed: &Option<String>, extra: &Map<String, Value>, key: &str) -> bool {
+    match typed {
+        Some(text) => !text.trim().is_empty(),
+        None => non_null(extra, key),
+    }
+}
+
+/// Whether `extra` holds `key` with a value other than `null`.
+pub(super) fn non_null(extra: &Map<String, Value>, key: &str) -> bool {
+    extra.get(key).is_some_and(|v| !v.is_null())
+}
+
+/// A text field, `""` when absent.
+pub(super) fn text(field: &Option<String>) -> &str {
+    field.as_deref().unwrap_or("")
+}
+
 fn name_and_version(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     let name = ctx.csv.name();
     if !is_dns1123_subdomain(name) || name.len() > 63 {
         out.push(ctx.at(Finding::error("csv/name", format!("{name:?} must be a DNS-1123 subdomain of at most 63 characters (it is also used as a label value)")), "metadata.name"));
     }
-    let version = str_at(ctx.spec(), "/version");
+    let version = text(&ctx.spec.version);
     if !version.is_empty() {
         match semver::Version::parse(version) {
             Err(e) => out.push(ctx.at(
@@ -93,8 +123,8 @@ fn name_and_version(ctx: &Context<'_>, out: &mut Vec<Finding>) {
 
 fn edges(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     let name = ctx.csv.name();
-    let replaces = str_at(ctx.spec(), "/replaces");
-    if ctx.spec().get("replaces").is_some() {
+    let replaces = text(&ctx.spec.replaces);
+    if ctx.raw_spec().get("replaces").is_some() {
         if !is_dns1123_subdomain(replaces) || replaces.len() > 63 {
             out.push(ctx.at(
                 Finding::warning(
@@ -110,8 +140,7 @@ fn edges(ctx: &Context<'_>, out: &mut Vec<Finding>) {
             ));
         }
     }
-    for (i, skip) in array_at(ctx.spec(), "/skips").iter().enumerate() {
-        let skip = skip.as_str().unwrap_or("");
+    for (i, skip) in ctx.spec.skips.iter().flatten().enumerate() {
         if skip.is_empty() || !is_dns1123_subdomain(skip) {
             out.push(ctx.at(
                 Finding::error(
@@ -137,7 +166,7 @@ fn edges(ctx: &Context<'_>, out: &mut Vec<Finding>) {
                 "metadata.annotations.olm.skipRange",
             )),
             Ok(parsed) => {
-                if let Ok(own) = semver::Version::parse(str_at(ctx.spec(), "/version"))
+                if let Ok(own) = semver::Version::parse(text(&ctx.spec.version))
                     && parsed.contains(&own)
                 {
                     out.push(ctx.at(
@@ -150,7 +179,7 @@ fn edges(ctx: &Context<'_>, out: &mut Vec<Finding>) {
                         "metadata.annotations.olm.skipRange",
                     ));
                 }
-                if ctx.spec().get("replaces").is_none() {
+                if ctx.raw_spec().get("replaces").is_none() {
                     out.push(ctx.at(
                         Finding::warning("csv/skip-range-without-replaces", "olm.skipRange without replaces: in an OLM v0 channel the versions in the range drop out of the update graph")
                             .hint("also set replaces to the previous release"),
@@ -163,7 +192,7 @@ fn edges(ctx: &Context<'_>, out: &mut Vec<Finding>) {
 }
 
 fn install(ctx: &Context<'_>, out: &mut Vec<Finding>) {
-    let strategy = str_at(ctx.spec(), "/install/strategy");
+    let strategy = text(ctx.spec.install.as_ref().map_or(&None, |i| &i.strategy));
     if !strategy.is_empty() && strategy != "deployment" {
         out.push(ctx.at(
             Finding::error(
@@ -187,7 +216,7 @@ fn install(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     }
     let mut names = BTreeSet::new();
     for (i, d) in deployments.iter().enumerate() {
-        let name = str_at(d, "/name");
+        let name = text(&d.name);
         let field = format!("spec.install.spec.deployments[{i}].name");
         if !is_dns1123_subdomain(name) {
             out.push(ctx.at(
@@ -206,25 +235,29 @@ fn install(ctx: &Context<'_>, out: &mut Vec<Finding>) {
                 field,
             ));
         }
-        if d.get("spec").is_none_or(Value::is_null) {
+        if d.spec.is_none() {
             out.push(ctx.at(
                 Finding::error("csv/missing-field", "deployment spec is required"),
                 format!("spec.install.spec.deployments[{i}].spec"),
             ));
         }
     }
-    for list in ["permissions", "clusterPermissions"] {
-        for (i, p) in array_at(ctx.spec(), &format!("/install/spec/{list}"))
-            .iter()
-            .enumerate()
-        {
-            if str_at(p, "/serviceAccountName").is_empty() {
+    let strategy = ctx.strategy();
+    for (list, given) in [
+        ("permissions", strategy.and_then(|s| s.permissions.as_ref())),
+        (
+            "clusterPermissions",
+            strategy.and_then(|s| s.cluster_permissions.as_ref()),
+        ),
+    ] {
+        for (i, p) in given.into_iter().flatten().enumerate() {
+            if text(&p.service_account_name).is_empty() {
                 out.push(ctx.at(
                     Finding::error("csv/permissions", "serviceAccountName is required"),
                     format!("spec.install.spec.{list}[{i}].serviceAccountName"),
                 ));
             }
-            for (j, rule) in array_at(p, "/rules").iter().enumerate() {
+            for (j, rule) in p.rules.iter().flatten().enumerate() {
                 if array_at(rule, "/verbs").is_empty() {
                     out.push(ctx.at(
                         Finding::error("csv/permissions", "a policy rule needs at least one verb"),
@@ -244,7 +277,7 @@ const MODES: [&str; 4] = [
 ];
 
 fn install_modes(ctx: &Context<'_>, out: &mut Vec<Finding>) {
-    let modes = array_at(ctx.spec(), "/installModes");
+    let modes = ctx.spec.install_modes.as_deref().unwrap_or_default();
     if modes.is_empty() {
         out.push(ctx.at(
             Finding::error("csv/install-modes", "install modes not found"),
@@ -255,7 +288,7 @@ fn install_modes(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     let mut seen = BTreeSet::new();
     let mut any_supported = false;
     for (i, mode) in modes.iter().enumerate() {
-        let kind = str_at(mode, "/type");
+        let kind = text(&mode.type_);
         let field = format!("spec.installModes[{i}]");
         if !MODES.contains(&kind) {
             out.push(ctx.at(
@@ -275,7 +308,7 @@ fn install_modes(ctx: &Context<'_>, out: &mut Vec<Finding>) {
                 format!("{field}.type"),
             ));
         }
-        any_supported |= mode.get("supported").and_then(Value::as_bool) == Some(true);
+        any_supported |= mode.supported == Some(true);
     }
     if !any_supported {
         out.push(ctx.at(
@@ -286,7 +319,12 @@ fn install_modes(ctx: &Context<'_>, out: &mut Vec<Finding>) {
 }
 
 fn min_kube_version(ctx: &Context<'_>, out: &mut Vec<Finding>) {
-    if let Some(number) = ctx.spec().get("minKubeVersion").filter(|v| v.is_number()) {
+    if let Some(number) = ctx
+        .spec
+        .extra
+        .get("minKubeVersion")
+        .filter(|v| v.is_number())
+    {
         out.push(ctx.at(
             Finding::error(
                 "csv/field-type",
@@ -297,7 +335,7 @@ fn min_kube_version(ctx: &Context<'_>, out: &mut Vec<Finding>) {
         ));
         return;
     }
-    let min = str_at(ctx.spec(), "/minKubeVersion");
+    let min = text(&ctx.spec.min_kube_version);
     if min.is_empty() {
         out.push(ctx.at(
             Finding::warning(
@@ -326,10 +364,12 @@ const CASED_ANNOTATIONS: [&str; 5] = [
 ];
 
 fn annotations(ctx: &Context<'_>, out: &mut Vec<Finding>) {
+    // As read, not typed: this checks the types the typed model refuses.
     let Some(annotations) = ctx
         .csv
         .value
-        .pointer("/metadata/annotations")
+        .get("metadata")
+        .and_then(|m| m.get("annotations"))
         .and_then(Value::as_object)
     else {
         return;
@@ -375,12 +415,18 @@ fn bundle_crd_versions(ctx: &Context<'_>) -> BTreeMap<(String, String, String), 
     out
 }
 
+/// `spec.customresourcedefinitions.owned`.
+fn owned<'a>(ctx: &'a Context<'_>) -> &'a [CrdDescription] {
+    (ctx.spec.customresourcedefinitions.as_ref())
+        .and_then(|c| c.owned.as_deref())
+        .unwrap_or_default()
+}
+
 fn owned_crds(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     let in_bundle = bundle_crd_versions(ctx);
-    let owned = array_at(ctx.spec(), "/customresourcedefinitions/owned");
     let mut owned_kinds = BTreeSet::new();
-    for (i, entry) in owned.iter().enumerate() {
-        let name = str_at(entry, "/name");
+    for (i, entry) in owned(ctx).iter().enumerate() {
+        let name = text(&entry.name);
         let field = format!("spec.customresourcedefinitions.owned[{i}]");
         let Some((_, group)) = name.split_once('.') else {
             out.push(ctx.at(
@@ -394,8 +440,8 @@ fn owned_crds(ctx: &Context<'_>, out: &mut Vec<Finding>) {
         };
         let key = (
             group.to_owned(),
-            str_at(entry, "/version").to_owned(),
-            str_at(entry, "/kind").to_owned(),
+            text(&entry.version).to_owned(),
+            text(&entry.kind).to_owned(),
         );
         owned_kinds.insert((key.0.clone(), key.2.clone()));
         match in_bundle.get(&key) {
@@ -408,7 +454,7 @@ fn owned_crds(ctx: &Context<'_>, out: &mut Vec<Finding>) {
                 field.clone(),
             )),
         }
-        if str_at(entry, "/displayName").is_empty() {
+        if text(&entry.display_name).is_empty() {
             out.push(ctx.at(
                 Finding::warning("csv/owned-crd", "owned CRD has no displayName"),
                 format!("{field}.displayName"),
@@ -428,17 +474,16 @@ fn owned_crds(ctx: &Context<'_>, out: &mut Vec<Finding>) {
 }
 
 fn examples(ctx: &Context<'_>, out: &mut Vec<Finding>) {
-    let owned: BTreeSet<(String, String)> =
-        array_at(ctx.spec(), "/customresourcedefinitions/owned")
-            .iter()
-            .filter_map(|o| {
-                let (_, group) = str_at(o, "/name").split_once('.')?;
-                Some((
-                    format!("{group}/{}", str_at(o, "/version")),
-                    str_at(o, "/kind").to_owned(),
-                ))
-            })
-            .collect();
+    let owned: BTreeSet<(String, String)> = owned(ctx)
+        .iter()
+        .filter_map(|o| {
+            let (_, group) = text(&o.name).split_once('.')?;
+            Some((
+                format!("{group}/{}", text(&o.version)),
+                text(&o.kind).to_owned(),
+            ))
+        })
+        .collect();
     let field = "metadata.annotations.alm-examples";
     let text = ctx
         .annotation("alm-examples")
@@ -501,8 +546,8 @@ fn examples(ctx: &Context<'_>, out: &mut Vec<Finding>) {
 
 fn related_images(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     let mut names = BTreeSet::new();
-    for (i, image) in array_at(ctx.spec(), "/relatedImages").iter().enumerate() {
-        let reference = str_at(image, "/image");
+    for (i, image) in ctx.spec.related_images.iter().flatten().enumerate() {
+        let reference = text(&image.image);
         let field = format!("spec.relatedImages[{i}]");
         if let Err(message) = check_image_reference(reference) {
             out.push(ctx.at(
@@ -513,7 +558,7 @@ fn related_images(ctx: &Context<'_>, out: &mut Vec<Finding>) {
                 format!("{field}.image"),
             ));
         }
-        let name = str_at(image, "/name");
+        let name = text(&image.name);
         if !name.is_empty() && !names.insert(name) {
             out.push(ctx.at(
                 Finding::warning(
@@ -526,7 +571,8 @@ fn related_images(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     }
     for (i, d) in ctx.deployments().iter().enumerate() {
         for list in ["containers", "initContainers"] {
-            for (j, c) in array_at(d, &format!("/spec/template/spec/{list}"))
+            let spec = d.spec.as_ref().unwrap_or(&Value::Null);
+            for (j, c) in array_at(spec, &format!("/template/spec/{list}"))
                 .iter()
                 .enumerate()
             {

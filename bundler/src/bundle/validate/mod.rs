@@ -40,6 +40,9 @@ use serde_json::Value;
 
 use super::load::{LoadedBundle, Object};
 use crate::json::{array_at, str_at};
+use olmpack_model::csv::{
+    ClusterServiceVersion, CsvSpec, ObjectMeta, StrategyDeployment, StrategyDetails,
+};
 use olmpack_model::report::{Finding, Report, Severity};
 
 /// What validation targets.
@@ -76,9 +79,14 @@ pub fn validate(bundle: &LoadedBundle, options: &Options) -> Report {
     layout::check(bundle, &mut out);
     dependencies::check(bundle, &mut out);
     if let Some(csv_object) = bundle.csv() {
+        // Fields of a type OLM does not read count as absent here, as before the typed model;
+        // what OLM's decoder refuses is the install checks' to report.
+        let (model, _) = ClusterServiceVersion::read(&csv_object.value);
         let ctx = Context {
             bundle,
             csv: csv_object,
+            spec: model.spec.unwrap_or_default(),
+            meta: model.metadata.unwrap_or_default(),
         };
         csv::check(&ctx, &mut out);
         webhooks::check(&ctx, &mut out);
@@ -133,12 +141,23 @@ fn go_fields<'a>(bundle: &'a LoadedBundle, out: &mut Vec<Finding>) -> Cow<'a, Lo
 /// What the per-CSV checks share.
 struct Context<'a> {
     bundle: &'a LoadedBundle,
+    /// The CSV as read.
     csv: &'a Object,
+    /// Its `spec`, typed (empty when absent).
+    spec: CsvSpec,
+    /// Its `metadata`, typed (empty when absent).
+    meta: ObjectMeta,
 }
 
 impl Context<'_> {
-    fn spec(&self) -> &Value {
+    /// `spec` as read, for the checks of what the typed model has no place for.
+    fn raw_spec(&self) -> &Value {
         self.csv.value.get("spec").unwrap_or(&Value::Null)
+    }
+
+    /// The install strategy's details, when given.
+    fn strategy(&self) -> Option<&StrategyDetails> {
+        self.spec.install.as_ref()?.spec.as_ref()
     }
 
     /// A finding about the CSV, located at `field`.
@@ -146,20 +165,18 @@ impl Context<'_> {
         on(self.csv, finding).field(field)
     }
 
-    fn deployments(&self) -> Vec<&Value> {
-        self.spec()
-            .pointer("/install/spec/deployments")
-            .and_then(Value::as_array)
-            .map(|d| d.iter().collect())
-            .unwrap_or_default()
+    /// The install strategy's deployments, in order.
+    fn deployments(&self) -> &[StrategyDeployment] {
+        (self.strategy().and_then(|d| d.deployments.as_deref())).unwrap_or_default()
     }
 
+    /// `metadata.annotations[key]`, when given as a string (possibly empty).
     fn annotation(&self, key: &str) -> Option<&str> {
-        self.csv
-            .value
-            .pointer("/metadata/annotations")
-            .and_then(|a| a.get(key))
-            .and_then(Value::as_str)
+        let annotations = self.meta.annotations.as_ref()?;
+        annotations
+            .get(key)
+            .filter(|_| !annotations.was_null(key))
+            .map(String::as_str)
     }
 }
 

@@ -1,9 +1,8 @@
 //! `operatorhub/` rules: what OperatorHub shows — provider, maintainers, links, icon,
 //! description, capability level and categories.
 
-use serde_json::Value;
-
-use super::{Context, array_at, str_at};
+use super::Context;
+use super::csv::{non_null, text};
 use olmpack_model::report::Finding;
 
 pub const CAPABILITIES: [&str; 5] = [
@@ -34,14 +33,17 @@ pub const CATEGORIES: [&str; 16] = [
 const ICON_TYPES: [&str; 4] = ["image/gif", "image/jpeg", "image/png", "image/svg+xml"];
 
 pub(super) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
-    let spec = ctx.spec();
-    if str_at(spec, "/provider/name").trim().is_empty() {
+    let spec = &ctx.spec;
+    if text(spec.provider.as_ref().map_or(&None, |p| &p.name))
+        .trim()
+        .is_empty()
+    {
         out.push(ctx.at(
             Finding::error("operatorhub/provider", "provider.name is required"),
             "spec.provider.name",
         ));
     }
-    if str_at(spec, "/description").trim().is_empty() {
+    if text(&spec.description).trim().is_empty() {
         out.push(ctx.at(
             Finding::warning("operatorhub/description", "spec.description is empty"),
             "spec.description",
@@ -52,7 +54,7 @@ pub(super) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     check_icon(ctx, out);
     check_capabilities(ctx, out);
     check_categories(ctx, out);
-    if matches!(spec.get("keywords"), None | Some(Value::Null)) {
+    if spec.keywords.is_none() && !non_null(&spec.extra, "keywords") {
         out.push(ctx.at(
             Finding::info(
                 "operatorhub/keywords",
@@ -65,9 +67,9 @@ pub(super) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
 
 /// Every maintainer has a name and a plausible email address.
 fn check_maintainers(ctx: &Context<'_>, out: &mut Vec<Finding>) {
-    for (i, m) in array_at(ctx.spec(), "/maintainers").iter().enumerate() {
-        let email = str_at(m, "/email");
-        if str_at(m, "/name").is_empty() || email.is_empty() {
+    for (i, m) in ctx.spec.maintainers.iter().flatten().enumerate() {
+        let email = text(&m.email);
+        if text(&m.name).is_empty() || email.is_empty() {
             out.push(ctx.at(
                 Finding::error(
                     "operatorhub/maintainer",
@@ -89,9 +91,9 @@ fn check_maintainers(ctx: &Context<'_>, out: &mut Vec<Finding>) {
 
 /// Every link has a name and an absolute http(s) URL.
 fn check_links(ctx: &Context<'_>, out: &mut Vec<Finding>) {
-    for (i, l) in array_at(ctx.spec(), "/links").iter().enumerate() {
-        let url = str_at(l, "/url");
-        if str_at(l, "/name").is_empty() || url.is_empty() {
+    for (i, l) in ctx.spec.links.iter().flatten().enumerate() {
+        let url = text(&l.url);
+        if text(&l.name).is_empty() || url.is_empty() {
             out.push(ctx.at(
                 Finding::error("operatorhub/link", "a link needs a name and a url"),
                 format!("spec.links[{i}]"),
@@ -113,7 +115,7 @@ fn check_links(ctx: &Context<'_>, out: &mut Vec<Finding>) {
 
 /// Exactly one icon, with data and a media type OperatorHub shows.
 fn check_icon(ctx: &Context<'_>, out: &mut Vec<Finding>) {
-    let icons = array_at(ctx.spec(), "/icon");
+    let icons = ctx.spec.icon.as_deref().unwrap_or_default();
     match icons.len() {
         0 => out.push(ctx.at(
             Finding::warning("operatorhub/icon", "no icon: consoles show a placeholder"),
@@ -121,7 +123,8 @@ fn check_icon(ctx: &Context<'_>, out: &mut Vec<Finding>) {
         )),
         1 => {
             let icon = &icons[0];
-            if str_at(icon, "/base64data").is_empty() || str_at(icon, "/mediatype").is_empty() {
+            let mediatype = text(&icon.mediatype);
+            if text(&icon.base64data).is_empty() || mediatype.is_empty() {
                 out.push(ctx.at(
                     Finding::error(
                         "operatorhub/icon",
@@ -129,13 +132,13 @@ fn check_icon(ctx: &Context<'_>, out: &mut Vec<Finding>) {
                     ),
                     "spec.icon[0]",
                 ));
-            } else if !ICON_TYPES.contains(&str_at(icon, "/mediatype")) {
+            } else if !ICON_TYPES.contains(&mediatype) {
                 out.push(ctx.at(
                     Finding::error(
                         "operatorhub/icon",
                         format!(
                             "icon mediatype {:?} is not one of {}",
-                            str_at(icon, "/mediatype"),
+                            mediatype,
                             ICON_TYPES.join(", ")
                         ),
                     ),

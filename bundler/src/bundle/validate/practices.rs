@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use super::csv::text;
 use super::{Context, array_at, str_at};
 use crate::bundle::files::{CHANNELS_KEY, DEFAULT_CHANNEL_KEY};
 use olmpack_model::report::Finding;
@@ -17,7 +18,10 @@ pub(super) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
 
 fn containers(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     for (i, d) in ctx.deployments().iter().enumerate() {
-        let pod = d.pointer("/spec/template/spec").unwrap_or(&Value::Null);
+        let pod = (d.spec.as_ref())
+            .and_then(|spec| spec.get("template"))
+            .and_then(|template| template.get("spec"))
+            .unwrap_or(&Value::Null);
         let pod_field = format!("spec.install.spec.deployments[{i}].spec.template.spec");
         let defaults = PodDefaults {
             non_root: pod
@@ -130,16 +134,18 @@ fn container(ctx: &Context<'_>, c: &Value, field: &str, pod: PodDefaults, out: &
 }
 
 fn descriptions(ctx: &Context<'_>, out: &mut Vec<Finding>) {
-    for list in ["owned", "required"] {
-        for (i, crd) in array_at(ctx.spec(), &format!("/customresourcedefinitions/{list}"))
-            .iter()
-            .enumerate()
-        {
-            if str_at(crd, "/description").trim().is_empty() {
+    let crds = ctx
+        .spec
+        .customresourcedefinitions
+        .clone()
+        .unwrap_or_default();
+    for (list, given) in [("owned", crds.owned), ("required", crds.required)] {
+        for (i, crd) in given.iter().flatten().enumerate() {
+            if text(&crd.description).trim().is_empty() {
                 out.push(ctx.at(
                     Finding::warning(
                         "good-practice/crd-description",
-                        format!("{} has no description", str_at(crd, "/name")),
+                        format!("{} has no description", text(&crd.name)),
                     ),
                     format!("spec.customresourcedefinitions.{list}[{i}].description"),
                 ));
@@ -168,12 +174,16 @@ fn channels(ctx: &Context<'_>, out: &mut Vec<Finding>) {
 
 /// Operators that may create or patch CRDs can change other operators' APIs.
 fn meta_operator(ctx: &Context<'_>, out: &mut Vec<Finding>) {
-    for list in ["permissions", "clusterPermissions"] {
-        for (i, p) in array_at(ctx.spec(), &format!("/install/spec/{list}"))
-            .iter()
-            .enumerate()
-        {
-            for (j, rule) in array_at(p, "/rules").iter().enumerate() {
+    let strategy = ctx.strategy();
+    for (list, given) in [
+        ("permissions", strategy.and_then(|s| s.permissions.as_ref())),
+        (
+            "clusterPermissions",
+            strategy.and_then(|s| s.cluster_permissions.as_ref()),
+        ),
+    ] {
+        for (i, p) in given.into_iter().flatten().enumerate() {
+            for (j, rule) in p.rules.iter().flatten().enumerate() {
                 let has = |key: &str, wanted: &[&str]| {
                     array_at(rule, key)
                         .iter()
@@ -191,18 +201,25 @@ fn meta_operator(ctx: &Context<'_>, out: &mut Vec<Finding>) {
 }
 
 fn olm_v1(ctx: &Context<'_>, out: &mut Vec<Finding>) {
-    let modes = array_at(ctx.spec(), "/installModes");
-    let all = modes.iter().any(|m| {
-        str_at(m, "/type") == "AllNamespaces"
-            && m.get("supported").and_then(Value::as_bool) == Some(true)
-    });
+    let modes = ctx.spec.install_modes.as_deref().unwrap_or_default();
+    let all = modes
+        .iter()
+        .any(|m| text(&m.type_) == "AllNamespaces" && m.supported == Some(true));
     if !modes.is_empty() && !all {
         out.push(ctx.at(Finding::warning("olmv1/install-mode", "AllNamespaces is not supported: OLM v1 installs registry+v1 bundles in AllNamespaces mode only (others need an alpha feature gate)"), "spec.installModes"));
     }
-    if !array_at(ctx.spec(), "/customresourcedefinitions/required").is_empty() {
+    let crds = ctx.spec.customresourcedefinitions.as_ref();
+    if crds
+        .and_then(|c| c.required.as_ref())
+        .is_some_and(|r| !r.is_empty())
+    {
         out.push(ctx.at(Finding::warning("olmv1/dependencies", "required CRDs: OLM v1 does not resolve dependencies and refuses bundles that declare them"), "spec.customresourcedefinitions.required"));
     }
-    if !array_at(ctx.spec(), "/apiservicedefinitions/owned").is_empty() {
+    let api_services = ctx.spec.apiservicedefinitions.as_ref();
+    if api_services
+        .and_then(|a| a.owned.as_ref())
+        .is_some_and(|o| !o.is_empty())
+    {
         out.push(ctx.at(
             Finding::warning(
                 "olmv1/api-services",

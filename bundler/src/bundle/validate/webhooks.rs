@@ -4,7 +4,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
+use super::csv::text;
 use super::{Context, array_at, str_at};
+use olmpack_model::csv::WebhookDescription;
 use olmpack_model::names::is_dns1123_subdomain;
 use olmpack_model::report::Finding;
 
@@ -24,23 +26,18 @@ const FORBIDDEN_ADMISSION_RESOURCES: [&str; 5] = [
 
 pub(super) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     let mut defs = Definitions {
-        deployments: ctx
-            .deployments()
-            .iter()
-            .map(|d| str_at(d, "/name"))
-            .collect(),
-        owned: array_at(ctx.spec(), "/customresourcedefinitions/owned")
-            .iter()
-            .map(|o| str_at(o, "/name"))
+        deployments: ctx.deployments().iter().map(|d| text(&d.name)).collect(),
+        owned: (ctx.spec.customresourcedefinitions.as_ref())
+            .and_then(|c| c.owned.as_ref())
+            .into_iter()
+            .flatten()
+            .map(|o| text(&o.name))
             .collect(),
         names: BTreeSet::new(),
         converted: BTreeMap::new(),
         has_conversion: false,
     };
-    for (i, def) in array_at(ctx.spec(), "/webhookdefinitions")
-        .iter()
-        .enumerate()
-    {
+    for (i, def) in ctx.spec.webhookdefinitions.iter().flatten().enumerate() {
         defs.check(ctx, i, def, out);
     }
     if defs.has_conversion {
@@ -65,12 +62,18 @@ struct Definitions<'a> {
 
 impl<'a> Definitions<'a> {
     /// Checks webhook definition `i`.
-    fn check(&mut self, ctx: &Context<'a>, i: usize, def: &'a Value, out: &mut Vec<Finding>) {
-        let kind = str_at(def, "/type");
+    fn check(
+        &mut self,
+        ctx: &Context<'a>,
+        i: usize,
+        def: &'a WebhookDescription,
+        out: &mut Vec<Finding>,
+    ) {
+        let kind = text(&def.type_);
         self.check_identity(ctx, i, def, out);
         check_admission_fields(ctx, i, def, out);
         // Upstream's meaning: conversionCRDs on any definition, whatever its type.
-        self.has_conversion |= !array_at(def, "/conversionCRDs").is_empty();
+        self.has_conversion |= def.conversion_crds.as_ref().is_some_and(|c| !c.is_empty());
         if kind == "ConversionWebhook" {
             self.has_conversion = true;
             self.check_conversion_crds(ctx, i, def, out);
@@ -84,18 +87,18 @@ impl<'a> Definitions<'a> {
         &mut self,
         ctx: &Context<'_>,
         i: usize,
-        def: &'a Value,
+        def: &'a WebhookDescription,
         out: &mut Vec<Finding>,
     ) {
         let field = |f: &str| format!("spec.webhookdefinitions[{i}].{f}");
-        let kind = str_at(def, "/type");
+        let kind = text(&def.type_);
         if !TYPES.contains(&kind) {
             out.push(ctx.at(
                 Finding::error("webhook/type", format!("unknown webhook type {kind:?}")),
                 field("type"),
             ));
         }
-        let name = str_at(def, "/generateName");
+        let name = text(&def.generate_name);
         if !is_dns1123_subdomain(name) {
             out.push(ctx.at(
                 Finding::error(
@@ -113,7 +116,7 @@ impl<'a> Definitions<'a> {
                 field("generateName"),
             ));
         }
-        let deployment = str_at(def, "/deploymentName");
+        let deployment = text(&def.deployment_name);
         if !self.deployments.contains(deployment) {
             out.push(ctx.at(
                 Finding::error(
@@ -123,7 +126,10 @@ impl<'a> Definitions<'a> {
                 field("deploymentName"),
             ));
         }
-        match def.get("containerPort").and_then(Value::as_i64) {
+        // A number out of OLM's 32-bit range is kept aside by the typed model; it is judged too.
+        let port = (def.container_port.map(i64::from))
+            .or_else(|| def.extra.get("containerPort").and_then(Value::as_i64));
+        match port {
             None => {}
             Some(port) if (1..=65535).contains(&port) => {}
             Some(port) => out.push(ctx.at(
@@ -142,11 +148,11 @@ impl<'a> Definitions<'a> {
         &mut self,
         ctx: &Context<'_>,
         i: usize,
-        def: &'a Value,
+        def: &'a WebhookDescription,
         out: &mut Vec<Finding>,
     ) {
         let field = format!("spec.webhookdefinitions[{i}].conversionCRDs");
-        let crds = array_at(def, "/conversionCRDs");
+        let crds = def.conversion_crds.as_deref().unwrap_or_default();
         if crds.is_empty() {
             out.push(ctx.at(
                 Finding::error(
@@ -157,7 +163,7 @@ impl<'a> Definitions<'a> {
             ));
         }
         for (j, crd) in crds.iter().enumerate() {
-            let crd = crd.as_str().unwrap_or("");
+            let crd = crd.as_str();
             if !self.owned.contains(crd) {
                 out.push(ctx.at(
                     Finding::error(
@@ -199,9 +205,15 @@ impl<'a> Definitions<'a> {
 }
 
 /// `admissionReviewVersions` set and `sideEffects` allowed by admissionregistration.k8s.io/v1.
-fn check_admission_fields(ctx: &Context<'_>, i: usize, def: &Value, out: &mut Vec<Finding>) {
+fn check_admission_fields(
+    ctx: &Context<'_>,
+    i: usize,
+    def: &WebhookDescription,
+    out: &mut Vec<Finding>,
+) {
     let field = |f: &str| format!("spec.webhookdefinitions[{i}].{f}");
-    if array_at(def, "/admissionReviewVersions").is_empty() {
+    let reviews = def.admission_review_versions.as_ref();
+    if reviews.is_none_or(Vec::is_empty) {
         out.push(
             ctx.at(
                 Finding::error(
@@ -213,7 +225,7 @@ fn check_admission_fields(ctx: &Context<'_>, i: usize, def: &Value, out: &mut Ve
             ),
         );
     }
-    match str_at(def, "/sideEffects") {
+    match text(&def.side_effects) {
         "None" | "NoneOnDryRun" => {}
         "" => out.push(ctx.at(Finding::error("webhook/side-effects", "sideEffects is required"), field("sideEffects"))),
         other => out.push(ctx.at(Finding::error("webhook/side-effects", format!("sideEffects {other:?} is not allowed for admissionregistration.k8s.io/v1 (None or NoneOnDryRun)")), field("sideEffects"))),
@@ -221,9 +233,9 @@ fn check_admission_fields(ctx: &Context<'_>, i: usize, def: &Value, out: &mut Ve
 }
 
 /// An admission webhook's rules may not intercept OLM's groups or webhook configurations.
-fn check_rules(ctx: &Context<'_>, i: usize, def: &Value, out: &mut Vec<Finding>) {
+fn check_rules(ctx: &Context<'_>, i: usize, def: &WebhookDescription, out: &mut Vec<Finding>) {
     let field = format!("spec.webhookdefinitions[{i}].rules");
-    for (j, rule) in array_at(def, "/rules").iter().enumerate() {
+    for (j, rule) in def.rules.iter().flatten().enumerate() {
         for group in array_at(rule, "/apiGroups") {
             let group = group.as_str().unwrap_or("");
             if FORBIDDEN_GROUPS.contains(&group) {
@@ -249,11 +261,11 @@ fn check_rules(ctx: &Context<'_>, i: usize, def: &Value, out: &mut Vec<Finding>)
 
 /// A CSV with a conversion webhook must support AllNamespaces and no other install mode.
 fn check_conversion_install_modes(ctx: &Context<'_>, out: &mut Vec<Finding>) {
-    let modes = array_at(ctx.spec(), "/installModes");
+    let modes = ctx.spec.install_modes.as_deref().unwrap_or_default();
     let supported = |t: &str| {
-        modes.iter().any(|m| {
-            str_at(m, "/type") == t && m.get("supported").and_then(Value::as_bool) == Some(true)
-        })
+        modes
+            .iter()
+            .any(|m| text(&m.type_) == t && m.supported == Some(true))
     };
     let others = ["OwnNamespace", "SingleNamespace", "MultiNamespace"]
         .into_iter()

@@ -18,9 +18,10 @@ use serde_json::Value;
 
 use super::{BundleResolver, Rendered, TemplateError};
 use crate::catalog::declcfg::{
-    Channel, ChannelEntry, DeclarativeConfig, Icon, Package, SCHEMA_CHANNEL, SCHEMA_PACKAGE,
+    Channel, ChannelEntry, DeclarativeConfig, Package, SCHEMA_CHANNEL, SCHEMA_PACKAGE,
 };
 use crate::catalog::property::{self, Typed};
+use olmpack_model::csv::{ClusterServiceVersion, Icon};
 use olmpack_model::version::{Version, cmp_versions};
 
 /// `schema` value of a semver catalog template.
@@ -477,16 +478,18 @@ fn head_package(
             .find(|r| r.bundle.name == head.name)
             .and_then(|r| r.csv.as_ref())
     {
-        if let Some(d) = csv.pointer("/spec/description").and_then(Value::as_str) {
-            package.description = d.to_owned();
+        let spec = ClusterServiceVersion::read(csv).0.spec.unwrap_or_default();
+        if let Some(d) = &spec.description {
+            package.description = d.clone();
         }
-        if let Some(icon) = csv.pointer("/spec/icon/0") {
-            let text = |k: &str| icon.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
-            package.icon = Some(Icon {
-                base64data: text("base64data"),
-                mediatype: text("mediatype"),
+        package.icon = spec
+            .icon
+            .as_ref()
+            .and_then(|icons| icons.first())
+            .map(|icon| {
+                let text = |field: &Option<String>| field.clone().unwrap_or_default();
+                Icon::new(text(&icon.base64data), text(&icon.mediatype))
             });
-        }
     }
     package
 }
