@@ -418,6 +418,31 @@ fn import_a_csv_base_with_an_empty_strategy_is_no_conflict() {
     assert!(inputs.imported.is_some());
 }
 
+#[test]
+fn import_a_field_of_the_wrong_type_is_read_as_absent_and_said_so() {
+    let yaml = CSV_WITH_DEPLOYMENT.replace(
+        "spec:\n  install:",
+        "spec:\n  installModes: [{type: OwnNamespace, supported: \"yes\"}, {type: AllNamespaces, supported: true}]\n  install:",
+    );
+    let mut problems = Vec::new();
+    let inputs = classify(sourced(&yaml), ImportChoices::default(), &mut problems);
+    assert_eq!(problems, Vec::<Finding>::new());
+    let warned: Vec<String> = (inputs.notes.iter())
+        .filter(|f| f.rule == "import/csv-field-type")
+        .map(|f| format!("{}: {}", f.field.as_deref().unwrap_or(""), f.message))
+        .collect();
+    assert_eq!(
+        warned,
+        [
+            "spec.installModes[0].supported: OLM reads a boolean here, found string \"yes\" (OLM v0's decoder refuses it too); olmpack reads the field as absent"
+        ]
+    );
+    // The rest of the CSV is read: the deployment, and the install mode given as OLM reads it.
+    assert_eq!(inputs.deployments.len(), 1);
+    let modes = inputs.imported.unwrap().metadata.install_modes.unwrap();
+    assert_eq!(modes, [olmpack_model::plan::InstallModeType::AllNamespaces]);
+}
+
 /// A plan for `helm template` output (its CSV metadata set, as a chart has none).
 fn generate_helm(manifests_dir: &Path) -> Result<Generated, Vec<Finding>> {
     let text = "package: memcached-operator\ndefaultChannel: alpha\nchannels: [alpha]\n\
