@@ -7,7 +7,10 @@
 #![warn(missing_docs)]
 
 use crate::bundle::generate::{self, GenerateError, GenerateOptions, Generated};
+use std::collections::BTreeMap;
+
 use crate::bundle::load::LoadedBundle;
+use crate::catalog::declcfg::DeclarativeConfig;
 use crate::catalog::generate::{self as catalog_generate, PackageMeta};
 use crate::catalog::render::{self, RenderOptions};
 use crate::output::FileTree;
@@ -39,15 +42,26 @@ pub enum BuildError {
     Catalog(#[from] catalog_generate::CatalogGenerateError),
 }
 
-/// Everything a release writes.
+/// Everything a release writes, and what it was written from.
 #[derive(Clone, Debug)]
 pub struct Built {
     /// `<version>/…` for `bundle/`.
     pub bundles: FileTree,
-    /// `<package>/catalog.json` for `catalog/`.
-    pub catalog: FileTree,
+    /// Each bundle as validation read it (built, not parsed back), by release version.
+    pub loaded: BTreeMap<String, LoadedBundle>,
+    /// The catalog.
+    pub catalog: BuiltCatalog,
     /// Warnings found on the way (per generated bundle).
     pub reports: Vec<Report>,
+}
+
+/// A package's catalog: as written, and what it was written from.
+#[derive(Clone, Debug)]
+pub struct BuiltCatalog {
+    /// `<package>/catalog.json` for `catalog/`.
+    pub files: FileTree,
+    /// The blobs of `catalog.json`.
+    pub config: DeclarativeConfig,
 }
 
 /// The bundle image of `version`: the plan's template with `{version}` replaced.
@@ -76,6 +90,7 @@ pub fn build(plan: &LoadedPlan, options: &GenerateOptions) -> Result<Built, Buil
     })?;
     Ok(Built {
         bundles: generated.tree,
+        loaded: generated.bundles,
         catalog,
         reports: generated.reports,
     })
@@ -86,7 +101,7 @@ pub fn catalog(
     plan: &LoadedPlan,
     generated: &Generated,
     image_of: &dyn Fn(&str) -> String,
-) -> Result<FileTree, BuildError> {
+) -> Result<BuiltCatalog, BuildError> {
     let mut rendered = Vec::new();
     for (_, release) in plan.sorted_releases() {
         let version_text = release.version.clone();
@@ -114,11 +129,9 @@ pub fn catalog(
                 .and_then(|(_, r)| generated.bundles.get(&r.version)),
         ),
     };
-    Ok(catalog_generate::build_catalog(
-        &package,
-        &generated.graph,
-        &rendered,
-    )?)
+    let config = catalog_generate::build_config(&package, &generated.graph, &rendered)?;
+    let files = catalog_generate::to_files(&package.name, &config)?;
+    Ok(BuiltCatalog { files, config })
 }
 
 /// The package icon: the newest bundle's CSV icon.

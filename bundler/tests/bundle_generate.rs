@@ -41,6 +41,60 @@ fn generated_bundles_match_their_snapshots() {
     }
 }
 
+/// The bundles validated (and handed on to the catalog) are built, not parsed back from the
+/// written files; they must be exactly what reading those files gives, for the example plan,
+/// the reference operator's and operator-sdk output read by the importer.
+#[test]
+fn the_bundle_validated_is_the_bundle_written() {
+    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let load = |file: PathBuf| olmpack::plan::load(&file, &Default::default()).unwrap();
+    // operator-sdk output through the importer: a bundle's manifests, a kustomize build.
+    let imported = |dir: &str, manifests: &str| {
+        let file = manifest_dir
+            .join("tests/fixtures/import")
+            .join(dir)
+            .join("olmpack.yaml");
+        let text = format!(
+            "package: memcached-operator\ndefaultChannel: alpha\nchannels: [alpha]\n\
+             csv: {{displayName: \"\", description: \"\", provider: {{name: \"\"}}}}\n\
+             releases:\n- {{version: 0.0.1, manifests: {manifests}}}\n"
+        );
+        olmpack_model::plan::parse(&file, &text).unwrap()
+    };
+    let plans = [
+        load(example_dir().join("olmpack.yaml")),
+        // The reference operator: webhooks, a conversion webhook, three CRD versions.
+        load(manifest_dir.join("../olmpack.yaml")),
+        imported("sdk-bundle", "manifests"),
+        imported("sdk-config", "."),
+    ];
+    for plan in plans {
+        let plan_file = plan.path.clone();
+        let generated = generate(&plan, &GenerateOptions::default()).unwrap();
+        assert!(!generated.bundles.is_empty(), "{}", plan_file.display());
+        for (version, built) in &generated.bundles {
+            let dir = Path::new(version);
+            let files: Vec<(PathBuf, Vec<u8>)> = (generated.tree.iter())
+                .filter_map(|(p, b)| Some((p.strip_prefix(dir).ok()?.to_path_buf(), b.to_vec())))
+                .collect();
+            let read = olmpack::bundle::load::load_files(
+                dir,
+                files.iter().map(|(p, b)| (p.as_path(), b.as_slice())),
+            );
+            let what = format!("{} {version}", plan_file.display());
+            assert_eq!(read.objects, built.objects, "{what}");
+            assert_eq!(read.annotations, built.annotations, "{what}");
+            assert_eq!(read.properties, built.properties, "{what}");
+            assert_eq!(read.dependencies, built.dependencies, "{what}");
+            assert_eq!(read.files, built.files, "{what}");
+            assert!(
+                read.problems.is_empty() && read.lenient.is_empty(),
+                "{what}"
+            );
+        }
+    }
+}
+
 #[test]
 fn generation_is_byte_identical_across_runs_and_days() {
     let faketime = Tool::Faketime

@@ -71,6 +71,7 @@ fn csv_edges(output: &Built) -> BTreeMap<String, Edges> {
 fn channel_entries(output: &Built) -> BTreeMap<String, BTreeMap<String, Edges>> {
     let (_, text) = output
         .catalog
+        .files
         .iter()
         .find(|(p, _)| p.ends_with("catalog.json"))
         .unwrap();
@@ -118,6 +119,7 @@ fn assert_opm_accepts(output: &Built) {
     let dir = tempfile::tempdir().unwrap();
     output
         .catalog
+        .files
         .write_to(&dir.path().join("catalog"))
         .unwrap();
     let opm: PathBuf = Tool::Opm

@@ -7,7 +7,10 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
+use std::path::Path;
+
 use super::csv::BuiltBundle;
+use super::load::{LoadedBundle, Object};
 use crate::json::str_at;
 use crate::output::{FileTree, OutputError};
 use olmpack_model::yaml::YamlError;
@@ -131,20 +134,28 @@ fn yaml(file: &str, value: &Value) -> Result<String, BundleFilesError> {
     })
 }
 
+/// Each object of `manifests/` with the file it is written to, in build order.
+fn manifest_files<'b>(
+    built: &'b BuiltBundle,
+    meta: &BundleMetadata<'_>,
+) -> Vec<(String, &'b Value)> {
+    let csv_file = format!("manifests/{}.clusterserviceversion.yaml", meta.package);
+    let crds = (built.crds.iter()).map(|crd| (format!("manifests/{}", crd_file(crd)), crd));
+    let others =
+        (built.others.iter()).map(|object| (format!("manifests/{}", object_file(object)), object));
+    std::iter::once((csv_file, &built.csv))
+        .chain(crds)
+        .chain(others)
+        .collect()
+}
+
 /// Every file of one bundle, relative to the bundle's directory.
 pub fn to_files(
     built: &BuiltBundle,
     meta: &BundleMetadata<'_>,
 ) -> Result<FileTree, BundleFilesError> {
     let mut tree = FileTree::new();
-    let csv_file = format!("manifests/{}.clusterserviceversion.yaml", meta.package);
-    tree.insert(&csv_file, yaml(&csv_file, &built.csv)?)?;
-    for crd in &built.crds {
-        let file = format!("manifests/{}", crd_file(crd));
-        tree.insert(&file, yaml(&file, crd)?)?;
-    }
-    for object in &built.others {
-        let file = format!("manifests/{}", object_file(object));
+    for (file, object) in manifest_files(built, meta) {
         tree.insert(&file, yaml(&file, object)?)?;
     }
     let labels = annotations(meta);
@@ -175,6 +186,40 @@ pub fn to_files(
     }
     tree.insert("bundle.Dockerfile", dockerfile(&labels))?;
     Ok(tree)
+}
+
+/// The bundle `files` (as [`to_files`] wrote them, and whatever was added since) hold, as
+/// validation reads a bundle, under `dir`: its objects and metadata taken from what was built,
+/// not parsed back from the files.
+pub fn loaded(
+    built: &BuiltBundle,
+    meta: &BundleMetadata<'_>,
+    dir: &Path,
+    files: &FileTree,
+) -> LoadedBundle {
+    let mut objects: Vec<Object> = manifest_files(built, meta)
+        .into_iter()
+        .map(|(file, value)| Object {
+            file: file.into(),
+            index: 0,
+            value: value.clone(),
+        })
+        .collect();
+    // In file order, as a bundle read from disk lists them.
+    objects.sort_by(|a, b| a.file.cmp(&b.file));
+    let list = |entries: &[Value]| (!entries.is_empty()).then(|| entries.to_vec());
+    LoadedBundle {
+        dir: dir.to_path_buf(),
+        objects,
+        annotations: Some(annotations(meta)),
+        properties: list(meta.properties),
+        dependencies: list(meta.dependencies),
+        problems: Vec::new(),
+        lenient: Vec::new(),
+        files: (files.iter())
+            .map(|(path, bytes)| (path.to_path_buf(), bytes.to_vec()))
+            .collect(),
+    }
 }
 
 #[cfg(test)]

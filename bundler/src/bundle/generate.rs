@@ -77,8 +77,8 @@ pub struct Generated {
     pub tree: FileTree,
     /// Warnings from generation and the validation of each generated bundle.
     pub reports: Vec<Report>,
-    /// Each generated bundle as read back for validation, keyed by release version (so later
-    /// steps, like rendering the catalog, need not parse the files again).
+    /// Each generated bundle as validation reads it (built, never parsed back from its files),
+    /// keyed by release version, so later steps, like rendering the catalog, read no files.
     pub bundles: BTreeMap<String, LoadedBundle>,
     /// The plan's upgrade graph the CSVs' edges were read from (the catalog reads the same).
     pub graph: UpgradeGraph,
@@ -172,7 +172,8 @@ impl<'p> Run<'p> {
                 version: release.version.clone(),
                 source,
             })?;
-        self.add_bundle(release, &built, files)
+        let loaded = files::loaded(&built, &meta, Path::new(&release.version), &files);
+        self.add_bundle(release, &built, loaded, files)
     }
 
     /// Reads the release's inputs and builds its CSV and objects; `None` when a problem stops it.
@@ -303,16 +304,16 @@ impl<'p> Run<'p> {
         pin::pin(&mut built.csv, &self.digests);
     }
 
-    /// Validates the rendered bundle (its errors become problems) and adds it, with its report,
-    /// under `<version>/`.
+    /// Validates the built bundle (its errors become problems) and adds it, with its report
+    /// and its files, under `<version>/`.
     fn add_bundle(
         &mut self,
         release: &Release,
         built: &BuiltBundle,
+        loaded: LoadedBundle,
         files: FileTree,
     ) -> Result<(), GenerateError> {
         let dir = Path::new(&release.version);
-        let loaded = super::load::load_files(dir, files.iter());
         let mut report = validate::validate(&loaded, &validate::Options::default());
         report.extend(
             built

@@ -117,15 +117,20 @@ pub fn build_catalog(
     rendered: &[Bundle],
 ) -> Result<FileTree, CatalogGenerateError> {
     let cfg = build_config(package, graph, rendered)?;
+    to_files(&package.name, &cfg)
+}
+
+/// `<package>/catalog.json`: the catalog of `package`, as written.
+pub fn to_files(package: &str, cfg: &DeclarativeConfig) -> Result<FileTree, CatalogGenerateError> {
     let text =
-        super::serialize::to_string(&cfg, super::serialize::Format::Json).map_err(|source| {
+        super::serialize::to_string(cfg, super::serialize::Format::Json).map_err(|source| {
             CatalogGenerateError::Write {
-                package: package.name.clone(),
+                package: package.to_owned(),
                 source,
             }
         })?;
     let mut tree = FileTree::new();
-    tree.insert(format!("{}/catalog.json", package.name), text)?;
+    tree.insert(format!("{package}/catalog.json"), text)?;
     Ok(tree)
 }
 

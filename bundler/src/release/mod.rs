@@ -42,7 +42,6 @@ use sha2::{Digest as _, Sha256};
 use crate::build;
 use crate::bundle::generate::{self, GenerateError, GenerateOptions, ImageResolver};
 use crate::catalog::declcfg::DeclarativeConfig;
-use crate::catalog::load as catalog_load;
 use crate::catalog::model::Model;
 use crate::image::build::{BuildOptions, build_bundle_image, build_catalog_image};
 use crate::image::layout::{Layout, Platform};
@@ -226,14 +225,10 @@ pub struct UpgradeCheck {
 /// Checks every upgrade edge of the catalog with the static checks of `olmpack upgrade
 /// check`; a refused edge stops the release with its findings (exit 1).
 fn upgrade_check(
-    catalog: &FileTree,
+    catalog: &DeclarativeConfig,
     generated: &generate::Generated,
 ) -> Result<UpgradeCheck, ReleaseError> {
-    let mut config = DeclarativeConfig::default();
-    for (file, bytes) in catalog.iter() {
-        config.merge(catalog_load::load_stream(file, bytes).config);
-    }
-    let (model, _) = Model::from_config(config);
+    let (model, _) = Model::from_config(catalog.clone());
     let mut releases = BTreeMap::new();
     for bundle in generated.bundles.values() {
         let release = Release::from_bundle(bundle).map_err(fail(step::UPGRADE_CHECK))?;
@@ -459,7 +454,7 @@ pub async fn prepare(
         staging: run.staging,
         _lock: run.lock,
         bundles: bundles.generated.tree,
-        catalog: catalog.tree,
+        catalog: catalog.built.files,
         bundles_stale: bundles.stale,
         catalog_stale: catalog.stale,
         install,
@@ -499,7 +494,7 @@ struct Bundles {
 
 /// The catalog step's outcome.
 struct Catalog {
-    tree: FileTree,
+    built: build::BuiltCatalog,
     /// Whether `<out>/catalog/` differs from the generated tree.
     stale: bool,
     upgrade_check: UpgradeCheck,
@@ -626,7 +621,7 @@ impl<'a> Preparing<'a> {
             .zip(&bundles.images)
             .map(|(v, i)| (v.as_str(), i))
             .collect();
-        let tree = build::catalog(plan, &bundles.generated, &|version| {
+        let built = build::catalog(plan, &bundles.generated, &|version| {
             by_version
                 .get(version)
                 .map(|i| i.pinned.clone())
@@ -634,7 +629,7 @@ impl<'a> Preparing<'a> {
         })
         .map_err(fail(step::CATALOG))?;
         let stale = stale(
-            &tree,
+            &built.files,
             &options.out.join("catalog"),
             step::CATALOG,
             &options.input.limits,
@@ -648,11 +643,11 @@ impl<'a> Preparing<'a> {
             ),
             "catalog/",
         ));
-        let upgrade_check = upgrade_check(&tree, &bundles.generated)?;
+        let upgrade_check = upgrade_check(&built.config, &bundles.generated)?;
         self.steps.push(upgrade_check_step(&upgrade_check));
         let image = catalog_image_step(
             plan,
-            &tree,
+            &built.files,
             options,
             &self.names,
             &self.state,
@@ -662,7 +657,7 @@ impl<'a> Preparing<'a> {
         .await?;
         self.steps.push(image_step(step::CATALOG_IMAGE, &image));
         Ok(Catalog {
-            tree,
+            built,
             stale,
             upgrade_check,
             image,
@@ -685,7 +680,7 @@ impl<'a> Preparing<'a> {
         let supply_plan = supply::plan(
             &sbom_inputs,
             &catalog.image,
-            &catalog.tree,
+            &catalog.built,
             options,
             options.signer.as_ref(),
             &self.state,

@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 
 use super::state::{Attachment, Kind, State};
 use super::{Change, ImageSummary, Options, ReleaseError, Step, fail, split_tag, step};
+use crate::build::BuiltCatalog;
 use crate::catalog::declcfg::DeclarativeConfig;
-use crate::catalog::load as catalog_load;
 use crate::image::auth::Secret;
 use crate::image::layout::{Descriptor, Layout};
 use crate::output::FileTree;
@@ -71,14 +71,10 @@ pub fn load_signer(path: &std::path::Path) -> Result<Signer, ReleaseError> {
 const BUNDLE_DIRS: [&str; 3] = ["manifests/", "metadata/", "tests/scorecard/"];
 
 /// The bundles of the catalog: image → related images.
-fn catalog_bundles(catalog: &FileTree) -> BTreeMap<String, Vec<String>> {
-    let mut config = DeclarativeConfig::default();
-    for (file, bytes) in catalog.iter() {
-        config.merge(catalog_load::load_stream(file, bytes).config);
-    }
-    config
+fn catalog_bundles(catalog: &DeclarativeConfig) -> BTreeMap<String, Vec<String>> {
+    catalog
         .bundles
-        .into_iter()
+        .iter()
         .map(|b| {
             let related = b
                 .related_images
@@ -86,7 +82,7 @@ fn catalog_bundles(catalog: &FileTree) -> BTreeMap<String, Vec<String>> {
                 .map(|r| r.image.clone())
                 .filter(|image| *image != b.image)
                 .collect();
-            (b.image, related)
+            (b.image.clone(), related)
         })
         .collect()
 }
@@ -95,7 +91,7 @@ fn catalog_bundles(catalog: &FileTree) -> BTreeMap<String, Vec<String>> {
 pub fn plan(
     bundles: &[(&str, &ImageSummary, FileTree)],
     catalog_image: &ImageSummary,
-    catalog: &FileTree,
+    catalog: &BuiltCatalog,
     options: &Options,
     signer: Option<&Signer>,
     state: &State,
@@ -107,7 +103,7 @@ pub fn plan(
         });
     }
     let created = options.source_date_epoch.unwrap_or(0);
-    let related = catalog_bundles(catalog);
+    let related = catalog_bundles(&catalog.config);
     let job = |image: &ImageSummary, files: Vec<(String, &[u8])>, references: Vec<String>| {
         let bytes = sbom::build(&SbomInput {
             reference: &image.reference,
@@ -141,6 +137,7 @@ pub fn plan(
         sboms.push(job(image, in_image, references)?);
     }
     let in_image = catalog
+        .files
         .iter()
         .map(|(p, c)| (format!("/configs/{}", p.to_string_lossy()), c))
         .collect();

@@ -136,7 +136,7 @@ fn run_release(
     crate::cli::report_warnings(&output.reports);
     if check {
         let mut stale = 0;
-        for (tree, dir) in [(&output.bundles, bundles), (&output.catalog, catalog)] {
+        for (tree, dir) in [(&output.bundles, bundles), (&output.catalog.files, catalog)] {
             for drift in tree.check_against(dir, &policy.limits)? {
                 println!("{}: {drift}", dir.display());
                 stale += 1;
@@ -158,9 +158,9 @@ fn run_release(
     // Both trees are complete in memory before either is written; each write is atomic, and
     // neither is written unless both outputs may be replaced.
     output.bundles.check_replaceable(bundles)?;
-    output.catalog.check_replaceable(catalog)?;
+    output.catalog.files.check_replaceable(catalog)?;
     output.bundles.write_to(bundles)?;
-    output.catalog.write_to(catalog)?;
+    output.catalog.files.write_to(catalog)?;
     println!(
         "wrote {} bundle(s) to {} and the catalog of package {} to {}",
         output.reports.len(),
@@ -188,7 +188,7 @@ pub fn catalog_only(
         Err(other) => return Err(other.into()),
     };
     if check {
-        let drifts = output.catalog.check_against(&out, &policy.limits)?;
+        let drifts = output.catalog.files.check_against(&out, &policy.limits)?;
         for drift in &drifts {
             println!("{drift}");
         }
@@ -202,7 +202,7 @@ pub fn catalog_only(
         println!("{} is up to date", out.display());
         return Ok(ExitCode::SUCCESS);
     }
-    output.catalog.write_to(&out)?;
+    output.catalog.files.write_to(&out)?;
     println!(
         "wrote the catalog of package {} to {}",
         loaded.plan.package,

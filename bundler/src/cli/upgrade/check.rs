@@ -171,28 +171,13 @@ fn from_plan(
         }
         Err(e) => return Err(e.into()),
     };
-    let mut catalog = olmpack::catalog::declcfg::DeclarativeConfig::default();
-    for (file, bytes) in output.catalog.iter() {
-        catalog.merge(catalog_load::load_stream(file, bytes).config);
-    }
-    let (model, _) = Model::from_config(catalog);
-    let mut per_version: BTreeMap<PathBuf, Vec<(PathBuf, &[u8])>> = BTreeMap::new();
-    for (file, bytes) in output.bundles.iter() {
-        let mut parts = file.components();
-        let Some(version) = parts.next() else {
-            continue;
-        };
-        per_version
-            .entry(PathBuf::from(version.as_os_str()))
-            .or_default()
-            .push((parts.as_path().to_path_buf(), bytes));
-    }
+    let (model, _) = Model::from_config(output.catalog.config);
     let mut releases = BTreeMap::new();
-    for (version, files) in &per_version {
-        let bundle = load::load_files(
-            &loaded.resolve(Path::new("bundle")).join(version),
-            files.iter().map(|(p, b)| (p.as_path(), *b)),
-        );
+    for (version, built) in output.loaded {
+        let bundle = load::LoadedBundle {
+            dir: loaded.resolve(Path::new("bundle")).join(version),
+            ..built
+        };
         let release = Release::from_bundle(&bundle)?;
         releases.insert(release.name.clone(), release);
     }

@@ -191,7 +191,7 @@ fn catalog_of_plan(
         .prefix("olmpack-olm-catalog-")
         .tempdir()?;
     // In a subdirectory: write_to swaps a whole directory into place.
-    output.catalog.write_to(&dir.path().join("catalog"))?;
+    output.catalog.files.write_to(&dir.path().join("catalog"))?;
     Ok(Ok(dir))
 }
 

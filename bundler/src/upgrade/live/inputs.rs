@@ -116,17 +116,11 @@ pub fn from_plan(plan: &LoadedPlan, policy: &Policy) -> Result<Inputs, LiveInput
         input: *policy,
         ..GenerateOptions::default()
     };
-    let generated = generate::generate(plan, &options)?;
     let output = crate::build::build(plan, &options)?;
-    let mut config = crate::catalog::declcfg::DeclarativeConfig::default();
-    for (path, bytes) in output.catalog.iter() {
-        let (part, _) = crate::catalog::load::parse_file(path, bytes);
-        config.merge(part);
-    }
-    let (model, _) = Model::from_config(config);
+    let (model, _) = Model::from_config(output.catalog.config);
     let samples = plan_samples(plan, policy)?;
     let mut releases = BTreeMap::new();
-    for bundle in generated.bundles.values() {
+    for bundle in output.loaded.values() {
         let mut release = release_from_bundle(bundle)?;
         release.examples.extend(samples.iter().cloned());
         releases.insert(release.name.clone(), release);
