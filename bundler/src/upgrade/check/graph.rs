@@ -26,6 +26,7 @@ use crate::bundle::validate;
 use crate::catalog::cover::ByVersion;
 use crate::catalog::model::{Bundle, Model};
 use crate::catalog::property::{self, Typed};
+use olmpack_model::csv::ClusterServiceVersion;
 use olmpack_model::report::{Finding, Severity};
 use olmpack_model::upgrade_graph::{EdgeKind, UpgradeGraph};
 use olmpack_model::version::{Range, Version};
@@ -88,9 +89,9 @@ impl Release {
     /// From a bundle directory (or one generated in memory).
     pub fn from_bundle(bundle: &LoadedBundle) -> Result<Release, GraphError> {
         let csv = bundle.csv().map(|c| &c.value);
-        let name = csv
-            .and_then(|c| c.pointer("/metadata/name"))
-            .and_then(Value::as_str)
+        let name = bundle
+            .csv()
+            .map(Object::name)
             .unwrap_or_default()
             .to_owned();
         let crds = bundle
@@ -141,35 +142,35 @@ impl Release {
         mut findings: Vec<Finding>,
     ) -> Release {
         let mut examples = Vec::new();
+        let typed = csv.map(|c| ClusterServiceVersion::read(c).0);
         if let Some(csv) = csv {
             for crd in &mut crds {
                 apply_conversion_webhook(crd, csv);
             }
-            if let Some(text) = csv
-                .pointer("/metadata/annotations/alm-examples")
-                .and_then(Value::as_str)
-            {
-                match serde_json::from_str::<Vec<Value>>(text) {
-                    Ok(list) => examples = list,
-                    Err(e) => findings.push(
-                        Finding::warning("crd-upgrade/examples-unreadable", format!("metadata.annotations.alm-examples is not a JSON list of objects ({e}); its examples were not checked"))
-                            .object(format!("ClusterServiceVersion/{name}")),
-                    ),
-                }
+        }
+        // Given as a string, even an empty one (which is no JSON list).
+        let alm_examples = (typed.as_ref())
+            .and_then(|c| c.metadata.as_ref()?.annotations.as_ref())
+            .filter(|a| !a.was_null("alm-examples"))
+            .and_then(|a| a.get("alm-examples"));
+        if let Some(text) = alm_examples {
+            match serde_json::from_str::<Vec<Value>>(text) {
+                Ok(list) => examples = list,
+                Err(e) => findings.push(
+                    Finding::warning("crd-upgrade/examples-unreadable", format!("metadata.annotations.alm-examples is not a JSON list of objects ({e}); its examples were not checked"))
+                        .object(format!("ClusterServiceVersion/{name}")),
+                ),
             }
         }
         crds.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-        let deployments = csv
-            .and_then(|c| c.pointer("/spec/install/spec/deployments"))
-            .and_then(Value::as_array)
+        let deployments = (typed.as_ref())
+            .and_then(|c| c.strategy())
+            .and_then(|s| s.deployments.as_ref())
             .into_iter()
             .flatten()
             .filter_map(|d| {
-                let name = d.get("name")?.as_str()?.to_owned();
-                Some((
-                    name,
-                    d.pointer("/spec/selector").cloned().unwrap_or(Value::Null),
-                ))
+                let selector = d.spec.as_ref().and_then(|spec| spec.get("selector"));
+                Some((d.name.clone()?, selector.cloned().unwrap_or(Value::Null)))
             })
             .collect();
         Release {
