@@ -242,15 +242,8 @@ fn install(ctx: &Context<'_>, out: &mut Vec<Finding>) {
             ));
         }
     }
-    let strategy = ctx.strategy();
-    for (list, given) in [
-        ("permissions", strategy.and_then(|s| s.permissions.as_ref())),
-        (
-            "clusterPermissions",
-            strategy.and_then(|s| s.cluster_permissions.as_ref()),
-        ),
-    ] {
-        for (i, p) in given.into_iter().flatten().enumerate() {
+    for (list, given) in ctx.permissions() {
+        for (i, p) in given.iter().enumerate() {
             if text(&p.service_account_name).is_empty() {
                 out.push(ctx.at(
                     Finding::error("csv/permissions", "serviceAccountName is required"),

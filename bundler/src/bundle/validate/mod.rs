@@ -42,6 +42,7 @@ use super::load::{LoadedBundle, Object};
 use crate::json::{array_at, str_at};
 use olmpack_model::csv::{
     ClusterServiceVersion, CsvSpec, ObjectMeta, StrategyDeployment, StrategyDetails,
+    StrategyPermissions,
 };
 use olmpack_model::report::{Finding, Report, Severity};
 
@@ -163,6 +164,18 @@ impl Context<'_> {
     /// A finding about the CSV, located at `field`.
     fn at(&self, finding: Finding, field: impl Into<String>) -> Finding {
         on(self.csv, finding).field(field)
+    }
+
+    /// The strategy's `permissions` and `clusterPermissions` (empty when absent), each with
+    /// its key.
+    fn permissions(&self) -> [(&'static str, &[StrategyPermissions]); 2] {
+        let strategy = self.strategy();
+        let permissions = strategy.and_then(|s| s.permissions.as_deref());
+        let cluster = strategy.and_then(|s| s.cluster_permissions.as_deref());
+        [
+            ("permissions", permissions.unwrap_or_default()),
+            ("clusterPermissions", cluster.unwrap_or_default()),
+        ]
     }
 
     /// The install strategy's deployments, in order.

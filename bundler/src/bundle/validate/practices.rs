@@ -174,15 +174,8 @@ fn channels(ctx: &Context<'_>, out: &mut Vec<Finding>) {
 
 /// Operators that may create or patch CRDs can change other operators' APIs.
 fn meta_operator(ctx: &Context<'_>, out: &mut Vec<Finding>) {
-    let strategy = ctx.strategy();
-    for (list, given) in [
-        ("permissions", strategy.and_then(|s| s.permissions.as_ref())),
-        (
-            "clusterPermissions",
-            strategy.and_then(|s| s.cluster_permissions.as_ref()),
-        ),
-    ] {
-        for (i, p) in given.into_iter().flatten().enumerate() {
+    for (list, given) in ctx.permissions() {
+        for (i, p) in given.iter().enumerate() {
             for (j, rule) in p.rules.iter().flatten().enumerate() {
                 let has = |key: &str, wanted: &[&str]| {
                     array_at(rule, key)
