@@ -270,7 +270,10 @@ fn crd_upgrade_broken_next_releases_fail_with_their_rule() {
         // The next bundle keeps its CSV, whose ConversionWebhook OLM applies to the CRD; the
         // missing-webhook defect is a CSV that no longer declares it.
         if b.defect != Defect::ConversionWebhookMissing {
-            apply_conversion_webhook(&mut to, &csv);
+            apply_conversion_webhook(
+                &mut to,
+                &olmpack_model::csv::ClusterServiceVersion::read(&csv).0,
+            );
         }
         let problems = check::check_pair(&PairInput {
             from: base,

@@ -567,14 +567,7 @@ impl ClusterServiceVersion {
     /// field, as [`ClusterServiceVersion::from_value`] reports it, comes with the CSV; a value
     /// that is not an object reads as an empty CSV.
     pub fn read(value: &Value) -> (Self, Option<CsvError>) {
-        let refused = match decode::<Self>(value) {
-            Ok(csv) => return (csv, None),
-            Err(refused) => refused,
-        };
-        LENIENT.with(|flag| flag.set(true));
-        let csv = Self::deserialize(value).unwrap_or_default();
-        LENIENT.with(|flag| flag.set(false));
-        (csv, Some(refused))
+        read(value)
     }
 
     /// The CSV as a JSON value: the value it was read from, with any changes made since.
@@ -603,6 +596,32 @@ impl ClusterServiceVersion {
     pub fn strategy(&self) -> Option<&StrategyDetails> {
         self.spec.as_ref()?.install.as_ref()?.spec.as_ref()
     }
+}
+
+/// A field as it was read: its typed value, or what stands in `extra` under its key (`null`,
+/// or a value of a type OLM does not read there).
+pub fn as_read<T: Serialize>(
+    typed: &Option<T>,
+    extra: &Map<String, Value>,
+    key: &str,
+) -> Option<Value> {
+    match typed {
+        Some(value) => serde_json::to_value(value).ok(),
+        None => extra.get(key).cloned(),
+    }
+}
+
+/// Reads any part of a CSV (`T` one of this module's structs) as
+/// [`ClusterServiceVersion::read`] reads a whole one.
+pub fn read<T: DeserializeOwned + Default>(value: &Value) -> (T, Option<CsvError>) {
+    let refused = match decode::<T>(value) {
+        Ok(typed) => return (typed, None),
+        Err(refused) => refused,
+    };
+    LENIENT.with(|flag| flag.set(true));
+    let typed = T::deserialize(value).unwrap_or_default();
+    LENIENT.with(|flag| flag.set(false));
+    (typed, Some(refused))
 }
 
 /// Decodes `value` into `T` with the failing field's path and a message in OLM's terms.

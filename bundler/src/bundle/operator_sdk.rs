@@ -379,7 +379,7 @@ fn webhook_service(
         .cloned()
         .unwrap_or(json!({}));
     let mut port_entry = json!({ "port": container_port(def) });
-    if let Some(target) = field_as_read(&def.target_port, &def.extra, "targetPort") {
+    if let Some(target) = csv::as_read(&def.target_port, &def.extra, "targetPort") {
         port_entry["targetPort"] = target;
     }
     let wanted = json!({ "selector": selector, "ports": [port_entry] });
@@ -431,22 +431,9 @@ fn selects(selector: &Value, deployment: &Sourced) -> bool {
     })
 }
 
-/// A field of a webhook definition as it was read: its typed value, or what stands in `extra`
-/// under its key (`null`, or a value of a type OLM does not read there).
-fn field_as_read<T: serde::Serialize>(
-    typed: &Option<T>,
-    extra: &Map<String, Value>,
-    key: &str,
-) -> Option<Value> {
-    match typed {
-        Some(value) => Some(json!(value)),
-        None => extra.get(key).cloned(),
-    }
-}
-
 /// The definition's `containerPort` as read, 443 when it has none.
 fn container_port(def: &WebhookDescription) -> Value {
-    field_as_read(&def.container_port, &def.extra, "containerPort").unwrap_or(json!(443))
+    csv::as_read(&def.container_port, &def.extra, "containerPort").unwrap_or(json!(443))
 }
 
 fn client_service(def: &WebhookDescription, service: &str) -> Value {
@@ -455,7 +442,7 @@ fn client_service(def: &WebhookDescription, service: &str) -> Value {
         "namespace": "placeholder",
         "port": container_port(def),
     });
-    if let Some(path) = field_as_read(&def.webhook_path, &def.extra, "webhookPath") {
+    if let Some(path) = csv::as_read(&def.webhook_path, &def.extra, "webhookPath") {
         svc["path"] = path;
     }
     svc
@@ -469,7 +456,7 @@ fn admission_config(def: &WebhookDescription, kind: &str, name: &str, service: &
     let copied = [
         (
             "admissionReviewVersions",
-            field_as_read(
+            csv::as_read(
                 &def.admission_review_versions,
                 &def.extra,
                 "admissionReviewVersions",
@@ -477,28 +464,28 @@ fn admission_config(def: &WebhookDescription, kind: &str, name: &str, service: &
         ),
         (
             "sideEffects",
-            field_as_read(&def.side_effects, &def.extra, "sideEffects"),
+            csv::as_read(&def.side_effects, &def.extra, "sideEffects"),
         ),
         (
             "failurePolicy",
-            field_as_read(&def.failure_policy, &def.extra, "failurePolicy"),
+            csv::as_read(&def.failure_policy, &def.extra, "failurePolicy"),
         ),
         (
             "matchPolicy",
-            field_as_read(&def.match_policy, &def.extra, "matchPolicy"),
+            csv::as_read(&def.match_policy, &def.extra, "matchPolicy"),
         ),
         (
             "objectSelector",
-            field_as_read(&def.object_selector, &def.extra, "objectSelector"),
+            csv::as_read(&def.object_selector, &def.extra, "objectSelector"),
         ),
-        ("rules", field_as_read(&def.rules, &def.extra, "rules")),
+        ("rules", csv::as_read(&def.rules, &def.extra, "rules")),
         (
             "timeoutSeconds",
-            field_as_read(&def.timeout_seconds, &def.extra, "timeoutSeconds"),
+            csv::as_read(&def.timeout_seconds, &def.extra, "timeoutSeconds"),
         ),
         (
             "reinvocationPolicy",
-            field_as_read(&def.reinvocation_policy, &def.extra, "reinvocationPolicy"),
+            csv::as_read(&def.reinvocation_policy, &def.extra, "reinvocationPolicy"),
         ),
     ];
     for (key, value) in copied {
@@ -527,7 +514,7 @@ fn conversion(
     service: &str,
     field: &str,
 ) {
-    let reviews = field_as_read(
+    let reviews = csv::as_read(
         &def.admission_review_versions,
         &def.extra,
         "admissionReviewVersions",

@@ -14,6 +14,7 @@ use super::super::inputs::Sourced;
 use super::ReleaseSpec;
 use super::objects::clean_object;
 use crate::json::str_at;
+use olmpack_model::csv::{self, WebhookDescription};
 
 /// One `owned` entry per served version of every CRD, sorted by (name, version).
 pub(super) fn owned(spec: &ReleaseSpec<'_>, crds: &[Sourced]) -> Vec<Value> {
@@ -72,7 +73,7 @@ fn owned_entry(spec: &ReleaseSpec<'_>, name: &str, v1: &Value, version: &str) ->
 /// The CRDs as the bundle ships them: cleaned, with `spec.conversion` as OLM writes it for
 /// the `ConversionWebhook` definition (of `webhook_definitions`) that lists the CRD, and
 /// without one otherwise.
-pub(super) fn shipped(crds: &[Sourced], webhook_definitions: &[Value]) -> Vec<Value> {
+pub(super) fn shipped(crds: &[Sourced], webhook_definitions: &[WebhookDescription]) -> Vec<Value> {
     crds.iter()
         .map(|crd| {
             let mut value = clean_object(&crd.value);
@@ -91,7 +92,10 @@ pub(super) fn shipped(crds: &[Sourced], webhook_definitions: &[Value]) -> Vec<Va
 /// `spec.conversion` as olm-operator writes it for the `ConversionWebhook` definition that
 /// lists `crd`, without the CA and in the namespace the input named (OLM replaces both with
 /// the install's); `None` for a CRD no definition lists, or one not in apiextensions v1.
-fn conversion_as_olm_writes(crd: &Sourced, webhook_definitions: &[Value]) -> Option<Value> {
+fn conversion_as_olm_writes(
+    crd: &Sourced,
+    webhook_definitions: &[WebhookDescription],
+) -> Option<Value> {
     if str_at(&crd.value, "/apiVersion") != "apiextensions.k8s.io/v1" {
         return None;
     }
@@ -105,14 +109,12 @@ fn conversion_as_olm_writes(crd: &Sourced, webhook_definitions: &[Value]) -> Opt
 
 /// The `ConversionWebhook` definition among `webhook_definitions` that lists the CRD `name`.
 pub fn definition_converting<'d>(
-    webhook_definitions: &'d [Value],
+    webhook_definitions: &'d [WebhookDescription],
     name: &str,
-) -> Option<&'d Value> {
+) -> Option<&'d WebhookDescription> {
     webhook_definitions.iter().find(|d| {
-        str_at(d, "/type") == "ConversionWebhook"
-            && d.get("conversionCRDs")
-                .and_then(Value::as_array)
-                .is_some_and(|names| names.iter().any(|n| n.as_str() == Some(name)))
+        d.type_.as_deref() == Some("ConversionWebhook")
+            && (d.conversion_crds.iter().flatten()).any(|n| n == name)
     })
 }
 
@@ -121,12 +123,14 @@ pub fn definition_converting<'d>(
 /// Service OLM creates for the deployment (`<deploymentName>-service`, dots made dashes) in
 /// `namespace` (`default` when empty), at `webhookPath` (`/` when unset) and
 /// `containerPort`, with `admissionReviewVersions` as the review versions.
-pub fn olm_conversion(definition: &Value, namespace: &str) -> Value {
-    let deployment = str_at(definition, "/deploymentName").replace('.', "-");
-    let path = match str_at(definition, "/webhookPath") {
-        "" => "/",
+pub fn olm_conversion(definition: &WebhookDescription, namespace: &str) -> Value {
+    let text = |field: &Option<String>| field.clone().unwrap_or_default();
+    let deployment = text(&definition.deployment_name).replace('.', "-");
+    let path = match text(&definition.webhook_path) {
+        path if path.is_empty() => "/".to_owned(),
         path => path,
     };
+    let extra = &definition.extra;
     json!({
         "strategy": "Webhook",
         "webhook": {
@@ -135,13 +139,16 @@ pub fn olm_conversion(definition: &Value, namespace: &str) -> Value {
                     "name": format!("{deployment}-service"),
                     "namespace": if namespace.is_empty() { "default" } else { namespace },
                     "path": path,
-                    "port": definition.get("containerPort").cloned().unwrap_or(json!(443)),
+                    "port": csv::as_read(&definition.container_port, extra, "containerPort")
+                        .unwrap_or(json!(443)),
                 },
             },
-            "conversionReviewVersions": definition
-                .get("admissionReviewVersions")
-                .cloned()
-                .unwrap_or(json!(["v1"])),
+            "conversionReviewVersions": csv::as_read(
+                &definition.admission_review_versions,
+                extra,
+                "admissionReviewVersions",
+            )
+            .unwrap_or(json!(["v1"])),
         },
     })
 }
@@ -180,7 +187,7 @@ mod tests {
             ),
         ];
         for (definition, namespace, service, versions) in cases {
-            let conversion = olm_conversion(&definition, namespace);
+            let conversion = olm_conversion(&csv::read(&definition).0, namespace);
             assert_eq!(conversion["strategy"], "Webhook");
             assert_eq!(conversion["webhook"]["clientConfig"]["service"], service);
             assert_eq!(conversion["webhook"]["conversionReviewVersions"], versions);
@@ -204,11 +211,12 @@ mod tests {
             ),
             crd("c.example.com", "apiextensions.k8s.io/v1beta1", input),
         ];
-        let definitions = [json!({
+        let definitions = [csv::read(&json!({
             "type": "ConversionWebhook", "deploymentName": "op", "containerPort": 9443,
             "webhookPath": "/convert", "admissionReviewVersions": ["v1"],
             "conversionCRDs": ["a.example.com", "c.example.com"],
-        })];
+        }))
+        .0];
         let shipped = shipped(&crds, &definitions);
         assert_eq!(
             shipped[0]["spec"]["conversion"]["webhook"]["clientConfig"]["service"],

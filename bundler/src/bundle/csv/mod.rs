@@ -93,7 +93,7 @@ struct SpecParts {
     rbac: rbac::Rbac,
     install_modes: Value,
     related_images: Vec<Value>,
-    webhook_definitions: Vec<Value>,
+    webhook_definitions: Vec<olmpack_model::csv::WebhookDescription>,
 }
 
 /// Builds the CSV and the objects of one bundle; `Err` holds every problem.
@@ -270,7 +270,7 @@ fn csv_spec(spec: &ReleaseSpec<'_>, parts: SpecParts) -> Map<String, Value> {
     if !parts.webhook_definitions.is_empty() {
         out.insert(
             "webhookdefinitions".into(),
-            Value::Array(parts.webhook_definitions),
+            json!(parts.webhook_definitions),
         );
     }
     out

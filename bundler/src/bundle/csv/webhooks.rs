@@ -9,12 +9,13 @@ use serde_json::{Value, json};
 
 use super::super::inputs::{Inputs, Sourced};
 use crate::json::str_at;
+use olmpack_model::csv::{self, WebhookDescription};
 use olmpack_model::report::Finding;
 
 /// The CSV's webhook definitions and what they imply for the rest of the bundle.
 pub(super) struct Webhooks {
     /// Admission and conversion definitions, sorted by (type, generateName).
-    pub(super) definitions: Vec<Value>,
+    pub(super) definitions: Vec<WebhookDescription>,
     /// Whether a CRD converts through a webhook (which limits the install modes).
     pub(super) has_conversion: bool,
     /// The Services webhooks are routed through; OLM replaces them.
@@ -37,10 +38,7 @@ pub(super) fn definitions(inputs: &Inputs, problems: &mut Vec<Finding>) -> Webho
     let (conversions, conversion_services) = conversion_webhooks(inputs, problems);
     let has_conversion = !conversions.is_empty();
     definitions.extend(conversions);
-    definitions.sort_by(|a, b| {
-        (str_at(a, "/type"), str_at(a, "/generateName"))
-            .cmp(&(str_at(b, "/type"), str_at(b, "/generateName")))
-    });
+    definitions.sort_by(|a, b| (&a.type_, &a.generate_name).cmp(&(&b.type_, &b.generate_name)));
     Webhooks {
         definitions,
         has_conversion,
@@ -89,7 +87,7 @@ fn hooks_of(config: &Sourced) -> impl Iterator<Item = &Value> {
 }
 
 /// One definition per webhook of every Validating/MutatingWebhookConfiguration.
-fn admission_webhooks(inputs: &Inputs, problems: &mut Vec<Finding>) -> Vec<Value> {
+fn admission_webhooks(inputs: &Inputs, problems: &mut Vec<Finding>) -> Vec<WebhookDescription> {
     let mut out = Vec::new();
     for (configs, kind) in [
         (&inputs.validating_webhooks, "ValidatingAdmissionWebhook"),
@@ -129,7 +127,11 @@ impl AdmissionHook<'_> {
     }
 
     /// The definition; `None`, with an error, when OLM could not serve the webhook.
-    fn definition(&self, inputs: &Inputs, problems: &mut Vec<Finding>) -> Option<Value> {
+    fn definition(
+        &self,
+        inputs: &Inputs,
+        problems: &mut Vec<Finding>,
+    ) -> Option<WebhookDescription> {
         let (svc, deployment) = self.target(inputs, problems)?;
         if self.hook.get("admissionReviewVersions").is_none() {
             let finding = Finding::error(
@@ -180,7 +182,7 @@ impl AdmissionHook<'_> {
     }
 
     /// The `webhookdefinitions` entry for a webhook served by `deployment` behind `svc`.
-    fn definition_for(&self, svc: &Sourced, deployment: &Sourced) -> Value {
+    fn definition_for(&self, svc: &Sourced, deployment: &Sourced) -> WebhookDescription {
         let hook = self.hook;
         let port = hook
             .pointer("/clientConfig/service/port")
@@ -217,7 +219,7 @@ impl AdmissionHook<'_> {
         if let Some(path) = hook.pointer("/clientConfig/service/path") {
             def["webhookPath"] = path.clone();
         }
-        def
+        typed(&def)
     }
 }
 
@@ -231,7 +233,7 @@ type ConversionGroup = (BTreeSet<String>, Value, Option<Value>);
 fn conversion_webhooks(
     inputs: &Inputs,
     problems: &mut Vec<Finding>,
-) -> (Vec<Value>, BTreeSet<String>) {
+) -> (Vec<WebhookDescription>, BTreeSet<String>) {
     let mut groups: BTreeMap<Endpoint, ConversionGroup> = BTreeMap::new();
     let mut services = BTreeSet::new();
     for crd in &inputs.crds {
@@ -303,7 +305,7 @@ fn conversion_target<'i, 'v>(
 /// The `ConversionWebhook` definition for the CRDs converted at one endpoint.
 fn conversion_definition(
     ((deployment, port, path), (crds, versions, target)): (Endpoint, ConversionGroup),
-) -> Value {
+) -> WebhookDescription {
     let first = crds.iter().next().cloned().unwrap_or_default();
     let mut def = json!({
         "admissionReviewVersions": versions,
@@ -320,7 +322,14 @@ fn conversion_definition(
     if !path.is_empty() {
         def["webhookPath"] = json!(path);
     }
-    def
+    typed(&def)
+}
+
+/// A definition assembled from the input's values, typed; a value of a type OLM does not read
+/// there (copied from the input as it was) stays in `extra`, so it is written as given and
+/// the validators judge it.
+fn typed(definition: &Value) -> WebhookDescription {
+    csv::read(definition).0
 }
 
 /// Every Service a webhook names: the conversion ones and those of admission webhooks.

@@ -143,7 +143,7 @@ impl Release {
     ) -> Release {
         let mut examples = Vec::new();
         let typed = csv.map(|c| ClusterServiceVersion::read(c).0);
-        if let Some(csv) = csv {
+        if let Some(csv) = &typed {
             for crd in &mut crds {
                 apply_conversion_webhook(crd, csv);
             }
@@ -209,12 +209,10 @@ pub const INSTALL_NAMESPACE: &str = "olm";
 /// What OLM does at install for the CSV's `ConversionWebhook` definition that lists this CRD
 /// ([`crate::bundle::csv::olm_conversion`], in [`INSTALL_NAMESPACE`]; its CA bundle is OLM's
 /// to inject). A CRD no definition lists is left as it is.
-pub fn apply_conversion_webhook(crd: &mut CustomResourceDefinition, csv: &Value) {
+pub fn apply_conversion_webhook(crd: &mut CustomResourceDefinition, csv: &ClusterServiceVersion) {
     let name = crd.metadata.name.clone().unwrap_or_default();
-    let definitions = csv
-        .pointer("/spec/webhookdefinitions")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
+    let definitions = (csv.spec.as_ref())
+        .and_then(|spec| spec.webhookdefinitions.as_deref())
         .unwrap_or_default();
     let Some(definition) = crate::bundle::csv::definition_converting(definitions, &name) else {
         return;

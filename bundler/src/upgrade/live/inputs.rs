@@ -14,6 +14,7 @@ use crate::catalog::model::{Model, Package};
 use crate::input::Policy;
 use crate::plan::PlanInputs as _;
 use crate::upgrade::check::graph::apply_conversion_webhook;
+use olmpack_model::csv::ClusterServiceVersion;
 use olmpack_model::plan::LoadedPlan;
 
 /// Failure to prepare the live test's inputs.
@@ -233,7 +234,7 @@ pub fn release_from_bundle(bundle: &LoadedBundle) -> Result<ReleaseUnderTest, Li
     let mut examples = Vec::new();
     if let Some(csv) = csv {
         for crd in &mut crds {
-            apply_conversion_webhook(crd, &csv.value);
+            apply_conversion_webhook(crd, &ClusterServiceVersion::read(&csv.value).0);
         }
         if let Some(text) = csv.value["metadata"]["annotations"]["alm-examples"].as_str() {
             let parsed: Vec<Value> =
