@@ -536,6 +536,20 @@ passthrough_struct! {
     }
 }
 
+impl CsvSpec {
+    /// `customresourcedefinitions.owned` (empty when absent).
+    pub fn owned_crds(&self) -> &[CrdDescription] {
+        (self.customresourcedefinitions.as_ref())
+            .and_then(|c| c.owned.as_deref())
+            .unwrap_or_default()
+    }
+}
+
+/// A text field, `""` when absent.
+pub fn text(field: &Option<String>) -> &str {
+    field.as_deref().unwrap_or("")
+}
+
 impl Icon {
     /// An icon of `base64data` and `mediatype`, nothing else.
     pub fn new(base64data: impl Into<String>, mediatype: impl Into<String>) -> Self {

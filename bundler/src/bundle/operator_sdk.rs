@@ -73,16 +73,16 @@ pub fn import(inputs: &mut Inputs, csvs: Vec<Sourced>, problems: &mut Vec<Findin
         );
     }
     let spec = model.spec.clone().unwrap_or_default();
-    let strategy = spec
+    let strategy_name = spec
         .install
         .as_ref()
         .and_then(|i| i.strategy.as_deref())
         .unwrap_or("");
-    if !strategy.is_empty() && strategy != "deployment" {
+    if !strategy_name.is_empty() && strategy_name != "deployment" {
         problems.push(csv.finding(
             Finding::error(
                 "input/csv-strategy",
-                format!("install strategy {strategy:?} is not `deployment`, the only one OLM v0 installs"),
+                format!("install strategy {strategy_name:?} is not `deployment`, the only one OLM v0 installs"),
             )
             .field("spec.install.strategy"),
         ));
@@ -325,7 +325,7 @@ fn import_webhooks(
                 while !names.insert(name.clone()) {
                     name.push('x');
                 }
-                if def.side_effects.is_none() && !def.extra.contains_key("sideEffects") {
+                if csv::as_read(&def.side_effects, &def.extra, "sideEffects").is_none() {
                     inputs.notes.push(csv.finding(
                         Finding::info(
                             "import/webhook-defaults",
@@ -453,44 +453,20 @@ fn admission_config(def: &WebhookDescription, kind: &str, name: &str, service: &
         "name": def.generate_name.as_deref().unwrap_or(""),
         "clientConfig": {"service": client_service(def, service)},
     });
-    let copied = [
-        (
-            "admissionReviewVersions",
-            csv::as_read(
-                &def.admission_review_versions,
-                &def.extra,
-                "admissionReviewVersions",
-            ),
-        ),
-        (
-            "sideEffects",
-            csv::as_read(&def.side_effects, &def.extra, "sideEffects"),
-        ),
-        (
-            "failurePolicy",
-            csv::as_read(&def.failure_policy, &def.extra, "failurePolicy"),
-        ),
-        (
-            "matchPolicy",
-            csv::as_read(&def.match_policy, &def.extra, "matchPolicy"),
-        ),
-        (
-            "objectSelector",
-            csv::as_read(&def.object_selector, &def.extra, "objectSelector"),
-        ),
-        ("rules", csv::as_read(&def.rules, &def.extra, "rules")),
-        (
-            "timeoutSeconds",
-            csv::as_read(&def.timeout_seconds, &def.extra, "timeoutSeconds"),
-        ),
-        (
-            "reinvocationPolicy",
-            csv::as_read(&def.reinvocation_policy, &def.extra, "reinvocationPolicy"),
-        ),
-    ];
-    for (key, value) in copied {
-        if let Some(v) = value {
-            hook[key] = v;
+    // Copied as the definition gives them, whatever their type: the apiserver judges them.
+    let given = json!(def);
+    for key in [
+        "admissionReviewVersions",
+        "sideEffects",
+        "failurePolicy",
+        "matchPolicy",
+        "objectSelector",
+        "rules",
+        "timeoutSeconds",
+        "reinvocationPolicy",
+    ] {
+        if let Some(v) = given.get(key) {
+            hook[key] = v.clone();
         }
     }
     let config_kind = if kind == "ValidatingAdmissionWebhook" {
@@ -702,24 +678,18 @@ pub fn served_crds(crds: &[Sourced]) -> BTreeSet<(String, String, String)> {
 
 /// `(name, version, kind)` of the CSV's owned CRDs.
 pub fn owned_of(csv: &ClusterServiceVersion) -> BTreeSet<(String, String, String)> {
-    owned_entries(csv)
-        .iter()
-        .map(|o| (text(&o.name), text(&o.version), text(&o.kind)))
-        .collect()
-}
-
-/// `spec.customresourcedefinitions.owned`.
-fn owned_entries(csv: &ClusterServiceVersion) -> &[csv::CrdDescription] {
     csv.spec
         .as_ref()
-        .and_then(|s| s.customresourcedefinitions.as_ref())
-        .and_then(|c| c.owned.as_deref())
-        .unwrap_or_default()
-}
-
-/// A text field, `""` when absent.
-fn text(field: &Option<String>) -> String {
-    field.clone().unwrap_or_default()
+        .map_or(&[][..], CsvSpec::owned_crds)
+        .iter()
+        .map(|o| {
+            (
+                csv::text(&o.name).to_owned(),
+                csv::text(&o.version).to_owned(),
+                csv::text(&o.kind).to_owned(),
+            )
+        })
+        .collect()
 }
 
 /// A text field, `None` when absent or empty.
@@ -769,24 +739,24 @@ fn metadata(csv: &Sourced, model: &ClusterServiceVersion) -> (CsvMetadata, Vec<F
     let labels = strings_given(meta.labels.as_ref()).collect();
     let provider = spec.provider.clone().unwrap_or_default();
     let metadata = CsvMetadata {
-        display_name: text(&spec.display_name),
-        description: text(&spec.description),
+        display_name: csv::text(&spec.display_name).to_owned(),
+        description: csv::text(&spec.description).to_owned(),
         short_description: model.annotation("description").map(str::to_owned),
         icon: None,
         keywords: spec.keywords.clone().unwrap_or_default(),
         maintainers: (spec.maintainers.iter().flatten())
             .map(|m| Maintainer {
-                name: text(&m.name),
+                name: csv::text(&m.name).to_owned(),
                 email: second(&m.email, &m.extra, "url"),
             })
             .collect(),
         provider: Provider {
-            name: text(&provider.name),
+            name: csv::text(&provider.name).to_owned(),
             url: some_text(&provider.url),
         },
         links: (spec.links.iter().flatten())
             .map(|l| Link {
-                name: text(&l.name),
+                name: csv::text(&l.name).to_owned(),
                 url: second(&l.url, &l.extra, "email"),
             })
             .collect(),
@@ -886,7 +856,7 @@ fn descriptor(
     }
     Descriptor {
         path: path.to_owned(),
-        display_name: text(&d.display_name),
+        display_name: csv::text(&d.display_name).to_owned(),
         description: some_text(&d.description),
         x_descriptors: d.x_descriptors.clone().unwrap_or_default(),
     }
@@ -899,8 +869,14 @@ fn crd_displays(
     notes: &mut Vec<Finding>,
 ) -> BTreeMap<String, CrdDisplay> {
     let mut out: BTreeMap<String, CrdDisplay> = BTreeMap::new();
-    for (i, entry) in owned_entries(model).iter().enumerate() {
-        let display = out.entry(text(&entry.name)).or_default();
+    for (i, entry) in model
+        .spec
+        .as_ref()
+        .map_or(&[][..], CsvSpec::owned_crds)
+        .iter()
+        .enumerate()
+    {
+        let display = out.entry(csv::text(&entry.name).to_owned()).or_default();
         display.display_name = display
             .display_name
             .take()
@@ -909,8 +885,8 @@ fn crd_displays(
         if display.resources.is_empty() {
             display.resources = (entry.resources.iter().flatten())
                 .map(|r| CrdResource {
-                    kind: text(&r.kind),
-                    version: text(&r.version),
+                    kind: csv::text(&r.kind).to_owned(),
+                    version: csv::text(&r.version).to_owned(),
                     name: some_text(&r.name),
                 })
                 .collect();
@@ -933,7 +909,9 @@ fn crd_displays(
                 list.push(descriptor(csv, d, field, notes));
             }
         }
-        display.versions.insert(text(&entry.version), per_version);
+        display
+            .versions
+            .insert(csv::text(&entry.version).to_owned(), per_version);
     }
     out
 }

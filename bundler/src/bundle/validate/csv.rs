@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::{Context, array_at, str_at};
 use crate::bundle::files::PACKAGE_KEY;
-use olmpack_model::csv::CrdDescription;
+use olmpack_model::csv::text;
 use olmpack_model::names::is_dns1123_subdomain;
 use olmpack_model::report::Finding;
 
@@ -80,11 +80,6 @@ fn text_given(typed: &Option<String>, extra: &Map<String, Value>, key: &str) -> 
 /// Whether `extra` holds `key` with a value other than `null`.
 pub(super) fn non_null(extra: &Map<String, Value>, key: &str) -> bool {
     extra.get(key).is_some_and(|v| !v.is_null())
-}
-
-/// A text field, `""` when absent.
-pub(super) fn text(field: &Option<String>) -> &str {
-    field.as_deref().unwrap_or("")
 }
 
 fn name_and_version(ctx: &Context<'_>, out: &mut Vec<Finding>) {
@@ -408,17 +403,10 @@ fn bundle_crd_versions(ctx: &Context<'_>) -> BTreeMap<(String, String, String), 
     out
 }
 
-/// `spec.customresourcedefinitions.owned`.
-fn owned<'a>(ctx: &'a Context<'_>) -> &'a [CrdDescription] {
-    (ctx.spec.customresourcedefinitions.as_ref())
-        .and_then(|c| c.owned.as_deref())
-        .unwrap_or_default()
-}
-
 fn owned_crds(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     let in_bundle = bundle_crd_versions(ctx);
     let mut owned_kinds = BTreeSet::new();
-    for (i, entry) in owned(ctx).iter().enumerate() {
+    for (i, entry) in ctx.spec.owned_crds().iter().enumerate() {
         let name = text(&entry.name);
         let field = format!("spec.customresourcedefinitions.owned[{i}]");
         let Some((_, group)) = name.split_once('.') else {
@@ -467,7 +455,9 @@ fn owned_crds(ctx: &Context<'_>, out: &mut Vec<Finding>) {
 }
 
 fn examples(ctx: &Context<'_>, out: &mut Vec<Finding>) {
-    let owned: BTreeSet<(String, String)> = owned(ctx)
+    let owned: BTreeSet<(String, String)> = ctx
+        .spec
+        .owned_crds()
         .iter()
         .filter_map(|o| {
             let (_, group) = text(&o.name).split_once('.')?;

@@ -2,7 +2,8 @@
 //! description, capability level and categories.
 
 use super::Context;
-use super::csv::{non_null, text};
+use super::csv::non_null;
+use olmpack_model::csv::text;
 use olmpack_model::report::Finding;
 
 pub const CAPABILITIES: [&str; 5] = [

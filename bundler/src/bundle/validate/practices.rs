@@ -3,9 +3,9 @@
 
 use serde_json::Value;
 
-use super::csv::text;
 use super::{Context, array_at, str_at};
 use crate::bundle::files::{CHANNELS_KEY, DEFAULT_CHANNEL_KEY};
+use olmpack_model::csv::text;
 use olmpack_model::report::Finding;
 
 pub(super) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
@@ -134,13 +134,12 @@ fn container(ctx: &Context<'_>, c: &Value, field: &str, pod: PodDefaults, out: &
 }
 
 fn descriptions(ctx: &Context<'_>, out: &mut Vec<Finding>) {
-    let crds = ctx
-        .spec
-        .customresourcedefinitions
-        .clone()
-        .unwrap_or_default();
-    for (list, given) in [("owned", crds.owned), ("required", crds.required)] {
-        for (i, crd) in given.iter().flatten().enumerate() {
+    let crds = ctx.spec.customresourcedefinitions.as_ref();
+    for (list, given) in [
+        ("owned", crds.and_then(|c| c.owned.as_ref())),
+        ("required", crds.and_then(|c| c.required.as_ref())),
+    ] {
+        for (i, crd) in given.into_iter().flatten().enumerate() {
             if text(&crd.description).trim().is_empty() {
                 out.push(ctx.at(
                     Finding::warning(

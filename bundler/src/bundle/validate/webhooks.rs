@@ -4,9 +4,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::csv::text;
 use super::{Context, array_at, str_at};
-use olmpack_model::csv::WebhookDescription;
+use olmpack_model::csv::{WebhookDescription, text};
 use olmpack_model::names::is_dns1123_subdomain;
 use olmpack_model::report::Finding;
 
@@ -27,10 +26,10 @@ const FORBIDDEN_ADMISSION_RESOURCES: [&str; 5] = [
 pub(super) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     let mut defs = Definitions {
         deployments: ctx.deployments().iter().map(|d| text(&d.name)).collect(),
-        owned: (ctx.spec.customresourcedefinitions.as_ref())
-            .and_then(|c| c.owned.as_ref())
-            .into_iter()
-            .flatten()
+        owned: ctx
+            .spec
+            .owned_crds()
+            .iter()
             .map(|o| text(&o.name))
             .collect(),
         names: BTreeSet::new(),

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use olmpack::build::{self, BuildError};
 use olmpack::bundle::generate::GenerateError;
 use olmpack::upgrade::olm::CaseReport;
@@ -127,19 +128,7 @@ pub fn run(args: OlmArgs, policy: &olmpack::input::Policy) -> CmdResult {
         return Ok(ExitCode::SUCCESS);
     }
     crate::cli::tools::ensure(&olmpack::tools::ARTIFACT_TOOLS)?;
-    let mut cluster_crds = Vec::new();
-    for path in &args.cluster_crds {
-        if !path.exists()
-            && let Some(crd) = path.to_str().and_then(olmpack::cluster_crds::by_name)
-        {
-            cluster_crds.push(crd);
-            continue;
-        }
-        let text = olmpack::input::text(path, &limits)?;
-        let crd = olmpack::upgrade::check::parse_crd_file(&path.display().to_string(), &text)
-            .map_err(|e| crate::cli::Invalid(e.to_string()))?;
-        cluster_crds.push(crd);
-    }
+    let cluster_crds = cluster_crds(&args.cluster_crds, &limits)?;
     let options = RunOptions {
         webhook_command: args.webhook_command.as_deref().map(WebhookCommand::shell),
         timeouts: Timeouts {
@@ -171,6 +160,27 @@ pub fn run(args: OlmArgs, policy: &olmpack::input::Policy) -> CmdResult {
     let runtime = tokio::runtime::Runtime::new()?;
     let reports = runtime.block_on(olm::run(&catalog, &cases, &options))?;
     write_reports(&args, &reports)
+}
+
+/// The CRDs of `--cluster-crd`: each a file, or the name of a CRD olmpack knows.
+fn cluster_crds(
+    paths: &[PathBuf],
+    limits: &olmpack::input::Limits,
+) -> Result<Vec<CustomResourceDefinition>, Box<dyn std::error::Error + Send + Sync>> {
+    let mut crds = Vec::new();
+    for path in paths {
+        if !path.exists()
+            && let Some(crd) = path.to_str().and_then(olmpack::cluster_crds::by_name)
+        {
+            crds.push(crd);
+            continue;
+        }
+        let text = olmpack::input::text(path, limits)?;
+        let crd = olmpack::upgrade::check::parse_crd_file(&path.display().to_string(), &text)
+            .map_err(|e| crate::cli::Invalid(e.to_string()))?;
+        crds.push(crd);
+    }
+    Ok(crds)
 }
 
 /// The plan's catalog, generated into a temp directory; `Err(exit code)` when the plan is
