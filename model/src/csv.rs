@@ -12,170 +12,14 @@
 //! reads a string, fails with the field's path. Two differences, both lenient: Go matches field
 //! names case-insensitively (a `DisplayName` key fills `displayName` there; here it stays in
 //! `extra`), and semantic versions (`version`, `release`) are kept as text here and checked by
-//! the validators. Nested Kubernetes objects (deployment specs, policy rules, webhook rules,
-//! label selectors, descriptor values, `status`) are kept as [`Value`]s.
+//! the validators. A deployment's spec is read as far as [`crate::objects`] models it; other
+//! nested Kubernetes objects (policy rules, webhook rules, label selectors, descriptor values,
+//! `status`) are kept as [`Value`]s.
 
-use std::collections::{BTreeMap, BTreeSet};
-
-use serde::de::{Deserialize, DeserializeOwned, Deserializer, MapAccess, Visitor};
-use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
-/// A CSV that does not decode into the typed model.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("field {path}: {message}")]
-pub struct CsvError {
-    /// The field's path, as `spec.installModes[0].supported` (`.` for the whole object).
-    pub path: String,
-    /// What is wrong with it, in OLM's terms.
-    pub message: String,
-}
-
-thread_local! {
-    /// Whether the structs below are being read leniently ([`ClusterServiceVersion::read`]):
-    /// a field of the wrong type then stays in `extra` instead of failing the whole read.
-    static LENIENT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Declares a struct whose fields are all optional and whose other keys are kept in `extra`,
-/// with (de)serialization that keeps absent absent and `null` as `null` (see the module).
-macro_rules! passthrough_struct {
-    (
-        $(#[$meta:meta])*
-        pub struct $name:ident {
-            $( $(#[$fmeta:meta])* $field:ident: $ty:ty = $key:literal, )*
-        }
-    ) => {
-        $(#[$meta])*
-        #[derive(Clone, Debug, Default, PartialEq)]
-        pub struct $name {
-            $( $(#[$fmeta])* pub $field: Option<$ty>, )*
-            /// Fields OLM does not define here, and defined fields given as `null`, as read.
-            pub extra: Map<String, Value>,
-        }
-
-        impl Serialize for $name {
-            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                let mut map = serializer.serialize_map(None)?;
-                $( if let Some(value) = &self.$field {
-                    map.serialize_entry($key, value)?;
-                } )*
-                for (key, value) in &self.extra {
-                    map.serialize_entry(key, value)?;
-                }
-                map.end()
-            }
-        }
-
-        impl<'de> Deserialize<'de> for $name {
-            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                struct Fields;
-                impl<'de> Visitor<'de> for Fields {
-                    type Value = $name;
-                    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                        f.write_str("an object")
-                    }
-                    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<$name, A::Error> {
-                        let mut out = $name::default();
-                        let lenient = LENIENT.with(std::cell::Cell::get);
-                        while let Some(key) = map.next_key::<String>()? {
-                            match key.as_str() {
-                                $( $key if lenient => {
-                                    let raw = map.next_value::<Value>()?;
-                                    match Option::<$ty>::deserialize(&raw) {
-                                        Ok(Some(value)) => out.$field = Some(value),
-                                        Ok(None) | Err(_) => {
-                                            out.extra.insert(key, raw);
-                                        }
-                                    }
-                                }
-                                $key => match map.next_value::<Option<$ty>>()? {
-                                    Some(value) => out.$field = Some(value),
-                                    None => {
-                                        out.extra.insert(key, Value::Null);
-                                    }
-                                }, )*
-                                _ => {
-                                    let value = map.next_value::<Value>()?;
-                                    out.extra.insert(key, value);
-                                }
-                            }
-                        }
-                        Ok(out)
-                    }
-                }
-                deserializer.deserialize_map(Fields)
-            }
-        }
-    };
-}
-
-/// A string-to-string map (labels, annotations), as Kubernetes defines them.
-///
-/// A value given as `null` reads as `""`, as Go's decoder reads it into a `map[string]string`;
-/// the key is remembered so that it prints back as `null` while its value stays `""`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct StringMap {
-    entries: BTreeMap<String, String>,
-    nulls: BTreeSet<String>,
-}
-
-impl StringMap {
-    /// Whether `key` was given as `null` (it reads as `""`).
-    pub fn was_null(&self, key: &str) -> bool {
-        self.nulls.contains(key)
-    }
-}
-
-impl std::ops::Deref for StringMap {
-    type Target = BTreeMap<String, String>;
-    fn deref(&self) -> &Self::Target {
-        &self.entries
-    }
-}
-
-impl std::ops::DerefMut for StringMap {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.entries
-    }
-}
-
-impl From<BTreeMap<String, String>> for StringMap {
-    fn from(entries: BTreeMap<String, String>) -> Self {
-        Self {
-            entries,
-            nulls: BTreeSet::new(),
-        }
-    }
-}
-
-impl Serialize for StringMap {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(self.entries.len()))?;
-        for (key, value) in &self.entries {
-            if value.is_empty() && self.nulls.contains(key) {
-                map.serialize_entry(key, &Value::Null)?;
-            } else {
-                map.serialize_entry(key, value)?;
-            }
-        }
-        map.end()
-    }
-}
-
-impl<'de> Deserialize<'de> for StringMap {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let raw = BTreeMap::<String, Option<String>>::deserialize(deserializer)?;
-        let mut out = StringMap::default();
-        for (key, value) in raw {
-            if value.is_none() {
-                out.nulls.insert(key.clone());
-            }
-            out.entries.insert(key, value.unwrap_or_default());
-        }
-        Ok(out)
-    }
-}
+use crate::decode::{DecodeError, StringMap, decode, passthrough_struct, read};
+use crate::objects::ObjectMeta;
 
 passthrough_struct! {
     /// A ClusterServiceVersion: `apiVersion`, `kind`, `metadata`, `spec` and `status`.
@@ -190,20 +34,6 @@ passthrough_struct! {
         spec: CsvSpec = "spec",
         /// `status`, which OLM writes on the cluster; kept as read.
         status: Value = "status",
-    }
-}
-
-passthrough_struct! {
-    /// The object metadata fields a CSV's consumers read.
-    pub struct ObjectMeta {
-        /// `metadata.name`: the CSV's name (`<package>.v<version>` by convention).
-        name: String = "name",
-        /// `metadata.namespace`.
-        namespace: String = "namespace",
-        /// `metadata.annotations` (`olm.skipRange`, `alm-examples`, `capabilities`, ...).
-        annotations: StringMap = "annotations",
-        /// `metadata.labels`.
-        labels: StringMap = "labels",
     }
 }
 
@@ -288,8 +118,8 @@ passthrough_struct! {
     pub struct StrategyDeployment {
         /// `name`: the Deployment's name.
         name: String = "name",
-        /// `spec`: an apps/v1 DeploymentSpec (kept as read).
-        spec: Value = "spec",
+        /// `spec`: an apps/v1 DeploymentSpec.
+        spec: crate::objects::DeploymentSpec = "spec",
         /// `label`: labels for the Deployment.
         label: StringMap = "label",
     }
@@ -299,11 +129,8 @@ impl StrategyDeployment {
     /// The service account the deployment's pods run as: `spec.template.spec.serviceAccountName`,
     /// or `default` when it names none (as Kubernetes defaults it).
     pub fn service_account(&self) -> &str {
-        self.spec
-            .as_ref()
-            .and_then(|spec| spec.pointer("/template/spec/serviceAccountName"))
-            .and_then(Value::as_str)
-            .unwrap_or("default")
+        let spec = self.spec.as_ref();
+        spec.map_or("default", crate::objects::DeploymentSpec::service_account)
     }
 }
 
@@ -545,11 +372,6 @@ impl CsvSpec {
     }
 }
 
-/// A text field, `""` when absent.
-pub fn text(field: &Option<String>) -> &str {
-    field.as_deref().unwrap_or("")
-}
-
 impl Icon {
     /// An icon of `base64data` and `mediatype`, nothing else.
     pub fn new(base64data: impl Into<String>, mediatype: impl Into<String>) -> Self {
@@ -571,7 +393,7 @@ impl Icon {
 
 impl ClusterServiceVersion {
     /// Reads a CSV from its JSON value, as strictly about types as OLM's Go decoder.
-    pub fn from_value(value: &Value) -> Result<Self, CsvError> {
+    pub fn from_value(value: &Value) -> Result<Self, DecodeError> {
         decode(value)
     }
 
@@ -580,7 +402,7 @@ impl ClusterServiceVersion {
     /// object's `extra` as read (so it counts as absent and still prints back). The first such
     /// field, as [`ClusterServiceVersion::from_value`] reports it, comes with the CSV; a value
     /// that is not an object reads as an empty CSV.
-    pub fn read(value: &Value) -> (Self, Option<CsvError>) {
+    pub fn read(value: &Value) -> (Self, Option<DecodeError>) {
         read(value)
     }
 
@@ -610,76 +432,6 @@ impl ClusterServiceVersion {
     pub fn strategy(&self) -> Option<&StrategyDetails> {
         self.spec.as_ref()?.install.as_ref()?.spec.as_ref()
     }
-}
-
-/// A field as it was read: its typed value, or what stands in `extra` under its key (`null`,
-/// or a value of a type OLM does not read there).
-pub fn as_read<T: Serialize>(
-    typed: &Option<T>,
-    extra: &Map<String, Value>,
-    key: &str,
-) -> Option<Value> {
-    match typed {
-        Some(value) => serde_json::to_value(value).ok(),
-        None => extra.get(key).cloned(),
-    }
-}
-
-/// Reads any part of a CSV (`T` one of this module's structs) as
-/// [`ClusterServiceVersion::read`] reads a whole one.
-pub fn read<T: DeserializeOwned + Default>(value: &Value) -> (T, Option<CsvError>) {
-    let refused = match decode::<T>(value) {
-        Ok(typed) => return (typed, None),
-        Err(refused) => refused,
-    };
-    LENIENT.with(|flag| flag.set(true));
-    let typed = T::deserialize(value).unwrap_or_default();
-    LENIENT.with(|flag| flag.set(false));
-    (typed, Some(refused))
-}
-
-/// Decodes `value` into `T` with the failing field's path and a message in OLM's terms.
-fn decode<T: DeserializeOwned>(value: &Value) -> Result<T, CsvError> {
-    serde_path_to_error::deserialize(value).map_err(|err| {
-        let path = err.path().to_string();
-        CsvError {
-            path,
-            message: olm_message(err.inner()),
-        }
-    })
-}
-
-/// A decoding error of a CSV field (or of a Kubernetes object nested in one) in OLM's words:
-/// what OLM's type reads at the field, what was found, and that OLM's decoder refuses it as
-/// well; without the JSON position, which a value read from YAML does not have.
-pub fn olm_message(err: &serde_json::Error) -> String {
-    let text = err.to_string();
-    let message = match text.split_once(" at line ") {
-        Some((message, _)) => message,
-        None => &text,
-    };
-    let Some(rest) = message
-        .strip_prefix("invalid type: ")
-        .or_else(|| message.strip_prefix("invalid value: "))
-    else {
-        return message.to_owned();
-    };
-    let (found, expected) = rest.rsplit_once(", expected ").unwrap_or((rest, "?"));
-    let expected = match expected {
-        "a string" => "a string",
-        "a boolean" => "a boolean",
-        "i32" => "a 32-bit integer",
-        "a sequence" => "a list",
-        "a map" | "an object" => "an object",
-        other => other,
-    };
-    if found == "null" {
-        // Go reads `null` as the zero value where the typed model has no place to keep it.
-        return format!(
-            "OLM reads {expected} here, found null (Go's decoder reads it as empty; olmpack does not)"
-        );
-    }
-    format!("OLM reads {expected} here, found {found} (OLM v0's decoder refuses it too)")
 }
 
 #[cfg(test)]

@@ -9,6 +9,8 @@
 //! - [`pullspec`]: container image references as OLM and the container runtimes accept them.
 //! - [`report`]: validation findings, who refuses them, and their text/JSON/JUnit/Markdown form.
 //! - [`yaml`]: YAML text to values and back, read the way Go's decoders read it.
+//! - [`decode`]: values into typed views, strictly (as Go) or leniently, in OLM's words.
+//! - [`objects`]: the parts of Deployments, Services and CRDs the builders and validators read, typed.
 //! - [`names`]: Kubernetes name rules (DNS-1123).
 //! - [`pod`]: what a pod needs before it starts (the kubelet's view), and OLM's certificate mounts.
 //! - [`choice`]: closed sets of values a user picks by name (output formats, levels).
@@ -21,7 +23,9 @@
 
 pub mod choice;
 pub mod csv;
+pub mod decode;
 pub mod names;
+pub mod objects;
 pub mod plan;
 pub mod pod;
 pub mod pullspec;

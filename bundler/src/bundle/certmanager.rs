@@ -21,6 +21,7 @@ use serde_json::Value;
 
 use crate::bundle::inputs::Sourced;
 use crate::json::{array_at, str_at};
+use olmpack_model::decode::text;
 use olmpack_model::plan::ErrorOrDrop;
 use olmpack_model::report::Finding;
 
@@ -65,28 +66,25 @@ impl Wiring {
     }
 
     fn read_deployment(&mut self, deployment: &Sourced) {
-        let pod = deployment
-            .value
-            .pointer("/spec/template/spec")
-            .unwrap_or(&serde_json::Value::Null);
+        let deployment = deployment.deployment();
+        let Some(pod) = deployment.pod() else {
+            return;
+        };
         let mut cert_volumes = BTreeSet::new();
-        for container in array_at(pod, "/containers")
-            .iter()
-            .chain(array_at(pod, "/initContainers"))
-        {
-            for mount in array_at(container, "/volumeMounts") {
-                if crate::bundle::csv::OLM_CERT_PATHS.contains(&str_at(mount, "/mountPath")) {
-                    cert_volumes.insert(str_at(mount, "/name"));
+        for container in pod.all_containers() {
+            for mount in container.volume_mounts.iter().flatten() {
+                if crate::bundle::csv::OLM_CERT_PATHS.contains(&text(&mount.mount_path)) {
+                    cert_volumes.insert(text(&mount.name));
                 }
             }
         }
-        for volume in array_at(pod, "/volumes") {
-            let secret = str_at(volume, "/secret/secretName");
+        for volume in pod.volumes.iter().flatten() {
+            let secret = volume.secret.as_ref().map_or("", |s| text(&s.secret_name));
             if secret.is_empty() {
                 continue;
             }
             self.mounted.insert(secret.to_owned());
-            if cert_volumes.contains(str_at(volume, "/name")) {
+            if cert_volumes.contains(text(&volume.name)) {
                 self.webhook_secrets.insert(secret.to_owned());
             }
         }

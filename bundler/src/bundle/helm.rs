@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use super::inputs::{Inputs, Sourced};
 use crate::json::{array_at, str_at};
+use olmpack_model::objects::{self, CrdConversion, Object, Service};
 use olmpack_model::plan::ErrorOrDrop;
 use olmpack_model::report::Finding;
 
@@ -42,11 +43,8 @@ const OLM_WEBHOOK_CERT_PATH: &str = "/tmp/k8s-webhook-server/serving-certs";
 /// For a Helm hook object: the finding that drops it (warning) or refuses it (error, for an
 /// install or upgrade hook unless `choice` is [`ErrorOrDrop::Drop`]).
 pub fn hook(object: &Sourced, choice: ErrorOrDrop) -> Option<Finding> {
-    let annotation = object
-        .value
-        .pointer("/metadata/annotations")
-        .and_then(|a| a.get(HOOK_ANNOTATION))
-        .and_then(Value::as_str)?;
+    let meta: Object = objects::view(&object.value);
+    let annotation = meta.annotation(HOOK_ANNOTATION)?;
     let types: Vec<&str> = annotation
         .split(',')
         .map(str::trim)
@@ -125,30 +123,23 @@ fn webhook_deployments(inputs: &Inputs) -> Vec<&Sourced> {
         .chain(&inputs.mutating_webhooks)
     {
         for hook in array_at(&config.value, "/webhooks") {
-            services.insert(str_at(hook, "/clientConfig/service/name").to_owned());
+            services.insert(objects::webhook_service(hook).name.unwrap_or_default());
         }
     }
     for crd in &inputs.crds {
-        let v1 = crate::bundle::crd_v1beta1::to_v1(&crd.value);
-        services
-            .insert(str_at(&v1, "/spec/conversion/webhook/clientConfig/service/name").to_owned());
+        let v1 = crd.crd_v1();
+        let conversion = v1.spec.as_ref().and_then(|s| s.conversion.as_ref());
+        let service = conversion.and_then(CrdConversion::service);
+        services.insert(service.and_then(|s| s.name.clone()).unwrap_or_default());
     }
-    let selectors: Vec<&serde_json::Map<String, Value>> = inputs
-        .services
-        .iter()
+    let selecting: Vec<Service> = (inputs.services.iter())
         .filter(|s| services.contains(s.name()))
-        .filter_map(|s| s.value.pointer("/spec/selector").and_then(Value::as_object))
-        .filter(|sel| !sel.is_empty())
+        .map(Sourced::service)
         .collect();
-    inputs
-        .deployments
-        .iter()
+    (inputs.deployments.iter())
         .filter(|d| {
-            let labels = d.value.pointer("/spec/template/metadata/labels");
-            selectors.iter().any(|sel| {
-                sel.iter()
-                    .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
-            })
+            let deployment = d.deployment();
+            selecting.iter().any(|s| s.selects(deployment.pod_labels()))
         })
         .collect()
 }

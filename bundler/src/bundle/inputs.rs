@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::json::str_at;
+use olmpack_model::objects::{self, CustomResourceDefinition, Deployment, Identity, Service};
 use olmpack_model::plan::CsvMetadata;
 use olmpack_model::report::Finding;
 
@@ -28,17 +28,17 @@ pub struct Sourced {
 impl Sourced {
     /// `kind`, or "" when the object has none.
     pub fn kind(&self) -> &str {
-        str_at(&self.value, "/kind")
+        Identity::of(&self.value).kind
     }
 
     /// `metadata.name`, or "" when the object has none.
     pub fn name(&self) -> &str {
-        str_at(&self.value, "/metadata/name")
+        Identity::of(&self.value).name
     }
 
     /// `apiVersion`, or "" when the object has none.
     pub fn api_version(&self) -> &str {
-        str_at(&self.value, "/apiVersion")
+        Identity::of(&self.value).api_version
     }
 
     /// `Kind/name`.
@@ -54,6 +54,21 @@ impl Sourced {
     /// A finding located at this object.
     pub fn finding(&self, finding: Finding) -> Finding {
         finding.file(self.location()).object(self.display())
+    }
+
+    /// The object read as a Deployment (leniently, see [`objects`]).
+    pub fn deployment(&self) -> Deployment {
+        objects::view(&self.value)
+    }
+
+    /// The object read as a Service (leniently).
+    pub fn service(&self) -> Service {
+        objects::view(&self.value)
+    }
+
+    /// The object read as a CRD in the v1 shape (a v1beta1 CRD converted first; leniently).
+    pub fn crd_v1(&self) -> CustomResourceDefinition {
+        objects::view(&super::crd_v1beta1::to_v1(&self.value))
     }
 }
 

@@ -13,6 +13,8 @@
 
 use crate::input::Limits;
 use std::borrow::Cow;
+
+use olmpack_model::objects::{CustomResourceDefinition, Identity};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -131,23 +133,17 @@ pub struct Object {
 impl Object {
     /// `kind`, or empty when absent.
     pub fn kind(&self) -> &str {
-        self.value.get("kind").and_then(Value::as_str).unwrap_or("")
+        Identity::of(&self.value).kind
     }
 
     /// `apiVersion`, or empty when absent.
     pub fn api_version(&self) -> &str {
-        self.value
-            .get("apiVersion")
-            .and_then(Value::as_str)
-            .unwrap_or("")
+        Identity::of(&self.value).api_version
     }
 
     /// `metadata.name`, or empty when absent.
     pub fn name(&self) -> &str {
-        self.value
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
+        Identity::of(&self.value).name
     }
 
     /// `Kind/name`, as findings name objects.
@@ -178,6 +174,11 @@ impl<'a> Crd<'a> {
     /// `metadata.name`.
     pub fn name(&self) -> &'a str {
         self.object.name()
+    }
+
+    /// The CRD in the v1 shape, typed (leniently, see [`olmpack_model::objects`]).
+    pub fn typed(&self) -> CustomResourceDefinition {
+        olmpack_model::objects::view(&self.v1)
     }
 
     /// Whether the file wrote it in the removed v1beta1 API.

@@ -26,6 +26,8 @@ use crate::json::str_at;
 use olmpack_model::csv::{
     self, ClusterServiceVersion, CsvSpec, StrategyDetails, WebhookDescription,
 };
+use olmpack_model::decode;
+use olmpack_model::objects::{DeploymentSpec, PodSpec};
 use olmpack_model::plan::{
     CrdDisplay, CrdResource, CsvMetadata, Descriptor, InstallModeType, Link, Maintainer, Provider,
     VersionDescriptors,
@@ -159,7 +161,7 @@ fn import_deployments(
         if let Some(labels) = &entry.label {
             metadata["labels"] = json!(labels);
         }
-        let spec = entry.spec.clone().unwrap_or(json!({}));
+        let spec = entry.spec.clone().unwrap_or_default();
         if has_literal_watch_namespace(&spec) {
             inputs.notes.push(csv.finding(
                 Finding::info(
@@ -180,22 +182,15 @@ fn import_deployments(
 }
 
 /// Whether a container of the deployment spec sets `WATCH_NAMESPACE` to a literal value.
-fn has_literal_watch_namespace(spec: &Value) -> bool {
-    ["containers", "initContainers"].iter().any(|list| {
-        spec.pointer(&format!("/template/spec/{list}"))
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .flat_map(|c| c.get("env").and_then(Value::as_array).into_iter().flatten())
-            .any(|v| str_at(v, "/name") == "WATCH_NAMESPACE" && v.get("valueFrom").is_none())
-    })
+fn has_literal_watch_namespace(spec: &DeploymentSpec) -> bool {
+    let containers = spec.pod().into_iter().flat_map(PodSpec::all_containers);
+    containers
+        .flat_map(|c| c.env.iter().flatten())
+        .any(|v| v.name.as_deref() == Some("WATCH_NAMESPACE") && v.value_from.is_none())
 }
 
 fn service_account(deployment: &Sourced) -> String {
-    match str_at(&deployment.value, "/spec/template/spec/serviceAccountName") {
-        "" => "default".into(),
-        name => name.into(),
-    }
+    deployment.deployment().service_account().to_owned()
 }
 
 /// A name not yet used by any object of `pool`.
@@ -325,7 +320,7 @@ fn import_webhooks(
                 while !names.insert(name.clone()) {
                     name.push('x');
                 }
-                if csv::as_read(&def.side_effects, &def.extra, "sideEffects").is_none() {
+                if decode::as_read(&def.side_effects, &def.extra, "sideEffects").is_none() {
                     inputs.notes.push(csv.finding(
                         Finding::info(
                             "import/webhook-defaults",
@@ -373,13 +368,9 @@ fn webhook_service(
         ));
         return None;
     };
-    let selector = deployment
-        .value
-        .pointer("/spec/template/metadata/labels")
-        .cloned()
-        .unwrap_or(json!({}));
+    let selector = pod_labels(deployment);
     let mut port_entry = json!({ "port": container_port(def) });
-    if let Some(target) = csv::as_read(&def.target_port, &def.extra, "targetPort") {
+    if let Some(target) = decode::as_read(&def.target_port, &def.extra, "targetPort") {
         port_entry["targetPort"] = target;
     }
     let wanted = json!({ "selector": selector, "ports": [port_entry] });
@@ -394,7 +385,7 @@ fn webhook_service(
     let first_match = inputs
         .deployments
         .iter()
-        .position(|d| selects(&selector, d));
+        .position(|d| pod_labels(d).includes(&selector));
     let shadowed = first_match
         != inputs
             .deployments
@@ -423,17 +414,18 @@ fn webhook_service(
     Some(name)
 }
 
-fn selects(selector: &Value, deployment: &Sourced) -> bool {
-    let labels = deployment.value.pointer("/spec/template/metadata/labels");
-    selector.as_object().is_some_and(|sel| {
-        sel.iter()
-            .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
-    })
+/// The labels of a deployment's pods (none when it gives none).
+fn pod_labels(deployment: &Sourced) -> decode::StringMap {
+    deployment
+        .deployment()
+        .pod_labels()
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// The definition's `containerPort` as read, 443 when it has none.
 fn container_port(def: &WebhookDescription) -> Value {
-    csv::as_read(&def.container_port, &def.extra, "containerPort").unwrap_or(json!(443))
+    decode::as_read(&def.container_port, &def.extra, "containerPort").unwrap_or(json!(443))
 }
 
 fn client_service(def: &WebhookDescription, service: &str) -> Value {
@@ -442,7 +434,7 @@ fn client_service(def: &WebhookDescription, service: &str) -> Value {
         "namespace": "placeholder",
         "port": container_port(def),
     });
-    if let Some(path) = csv::as_read(&def.webhook_path, &def.extra, "webhookPath") {
+    if let Some(path) = decode::as_read(&def.webhook_path, &def.extra, "webhookPath") {
         svc["path"] = path;
     }
     svc
@@ -490,7 +482,7 @@ fn conversion(
     service: &str,
     field: &str,
 ) {
-    let reviews = csv::as_read(
+    let reviews = decode::as_read(
         &def.admission_review_versions,
         &def.extra,
         "admissionReviewVersions",
@@ -656,21 +648,10 @@ fn non_empty_list(value: &Value) -> bool {
 pub fn served_crds(crds: &[Sourced]) -> BTreeSet<(String, String, String)> {
     let mut out = BTreeSet::new();
     for crd in crds {
-        let v1 = crate::bundle::crd_v1beta1::to_v1(&crd.value);
-        let kind = str_at(&v1, "/spec/names/kind");
-        for version in v1
-            .pointer("/spec/versions")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            if version.get("served").and_then(Value::as_bool) != Some(false) {
-                out.insert((
-                    crd.name().to_owned(),
-                    str_at(version, "/name").to_owned(),
-                    kind.to_owned(),
-                ));
-            }
+        let v1 = crd.crd_v1();
+        for version in v1.served_versions() {
+            let name = (crd.name().to_owned(), version.name().to_owned());
+            out.insert((name.0, name.1, v1.kind().to_owned()));
         }
     }
     out
@@ -684,9 +665,9 @@ pub fn owned_of(csv: &ClusterServiceVersion) -> BTreeSet<(String, String, String
         .iter()
         .map(|o| {
             (
-                csv::text(&o.name).to_owned(),
-                csv::text(&o.version).to_owned(),
-                csv::text(&o.kind).to_owned(),
+                decode::text(&o.name).to_owned(),
+                decode::text(&o.version).to_owned(),
+                decode::text(&o.kind).to_owned(),
             )
         })
         .collect()
@@ -739,24 +720,24 @@ fn metadata(csv: &Sourced, model: &ClusterServiceVersion) -> (CsvMetadata, Vec<F
     let labels = strings_given(meta.labels.as_ref()).collect();
     let provider = spec.provider.clone().unwrap_or_default();
     let metadata = CsvMetadata {
-        display_name: csv::text(&spec.display_name).to_owned(),
-        description: csv::text(&spec.description).to_owned(),
+        display_name: decode::text(&spec.display_name).to_owned(),
+        description: decode::text(&spec.description).to_owned(),
         short_description: model.annotation("description").map(str::to_owned),
         icon: None,
         keywords: spec.keywords.clone().unwrap_or_default(),
         maintainers: (spec.maintainers.iter().flatten())
             .map(|m| Maintainer {
-                name: csv::text(&m.name).to_owned(),
+                name: decode::text(&m.name).to_owned(),
                 email: second(&m.email, &m.extra, "url"),
             })
             .collect(),
         provider: Provider {
-            name: csv::text(&provider.name).to_owned(),
+            name: decode::text(&provider.name).to_owned(),
             url: some_text(&provider.url),
         },
         links: (spec.links.iter().flatten())
             .map(|l| Link {
-                name: csv::text(&l.name).to_owned(),
+                name: decode::text(&l.name).to_owned(),
                 url: second(&l.url, &l.extra, "email"),
             })
             .collect(),
@@ -780,7 +761,7 @@ fn metadata(csv: &Sourced, model: &ClusterServiceVersion) -> (CsvMetadata, Vec<F
 }
 
 /// The entries of a string map that are given as strings (not `null`).
-fn strings_given(map: Option<&csv::StringMap>) -> impl Iterator<Item = (String, String)> + '_ {
+fn strings_given(map: Option<&decode::StringMap>) -> impl Iterator<Item = (String, String)> + '_ {
     map.into_iter().flat_map(|m| {
         m.iter()
             .filter(|(k, _)| !m.was_null(k))
@@ -856,7 +837,7 @@ fn descriptor(
     }
     Descriptor {
         path: path.to_owned(),
-        display_name: csv::text(&d.display_name).to_owned(),
+        display_name: decode::text(&d.display_name).to_owned(),
         description: some_text(&d.description),
         x_descriptors: d.x_descriptors.clone().unwrap_or_default(),
     }
@@ -876,7 +857,7 @@ fn crd_displays(
         .iter()
         .enumerate()
     {
-        let display = out.entry(csv::text(&entry.name).to_owned()).or_default();
+        let display = out.entry(decode::text(&entry.name).to_owned()).or_default();
         display.display_name = display
             .display_name
             .take()
@@ -885,8 +866,8 @@ fn crd_displays(
         if display.resources.is_empty() {
             display.resources = (entry.resources.iter().flatten())
                 .map(|r| CrdResource {
-                    kind: csv::text(&r.kind).to_owned(),
-                    version: csv::text(&r.version).to_owned(),
+                    kind: decode::text(&r.kind).to_owned(),
+                    version: decode::text(&r.version).to_owned(),
                     name: some_text(&r.name),
                 })
                 .collect();
@@ -911,7 +892,7 @@ fn crd_displays(
         }
         display
             .versions
-            .insert(csv::text(&entry.version).to_owned(), per_version);
+            .insert(decode::text(&entry.version).to_owned(), per_version);
     }
     out
 }

@@ -136,7 +136,7 @@ pub fn read(label: &str, bundle: &LoadedBundle) -> Result<BundleFacts, FactsErro
             spec.and_then(|s| s.install_modes.as_deref())
                 .unwrap_or_default(),
         ),
-        prerequisites: podstart::missing_objects(bundle, &loaded.value)
+        prerequisites: podstart::missing_objects(bundle, spec.unwrap_or(&Default::default()))
             .into_iter()
             .filter(|m| m.why == podstart::Missing::Prerequisite)
             .map(|m| (m.reference.kind.as_str().to_owned(), m.reference.name))
@@ -206,7 +206,7 @@ impl BundleFacts {
                         format!(
                             "field spec.install.spec.{field}[{i}].rules[{j}].{}: {}",
                             e.path(),
-                            olmpack_model::csv::olm_message(e.inner())
+                            olmpack_model::decode::olm_message(e.inner())
                         )
                     })?;
                     rules.push(rule);

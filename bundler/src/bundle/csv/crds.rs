@@ -14,23 +14,16 @@ use super::super::inputs::Sourced;
 use super::ReleaseSpec;
 use super::objects::clean_object;
 use crate::json::str_at;
-use olmpack_model::csv::{self, WebhookDescription};
+use olmpack_model::csv::WebhookDescription;
+use olmpack_model::decode;
 
 /// One `owned` entry per served version of every CRD, sorted by (name, version).
 pub(super) fn owned(spec: &ReleaseSpec<'_>, crds: &[Sourced]) -> Vec<Value> {
     let mut owned = Vec::new();
     for crd in crds {
-        let v1 = crate::bundle::crd_v1beta1::to_v1(&crd.value);
-        for version in v1
-            .pointer("/spec/versions")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            if version.get("served").and_then(Value::as_bool) == Some(false) {
-                continue;
-            }
-            owned.push(owned_entry(spec, crd.name(), &v1, str_at(version, "/name")));
+        let v1 = crd.crd_v1();
+        for version in v1.served_versions() {
+            owned.push(owned_entry(spec, crd.name(), v1.kind(), version.name()));
         }
     }
     owned.sort_by(|a, b| {
@@ -40,10 +33,9 @@ pub(super) fn owned(spec: &ReleaseSpec<'_>, crds: &[Sourced]) -> Vec<Value> {
     owned
 }
 
-/// The `owned` entry for `version` of the CRD `name` (`v1`: the CRD as apiextensions v1),
-/// with the display metadata the plan gives it.
-fn owned_entry(spec: &ReleaseSpec<'_>, name: &str, v1: &Value, version: &str) -> Value {
-    let kind = str_at(v1, "/spec/names/kind");
+/// The `owned` entry for `version` of the CRD `name` (of `kind`), with the display metadata
+/// the plan gives it.
+fn owned_entry(spec: &ReleaseSpec<'_>, name: &str, kind: &str, version: &str) -> Value {
     let display = spec.csv.crds.get(name).cloned().unwrap_or_default();
     let per_version = display.versions.get(version);
     let spec_descriptors = per_version.map_or(&display.spec_descriptors, |p| &p.spec_descriptors);
@@ -139,11 +131,11 @@ pub fn olm_conversion(definition: &WebhookDescription, namespace: &str) -> Value
                     "name": format!("{deployment}-service"),
                     "namespace": if namespace.is_empty() { "default" } else { namespace },
                     "path": path,
-                    "port": csv::as_read(&definition.container_port, extra, "containerPort")
+                    "port": decode::as_read(&definition.container_port, extra, "containerPort")
                         .unwrap_or(json!(443)),
                 },
             },
-            "conversionReviewVersions": csv::as_read(
+            "conversionReviewVersions": decode::as_read(
                 &definition.admission_review_versions,
                 extra,
                 "admissionReviewVersions",
@@ -187,7 +179,7 @@ mod tests {
             ),
         ];
         for (definition, namespace, service, versions) in cases {
-            let conversion = olm_conversion(&csv::read(&definition).0, namespace);
+            let conversion = olm_conversion(&decode::read(&definition).0, namespace);
             assert_eq!(conversion["strategy"], "Webhook");
             assert_eq!(conversion["webhook"]["clientConfig"]["service"], service);
             assert_eq!(conversion["webhook"]["conversionReviewVersions"], versions);
@@ -211,7 +203,7 @@ mod tests {
             ),
             crd("c.example.com", "apiextensions.k8s.io/v1beta1", input),
         ];
-        let definitions = [csv::read(&json!({
+        let definitions = [decode::read(&json!({
             "type": "ConversionWebhook", "deploymentName": "op", "containerPort": 9443,
             "webhookPath": "/convert", "admissionReviewVersions": ["v1"],
             "conversionCRDs": ["a.example.com", "c.example.com"],

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use super::super::inputs::Sourced;
 use crate::json::str_at;
+use olmpack_model::decode;
 use olmpack_model::report::Finding;
 
 /// Where OLM mounts the serving certificates it manages for webhooks and API services.
@@ -22,17 +23,8 @@ const OLM_CERT_VOLUMES: [&str; 2] = ["apiservice-cert", "webhook-cert"];
 pub(super) fn service_accounts(deployments: &[Sourced]) -> BTreeSet<String> {
     deployments
         .iter()
-        .map(|d| service_account_of(&d.value))
+        .map(|d| d.deployment().service_account().to_owned())
         .collect()
-}
-
-fn service_account_of(deployment: &Value) -> String {
-    let name = str_at(deployment, "/spec/template/spec/serviceAccountName");
-    if name.is_empty() {
-        "default".into()
-    } else {
-        name.into()
-    }
 }
 
 /// The strategy's `deployments` entries, sorted by name. With webhooks, volumes that would
@@ -65,8 +57,9 @@ fn strategy_deployment(d: &Sourced, has_webhooks: bool, notes: &mut Vec<Finding>
         }
     }
     let mut entry = json!({ "name": d.name(), "spec": spec });
-    if let Some(labels) = d.value.pointer("/metadata/labels") {
-        entry["label"] = labels.clone();
+    let meta = d.deployment().metadata.unwrap_or_default();
+    if let Some(labels) = decode::as_read(&meta.labels, &meta.extra, "labels") {
+        entry["label"] = labels;
     }
     entry
 }

@@ -6,17 +6,17 @@ use serde_json::{Value, json};
 
 use super::super::inputs::Sourced;
 use crate::json::str_at;
+use olmpack_model::decode;
+use olmpack_model::objects::Container;
 use olmpack_model::report::Finding;
 
 /// The image of the first container of the first deployment (by name).
 pub(super) fn container_image(deployments: &[Sourced]) -> Option<String> {
     let mut sorted: Vec<&Sourced> = deployments.iter().collect();
     sorted.sort_by(|a, b| a.name().cmp(b.name()));
-    sorted
-        .first()
-        .and_then(|d| d.value.pointer("/spec/template/spec/containers/0/image"))
-        .and_then(Value::as_str)
-        .map(str::to_owned)
+    let deployment = sorted.first()?.deployment();
+    let first = deployment.pod()?.containers.as_ref()?.first()?;
+    first.image.clone()
 }
 
 /// Images of every container and init container, and of `RELATED_IMAGE_*` env vars; one entry
@@ -24,19 +24,15 @@ pub(super) fn container_image(deployments: &[Sourced]) -> Option<String> {
 pub(super) fn related_images(deployments: &[Sourced], notes: &mut Vec<Finding>) -> Vec<Value> {
     let mut by_image = ImageNames::default();
     for deployment in deployments {
-        for list in ["initContainers", "containers"] {
-            let containers = deployment
-                .value
-                .pointer(&format!("/spec/template/spec/{list}"))
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten();
+        let pod = deployment.deployment().pod().cloned().unwrap_or_default();
+        // Init containers first, so that notes come in the order the pod starts them.
+        for (list, containers) in pod.container_lists().into_iter().rev() {
             for container in containers {
-                let name = str_at(container, "/name");
+                let name = container.name();
                 by_image.add(
                     name.to_owned(),
                     format!("{}-{name}", deployment.name()),
-                    str_at(container, "/image"),
+                    decode::text(&container.image),
                 );
                 by_image.add_env(deployment, list, container, notes);
             }
@@ -92,19 +88,14 @@ impl ImageNames {
         &mut self,
         deployment: &Sourced,
         list: &str,
-        container: &Value,
+        container: &Container,
         notes: &mut Vec<Finding>,
     ) {
-        for var in container
-            .get("env")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let Some(suffix) = str_at(var, "/name").strip_prefix("RELATED_IMAGE_") else {
+        for var in container.env.iter().flatten() {
+            let Some(suffix) = decode::text(&var.name).strip_prefix("RELATED_IMAGE_") else {
                 continue;
             };
-            if var.get("valueFrom").is_some() {
+            if var.value_from.is_some() {
                 notes.push(deployment.finding(
                     Finding::warning(
                         "input/related-image-value-from",
@@ -116,7 +107,7 @@ impl ImageNames {
             }
             let name = suffix.to_lowercase().replace('_', "-");
             let qualified = format!("{}-{name}", deployment.name());
-            self.add(name, qualified, str_at(var, "/value"));
+            self.add(name, qualified, decode::text(&var.value));
         }
     }
 }

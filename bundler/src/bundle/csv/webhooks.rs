@@ -9,7 +9,9 @@ use serde_json::{Value, json};
 
 use super::super::inputs::{Inputs, Sourced};
 use crate::json::str_at;
-use olmpack_model::csv::{self, WebhookDescription};
+use olmpack_model::csv::WebhookDescription;
+use olmpack_model::decode;
+use olmpack_model::objects::{self, ServiceReference};
 use olmpack_model::report::Finding;
 
 /// The CSV's webhook definitions and what they imply for the rest of the bundle.
@@ -29,7 +31,7 @@ pub(super) fn any(inputs: &Inputs) -> bool {
         || inputs
             .crds
             .iter()
-            .any(|c| str_at(&c.value, "/spec/conversion/strategy") == "Webhook")
+            .any(|c| c.crd_v1().webhook_conversion().is_some())
 }
 
 /// Every webhook definition of the inputs; a webhook OLM could not serve is a problem.
@@ -52,28 +54,15 @@ fn deployment_behind_service<'a>(
     service: &str,
 ) -> Option<(&'a Sourced, &'a Sourced)> {
     let svc = inputs.services.iter().find(|s| s.name() == service)?;
-    let selector = svc.value.pointer("/spec/selector")?.as_object()?;
-    let deployment = inputs.deployments.iter().find(|d| {
-        let labels = d
-            .value
-            .pointer("/spec/template/metadata/labels")
-            .and_then(Value::as_object);
-        labels.is_some_and(|labels| selector.iter().all(|(k, v)| labels.get(k) == Some(v)))
-    })?;
+    let typed = svc.service();
+    let deployment =
+        (inputs.deployments.iter()).find(|d| typed.selects(d.deployment().pod_labels()))?;
     Some((svc, deployment))
 }
 
 /// `(containerPort, targetPort)` for a webhook that calls `service` on `port`.
 fn ports(service: &Sourced, port: i64) -> (i64, Option<Value>) {
-    let target = service
-        .value
-        .pointer("/spec/ports")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .find(|p| p.get("port").and_then(Value::as_i64) == Some(port))
-        .and_then(|p| p.get("targetPort").cloned());
-    (port, target)
+    (port, service.service().target_port(port).cloned())
 }
 
 /// The `webhooks` of an admission webhook configuration.
@@ -118,6 +107,10 @@ struct AdmissionHook<'a> {
 }
 
 impl AdmissionHook<'_> {
+    fn service(&self) -> ServiceReference {
+        objects::webhook_service(self.hook)
+    }
+
     fn field(&self, field: &str) -> String {
         format!("webhooks[{}].{field}", self.index)
     }
@@ -159,7 +152,8 @@ impl AdmissionHook<'_> {
         inputs: &'i Inputs,
         problems: &mut Vec<Finding>,
     ) -> Option<(&'i Sourced, &'i Sourced)> {
-        let service = str_at(self.hook, "/clientConfig/service/name");
+        let reference = self.service();
+        let service = decode::text(&reference.name);
         if service.is_empty() {
             let finding = Finding::error(
                 "input/webhook-without-service",
@@ -184,10 +178,8 @@ impl AdmissionHook<'_> {
     /// The `webhookdefinitions` entry for a webhook served by `deployment` behind `svc`.
     fn definition_for(&self, svc: &Sourced, deployment: &Sourced) -> WebhookDescription {
         let hook = self.hook;
-        let port = hook
-            .pointer("/clientConfig/service/port")
-            .and_then(Value::as_i64)
-            .unwrap_or(443);
+        let service = self.service();
+        let port = service.port();
         let (container_port, target_port) = ports(svc, port);
         let mut def = json!({
             "admissionReviewVersions": hook["admissionReviewVersions"],
@@ -216,8 +208,8 @@ impl AdmissionHook<'_> {
         if let Some(t) = target_port {
             def["targetPort"] = t;
         }
-        if let Some(path) = hook.pointer("/clientConfig/service/path") {
-            def["webhookPath"] = path.clone();
+        if let Some(path) = decode::as_read(&service.path, &service.extra, "path") {
+            def["webhookPath"] = path;
         }
         typed(&def)
     }
@@ -237,23 +229,18 @@ fn conversion_webhooks(
     let mut groups: BTreeMap<Endpoint, ConversionGroup> = BTreeMap::new();
     let mut services = BTreeSet::new();
     for crd in &inputs.crds {
-        let v1 = crate::bundle::crd_v1beta1::to_v1(&crd.value);
-        if str_at(&v1, "/spec/conversion/strategy") != "Webhook" {
-            continue;
-        }
-        let Some((service, svc, deployment)) = conversion_target(inputs, crd, &v1, problems) else {
+        let v1 = crd.crd_v1();
+        let Some(conversion) = v1.webhook_conversion() else {
             continue;
         };
-        services.insert(service.to_owned());
-        let port = v1
-            .pointer("/spec/conversion/webhook/clientConfig/service/port")
-            .and_then(Value::as_i64)
-            .unwrap_or(443);
-        let path = str_at(&v1, "/spec/conversion/webhook/clientConfig/service/path").to_owned();
-        let versions = v1
-            .pointer("/spec/conversion/webhook/conversionReviewVersions")
-            .cloned()
-            .unwrap_or(json!(["v1"]));
+        let reference = conversion.service().cloned().unwrap_or_default();
+        let Some((svc, deployment)) = conversion_target(inputs, crd, &reference, problems) else {
+            continue;
+        };
+        services.insert(decode::text(&reference.name).to_owned());
+        let port = reference.port();
+        let path = decode::text(&reference.path).to_owned();
+        let versions = conversion.review_versions().unwrap_or(json!(["v1"]));
         let (_, target) = ports(svc, port);
         let entry = groups
             .entry((deployment.name().to_owned(), port, path))
@@ -266,13 +253,13 @@ fn conversion_webhooks(
 
 /// The Service a CRD's conversion webhook names, that Service and the deployment behind it;
 /// `None`, with an error, when there is none.
-fn conversion_target<'i, 'v>(
+fn conversion_target<'i>(
     inputs: &'i Inputs,
     crd: &Sourced,
-    v1: &'v Value,
+    reference: &ServiceReference,
     problems: &mut Vec<Finding>,
-) -> Option<(&'v str, &'i Sourced, &'i Sourced)> {
-    let service = str_at(v1, "/spec/conversion/webhook/clientConfig/service/name");
+) -> Option<(&'i Sourced, &'i Sourced)> {
+    let service = decode::text(&reference.name);
     if service.is_empty() {
         problems.push(
             crd.finding(
@@ -299,7 +286,7 @@ fn conversion_target<'i, 'v>(
         );
         return None;
     };
-    Some((service, svc, deployment))
+    Some((svc, deployment))
 }
 
 /// The `ConversionWebhook` definition for the CRDs converted at one endpoint.
@@ -329,7 +316,7 @@ fn conversion_definition(
 /// there (copied from the input as it was) stays in `extra`, so it is written as given and
 /// the validators judge it.
 fn typed(definition: &Value) -> WebhookDescription {
-    csv::read(definition).0
+    decode::read(definition).0
 }
 
 /// Every Service a webhook names: the conversion ones and those of admission webhooks.
@@ -344,9 +331,9 @@ fn webhook_service_names(
         .chain(&inputs.mutating_webhooks)
     {
         for hook in hooks_of(config) {
-            let name = str_at(hook, "/clientConfig/service/name");
+            let name = objects::webhook_service(hook).name.unwrap_or_default();
             if !name.is_empty() {
-                names.insert(name.to_owned());
+                names.insert(name);
             }
         }
     }

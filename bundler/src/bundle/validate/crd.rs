@@ -5,9 +5,11 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::{array_at, on, str_at};
+use super::{on, str_at};
 use crate::bundle::load::{Crd, LoadedBundle, Object};
+use olmpack_model::decode::text;
 use olmpack_model::names::is_dns1123_label;
+use olmpack_model::objects::{CrdSpec, CrdVersion, CustomResourceDefinition};
 use olmpack_model::report::Finding;
 use olmpack_model::report::Severity;
 
@@ -17,11 +19,11 @@ const COLUMN_TYPES: [&str; 5] = ["integer", "number", "string", "boolean", "date
 pub(super) fn check_all(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
     let mut seen: BTreeMap<(String, String, String), String> = BTreeMap::new();
     for crd in bundle.crds() {
-        check(&crd, out);
-        let group = str_at(&crd.v1, "/spec/group").to_owned();
-        let kind = str_at(&crd.v1, "/spec/names/kind").to_owned();
-        for v in array_at(&crd.v1, "/spec/versions") {
-            let key = (group.clone(), str_at(v, "/name").to_owned(), kind.clone());
+        let typed = crd.typed();
+        check(&crd, &typed, out);
+        for v in typed.versions() {
+            let key = (typed.group(), v.name(), typed.kind());
+            let key = (key.0.to_owned(), key.1.to_owned(), key.2.to_owned());
             if let Some(other) = seen.insert(key.clone(), crd.object.display_name()) {
                 out.push(on(
                     crd.object,
@@ -62,8 +64,7 @@ impl CrdFindings<'_, '_> {
     }
 }
 
-fn check(crd: &Crd<'_>, out: &mut Vec<Finding>) {
-    let v = crd.v1.as_ref();
+fn check(crd: &Crd<'_>, typed: &CustomResourceDefinition, out: &mut Vec<Finding>) {
     let mut report = CrdFindings {
         object: crd.object,
         legacy: crd.is_v1beta1(),
@@ -77,8 +78,9 @@ fn check(crd: &Crd<'_>, out: &mut Vec<Finding>) {
             "apiVersion",
         );
     }
-    check_names(v, crd.object.name(), &mut report);
-    match str_at(v, "/spec/scope") {
+    let spec = typed.spec.clone().unwrap_or_default();
+    check_names(&spec, crd.object.name(), &mut report);
+    match text(&spec.scope) {
         "Namespaced" | "Cluster" => {}
         other => report.error(
             "crd/scope",
@@ -86,7 +88,7 @@ fn check(crd: &Crd<'_>, out: &mut Vec<Finding>) {
             "spec.scope",
         ),
     }
-    let versions = array_at(v, "/spec/versions");
+    let versions = typed.versions();
     if versions.is_empty() {
         report.error("crd/versions", "the CRD has no versions", "spec.versions");
         return;
@@ -94,7 +96,7 @@ fn check(crd: &Crd<'_>, out: &mut Vec<Finding>) {
     check_storage_and_served(versions, &mut report);
     let mut names = BTreeMap::new();
     for (i, version) in versions.iter().enumerate() {
-        let name = str_at(version, "/name");
+        let name = version.name();
         let field = format!("spec.versions[{i}]");
         if !is_dns1123_label(name) {
             report.error(
@@ -114,9 +116,17 @@ fn check(crd: &Crd<'_>, out: &mut Vec<Finding>) {
         check_printer_columns(version, &field, &mut report);
         check_scale(version, &field, &mut report);
     }
-    if str_at(v, "/spec/conversion/strategy") == "Webhook"
-        && array_at(v, "/spec/conversion/webhook/conversionReviewVersions").is_empty()
-    {
+    check_conversion(typed, &mut report);
+}
+
+/// A Webhook conversion names the review versions it speaks.
+fn check_conversion(typed: &CustomResourceDefinition, report: &mut CrdFindings<'_, '_>) {
+    let Some(conversion) = typed.webhook_conversion() else {
+        return;
+    };
+    let versions = conversion.webhook.as_ref();
+    let versions = versions.and_then(|w| w.conversion_review_versions.as_ref());
+    if versions.is_none_or(Vec::is_empty) {
         report.error(
             "crd/conversion",
             "a Webhook conversion needs conversionReviewVersions",
@@ -126,10 +136,11 @@ fn check(crd: &Crd<'_>, out: &mut Vec<Finding>) {
 }
 
 /// Group, plural, kind and singular names, and `metadata.name` = `<plural>.<group>`.
-fn check_names(v: &Value, metadata_name: &str, report: &mut CrdFindings<'_, '_>) {
-    let group = str_at(v, "/spec/group");
-    let plural = str_at(v, "/spec/names/plural");
-    let kind = str_at(v, "/spec/names/kind");
+fn check_names(spec: &CrdSpec, metadata_name: &str, report: &mut CrdFindings<'_, '_>) {
+    let names = spec.names.clone().unwrap_or_default();
+    let group = text(&spec.group);
+    let plural = text(&names.plural);
+    let kind = text(&names.kind);
     if group.is_empty() || !group.contains('.') {
         report.error(
             "crd/group",
@@ -159,7 +170,7 @@ fn check_names(v: &Value, metadata_name: &str, report: &mut CrdFindings<'_, '_>)
             "spec.names.kind",
         );
     }
-    let singular = str_at(v, "/spec/names/singular");
+    let singular = text(&names.singular);
     if !singular.is_empty() && !is_dns1123_label(singular) {
         report.error(
             "crd/names",
@@ -178,11 +189,8 @@ fn check_names(v: &Value, metadata_name: &str, report: &mut CrdFindings<'_, '_>)
 }
 
 /// Exactly one storage version, and at least one served version.
-fn check_storage_and_served(versions: &[Value], report: &mut CrdFindings<'_, '_>) {
-    let storage = versions
-        .iter()
-        .filter(|x| x.get("storage").and_then(Value::as_bool) == Some(true))
-        .count();
+fn check_storage_and_served(versions: &[CrdVersion], report: &mut CrdFindings<'_, '_>) {
+    let storage = versions.iter().filter(|x| x.storage == Some(true)).count();
     if storage != 1 {
         report.error(
             "crd/storage-version",
@@ -190,10 +198,7 @@ fn check_storage_and_served(versions: &[Value], report: &mut CrdFindings<'_, '_>
             "spec.versions",
         );
     }
-    if !versions
-        .iter()
-        .any(|x| x.get("served").and_then(Value::as_bool) == Some(true))
-    {
+    if !versions.iter().any(|x| x.served == Some(true)) {
         // The API server accepts it; the CRD is useless, though.
         report.push(
             Finding::warning("crd/versions", "no version is served"),
@@ -205,12 +210,12 @@ fn check_storage_and_served(versions: &[Value], report: &mut CrdFindings<'_, '_>
 /// One version's `schema.openAPIV3Schema`: present (v1), an object at the root, a
 /// metadata schema restricting only names, and structural throughout.
 fn check_version_schema(
-    version: &Value,
+    version: &CrdVersion,
     name: &str,
     field: &str,
     report: &mut CrdFindings<'_, '_>,
 ) {
-    let Some(schema) = version.pointer("/schema/openAPIV3Schema") else {
+    let Some(schema) = version.open_api_schema() else {
         // v1beta1 made the schema optional; its removal is the deprecated-API rule's.
         if !report.legacy {
             report.error(
@@ -256,13 +261,11 @@ fn check_version_schema(
 }
 
 /// `additionalPrinterColumns`: a `.`-rooted jsonPath and a known column type.
-fn check_printer_columns(version: &Value, field: &str, report: &mut CrdFindings<'_, '_>) {
-    for (j, column) in array_at(version, "/additionalPrinterColumns")
-        .iter()
-        .enumerate()
-    {
+fn check_printer_columns(version: &CrdVersion, field: &str, report: &mut CrdFindings<'_, '_>) {
+    let columns = version.additional_printer_columns.iter().flatten();
+    for (j, column) in columns.enumerate() {
         let cfield = format!("{field}.additionalPrinterColumns[{j}]");
-        let json_path = str_at(column, "/jsonPath");
+        let json_path = text(&column.json_path);
         if !json_path.starts_with('.') {
             report.error(
                 "crd/printer-columns",
@@ -270,7 +273,7 @@ fn check_printer_columns(version: &Value, field: &str, report: &mut CrdFindings<
                 &format!("{cfield}.jsonPath"),
             );
         }
-        let column_type = str_at(column, "/type");
+        let column_type = text(&column.type_);
         if !COLUMN_TYPES.contains(&column_type) {
             report.error(
                 "crd/printer-columns",
@@ -285,18 +288,19 @@ fn check_printer_columns(version: &Value, field: &str, report: &mut CrdFindings<
 }
 
 /// The scale subresource's replica paths lie under `.spec` and `.status`.
-fn check_scale(version: &Value, field: &str, report: &mut CrdFindings<'_, '_>) {
-    let Some(scale) = version.pointer("/subresources/scale") else {
+fn check_scale(version: &CrdVersion, field: &str, report: &mut CrdFindings<'_, '_>) {
+    let subresources = version.subresources.as_ref();
+    let Some(scale) = subresources.and_then(|s| s.scale.as_ref()) else {
         return;
     };
-    if !str_at(scale, "/specReplicasPath").starts_with(".spec.") {
+    if !text(&scale.spec_replicas_path).starts_with(".spec.") {
         report.error(
             "crd/subresources",
             "scale.specReplicasPath must be under .spec",
             &format!("{field}.subresources.scale.specReplicasPath"),
         );
     }
-    if !str_at(scale, "/statusReplicasPath").starts_with(".status.") {
+    if !text(&scale.status_replicas_path).starts_with(".status.") {
         report.error(
             "crd/subresources",
             "scale.statusReplicasPath must be under .status",

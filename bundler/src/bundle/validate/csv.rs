@@ -7,8 +7,9 @@ use serde_json::{Map, Value};
 
 use super::{Context, array_at, str_at};
 use crate::bundle::files::PACKAGE_KEY;
-use olmpack_model::csv::text;
+use olmpack_model::decode::text;
 use olmpack_model::names::is_dns1123_subdomain;
+use olmpack_model::objects::DeploymentSpec;
 use olmpack_model::report::Finding;
 
 pub(super) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
@@ -553,13 +554,12 @@ fn related_images(ctx: &Context<'_>, out: &mut Vec<Finding>) {
         }
     }
     for (i, d) in ctx.deployments().iter().enumerate() {
-        for list in ["containers", "initContainers"] {
-            let spec = d.spec.as_ref().unwrap_or(&Value::Null);
-            for (j, c) in array_at(spec, &format!("/template/spec/{list}"))
-                .iter()
-                .enumerate()
-            {
-                let reference = str_at(c, "/image");
+        let Some(pod) = d.spec.as_ref().and_then(DeploymentSpec::pod) else {
+            continue;
+        };
+        for (list, containers) in pod.container_lists() {
+            for (j, c) in containers.iter().enumerate() {
+                let reference = text(&c.image);
                 if let Err(message) = check_image_reference(reference) {
                     out.push(ctx.at(Finding::error("csv/container-image", format!("image {reference:?} {message}")), format!("spec.install.spec.deployments[{i}].spec.template.spec.{list}[{j}].image")));
                 }

@@ -12,6 +12,7 @@ use crate::bundle::files::{
 };
 use crate::bundle::load::{ANNOTATIONS_FILE, LoadedBundle, MANIFESTS_DIR, Object};
 use crate::bundle::manifests::SUPPORTED_EXTRA_KINDS;
+use olmpack_model::csv::{ClusterServiceVersion, StrategyDeployment};
 use olmpack_model::names::is_dns1123_label;
 use olmpack_model::report::Finding;
 
@@ -298,18 +299,15 @@ pub fn dockerfile_labels(text: &str) -> BTreeMap<String, String> {
 
 fn objects(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
     let mut seen: BTreeMap<(String, String), PathBuf> = BTreeMap::new();
-    let deployment_accounts: BTreeSet<&str> = bundle
+    let csv = bundle
         .csv()
-        .map(|csv| {
-            super::array_at(&csv.value, "/spec/install/spec/deployments")
-                .iter()
-                .map(|d| {
-                    let sa = str_at(d, "/spec/template/spec/serviceAccountName");
-                    if sa.is_empty() { "default" } else { sa }
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+        .map(|csv| ClusterServiceVersion::read(&csv.value).0);
+    let strategy = csv.as_ref().and_then(ClusterServiceVersion::strategy);
+    let deployment_accounts: BTreeSet<&str> = (strategy.and_then(|s| s.deployments.as_ref()))
+        .into_iter()
+        .flatten()
+        .map(StrategyDeployment::service_account)
+        .collect();
     for object in &bundle.objects {
         if object.api_version().is_empty() || object.kind().is_empty() || object.name().is_empty() {
             let field = if object.api_version().is_empty() {

@@ -41,9 +41,9 @@ use serde_json::Value;
 use super::load::{LoadedBundle, Object};
 use crate::json::{array_at, str_at};
 use olmpack_model::csv::{
-    ClusterServiceVersion, CsvSpec, ObjectMeta, StrategyDeployment, StrategyDetails,
-    StrategyPermissions,
+    ClusterServiceVersion, CsvSpec, StrategyDeployment, StrategyDetails, StrategyPermissions,
 };
+use olmpack_model::objects::ObjectMeta;
 use olmpack_model::report::{Finding, Report, Severity};
 
 /// What validation targets.

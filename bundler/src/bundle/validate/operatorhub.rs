@@ -3,7 +3,7 @@
 
 use super::Context;
 use super::csv::non_null;
-use olmpack_model::csv::text;
+use olmpack_model::decode::text;
 use olmpack_model::report::Finding;
 
 pub const CAPABILITIES: [&str; 5] = [

@@ -16,10 +16,13 @@
 use std::collections::BTreeSet;
 
 use olmpack_model::pod::{self, Reference, SourceKind, Use};
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use super::{Context, array_at, str_at};
+use super::Context;
 use crate::bundle::load::LoadedBundle;
+use olmpack_model::csv::CsvSpec;
+use olmpack_model::decode::text;
+use olmpack_model::objects::{self, DeploymentSpec};
 use olmpack_model::report::Finding;
 
 const RULE: &str = "csv/missing-volume-source";
@@ -51,31 +54,29 @@ pub struct MissingObject {
 
 /// Every Secret and ConfigMap the CSV's deployments need that neither the bundle ships nor
 /// OLM creates (module docs), in deployment and field order. Pure.
-pub fn missing_objects(bundle: &LoadedBundle, csv: &Value) -> Vec<MissingObject> {
+pub fn missing_objects(bundle: &LoadedBundle, spec: &CsvSpec) -> Vec<MissingObject> {
     let shipped: BTreeSet<(&str, &str)> = bundle
         .objects
         .iter()
         .filter(|o| matches!(o.kind(), "Secret" | "ConfigMap"))
         .map(|o| (o.kind(), o.name()))
         .collect();
-    let spec = csv.get("spec").unwrap_or(&Value::Null);
     let certified = olm_certified(spec);
     let by_openshift = openshift_secrets(bundle);
     let mut out = Vec::new();
-    for (i, deployment) in array_at(spec, "/install/spec/deployments")
-        .iter()
-        .enumerate()
-    {
-        let name = str_at(deployment, "/name");
-        let pod_spec = deployment
-            .pointer("/spec/template/spec")
-            .unwrap_or(&Value::Null);
+    let strategy = spec.install.as_ref().and_then(|i| i.spec.as_ref());
+    let deployments = strategy.and_then(|s| s.deployments.as_deref());
+    for (i, deployment) in deployments.unwrap_or_default().iter().enumerate() {
+        let name = text(&deployment.name);
+        let pod = deployment.spec.as_ref().and_then(DeploymentSpec::pod);
+        // The kubelet's view reads the pod spec as given (volumes, env), untyped.
+        let pod_spec = pod.map_or(Value::Null, |p| json!(p));
         let olm_secret = certified
             .contains(name)
             .then(|| format!("{name}-service-cert"));
         let as_created = match &olm_secret {
-            Some(secret) => pod::with_olm_certificates(pod_spec, secret),
-            None => pod_spec.clone(),
+            Some(secret) => pod::with_olm_certificates(&pod_spec, secret),
+            None => pod_spec,
         };
         for r in pod::required_references(&as_created) {
             let is_secret = r.kind == SourceKind::Secret;
@@ -102,7 +103,7 @@ pub fn missing_objects(bundle: &LoadedBundle, csv: &Value) -> Vec<MissingObject>
 }
 
 pub(super) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
-    for m in missing_objects(ctx.bundle, &ctx.csv.value) {
+    for m in missing_objects(ctx.bundle, &ctx.spec) {
         let r = &m.reference;
         let field = format!(
             "spec.install.spec.deployments[{}].spec.template.spec.{}",
@@ -160,32 +161,30 @@ fn prerequisite(r: &Reference) -> Finding {
 
 /// The deployments OLM v0 issues a serving certificate for: those named by a webhook or an
 /// owned API service definition.
-fn olm_certified(spec: &Value) -> BTreeSet<&str> {
-    array_at(spec, "/webhookdefinitions")
-        .iter()
-        .chain(array_at(spec, "/apiservicedefinitions/owned"))
-        .map(|d| str_at(d, "/deploymentName"))
+fn olm_certified(spec: &CsvSpec) -> BTreeSet<&str> {
+    let webhooks = spec.webhookdefinitions.iter().flatten();
+    let api_services = spec.apiservicedefinitions.as_ref();
+    let owned = api_services
+        .and_then(|a| a.owned.as_ref())
+        .into_iter()
+        .flatten();
+    (webhooks.map(|w| text(&w.deployment_name)))
+        .chain(owned.map(|a| text(&a.deployment_name)))
         .filter(|d| !d.is_empty())
         .collect()
 }
 
 /// Secrets OpenShift's service CA creates for a bundle Service's serving-cert annotation.
-fn openshift_secrets(bundle: &LoadedBundle) -> BTreeSet<&str> {
-    bundle
-        .objects
-        .iter()
-        .filter(|o| o.kind() == "Service")
+fn openshift_secrets(bundle: &LoadedBundle) -> BTreeSet<String> {
+    let services = bundle.objects.iter().filter(|o| o.kind() == "Service");
+    let services = services.map(|o| objects::view::<objects::Object>(&o.value));
+    services
         .flat_map(|o| {
             [
                 "service.beta.openshift.io/serving-cert-secret-name",
                 "service.alpha.openshift.io/serving-cert-secret-name",
             ]
-            .map(|key| {
-                o.value
-                    .pointer("/metadata/annotations")
-                    .and_then(|a| a.get(key))
-                    .and_then(Value::as_str)
-            })
+            .map(|key| o.annotation(key).map(str::to_owned))
         })
         .flatten()
         .collect()

@@ -1,11 +1,10 @@
 //! `good-practice/`, `security/` and `olmv1/` rules: what is legal but likely wrong, pods that
 //! do not meet the restricted Pod Security Standard, and what OLM v1 handles differently.
 
-use serde_json::Value;
-
 use super::{Context, array_at, str_at};
 use crate::bundle::files::{CHANNELS_KEY, DEFAULT_CHANNEL_KEY};
-use olmpack_model::csv::text;
+use olmpack_model::decode::text;
+use olmpack_model::objects::{Container, DeploymentSpec, SeccompProfile};
 use olmpack_model::report::Finding;
 
 pub(super) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
@@ -18,24 +17,17 @@ pub(super) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
 
 fn containers(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     for (i, d) in ctx.deployments().iter().enumerate() {
-        let pod = (d.spec.as_ref())
-            .and_then(|spec| spec.get("template"))
-            .and_then(|template| template.get("spec"))
-            .unwrap_or(&Value::Null);
+        let pod = d.spec.as_ref().and_then(DeploymentSpec::pod);
+        let pod = pod.cloned().unwrap_or_default();
         let pod_field = format!("spec.install.spec.deployments[{i}].spec.template.spec");
+        let pod_context = pod.security_context.as_ref();
         let defaults = PodDefaults {
-            non_root: pod
-                .pointer("/securityContext/runAsNonRoot")
-                .and_then(Value::as_bool)
-                == Some(true),
-            seccomp: matches!(
-                str_at(pod, "/securityContext/seccompProfile/type"),
-                "RuntimeDefault" | "Localhost"
+            non_root: pod_context.and_then(|sc| sc.run_as_non_root) == Some(true),
+            seccomp: SeccompProfile::is_restricted(
+                pod_context.and_then(|sc| sc.seccomp_profile.as_ref()),
             ),
         };
-        if pod.get("hostNetwork").and_then(Value::as_bool) == Some(true)
-            || pod.get("hostPID").and_then(Value::as_bool) == Some(true)
-        {
+        if pod.host_network == Some(true) || pod.host_pid == Some(true) {
             out.push(ctx.at(
                 Finding::warning(
                     "security/host-namespaces",
@@ -44,8 +36,8 @@ fn containers(ctx: &Context<'_>, out: &mut Vec<Finding>) {
                 pod_field.clone(),
             ));
         }
-        for list in ["containers", "initContainers"] {
-            for (j, c) in array_at(pod, &format!("/{list}")).iter().enumerate() {
+        for (list, containers) in pod.container_lists() {
+            for (j, c) in containers.iter().enumerate() {
                 let field = format!("{pod_field}.{list}[{j}]");
                 container(ctx, c, &field, defaults, out);
             }
@@ -63,9 +55,15 @@ struct PodDefaults {
 }
 
 /// One container: resource requests, and the restricted pod security profile.
-fn container(ctx: &Context<'_>, c: &Value, field: &str, pod: PodDefaults, out: &mut Vec<Finding>) {
-    let name = str_at(c, "/name");
-    let requests = c.pointer("/resources/requests");
+fn container(
+    ctx: &Context<'_>,
+    c: &Container,
+    field: &str,
+    pod: PodDefaults,
+    out: &mut Vec<Finding>,
+) {
+    let name = c.name();
+    let requests = c.resources.as_ref().and_then(|r| r.requests.as_ref());
     if requests.and_then(|r| r.get("cpu")).is_none()
         || requests.and_then(|r| r.get("memory")).is_none()
     {
@@ -77,8 +75,8 @@ fn container(ctx: &Context<'_>, c: &Value, field: &str, pod: PodDefaults, out: &
             format!("{field}.resources.requests"),
         ));
     }
-    let sc = c.get("securityContext").unwrap_or(&Value::Null);
-    if sc.get("privileged").and_then(Value::as_bool) == Some(true) {
+    let sc = c.security_context.clone().unwrap_or_default();
+    if sc.privileged == Some(true) {
         out.push(ctx.at(
             Finding::error(
                 "security/privileged",
@@ -87,7 +85,7 @@ fn container(ctx: &Context<'_>, c: &Value, field: &str, pod: PodDefaults, out: &
             format!("{field}.securityContext.privileged"),
         ));
     }
-    if sc.get("allowPrivilegeEscalation").and_then(Value::as_bool) != Some(false) {
+    if sc.allow_privilege_escalation != Some(false) {
         out.push(ctx.at(
             Finding::warning(
                 "security/restricted",
@@ -96,9 +94,8 @@ fn container(ctx: &Context<'_>, c: &Value, field: &str, pod: PodDefaults, out: &
             format!("{field}.securityContext.allowPrivilegeEscalation"),
         ));
     }
-    let drops_all = array_at(sc, "/capabilities/drop")
-        .iter()
-        .any(|c| c.as_str() == Some("ALL"));
+    let drops = sc.capabilities.as_ref().and_then(|c| c.drop.as_ref());
+    let drops_all = drops.is_some_and(|drop| drop.iter().any(|c| c == "ALL"));
     if !drops_all {
         out.push(ctx.at(
             Finding::warning(
@@ -108,7 +105,7 @@ fn container(ctx: &Context<'_>, c: &Value, field: &str, pod: PodDefaults, out: &
             format!("{field}.securityContext.capabilities.drop"),
         ));
     }
-    if !pod.non_root && sc.get("runAsNonRoot").and_then(Value::as_bool) != Some(true) {
+    if !pod.non_root && sc.run_as_non_root != Some(true) {
         out.push(ctx.at(
             Finding::warning(
                 "security/restricted",
@@ -117,12 +114,7 @@ fn container(ctx: &Context<'_>, c: &Value, field: &str, pod: PodDefaults, out: &
             format!("{field}.securityContext.runAsNonRoot"),
         ));
     }
-    if !pod.seccomp
-        && !matches!(
-            str_at(sc, "/seccompProfile/type"),
-            "RuntimeDefault" | "Localhost"
-        )
-    {
+    if !pod.seccomp && !SeccompProfile::is_restricted(sc.seccomp_profile.as_ref()) {
         out.push(ctx.at(
             Finding::warning(
                 "security/restricted",

@@ -5,7 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::{Context, array_at, str_at};
-use olmpack_model::csv::{WebhookDescription, text};
+use olmpack_model::csv::WebhookDescription;
+use olmpack_model::decode::text;
 use olmpack_model::names::is_dns1123_subdomain;
 use olmpack_model::report::Finding;
 
@@ -182,11 +183,7 @@ impl<'a> Definitions<'a> {
                 ));
             }
             if let Some(object) = ctx.bundle.crds().find(|c| c.name() == crd)
-                && object
-                    .v1
-                    .pointer("/spec/preserveUnknownFields")
-                    .and_then(Value::as_bool)
-                    == Some(true)
+                && object.typed().spec.and_then(|s| s.preserve_unknown_fields) == Some(true)
             {
                 out.push(
                     super::on(

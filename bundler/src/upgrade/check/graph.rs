@@ -169,8 +169,8 @@ impl Release {
             .into_iter()
             .flatten()
             .filter_map(|d| {
-                let selector = d.spec.as_ref().and_then(|spec| spec.get("selector"));
-                Some((d.name.clone()?, selector.cloned().unwrap_or(Value::Null)))
+                let selector = d.spec.as_ref().and_then(|spec| spec.selector.clone());
+                Some((d.name.clone()?, selector.unwrap_or(Value::Null)))
             })
             .collect();
         Release {

@@ -32,6 +32,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use serde::Serialize;
 use serde_json::Value;
 
+use olmpack_model::objects::Identity;
 use olmpack_model::report::{Finding, Severity};
 
 /// Who refuses a change (or, for the last two, who is hurt by it although nobody refuses it).
@@ -436,12 +437,10 @@ pub fn parse_crd_file(file: &str, text: &str) -> Result<CustomResourceDefinition
             count: docs.len(),
         });
     };
-    let api_version = doc
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default();
-    if api_version != "apiextensions.k8s.io/v1" || kind != "CustomResourceDefinition" {
+    let identity = Identity::of(doc);
+    if identity.api_version != "apiextensions.k8s.io/v1"
+        || identity.kind != "CustomResourceDefinition"
+    {
         return Err(CrdFileError::NotACrd {
             file: file.to_owned(),
             found: value::what_document_is(doc),
@@ -449,11 +448,7 @@ pub fn parse_crd_file(file: &str, text: &str) -> Result<CustomResourceDefinition
     }
     serde_path_to_error::deserialize(doc).map_err(|e| CrdFileError::Field {
         file: file.to_owned(),
-        name: doc
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned(),
+        name: identity.name.to_owned(),
         path: e.path().to_string(),
         message: e.inner().to_string(),
     })

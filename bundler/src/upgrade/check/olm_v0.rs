@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use super::value::{Invalid, has_cel_rules, validate_object};
 use super::{PairInput, Problem, Refuser, olm_v1};
+use olmpack_model::objects::Identity;
 use olmpack_model::report::Severity;
 
 /// OLM v0's existing-object check on the examples of `input.from`.
@@ -85,10 +86,10 @@ struct Example<'e> {
 impl Example<'_> {
     /// The example's `metadata.name`, or `(unnamed)`.
     fn name(&self) -> &str {
-        self.object
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("(unnamed)")
+        match Identity::of(self.object).name {
+            "" => "(unnamed)",
+            name => name,
+        }
     }
 
     /// The example is invalid under the installed schema already (info: nobody refuses the
