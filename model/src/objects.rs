@@ -386,6 +386,37 @@ passthrough_struct! {
 }
 
 passthrough_struct! {
+    /// An rbac/v1 PolicyRule (of a Role, a ClusterRole or a CSV's permissions).
+    pub struct PolicyRule {
+        /// `apiGroups`.
+        api_groups: Vec<String> = "apiGroups",
+        /// `resources`.
+        resources: Vec<String> = "resources",
+        /// `verbs`.
+        verbs: Vec<String> = "verbs",
+        /// `resourceNames`.
+        resource_names: Vec<String> = "resourceNames",
+    }
+}
+
+impl PolicyRule {
+    /// Whether `list` names any of `wanted` (`"*"` only when wanted names it).
+    pub fn names_any(list: &Option<Vec<String>>, wanted: &[&str]) -> bool {
+        list.iter().flatten().any(|v| wanted.contains(&v.as_str()))
+    }
+
+    /// Whether the rule covers one of `groups` and one of `resources`.
+    pub fn covers(&self, groups: &[&str], resources: &[&str]) -> bool {
+        Self::names_any(&self.api_groups, groups) && Self::names_any(&self.resources, resources)
+    }
+
+    /// Whether the rule grants one of `verbs` on one of `groups`' `resources`.
+    pub fn allows(&self, groups: &[&str], resources: &[&str], verbs: &[&str]) -> bool {
+        self.covers(groups, resources) && Self::names_any(&self.verbs, verbs)
+    }
+}
+
+passthrough_struct! {
     /// An apiextensions.k8s.io/v1 CustomResourceDefinition (read a v1beta1 one through its
     /// conversion to v1 first).
     pub struct CustomResourceDefinition {

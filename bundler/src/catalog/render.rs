@@ -593,8 +593,7 @@ fn property_list(map: &Map<String, Value>, key: &str) -> Option<Vec<Property>> {
 
 /// The CSV's `olm.properties` annotation, when it decodes as a property list.
 fn annotation_properties(csv: &Value) -> Vec<Property> {
-    let Some(text) = csv
-        .pointer("/metadata/annotations")
+    let Some(text) = metadata_field(csv, "annotations")
         .and_then(|a| a.get(PROPERTIES_ANNOTATION))
         .and_then(Value::as_str)
     else {
@@ -623,7 +622,7 @@ fn annotation_properties(csv: &Value) -> Vec<Property> {
 
 /// `spec.release` as opm reads it: a string, or a number printed like Go does.
 fn release(csv: &Value) -> String {
-    match csv.pointer("/spec/release") {
+    match spec_field(csv, "release") {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Number(n)) => match n.as_f64() {
             Some(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => format!("{}", f as i64),
@@ -653,7 +652,7 @@ impl Ctx {
     fn check_csv(&self, csv: &Value) -> Result<(), RenderError> {
         let object = "ClusterServiceVersion";
         for key in ["annotations", "labels"] {
-            match csv.pointer(&format!("/metadata/{key}")) {
+            match metadata_field(csv, key) {
                 None | Some(Value::Null) => {}
                 Some(Value::Object(m)) => {
                     if m.values().any(|v| !(v.is_string() || v.is_null())) {
@@ -673,18 +672,18 @@ impl Ctx {
                 }
             }
         }
-        if let Some(v) = csv.pointer("/spec/release")
+        if let Some(v) = spec_field(csv, "release")
             && !(v.is_string() || v.is_number() || v.is_null())
         {
             return Err(self.field_type(object, "spec.release", "a string or a number"));
         }
-        if let Some(v) = csv.pointer("/spec/relatedImages")
+        if let Some(v) = spec_field(csv, "relatedImages")
             && !v.is_null()
         {
             self.check_keys(v, "spec.relatedImages", &["name", "image"])?;
         }
         for section in ["customresourcedefinitions", "apiservicedefinitions"] {
-            if let Some(v) = csv.pointer(&format!("/spec/{section}")) {
+            if let Some(v) = spec_field(csv, section) {
                 match v {
                     Value::Null => {}
                     Value::Object(m) => {
@@ -744,7 +743,7 @@ impl Ctx {
 
     /// `spec.version`, which opm decodes as a string.
     fn version(&self, csv: &Value) -> Result<String, RenderError> {
-        match csv.pointer("/spec/version") {
+        match spec_field(csv, "version") {
             None | Some(Value::Null) => Ok(String::new()),
             Some(Value::String(s)) => Ok(s.clone()),
             Some(_) => Err(self.field_type("ClusterServiceVersion", "spec.version", "a string")),
@@ -768,18 +767,19 @@ impl Ctx {
                 continue;
             }
             let name = format!("CustomResourceDefinition/{}", str_at(crd, "/metadata/name"));
-            let string = |ptr: &str| -> Result<String, RenderError> {
-                match crd.pointer(ptr) {
+            let spec = crd.get("spec");
+            let names = spec.and_then(|s| s.get("names"));
+            let string =
+                |map: Option<&Value>, key: &str, field: &str| match map.and_then(|m| m.get(key)) {
                     None | Some(Value::Null) => Ok(String::new()),
                     Some(Value::String(s)) => Ok(s.clone()),
-                    Some(_) => Err(self.field_type(&name, &ptr[1..].replace('/', "."), "a string")),
-                }
-            };
-            let group = string("/spec/group")?;
-            let kind_ = string("/spec/names/kind")?;
-            let plural = string("/spec/names/plural")?;
+                    Some(_) => Err(self.field_type(&name, field, "a string")),
+                };
+            let group = string(spec, "group", "spec.group")?;
+            let kind_ = string(names, "kind", "spec.names.kind")?;
+            let plural = string(names, "plural", "spec.names.plural")?;
             let mut versions = Vec::new();
-            match crd.pointer("/spec/versions") {
+            match spec.and_then(|s| s.get("versions")) {
                 None | Some(Value::Null) => {}
                 Some(Value::Array(items)) => {
                     for v in items {
@@ -799,7 +799,7 @@ impl Ctx {
                 Some(_) => return Err(self.field_type(&name, "spec.versions", "a list")),
             }
             if version == "v1beta1" {
-                let legacy = string("/spec/version")?;
+                let legacy = string(spec, "version", "spec.version")?;
                 if !legacy.is_empty() {
                     versions.push(legacy);
                 }
@@ -1165,6 +1165,17 @@ fn ci<'v>(v: &'v Value, key: &str) -> Option<&'v Value> {
 
 fn ci_str<'v>(v: &'v Value, key: &str) -> &'v str {
     ci(v, key).and_then(Value::as_str).unwrap_or("")
+}
+
+/// The CSV's `metadata.<key>`, as given.
+fn metadata_field<'v>(csv: &'v Value, key: &str) -> Option<&'v Value> {
+    csv.get("metadata")?.get(key)
+}
+
+/// The CSV's `spec.<key>`, as given: opm keeps `spec` as raw JSON and looks its fields up
+/// by exact key.
+fn spec_field<'v>(csv: &'v Value, key: &str) -> Option<&'v Value> {
+    csv.get("spec")?.get(key)
 }
 
 /// `spec.<section>.<list>` entries of the CSV (exact section key, as opm's map lookup).

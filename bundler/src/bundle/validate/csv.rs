@@ -5,11 +5,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
-use super::{Context, array_at, str_at};
+use super::Context;
 use crate::bundle::files::PACKAGE_KEY;
 use olmpack_model::decode::text;
 use olmpack_model::names::is_dns1123_subdomain;
-use olmpack_model::objects::DeploymentSpec;
+use olmpack_model::objects::{self, DeploymentSpec, Identity, PolicyRule};
 use olmpack_model::report::Finding;
 
 pub(super) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
@@ -247,7 +247,8 @@ fn install(ctx: &Context<'_>, out: &mut Vec<Finding>) {
                 ));
             }
             for (j, rule) in p.rules.iter().flatten().enumerate() {
-                if array_at(rule, "/verbs").is_empty() {
+                let rule: PolicyRule = objects::view(rule);
+                if rule.verbs.is_none_or(|verbs| verbs.is_empty()) {
                     out.push(ctx.at(
                         Finding::error("csv/permissions", "a policy rule needs at least one verb"),
                         format!("spec.install.spec.{list}[{i}].rules[{j}].verbs"),
@@ -392,13 +393,10 @@ fn annotations(ctx: &Context<'_>, out: &mut Vec<Finding>) {
 fn bundle_crd_versions(ctx: &Context<'_>) -> BTreeMap<(String, String, String), String> {
     let mut out = BTreeMap::new();
     for crd in ctx.bundle.crds() {
-        let group = str_at(&crd.v1, "/spec/group").to_owned();
-        let kind = str_at(&crd.v1, "/spec/names/kind").to_owned();
-        for v in array_at(&crd.v1, "/spec/versions") {
-            out.insert(
-                (group.clone(), str_at(v, "/name").to_owned(), kind.clone()),
-                crd.name().to_owned(),
-            );
+        let typed = crd.typed();
+        for v in typed.versions() {
+            let (group, kind) = (typed.group().to_owned(), typed.kind().to_owned());
+            out.insert((group, v.name().to_owned(), kind), crd.name().to_owned());
         }
     }
     out
@@ -500,10 +498,8 @@ fn examples(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     };
     let mut covered = BTreeSet::new();
     for (i, example) in examples.iter().enumerate() {
-        let gvk = (
-            str_at(example, "/apiVersion").to_owned(),
-            str_at(example, "/kind").to_owned(),
-        );
+        let example = Identity::of(example);
+        let gvk = (example.api_version.to_owned(), example.kind.to_owned());
         if !owned.contains(&gvk) {
             out.push(ctx.at(
                 Finding::error(

@@ -3,6 +3,7 @@
 
 use super::{Options, array_at, on, str_at};
 use crate::bundle::load::LoadedBundle;
+use olmpack_model::objects::{self, PolicyRule};
 use olmpack_model::report::{Finding, Severity};
 
 /// `(group/version, kinds (empty = every kind), removed in minor, replacement)`.
@@ -186,13 +187,8 @@ pub(super) fn check(bundle: &LoadedBundle, options: &Options, out: &mut Vec<Find
                 .enumerate()
             {
                 for (j, rule) in array_at(p, "/rules").iter().enumerate() {
-                    let policy = array_at(rule, "/apiGroups")
-                        .iter()
-                        .any(|g| g.as_str() == Some("policy"));
-                    let psp = array_at(rule, "/resources")
-                        .iter()
-                        .any(|r| r.as_str() == Some("podsecuritypolicies"));
-                    if policy && psp {
+                    let rule: PolicyRule = objects::view(rule);
+                    if rule.covers(&["policy"], &["podsecuritypolicies"]) {
                         out.push(on(csv, Finding::warning("deprecated-api/removed", "a rule grants access to PodSecurityPolicies, removed in Kubernetes 1.25").field(format!("spec.install.spec.{list}[{i}].rules[{j}]"))));
                     }
                 }

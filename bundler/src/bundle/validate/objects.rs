@@ -11,8 +11,9 @@
 
 use serde_json::Value;
 
-use super::{array_at, on, str_at};
+use super::{array_at, on};
 use crate::bundle::load::{LoadedBundle, Object};
+use olmpack_model::objects::{self, PolicyRule};
 use olmpack_model::report::Finding;
 
 /// The SecurityContextConstraints every OpenShift cluster ships.
@@ -49,14 +50,14 @@ pub(super) fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
 /// An object of another operator's kind (ServiceMonitor, …) whose CRD the bundle does not
 /// carry: OLM v0 creates it only where the cluster already serves the kind.
 fn needs_cluster_crd(bundle: &LoadedBundle, object: &Object, out: &mut Vec<Finding>) {
-    let api_version = str_at(&object.value, "/apiVersion");
+    let api_version = object.api_version();
     let group = api_version.split_once('/').map_or("", |(g, _)| g);
     let Some(known) = crate::cluster_crds::for_kind(group, object.kind()) else {
         return;
     };
     let carried = bundle.crds().any(|crd| {
-        str_at(&crd.v1, "/spec/group") == group
-            && str_at(&crd.v1, "/spec/names/kind") == object.kind()
+        let crd = crd.typed();
+        crd.group() == group && crd.kind() == object.kind()
     });
     if carried {
         return;
@@ -138,25 +139,23 @@ fn csv_permissions(csv: &Object, out: &mut Vec<Finding>) {
 
 /// What one RBAC policy rule grants that can hurt the cluster.
 fn policy_rule(rule: &Value) -> Vec<Finding> {
-    let has = |key: &str, wanted: &[&str]| {
-        array_at(rule, &format!("/{key}"))
-            .iter()
-            .any(|v| wanted.contains(&str_at(v, "")))
-    };
+    let rule: PolicyRule = objects::view(rule);
     let mut found = Vec::new();
-    if has("apiGroups", &["policy", "*"])
-        && has("resources", &["poddisruptionbudgets", "*"])
-        && has("verbs", &["create", "update", "patch", "*"])
-    {
+    if rule.allows(
+        &["policy", "*"],
+        &["poddisruptionbudgets", "*"],
+        &["create", "update", "patch", "*"],
+    ) {
         found.push(Finding::warning(
             "objects/rbac-pdb-write",
             "the rule lets the operator create or change PodDisruptionBudgets, which can block node drains cluster-wide",
         ));
     }
-    if has("apiGroups", &["security.openshift.io", "*"])
-        && has("resources", &["securitycontextconstraints", "*"])
-        && has("verbs", &["update", "patch", "delete", "*"])
-        && has("resourceNames", &DEFAULT_SCCS)
+    if rule.allows(
+        &["security.openshift.io", "*"],
+        &["securitycontextconstraints", "*"],
+        &["update", "patch", "delete", "*"],
+    ) && PolicyRule::names_any(&rule.resource_names, &DEFAULT_SCCS)
     {
         found.push(Finding::warning(
             "objects/rbac-default-scc",

@@ -1,10 +1,10 @@
 //! `good-practice/`, `security/` and `olmv1/` rules: what is legal but likely wrong, pods that
 //! do not meet the restricted Pod Security Standard, and what OLM v1 handles differently.
 
-use super::{Context, array_at, str_at};
+use super::{Context, str_at};
 use crate::bundle::files::{CHANNELS_KEY, DEFAULT_CHANNEL_KEY};
 use olmpack_model::decode::text;
-use olmpack_model::objects::{Container, DeploymentSpec, SeccompProfile};
+use olmpack_model::objects::{self, Container, DeploymentSpec, PolicyRule, SeccompProfile};
 use olmpack_model::report::Finding;
 
 pub(super) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
@@ -168,15 +168,12 @@ fn meta_operator(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     for (list, given) in ctx.permissions() {
         for (i, p) in given.iter().enumerate() {
             for (j, rule) in p.rules.iter().flatten().enumerate() {
-                let has = |key: &str, wanted: &[&str]| {
-                    array_at(rule, key)
-                        .iter()
-                        .any(|v| v.as_str().is_some_and(|v| wanted.contains(&v)))
-                };
-                if has("/apiGroups", &["apiextensions.k8s.io", "*"])
-                    && has("/resources", &["customresourcedefinitions", "*"])
-                    && has("/verbs", &["create", "patch", "update", "*"])
-                {
+                let rule: PolicyRule = objects::view(rule);
+                if rule.allows(
+                    &["apiextensions.k8s.io", "*"],
+                    &["customresourcedefinitions", "*"],
+                    &["create", "patch", "update", "*"],
+                ) {
                     out.push(ctx.at(Finding::warning("good-practice/crd-write-permission", "the operator may create or change CustomResourceDefinitions; OLM manages CRDs, and an operator that writes them is a meta-operator"), format!("spec.install.spec.{list}[{i}].rules[{j}]")));
                 }
             }
