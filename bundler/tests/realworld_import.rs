@@ -222,7 +222,7 @@ fn build(
         release_samples: Vec::new(),
     };
     let built = csv::build(&spec, &inputs)?;
-    Ok((built.csv, built.notes))
+    Ok((built.csv.to_value(), built.notes))
 }
 
 fn run_one(tally: &Mutex<Tally>, corpus: &Path, dir: &Path) {

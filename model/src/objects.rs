@@ -21,7 +21,7 @@ use crate::decode::{StringMap, as_read, passthrough_struct, read, text};
 /// What names an object of any kind (custom resources included), borrowed from its value
 /// without a copy: `apiVersion`, `kind` and `metadata.name`, each "" when absent or not a
 /// string.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Identity<'a> {
     /// `apiVersion`.
     pub api_version: &'a str,

@@ -3,6 +3,7 @@
 //! labels are exactly the annotations. Pure and deterministic.
 #![warn(missing_docs)]
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
@@ -138,12 +139,13 @@ fn yaml(file: &str, value: &Value) -> Result<String, BundleFilesError> {
 fn manifest_files<'b>(
     built: &'b BuiltBundle,
     meta: &BundleMetadata<'_>,
-) -> Vec<(String, &'b Value)> {
+) -> Vec<(String, Cow<'b, Value>)> {
     let csv_file = format!("manifests/{}.clusterserviceversion.yaml", meta.package);
-    let crds = (built.crds.iter()).map(|crd| (format!("manifests/{}", crd_file(crd)), crd));
-    let others =
-        (built.others.iter()).map(|object| (format!("manifests/{}", object_file(object)), object));
-    std::iter::once((csv_file, &built.csv))
+    let file_of =
+        |object: &'b Value, name: String| (format!("manifests/{name}"), Cow::Borrowed(object));
+    let crds = (built.crds.iter()).map(|crd| file_of(crd, crd_file(crd)));
+    let others = (built.others.iter()).map(|object| file_of(object, object_file(object)));
+    std::iter::once((csv_file, Cow::Owned(built.csv.to_value())))
         .chain(crds)
         .chain(others)
         .collect()
@@ -156,7 +158,7 @@ pub fn to_files(
 ) -> Result<FileTree, BundleFilesError> {
     let mut tree = FileTree::new();
     for (file, object) in manifest_files(built, meta) {
-        tree.insert(&file, yaml(&file, object)?)?;
+        tree.insert(&file, yaml(&file, &object)?)?;
     }
     let labels = annotations(meta);
     tree.insert(
@@ -202,7 +204,7 @@ pub fn loaded(
         .map(|(file, value)| Object {
             file: file.into(),
             index: 0,
-            value: value.clone(),
+            value: value.into_owned(),
         })
         .collect();
     // In file order, as a bundle read from disk lists them.

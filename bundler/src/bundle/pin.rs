@@ -8,10 +8,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::Value;
+use olmpack_model::csv::ClusterServiceVersion;
 
 /// Every image reference in a CSV that pinning would rewrite, sorted.
-pub fn references(csv: &Value) -> BTreeSet<String> {
+pub fn references(csv: &ClusterServiceVersion) -> BTreeSet<String> {
     let mut refs = BTreeSet::new();
     visit(&mut csv.clone(), &mut |image| {
         refs.insert(image.clone());
@@ -22,7 +22,7 @@ pub fn references(csv: &Value) -> BTreeSet<String> {
 /// Rewrites every reference found in `digests` to `repo@digest`. A value is a digest
 /// (`sha256:…`, the repository stays) or a whole reference that replaces the image (used by
 /// `olmpack release` when the image is published to another repository).
-pub fn pin(csv: &mut Value, digests: &BTreeMap<String, String>) {
+pub fn pin(csv: &mut ClusterServiceVersion, digests: &BTreeMap<String, String>) {
     visit(csv, &mut |image| {
         if let Some(digest) = digests.get(image.as_str()) {
             *image = if digest.starts_with("sha256:") {
@@ -46,50 +46,37 @@ pub fn pinned(reference: &str, digest: &str) -> String {
     format!("{repository}@{digest}")
 }
 
-fn visit(csv: &mut Value, f: &mut dyn FnMut(&mut String)) {
-    let mut apply = |value: Option<&mut Value>| {
-        if let Some(Value::String(image)) = value
+fn visit(csv: &mut ClusterServiceVersion, f: &mut dyn FnMut(&mut String)) {
+    let mut apply = |image: Option<&mut String>| {
+        if let Some(image) = image
             && !image.is_empty()
         {
             f(image);
         }
     };
-    apply(csv.pointer_mut("/metadata/annotations/containerImage"));
-    if let Some(images) = csv
-        .pointer_mut("/spec/relatedImages")
-        .and_then(Value::as_array_mut)
-    {
-        for image in images {
-            apply(image.get_mut("image"));
-        }
-    }
-    let Some(deployments) = csv
-        .pointer_mut("/spec/install/spec/deployments")
-        .and_then(Value::as_array_mut)
-    else {
+    let annotations = csv.metadata.as_mut().and_then(|m| m.annotations.as_mut());
+    apply(annotations.and_then(|a| a.get_mut("containerImage")));
+    let Some(spec) = csv.spec.as_mut() else {
         return;
     };
-    for deployment in deployments {
-        for list in ["containers", "initContainers"] {
-            let Some(containers) = deployment
-                .pointer_mut(&format!("/spec/template/spec/{list}"))
-                .and_then(Value::as_array_mut)
-            else {
-                continue;
-            };
-            for container in containers {
-                apply(container.get_mut("image"));
-                let Some(env) = container.get_mut("env").and_then(Value::as_array_mut) else {
-                    continue;
-                };
-                for var in env {
-                    let related = var
-                        .get("name")
-                        .and_then(Value::as_str)
-                        .is_some_and(|n| n.starts_with("RELATED_IMAGE_"));
-                    if related {
-                        apply(var.get_mut("value"));
-                    }
+    for image in spec.related_images.iter_mut().flatten() {
+        apply(image.image.as_mut());
+    }
+    let strategy = spec.install.as_mut().and_then(|i| i.spec.as_mut());
+    let deployments = strategy.and_then(|s| s.deployments.as_mut());
+    for deployment in deployments.into_iter().flatten() {
+        let template = deployment.spec.as_mut().and_then(|s| s.template.as_mut());
+        let Some(pod) = template.and_then(|t| t.spec.as_mut()) else {
+            continue;
+        };
+        let init = pod.init_containers.iter_mut().flatten();
+        for container in pod.containers.iter_mut().flatten().chain(init) {
+            apply(container.image.as_mut());
+            for var in container.env.iter_mut().flatten() {
+                let related =
+                    (var.name.as_deref()).is_some_and(|n| n.starts_with("RELATED_IMAGE_"));
+                if related {
+                    apply(var.value.as_mut());
                 }
             }
         }
@@ -118,7 +105,7 @@ mod tests {
 
     #[test]
     fn every_image_field_is_found_and_rewritten() {
-        let mut csv = json!({
+        let given = json!({
             "metadata": {"annotations": {"containerImage": "r/op:v1"}},
             "spec": {
                 "relatedImages": [{"name": "op", "image": "r/op:v1"}, {"name": "app", "image": "r/app:v1"}],
@@ -128,13 +115,15 @@ mod tests {
                 }}}}]}},
             },
         });
-        let refs: Vec<String> = references(&csv).into_iter().collect();
+        let mut typed = ClusterServiceVersion::from_value(&given).expect("a CSV");
+        let refs: Vec<String> = references(&typed).into_iter().collect();
         assert_eq!(refs, ["r/app:v1", "r/init:v1", "r/op:v1"]);
         let digests = refs
             .iter()
             .map(|r| (r.clone(), format!("sha256:{}", r.len())))
             .collect();
-        pin(&mut csv, &digests);
+        pin(&mut typed, &digests);
+        let csv = typed.to_value();
         assert_eq!(
             csv["metadata"]["annotations"]["containerImage"],
             "r/op@sha256:7"

@@ -8,17 +8,18 @@
 //! conversions fail loudly in that window instead, and OLM's upgrade check of existing
 //! objects (which trusts a webhook conversion) sees what it will see once installed.
 
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::super::inputs::Sourced;
 use super::ReleaseSpec;
 use super::objects::clean_object;
 use crate::json::str_at;
-use olmpack_model::csv::WebhookDescription;
+use olmpack_model::csv::{CrdDescription, WebhookDescription};
 use olmpack_model::decode;
 
 /// One `owned` entry per served version of every CRD, sorted by (name, version).
-pub(super) fn owned(spec: &ReleaseSpec<'_>, crds: &[Sourced]) -> Vec<Value> {
+pub(super) fn owned(spec: &ReleaseSpec<'_>, crds: &[Sourced]) -> Vec<CrdDescription> {
     let mut owned = Vec::new();
     for crd in crds {
         let v1 = crd.crd_v1();
@@ -26,40 +27,39 @@ pub(super) fn owned(spec: &ReleaseSpec<'_>, crds: &[Sourced]) -> Vec<Value> {
             owned.push(owned_entry(spec, crd.name(), v1.kind(), version.name()));
         }
     }
-    owned.sort_by(|a, b| {
-        (str_at(a, "/name"), str_at(a, "/version"))
-            .cmp(&(str_at(b, "/name"), str_at(b, "/version")))
-    });
+    owned.sort_by(|a, b| (&a.name, &a.version).cmp(&(&b.name, &b.version)));
     owned
 }
 
 /// The `owned` entry for `version` of the CRD `name` (of `kind`), with the display metadata
 /// the plan gives it.
-fn owned_entry(spec: &ReleaseSpec<'_>, name: &str, kind: &str, version: &str) -> Value {
+fn owned_entry(spec: &ReleaseSpec<'_>, name: &str, kind: &str, version: &str) -> CrdDescription {
     let display = spec.csv.crds.get(name).cloned().unwrap_or_default();
     let per_version = display.versions.get(version);
     let spec_descriptors = per_version.map_or(&display.spec_descriptors, |p| &p.spec_descriptors);
     let status_descriptors =
         per_version.map_or(&display.status_descriptors, |p| &p.status_descriptors);
-    let mut entry = json!({
-        "displayName": display.display_name.clone().unwrap_or_else(|| kind.to_owned()),
-        "kind": kind,
-        "name": name,
-        "version": version,
-    });
-    if let Some(description) = &display.description {
-        entry["description"] = json!(description);
+    CrdDescription {
+        name: Some(name.to_owned()),
+        version: Some(version.to_owned()),
+        kind: Some(kind.to_owned()),
+        display_name: Some(
+            display
+                .display_name
+                .clone()
+                .unwrap_or_else(|| kind.to_owned()),
+        ),
+        description: display.description.clone(),
+        resources: listed(&display.resources),
+        spec_descriptors: listed(spec_descriptors),
+        status_descriptors: listed(status_descriptors),
+        ..CrdDescription::default()
     }
-    if !display.resources.is_empty() {
-        entry["resources"] = json!(display.resources);
-    }
-    if !spec_descriptors.is_empty() {
-        entry["specDescriptors"] = json!(spec_descriptors);
-    }
-    if !status_descriptors.is_empty() {
-        entry["statusDescriptors"] = json!(status_descriptors);
-    }
-    entry
+}
+
+/// The plan's list as the CSV's type (the plan's types print the CSV's fields), when not empty.
+fn listed<P: serde::Serialize, T: DeserializeOwned + Default>(list: &[P]) -> Option<T> {
+    (!list.is_empty()).then(|| decode::read(&json!(list)).0)
 }
 
 /// The CRDs as the bundle ships them: cleaned, with `spec.conversion` as OLM writes it for

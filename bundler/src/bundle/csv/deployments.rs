@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use super::super::inputs::Sourced;
 use crate::json::str_at;
+use olmpack_model::csv::StrategyDeployment;
 use olmpack_model::decode;
 use olmpack_model::report::Finding;
 
@@ -33,16 +34,22 @@ pub(super) fn strategy_deployments(
     inputs: &[Sourced],
     has_webhooks: bool,
     notes: &mut Vec<Finding>,
-) -> Vec<Value> {
-    let mut out: Vec<Value> = inputs
+) -> Vec<StrategyDeployment> {
+    let mut out: Vec<StrategyDeployment> = inputs
         .iter()
         .map(|d| strategy_deployment(d, has_webhooks, notes))
         .collect();
-    out.sort_by(|a, b| str_at(a, "/name").cmp(str_at(b, "/name")));
+    out.sort_by(|a, b| a.name.cmp(&b.name));
     out
 }
 
-fn strategy_deployment(d: &Sourced, has_webhooks: bool, notes: &mut Vec<Finding>) -> Value {
+/// One strategy deployment; a value of the input of a type OLM does not read stays as given
+/// (in `extra`), so the validators judge it.
+fn strategy_deployment(
+    d: &Sourced,
+    has_webhooks: bool,
+    notes: &mut Vec<Finding>,
+) -> StrategyDeployment {
     let mut spec = d.value.get("spec").cloned().unwrap_or(Value::Null);
     wire_watch_namespace(&mut spec);
     if has_webhooks {
@@ -61,7 +68,7 @@ fn strategy_deployment(d: &Sourced, has_webhooks: bool, notes: &mut Vec<Finding>
     if let Some(labels) = decode::as_read(&meta.labels, &meta.extra, "labels") {
         entry["label"] = labels;
     }
-    entry
+    decode::read(&entry).0
 }
 
 /// The containers and init containers of a Deployment spec, mutably.

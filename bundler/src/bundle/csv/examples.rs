@@ -7,7 +7,9 @@ use serde_json::Value;
 use super::super::inputs::{Inputs, Sourced};
 use super::ReleaseSpec;
 use super::objects::clean_object;
-use crate::json::str_at;
+use olmpack_model::csv::CrdDescription;
+use olmpack_model::decode::text;
+use olmpack_model::objects::Identity;
 use olmpack_model::report::Finding;
 
 /// `alm-examples`: a JSON array of sample objects whose kind and version an owned CRD serves.
@@ -18,7 +20,7 @@ use olmpack_model::report::Finding;
 pub(super) fn alm_examples(
     spec: &ReleaseSpec<'_>,
     inputs: &Inputs,
-    owned: &[Value],
+    owned: &[CrdDescription],
     problems: &mut Vec<Finding>,
 ) -> String {
     let served = served_kinds(owned);
@@ -38,31 +40,20 @@ pub(super) fn alm_examples(
             problems.push(not_owned(sample));
         }
     }
-    samples.sort_by(|a, b| {
-        (
-            str_at(a, "/apiVersion"),
-            str_at(a, "/kind"),
-            str_at(a, "/metadata/name"),
-        )
-            .cmp(&(
-                str_at(b, "/apiVersion"),
-                str_at(b, "/kind"),
-                str_at(b, "/metadata/name"),
-            ))
-    });
+    samples.sort_by(|a, b| Identity::of(a).cmp(&Identity::of(b)));
     samples.dedup();
     serde_json::to_string_pretty(&samples).expect("JSON values always serialize")
 }
 
 /// `(apiVersion, kind)` of every owned entry.
-fn served_kinds(owned: &[Value]) -> BTreeSet<(String, String)> {
+fn served_kinds(owned: &[CrdDescription]) -> BTreeSet<(String, String)> {
     owned
         .iter()
         .map(|o| {
-            let group = str_at(o, "/name").split_once('.').map_or("", |(_, g)| g);
+            let group = text(&o.name).split_once('.').map_or("", |(_, g)| g);
             (
-                format!("{group}/{}", str_at(o, "/version")),
-                str_at(o, "/kind").to_owned(),
+                format!("{group}/{}", text(&o.version)),
+                text(&o.kind).to_owned(),
             )
         })
         .collect()

@@ -2,10 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Value, json};
-
 use super::super::inputs::Sourced;
-use crate::json::str_at;
+use olmpack_model::csv::RelatedImage;
 use olmpack_model::decode;
 use olmpack_model::objects::Container;
 use olmpack_model::report::Finding;
@@ -21,7 +19,10 @@ pub(super) fn container_image(deployments: &[Sourced]) -> Option<String> {
 
 /// Images of every container and init container, and of `RELATED_IMAGE_*` env vars; one entry
 /// per image, named after the container (or the env var's suffix), sorted by name.
-pub(super) fn related_images(deployments: &[Sourced], notes: &mut Vec<Finding>) -> Vec<Value> {
+pub(super) fn related_images(
+    deployments: &[Sourced],
+    notes: &mut Vec<Finding>,
+) -> Vec<RelatedImage> {
     let mut by_image = ImageNames::default();
     for deployment in deployments {
         let pod = deployment.deployment().pod().cloned().unwrap_or_default();
@@ -44,7 +45,7 @@ pub(super) fn related_images(deployments: &[Sourced], notes: &mut Vec<Finding>) 
     for (name, _) in by_image.0.values() {
         *uses.entry(name.as_str()).or_default() += 1;
     }
-    let mut images: Vec<Value> = by_image
+    let mut images: Vec<RelatedImage> = by_image
         .0
         .iter()
         .map(|(image, (name, qualified))| {
@@ -53,12 +54,14 @@ pub(super) fn related_images(deployments: &[Sourced], notes: &mut Vec<Finding>) 
             } else {
                 name
             };
-            json!({ "image": image, "name": name })
+            RelatedImage {
+                name: Some(name.clone()),
+                image: Some(image.clone()),
+                ..RelatedImage::default()
+            }
         })
         .collect();
-    images.sort_by(|a, b| {
-        (str_at(a, "/name"), str_at(a, "/image")).cmp(&(str_at(b, "/name"), str_at(b, "/image")))
-    });
+    images.sort_by(|a, b| (&a.name, &a.image).cmp(&(&b.name, &b.image)));
     images
 }
 
@@ -116,6 +119,8 @@ impl ImageNames {
 mod tests {
     use std::path::PathBuf;
 
+    use serde_json::{Value, json};
+
     use super::*;
 
     fn deployment(name: &str, containers: Value) -> Sourced {
@@ -147,14 +152,15 @@ mod tests {
             deployment("b", json!([{"name": "proxy", "image": "r/proxy:1"}])),
         ];
         let mut notes = Vec::new();
+        let images = related_images(&deployments, &mut notes);
         assert_eq!(
-            related_images(&deployments, &mut notes),
-            [
-                json!({"image": "r/kyverno:1", "name": "kyverno"}),
-                json!({"image": "r/background:1", "name": "kyverno-background-controller-controller"}),
-                json!({"image": "r/cleanup:1", "name": "kyverno-cleanup-controller-controller"}),
-                json!({"image": "r/proxy:1", "name": "proxy"}),
-            ]
+            serde_json::to_value(images).unwrap(),
+            json!([
+                {"image": "r/kyverno:1", "name": "kyverno"},
+                {"image": "r/background:1", "name": "kyverno-background-controller-controller"},
+                {"image": "r/cleanup:1", "name": "kyverno-cleanup-controller-controller"},
+                {"image": "r/proxy:1", "name": "proxy"},
+            ])
         );
         assert!(notes.is_empty());
     }

@@ -3,8 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::{Value, json};
-
+use olmpack_model::csv::InstallMode;
 use olmpack_model::plan::{CsvMetadata, InstallModeType};
 use olmpack_model::report::Finding;
 
@@ -14,7 +13,7 @@ pub(super) fn install_modes(
     csv: &CsvMetadata,
     has_conversion: bool,
     notes: &mut Vec<Finding>,
-) -> Value {
+) -> Vec<InstallMode> {
     let mut supported: BTreeSet<InstallModeType> = csv
         .install_modes
         .clone()
@@ -35,10 +34,11 @@ pub(super) fn install_modes(
         );
         supported = only_all;
     }
-    Value::Array(
-        InstallModeType::ALL
-            .iter()
-            .map(|mode| json!({ "supported": supported.contains(mode), "type": mode.as_str() }))
-            .collect(),
-    )
+    (InstallModeType::ALL.iter())
+        .map(|mode| InstallMode {
+            type_: Some(mode.as_str().to_owned()),
+            supported: Some(supported.contains(mode)),
+            ..InstallMode::default()
+        })
+        .collect()
 }

@@ -31,12 +31,18 @@ mod webhooks;
 
 use std::collections::BTreeMap;
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 pub use self::crds::{definition_converting, olm_conversion};
 pub use self::deployments::OLM_CERT_PATHS;
 pub use self::objects::clean_object;
 use super::inputs::{Inputs, Sourced};
+use olmpack_model::csv::{
+    AppLink, ClusterServiceVersion, CrdDefinitions, CrdDescription, CsvSpec, InstallMode,
+    InstallStrategy, Maintainer, RelatedImage, StrategyDeployment, StrategyDetails,
+    WebhookDescription,
+};
+use olmpack_model::objects::ObjectMeta;
 use olmpack_model::plan::CsvMetadata;
 use olmpack_model::report::Finding;
 use olmpack_model::upgrade_graph::Edges;
@@ -66,7 +72,7 @@ pub struct ReleaseSpec<'a> {
 #[derive(Clone, Debug, PartialEq)]
 pub struct BuiltBundle {
     /// The ClusterServiceVersion.
-    pub csv: Value,
+    pub csv: ClusterServiceVersion,
     /// The CRDs, in input order.
     pub crds: Vec<Value>,
     /// Other objects shipped in `manifests/`, sorted by kind then name.
@@ -88,12 +94,12 @@ const COMPUTED_ANNOTATIONS: [&str; 4] = [
 
 /// The parts of the CSV's `spec` that are built from the manifests.
 struct SpecParts {
-    owned: Vec<Value>,
-    deployments: Vec<Value>,
+    owned: Vec<CrdDescription>,
+    deployments: Vec<StrategyDeployment>,
     rbac: rbac::Rbac,
-    install_modes: Value,
-    related_images: Vec<Value>,
-    webhook_definitions: Vec<olmpack_model::csv::WebhookDescription>,
+    install_modes: Vec<InstallMode>,
+    related_images: Vec<RelatedImage>,
+    webhook_definitions: Vec<WebhookDescription>,
 }
 
 /// Builds the CSV and the objects of one bundle; `Err` holds every problem.
@@ -204,87 +210,82 @@ fn csv_document(
     spec: &ReleaseSpec<'_>,
     annotations: BTreeMap<String, String>,
     parts: SpecParts,
-) -> Value {
-    let mut metadata = json!({
-        "annotations": annotations,
-        "name": format!("{}.v{}", spec.package, spec.version),
-        "namespace": "placeholder",
-    });
-    if !spec.csv.labels.is_empty() {
-        metadata["labels"] = json!(spec.csv.labels);
+) -> ClusterServiceVersion {
+    let metadata = ObjectMeta {
+        name: Some(format!("{}.v{}", spec.package, spec.version)),
+        namespace: Some("placeholder".to_owned()),
+        annotations: Some(annotations.into()),
+        labels: (!spec.csv.labels.is_empty()).then(|| spec.csv.labels.clone().into()),
+        ..ObjectMeta::default()
+    };
+    ClusterServiceVersion {
+        api_version: Some("operators.coreos.com/v1alpha1".to_owned()),
+        kind: Some("ClusterServiceVersion".to_owned()),
+        metadata: Some(metadata),
+        spec: Some(csv_spec(spec, parts)),
+        ..ClusterServiceVersion::default()
     }
-    json!({
-        "apiVersion": "operators.coreos.com/v1alpha1",
-        "kind": "ClusterServiceVersion",
-        "metadata": metadata,
-        "spec": csv_spec(spec, parts),
-    })
 }
 
-/// The CSV's `spec`, keys in alphabetical order; empty lists and unset fields are left out.
-fn csv_spec(spec: &ReleaseSpec<'_>, parts: SpecParts) -> Map<String, Value> {
+/// `Some(list)` unless the list is empty (empty lists are left out of the CSV).
+fn listed<T>(list: Vec<T>) -> Option<Vec<T>> {
+    (!list.is_empty()).then_some(list)
+}
+
+/// The CSV's `spec`; empty lists and unset fields are left out.
+fn csv_spec(spec: &ReleaseSpec<'_>, parts: SpecParts) -> CsvSpec {
     let csv = spec.csv;
-    let mut out = Map::new();
-    if !parts.owned.is_empty() {
-        out.insert(
-            "customresourcedefinitions".into(),
-            json!({ "owned": parts.owned }),
-        );
+    let link = |name: &str, url: Option<&str>| AppLink {
+        name: Some(name.to_owned()),
+        url: url.map(str::to_owned),
+        ..AppLink::default()
+    };
+    let maintainers = (csv.maintainers.iter()).map(|m| Maintainer {
+        name: Some(m.name.clone()),
+        email: Some(m.email.clone()),
+        ..Maintainer::default()
+    });
+    CsvSpec {
+        customresourcedefinitions: listed(parts.owned).map(|owned| CrdDefinitions {
+            owned: Some(owned),
+            ..CrdDefinitions::default()
+        }),
+        description: Some(csv.description.clone()),
+        display_name: Some(csv.display_name.clone()),
+        icon: spec.icon.clone().map(|icon| vec![icon]),
+        install: Some(install_strategy(parts.deployments, parts.rbac)),
+        install_modes: Some(parts.install_modes),
+        keywords: listed(csv.keywords.clone()),
+        links: listed(
+            csv.links
+                .iter()
+                .map(|l| link(&l.name, Some(&l.url)))
+                .collect(),
+        ),
+        maintainers: listed(maintainers.collect()),
+        maturity: csv.maturity.clone(),
+        min_kube_version: csv.min_kube_version.clone(),
+        provider: Some(link(&csv.provider.name, csv.provider.url.as_deref())),
+        related_images: listed(parts.related_images),
+        replaces: spec.edges.replaces.clone(),
+        skips: listed(spec.edges.skips.clone()),
+        version: Some(spec.version.to_string()),
+        webhookdefinitions: listed(parts.webhook_definitions),
+        ..CsvSpec::default()
     }
-    out.insert("description".into(), json!(csv.description));
-    out.insert("displayName".into(), json!(csv.display_name));
-    if let Some(icon) = &spec.icon {
-        out.insert("icon".into(), json!([icon]));
-    }
-    out.insert(
-        "install".into(),
-        install_strategy(parts.deployments, parts.rbac),
-    );
-    out.insert("installModes".into(), parts.install_modes);
-    if !csv.keywords.is_empty() {
-        out.insert("keywords".into(), json!(csv.keywords));
-    }
-    if !csv.links.is_empty() {
-        out.insert("links".into(), json!(csv.links));
-    }
-    if !csv.maintainers.is_empty() {
-        out.insert("maintainers".into(), json!(csv.maintainers));
-    }
-    if let Some(maturity) = &csv.maturity {
-        out.insert("maturity".into(), json!(maturity));
-    }
-    if let Some(min) = &csv.min_kube_version {
-        out.insert("minKubeVersion".into(), json!(min));
-    }
-    out.insert("provider".into(), json!(csv.provider));
-    if !parts.related_images.is_empty() {
-        out.insert("relatedImages".into(), Value::Array(parts.related_images));
-    }
-    if let Some(replaces) = &spec.edges.replaces {
-        out.insert("replaces".into(), json!(replaces));
-    }
-    if !spec.edges.skips.is_empty() {
-        out.insert("skips".into(), json!(spec.edges.skips));
-    }
-    out.insert("version".into(), json!(spec.version.to_string()));
-    if !parts.webhook_definitions.is_empty() {
-        out.insert(
-            "webhookdefinitions".into(),
-            json!(parts.webhook_definitions),
-        );
-    }
-    out
 }
 
 /// The `deployment` install strategy: deployments and the permissions they run with.
-fn install_strategy(deployments: Vec<Value>, rbac: rbac::Rbac) -> Value {
-    let mut strategy = Map::new();
-    if !rbac.cluster.is_empty() {
-        strategy.insert("clusterPermissions".into(), Value::Array(rbac.cluster));
+fn install_strategy(deployments: Vec<StrategyDeployment>, rbac: rbac::Rbac) -> InstallStrategy {
+    let details = StrategyDetails {
+        cluster_permissions: listed(rbac.cluster),
+        deployments: Some(deployments),
+        permissions: listed(rbac.namespaced),
+        ..StrategyDetails::default()
+    };
+    InstallStrategy {
+        strategy: Some("deployment".to_owned()),
+        spec: Some(details),
+        ..InstallStrategy::default()
     }
-    strategy.insert("deployments".into(), Value::Array(deployments));
-    if !rbac.namespaced.is_empty() {
-        strategy.insert("permissions".into(), Value::Array(rbac.namespaced));
-    }
-    json!({ "strategy": "deployment", "spec": strategy })
 }

@@ -3,18 +3,19 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::super::inputs::{Inputs, Sourced};
 use crate::json::str_at;
+use olmpack_model::csv::StrategyPermissions;
 use olmpack_model::report::Finding;
 
 /// The strategy's permissions and the RBAC objects they were made of.
 pub(super) struct Rbac {
     /// `permissions` entries, one per ServiceAccount, sorted by account.
-    pub(super) namespaced: Vec<Value>,
+    pub(super) namespaced: Vec<StrategyPermissions>,
     /// `clusterPermissions` entries, one per ServiceAccount, sorted by account.
-    pub(super) cluster: Vec<Value>,
+    pub(super) cluster: Vec<StrategyPermissions>,
     /// `(kind, name)` of RBAC objects folded into the CSV.
     consumed: BTreeSet<(String, String)>,
 }
@@ -58,9 +59,13 @@ pub(super) fn permissions(
         };
         grants.grant(binding, role, cluster_scoped, subjects);
     }
-    let render = |map: BTreeMap<String, Vec<Value>>| -> Vec<Value> {
+    let render = |map: BTreeMap<String, Vec<Value>>| -> Vec<StrategyPermissions> {
         map.into_iter()
-            .map(|(account, rules)| json!({ "rules": rules, "serviceAccountName": account }))
+            .map(|(account, rules)| StrategyPermissions {
+                service_account_name: Some(account),
+                rules: Some(rules),
+                ..StrategyPermissions::default()
+            })
             .collect()
     };
     Rbac {
