@@ -329,6 +329,36 @@ fn bad_input_names_file_and_field_and_writes_nothing() {
 }
 
 #[test]
+fn every_release_is_read_before_any_is_built_and_all_problems_come_at_once() {
+    // 1.0.0 reads fine but cannot be built (a webhook OLM cannot route); 1.1.0 cannot be
+    // read. Both are reported by one run, in the order of the passes: what reading every
+    // release found, then what building found (releases one by one would give 1.0.0's first).
+    let dir = example_copy();
+    append(
+        dir.path(),
+        "deploy/1.0.0/manifests.yaml",
+        "---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: check}\nwebhooks:\n- name: check.demo.olmpack.dev\n  admissionReviewVersions: [v1]\n  sideEffects: None\n  clientConfig: {url: \"https://example.com/check\"}\n",
+    );
+    append(
+        dir.path(),
+        "deploy/1.1.0/manifests.yaml",
+        "---\nkind: [oops\n",
+    );
+    let plan = olmpack::plan::load(&dir.path().join("olmpack.yaml"), &Default::default()).unwrap();
+    let Err(olmpack::bundle::generate::GenerateError::Invalid(found)) =
+        generate(&plan, &GenerateOptions::default())
+    else {
+        panic!("generate must refuse the plan");
+    };
+    let rules: Vec<&str> = found.iter().map(|f| f.rule.as_str()).collect();
+    assert_eq!(
+        rules,
+        ["input/invalid-yaml", "input/webhook-without-service"],
+        "{found:#?}"
+    );
+}
+
+#[test]
 fn check_reports_stale_output_with_a_diff() {
     let dir = example_copy();
     let plan = dir.path().join("olmpack.yaml");

@@ -1,6 +1,8 @@
-//! Generating every bundle of a release plan: read inputs (the only I/O), build, render,
-//! validate. The result is a [`FileTree`] of `<version>/…` that the caller writes to `bundle/`
-//! or checks against it — nothing is written here, so a failure leaves no partial output.
+//! Generating every bundle of a release plan, in passes: read every release's inputs and
+//! check the plan's values (the only I/O), build every bundle (pure), pin their images (when
+//! asked), then render and validate each. The result is a [`FileTree`] of `<version>/…` that
+//! the caller writes to `bundle/` or checks against it — nothing is written here, so a failure
+//! leaves no partial output.
 //!
 //! `createdAt` comes from the release, else the plan, else `SOURCE_DATE_EPOCH`; with none of
 //! them the CSV has no `createdAt`. The wall clock is never read.
@@ -87,17 +89,40 @@ pub struct Generated {
 /// Generates the bundle of every release (or one, see [`GenerateOptions::only_version`]).
 pub fn generate(plan: &LoadedPlan, options: &GenerateOptions) -> Result<Generated, GenerateError> {
     let mut run = Run::new(plan, options);
-    for (i, release) in plan.plan.releases.iter().enumerate() {
-        if options
-            .only_version
-            .as_ref()
-            .is_some_and(|v| v != &release.version)
-        {
-            continue;
+    let selected = (plan.plan.releases.iter().enumerate())
+        .filter(|(_, r)| (options.only_version.as_ref()).is_none_or(|v| v == &r.version));
+    let read: Vec<ReleaseInputs<'_>> = selected.filter_map(|(i, r)| run.read(i, r)).collect();
+    let mut built: Vec<Built<'_>> = read.into_iter().filter_map(|r| run.build(r)).collect();
+    if let Some(resolver) = &options.resolver {
+        for bundle in &mut built {
+            run.pin_images(bundle.index, resolver, &mut bundle.bundle);
         }
-        run.release(i, release)?;
+    }
+    for bundle in built {
+        run.write(bundle)?;
     }
     run.finish()
+}
+
+/// Everything one release is built from, read and checked before any bundle is built.
+struct ReleaseInputs<'p> {
+    /// The release's position in the plan.
+    index: usize,
+    release: &'p Release,
+    version: semver::Version,
+    created_at: Option<String>,
+    /// Samples listed for this release only.
+    samples: Vec<Sourced>,
+    inputs: Inputs,
+}
+
+/// A release's bundle, built, with what its files carry beside it.
+struct Built<'p> {
+    index: usize,
+    release: &'p Release,
+    bundle: BuiltBundle,
+    /// The scorecard Configuration among the inputs, for the bundle's tests/.
+    scorecard: Option<Sourced>,
 }
 
 /// One generation run: the plan-wide inputs, read once, and what the releases produced so far.
@@ -117,8 +142,6 @@ struct Run<'p> {
     tree: FileTree,
     reports: Vec<Report>,
     bundles: BTreeMap<String, LoadedBundle>,
-    /// The scorecard Configuration of the release being built, for its bundle's tests/.
-    scorecard: Option<Sourced>,
 }
 
 impl<'p> Run<'p> {
@@ -146,73 +169,56 @@ impl<'p> Run<'p> {
             tree: FileTree::new(),
             reports: Vec::new(),
             bundles: BTreeMap::new(),
-            scorecard: None,
         }
     }
 
-    /// Builds, pins, renders and validates the bundle of `release` (the `i`th of the plan).
-    /// Problems are collected; `Err` only when rendering fails.
-    fn release(&mut self, i: usize, release: &Release) -> Result<(), GenerateError> {
-        let Ok(version) = semver::Version::parse(&release.version) else {
-            return Ok(()); // plan::load already rejected it
-        };
-        let Some(mut built) = self.build(i, release, &version) else {
-            return Ok(());
-        };
-        if let Some(resolver) = &self.options.resolver {
-            self.pin_images(i, resolver, &mut built);
-        }
-        let meta = bundle_metadata(self.plan, release);
-        let scorecard = self.scorecard.take();
-        let files = files::to_files(&built, &meta)
-            .and_then(|mut files| {
-                super::scorecard::carry(&mut files, scorecard.as_ref()).map(|()| files)
-            })
-            .map_err(|source| GenerateError::Render {
-                version: release.version.clone(),
-                source,
-            })?;
-        let loaded = files::loaded(&built, &meta, Path::new(&release.version), &files);
-        self.add_bundle(release, &built, loaded, files)
-    }
-
-    /// Reads the release's inputs and builds its CSV and objects; `None` when a problem stops it.
-    fn build(
-        &mut self,
-        i: usize,
-        release: &Release,
-        version: &semver::Version,
-    ) -> Option<BuiltBundle> {
-        let plan = self.plan;
-        let created_at = self.created_at(i, release);
-        let release_samples = read_samples(
-            plan,
+    /// Reads the release's manifests and samples and checks its `createdAt`; `None` when a
+    /// problem stops it (every problem is collected).
+    fn read(&mut self, index: usize, release: &'p Release) -> Option<ReleaseInputs<'p>> {
+        let version = semver::Version::parse(&release.version).ok()?; // plan::load refused it
+        let created_at = self.created_at(index, release);
+        let samples = read_samples(
+            self.plan,
             &self.options.input,
             &release.samples,
-            &format!("releases[{i}].samples"),
+            &format!("releases[{index}].samples"),
             &mut self.problems,
         );
-        let mut inputs = self.read_manifests(i, release)?;
+        let inputs = self.read_manifests(index, release)?;
+        Some(ReleaseInputs {
+            index,
+            release,
+            version,
+            created_at,
+            samples,
+            inputs,
+        })
+    }
+
+    /// Builds the release's CSV and objects from what was read; `None` when a problem stops it.
+    fn build(&mut self, read: ReleaseInputs<'p>) -> Option<Built<'p>> {
+        let plan = self.plan;
+        let mut inputs = read.inputs;
         super::operator_sdk::check_package(&plan.plan.package, &mut inputs);
         let csv_metadata = super::operator_sdk::fill(&plan.plan.csv, &mut inputs);
-        self.scorecard = inputs.scorecard.clone();
         let spec = ReleaseSpec {
             package: &plan.plan.package,
-            version,
+            version: &read.version,
             csv: &csv_metadata,
             icon: (self.icon.clone())
                 .or_else(|| super::operator_sdk::icon_of(&plan.plan.csv, &inputs)),
-            edges: self
-                .graph
-                .csv_edges(&release.version)
-                .cloned()
-                .unwrap_or_default(),
-            created_at,
+            edges: (self.graph.csv_edges(&read.release.version).cloned()).unwrap_or_default(),
+            created_at: read.created_at,
             samples: self.plan_samples.clone(),
-            release_samples,
+            release_samples: read.samples,
         };
         match csv::build(&spec, &inputs) {
-            Ok(built) => Some(built),
+            Ok(bundle) => Some(Built {
+                index: read.index,
+                release: read.release,
+                bundle,
+                scorecard: inputs.scorecard,
+            }),
             Err(found) => {
                 let plan_file = &self.plan_file;
                 self.problems
@@ -220,6 +226,23 @@ impl<'p> Run<'p> {
                 None
             }
         }
+    }
+
+    /// Renders the built bundle to files, validates it and adds it; `Err` only when rendering
+    /// fails.
+    fn write(&mut self, built: Built<'p>) -> Result<(), GenerateError> {
+        let release = built.release;
+        let meta = bundle_metadata(self.plan, release);
+        let files = files::to_files(&built.bundle, &meta)
+            .and_then(|mut files| {
+                super::scorecard::carry(&mut files, built.scorecard.as_ref()).map(|()| files)
+            })
+            .map_err(|source| GenerateError::Render {
+                version: release.version.clone(),
+                source,
+            })?;
+        let loaded = files::loaded(&built.bundle, &meta, Path::new(&release.version), &files);
+        self.add_bundle(release, &built.bundle, loaded, files)
     }
 
     /// `createdAt`: the release's, else the plan's, else from `SOURCE_DATE_EPOCH`; a value
