@@ -370,6 +370,34 @@ impl CsvSpec {
             .and_then(|c| c.owned.as_deref())
             .unwrap_or_default()
     }
+
+    /// `customresourcedefinitions.owned` and `.required`, each by its field name (empty when
+    /// absent).
+    pub fn crd_lists(&self) -> [(&'static str, &[CrdDescription]); 2] {
+        let crds = self.customresourcedefinitions.as_ref();
+        let required = crds.and_then(|c| c.required.as_deref());
+        [
+            ("owned", self.owned_crds()),
+            ("required", required.unwrap_or_default()),
+        ]
+    }
+
+    /// The install strategy's details (`install.spec`), when given.
+    pub fn strategy(&self) -> Option<&StrategyDetails> {
+        self.install.as_ref()?.spec.as_ref()
+    }
+
+    /// The strategy's `permissions` and `clusterPermissions`, each by its field name (empty
+    /// when absent).
+    pub fn permissions(&self) -> [(&'static str, &[StrategyPermissions]); 2] {
+        let strategy = self.strategy();
+        let permissions = strategy.and_then(|s| s.permissions.as_deref());
+        let cluster = strategy.and_then(|s| s.cluster_permissions.as_deref());
+        [
+            ("permissions", permissions.unwrap_or_default()),
+            ("clusterPermissions", cluster.unwrap_or_default()),
+        ]
+    }
 }
 
 impl Icon {
@@ -430,7 +458,7 @@ impl ClusterServiceVersion {
 
     /// The install strategy's details (`spec.install.spec`), when given.
     pub fn strategy(&self) -> Option<&StrategyDetails> {
-        self.spec.as_ref()?.install.as_ref()?.spec.as_ref()
+        self.spec.as_ref()?.strategy()
     }
 }
 

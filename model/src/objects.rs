@@ -386,6 +386,40 @@ passthrough_struct! {
 }
 
 passthrough_struct! {
+    /// An rbac/v1 RoleBinding or ClusterRoleBinding.
+    pub struct RoleBinding {
+        /// `metadata`.
+        metadata: ObjectMeta = "metadata",
+        /// `roleRef`: the (Cluster)Role it grants.
+        role_ref: RoleRef = "roleRef",
+        /// `subjects`: who it grants the role to.
+        subjects: Vec<Subject> = "subjects",
+    }
+}
+
+passthrough_struct! {
+    /// A binding's `roleRef`.
+    pub struct RoleRef {
+        /// `kind` (`Role` or `ClusterRole`).
+        kind: String = "kind",
+        /// `name`.
+        name: String = "name",
+    }
+}
+
+passthrough_struct! {
+    /// One of a binding's `subjects`.
+    pub struct Subject {
+        /// `kind` (`ServiceAccount`, `User`, `Group`).
+        kind: String = "kind",
+        /// `name`.
+        name: String = "name",
+        /// `namespace`.
+        namespace: String = "namespace",
+    }
+}
+
+passthrough_struct! {
     /// An rbac/v1 PolicyRule (of a Role, a ClusterRole or a CSV's permissions).
     pub struct PolicyRule {
         /// `apiGroups`.

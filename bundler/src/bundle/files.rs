@@ -12,8 +12,9 @@ use std::path::Path;
 
 use super::csv::BuiltBundle;
 use super::load::{LoadedBundle, Object};
-use crate::json::str_at;
 use crate::output::{FileTree, OutputError};
+use olmpack_model::decode::text;
+use olmpack_model::objects::{self, CustomResourceDefinition, Identity};
 use olmpack_model::yaml::YamlError;
 
 /// Failure to lay out a bundle's files.
@@ -109,23 +110,17 @@ pub fn quote_label(value: &str) -> String {
 
 /// File name of a CRD in `manifests/`: `<group>_<plural>.yaml`.
 fn crd_file(crd: &Value) -> String {
-    format!(
-        "{}_{}.yaml",
-        str_at(crd, "/spec/group"),
-        str_at(crd, "/spec/names/plural")
-    )
+    let crd: CustomResourceDefinition = objects::view(crd);
+    let names = crd.spec.as_ref().and_then(|s| s.names.as_ref());
+    let plural = names.map_or("", |n| text(&n.plural));
+    format!("{}_{plural}.yaml", crd.group())
 }
 
 /// File name of another object: `<name>_<group>_<version>_<kind>.yaml`, lowercased.
 fn object_file(object: &Value) -> String {
-    let api_version = str_at(object, "/apiVersion").replace('/', "_");
-    format!(
-        "{}_{}_{}.yaml",
-        str_at(object, "/metadata/name"),
-        api_version,
-        str_at(object, "/kind")
-    )
-    .to_lowercase()
+    let object = Identity::of(object);
+    let api_version = object.api_version.replace('/', "_");
+    format!("{}_{api_version}_{}.yaml", object.name, object.kind).to_lowercase()
 }
 
 fn yaml(file: &str, value: &Value) -> Result<String, BundleFilesError> {

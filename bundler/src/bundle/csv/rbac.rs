@@ -6,8 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::super::inputs::{Inputs, Sourced};
-use crate::json::str_at;
 use olmpack_model::csv::StrategyPermissions;
+use olmpack_model::decode::text;
+use olmpack_model::objects::{self, RoleBinding};
 use olmpack_model::report::Finding;
 
 /// The strategy's permissions and the RBAC objects they were made of.
@@ -110,14 +111,11 @@ impl Grants {
 
 /// The binding's ServiceAccount subjects that are among `accounts`.
 fn bound_accounts(binding: &Sourced, accounts: &BTreeSet<String>) -> Vec<String> {
-    binding
-        .value
-        .get("subjects")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|s| str_at(s, "/kind") == "ServiceAccount" && accounts.contains(str_at(s, "/name")))
-        .map(|s| str_at(s, "/name").to_owned())
+    let binding: RoleBinding = objects::view(&binding.value);
+    let subjects = binding.subjects.into_iter().flatten();
+    subjects
+        .filter(|s| text(&s.kind) == "ServiceAccount" && accounts.contains(text(&s.name)))
+        .filter_map(|s| s.name)
         .collect()
 }
 
@@ -133,8 +131,9 @@ fn bound_role<'a>(
     binding: &Sourced,
     problems: &mut Vec<Finding>,
 ) -> Option<&'a Sourced> {
-    let role_kind = str_at(&binding.value, "/roleRef/kind");
-    let role_name = str_at(&binding.value, "/roleRef/name");
+    let typed: RoleBinding = objects::view(&binding.value);
+    let role_ref = typed.role_ref.clone().unwrap_or_default();
+    let (role_kind, role_name) = (text(&role_ref.kind), text(&role_ref.name));
     let pool = if role_kind == "ClusterRole" {
         &inputs.cluster_roles
     } else {
@@ -147,7 +146,7 @@ fn bound_role<'a>(
             format!("refers to {role_kind} {role_name}, which is not in the manifests"),
         )
         .field("roleRef");
-        let namespace = str_at(&binding.value, "/metadata/namespace");
+        let namespace = typed.metadata.as_ref().map_or("", |m| text(&m.namespace));
         if role_kind == "Role" && namespace == "kube-system" {
             // An aggregated API server's binding (Kueue's chart has one).
             finding = finding.hint(format!("the binding is for a Role in kube-system, but OLM creates a bundle's objects in the namespace the operator is installed into, where there is no Role {role_name}; OLM binds extension-apiserver-authentication-reader itself for an API in the CSV's spec.apiservicedefinitions.owned"));

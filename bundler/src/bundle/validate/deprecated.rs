@@ -1,8 +1,10 @@
 //! `deprecated-api/` rules: objects (and CSV resource lists) using APIs that Kubernetes has
 //! removed — every removal through the targeted version, not only up to 1.26.
 
-use super::{Options, array_at, on, str_at};
+use super::{Options, on};
 use crate::bundle::load::LoadedBundle;
+use olmpack_model::csv::ClusterServiceVersion;
+use olmpack_model::decode::text;
 use olmpack_model::objects::{self, PolicyRule};
 use olmpack_model::report::{Finding, Severity};
 
@@ -127,11 +129,16 @@ fn removal(api_version: &str, kind: &str) -> Option<(u64, &'static str)> {
 pub(super) fn check(bundle: &LoadedBundle, options: &Options, out: &mut Vec<Finding>) {
     let target = options.kube_version;
     // A minKubeVersion at or past the removal makes it an error even for older targets.
-    let min_kube = bundle
-        .csv()
-        .and_then(|c| {
-            semver::Version::parse(str_at(&c.value, "/spec/minKubeVersion").trim_start_matches('v'))
-                .ok()
+    let csv = bundle.csv();
+    let spec = csv.map(|c| {
+        ClusterServiceVersion::read(&c.value)
+            .0
+            .spec
+            .unwrap_or_default()
+    });
+    let min_kube = (spec.as_ref())
+        .and_then(|s| {
+            semver::Version::parse(text(&s.min_kube_version).trim_start_matches('v')).ok()
         })
         .map(|v| (v.major, v.minor));
     let severity = |minor: u64| {
@@ -159,18 +166,12 @@ pub(super) fn check(bundle: &LoadedBundle, options: &Options, out: &mut Vec<Find
             ));
         }
     }
-    if let Some(csv) = bundle.csv() {
-        for list in ["owned", "required"] {
-            for (i, crd) in array_at(
-                &csv.value,
-                &format!("/spec/customresourcedefinitions/{list}"),
-            )
-            .iter()
-            .enumerate()
-            {
-                for (j, resource) in array_at(crd, "/resources").iter().enumerate() {
-                    let kind = str_at(resource, "/kind");
-                    let version = str_at(resource, "/version");
+    if let (Some(csv), Some(spec)) = (csv, spec) {
+        for (list, crds) in spec.crd_lists() {
+            for (i, crd) in crds.iter().enumerate() {
+                for (j, resource) in crd.resources.iter().flatten().enumerate() {
+                    let kind = text(&resource.kind);
+                    let version = text(&resource.version);
                     for (gv, kinds, minor, replacement) in REMOVED.iter() {
                         let group_version_matches =
                             gv.ends_with(&format!("/{version}")) || *gv == version;
@@ -181,12 +182,9 @@ pub(super) fn check(bundle: &LoadedBundle, options: &Options, out: &mut Vec<Find
                 }
             }
         }
-        for list in ["permissions", "clusterPermissions"] {
-            for (i, p) in array_at(&csv.value, &format!("/spec/install/spec/{list}"))
-                .iter()
-                .enumerate()
-            {
-                for (j, rule) in array_at(p, "/rules").iter().enumerate() {
+        for (list, permissions) in spec.permissions() {
+            for (i, p) in permissions.iter().enumerate() {
+                for (j, rule) in p.rules.iter().flatten().enumerate() {
                     let rule: PolicyRule = objects::view(rule);
                     if rule.covers(&["policy"], &["podsecuritypolicies"]) {
                         out.push(on(csv, Finding::warning("deprecated-api/removed", "a rule grants access to PodSecurityPolicies, removed in Kubernetes 1.25").field(format!("spec.install.spec.{list}[{i}].rules[{j}]"))));

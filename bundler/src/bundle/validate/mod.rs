@@ -158,7 +158,7 @@ impl Context<'_> {
 
     /// The install strategy's details, when given.
     fn strategy(&self) -> Option<&StrategyDetails> {
-        self.spec.install.as_ref()?.spec.as_ref()
+        self.spec.strategy()
     }
 
     /// A finding about the CSV, located at `field`.
@@ -169,13 +169,7 @@ impl Context<'_> {
     /// The strategy's `permissions` and `clusterPermissions` (empty when absent), each with
     /// its key.
     fn permissions(&self) -> [(&'static str, &[StrategyPermissions]); 2] {
-        let strategy = self.strategy();
-        let permissions = strategy.and_then(|s| s.permissions.as_deref());
-        let cluster = strategy.and_then(|s| s.cluster_permissions.as_deref());
-        [
-            ("permissions", permissions.unwrap_or_default()),
-            ("clusterPermissions", cluster.unwrap_or_default()),
-        ]
+        self.spec.permissions()
     }
 
     /// The install strategy's deployments, in order.

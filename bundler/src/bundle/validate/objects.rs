@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use super::{array_at, on};
 use crate::bundle::load::{LoadedBundle, Object};
+use olmpack_model::csv::ClusterServiceVersion;
 use olmpack_model::objects::{self, PolicyRule};
 use olmpack_model::report::Finding;
 
@@ -125,10 +126,13 @@ fn priority_class(object: &Object, out: &mut Vec<Finding>) {
 
 /// The rules the CSV asks OLM to grant, per service account.
 fn csv_permissions(csv: &Object, out: &mut Vec<Finding>) {
-    for list in ["permissions", "clusterPermissions"] {
-        let grants = array_at(&csv.value, &format!("/spec/install/spec/{list}"));
+    let spec = ClusterServiceVersion::read(&csv.value)
+        .0
+        .spec
+        .unwrap_or_default();
+    for (list, grants) in spec.permissions() {
         for (i, grant) in grants.iter().enumerate() {
-            for (j, rule) in array_at(grant, "/rules").iter().enumerate() {
+            for (j, rule) in grant.rules.iter().flatten().enumerate() {
                 let field = format!("spec.install.spec.{list}[{i}].rules[{j}]");
                 let finding = |f: Finding| on(csv, f).field(field.clone());
                 out.extend(policy_rule(rule).into_iter().map(finding));
