@@ -7,9 +7,9 @@ use std::collections::BTreeSet;
 use serde_json::{Value, json};
 
 use super::super::inputs::Sourced;
-use crate::json::str_at;
 use olmpack_model::csv::StrategyDeployment;
-use olmpack_model::decode;
+use olmpack_model::decode::text;
+use olmpack_model::objects::{Container, DeploymentSpec, EnvVar, PodSpec};
 use olmpack_model::report::Finding;
 
 /// Where OLM mounts the serving certificates it manages for webhooks and API services.
@@ -50,65 +50,73 @@ fn strategy_deployment(
     has_webhooks: bool,
     notes: &mut Vec<Finding>,
 ) -> StrategyDeployment {
-    let mut spec = d.value.get("spec").cloned().unwrap_or(Value::Null);
-    wire_watch_namespace(&mut spec);
-    if has_webhooks {
-        for dropped in drop_cert_volumes(&mut spec) {
-            notes.push(d.finding(
-                Finding::warning(
-                    "input/webhook-cert-volume-dropped",
-                    format!("volume {dropped} carries webhook serving certificates; OLM mounts its own there, so it is left out of the CSV"),
-                )
-                .field("spec.template.spec.volumes"),
-            ));
+    let deployment = d.deployment();
+    let mut out = StrategyDeployment {
+        name: Some(d.name().to_owned()),
+        ..StrategyDeployment::default()
+    };
+    match deployment.spec {
+        Some(mut spec) => {
+            wire_watch_namespace(&mut spec);
+            if has_webhooks {
+                for dropped in drop_cert_volumes(&mut spec) {
+                    notes.push(d.finding(
+                        Finding::warning(
+                            "input/webhook-cert-volume-dropped",
+                            format!("volume {dropped} carries webhook serving certificates; OLM mounts its own there, so it is left out of the CSV"),
+                        )
+                        .field("spec.template.spec.volumes"),
+                    ));
+                }
+            }
+            out.spec = Some(spec);
+        }
+        // Absent (written as null) or of a type OLM does not read: kept as given.
+        None => {
+            let given = deployment.extra.get("spec").cloned();
+            out.extra
+                .insert("spec".into(), given.unwrap_or(Value::Null));
         }
     }
-    let mut entry = json!({ "name": d.name(), "spec": spec });
-    let meta = d.deployment().metadata.unwrap_or_default();
-    if let Some(labels) = decode::as_read(&meta.labels, &meta.extra, "labels") {
-        entry["label"] = labels;
+    let meta = deployment.metadata.unwrap_or_default();
+    match meta.labels {
+        Some(labels) => out.label = Some(labels),
+        None => {
+            if let Some(given) = meta.extra.get("labels") {
+                out.extra.insert("label".into(), given.clone());
+            }
+        }
     }
-    decode::read(&entry).0
+    out
 }
 
-/// The containers and init containers of a Deployment spec, mutably.
-fn containers_mut(spec: &mut Value) -> impl Iterator<Item = &mut Value> {
-    let pod = spec
-        .pointer_mut("/template/spec")
-        .and_then(Value::as_object_mut);
-    pod.into_iter().flat_map(|pod| {
-        pod.iter_mut()
-            .filter(|(key, _)| *key == "containers" || *key == "initContainers")
-            .filter_map(|(_, list)| list.as_array_mut())
-            .flatten()
-    })
+/// The pod's containers and init containers, mutably.
+fn containers_mut(pod: &mut PodSpec) -> impl Iterator<Item = &mut Container> {
+    let init = pod.init_containers.iter_mut().flatten();
+    pod.containers.iter_mut().flatten().chain(init)
 }
 
 /// Removes volumes (and their mounts) that would collide with the certificate volumes OLM
 /// injects for webhooks; returns the names of the volumes removed.
-fn drop_cert_volumes(spec: &mut Value) -> Vec<String> {
+fn drop_cert_volumes(spec: &mut DeploymentSpec) -> Vec<String> {
+    let Some(pod) = spec.template.as_mut().and_then(|t| t.spec.as_mut()) else {
+        return Vec::new();
+    };
     let mut dropped: BTreeSet<String> = BTreeSet::new();
-    for container in containers_mut(spec) {
+    for container in containers_mut(pod) {
         drop_cert_mounts(container, &mut dropped);
     }
-    if let Some(volumes) = spec
-        .pointer_mut("/template/spec/volumes")
-        .and_then(Value::as_array_mut)
-    {
+    if let Some(volumes) = pod.volumes.as_mut() {
         volumes.retain(|v| {
-            let name = str_at(v, "/name");
+            let name = text(&v.name);
             let cert = dropped.contains(name) || OLM_CERT_VOLUMES.contains(&name);
             if cert {
                 dropped.insert(name.to_owned());
             }
             !cert
         });
-        if volumes.is_empty()
-            && let Some(pod) = spec
-                .pointer_mut("/template/spec")
-                .and_then(Value::as_object_mut)
-        {
-            pod.remove("volumes");
+        if volumes.is_empty() {
+            pod.volumes = None;
         }
     }
     dropped.into_iter().collect()
@@ -116,38 +124,38 @@ fn drop_cert_volumes(spec: &mut Value) -> Vec<String> {
 
 /// Removes a container's mounts at OLM's certificate paths or of OLM's certificate volume
 /// names, recording the volumes they mounted in `dropped`.
-fn drop_cert_mounts(container: &mut Value, dropped: &mut BTreeSet<String>) {
-    let Some(mounts) = container
-        .get_mut("volumeMounts")
-        .and_then(Value::as_array_mut)
-    else {
+fn drop_cert_mounts(container: &mut Container, dropped: &mut BTreeSet<String>) {
+    let Some(mounts) = container.volume_mounts.as_mut() else {
         return;
     };
     mounts.retain(|m| {
-        let cert = OLM_CERT_PATHS.contains(&str_at(m, "/mountPath"))
-            || OLM_CERT_VOLUMES.contains(&str_at(m, "/name"));
+        let cert = OLM_CERT_PATHS.contains(&text(&m.mount_path))
+            || OLM_CERT_VOLUMES.contains(&text(&m.name));
         if cert {
-            dropped.insert(str_at(m, "/name").to_owned());
+            dropped.insert(text(&m.name).to_owned());
         }
         !cert
     });
     if mounts.is_empty() {
-        container.as_object_mut().map(|c| c.remove("volumeMounts"));
+        container.volume_mounts = None;
     }
 }
 
 /// `WATCH_NAMESPACE` with a literal value → the namespaces OLM's OperatorGroup targets.
-fn wire_watch_namespace(spec: &mut Value) {
-    for container in containers_mut(spec) {
-        let Some(env) = container.get_mut("env").and_then(Value::as_array_mut) else {
-            continue;
-        };
-        for var in env {
-            if str_at(var, "/name") == "WATCH_NAMESPACE" && var.get("valueFrom").is_none() {
-                *var = json!({
-                    "name": "WATCH_NAMESPACE",
-                    "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['olm.targetNamespaces']"}},
-                });
+fn wire_watch_namespace(spec: &mut DeploymentSpec) {
+    let Some(pod) = spec.template.as_mut().and_then(|t| t.spec.as_mut()) else {
+        return;
+    };
+    for container in containers_mut(pod) {
+        for var in container.env.iter_mut().flatten() {
+            if var.name.as_deref() == Some("WATCH_NAMESPACE") && var.value_from.is_none() {
+                *var = EnvVar {
+                    name: var.name.take(),
+                    value_from: Some(json!({"fieldRef": {
+                        "fieldPath": "metadata.annotations['olm.targetNamespaces']",
+                    }})),
+                    ..EnvVar::default()
+                };
             }
         }
     }
@@ -155,11 +163,13 @@ fn wire_watch_namespace(spec: &mut Value) {
 
 #[cfg(test)]
 mod tests {
+    use olmpack_model::objects;
+
     use super::*;
 
     #[test]
     fn certificate_volumes_olm_injects_are_dropped_with_their_mounts() {
-        let mut spec = json!({"template": {"spec": {
+        let given = json!({"template": {"spec": {
             "containers": [{"name": "manager", "volumeMounts": [
                 {"name": "cert", "mountPath": "/tmp/k8s-webhook-server/serving-certs", "readOnly": true},
                 {"name": "tmp", "mountPath": "/tmp"},
@@ -170,7 +180,9 @@ mod tests {
                 {"name": "tmp", "emptyDir": {}},
             ],
         }}});
-        assert_eq!(drop_cert_volumes(&mut spec), ["apiservice-cert", "cert"]);
+        let mut typed: DeploymentSpec = objects::view(&given);
+        assert_eq!(drop_cert_volumes(&mut typed), ["apiservice-cert", "cert"]);
+        let spec = json!(typed);
         assert_eq!(
             spec["template"]["spec"]["volumes"],
             json!([{"name": "tmp", "emptyDir": {}}])
