@@ -13,6 +13,8 @@
 //! These are views, not the API's full types: the upgrade check, which compares whole
 //! schemas, decodes CRDs strictly into the API server's own types (k8s-openapi) instead.
 
+use std::collections::BTreeSet;
+
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
@@ -203,6 +205,29 @@ impl PodSpec {
         let [(_, containers), (_, init)] = self.container_lists();
         containers.iter().chain(init)
     }
+
+    /// The names of the volumes that hold Secret `secret`.
+    pub fn secret_volumes(&self, secret: &str) -> BTreeSet<&str> {
+        let volumes = self.volumes.iter().flatten();
+        let of_secret = volumes.filter(|v| {
+            let source = v.secret.as_ref();
+            source.is_some_and(|s| text(&s.secret_name) == secret)
+        });
+        of_secret.map(|v| text(&v.name)).collect()
+    }
+
+    /// Where the init containers, then the containers, mount any of `volumes`.
+    pub fn mount_paths(&self, volumes: &BTreeSet<&str>) -> Vec<String> {
+        let [(_, containers), (_, init)] = self.container_lists();
+        let mounts = init
+            .iter()
+            .chain(containers)
+            .flat_map(|c| c.volume_mounts.iter().flatten());
+        mounts
+            .filter(|m| volumes.contains(text(&m.name)))
+            .map(|m| text(&m.mount_path).to_owned())
+            .collect()
+    }
 }
 
 passthrough_struct! {
@@ -386,6 +411,31 @@ passthrough_struct! {
 }
 
 passthrough_struct! {
+    /// A cert-manager Certificate (`cert-manager.io/v1`), as far as olmpack reads it.
+    pub struct Certificate {
+        /// `spec`.
+        spec: CertificateSpec = "spec",
+    }
+}
+
+passthrough_struct! {
+    /// A Certificate's `spec`.
+    pub struct CertificateSpec {
+        /// `secretName`: the Secret cert-manager writes the certificate to.
+        secret_name: String = "secretName",
+        /// `dnsNames`.
+        dns_names: Vec<String> = "dnsNames",
+    }
+}
+
+impl Certificate {
+    /// `spec.secretName`, or "".
+    pub fn secret_name(&self) -> &str {
+        self.spec.as_ref().map_or("", |s| text(&s.secret_name))
+    }
+}
+
+passthrough_struct! {
     /// An rbac/v1 RoleBinding or ClusterRoleBinding.
     pub struct RoleBinding {
         /// `metadata`.
@@ -484,6 +534,14 @@ impl CustomResourceDefinition {
     /// `spec.group`, or "".
     pub fn group(&self) -> &str {
         self.spec.as_ref().map_or("", |s| text(&s.group))
+    }
+
+    /// The Service `spec.conversion.webhook.clientConfig.service` names, whatever the
+    /// strategy; "" when none.
+    pub fn conversion_service_name(&self) -> &str {
+        let conversion = self.spec.as_ref().and_then(|s| s.conversion.as_ref());
+        let service = conversion.and_then(CrdConversion::service);
+        service.map_or("", |s| text(&s.name))
     }
 
     /// `spec.conversion`, when its strategy is `Webhook`.

@@ -22,6 +22,7 @@ use serde_json::Value;
 use crate::bundle::inputs::Sourced;
 use crate::json::{array_at, str_at};
 use olmpack_model::decode::text;
+use olmpack_model::objects::{self, Certificate};
 use olmpack_model::plan::ErrorOrDrop;
 use olmpack_model::report::Finding;
 
@@ -48,14 +49,13 @@ impl Wiring {
                 "Deployment" => wiring.read_deployment(object),
                 "ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration" => {
                     for hook in array_at(&object.value, "/webhooks") {
-                        let service = str_at(hook, "/clientConfig/service/name");
-                        wiring.webhook_services.insert(service.to_owned());
+                        let service = objects::webhook_service(hook).name;
+                        wiring.webhook_services.insert(service.unwrap_or_default());
                     }
                 }
                 "CustomResourceDefinition" => {
-                    let crd = crate::bundle::crd_v1beta1::to_v1(&object.value);
-                    let service =
-                        str_at(&crd, "/spec/conversion/webhook/clientConfig/service/name");
+                    let crd = object.crd_v1();
+                    let service = crd.conversion_service_name();
                     wiring.webhook_services.insert(service.to_owned());
                 }
                 _ => {}
@@ -90,25 +90,23 @@ impl Wiring {
         }
     }
 
-    fn serves_webhooks(&self, certificate: &Sourced) -> bool {
-        let secret = str_at(&certificate.value, "/spec/secretName");
-        self.webhook_secrets.contains(secret)
-            || array_at(&certificate.value, "/spec/dnsNames")
-                .iter()
-                .any(|name| {
-                    let host = name.as_str().unwrap_or("");
-                    let service = host.split('.').next().unwrap_or("");
-                    self.webhook_services.contains(service)
-                })
+    fn serves_webhooks(&self, certificate: &Certificate) -> bool {
+        let names = certificate.spec.as_ref().and_then(|s| s.dns_names.as_ref());
+        self.webhook_secrets.contains(certificate.secret_name())
+            || names.into_iter().flatten().any(|host| {
+                let service = host.split('.').next().unwrap_or("");
+                self.webhook_services.contains(service)
+            })
     }
 
     /// The finding for one cert-manager object (which is never shipped), and the Secret the
     /// Deployments must stop mounting (a dropped Certificate whose Secret they mount).
     pub fn decide(&self, object: &Sourced, choice: ErrorOrDrop) -> (Finding, Option<String>) {
-        let secret = str_at(&object.value, "/spec/secretName");
+        let certificate: Certificate = objects::view(&object.value);
+        let secret = certificate.secret_name();
         let mut unmount = None;
         let finding = match object.kind() {
-            "Certificate" if self.serves_webhooks(object) => Finding::info(
+            "Certificate" if self.serves_webhooks(&certificate) => Finding::info(
                 "input/cert-manager-replaced",
                 format!("webhook serving certificate (Secret {secret}) left out: OLM creates, mounts and rotates webhook certificates itself"),
             ),

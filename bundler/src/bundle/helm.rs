@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use super::inputs::{Inputs, Sourced};
 use crate::json::{array_at, str_at};
-use olmpack_model::objects::{self, CrdConversion, Object, Service};
+use olmpack_model::objects::{self, Object, Service};
 use olmpack_model::plan::ErrorOrDrop;
 use olmpack_model::report::Finding;
 
@@ -127,10 +127,7 @@ fn webhook_deployments(inputs: &Inputs) -> Vec<&Sourced> {
         }
     }
     for crd in &inputs.crds {
-        let v1 = crd.crd_v1();
-        let conversion = v1.spec.as_ref().and_then(|s| s.conversion.as_ref());
-        let service = conversion.and_then(CrdConversion::service);
-        services.insert(service.and_then(|s| s.name.clone()).unwrap_or_default());
+        services.insert(crd.crd_v1().conversion_service_name().to_owned());
     }
     let selecting: Vec<Service> = (inputs.services.iter())
         .filter(|s| services.contains(s.name()))
@@ -146,22 +143,9 @@ fn webhook_deployments(inputs: &Inputs) -> Vec<&Sourced> {
 
 /// Where the Deployment's containers mount Secret `secret`.
 fn mount_paths(deployment: &Sourced, secret: &str) -> Vec<String> {
-    let pod = &deployment.value["spec"]["template"]["spec"];
-    let volumes: BTreeSet<&str> = array_at(pod, "/volumes")
-        .iter()
-        .filter(|v| str_at(v, "/secret/secretName") == secret)
-        .map(|v| str_at(v, "/name"))
-        .collect();
-    let mut paths = Vec::new();
-    for list in ["initContainers", "containers"] {
-        for container in array_at(pod, &format!("/{list}")) {
-            for mount in array_at(container, "/volumeMounts") {
-                if volumes.contains(str_at(mount, "/name")) {
-                    paths.push(str_at(mount, "/mountPath").to_owned());
-                }
-            }
-        }
-    }
+    let pod = deployment.deployment().pod().cloned().unwrap_or_default();
+    let volumes = pod.secret_volumes(secret);
+    let mut paths = pod.mount_paths(&volumes);
     if paths.is_empty() && !volumes.is_empty() {
         paths.push("(a volume no container mounts)".to_owned());
     }
