@@ -257,6 +257,16 @@ passthrough_struct! {
     }
 }
 
+/// The fields a `webhookdefinitions` entry shares, by name and meaning, with a webhook of an
+/// admission webhook configuration (OLM copies them from one to the other).
+pub const SHARED_ADMISSION_FIELDS: [&str; 5] = [
+    "failurePolicy",
+    "matchPolicy",
+    "objectSelector",
+    "rules",
+    "timeoutSeconds",
+];
+
 passthrough_struct! {
     /// A webhook OLM installs for the operator.
     pub struct WebhookDescription {

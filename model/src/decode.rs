@@ -205,10 +205,16 @@ pub fn read<T: DeserializeOwned + Default>(value: &Value) -> (T, Option<DecodeEr
         Ok(typed) => return (typed, None),
         Err(refused) => refused,
     };
+    (lenient(value), Some(refused))
+}
+
+/// Reads `value` as `T` leniently, in one pass, without the first refusal [`read`] reports
+/// (a value that reads strictly reads the same way here).
+pub fn lenient<T: DeserializeOwned + Default>(value: &Value) -> T {
     LENIENT.with(|flag| flag.set(true));
     let typed = T::deserialize(value).unwrap_or_default();
     LENIENT.with(|flag| flag.set(false));
-    (typed, Some(refused))
+    typed
 }
 
 /// Decodes `value` into `T` with the failing field's path and a message in OLM's terms.

@@ -18,7 +18,7 @@ use std::collections::BTreeSet;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::decode::{StringMap, as_read, passthrough_struct, read, text};
+use crate::decode::{StringMap, as_read, lenient, passthrough_struct, text};
 
 /// What names an object of any kind (custom resources included), borrowed from its value
 /// without a copy: `apiVersion`, `kind` and `metadata.name`, each "" when absent or not a
@@ -55,7 +55,7 @@ pub fn webhook_service(hook: &Value) -> ServiceReference {
 
 /// Reads `value` as `T` leniently (see the module).
 pub fn view<T: DeserializeOwned + Default>(value: &Value) -> T {
-    read(value).0
+    lenient(value)
 }
 
 passthrough_struct! {
@@ -282,6 +282,13 @@ passthrough_struct! {
         value: String = "value",
         /// `valueFrom`: where the value comes from (kept as read).
         value_from: Value = "valueFrom",
+    }
+}
+
+impl EnvVar {
+    /// Whether this is the variable `name` set to a literal value (no `valueFrom`).
+    pub fn is_literal(&self, name: &str) -> bool {
+        self.name.as_deref() == Some(name) && self.value_from.is_none()
     }
 }
 

@@ -143,7 +143,10 @@ fn webhook_deployments(inputs: &Inputs) -> Vec<&Sourced> {
 
 /// Where the Deployment's containers mount Secret `secret`.
 fn mount_paths(deployment: &Sourced, secret: &str) -> Vec<String> {
-    let pod = deployment.deployment().pod().cloned().unwrap_or_default();
+    let view = deployment.deployment();
+    let Some(pod) = view.pod() else {
+        return Vec::new();
+    };
     let volumes = pod.secret_volumes(secret);
     let mut paths = pod.mount_paths(&volumes);
     if paths.is_empty() && !volumes.is_empty() {

@@ -24,7 +24,8 @@ use super::inputs::{Imported, Inputs, Sourced};
 use crate::input::{Limits, Policy};
 use crate::json::str_at;
 use olmpack_model::csv::{
-    self, ClusterServiceVersion, CsvSpec, StrategyDetails, WebhookDescription,
+    self, ClusterServiceVersion, CsvSpec, SHARED_ADMISSION_FIELDS, StrategyDetails,
+    WebhookDescription,
 };
 use olmpack_model::decode;
 use olmpack_model::objects::{DeploymentSpec, PodSpec};
@@ -186,7 +187,7 @@ fn has_literal_watch_namespace(spec: &DeploymentSpec) -> bool {
     let containers = spec.pod().into_iter().flat_map(PodSpec::all_containers);
     containers
         .flat_map(|c| c.env.iter().flatten())
-        .any(|v| v.name.as_deref() == Some("WATCH_NAMESPACE") && v.value_from.is_none())
+        .any(|v| v.is_literal("WATCH_NAMESPACE"))
 }
 
 fn service_account(deployment: &Sourced) -> String {
@@ -447,16 +448,12 @@ fn admission_config(def: &WebhookDescription, kind: &str, name: &str, service: &
     });
     // Copied as the definition gives them, whatever their type: the apiserver judges them.
     let given = json!(def);
-    for key in [
+    let own = [
         "admissionReviewVersions",
         "sideEffects",
-        "failurePolicy",
-        "matchPolicy",
-        "objectSelector",
-        "rules",
-        "timeoutSeconds",
         "reinvocationPolicy",
-    ] {
+    ];
+    for key in own.into_iter().chain(SHARED_ADMISSION_FIELDS) {
         if let Some(v) = given.get(key) {
             hook[key] = v.clone();
         }

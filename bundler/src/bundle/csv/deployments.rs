@@ -148,7 +148,7 @@ fn wire_watch_namespace(spec: &mut DeploymentSpec) {
     };
     for container in containers_mut(pod) {
         for var in container.env.iter_mut().flatten() {
-            if var.name.as_deref() == Some("WATCH_NAMESPACE") && var.value_from.is_none() {
+            if var.is_literal("WATCH_NAMESPACE") {
                 *var = EnvVar {
                     name: var.name.take(),
                     value_from: Some(json!({"fieldRef": {

@@ -25,7 +25,10 @@ pub(super) fn related_images(
 ) -> Vec<RelatedImage> {
     let mut by_image = ImageNames::default();
     for deployment in deployments {
-        let pod = deployment.deployment().pod().cloned().unwrap_or_default();
+        let view = deployment.deployment();
+        let Some(pod) = view.pod() else {
+            continue;
+        };
         // Init containers first, so that notes come in the order the pod starts them.
         for (list, containers) in pod.container_lists().into_iter().rev() {
             for container in containers {

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::super::inputs::{Inputs, Sourced};
 use crate::json::str_at;
-use olmpack_model::csv::WebhookDescription;
+use olmpack_model::csv::{SHARED_ADMISSION_FIELDS, WebhookDescription};
 use olmpack_model::decode;
 use olmpack_model::objects::{self, ServiceReference};
 use olmpack_model::report::Finding;
@@ -189,13 +189,7 @@ impl AdmissionHook<'_> {
             "sideEffects": hook.get("sideEffects").cloned().unwrap_or(json!("None")),
             "type": self.kind,
         });
-        for key in [
-            "failurePolicy",
-            "matchPolicy",
-            "objectSelector",
-            "rules",
-            "timeoutSeconds",
-        ] {
+        for key in SHARED_ADMISSION_FIELDS {
             if let Some(v) = hook.get(key) {
                 def[key] = v.clone();
             }

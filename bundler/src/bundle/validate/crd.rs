@@ -78,8 +78,9 @@ fn check(crd: &Crd<'_>, typed: &CustomResourceDefinition, out: &mut Vec<Finding>
             "apiVersion",
         );
     }
-    let spec = typed.spec.clone().unwrap_or_default();
-    check_names(&spec, crd.object.name(), &mut report);
+    let no_spec = CrdSpec::default();
+    let spec = typed.spec.as_ref().unwrap_or(&no_spec);
+    check_names(spec, crd.object.name(), &mut report);
     match text(&spec.scope) {
         "Namespaced" | "Cluster" => {}
         other => report.error(

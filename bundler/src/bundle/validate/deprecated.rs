@@ -3,7 +3,7 @@
 
 use super::{Options, on};
 use crate::bundle::load::LoadedBundle;
-use olmpack_model::csv::ClusterServiceVersion;
+use olmpack_model::csv::CsvSpec;
 use olmpack_model::decode::text;
 use olmpack_model::objects::{self, PolicyRule};
 use olmpack_model::report::{Finding, Severity};
@@ -126,17 +126,17 @@ fn removal(api_version: &str, kind: &str) -> Option<(u64, &'static str)> {
         .map(|(_, _, minor, replacement)| (*minor, *replacement))
 }
 
-pub(super) fn check(bundle: &LoadedBundle, options: &Options, out: &mut Vec<Finding>) {
+/// `spec`: the bundle's CSV, as the validators read it.
+pub(super) fn check(
+    bundle: &LoadedBundle,
+    spec: Option<&CsvSpec>,
+    options: &Options,
+    out: &mut Vec<Finding>,
+) {
     let target = options.kube_version;
     // A minKubeVersion at or past the removal makes it an error even for older targets.
     let csv = bundle.csv();
-    let spec = csv.map(|c| {
-        ClusterServiceVersion::read(&c.value)
-            .0
-            .spec
-            .unwrap_or_default()
-    });
-    let min_kube = (spec.as_ref())
+    let min_kube = spec
         .and_then(|s| {
             semver::Version::parse(text(&s.min_kube_version).trim_start_matches('v')).ok()
         })

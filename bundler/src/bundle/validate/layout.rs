@@ -12,14 +12,15 @@ use crate::bundle::files::{
 };
 use crate::bundle::load::{ANNOTATIONS_FILE, LoadedBundle, MANIFESTS_DIR, Object};
 use crate::bundle::manifests::SUPPORTED_EXTRA_KINDS;
-use olmpack_model::csv::{ClusterServiceVersion, StrategyDeployment};
+use olmpack_model::csv::{CsvSpec, StrategyDeployment};
 use olmpack_model::names::is_dns1123_label;
 use olmpack_model::report::Finding;
 
 /// OLM v0 stages bundles in ConfigMaps: gzip + base64 of all files must fit in 1 MiB.
 pub const SIZE_LIMIT: u64 = 1024 * 1024;
 
-pub(super) fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
+/// `spec`: the bundle's CSV, as the validators read it.
+pub(super) fn check(bundle: &LoadedBundle, spec: Option<&CsvSpec>, out: &mut Vec<Finding>) {
     for problem in &bundle.problems {
         out.push(
             Finding::error("bundle/unreadable-file", problem.message.clone())
@@ -34,7 +35,7 @@ pub(super) fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
     manifests_dir(bundle, out);
     annotations(bundle, out);
     dockerfile(bundle, out);
-    objects(bundle, out);
+    objects(bundle, spec, out);
     size(bundle, out);
     metadata_lists(bundle, out);
 }
@@ -297,12 +298,9 @@ pub fn dockerfile_labels(text: &str) -> BTreeMap<String, String> {
     labels
 }
 
-fn objects(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
+fn objects(bundle: &LoadedBundle, spec: Option<&CsvSpec>, out: &mut Vec<Finding>) {
     let mut seen: BTreeMap<(String, String), PathBuf> = BTreeMap::new();
-    let csv = bundle
-        .csv()
-        .map(|csv| ClusterServiceVersion::read(&csv.value).0);
-    let strategy = csv.as_ref().and_then(ClusterServiceVersion::strategy);
+    let strategy = spec.and_then(CsvSpec::strategy);
     let deployment_accounts: BTreeSet<&str> = (strategy.and_then(|s| s.deployments.as_ref()))
         .into_iter()
         .flatten()

@@ -77,27 +77,31 @@ pub fn validate(bundle: &LoadedBundle, options: &Options) -> Report {
     let mut report = Report::new(bundle.dir.display().to_string());
     let mut out = Vec::new();
     let bundle = &*go_fields(bundle, &mut out);
-    layout::check(bundle, &mut out);
-    dependencies::check(bundle, &mut out);
-    if let Some(csv_object) = bundle.csv() {
-        // Fields of a type OLM does not read count as absent here, as before the typed model;
-        // what OLM's decoder refuses is the install checks' to report.
+    // The CSV is read once, for every check. Fields of a type OLM does not read count as
+    // absent here, as before the typed model; what OLM's decoder refuses is the install
+    // checks' to report.
+    let ctx = bundle.csv().map(|csv_object| {
         let (model, _) = ClusterServiceVersion::read(&csv_object.value);
-        let ctx = Context {
+        Context {
             bundle,
             csv: csv_object,
             spec: model.spec.unwrap_or_default(),
             meta: model.metadata.unwrap_or_default(),
-        };
-        csv::check(&ctx, &mut out);
-        webhooks::check(&ctx, &mut out);
-        operatorhub::check(&ctx, &mut out);
-        practices::check(&ctx, &mut out);
-        podstart::check(&ctx, &mut out);
+        }
+    });
+    let spec = ctx.as_ref().map(|c| &c.spec);
+    layout::check(bundle, spec, &mut out);
+    dependencies::check(bundle, &mut out);
+    if let Some(ctx) = &ctx {
+        csv::check(ctx, &mut out);
+        webhooks::check(ctx, &mut out);
+        operatorhub::check(ctx, &mut out);
+        practices::check(ctx, &mut out);
+        podstart::check(ctx, &mut out);
     }
     crd::check_all(bundle, &mut out);
     objects::check(bundle, &mut out);
-    deprecated::check(bundle, options, &mut out);
+    deprecated::check(bundle, spec, options, &mut out);
     if !options.operatorhub {
         for finding in &mut out {
             if finding.rule.starts_with("operatorhub/") && finding.severity == Severity::Error {

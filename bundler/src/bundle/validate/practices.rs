@@ -17,8 +17,9 @@ pub(super) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
 
 fn containers(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     for (i, d) in ctx.deployments().iter().enumerate() {
-        let pod = d.spec.as_ref().and_then(DeploymentSpec::pod);
-        let pod = pod.cloned().unwrap_or_default();
+        let Some(pod) = d.spec.as_ref().and_then(DeploymentSpec::pod) else {
+            continue;
+        };
         let pod_field = format!("spec.install.spec.deployments[{i}].spec.template.spec");
         let pod_context = pod.security_context.as_ref();
         let defaults = PodDefaults {
