@@ -106,7 +106,7 @@ pub fn catalog(
     for (_, release) in plan.sorted_releases() {
         let version_text = release.version.clone();
         let loaded = &generated.bundles[&version_text];
-        let bundle = render::render_loaded(
+        let bundle = render::render_built(
             loaded,
             &RenderOptions {
                 image: image_of(&version_text),

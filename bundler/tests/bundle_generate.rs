@@ -7,6 +7,7 @@ use std::process::Command;
 mod bundle_support;
 
 use olmpack::bundle::generate::{GenerateOptions, generate};
+use olmpack::catalog::render::{self, RenderOptions};
 use olmpack::output::read_tree;
 use olmpack_envtest::binaries::Tool;
 
@@ -61,8 +62,18 @@ fn the_bundle_validated_is_the_bundle_written() {
         );
         olmpack_model::plan::parse(&file, &text).unwrap()
     };
+    // Metadata files beside annotations.yaml, with text opm escapes when it reads YAML.
+    let mut with_metadata = load(example_dir().join("olmpack.yaml"));
+    with_metadata.plan.releases[0].properties = vec![
+        serde_json::json!({"type": "olm.maxOpenShiftVersion", "value": "4.16"}),
+        serde_json::json!({"type": "acme.note", "value": "a <b> & c"}),
+    ];
+    with_metadata.plan.releases[0].dependencies = vec![serde_json::json!(
+        {"type": "olm.package", "value": {"packageName": "etcd", "version": ">=0.9.0 <1.0.0"}}
+    )];
     let plans = [
         load(example_dir().join("olmpack.yaml")),
+        with_metadata,
         // The reference operator: webhooks, a conversion webhook, three CRD versions.
         load(manifest_dir.join("../olmpack.yaml")),
         imported("sdk-bundle", "manifests"),
@@ -89,6 +100,22 @@ fn the_bundle_validated_is_the_bundle_written() {
             assert_eq!(read.files, built.files, "{what}");
             assert!(
                 read.problems.is_empty() && read.lenient.is_empty(),
+                "{what}"
+            );
+            // The catalog renders the built bundle without parsing its files back: the
+            // blob is the one opm's reading of the written files gives.
+            let options = RenderOptions {
+                image: format!("quay.io/example/bundle:v{version}"),
+                ..Default::default()
+            };
+            let json = |bundle| {
+                let mut out = Vec::new();
+                olmpack::catalog::gojson::write_indented(&mut out, &bundle).unwrap();
+                String::from_utf8(out).unwrap()
+            };
+            assert_eq!(
+                json(render::render_built(built, &options).unwrap()),
+                json(render::render_files(dir, &read.files, &options).unwrap()),
                 "{what}"
             );
         }
@@ -331,30 +358,57 @@ fn bad_input_names_file_and_field_and_writes_nothing() {
 #[test]
 fn every_release_is_read_before_any_is_built_and_all_problems_come_at_once() {
     // 1.0.0 reads fine but cannot be built (a webhook OLM cannot route); 1.1.0 cannot be
-    // read. Both are reported by one run, in the order of the passes: what reading every
-    // release found, then what building found (releases one by one would give 1.0.0's first).
+    // read. Reading every release comes first, so the run stops with 1.1.0's problem and
+    // builds nothing (releases one by one would give 1.0.0's build problem first).
     let dir = example_copy();
-    append(
-        dir.path(),
-        "deploy/1.0.0/manifests.yaml",
-        "---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: check}\nwebhooks:\n- name: check.demo.olmpack.dev\n  admissionReviewVersions: [v1]\n  sideEffects: None\n  clientConfig: {url: \"https://example.com/check\"}\n",
-    );
+    let webhook = "---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: check}\nwebhooks:\n- name: check.demo.olmpack.dev\n  admissionReviewVersions: [v1]\n  sideEffects: None\n  clientConfig: {url: \"https://example.com/check\"}\n";
+    append(dir.path(), "deploy/1.0.0/manifests.yaml", webhook);
     append(
         dir.path(),
         "deploy/1.1.0/manifests.yaml",
         "---\nkind: [oops\n",
     );
-    let plan = olmpack::plan::load(&dir.path().join("olmpack.yaml"), &Default::default()).unwrap();
-    let Err(olmpack::bundle::generate::GenerateError::Invalid(found)) =
-        generate(&plan, &GenerateOptions::default())
-    else {
-        panic!("generate must refuse the plan");
+    let rules = |dir: &Path| {
+        let plan = olmpack::plan::load(&dir.join("olmpack.yaml"), &Default::default()).unwrap();
+        let Err(olmpack::bundle::generate::GenerateError::Invalid(found)) =
+            generate(&plan, &GenerateOptions::default())
+        else {
+            panic!("generate must refuse the plan");
+        };
+        let found: Vec<(String, String)> = found
+            .iter()
+            .map(|f| {
+                (
+                    f.rule.clone(),
+                    f.file.as_ref().unwrap().display().to_string(),
+                )
+            })
+            .collect();
+        found
     };
-    let rules: Vec<&str> = found.iter().map(|f| f.rule.as_str()).collect();
     assert_eq!(
-        rules,
-        ["input/invalid-yaml", "input/webhook-without-service"],
-        "{found:#?}"
+        rules(dir.path()),
+        [(
+            "input/invalid-yaml".to_owned(),
+            "deploy/1.1.0/manifests.yaml".to_owned()
+        )]
+    );
+    // Once every release reads, every release's build problem comes at once.
+    std::fs::copy(
+        dir.path().join("deploy/1.0.0/manifests.yaml"),
+        dir.path().join("deploy/1.1.0/manifests.yaml"),
+    )
+    .unwrap();
+    let built: Vec<String> = rules(dir.path())
+        .into_iter()
+        .map(|(rule, _)| rule)
+        .collect();
+    assert_eq!(
+        built,
+        [
+            "input/webhook-without-service",
+            "input/webhook-without-service"
+        ]
     );
 }
 

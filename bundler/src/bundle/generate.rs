@@ -1,6 +1,7 @@
-//! Generating every bundle of a release plan, in passes: read every release's inputs and
-//! check the plan's values (the only I/O), build every bundle (pure), pin their images (when
-//! asked), then render and validate each. The result is a [`FileTree`] of `<version>/…` that
+//! Generating every bundle of a release plan, in passes: read everything the plan names
+//! ([`super::read`], the only I/O), build every bundle (pure), pin their images (when asked),
+//! then lay out and validate each as built. A pass that finds problems reports all of them and
+//! the passes after it do not run. The result is a [`FileTree`] of `<version>/…` that
 //! the caller writes to `bundle/` or checks against it — nothing is written here, so a failure
 //! leaves no partial output.
 //!
@@ -9,20 +10,16 @@
 #![warn(missing_docs)]
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-
-use base64::Engine as _;
+use std::path::Path;
 
 use super::csv::{self, BuiltBundle, ReleaseSpec};
 use super::files::{self, BundleMetadata};
-use super::inputs::{Inputs, Sourced};
 use super::load::LoadedBundle;
-use super::manifests;
 use super::pin;
+use super::read::{self, ReadPlan, ReadRelease};
 use super::validate;
 use crate::input::Policy;
 use crate::output::FileTree;
-use crate::plan::PlanInputs as _;
 use olmpack_model::plan::{LoadedPlan, Release};
 use olmpack_model::report::{Finding, Report, Severity};
 use olmpack_model::upgrade_graph::UpgradeGraph;
@@ -86,322 +83,154 @@ pub struct Generated {
     pub graph: UpgradeGraph,
 }
 
-/// Generates the bundle of every release (or one, see [`GenerateOptions::only_version`]).
+/// Generates the bundle of every release (or one, see [`GenerateOptions::only_version`]):
+/// reads everything, builds every bundle, pins their images, then renders and validates each.
+/// A pass that finds problems stops the run with every problem it found.
 pub fn generate(plan: &LoadedPlan, options: &GenerateOptions) -> Result<Generated, GenerateError> {
-    let mut run = Run::new(plan, options);
-    let selected = (plan.plan.releases.iter().enumerate())
-        .filter(|(_, r)| (options.only_version.as_ref()).is_none_or(|v| v == &r.version));
-    let read: Vec<ReleaseInputs<'_>> = selected.filter_map(|(i, r)| run.read(i, r)).collect();
-    let mut built: Vec<Built<'_>> = read.into_iter().filter_map(|r| run.build(r)).collect();
+    let refused = |found| GenerateError::Invalid(about_plan(plan, found));
+    let read = read::read_inputs(plan, options.only_version.as_deref(), &options.input)
+        .map_err(refused)?;
+    let epoch_created = options.source_date_epoch.and_then(format_epoch);
+    let mut built = build_all(&read, epoch_created).map_err(refused)?;
     if let Some(resolver) = &options.resolver {
-        for bundle in &mut built {
-            run.pin_images(bundle.index, resolver, &mut bundle.bundle);
-        }
+        pin_all(&mut built, resolver).map_err(refused)?;
     }
-    for bundle in built {
-        run.write(bundle)?;
-    }
-    run.finish()
-}
-
-/// Everything one release is built from, read and checked before any bundle is built.
-struct ReleaseInputs<'p> {
-    /// The release's position in the plan.
-    index: usize,
-    release: &'p Release,
-    version: semver::Version,
-    created_at: Option<String>,
-    /// Samples listed for this release only.
-    samples: Vec<Sourced>,
-    inputs: Inputs,
+    write_all(&read, built)
 }
 
 /// A release's bundle, built, with what its files carry beside it.
-struct Built<'p> {
-    index: usize,
-    release: &'p Release,
+struct Built<'r> {
+    release: &'r ReadRelease<'r>,
     bundle: BuiltBundle,
-    /// The scorecard Configuration among the inputs, for the bundle's tests/.
-    scorecard: Option<Sourced>,
 }
 
-/// One generation run: the plan-wide inputs, read once, and what the releases produced so far.
-struct Run<'p> {
-    plan: &'p LoadedPlan,
-    options: &'p GenerateOptions,
-    /// The plan file, as findings name it.
-    plan_file: String,
-    graph: UpgradeGraph,
-    plan_samples: Vec<Sourced>,
-    icon: Option<olmpack_model::csv::Icon>,
-    /// `createdAt` from `SOURCE_DATE_EPOCH`, for releases and plans that set none.
+/// Builds every release's bundle from what was read (pure); `Err` holds every problem.
+fn build_all<'r>(
+    read: &'r ReadPlan<'r>,
     epoch_created: Option<String>,
-    /// Image reference → digest, resolved once for all releases.
-    digests: BTreeMap<String, String>,
-    problems: Vec<Finding>,
-    tree: FileTree,
-    reports: Vec<Report>,
-    bundles: BTreeMap<String, LoadedBundle>,
+) -> Result<Vec<Built<'r>>, Vec<Finding>> {
+    let mut built = Vec::new();
+    let mut problems = Vec::new();
+    for release in &read.releases {
+        let plan = &read.plan.plan;
+        let spec = ReleaseSpec {
+            package: &plan.package,
+            version: &release.version,
+            csv: &release.csv,
+            icon: read.icon.clone().or_else(|| release.imported_icon.clone()),
+            edges: (read.graph.csv_edges(&release.release.version).cloned()).unwrap_or_default(),
+            created_at: (release.release.created_at.clone())
+                .or_else(|| plan.created_at.clone())
+                .or_else(|| epoch_created.clone()),
+            samples: read.samples.clone(),
+            release_samples: release.samples.clone(),
+        };
+        match csv::build(&spec, &release.inputs) {
+            Ok(bundle) => built.push(Built { release, bundle }),
+            Err(found) => problems.extend(found),
+        }
+    }
+    match problems.is_empty() {
+        true => Ok(built),
+        false => Err(problems),
+    }
 }
 
-impl<'p> Run<'p> {
-    /// Reads the plan-wide inputs (samples, icon).
-    fn new(plan: &'p LoadedPlan, options: &'p GenerateOptions) -> Self {
-        let mut problems = Vec::new();
-        let plan_samples = read_samples(
-            plan,
-            &options.input,
-            &plan.plan.samples,
-            "samples",
-            &mut problems,
-        );
-        let icon = read_icon(plan, &options.input, &mut problems);
-        Run {
-            plan,
-            options,
-            plan_file: plan.path.display().to_string(),
-            graph: UpgradeGraph::from_plan(plan),
-            plan_samples,
-            icon,
-            epoch_created: options.source_date_epoch.and_then(format_epoch),
-            digests: BTreeMap::new(),
-            problems,
-            tree: FileTree::new(),
-            reports: Vec::new(),
-            bundles: BTreeMap::new(),
-        }
-    }
-
-    /// Reads the release's manifests and samples and checks its `createdAt`; `None` when a
-    /// problem stops it (every problem is collected).
-    fn read(&mut self, index: usize, release: &'p Release) -> Option<ReleaseInputs<'p>> {
-        let version = semver::Version::parse(&release.version).ok()?; // plan::load refused it
-        let created_at = self.created_at(index, release);
-        let samples = read_samples(
-            self.plan,
-            &self.options.input,
-            &release.samples,
-            &format!("releases[{index}].samples"),
-            &mut self.problems,
-        );
-        let inputs = self.read_manifests(index, release)?;
-        Some(ReleaseInputs {
-            index,
-            release,
-            version,
-            created_at,
-            samples,
-            inputs,
-        })
-    }
-
-    /// Builds the release's CSV and objects from what was read; `None` when a problem stops it.
-    fn build(&mut self, read: ReleaseInputs<'p>) -> Option<Built<'p>> {
-        let plan = self.plan;
-        let mut inputs = read.inputs;
-        super::operator_sdk::check_package(&plan.plan.package, &mut inputs);
-        let csv_metadata = super::operator_sdk::fill(&plan.plan.csv, &mut inputs);
-        let spec = ReleaseSpec {
-            package: &plan.plan.package,
-            version: &read.version,
-            csv: &csv_metadata,
-            icon: (self.icon.clone())
-                .or_else(|| super::operator_sdk::icon_of(&plan.plan.csv, &inputs)),
-            edges: (self.graph.csv_edges(&read.release.version).cloned()).unwrap_or_default(),
-            created_at: read.created_at,
-            samples: self.plan_samples.clone(),
-            release_samples: read.samples,
-        };
-        match csv::build(&spec, &inputs) {
-            Ok(bundle) => Some(Built {
-                index: read.index,
-                release: read.release,
-                bundle,
-                scorecard: inputs.scorecard,
-            }),
-            Err(found) => {
-                let plan_file = &self.plan_file;
-                self.problems
-                    .extend(found.into_iter().map(|f| with_plan_file(f, plan_file)));
-                None
-            }
-        }
-    }
-
-    /// Renders the built bundle to files, validates it and adds it; `Err` only when rendering
-    /// fails.
-    fn write(&mut self, built: Built<'p>) -> Result<(), GenerateError> {
-        let release = built.release;
-        let meta = bundle_metadata(self.plan, release);
-        let files = files::to_files(&built.bundle, &meta)
-            .and_then(|mut files| {
-                super::scorecard::carry(&mut files, built.scorecard.as_ref()).map(|()| files)
-            })
-            .map_err(|source| GenerateError::Render {
-                version: release.version.clone(),
-                source,
-            })?;
-        let loaded = files::loaded(&built.bundle, &meta, Path::new(&release.version), &files);
-        self.add_bundle(release, &built.bundle, loaded, files)
-    }
-
-    /// `createdAt`: the release's, else the plan's, else from `SOURCE_DATE_EPOCH`; a value
-    /// that is not RFC 3339 is a problem (and no `createdAt`).
-    fn created_at(&mut self, i: usize, release: &Release) -> Option<String> {
-        let Some(value) = release
-            .created_at
-            .as_ref()
-            .or(self.plan.plan.created_at.as_ref())
-        else {
-            return self.epoch_created.clone();
-        };
-        match check_rfc3339(value) {
-            Ok(()) => Some(value.clone()),
-            Err(message) => {
-                let field = if release.created_at.is_some() {
-                    format!("releases[{i}].createdAt")
-                } else {
-                    "createdAt".into()
-                };
-                self.problems.push(
-                    Finding::error("plan/created-at", message)
-                        .file(&self.plan_file)
-                        .field(field),
-                );
-                None
-            }
-        }
-    }
-
-    /// The release's manifests directory, read; `None` when it cannot be.
-    fn read_manifests(&mut self, i: usize, release: &Release) -> Option<Inputs> {
-        let plan = self.plan;
-        let dir = match plan.resolve_input(&release.manifests, &self.options.input) {
-            Ok(dir) => dir,
-            Err(err) => {
-                self.problems.push(plan_path_finding(
-                    plan,
-                    "plan/manifests-unreadable",
-                    &err,
-                    format!("releases[{i}].manifests"),
-                ));
-                return None;
-            }
-        };
-        match manifests::read_dir(
-            &dir,
-            plan.input_root(&self.options.input),
-            manifests::ImportChoices::of(&plan.plan),
-            &self.options.input.limits,
-        ) {
-            Ok(inputs) => Some(inputs),
-            Err(found) => {
-                self.problems.extend(found);
-                None
-            }
-        }
-    }
-
-    /// Pins every image reference of the CSV to its digest; one the resolver refuses is a
-    /// problem.
-    fn pin_images(&mut self, i: usize, resolver: &ImageResolver, built: &mut BuiltBundle) {
-        for reference in pin::references(&built.csv) {
-            if self.digests.contains_key(&reference) {
+/// Pins every image reference of every CSV to its digest, each reference resolved once; a
+/// reference the resolver refuses is a problem.
+fn pin_all(built: &mut [Built<'_>], resolver: &ImageResolver) -> Result<(), Vec<Finding>> {
+    let mut digests = BTreeMap::new();
+    let mut problems = Vec::new();
+    for bundle in built.iter_mut() {
+        for reference in pin::references(&bundle.bundle.csv) {
+            if digests.contains_key(&reference) {
                 continue;
             }
             match (resolver.0)(&reference) {
                 Ok(Some(digest)) => {
-                    self.digests.insert(reference, digest);
+                    digests.insert(reference, digest);
                 }
                 Ok(None) => {}
-                Err(message) => self.problems.push(
+                Err(message) => problems.push(
                     Finding::error(
                         "image/unresolved",
                         format!("cannot pin {reference} to a digest: {message}"),
                     )
-                    .file(&self.plan_file)
-                    .field(format!("releases[{i}].manifests")),
+                    .field(format!("releases[{}].manifests", bundle.release.index)),
                 ),
             }
         }
-        pin::pin(&mut built.csv, &self.digests);
+        pin::pin(&mut bundle.bundle.csv, &digests);
     }
+    match problems.is_empty() {
+        true => Ok(()),
+        false => Err(problems),
+    }
+}
 
-    /// Validates the built bundle (its errors become problems) and adds it, with its report
-    /// and its files, under `<version>/`.
-    fn add_bundle(
-        &mut self,
-        release: &Release,
-        built: &BuiltBundle,
-        loaded: LoadedBundle,
-        files: FileTree,
-    ) -> Result<(), GenerateError> {
-        let dir = Path::new(&release.version);
-        let mut report = validate::validate(&loaded, &validate::Options::default());
-        report.extend(
-            built
-                .notes
-                .iter()
-                .cloned()
-                .map(|f| with_plan_file(f, &self.plan_file)),
-        );
-        report.extend(self.graph.findings_for(&release.version).cloned());
-        report.normalize();
-        if report.has_errors() {
-            self.problems.extend(
-                report
-                    .findings
-                    .iter()
-                    .filter(|f| f.severity == Severity::Error)
-                    .cloned()
-                    .map(|f| locate_in(f, dir)),
-            );
-        }
-        self.reports.push(report);
-        self.bundles.insert(release.version.clone(), loaded);
-        self.tree
-            .merge_under(dir, files)
-            .map_err(|e| GenerateError::Render {
-                version: release.version.clone(),
-                source: e.into(),
-            })
+/// Renders every built bundle to files under `<version>/` and validates it as built; any
+/// error a validator finds refuses the run.
+fn write_all(read: &ReadPlan<'_>, built: Vec<Built<'_>>) -> Result<Generated, GenerateError> {
+    let plan = read.plan;
+    let (mut tree, mut reports, mut bundles) = (FileTree::new(), Vec::new(), BTreeMap::new());
+    let mut problems = Vec::new();
+    for bundle in built {
+        let version = bundle.release.release.version.clone();
+        let dir = Path::new(&version);
+        let (report, loaded, files) = render_one(plan, &read.graph, bundle)?;
+        let errors = report
+            .findings
+            .iter()
+            .filter(|f| f.severity == Severity::Error);
+        problems.extend(errors.cloned().map(|f| locate_in(f, dir)));
+        reports.push(report);
+        (tree.merge_under(dir, files)).map_err(|e| GenerateError::Render {
+            version: version.clone(),
+            source: e.into(),
+        })?;
+        bundles.insert(version, loaded);
     }
+    if !problems.is_empty() {
+        return Err(GenerateError::Invalid(about_plan(plan, problems)));
+    }
+    for report in &mut reports {
+        let findings = std::mem::take(&mut report.findings).into_iter();
+        report.findings = findings.map(|f| relative_to(f, plan.base_dir())).collect();
+    }
+    let graph = read.graph.clone();
+    Ok(Generated {
+        tree,
+        reports,
+        bundles,
+        graph,
+    })
+}
 
-    /// The result: every problem (findings' files relative to the plan's directory), or the
-    /// bundles and their reports.
-    fn finish(mut self) -> Result<Generated, GenerateError> {
-        if let Some(only) = &self.options.only_version
-            && self.plan.release(only).is_none()
-        {
-            self.problems.push(
-                Finding::error(
-                    "plan/unknown-release",
-                    format!("the plan has no release {only}"),
-                )
-                .file(&self.plan_file)
-                .field("releases"),
-            );
-        }
-        let base = self.plan.base_dir().to_path_buf();
-        let relative = |f: Finding| relative_to(f, &base);
-        if self.problems.iter().any(|f| f.severity == Severity::Error) {
-            return Err(GenerateError::Invalid(
-                self.problems.into_iter().map(relative).collect(),
-            ));
-        }
-        for report in &mut self.reports {
-            report.findings = std::mem::take(&mut report.findings)
-                .into_iter()
-                .map(relative)
-                .collect();
-        }
-        Ok(Generated {
-            tree: self.tree,
-            reports: self.reports,
-            bundles: self.bundles,
-            graph: self.graph,
-        })
-    }
+/// One release's bundle as files, as validation reads it, and its report (its notes and
+/// the upgrade graph's findings for it included).
+fn render_one(
+    plan: &LoadedPlan,
+    graph: &UpgradeGraph,
+    built: Built<'_>,
+) -> Result<(Report, LoadedBundle, FileTree), GenerateError> {
+    let release = built.release.release;
+    let meta = bundle_metadata(plan, release);
+    let scorecard = built.release.inputs.scorecard.as_ref();
+    let files = files::to_files(&built.bundle, &meta)
+        .and_then(|mut files| super::scorecard::carry(&mut files, scorecard).map(|()| files))
+        .map_err(|source| GenerateError::Render {
+            version: release.version.clone(),
+            source,
+        })?;
+    let dir = Path::new(&release.version);
+    let loaded = files::loaded(&built.bundle, &meta, dir, &files);
+    let mut report = validate::validate(&loaded, &validate::Options::default());
+    let plan_file = plan.path.display().to_string();
+    let notes = built.bundle.notes.into_iter();
+    report.extend(notes.map(|f| with_plan_file(f, &plan_file)));
+    report.extend(graph.findings_for(&release.version).cloned());
+    report.normalize();
+    Ok((report, loaded, files))
 }
 
 /// The `metadata/annotations.yaml` and Dockerfile labels of the release's bundle.
@@ -418,6 +247,15 @@ fn bundle_metadata<'a>(plan: &'a LoadedPlan, release: &'a Release) -> BundleMeta
         properties: &release.properties,
         dependencies: &release.dependencies,
     }
+}
+
+/// Problems as the run reports them: one that names no file is about the plan file, and
+/// files are relative to the plan's directory when under it.
+fn about_plan(plan: &LoadedPlan, found: Vec<Finding>) -> Vec<Finding> {
+    let plan_file = plan.path.display().to_string();
+    let base = plan.base_dir();
+    let located = found.into_iter().map(|f| with_plan_file(f, &plan_file));
+    located.map(|f| relative_to(f, base)).collect()
 }
 
 /// A finding's file relative to `base` (the plan's directory), when it is under it.
@@ -450,91 +288,6 @@ fn locate_in(mut finding: Finding, dir: &Path) -> Finding {
         });
     }
     finding
-}
-
-/// A finding on the plan for a path it names that cannot be used.
-fn plan_path_finding(
-    plan: &LoadedPlan,
-    rule: &str,
-    err: &crate::input::InputError,
-    field: String,
-) -> Finding {
-    Finding::error(rule, err.to_string())
-        .file(plan.path.display().to_string())
-        .field(field)
-}
-
-fn read_samples(
-    plan: &LoadedPlan,
-    policy: &Policy,
-    paths: &[PathBuf],
-    field: &str,
-    problems: &mut Vec<Finding>,
-) -> Vec<Sourced> {
-    let mut samples = Vec::new();
-    for (i, path) in paths.iter().enumerate() {
-        let read = plan
-            .resolve_input(path, policy)
-            .and_then(|file| crate::input::text(&file, &policy.limits).map(|text| (file, text)));
-        let (file, text) = match read {
-            Ok(read) => read,
-            Err(err) => {
-                problems.push(plan_path_finding(
-                    plan,
-                    "plan/sample-unreadable",
-                    &err,
-                    format!("{field}[{i}]"),
-                ));
-                continue;
-            }
-        };
-        match olmpack_model::yaml::from_multi_str(&text) {
-            Ok(docs) => {
-                samples.extend(docs.into_iter().enumerate().map(|(index, value)| Sourced {
-                    file: file.clone(),
-                    index,
-                    value,
-                }))
-            }
-            Err(err) => problems.push(
-                Finding::error("plan/sample-invalid", err.to_string())
-                    .file(file.display().to_string()),
-            ),
-        }
-    }
-    samples
-}
-
-fn read_icon(
-    plan: &LoadedPlan,
-    policy: &Policy,
-    problems: &mut Vec<Finding>,
-) -> Option<olmpack_model::csv::Icon> {
-    let icon = plan.plan.csv.icon.as_ref()?;
-    let read = plan
-        .resolve_input(&icon.path, policy)
-        .and_then(|file| crate::input::read(&file, &policy.limits));
-    match read {
-        Ok(bytes) => Some(olmpack_model::csv::Icon::new(
-            base64::engine::general_purpose::STANDARD.encode(bytes),
-            icon.mediatype.clone(),
-        )),
-        Err(err) => {
-            problems.push(plan_path_finding(
-                plan,
-                "plan/icon-unreadable",
-                &err,
-                "csv.icon.path".to_owned(),
-            ));
-            None
-        }
-    }
-}
-
-fn check_rfc3339(value: &str) -> Result<(), String> {
-    time::OffsetDateTime::parse(value, &time::format_description::well_known::Rfc3339)
-        .map(|_| ())
-        .map_err(|e| format!("{value:?} is not an RFC 3339 timestamp ({e})"))
 }
 
 /// `SOURCE_DATE_EPOCH` seconds → `YYYY-MM-DDTHH:MM:SSZ`.

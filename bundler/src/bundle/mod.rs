@@ -1,8 +1,9 @@
 //! registry+v1 bundles: generate ours from a release plan ([`generate`]), read any bundle
 //! directory ([`load`]), and validate it ([`validate`]).
 //!
-//! Flow: plan + manifests ([`manifests`]) → CSV and objects ([`csv`], pure) → files
-//! ([`files`], pure) → validation ([`validate`], pure) → the caller writes or checks them.
+//! Flow ([`generate`]): plan → every file it names, read ([`read`], [`manifests`]) → CSV and
+//! objects ([`csv`], pure) → image digests pinned ([`pin`]) → files ([`files`], pure) →
+//! validation of the built bundle ([`validate`], pure) → the caller writes or checks them.
 
 pub mod certmanager;
 pub mod crd_v1beta1;
@@ -16,5 +17,6 @@ pub mod load;
 pub mod manifests;
 pub mod operator_sdk;
 pub mod pin;
+pub mod read;
 pub mod scorecard;
 pub mod validate;

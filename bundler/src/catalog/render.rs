@@ -270,6 +270,29 @@ pub fn render_loaded(b: &LoadedBundle, options: &RenderOptions) -> Result<Bundle
     render_files(&b.dir, &b.files, options)
 }
 
+/// Renders a bundle olmpack built, from the objects and metadata it was built with: each of
+/// its manifest files holds one object and its metadata files are YAML, so what opm would
+/// decode from the files is what was built, and no file is parsed back.
+pub fn render_built(b: &LoadedBundle, options: &RenderOptions) -> Result<Bundle, RenderError> {
+    let objects = (b.objects.iter()).map(|o| o.value.clone());
+    let read = Read {
+        objects: first_csv_only(objects.filter(|v| v.is_object() && !kind(v).is_empty())),
+        meta: built_metadata(b),
+        skipped: Vec::new(),
+        lenient: Vec::new(),
+    };
+    Ok(render_read(&b.dir, read, options)?.bundle)
+}
+
+/// What opm reads of a bundle (module contract): its objects, the roles its metadata files
+/// play, and what it skipped or read leniently on the way.
+struct Read {
+    objects: Vec<Value>,
+    meta: Option<Metadata>,
+    skipped: Vec<Skipped>,
+    lenient: Vec<Lenient>,
+}
+
 /// Renders a bundle from its files (relative path → contents); `dir` labels errors.
 pub fn render_files(
     dir: &Path,
@@ -289,11 +312,28 @@ pub fn render_bundle(
     files: &BTreeMap<PathBuf, Vec<u8>>,
     options: &RenderOptions,
 ) -> Result<Rendered, RenderError> {
-    let label = dir.display().to_string();
     let mut skipped = Vec::new();
     let mut lenient = Vec::new();
     let objects = manifests(files, &mut skipped, &mut lenient);
     let meta = metadata(files, &mut skipped, &mut lenient);
+    let read = Read {
+        objects,
+        meta,
+        skipped,
+        lenient,
+    };
+    render_read(dir, read, options)
+}
+
+/// Renders what was read of the bundle at `dir` (which labels errors).
+fn render_read(dir: &Path, read: Read, options: &RenderOptions) -> Result<Rendered, RenderError> {
+    let Read {
+        objects,
+        meta,
+        skipped,
+        lenient,
+    } = read;
+    let label = dir.display().to_string();
     let list = || SkippedList(skipped.clone());
     if objects.is_empty() {
         return Err(RenderError::NoObjects {
@@ -370,7 +410,6 @@ fn manifests(
     skipped: &mut Vec<Skipped>,
     lenient: &mut Vec<Lenient>,
 ) -> Vec<Value> {
-    let mut csv_seen = false;
     let mut out = Vec::new();
     for (path, contents) in files {
         let in_manifests = path.parent() == Some(Path::new(crate::bundle::load::MANIFESTS_DIR));
@@ -400,15 +439,17 @@ fn manifests(
                 continue;
             }
         };
-        if kind(&value) == "ClusterServiceVersion" {
-            if csv_seen {
-                continue;
-            }
-            csv_seen = true;
-        }
         out.push(value);
     }
-    out
+    first_csv_only(out.into_iter())
+}
+
+/// The objects with every CSV after the first left out: only the first one counts.
+fn first_csv_only(objects: impl Iterator<Item = Value>) -> Vec<Value> {
+    let mut csv_seen = false;
+    let first =
+        |v: &Value| kind(v) != "ClusterServiceVersion" || !std::mem::replace(&mut csv_seen, true);
+    objects.filter(first).collect()
 }
 
 /// The first document of a file as Kubernetes' YAML-or-JSON decoder reads it: JSON when the
@@ -536,6 +577,29 @@ fn metadata(
         package: annotations?,
         dependencies: dependencies.unwrap_or_default(),
         properties: properties.unwrap_or_default(),
+    })
+}
+
+/// The metadata of a bundle olmpack built, as [`metadata`] reads it from the files written
+/// for it (YAML, each list in a file of its own).
+fn built_metadata(b: &LoadedBundle) -> Option<Metadata> {
+    let annotations = (b.annotations.iter()).map(|a| ("annotations", json!(a)));
+    let lists = [
+        ("dependencies", &b.dependencies),
+        ("properties", &b.properties),
+    ];
+    let lists = (lists.into_iter()).filter_map(|(key, list)| Some((key, json!(list.as_ref()?))));
+    let map: Map<String, Value> = (annotations.chain(lists))
+        .map(|(key, value)| (key.to_owned(), value))
+        .collect();
+    let from_yaml = |mut list: Vec<Property>| {
+        list.iter_mut().for_each(|p| p.html_escaped = true);
+        list
+    };
+    Some(Metadata {
+        package: annotations_of(&map)?,
+        dependencies: (property_list(&map, "dependencies").map(from_yaml)).unwrap_or_default(),
+        properties: (property_list(&map, "properties").map(from_yaml)).unwrap_or_default(),
     })
 }
 

@@ -621,6 +621,7 @@ fn check(loaded: &LoadedPlan) -> Result<(), PlanError> {
     let mut problems = Vec::new();
     check_package(&loaded.plan, &mut problems);
     check_releases(loaded, &mut problems);
+    check_created_at(&loaded.plan, &mut problems);
     check_image_templates(loaded, &mut problems);
     check_default_channel(loaded, &mut problems);
     match problems.len() {
@@ -704,6 +705,25 @@ fn same_version(first_version: &str, first: usize, version: &str) -> String {
         format!(
             "version {version} equals releases[{first}].version {first_version} but for build metadata, which OLM ignores when it orders bundles"
         )
+    }
+}
+
+/// `createdAt`, the plan's and each release's, is an RFC 3339 timestamp: OperatorHub shows it
+/// as the CSV's creation time, and olmpack copies it as written.
+fn check_created_at(plan: &Plan, problems: &mut Problems) {
+    let stamps = std::iter::once(("createdAt".to_owned(), &plan.created_at)).chain(
+        (plan.releases.iter().enumerate())
+            .map(|(i, r)| (format!("releases[{i}].createdAt"), &r.created_at)),
+    );
+    for (field, value) in stamps {
+        let Some(value) = value else { continue };
+        let format = &time::format_description::well_known::Rfc3339;
+        if let Err(e) = time::OffsetDateTime::parse(value, format) {
+            problems.push((
+                field,
+                format!("{value:?} is not an RFC 3339 timestamp ({e})"),
+            ));
+        }
     }
 }
 

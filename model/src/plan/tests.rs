@@ -87,6 +87,16 @@ fn bad_plans_name_file_and_field() {
             "dir/olmpack.yaml: csv.installModes[0]: unknown variant `AllNamespace`",
         ),
         (
+            "plan createdAt not a timestamp",
+            format!("{BASE}createdAt: yesterday\nreleases:\n- {{version: 1.0.0, manifests: m}}\n"),
+            "dir/olmpack.yaml: createdAt: \"yesterday\" is not an RFC 3339 timestamp (",
+        ),
+        (
+            "release createdAt not a timestamp",
+            format!("{BASE}releases:\n- {{version: 1.0.0, manifests: m, createdAt: '2026-13-01T00:00:00Z'}}\n"),
+            "dir/olmpack.yaml: releases[0].createdAt: \"2026-13-01T00:00:00Z\" is not an RFC 3339 timestamp (",
+        ),
+        (
             "malformed YAML",
             "package: [op\n".to_owned(),
             "dir/olmpack.yaml: invalid YAML: ",
