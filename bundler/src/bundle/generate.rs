@@ -55,13 +55,13 @@ pub struct GenerateOptions {
     pub input: Policy,
 }
 
-/// Resolves an image reference to its digest (`sha256:…`), leaves it as written (`None`), or
-/// says why it cannot.
+/// Says what an image reference becomes (pinned to a digest, or replaced by the image as
+/// published elsewhere), leaves it as written (`None`), or says why it cannot.
 #[derive(Clone)]
 pub struct ImageResolver(pub std::sync::Arc<ResolveFn>);
 
-/// `reference → Ok(Some(digest)) | Ok(None) (leave it) | Err(reason)`.
-pub type ResolveFn = dyn Fn(&str) -> Result<Option<String>, String> + Send + Sync;
+/// `reference → Ok(Some(rewrite)) | Ok(None) (leave it) | Err(reason)`.
+pub type ResolveFn = dyn Fn(&str) -> Result<Option<pin::Rewrite>, String> + Send + Sync;
 
 impl std::fmt::Debug for ImageResolver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -136,19 +136,19 @@ fn build_all<'r>(
     }
 }
 
-/// Pins every image reference of every CSV to its digest, each reference resolved once; a
-/// reference the resolver refuses is a problem.
+/// Rewrites every image reference of every CSV as the resolver says (each reference resolved
+/// once); a reference the resolver refuses is a problem.
 fn pin_all(built: &mut [Built<'_>], resolver: &ImageResolver) -> Result<(), Vec<Finding>> {
-    let mut digests = BTreeMap::new();
+    let mut rewrites = BTreeMap::new();
     let mut problems = Vec::new();
     for bundle in built.iter_mut() {
         for reference in pin::references(&bundle.bundle.csv) {
-            if digests.contains_key(&reference) {
+            if rewrites.contains_key(&reference) {
                 continue;
             }
             match (resolver.0)(&reference) {
-                Ok(Some(digest)) => {
-                    digests.insert(reference, digest);
+                Ok(Some(rewrite)) => {
+                    rewrites.insert(reference, rewrite);
                 }
                 Ok(None) => {}
                 Err(message) => problems.push(
@@ -160,7 +160,7 @@ fn pin_all(built: &mut [Built<'_>], resolver: &ImageResolver) -> Result<(), Vec<
                 ),
             }
         }
-        pin::pin(&mut bundle.bundle.csv, &digests);
+        pin::pin(&mut bundle.bundle.csv, &rewrites);
     }
     match problems.is_empty() {
         true => Ok(()),

@@ -2,7 +2,7 @@
 //! (`spec.relatedImages`, deployment containers and init containers, `RELATED_IMAGE_*` env
 //! values, the `containerImage` annotation) is rewritten from `repo:tag` to `repo@sha256:…`.
 //!
-//! Pure: the caller resolves the references (see [`references`]) and passes the digests in,
+//! Pure: the caller resolves the references (see [`references`]) and passes what each becomes in,
 //! so generation stays free of network access unless pinning is asked for.
 #![warn(missing_docs)]
 
@@ -19,18 +19,22 @@ pub fn references(csv: &ClusterServiceVersion) -> BTreeSet<String> {
     refs
 }
 
-/// Rewrites every reference found in `digests` to `repo@digest`. A value is a digest
-/// (`sha256:…`, the repository stays) or a whole reference that replaces the image (used by
-/// `olmpack release` when the image is published to another repository).
-pub fn pin(csv: &mut ClusterServiceVersion, digests: &BTreeMap<String, String>) {
-    visit(csv, &mut |image| {
-        if let Some(digest) = digests.get(image.as_str()) {
-            *image = if digest.starts_with("sha256:") {
-                pinned(image, digest)
-            } else {
-                digest.clone()
-            };
-        }
+/// What an image reference becomes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Rewrite {
+    /// Pinned to this digest (`sha256:…`): `repo:tag` becomes `repo@sha256:…`.
+    Digest(String),
+    /// Replaced by this whole reference: the image as published to another repository
+    /// (`olmpack release` with a target registry).
+    Image(String),
+}
+
+/// Rewrites every reference found in `rewrites` as it says.
+pub fn pin(csv: &mut ClusterServiceVersion, rewrites: &BTreeMap<String, Rewrite>) {
+    visit(csv, &mut |image| match rewrites.get(image.as_str()) {
+        Some(Rewrite::Digest(digest)) => *image = pinned(image, digest),
+        Some(Rewrite::Image(reference)) => *image = reference.clone(),
+        None => {}
     });
 }
 
@@ -120,7 +124,7 @@ mod tests {
         assert_eq!(refs, ["r/app:v1", "r/init:v1", "r/op:v1"]);
         let digests = refs
             .iter()
-            .map(|r| (r.clone(), format!("sha256:{}", r.len())))
+            .map(|r| (r.clone(), Rewrite::Digest(format!("sha256:{}", r.len()))))
             .collect();
         pin(&mut typed, &digests);
         let csv = typed.to_value();

@@ -374,13 +374,22 @@ fn render_read(dir: &Path, read: Read, options: &RenderOptions) -> Result<Render
     own.extend(gvks.into_iter().map(|(g, v, k)| property::gvk(g, v, k)));
     dedup(&mut own);
 
-    let mut properties = ctx.properties(&objects, &own, &meta, csv, &version, &release)?;
+    let mut properties = ctx.properties(&own, &meta, csv, &version, &release)?;
     let related_images = ctx.related_images(csv, &options.image)?;
-    if options.migrate == MigrateLevel::BundleObjectToCsvMetadata
+    // Migrating replaces the `olm.bundle.object`s by one `olm.csv.metadata`, last: they are
+    // not encoded at all then (the sort is stable and orders by type first, so leaving them
+    // out leaves the others' order as it would be).
+    let migrate = options.migrate == MigrateLevel::BundleObjectToCsvMetadata
         && !options.image.is_empty()
-        && !properties.iter().any(|p| p.type_ == TYPE_CSV_METADATA)
-    {
-        properties.retain(|p| p.type_ != TYPE_BUNDLE_OBJECT);
+        && !properties.iter().any(|p| p.type_ == TYPE_CSV_METADATA);
+    if !migrate {
+        let encoded = objects
+            .iter()
+            .map(|o| property::bundle_object(&gojson::to_vec(o)));
+        properties.extend(encoded);
+    }
+    let mut properties = sort_properties(properties);
+    if migrate {
         properties.push(Property::new(TYPE_CSV_METADATA, csv_metadata(csv)));
     }
     let bundle = Bundle {
@@ -914,11 +923,10 @@ impl Ctx {
         Ok(())
     }
 
-    /// The property list of the rendered blob (module contract), sorted.
-    #[allow(clippy::too_many_arguments)]
+    /// The property list of the rendered blob (module contract) but its `olm.bundle.object`s,
+    /// unsorted.
     fn properties(
         &self,
-        objects: &[Value],
         own: &[Property],
         meta: &Metadata,
         csv: &Value,
@@ -935,11 +943,8 @@ impl Ctx {
             required,
             package_required,
         } = collected;
-        let mut props: Vec<Property> = objects
-            .iter()
-            .map(|o| property::bundle_object(&gojson::to_vec(o)))
-            .collect();
-        props.push(package.unwrap_or_else(|| property::package(&meta.package, version, release)));
+        let mut props =
+            vec![package.unwrap_or_else(|| property::package(&meta.package, version, release))];
         props.extend(gvks.iter().map(|(g, v, k)| property::gvk(g, v, k)));
         props.extend(
             required
@@ -948,7 +953,7 @@ impl Ctx {
         );
         props.extend(package_required);
         props.extend(others);
-        Ok(sort_properties(props))
+        Ok(props)
     }
 
     /// An error for a property of `file` that does not decode.

@@ -219,7 +219,7 @@ pub fn digest_resolver() -> Result<olmpack::bundle::generate::ImageResolver, std
         std::sync::Arc::new(move |reference: &str| {
             runtime
                 .block_on(olmpack::image::resolve::resolve_digest(reference, &access))
-                .map(Some)
+                .map(|digest| Some(olmpack::bundle::pin::Rewrite::Digest(digest)))
                 .map_err(|e| olmpack_model::report::error_chain(&e))
         }),
     ))

@@ -41,6 +41,7 @@ use sha2::{Digest as _, Sha256};
 
 use crate::build;
 use crate::bundle::generate::{self, GenerateError, GenerateOptions, ImageResolver};
+use crate::bundle::pin::Rewrite;
 use crate::catalog::declcfg::DeclarativeConfig;
 use crate::catalog::model::Model;
 use crate::image::build::{BuildOptions, build_bundle_image, build_catalog_image};
@@ -972,7 +973,7 @@ fn generate_bundles(
         input: options.input,
         resolver: (!replacements.is_empty()).then(|| {
             ImageResolver(std::sync::Arc::new(move |reference: &str| {
-                Ok(replacements.get(reference).cloned())
+                Ok(replacements.get(reference).cloned().map(Rewrite::Image))
             }))
         }),
     };
