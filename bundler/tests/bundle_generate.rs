@@ -450,3 +450,52 @@ fn check_reports_stale_output_with_a_diff() {
         "{stdout}"
     );
 }
+
+#[test]
+fn each_image_reference_is_resolved_once_and_a_refusal_is_a_problem_of_every_release_naming_it() {
+    // 1.1.0 and 1.1.1 run the same image; the resolver refuses everything.
+    let dir = example_copy();
+    let manifests = dir.path().join("deploy/1.1.1/manifests.yaml");
+    let text = std::fs::read_to_string(&manifests).unwrap();
+    let shared = "quay.io/olmpack/guestbook-operator:v1.1.0";
+    std::fs::write(
+        &manifests,
+        text.replace("guestbook-operator:v1.1.1", "guestbook-operator:v1.1.0"),
+    )
+    .unwrap();
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let log = asked.clone();
+    let options = GenerateOptions {
+        resolver: Some(olmpack::bundle::generate::ImageResolver(
+            std::sync::Arc::new(move |reference: &str| {
+                log.lock().unwrap().push(reference.to_owned());
+                Err("no registry".to_owned())
+            }),
+        )),
+        ..Default::default()
+    };
+    let plan = olmpack::plan::load(&dir.path().join("olmpack.yaml"), &Default::default()).unwrap();
+    let Err(olmpack::bundle::generate::GenerateError::Invalid(found)) = generate(&plan, &options)
+    else {
+        panic!("generate must refuse images it cannot pin");
+    };
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(
+        asked.iter().filter(|r| *r == shared).count(),
+        1,
+        "{asked:?}"
+    );
+    let naming: Vec<String> = (found.iter())
+        .filter(|f| f.message.contains(shared))
+        .map(|f| f.field.clone().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        naming,
+        ["releases[1].manifests", "releases[2].manifests"],
+        "{found:#?}"
+    );
+    assert!(
+        found.iter().all(|f| f.rule == "image/unresolved"),
+        "{found:#?}"
+    );
+}

@@ -218,8 +218,8 @@ fn build(
         icon: operator_sdk::icon_of(&plan.plan.csv, &inputs),
         edges: Default::default(),
         created_at: None,
-        samples: Vec::new(),
-        release_samples: Vec::new(),
+        samples: &[],
+        release_samples: &[],
     };
     let built = csv::build(&spec, &inputs)?;
     Ok((built.csv.to_value(), built.notes))

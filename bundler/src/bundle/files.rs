@@ -146,15 +146,25 @@ fn manifest_files<'b>(
         .collect()
 }
 
-/// Every file of one bundle, relative to the bundle's directory.
+/// Every file of one bundle, relative to the bundle's directory, and the objects written to
+/// `manifests/`, each with its file, in file order (as [`loaded`] takes them).
 pub fn to_files(
     built: &BuiltBundle,
     meta: &BundleMetadata<'_>,
-) -> Result<FileTree, BundleFilesError> {
+) -> Result<(FileTree, Vec<Object>), BundleFilesError> {
     let mut tree = FileTree::new();
+    let mut objects = Vec::new();
     for (file, object) in manifest_files(built, meta) {
         tree.insert(&file, yaml(&file, &object)?)?;
+        let value = object.into_owned();
+        objects.push(Object {
+            file: file.into(),
+            index: 0,
+            value,
+        });
     }
+    // In file order, as a bundle read from disk lists them.
+    objects.sort_by(|a, b| a.file.cmp(&b.file));
     let labels = annotations(meta);
     tree.insert(
         "metadata/annotations.yaml",
@@ -182,28 +192,18 @@ pub fn to_files(
         )?;
     }
     tree.insert("bundle.Dockerfile", dockerfile(&labels))?;
-    Ok(tree)
+    Ok((tree, objects))
 }
 
 /// The bundle `files` (as [`to_files`] wrote them, and whatever was added since) hold, as
-/// validation reads a bundle, under `dir`: its objects and metadata taken from what was built,
-/// not parsed back from the files.
+/// validation reads a bundle, under `dir`: its `objects` and metadata taken from what was
+/// built, not parsed back from the files.
 pub fn loaded(
-    built: &BuiltBundle,
+    objects: Vec<Object>,
     meta: &BundleMetadata<'_>,
     dir: &Path,
     files: &FileTree,
 ) -> LoadedBundle {
-    let mut objects: Vec<Object> = manifest_files(built, meta)
-        .into_iter()
-        .map(|(file, value)| Object {
-            file: file.into(),
-            index: 0,
-            value: value.into_owned(),
-        })
-        .collect();
-    // In file order, as a bundle read from disk lists them.
-    objects.sort_by(|a, b| a.file.cmp(&b.file));
     let list = |entries: &[Value]| (!entries.is_empty()).then(|| entries.to_vec());
     LoadedBundle {
         dir: dir.to_path_buf(),

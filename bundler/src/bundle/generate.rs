@@ -122,50 +122,50 @@ fn build_all<'r>(
             created_at: (release.release.created_at.clone())
                 .or_else(|| plan.created_at.clone())
                 .or_else(|| epoch_created.clone()),
-            samples: read.samples.clone(),
-            release_samples: release.samples.clone(),
+            samples: &read.samples,
+            release_samples: &release.samples,
         };
         match csv::build(&spec, &release.inputs) {
             Ok(bundle) => built.push(Built { release, bundle }),
             Err(found) => problems.extend(found),
         }
     }
+    all_or_problems(built, problems)
+}
+
+/// `value` when no problem was found, else every problem.
+fn all_or_problems<T>(value: T, problems: Vec<Finding>) -> Result<T, Vec<Finding>> {
     match problems.is_empty() {
-        true => Ok(built),
+        true => Ok(value),
         false => Err(problems),
     }
 }
 
-/// Rewrites every image reference of every CSV as the resolver says (each reference resolved
-/// once); a reference the resolver refuses is a problem.
+/// Rewrites every image reference of every CSV as the resolver says, asking it once for each
+/// reference; a reference it refuses is a problem of each release that names it.
 fn pin_all(built: &mut [Built<'_>], resolver: &ImageResolver) -> Result<(), Vec<Finding>> {
-    let mut rewrites = BTreeMap::new();
+    let mut resolved: BTreeMap<String, Result<Option<pin::Rewrite>, String>> = BTreeMap::new();
     let mut problems = Vec::new();
     for bundle in built.iter_mut() {
-        for reference in pin::references(&bundle.bundle.csv) {
-            if rewrites.contains_key(&reference) {
-                continue;
-            }
-            match (resolver.0)(&reference) {
-                Ok(Some(rewrite)) => {
-                    rewrites.insert(reference, rewrite);
+        let mut refused = BTreeMap::new();
+        pin::rewrite(&mut bundle.bundle.csv, &mut |reference| {
+            let outcome =
+                (resolved.entry(reference.to_owned())).or_insert_with(|| (resolver.0)(reference));
+            match outcome {
+                Ok(rewrite) => rewrite.clone(),
+                Err(message) => {
+                    refused.insert(reference.to_owned(), message.clone());
+                    None
                 }
-                Ok(None) => {}
-                Err(message) => problems.push(
-                    Finding::error(
-                        "image/unresolved",
-                        format!("cannot pin {reference} to a digest: {message}"),
-                    )
-                    .field(format!("releases[{}].manifests", bundle.release.index)),
-                ),
             }
-        }
-        pin::pin(&mut bundle.bundle.csv, &rewrites);
+        });
+        let field = format!("releases[{}].manifests", bundle.release.index);
+        problems.extend(refused.into_iter().map(|(reference, message)| {
+            let message = format!("cannot pin {reference} to a digest: {message}");
+            Finding::error("image/unresolved", message).field(field.clone())
+        }));
     }
-    match problems.is_empty() {
-        true => Ok(()),
-        false => Err(problems),
-    }
+    all_or_problems((), problems)
 }
 
 /// Renders every built bundle to files under `<version>/` and validates it as built; any
@@ -190,12 +190,16 @@ fn write_all(read: &ReadPlan<'_>, built: Vec<Built<'_>>) -> Result<Generated, Ge
         })?;
         bundles.insert(version, loaded);
     }
+    // A validator's finding is about the bundle: it names a bundle file or none.
+    let relative = |f: Finding| relative_to(f, plan.base_dir());
     if !problems.is_empty() {
-        return Err(GenerateError::Invalid(about_plan(plan, problems)));
+        return Err(GenerateError::Invalid(
+            problems.into_iter().map(relative).collect(),
+        ));
     }
     for report in &mut reports {
         let findings = std::mem::take(&mut report.findings).into_iter();
-        report.findings = findings.map(|f| relative_to(f, plan.base_dir())).collect();
+        report.findings = findings.map(relative).collect();
     }
     let graph = read.graph.clone();
     Ok(Generated {
@@ -216,14 +220,16 @@ fn render_one(
     let release = built.release.release;
     let meta = bundle_metadata(plan, release);
     let scorecard = built.release.inputs.scorecard.as_ref();
-    let files = files::to_files(&built.bundle, &meta)
-        .and_then(|mut files| super::scorecard::carry(&mut files, scorecard).map(|()| files))
+    let (files, objects) = files::to_files(&built.bundle, &meta)
+        .and_then(|(mut files, objects)| {
+            super::scorecard::carry(&mut files, scorecard).map(|()| (files, objects))
+        })
         .map_err(|source| GenerateError::Render {
             version: release.version.clone(),
             source,
         })?;
     let dir = Path::new(&release.version);
-    let loaded = files::loaded(&built.bundle, &meta, dir, &files);
+    let loaded = files::loaded(objects, &meta, dir, &files);
     let mut report = validate::validate(&loaded, &validate::Options::default());
     let plan_file = plan.path.display().to_string();
     let notes = built.bundle.notes.into_iter();

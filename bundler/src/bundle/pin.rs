@@ -2,22 +2,11 @@
 //! (`spec.relatedImages`, deployment containers and init containers, `RELATED_IMAGE_*` env
 //! values, the `containerImage` annotation) is rewritten from `repo:tag` to `repo@sha256:…`.
 //!
-//! Pure: the caller resolves the references (see [`references`]) and passes what each becomes in,
-//! so generation stays free of network access unless pinning is asked for.
+//! Pure: the caller says what each reference becomes ([`rewrite`]), so generation stays free
+//! of network access unless pinning is asked for.
 #![warn(missing_docs)]
 
-use std::collections::{BTreeMap, BTreeSet};
-
 use olmpack_model::csv::ClusterServiceVersion;
-
-/// Every image reference in a CSV that pinning would rewrite, sorted.
-pub fn references(csv: &ClusterServiceVersion) -> BTreeSet<String> {
-    let mut refs = BTreeSet::new();
-    visit(&mut csv.clone(), &mut |image| {
-        refs.insert(image.clone());
-    });
-    refs
-}
 
 /// What an image reference becomes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,11 +18,15 @@ pub enum Rewrite {
     Image(String),
 }
 
-/// Rewrites every reference found in `rewrites` as it says.
-pub fn pin(csv: &mut ClusterServiceVersion, rewrites: &BTreeMap<String, Rewrite>) {
-    visit(csv, &mut |image| match rewrites.get(image.as_str()) {
-        Some(Rewrite::Digest(digest)) => *image = pinned(image, digest),
-        Some(Rewrite::Image(reference)) => *image = reference.clone(),
+/// Rewrites every image reference of the CSV as `rewrite_of` says (`None`: left as it is),
+/// asking once for each place an image stands.
+pub fn rewrite(
+    csv: &mut ClusterServiceVersion,
+    rewrite_of: &mut dyn FnMut(&str) -> Option<Rewrite>,
+) {
+    visit(csv, &mut |image| match rewrite_of(image) {
+        Some(Rewrite::Digest(digest)) => *image = pinned(image, &digest),
+        Some(Rewrite::Image(reference)) => *image = reference,
         None => {}
     });
 }
@@ -120,13 +113,13 @@ mod tests {
             },
         });
         let mut typed = ClusterServiceVersion::from_value(&given).expect("a CSV");
-        let refs: Vec<String> = references(&typed).into_iter().collect();
-        assert_eq!(refs, ["r/app:v1", "r/init:v1", "r/op:v1"]);
-        let digests = refs
-            .iter()
-            .map(|r| (r.clone(), Rewrite::Digest(format!("sha256:{}", r.len()))))
-            .collect();
-        pin(&mut typed, &digests);
+        let mut asked = std::collections::BTreeSet::new();
+        rewrite(&mut typed, &mut |image| {
+            asked.insert(image.to_owned());
+            Some(Rewrite::Digest(format!("sha256:{}", image.len())))
+        });
+        let asked: Vec<String> = asked.into_iter().collect();
+        assert_eq!(asked, ["r/app:v1", "r/init:v1", "r/op:v1"]);
         let csv = typed.to_value();
         assert_eq!(
             csv["metadata"]["annotations"]["containerImage"],
@@ -140,5 +133,22 @@ mod tests {
             "only RELATED_IMAGE_ vars are images"
         );
         assert_eq!(pod["initContainers"][0]["image"], "r/init@sha256:9");
+    }
+
+    #[test]
+    fn an_image_rewrite_replaces_the_whole_reference_and_none_leaves_it() {
+        let given = json!({"spec": {"relatedImages": [
+            {"name": "op", "image": "r/op:v1"}, {"name": "app", "image": "r/app:v1"},
+        ]}});
+        let mut typed = ClusterServiceVersion::from_value(&given).expect("a CSV");
+        rewrite(&mut typed, &mut |image| {
+            (image == "r/op:v1").then(|| Rewrite::Image("mirror.io/op@sha256:1".to_owned()))
+        });
+        let csv = typed.to_value();
+        assert_eq!(
+            csv["spec"]["relatedImages"][0]["image"],
+            "mirror.io/op@sha256:1"
+        );
+        assert_eq!(csv["spec"]["relatedImages"][1]["image"], "r/app:v1");
     }
 }

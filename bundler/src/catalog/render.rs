@@ -31,6 +31,7 @@
 //! The renderer works on the bundle's files; rendering a bundle *image* is unpacking it and
 //! calling [`render_files`] with the image reference.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -274,9 +275,11 @@ pub fn render_loaded(b: &LoadedBundle, options: &RenderOptions) -> Result<Bundle
 /// its manifest files holds one object and its metadata files are YAML, so what opm would
 /// decode from the files is what was built, and no file is parsed back.
 pub fn render_built(b: &LoadedBundle, options: &RenderOptions) -> Result<Bundle, RenderError> {
-    let objects = (b.objects.iter()).map(|o| o.value.clone());
+    let objects = (b.objects.iter())
+        .map(|o| &o.value)
+        .filter(|v| is_manifest(v));
     let read = Read {
-        objects: first_csv_only(objects.filter(|v| v.is_object() && !kind(v).is_empty())),
+        objects: first_csv_only(objects.map(Cow::Borrowed)),
         meta: built_metadata(b),
         skipped: Vec::new(),
         lenient: Vec::new(),
@@ -286,8 +289,8 @@ pub fn render_built(b: &LoadedBundle, options: &RenderOptions) -> Result<Bundle,
 
 /// What opm reads of a bundle (module contract): its objects, the roles its metadata files
 /// play, and what it skipped or read leniently on the way.
-struct Read {
-    objects: Vec<Value>,
+struct Read<'a> {
+    objects: Vec<Cow<'a, Value>>,
     meta: Option<Metadata>,
     skipped: Vec<Skipped>,
     lenient: Vec<Lenient>,
@@ -326,7 +329,11 @@ pub fn render_bundle(
 }
 
 /// Renders what was read of the bundle at `dir` (which labels errors).
-fn render_read(dir: &Path, read: Read, options: &RenderOptions) -> Result<Rendered, RenderError> {
+fn render_read(
+    dir: &Path,
+    read: Read<'_>,
+    options: &RenderOptions,
+) -> Result<Rendered, RenderError> {
     let Read {
         objects,
         meta,
@@ -361,37 +368,10 @@ fn render_read(dir: &Path, read: Read, options: &RenderOptions) -> Result<Render
     let version = ctx.version(csv)?;
     let release = release(csv);
 
-    // The bundle's property list, as opm's bundle parser builds it.
-    let mut own: Vec<Property> = meta.properties.clone();
-    if !meta.package.is_empty() {
-        own.push(property::package(&meta.package, &version, &release));
-    }
-    own.extend(annotation_properties(csv));
-    let gvks: BTreeSet<(&str, &str, &str)> = provided
-        .iter()
-        .map(|(g, v, k, _)| (g.as_str(), v.as_str(), k.as_str()))
-        .collect();
-    own.extend(gvks.into_iter().map(|(g, v, k)| property::gvk(g, v, k)));
-    dedup(&mut own);
-
-    let mut properties = ctx.properties(&own, &meta, csv, &version, &release)?;
+    let own = declared_properties(&meta, csv, &provided, &version, &release);
+    let properties = ctx.properties(&own, &meta, csv, &version, &release)?;
+    let properties = with_manifests(properties, &objects, csv, options);
     let related_images = ctx.related_images(csv, &options.image)?;
-    // Migrating replaces the `olm.bundle.object`s by one `olm.csv.metadata`, last: they are
-    // not encoded at all then (the sort is stable and orders by type first, so leaving them
-    // out leaves the others' order as it would be).
-    let migrate = options.migrate == MigrateLevel::BundleObjectToCsvMetadata
-        && !options.image.is_empty()
-        && !properties.iter().any(|p| p.type_ == TYPE_CSV_METADATA);
-    if !migrate {
-        let encoded = objects
-            .iter()
-            .map(|o| property::bundle_object(&gojson::to_vec(o)));
-        properties.extend(encoded);
-    }
-    let mut properties = sort_properties(properties);
-    if migrate {
-        properties.push(Property::new(TYPE_CSV_METADATA, csv_metadata(csv)));
-    }
     let bundle = Bundle {
         origin: None,
         schema: SCHEMA_BUNDLE.to_owned(),
@@ -408,8 +388,61 @@ fn render_read(dir: &Path, read: Read, options: &RenderOptions) -> Result<Render
     })
 }
 
+/// The properties the bundle declares, as opm's bundle parser collects them: the properties
+/// file's, `olm.package` (annotations package, CSV version and release), the CSV's
+/// `olm.properties` annotation and an `olm.gvk` per provided API; duplicates removed.
+fn declared_properties(
+    meta: &Metadata,
+    csv: &Value,
+    provided: &BTreeSet<ApiKey>,
+    version: &str,
+    release: &str,
+) -> Vec<Property> {
+    let mut own: Vec<Property> = meta.properties.clone();
+    if !meta.package.is_empty() {
+        own.push(property::package(&meta.package, version, release));
+    }
+    own.extend(annotation_properties(csv));
+    let gvks: BTreeSet<(&str, &str, &str)> = provided
+        .iter()
+        .map(|(g, v, k, _)| (g.as_str(), v.as_str(), k.as_str()))
+        .collect();
+    own.extend(gvks.into_iter().map(|(g, v, k)| property::gvk(g, v, k)));
+    dedup(&mut own);
+    own
+}
+
+/// The blob's property list: `properties` and an `olm.bundle.object` per manifest, sorted —
+/// or, when migrating, the `olm.bundle.object`s replaced by one `olm.csv.metadata`, last.
+/// Those are not encoded at all then: the sort is stable and orders by type first, so leaving
+/// them out leaves the others' order as it would be.
+fn with_manifests(
+    mut properties: Vec<Property>,
+    objects: &[Cow<'_, Value>],
+    csv: &Value,
+    options: &RenderOptions,
+) -> Vec<Property> {
+    let migrate = options.migrate == MigrateLevel::BundleObjectToCsvMetadata
+        && !options.image.is_empty()
+        && !properties.iter().any(|p| p.type_ == TYPE_CSV_METADATA);
+    if !migrate {
+        let encoded = (objects.iter()).map(|o| property::bundle_object(&gojson::to_vec(o)));
+        properties.extend(encoded);
+    }
+    let mut properties = sort_properties(properties);
+    if migrate {
+        properties.push(Property::new(TYPE_CSV_METADATA, csv_metadata(csv)));
+    }
+    properties
+}
+
 fn kind(v: &Value) -> &str {
     v.get("kind").and_then(Value::as_str).unwrap_or("")
+}
+
+/// Whether opm counts a manifest's first document: an object with a kind.
+fn is_manifest(v: &Value) -> bool {
+    v.is_object() && !kind(v).is_empty()
 }
 
 /// The first document of every top-level manifest file that decodes as an object with a
@@ -418,7 +451,7 @@ fn manifests(
     files: &BTreeMap<PathBuf, Vec<u8>>,
     skipped: &mut Vec<Skipped>,
     lenient: &mut Vec<Lenient>,
-) -> Vec<Value> {
+) -> Vec<Cow<'static, Value>> {
     let mut out = Vec::new();
     for (path, contents) in files {
         let in_manifests = path.parent() == Some(Path::new(crate::bundle::load::MANIFESTS_DIR));
@@ -429,7 +462,7 @@ fn manifests(
             continue;
         }
         let value = match first_document(contents) {
-            Ok(Some((value, notes))) if value.is_object() && !kind(&value).is_empty() => {
+            Ok(Some((value, notes))) if is_manifest(&value) => {
                 lenient.extend(notes.into_iter().map(|n| note(path, n)));
                 value
             }
@@ -448,16 +481,17 @@ fn manifests(
                 continue;
             }
         };
-        out.push(value);
+        out.push(Cow::Owned(value));
     }
     first_csv_only(out.into_iter())
 }
 
 /// The objects with every CSV after the first left out: only the first one counts.
-fn first_csv_only(objects: impl Iterator<Item = Value>) -> Vec<Value> {
+fn first_csv_only<'a>(objects: impl Iterator<Item = Cow<'a, Value>>) -> Vec<Cow<'a, Value>> {
     let mut csv_seen = false;
-    let first =
-        |v: &Value| kind(v) != "ClusterServiceVersion" || !std::mem::replace(&mut csv_seen, true);
+    let first = |v: &Cow<'a, Value>| {
+        kind(v) != "ClusterServiceVersion" || !std::mem::replace(&mut csv_seen, true)
+    };
     objects.filter(first).collect()
 }
 
@@ -826,7 +860,7 @@ impl Ctx {
     /// Every CRD version and owned API service (opm's provided APIs).
     fn provided_apis(
         &self,
-        objects: &[Value],
+        objects: &[Cow<'_, Value>],
         csv: &Value,
     ) -> Result<BTreeSet<ApiKey>, RenderError> {
         let mut provided = BTreeSet::new();

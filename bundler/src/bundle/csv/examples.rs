@@ -33,7 +33,7 @@ pub(super) fn alm_examples(
             samples.push(clean_object(&sample.value));
         }
     }
-    for sample in &spec.release_samples {
+    for sample in spec.release_samples {
         if served.contains(&gvk(sample)) {
             samples.push(clean_object(&sample.value));
         } else {

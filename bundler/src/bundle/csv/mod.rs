@@ -63,9 +63,9 @@ pub struct ReleaseSpec<'a> {
     /// The `createdAt` annotation, when the plan sets one.
     pub created_at: Option<String>,
     /// Sample custom resources from the plan's sample files.
-    pub samples: Vec<Sourced>,
+    pub samples: &'a [Sourced],
     /// Samples from files listed for this release only: each must match an owned CRD.
-    pub release_samples: Vec<Sourced>,
+    pub release_samples: &'a [Sourced],
 }
 
 /// A built bundle, before it is rendered to files.
