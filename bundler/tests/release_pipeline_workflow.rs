@@ -13,8 +13,9 @@
 //!
 //! Test values: `REGISTRY` is the test registry (host + owner) instead of `ghcr.io/<owner>`;
 //! the release profile builds without optimisation (`CARGO_PROFILE_RELEASE_OPT_LEVEL=0`, the
-//! same binaries' behaviour at a test's build time). The first run builds olmpack and the
-//! operator for musl (minutes); later runs reuse the kept target directory.
+//! same binaries' behaviour at a test's build time) and incrementally. The first run builds
+//! olmpack and the operator for musl (minutes); later runs reuse the kept target directory
+//! and recompile only what changed.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -196,12 +197,14 @@ impl Runner {
         for (var, file) in &files {
             env.insert((*var).to_owned(), file.display().to_string());
         }
-        // Test values: the test registry instead of ghcr.io, an unoptimised release profile.
+        // Test values: the test registry instead of ghcr.io, an unoptimised release profile
+        // built incrementally (the kept target directory then rebuilds only what changed).
         env.insert("TEST_REGISTRY".into(), registry.to_owned());
         for (key, value) in [
             ("CARGO_PROFILE_RELEASE_OPT_LEVEL", "0"),
             ("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "256"),
             ("CARGO_PROFILE_RELEASE_DEBUG", "false"),
+            ("CARGO_PROFILE_RELEASE_INCREMENTAL", "true"),
         ] {
             env.insert(key.to_owned(), value.to_owned());
         }

@@ -35,12 +35,14 @@ pub struct Timeouts {
     /// does on the test control plane, where every API is there from the start) would read
     /// differently.
     pub install_plan_retry: Duration,
-    /// How long a step may stand still with some of the operator namespace's pods refused
-    /// (the kubelet's missing Secret or ConfigMap, the scheduler's "no node fits") before the
-    /// step ends early as stuck. On the test control plane nothing can end such a wait: kwok
-    /// runs no container, so no pod creates what is missing, and the nodes never change; OLM
-    /// itself would wait for the Deployment until the step's time runs out. Standing still
-    /// means the CSV's phase, reason and message and the refusals all unchanged.
+    /// How long a step may stand still, blocked by what nothing on the test control plane
+    /// can unblock, before the step ends early as stuck: pods of the operator namespace the
+    /// kubelet refuses (a missing Secret or ConfigMap) or the scheduler cannot place ("no
+    /// node fits") — kwok runs no container, so no pod creates what is missing, and the
+    /// nodes never change — or a requirement OLM reports not met that nothing here meets (a
+    /// CRD the apiserver has not established, the CSV's own `minKubeVersion`). OLM itself
+    /// would wait until the step's time runs out. Standing still means the CSV's phase,
+    /// reason and message and what blocks it all unchanged, with the InstallPlan complete.
     pub stuck: Duration,
 }
 

@@ -24,6 +24,8 @@ struct Look {
     phase: String,
     reason: String,
     message: String,
+    /// The CSV's requirements OLM reports not met.
+    unmet: Vec<RequirementStatus>,
     /// CRDs whose conversion is not what the CSV asks, with the evidence.
     conversions: Vec<(String, String)>,
 }
@@ -75,18 +77,32 @@ struct Stillness {
     seen: Option<(Still, Instant)>,
 }
 
-/// The CSV's phase, reason and message, and the pods' refusals.
+/// The CSV's phase, reason and message, and what blocks the step.
 #[derive(PartialEq)]
 struct Still {
     csv: (String, String, String),
+    blocks: Blocks,
+}
+
+/// What nothing on the test control plane can unblock: pods the kubelet or the scheduler
+/// refuses, and requirements OLM reports not met that nothing here will meet.
+#[derive(Clone, Default, PartialEq)]
+struct Blocks {
     pods: Vec<String>,
+    requirements: Vec<String>,
+}
+
+impl Blocks {
+    fn is_empty(&self) -> bool {
+        self.pods.is_empty() && self.requirements.is_empty()
+    }
 }
 
 impl Stillness {
-    /// Takes one look and the refusals then; how long both have been as they are now (zero
-    /// while no pod is refused).
-    fn note(&mut self, look: &Look, pods: Vec<String>, now: Instant) -> std::time::Duration {
-        if pods.is_empty() {
+    /// Takes one look and what blocked the step then; how long both have been as they are
+    /// now (zero while nothing blocks).
+    fn note(&mut self, look: &Look, blocks: Blocks, now: Instant) -> std::time::Duration {
+        if blocks.is_empty() {
             self.seen = None;
             return std::time::Duration::ZERO;
         }
@@ -95,7 +111,7 @@ impl Stillness {
             look.reason.clone(),
             look.message.clone(),
         );
-        let current = Still { csv, pods };
+        let current = Still { csv, blocks };
         match &self.seen {
             Some((seen, since)) if *seen == current => now.duration_since(*since),
             _ => {
@@ -134,14 +150,17 @@ impl OlmEnv {
                 }
             } else {
                 stable_since = None;
-                // The pods' refusals, read only while the step is not done.
-                let pods = kubelet::complaints(&self.client(), OPERATOR_NAMESPACE).await;
-                let still = stillness.note(&look, pods.clone(), now);
+                // What blocks the step, read only while it is not done.
+                let blocks = Blocks {
+                    pods: kubelet::complaints(&self.client(), OPERATOR_NAMESPACE).await,
+                    requirements: self.held(&look.unmet).await?,
+                };
+                let still = stillness.note(&look, blocks.clone(), now);
                 // Only once OLM has applied everything: an InstallPlan it still retries ends
                 // on its own (refused or done).
                 let applied = look.plan.phase == "Complete";
                 if applied && look.phase != "Succeeded" && still >= timeouts.stuck {
-                    return Ok((stuck(csv_name, look, pods, timeouts), record.observed));
+                    return Ok((stuck(csv_name, look, blocks, timeouts), record.observed));
                 }
             }
             if now >= deadline {
@@ -172,19 +191,56 @@ impl OlmEnv {
             None => Vec::new(),
         };
         let status = csv.and_then(|c| c.status).unwrap_or_default();
-        let unmet = unmet(&status.requirement_status);
-        let message = if status.reason == "RequirementsNotMet" && !unmet.is_empty() {
-            format!("{}; not met: {}", status.message, unmet.join("; "))
+        let lines = unmet_lines(&status.requirement_status);
+        let message = if status.reason == "RequirementsNotMet" && !lines.is_empty() {
+            format!("{}; not met: {}", status.message, lines.join("; "))
         } else {
             status.message
         };
+        let unmet = status
+            .requirement_status
+            .into_iter()
+            .filter(|r| r.status != "Present")
+            .collect();
         Ok(Look {
             plan: plan.status.unwrap_or_default(),
             phase: status.phase,
             reason: status.reason,
             message,
+            unmet,
             conversions,
         })
+    }
+
+    /// The requirements among `unmet` that nothing on the test control plane will meet, with
+    /// the evidence: the CSV's own (a `minKubeVersion` OLM cannot read or the cluster does not
+    /// reach: neither changes here), and a CRD OLM finds present but not available that the
+    /// apiserver really has not established (its conditions say why). A CRD OLM merely has
+    /// not looked at again since it was established is not one of them.
+    async fn held(&self, unmet: &[RequirementStatus]) -> Result<Vec<String>, OlmError> {
+        let crds: Api<CustomResourceDefinition> = Api::all(self.client());
+        let mut held = Vec::new();
+        for r in unmet {
+            match (r.kind.as_str(), r.status.as_str()) {
+                ("ClusterServiceVersion", _) => {
+                    held.push(format!(
+                        "ClusterServiceVersion {}: {} ({})",
+                        r.name, r.status, r.message
+                    ));
+                }
+                ("CustomResourceDefinition", "PresentNotAvailable") => {
+                    let crd = crds.get_opt(&r.name).await.map_err(OlmError::api(format!(
+                        "read CustomResourceDefinition {}",
+                        r.name
+                    )))?;
+                    if let Some(why) = crd.as_ref().and_then(not_established) {
+                        held.push(format!("CustomResourceDefinition {}: {why}", r.name));
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(held)
     }
 
     /// Every CRD a `ConversionWebhook` definition of the CSV names whose `spec.conversion`
@@ -260,20 +316,60 @@ impl OlmEnv {
     }
 }
 
-/// The outcome of a step that stood still for [`Timeouts::stuck`] with pods refused: OLM
-/// waits for pods that cannot start here.
-fn stuck(csv_name: &str, look: Look, pods: Vec<String>, timeouts: Timeouts) -> Outcome {
+/// The outcome of a step that stood still for [`Timeouts::stuck`] with pods refused or a
+/// requirement nothing meets: OLM waits for what cannot happen here.
+fn stuck(csv_name: &str, look: Look, blocks: Blocks, timeouts: Timeouts) -> Outcome {
+    let seconds = timeouts.stuck.as_secs_f64();
+    let waiting_for = if blocks.pods.is_empty() {
+        format!(
+            "ClusterServiceVersion {csv_name} (stuck: nothing changed for {seconds:.0} s while \
+             OLM waited for requirements nothing on the test control plane meets: {})",
+            blocks.requirements.join("; ")
+        )
+    } else {
+        format!(
+            "ClusterServiceVersion {csv_name} (stuck: nothing changed for {seconds:.0} s while \
+             pods were refused; on the test control plane nothing creates what they lack)"
+        )
+    };
     Outcome::TimedOut {
-        waiting_for: format!(
-            "ClusterServiceVersion {csv_name} (stuck: nothing changed for {:.0} s while pods \
-             were refused; on the test control plane nothing creates what they lack)",
-            timeouts.stuck.as_secs_f64()
-        ),
+        waiting_for,
         phase: look.phase,
         reason: look.reason,
         message: look.message,
-        pods,
+        pods: blocks.pods,
     }
+}
+
+/// Why the apiserver has not established `crd` (its `Established` and `NamesAccepted`
+/// conditions that are not `True`, in its words); `None` when it has.
+fn not_established(crd: &CustomResourceDefinition) -> Option<String> {
+    let conditions = crd
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_deref())
+        .unwrap_or_default();
+    let is_true = |kind: &str| {
+        conditions
+            .iter()
+            .any(|c| c.type_ == kind && c.status == "True")
+    };
+    if is_true("Established") && is_true("NamesAccepted") {
+        return None;
+    }
+    let said: Vec<String> = conditions
+        .iter()
+        .filter(|c| c.status != "True")
+        .map(|c| {
+            let reason = c.reason.as_deref().unwrap_or_default();
+            let message = c.message.as_deref().unwrap_or_default();
+            format!("{}={} {reason}: {message}", c.type_, c.status)
+        })
+        .collect();
+    Some(match said.is_empty() {
+        true => "the apiserver has not established it (no condition says why)".to_owned(),
+        false => format!("the apiserver has not established it ({})", said.join("; ")),
+    })
 }
 
 /// OLM's refusal, if this look shows one: the InstallPlan `Failed`, or the CSV `Failed` for
@@ -344,7 +440,7 @@ fn last_conversion_writer(entries: Option<&[ManagedFieldsEntry]>) -> String {
 
 /// The requirements OLM lists as not met, in its words: `Kind name: status (message)`, with
 /// a ServiceAccount's unmet permissions after it.
-fn unmet(requirements: &[RequirementStatus]) -> Vec<String> {
+fn unmet_lines(requirements: &[RequirementStatus]) -> Vec<String> {
     requirements
         .iter()
         .filter(|r| r.status != "Present")
@@ -389,7 +485,15 @@ mod tests {
             phase: "Installing".into(),
             reason: "InstallWaiting".into(),
             message: message.into(),
+            unmet: Vec::new(),
             conversions: Vec::new(),
+        }
+    }
+
+    fn pods(refusals: Vec<String>) -> Blocks {
+        Blocks {
+            pods: refusals,
+            requirements: Vec::new(),
         }
     }
 
@@ -444,10 +548,113 @@ mod tests {
                 0,
             ),
         ];
-        for (what, message, pods, when, want) in steps {
-            let got = still.note(&look(message), pods, at(when));
+        for (what, message, refusals, when, want) in steps {
+            let got = still.note(&look(message), pods(refusals), at(when));
             assert_eq!(got, Duration::from_secs(want), "{what}");
         }
+    }
+
+    #[test]
+    fn a_step_stands_still_while_a_requirement_nothing_meets_stays_unmet() {
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let held = |what: &str| Blocks {
+            pods: Vec::new(),
+            requirements: vec![what.to_owned()],
+        };
+        let crd = "CustomResourceDefinition a.example.com: the apiserver has not established it";
+        let mut still = Stillness::default();
+        let pending = look("one or more requirements couldn't be found");
+        assert_eq!(still.note(&pending, held(crd), at(1)), Duration::ZERO);
+        assert_eq!(
+            still.note(&pending, held(crd), at(21)),
+            Duration::from_secs(20)
+        );
+        // The evidence changes (another condition): the clock starts again.
+        let other = "CustomResourceDefinition a.example.com: NamesAccepted=False";
+        assert_eq!(still.note(&pending, held(other), at(22)), Duration::ZERO);
+        // Established at last: nothing blocks any more.
+        assert_eq!(
+            still.note(&pending, Blocks::default(), at(23)),
+            Duration::ZERO
+        );
+    }
+
+    #[test]
+    fn a_crd_not_established_is_quoted_in_the_apiservers_words() {
+        let crd = |conditions: serde_json::Value| -> CustomResourceDefinition {
+            serde_json::from_value(json!({
+                "apiVersion": "apiextensions.k8s.io/v1",
+                "kind": "CustomResourceDefinition",
+                "metadata": {"name": "as.example.com"},
+                "spec": {"group": "example.com", "scope": "Namespaced",
+                         "names": {"plural": "as", "kind": "A"}, "versions": []},
+                "status": {"conditions": conditions},
+            }))
+            .unwrap()
+        };
+        let established = crd(json!([
+            {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts", "message": "no conflicts found"},
+            {"type": "Established", "status": "True", "reason": "InitialNamesAccepted", "message": "the initial names have been accepted"},
+        ]));
+        assert_eq!(not_established(&established), None);
+        let conflict = crd(json!([
+            {"type": "NamesAccepted", "status": "False", "reason": "KindConflict", "message": "\"A\" is already in use"},
+            {"type": "Established", "status": "False", "reason": "NotAccepted", "message": "not all names are accepted"},
+        ]));
+        assert_eq!(
+            not_established(&conflict).as_deref(),
+            Some(
+                "the apiserver has not established it (NamesAccepted=False KindConflict: \"A\" is already in use; Established=False NotAccepted: not all names are accepted)"
+            )
+        );
+        assert_eq!(
+            not_established(&crd(json!([]))).as_deref(),
+            Some("the apiserver has not established it (no condition says why)")
+        );
+    }
+
+    #[test]
+    fn a_stuck_step_says_what_blocked_it() {
+        let timeouts = Timeouts::default();
+        let held = Blocks {
+            pods: Vec::new(),
+            requirements: vec![
+                "ClusterServiceVersion x.v1: PresentNotSatisfied (CSV version parsing error)"
+                    .into(),
+            ],
+        };
+        let Outcome::TimedOut {
+            waiting_for, pods, ..
+        } = stuck("x.v1", look("m"), held, timeouts)
+        else {
+            panic!("stuck is a time-out");
+        };
+        assert_eq!(
+            waiting_for,
+            "ClusterServiceVersion x.v1 (stuck: nothing changed for 20 s while OLM waited for requirements nothing on the test control plane meets: ClusterServiceVersion x.v1: PresentNotSatisfied (CSV version parsing error))"
+        );
+        assert!(pods.is_empty());
+        let refused = pods_blocked();
+        let Outcome::TimedOut {
+            waiting_for, pods, ..
+        } = stuck("x.v1", look("m"), refused, timeouts)
+        else {
+            panic!("stuck is a time-out");
+        };
+        assert!(
+            waiting_for.ends_with(
+                "while pods were refused; on the test control plane nothing creates what they lack)"
+            ),
+            "{waiting_for}"
+        );
+        assert_eq!(pods, ["op-1: FailedMount: secret \"certs\" not found"]);
+    }
+
+    fn pods_blocked() -> Blocks {
+        pods(vec![
+            "op-1: FailedMount: secret \"certs\" not found".to_owned(),
+        ])
     }
 
     #[test]
@@ -481,7 +688,7 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(
-            unmet(&status.requirement_status),
+            unmet_lines(&status.requirement_status),
             [
                 "ServiceAccount runner: PresentNotSatisfied (Service account does not meet permission requirements) [cluster rule:{\"verbs\":[\"create\"]}]",
                 "CustomResourceDefinition b.example.com: NotPresent",

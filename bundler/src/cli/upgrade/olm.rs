@@ -59,9 +59,11 @@ pub struct OlmArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 60, value_parser = parse_retry_seconds)]
     pub install_plan_retry: u64,
     /// Seconds a step may stand still with pods the kubelet or the scheduler refuses (a
-    /// Secret or ConfigMap nobody creates, a node selector no node matches) before it ends
-    /// as stuck, instead of waiting out --timeout. Nothing on the test control plane can
-    /// unblock such a pod: its containers never run, and its nodes never change. At least 1.
+    /// Secret or ConfigMap nobody creates, a node selector no node matches), or with a
+    /// requirement OLM reports not met that nothing here meets (a CRD the apiserver has not
+    /// established, the CSV's minKubeVersion), before it ends as stuck, instead of waiting
+    /// out --timeout. Nothing on the test control plane can unblock either: pods' containers
+    /// never run, the nodes never change, and nobody else edits the CRDs. At least 1.
     #[arg(long, value_name = "SECONDS", default_value_t = 20, value_parser = parse_stuck_seconds)]
     pub stuck_after: u64,
     /// Cases run at once (each runs its own control plane and OLM).
