@@ -298,7 +298,14 @@ impl Runner {
             .args(args)
             .arg(&file)
             .current_dir(&self.checkout)
+            // A runner's step has none of the build settings of the test run around it; they
+            // would also change the kept target directory's fingerprints and rebuild it all
+            // (`cargo xtask test --timings` sets RUSTC_BOOTSTRAP, CI sets CARGO_INCREMENTAL).
             .env_remove("CARGO_TARGET_DIR")
+            .env_remove("RUSTC_BOOTSTRAP")
+            .env_remove("CARGO_INCREMENTAL")
+            .env_remove("RUSTFLAGS")
+            .env_remove("CARGO_ENCODED_RUSTFLAGS")
             .envs(env)
             .env("PATH", std::env::join_paths(path).unwrap())
             .output()
