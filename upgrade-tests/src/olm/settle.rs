@@ -614,9 +614,18 @@ mod tests {
         );
     }
 
+    /// What a step stuck on `blocks` was waiting for, and the pods it names.
+    fn stuck_on(blocks: Blocks) -> (String, Vec<String>) {
+        match stuck("x.v1", look("m"), blocks, Timeouts::default()) {
+            Outcome::TimedOut {
+                waiting_for, pods, ..
+            } => (waiting_for, pods),
+            other => panic!("stuck is a time-out: {other:?}"),
+        }
+    }
+
     #[test]
     fn a_stuck_step_says_what_blocked_it() {
-        let timeouts = Timeouts::default();
         let held = Blocks {
             pods: Vec::new(),
             requirements: vec![
@@ -624,24 +633,13 @@ mod tests {
                     .into(),
             ],
         };
-        let Outcome::TimedOut {
-            waiting_for, pods, ..
-        } = stuck("x.v1", look("m"), held, timeouts)
-        else {
-            panic!("stuck is a time-out");
-        };
+        let (waiting_for, pods) = stuck_on(held);
         assert_eq!(
             waiting_for,
             "ClusterServiceVersion x.v1 (stuck: nothing changed for 20 s while OLM waited for requirements nothing on the test control plane meets: ClusterServiceVersion x.v1: PresentNotSatisfied (CSV version parsing error))"
         );
         assert!(pods.is_empty());
-        let refused = pods_blocked();
-        let Outcome::TimedOut {
-            waiting_for, pods, ..
-        } = stuck("x.v1", look("m"), refused, timeouts)
-        else {
-            panic!("stuck is a time-out");
-        };
+        let (waiting_for, pods) = stuck_on(pods_blocked());
         assert!(
             waiting_for.ends_with(
                 "while pods were refused; on the test control plane nothing creates what they lack)"
