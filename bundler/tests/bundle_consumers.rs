@@ -922,8 +922,9 @@ async fn olm_install(
     assert_eq!(cases.len(), 1, "{cases:#?}");
     let options = RunOptions {
         timeouts: olmpack_envtest::olm::Timeouts {
-            // Two cases never end (OLM holds the CSV back, or goes round its phases): they
-            // run out this time. The unbroken install takes about 15 s, two at once.
+            // One case never ends (OLM goes round the CSV's phases) and runs out this time;
+            // the one OLM holds back (its minKubeVersion) ends as stuck after 20 s. The
+            // unbroken install takes about 15 s, two at once.
             step: std::time::Duration::from_secs(60),
             // The InstallPlan OLM fails (a kind it does not create) fails with the same
             // words after 20 s of retries as after its default minute.

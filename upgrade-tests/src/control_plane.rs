@@ -284,19 +284,10 @@ impl TestEnv {
         }
         let started = Instant::now();
         loop {
-            if let Ok(Some(current)) = api.get_opt(&name).await {
-                let established = current
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.conditions.as_ref())
-                    .is_some_and(|conds| {
-                        conds
-                            .iter()
-                            .any(|c| c.type_ == "Established" && c.status == "True")
-                    });
-                if established {
-                    return Ok(());
-                }
+            if let Ok(Some(current)) = api.get_opt(&name).await
+                && crd_condition_true(&current, "Established")
+            {
+                return Ok(());
             }
             if started.elapsed() > START_TIMEOUT {
                 return Err(EnvError::CrdNotEstablished {
@@ -525,4 +516,14 @@ async fn etcd_healthy(port: u16) -> bool {
         tokio::time::timeout(Duration::from_secs(2), probe).await,
         Ok(Some(true))
     )
+}
+
+/// Whether `crd`'s status has condition `kind` (`Established`, `NamesAccepted`, …) `True`.
+pub(crate) fn crd_condition_true(crd: &CustomResourceDefinition, kind: &str) -> bool {
+    crd.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_deref())
+        .unwrap_or_default()
+        .iter()
+        .any(|c| c.type_ == kind && c.status == "True")
 }

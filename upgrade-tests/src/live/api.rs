@@ -13,6 +13,7 @@ use kube::api::{Api, DynamicObject, ListParams, ObjectMeta, PostParams};
 use serde_json::Value;
 
 use super::compare::user_data;
+use crate::control_plane::crd_condition_true;
 
 /// How long a CRD may take to be established and reflected in discovery.
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -149,13 +150,9 @@ async fn wait_settled(client: &Client, crd: &CustomResourceDefinition) {
 }
 
 async fn established(client: &Client, name: &str) -> bool {
-    let Ok(current) = get_crd(client, name).await else {
-        return false;
-    };
-    current.status.and_then(|s| s.conditions).is_some_and(|c| {
-        c.iter()
-            .any(|c| c.type_ == "Established" && c.status == "True")
-    })
+    get_crd(client, name)
+        .await
+        .is_ok_and(|current| crd_condition_true(&current, "Established"))
 }
 
 async fn discovery_matches(client: &Client, crd: &CustomResourceDefinition) -> bool {

@@ -17,6 +17,7 @@ use super::install::{Outcome, POLL, Timeouts};
 use super::operator_group::OPERATOR_NAMESPACE;
 use super::resources::{self, Csv, InstallPlan, InstallPlanStatus, RequirementStatus};
 use super::{OlmEnv, OlmError, kubelet};
+use crate::control_plane::crd_condition_true;
 
 /// What one look at the step showed.
 struct Look {
@@ -191,17 +192,17 @@ impl OlmEnv {
             None => Vec::new(),
         };
         let status = csv.and_then(|c| c.status).unwrap_or_default();
-        let lines = unmet_lines(&status.requirement_status);
+        let unmet: Vec<RequirementStatus> = status
+            .requirement_status
+            .into_iter()
+            .filter(|r| r.status != "Present")
+            .collect();
+        let lines = unmet_lines(&unmet);
         let message = if status.reason == "RequirementsNotMet" && !lines.is_empty() {
             format!("{}; not met: {}", status.message, lines.join("; "))
         } else {
             status.message
         };
-        let unmet = status
-            .requirement_status
-            .into_iter()
-            .filter(|r| r.status != "Present")
-            .collect();
         Ok(Look {
             plan: plan.status.unwrap_or_default(),
             phase: status.phase,
@@ -349,12 +350,7 @@ fn not_established(crd: &CustomResourceDefinition) -> Option<String> {
         .as_ref()
         .and_then(|s| s.conditions.as_deref())
         .unwrap_or_default();
-    let is_true = |kind: &str| {
-        conditions
-            .iter()
-            .any(|c| c.type_ == kind && c.status == "True")
-    };
-    if is_true("Established") && is_true("NamesAccepted") {
+    if crd_condition_true(crd, "Established") && crd_condition_true(crd, "NamesAccepted") {
         return None;
     }
     let said: Vec<String> = conditions
