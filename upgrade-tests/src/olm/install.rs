@@ -424,18 +424,19 @@ impl OlmEnv {
     }
 
     /// Whether CSV `csv`, whose step was done, is still `Succeeded`: `Left` with OLM's status
-    /// when it is not. A certificate refresh OLM starts by itself (phase `Pending`, reason
-    /// `NeedsCertRotation`: it found the webhook's certificate Secret missing or stale, as
-    /// after an upgrade) is followed for up to `timeout`: back in `Succeeded`, it is
-    /// `Recovered` with what was seen.
+    /// when it is not. What made it leave is read from OLM's record of phases, so it is known
+    /// however late it is looked at. A certificate refresh OLM starts by itself (phase
+    /// `Pending`, reason `NeedsCertRotation`: it found the webhook's certificate Secret missing
+    /// or stale, as after an upgrade; OLM then installs again) is followed for up to
+    /// `timeout`: back in `Succeeded`, it is `Recovered` with what was seen.
     pub async fn left_succeeded(
         &self,
         csv: &str,
         timeout: Duration,
     ) -> Result<StillSucceeded, OlmError> {
         let started = Instant::now();
-        // OLM's status when the refresh was first seen.
-        let mut refresh: Option<String> = None;
+        // What began the departure, from the first look that saw one.
+        let mut departure: Option<resources::CsvCondition> = None;
         loop {
             let Some(status) = self.csv_status(csv).await? else {
                 return Ok(StillSucceeded::Left(format!(
@@ -443,19 +444,18 @@ impl OlmEnv {
                 )));
             };
             if status.phase == "Succeeded" {
-                return Ok(match refresh {
+                return Ok(match departure {
                     None => StillSucceeded::Yes,
-                    Some(seen) => StillSucceeded::Recovered(format!(
-                        "{seen}; OLM refreshed the certificates and the CSV was Succeeded again {:.1} s later",
+                    Some(began) => StillSucceeded::Recovered(format!(
+                        "{}; OLM refreshed the certificates and the CSV was Succeeded again {:.1} s later",
+                        left_for(csv, &began),
                         started.elapsed().as_secs_f64()
                     )),
                 });
             }
-            let left = format!(
-                "ClusterServiceVersion {csv} left Succeeded after its step was done: phase {}, reason {}: {}",
-                status.phase, status.reason, status.message
-            );
-            if refresh.is_none() && status.reason != "NeedsCertRotation" {
+            let began = departure.get_or_insert_with(|| status.departure());
+            let left = left_now(csv, began, &status);
+            if began.reason != "NeedsCertRotation" {
                 return Ok(StillSucceeded::Left(left));
             }
             if started.elapsed() > timeout {
@@ -464,7 +464,6 @@ impl OlmEnv {
                     started.elapsed().as_secs_f64()
                 )));
             }
-            refresh.get_or_insert(left);
             tokio::time::sleep(POLL).await;
         }
     }
@@ -620,6 +619,26 @@ fn place(object: &mut serde_json::Value, name: &str, namespace: Option<&str>) {
     }
 }
 
+/// How CSV `csv` left `Succeeded` after its step: the phase it entered, why.
+fn left_for(csv: &str, began: &resources::CsvCondition) -> String {
+    format!(
+        "ClusterServiceVersion {csv} left Succeeded after its step was done: phase {}, reason {}: {}",
+        began.phase, began.reason, began.message
+    )
+}
+
+/// [`left_for`], and where the CSV is now when that is elsewhere.
+fn left_now(csv: &str, began: &resources::CsvCondition, now: &resources::CsvStatus) -> String {
+    let left = left_for(csv, began);
+    if (now.phase.as_str(), now.reason.as_str()) == (began.phase.as_str(), began.reason.as_str()) {
+        return left;
+    }
+    format!(
+        "{left}; now phase {}, reason {}: {}",
+        now.phase, now.reason, now.message
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -658,5 +677,33 @@ mod tests {
             "node-healthcheck-operator.v0.0.2"
         );
         assert_eq!(subscribed_csv(&plan, ""), "poison-pill.v0.1.0");
+    }
+
+    #[test]
+    fn a_departure_names_what_began_it_and_where_the_csv_is_now() {
+        let refresh = resources::CsvCondition {
+            phase: "Pending".into(),
+            reason: "NeedsCertRotation".into(),
+            message: "CSV owns resources that require a cert refresh".into(),
+        };
+        let mut now = resources::CsvStatus {
+            phase: "Installing".into(),
+            reason: "InstallSucceeded".into(),
+            message: "waiting for install components to report healthy".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            left_now("a.v1", &refresh, &now),
+            "ClusterServiceVersion a.v1 left Succeeded after its step was done: phase Pending, \
+             reason NeedsCertRotation: CSV owns resources that require a cert refresh; now phase \
+             Installing, reason InstallSucceeded: waiting for install components to report healthy"
+        );
+        now.phase = "Pending".into();
+        now.reason = "NeedsCertRotation".into();
+        assert_eq!(
+            left_now("a.v1", &refresh, &now),
+            "ClusterServiceVersion a.v1 left Succeeded after its step was done: phase Pending, \
+             reason NeedsCertRotation: CSV owns resources that require a cert refresh"
+        );
     }
 }

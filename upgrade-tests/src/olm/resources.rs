@@ -120,6 +120,36 @@ pub struct CsvStatus {
     /// What OLM checked before installing: each owned or required API, the ServiceAccounts
     /// and their permissions, with `status` `Present` when met.
     pub requirement_status: Vec<RequirementStatus>,
+    /// OLM's record of the phases the CSV entered, oldest first (it keeps the last 20): one
+    /// entry whenever the phase or the reason changed.
+    pub conditions: Vec<CsvCondition>,
+}
+
+/// One entry of `ClusterServiceVersion.status.conditions`: a phase the CSV entered, why.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CsvCondition {
+    pub phase: String,
+    pub reason: String,
+    pub message: String,
+}
+
+impl CsvStatus {
+    /// The phase the CSV entered when it last left `Succeeded`, from OLM's record: what began
+    /// the way it is now, however many phases it went through since. The current phase when
+    /// the record holds no `Succeeded` followed by another phase (never succeeded, or the
+    /// record no longer reaches back that far).
+    pub fn departure(&self) -> CsvCondition {
+        let last_succeeded = self.conditions.iter().rposition(|c| c.phase == "Succeeded");
+        match last_succeeded.and_then(|i| self.conditions.get(i + 1)) {
+            Some(first) => first.clone(),
+            None => CsvCondition {
+                phase: self.phase.clone(),
+                reason: self.reason.clone(),
+                message: self.message.clone(),
+            },
+        }
+    }
 }
 
 /// One entry of `ClusterServiceVersion.status.requirementStatus`.
@@ -153,3 +183,67 @@ pub type InstallPlan = Object<InstallPlanSpec, InstallPlanStatus>;
 pub type Csv = Object<serde_json::Value, CsvStatus>;
 /// A CatalogSource as read.
 pub type CatalogSource = Object<serde_json::Value, CatalogSourceStatus>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn condition(phase: &str, reason: &str) -> CsvCondition {
+        CsvCondition {
+            phase: phase.into(),
+            reason: reason.into(),
+            message: format!("{phase} {reason}"),
+        }
+    }
+
+    fn status(history: &[(&str, &str)]) -> CsvStatus {
+        let conditions: Vec<CsvCondition> = history.iter().map(|(p, r)| condition(p, r)).collect();
+        let now = conditions.last().cloned().unwrap_or_default();
+        CsvStatus {
+            phase: now.phase,
+            reason: now.reason,
+            message: now.message,
+            conditions,
+            ..CsvStatus::default()
+        }
+    }
+
+    #[test]
+    fn departure_is_the_phase_entered_right_after_the_last_succeeded() {
+        let installing = ("Installing", "InstallSucceeded");
+        let succeeded = ("Succeeded", "InstallSucceeded");
+        let refresh = ("Pending", "NeedsCertRotation");
+        let ready = ("InstallReady", "RequirementsMet");
+        type History<'a> = Vec<(&'a str, &'a str)>;
+        let cases: [(&str, History, CsvCondition); 4] = [
+            (
+                "a refresh seen late, already reinstalling",
+                vec![installing, succeeded, refresh, ready, installing],
+                condition("Pending", "NeedsCertRotation"),
+            ),
+            (
+                "the second departure counts, not the first",
+                vec![
+                    succeeded,
+                    refresh,
+                    succeeded,
+                    ("Failed", "ComponentUnhealthy"),
+                ],
+                condition("Failed", "ComponentUnhealthy"),
+            ),
+            (
+                "never succeeded: the current phase",
+                vec![("Pending", "RequirementsNotMet"), ready, installing],
+                condition("Installing", "InstallSucceeded"),
+            ),
+            (
+                "no record: the current phase",
+                vec![],
+                CsvCondition::default(),
+            ),
+        ];
+        for (what, history, expected) in cases {
+            assert_eq!(status(&history).departure(), expected, "{what}");
+        }
+    }
+}
