@@ -214,6 +214,18 @@ impl ChildProcess {
         log_tail(&self.log, 4096)
     }
 
+    /// The last `last` lines of the whole log that contain `needle` (none when the log cannot
+    /// be read).
+    pub fn log_lines_containing(&self, needle: &str, last: usize) -> Vec<String> {
+        let text = std::fs::read(&self.log).unwrap_or_default();
+        let text = String::from_utf8_lossy(&text);
+        let found: Vec<&str> = text.lines().filter(|l| l.contains(needle)).collect();
+        found[found.len().saturating_sub(last)..]
+            .iter()
+            .map(|l| (*l).to_owned())
+            .collect()
+    }
+
     /// Kills the process (its whole group, when it leads one) and waits for it; idempotent.
     pub fn stop(&mut self) {
         if self.group {

@@ -199,6 +199,15 @@ impl OlmEnv {
         )
     }
 
+    /// The catalog-operator's last lines that name `object` (what it last did with it).
+    pub fn catalog_operator_lines_about(&self, object: &str) -> Vec<String> {
+        self.catalog_operator
+            .log_lines_containing(object, 5)
+            .into_iter()
+            .map(|l| format!("catalog-operator: {l}"))
+            .collect()
+    }
+
     /// The catalog-operator's last error lines (resolution problems show up there).
     pub fn catalog_operator_errors(&self) -> Vec<String> {
         let tail = self.catalog_operator.log_tail();

@@ -165,7 +165,7 @@ impl OlmEnv {
                 }
             }
             if now >= deadline {
-                let outcome = self.timed_out(csv_name, look, timeouts).await;
+                let outcome = self.timed_out(plan_name, csv_name, look, timeouts).await;
                 return Ok((outcome, record.observed));
             }
             tokio::time::sleep(POLL).await;
@@ -275,9 +275,29 @@ impl OlmEnv {
         Ok(out)
     }
 
-    async fn timed_out(&self, csv_name: &str, look: Look, timeouts: Timeouts) -> Outcome {
+    async fn timed_out(
+        &self,
+        plan_name: &str,
+        csv_name: &str,
+        look: Look,
+        timeouts: Timeouts,
+    ) -> Outcome {
         let waited = timeouts.step;
-        let pods = kubelet::complaints(&self.client(), OPERATOR_NAMESPACE).await;
+        let mut pods = kubelet::complaints(&self.client(), OPERATOR_NAMESPACE).await;
+        if look.plan.phase == "RequiresApproval" {
+            // Approved before the wait began: OLM never acted on the approval. What the
+            // catalog-operator last did with the plan is the only evidence of why.
+            pods.extend(self.catalog_operator_lines_about(plan_name));
+            return Outcome::TimedOut {
+                waiting_for: format!(
+                    "OLM to act on the approved InstallPlan {plan_name} ({waited:?})"
+                ),
+                phase: format!("InstallPlan {}", look.plan.phase),
+                reason: String::new(),
+                message: look.plan.message,
+                pods,
+            };
+        }
         if look.phase == "Succeeded" {
             let mut still = Vec::new();
             if look.plan.phase != "Complete" {
