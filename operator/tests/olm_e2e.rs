@@ -120,3 +120,98 @@ async fn olm_e2e_reference_operator_installs_and_upgrades_along_every_edge() {
     assert_eq!(to("0.1.0").as_deref(), Some("webapp-operator.v0.2.0"));
     assert_eq!(to("1.0.1"), None);
 }
+
+/// OLM installs a CSV again by itself when it finds the Secret of the certificate it made for
+/// the webhooks gone, as it may after an upgrade: the CSV leaves `Succeeded` (`Pending`, reason
+/// `NeedsCertRotation` or `NeedsReinstall`, whichever of OLM's checks sees the Secret missing
+/// first), installs again and comes back. A look taken only once OLM is already installing
+/// again (as after a long examples phase) still recognises this from OLM's record of phases
+/// and follows it back to `Succeeded` instead of failing the case.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn olm_e2e_a_certificate_refresh_seen_late_is_followed_back_to_succeeded() {
+    use k8s_openapi::api::core::v1::Secret;
+    use kube::api::{Api, DeleteParams};
+    use olmpack_envtest::olm::operator_group::OPERATOR_NAMESPACE;
+    use olmpack_envtest::olm::resources::{self, Csv};
+    use olmpack_envtest::olm::{OlmEnv, OlmEnvOptions, StillSucceeded, Timeouts};
+
+    let env = OlmEnv::start_with(OlmEnvOptions {
+        webhook_command: Some(operator_command()),
+        ..OlmEnvOptions::default()
+    })
+    .await
+    .unwrap();
+    let served =
+        olm::inline_catalog(&root().join("catalog"), &olmpack::input::Limits::default()).unwrap();
+    let catalog = env.serve_catalog("olmpack", served.path()).await.unwrap();
+    let head = "webapp-operator.v1.0.1";
+    env.subscribe(&catalog, "webapp-operator", "stable", head)
+        .await
+        .unwrap();
+    let step = env
+        .next_step("webapp-operator", Timeouts::default())
+        .await
+        .unwrap();
+    assert!(
+        matches!(step.outcome, Outcome::Succeeded { .. }),
+        "{:?}\n{}",
+        step.outcome,
+        env.olm_log_tail()
+    );
+
+    // OLM's certificate Secret for the webhook Deployment, named after its Service.
+    let secrets: Api<Secret> = Api::namespaced(env.client(), OPERATOR_NAMESPACE);
+    secrets
+        .delete("webapp-operator-service-cert", &DeleteParams::default())
+        .await
+        .unwrap();
+    // Wait until OLM has moved past the first phase of its new install, so that the CSV's
+    // current status no longer says why it left.
+    let csvs: Api<Csv> = Api::namespaced_with(env.client(), OPERATOR_NAMESPACE, &resources::csv());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut seen = Vec::new();
+    let late = loop {
+        let status = csvs.get(head).await.unwrap().status.unwrap_or_default();
+        let now = (status.phase.clone(), status.reason.clone());
+        if seen.last() != Some(&now) {
+            seen.push(now);
+        }
+        let left = seen.iter().any(|(phase, _)| phase != "Succeeded");
+        if left && status.phase != "Succeeded" && status.phase != "Pending" {
+            break status;
+        }
+        assert!(
+            !(left && status.phase == "Succeeded"),
+            "the new install ended before a later phase was seen (polled every 50 ms): {seen:?}"
+        );
+        assert!(
+            std::time::Instant::now() < deadline,
+            "OLM did not start installing again within 60 s of the Secret's deletion: {seen:?}\n{}",
+            env.olm_log_tail()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    eprintln!("phases seen after the Secret's deletion: {seen:?}");
+    let began = late.departure();
+    assert_eq!(began.phase, "Pending", "{late:#?}");
+    assert!(
+        ["NeedsCertRotation", "NeedsReinstall"].contains(&began.reason.as_str()),
+        "{late:#?}"
+    );
+
+    match env
+        .left_succeeded(head, std::time::Duration::from_secs(90))
+        .await
+        .unwrap()
+    {
+        StillSucceeded::Recovered(seen) => assert!(
+            seen.starts_with(&format!(
+                "ClusterServiceVersion {head} left Succeeded after its step was done: phase \
+                 Pending, reason {}: {}; OLM installed it again and the CSV was Succeeded again ",
+                began.reason, began.message
+            )),
+            "{seen}"
+        ),
+        other => panic!("{other:?}\n{}", env.olm_log_tail()),
+    }
+}

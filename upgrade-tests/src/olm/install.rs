@@ -98,7 +98,8 @@ pub struct Step {
 pub enum StillSucceeded {
     /// It is.
     Yes,
-    /// It left `Succeeded` for OLM's own certificate refresh and came back; what was seen.
+    /// It left `Succeeded` for an install OLM started again by itself and came back; what
+    /// was seen.
     Recovered(String),
     /// It is not: OLM's status.
     Left(String),
@@ -425,10 +426,9 @@ impl OlmEnv {
 
     /// Whether CSV `csv`, whose step was done, is still `Succeeded`: `Left` with OLM's status
     /// when it is not. What made it leave is read from OLM's record of phases, so it is known
-    /// however late it is looked at. A certificate refresh OLM starts by itself (phase
-    /// `Pending`, reason `NeedsCertRotation`: it found the webhook's certificate Secret missing
-    /// or stale, as after an upgrade; OLM then installs again) is followed for up to
-    /// `timeout`: back in `Succeeded`, it is `Recovered` with what was seen.
+    /// however late it is looked at. An install OLM starts again by itself (see
+    /// [`reinstall`]) is followed for up to `timeout`: back in `Succeeded`, it is `Recovered`
+    /// with what was seen.
     pub async fn left_succeeded(
         &self,
         csv: &str,
@@ -447,7 +447,7 @@ impl OlmEnv {
                 return Ok(match departure {
                     None => StillSucceeded::Yes,
                     Some(began) => StillSucceeded::Recovered(format!(
-                        "{}; OLM refreshed the certificates and the CSV was Succeeded again {:.1} s later",
+                        "{}; OLM installed it again and the CSV was Succeeded again {:.1} s later",
                         left_for(csv, &began),
                         started.elapsed().as_secs_f64()
                     )),
@@ -455,12 +455,12 @@ impl OlmEnv {
             }
             let began = departure.get_or_insert_with(|| status.departure());
             let left = left_now(csv, began, &status);
-            if began.reason != "NeedsCertRotation" {
+            if !reinstall(began) {
                 return Ok(StillSucceeded::Left(left));
             }
             if started.elapsed() > timeout {
                 return Ok(StillSucceeded::Left(format!(
-                    "{left} (still not Succeeded {:.0} s after a certificate refresh began)",
+                    "{left} (still not Succeeded {:.0} s after OLM began installing it again)",
                     started.elapsed().as_secs_f64()
                 )));
             }
@@ -619,6 +619,21 @@ fn place(object: &mut serde_json::Value, name: &str, namespace: Option<&str>) {
     }
 }
 
+/// Whether OLM left `Succeeded` to install the CSV again by itself, as it does when the
+/// certificate it generated for the CSV's webhooks or API services is missing or stale (after
+/// an upgrade, its Secret may be gone for a moment): phase `Pending` with reason
+/// `NeedsCertRotation` (the Secret is missing or due for renewal) or `NeedsReinstall` (the
+/// Deployment it calculates from that certificate cannot be made: "calculated deployment
+/// install is bad"). Which of the two OLM reports depends on which check sees the missing
+/// Secret first.
+fn reinstall(began: &resources::CsvCondition) -> bool {
+    began.phase == "Pending"
+        && matches!(
+            began.reason.as_str(),
+            "NeedsCertRotation" | "NeedsReinstall"
+        )
+}
+
 /// How CSV `csv` left `Succeeded` after its step: the phase it entered, why.
 fn left_for(csv: &str, began: &resources::CsvCondition) -> String {
     format!(
@@ -705,5 +720,25 @@ mod tests {
             "ClusterServiceVersion a.v1 left Succeeded after its step was done: phase Pending, \
              reason NeedsCertRotation: CSV owns resources that require a cert refresh"
         );
+    }
+
+    #[test]
+    fn only_olm_installing_again_by_itself_is_followed() {
+        let cases = [
+            ("Pending", "NeedsCertRotation", true),
+            ("Pending", "NeedsReinstall", true),
+            ("Failed", "ComponentUnhealthy", false),
+            ("InstallReady", "ComponentUnhealthy", false),
+            ("Failed", "RequirementsNotMet", false),
+            ("Pending", "RequirementsNotMet", false),
+        ];
+        for (phase, reason, expected) in cases {
+            let began = resources::CsvCondition {
+                phase: phase.into(),
+                reason: reason.into(),
+                message: String::new(),
+            };
+            assert_eq!(reinstall(&began), expected, "{phase} {reason}");
+        }
     }
 }
