@@ -266,17 +266,18 @@ impl OlmEnv {
                 message: c.message.clone(),
             });
         }
-        let conditions: Vec<String> = status
+        let mut evidence: Vec<String> = status
             .conditions
             .iter()
             .map(|c| format!("{}={} {}: {}", c.type_, c.status, c.reason, c.message))
             .collect();
+        evidence.extend(self.catalog_operator_errors());
         Ok(Outcome::TimedOut {
             waiting_for: format!("an InstallPlan for Subscription {package} ({waited:?})"),
             phase: status.state,
             reason: String::new(),
-            message: conditions.join("; "),
-            pods: self.catalog_operator_errors(),
+            message: evidence.join("; "),
+            pods: Vec::new(),
         })
     }
 

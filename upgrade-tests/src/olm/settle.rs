@@ -283,18 +283,20 @@ impl OlmEnv {
         timeouts: Timeouts,
     ) -> Outcome {
         let waited = timeouts.step;
-        let mut pods = kubelet::complaints(&self.client(), OPERATOR_NAMESPACE).await;
+        let pods = kubelet::complaints(&self.client(), OPERATOR_NAMESPACE).await;
         if look.plan.phase == "RequiresApproval" {
             // Approved before the wait began: OLM never acted on the approval. What the
             // catalog-operator last did with the plan is the only evidence of why.
-            pods.extend(self.catalog_operator_lines_about(plan_name));
+            let mut evidence = vec![look.plan.message];
+            evidence.extend(self.catalog_operator_lines_about(plan_name));
+            evidence.retain(|e| !e.is_empty());
             return Outcome::TimedOut {
                 waiting_for: format!(
                     "OLM to act on the approved InstallPlan {plan_name} ({waited:?})"
                 ),
                 phase: format!("InstallPlan {}", look.plan.phase),
                 reason: String::new(),
-                message: look.plan.message,
+                message: evidence.join("; "),
                 pods,
             };
         }
