@@ -663,19 +663,25 @@ impl Walk {
                 return Ok(());
             }
         };
-        if link.file_type().is_symlink()
-            && let Err(err) = self.check_link(abs)
-        {
+        if !link.file_type().is_symlink() {
+            // Not a link: its own metadata is the target's; no second look.
+            return self.target(abs, rel, link);
+        }
+        if let Err(err) = self.check_link(abs) {
             self.refuse(rel, err);
             return Ok(());
         }
-        let meta = match fs::metadata(abs) {
-            Ok(meta) => meta,
+        match fs::metadata(abs) {
+            Ok(meta) => self.target(abs, rel, meta),
             Err(e) => {
                 self.refuse(rel, InputError::io(abs, &e));
-                return Ok(());
+                Ok(())
             }
-        };
+        }
+    }
+
+    /// The entry at `abs` once its (followed) metadata `meta` is known.
+    fn target(&mut self, abs: &Path, rel: &Path, meta: fs::Metadata) -> Result<(), InputError> {
         if meta.is_dir() {
             if !self.seen_dirs.insert((meta.dev(), meta.ino())) {
                 let target = fs::canonicalize(abs).unwrap_or_else(|_| abs.to_path_buf());
