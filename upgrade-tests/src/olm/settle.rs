@@ -192,11 +192,7 @@ impl OlmEnv {
             None => Vec::new(),
         };
         let status = csv.and_then(|c| c.status).unwrap_or_default();
-        let unmet: Vec<RequirementStatus> = status
-            .requirement_status
-            .into_iter()
-            .filter(|r| r.status != "Present")
-            .collect();
+        let unmet = unmet(status.requirement_status);
         let lines = unmet_lines(&unmet);
         let message = if status.reason == "RequirementsNotMet" && !lines.is_empty() {
             format!("{}; not met: {}", status.message, lines.join("; "))
@@ -456,12 +452,19 @@ fn last_conversion_writer(entries: Option<&[ManagedFieldsEntry]>) -> String {
         .unwrap_or_default()
 }
 
-/// The requirements OLM lists as not met, in its words: `Kind name: status (message)`, with
-/// a ServiceAccount's unmet permissions after it.
-fn unmet_lines(requirements: &[RequirementStatus]) -> Vec<String> {
+/// The requirements OLM lists as not met: every status but `Present`.
+fn unmet(requirements: Vec<RequirementStatus>) -> Vec<RequirementStatus> {
     requirements
-        .iter()
+        .into_iter()
         .filter(|r| r.status != "Present")
+        .collect()
+}
+
+/// The [`unmet`] requirements in OLM's words: `Kind name: status (message)`, with a
+/// ServiceAccount's unmet permissions after it.
+fn unmet_lines(unmet: &[RequirementStatus]) -> Vec<String> {
+    unmet
+        .iter()
         .map(|r| {
             let mut line = format!("{} {}: {}", r.kind, r.name, r.status);
             if !r.message.is_empty() {
@@ -704,7 +707,7 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(
-            unmet_lines(&status.requirement_status),
+            unmet_lines(&unmet(status.requirement_status)),
             [
                 "ServiceAccount runner: PresentNotSatisfied (Service account does not meet permission requirements) [cluster rule:{\"verbs\":[\"create\"]}]",
                 "CustomResourceDefinition b.example.com: NotPresent",
