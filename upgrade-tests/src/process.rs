@@ -11,6 +11,10 @@
 //! - A process started with [`ChildProcess::start_group`] leads a process group of its own,
 //!   and stopping it kills the whole group: a shell and every program it started. (The
 //!   parent-death signal reaches only the group leader; the others are killed on drop.)
+//! - The tools started with [`ChildProcess::start`] or [`ChildProcess::start_with_env`] are
+//!   Go programs that live for seconds to minutes: they collect garbage less often
+//!   ([`TOOL_GC`]), unless olmpack's own environment sets `GOGC` or `GOMEMLIMIT`. Programs
+//!   of a [`ChildProcess::start_group`] (the user's commands) get the environment unchanged.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -46,6 +50,21 @@ pub enum ProcessError {
         waited: Duration,
         log_tail: String,
     },
+}
+
+/// The Go runtime's settings for the tools: the collector runs when the heap has grown by
+/// 400 % rather than 100 % (about a fifth less CPU to bring up an OLM environment, for about
+/// half as much memory again at its peak), and more often than that only near a soft limit
+/// of 2 GiB per process.
+pub const TOOL_GC: [(&str, &str); 2] = [("GOGC", "400"), ("GOMEMLIMIT", "2GiB")];
+
+/// [`TOOL_GC`], or nothing when olmpack's own environment already tunes Go's collector (then
+/// the tools inherit that).
+fn tool_gc() -> &'static [(&'static str, &'static str)] {
+    let tuned = TOOL_GC
+        .iter()
+        .any(|(name, _)| std::env::var_os(name).is_some());
+    if tuned { &[] } else { &TOOL_GC }
 }
 
 type SpawnRequest = (Command, bool, mpsc::Sender<std::io::Result<Child>>);
@@ -151,6 +170,9 @@ impl ChildProcess {
             source,
         })?;
         let mut cmd = Command::new(program);
+        if !group {
+            cmd.envs(tool_gc().iter().copied());
+        }
         cmd.args(args)
             .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
@@ -344,6 +366,33 @@ mod tests {
             });
             assert!(gone, "process {pid} of the shell outlived stop()");
         }
+    }
+
+    /// What `sh -c 'echo "$GOGC $GOMEMLIMIT"'` printed, started as a tool or as a group.
+    fn go_settings_seen(group: bool) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log");
+        let args = ["-c".to_owned(), r#"echo "$GOGC $GOMEMLIMIT""#.to_owned()];
+        let mut child = match group {
+            false => ChildProcess::start("sh", Path::new("sh"), &args, &log),
+            true => ChildProcess::start_group("sh", Path::new("sh"), &args, &[], &log),
+        }
+        .unwrap();
+        child.child.wait().unwrap();
+        std::fs::read_to_string(&log).unwrap().trim().to_owned()
+    }
+
+    /// Tools get the lazier collector; the user's commands get olmpack's environment as is.
+    #[test]
+    fn tools_collect_garbage_less_often_and_user_commands_are_left_alone() {
+        let own = |name| std::env::var(name).unwrap_or_default();
+        let inherited = format!("{} {}", own("GOGC"), own("GOMEMLIMIT"));
+        let tools = match tool_gc().is_empty() {
+            true => inherited.clone(),
+            false => "400 2GiB".to_owned(),
+        };
+        assert_eq!(go_settings_seen(false), tools.trim());
+        assert_eq!(go_settings_seen(true), inherited.trim());
     }
 
     /// Whether `pid` exists and is not a zombie.
