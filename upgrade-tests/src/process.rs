@@ -61,10 +61,16 @@ pub const TOOL_GC: [(&str, &str); 2] = [("GOGC", "400"), ("GOMEMLIMIT", "2GiB")]
 /// [`TOOL_GC`], or nothing when olmpack's own environment already tunes Go's collector (then
 /// the tools inherit that).
 fn tool_gc() -> &'static [(&'static str, &'static str)] {
-    let tuned = TOOL_GC
-        .iter()
-        .any(|(name, _)| std::env::var_os(name).is_some());
-    if tuned { &[] } else { &TOOL_GC }
+    tool_gc_unless(|name| std::env::var_os(name).is_some())
+}
+
+/// [`TOOL_GC`], or nothing when `is_set` says one of its variables is already set.
+fn tool_gc_unless(is_set: impl Fn(&str) -> bool) -> &'static [(&'static str, &'static str)] {
+    if TOOL_GC.iter().any(|(name, _)| is_set(name)) {
+        &[]
+    } else {
+        &TOOL_GC
+    }
 }
 
 type SpawnRequest = (Command, bool, mpsc::Sender<std::io::Result<Child>>);
@@ -382,13 +388,32 @@ mod tests {
         std::fs::read_to_string(&log).unwrap().trim().to_owned()
     }
 
+    /// Either variable set by the user means the tools get neither from olmpack.
+    #[test]
+    fn a_user_setting_of_either_variable_wins() {
+        let table: [(&[&str], &[(&str, &str)]); 4] = [
+            (&[], &[("GOGC", "400"), ("GOMEMLIMIT", "2GiB")]),
+            (&["GOGC"], &[]),
+            (&["GOMEMLIMIT"], &[]),
+            (&["GOGC", "GOMEMLIMIT"], &[]),
+        ];
+        for (set, want) in table {
+            assert_eq!(tool_gc_unless(|name| set.contains(&name)), want, "{set:?}");
+        }
+    }
+
     /// Tools get the lazier collector; the user's commands get olmpack's environment as is.
     #[test]
     fn tools_collect_garbage_less_often_and_user_commands_are_left_alone() {
         let own = |name| std::env::var(name).unwrap_or_default();
         let inherited = format!("{} {}", own("GOGC"), own("GOMEMLIMIT"));
         let tools = match tool_gc().is_empty() {
-            true => inherited.clone(),
+            true => {
+                eprintln!(
+                    "NOT RUN: the tools' own GC settings (GOGC or GOMEMLIMIT is set here); only inheritance is checked"
+                );
+                inherited.clone()
+            }
             false => "400 2GiB".to_owned(),
         };
         assert_eq!(go_settings_seen(false), tools.trim());
