@@ -58,14 +58,17 @@ pub enum ProcessError {
 /// of 2 GiB per process.
 pub const TOOL_GC: [(&str, &str); 2] = [("GOGC", "400"), ("GOMEMLIMIT", "2GiB")];
 
+/// Environment variables as `(name, value)` pairs.
+type EnvPairs = &'static [(&'static str, &'static str)];
+
 /// [`TOOL_GC`], or nothing when olmpack's own environment already tunes Go's collector (then
 /// the tools inherit that).
-fn tool_gc() -> &'static [(&'static str, &'static str)] {
+fn tool_gc() -> EnvPairs {
     tool_gc_unless(|name| std::env::var_os(name).is_some())
 }
 
 /// [`TOOL_GC`], or nothing when `is_set` says one of its variables is already set.
-fn tool_gc_unless(is_set: impl Fn(&str) -> bool) -> &'static [(&'static str, &'static str)] {
+fn tool_gc_unless(is_set: impl Fn(&str) -> bool) -> EnvPairs {
     if TOOL_GC.iter().any(|(name, _)| is_set(name)) {
         &[]
     } else {
@@ -391,7 +394,7 @@ mod tests {
     /// Either variable set by the user means the tools get neither from olmpack.
     #[test]
     fn a_user_setting_of_either_variable_wins() {
-        let table: [(&[&str], &[(&str, &str)]); 4] = [
+        let table: [(&[&str], EnvPairs); 4] = [
             (&[], &[("GOGC", "400"), ("GOMEMLIMIT", "2GiB")]),
             (&["GOGC"], &[]),
             (&["GOMEMLIMIT"], &[]),
