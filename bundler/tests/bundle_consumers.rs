@@ -905,11 +905,12 @@ fn olm_catalog(
 /// OLM environments of this test binary at once (its tests run in parallel): two, one per core.
 static OLM_SLOTS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
 
-/// How OLM v0 ends the install of the fixture changed by `change` (a fresh OLM each time,
-/// at most [`OLM_SLOTS`] at once).
+/// How OLM v0 ends the install of the fixture changed by `change` (an OLM of its own from
+/// `envs`, reset after the install before, at most [`OLM_SLOTS`] at once).
 async fn olm_install(
     change: fn(&mut Value),
     extra: Option<(&str, &str)>,
+    envs: olmpack::upgrade::olm::EnvPool,
 ) -> olmpack_envtest::olm::Outcome {
     let _slot = OLM_SLOTS.acquire().await.expect("never closed");
     use olmpack::upgrade::olm::{self, RunOptions};
@@ -931,6 +932,7 @@ async fn olm_install(
             install_plan_retry: std::time::Duration::from_secs(20),
             ..Default::default()
         },
+        envs: Some(envs),
         ..RunOptions::default()
     };
     let mut reports = olm::run(&catalog, &cases, &options).await.unwrap();
@@ -1004,11 +1006,13 @@ struct OlmInstall {
     says: &'static [&'static str],
 }
 
-/// [`olm_install`] of each, two at a time (each in its own OLM); outcomes in the order given.
+/// [`olm_install`] of each, two at a time (each in an OLM of its own, reset after the one
+/// before); outcomes in the order given.
 async fn olm_installs(installs: &[OlmInstall]) -> Vec<olmpack_envtest::olm::Outcome> {
     use futures::StreamExt as _;
+    let envs = olmpack::upgrade::olm::EnvPool::default();
     futures::stream::iter(installs)
-        .map(|i| olm_install(i.change, i.extra))
+        .map(|i| olm_install(i.change, i.extra, envs.clone()))
         .buffered(2)
         .collect()
         .await

@@ -2,14 +2,16 @@
 //! operator serving its webhooks. Prints the seconds from `opm serve` start to the CSV's
 //! `Succeeded` for one install (the channel head), and the wall time of the whole matrix of
 //! the reference catalog (every release installed, every edge OLM takes upgraded), run with
-//! `--jobs 1` and `--jobs 2`. Target: the matrix under 2 minutes on 2 cores.
+//! `--jobs 1` and `--jobs 2`, each with a fresh environment per case (the baseline) and
+//! with environments reset and reused between cases (`upgrade olm`'s default). Target: the
+//! matrix under 2 minutes on 2 cores.
 //!
 //! Run: `eval "$(cargo xtask env)" && cargo bench -p webapp-operator --bench olm`
 
 use std::path::Path;
 use std::time::Instant;
 
-use olmpack::upgrade::olm::{self, RunOptions};
+use olmpack::upgrade::olm::{self, Case, EnvPool, RunOptions};
 use olmpack_envtest::olm::WebhookCommand;
 
 fn operator_command() -> WebhookCommand {
@@ -29,13 +31,14 @@ fn main() {
         .find(|c| c.expected.is_none())
         .cloned()
         .expect("a channel head");
-    let options = |jobs| RunOptions {
+    let options = |jobs, envs| RunOptions {
         webhook_command: Some(operator_command()),
         jobs,
+        envs,
         ..RunOptions::default()
     };
     runtime.block_on(async {
-        let report = olm::run_case(&catalog, head, &options(1))
+        let report = olm::run_case(&catalog, head, &options(1, None))
             .await
             .expect("the OLM environment runs");
         println!(
@@ -46,16 +49,24 @@ fn main() {
             report.seconds
         );
         for jobs in [1, 2] {
-            let started = Instant::now();
-            let reports = olm::run(&catalog, &cases, &options(jobs))
-                .await
-                .expect("the OLM environments run");
-            let failed = reports.iter().filter(|r| !r.failures().is_empty()).count();
+            let fresh = matrix(&catalog, &cases, &options(jobs, None)).await;
+            let reused = matrix(&catalog, &cases, &options(jobs, Some(EnvPool::default()))).await;
             println!(
-                "matrix, {} cases, --jobs {jobs}: {:.1} s ({failed} failed)",
-                reports.len(),
-                started.elapsed().as_secs_f64()
+                "matrix, {} cases, --jobs {jobs}: {reused:.1} s reusing environments, {fresh:.1} s with a fresh one per case (baseline): {:.2}x",
+                cases.len(),
+                fresh / reused
             );
         }
     });
+}
+
+/// The wall time of every case, in seconds; panics when a case fails.
+async fn matrix(catalog: &Path, cases: &[Case], options: &RunOptions) -> f64 {
+    let started = Instant::now();
+    let reports = olm::run(catalog, cases, options)
+        .await
+        .expect("the OLM environments run");
+    let failed: Vec<_> = reports.iter().flat_map(|r| r.failures()).collect();
+    assert!(failed.is_empty(), "{failed:#?}");
+    started.elapsed().as_secs_f64()
 }

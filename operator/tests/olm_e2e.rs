@@ -84,12 +84,30 @@ async fn olm_e2e_reference_operator_installs_and_upgrades_along_every_edge() {
     // Every release is installed; every release but the head has an upgrade to check.
     let releases = ["0.1.0", "0.2.0", "0.3.0", "1.0.0", "1.0.1"];
     assert_eq!(cases.len(), releases.len(), "{cases:#?}");
+    // Two environments for five cases: three cases run in one an earlier case used, reset.
+    let steps = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = steps.clone();
     let options = RunOptions {
         webhook_command: Some(operator_command()),
         jobs: 2,
+        envs: Some(olm::EnvPool::default()),
+        steps: olm::StepLog::new(move |line| {
+            eprintln!("{line}");
+            seen.lock().unwrap().push(line.to_owned());
+        }),
         ..RunOptions::default()
     };
     let reports = olm::run(&catalog, &cases, &options).await.unwrap();
+    let steps = steps.lock().unwrap().clone();
+    let reused = steps
+        .iter()
+        .filter(|l| l.contains("OLM environment reused"))
+        .count();
+    let fresh = steps
+        .iter()
+        .filter(|l| l.contains("OLM environment up"))
+        .count();
+    assert_eq!((reused, fresh), (3, 2), "{steps:#?}");
     let table = olm::markdown(&reports);
     eprintln!("{table}");
     for report in &reports {
@@ -131,7 +149,6 @@ async fn olm_e2e_reference_operator_installs_and_upgrades_along_every_edge() {
 async fn olm_e2e_a_certificate_refresh_seen_late_is_followed_back_to_succeeded() {
     use k8s_openapi::api::core::v1::Secret;
     use kube::api::{Api, DeleteParams};
-    use olmpack_envtest::olm::operator_group::OPERATOR_NAMESPACE;
     use olmpack_envtest::olm::resources::{self, Csv};
     use olmpack_envtest::olm::{OlmEnv, OlmEnvOptions, StillSucceeded, Timeouts};
 
@@ -160,14 +177,15 @@ async fn olm_e2e_a_certificate_refresh_seen_late_is_followed_back_to_succeeded()
     );
 
     // OLM's certificate Secret for the webhook Deployment, named after its Service.
-    let secrets: Api<Secret> = Api::namespaced(env.client(), OPERATOR_NAMESPACE);
+    let secrets: Api<Secret> = Api::namespaced(env.client(), env.operator_namespace());
     secrets
         .delete("webapp-operator-service-cert", &DeleteParams::default())
         .await
         .unwrap();
     // Wait until OLM has moved past the first phase of its new install, so that the CSV's
     // current status no longer says why it left.
-    let csvs: Api<Csv> = Api::namespaced_with(env.client(), OPERATOR_NAMESPACE, &resources::csv());
+    let csvs: Api<Csv> =
+        Api::namespaced_with(env.client(), env.operator_namespace(), &resources::csv());
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     let mut seen = Vec::new();
     let late = loop {
@@ -214,4 +232,117 @@ async fn olm_e2e_a_certificate_refresh_seen_late_is_followed_back_to_succeeded()
         ),
         other => panic!("{other:?}\n{}", env.olm_log_tail()),
     }
+}
+
+/// An environment reset after an install holds none of what that install left: the
+/// operator's CRDs (whose objects the running operator gave finalizers), its webhook
+/// configurations, its Deployment and namespace objects; and OLM installs the operator
+/// again in it as in a fresh one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn olm_e2e_a_reset_environment_keeps_nothing_of_the_last_install() {
+    use k8s_openapi::api::admissionregistration::v1::{
+        MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+    };
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::Namespace;
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::api::{Api, ListParams};
+    use olmpack_envtest::olm::{OlmEnv, OlmEnvOptions};
+    use olmpack_model::plan::InstallModeType;
+
+    let mut env = OlmEnv::start_with(OlmEnvOptions {
+        webhook_command: Some(operator_command()),
+        ..OlmEnvOptions::default()
+    })
+    .await
+    .unwrap();
+    let client = env.client();
+    let crd_names = || async {
+        let all = names::<CustomResourceDefinition>(&client).await;
+        all.into_iter()
+            .filter(|n| n == "webapps.apps.olmpack.dev")
+            .collect::<Vec<_>>()
+    };
+    let webhooks = || async {
+        let mut all = names::<ValidatingWebhookConfiguration>(&client).await;
+        all.extend(names::<MutatingWebhookConfiguration>(&client).await);
+        all
+    };
+    let served =
+        olm::inline_catalog(&root().join("catalog"), &olmpack::input::Limits::default()).unwrap();
+    let catalog = install_head(&env, served.path()).await;
+    let (before_crds, before_webhooks) = (crd_names().await, webhooks().await);
+    assert!(
+        !before_crds.is_empty() && !before_webhooks.is_empty(),
+        "{before_crds:?} {before_webhooks:?}"
+    );
+    let first = env.operator_namespace().to_owned();
+    drop(catalog);
+    env.reset(InstallModeType::AllNamespaces).await.unwrap();
+    assert_eq!(crd_names().await, Vec::<String>::new());
+    assert_eq!(webhooks().await, Vec::<String>::new());
+    // The next install has a namespace of its own; the last one's is on its way out.
+    assert_eq!(
+        (first.as_str(), env.operator_namespace()),
+        ("operators", "operators-2")
+    );
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let old = namespaces.get_opt(&first).await.unwrap();
+    assert!(old.is_none_or(|ns| ns.metadata.deletion_timestamp.is_some()));
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), env.operator_namespace());
+    let fresh = deployments
+        .list_metadata(&ListParams::default())
+        .await
+        .unwrap();
+    assert!(fresh.items.is_empty(), "{fresh:?}");
+    assert_eq!(env.resets(), 1);
+
+    let _catalog = install_head(&env, served.path()).await;
+    assert_eq!(crd_names().await, before_crds);
+    assert_eq!(webhooks().await.len(), before_webhooks.len());
+}
+
+/// The reference operator's head installed by OLM in `env` from the catalog `served`, its
+/// webhooks served and its examples created; the catalog is served until dropped.
+async fn install_head(
+    env: &olmpack_envtest::olm::OlmEnv,
+    served: &Path,
+) -> olmpack_envtest::olm::Catalog {
+    let head = "webapp-operator.v1.0.1";
+    let catalog = env.serve_catalog("olmpack", served).await.unwrap();
+    env.subscribe(&catalog, "webapp-operator", "stable", head)
+        .await
+        .unwrap();
+    let step = env
+        .next_step("webapp-operator", olmpack_envtest::olm::Timeouts::default())
+        .await
+        .unwrap();
+    assert!(
+        matches!(step.outcome, Outcome::Succeeded { .. }),
+        "{:?}\n{}",
+        step.outcome,
+        env.olm_log_tail()
+    );
+    env.wait_for_webhooks(head, std::time::Duration::from_secs(90))
+        .await
+        .unwrap();
+    let examples = env.create_examples(head).await.unwrap();
+    assert!(
+        !examples.is_empty() && examples.iter().all(|e| e.refused.is_none()),
+        "{examples:#?}"
+    );
+    catalog
+}
+
+/// The names of every object of the cluster-scoped kind `K`.
+async fn names<K>(client: &kube::Client) -> Vec<String>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let api: kube::Api<K> = kube::Api::all(client.clone());
+    let list = api.list_metadata(&Default::default()).await.unwrap();
+    list.items
+        .into_iter()
+        .filter_map(|o| o.metadata.name)
+        .collect()
 }

@@ -124,6 +124,8 @@ pub struct ChildProcess {
     name: String,
     child: Child,
     log: PathBuf,
+    /// Where the log's lines of interest start ([`ChildProcess::mark_log`]).
+    log_from: u64,
     /// Leads its own process group (killed as a whole).
     group: bool,
 }
@@ -205,6 +207,7 @@ impl ChildProcess {
             name: name.to_owned(),
             child,
             log: log.to_owned(),
+            log_from: 0,
             group,
         })
     }
@@ -240,15 +243,22 @@ impl ChildProcess {
         }
     }
 
-    /// The last 4 KiB of the process's output.
+    /// The last 4 KiB of the process's output (since [`ChildProcess::mark_log`]).
     pub fn log_tail(&self) -> String {
-        log_tail(&self.log, 4096)
+        log_tail(&self.log, 4096, self.log_from)
     }
 
-    /// The last `last` lines of the whole log that contain `needle` (none when the log cannot
-    /// be read).
+    /// From now on, [`ChildProcess::log_tail`] and [`ChildProcess::log_lines_containing`]
+    /// read only what the process writes after this call (for a process that serves one
+    /// user after another).
+    pub fn mark_log(&mut self) {
+        self.log_from = std::fs::metadata(&self.log).map_or(0, |m| m.len());
+    }
+
+    /// The last `last` lines of the log (since [`ChildProcess::mark_log`]) that contain
+    /// `needle` (none when the log cannot be read).
     pub fn log_lines_containing(&self, needle: &str, last: usize) -> Vec<String> {
-        let text = std::fs::read(&self.log).unwrap_or_default();
+        let text = read_from(&self.log, self.log_from);
         let text = String::from_utf8_lossy(&text);
         let found: Vec<&str> = text.lines().filter(|l| l.contains(needle)).collect();
         found[found.len().saturating_sub(last)..]
@@ -290,18 +300,25 @@ fn kill_group(leader: u32) {
 /// The last 4 KiB of the log file at `path` (empty when it cannot be read), e.g. of a
 /// process that has already been stopped.
 pub fn log_tail_of(path: &Path) -> String {
-    log_tail(path, 4096)
+    log_tail(path, 4096, 0)
 }
 
-fn log_tail(path: &Path, max: u64) -> String {
+/// The last `max` bytes of the file at `path`, none before offset `from`.
+fn log_tail(path: &Path, max: u64, from: u64) -> String {
+    let len = std::fs::metadata(path).map_or(0, |m| m.len());
+    let buf = read_from(path, len.saturating_sub(max).max(from));
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+/// The bytes of the file at `path` from offset `from` on (empty when it cannot be read).
+fn read_from(path: &Path, from: u64) -> Vec<u8> {
     let Ok(mut file) = File::open(path) else {
-        return String::new();
+        return Vec::new();
     };
-    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let _ = file.seek(SeekFrom::Start(len.saturating_sub(max)));
+    let _ = file.seek(SeekFrom::Start(from));
     let mut buf = Vec::new();
     let _ = file.read_to_end(&mut buf);
-    String::from_utf8_lossy(&buf).into_owned()
+    buf
 }
 
 /// A TCP port on 127.0.0.1 that was free a moment ago.
@@ -339,6 +356,40 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// After `mark_log`, the tail and the searched lines hold only what came later.
+    #[test]
+    fn a_marked_log_is_read_from_the_mark_on() {
+        use std::io::Write as _;
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log");
+        let script = "echo 'first: level=error'; exec sleep 300";
+        let mut process = ChildProcess::start(
+            "shell",
+            Path::new("sh"),
+            &["-c".to_owned(), script.to_owned()],
+            &log,
+        )
+        .unwrap();
+        let started = std::time::Instant::now();
+        while process.log_lines_containing("level=error", 5).is_empty() {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "nothing logged"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        process.mark_log();
+        assert_eq!(process.log_tail(), "");
+        assert!(process.log_lines_containing("level=error", 5).is_empty());
+        let mut later = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+        later.write_all(b"second: level=error\n").unwrap();
+        assert_eq!(process.log_tail(), "second: level=error\n");
+        assert_eq!(
+            process.log_lines_containing("level=error", 5),
+            ["second: level=error"]
+        );
+    }
 
     /// `sh -c` with two programs: stopping the group leader kills both, not only the shell.
     #[test]

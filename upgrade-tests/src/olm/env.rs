@@ -9,7 +9,8 @@ use kube::Client;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use super::operator_group::{self, CATALOG_NAMESPACE, OPERATOR_NAMESPACE};
+use super::operator_group::{CATALOG_NAMESPACE, Namespaces};
+use super::reset::{self, Baseline};
 use super::resources::{self, CatalogSource};
 use super::webhooks::{WebhookCommand, WebhookHost};
 use super::{OlmError, kubelet};
@@ -38,6 +39,19 @@ pub struct OlmEnvOptions {
     /// The catalog-operator's `--install-plan-retry-timeout` (see
     /// [`super::Timeouts::install_plan_retry`]).
     pub install_plan_retry: Duration,
+    /// CRDs the cluster has before OLM installs anything (another operator's APIs that
+    /// bundles ship objects of); they stay through [`OlmEnv::reset`].
+    pub cluster_crds: Vec<CustomResourceDefinition>,
+}
+
+impl OlmEnvOptions {
+    /// Whether an environment started with `self` serves `other` after a reset: everything
+    /// but the install mode is the same.
+    pub fn same_but_mode(&self, other: &OlmEnvOptions) -> bool {
+        self.webhook_command == other.webhook_command
+            && self.install_plan_retry == other.install_plan_retry
+            && self.cluster_crds == other.cluster_crds
+    }
 }
 
 impl Default for OlmEnvOptions {
@@ -46,6 +60,7 @@ impl Default for OlmEnvOptions {
             webhook_command: None,
             install_mode: InstallModeType::AllNamespaces,
             install_plan_retry: OLM_INSTALL_PLAN_RETRY,
+            cluster_crds: Vec::new(),
         }
     }
 }
@@ -55,7 +70,13 @@ pub struct OlmEnv {
     // Field order is drop order: webhook processes, then OLM, then the control plane.
     webhooks: WebhookHost,
     _kubelet: AbortOnDrop,
-    install_mode: InstallModeType,
+    options: OlmEnvOptions,
+    /// The namespaces of the current install.
+    namespaces: Namespaces,
+    /// What the cluster held when the environment came up ([`OlmEnv::reset`]).
+    baseline: Baseline,
+    /// How many times the environment was reset.
+    resets: u32,
     olm_operator: ChildProcess,
     catalog_operator: ChildProcess,
     kwok: ChildProcess,
@@ -112,32 +133,40 @@ impl OlmEnv {
         let dir = env.dir().to_owned();
         let kubeconfig = env.kubeconfig_path().display().to_string();
         let client = env.client();
+        let namespaces = Namespaces::nth(0);
 
-        install_crds_and_namespaces(&env, &client, &programs.crds).await?;
+        install_crds_and_namespaces(&env, &client, &programs.crds, &namespaces.operator).await?;
         let scheduler = start_scheduler(&programs.scheduler, &kubeconfig, &dir)?;
         // OLM's operators need only their CRDs: they start while the node comes up.
         let (olm_operator, catalog_operator) =
             start_olm(&programs, &kubeconfig, &dir, options.install_plan_retry)?;
         let (node, group, copied) = tokio::join!(
             start_node(&client, &programs, &kubeconfig, &dir),
-            create_operator_group(&client, options.install_mode),
+            create_operator_group(&client, &namespaces, options.install_mode),
             disable_copied_csvs(&client),
         );
         let (kwok, kubelet) = node?;
         group?;
         copied?;
+        for crd in &options.cluster_crds {
+            env.install_crd(crd).await?;
+        }
+        let baseline = Baseline::take(&client, &namespaces).await?;
 
         let webhooks = WebhookHost::start(
             client.clone(),
-            OPERATOR_NAMESPACE,
-            options.webhook_command,
+            &namespaces.operator,
+            options.webhook_command.clone(),
             env.kubeconfig_path().to_owned(),
             dir.join("webhooks"),
         )?;
         Ok(Self {
             webhooks,
             _kubelet: kubelet,
-            install_mode: options.install_mode,
+            options,
+            namespaces,
+            baseline,
+            resets: 0,
             olm_operator,
             catalog_operator,
             kwok,
@@ -156,14 +185,66 @@ impl OlmEnv {
         self.env.client()
     }
 
-    /// The namespace operators are installed to.
+    /// The namespace the current install goes to.
     pub fn operator_namespace(&self) -> &str {
-        OPERATOR_NAMESPACE
+        &self.namespaces.operator
+    }
+
+    /// The namespaces of the current install (see [`Namespaces::nth`]).
+    pub fn namespaces(&self) -> &Namespaces {
+        &self.namespaces
     }
 
     /// The install mode of the environment's OperatorGroup.
     pub fn install_mode(&self) -> InstallModeType {
-        self.install_mode
+        self.options.install_mode
+    }
+
+    /// What the environment was started with (the install mode: the current one).
+    pub fn options(&self) -> &OlmEnvOptions {
+        &self.options
+    }
+
+    /// How many times [`OlmEnv::reset`] has readied the environment for another install.
+    pub fn resets(&self) -> u32 {
+        self.resets
+    }
+
+    /// Readies the environment for another install, as if it had just come up with an
+    /// OperatorGroup for `mode`: webhook processes stopped; what the last install left
+    /// removed until the cluster holds the APIServices, webhook configurations and CRDs it
+    /// held at start, and no other namespace but ones being deleted (see [`super::reset`]);
+    /// the next namespaces ([`Namespaces::nth`]) made with their OperatorGroup; OLM's logs
+    /// read from here on. On `Err` the environment is in an unknown state: drop it.
+    pub async fn reset(&mut self, mode: InstallModeType) -> Result<(), OlmError> {
+        let client = self.client();
+        let kubeconfig = self.env.kubeconfig_path().to_owned();
+        let next = Namespaces::nth(self.resets + 1);
+        let dir = self.env.dir().join(format!("webhooks-{}", self.resets + 1));
+        // Stopped before anything goes, so no process of the last install acts meanwhile.
+        self.webhooks = WebhookHost::start(
+            client.clone(),
+            &next.operator,
+            None,
+            kubeconfig.clone(),
+            dir.clone(),
+        )?;
+        reset::clean(&client, &self.baseline, &self.namespaces.operator).await?;
+        create_namespace(&client, &next.operator).await?;
+        create_operator_group(&client, &next, mode).await?;
+        self.olm_operator.mark_log();
+        self.catalog_operator.mark_log();
+        self.webhooks = WebhookHost::start(
+            client,
+            &next.operator,
+            self.options.webhook_command.clone(),
+            kubeconfig,
+            dir,
+        )?;
+        self.namespaces = next;
+        self.options.install_mode = mode;
+        self.resets += 1;
+        Ok(())
     }
 
     /// Whether webhook calls can reach a [`WebhookCommand`]: one was given and this machine
@@ -340,12 +421,13 @@ async fn install_crds_and_namespaces(
     env: &TestEnv,
     client: &Client,
     crds_dir: &Path,
+    operator_namespace: &str,
 ) -> Result<(), OlmError> {
     let crds = read_crds(crds_dir)?;
     let (installed, namespaces) = tokio::join!(
         futures::future::try_join_all(crds.iter().map(|crd| env.install_crd(crd))),
         futures::future::try_join_all(
-            [CATALOG_NAMESPACE, OPERATOR_NAMESPACE].map(|ns| create_namespace(client, ns))
+            [CATALOG_NAMESPACE, operator_namespace].map(|ns| create_namespace(client, ns))
         ),
     );
     installed?;
@@ -561,16 +643,18 @@ fn node_ready(node: &Node) -> bool {
 }
 
 /// The operator namespace's OperatorGroup for `mode`, after the namespaces it targets.
-async fn create_operator_group(client: &Client, mode: InstallModeType) -> Result<(), OlmError> {
-    let targets = operator_group::target_namespaces(mode);
-    for ns in targets.iter().filter(|ns| **ns != OPERATOR_NAMESPACE) {
+async fn create_operator_group(
+    client: &Client,
+    namespaces: &Namespaces,
+    mode: InstallModeType,
+) -> Result<(), OlmError> {
+    let operator = namespaces.operator.as_str();
+    let targets = namespaces.targeted(mode);
+    for ns in targets.iter().filter(|ns| **ns != operator) {
         create_namespace(client, ns).await?;
     }
-    let api: Api<DynamicObject> = Api::namespaced_with(
-        client.clone(),
-        OPERATOR_NAMESPACE,
-        &resources::operator_group(),
-    );
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), operator, &resources::operator_group());
     let spec = if targets.is_empty() {
         json!({})
     } else {
@@ -579,7 +663,7 @@ async fn create_operator_group(client: &Client, mode: InstallModeType) -> Result
     let group = json!({
         "apiVersion": "operators.coreos.com/v1",
         "kind": "OperatorGroup",
-        "metadata": {"name": "olmpack", "namespace": OPERATOR_NAMESPACE},
+        "metadata": {"name": "olmpack", "namespace": operator},
         "spec": spec,
     });
     api.patch(

@@ -10,9 +10,8 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::env::{Catalog, OLM_INSTALL_PLAN_RETRY};
-use super::operator_group::OPERATOR_NAMESPACE;
 use super::resources::{self, Csv, InstallPlan, Subscription};
-use super::{OlmEnv, OlmError, operator_group};
+use super::{OlmEnv, OlmError};
 use crate::live::api::apiserver_message;
 
 pub(super) const POLL: Duration = Duration::from_millis(250);
@@ -136,13 +135,13 @@ impl OlmEnv {
     ) -> Result<(), OlmError> {
         let api: Api<DynamicObject> = Api::namespaced_with(
             self.client(),
-            OPERATOR_NAMESPACE,
+            self.operator_namespace(),
             &resources::subscription(),
         );
         let sub: DynamicObject = serde_json::from_value(json!({
             "apiVersion": "operators.coreos.com/v1alpha1",
             "kind": "Subscription",
-            "metadata": {"name": package, "namespace": OPERATOR_NAMESPACE},
+            "metadata": {"name": package, "namespace": self.operator_namespace()},
             "spec": {
                 "name": package,
                 "channel": channel,
@@ -206,12 +205,12 @@ impl OlmEnv {
     ) -> Result<Option<(InstallPlan, String)>, OlmError> {
         let subs: Api<Subscription> = Api::namespaced_with(
             self.client(),
-            OPERATOR_NAMESPACE,
+            self.operator_namespace(),
             &resources::subscription(),
         );
         let plans: Api<InstallPlan> = Api::namespaced_with(
             self.client(),
-            OPERATOR_NAMESPACE,
+            self.operator_namespace(),
             &resources::install_plan(),
         );
         while Instant::now() < deadline {
@@ -247,7 +246,7 @@ impl OlmEnv {
     async fn not_resolved(&self, package: &str, waited: Duration) -> Result<Outcome, OlmError> {
         let subs: Api<Subscription> = Api::namespaced_with(
             self.client(),
-            OPERATOR_NAMESPACE,
+            self.operator_namespace(),
             &resources::subscription(),
         );
         let sub = subs
@@ -376,7 +375,7 @@ impl OlmEnv {
         &self,
         api_version: &str,
         kind: &str,
-    ) -> Result<(Api<DynamicObject>, Option<&'static str>), String> {
+    ) -> Result<(Api<DynamicObject>, Option<&str>), String> {
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
         let gvk = GroupVersionKind::gvk(group, version, kind);
         let (resource, caps) = discovery::pinned_kind(&self.client(), &gvk)
@@ -394,10 +393,10 @@ impl OlmEnv {
         &self,
         resource: &kube::discovery::ApiResource,
         scope: Scope,
-    ) -> (Api<DynamicObject>, Option<&'static str>) {
+    ) -> (Api<DynamicObject>, Option<&str>) {
         match scope {
             Scope::Namespaced => {
-                let ns = operator_group::example_namespace(self.install_mode());
+                let ns = self.namespaces().for_examples(self.install_mode());
                 (Api::namespaced_with(self.client(), ns, resource), Some(ns))
             }
             Scope::Cluster => (Api::all_with(self.client(), resource), None),
@@ -407,7 +406,7 @@ impl OlmEnv {
     /// CSV `csv` of the operator namespace.
     async fn read_csv(&self, csv: &str) -> Result<Csv, OlmError> {
         let csvs: Api<Csv> =
-            Api::namespaced_with(self.client(), OPERATOR_NAMESPACE, &resources::csv());
+            Api::namespaced_with(self.client(), self.operator_namespace(), &resources::csv());
         csvs.get(csv)
             .await
             .map_err(OlmError::api(format!("read ClusterServiceVersion {csv}")))
@@ -471,7 +470,7 @@ impl OlmEnv {
 
     async fn csv_status(&self, csv: &str) -> Result<Option<resources::CsvStatus>, OlmError> {
         let csvs: Api<Csv> =
-            Api::namespaced_with(self.client(), OPERATOR_NAMESPACE, &resources::csv());
+            Api::namespaced_with(self.client(), self.operator_namespace(), &resources::csv());
         let found = csvs
             .get_opt(csv)
             .await
@@ -484,7 +483,7 @@ impl OlmEnv {
     pub async fn wait_for_webhooks(&self, csv: &str, timeout: Duration) -> Result<(), String> {
         self.webhooks_available()?;
         let csvs: Api<Csv> =
-            Api::namespaced_with(self.client(), OPERATOR_NAMESPACE, &resources::csv());
+            Api::namespaced_with(self.client(), self.operator_namespace(), &resources::csv());
         let found = csvs.get(csv).await.map_err(|e| e.to_string())?;
         let mut deployments: Vec<String> = found.spec["webhookdefinitions"]
             .as_array()
@@ -495,7 +494,7 @@ impl OlmEnv {
         deployments.sort();
         deployments.dedup();
         let api: Api<k8s_openapi::api::apps::v1::Deployment> =
-            Api::namespaced(self.client(), OPERATOR_NAMESPACE);
+            Api::namespaced(self.client(), self.operator_namespace());
         let deadline = Instant::now() + timeout;
         for name in deployments {
             loop {
@@ -525,7 +524,7 @@ impl OlmEnv {
     pub async fn install_plans(&self) -> Vec<String> {
         let plans: Api<InstallPlan> = Api::namespaced_with(
             self.client(),
-            OPERATOR_NAMESPACE,
+            self.operator_namespace(),
             &resources::install_plan(),
         );
         plans
@@ -588,7 +587,8 @@ impl OlmEnv {
                     .map(|v| format!("{name}/{}", v.name)),
             );
         }
-        let deployments: Api<Deployment> = Api::namespaced(self.client(), OPERATOR_NAMESPACE);
+        let deployments: Api<Deployment> =
+            Api::namespaced(self.client(), self.operator_namespace());
         installed.deployments = deployments
             .list(&ListParams::default())
             .await

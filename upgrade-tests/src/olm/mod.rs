@@ -24,6 +24,7 @@ mod env;
 mod install;
 pub mod kubelet;
 pub mod operator_group;
+mod reset;
 pub mod resources;
 mod settle;
 pub mod webhooks;

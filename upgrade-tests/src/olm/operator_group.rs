@@ -6,11 +6,11 @@ use olmpack_model::plan::InstallModeType;
 
 /// Where OLM's global catalogs live (`catalog-operator --namespace`).
 pub const CATALOG_NAMESPACE: &str = "olm";
-/// Where operators are installed, with the OperatorGroup of the environment's install mode.
+/// Where an environment's first install goes, with the OperatorGroup of its install mode.
 pub const OPERATOR_NAMESPACE: &str = "operators";
 
-/// The namespaces a SingleNamespace (the first) or MultiNamespace (both) OperatorGroup
-/// targets; the environment creates them. Neither is the operator namespace.
+/// The namespaces a SingleNamespace (the first) or MultiNamespace (both) OperatorGroup of an
+/// environment's first install targets; neither is the operator namespace.
 pub const TARGET_NAMESPACES: [&str; 2] = ["olmpack-target-a", "olmpack-target-b"];
 
 /// Every mode, in the order a user installing by hand would prefer them.
@@ -21,23 +21,53 @@ pub const PREFERENCE: [InstallModeType; 4] = [
     InstallModeType::MultiNamespace,
 ];
 
-/// The OperatorGroup's `spec.targetNamespaces` for `mode` (empty: all namespaces).
-pub fn target_namespaces(mode: InstallModeType) -> Vec<&'static str> {
-    match mode {
-        InstallModeType::AllNamespaces => Vec::new(),
-        InstallModeType::OwnNamespace => vec![OPERATOR_NAMESPACE],
-        InstallModeType::SingleNamespace => vec![TARGET_NAMESPACES[0]],
-        InstallModeType::MultiNamespace => TARGET_NAMESPACES.to_vec(),
-    }
+/// The namespaces of one install: the operator's, and the ones its OperatorGroup may target.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Namespaces {
+    /// Where the operator is installed, with the OperatorGroup.
+    pub operator: String,
+    /// What a SingleNamespace (the first) or MultiNamespace (both) OperatorGroup targets.
+    pub targets: [String; 2],
 }
 
-/// Where example objects of namespaced kinds are created under `mode`: a namespace the
-/// operator serves, as a user of that install would create them (`kubectl create -n NS`).
-pub fn example_namespace(mode: InstallModeType) -> &'static str {
-    match mode {
-        InstallModeType::AllNamespaces => "default",
-        InstallModeType::OwnNamespace => OPERATOR_NAMESPACE,
-        InstallModeType::SingleNamespace | InstallModeType::MultiNamespace => TARGET_NAMESPACES[0],
+impl Namespaces {
+    /// The namespaces of an environment's `n`th install (from 0): [`OPERATOR_NAMESPACE`] and
+    /// [`TARGET_NAMESPACES`], then the same names with `-2`, `-3`… appended, so that an
+    /// install never waits for the namespaces of the one before it to go.
+    pub fn nth(n: u32) -> Self {
+        let suffix = match n {
+            0 => String::new(),
+            n => format!("-{}", n + 1),
+        };
+        Self {
+            operator: format!("{OPERATOR_NAMESPACE}{suffix}"),
+            targets: TARGET_NAMESPACES.map(|t| format!("{t}{suffix}")),
+        }
+    }
+
+    /// Every one of them.
+    pub fn all(&self) -> [&str; 3] {
+        [&self.operator, &self.targets[0], &self.targets[1]]
+    }
+
+    /// The OperatorGroup's `spec.targetNamespaces` for `mode` (empty: all namespaces).
+    pub fn targeted(&self, mode: InstallModeType) -> Vec<&str> {
+        match mode {
+            InstallModeType::AllNamespaces => Vec::new(),
+            InstallModeType::OwnNamespace => vec![&self.operator],
+            InstallModeType::SingleNamespace => vec![&self.targets[0]],
+            InstallModeType::MultiNamespace => vec![&self.targets[0], &self.targets[1]],
+        }
+    }
+
+    /// Where example objects of namespaced kinds are created under `mode`: a namespace the
+    /// operator serves, as a user of that install would create them (`kubectl create -n NS`).
+    pub fn for_examples(&self, mode: InstallModeType) -> &str {
+        match mode {
+            InstallModeType::AllNamespaces => "default",
+            InstallModeType::OwnNamespace => &self.operator,
+            InstallModeType::SingleNamespace | InstallModeType::MultiNamespace => &self.targets[0],
+        }
     }
 }
 
@@ -66,8 +96,17 @@ mod tests {
             ),
         ];
         for (mode, targets, examples) in table {
-            assert_eq!(target_namespaces(mode), targets, "{mode}");
-            assert_eq!(example_namespace(mode), examples, "{mode}");
+            assert_eq!(Namespaces::nth(0).targeted(mode), targets, "{mode}");
+            assert_eq!(Namespaces::nth(0).for_examples(mode), examples, "{mode}");
         }
+        let third = Namespaces::nth(2);
+        assert_eq!(
+            third.all(),
+            ["operators-3", "olmpack-target-a-3", "olmpack-target-b-3"]
+        );
+        assert_eq!(
+            third.targeted(InstallModeType::OwnNamespace),
+            ["operators-3"]
+        );
     }
 }

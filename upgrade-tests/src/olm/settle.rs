@@ -14,7 +14,6 @@ use kube::api::Api;
 use serde_json::Value;
 
 use super::install::{Outcome, POLL, Timeouts};
-use super::operator_group::OPERATOR_NAMESPACE;
 use super::resources::{self, Csv, InstallPlan, InstallPlanStatus, RequirementStatus};
 use super::{OlmEnv, OlmError, kubelet};
 use crate::control_plane::crd_condition_true;
@@ -153,7 +152,7 @@ impl OlmEnv {
                 stable_since = None;
                 // What blocks the step, read only while it is not done.
                 let blocks = Blocks {
-                    pods: kubelet::complaints(&self.client(), OPERATOR_NAMESPACE).await,
+                    pods: kubelet::complaints(&self.client(), self.operator_namespace()).await,
                     requirements: self.held(&look.unmet).await?,
                 };
                 let still = stillness.note(&look, blocks.clone(), now);
@@ -175,11 +174,11 @@ impl OlmEnv {
     async fn look(&self, plan_name: &str, csv_name: &str) -> Result<Look, OlmError> {
         let plans: Api<InstallPlan> = Api::namespaced_with(
             self.client(),
-            OPERATOR_NAMESPACE,
+            self.operator_namespace(),
             &resources::install_plan(),
         );
         let csvs: Api<Csv> =
-            Api::namespaced_with(self.client(), OPERATOR_NAMESPACE, &resources::csv());
+            Api::namespaced_with(self.client(), self.operator_namespace(), &resources::csv());
         let plan = plans
             .get(plan_name)
             .await
@@ -279,7 +278,7 @@ impl OlmEnv {
         timeouts: Timeouts,
     ) -> Outcome {
         let waited = timeouts.step;
-        let pods = kubelet::complaints(&self.client(), OPERATOR_NAMESPACE).await;
+        let pods = kubelet::complaints(&self.client(), self.operator_namespace()).await;
         if look.plan.phase == "RequiresApproval" {
             // Approved before the wait began: OLM never acted on the approval. What the
             // catalog-operator last did with the plan is the only evidence of why.

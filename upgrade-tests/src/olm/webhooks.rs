@@ -48,7 +48,7 @@ const POLL: Duration = Duration::from_millis(300);
 const RETIRE_GRACE: Duration = Duration::from_secs(5);
 
 /// The command started as the process of a Deployment's pods.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WebhookCommand {
     pub program: PathBuf,
     pub args: Vec<String>,

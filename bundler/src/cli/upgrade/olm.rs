@@ -69,6 +69,12 @@ pub struct OlmArgs {
     /// Cases run at once (each runs its own control plane and OLM).
     #[arg(long, default_value_t = 1)]
     pub jobs: usize,
+    /// Start a fresh control plane and OLM for every case. By default a case reuses the
+    /// environment of one that ended, once olmpack has removed what that one left (CRDs,
+    /// webhook configurations, APIServices, namespaces, OLM's objects) and checked the
+    /// cluster is back to how it came up; when it cannot, the case starts a fresh one.
+    #[arg(long)]
+    pub fresh_env_per_case: bool,
     /// A CRD the cluster has before OLM installs anything, as another operator would have
     /// installed it (repeatable): a CRD file, or the name of a well-known one olmpack carries
     /// (e.g. servicemonitors.monitoring.coreos.com for a bundle that ships a ServiceMonitor,
@@ -140,6 +146,7 @@ pub fn run(args: OlmArgs, policy: &olmpack::input::Policy) -> CmdResult {
             ..Timeouts::default()
         },
         jobs: args.jobs,
+        envs: (!args.fresh_env_per_case).then(olm::EnvPool::default),
         cluster_crds,
         steps: if args.quiet {
             StepLog::silent()
@@ -160,7 +167,8 @@ pub fn run(args: OlmArgs, policy: &olmpack::input::Policy) -> CmdResult {
         );
     }
     let runtime = tokio::runtime::Runtime::new()?;
-    let reports = runtime.block_on(olm::run(&catalog, &cases, &options))?;
+    // The pool's environments stop inside the runtime that started them.
+    let reports = runtime.block_on(async move { olm::run(&catalog, &cases, &options).await })?;
     write_reports(&args, &reports)
 }
 

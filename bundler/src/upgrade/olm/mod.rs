@@ -16,8 +16,11 @@
 //! - OLM is served the catalog with every bundle's image cleared ([`inline_catalog`]), so
 //!   that it installs the `olm.bundle.object` manifests inline instead of unpacking bundle
 //!   images with a Job (no kubelet, no registry here).
-//! - Each case runs in its own [`olmpack_envtest::olm::OlmEnv`] (cases never see each other's
-//!   objects); up to `jobs` at once.
+//! - Each case runs in an [`olmpack_envtest::olm::OlmEnv`] of its own: a fresh one, or, with
+//!   an [`EnvPool`], one an earlier case used, reset so that the cluster holds again the
+//!   APIServices, webhook configurations, CRDs and namespaces it held when it came up, with
+//!   the operator namespace and OperatorGroup made afresh ([`OlmEnv::reset`]; when that
+//!   fails, a fresh one). Cases never see each other's objects; up to `jobs` run at once.
 //! - Between install and upgrade, every `alm-examples` object of the installed CSV is created
 //!   as a user of that install would (`kubectl create -n` a namespace the operator serves);
 //!   after the upgrade each must still be readable. When webhooks cannot be served (no
@@ -97,15 +100,6 @@ pub enum OlmRunError {
     /// Printing the catalog that `opm serve` gives to OLM failed.
     #[error("failed to render the catalog served to OLM")]
     Render(#[from] crate::catalog::serialize::SerializeError),
-    /// A CRD the cluster should have before OLM could not be created.
-    #[error("failed to install the cluster's CRD {name} before OLM")]
-    ClusterCrd {
-        /// The CRD's name.
-        name: String,
-        /// The test control plane's error.
-        #[source]
-        source: olmpack_envtest::control_plane::EnvError,
-    },
 }
 
 /// The catalog of `dir` as it is served to OLM, in a temp directory: each bundle's `image`
@@ -161,6 +155,9 @@ pub struct RunOptions {
     pub timeouts: Timeouts,
     /// Cases run at once (each has its own control plane and OLM).
     pub jobs: usize,
+    /// Environments kept between cases and reset for the next one; `None` starts a fresh
+    /// one for every case.
+    pub envs: Option<EnvPool>,
     /// CRDs the cluster has before OLM installs anything, as another operator installed
     /// them (e.g. prometheus-operator's, for a bundle that ships a ServiceMonitor: OLM
     /// cannot create an object whose kind the cluster does not serve).
@@ -177,10 +174,43 @@ impl Default for RunOptions {
             webhook_command: None,
             timeouts: Timeouts::default(),
             jobs: 1,
+            envs: None,
             cluster_crds: Vec::new(),
             steps: StepLog::silent(),
             limits: crate::input::Limits::default(),
         }
+    }
+}
+
+/// OLM environments between cases: a case takes one (reset for it) or starts its own, and
+/// gives it back when done. Clones share the pool; the environments stop when the last
+/// clone goes.
+#[derive(Clone, Default)]
+pub struct EnvPool(Arc<std::sync::Mutex<Vec<OlmEnv>>>);
+
+impl EnvPool {
+    /// An idle environment started with `options` (but for the install mode), if any.
+    fn take(&self, options: &OlmEnvOptions) -> Option<OlmEnv> {
+        let mut idle = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let at = idle
+            .iter()
+            .position(|e| e.options().same_but_mode(options))?;
+        Some(idle.swap_remove(at))
+    }
+
+    fn give(&self, env: OlmEnv) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(env);
+    }
+
+    /// How many environments are idle in the pool.
+    pub fn idle(&self) -> usize {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+}
+
+impl std::fmt::Debug for EnvPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "EnvPool({} idle)", self.idle())
     }
 }
 
@@ -245,16 +275,31 @@ pub async fn run(
     Ok(reports)
 }
 
-/// One case in a fresh OLM environment.
+/// One case in an OLM environment of its own (from [`RunOptions::envs`], reset, or fresh);
+/// the environment goes back to the pool when the case is done.
 pub async fn run_case(
     catalog_dir: &Path,
     case: Case,
     options: &RunOptions,
 ) -> Result<CaseReport, OlmRunError> {
     let started = Instant::now();
+    let env = env_for(&case, options, started).await?;
+    let report = run_in(&env, catalog_dir, case, options, started).await;
+    if let (Ok(_), Some(pool)) = (&report, &options.envs) {
+        pool.give(env);
+    }
+    report
+}
+
+/// The case's steps in `env`.
+async fn run_in(
+    env: &OlmEnv,
+    catalog_dir: &Path,
+    case: Case,
+    options: &RunOptions,
+    started: Instant,
+) -> Result<CaseReport, OlmRunError> {
     let progress = &options.steps;
-    let env = start_env(&case, options).await?;
-    progress.step(&case, started, format_args!("OLM environment up"));
     let served = inline_catalog(catalog_dir, &options.limits)?;
     let catalog = env.serve_catalog("olmpack", served.path()).await?;
     env.subscribe(&catalog, &case.package, &case.channels[0], &case.from)
@@ -277,14 +322,14 @@ pub async fn run_case(
     };
     if let Outcome::Succeeded { csv } = report.install.outcome.clone() {
         report.installed = env.installed().await?;
-        report.examples = examples(&env, &csv, options).await?;
+        report.examples = examples(env, &csv, options).await?;
         progress.step(
             &report.case,
             started,
             format_args!("examples: {}", examples_line(&report.examples)),
         );
         let last = match report.case.expected.is_some() {
-            true => upgrade(&env, &mut report, options, started).await?,
+            true => upgrade(env, &mut report, options, started).await?,
             false => Some(csv),
         };
         if let Some(csv) = last {
@@ -307,24 +352,48 @@ pub async fn run_case(
     Ok(report)
 }
 
-/// The environment of `case`, with the cluster's CRDs installed.
-async fn start_env(case: &Case, options: &RunOptions) -> Result<OlmEnv, OlmRunError> {
-    let env = OlmEnv::start_with(OlmEnvOptions {
+/// The environment of `case`: an idle one of the pool, reset for it, or else a fresh one.
+async fn env_for(
+    case: &Case,
+    options: &RunOptions,
+    started: Instant,
+) -> Result<OlmEnv, OlmRunError> {
+    let wanted = OlmEnvOptions {
         webhook_command: options.webhook_command.clone(),
         install_mode: case.install_mode,
         install_plan_retry: options.timeouts.install_plan_retry,
-    })
-    .await?;
-    for crd in &options.cluster_crds {
-        env.env()
-            .install_crd(crd)
-            .await
-            .map_err(|source| OlmRunError::ClusterCrd {
-                name: crd.metadata.name.clone().unwrap_or_default(),
-                source,
-            })?;
+        cluster_crds: options.cluster_crds.clone(),
+    };
+    if let Some(mut env) = options.envs.as_ref().and_then(|pool| pool.take(&wanted)) {
+        match env.reset(case.install_mode).await {
+            Ok(()) => {
+                let what = format_args!("OLM environment reused (reset {})", env.resets());
+                options.steps.step(case, started, what);
+                return Ok(env);
+            }
+            Err(err) => {
+                let why = causes(&err);
+                let what = format_args!("OLM environment not reused ({why}); starting another");
+                options.steps.step(case, started, what);
+            }
+        }
     }
+    let env = OlmEnv::start_with(wanted).await?;
+    options
+        .steps
+        .step(case, started, format_args!("OLM environment up"));
     Ok(env)
+}
+
+/// An error and its sources, one after another.
+fn causes(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut words = vec![err.to_string()];
+    let mut source = err.source();
+    while let Some(cause) = source {
+        words.push(cause.to_string());
+        source = cause.source();
+    }
+    words.join(": ")
 }
 
 /// Approves the upgrade and reads the examples back; the CSV that ended `Succeeded`, if any.
