@@ -150,7 +150,7 @@ async fn olm_e2e_a_certificate_refresh_seen_late_is_followed_back_to_succeeded()
     use k8s_openapi::api::core::v1::Secret;
     use kube::api::{Api, DeleteParams};
     use olmpack_envtest::olm::resources::{self, Csv};
-    use olmpack_envtest::olm::{OlmEnv, OlmEnvOptions, StillSucceeded, Timeouts};
+    use olmpack_envtest::olm::{OlmEnv, OlmEnvOptions, StillSucceeded};
 
     let env = OlmEnv::start_with(OlmEnvOptions {
         webhook_command: Some(operator_command()),
@@ -160,21 +160,8 @@ async fn olm_e2e_a_certificate_refresh_seen_late_is_followed_back_to_succeeded()
     .unwrap();
     let served =
         olm::inline_catalog(&root().join("catalog"), &olmpack::input::Limits::default()).unwrap();
-    let catalog = env.serve_catalog("olmpack", served.path()).await.unwrap();
     let head = "webapp-operator.v1.0.1";
-    env.subscribe(&catalog, "webapp-operator", "stable", head)
-        .await
-        .unwrap();
-    let step = env
-        .next_step("webapp-operator", Timeouts::default())
-        .await
-        .unwrap();
-    assert!(
-        matches!(step.outcome, Outcome::Succeeded { .. }),
-        "{:?}\n{}",
-        step.outcome,
-        env.olm_log_tail()
-    );
+    let _catalog = install(&env, served.path(), head).await;
 
     // OLM's certificate Secret for the webhook Deployment, named after its Service.
     let secrets: Api<Secret> = Api::namespaced(env.client(), env.operator_namespace());
@@ -309,20 +296,7 @@ async fn install_head(
     served: &Path,
 ) -> olmpack_envtest::olm::Catalog {
     let head = "webapp-operator.v1.0.1";
-    let catalog = env.serve_catalog("olmpack", served).await.unwrap();
-    env.subscribe(&catalog, "webapp-operator", "stable", head)
-        .await
-        .unwrap();
-    let step = env
-        .next_step("webapp-operator", olmpack_envtest::olm::Timeouts::default())
-        .await
-        .unwrap();
-    assert!(
-        matches!(step.outcome, Outcome::Succeeded { .. }),
-        "{:?}\n{}",
-        step.outcome,
-        env.olm_log_tail()
-    );
+    let catalog = install(env, served, head).await;
     env.wait_for_webhooks(head, std::time::Duration::from_secs(90))
         .await
         .unwrap();
@@ -345,4 +319,28 @@ where
         .into_iter()
         .filter_map(|o| o.metadata.name)
         .collect()
+}
+
+/// The reference operator's release `csv` installed by OLM in `env` from the catalog
+/// `served` (channel `stable`); the catalog is served until dropped.
+async fn install(
+    env: &olmpack_envtest::olm::OlmEnv,
+    served: &Path,
+    csv: &str,
+) -> olmpack_envtest::olm::Catalog {
+    let catalog = env.serve_catalog("olmpack", served).await.unwrap();
+    env.subscribe(&catalog, "webapp-operator", "stable", csv)
+        .await
+        .unwrap();
+    let step = env
+        .next_step("webapp-operator", olmpack_envtest::olm::Timeouts::default())
+        .await
+        .unwrap();
+    assert!(
+        matches!(step.outcome, Outcome::Succeeded { .. }),
+        "{:?}\n{}",
+        step.outcome,
+        env.olm_log_tail()
+    );
+    catalog
 }

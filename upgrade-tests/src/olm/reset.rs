@@ -223,18 +223,25 @@ pub(super) async fn clean(
             }
         }
     }
+    until_none("the last install's objects", || baseline.leftovers(client)).await
+}
+
+/// Asks `left` until it finds nothing left, for up to [`RESET_TIMEOUT`]; `Err` names what
+/// was still there (`what` says whose).
+async fn until_none<F, Fut>(what: &str, mut left: F) -> Result<(), OlmError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<Vec<String>, OlmError>>,
+{
     let started = Instant::now();
     loop {
-        let left = baseline.leftovers(client).await?;
-        if left.is_empty() {
+        let now = left().await?;
+        if now.is_empty() {
             return Ok(());
         }
         if started.elapsed() > RESET_TIMEOUT {
             return Err(OlmError::Timeout {
-                what: format!(
-                    "the last install's objects were still there: {}",
-                    left.join(", ")
-                ),
+                what: format!("{what} were still there: {}", now.join(", ")),
                 waited: RESET_TIMEOUT,
             });
         }
@@ -261,8 +268,7 @@ async fn remove_olm_objects(client: &Client, ns: &str) -> Result<(), OlmError> {
                 resource.plural
             )))?;
     }
-    let started = Instant::now();
-    loop {
+    until_none("OLM's objects of the last install", || async {
         let mut left = Vec::new();
         for (ns, resource) in &namespaced[2..] {
             let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, resource);
@@ -275,20 +281,9 @@ async fn remove_olm_objects(client: &Client, ns: &str) -> Result<(), OlmError> {
                 )))?;
             left.extend(list.items.into_iter().filter_map(|o| o.metadata.name));
         }
-        if left.is_empty() {
-            return Ok(());
-        }
-        if started.elapsed() > RESET_TIMEOUT {
-            return Err(OlmError::Timeout {
-                what: format!(
-                    "OLM's objects of the last install were still there: {}",
-                    left.join(", ")
-                ),
-                waited: RESET_TIMEOUT,
-            });
-        }
-        tokio::time::sleep(POLL).await;
-    }
+        Ok(left)
+    })
+    .await
 }
 
 /// Lets the objects of CRD `name` go: no conversion webhook (nothing serves it any more) and
