@@ -258,7 +258,7 @@ impl ChildProcess {
     /// The last `last` lines of the log (since [`ChildProcess::mark_log`]) that contain
     /// `needle` (none when the log cannot be read).
     pub fn log_lines_containing(&self, needle: &str, last: usize) -> Vec<String> {
-        let text = read_from(&self.log, self.log_from);
+        let text = read_tail(&self.log, u64::MAX, self.log_from);
         let text = String::from_utf8_lossy(&text);
         let found: Vec<&str> = text.lines().filter(|l| l.contains(needle)).collect();
         found[found.len().saturating_sub(last)..]
@@ -305,17 +305,17 @@ pub fn log_tail_of(path: &Path) -> String {
 
 /// The last `max` bytes of the file at `path`, none before offset `from`.
 fn log_tail(path: &Path, max: u64, from: u64) -> String {
-    let len = std::fs::metadata(path).map_or(0, |m| m.len());
-    let buf = read_from(path, len.saturating_sub(max).max(from));
-    String::from_utf8_lossy(&buf).into_owned()
+    String::from_utf8_lossy(&read_tail(path, max, from)).into_owned()
 }
 
-/// The bytes of the file at `path` from offset `from` on (empty when it cannot be read).
-fn read_from(path: &Path, from: u64) -> Vec<u8> {
+/// The last `max` bytes of the file at `path`, none before offset `from` (empty when it
+/// cannot be read).
+fn read_tail(path: &Path, max: u64, from: u64) -> Vec<u8> {
     let Ok(mut file) = File::open(path) else {
         return Vec::new();
     };
-    let _ = file.seek(SeekFrom::Start(from));
+    let len = file.metadata().map_or(0, |m| m.len());
+    let _ = file.seek(SeekFrom::Start(len.saturating_sub(max).max(from)));
     let mut buf = Vec::new();
     let _ = file.read_to_end(&mut buf);
     buf

@@ -222,13 +222,7 @@ impl OlmEnv {
         let next = Namespaces::nth(self.resets + 1);
         let dir = self.env.dir().join(format!("webhooks-{}", self.resets + 1));
         // Stopped before anything goes, so no process of the last install acts meanwhile.
-        self.webhooks = WebhookHost::start(
-            client.clone(),
-            &next.operator,
-            None,
-            kubeconfig.clone(),
-            dir.clone(),
-        )?;
+        self.webhooks.stop();
         reset::clean(&client, &self.baseline, &self.namespaces.operator).await?;
         create_namespace(&client, &next.operator).await?;
         create_operator_group(&client, &next, mode).await?;

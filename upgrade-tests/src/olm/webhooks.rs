@@ -219,6 +219,16 @@ impl WebhookHost {
             .join("\n")
     }
 
+    /// Stops hosting: no more processes start, and the running ones are killed.
+    pub fn stop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+        let mut state = self.lock();
+        state.hosted.clear();
+        state.retiring.clear();
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -226,12 +236,7 @@ impl WebhookHost {
 
 impl Drop for WebhookHost {
     fn drop(&mut self) {
-        if let Some(task) = self.task.take() {
-            task.abort();
-        }
-        let mut state = self.lock();
-        state.hosted.clear();
-        state.retiring.clear();
+        self.stop();
     }
 }
 
