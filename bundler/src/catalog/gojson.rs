@@ -216,10 +216,17 @@ impl serde_json::ser::Formatter for GoFormatter {
         // U+2028 and U+2029 are E2 80 A8 and E2 80 A9 in UTF-8.
         let html = ESCAPE_HTML.with(std::cell::Cell::get);
         let bytes = fragment.as_bytes();
-        let special = |b: u8| b == 0xE2 || (html && matches!(b, b'<' | b'>' | b'&'));
+        let next = |rest: &[u8]| {
+            if html {
+                rest.iter()
+                    .position(|&b| matches!(b, 0xE2 | b'<' | b'>' | b'&'))
+            } else {
+                memchr::memchr(0xE2, rest)
+            }
+        };
         let mut start = 0;
         let mut i = 0;
-        while let Some(pos) = bytes[i..].iter().position(|&b| special(b)) {
+        while let Some(pos) = next(&bytes[i..]) {
             let at = i + pos;
             i = at + 1;
             let escape: Option<&[u8]> = match bytes[at] {

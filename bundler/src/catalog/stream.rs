@@ -34,7 +34,7 @@ use super::declcfg::{Bundle, Channel, Deprecation, Meta, Package};
 use super::serialize::Format;
 use super::{gojson, goyaml};
 
-/// Encoded output kept in memory before spilling to a temporary file.
+/// Encoded output `catalog render` keeps in memory before spilling to a temporary file.
 pub const SPILL_IN_MEMORY: usize = 1 << 20;
 /// Encoded bytes a worker holds for a reference that is not yet being spooled before it
 /// waits for that reference's turn.
@@ -197,43 +197,63 @@ fn to_value<T: Serialize>(v: &T) -> Result<serde_json::Value, serde_json::Error>
 /// Where encoded blobs go, in reference order (see the module contract).
 pub trait Sink: Send {
     /// Takes the next encoded blob.
-    fn blob(&mut self, key: SortKey, bytes: &[u8]) -> std::io::Result<()>;
+    fn blob(&mut self, key: SortKey, bytes: Vec<u8>) -> std::io::Result<()>;
 }
 
-/// Encoded blobs, in memory until they outgrow [`SPILL_IN_MEMORY`], then in a temporary
-/// file, with their keys.
+/// Where the spool keeps one blob.
+#[derive(Clone, Copy, Debug)]
+enum Place {
+    /// The blob at this index of [`Spool::memory`].
+    Memory(usize),
+    /// `len` bytes at offset `at` of the spill file.
+    File { at: u64, len: usize },
+}
+
+/// Encoded blobs, kept as they were encoded until they outgrow the spool's budget
+/// ([`SPILL_IN_MEMORY`] for `catalog render`), then appended to an anonymous temporary file,
+/// with their keys.
 struct Spool {
-    memory: Vec<u8>,
-    file: Option<std::fs::File>,
-    len: u64,
-    index: Vec<(SortKey, u64, usize)>,
+    budget: usize,
+    memory: Vec<Vec<u8>>,
+    in_memory: usize,
+    /// The spill file and how many bytes it holds.
+    file: Option<(std::fs::File, u64)>,
+    index: Vec<(SortKey, Place)>,
 }
 
 impl Sink for Spool {
-    fn blob(&mut self, key: SortKey, bytes: &[u8]) -> std::io::Result<()> {
-        let at = self.len;
-        if self.file.is_none() && self.memory.len() + bytes.len() > SPILL_IN_MEMORY {
-            let mut file = tempfile::tempfile()?;
-            file.write_all(&self.memory)?;
-            self.memory = Vec::new();
-            self.file = Some(file);
-        }
-        match &mut self.file {
-            Some(file) => file.write_all(bytes)?,
-            None => self.memory.extend_from_slice(bytes),
-        }
-        self.len += bytes.len() as u64;
-        self.index.push((key, at, bytes.len()));
+    fn blob(&mut self, key: SortKey, mut bytes: Vec<u8>) -> std::io::Result<()> {
+        let place = if self.file.is_none() && self.in_memory + bytes.len() <= self.budget {
+            // Kept until the end: give back what the encoder reserved beyond its bytes.
+            bytes.shrink_to_fit();
+            self.in_memory += bytes.len();
+            self.memory.push(bytes);
+            Place::Memory(self.memory.len() - 1)
+        } else {
+            let (file, written) = match &mut self.file {
+                Some(spill) => spill,
+                None => self.file.insert((tempfile::tempfile()?, 0)),
+            };
+            file.write_all(&bytes)?;
+            let at = *written;
+            *written += bytes.len() as u64;
+            Place::File {
+                at,
+                len: bytes.len(),
+            }
+        };
+        self.index.push((key, place));
         Ok(())
     }
 }
 
 impl Spool {
-    fn new() -> Self {
+    fn new(budget: usize) -> Self {
         Self {
+            budget,
             memory: Vec::new(),
+            in_memory: 0,
             file: None,
-            len: 0,
             index: Vec::new(),
         }
     }
@@ -245,13 +265,16 @@ impl Spool {
         go_order_ties(&mut self.index);
         let mut out = std::io::BufWriter::with_capacity(1 << 20, out);
         let mut buf = Vec::new();
-        for (_, at, len) in &self.index {
-            match &self.file {
-                None => out.write_all(&self.memory[*at as usize..*at as usize + len])?,
-                Some(file) => {
-                    buf.resize(*len, 0);
-                    file.read_exact_at(&mut buf, *at)?;
+        for (_, place) in &self.index {
+            match (*place, &self.file) {
+                (Place::Memory(i), _) => out.write_all(&self.memory[i])?,
+                (Place::File { at, len }, Some((file, _))) => {
+                    buf.resize(len, 0);
+                    file.read_exact_at(&mut buf, at)?;
                     out.write_all(&buf)?;
+                }
+                (Place::File { .. }, None) => {
+                    return Err(std::io::Error::other("the spool lost its spill file"));
                 }
             }
         }
@@ -263,8 +286,8 @@ impl Spool {
 /// not stable: where two share a name (a bundle rendered from two directories), their order
 /// is that algorithm's on the blobs in reference order. Runs without a shared name are
 /// already in the only order a sort by name can give.
-fn go_order_ties(index: &mut [(SortKey, u64, usize)]) {
-    let same_group = |a: &(SortKey, u64, usize), b: &(SortKey, u64, usize)| {
+fn go_order_ties(index: &mut [(SortKey, Place)]) {
+    let same_group = |a: &(SortKey, Place), b: &(SortKey, Place)| {
         (a.0.rootless, a.0.rank, &a.0.package) == (b.0.rootless, b.0.rank, &b.0.package)
     };
     for run in index.chunk_by_mut(same_group) {
@@ -302,7 +325,7 @@ struct State<'s, E: std::error::Error + 'static> {
 impl<E: std::error::Error + 'static> State<'_, E> {
     fn spool(&mut self, held: &mut Vec<(SortKey, Vec<u8>)>) {
         for (key, bytes) in held.drain(..) {
-            if let Err(e) = self.sink.blob(key, &bytes) {
+            if let Err(e) = self.sink.blob(key, bytes) {
                 self.fail(e.into());
                 return;
             }
@@ -499,7 +522,7 @@ where
     E: std::error::Error + Send + 'static,
     F: Fn(usize, &mut Emitter<'_, '_, E>) -> Result<(), E> + Sync,
 {
-    let mut spool = Spool::new();
+    let mut spool = Spool::new(SPILL_IN_MEMORY);
     let warnings = stream_into(refs, jobs, format, render, &mut spool)?;
     spool.write_sorted(out)?;
     Ok(warnings)
@@ -675,6 +698,37 @@ mod tests {
         assert_eq!(images, expected);
     }
 
+    /// A spool that spills after a few blobs writes the same stream as one that keeps
+    /// everything in memory.
+    #[test]
+    fn a_spilled_spool_writes_what_a_memory_one_does() {
+        let refs: Vec<String> = (0..30).map(|i| format!("r{i}")).collect();
+        let render = |i: usize, emit: &mut Emitter<'_, '_, Broken>| {
+            for k in 0..i % 4 + 1 {
+                let name = format!("b{}", (i * 13 + k) % 17);
+                let image = format!("{i}-{k}-{}", "y".repeat(i * 97 % 700));
+                emit.blob(&bundle(&format!("p{}", i % 3), &name, &image));
+            }
+            Ok(())
+        };
+        let mut written = Vec::new();
+        for budget in [usize::MAX, 4096, 0] {
+            let mut spool = Spool::new(budget);
+            stream_into(&refs, 2, Format::Json, render, &mut spool).unwrap();
+            assert_eq!(
+                spool.file.is_some(),
+                budget != usize::MAX,
+                "budget {budget}"
+            );
+            let mut out = Vec::new();
+            spool.write_sorted(&mut out).unwrap();
+            written.push(out);
+        }
+        assert!(written[0].len() > 10_000);
+        assert_eq!(written[0], written[1]);
+        assert_eq!(written[0], written[2]);
+    }
+
     /// Records which reference each spooled blob came from, slowly, and when each render
     /// started relative to what was spooled.
     struct SlowSink<'a> {
@@ -682,7 +736,7 @@ mod tests {
     }
 
     impl Sink for SlowSink<'_> {
-        fn blob(&mut self, key: SortKey, _bytes: &[u8]) -> std::io::Result<()> {
+        fn blob(&mut self, key: SortKey, _bytes: Vec<u8>) -> std::io::Result<()> {
             // Slow on purpose, so that unbounded workers would run far ahead.
             std::thread::sleep(std::time::Duration::from_millis(2));
             self.spooled.lock().unwrap().push(key.reference());

@@ -65,7 +65,29 @@ const BYTE_CLASS: [u8; 256] = {
 /// Whether `bytes` hold only characters the fast reader handles: no tab, carriage return or
 /// other control character, DEL, C1 control (NEL among them), U+2028/U+2029, BOM, U+FFFE/F.
 fn plain_characters(bytes: &[u8]) -> bool {
-    for (i, &b) in bytes.iter().enumerate() {
+    // Most of a manifest is printable ASCII and line breaks: whole blocks of those are
+    // passed at once (a loop without early exit, which the compiler vectorizes); a block
+    // holding anything else is looked at byte by byte.
+    const BLOCK: usize = 64;
+    let mut start = 0;
+    while start < bytes.len() {
+        let end = (start + BLOCK).min(bytes.len());
+        let block = &bytes[start..end];
+        let ascii = block.iter().fold(true, |ok, &b| {
+            ok & ((0x20..0x7F).contains(&b) | (b == b'\n'))
+        });
+        if !ascii && !plain_from(bytes, start, end) {
+            return false;
+        }
+        start = end;
+    }
+    true
+}
+
+/// [`plain_characters`] byte by byte for `bytes[from..to]` (looking past `to` for the rest
+/// of a character that starts before it).
+fn plain_from(bytes: &[u8], from: usize, to: usize) -> bool {
+    for (i, &b) in bytes.iter().enumerate().take(to).skip(from) {
         match BYTE_CLASS[b as usize] {
             0 => {}
             1 => return false,
@@ -112,6 +134,8 @@ fn trailing_ok(rest: &str) -> bool {
 
 struct Reader<'a> {
     lines: Vec<&'a str>,
+    /// Each line's indentation ([`indent`]), measured once.
+    indents: Vec<usize>,
     /// The line being read.
     i: usize,
     depth: usize,
@@ -121,10 +145,21 @@ struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     fn new(text: &'a str) -> Fast<Self> {
-        let mut lines: Vec<&str> = text.split('\n').collect();
+        // The lines as `split('\n')` gives them, with their indentation.
+        let breaks = memchr::memchr_iter(b'\n', text.as_bytes());
+        let mut lines = Vec::new();
+        let mut indents = Vec::new();
+        let mut start = 0;
+        for end in breaks.chain([text.len()]) {
+            let line = &text[start..end];
+            lines.push(line);
+            indents.push(indent(line));
+            start = end + 1;
+        }
         let final_newline = text.ends_with('\n');
         if final_newline {
             lines.pop();
+            indents.pop();
         }
         let first = lines.iter().position(|l| !blank(l));
         for (i, line) in lines.iter().enumerate() {
@@ -136,6 +171,7 @@ impl<'a> Reader<'a> {
         }
         let mut reader = Self {
             lines,
+            indents,
             i: 0,
             depth: 0,
             final_newline,
@@ -149,16 +185,23 @@ impl<'a> Reader<'a> {
     }
 
     fn skip_blank(&mut self) {
-        while self.i < self.lines.len() && blank(self.lines[self.i]) {
+        while let Some((_, content)) = self.line(self.i)
+            && (content.is_empty() || content.starts_with('#'))
+        {
             self.i += 1;
         }
     }
 
+    /// Line `j`'s indentation and content.
+    fn line(&self, j: usize) -> Option<(usize, &'a str)> {
+        let line = *self.lines.get(j)?;
+        let n = self.indents[j];
+        Some((n, &line[n..]))
+    }
+
     /// The current line's indentation and content.
     fn peek(&self) -> Option<(usize, &'a str)> {
-        let line = *self.lines.get(self.i)?;
-        let n = indent(line);
-        Some((n, &line[n..]))
+        self.line(self.i)
     }
 
     fn document(&mut self) -> Fast<Value> {
@@ -320,15 +363,13 @@ impl<'a> Reader<'a> {
         let mut folded: Option<String> = None;
         let mut empties = 0;
         let mut j = self.i;
-        while !ended && j < self.lines.len() {
-            let line = self.lines[j];
-            let t = line.trim_start_matches(' ');
+        while !ended && let Some((m, t)) = self.line(j) {
             if t.is_empty() {
                 empties += 1;
                 j += 1;
                 continue;
             }
-            if indent(line) <= n || t.starts_with('#') {
+            if m <= n || t.starts_with('#') {
                 break;
             }
             let (piece, commented) = plain_line(t)?;
@@ -649,6 +690,8 @@ fn resolve_plain(text: &str) -> Fast<Value> {
     if matches!(text, "~" | "null" | "Null" | "NULL") {
         return Ok(Value::Null);
     }
+    // Every YAML 1.1 boolean is one to five letters starting with one of these.
+    let maybe_bool = text.len() <= 5 && matches!(first | 0x20, b't' | b'y' | b'o' | b'f' | b'n');
     for (word, value) in [
         ("true", true),
         ("yes", true),
@@ -659,7 +702,7 @@ fn resolve_plain(text: &str) -> Fast<Value> {
         ("n", false),
         ("off", false),
     ] {
-        if text.eq_ignore_ascii_case(word) {
+        if maybe_bool && text.eq_ignore_ascii_case(word) {
             return Ok(Value::Bool(value));
         }
     }
