@@ -96,6 +96,11 @@ const ESCAPED: [bool; 256] = {
     table
 };
 
+/// Whether `b` is in [`ESCAPED`], by comparisons the compiler can vectorize.
+fn might_escape(b: u8) -> bool {
+    (b < 0x20) | (b == b'"') | (b == b'\\') | (b == b'<') | (b == b'>') | (b == b'&') | (b == 0xE2)
+}
+
 /// Go's escape for U+2028 or U+2029 (E2 80 A8 / E2 80 A9 in UTF-8) when one starts at `i`.
 fn line_separator_escape(bytes: &[u8], i: usize) -> Option<&'static [u8]> {
     if bytes.get(i..i + 2) != Some(&[0xE2, 0x80][..]) {
@@ -116,7 +121,15 @@ fn write_string(out: &mut Vec<u8>, s: &str, html: bool) {
     let mut start = 0;
     let mut i = 0;
     while i < bytes.len() {
-        let b = bytes[i];
+        // Blocks without a byte of ESCAPED are passed at once.
+        while let Some(block) = bytes.get(i..i + 16)
+            && !block.iter().fold(false, |any, &b| any | might_escape(b))
+        {
+            i += 16;
+        }
+        let Some(&b) = bytes.get(i) else {
+            break;
+        };
         if !ESCAPED[b as usize]
             || (b == 0xE2 && line_separator_escape(bytes, i).is_none())
             || (!html && matches!(b, b'<' | b'>' | b'&'))
@@ -285,6 +298,23 @@ impl serde_json::ser::Formatter for GoFormatter {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn might_escape_is_the_escaped_table() {
+        for b in 0..=255u8 {
+            assert_eq!(might_escape(b), ESCAPED[b as usize], "byte {b:#x}");
+        }
+    }
+
+    #[test]
+    fn escapes_after_long_plain_runs() {
+        let long = "a".repeat(40);
+        let v = json!(format!("{long}<{long}\u{2028}{long}\"{}", "b".repeat(17)));
+        assert_eq!(
+            String::from_utf8(to_vec(&v)).unwrap(),
+            format!("\"{long}\\u003c{long}\\u2028{long}\\\"{}\"", "b".repeat(17))
+        );
+    }
 
     #[test]
     fn go_encoding() {
