@@ -511,25 +511,7 @@ pub fn first_document(contents: &[u8]) -> Result<Option<(Value, Vec<Leniency>)>,
             Some(Err(e)) => Err(format!("invalid JSON: {e}")),
         };
     }
-    let mut start = 0;
-    let mut pos = 0;
-    for line in text.split_inclusive('\n') {
-        if let Some(rest) = line.strip_prefix("---") {
-            let rest = rest.trim();
-            if !rest.is_empty() && !rest.starts_with('#') {
-                return Err(format!(
-                    "text after the document separator: {:?}",
-                    line.trim_end()
-                ));
-            }
-            if !text[start..pos].trim().is_empty() {
-                break;
-            }
-            start = pos + line.len();
-        }
-        pos += line.len();
-    }
-    let end = if pos >= text.len() { text.len() } else { pos };
+    let (start, end) = first_document_bounds(text)?;
     let doc = &text[start..end];
     if doc.trim().is_empty() {
         return Ok(None);
@@ -543,6 +525,32 @@ pub fn first_document(contents: &[u8]) -> Result<Option<(Value, Vec<Leniency>)>,
         note.line += before;
     }
     Ok(Some((value, notes)))
+}
+
+/// Where the first YAML document with content lies in `text`: from after the last `---` line
+/// before it to the next `---` line (or the end). Separator lines are found with `memmem`, not
+/// line by line.
+fn first_document_bounds(text: &str) -> Result<(usize, usize), String> {
+    let bytes = text.as_bytes();
+    let at_start = text.starts_with("---").then_some(0);
+    let later = memchr::memmem::find_iter(bytes, b"\n---").map(|i| i + 1);
+    let mut start = 0;
+    for at in at_start.into_iter().chain(later) {
+        let line_end = memchr::memchr(b'\n', &bytes[at..]).map_or(text.len(), |n| at + n + 1);
+        let line = &text[at..line_end];
+        let rest = line[3..].trim();
+        if !rest.is_empty() && !rest.starts_with('#') {
+            return Err(format!(
+                "text after the document separator: {:?}",
+                line.trim_end()
+            ));
+        }
+        if !text[start..at].trim().is_empty() {
+            return Ok((start, at));
+        }
+        start = line_end;
+    }
+    Ok((start, text.len()))
 }
 
 /// Whether Kubernetes' YAML-or-JSON decoder reads `contents` as JSON (it starts with `{`).
@@ -1570,6 +1578,24 @@ mod tests {
             ),
             Property::new("olm.maxOpenShiftVersion", json!("4.12")),
         ]
+    }
+
+    #[test]
+    fn the_first_document_is_found_between_separator_lines() {
+        let table: [(&str, Result<&str, &str>); 8] = [
+            ("a: 1\n", Ok("a: 1\n")),
+            ("---\na: 1\n---\nb: 2\n", Ok("a: 1\n")),
+            ("--- # first\n\n---\na: 1\n--- \nb: 2", Ok("a: 1\n")),
+            ("a: 1\n---", Ok("a: 1\n")),
+            ("---\n---\n", Ok("")),
+            ("a: |\n  ---x\n---\n", Ok("a: |\n  ---x\n")),
+            ("---\na: 1\n---x\n", Err("text after the document separator: \"---x\"")),
+            ("--- a\r\n", Err("text after the document separator: \"--- a\"")),
+        ];
+        for (text, want) in table {
+            let got = first_document_bounds(text).map(|(start, end)| &text[start..end]);
+            assert_eq!(got, want.map_err(str::to_owned), "{text:?}");
+        }
     }
 
     #[test]
