@@ -1589,8 +1589,14 @@ mod tests {
             ("a: 1\n---", Ok("a: 1\n")),
             ("---\n---\n", Ok("")),
             ("a: |\n  ---x\n---\n", Ok("a: |\n  ---x\n")),
-            ("---\na: 1\n---x\n", Err("text after the document separator: \"---x\"")),
-            ("--- a\r\n", Err("text after the document separator: \"--- a\"")),
+            (
+                "---\na: 1\n---x\n",
+                Err("text after the document separator: \"---x\""),
+            ),
+            (
+                "--- a\r\n",
+                Err("text after the document separator: \"--- a\""),
+            ),
         ];
         for (text, want) in table {
             let got = first_document_bounds(text).map(|(start, end)| &text[start..end]);

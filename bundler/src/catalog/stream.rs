@@ -258,27 +258,79 @@ impl Spool {
         }
     }
 
-    /// Writes the spooled blobs to `out` in opm's order.
+    /// Writes the spooled blobs to `out` in opm's order. Blobs that lie one after another in
+    /// the spill file (usual when the references come in the order opm sorts by) are read
+    /// as one run and written without passing through the output buffer.
     fn write_sorted(mut self, out: &mut dyn Write) -> std::io::Result<()> {
-        use std::os::unix::fs::FileExt as _;
         self.index.sort_by(|a, b| a.0.cmp(&b.0));
         go_order_ties(&mut self.index);
-        let mut out = std::io::BufWriter::with_capacity(1 << 20, out);
-        let mut buf = Vec::new();
+        let mut out = std::io::BufWriter::with_capacity(OUTPUT_BUFFER, out);
+        let mut run = SpillRun::default();
         for (_, place) in &self.index {
-            match (*place, &self.file) {
-                (Place::Memory(i), _) => out.write_all(&self.memory[i])?,
-                (Place::File { at, len }, Some((file, _))) => {
-                    buf.resize(len, 0);
-                    file.read_exact_at(&mut buf, at)?;
-                    out.write_all(&buf)?;
+            match *place {
+                Place::Memory(i) => {
+                    run.write(&self.file, &mut out)?;
+                    out.write_all(&self.memory[i])?;
                 }
-                (Place::File { .. }, None) => {
-                    return Err(std::io::Error::other("the spool lost its spill file"));
+                Place::File { at, len } => {
+                    if !run.extend(at, len) {
+                        run.write(&self.file, &mut out)?;
+                        run.extend(at, len);
+                    }
                 }
             }
         }
+        run.write(&self.file, &mut out)?;
         out.flush()
+    }
+}
+
+/// The output buffer of [`Spool::write_sorted`]; longer runs of the spill file bypass it.
+const OUTPUT_BUFFER: usize = 256 << 10;
+
+/// The most [`SpillRun`] reads at once.
+const SPILL_RUN: usize = 4 << 20;
+
+/// Adjacent blobs of the spill file, waiting to be written: `len` bytes from `at`.
+#[derive(Default)]
+struct SpillRun {
+    at: u64,
+    len: usize,
+    buf: Vec<u8>,
+}
+
+impl SpillRun {
+    /// Adds the blob at `at` when the run is empty or the blob follows it (and the run stays
+    /// within [`SPILL_RUN`]); false when it must be written first.
+    fn extend(&mut self, at: u64, len: usize) -> bool {
+        if self.len == 0 {
+            (self.at, self.len) = (at, len);
+            true
+        } else if self.at + self.len as u64 == at && self.len + len <= SPILL_RUN {
+            self.len += len;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Reads the run from the spill file and writes it to `out`, leaving the run empty.
+    fn write(
+        &mut self,
+        file: &Option<(std::fs::File, u64)>,
+        out: &mut impl Write,
+    ) -> std::io::Result<()> {
+        use std::os::unix::fs::FileExt as _;
+        if self.len == 0 {
+            return Ok(());
+        }
+        let Some((file, _)) = file else {
+            return Err(std::io::Error::other("the spool lost its spill file"));
+        };
+        self.buf.resize(self.len, 0);
+        file.read_exact_at(&mut self.buf, self.at)?;
+        self.len = 0;
+        out.write_all(&self.buf)
     }
 }
 
@@ -727,6 +779,25 @@ mod tests {
         assert!(written[0].len() > 10_000);
         assert_eq!(written[0], written[1]);
         assert_eq!(written[0], written[2]);
+    }
+
+    #[test]
+    fn spill_runs_join_adjacent_blobs_up_to_their_limit() {
+        let mut run = SpillRun::default();
+        assert!(run.extend(10, 5));
+        assert!(run.extend(15, 7));
+        assert!(!run.extend(23, 1), "a gap ends the run");
+        assert!(!run.extend(0, 10), "so does a blob before it");
+        assert!(!run.extend(22, SPILL_RUN), "and one past the limit");
+        assert_eq!((run.at, run.len), (10, 12));
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(&(0..40u8).collect::<Vec<_>>()).unwrap();
+        let mut out = Vec::new();
+        run.write(&Some((file, 40)), &mut out).unwrap();
+        assert_eq!(out, (10..22u8).collect::<Vec<_>>());
+        assert!(run.extend(0, 3), "a written run is empty");
+        let lost = run.write(&None, &mut out).unwrap_err();
+        assert_eq!(lost.to_string(), "the spool lost its spill file");
     }
 
     /// Records which reference each spooled blob came from, slowly, and when each render
