@@ -272,12 +272,7 @@ impl Spool {
                     run.write(&self.file, &mut out)?;
                     out.write_all(&self.memory[i])?;
                 }
-                Place::File { at, len } => {
-                    if !run.extend(at, len) {
-                        run.write(&self.file, &mut out)?;
-                        run.extend(at, len);
-                    }
-                }
+                Place::File { at, len } => run.push(at, len, &self.file, &mut out)?,
             }
         }
         run.write(&self.file, &mut out)?;
@@ -300,18 +295,22 @@ struct SpillRun {
 }
 
 impl SpillRun {
-    /// Adds the blob at `at` when the run is empty or the blob follows it (and the run stays
-    /// within [`SPILL_RUN`]); false when it must be written first.
-    fn extend(&mut self, at: u64, len: usize) -> bool {
-        if self.len == 0 {
-            (self.at, self.len) = (at, len);
-            true
-        } else if self.at + self.len as u64 == at && self.len + len <= SPILL_RUN {
+    /// Adds the `len` bytes at `at` to the run when they follow it (and it stays within
+    /// [`SPILL_RUN`]); else writes the run to `out` first and starts a new one with them.
+    fn push(
+        &mut self,
+        at: u64,
+        len: usize,
+        file: &Option<(std::fs::File, u64)>,
+        out: &mut impl Write,
+    ) -> std::io::Result<()> {
+        if self.len > 0 && self.at + self.len as u64 == at && self.len + len <= SPILL_RUN {
             self.len += len;
-            true
-        } else {
-            false
+            return Ok(());
         }
+        self.write(file, out)?;
+        (self.at, self.len) = (at, len);
+        Ok(())
     }
 
     /// Reads the run from the spill file and writes it to `out`, leaving the run empty.
@@ -783,19 +782,22 @@ mod tests {
 
     #[test]
     fn spill_runs_join_adjacent_blobs_up_to_their_limit() {
-        let mut run = SpillRun::default();
-        assert!(run.extend(10, 5));
-        assert!(run.extend(15, 7));
-        assert!(!run.extend(23, 1), "a gap ends the run");
-        assert!(!run.extend(0, 10), "so does a blob before it");
-        assert!(!run.extend(22, SPILL_RUN), "and one past the limit");
-        assert_eq!((run.at, run.len), (10, 12));
         let mut file = tempfile::tempfile().unwrap();
-        file.write_all(&(0..40u8).collect::<Vec<_>>()).unwrap();
+        file.write_all(&(0..64u8).collect::<Vec<_>>()).unwrap();
+        let file = Some((file, 64));
+        let mut run = SpillRun::default();
         let mut out = Vec::new();
-        run.write(&Some((file, 40)), &mut out).unwrap();
-        assert_eq!(out, (10..22u8).collect::<Vec<_>>());
-        assert!(run.extend(0, 3), "a written run is empty");
+        run.push(10, 5, &file, &mut out).unwrap();
+        run.push(15, 7, &file, &mut out).unwrap();
+        assert!(out.is_empty(), "adjacent blobs wait in the run");
+        assert_eq!((run.at, run.len), (10, 12));
+        run.push(23, 1, &file, &mut out).unwrap();
+        assert_eq!(out, (10..22u8).collect::<Vec<_>>(), "a gap writes the run");
+        run.push(0, 2, &file, &mut out).unwrap();
+        assert_eq!(out[12..], [23], "so does a blob before it");
+        run.push(2, SPILL_RUN, &file, &mut out).unwrap();
+        assert_eq!(out[13..], [0, 1], "and one past the limit");
+        assert_eq!((run.at, run.len), (2, SPILL_RUN));
         let lost = run.write(&None, &mut out).unwrap_err();
         assert_eq!(lost.to_string(), "the spool lost its spill file");
     }
