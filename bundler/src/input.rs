@@ -3,7 +3,7 @@
 //!
 //! Contract:
 //! - Only regular files are read. A FIFO, device or socket is refused from its metadata,
-//!   before it is opened; the open itself is non-blocking and the opened file is checked again,
+//!   before it is opened (for a tree's files, the metadata the walk saw); the open itself is non-blocking and the opened file is checked again,
 //!   so a file swapped for a FIFO in between cannot block either.
 //! - Every read is bounded: a file larger than [`Limits::max_file_bytes`] is refused from its
 //!   size and never read past the limit (files whose size the kernel does not report, as in
@@ -312,6 +312,12 @@ pub fn open_regular(path: &Path) -> Result<(fs::File, u64), InputError> {
 fn open_limited(path: &Path, limit: u64) -> Result<(fs::File, u64), InputError> {
     let meta = fs::metadata(path).map_err(|e| InputError::io(path, &e))?;
     check_regular(path, &meta, limit)?;
+    open_seen(path, limit)
+}
+
+/// Opens a file whose metadata was just seen to be a regular file's (by [`open_limited`], or
+/// by the walk that listed it), non-blocking, and checks what was opened.
+fn open_seen(path: &Path, limit: u64) -> Result<(fs::File, u64), InputError> {
     let file = fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
@@ -390,7 +396,31 @@ impl Bounded {
 }
 
 fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, InputError> {
-    let (mut file, len) = open_limited(path, limit)?;
+    let (file, len) = open_limited(path, limit)?;
+    read_opened(path, file, len, limit)
+}
+
+/// Reads a file listed by a tree walk, `listed` bytes long then: refused from that size when
+/// over the limit, else opened as [`open_seen`] does (the walk's look was the first one).
+fn read_listed(path: &Path, listed: u64, limit: u64) -> Result<Vec<u8>, InputError> {
+    if listed > limit {
+        return Err(InputError::TooLarge {
+            path: path.to_path_buf(),
+            size: listed,
+            limit,
+        });
+    }
+    let (file, len) = open_seen(path, limit)?;
+    read_opened(path, file, len, limit)
+}
+
+/// Reads an opened file `len` bytes long (as opened), never past one byte over `limit`.
+fn read_opened(
+    path: &Path,
+    mut file: fs::File,
+    len: u64,
+    limit: u64,
+) -> Result<Vec<u8>, InputError> {
     let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
     (&mut file)
         .take(limit.saturating_add(1))
@@ -533,7 +563,7 @@ impl Listing {
             // A file over the per-file limit is refused by itself below, unread.
             total = total.saturating_add(if len > limits.max_file_bytes { 0 } else { len });
             check_total(&dir, total, &limits)?;
-            match read(&dir.join(&rel), &limits) {
+            match read_listed(&dir.join(&rel), len, limits.max_file_bytes) {
                 Ok(bytes) => {
                     // A file that grew since it was listed still counts at its real size.
                     total = total.saturating_add((bytes.len() as u64).saturating_sub(len));

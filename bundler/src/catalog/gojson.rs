@@ -5,13 +5,20 @@
 //! The bytes matter: `olm.bundle.object` stores them base64-encoded and opm sorts properties
 //! by their encoded value, so any difference would change both the data and the order.
 
+use std::io::Write as _;
+
 use serde_json::Value;
 
 /// Encodes `value` the Go way (module docs).
 pub fn to_vec(value: &Value) -> Vec<u8> {
     let mut out = Vec::new();
-    write(&mut out, value, true);
+    append(&mut out, value);
     out
+}
+
+/// [`to_vec`] appending to `out`, so that a caller encoding many values reuses one buffer.
+pub fn append(out: &mut Vec<u8>, value: &Value) {
+    write(out, value, true);
 }
 
 /// [`to_vec`] without escaping `<`, `>` and `&` (Go's encoder with `SetEscapeHTML(false)`, as
@@ -55,7 +62,8 @@ fn write(out: &mut Vec<u8>, value: &Value, html: bool) {
 
 fn write_number(out: &mut Vec<u8>, n: &serde_json::Number) {
     if n.is_i64() || n.is_u64() {
-        out.extend_from_slice(n.to_string().as_bytes());
+        // serde_json prints integers as Go does; written in place, without a String.
+        let _ = write!(out, "{n}");
         return;
     }
     write_float(out, n.as_f64().unwrap_or(0.0));

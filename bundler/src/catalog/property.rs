@@ -354,10 +354,10 @@ fn go_base64_valid(data: &[u8]) -> bool {
 
 /// An `olm.bundle.object` property carrying this manifest (JSON bytes, base64-encoded here).
 pub fn bundle_object(manifest_json: &[u8]) -> Property {
-    Property::new(
-        TYPE_BUNDLE_OBJECT,
-        json!({"data": base64::engine::general_purpose::STANDARD.encode(manifest_json)}),
-    )
+    let data = base64::engine::general_purpose::STANDARD.encode(manifest_json);
+    // Built by hand: `json!` would copy the (often megabytes of) text once more.
+    let value = serde_json::Map::from_iter([("data".to_owned(), Value::String(data))]);
+    Property::new(TYPE_BUNDLE_OBJECT, Value::Object(value))
 }
 
 #[cfg(test)]

@@ -426,8 +426,12 @@ fn with_manifests(
         && !options.image.is_empty()
         && !properties.iter().any(|p| p.type_ == TYPE_CSV_METADATA);
     if !migrate {
-        let encoded = (objects.iter()).map(|o| property::bundle_object(&gojson::to_vec(o)));
-        properties.extend(encoded);
+        let mut json = Vec::new();
+        properties.extend(objects.iter().map(|o| {
+            json.clear();
+            gojson::append(&mut json, o);
+            property::bundle_object(&json)
+        }));
     }
     let mut properties = sort_properties(properties);
     if migrate {

@@ -164,6 +164,22 @@ impl Blob {
         }
     }
 
+    /// About how many bytes the blob encodes to, so that its buffer is not regrown (and
+    /// copied) while encoding: a bundle's size is its bundle objects' base64 text.
+    fn size_hint(&self) -> usize {
+        const REST: usize = 4 << 10;
+        let Blob::Bundle(b) = self else {
+            return REST;
+        };
+        let data = |p: &super::declcfg::Property| {
+            p.value
+                .get("data")
+                .and_then(serde_json::Value::as_str)
+                .map_or(0, str::len)
+        };
+        REST + b.properties.iter().map(data).sum::<usize>()
+    }
+
     /// The blob as opm prints it in `format`.
     pub fn encode(&self, format: Format, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
         match format {
@@ -259,9 +275,9 @@ impl Spool {
     }
 
     /// Writes the spooled blobs to `out` in opm's order. Blobs that lie one after another in
-    /// the spill file (usual when the references come in the order opm sorts by) are read
-    /// as one run and written without passing through the output buffer.
-    fn write_sorted(mut self, out: &mut dyn Write) -> std::io::Result<()> {
+    /// the spill file (usual when the references come in the order opm sorts by) are copied
+    /// as one run, past the output buffer (see [`Output`]).
+    fn write_sorted(mut self, out: &mut dyn Output) -> std::io::Result<()> {
         self.index.sort_by(|a, b| a.0.cmp(&b.0));
         go_order_ties(&mut self.index);
         let mut out = std::io::BufWriter::with_capacity(OUTPUT_BUFFER, out);
@@ -280,10 +296,14 @@ impl Spool {
     }
 }
 
-/// The output buffer of [`Spool::write_sorted`]; longer runs of the spill file bypass it.
+/// The output buffer of [`Spool::write_sorted`]; runs of the spill file bypass it.
 const OUTPUT_BUFFER: usize = 256 << 10;
 
-/// The most [`SpillRun`] reads at once.
+/// [`Spool::write_sorted`]'s output.
+type Buffered<'o> = std::io::BufWriter<&'o mut dyn Output>;
+
+/// The longest [`SpillRun`]: a longer one is copied in parts, so that the output flows
+/// while the spill file is still being read.
 const SPILL_RUN: usize = 4 << 20;
 
 /// Adjacent blobs of the spill file, waiting to be written: `len` bytes from `at`.
@@ -291,7 +311,6 @@ const SPILL_RUN: usize = 4 << 20;
 struct SpillRun {
     at: u64,
     len: usize,
-    buf: Vec<u8>,
 }
 
 impl SpillRun {
@@ -302,7 +321,7 @@ impl SpillRun {
         at: u64,
         len: usize,
         file: &Option<(std::fs::File, u64)>,
-        out: &mut impl Write,
+        out: &mut Buffered<'_>,
     ) -> std::io::Result<()> {
         if self.len > 0 && self.at + self.len as u64 == at && self.len + len <= SPILL_RUN {
             self.len += len;
@@ -313,23 +332,45 @@ impl SpillRun {
         Ok(())
     }
 
-    /// Reads the run from the spill file and writes it to `out`, leaving the run empty.
+    /// Copies the run from the spill file to `out`, leaving the run empty.
     fn write(
         &mut self,
         file: &Option<(std::fs::File, u64)>,
-        out: &mut impl Write,
+        out: &mut Buffered<'_>,
     ) -> std::io::Result<()> {
-        use std::os::unix::fs::FileExt as _;
+        use std::io::{Read, Seek as _};
         if self.len == 0 {
             return Ok(());
         }
-        let Some((file, _)) = file else {
+        let Some(file) = file.as_ref().map(|(f, _)| f) else {
             return Err(std::io::Error::other("the spool lost its spill file"));
         };
-        self.buf.resize(self.len, 0);
-        file.read_exact_at(&mut self.buf, self.at)?;
-        self.len = 0;
-        out.write_all(&self.buf)
+        let (at, len) = (self.at, std::mem::take(&mut self.len));
+        out.flush()?;
+        let mut file: &std::fs::File = file;
+        file.seek(std::io::SeekFrom::Start(at))?;
+        // Through the trait object: its `copy_from` is the concrete writer's.
+        let writer: &mut dyn Output = *out.get_mut();
+        let copied = writer.copy_from(&mut Read::take(file, len as u64))?;
+        if copied < len as u64 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        Ok(())
+    }
+}
+
+/// Where a rendered stream is written: any writer. Spilled blobs reach it through
+/// [`std::io::copy`], which copies inside the kernel when the writer is a file or standard
+/// output (never through this process's memory).
+pub trait Output: Write {
+    /// Copies all of `from` to the output.
+    fn copy_from(&mut self, from: &mut std::io::Take<&std::fs::File>) -> std::io::Result<u64>;
+}
+
+impl<W: Write + ?Sized> Output for W {
+    fn copy_from(&mut self, from: &mut std::io::Take<&std::fs::File>) -> std::io::Result<u64> {
+        // Monomorphised for the concrete writer, so std sees its type and picks the copy.
+        std::io::copy(from, self)
     }
 }
 
@@ -484,7 +525,7 @@ impl<E: std::error::Error + 'static> Emitter<'_, '_, E> {
             return;
         };
         self.seq += 1;
-        let mut bytes = Vec::new();
+        let mut bytes = Vec::with_capacity(blob.size_hint());
         if let Err(source) = blob.encode(self.shared.format, &mut bytes) {
             self.error = Some(StreamError::Encode {
                 schema: blob.schema().to_owned(),
@@ -567,7 +608,7 @@ pub fn render_refs<E, F>(
     jobs: usize,
     format: Format,
     render: F,
-    out: &mut dyn Write,
+    out: &mut dyn Output,
 ) -> Result<Vec<String>, StreamError<E>>
 where
     E: std::error::Error + Send + 'static,
@@ -785,21 +826,47 @@ mod tests {
         let mut file = tempfile::tempfile().unwrap();
         file.write_all(&(0..64u8).collect::<Vec<_>>()).unwrap();
         let file = Some((file, 64));
-        let mut run = SpillRun::default();
-        let mut out = Vec::new();
-        run.push(10, 5, &file, &mut out).unwrap();
-        run.push(15, 7, &file, &mut out).unwrap();
-        assert!(out.is_empty(), "adjacent blobs wait in the run");
-        assert_eq!((run.at, run.len), (10, 12));
-        run.push(23, 1, &file, &mut out).unwrap();
-        assert_eq!(out, (10..22u8).collect::<Vec<_>>(), "a gap writes the run");
-        run.push(0, 2, &file, &mut out).unwrap();
-        assert_eq!(out[12..], [23], "so does a blob before it");
-        run.push(2, SPILL_RUN, &file, &mut out).unwrap();
-        assert_eq!(out[13..], [0, 1], "and one past the limit");
-        assert_eq!((run.at, run.len), (2, SPILL_RUN));
-        let lost = run.write(&None, &mut out).unwrap_err();
-        assert_eq!(lost.to_string(), "the spool lost its spill file");
+        // Into memory (std copies through a buffer) and into a file (inside the kernel).
+        let mut memory = Vec::new();
+        let mut disk = tempfile::tempfile().unwrap();
+        for target in [&mut memory as &mut dyn Output, &mut disk] {
+            let mut out = std::io::BufWriter::new(target);
+            let mut run = SpillRun::default();
+            run.push(10, 5, &file, &mut out).unwrap();
+            run.push(15, 7, &file, &mut out).unwrap();
+            assert_eq!(
+                (run.at, run.len),
+                (10, 12),
+                "adjacent blobs wait in the run"
+            );
+            run.push(23, 1, &file, &mut out).unwrap();
+            out.write_all(b"|").unwrap();
+            run.push(0, 2, &file, &mut out).unwrap();
+            run.push(2, SPILL_RUN, &file, &mut out).unwrap();
+            assert_eq!((run.at, run.len), (2, SPILL_RUN));
+            let lost = run.write(&None, &mut out).unwrap_err();
+            assert_eq!(lost.to_string(), "the spool lost its spill file");
+            let mut run = SpillRun::default();
+            run.push(60, 8, &file, &mut out).unwrap();
+            let short = run.write(&file, &mut out).unwrap_err();
+            assert_eq!(
+                short.kind(),
+                std::io::ErrorKind::UnexpectedEof,
+                "past the end"
+            );
+            out.flush().unwrap();
+        }
+        use std::io::{Read as _, Seek as _};
+        let mut written = Vec::new();
+        disk.seek(std::io::SeekFrom::Start(0)).unwrap();
+        disk.read_to_end(&mut written).unwrap();
+        // A gap writes the run, and so do a blob before it and one past the limit; the
+        // buffered byte lands after what was written before it, the run held then after it.
+        let mut expected: Vec<u8> = (10..22u8).collect();
+        expected.extend([b'|', 23, 0, 1]);
+        expected.extend(60..64u8);
+        assert_eq!(memory, expected);
+        assert_eq!(written, expected);
     }
 
     /// Records which reference each spooled blob came from, slowly, and when each render
