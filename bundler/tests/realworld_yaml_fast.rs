@@ -1,8 +1,10 @@
 //! The fast YAML reader (`olmpack_model::yaml::value_from_str`'s dedicated path) against the full
 //! parser on every `.yaml`, `.yml` and `.json` file of the community-operators corpus: for the
 //! whole file and for each of its `---`-separated documents, the fast reader must give exactly
-//! the full parser's value, or decline. It must also read most of the corpus, or it would not
-//! make rendering faster.
+//! the full parser's value, or decline; a stream of several documents, which the fast path
+//! of `from_multi_str` reads cut at its `---` lines, must read as the full parser reads it
+//! whole. The fast reader must also read most of the corpus, or it would not make rendering
+//! faster.
 //!
 //! Run: `cargo xtask conformance realworld_yaml_fast` (unpacks the corpus once).
 
@@ -38,6 +40,8 @@ struct Tally {
     /// Files that are not UTF-8 text: neither reader takes them (render refuses them).
     not_utf8: AtomicUsize,
     inputs: AtomicUsize,
+    /// Files of several documents, read whole both ways.
+    streams: AtomicUsize,
     fast: AtomicUsize,
     bytes: AtomicUsize,
     fast_bytes: AtomicUsize,
@@ -61,6 +65,19 @@ impl Tally {
             };
             self.mismatches.lock().unwrap().push(format!(
                 "{}: the fast reader read a value, the full parser {full}",
+                file.display()
+            ));
+        }
+    }
+}
+
+impl Tally {
+    fn check_stream(&self, file: &Path, text: &str) {
+        self.streams.fetch_add(1, Ordering::Relaxed);
+        let ours = yaml::from_multi_str(text).map_err(|e| e.to_string());
+        if ours != yaml::full_multi_from_str(text).map_err(|e| e.to_string()) {
+            self.mismatches.lock().unwrap().push(format!(
+                "{}: the stream reads differently cut at its `---` lines",
                 file.display()
             ));
         }
@@ -91,7 +108,11 @@ fn realworld_fast_yaml_reader_matches_the_full_parser() {
                         tally.not_utf8.fetch_add(1, Ordering::Relaxed);
                         continue;
                     };
-                    for input in inputs(&text) {
+                    let inputs = inputs(&text);
+                    if inputs.len() > 1 {
+                        tally.check_stream(file, &text);
+                    }
+                    for input in inputs {
                         tally.check(file, &input);
                     }
                 }
@@ -101,9 +122,10 @@ fn realworld_fast_yaml_reader_matches_the_full_parser() {
     let (bytes, fast_bytes) = (tally.bytes.into_inner(), tally.fast_bytes.into_inner());
     let share = fast_bytes as f64 / bytes.max(1) as f64;
     println!(
-        "{} files ({} not UTF-8, skipped), {} inputs: the fast reader read {} ({:.1}% of {} bytes), declined the rest",
+        "{} files ({} not UTF-8, skipped; {} of several documents), {} inputs: the fast reader read {} ({:.1}% of {} bytes), declined the rest",
         files.len(),
         tally.not_utf8.into_inner(),
+        tally.streams.into_inner(),
         tally.inputs.into_inner(),
         tally.fast.into_inner(),
         100.0 * share,

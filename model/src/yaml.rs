@@ -228,10 +228,44 @@ fn budget_words(breach: &str) -> String {
 
 /// Parses every document of a `---`-separated stream; empty documents are skipped.
 pub fn from_multi_str(text: &str) -> Result<Vec<serde_json::Value>, YamlError> {
+    let text = prepare(text);
+    match fast_documents(text) {
+        Some(docs) => Ok(docs),
+        None => full_multi_parse(text),
+    }
+}
+
+/// The full parser on every document of a stream [`prepare`] has seen (empty ones dropped).
+fn full_multi_parse(prepared: &str) -> Result<Vec<serde_json::Value>, YamlError> {
     let docs: Vec<serde_json::Value> =
-        serde_saphyr::from_multiple_with_options(prepare(text), options())
-            .map_err(parse_error_in(prepare(text)))?;
+        serde_saphyr::from_multiple_with_options(prepared, options())
+            .map_err(parse_error_in(prepared))?;
     Ok(docs.into_iter().filter(|d| !d.is_null()).collect())
+}
+
+/// [`from_multi_str`] by the full parser alone. For tests that check the fast path against it.
+#[doc(hidden)]
+pub fn full_multi_from_str(text: &str) -> Result<Vec<serde_json::Value>, YamlError> {
+    full_multi_parse(prepare(text))
+}
+
+/// Every document of a stream read by the fast reader, or `None` as soon as it declines one
+/// (the full parser then reads the whole stream). The stream is cut before each line that
+/// is exactly `---`: such a line starts a document wherever it stands, as YAML allows it in
+/// no scalar; a cut inside anything unfinished leaves a piece the reader declines.
+fn fast_documents(text: &str) -> Option<Vec<serde_json::Value>> {
+    let markers = memchr::memmem::find_iter(text.as_bytes(), "\n---")
+        .map(|i| i + 1)
+        .filter(|&i| matches!(text.as_bytes().get(i + 3), None | Some(b'\n')));
+    // The first piece may begin with its own `---` line, which the reader takes.
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain(markers)
+        .chain([text.len()])
+        .collect();
+    starts
+        .windows(2)
+        .map(|w| fast::parse(&text[w[0]..w[1]]))
+        .collect()
 }
 
 /// [`from_multi_str`], lenient about repeated keys the way Go's `sigs.k8s.io/yaml` is (the
@@ -455,6 +489,35 @@ mod tests {
         let long = "x".repeat(50) + " " + &"y".repeat(50);
         let text = to_string(&serde_json::json!({ "k": long })).unwrap();
         assert_eq!(text, format!("k: {long}\n"));
+    }
+
+    /// Streams cut at their `---` lines read as the full parser reads them whole (values and
+    /// errors), and the fast reader takes those whose pieces are all in its subset.
+    #[test]
+    fn streams_cut_at_marker_lines_read_as_the_full_parser_reads_them() {
+        let cases: &[(&str, bool)] = &[
+            ("a: 1\n---\nb: 2\n", true),
+            ("---\na: 1\n---\nb: [x, y]\n", true),
+            ("a: |\n  x\n---\nb: 2\n", true),
+            ("a: 1\n---\n", true),
+            ("---\n---\na: 1\n", true),
+            ("a: 1\n---\n---\nb: 2\n", false),
+            ("a: 1\n...\n---\nb: 2\n", false),
+            ("a: \"x\n---\ny\"\n", false),
+            ("a: 1\n--- \nb: 2\n", false),
+            ("a: 1\n--- # c\nb: 2\n", false),
+            ("a: 1\n---b: 2\n", false),
+            ("# c\n---\na: 1\n", false),
+            ("a: 1\n---\n- b\n", true),
+            ("a: 1\n---\nb: 2\nb: 3\n", false),
+            ("", false),
+        ];
+        for &(text, fast) in cases {
+            let full = full_multi_from_str(text).map_err(|e| e.to_string());
+            let ours = from_multi_str(text).map_err(|e| e.to_string());
+            assert_eq!(ours, full, "{text:?}");
+            assert_eq!(fast_documents(prepare(text)).is_some(), fast, "{text:?}");
+        }
     }
 
     #[test]
