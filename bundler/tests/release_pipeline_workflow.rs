@@ -294,18 +294,23 @@ impl Runner {
             Some("bash") => &["--noprofile", "--norc", "-eo", "pipefail"],
             Some(other) => panic!("step {name}: shell {other:?} is not known to this runner"),
         };
-        let output = Command::new("bash")
-            .args(args)
-            .arg(&file)
-            .current_dir(&self.checkout)
-            // A runner's step has none of the build settings of the test run around it; they
-            // would also change the kept target directory's fingerprints and rebuild it all
-            // (`cargo xtask test --timings` sets RUSTC_BOOTSTRAP, CI sets CARGO_INCREMENTAL).
-            .env_remove("CARGO_TARGET_DIR")
-            .env_remove("RUSTC_BOOTSTRAP")
-            .env_remove("CARGO_INCREMENTAL")
-            .env_remove("RUSTFLAGS")
-            .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        let mut command = Command::new("bash");
+        command.args(args).arg(&file).current_dir(&self.checkout);
+        // A runner's step has none of the settings of the test run around it; they would
+        // also change the kept target directory's fingerprints and rebuild it all (`cargo
+        // xtask test --timings` sets RUSTC_BOOTSTRAP, CI sets CARGO_INCREMENTAL, and cargo
+        // gives this test CARGO_MANIFEST_DIR, which ring's build script watches: a clone in
+        // another directory rebuilt ring and all that uses it).
+        for var in ["RUSTC_BOOTSTRAP", "RUSTFLAGS"] {
+            command.env_remove(var);
+        }
+        for (var, _) in std::env::vars_os() {
+            let name = var.to_string_lossy();
+            if name == "CARGO" || (name.starts_with("CARGO_") && name != "CARGO_HOME") {
+                command.env_remove(&var);
+            }
+        }
+        let output = command
             .envs(env)
             .env("PATH", std::env::join_paths(path).unwrap())
             .output()
