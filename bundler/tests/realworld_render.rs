@@ -5,7 +5,8 @@
 //!
 //! opm's outcome is cached under `~/.cache/olmpack/opm-render/` keyed by opm's version, the
 //! arguments and a hash of every file of the input directory, so reruns only run olmpack.
-//! Comparisons run on two threads. Known disagreements are listed, with their reason, in
+//! Comparisons run on two threads; directories opm renders are given to olmpack in batches
+//! (see [`BATCH`]), the others one by one. Known disagreements are listed, with their reason, in
 //! `tests/fixtures/realworld/render-known-differences.txt`; the test fails when the set of
 //! disagreements differs from that list in either direction.
 //!
@@ -74,8 +75,9 @@ struct Outcome {
     stderr: String,
 }
 
-/// sha256 over every file (relative path and contents) below `dir`, in sorted order.
-fn tree_hash(dir: &Path, hasher: &mut Sha256, rel: &Path) {
+/// Every file (relative path and contents) below `dir`, in sorted order, as the bytes the
+/// cache key hashes.
+fn tree_bytes(dir: &Path, out: &mut Vec<u8>, rel: &Path) {
     let mut entries: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .filter_map(Result::ok)
@@ -84,25 +86,25 @@ fn tree_hash(dir: &Path, hasher: &mut Sha256, rel: &Path) {
     for e in entries {
         let rel = rel.join(e.file_name());
         let ty = e.file_type().unwrap();
-        hasher.update(rel.to_string_lossy().as_bytes());
-        hasher.update([0]);
+        out.extend_from_slice(rel.to_string_lossy().as_bytes());
+        out.push(0);
         if ty.is_dir() {
-            hasher.update(b"d");
-            tree_hash(&e.path(), hasher, &rel);
+            out.push(b'd');
+            tree_bytes(&e.path(), out, &rel);
         } else if ty.is_file() {
             let bytes = std::fs::read(e.path()).unwrap();
-            hasher.update((bytes.len() as u64).to_le_bytes());
-            hasher.update(&bytes);
+            out.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+            out.extend_from_slice(&bytes);
         } else {
-            hasher.update(b"o");
+            out.push(b'o');
         }
     }
 }
 
-fn run(program: &Path, args: &[&str], dir: &Path) -> Outcome {
+fn run(program: &Path, args: &[&str], dirs: &[&Path]) -> Outcome {
     let out = Command::new(program)
         .args(args)
-        .arg(dir)
+        .args(dirs)
         .output()
         .unwrap_or_else(|e| panic!("running {}: {e}", program.display()));
     Outcome {
@@ -112,11 +114,12 @@ fn run(program: &Path, args: &[&str], dir: &Path) -> Outcome {
     }
 }
 
-/// opm's outcome for `dir`, from the cache when present.
-fn opm_render(opm: &Path, cache: &Path, dir: &Path, variant: Variant) -> Outcome {
+/// opm's outcome for `dir` (whose files are `tree`, see [`tree_bytes`]), from the cache
+/// when present.
+fn opm_render(opm: &Path, cache: &Path, dir: &Path, tree: &[u8], variant: Variant) -> Outcome {
     let mut hasher = Sha256::new();
     hasher.update(variant.args().join(" ").as_bytes());
-    tree_hash(dir, &mut hasher, Path::new(""));
+    hasher.update(tree);
     let key: String = hasher
         .finalize()
         .iter()
@@ -137,7 +140,7 @@ fn opm_render(opm: &Path, cache: &Path, dir: &Path, variant: Variant) -> Outcome
     }
     let mut args = vec!["render"];
     args.extend(variant.args());
-    let outcome = run(opm, &args, dir);
+    let outcome = run(opm, &args, &[dir]);
     std::fs::create_dir_all(base.parent().unwrap()).unwrap();
     std::fs::write(&out_file, &outcome.stdout).unwrap();
     std::fs::write(&err_file, &outcome.stderr).unwrap();
@@ -190,15 +193,103 @@ fn known_differences() -> BTreeSet<String> {
         .collect()
 }
 
-/// Directory (relative to the corpus), bundle format or not, variant, olmpack's and opm's
-/// outcomes.
-type CaseResult = (String, bool, Variant, Outcome, Outcome);
+/// How one comparison ended.
+#[derive(Debug)]
+enum Verdict {
+    Identical,
+    BothFailed,
+    /// The first difference, for the report.
+    Disagree(String),
+}
+
+fn verdict(ours: &Outcome, theirs: &Outcome) -> Verdict {
+    match (ours.ok, theirs.ok) {
+        (true, true) if ours.stdout == theirs.stdout => Verdict::Identical,
+        (false, false) => Verdict::BothFailed,
+        (true, true) => Verdict::Disagree(first_difference(&ours.stdout, &theirs.stdout)),
+        (true, false) => Verdict::Disagree(format!(
+            "olmpack renders, opm fails: {}",
+            theirs.stderr.trim()
+        )),
+        (false, true) => Verdict::Disagree(format!(
+            "opm renders, olmpack fails: {}",
+            ours.stderr.trim()
+        )),
+    }
+}
+
+/// Directories one olmpack run renders where opm rendered each one alone. Both print the
+/// blobs of several references sorted by package and name, so when the directories come in
+/// that order the run prints opm's outputs one after the other; a batch that does not is
+/// compared again directory by directory. Each olmpack run costs a process start, which
+/// batching saves for the two thousand renders opm accepts.
+const BATCH: usize = 16;
 
 #[derive(Default)]
 struct Tally {
     identical: usize,
     both_failed: usize,
     total: usize,
+}
+
+/// One case: a directory in one variant, with opm's outcome.
+struct Case<'a> {
+    dir: &'a Path,
+    rel: String,
+    bundle: bool,
+    variant: Variant,
+    theirs: Outcome,
+}
+
+/// Runs `work` on two threads over `items`, keeping each result with its item's index.
+fn on_two_threads<'a, T: Sync, R: Send>(
+    items: &'a [T],
+    work: impl Fn(&'a T) -> R + Sync,
+) -> Vec<R> {
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<(usize, R)>> = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(item) = items.get(i) else {
+                        break;
+                    };
+                    let result = work(item);
+                    results.lock().unwrap().push((i, result));
+                    if i.is_multiple_of(500) {
+                        eprint!("[{i}/{}]", items.len());
+                        let _ = std::io::stderr().flush();
+                    }
+                }
+            });
+        }
+    });
+    let mut results = results.into_inner().unwrap();
+    results.sort_by_key(|(i, _)| *i);
+    results.into_iter().map(|(_, r)| r).collect()
+}
+
+/// olmpack's verdict for every case of `group` (cases of one variant): one run for all of
+/// them when opm rendered each (see [`BATCH`]), else one run per case.
+/// `batches` counts the batches run and those that printed opm's outputs.
+fn compare(olmpack: &Path, group: &[&Case<'_>], batches: &[AtomicUsize; 2]) -> Vec<Verdict> {
+    let variant = group[0].variant;
+    let mut args = vec!["catalog", "render"];
+    args.extend(variant.args());
+    if group.len() > 1 && group.iter().all(|c| c.theirs.ok) {
+        let dirs: Vec<&Path> = group.iter().map(|c| c.dir).collect();
+        let ours = run(olmpack, &args, &dirs);
+        let theirs: Vec<u8> = group.iter().flat_map(|c| c.theirs.stdout.clone()).collect();
+        batches[0].fetch_add(1, Ordering::Relaxed);
+        if ours.ok && ours.stdout == theirs {
+            batches[1].fetch_add(1, Ordering::Relaxed);
+            return group.iter().map(|_| Verdict::Identical).collect();
+        }
+    }
+    let each = |c: &&Case<'_>| verdict(&run(olmpack, &args, &[c.dir]), &c.theirs);
+    group.iter().map(each).collect()
 }
 
 #[test]
@@ -216,69 +307,55 @@ fn realworld_render_matches_opm() {
     let cache = opm_cache_dir(&opm);
     let dirs = olmpack_testkit::corpus::version_dirs(&corpus);
     assert!(dirs.len() > 1000, "corpus looks incomplete: {}", dirs.len());
-    let cases: Vec<(&PathBuf, bool, Variant)> = dirs
-        .iter()
-        .flat_map(|(d, b)| Variant::ALL.iter().map(move |v| (d, *b, *v)))
-        .collect();
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<CaseResult>> = Mutex::new(Vec::new());
-    std::thread::scope(|s| {
-        for _ in 0..2 {
-            s.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(&(dir, bundle, variant)) = cases.get(i) else {
-                        break;
-                    };
-                    let theirs = opm_render(&opm, &cache, dir, variant);
-                    let mut args = vec!["catalog", "render"];
-                    args.extend(variant.args());
-                    let ours = run(&olmpack, &args, dir);
-                    let rel = dir.strip_prefix(&corpus).unwrap().display().to_string();
-                    results
-                        .lock()
-                        .unwrap()
-                        .push((rel, bundle, variant, ours, theirs));
-                    if i.is_multiple_of(500) {
-                        eprint!("[{i}/{}]", cases.len());
-                        let _ = std::io::stderr().flush();
-                    }
-                }
-            });
+    let cases: Vec<Case<'_>> = on_two_threads(&dirs, |(dir, bundle)| {
+        let mut tree = Vec::new();
+        tree_bytes(dir, &mut tree, Path::new(""));
+        Variant::ALL.map(|variant| Case {
+            dir,
+            rel: dir.strip_prefix(&corpus).unwrap().display().to_string(),
+            bundle: *bundle,
+            variant,
+            theirs: opm_render(&opm, &cache, dir, &tree, variant),
+        })
+    })
+    .into_iter()
+    .flatten()
+    .collect();
+    // Per variant, runs of cases opm renders (in corpus order) in batches, the others alone.
+    let mut groups: Vec<Vec<&Case<'_>>> = Vec::new();
+    for variant in Variant::ALL {
+        let of_variant: Vec<&Case<'_>> = cases.iter().filter(|c| c.variant == variant).collect();
+        for stretch in of_variant.chunk_by(|a, b| a.theirs.ok == b.theirs.ok) {
+            let size = if stretch[0].theirs.ok { BATCH } else { 1 };
+            groups.extend(stretch.chunks(size).map(<[&Case<'_>]>::to_vec));
         }
-    });
-    let mut results = results.into_inner().unwrap();
-    results.sort_by(|a, b| (&a.0, a.2).cmp(&(&b.0, b.2)));
+    }
+    let batches = [AtomicUsize::new(0), AtomicUsize::new(0)];
+    let verdicts: Vec<(&Case<'_>, Verdict)> = on_two_threads(&groups, |group| {
+        let verdicts = compare(&olmpack, group, &batches);
+        group.iter().copied().zip(verdicts).collect::<Vec<_>>()
+    })
+    .into_iter()
+    .flatten()
+    .collect();
+    let [run, held] = batches.map(AtomicUsize::into_inner);
+    println!(
+        "{held} of {run} batches printed opm's outputs one after another; the rest were \
+         compared directory by directory"
+    );
 
     let mut tallies: BTreeMap<(bool, Variant), Tally> = BTreeMap::new();
     let mut disagreements = BTreeSet::new();
     let mut details = Vec::new();
-    for (rel, bundle, variant, ours, theirs) in &results {
-        let t = tallies.entry((*bundle, *variant)).or_default();
+    for (case, verdict) in &verdicts {
+        let t = tallies.entry((case.bundle, case.variant)).or_default();
         t.total += 1;
-        let key = format!("{rel} {}", variant.label());
-        match (ours.ok, theirs.ok) {
-            (true, true) if ours.stdout == theirs.stdout => t.identical += 1,
-            (false, false) => t.both_failed += 1,
-            (true, true) => {
-                details.push(format!(
-                    "{key}: {}",
-                    first_difference(&ours.stdout, &theirs.stdout)
-                ));
-                disagreements.insert(key);
-            }
-            (true, false) => {
-                details.push(format!(
-                    "{key}: olmpack renders, opm fails: {}",
-                    theirs.stderr.trim()
-                ));
-                disagreements.insert(key);
-            }
-            (false, true) => {
-                details.push(format!(
-                    "{key}: opm renders, olmpack fails: {}",
-                    ours.stderr.trim()
-                ));
+        match verdict {
+            Verdict::Identical => t.identical += 1,
+            Verdict::BothFailed => t.both_failed += 1,
+            Verdict::Disagree(detail) => {
+                let key = format!("{} {}", case.rel, case.variant.label());
+                details.push(format!("{key}: {detail}"));
                 disagreements.insert(key);
             }
         }
