@@ -49,7 +49,7 @@ enum Cmd {
         timings: bool,
         /// Test binaries run at once (each binary's own tests run in parallel too). The
         /// longest start first, by the last run's times.
-        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=16))]
+        #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=16))]
         jobs: u16,
         /// Only run tests whose name contains this string.
         filter: Option<String>,

@@ -16,6 +16,13 @@ use crate::live::api::apiserver_message;
 
 pub(super) const POLL: Duration = Duration::from_millis(250);
 
+/// How long a read of an example is retried while the apiserver does not trust the
+/// certificate its conversion webhook presents (`x509: ...`): OLM rotates the serving
+/// certificate and the CRD's `caBundle` together on an upgrade, and for a moment the
+/// apiserver's view of one lags the other, on a real cluster as here. Longer is a real
+/// failure, reported with the last error.
+const TRUST_SETTLES: Duration = Duration::from_secs(30);
+
 /// How long OLM may take.
 #[derive(Clone, Copy, Debug)]
 pub struct Timeouts {
@@ -341,32 +348,39 @@ impl OlmEnv {
     pub async fn read_examples(&self, examples: &[Example]) -> Vec<Result<(), String>> {
         let mut out = Vec::new();
         for example in examples.iter().filter(|e| e.refused.is_none()) {
-            let group = example
-                .api_version
-                .rsplit_once('/')
-                .map(|(g, _)| g)
-                .unwrap_or("");
-            let result = async {
-                let group = discovery::group(&self.client(), group)
-                    .await
-                    .map_err(|e| apiserver_message(&e))?;
-                let (resource, caps) = group
-                    .recommended_kind(&example.kind)
-                    .ok_or_else(|| format!("{} is no longer served", example.kind))?;
-                let (api, _) = self.scoped(&resource, caps.scope);
-                api.get(&example.name).await.map(|_| ()).map_err(|e| {
-                    format!(
-                        "{} {}: {}",
-                        example.kind,
-                        example.name,
-                        apiserver_message(&e)
-                    )
-                })
-            }
-            .await;
+            let started = Instant::now();
+            let result = loop {
+                let result = self.read_example(example).await;
+                match &result {
+                    Err(e) if e.contains("x509: ") && started.elapsed() < TRUST_SETTLES => {
+                        tokio::time::sleep(POLL).await;
+                    }
+                    _ => break result,
+                }
+            };
             out.push(result);
         }
         out
+    }
+
+    /// Reads one example back (see [`Self::read_examples`]).
+    async fn read_example(&self, example: &Example) -> Result<(), String> {
+        let group = example
+            .api_version
+            .rsplit_once('/')
+            .map(|(g, _)| g)
+            .unwrap_or("");
+        let group = discovery::group(&self.client(), group)
+            .await
+            .map_err(|e| apiserver_message(&e))?;
+        let (resource, caps) = group
+            .recommended_kind(&example.kind)
+            .ok_or_else(|| format!("{} is no longer served", example.kind))?;
+        let (api, _) = self.scoped(&resource, caps.scope);
+        api.get(&example.name).await.map(|_| ()).map_err(|e| {
+            let message = apiserver_message(&e);
+            format!("{} {}: {message}", example.kind, example.name)
+        })
     }
 
     /// The API of an example's kind, and the namespace its objects go to (`None`:
