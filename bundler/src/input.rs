@@ -3,8 +3,9 @@
 //!
 //! Contract:
 //! - Only regular files are read. A FIFO, device or socket is refused from its metadata,
-//!   before it is opened (for a tree's files, the metadata the walk saw); the open itself is non-blocking and the opened file is checked again,
-//!   so a file swapped for a FIFO in between cannot block either.
+//!   before it is opened (for a tree's files, the metadata the walk saw); the open itself is
+//!   non-blocking and the opened file is checked again, so a file swapped for a FIFO in
+//!   between cannot block either.
 //! - Every read is bounded: a file larger than [`Limits::max_file_bytes`] is refused from its
 //!   size and never read past the limit (files whose size the kernel does not report, as in
 //!   `/proc`, included); a tree is refused once its files add up to more than
@@ -400,16 +401,9 @@ fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, InputError> {
     read_opened(path, file, len, limit)
 }
 
-/// Reads a file listed by a tree walk, `listed` bytes long then: refused from that size when
-/// over the limit, else opened as [`open_seen`] does (the walk's look was the first one).
-fn read_listed(path: &Path, listed: u64, limit: u64) -> Result<Vec<u8>, InputError> {
-    if listed > limit {
-        return Err(InputError::TooLarge {
-            path: path.to_path_buf(),
-            size: listed,
-            limit,
-        });
-    }
+/// Reads a file a tree walk listed: the walk's look was the first one, so it is opened as
+/// [`open_seen`] does, whose check of the opened file refuses it when over the limit.
+fn read_listed(path: &Path, limit: u64) -> Result<Vec<u8>, InputError> {
     let (file, len) = open_seen(path, limit)?;
     read_opened(path, file, len, limit)
 }
@@ -563,7 +557,7 @@ impl Listing {
             // A file over the per-file limit is refused by itself below, unread.
             total = total.saturating_add(if len > limits.max_file_bytes { 0 } else { len });
             check_total(&dir, total, &limits)?;
-            match read_listed(&dir.join(&rel), len, limits.max_file_bytes) {
+            match read_listed(&dir.join(&rel), limits.max_file_bytes) {
                 Ok(bytes) => {
                     // A file that grew since it was listed still counts at its real size.
                     total = total.saturating_add((bytes.len() as u64).saturating_sub(len));

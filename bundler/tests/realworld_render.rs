@@ -271,20 +271,26 @@ fn on_two_threads<'a, T: Sync, R: Send>(
     results.into_iter().map(|(_, r)| r).collect()
 }
 
+/// How many batches ran, and how many of them printed opm's outputs one after another.
+#[derive(Default)]
+struct Batches {
+    run: AtomicUsize,
+    held: AtomicUsize,
+}
+
 /// olmpack's verdict for every case of `group` (cases of one variant): one run for all of
 /// them when opm rendered each (see [`BATCH`]), else one run per case.
-/// `batches` counts the batches run and those that printed opm's outputs.
-fn compare(olmpack: &Path, group: &[&Case<'_>], batches: &[AtomicUsize; 2]) -> Vec<Verdict> {
+fn compare(olmpack: &Path, group: &[&Case<'_>], batches: &Batches) -> Vec<Verdict> {
     let variant = group[0].variant;
     let mut args = vec!["catalog", "render"];
     args.extend(variant.args());
     if group.len() > 1 && group.iter().all(|c| c.theirs.ok) {
         let dirs: Vec<&Path> = group.iter().map(|c| c.dir).collect();
         let ours = run(olmpack, &args, &dirs);
-        let theirs: Vec<u8> = group.iter().flat_map(|c| c.theirs.stdout.clone()).collect();
-        batches[0].fetch_add(1, Ordering::Relaxed);
-        if ours.ok && ours.stdout == theirs {
-            batches[1].fetch_add(1, Ordering::Relaxed);
+        let theirs: Vec<&[u8]> = group.iter().map(|c| c.theirs.stdout.as_slice()).collect();
+        batches.run.fetch_add(1, Ordering::Relaxed);
+        if ours.ok && ours.stdout == theirs.concat() {
+            batches.held.fetch_add(1, Ordering::Relaxed);
             return group.iter().map(|_| Verdict::Identical).collect();
         }
     }
@@ -330,7 +336,7 @@ fn realworld_render_matches_opm() {
             groups.extend(stretch.chunks(size).map(<[&Case<'_>]>::to_vec));
         }
     }
-    let batches = [AtomicUsize::new(0), AtomicUsize::new(0)];
+    let batches = Batches::default();
     let verdicts: Vec<(&Case<'_>, Verdict)> = on_two_threads(&groups, |group| {
         let verdicts = compare(&olmpack, group, &batches);
         group.iter().copied().zip(verdicts).collect::<Vec<_>>()
@@ -338,9 +344,9 @@ fn realworld_render_matches_opm() {
     .into_iter()
     .flatten()
     .collect();
-    let [run, held] = batches.map(AtomicUsize::into_inner);
+    let (held, ran) = (batches.held.into_inner(), batches.run.into_inner());
     println!(
-        "{held} of {run} batches printed opm's outputs one after another; the rest were \
+        "{held} of {ran} batches printed opm's outputs one after another; the rest were \
          compared directory by directory"
     );
 

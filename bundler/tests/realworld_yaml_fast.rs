@@ -69,9 +69,7 @@ impl Tally {
             ));
         }
     }
-}
 
-impl Tally {
     fn check_stream(&self, file: &Path, text: &str) {
         self.streams.fetch_add(1, Ordering::Relaxed);
         let ours = yaml::from_multi_str(text).map_err(|e| e.to_string());
