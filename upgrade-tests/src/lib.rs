@@ -23,6 +23,7 @@ pub mod binaries;
 pub mod control_plane;
 pub mod https;
 pub mod live;
+pub mod netns;
 pub mod olm;
 pub mod pki;
 pub mod process;

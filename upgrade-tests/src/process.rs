@@ -76,7 +76,15 @@ fn tool_gc_unless(is_set: impl Fn(&str) -> bool) -> EnvPairs {
     }
 }
 
-type SpawnRequest = (Command, bool, mpsc::Sender<std::io::Result<Child>>);
+/// How a child is started: its own process group or not, and the network namespace it
+/// enters (a descriptor of [`crate::netns::NetNs`], kept open by the caller until spawned).
+#[derive(Clone, Copy, Debug, Default)]
+struct Placement {
+    group: bool,
+    netns: Option<std::os::fd::RawFd>,
+}
+
+type SpawnRequest = (Command, Placement, mpsc::Sender<std::io::Result<Child>>);
 
 /// Sends commands to the one thread that forks every child (see the module docs).
 fn spawner() -> &'static Mutex<mpsc::Sender<SpawnRequest>> {
@@ -86,8 +94,8 @@ fn spawner() -> &'static Mutex<mpsc::Sender<SpawnRequest>> {
         std::thread::Builder::new()
             .name("upgrade-tests-spawner".into())
             .spawn(move || {
-                for (mut cmd, group, reply) in rx {
-                    let _ = reply.send(spawn_with_parent_death_signal(&mut cmd, group));
+                for (mut cmd, placement, reply) in rx {
+                    let _ = reply.send(spawn_with_parent_death_signal(&mut cmd, placement));
                 }
             })
             .expect("the OS refused to start the spawner thread");
@@ -96,15 +104,21 @@ fn spawner() -> &'static Mutex<mpsc::Sender<SpawnRequest>> {
 }
 
 #[allow(unsafe_code)]
-fn spawn_with_parent_death_signal(cmd: &mut Command, group: bool) -> std::io::Result<Child> {
+fn spawn_with_parent_death_signal(
+    cmd: &mut Command,
+    placement: Placement,
+) -> std::io::Result<Child> {
     use std::os::unix::process::CommandExt;
-    if group {
+    if placement.group {
         cmd.process_group(0);
     }
-    // SAFETY: the closure runs between fork and exec and calls only prctl and getppid,
-    // both async-signal-safe; it allocates nothing and takes no locks.
+    // SAFETY: the closure runs between fork and exec and calls only prctl, getppid and
+    // setns, all async-signal-safe; it allocates nothing and takes no locks.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
+            if let Some(fd) = placement.netns {
+                crate::netns::enter(fd)?;
+            }
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
@@ -149,7 +163,7 @@ impl ChildProcess {
         env: &[(String, String)],
         log: &Path,
     ) -> Result<Self, ProcessError> {
-        Self::spawn(name, program, args, env, log, false)
+        Self::spawn(name, program, args, env, log, Placement::default())
     }
 
     /// Like [`ChildProcess::start_with_env`], as the leader of a new process group that is
@@ -161,7 +175,24 @@ impl ChildProcess {
         env: &[(String, String)],
         log: &Path,
     ) -> Result<Self, ProcessError> {
-        Self::spawn(name, program, args, env, log, true)
+        Self::start_group_in(name, program, args, env, log, None)
+    }
+
+    /// Like [`ChildProcess::start_group`], inside the network namespace `netns` (this
+    /// machine's network when `None`).
+    pub fn start_group_in(
+        name: &str,
+        program: &Path,
+        args: &[String],
+        env: &[(String, String)],
+        log: &Path,
+        netns: Option<&crate::netns::NetNs>,
+    ) -> Result<Self, ProcessError> {
+        let placement = Placement {
+            group: true,
+            netns: netns.map(crate::netns::NetNs::raw_fd),
+        };
+        Self::spawn(name, program, args, env, log, placement)
     }
 
     fn spawn(
@@ -170,7 +201,7 @@ impl ChildProcess {
         args: &[String],
         env: &[(String, String)],
         log: &Path,
-        group: bool,
+        placement: Placement,
     ) -> Result<Self, ProcessError> {
         let file = File::create(log).map_err(|source| ProcessError::Log {
             path: log.to_owned(),
@@ -181,7 +212,7 @@ impl ChildProcess {
             source,
         })?;
         let mut cmd = Command::new(program);
-        if !group {
+        if !placement.group {
             cmd.envs(tool_gc().iter().copied());
         }
         cmd.args(args)
@@ -197,7 +228,7 @@ impl ChildProcess {
         spawner()
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .send((cmd, group, tx))
+            .send((cmd, placement, tx))
             .map_err(|_| spawn_err(std::io::Error::other("spawner thread is gone")))?;
         let child = rx
             .recv()
@@ -208,7 +239,7 @@ impl ChildProcess {
             child,
             log: log.to_owned(),
             log_from: 0,
-            group,
+            group: placement.group,
         })
     }
 

@@ -412,7 +412,7 @@ impl<'a> Run<'a> {
     /// Whether an operator process (a webhook command) runs: objects may change under the
     /// test's feet.
     pub(super) fn operator_runs(&self) -> bool {
-        matches!(self.webhook, Some((_, RunningWebhook::Process(_))))
+        matches!(self.webhook, Some((_, RunningWebhook::Process { .. })))
     }
 
     /// The `resourceVersion` of every object of `crds` (read at each storage version), by
@@ -477,10 +477,14 @@ impl<'a> Run<'a> {
                 return false;
             }
         }
-        let webhook = if self.webhook.is_some() {
-            format!(", webhook on {}:{}", self.options.webhook_host, self.port)
-        } else {
-            String::new()
+        let webhook = match &self.webhook {
+            Some((_, running)) => format!(
+                ", webhook on {}:{}{}",
+                self.options.webhook_host,
+                self.port,
+                running.network_words()
+            ),
+            None => String::new(),
         };
         self.step(
             "install",

@@ -30,6 +30,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::https::{HttpsError, HttpsServer};
+use crate::netns::ProcessNetwork;
 use crate::pki::CertifiedKey;
 use crate::process::{ChildProcess, ProcessError};
 
@@ -88,6 +89,13 @@ pub enum WebhookError {
         port: u16,
         log_tail: String,
     },
+    #[error("failed to listen on 127.0.0.1:{port} for the webhook of {release}")]
+    Relay {
+        release: String,
+        port: u16,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("failed to serve the in-process webhook of {release}")]
     Serve {
         release: String,
@@ -139,7 +147,13 @@ pub struct ProcessEnv {
 /// A running webhook; stopped (process group killed, connections closed) on drop.
 #[derive(Debug)]
 pub enum RunningWebhook {
-    Process(ChildProcess),
+    Process {
+        child: ChildProcess,
+        /// Where it listens (see [`crate::netns`]); relays stop with it.
+        network: ProcessNetwork,
+        /// Why it shares this machine's network, when it does.
+        shared_because: Option<String>,
+    },
     Server(HttpsServer),
 }
 
@@ -166,35 +180,149 @@ impl RunningWebhook {
                     source,
                 }),
             Webhook::Command(command) => {
-                let mut child = ChildProcess::start_group(
-                    &format!("the webhook command of {release}"),
-                    Path::new("sh"),
-                    &["-c".to_owned(), command.clone()],
-                    &command_env(release, port, certs, env),
+                let start = CommandStart {
+                    command,
+                    release,
+                    port,
+                    certs,
+                    env,
                     log,
-                )
-                .map_err(|source| WebhookError::Process {
-                    release: release.to_owned(),
-                    source,
-                })?;
-                let timeout = if required { READY_TIMEOUT } else { START_GRACE };
-                match wait_accepting(&mut child, release, port, timeout).await {
-                    Err(WebhookError::NotReady { .. }) if !required => {}
-                    other => other?,
-                }
-                Ok(RunningWebhook::Process(child))
+                };
+                start.run(required).await
             }
+        }
+    }
+
+    /// How the process is reached, in words for a report (empty for an in-process server).
+    pub fn network_words(&self) -> String {
+        match self {
+            RunningWebhook::Process {
+                network,
+                shared_because,
+                ..
+            } => match (network.namespace(), shared_because) {
+                (Some(_), _) => format!(
+                    " (the process listens on {} in a network of its own)",
+                    network.listen_port()
+                ),
+                (None, Some(why)) => format!(" (shared network: {why})"),
+                (None, None) => String::new(),
+            },
+            RunningWebhook::Server(_) => String::new(),
         }
     }
 
     /// The process's log file (none for an in-process server).
     pub fn log_path(&self) -> Option<PathBuf> {
         match self {
-            RunningWebhook::Process(child) => Some(child.log_path().to_owned()),
+            RunningWebhook::Process { child, .. } => Some(child.log_path().to_owned()),
             RunningWebhook::Server(_) => None,
         }
     }
 }
+
+/// One start of a webhook command.
+struct CommandStart<'a> {
+    command: &'a str,
+    release: &'a str,
+    /// Where the apiserver calls the webhook (127.0.0.1:`port`).
+    port: u16,
+    certs: &'a CertFiles,
+    env: &'a ProcessEnv,
+    log: &'a Path,
+}
+
+impl CommandStart<'_> {
+    /// Starts the command in a network of its own where it may have one (listening on 9443
+    /// there, relayed from 127.0.0.1:`port`), else on this machine's network on `port`.
+    async fn run(self, required: bool) -> Result<RunningWebhook, WebhookError> {
+        let release = self.release.to_owned();
+        let (mut network, shared_because) =
+            ProcessNetwork::for_process(self.env.kubeconfig.as_deref(), self.port).await;
+        let tmp = self.log.with_extension("tmp");
+        let pem = &self.certs.pem;
+        let private_tmp =
+            controller_runtime_cert_dir(&tmp, pem.cert_pem.as_bytes(), pem.key_pem.as_bytes())?;
+        let mut vars = command_env(
+            release.as_str(),
+            network.listen_port(),
+            self.certs,
+            self.env,
+        );
+        vars.push(("TMPDIR".to_owned(), private_tmp.display().to_string()));
+        if network.namespace().is_some() {
+            let listener = tokio::net::TcpListener::bind(("127.0.0.1", self.port))
+                .await
+                .map_err(|source| WebhookError::Relay {
+                    release: release.clone(),
+                    port: self.port,
+                    source,
+                })?;
+            network.relay_in(listener);
+        }
+        let mut child = ChildProcess::start_group_in(
+            &format!("the webhook command of {release}"),
+            Path::new("sh"),
+            &["-c".to_owned(), self.command.to_owned()],
+            &vars,
+            self.log,
+            network.namespace(),
+        )
+        .map_err(|source| WebhookError::Process {
+            release: release.clone(),
+            source,
+        })?;
+        let timeout = if required { READY_TIMEOUT } else { START_GRACE };
+        match wait_accepting(&mut child, &release, &network, timeout).await {
+            Err(WebhookError::NotReady { .. }) if !required => {}
+            Err(WebhookError::NotReady { log_tail, .. }) => {
+                return Err(WebhookError::NotReady {
+                    release,
+                    port: network.listen_port(),
+                    log_tail: with_reason(log_tail, shared_because.as_deref()),
+                });
+            }
+            other => other?,
+        }
+        Ok(RunningWebhook::Process {
+            child,
+            network,
+            shared_because,
+        })
+    }
+}
+
+/// The end of a process's output, with why it shared this machine's network (a manager
+/// without a port flag listens on 9443, which may be taken).
+fn with_reason(log_tail: String, shared_because: Option<&str>) -> String {
+    match shared_because {
+        Some(why) => format!("{log_tail}\n(olmpack note: {why})"),
+        None => log_tail,
+    }
+}
+
+/// Writes the serving certificate where controller-runtime looks when a manager is given no
+/// certificate flags — `$TMPDIR/k8s-webhook-server/serving-certs/tls.{crt,key}` — under the
+/// process's own TMPDIR `tmp`, which is returned.
+pub fn controller_runtime_cert_dir(
+    tmp: &Path,
+    cert: &[u8],
+    key: &[u8],
+) -> Result<PathBuf, WebhookError> {
+    let dir = tmp.join(CONTROLLER_RUNTIME_CERT_DIR);
+    std::fs::create_dir_all(&dir).map_err(|source| WebhookError::Write {
+        path: dir.clone(),
+        source,
+    })?;
+    for (name, text) in [("tls.crt", cert), ("tls.key", key)] {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(|source| WebhookError::Write { path, source })?;
+    }
+    Ok(tmp.to_owned())
+}
+
+/// Where controller-runtime's webhook server reads its certificate by default, under TMPDIR.
+pub const CONTROLLER_RUNTIME_CERT_DIR: &str = "k8s-webhook-server/serving-certs";
 
 /// The environment of a webhook command (module docs).
 fn command_env(
@@ -224,7 +352,7 @@ fn command_env(
 async fn wait_accepting(
     child: &mut ChildProcess,
     release: &str,
-    port: u16,
+    network: &ProcessNetwork,
     timeout: Duration,
 ) -> Result<(), WebhookError> {
     let started = Instant::now();
@@ -235,16 +363,13 @@ async fn wait_accepting(
                 source,
             });
         }
-        if tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-        {
+        if network.accepting().await {
             return Ok(());
         }
         if started.elapsed() > timeout {
             return Err(WebhookError::NotReady {
                 release: release.to_owned(),
-                port,
+                port: network.listen_port(),
                 log_tail: child.log_tail(),
             });
         }

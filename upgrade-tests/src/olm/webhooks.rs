@@ -30,6 +30,8 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
 
 use super::OlmError;
+use crate::live::webhook::controller_runtime_cert_dir;
+use crate::netns::ProcessNetwork;
 use crate::process::{ChildProcess, free_port};
 
 // The variables a [`WebhookCommand`] receives: one contract with `upgrade test`'s command
@@ -88,13 +90,8 @@ struct Hosted {
     /// The Deployment generation the process stands in for.
     generation: i64,
     process: ChildProcess,
-    relay: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for Hosted {
-    fn drop(&mut self) {
-        self.relay.abort();
-    }
+    /// Where the process listens; its relays stop with it.
+    _network: ProcessNetwork,
 }
 
 impl std::fmt::Debug for WebhookHost {
@@ -347,34 +344,47 @@ impl Ctx {
         ] {
             std::fs::write(dir.join(name), bytes).map_err(|e| e.to_string())?;
         }
+        let kubeconfig = dir.join("kubeconfig");
+        write_impersonating_kubeconfig(
+            &self.admin_kubeconfig,
+            &kubeconfig,
+            &self.namespace,
+            &service_account(found),
+        )?;
         let port = free_port().map_err(|e| e.to_string())?;
-        let (env, image) = self.process_env(deployment, found, &dir, port)?;
+        let (mut network, _) = ProcessNetwork::for_process(Some(&kubeconfig), port).await;
+        let tmp = controller_runtime_cert_dir(&dir.join("tmp"), &cert.0, &key.0)
+            .map_err(|e| e.to_string())?;
+        let (env, image) = self.process_env(deployment, found, &dir, network.listen_port());
+        let env = [env, vec![("TMPDIR".to_owned(), tmp.display().to_string())]].concat();
         let log = dir.join("process.log");
-        let mut process = ChildProcess::start_group(
+        let mut process = ChildProcess::start_group_in(
             &format!("webhook process of {deployment}"),
             &self.command.program,
             &self.command.args,
             &env,
             &log,
+            network.namespace(),
         )
         .map_err(|e| e.to_string())?;
         self.lock()
             .started
             .push(format!("{deployment} ({image}): {}", log.display()));
-        crate::process::wait_until(&mut process, LISTEN_TIMEOUT, || async move {
-            tokio::net::TcpStream::connect(("127.0.0.1", port))
-                .await
-                .is_ok()
-        })
-        .await
-        .map_err(|e| e.to_string())?;
-        let (relay_port, relay) = relay(self.host_ip, port).await.map_err(|e| e.to_string())?;
+        let net = &network;
+        crate::process::wait_until(&mut process, LISTEN_TIMEOUT, || net.accepting())
+            .await
+            .map_err(|e| e.to_string())?;
+        let listener = tokio::net::TcpListener::bind(SocketAddr::new(IpAddr::V4(self.host_ip), 0))
+            .await
+            .map_err(|e| format!("no port on {} for the webhook relay: {e}", self.host_ip))?;
+        let relay_port = listener.local_addr().map_err(|e| e.to_string())?.port();
+        network.relay_in(listener);
         self.apply_slice(deployment, relay_port).await?;
         Ok(Hosted {
             fingerprint,
             generation,
             process,
-            relay,
+            _network: network,
         })
     }
 
@@ -387,11 +397,8 @@ impl Ctx {
         found: &Deployment,
         dir: &Path,
         port: u16,
-    ) -> Result<(Vec<(String, String)>, String), String> {
+    ) -> (Vec<(String, String)>, String) {
         let pod = found.spec.template.spec.as_ref();
-        let account = pod
-            .and_then(|p| p.service_account_name.clone())
-            .unwrap_or_else(|| "default".to_owned());
         let image = pod
             .and_then(|p| p.containers.first())
             .and_then(|c| c.image.clone())
@@ -406,12 +413,6 @@ impl Ctx {
             .unwrap_or_default();
         let generation = found.metadata.generation.unwrap_or_default();
         let kubeconfig = dir.join("kubeconfig");
-        write_impersonating_kubeconfig(
-            &self.admin_kubeconfig,
-            &kubeconfig,
-            &self.namespace,
-            &account,
-        )?;
         let env = [
             (CERT_FILE_ENV, dir.join("tls.crt").display().to_string()),
             (KEY_FILE_ENV, dir.join("tls.key").display().to_string()),
@@ -427,7 +428,7 @@ impl Ctx {
         ]
         .map(|(k, v)| (k.to_owned(), v))
         .to_vec();
-        Ok((env, image))
+        (env, image)
     }
 
     /// Points OLM's webhook Service `<deployment>-service` at the relay.
@@ -474,6 +475,17 @@ impl Ctx {
     }
 }
 
+/// The ServiceAccount the Deployment's pods run as.
+fn service_account(found: &Deployment) -> String {
+    found
+        .spec
+        .template
+        .spec
+        .as_ref()
+        .and_then(|p| p.service_account_name.clone())
+        .unwrap_or_else(|| "default".to_owned())
+}
+
 /// A kubeconfig like `admin` (JSON) that impersonates ServiceAccount `namespace/account`.
 fn write_impersonating_kubeconfig(
     admin: &Path,
@@ -494,30 +506,6 @@ fn write_impersonating_kubeconfig(
         }
     }
     std::fs::write(out, config.to_string()).map_err(|e| e.to_string())
-}
-
-/// Relays `host_ip:<random port>` to `127.0.0.1:target`; returns the port.
-async fn relay(
-    host_ip: Ipv4Addr,
-    target: u16,
-) -> std::io::Result<(u16, tokio::task::JoinHandle<()>)> {
-    let listener = tokio::net::TcpListener::bind(SocketAddr::new(IpAddr::V4(host_ip), 0)).await?;
-    let port = listener.local_addr()?.port();
-    let task = tokio::spawn(async move {
-        loop {
-            let Ok((mut inbound, _)) = listener.accept().await else {
-                continue;
-            };
-            tokio::spawn(async move {
-                if let Ok(mut outbound) =
-                    tokio::net::TcpStream::connect(("127.0.0.1", target)).await
-                {
-                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
-                }
-            });
-        }
-    });
-    Ok((port, task))
 }
 
 /// This machine's own IPv4 address on its default route, if it has one that is neither
