@@ -10,6 +10,10 @@ use std::path::PathBuf;
 /// operator-framework/community-operators at 1591b5e (bundle and package-manifest formats).
 pub const COMMUNITY_OPERATORS: &str = "community-operators-1591b5e";
 
+/// kubebuilder's `testdata/project-v4` as released kubebuilder v4.0.0, v4.3.0, v4.8.0 and
+/// v4.15.0 generated it: `<tag>/project-v4/`.
+pub const KUBEBUILDER_RELEASES: &str = "kubebuilder-project-v4-releases";
+
 /// The directory the corpora are unpacked into.
 pub fn cache_dir() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("OLMPACK_CORPUS_CACHE") {

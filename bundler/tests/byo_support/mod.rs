@@ -1,5 +1,7 @@
-//! Shared by the `byo_operator` tests: the kubebuilder book projects of the corpus, copied,
-//! patched and built with Go into a build cache outside the checkout.
+//! Shared by the `byo_operator` and `byo_release` tests: kubebuilder projects of the corpus,
+//! copied, patched and built with Go into a build cache outside the checkout.
+// Each test binary uses its own part.
+#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -53,6 +55,8 @@ pub fn tools(test: &str) -> Option<()> {
 pub struct Project {
     pub name: String,
     pub dir: PathBuf,
+    /// Run `go mod tidy` before building: kubebuilder's testdata trees carry no `go.sum`.
+    pub tidy: bool,
 }
 
 impl Project {
@@ -63,6 +67,7 @@ impl Project {
         Self {
             name: name.to_owned(),
             dir,
+            tidy: false,
         }
     }
 
@@ -130,6 +135,18 @@ impl Project {
             .parent()
             .unwrap()
             .with_extension(format!("tmp-{}", std::process::id()));
+        if self.tidy {
+            let status = Command::new("go")
+                .args(["mod", "tidy"])
+                .current_dir(&self.dir)
+                .status()
+                .unwrap();
+            assert!(
+                status.success(),
+                "{test}: go mod tidy in {} failed",
+                self.name
+            );
+        }
         let status = Command::new("go")
             .args(["build", "-o"])
             .arg(work.join("manager"))

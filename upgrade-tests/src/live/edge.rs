@@ -8,6 +8,7 @@ use kube::Client;
 use kube::api::{DynamicObject, PostParams};
 use serde_json::{Value, json};
 
+use super::admission;
 use super::api::{self, apiserver_message, crd_name, status_code};
 use super::compare::FieldChange;
 use super::identity::{self, OperatorIdentity};
@@ -274,6 +275,16 @@ impl<'a> Run<'a> {
     /// operator), a router only when a CRD converts through a webhook.
     async fn serve(&mut self, release: &ReleaseUnderTest) -> Result<(), LiveError> {
         self.stop_webhook().await;
+        if !release.admission.is_empty() && !matches!(release.webhook, Some(Webhook::Command(_))) {
+            self.step(
+                "admission",
+                format!(
+                    "{}: {} admission webhook(s) not run: no webhook command was given, so objects are stored without them",
+                    release.name,
+                    release.admission.len()
+                ),
+            );
+        }
         let needed = release.crds.iter().find(|c| api::has_webhook(c));
         let webhook = match (&release.webhook, needed) {
             (None, Some(crd)) => {
@@ -306,7 +317,11 @@ impl<'a> Run<'a> {
         .await;
         match started {
             Ok(running) => {
+                let process = matches!(running, RunningWebhook::Process { .. });
                 self.webhook = Some((release.name.clone(), running));
+                if process {
+                    self.register_admission(release).await?;
+                }
                 Ok(())
             }
             Err(err) => {
@@ -324,6 +339,7 @@ impl<'a> Run<'a> {
         let Some((release, running)) = self.webhook.take() else {
             return;
         };
+        admission::unregister(self.client, &release).await;
         let Some(log) = running.log_path() else {
             return;
         };
@@ -337,6 +353,34 @@ impl<'a> Run<'a> {
         {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+
+    /// Registers `release`'s admission webhooks against its running process, as OLM v0 does
+    /// for its Deployment, so objects written from now on are stored as a cluster stores them.
+    async fn register_admission(&mut self, release: &ReleaseUnderTest) -> Result<(), LiveError> {
+        if release.admission.is_empty() {
+            return Ok(());
+        }
+        let to = admission::Endpoint {
+            host: &self.options.webhook_host,
+            port: self.port,
+            ca_pem: &self.ca_pem,
+            namespace: &self.options.namespace,
+        };
+        let count = admission::register(self.client, &release.name, &release.admission, to)
+            .await
+            .map_err(|source| LiveError::Kube {
+                action: format!("register the admission webhooks of {}", release.name),
+                source,
+            })?;
+        self.step(
+            "admission",
+            format!(
+                "{}: {count} admission webhook(s) registered against its process",
+                release.name
+            ),
+        );
+        Ok(())
     }
 
     /// When an operator process runs, waits until its controllers have left every object of

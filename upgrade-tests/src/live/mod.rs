@@ -24,6 +24,7 @@
 //! Everything a consumer refuses, and every lost field, is a [`LiveFinding`] in the edge's
 //! [`EdgeReport`]; a [`LiveError`] means the test itself could not run.
 
+pub mod admission;
 pub mod api;
 pub mod compare;
 mod edge;
@@ -55,6 +56,9 @@ pub struct ReleaseUnderTest {
     /// The CSV's Deployment, its ServiceAccount and permissions: what a webhook command
     /// runs as. `None`: a ServiceAccount `default` with no permissions.
     pub operator: Option<OperatorIdentity>,
+    /// The CSV's admission webhooks, registered while a webhook command of this release
+    /// runs (see [`admission`]).
+    pub admission: Vec<admission::AdmissionWebhook>,
 }
 
 /// How to run an edge.
@@ -140,6 +144,12 @@ impl LiveFinding {
             refused_by: Some(by),
             ..Self::new(rule, Severity::Error, message)
         }
+    }
+
+    /// Who refuses (for a warning: what a consumer refuses later).
+    fn refused_by(mut self, by: &'static str) -> Self {
+        self.refused_by = Some(by);
+        self
     }
 
     fn object(mut self, object: impl Into<String>) -> Self {
@@ -286,7 +296,9 @@ pub mod rules {
     pub const STORED_VERSION_REMOVED: &str = "live/stored-version-removed";
     /// The apiserver refused `to`'s CRD for another reason.
     pub const CRD_REFUSED: &str = "live/crd-refused";
-    /// OLM v0 refuses: an existing object is invalid under `to`'s schema.
+    /// An existing object is invalid under `to`'s schema: OLM v0 refuses the upgrade, or
+    /// only warns when `to`'s CRD converts through a webhook (kube-apiserver then refuses
+    /// updates of the object).
     pub const EXISTING_OBJECT_INVALID: &str = "live/existing-object-invalid";
     /// A field read before the upgrade is gone or changed after it.
     pub const DATA_LOST: &str = "live/data-lost";

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use olmpack_envtest::live::admission::AdmissionWebhook;
 use olmpack_envtest::live::{OperatorIdentity, ReleaseUnderTest};
 use serde_json::Value;
 
@@ -232,10 +233,13 @@ pub fn release_from_bundle(bundle: &LoadedBundle) -> Result<ReleaseUnderTest, Li
         crds.push(crd);
     }
     let mut examples = Vec::new();
+    let mut admission = Vec::new();
     if let Some(csv) = csv {
+        let typed = ClusterServiceVersion::read(&csv.value).0;
         for crd in &mut crds {
-            apply_conversion_webhook(crd, &ClusterServiceVersion::read(&csv.value).0);
+            apply_conversion_webhook(crd, &typed);
         }
+        admission = admission_webhooks(&typed);
         if let Some(text) = csv.value["metadata"]["annotations"]["alm-examples"].as_str() {
             let parsed: Vec<Value> =
                 serde_json::from_str(text).map_err(|err| LiveInputsError::Examples {
@@ -255,8 +259,53 @@ pub fn release_from_bundle(bundle: &LoadedBundle) -> Result<ReleaseUnderTest, Li
         examples,
         webhook: None,
         operator: csv.and_then(|c| operator_identity(&c.value)),
+        admission,
     })
 }
+
+/// The CSV's admission webhooks (`webhookdefinitions` of type `MutatingAdmissionWebhook` or
+/// `ValidatingAdmissionWebhook`), with the fields OLM copies into the webhook configuration.
+fn admission_webhooks(csv: &ClusterServiceVersion) -> Vec<AdmissionWebhook> {
+    let definitions = (csv.spec.as_ref())
+        .and_then(|spec| spec.webhookdefinitions.as_deref())
+        .unwrap_or_default();
+    definitions
+        .iter()
+        .filter_map(|definition| {
+            let mutating = match definition.type_.as_deref() {
+                Some("MutatingAdmissionWebhook") => true,
+                Some("ValidatingAdmissionWebhook") => false,
+                _ => return None,
+            };
+            let fields = serde_json::to_value(definition).ok()?;
+            let fields = ADMISSION_FIELDS
+                .iter()
+                .filter_map(|key| Some(((*key).to_owned(), fields.get(*key)?.clone())))
+                .collect();
+            Some(AdmissionWebhook {
+                mutating,
+                name: definition.generate_name.clone().unwrap_or_default(),
+                path: definition
+                    .webhook_path
+                    .clone()
+                    .unwrap_or_else(|| "/".to_owned()),
+                fields,
+            })
+        })
+        .collect()
+}
+
+/// The fields of a `webhookdefinitions` entry OLM v0 copies into the admission webhook.
+const ADMISSION_FIELDS: [&str; 8] = [
+    "rules",
+    "failurePolicy",
+    "matchPolicy",
+    "objectSelector",
+    "sideEffects",
+    "timeoutSeconds",
+    "admissionReviewVersions",
+    "reinvocationPolicy",
+];
 
 /// The CSV's first Deployment, its ServiceAccount and the permissions the CSV grants that
 /// account (what OLM v0 runs the operator as); `None` when the CSV has no Deployment.

@@ -104,18 +104,10 @@ impl Run<'_> {
                     .await;
                 for (name, result) in checks {
                     let Err(err) = result else { continue };
-                    valid = false;
-                    let finding = LiveFinding::refused(
-                        rules::EXISTING_OBJECT_INVALID,
-                        "OLM v0",
-                        format!(
-                            "this existing object is invalid under {}'s schema, so OLM v0 refuses the upgrade; the apiserver says: {}",
-                            to.name,
-                            apiserver_message(&err)
-                        ),
-                    )
-                    .object(self.display(&crd_name(crd), &name))
-                    .version(version.clone());
+                    let finding = existing_object_invalid(&to.name, crd, &err)
+                        .object(self.display(&crd_name(crd), &name))
+                        .version(version.clone());
+                    valid &= finding.severity != Severity::Error;
                     self.find(finding);
                 }
             }
@@ -653,6 +645,30 @@ fn outage_target(to: &ReleaseUnderTest) -> Option<(CustomResourceDefinition, Str
         let other = served(c).into_iter().find(|v| *v != storage)?;
         (api::has_webhook(c)).then(|| (c.clone(), other, storage))
     })
+}
+
+/// An existing object of `crd` invalid under release `to`'s schema, judged as OLM v0 judges
+/// it (the one rule `upgrade check` applies too): OLM v0 fails the InstallPlan — unless the
+/// new CRD converts through a webhook, when it only warns (it assumes the new webhook will
+/// convert existing objects) and kube-apiserver refuses every later update of the object.
+fn existing_object_invalid(
+    to: &str,
+    crd: &CustomResourceDefinition,
+    err: &kube::Error,
+) -> LiveFinding {
+    let says = apiserver_message(err);
+    if api::has_webhook(crd) {
+        let message = format!(
+            "this existing object is invalid under {to}'s schema; OLM v0 only warns because the new CRD converts through a webhook, but kube-apiserver refuses every update of such an object; the apiserver says: {says}"
+        );
+        LiveFinding::new(rules::EXISTING_OBJECT_INVALID, Severity::Warning, message)
+            .refused_by("kube-apiserver")
+    } else {
+        let message = format!(
+            "this existing object is invalid under {to}'s schema, so OLM v0 refuses the upgrade (\"updated validation is too restrictive\"); the apiserver says: {says}"
+        );
+        LiveFinding::refused(rules::EXISTING_OBJECT_INVALID, "OLM v0", message)
+    }
 }
 
 /// A server-side dry-run create of a copy of `object` (generated name, same content).

@@ -1,0 +1,171 @@
+//! Released kubebuilder scaffolds, unedited: kubebuilder's own `testdata/project-v4` as
+//! released kubebuilder v4.3.0 and v4.8.0 generated it, upgraded to what v4.15.0 generates
+//! (corpus `kubebuilder-project-v4-releases`). The managers are built from each release's
+//! source with Go (`go mod tidy` first: kubebuilder's testdata has no `go.sum`), and
+//! `olmpack upgrade test` runs README's webhook command verbatim — no webhook flag, which
+//! v4.0–v4.3 managers lack entirely and v4.8–v4.15 have only for certificates: each manager
+//! listens on controller-runtime's default port 9443 in a network of its own and reads its
+//! certificate from `$TMPDIR/k8s-webhook-server/serving-certs`.
+//!
+//! The samples get `spec.foo` (the scaffold's example field): from v4.8.0 FirstMate has v2,
+//! whose conversion is the scaffold's TODO stub that copies ObjectMeta only, so a FirstMate
+//! read or written at v2 loses it — what `upgrade test` must find.
+
+mod byo_support;
+
+use std::path::Path;
+use std::process::Command;
+
+use byo_support::Project;
+use serde_json::Value;
+
+/// README's kubebuilder webhook command, verbatim: each release's manager, picked by the
+/// version in the CSV name, with no flag but the two that keep its probe and metrics ports
+/// closed.
+const WEBHOOK_COMMAND: &str = r#""./bin/${OLMPACK_RELEASE##*.v}/manager" --metrics-bind-address 0 --health-probe-bind-address 0"#;
+
+/// The scaffold's empty spec, and the same with its example field set.
+const SPEC_FOO: [(&str, &str); 1] = [(
+    "spec:\n  # TODO(user): Add fields here\n",
+    "spec:\n  foo: set-by-the-sample\n",
+)];
+
+/// The scaffold of kubebuilder `tag`, copied to `into` as `name`, with `spec.foo` in its
+/// samples.
+fn scaffold(releases: &Path, tag: &str, into: &Path, name: &str) -> Project {
+    let mut project = Project::copy(&releases.join(tag).join("project-v4"), into, name);
+    project.tidy = true;
+    let samples = project.dir.join("config/samples");
+    for entry in std::fs::read_dir(&samples).unwrap() {
+        let file = entry.unwrap().file_name().into_string().unwrap();
+        if file.starts_with("crew_") {
+            project.patch(&format!("config/samples/{file}"), &SPEC_FOO, 1);
+        }
+    }
+    project
+}
+
+/// The plan's releases: 0.1.0 from `old`, 0.2.0 from `new`, with every sample each ships.
+fn plan(dir: &Path) -> String {
+    let mut text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/byo_release/olmpack.yaml"),
+    )
+    .unwrap();
+    text.push_str("releases:\n");
+    for (version, name) in [("0.1.0", "old"), ("0.2.0", "new")] {
+        text.push_str(&format!(
+            "  - version: {version}\n    manifests: {name}\n    samples:\n"
+        ));
+        let mut samples: Vec<String> = std::fs::read_dir(dir.join("samples").join(name))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        samples.sort();
+        for sample in samples {
+            text.push_str(&format!("      - samples/{name}/{sample}\n"));
+        }
+    }
+    text
+}
+
+/// Builds the managers of `old_tag` and v4.15.0, lays out the plan's inputs in a temp
+/// directory and runs `olmpack upgrade test`; returns its JSON report, exit code and stderr.
+fn upgrade_test(test: &str, old_tag: &str) -> Option<(Vec<Value>, Option<i32>, String)> {
+    let releases =
+        olmpack_testkit::corpus::require(olmpack_testkit::corpus::KUBEBUILDER_RELEASES, test)?;
+    byo_support::tools(test)?;
+    let dir = tempfile::Builder::new()
+        .prefix("olmpack-byo-release-")
+        .tempdir()
+        .unwrap();
+    let old = scaffold(&releases, old_tag, dir.path(), "old");
+    let new = scaffold(&releases, "v4.15.0", dir.path(), "new");
+    for (version, project) in [("0.1.0", &old), ("0.2.0", &new)] {
+        let manager = project.build(test)?;
+        let bin = dir.path().join("bin").join(version);
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::copy(&manager, bin.join("manager")).unwrap();
+        project.release_inputs(dir.path());
+    }
+    std::fs::write(dir.path().join("olmpack.yaml"), plan(dir.path())).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_olmpack"))
+        .args([
+            "upgrade",
+            "test",
+            "--plan",
+            "olmpack.yaml",
+            "--output",
+            "json",
+        ])
+        .args(["--webhook-command", WEBHOOK_COMMAND])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let reports: Vec<Value> = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("{test}: no JSON report ({e}):\n{stdout}\n{stderr}"));
+    Some((reports, out.status.code(), stderr))
+}
+
+/// The findings of `report` with rule `rule`.
+fn findings<'a>(report: &'a Value, rule: &str) -> Vec<&'a Value> {
+    report["findings"]
+        .as_array()
+        .map(|all| all.iter().filter(|f| f["rule"] == rule).collect())
+        .unwrap_or_default()
+}
+
+/// What both edges must show: every manager served (no flag refused, no start failure),
+/// the stub conversion's loss of `spec.foo` is found, and no existing object is called
+/// refused — in a cluster the releases' defaulting webhooks stored them as they are.
+fn assert_release_edge(test: &str, old_tag: &str) {
+    let Some((reports, code, stderr)) = upgrade_test(test, old_tag) else {
+        return;
+    };
+    let shown = serde_json::to_string_pretty(&reports).unwrap();
+    eprintln!("{shown}");
+    assert!(
+        !stderr.contains("flag provided but not defined") && !shown.contains("flag provided"),
+        "{test}: a manager refused a flag:\n{shown}\n{stderr}"
+    );
+    assert_eq!(reports.len(), 1, "{shown}\n{stderr}");
+    let report = &reports[0];
+    assert_eq!(report["from"], "project-v4.v0.1.0", "{shown}");
+    assert_eq!(report["to"], "project-v4.v0.2.0", "{shown}");
+    assert_eq!(report["verdict"], "data-lost", "{shown}\n{stderr}");
+    assert_eq!(code, Some(1), "{shown}\n{stderr}");
+    let install = report["steps"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["step"] == "install"))
+        .unwrap_or_else(|| panic!("{test}: nothing installed:\n{shown}\n{stderr}"));
+    assert!(
+        install["outcome"]
+            .as_str()
+            .is_some_and(|o| o.contains("listens on 9443 in a network of its own")),
+        "{shown}"
+    );
+    let lossy = findings(report, "live/lossy-conversion");
+    assert!(
+        lossy.iter().any(|f| f["object"]
+            .as_str()
+            .is_some_and(|o| o.starts_with("FirstMate/"))
+            && f["field"] == "spec.foo"),
+        "{test}: the stub conversion's loss of spec.foo was not found:\n{shown}"
+    );
+    let invalid = findings(report, "live/existing-object-invalid");
+    assert!(
+        invalid.iter().all(|f| f["severity"] != "error"),
+        "{test}: an existing object was called refused:\n{shown}"
+    );
+}
+
+#[test]
+fn byo_release_v4_8_0_to_v4_15_0_upgrade_test() {
+    assert_release_edge("byo_release_v4_8_0_to_v4_15_0_upgrade_test", "v4.8.0");
+}
+
+#[test]
+fn byo_release_v4_3_0_to_v4_15_0_upgrade_test() {
+    assert_release_edge("byo_release_v4_3_0_to_v4_15_0_upgrade_test", "v4.3.0");
+}
