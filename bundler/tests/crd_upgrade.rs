@@ -280,6 +280,7 @@ fn crd_upgrade_broken_next_releases_fail_with_their_rule() {
             to: &to,
             stored_versions: check::assumed_stored_versions(base),
             examples: &release.examples,
+            mutated: false,
         });
         let errors: Vec<&Problem> = problems
             .iter()
@@ -338,6 +339,7 @@ fn crd_upgrade_the_same_crd_is_safe() {
         to: base,
         stored_versions: check::assumed_stored_versions(base),
         examples: &release.examples,
+        mutated: false,
     });
     let errors: Vec<&Problem> = problems
         .iter()

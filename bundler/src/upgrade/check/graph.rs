@@ -83,6 +83,48 @@ pub struct Release {
     pub findings: Vec<Finding>,
     /// The install strategy's Deployments: name → `spec.selector` (`null` when unset).
     pub deployments: BTreeMap<String, Value>,
+    /// The resources a mutating admission webhook of the CSV covers, as `(group, resource)`
+    /// (`*` for any): objects of these are stored as the webhook leaves them.
+    pub mutated: Vec<(String, String)>,
+}
+
+impl Release {
+    /// Whether a mutating admission webhook of this release covers the objects of `crd`.
+    pub fn mutates(&self, crd: &CustomResourceDefinition) -> bool {
+        let (group, plural) = (&crd.spec.group, &crd.spec.names.plural);
+        self.mutated.iter().any(|(g, r)| {
+            (g == "*" || g == group) && (r == "*" || r == plural || r == &format!("{plural}/*"))
+        })
+    }
+}
+
+/// The `(group, resource)` pairs the CSV's mutating admission webhooks cover.
+fn mutated_resources(csv: &ClusterServiceVersion) -> Vec<(String, String)> {
+    let definitions = (csv.spec.as_ref())
+        .and_then(|spec| spec.webhookdefinitions.as_deref())
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    for definition in definitions {
+        if definition.type_.as_deref() != Some("MutatingAdmissionWebhook") {
+            continue;
+        }
+        for rule in definition.rules.as_deref().unwrap_or_default() {
+            let list = |key: &str| -> Vec<String> {
+                rule.get(key)
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            };
+            for group in list("apiGroups") {
+                for resource in list("resources") {
+                    out.push((group.clone(), resource));
+                }
+            }
+        }
+    }
+    out
 }
 
 impl Release {
@@ -173,12 +215,14 @@ impl Release {
                 Some((d.name.clone()?, selector.unwrap_or(Value::Null)))
             })
             .collect();
+        let mutated = typed.as_ref().map(mutated_resources).unwrap_or_default();
         Release {
             name,
             crds,
             examples,
             findings,
             deployments,
+            mutated,
         }
     }
 }
@@ -491,6 +535,7 @@ pub fn check_edge(edge: &Edge, from: &Release, to: &Release) -> EdgeResult {
                 to: new,
                 stored_versions: assumed_stored_versions(old),
                 examples: &from.examples,
+                mutated: from.mutates(old),
             }),
             None => vec![crd_removed(&name)],
         };

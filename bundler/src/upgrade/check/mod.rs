@@ -221,6 +221,9 @@ pub struct PairInput<'a> {
     pub stored_versions: Vec<String>,
     /// Example objects of the installed release (CSV `alm-examples`, the plan's samples).
     pub examples: &'a [Value],
+    /// A mutating admission webhook of the installed release covers these objects, so they
+    /// are stored as it leaves them, not as written.
+    pub mutated: bool,
 }
 
 /// Every problem of one CRD on one edge: OLM v1's, OLM v0's and ours, in a stable order.

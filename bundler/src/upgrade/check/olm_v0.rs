@@ -51,12 +51,17 @@ pub fn check<'a>(input: &PairInput<'a>) -> Vec<Problem> {
             version: &version,
             object: example,
         };
+        let invalid_now = validate_object(example, root);
+        if input.mutated && !invalid_now.is_empty() {
+            out.push(target.stored_as_mutated(&invalid_now[0]));
+            continue;
+        }
         if !validate_object(example, old_root).is_empty() {
             // Such an object cannot exist on a cluster running `from`: not this upgrade's problem.
             out.push(target.already_invalid(old_root));
             continue;
         }
-        for invalid in validate_object(example, root) {
+        for invalid in invalid_now {
             out.push(target.invalid_after_upgrade(&invalid, webhook));
         }
     }
@@ -107,6 +112,35 @@ impl Example<'_> {
             ),
             refused_by: Refuser::Nobody,
             severity: Severity::Info,
+        }
+    }
+
+    /// The example is invalid under the new schema as written, but the installed release's
+    /// mutating webhook changes such objects before they are stored (a defaulting webhook
+    /// fills in what a schema requires): what is stored cannot be known statically (a
+    /// warning: `upgrade test` registers the webhooks and decides).
+    fn stored_as_mutated(&self, invalid: &Invalid) -> Problem {
+        let (name, version) = (self.name(), self.version);
+        Problem {
+            rule: "crd-upgrade/existing-object-invalid",
+            crd: self.crd.to_owned(),
+            version: Some(version.to_owned()),
+            path: Some(invalid.path.clone()),
+            message: format!(
+                "example {} {name} (from the installed release) as written is invalid under the new {version} schema ({}: {}), but a mutating admission webhook of the installed release changes such objects before they are stored, so whether OLM v0 refuses depends on what it stores: `olmpack upgrade test` registers the webhooks and decides",
+                self.object
+                    .get("kind")
+                    .and_then(Value::as_str)
+                    .unwrap_or(""),
+                if invalid.path.is_empty() {
+                    "(root)"
+                } else {
+                    &invalid.path
+                },
+                invalid.message
+            ),
+            refused_by: Refuser::Nobody,
+            severity: Severity::Warning,
         }
     }
 
