@@ -499,3 +499,146 @@ async fn envtest_olm_catalog_operator_gets_the_install_plan_retry_window() {
         commands[0]
     );
 }
+
+/// A CRD of group `fleet.test.olmpack.dev` for `kind`, with `versions` as (name, served,
+/// storage) and any fields allowed.
+fn fleet_crd(
+    kind: &str,
+    plural: &str,
+    versions: &[(&str, bool, bool)],
+) -> CustomResourceDefinition {
+    let versions: Vec<serde_json::Value> = versions
+        .iter()
+        .map(|(name, served, storage)| {
+            json!({"name": name, "served": served, "storage": storage,
+                   "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}})
+        })
+        .collect();
+    from_json(json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.fleet.test.olmpack.dev")},
+        "spec": {
+            "group": "fleet.test.olmpack.dev",
+            "names": {"kind": kind, "plural": plural},
+            "scope": "Namespaced",
+            "versions": versions,
+        },
+    }))
+}
+
+/// Examples are read back at the apiVersion they were written at, not at the group's
+/// preferred version: once one kind of a group gains v2 (FirstMate), the group prefers v2,
+/// where another kind (Admiral) is not served at all — though it still is at v1. A kind no
+/// longer served at its example's version is read at a version that serves it.
+#[tokio::test]
+async fn envtest_examples_are_read_back_at_their_own_version() {
+    use olmpack_envtest::olm::read_back_resource;
+    let env = TestEnv::start().await.expect("test environment starts");
+    let crds = [
+        fleet_crd("Admiral", "admirals", &[("v1", true, true)]),
+        fleet_crd(
+            "FirstMate",
+            "firstmates",
+            &[("v1", true, false), ("v2", true, true)],
+        ),
+        fleet_crd(
+            "Captain",
+            "captains",
+            &[("v1alpha1", true, false), ("v1", true, true)],
+        ),
+    ];
+    for crd in &crds {
+        env.install_crd(crd).await.expect("CRD is established");
+    }
+    let client = env.client();
+    let written = [
+        ("fleet.test.olmpack.dev/v1", "Admiral", "nelson"),
+        ("fleet.test.olmpack.dev/v1", "FirstMate", "bush"),
+        ("fleet.test.olmpack.dev/v1alpha1", "Captain", "hornblower"),
+    ];
+    for (api_version, kind, name) in written {
+        let (resource, _) = read_back_resource(&client, api_version, kind)
+            .await
+            .expect("served where it is written");
+        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &resource);
+        let object: DynamicObject = from_json(json!({
+            "apiVersion": api_version, "kind": kind, "metadata": {"name": name}, "spec": {},
+        }));
+        let started = Instant::now();
+        while let Err(err) = api.create(&PostParams::default(), &object).await {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "create {kind}: {err}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    // Captain's v1alpha1 stops being served (as an upgrade may do).
+    let captains = fleet_crd(
+        "Captain",
+        "captains",
+        &[("v1alpha1", false, false), ("v1", true, true)],
+    );
+    env.install_crd(&captains).await.expect("CRD is updated");
+
+    let group = kube::discovery::group(&client, "fleet.test.olmpack.dev")
+        .await
+        .expect("the group is served");
+    assert_eq!(group.preferred_version(), Some("v2"), "the trap is set");
+    assert!(
+        group.recommended_kind("Admiral").is_none(),
+        "the trap is set"
+    );
+
+    let expected = [
+        (
+            "fleet.test.olmpack.dev/v1",
+            "Admiral",
+            "nelson",
+            "fleet.test.olmpack.dev/v1",
+        ),
+        (
+            "fleet.test.olmpack.dev/v1",
+            "FirstMate",
+            "bush",
+            "fleet.test.olmpack.dev/v1",
+        ),
+        (
+            "fleet.test.olmpack.dev/v1alpha1",
+            "Captain",
+            "hornblower",
+            "fleet.test.olmpack.dev/v1",
+        ),
+    ];
+    for (written_at, kind, name, read_at) in expected {
+        let started = Instant::now();
+        let (resource, scope) = loop {
+            let found = read_back_resource(&client, written_at, kind).await;
+            match found {
+                // Discovery may still list Captain's v1alpha1 for a moment after the update.
+                Ok((r, _))
+                    if r.api_version != read_at && started.elapsed() < Duration::from_secs(30) =>
+                {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                other => break other.expect("a served version of the kind"),
+            }
+        };
+        assert_eq!(
+            resource.api_version, read_at,
+            "{kind} written at {written_at}"
+        );
+        assert_eq!(scope, kube::discovery::Scope::Namespaced);
+        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &resource);
+        let read = api.get(name).await.expect("readable where it is looked up");
+        assert_eq!(read.types.map(|t| t.api_version).as_deref(), Some(read_at));
+    }
+    let unknown = read_back_resource(&client, "fleet.test.olmpack.dev/v1", "Boatswain")
+        .await
+        .expect_err("no version serves Boatswain");
+    assert_eq!(
+        unknown,
+        "Boatswain is no longer served at fleet.test.olmpack.dev/v1 nor at any other version of group \"fleet.test.olmpack.dev\""
+    );
+}
