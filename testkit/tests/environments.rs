@@ -642,3 +642,117 @@ async fn envtest_examples_are_read_back_at_their_own_version() {
         "Boatswain is no longer served at fleet.test.olmpack.dev/v1 nor at any other version of group \"fleet.test.olmpack.dev\""
     );
 }
+
+/// A TCP proxy on 127.0.0.1 to `target` that relays everything, except that the first `cut`
+/// times a client sends on a connection idle for 300 ms (a new request on a kept-alive
+/// connection), it closes that connection instead: the client has written its request and
+/// the connection ends with no answer, as when an apiserver under load drops it.
+async fn cutting_proxy(target: String, cut: usize) -> std::net::SocketAddr {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let cuts = Arc::new(AtomicUsize::new(cut));
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            let target = target.clone();
+            let cuts = cuts.clone();
+            tokio::spawn(async move {
+                let server = tokio::net::TcpStream::connect(&target).await.unwrap();
+                let (mut client_in, mut client_out) = client.into_split();
+                let (mut server_in, mut server_out) = server.into_split();
+                let last = Arc::new(std::sync::Mutex::new(None::<Instant>));
+                let seen = last.clone();
+                let answers = async move {
+                    let mut buf = vec![0; 64 * 1024];
+                    while let Ok(n @ 1..) = server_in.read(&mut buf).await {
+                        *seen.lock().unwrap() = Some(Instant::now());
+                        if client_out.write_all(&buf[..n]).await.is_err() {
+                            break;
+                        }
+                    }
+                };
+                let requests = async move {
+                    let mut buf = vec![0; 64 * 1024];
+                    while let Ok(n @ 1..) = client_in.read(&mut buf).await {
+                        let idle = last
+                            .lock()
+                            .unwrap()
+                            .is_some_and(|t| t.elapsed() > Duration::from_millis(300));
+                        if idle
+                            && cuts
+                                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| {
+                                    c.checked_sub(1)
+                                })
+                                .is_ok()
+                        {
+                            return;
+                        }
+                        if server_out.write_all(&buf[..n]).await.is_err() {
+                            return;
+                        }
+                    }
+                };
+                // Either side ending ends the connection (both halves dropped).
+                tokio::select! { () = answers => {}, () = requests => {} }
+            });
+        }
+    });
+    addr
+}
+
+/// A read the apiserver's connection drops before answering ("connection closed before
+/// message completed" in the HTTP library's words) is retried and named in olmpack's words;
+/// a refusal is not retried.
+#[tokio::test]
+async fn envtest_transient_transport_errors_are_retried_and_named() {
+    use olmpack_envtest::olm::transient::{Retried, retrying, transient};
+    let env = TestEnv::start().await.expect("test environment starts");
+    let target = env.server_url().trim_start_matches("https://").to_owned();
+    let proxy = cutting_proxy(target, 2).await;
+    let mut config = env.config().clone();
+    config.cluster_url = format!("https://{proxy}").parse().unwrap();
+    let client = kube::Client::try_from(config).unwrap();
+    let namespaces: Api<Namespace> = Api::all(client);
+    let idle = || tokio::time::sleep(Duration::from_millis(600));
+
+    namespaces
+        .get("default")
+        .await
+        .expect("the first read goes through");
+    idle().await;
+    let cut = namespaces
+        .get("default")
+        .await
+        .expect_err("the proxy cuts the next one");
+    let ours = transient(&cut);
+    assert!(ours.is_some(), "a cut connection is transient: {cut:?}");
+
+    namespaces
+        .get("default")
+        .await
+        .expect("a new connection goes through");
+    idle().await;
+    let retried = Retried::default();
+    let read = retrying(&retried, "read Namespace default", || {
+        namespaces.get("default")
+    })
+    .await;
+    assert!(read.is_ok(), "{read:?}");
+    assert_eq!(
+        retried.take(),
+        [format!(
+            "read Namespace default: {} (retried 1×)",
+            ours.unwrap()
+        )]
+    );
+
+    let refused = retrying(&retried, "read Namespace nowhere", || {
+        namespaces.get("nowhere")
+    })
+    .await;
+    assert!(
+        matches!(refused, Err(olmpack_envtest::olm::OlmError::Api { .. })),
+        "{refused:?}"
+    );
+    assert!(retried.take().is_empty(), "a refusal is not retried");
+}

@@ -27,7 +27,7 @@ pub mod operator_group;
 mod reset;
 pub mod resources;
 mod settle;
-mod transient;
+pub mod transient;
 pub mod webhooks;
 
 pub use env::{Catalog, OlmEnv, OlmEnvOptions};

@@ -73,42 +73,55 @@ fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
 }
 
 impl super::OlmEnv {
-    /// `call` (a read, or a write that is safe to repeat), repeated while it fails
-    /// transiently ([`transient`]) for up to [`RETRY_FOR`]; each retry is remembered
-    /// ([`super::OlmEnv::retried`]). A refusal is [`OlmError::Api`] at once; a transient
-    /// failure that lasts is [`OlmError::Unreachable`].
+    /// [`retrying`] with this environment's record of retries ([`super::OlmEnv::retried`]).
     pub(super) async fn call<T, F, Fut>(
         &self,
         action: impl Into<String>,
-        mut call: F,
+        call: F,
     ) -> Result<T, OlmError>
     where
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<T, kube::Error>>,
     {
-        let action = action.into();
-        let started = std::time::Instant::now();
-        let mut pause = FIRST_PAUSE;
-        loop {
-            let source = match call().await {
-                Ok(value) => return Ok(value),
-                Err(source) => source,
-            };
-            let Some(cause) = transient(&source) else {
-                return Err(OlmError::Api { action, source });
-            };
-            if started.elapsed() >= RETRY_FOR {
-                let waited = started.elapsed();
-                return Err(OlmError::Unreachable {
-                    action,
-                    cause,
-                    waited,
-                });
-            }
-            self.retries().note(&action, &cause);
-            tokio::time::sleep(pause).await;
-            pause = next_pause(pause);
+        retrying(self.retries(), action, call).await
+    }
+}
+
+/// `call` (a read, or a write that is safe to repeat), repeated while it fails transiently
+/// ([`transient`]) for up to [`RETRY_FOR`]; each retry is noted in `retried` under
+/// `action`. A refusal is [`OlmError::Api`] at once; a transient failure that lasts is
+/// [`OlmError::Unreachable`].
+pub async fn retrying<T, F, Fut>(
+    retried: &Retried,
+    action: impl Into<String>,
+    mut call: F,
+) -> Result<T, OlmError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, kube::Error>>,
+{
+    let action = action.into();
+    let started = std::time::Instant::now();
+    let mut pause = FIRST_PAUSE;
+    loop {
+        let source = match call().await {
+            Ok(value) => return Ok(value),
+            Err(source) => source,
+        };
+        let Some(cause) = transient(&source) else {
+            return Err(OlmError::Api { action, source });
+        };
+        if started.elapsed() >= RETRY_FOR {
+            let waited = started.elapsed();
+            return Err(OlmError::Unreachable {
+                action,
+                cause,
+                waited,
+            });
         }
+        retried.note(&action, &cause);
+        tokio::time::sleep(pause).await;
+        pause = next_pause(pause);
     }
 }
 
