@@ -756,3 +756,30 @@ async fn envtest_transient_transport_errors_are_retried_and_named() {
     );
     assert!(retried.take().is_empty(), "a refusal is not retried");
 }
+
+/// Before an InstallPlan is approved, OLM must manage the operator namespace: olmpack waits
+/// until the OperatorGroup's status lists the namespaces it targets, as OLM's olm-operator
+/// writes them — all namespaces (`""`) at first, the one target after a reset to
+/// SingleNamespace.
+#[tokio::test]
+async fn envtest_olm_manages_the_namespace_before_a_plan_is_approved() {
+    use olmpack_model::plan::InstallModeType;
+    let mut env = olmpack_envtest::olm::OlmEnv::start()
+        .await
+        .expect("OLM starts");
+    let deadline = || Instant::now() + Duration::from_secs(60);
+    let managed = env
+        .wait_until_managed(deadline())
+        .await
+        .expect("OLM takes it up");
+    assert_eq!(managed, [""]);
+    env.reset(InstallModeType::SingleNamespace)
+        .await
+        .expect("the environment resets");
+    let managed = env
+        .wait_until_managed(deadline())
+        .await
+        .expect("OLM takes it up");
+    assert_eq!(managed, [env.namespaces().targets[0].as_str()]);
+    assert_eq!(managed, ["olmpack-target-a-2"]);
+}
