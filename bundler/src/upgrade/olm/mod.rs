@@ -316,7 +316,9 @@ fn environment_failed(
     let OlmRunError::Env(env) = &err else {
         return Err(err);
     };
+    // One line (it goes into table cells): a process's last output may span several.
     let why = format!("{err}: {}", causes(env));
+    let why = why.split_whitespace().collect::<Vec<_>>().join(" ");
     let unfinished = Outcome::Unfinished { why: why.clone() };
     let steps = std::iter::once(&mut report.install).chain(report.upgrade.as_mut());
     for step in steps.filter(|s| matches!(s.outcome, Outcome::Unfinished { .. })) {
@@ -465,6 +467,9 @@ fn verdict(report: &CaseReport) -> String {
     let not_run = report.not_run();
     match (failures.first(), not_run.first()) {
         (Some(f), _) => format!("FAIL ({}: {})", f.party.label(), f.message),
+        (None, _) if report.error().is_some() => {
+            format!("not finished ({})", report.error().unwrap_or_default())
+        }
         (None, Some(why)) => format!("pass, checks not run ({why})"),
         (None, None) => "pass".to_owned(),
     }

@@ -266,6 +266,9 @@ fn upgrade_cell(r: &CaseReport) -> String {
 }
 
 fn examples_cell(r: &CaseReport) -> String {
+    if matches!(r.install.outcome, Outcome::Unfinished { .. }) {
+        return "not run (no install)".to_owned();
+    }
     let list = match &r.examples {
         Err(why) => return format!("not run: {why}"),
         Ok(list) => list,
