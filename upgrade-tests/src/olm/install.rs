@@ -175,10 +175,21 @@ impl OlmEnv {
             },
         }))
         .expect("a static Subscription is valid");
-        api.create(&PostParams::default(), &sub)
-            .await
-            .map_err(OlmError::api(format!("create Subscription {package}")))?;
-        Ok(())
+        // Retried like a read: an attempt cut off in transport may have created it, and then
+        // the apiserver's "already exists" answers the retry.
+        let mut retry = false;
+        let (api, sub, params) = (&api, &sub, PostParams::default());
+        self.call(format!("create Subscription {package}"), || {
+            let after_attempt = std::mem::replace(&mut retry, true);
+            let params = &params;
+            async move {
+                match api.create(params, sub).await {
+                    Err(kube::Error::Api(status)) if status.code == 409 && after_attempt => Ok(()),
+                    other => other.map(|_| ()),
+                }
+            }
+        })
+        .await
     }
 
     /// Waits for the next InstallPlan of Subscription `package`, approves it, and waits until
@@ -676,10 +687,10 @@ impl OlmEnv {
         use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
         let crds: Api<CustomResourceDefinition> = Api::all(self.client());
         let mut installed = Installed::default();
-        for crd in crds
-            .list(&ListParams::default())
-            .await
-            .map_err(OlmError::api("list CustomResourceDefinitions"))?
+        let all = ListParams::default();
+        for crd in self
+            .call("list CustomResourceDefinitions", || crds.list(&all))
+            .await?
         {
             if crd.spec.group == "operators.coreos.com" {
                 continue;
@@ -695,10 +706,9 @@ impl OlmEnv {
         }
         let deployments: Api<Deployment> =
             Api::namespaced(self.client(), self.operator_namespace());
-        installed.deployments = deployments
-            .list(&ListParams::default())
-            .await
-            .map_err(OlmError::api("list Deployments"))?
+        installed.deployments = self
+            .call("list Deployments", || deployments.list(&all))
+            .await?
             .into_iter()
             .filter_map(|d| d.metadata.name)
             .collect();

@@ -61,8 +61,9 @@ pub fn transient(err: &kube::Error) -> Option<String> {
         .map(|(_, ours)| (*ours).to_owned())
 }
 
-/// `err` and its sources, joined: transport errors say what happened only deep in the chain.
-fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+/// `err` and its sources, joined with `: ` (transport errors say what happened only deep in
+/// the chain).
+pub fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
     let mut words = vec![err.to_string()];
     let mut source = err.source();
     while let Some(cause) = source {

@@ -41,6 +41,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use olmpack_envtest::olm::transient::error_chain;
 use olmpack_envtest::olm::{Example, Outcome, Step, StillSucceeded, Timeouts, WebhookCommand};
 use olmpack_envtest::{olm::OlmEnv, olm::OlmEnvOptions};
 
@@ -317,7 +318,7 @@ fn environment_failed(
         return Err(err);
     };
     // One line (it goes into table cells): a process's last output may span several.
-    let why = format!("{err}: {}", causes(env));
+    let why = format!("{err}: {}", error_chain(env));
     let why = why.split_whitespace().collect::<Vec<_>>().join(" ");
     let unfinished = Outcome::Unfinished { why: why.clone() };
     let steps = std::iter::once(&mut report.install).chain(report.upgrade.as_mut());
@@ -395,7 +396,7 @@ async fn env_for(
                 return Ok(env);
             }
             Err(err) => {
-                let why = causes(&err);
+                let why = error_chain(&err);
                 let what = format_args!("OLM environment not reused ({why}); starting another");
                 options.steps.step(case, started, what);
             }
@@ -406,17 +407,6 @@ async fn env_for(
         .steps
         .step(case, started, format_args!("OLM environment up"));
     Ok(env)
-}
-
-/// An error and its sources, one after another.
-fn causes(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut words = vec![err.to_string()];
-    let mut source = err.source();
-    while let Some(cause) = source {
-        words.push(cause.to_string());
-        source = cause.source();
-    }
-    words.join(": ")
 }
 
 /// Approves the upgrade and reads the examples back; the CSV that ended `Succeeded`, if any.
