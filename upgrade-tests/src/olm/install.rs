@@ -302,7 +302,7 @@ impl OlmEnv {
             if Instant::now() >= deadline {
                 return Err(OlmError::Timeout {
                     what: format!(
-                        "OLM did not take up OperatorGroup {ns}/{} (its status lists no namespaces it manages: {status})",
+                        "OLM did not take up OperatorGroup {ns}/{}: its status does not list the namespaces it targets ({targeted:?}): {status}",
                         operator_group::NAME
                     ),
                     waited: started.elapsed(),

@@ -5,7 +5,8 @@
 //! connection may be reset or end early, the apiserver may answer 5xx for a moment (etcd
 //! slow, a webhook's certificate not yet trusted after OLM rotated it), and none of these is
 //! a refusal: the same call a moment later succeeds. Only calls that are safe to repeat go
-//! through [`super::OlmEnv::call`] (reads, and patches that set a value).
+//! through [`retrying`] (reads, patches that set a value, and creations whose "already
+//! exists" after a cut-off attempt is that attempt's success).
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -16,7 +17,7 @@ use super::OlmError;
 /// How long one call is retried while it fails transiently; longer is an environment
 /// failure ([`super::OlmError::Unreachable`]).
 pub const RETRY_FOR: Duration = Duration::from_secs(30);
-/// The first pause between attempts (doubling up to [`MAX_PAUSE`]).
+/// The first pause between attempts (doubling up to two seconds).
 pub const FIRST_PAUSE: Duration = Duration::from_millis(250);
 const MAX_PAUSE: Duration = Duration::from_secs(2);
 

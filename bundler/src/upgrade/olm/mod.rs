@@ -27,9 +27,16 @@
 //!   `--webhook-command`, no usable address) and the bundle declares webhooks, the example
 //!   checks are "not run" with the reason — never passed; reading back needs only the
 //!   conversion webhook, so admission webhooks alone never stop it.
+//! - Examples are read back at the apiVersion they were written at, or at a served version
+//!   of their kind when that one is no longer served
+//!   ([`olmpack_envtest::olm::read_back_resource`]).
 //! - A case passes when every step OLM took ended `Succeeded`, OLM picked the predicted
 //!   successor, and every example was created and read back. Each failure names who is to
 //!   blame ([`Party`]): OLM (quoted), or the examples (the apiserver's or webhook's words).
+//! - Calls to the test apiserver that fail in transport (or with a 5xx) are retried within a
+//!   bound and listed ([`CaseReport::retried`]). When the test environment fails all the
+//!   same, the case is reported as not finished ([`CaseReport::environment`]), with what it
+//!   found until then: every case gets a report.
 #![warn(missing_docs)]
 
 mod cases;
