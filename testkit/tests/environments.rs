@@ -582,9 +582,18 @@ async fn envtest_examples_are_read_back_at_their_own_version() {
     );
     env.install_crd(&captains).await.expect("CRD is updated");
 
-    let group = kube::discovery::group(&client, "fleet.test.olmpack.dev")
-        .await
-        .expect("the group is served");
+    // Right after the update, discovery may still list Captain's v1alpha1 (its endpoint
+    // gone): reading the whole group fails for a moment.
+    let started = Instant::now();
+    let group = loop {
+        match kube::discovery::group(&client, "fleet.test.olmpack.dev").await {
+            Err(err) if started.elapsed() < Duration::from_secs(30) => {
+                tracing::debug!(%err, "discovery not settled yet");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            other => break other.expect("the group is served"),
+        }
+    };
     assert_eq!(group.preferred_version(), Some("v2"), "the trap is set");
     assert!(
         group.recommended_kind("Admiral").is_none(),

@@ -634,34 +634,47 @@ impl OlmEnv {
 
 /// The API an object written at `api_version` as a `kind` is read back through after an
 /// upgrade: that apiVersion while the apiserver serves the kind there, else the most stable
-/// version of the group that serves the kind — never the group's preferred version as such,
-/// which belongs to whichever kind of the group gained the newest version. `Err` names the
-/// kind and the versions asked when none serves it (in the apiserver's words, when it refused
-/// the discovery read).
+/// other version of the group that serves the kind — never the group's preferred version as
+/// such, which belongs to whichever kind of the group gained the newest version. Each
+/// version is looked up on its own: right after a CRD changes, discovery may still list a
+/// version whose endpoint is already gone, which must not hide the others. `Err` names the
+/// kind and the versions asked when none serves it (in the apiserver's words, when it
+/// refused the discovery read).
 pub async fn read_back_resource(
     client: &kube::Client,
     api_version: &str,
     kind: &str,
 ) -> Result<(kube::discovery::ApiResource, Scope), String> {
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    let gvk = GroupVersionKind::gvk(group, version, kind);
-    if let Ok((resource, caps)) = discovery::pinned_kind(client, &gvk).await {
+    let served = |version: &str| {
+        let gvk = GroupVersionKind::gvk(group, version, kind);
+        async move { discovery::pinned_kind(client, &gvk).await.ok() }
+    };
+    if let Some((resource, caps)) = served(version).await {
         return Ok((resource, caps.scope));
     }
-    let served = discovery::group(client, group).await.map_err(|e| {
+    let groups = client.list_api_groups().await.map_err(|e| {
         format!(
-            "{kind} is no longer served at {api_version}, and the apiserver refused to list group {group:?}: {}",
+            "{kind} is no longer served at {api_version}, and the apiserver refused to list its API groups: {}",
             apiserver_message(&e)
         )
     })?;
-    served
-        .resources_by_stability()
+    let mut others: Vec<String> = groups
+        .groups
         .into_iter()
-        .find(|(resource, _)| resource.kind == kind)
-        .map(|(resource, caps)| (resource, caps.scope))
-        .ok_or_else(|| {
-            format!("{kind} is no longer served at {api_version} nor at any other version of group {group:?}")
-        })
+        .filter(|g| g.name == group)
+        .flat_map(|g| g.versions.into_iter().map(|v| v.version))
+        .filter(|v| v != version)
+        .collect();
+    others.sort_by_cached_key(|v| std::cmp::Reverse(kube::core::Version::parse(v).priority()));
+    for other in others {
+        if let Some((resource, caps)) = served(&other).await {
+            return Ok((resource, caps.scope));
+        }
+    }
+    Err(format!(
+        "{kind} is no longer served at {api_version} nor at any other version of group {group:?}"
+    ))
 }
 
 /// The CSV of `plan` the Subscription resolved to (`current`, its `status.currentCSV`): a
