@@ -1,13 +1,15 @@
 //! Kinds that a bundle may ship objects of but whose CRDs belong to another operator, which
 //! the cluster must already run: prometheus-operator's `ServiceMonitor`, `PodMonitor` and
-//! `PrometheusRule` (kubebuilder projects ship a ServiceMonitor). OLM v0 creates such an
+//! `PrometheusRule` (kubebuilder projects ship a ServiceMonitor), and cert-manager's
+//! `Issuer`, `ClusterIssuer` and `Certificate` (kubebuilder projects with webhooks can ship
+//! them for their serving certificate). OLM v0 creates such an
 //! object only where the cluster serves its kind; the install fails elsewhere.
 //!
 //! [`by_name`] gives a stand-in CRD for `olmpack upgrade olm --cluster-crd NAME`: the kind's
 //! real group, names, scope and served version, with a schema that keeps every field
 //! (`x-kubernetes-preserve-unknown-fields`). The cluster then serves the kind as
-//! prometheus-operator's CRD would; objects are stored as written, not validated against
-//! prometheus-operator's schema (pass that CRD's file to `--cluster-crd` for that).
+//! the owner's CRD would; objects are stored as written, not validated against the owner's
+//! schema (pass that CRD's file to `--cluster-crd` for that).
 #![warn(missing_docs)]
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -28,10 +30,12 @@ pub struct WellKnown {
     pub version: &'static str,
     /// The operator whose CRD it is.
     pub owner: &'static str,
+    /// Whether objects of the kind live in a namespace (else cluster-scoped).
+    pub namespaced: bool,
 }
 
 /// Every kind [`by_name`] knows.
-pub const WELL_KNOWN: [WellKnown; 3] = [
+pub const WELL_KNOWN: [WellKnown; 6] = [
     WellKnown {
         name: "servicemonitors.monitoring.coreos.com",
         group: "monitoring.coreos.com",
@@ -39,6 +43,7 @@ pub const WELL_KNOWN: [WellKnown; 3] = [
         plural: "servicemonitors",
         version: "v1",
         owner: "prometheus-operator",
+        namespaced: true,
     },
     WellKnown {
         name: "podmonitors.monitoring.coreos.com",
@@ -47,6 +52,7 @@ pub const WELL_KNOWN: [WellKnown; 3] = [
         plural: "podmonitors",
         version: "v1",
         owner: "prometheus-operator",
+        namespaced: true,
     },
     WellKnown {
         name: "prometheusrules.monitoring.coreos.com",
@@ -55,8 +61,40 @@ pub const WELL_KNOWN: [WellKnown; 3] = [
         plural: "prometheusrules",
         version: "v1",
         owner: "prometheus-operator",
+        namespaced: true,
     },
+    cert_manager("issuers.cert-manager.io", "Issuer", "issuers", true),
+    cert_manager(
+        "clusterissuers.cert-manager.io",
+        "ClusterIssuer",
+        "clusterissuers",
+        false,
+    ),
+    cert_manager(
+        "certificates.cert-manager.io",
+        "Certificate",
+        "certificates",
+        true,
+    ),
 ];
+
+/// A cert-manager kind (group `cert-manager.io`, version v1).
+const fn cert_manager(
+    name: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+    namespaced: bool,
+) -> WellKnown {
+    WellKnown {
+        name,
+        group: "cert-manager.io",
+        kind,
+        plural,
+        version: "v1",
+        owner: "cert-manager",
+        namespaced,
+    }
+}
 
 /// The well-known kind of `group`/`kind`, if it is one.
 pub fn for_kind(group: &str, kind: &str) -> Option<&'static WellKnown> {
@@ -78,7 +116,7 @@ pub fn by_name(name: &str) -> Option<CustomResourceDefinition> {
         },
         "spec": {
             "group": known.group,
-            "scope": "Namespaced",
+            "scope": if known.namespaced { "Namespaced" } else { "Cluster" },
             "names": {
                 "kind": known.kind,
                 "listKind": format!("{}List", known.kind),
@@ -101,6 +139,19 @@ pub fn names() -> Vec<&'static str> {
     WELL_KNOWN.iter().map(|w| w.name).collect()
 }
 
+/// Why `--cluster-crd ARG` gives no CRD, when `ARG` is neither a file nor a name olmpack
+/// knows: both said, with the names it knows (those of `ARG`'s group first, when any).
+pub fn unknown(arg: &str) -> String {
+    let group = arg.split_once('.').map(|(_, g)| g).unwrap_or_default();
+    let mut known = names();
+    known.sort_by_key(|n| !n.ends_with(&format!(".{group}")));
+    format!(
+        "--cluster-crd {arg}: no such file, and not a CRD name olmpack carries a stand-in for \
+         (known: {}); give the CRD's file (e.g. from its operator's release) for any other",
+        known.join(", ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,6 +169,22 @@ mod tests {
             assert_eq!(for_kind(known.group, known.kind), Some(&known));
         }
         assert!(by_name("widgets.example.com").is_none());
+        let scope = |name| by_name(name).unwrap().spec.scope;
+        assert_eq!(scope("issuers.cert-manager.io"), "Namespaced");
+        assert_eq!(scope("clusterissuers.cert-manager.io"), "Cluster");
         assert!(for_kind("apps", "Deployment").is_none());
+    }
+
+    #[test]
+    fn an_unknown_name_is_said_so_with_the_known_ones() {
+        assert_eq!(
+            unknown("widgets.cert-manager.io"),
+            "--cluster-crd widgets.cert-manager.io: no such file, and not a CRD name olmpack \
+             carries a stand-in for (known: issuers.cert-manager.io, clusterissuers.cert-manager.io, \
+             certificates.cert-manager.io, servicemonitors.monitoring.coreos.com, \
+             podmonitors.monitoring.coreos.com, prometheusrules.monitoring.coreos.com); give the \
+             CRD's file (e.g. from its operator's release) for any other"
+        );
+        assert!(unknown("crds/x.yaml").contains("(known: servicemonitors.monitoring.coreos.com, "));
     }
 }

@@ -55,6 +55,13 @@ struct ProjectFile {
 
 #[derive(Debug, Deserialize)]
 struct Resource {
+    /// A Kubernetes built-in type (`kubebuilder create webhook --group core --kind Pod`):
+    /// its group is Kubernetes' own, never under the project's domain.
+    #[serde(default)]
+    core: bool,
+    /// The Go package of the type (`k8s.io/api/...` for built-in types).
+    #[serde(default)]
+    path: String,
     #[serde(default)]
     group: String,
     #[serde(default)]
@@ -73,6 +80,26 @@ struct Webhooks {
     defaulting: bool,
     #[serde(default)]
     validation: bool,
+}
+
+impl Resource {
+    /// The API group as the apiserver names it: a built-in type's own (`core` for the
+    /// group without a name, `apps`…), else the resource's group under its domain (the
+    /// project's, unless the resource names one).
+    fn group(&self, project_domain: &str) -> String {
+        if self.core || self.path.starts_with("k8s.io/api/") {
+            return match self.group.as_str() {
+                "" => "core".to_owned(),
+                group => group.to_owned(),
+            };
+        }
+        let domain = self.domain.as_deref().unwrap_or(project_domain);
+        match (self.group.is_empty(), domain.is_empty()) {
+            (true, _) => domain.to_owned(),
+            (false, true) => self.group.clone(),
+            (false, false) => format!("{}.{domain}", self.group),
+        }
+    }
 }
 
 /// What a plan needs from a kubebuilder project.
@@ -111,15 +138,7 @@ impl Project {
         let apis = parsed
             .resources
             .iter()
-            .map(|r| {
-                let domain = r.domain.as_deref().unwrap_or(&parsed.domain);
-                let group = match (r.group.is_empty(), domain.is_empty()) {
-                    (true, _) => domain.to_owned(),
-                    (false, true) => r.group.clone(),
-                    (false, false) => format!("{}.{domain}", r.group),
-                };
-                format!("{} ({group}/{})", r.kind, r.version)
-            })
+            .map(|r| format!("{} ({}/{})", r.kind, r.group(&parsed.domain), r.version))
             .collect();
         let hooks = || parsed.resources.iter().filter_map(|r| r.webhooks.as_ref());
         Ok(Project {
@@ -266,6 +285,27 @@ mod tests {
                 conversion: true,
                 admission: true,
             }
+        );
+    }
+
+    #[test]
+    fn built_in_and_external_types_keep_their_own_groups() {
+        let text = "domain: testproject.org\nprojectName: project-v4\nresources:\n\
+            - {domain: testproject.org, group: crew, kind: Captain, version: v1}\n\
+            - {domain: io, external: true, group: cert-manager, kind: Issuer, version: v1}\n\
+            - {core: true, group: core, kind: Pod, path: k8s.io/api/core/v1, version: v1}\n\
+            - {core: true, group: apps, kind: Deployment, path: k8s.io/api/apps/v1, version: v1}\n\
+            - {group: batch, kind: Job, path: k8s.io/api/batch/v1, version: v1}\n";
+        let project = Project::parse("PROJECT", text).unwrap();
+        assert_eq!(
+            project.apis,
+            [
+                "Captain (crew.testproject.org/v1)",
+                "Issuer (cert-manager.io/v1)",
+                "Pod (core/v1)",
+                "Deployment (apps/v1)",
+                "Job (batch/v1)",
+            ]
         );
     }
 

@@ -175,8 +175,15 @@ pub fn cache_dir() -> Result<PathBuf, ToolsError> {
     olmpack_envtest::binaries::tools_cache_dir().ok_or(ToolsError::NoCache)
 }
 
-/// Packs the tool directories of `cache` into an OCI layout at `out` (module docs).
-pub fn pack(cache: &Path, out: &Path, options: &BuildOptions) -> Result<Descriptor, ToolsError> {
+/// Packs the tool directories of `cache` into an OCI layout at `out` (module docs);
+/// `progress` is told what is packed, once before and once per tool as its layer is written
+/// (compressing a tool takes up to minutes).
+pub fn pack(
+    cache: &Path,
+    out: &Path,
+    options: &BuildOptions,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<Descriptor, ToolsError> {
     let mut layers = Vec::new();
     let mut names = Vec::new();
     for (dir, binary) in artifact_dirs() {
@@ -200,7 +207,25 @@ pub fn pack(cache: &Path, out: &Path, options: &BuildOptions) -> Result<Descript
         names.push(dest);
     }
     let labels = BTreeMap::from([(TOOLS_LABEL.to_owned(), names.join(","))]);
-    build_files_image(&layers, labels, out, options).map_err(ToolsError::Build)
+    progress(&format!(
+        "packing {} tool directories, one layer each, at once: {}",
+        names.len(),
+        names.join(", ")
+    ));
+    let started = std::time::Instant::now();
+    let written = |history: &str, layer: &Descriptor| {
+        let dest = history
+            .rsplit(' ')
+            .next()
+            .unwrap_or(history)
+            .trim_matches('/');
+        progress(&format!(
+            "packed {dest} ({:.1} MB compressed, {:.0} s)",
+            layer.size as f64 / 1e6,
+            started.elapsed().as_secs_f64()
+        ));
+    };
+    build_files_image(&layers, labels, out, options, &written).map_err(ToolsError::Build)
 }
 
 /// Files directly under `<dest>/bin/` become executable.

@@ -986,7 +986,7 @@ async fn bundle_consumers_olm_v0_refuses_each_olm_case() {
             | Outcome::TimedOut {
                 reason, message, ..
             } => format!("{reason}: {message}"),
-            Outcome::Succeeded { .. } => String::new(),
+            Outcome::Succeeded { .. } | Outcome::Unfinished { .. } => String::new(),
         };
         if says.iter().any(|s| said.contains(s)) {
             eprintln!("OLM v0 refuses {rule}: {said}");

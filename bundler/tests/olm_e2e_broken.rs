@@ -322,3 +322,47 @@ async fn olm_e2e_broken_deployment_selector_change_is_refused_on_upgrade() {
         "{failures:#?}"
     );
 }
+
+/// When the test environment itself fails (here kwok, the fake node, exits at once), `upgrade
+/// olm` still writes its reports: the case is not finished, says why in olmpack's words, is
+/// an error (not a failure) in JUnit, and the command exits 2 — no verdict about the
+/// operator.
+#[test]
+fn olm_e2e_broken_environment_still_writes_every_report() {
+    let work = tempfile::tempdir().unwrap();
+    let kwok = work.path().join("kwok");
+    std::fs::write(&kwok, "#!/bin/sh\necho 'kwok: no node today' >&2\nexit 3\n").unwrap();
+    std::fs::set_permissions(&kwok, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let served = catalog("missing-secret");
+    let (junit, markdown) = (work.path().join("junit.xml"), work.path().join("report.md"));
+    let out = Command::new(env!("CARGO_BIN_EXE_olmpack"))
+        .args(["upgrade", "olm", "--quiet", "--catalog"])
+        .arg(served.path().join("catalog"))
+        .arg("--junit")
+        .arg(&junit)
+        .arg("--markdown")
+        .arg(&markdown)
+        .env("OLMPACK_KWOK", &kwok)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("error[environment]: ")
+            && stderr.contains(": not finished: the OLM test environment failed: "),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("not finished (the test environment failed)"),
+        "{stdout}"
+    );
+    let table = std::fs::read_to_string(&markdown).unwrap();
+    assert!(table.contains("| ERROR (test environment) |"), "{table}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains(" failures=\"0\" errors=\"1\" "), "{xml}");
+    assert!(
+        xml.contains("<error message=\"the OLM test environment failed: "),
+        "{xml}"
+    );
+}

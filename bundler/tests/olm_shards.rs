@@ -110,3 +110,21 @@ fn merge_shards_writes_all_or_nothing() {
         .collect();
     assert!(order.windows(2).all(|w| w[0] < w[1]), "{merged}");
 }
+
+/// `--cluster-crd NAME` with a name olmpack carries no stand-in for is neither a missing file
+/// nor a CRD: it says so and lists the names it knows (cert-manager's among them), before any
+/// tool is looked for.
+#[test]
+fn an_unknown_cluster_crd_name_is_said_so_with_the_known_names() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let args = ["upgrade", "olm", "--catalog", "catalog", "--cluster-crd"];
+    let unknown = olmpack(&root, &[&args[..], &["widgets.cert-manager.io"]].concat());
+    unknown
+        .expect(1, "unknown name")
+        .says("--cluster-crd widgets.cert-manager.io: no such file, and not a CRD name olmpack carries a stand-in for (known: issuers.cert-manager.io, clusterissuers.cert-manager.io, certificates.cert-manager.io, servicemonitors.monitoring.coreos.com");
+    assert!(
+        !unknown.stderr.contains("does not exist"),
+        "{}",
+        unknown.stderr
+    );
+}

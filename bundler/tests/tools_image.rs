@@ -88,6 +88,20 @@ fn pack(cache: &Path, out: &Path) -> String {
         cache,
     );
     assert!(packed.status.success(), "{}", text(&packed));
+    // Progress on stderr, one line per tool as its layer is written.
+    let stderr = String::from_utf8_lossy(&packed.stderr);
+    let tools = olmpack::tools::artifact_dirs().len();
+    let done = stderr
+        .lines()
+        .filter(|l| l.starts_with("olmpack tools pack: packed "))
+        .count();
+    assert_eq!(done, tools, "{stderr}");
+    assert!(
+        stderr.starts_with(&format!(
+            "olmpack tools pack: packing {tools} tool directories"
+        )),
+        "{stderr}"
+    );
     String::from_utf8_lossy(&packed.stdout).trim().to_owned()
 }
 

@@ -42,6 +42,10 @@ fn tools_list_finds_envtest_assets_then_the_cache() {
     let (code, text) = tools_list(home.path(), &[]);
     assert_eq!(code, 1, "{text}");
     assert!(
+        text.contains(" tool(s) not found: `olmpack tools install` installs them from "),
+        "{text}"
+    );
+    assert!(
         line(&text, "etcd").contains("not found ($OLMPACK_ETCD to set it)"),
         "{text}"
     );

@@ -499,3 +499,296 @@ async fn envtest_olm_catalog_operator_gets_the_install_plan_retry_window() {
         commands[0]
     );
 }
+
+/// A CRD of group `fleet.test.olmpack.dev` for `kind`, with `versions` as (name, served,
+/// storage) and any fields allowed.
+fn fleet_crd(
+    kind: &str,
+    plural: &str,
+    versions: &[(&str, bool, bool)],
+) -> CustomResourceDefinition {
+    let versions: Vec<serde_json::Value> = versions
+        .iter()
+        .map(|(name, served, storage)| {
+            json!({"name": name, "served": served, "storage": storage,
+                   "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}})
+        })
+        .collect();
+    from_json(json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.fleet.test.olmpack.dev")},
+        "spec": {
+            "group": "fleet.test.olmpack.dev",
+            "names": {"kind": kind, "plural": plural},
+            "scope": "Namespaced",
+            "versions": versions,
+        },
+    }))
+}
+
+/// Examples are read back at the apiVersion they were written at, not at the group's
+/// preferred version: once one kind of a group gains v2 (FirstMate), the group prefers v2,
+/// where another kind (Admiral) is not served at all — though it still is at v1. A kind no
+/// longer served at its example's version is read at a version that serves it.
+#[tokio::test]
+async fn envtest_examples_are_read_back_at_their_own_version() {
+    use olmpack_envtest::olm::read_back_resource;
+    let env = TestEnv::start().await.expect("test environment starts");
+    let crds = [
+        fleet_crd("Admiral", "admirals", &[("v1", true, true)]),
+        fleet_crd(
+            "FirstMate",
+            "firstmates",
+            &[("v1", true, false), ("v2", true, true)],
+        ),
+        fleet_crd(
+            "Captain",
+            "captains",
+            &[("v1alpha1", true, false), ("v1", true, true)],
+        ),
+    ];
+    for crd in &crds {
+        env.install_crd(crd).await.expect("CRD is established");
+    }
+    let client = env.client();
+    let written = [
+        ("fleet.test.olmpack.dev/v1", "Admiral", "nelson"),
+        ("fleet.test.olmpack.dev/v1", "FirstMate", "bush"),
+        ("fleet.test.olmpack.dev/v1alpha1", "Captain", "hornblower"),
+    ];
+    for (api_version, kind, name) in written {
+        let (resource, _) = read_back_resource(&client, api_version, kind)
+            .await
+            .expect("served where it is written");
+        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &resource);
+        let object: DynamicObject = from_json(json!({
+            "apiVersion": api_version, "kind": kind, "metadata": {"name": name}, "spec": {},
+        }));
+        let started = Instant::now();
+        while let Err(err) = api.create(&PostParams::default(), &object).await {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "create {kind}: {err}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    // Captain's v1alpha1 stops being served (as an upgrade may do).
+    let captains = fleet_crd(
+        "Captain",
+        "captains",
+        &[("v1alpha1", false, false), ("v1", true, true)],
+    );
+    env.install_crd(&captains).await.expect("CRD is updated");
+
+    // Right after the update, discovery may still list Captain's v1alpha1 (its endpoint
+    // gone): reading the whole group fails for a moment.
+    let started = Instant::now();
+    let group = loop {
+        match kube::discovery::group(&client, "fleet.test.olmpack.dev").await {
+            Err(err) if started.elapsed() < Duration::from_secs(30) => {
+                tracing::debug!(%err, "discovery not settled yet");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            other => break other.expect("the group is served"),
+        }
+    };
+    assert_eq!(group.preferred_version(), Some("v2"), "the trap is set");
+    assert!(
+        group.recommended_kind("Admiral").is_none(),
+        "the trap is set"
+    );
+
+    let expected = [
+        (
+            "fleet.test.olmpack.dev/v1",
+            "Admiral",
+            "nelson",
+            "fleet.test.olmpack.dev/v1",
+        ),
+        (
+            "fleet.test.olmpack.dev/v1",
+            "FirstMate",
+            "bush",
+            "fleet.test.olmpack.dev/v1",
+        ),
+        (
+            "fleet.test.olmpack.dev/v1alpha1",
+            "Captain",
+            "hornblower",
+            "fleet.test.olmpack.dev/v1",
+        ),
+    ];
+    for (written_at, kind, name, read_at) in expected {
+        let started = Instant::now();
+        let (resource, scope) = loop {
+            let found = read_back_resource(&client, written_at, kind).await;
+            match found {
+                // Discovery may still list Captain's v1alpha1 for a moment after the update.
+                Ok((r, _))
+                    if r.api_version != read_at && started.elapsed() < Duration::from_secs(30) =>
+                {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                other => break other.expect("a served version of the kind"),
+            }
+        };
+        assert_eq!(
+            resource.api_version, read_at,
+            "{kind} written at {written_at}"
+        );
+        assert_eq!(scope, kube::discovery::Scope::Namespaced);
+        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &resource);
+        let read = api.get(name).await.expect("readable where it is looked up");
+        assert_eq!(read.types.map(|t| t.api_version).as_deref(), Some(read_at));
+    }
+    let unknown = read_back_resource(&client, "fleet.test.olmpack.dev/v1", "Boatswain")
+        .await
+        .expect_err("no version serves Boatswain");
+    assert_eq!(
+        unknown,
+        "Boatswain is no longer served at fleet.test.olmpack.dev/v1 nor at any other version of group \"fleet.test.olmpack.dev\""
+    );
+}
+
+/// A TCP proxy on 127.0.0.1 to `target` that relays everything, except that the first `cut`
+/// times a client sends on a connection idle for 300 ms (a new request on a kept-alive
+/// connection), it closes that connection instead: the client has written its request and
+/// the connection ends with no answer, as when an apiserver under load drops it.
+async fn cutting_proxy(target: String, cut: usize) -> std::net::SocketAddr {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let cuts = Arc::new(AtomicUsize::new(cut));
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            let target = target.clone();
+            let cuts = cuts.clone();
+            tokio::spawn(async move {
+                let server = tokio::net::TcpStream::connect(&target).await.unwrap();
+                let (mut client_in, mut client_out) = client.into_split();
+                let (mut server_in, mut server_out) = server.into_split();
+                let last = Arc::new(std::sync::Mutex::new(None::<Instant>));
+                let seen = last.clone();
+                let answers = async move {
+                    let mut buf = vec![0; 64 * 1024];
+                    while let Ok(n @ 1..) = server_in.read(&mut buf).await {
+                        *seen.lock().unwrap() = Some(Instant::now());
+                        if client_out.write_all(&buf[..n]).await.is_err() {
+                            break;
+                        }
+                    }
+                };
+                let requests = async move {
+                    let mut buf = vec![0; 64 * 1024];
+                    while let Ok(n @ 1..) = client_in.read(&mut buf).await {
+                        let idle = last
+                            .lock()
+                            .unwrap()
+                            .is_some_and(|t| t.elapsed() > Duration::from_millis(300));
+                        if idle
+                            && cuts
+                                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| {
+                                    c.checked_sub(1)
+                                })
+                                .is_ok()
+                        {
+                            return;
+                        }
+                        if server_out.write_all(&buf[..n]).await.is_err() {
+                            return;
+                        }
+                    }
+                };
+                // Either side ending ends the connection (both halves dropped).
+                tokio::select! { () = answers => {}, () = requests => {} }
+            });
+        }
+    });
+    addr
+}
+
+/// A read the apiserver's connection drops before answering ("connection closed before
+/// message completed" in the HTTP library's words) is retried and named in olmpack's words;
+/// a refusal is not retried.
+#[tokio::test]
+async fn envtest_transient_transport_errors_are_retried_and_named() {
+    use olmpack_envtest::olm::transient::{Retried, retrying, transient};
+    let env = TestEnv::start().await.expect("test environment starts");
+    let target = env.server_url().trim_start_matches("https://").to_owned();
+    let proxy = cutting_proxy(target, 2).await;
+    let mut config = env.config().clone();
+    config.cluster_url = format!("https://{proxy}").parse().unwrap();
+    let client = kube::Client::try_from(config).unwrap();
+    let namespaces: Api<Namespace> = Api::all(client);
+    let idle = || tokio::time::sleep(Duration::from_millis(600));
+
+    namespaces
+        .get("default")
+        .await
+        .expect("the first read goes through");
+    idle().await;
+    let cut = namespaces
+        .get("default")
+        .await
+        .expect_err("the proxy cuts the next one");
+    let ours = transient(&cut);
+    assert!(ours.is_some(), "a cut connection is transient: {cut:?}");
+
+    namespaces
+        .get("default")
+        .await
+        .expect("a new connection goes through");
+    idle().await;
+    let retried = Retried::default();
+    let read = retrying(&retried, "read Namespace default", || {
+        namespaces.get("default")
+    })
+    .await;
+    assert!(read.is_ok(), "{read:?}");
+    assert_eq!(
+        retried.take(),
+        [format!(
+            "read Namespace default: {} (retried 1×)",
+            ours.unwrap()
+        )]
+    );
+
+    let refused = retrying(&retried, "read Namespace nowhere", || {
+        namespaces.get("nowhere")
+    })
+    .await;
+    assert!(
+        matches!(refused, Err(olmpack_envtest::olm::OlmError::Api { .. })),
+        "{refused:?}"
+    );
+    assert!(retried.take().is_empty(), "a refusal is not retried");
+}
+
+/// Before an InstallPlan is approved, OLM must manage the operator namespace: olmpack waits
+/// until the OperatorGroup's status lists the namespaces it targets, as OLM's olm-operator
+/// writes them — all namespaces (`""`) at first, the one target after a reset to
+/// SingleNamespace.
+#[tokio::test]
+async fn envtest_olm_manages_the_namespace_before_a_plan_is_approved() {
+    use olmpack_model::plan::InstallModeType;
+    let mut env = olmpack_envtest::olm::OlmEnv::start()
+        .await
+        .expect("OLM starts");
+    let deadline = || Instant::now() + Duration::from_secs(60);
+    let managed = env
+        .wait_until_managed(deadline())
+        .await
+        .expect("OLM takes it up");
+    assert_eq!(managed, [""]);
+    env.reset(InstallModeType::SingleNamespace)
+        .await
+        .expect("the environment resets");
+    let managed = env
+        .wait_until_managed(deadline())
+        .await
+        .expect("OLM takes it up");
+    assert_eq!(managed, [env.namespaces().targets[0].as_str()]);
+    assert_eq!(managed, ["olmpack-target-a-2"]);
+}

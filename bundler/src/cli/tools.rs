@@ -68,7 +68,9 @@ pub fn run(cmd: ToolsCommand) -> CmdResult {
                 &artifact::host_platform(),
                 &olmpack::input::Limits::default(),
             );
-            let root = artifact::pack(&artifact::cache_dir()?, output.layout(), &options)?;
+            let progress = |line: &str| eprintln!("olmpack tools pack: {line}");
+            let cache = artifact::cache_dir()?;
+            let root = artifact::pack(&cache, output.layout(), &options, &progress)?;
             println!("{}", root.digest);
             Ok(ExitCode::SUCCESS)
         }
@@ -156,10 +158,12 @@ fn list() -> (String, bool) {
         .unwrap_or_else(|| "(not set)".to_owned());
     let _ = writeln!(out, "{KUBEBUILDER_ASSETS}: {assets}");
     let mut ready = true;
+    let mut missing = 0;
     for tool in Tool::ALL {
         let line = match tool.locate() {
             Ok(found) => format!("{} (from {})", found.path.display(), found.source),
             Err(err) => {
+                missing += 1;
                 if matches!(tool, Tool::Etcd | Tool::KubeApiserver) {
                     ready = false;
                 }
@@ -171,5 +175,39 @@ fn list() -> (String, bool) {
         };
         let _ = writeln!(out, "{:<24} {line}", tool.file_name());
     }
+    if missing > 0 {
+        let _ = writeln!(out, "{}", install_hint(missing, default_image().as_deref()));
+    }
     (out, ready)
+}
+
+/// What to do when `missing` tools are found nowhere: `olmpack tools install`, from the
+/// tools image this build knows (`known`), else with `--from`.
+fn install_hint(missing: usize, known: Option<&str>) -> String {
+    let from = match known {
+        Some(image) => format!("installs them from {image}"),
+        None => format!(
+            "installs them from a tools image: give --from host/repository@sha256:… or set {TOOLS_IMAGE_VAR}"
+        ),
+    };
+    format!(
+        "{missing} tool(s) not found: `olmpack tools install` {from} (into the tool cache above)"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::install_hint;
+
+    #[test]
+    fn missing_tools_point_at_tools_install() {
+        assert_eq!(
+            install_hint(2, Some("ghcr.io/olmpack/tools@sha256:ab")),
+            "2 tool(s) not found: `olmpack tools install` installs them from ghcr.io/olmpack/tools@sha256:ab (into the tool cache above)"
+        );
+        assert_eq!(
+            install_hint(9, None),
+            "9 tool(s) not found: `olmpack tools install` installs them from a tools image: give --from host/repository@sha256:… or set OLMPACK_TOOLS_IMAGE (into the tool cache above)"
+        );
+    }
 }

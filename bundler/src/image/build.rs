@@ -285,12 +285,14 @@ pub async fn build_catalog_image(
 
 /// Builds an image of files with no base into an OCI layout at `out`: one layer per entry
 /// list, in order, each with its history line, and `labels` on the config. The layers are
-/// compressed concurrently (one thread each).
+/// compressed concurrently (one thread each); `written` is told each layer's history line
+/// and descriptor as soon as that layer is in the layout.
 pub fn build_files_image(
     layers: &[(layer::Entries, String)],
     labels: BTreeMap<String, String>,
     out: &Path,
     options: &BuildOptions,
+    written: &(dyn Fn(&str, &Descriptor) + Sync),
 ) -> Result<Descriptor, BuildError> {
     let writer = LayoutWriter::create(out)?;
     let results: Vec<Result<BuiltLayer, BuildError>> = std::thread::scope(|scope| {
@@ -298,7 +300,13 @@ pub fn build_files_image(
             .iter()
             .map(|(entries, history)| {
                 let writer = &writer;
-                scope.spawn(move || write_entries(writer, entries, history, options))
+                scope.spawn(move || {
+                    let built = write_entries(writer, entries, history, options);
+                    if let Ok(layer) = &built {
+                        written(history, &layer.descriptor);
+                    }
+                    built
+                })
             })
             .collect();
         handles

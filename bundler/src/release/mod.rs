@@ -236,19 +236,29 @@ fn upgrade_check(
         releases.insert(release.name.clone(), release);
     }
     let verdicts = graph::check_edges(&graph::merge(graph::edges(&model)), &releases);
-    let refused: Vec<Finding> = verdicts
-        .iter()
-        .filter(|v| v.refused())
-        .flat_map(|v| v.findings.iter().cloned())
-        .filter(|f| f.severity == Severity::Error)
-        .collect();
-    if !refused.is_empty() {
+    if let Some(refused) = refusal(&verdicts) {
         return Err(ReleaseError::Invalid(refused));
     }
     Ok(UpgradeCheck {
         status: UPGRADE_CHECK_PASSED.into(),
         verdicts,
     })
+}
+
+/// Every finding of the refused edges among `verdicts` (`None` when none is refused):
+/// warnings and infos too, so the release reports what `olmpack upgrade check` reports for
+/// the same plan, with the same counts.
+fn refusal(verdicts: &[EdgeResult]) -> Option<Vec<Finding>> {
+    let refused: Vec<&EdgeResult> = verdicts.iter().filter(|v| v.refused()).collect();
+    if refused.is_empty() {
+        return None;
+    }
+    Some(
+        refused
+            .iter()
+            .flat_map(|v| v.findings.iter().cloned())
+            .collect(),
+    )
 }
 
 /// Everything computed before anything is written or pushed.
@@ -417,8 +427,24 @@ fn build_options(options: &Options, reference: &str) -> BuildOptions {
     }
 }
 
-/// Computes the whole release into a staging directory and describes every step.
+/// Computes the whole release into a staging directory and describes every step. When the
+/// release stops before anything is written, an output directory this run made is removed
+/// again (it holds nothing by then): a refused plan leaves no empty `release/` behind.
 pub async fn prepare(
+    plan: &LoadedPlan,
+    options: &Options,
+    progress: &Progress,
+) -> Result<Prepared, ReleaseError> {
+    let made_out = !options.out.exists();
+    let prepared = prepare_in(plan, options, progress).await;
+    if prepared.is_err() && made_out {
+        // Only an empty directory goes: the staging directory and the lock went with the run.
+        let _ = std::fs::remove_dir(&options.out);
+    }
+    prepared
+}
+
+async fn prepare_in(
     plan: &LoadedPlan,
     options: &Options,
     progress: &Progress,
@@ -1227,6 +1253,35 @@ async fn push_all(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_refused_edge_reports_its_warnings_too() {
+        use crate::upgrade::check::graph::Edge;
+        let edge = |findings: Vec<Finding>| EdgeResult {
+            edge: Edge {
+                package: "p".into(),
+                from: "p.v1".into(),
+                to: "p.v2".into(),
+                channels: Default::default(),
+                via: Default::default(),
+            },
+            crds: Vec::new(),
+            findings,
+            refused_by: Default::default(),
+        };
+        let warned = edge(vec![Finding::warning(
+            "crd-upgrade/existing-object-invalid",
+            "w",
+        )]);
+        assert_eq!(refusal(std::slice::from_ref(&warned)), None);
+        let refused = edge(vec![
+            Finding::error("crd-upgrade/required", "e"),
+            Finding::warning("crd-upgrade/existing-object-invalid", "w"),
+        ]);
+        let found = refusal(&[warned, refused]).expect("an error refuses the edge");
+        let severities: Vec<Severity> = found.iter().map(|f| f.severity).collect();
+        assert_eq!(severities, [Severity::Error, Severity::Warning]);
+    }
+
     use super::*;
 
     #[test]

@@ -9,9 +9,10 @@ use kube::Client;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use super::operator_group::{CATALOG_NAMESPACE, Namespaces};
+use super::operator_group::{self, CATALOG_NAMESPACE, Namespaces};
 use super::reset::{self, Baseline};
 use super::resources::{self, CatalogSource};
+use super::transient::Retried;
 use super::webhooks::{WebhookCommand, WebhookHost};
 use super::{OlmError, kubelet};
 use crate::binaries::{Tool, ToolData};
@@ -77,6 +78,8 @@ pub struct OlmEnv {
     baseline: Baseline,
     /// How many times the environment was reset.
     resets: u32,
+    /// Calls retried since the last [`OlmEnv::retried`] (see [`super::transient`]).
+    retries: Retried,
     olm_operator: ChildProcess,
     catalog_operator: ChildProcess,
     kwok: ChildProcess,
@@ -167,6 +170,7 @@ impl OlmEnv {
             namespaces,
             baseline,
             resets: 0,
+            retries: Retried::default(),
             olm_operator,
             catalog_operator,
             kwok,
@@ -205,6 +209,16 @@ impl OlmEnv {
         &self.options
     }
 
+    /// The calls to the apiserver retried since the last time this was asked (or the last
+    /// reset), one line per call and cause: `ACTION: CAUSE (retried N×)`.
+    pub fn retried(&self) -> Vec<String> {
+        self.retries.take()
+    }
+
+    pub(super) fn retries(&self) -> &Retried {
+        &self.retries
+    }
+
     /// How many times [`OlmEnv::reset`] has readied the environment for another install.
     pub fn resets(&self) -> u32 {
         self.resets
@@ -223,6 +237,7 @@ impl OlmEnv {
         let dir = self.env.dir().join(format!("webhooks-{}", self.resets + 1));
         // Stopped before anything goes, so no process of the last install acts meanwhile.
         self.webhooks.stop();
+        self.retries.take();
         reset::clean(&client, &self.baseline, &self.namespaces.operator).await?;
         create_namespace(&client, &next.operator).await?;
         create_operator_group(&client, &next, mode).await?;
@@ -657,11 +672,11 @@ async fn create_operator_group(
     let group = json!({
         "apiVersion": "operators.coreos.com/v1",
         "kind": "OperatorGroup",
-        "metadata": {"name": "olmpack", "namespace": operator},
+        "metadata": {"name": operator_group::NAME, "namespace": operator},
         "spec": spec,
     });
     api.patch(
-        "olmpack",
+        operator_group::NAME,
         &PatchParams::apply(MANAGER).force(),
         &Patch::Apply(&group),
     )

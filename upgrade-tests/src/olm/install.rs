@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::env::{Catalog, OLM_INSTALL_PLAN_RETRY};
+use super::operator_group;
 use super::resources::{self, Csv, InstallPlan, Subscription};
 use super::{OlmEnv, OlmError};
 use crate::live::api::apiserver_message;
@@ -84,6 +85,9 @@ pub enum Outcome {
         message: String,
         pods: Vec<String>,
     },
+    /// OLM's verdict is unknown: the step did not finish because the test environment
+    /// failed first (`why`, in olmpack's words); says nothing about the operator.
+    Unfinished { why: String },
 }
 
 /// One step: the CSV OLM's InstallPlan proposed, and how it ended.
@@ -97,6 +101,18 @@ pub struct Step {
     pub observed: Vec<String>,
     #[serde(skip)]
     pub elapsed: Duration,
+}
+
+impl Step {
+    /// A step not yet finished ([`Outcome::Unfinished`], with no reason yet).
+    pub fn unfinished() -> Self {
+        Self {
+            csv: None,
+            outcome: Outcome::Unfinished { why: String::new() },
+            observed: Vec::new(),
+            elapsed: Duration::ZERO,
+        }
+    }
 }
 
 /// Whether a CSV whose step was done is still `Succeeded` ([`OlmEnv::left_succeeded`]).
@@ -159,10 +175,21 @@ impl OlmEnv {
             },
         }))
         .expect("a static Subscription is valid");
-        api.create(&PostParams::default(), &sub)
-            .await
-            .map_err(OlmError::api(format!("create Subscription {package}")))?;
-        Ok(())
+        // Retried like a read: an attempt cut off in transport may have created it, and then
+        // the apiserver's "already exists" answers the retry.
+        let mut retry = false;
+        let (api, sub, params) = (&api, &sub, PostParams::default());
+        self.call(format!("create Subscription {package}"), || {
+            let after_attempt = std::mem::replace(&mut retry, true);
+            let params = &params;
+            async move {
+                match api.create(params, sub).await {
+                    Err(kube::Error::Api(status)) if status.code == 409 && after_attempt => Ok(()),
+                    other => other.map(|_| ()),
+                }
+            }
+        })
+        .await
     }
 
     /// Waits for the next InstallPlan of Subscription `package`, approves it, and waits until
@@ -221,32 +248,68 @@ impl OlmEnv {
             &resources::install_plan(),
         );
         while Instant::now() < deadline {
-            let sub = subs
-                .get(package)
-                .await
-                .map_err(OlmError::api(format!("read Subscription {package}")))?;
+            let sub = self
+                .call(format!("read Subscription {package}"), || subs.get(package))
+                .await?;
             if let Some(name) = sub
                 .status
                 .as_ref()
                 .and_then(|s| s.install_plan_ref.as_ref())
                 .map(|r| r.name.clone())
-                && let Some(plan) = plans
-                    .get_opt(&name)
-                    .await
-                    .map_err(OlmError::api(format!("read InstallPlan {name}")))?
+                && let Some(plan) = self
+                    .call(format!("read InstallPlan {name}"), || plans.get_opt(&name))
+                    .await?
                 && !plan.spec.approved
             {
-                let patch = json!({"spec": {"approved": true}});
-                plans
-                    .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await
-                    .map_err(OlmError::api(format!("approve InstallPlan {name}")))?;
+                self.wait_until_managed(deadline).await?;
+                let patch = Patch::Merge(json!({"spec": {"approved": true}}));
+                let params = PatchParams::default();
+                self.call(format!("approve InstallPlan {name}"), || {
+                    plans.patch(&name, &params, &patch)
+                })
+                .await?;
                 let current = sub.status.map(|s| s.current_csv).unwrap_or_default();
                 return Ok(Some((plan, current)));
             }
             tokio::time::sleep(POLL).await;
         }
         Ok(None)
+    }
+
+    /// Waits until OLM manages the namespaces the operator namespace's OperatorGroup
+    /// targets ([`operator_group::managed`]), and returns them as its status lists them
+    /// (`[""]`: all namespaces). An InstallPlan approved before then may stay
+    /// `RequiresApproval`: OLM's catalog-operator finds no OperatorGroup managing the
+    /// namespace and does not look at the plan again.
+    pub async fn wait_until_managed(&self, deadline: Instant) -> Result<Vec<String>, OlmError> {
+        let ns = self.operator_namespace();
+        let groups: Api<DynamicObject> =
+            Api::namespaced_with(self.client(), ns, &resources::operator_group());
+        let targeted = self.namespaces().targeted(self.install_mode());
+        let action = format!("read OperatorGroup {ns}/{}", operator_group::NAME);
+        let started = Instant::now();
+        loop {
+            let group = self
+                .call(action.as_str(), || groups.get(operator_group::NAME))
+                .await?;
+            let status = &group.data["status"];
+            if operator_group::managed(status, &targeted) {
+                let listed = status["namespaces"].as_array().into_iter().flatten();
+                return Ok(listed
+                    .filter_map(|n| n.as_str().map(str::to_owned))
+                    .collect());
+            }
+            if Instant::now() >= deadline {
+                return Err(OlmError::Timeout {
+                    what: format!(
+                        "OLM did not take up OperatorGroup {ns}/{}: its status does not list the namespaces it targets ({targeted:?}): {status}",
+                        operator_group::NAME
+                    ),
+                    waited: started.elapsed(),
+                });
+            }
+            tokio::time::sleep(POLL).await;
+        }
     }
 
     /// Why the Subscription has no InstallPlan: OLM's resolution failure, or a timeout.
@@ -256,10 +319,9 @@ impl OlmEnv {
             self.operator_namespace(),
             &resources::subscription(),
         );
-        let sub = subs
-            .get(package)
-            .await
-            .map_err(OlmError::api(format!("read Subscription {package}")))?;
+        let sub = self
+            .call(format!("read Subscription {package}"), || subs.get(package))
+            .await?;
         let status = sub.status.unwrap_or_default();
         if let Some(c) = status
             .conditions
@@ -343,19 +405,21 @@ impl OlmEnv {
         })
     }
 
-    /// Reads every created example at the version the API server now prefers for its group
-    /// (through conversion, when it is stored at another one); `Err` per unreadable example.
+    /// Reads every created example back at the apiVersion it was written at (through
+    /// conversion, when it is stored at another one), or at a served version of its kind when
+    /// that one is no longer served ([`read_back_resource`]); `Err` per unreadable example.
     pub async fn read_examples(&self, examples: &[Example]) -> Vec<Result<(), String>> {
         let mut out = Vec::new();
         for example in examples.iter().filter(|e| e.refused.is_none()) {
             let started = Instant::now();
+            let action = format!("read {} {} back", example.kind, example.name);
             let result = loop {
-                let result = self.read_example(example).await;
-                match &result {
-                    Err(e) if e.contains("x509: ") && started.elapsed() < TRUST_SETTLES => {
+                match self.read_example(example).await {
+                    Err((_, Some(cause))) if started.elapsed() < TRUST_SETTLES => {
+                        self.retries().note(&action, &cause);
                         tokio::time::sleep(POLL).await;
                     }
-                    _ => break result,
+                    result => break result.map_err(|(message, _)| message),
                 }
             };
             out.push(result);
@@ -363,23 +427,28 @@ impl OlmEnv {
         out
     }
 
-    /// Reads one example back (see [`Self::read_examples`]).
-    async fn read_example(&self, example: &Example) -> Result<(), String> {
-        let group = example
-            .api_version
-            .rsplit_once('/')
-            .map(|(g, _)| g)
-            .unwrap_or("");
-        let group = discovery::group(&self.client(), group)
-            .await
-            .map_err(|e| apiserver_message(&e))?;
-        let (resource, caps) = group
-            .recommended_kind(&example.kind)
-            .ok_or_else(|| format!("{} is no longer served", example.kind))?;
-        let (api, _) = self.scoped(&resource, caps.scope);
+    /// Reads one example back (see [`Self::read_examples`]); `Err` with the message and,
+    /// when the read is worth repeating, why: the apiserver not yet trusting the
+    /// certificate its conversion webhook presents (`x509: ...`: OLM rotates the serving
+    /// certificate and the CRD's `caBundle` together), or a transport error. Any other
+    /// answer of the apiserver (a conversion webhook's error among them) is the verdict.
+    async fn read_example(&self, example: &Example) -> Result<(), (String, Option<String>)> {
+        let (resource, scope) =
+            read_back_resource(&self.client(), &example.api_version, &example.kind)
+                .await
+                .map_err(|message| (message, None))?;
+        let (api, _) = self.scoped(&resource, scope);
         api.get(&example.name).await.map(|_| ()).map_err(|e| {
             let message = apiserver_message(&e);
-            format!("{} {}: {message}", example.kind, example.name)
+            let worth_repeating = match &e {
+                kube::Error::Api(_) if !message.contains("x509: ") => None,
+                _ => super::transient::transient(&e),
+            };
+            let message = format!(
+                "{} {} ({}): {message}",
+                example.kind, example.name, resource.api_version
+            );
+            (message, worth_repeating)
         })
     }
 
@@ -421,9 +490,10 @@ impl OlmEnv {
     async fn read_csv(&self, csv: &str) -> Result<Csv, OlmError> {
         let csvs: Api<Csv> =
             Api::namespaced_with(self.client(), self.operator_namespace(), &resources::csv());
-        csvs.get(csv)
-            .await
-            .map_err(OlmError::api(format!("read ClusterServiceVersion {csv}")))
+        self.call(format!("read ClusterServiceVersion {csv}"), || {
+            csvs.get(csv)
+        })
+        .await
     }
 
     /// Whether CSV `csv` declares webhooks (`spec.webhookdefinitions`): any, or with
@@ -485,10 +555,11 @@ impl OlmEnv {
     async fn csv_status(&self, csv: &str) -> Result<Option<resources::CsvStatus>, OlmError> {
         let csvs: Api<Csv> =
             Api::namespaced_with(self.client(), self.operator_namespace(), &resources::csv());
-        let found = csvs
-            .get_opt(csv)
-            .await
-            .map_err(OlmError::api(format!("read ClusterServiceVersion {csv}")))?;
+        let found = self
+            .call(format!("read ClusterServiceVersion {csv}"), || {
+                csvs.get_opt(csv)
+            })
+            .await?;
         Ok(found.map(|f| f.status.unwrap_or_default()))
     }
 
@@ -561,6 +632,51 @@ impl OlmEnv {
     }
 }
 
+/// The API an object written at `api_version` as a `kind` is read back through after an
+/// upgrade: that apiVersion while the apiserver serves the kind there, else the most stable
+/// other version of the group that serves the kind — never the group's preferred version as
+/// such, which belongs to whichever kind of the group gained the newest version. Each
+/// version is looked up on its own: right after a CRD changes, discovery may still list a
+/// version whose endpoint is already gone, which must not hide the others. `Err` names the
+/// kind and the versions asked when none serves it (in the apiserver's words, when it
+/// refused the discovery read).
+pub async fn read_back_resource(
+    client: &kube::Client,
+    api_version: &str,
+    kind: &str,
+) -> Result<(kube::discovery::ApiResource, Scope), String> {
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let served = |version: &str| {
+        let gvk = GroupVersionKind::gvk(group, version, kind);
+        async move { discovery::pinned_kind(client, &gvk).await.ok() }
+    };
+    if let Some((resource, caps)) = served(version).await {
+        return Ok((resource, caps.scope));
+    }
+    let groups = client.list_api_groups().await.map_err(|e| {
+        format!(
+            "{kind} is no longer served at {api_version}, and the apiserver refused to list its API groups: {}",
+            apiserver_message(&e)
+        )
+    })?;
+    let mut others: Vec<String> = groups
+        .groups
+        .into_iter()
+        .filter(|g| g.name == group)
+        .flat_map(|g| g.versions.into_iter().map(|v| v.version))
+        .filter(|v| v != version)
+        .collect();
+    others.sort_by_cached_key(|v| std::cmp::Reverse(kube::core::Version::parse(v).priority()));
+    for other in others {
+        if let Some((resource, caps)) = served(&other).await {
+            return Ok((resource, caps.scope));
+        }
+    }
+    Err(format!(
+        "{kind} is no longer served at {api_version} nor at any other version of group {group:?}"
+    ))
+}
+
 /// The CSV of `plan` the Subscription resolved to (`current`, its `status.currentCSV`): a
 /// plan also carries the CSVs of the dependencies OLM installs with it, in no set order.
 fn subscribed_csv(plan: &InstallPlan, current: &str) -> String {
@@ -584,10 +700,10 @@ impl OlmEnv {
         use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
         let crds: Api<CustomResourceDefinition> = Api::all(self.client());
         let mut installed = Installed::default();
-        for crd in crds
-            .list(&ListParams::default())
-            .await
-            .map_err(OlmError::api("list CustomResourceDefinitions"))?
+        let all = ListParams::default();
+        for crd in self
+            .call("list CustomResourceDefinitions", || crds.list(&all))
+            .await?
         {
             if crd.spec.group == "operators.coreos.com" {
                 continue;
@@ -603,10 +719,9 @@ impl OlmEnv {
         }
         let deployments: Api<Deployment> =
             Api::namespaced(self.client(), self.operator_namespace());
-        installed.deployments = deployments
-            .list(&ListParams::default())
-            .await
-            .map_err(OlmError::api("list Deployments"))?
+        installed.deployments = self
+            .call("list Deployments", || deployments.list(&all))
+            .await?
             .into_iter()
             .filter_map(|d| d.metadata.name)
             .collect();

@@ -27,10 +27,13 @@ pub mod operator_group;
 mod reset;
 pub mod resources;
 mod settle;
+pub mod transient;
 pub mod webhooks;
 
 pub use env::{Catalog, OlmEnv, OlmEnvOptions};
-pub use install::{Example, Installed, Outcome, Step, StillSucceeded, Timeouts};
+pub use install::{
+    Example, Installed, Outcome, Step, StillSucceeded, Timeouts, read_back_resource,
+};
 pub use webhooks::WebhookCommand;
 
 use std::path::PathBuf;
@@ -71,6 +74,17 @@ pub enum OlmError {
         action: String,
         #[source]
         source: kube::Error,
+    },
+    /// A call failed transiently ([`transient::transient`]) for longer than
+    /// [`transient::RETRY_FOR`]: the test control plane's apiserver could not be reached
+    /// reliably, which says nothing about the operator.
+    #[error(
+        "the test control plane's apiserver could not be reached to {action}: {cause}, still after {waited:.0?} of retries"
+    )]
+    Unreachable {
+        action: String,
+        cause: String,
+        waited: Duration,
     },
     #[error("{what} after {waited:?}")]
     Timeout { what: String, waited: Duration },

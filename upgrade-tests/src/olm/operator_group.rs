@@ -71,9 +71,65 @@ impl Namespaces {
     }
 }
 
+/// The name of the OperatorGroup an environment creates in each operator namespace.
+pub const NAME: &str = "olmpack";
+
+/// Whether OLM manages the namespaces an OperatorGroup targets, by its `status`: the
+/// olm-operator writes `status.namespaces` (`[""]` for all namespaces) and
+/// `status.lastUpdated` once it has synced the group. Until then OLM's catalog-operator may
+/// not find an OperatorGroup managing the namespace ("attenuated service account query
+/// failed - no operator group found that is managing this namespace") and leaves an
+/// approved InstallPlan as it is.
+pub fn managed(status: &serde_json::Value, targeted: &[&str]) -> bool {
+    let mut want: Vec<&str> = match targeted {
+        [] => vec![""],
+        some => some.to_vec(),
+    };
+    let mut have: Vec<&str> = status["namespaces"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|n| n.as_str())
+        .collect();
+    want.sort_unstable();
+    have.sort_unstable();
+    status["lastUpdated"].is_string() && have == want
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn olm_manages_the_namespaces_once_its_status_lists_them() {
+        let synced = |namespaces: serde_json::Value| json!({"namespaces": namespaces, "lastUpdated": "2026-12-05T14:00:00Z"});
+        let table = [
+            (json!({}), vec![], false),
+            (json!(null), vec![], false),
+            (synced(json!([""])), vec![], true),
+            (json!({"namespaces": [""]}), vec![], false),
+            (synced(json!(["operators"])), vec!["operators"], true),
+            (synced(json!([""])), vec!["operators"], false),
+            (
+                synced(json!(["olmpack-target-b", "olmpack-target-a"])),
+                vec!["olmpack-target-a", "olmpack-target-b"],
+                true,
+            ),
+            (
+                synced(json!(["olmpack-target-a"])),
+                vec!["olmpack-target-a", "olmpack-target-b"],
+                false,
+            ),
+        ];
+        for (status, targeted, want) in table {
+            assert_eq!(
+                managed(&status, &targeted),
+                want,
+                "{status} for {targeted:?}"
+            );
+        }
+    }
 
     #[test]
     fn each_mode_targets_its_namespaces() {

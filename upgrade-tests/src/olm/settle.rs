@@ -179,13 +179,16 @@ impl OlmEnv {
         );
         let csvs: Api<Csv> =
             Api::namespaced_with(self.client(), self.operator_namespace(), &resources::csv());
-        let plan = plans
-            .get(plan_name)
-            .await
-            .map_err(OlmError::api(format!("read InstallPlan {plan_name}")))?;
-        let csv = csvs.get_opt(csv_name).await.map_err(OlmError::api(format!(
-            "read ClusterServiceVersion {csv_name}"
-        )))?;
+        let plan = self
+            .call(format!("read InstallPlan {plan_name}"), || {
+                plans.get(plan_name)
+            })
+            .await?;
+        let csv = self
+            .call(format!("read ClusterServiceVersion {csv_name}"), || {
+                csvs.get_opt(csv_name)
+            })
+            .await?;
         let conversions = match &csv {
             Some(csv) => self.conversions_not_as_asked(&csv.spec).await?,
             None => Vec::new(),
@@ -225,10 +228,8 @@ impl OlmEnv {
                     ));
                 }
                 ("CustomResourceDefinition", "PresentNotAvailable") => {
-                    let crd = crds.get_opt(&r.name).await.map_err(OlmError::api(format!(
-                        "read CustomResourceDefinition {}",
-                        r.name
-                    )))?;
+                    let action = format!("read CustomResourceDefinition {}", r.name);
+                    let crd = self.call(action, || crds.get_opt(&r.name)).await?;
                     if let Some(why) = crd.as_ref().and_then(not_established) {
                         held.push(format!("CustomResourceDefinition {}: {why}", r.name));
                     }
@@ -248,10 +249,8 @@ impl OlmEnv {
         let api: Api<CustomResourceDefinition> = Api::all(self.client());
         let mut out = Vec::new();
         for name in conversion_crds(spec) {
-            let Some(crd) = api.get_opt(&name).await.map_err(OlmError::api(format!(
-                "read CustomResourceDefinition {name}"
-            )))?
-            else {
+            let action = format!("read CustomResourceDefinition {name}");
+            let Some(crd) = self.call(action, || api.get_opt(&name)).await? else {
                 continue;
             };
             let strategy = crd

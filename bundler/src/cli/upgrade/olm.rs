@@ -135,8 +135,9 @@ pub fn run(args: OlmArgs, policy: &olmpack::input::Policy) -> CmdResult {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    crate::cli::tools::ensure(&olmpack::tools::ARTIFACT_TOOLS)?;
+    // What was asked is checked before the tools: a wrong name needs no control plane.
     let cluster_crds = cluster_crds(&args.cluster_crds, &limits)?;
+    crate::cli::tools::ensure(&olmpack::tools::ARTIFACT_TOOLS)?;
     let options = RunOptions {
         webhook_command: args.webhook_command.as_deref().map(WebhookCommand::shell),
         timeouts: Timeouts {
@@ -184,6 +185,10 @@ fn cluster_crds(
         {
             crds.push(crd);
             continue;
+        }
+        if !path.exists() {
+            let arg = path.display().to_string();
+            return Err(crate::cli::Invalid(olmpack::cluster_crds::unknown(&arg)).into());
         }
         let text = olmpack::input::text(path, limits)?;
         let crd = olmpack::upgrade::check::parse_crd_file(&path.display().to_string(), &text)
@@ -246,21 +251,34 @@ fn write_reports(args: &OlmArgs, reports: &[CaseReport]) -> CmdResult {
         for seen in steps.flat_map(|step| &step.observed) {
             eprintln!("note[olm]: {}: {seen}", r.name());
         }
+        for call in &r.retried {
+            eprintln!("note[retried]: {}: {call}", r.name());
+        }
+    }
+    let unfinished: Vec<&CaseReport> = reports
+        .iter()
+        .filter(|r| r.failures().is_empty() && r.error().is_some())
+        .collect();
+    for r in &unfinished {
+        let why = r.error().unwrap_or_default();
+        eprintln!("error[environment]: {}: not finished: {why}", r.name());
     }
     let passed = reports
         .iter()
-        .filter(|r| r.failures().is_empty() && r.not_run().is_empty())
+        .filter(|r| r.failures().is_empty() && r.error().is_none() && r.not_run().is_empty())
         .count();
     let failing = reports.iter().filter(|r| !r.failures().is_empty()).count();
     println!(
-        "{} case(s): {passed} passed, {failing} failed, {} passed with checks NOT RUN",
+        "{} case(s): {passed} passed, {failing} failed, {} passed with checks NOT RUN, {} not finished (the test environment failed)",
         reports.len(),
-        reports.len() - passed - failing
+        reports.len() - passed - failing - unfinished.len(),
+        unfinished.len()
     );
-    Ok(if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
+    // A verdict about the operator (1) outweighs the environment failing elsewhere (2).
+    Ok(match (failed, unfinished.len()) {
+        (0, 0) => ExitCode::SUCCESS,
+        (0, _) => ExitCode::from(2),
+        _ => ExitCode::from(1),
     })
 }
 

@@ -27,9 +27,16 @@
 //!   `--webhook-command`, no usable address) and the bundle declares webhooks, the example
 //!   checks are "not run" with the reason — never passed; reading back needs only the
 //!   conversion webhook, so admission webhooks alone never stop it.
+//! - Examples are read back at the apiVersion they were written at, or at a served version
+//!   of their kind when that one is no longer served
+//!   ([`olmpack_envtest::olm::read_back_resource`]).
 //! - A case passes when every step OLM took ended `Succeeded`, OLM picked the predicted
 //!   successor, and every example was created and read back. Each failure names who is to
 //!   blame ([`Party`]): OLM (quoted), or the examples (the apiserver's or webhook's words).
+//! - Calls to the test apiserver that fail in transport (or with a 5xx) are retried within a
+//!   bound and listed ([`CaseReport::retried`]). When the test environment fails all the
+//!   same, the case is reported as not finished ([`CaseReport::environment`]), with what it
+//!   found until then: every case gets a report.
 #![warn(missing_docs)]
 
 mod cases;
@@ -41,7 +48,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use olmpack_envtest::olm::{Example, Installed, Outcome, StillSucceeded, Timeouts, WebhookCommand};
+use olmpack_envtest::olm::transient::error_chain;
+use olmpack_envtest::olm::{Example, Outcome, Step, StillSucceeded, Timeouts, WebhookCommand};
 use olmpack_envtest::{olm::OlmEnv, olm::OlmEnvOptions};
 
 pub use cases::{Case, load_cases, load_cases_for, plan_cases, preferred_mode};
@@ -276,60 +284,86 @@ pub async fn run(
 }
 
 /// One case in an OLM environment of its own (from [`RunOptions::envs`], reset, or fresh);
-/// the environment goes back to the pool when the case is done.
+/// the environment goes back to the pool when the case is done. When the test environment
+/// fails (it does not start, or its apiserver cannot be reached even after retries), the
+/// report keeps what the case found until then and says so ([`CaseReport::environment`]):
+/// a report is written for every case.
 pub async fn run_case(
     catalog_dir: &Path,
     case: Case,
     options: &RunOptions,
 ) -> Result<CaseReport, OlmRunError> {
     let started = Instant::now();
-    let env = env_for(&case, options, started).await?;
-    let report = run_in(&env, catalog_dir, case, options, started).await;
-    if let (Ok(_), Some(pool)) = (&report, &options.envs) {
-        pool.give(env);
+    let mut report = CaseReport::new(case);
+    let env = match env_for(&report.case, options, started).await {
+        Ok(env) => env,
+        Err(err) => return environment_failed(report, err, options, started),
+    };
+    let ran = run_in(&env, catalog_dir, &mut report, options, started).await;
+    report.retried = env.retried();
+    report.seconds = started.elapsed().as_secs_f64();
+    match ran {
+        Ok(()) => {
+            if let Some(pool) = &options.envs {
+                pool.give(env);
+            }
+            Ok(report)
+        }
+        Err(err) => environment_failed(report, err, options, started),
     }
-    report
 }
 
-/// The case's steps in `env`.
-async fn run_in(
-    env: &OlmEnv,
-    catalog_dir: &Path,
-    case: Case,
+/// `report` of a case whose test environment failed with `err` (an `Err` for any other
+/// failure): the step under way is unfinished, and the report says why in olmpack's words.
+fn environment_failed(
+    mut report: CaseReport,
+    err: OlmRunError,
     options: &RunOptions,
     started: Instant,
 ) -> Result<CaseReport, OlmRunError> {
+    let OlmRunError::Env(env) = &err else {
+        return Err(err);
+    };
+    // One line (it goes into table cells): a process's last output may span several.
+    let why = format!("{err}: {}", error_chain(env));
+    let why = why.split_whitespace().collect::<Vec<_>>().join(" ");
+    let unfinished = Outcome::Unfinished { why: why.clone() };
+    let steps = std::iter::once(&mut report.install).chain(report.upgrade.as_mut());
+    for step in steps.filter(|s| matches!(s.outcome, Outcome::Unfinished { .. })) {
+        step.outcome = unfinished.clone();
+    }
+    report.environment = Some(why);
+    report.seconds = started.elapsed().as_secs_f64();
+    let what = format_args!("done: {}", verdict(&report));
+    options.steps.step(&report.case, started, what);
+    Ok(report)
+}
+
+/// The case's steps in `env`, recorded in `report` as they end.
+async fn run_in(
+    env: &OlmEnv,
+    catalog_dir: &Path,
+    report: &mut CaseReport,
+    options: &RunOptions,
+    started: Instant,
+) -> Result<(), OlmRunError> {
     let progress = &options.steps;
+    let case = report.case.clone();
     let served = inline_catalog(catalog_dir, &options.limits)?;
     let catalog = env.serve_catalog("olmpack", served.path()).await?;
     env.subscribe(&catalog, &case.package, &case.channels[0], &case.from)
         .await?;
-    let install = env.next_step(&case.package, options.timeouts).await?;
-    let install_seconds = catalog.started.elapsed().as_secs_f64();
-    let what = describe(&install.outcome);
+    report.install = env.next_step(&case.package, options.timeouts).await?;
+    report.install_seconds = catalog.started.elapsed().as_secs_f64();
+    let what = describe(&report.install.outcome);
     progress.step(&case, started, format_args!("install: {what}"));
-    let mut report = CaseReport {
-        case,
-        install,
-        install_seconds,
-        examples: Ok(Vec::new()),
-        upgrade: None,
-        examples_after: Vec::new(),
-        reads_not_run: None,
-        left_succeeded: None,
-        installed: Installed::default(),
-        seconds: 0.0,
-    };
     if let Outcome::Succeeded { csv } = report.install.outcome.clone() {
         report.installed = env.installed().await?;
         report.examples = examples(env, &csv, options).await?;
-        progress.step(
-            &report.case,
-            started,
-            format_args!("examples: {}", examples_line(&report.examples)),
-        );
-        let last = match report.case.expected.is_some() {
-            true => upgrade(env, &mut report, options, started).await?,
+        let made = examples_line(&report.examples);
+        progress.step(&case, started, format_args!("examples: {made}"));
+        let last = match case.expected.is_some() {
+            true => upgrade(env, report, options, started).await?,
             false => Some(csv),
         };
         if let Some(csv) = last {
@@ -344,12 +378,9 @@ async fn run_in(
         }
     }
     report.seconds = started.elapsed().as_secs_f64();
-    progress.step(
-        &report.case,
-        started,
-        format_args!("done: {}", verdict(&report)),
-    );
-    Ok(report)
+    let what = format_args!("done: {}", verdict(report));
+    progress.step(&case, started, what);
+    Ok(())
 }
 
 /// The environment of `case`: an idle one of the pool, reset for it, or else a fresh one.
@@ -372,7 +403,7 @@ async fn env_for(
                 return Ok(env);
             }
             Err(err) => {
-                let why = causes(&err);
+                let why = error_chain(&err);
                 let what = format_args!("OLM environment not reused ({why}); starting another");
                 options.steps.step(case, started, what);
             }
@@ -385,17 +416,6 @@ async fn env_for(
     Ok(env)
 }
 
-/// An error and its sources, one after another.
-fn causes(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut words = vec![err.to_string()];
-    let mut source = err.source();
-    while let Some(cause) = source {
-        words.push(cause.to_string());
-        source = cause.source();
-    }
-    words.join(": ")
-}
-
 /// Approves the upgrade and reads the examples back; the CSV that ended `Succeeded`, if any.
 async fn upgrade(
     env: &OlmEnv,
@@ -403,6 +423,8 @@ async fn upgrade(
     options: &RunOptions,
     started: Instant,
 ) -> Result<Option<String>, OlmRunError> {
+    // Unfinished until OLM's verdict is in (see [`environment_failed`]).
+    report.upgrade = Some(Step::unfinished());
     let step = env
         .next_step(&report.case.package, options.timeouts)
         .await?;
@@ -414,6 +436,7 @@ async fn upgrade(
         Outcome::Succeeded { csv } => Some(csv.clone()),
         _ => None,
     };
+    report.upgrade = Some(step);
     if let (Ok(examples), Some(csv)) = (&report.examples, &done) {
         match webhooks_served(env, csv, options, true).await? {
             Ok(()) => report.examples_after = env.read_examples(examples).await,
@@ -423,7 +446,6 @@ async fn upgrade(
     if done.is_some() {
         report.installed = env.installed().await?;
     }
-    report.upgrade = Some(step);
     Ok(done)
 }
 
@@ -442,6 +464,9 @@ fn verdict(report: &CaseReport) -> String {
     let not_run = report.not_run();
     match (failures.first(), not_run.first()) {
         (Some(f), _) => format!("FAIL ({}: {})", f.party.label(), f.message),
+        (None, _) if report.error().is_some() => {
+            format!("not finished ({})", report.error().unwrap_or_default())
+        }
         (None, Some(why)) => format!("pass, checks not run ({why})"),
         (None, None) => "pass".to_owned(),
     }

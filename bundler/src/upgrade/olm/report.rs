@@ -34,6 +34,13 @@ pub struct CaseReport {
     pub installed: Installed,
     /// Wall-clock seconds the whole case took.
     pub seconds: f64,
+    /// Calls to the test control plane's apiserver that failed transiently and were
+    /// retried: `ACTION: CAUSE (retried N×)`.
+    pub retried: Vec<String>,
+    /// Why the case could not be finished: the test environment failed (it did not start,
+    /// or its apiserver could not be reached even after retries). The steps it interrupted
+    /// are [`Outcome::Unfinished`]; what was found before stands.
+    pub environment: Option<String>,
 }
 
 /// Who a failure is blamed on.
@@ -84,8 +91,30 @@ impl Failure {
 }
 
 impl CaseReport {
-    /// Why the case failed; empty when it passed.
+    /// The report of `case` before anything ran: its install unfinished, nothing found.
+    pub fn new(case: Case) -> Self {
+        Self {
+            case,
+            install: Step::unfinished(),
+            install_seconds: 0.0,
+            examples: Ok(Vec::new()),
+            upgrade: None,
+            examples_after: Vec::new(),
+            reads_not_run: None,
+            left_succeeded: None,
+            installed: Installed::default(),
+            seconds: 0.0,
+            retried: Vec::new(),
+            environment: None,
+        }
+    }
+
+    /// Why the case failed; empty when it passed. A step the test environment interrupted
+    /// ([`Self::environment`]) is no failure: its verdict is unknown.
     pub fn failures(&self) -> Vec<Failure> {
+        if matches!(self.install.outcome, Outcome::Unfinished { .. }) {
+            return Vec::new();
+        }
         if !matches!(self.install.outcome, Outcome::Succeeded { .. }) {
             let what = describe(&self.install.outcome);
             return vec![Failure::olm(format!(
@@ -113,12 +142,15 @@ impl CaseReport {
                         "OLM proposed {proposed} instead of {to}"
                     )));
                 }
-                if !matches!(step.outcome, Outcome::Succeeded { .. }) {
+                if !matches!(
+                    step.outcome,
+                    Outcome::Succeeded { .. } | Outcome::Unfinished { .. }
+                ) {
                     let what = describe(&step.outcome);
                     out.push(Failure::olm(format!("upgrade to {to}: {what}")));
                 }
             }
-            (Some((to, _)), None) => {
+            (Some((to, _)), None) if self.environment.is_none() => {
                 out.push(Failure::olm(format!("upgrade to {to} did not run")));
             }
             _ => {}
@@ -144,6 +176,11 @@ impl CaseReport {
             out.push(format!("examples read after the upgrade: {why}"));
         }
         out
+    }
+
+    /// Why the case was not finished, when the test environment failed (not a verdict).
+    pub fn error(&self) -> Option<&str> {
+        self.environment.as_deref()
     }
 
     /// The case's name in reports ([`super::Case::name`]).
@@ -182,6 +219,8 @@ pub fn describe(outcome: &Outcome) -> String {
             }
             s
         }
+        Outcome::Unfinished { why } if why.is_empty() => "not finished".to_owned(),
+        Outcome::Unfinished { why } => format!("not finished: {why}"),
     }
 }
 
@@ -227,6 +266,9 @@ fn upgrade_cell(r: &CaseReport) -> String {
 }
 
 fn examples_cell(r: &CaseReport) -> String {
+    if matches!(r.install.outcome, Outcome::Unfinished { .. }) {
+        return "not run (no install)".to_owned();
+    }
     let list = match &r.examples {
         Err(why) => return format!("not run: {why}"),
         Ok(list) => list,
@@ -246,6 +288,7 @@ fn examples_cell(r: &CaseReport) -> String {
 fn result_cell(r: &CaseReport) -> &'static str {
     match (r.failures().is_empty(), r.not_run().is_empty()) {
         (false, _) => "FAIL",
+        (true, _) if r.error().is_some() => "ERROR (test environment)",
         (true, false) => "pass (checks not run)",
         (true, true) => "pass",
     }
@@ -264,15 +307,19 @@ fn edge(via: EdgeKind) -> &'static str {
 /// which shard it is ([`super::shard::SHARD_PROPERTY`]), for `upgrade merge-shards`.
 pub fn junit(reports: &[CaseReport], shard: Option<super::shard::Shard>) -> String {
     let failed = reports.iter().filter(|r| !r.failures().is_empty()).count();
+    let errors = reports
+        .iter()
+        .filter(|r| r.failures().is_empty() && r.error().is_some())
+        .count();
     let skipped = reports
         .iter()
-        .filter(|r| r.failures().is_empty() && !r.not_run().is_empty())
+        .filter(|r| r.failures().is_empty() && r.error().is_none() && !r.not_run().is_empty())
         .count();
     let total: f64 = reports.iter().map(|r| r.seconds).sum();
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         out,
-        "<testsuites><testsuite name=\"olmpack upgrade olm\" tests=\"{}\" failures=\"{failed}\" errors=\"0\" skipped=\"{skipped}\" time=\"{total:.1}\">",
+        "<testsuites><testsuite name=\"olmpack upgrade olm\" tests=\"{}\" failures=\"{failed}\" errors=\"{errors}\" skipped=\"{skipped}\" time=\"{total:.1}\">",
         reports.len()
     );
     if let Some(shard) = shard {
@@ -302,6 +349,12 @@ pub fn junit(reports: &[CaseReport], shard: Option<super::shard::Shard>) -> Stri
                 "><failure message=\"{}\" type=\"{}\"/></testcase>",
                 olmpack_model::report::xml_escape(&text.join("; ")),
                 first.party.label()
+            );
+        } else if let Some(why) = r.error() {
+            let _ = writeln!(
+                out,
+                "><error message=\"{}\" type=\"environment\"/></testcase>",
+                olmpack_model::report::xml_escape(why)
             );
         } else if !not_run.is_empty() {
             let _ = writeln!(
