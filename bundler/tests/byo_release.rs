@@ -31,14 +31,14 @@ const SPEC_FOO: [(&str, &str); 1] = [(
 )];
 
 /// The scaffold of kubebuilder `tag`, copied to `into` as `name`, with `spec.foo` in its
-/// samples when `foo`.
-fn scaffold(releases: &Path, tag: &str, into: &Path, name: &str, foo: bool) -> Project {
+/// samples when `set_field`.
+fn scaffold(releases: &Path, tag: &str, into: &Path, name: &str, set_field: bool) -> Project {
     let mut project = Project::copy(&releases.join(tag).join("project-v4"), into, name);
     project.tidy = true;
     let samples = project.dir.join("config/samples");
     for entry in std::fs::read_dir(&samples).unwrap() {
         let file = entry.unwrap().file_name().into_string().unwrap();
-        if foo && file.starts_with("crew_") {
+        if set_field && file.starts_with("crew_") {
             project.patch(&format!("config/samples/{file}"), &SPEC_FOO, 1);
         }
     }
@@ -76,7 +76,7 @@ struct Scene {
 impl Scene {
     /// Builds the managers and lays out the plan's inputs (NOT RUN without the corpus, the
     /// tools or Go).
-    fn new(test: &str, old_tag: &str, foo: bool) -> Option<Self> {
+    fn new(test: &str, old_tag: &str, set_field: bool) -> Option<Self> {
         let releases =
             olmpack_testkit::corpus::require(olmpack_testkit::corpus::KUBEBUILDER_RELEASES, test)?;
         byo_support::tools(test)?;
@@ -84,8 +84,8 @@ impl Scene {
             .prefix("olmpack-byo-release-")
             .tempdir()
             .unwrap();
-        let old = scaffold(&releases, old_tag, dir.path(), "old", foo);
-        let new = scaffold(&releases, "v4.15.0", dir.path(), "new", foo);
+        let old = scaffold(&releases, old_tag, dir.path(), "old", set_field);
+        let new = scaffold(&releases, "v4.15.0", dir.path(), "new", set_field);
         for (version, project) in [("0.1.0", &old), ("0.2.0", &new)] {
             let manager = project.build(test)?;
             let bin = dir.path().join("bin").join(version);

@@ -120,28 +120,13 @@ impl Example<'_> {
     /// fills in what a schema requires): what is stored cannot be known statically (a
     /// warning: `upgrade test` registers the webhooks and decides).
     fn stored_as_mutated(&self, invalid: &Invalid) -> Problem {
-        let (name, version) = (self.name(), self.version);
-        Problem {
-            rule: "crd-upgrade/existing-object-invalid",
-            crd: self.crd.to_owned(),
-            version: Some(version.to_owned()),
-            path: Some(invalid.path.clone()),
-            message: format!(
-                "example {} {name} (from the installed release) as written is invalid under the new {version} schema ({}: {}), but a mutating admission webhook of the installed release changes such objects before they are stored, so whether OLM v0 refuses depends on what it stores: `olmpack upgrade test` registers the webhooks and decides",
-                self.object
-                    .get("kind")
-                    .and_then(Value::as_str)
-                    .unwrap_or(""),
-                if invalid.path.is_empty() {
-                    "(root)"
-                } else {
-                    &invalid.path
-                },
-                invalid.message
-            ),
-            refused_by: Refuser::Nobody,
-            severity: Severity::Warning,
-        }
+        let message = format!(
+            "{} as written is invalid under the new {} schema ({}), but a mutating admission webhook of the installed release changes such objects before they are stored, so whether OLM v0 refuses depends on what it stores: `olmpack upgrade test` registers the webhooks and decides",
+            self.described(),
+            self.version,
+            reason(invalid)
+        );
+        self.invalid(invalid, Severity::Warning, Refuser::Nobody, message)
     }
 
     /// The example is invalid under the new schema: OLM v0 refuses the upgrade, or (with a
@@ -160,29 +145,56 @@ impl Example<'_> {
                 "OLM v0 fails the InstallPlan when such an object exists (\"updated validation is too restrictive\")",
             )
         };
-        let (name, version) = (self.name(), self.version);
+        let message = format!(
+            "{} is invalid under the new {} schema: {}; {consequence}",
+            self.described(),
+            self.version,
+            reason(invalid)
+        );
+        self.invalid(invalid, severity, refused_by, message)
+    }
+
+    /// `example KIND NAME (from the installed release)`.
+    fn described(&self) -> String {
+        let kind = self
+            .object
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        format!(
+            "example {kind} {} (from the installed release)",
+            self.name()
+        )
+    }
+
+    /// An existing-object problem of this example at `invalid`'s path.
+    fn invalid(
+        &self,
+        invalid: &Invalid,
+        severity: Severity,
+        refused_by: Refuser,
+        message: String,
+    ) -> Problem {
         Problem {
             rule: "crd-upgrade/existing-object-invalid",
             crd: self.crd.to_owned(),
-            version: Some(version.to_owned()),
+            version: Some(self.version.to_owned()),
             path: Some(invalid.path.clone()),
-            message: format!(
-                "example {} {name} (from the installed release) is invalid under the new {version} schema: {}: {}; {consequence}",
-                self.object
-                    .get("kind")
-                    .and_then(Value::as_str)
-                    .unwrap_or(""),
-                if invalid.path.is_empty() {
-                    "(root)"
-                } else {
-                    &invalid.path
-                },
-                invalid.message
-            ),
+            message,
             refused_by,
             severity,
         }
     }
+}
+
+/// `PATH: WHY` of a schema violation (`(root)` for the object itself).
+fn reason(invalid: &Invalid) -> String {
+    let path = if invalid.path.is_empty() {
+        "(root)"
+    } else {
+        &invalid.path
+    };
+    format!("{path}: {}", invalid.message)
 }
 
 /// The first reason `example` is invalid under `root`, as `path: message`.
