@@ -128,8 +128,9 @@ pub(crate) fn enter(fd: RawFd) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Brings the `lo` interface of the calling thread's namespace up.
-#[allow(unsafe_code)]
+/// Brings the `lo` interface of the calling thread's namespace up. (The request numbers are
+/// cast to `Ioctl`: glibc's ioctl takes an unsigned long, musl's an int.)
+#[allow(unsafe_code, clippy::unnecessary_cast)]
 fn loopback_up() -> std::io::Result<()> {
     // SAFETY: a datagram socket for two interface ioctls on a zeroed, NUL-terminated ifreq;
     // the socket is closed before returning.
@@ -142,10 +143,10 @@ fn loopback_up() -> std::io::Result<()> {
         for (dst, src) in req.ifr_name.iter_mut().zip(b"lo\0") {
             *dst = *src as libc::c_char;
         }
-        let mut result = libc::ioctl(sock, libc::SIOCGIFFLAGS, &mut req);
+        let mut result = libc::ioctl(sock, libc::SIOCGIFFLAGS as libc::Ioctl, &mut req);
         if result == 0 {
             req.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
-            result = libc::ioctl(sock, libc::SIOCSIFFLAGS, &req);
+            result = libc::ioctl(sock, libc::SIOCSIFFLAGS as libc::Ioctl, &req);
         }
         let err = std::io::Error::last_os_error();
         libc::close(sock);
