@@ -273,11 +273,12 @@ impl Report {
     }
 
     /// The report in `format`. Values are shown safely: in text and JUnit, control and bidi
-    /// characters appear as `<U+XXXX>`; JSON carries them raw, escaped as JSON (`\u202e`); in
+    /// characters appear as `<U+XXXX>` (in text, line breaks too: one line per finding, so a
+    /// value cannot forge another line, such as a CI workflow command); JSON carries them raw, escaped as JSON (`\u202e`); in
     /// every format a value longer than [`MAX_SHOWN`] characters is shortened.
     pub fn format(&self, format: OutputFormat) -> String {
         match format {
-            OutputFormat::Text => self.shown(safe_text).to_text(),
+            OutputFormat::Text => self.shown(safe_line).to_text(),
             OutputFormat::Json => {
                 let raw = self.shown(safe_raw);
                 let s = serde_json::to_string_pretty(&raw).expect("a report always serializes");
@@ -460,6 +461,11 @@ pub fn safe_text(text: &str) -> String {
         }
     }
     out
+}
+
+/// [`safe_text`] on one line: line breaks shown as `<U+000A>` as well.
+pub fn safe_line(text: &str) -> String {
+    safe_text(text).replace('\n', "<U+000A>")
 }
 
 /// Text for JSON: raw characters (Rust's `\u{…}` escapes undone), long values shortened;
@@ -680,6 +686,29 @@ mod tests {
                 .unwrap()
                 .contains("\u{202e}gpj \u{0}")
         );
+    }
+
+    #[test]
+    fn a_value_cannot_forge_a_line_of_text_or_markdown() {
+        let mut report = Report::new("x");
+        report.push(
+            Finding::error("catalog/x", "name \"a\n::error::forged\r\n\"")
+                .object("olm.bundle/a\n::warning::b")
+                .hint("h\nok"),
+        );
+        assert_eq!(
+            report.format(OutputFormat::Text),
+            "error[catalog/x] olm.bundle/a<U+000A>::warning::b: name \"a<U+000A>::error::forged<U+000D><U+000A>\"\n  \
+             hint: h<U+000A>ok\n\
+             x: 1 error(s), 0 warning(s), 0 info\n"
+        );
+        let md = report.format(OutputFormat::Markdown);
+        assert!(
+            md.lines()
+                .all(|l| !l.contains("::") || l.starts_with("| error |")),
+            "{md}"
+        );
+        assert!(md.contains("olm.bundle/a<br>::warning::b"), "{md}");
     }
 
     #[test]

@@ -39,6 +39,7 @@ pub mod operator;
 pub mod progress;
 pub mod pull;
 pub mod push;
+pub mod realm;
 pub mod reference;
 pub mod registry;
 pub mod resolve;

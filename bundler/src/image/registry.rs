@@ -133,6 +133,19 @@ pub enum RegistryError {
         /// How many attempts were made.
         attempts: u32,
     },
+    /// The registry named a token service that olmpack does not send credentials to (see
+    /// [`super::realm`]); nothing was sent.
+    #[error(
+        "{registry}: refusing to send credentials to the token service {realm} the registry names: {why}"
+    )]
+    CredentialsRefused {
+        /// The registry host.
+        registry: String,
+        /// The token service's URL as the registry named it.
+        realm: String,
+        /// Why, naming the token service's host.
+        why: String,
+    },
     /// A request kept failing (network or server errors) until the retries ran out.
     #[error("{what} failed after {attempts} attempt(s)")]
     Request {
@@ -154,6 +167,8 @@ pub struct RegistryClient {
     /// `https://REGISTRY`, or `http://REGISTRY` when plain HTTP is used, for messages.
     url: String,
     retry: RetryPolicy,
+    /// How long the token-service probe of [`Self::authenticate`] may take.
+    probe_timeout: Duration,
 }
 
 impl std::fmt::Debug for RegistryClient {
@@ -215,6 +230,7 @@ impl RegistryClient {
             registry,
             url,
             retry: access.retry,
+            probe_timeout: access.read_timeout,
         })
     }
 
@@ -224,12 +240,22 @@ impl RegistryClient {
     }
 
     /// Authenticates for `operation` on `reference`'s repository (fetching a bearer token
-    /// when the registry asks for one).
+    /// when the registry asks for one). With credentials, the registry's token service is
+    /// checked first: credentials go only over HTTPS or to loopback ([`super::realm`]).
     pub async fn authenticate(
         &self,
         reference: &Reference,
         operation: RegistryOperation,
     ) -> Result<(), RegistryError> {
+        if !matches!(self.auth, RegistryAuth::Anonymous) {
+            super::realm::probe(&self.url, self.probe_timeout)
+                .await
+                .map_err(|refusal| RegistryError::CredentialsRefused {
+                    registry: self.registry.clone(),
+                    realm: refusal.realm,
+                    why: refusal.why,
+                })?;
+        }
         self.with_retries(format!("authenticating to {}", self.registry), || async {
             self.client
                 .auth(reference, &self.auth, operation)

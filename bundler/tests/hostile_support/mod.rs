@@ -71,6 +71,11 @@ pub fn run(cwd: &Path, args: &[&str]) -> Outcome {
 
 /// [`run`] with another deadline.
 pub fn run_with(cwd: &Path, args: &[&str], deadline: Duration) -> Outcome {
+    run_env(cwd, args, &[], deadline)
+}
+
+/// [`run_with`] with more environment variables.
+pub fn run_env(cwd: &Path, args: &[&str], env: &[(&str, &str)], deadline: Duration) -> Outcome {
     let mut child = Command::new("sh")
         .arg("-c")
         .arg("ulimit -v 2097152; exec \"$0\" \"$@\"")
@@ -78,6 +83,7 @@ pub fn run_with(cwd: &Path, args: &[&str], deadline: Duration) -> Outcome {
         .args(args)
         .current_dir(cwd)
         .env_remove("SOURCE_DATE_EPOCH")
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -624,6 +624,7 @@ fn check(loaded: &LoadedPlan) -> Result<(), PlanError> {
     check_created_at(&loaded.plan, &mut problems);
     check_image_templates(loaded, &mut problems);
     check_default_channel(loaded, &mut problems);
+    check_bundle_labels(&loaded.plan, &mut problems);
     match problems.len() {
         0 => Ok(()),
         1 => {
@@ -695,6 +696,41 @@ fn check_releases(loaded: &LoadedPlan, problems: &mut Problems) {
             }
         }
     }
+}
+
+/// `bundleLabels`: each key and value must be written into `bundle.Dockerfile` as one `LABEL`
+/// line and into the image config as an OCI label unchanged, so a key is a label name as Docker
+/// and OCI recommend it (reverse-DNS: letters, digits, `.`, `-`, `_`, `/`, starting and ending
+/// with a letter or digit) and a value holds no control character (a Dockerfile line cannot).
+fn check_bundle_labels(plan: &Plan, problems: &mut Problems) {
+    for (key, value) in &plan.bundle_labels {
+        if !is_label_key(key) {
+            problems.push((
+                "bundleLabels".into(),
+                format!(
+                    "key {key:?} is not a label key (letters, digits, '.', '-', '_' and '/', starting and ending with a letter or digit, at most 253 characters)"
+                ),
+            ));
+        } else if value.chars().any(char::is_control) {
+            problems.push((
+                format!("bundleLabels.{key}"),
+                format!(
+                    "{value:?} holds a control character, which a bundle.Dockerfile LABEL cannot carry"
+                ),
+            ));
+        }
+    }
+}
+
+/// A label key `bundle.Dockerfile` and the image config can both carry as written.
+pub fn is_label_key(key: &str) -> bool {
+    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    key.len() <= 253
+        && edge(key.chars().next())
+        && edge(key.chars().next_back())
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '/'))
 }
 
 /// The message for a release whose version another release (`releases[first]`) already has.

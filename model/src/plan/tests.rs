@@ -32,6 +32,21 @@ fn bad_plans_name_file_and_field() {
             "dir/olmpack.yaml: releases[0].chanels: unknown field `chanels`, expected one of",
         ),
         (
+            "a newline in a bundleLabels key",
+            format!("{BASE}bundleLabels: {{\"a\\nRUN id\": v}}\nreleases:\n- {{version: 1.0.0, manifests: m}}\n"),
+            "dir/olmpack.yaml: bundleLabels: key \"a\\nRUN id\" is not a label key (letters, digits, '.', '-', '_' and '/', starting and ending with a letter or digit, at most 253 characters)",
+        ),
+        (
+            "a space and '=' in a bundleLabels key",
+            format!("{BASE}bundleLabels: {{\"a=b c\": v}}\nreleases:\n- {{version: 1.0.0, manifests: m}}\n"),
+            "dir/olmpack.yaml: bundleLabels: key \"a=b c\" is not a label key",
+        ),
+        (
+            "a newline in a bundleLabels value",
+            format!("{BASE}bundleLabels: {{com.example.x: \"v\\nRUN id\"}}\nreleases:\n- {{version: 1.0.0, manifests: m}}\n"),
+            "dir/olmpack.yaml: bundleLabels.com.example.x: \"v\\nRUN id\" holds a control character, which a bundle.Dockerfile LABEL cannot carry",
+        ),
+        (
             "unknown top-level key",
             format!("{BASE}pakage: x\nreleases: []\n"),
             "dir/olmpack.yaml: pakage: unknown field `pakage`",
