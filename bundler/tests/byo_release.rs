@@ -124,6 +124,24 @@ impl Scene {
         (reports, out.status.code(), stderr)
     }
 
+    /// `olmpack upgrade olm` with README's command (each case in a fresh environment, as a
+    /// user's first run has it): its exit code and everything it printed.
+    fn upgrade_olm(&self) -> (Option<i32>, String) {
+        let out = self.olmpack(&[
+            "upgrade",
+            "olm",
+            "--plan",
+            "olmpack.yaml",
+            "--cluster-crd",
+            "servicemonitors.monitoring.coreos.com",
+            "--webhook-command",
+            WEBHOOK_COMMAND,
+        ]);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.code(), text)
+    }
+
     /// `olmpack upgrade check`'s text output.
     fn upgrade_check(&self) -> String {
         let out = self.olmpack(&["upgrade", "check", "--plan", "olmpack.yaml"]);
@@ -247,4 +265,54 @@ fn byo_release_v4_8_0_to_v4_15_0_upgrade_test() {
 #[test]
 fn byo_release_v4_3_0_to_v4_15_0_upgrade_test() {
     assert_release_edge("byo_release_v4_3_0_to_v4_15_0_upgrade_test", "v4.3.0");
+}
+
+/// OLM's verdict on the v4.3.0 → v4.15.0 edge: v4.8.0 added `app.kubernetes.io/name` to the
+/// manager Deployment's selector, which is immutable, so the real OLM v0 fails the upgrade —
+/// olmpack quotes its words; v4.15.0 alone installs and its examples are read back.
+#[test]
+fn byo_release_v4_3_0_to_v4_15_0_upgrade_olm_refuses_the_selector_change() {
+    let test = "byo_release_v4_3_0_to_v4_15_0_upgrade_olm_refuses_the_selector_change";
+    let Some(scene) = Scene::new(test, "v4.3.0", true) else {
+        return;
+    };
+    let (code, text) = scene.upgrade_olm();
+    eprintln!("{text}");
+    assert_eq!(code, Some(1), "{text}");
+    let edge = case_line(&text, "project-v4.v0.1.0 → project-v4.v0.2.0");
+    assert!(
+        edge.contains("FAIL") && edge.contains("field is immutable"),
+        "OLM's refusal of the selector change is not quoted:\n{text}"
+    );
+    let head = case_line(&text, "[project-v4 project-v4.v0.2.0,");
+    assert!(head.contains("done: pass"), "{text}");
+}
+
+/// With the selector kept (v4.8.0 → v4.15.0), the real OLM v0 upgrades: both cases pass and
+/// every example — Captain, FirstMate at v1 and Admiral, all in one group where only
+/// FirstMate has a v2 — is read back after the upgrade at its own apiVersion.
+#[test]
+fn byo_release_v4_8_0_to_v4_15_0_upgrade_olm_passes_and_reads_every_example_back() {
+    let test = "byo_release_v4_8_0_to_v4_15_0_upgrade_olm_passes_and_reads_every_example_back";
+    let Some(scene) = Scene::new(test, "v4.8.0", true) else {
+        return;
+    };
+    let (code, text) = scene.upgrade_olm();
+    eprintln!("{text}");
+    assert_eq!(code, Some(0), "{text}");
+    let edge = case_line(&text, "project-v4.v0.1.0 → project-v4.v0.2.0");
+    assert!(edge.contains("done: pass"), "{text}");
+    assert!(
+        text.contains("examples: 4/4 created") && text.contains("examples after: 4/4 read back"),
+        "not every example was created and read back after the upgrade:\n{text}"
+    );
+    assert!(!text.contains("x509"), "{text}");
+}
+
+/// The summary line of the case whose name starts with `name`.
+fn case_line<'a>(text: &'a str, name: &str) -> &'a str {
+    text.lines()
+        .filter(|l| l.contains(name) && l.contains("done:"))
+        .last()
+        .unwrap_or_else(|| panic!("no summary for case {name}:\n{text}"))
 }

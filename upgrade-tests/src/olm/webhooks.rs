@@ -14,7 +14,10 @@
 //! When the Deployment changes (an upgrade) or OLM rotates the certificate, the process is
 //! replaced make-before-break, as a rolling update does: the successor starts, its slice is
 //! written, and the old process keeps serving a few seconds more for calls routed by the
-//! apiserver's older view of the slices. Processes die with the host.
+//! apiserver's older view of the slices. A process goes with its Deployment, not with the
+//! Secret: OLM deletes and recreates the Secret during an upgrade, while a pod keeps the files
+//! it mounted (and serves the webhooks that admit OLM's own update of the Deployment).
+//! Processes die with the host.
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -257,20 +260,35 @@ impl Ctx {
                 wanted.insert(deployment.to_owned(), secret);
             }
         }
-        let gone: Vec<String> = self
+        let unlisted: Vec<String> = self
             .lock()
             .hosted
             .keys()
             .filter(|d| !wanted.contains_key(*d))
             .cloned()
             .collect();
-        for deployment in gone {
-            self.lock().hosted.remove(&deployment);
+        // A pod keeps the certificate files it mounted when the Secret goes (OLM deletes and
+        // recreates it during an upgrade): its process goes only with its Deployment.
+        let deployments: Api<Deployment> = Api::namespaced(self.client.clone(), &self.namespace);
+        for deployment in unlisted {
+            if let Ok(None) = deployments.get_opt(&deployment).await {
+                self.retire(&deployment);
+            }
         }
         for (deployment, secret) in wanted {
             if let Err(problem) = self.host(&deployment, &secret).await {
                 self.lock().problems.insert(deployment, problem);
             }
+        }
+    }
+
+    /// Stops hosting `deployment`, whose Deployment is gone: its process keeps serving for
+    /// [`RETIRE_GRACE`], as a terminating pod does for calls routed by an older view.
+    fn retire(&self, deployment: &str) {
+        let mut state = self.lock();
+        if let Some(old) = state.hosted.remove(deployment) {
+            tracing::debug!(%deployment, "webhook host: Deployment gone, process retired");
+            state.retiring.push((std::time::Instant::now(), old));
         }
     }
 
@@ -282,7 +300,7 @@ impl Ctx {
             .await
             .map_err(|e| e.to_string())?
         else {
-            self.lock().hosted.remove(deployment);
+            self.retire(deployment);
             return Ok(());
         };
         let fingerprint = format!(
@@ -300,6 +318,7 @@ impl Ctx {
                     // Replaced below: it serves until its successor is listening.
                     Ok(()) => {}
                     Err(exited) => {
+                        tracing::debug!(%deployment, %exited, "webhook host: process exited");
                         state
                             .problems
                             .insert(deployment.to_owned(), exited.to_string());
@@ -308,6 +327,7 @@ impl Ctx {
                 }
             }
         }
+        tracing::debug!(%deployment, %fingerprint, "webhook host: starting a process");
         let hosted = self.spawn(deployment, &found, secret, fingerprint).await?;
         let mut state = self.lock();
         state.problems.remove(deployment);
@@ -380,6 +400,7 @@ impl Ctx {
         let relay_port = listener.local_addr().map_err(|e| e.to_string())?.port();
         network.relay_in(listener);
         self.apply_slice(deployment, relay_port).await?;
+        tracing::debug!(%deployment, relay_port, "webhook host: process serving");
         Ok(Hosted {
             fingerprint,
             generation,

@@ -439,7 +439,15 @@ async fn upgrade(
     report.upgrade = Some(step);
     if let (Ok(examples), Some(csv)) = (&report.examples, &done) {
         match webhooks_served(env, csv, options, true).await? {
-            Ok(()) => report.examples_after = env.read_examples(examples).await,
+            Ok(()) => {
+                report.examples_after = env.read_examples(examples).await;
+                let line = read_back_line(&report.examples_after);
+                options.steps.step(
+                    &report.case,
+                    started,
+                    format_args!("examples after: {line}"),
+                );
+            }
             Err(why) => report.reads_not_run = Some(why),
         }
     }
@@ -447,6 +455,12 @@ async fn upgrade(
         report.installed = env.installed().await?;
     }
     Ok(done)
+}
+
+/// `N/M read back`: the examples created before the upgrade that the apiserver served after it.
+fn read_back_line(reads: &[Result<(), String>]) -> String {
+    let read = reads.iter().filter(|r| r.is_ok()).count();
+    format!("{read}/{} read back", reads.len())
 }
 
 fn examples_line(examples: &Result<Vec<Example>, String>) -> String {
