@@ -312,7 +312,6 @@ fn byo_release_v4_8_0_to_v4_15_0_upgrade_olm_passes_and_reads_every_example_back
 /// The summary line of the case whose name starts with `name`.
 fn case_line<'a>(text: &'a str, name: &str) -> &'a str {
     text.lines()
-        .filter(|l| l.contains(name) && l.contains("done:"))
-        .last()
+        .rfind(|l| l.contains(name) && l.contains("done:"))
         .unwrap_or_else(|| panic!("no summary for case {name}:\n{text}"))
 }
