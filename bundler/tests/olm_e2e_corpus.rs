@@ -18,39 +18,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use corpus_catalog::render_package;
+use corpus_catalog::{PACKAGES, render_package};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use olmpack::upgrade::olm::{self, CaseReport, EnvPool, RunOptions, StepLog};
 use olmpack_envtest::olm::Timeouts;
 use olmpack_testkit::corpus::{COMMUNITY_OPERATORS, require};
 
 const TABLE: &str = include_str!("fixtures/olm_e2e_corpus/verdicts.tsv");
-
-/// The packages (corpus directories), chosen for variety.
-const PACKAGES: [&str; 22] = [
-    "community-operators/cert-manager",
-    "community-operators/cert-utils-operator",
-    "community-operators/cockroachdb",
-    "community-operators/community-windows-machine-config-operator",
-    "community-operators/crane-operator",
-    "community-operators/devopsinabox",
-    "community-operators/flux",
-    "community-operators/gitlab-runner-operator",
-    "community-operators/hedvig-operator",
-    "community-operators/keda",
-    "community-operators/koku-metrics-operator",
-    "community-operators/mongodb-atlas-kubernetes",
-    "community-operators/mta-operator",
-    "community-operators/node-healthcheck-operator",
-    "community-operators/opentelemetry-operator",
-    "community-operators/poison-pill-operator",
-    "community-operators/rhoas-operator",
-    "community-operators/universal-crossplane",
-    "community-operators/volume-expander-operator",
-    "upstream-community-operators/cloud-native-postgresql",
-    "upstream-community-operators/metallb-operator",
-    "upstream-community-operators/sap-btp-operator",
-];
 
 /// Packages whose bundles need another package's API (OLM's resolver installs the provider
 /// from the same catalog): that package goes into the catalog too, as it would in any real

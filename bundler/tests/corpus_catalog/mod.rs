@@ -5,6 +5,34 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// The packages (corpus directories) the OLM corpus suite installs, chosen for variety
+/// (install modes, namespaced examples, extra objects, webhooks, skipRange, v1beta1 CRDs,
+/// ServiceMonitors).
+pub const PACKAGES: [&str; 22] = [
+    "community-operators/cert-manager",
+    "community-operators/cert-utils-operator",
+    "community-operators/cockroachdb",
+    "community-operators/community-windows-machine-config-operator",
+    "community-operators/crane-operator",
+    "community-operators/devopsinabox",
+    "community-operators/flux",
+    "community-operators/gitlab-runner-operator",
+    "community-operators/hedvig-operator",
+    "community-operators/keda",
+    "community-operators/koku-metrics-operator",
+    "community-operators/mongodb-atlas-kubernetes",
+    "community-operators/mta-operator",
+    "community-operators/node-healthcheck-operator",
+    "community-operators/opentelemetry-operator",
+    "community-operators/poison-pill-operator",
+    "community-operators/rhoas-operator",
+    "community-operators/universal-crossplane",
+    "community-operators/volume-expander-operator",
+    "upstream-community-operators/cloud-native-postgresql",
+    "upstream-community-operators/metallb-operator",
+    "upstream-community-operators/sap-btp-operator",
+];
+
 /// The newest `count` bundle directories of a package, oldest first (by semver of the name).
 fn newest(package_dir: &Path, count: usize) -> Vec<PathBuf> {
     let mut dirs: Vec<(semver::Version, PathBuf)> = std::fs::read_dir(package_dir)

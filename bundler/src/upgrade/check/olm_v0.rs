@@ -6,7 +6,9 @@
 //! - Existing objects: OLM v0 lists every object at every version that is served by both CRDs
 //!   and validates it against the new schema of that version; one invalid object fails the
 //!   InstallPlan. Statically, the objects are the installed release's examples (CSV
-//!   `alm-examples`, the plan's samples), each at the version it is written in; one already
+//!   `alm-examples`, the plan's samples), each at the version it is written in and — when the
+//!   installed CRD has no conversion webhook, so the apiserver serves it unchanged — at every
+//!   other version both CRDs serve; one already
 //!   invalid under the installed schema cannot exist on a cluster and is skipped (an info
 //!   says so). When the new
 //!   CRD converts through a webhook OLM v0 only warns (it trusts the webhook to fix them).
@@ -29,40 +31,41 @@ pub fn check<'a>(input: &PairInput<'a>) -> Vec<Problem> {
     let mut out = Vec::new();
     let mut cel_versions = Vec::new();
     for example in input.examples {
-        let Some(version) = example_version(example, input) else {
+        let Some(written) = example_version(example, input) else {
             continue;
         };
-        let schema_of = |crd: &'a CustomResourceDefinition| {
-            crd.spec
-                .versions
-                .iter()
-                .find(|v| v.name == version && v.served)
-                .and_then(|v| v.schema.as_ref()?.open_api_v3_schema.as_ref())
-        };
-        // Reported as a served-version removal when `to` no longer serves it.
-        let (Some(old_root), Some(root)) = (schema_of(input.from), schema_of(input.to)) else {
-            continue;
-        };
-        if has_cel_rules(root) && !cel_versions.contains(&version) {
-            cel_versions.push(version.clone());
-        }
-        let target = Example {
-            crd: &crd,
-            version: &version,
-            object: example,
-        };
-        let invalid_now = validate_object(example, root);
-        if input.mutated && !invalid_now.is_empty() {
-            out.push(target.stored_as_mutated(&invalid_now[0]));
-            continue;
-        }
-        if !validate_object(example, old_root).is_empty() {
-            // Such an object cannot exist on a cluster running `from`: not this upgrade's problem.
-            out.push(target.already_invalid(old_root));
-            continue;
-        }
-        for invalid in invalid_now {
-            out.push(target.invalid_after_upgrade(&invalid, webhook));
+        for version in versions_seen(&written, input.from) {
+            // Reported as a served-version removal when `to` no longer serves it.
+            let (Some(old_root), Some(root)) = (
+                served_schema(input.from, &version),
+                served_schema(input.to, &version),
+            ) else {
+                continue;
+            };
+            if has_cel_rules(root) && !cel_versions.contains(&version) {
+                cel_versions.push(version.clone());
+            }
+            let seen = seen_at(example, input.from, &version);
+            let target = Example {
+                crd: &crd,
+                version: &version,
+                written: &written,
+                object: &seen,
+            };
+            let invalid_now = validate_object(&seen, root);
+            if input.mutated && !invalid_now.is_empty() {
+                out.push(target.stored_as_mutated(&invalid_now[0]));
+                continue;
+            }
+            if version == written && !validate_object(&seen, old_root).is_empty() {
+                // Such an object cannot exist on a cluster running `from`: not this upgrade's
+                // problem, at any version.
+                out.push(target.already_invalid(old_root));
+                break;
+            }
+            for invalid in invalid_now {
+                out.push(target.invalid_after_upgrade(&invalid, webhook));
+            }
         }
     }
     for version in cel_versions {
@@ -79,12 +82,58 @@ pub fn check<'a>(input: &PairInput<'a>) -> Vec<Problem> {
     out
 }
 
+/// The versions OLM v0 lists an object written at `written` through: its own first, then —
+/// when the installed CRD converts with strategy `None`, so the apiserver serves the object
+/// unchanged at every served version — each other version (the loop keeps those the new CRD
+/// still serves). Through a conversion webhook, what another version holds is the webhook's
+/// answer, which no static check knows.
+fn versions_seen(written: &str, from: &CustomResourceDefinition) -> Vec<String> {
+    let mut out = vec![written.to_owned()];
+    if !olm_v1::has_webhook(from) {
+        out.extend(
+            from.spec
+                .versions
+                .iter()
+                .filter(|v| v.served && v.name != written)
+                .map(|v| v.name.clone()),
+        );
+    }
+    out
+}
+
+/// The schema of `crd`'s served version `version`.
+fn served_schema<'c>(
+    crd: &'c CustomResourceDefinition,
+    version: &str,
+) -> Option<&'c JSONSchemaProps> {
+    crd.spec
+        .versions
+        .iter()
+        .find(|v| v.name == version && v.served)
+        .and_then(|v| v.schema.as_ref()?.open_api_v3_schema.as_ref())
+}
+
+/// `example` as the apiserver serves it at `version` without a conversion webhook: the same
+/// object under that apiVersion.
+fn seen_at(example: &Value, crd: &CustomResourceDefinition, version: &str) -> Value {
+    let mut seen = example.clone();
+    if let Some(object) = seen.as_object_mut() {
+        object.insert(
+            "apiVersion".into(),
+            Value::String(format!("{}/{version}", crd.spec.group)),
+        );
+    }
+    seen
+}
+
 /// One example object of the installed release, checked at one served version of a CRD.
 struct Example<'e> {
     /// The CRD's name.
     crd: &'e str,
-    /// The served version the example is written in.
+    /// The served version the example is checked at.
     version: &'e str,
+    /// The version the example is written in.
+    written: &'e str,
     object: &'e Value,
 }
 
@@ -161,10 +210,15 @@ impl Example<'_> {
             .get("kind")
             .and_then(Value::as_str)
             .unwrap_or("");
-        format!(
-            "example {kind} {} (from the installed release)",
-            self.name()
-        )
+        let name = self.name();
+        if self.version == self.written {
+            format!("example {kind} {name} (from the installed release)")
+        } else {
+            format!(
+                "example {kind} {name} (from the installed release, written at {}; the installed CRD has no conversion webhook, so the apiserver serves it unchanged at {})",
+                self.written, self.version
+            )
+        }
     }
 
     /// An existing-object problem of this example at `invalid`'s path.
