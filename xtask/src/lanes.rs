@@ -73,6 +73,33 @@ pub struct Outcome {
     pub binary: TestBinary,
     pub seconds: f64,
     pub passed: bool,
+    /// Of a failed binary, what each failing test said when it panicked ([`panics`]),
+    /// repeated at the very end of the run, where a truncated CI log still shows it.
+    pub panics: Vec<String>,
+}
+
+/// The most lines [`panics`] keeps per binary.
+const PANIC_LINES: usize = 80;
+
+/// Each `panicked at` line of `output` with what follows it, up to the backtrace (or the
+/// next test's section), at most [`PANIC_LINES`] lines in all.
+pub fn panics(output: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut inside = false;
+    for line in output.lines() {
+        if line.contains("panicked at") {
+            inside = true;
+        } else if line.starts_with("stack backtrace:")
+            || line.starts_with("note: run with")
+            || line.starts_with("---- ")
+        {
+            inside = false;
+        }
+        if inside && out.len() < PANIC_LINES {
+            out.push(line.to_owned());
+        }
+    }
+    out
 }
 
 /// What cargo says about one artifact (`--message-format=json`), the fields read here.
@@ -246,6 +273,7 @@ fn run_one(binary: TestBinary, harness: &Harness) -> (Outcome, String) {
         binary,
         seconds,
         passed,
+        panics: if passed { Vec::new() } else { panics(&output) },
     };
     (outcome, output)
 }
@@ -281,6 +309,34 @@ pub fn doc_tests(root: &Path, harness: &Harness) -> Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn panics_keeps_each_panic_up_to_its_backtrace() {
+        let output = "running 2 tests\n\
+            test a ... FAILED\n\
+            ---- a stdout ----\n\
+            noise\n\
+            thread 'a' (7) panicked at x.rs:1:2:\n\
+            expected 1, got 2\n\
+            stack backtrace:\n\
+            0: frame\n\
+            ---- b stdout ----\n\
+            thread 'b' (8) panicked at y.rs:3:4:\n\
+            boom\n\
+            note: run with `RUST_BACKTRACE=1`\n\
+            failures:\n";
+        assert_eq!(
+            panics(output),
+            [
+                "thread 'a' (7) panicked at x.rs:1:2:",
+                "expected 1, got 2",
+                "thread 'b' (8) panicked at y.rs:3:4:",
+                "boom"
+            ]
+        );
+        let long = "thread 't' panicked at z.rs:1:1:\n".to_owned() + &"line\n".repeat(200);
+        assert_eq!(panics(&long).len(), PANIC_LINES);
+    }
 
     fn bin(name: &str, kind: &str) -> TestBinary {
         TestBinary {
@@ -342,6 +398,7 @@ mod tests {
             binary: bin("olm_e2e_corpus", "test"),
             seconds: 627.54,
             passed: true,
+            panics: Vec::new(),
         }];
         save_times(&file, &outcomes);
         let times = load_times(&file);

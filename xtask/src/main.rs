@@ -364,6 +364,12 @@ fn test(root: &Path, run: TestRun) -> Result<ExitCode> {
     }
     let _ = std::fs::remove_dir_all(&scratch);
 
+    for outcome in outcomes.iter().filter(|o| !o.passed) {
+        eprintln!("xtask: {} said:", outcome.binary.label());
+        for line in &outcome.panics {
+            eprintln!("    {line}");
+        }
+    }
     for line in &failed {
         eprintln!("xtask: failed: {line}");
     }
