@@ -40,8 +40,10 @@ pub struct OlmArgs {
     /// Shell command (or snippet) run by `sh -c` as the process of every Deployment OLM
     /// wires webhooks to: the same contract as `upgrade test`'s (README, "The webhook
     /// command"). It gets OLM's serving certificate in $OLMPACK_WEBHOOK_CERT_FILE and
-    /// $OLMPACK_WEBHOOK_KEY_FILE (also as tls.crt/tls.key in $OLMPACK_WEBHOOK_CERT_DIR), must
-    /// serve HTTPS on 127.0.0.1:$OLMPACK_WEBHOOK_PORT, and gets $KUBECONFIG (acting as the
+    /// $OLMPACK_WEBHOOK_KEY_FILE (also as tls.crt/tls.key in $OLMPACK_WEBHOOK_CERT_DIR and
+    /// in $TMPDIR/k8s-webhook-server/serving-certs, where controller-runtime looks), must
+    /// serve HTTPS on $OLMPACK_WEBHOOK_PORT (9443, controller-runtime's default, in a network
+    /// of its own where olmpack may make one, so no flag is needed), and gets $KUBECONFIG (acting as the
     /// Deployment's ServiceAccount), $OLMPACK_RELEASE (the CSV), $OLMPACK_IMAGE,
     /// $OLMPACK_DEPLOYMENT, $OLMPACK_NAMESPACE, $POD_NAMESPACE and $POD_NAME. Without it,
     /// checks that need webhooks are reported as not run.
