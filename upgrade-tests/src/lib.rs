@@ -1,7 +1,8 @@
-//! The environments olmpack's live commands start, also used by its tests: a real etcd +
-//! kube-apiserver (+ kube-controller-manager) — the envtest that Rust lacks — real OLM v0 on
-//! it, and the live CRD upgrade runs (`olmpack upgrade live`) and OLM installs (`olmpack
-//! upgrade olm`) on them.
+//! olmpack's upgrade-test engine — a shipped part of the product, not a test suite (the
+//! folder is named for what it answers): the environments olmpack's live commands start,
+//! also used by its tests: a real etcd + kube-apiserver (+ kube-controller-manager) — the
+//! envtest that Rust lacks — real OLM v0 on it, and the live CRD upgrade runs (`olmpack
+//! upgrade test`) and OLM installs (`olmpack upgrade olm`) on them.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {

@@ -12,8 +12,8 @@
 //!   [`olmpack_model::upgrade_graph`];
 //! - [`serialize`] prints a catalog as the JSON or YAML stream opm prints.
 //!
-//! Everything but [`load`] and [`render`]'s directory reader is pure. [`version`] and
-//! [`pullspec`] are the model crate's ([`olmpack_model`]), re-exported here.
+//! Everything but [`load`] and [`render`]'s directory reader is pure. Versions and image
+//! references are the model crate's ([`olmpack_model::version`], [`olmpack_model::pullspec`]).
 #![warn(missing_docs)]
 
 pub mod cover;

@@ -197,6 +197,3 @@ fn on(object: &Object, finding: Finding) -> Finding {
         .file(object.file.clone())
         .object(object.display_name())
 }
-
-#[cfg(test)]
-mod tests;
