@@ -281,6 +281,33 @@ pub fn read_io(path: &Path, limits: &Limits) -> io::Result<Vec<u8>> {
     })
 }
 
+/// Largest key, certificate or credentials file olmpack reads (`--sign-key`, registry auth
+/// files, kubeconfig client certificates): real ones are a few KiB.
+pub const SECRET_FILE_MAX_BYTES: u64 = MIB;
+
+/// Reads a key, certificate or credentials file: a regular file (a FIFO or device is refused
+/// before it is opened) of at most [`SECRET_FILE_MAX_BYTES`], whatever the input limits. The
+/// error is in our words without the path, as [`read_io`]'s.
+pub fn read_secret(path: &Path) -> io::Result<Vec<u8>> {
+    read_limited(path, SECRET_FILE_MAX_BYTES).map_err(|err| {
+        let kind = match &err {
+            InputError::Io { kind, .. } => *kind,
+            _ => io::ErrorKind::InvalidInput,
+        };
+        let problem = match err {
+            InputError::TooLarge { size, limit, .. } => format!(
+                "is {size} bytes, more than the {limit} bytes a key or credentials file may have"
+            ),
+            other => {
+                let full = other.to_string();
+                let prefix = format!("{}: ", path.display());
+                full.strip_prefix(&prefix).unwrap_or(&full).to_owned()
+            }
+        };
+        io::Error::new(kind, problem)
+    })
+}
+
 /// [`read`], decoded as UTF-8 text without a leading byte-order mark.
 pub fn text(path: &Path, limits: &Limits) -> Result<String, InputError> {
     let bytes = read(path, limits)?;

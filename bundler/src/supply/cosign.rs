@@ -46,13 +46,12 @@ pub const SIGNATURE_ANNOTATION: &str = "dev.cosignproject.cosign/signature";
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
     /// The key file cannot be read.
-    #[error("{path}: cannot read the signing key")]
+    #[error("{path}: cannot read the signing key: {problem}")]
     Read {
         /// The key file.
         path: String,
-        /// The I/O error from the file system.
-        #[source]
-        source: std::io::Error,
+        /// What went wrong, in our words.
+        problem: String,
     },
     /// The key file holds no PEM block.
     #[error("{path}: not a PEM private key")]
@@ -172,9 +171,9 @@ impl Signer {
     /// Reads the key at `path`; `password` opens an encrypted key.
     pub fn load(path: &std::path::Path, password: Option<&Secret>) -> Result<Self, KeyError> {
         let shown = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|source| KeyError::Read {
+        let bytes = crate::input::read_secret(path).map_err(|e| KeyError::Read {
             path: shown.clone(),
-            source,
+            problem: e.to_string(),
         })?;
         Self::from_pem(&shown, &bytes, password)
     }
