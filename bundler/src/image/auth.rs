@@ -150,7 +150,7 @@ impl AuthFiles {
     pub fn lookup(&self, registry: &str) -> Result<Credentials, AuthError> {
         for path in &self.paths {
             // A credentials file is small: bounded as every key file is, whatever the flags.
-            let text = match crate::input::read_secret(path) {
+            let text = match crate::input::read_secret_io(path) {
                 Ok(text) => text,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(source) => {

@@ -46,12 +46,11 @@ pub const SIGNATURE_ANNOTATION: &str = "dev.cosignproject.cosign/signature";
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
     /// The key file cannot be read.
-    #[error("{path}: cannot read the signing key: {problem}")]
+    #[error("cannot read the signing key")]
     Read {
-        /// The key file.
-        path: String,
-        /// What went wrong, in our words.
-        problem: String,
+        /// Why, naming the key file.
+        #[source]
+        source: crate::input::InputError,
     },
     /// The key file holds no PEM block.
     #[error("{path}: not a PEM private key")]
@@ -171,10 +170,7 @@ impl Signer {
     /// Reads the key at `path`; `password` opens an encrypted key.
     pub fn load(path: &std::path::Path, password: Option<&Secret>) -> Result<Self, KeyError> {
         let shown = path.display().to_string();
-        let bytes = crate::input::read_secret(path).map_err(|e| KeyError::Read {
-            path: shown.clone(),
-            problem: e.to_string(),
-        })?;
+        let bytes = crate::input::read_secret(path).map_err(|source| KeyError::Read { source })?;
         Self::from_pem(&shown, &bytes, password)
     }
 
