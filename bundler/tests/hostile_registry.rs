@@ -519,3 +519,54 @@ fn hostile_registry_token_service_answers_are_bounded_and_checked() {
         assert!(rss < 150, "peaked at {rss} MiB");
     }
 }
+
+#[test]
+fn hostile_registry_pin_digests_on_a_failing_registry_exits_2_naming_it() {
+    let failing = registry(|_, _| Reply::status(500));
+    let missing = registry(|_, _| Reply::status(404));
+    let rows = [
+        (
+            failing,
+            2,
+            "cannot pin {host}/olmpack/guestbook-operator:v1.0.0 to a digest",
+            "resolving {host}/olmpack/guestbook-operator:v1.0.0 failed after 2 attempt(s): http://{host}/v2/olmpack/guestbook-operator/manifests/v1.0.0 answered HTTP 500",
+        ),
+        (
+            missing,
+            1,
+            "releases[0].manifests: cannot pin {host}/olmpack/guestbook-operator:v1.0.0 to a digest",
+            "http://{host}/v2/olmpack/guestbook-operator/manifests/v1.0.0 answered HTTP 404",
+        ),
+    ];
+    for (host, code, first, second) in rows {
+        let (dir, _) = example();
+        let d = dir.path();
+        for version in ["1.0.0", "1.1.0", "1.1.1"] {
+            let path = d.join(format!("deploy/{version}/manifests.yaml"));
+            let text = std::fs::read_to_string(&path).unwrap();
+            write(&path, text.replace("quay.io/", &format!("{host}/")));
+        }
+        let before = snapshot(d);
+        for args in [
+            &["generate", "--pin-digests", "--attempts", "2"][..],
+            &[
+                "bundle",
+                "generate",
+                "--pin-digests",
+                "--attempts",
+                "2",
+                "--out",
+                "b",
+            ],
+        ] {
+            let start = Instant::now();
+            run(d, args)
+                .expect(code, first)
+                .says(&first.replace("{host}", &host))
+                .says(&second.replace("{host}", &host))
+                .in_our_words();
+            assert!(start.elapsed() < Duration::from_secs(20), "{args:?}");
+            assert_eq!(snapshot(d), before, "{args:?} wrote files");
+        }
+    }
+}

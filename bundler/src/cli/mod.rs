@@ -222,9 +222,25 @@ pub fn digest_resolver(
             runtime
                 .block_on(olmpack::image::resolve::resolve_digest(reference, &access))
                 .map(|digest| Some(olmpack::bundle::pin::Rewrite::Digest(digest)))
-                .map_err(|e| olmpack_model::report::error_chain(&e))
+                .map_err(unresolved)
         }),
     ))
+}
+
+/// A failed resolve for `--pin-digests`: a reference that names nothing is the plan's problem
+/// (exit 1); a registry that cannot be asked is not (exit 2).
+fn unresolved(err: olmpack::image::resolve::ResolveError) -> olmpack::bundle::generate::Unresolved {
+    use olmpack::bundle::generate::Unresolved;
+    use olmpack::image::registry::RegistryError;
+    use olmpack::image::resolve::ResolveError;
+    match &err {
+        ResolveError::Reference(_)
+        | ResolveError::Registry {
+            source: RegistryError::Status { status: 404, .. },
+            ..
+        } => Unresolved::Refused(olmpack_model::report::error_chain(&err)),
+        ResolveError::Registry { .. } => Unresolved::Unreachable(std::sync::Arc::new(err)),
+    }
 }
 
 /// Generation options from the environment and the `--pin-digests` flag (with the registry
