@@ -96,6 +96,18 @@ pub enum InputError {
         /// The limit in bytes.
         limit: u64,
     },
+    /// A key, certificate or credentials file is larger than [`SECRET_FILE_MAX_BYTES`].
+    #[error(
+        "{path}: is {size} bytes, more than the {limit} bytes a key or credentials file may have"
+    )]
+    SecretTooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Its size in bytes (as far as it was read).
+        size: u64,
+        /// The limit in bytes.
+        limit: u64,
+    },
     /// A stream (standard input) goes on past the per-file limit (`--max-file-size`); it is
     /// not read further.
     #[error(
@@ -184,6 +196,7 @@ impl InputError {
             InputError::Io { path, .. }
             | InputError::NotRegular { path, .. }
             | InputError::TooLarge { path, .. }
+            | InputError::SecretTooLarge { path, .. }
             | InputError::StreamTooLarge { path, .. }
             | InputError::SymlinkOutside { path, .. }
             | InputError::SymlinkLoop { path }
@@ -270,15 +283,38 @@ pub fn read(path: &Path, limits: &Limits) -> Result<Vec<u8>, InputError> {
 /// [`read`] for callers whose errors carry an [`io::Error`]: the message in our words, without
 /// the path (the caller names it), and the kind of a failed system call kept.
 pub fn read_io(path: &Path, limits: &Limits) -> io::Result<Vec<u8>> {
-    read(path, limits).map_err(|err| {
-        let kind = match &err {
-            InputError::Io { kind, .. } => *kind,
-            _ => io::ErrorKind::InvalidInput,
-        };
-        let full = err.to_string();
-        let prefix = format!("{}: ", path.display());
-        io::Error::new(kind, full.strip_prefix(&prefix).unwrap_or(&full).to_owned())
+    read(path, limits).map_err(|err| without_path(path, err))
+}
+
+/// `err` as an [`io::Error`] in our words without the path, keeping a system call's kind.
+fn without_path(path: &Path, err: InputError) -> io::Error {
+    let kind = match &err {
+        InputError::Io { kind, .. } => *kind,
+        _ => io::ErrorKind::InvalidInput,
+    };
+    let full = err.to_string();
+    let prefix = format!("{}: ", path.display());
+    io::Error::new(kind, full.strip_prefix(&prefix).unwrap_or(&full).to_owned())
+}
+
+/// Largest key, certificate or credentials file olmpack reads (`--sign-key`, registry auth
+/// files, kubeconfig client certificates): real ones are a few KiB.
+pub const SECRET_FILE_MAX_BYTES: u64 = MIB;
+
+/// Reads a key, certificate or credentials file: a regular file (a FIFO or device is refused
+/// before it is opened) of at most [`SECRET_FILE_MAX_BYTES`], whatever the input limits.
+pub fn read_secret(path: &Path) -> Result<Vec<u8>, InputError> {
+    read_limited(path, SECRET_FILE_MAX_BYTES).map_err(|err| match err {
+        InputError::TooLarge { path, size, limit } => {
+            InputError::SecretTooLarge { path, size, limit }
+        }
+        other => other,
     })
+}
+
+/// [`read_secret`] for callers whose errors carry an [`io::Error`], worded as [`read_io`]'s.
+pub fn read_secret_io(path: &Path) -> io::Result<Vec<u8>> {
+    read_secret(path).map_err(|err| without_path(path, err))
 }
 
 /// [`read`], decoded as UTF-8 text without a leading byte-order mark.

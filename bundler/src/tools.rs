@@ -30,6 +30,7 @@ use crate::image::layer::{self, Entries, Entry, LayerSource};
 use crate::image::layout::{Descriptor, LayoutError, LayoutWriter, Platform};
 use crate::image::progress::Progress;
 use crate::image::registry::RegistryAccess;
+use crate::image::unpack::{Budget, tar_stream};
 
 /// The tools the artifact carries: what `upgrade test` and `upgrade olm` run.
 pub const ARTIFACT_TOOLS: [Tool; 8] = [
@@ -299,9 +300,11 @@ pub async fn install(
         })?;
     let image = tools_image(reference, &pulled)?;
     let tree = staging.path().join("tree");
+    // The tools are input like any other: the default input limits bound what they unpack to.
+    let mut budget = Budget::new(&crate::input::Limits::default());
     for blob in &image.layers {
-        let bytes = writer.read_staged_blob(&blob.digest)?;
-        unpack(reference, blob, &bytes, &tree)?;
+        let file = io::BufReader::new(writer.open_staged_blob(&blob.digest)?);
+        unpack(reference, blob, file, &tree, &mut budget)?;
     }
     let installed = move_into_place(reference, &tree, cache)?;
     drop(lock);
@@ -347,7 +350,13 @@ fn tools_image<'a>(
 
 /// Unpacks one gzip tar layer into `tree`, refusing anything but regular files and
 /// directories below the pinned tool directories.
-fn unpack(reference: &str, blob: &Descriptor, bytes: &[u8], tree: &Path) -> Result<(), ToolsError> {
+fn unpack(
+    reference: &str,
+    blob: &Descriptor,
+    layer: impl Read,
+    tree: &Path,
+    budget: &mut Budget,
+) -> Result<(), ToolsError> {
     let allowed: BTreeSet<PathBuf> = artifact_dirs().into_iter().map(|(d, _)| d).collect();
     let refused = |path: &Path, why| ToolsError::Refused {
         reference: reference.to_owned(),
@@ -360,7 +369,7 @@ fn unpack(reference: &str, blob: &Descriptor, bytes: &[u8], tree: &Path) -> Resu
         digest: blob.digest.clone(),
         problem: crate::input::describe_io(&e),
     };
-    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(bytes));
+    let mut archive = tar::Archive::new(tar_stream(layer, true));
     for entry in archive.entries().map_err(broken)? {
         let mut entry = entry.map_err(broken)?;
         let path = entry.path().map_err(broken)?.into_owned();
@@ -385,6 +394,7 @@ fn unpack(reference: &str, blob: &Descriptor, bytes: &[u8], tree: &Path) -> Resu
         if kind.is_dir() {
             fs::create_dir_all(&target).map_err(io_err(&target))?;
         } else if kind.is_file() {
+            budget.admit(&path, entry.size()).map_err(broken)?;
             let mode = entry.header().mode().map_err(broken)? & 0o755;
             write_file(&mut entry, &target, mode).map_err(|e| match e.kind() {
                 io::ErrorKind::UnexpectedEof | io::ErrorKind::InvalidData => broken(e),

@@ -469,7 +469,9 @@ fn each_image_reference_is_resolved_once_and_a_refusal_is_a_problem_of_every_rel
         resolver: Some(olmpack::bundle::generate::ImageResolver(
             std::sync::Arc::new(move |reference: &str| {
                 log.lock().unwrap().push(reference.to_owned());
-                Err("no registry".to_owned())
+                Err(olmpack::bundle::generate::Unresolved::Refused(
+                    "no such image".to_owned(),
+                ))
             }),
         )),
         ..Default::default()

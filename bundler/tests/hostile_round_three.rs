@@ -124,3 +124,44 @@ fn hostile_registry_token_realm_on_plain_http_gets_no_credentials() {
         "credentials were sent"
     );
 }
+
+// --- 3. key files: bounded regular files ---
+
+#[test]
+fn hostile_sign_key_that_is_a_fifo_a_device_or_huge_is_refused_naming_it() {
+    let (dir, _) = example();
+    let d = dir.path();
+    mkfifo(&d.join("key.fifo"));
+    sparse(&d.join("huge.pem"), 3 << 30);
+    let rows = [
+        (
+            "key.fifo",
+            1,
+            "key.fifo: is a FIFO (named pipe), not a regular file; olmpack reads only regular files",
+        ),
+        (
+            "/dev/zero",
+            1,
+            "/dev/zero: is a device, not a regular file; olmpack reads only regular files",
+        ),
+        (
+            "huge.pem",
+            1,
+            "huge.pem: is 3221225472 bytes, more than the 1048576 bytes a key or credentials file may have",
+        ),
+        ("missing.pem", 2, "missing.pem: does not exist"),
+    ];
+    for (key, code, message) in rows {
+        let before = snapshot(d);
+        run_with(
+            d,
+            &["release", "--sign-key", key, "--out", "out"],
+            std::time::Duration::from_secs(20),
+        )
+        .expect(code, key)
+        .says("cannot read the signing key")
+        .says(message)
+        .in_our_words();
+        assert_eq!(snapshot(d), before, "{key}: files were written");
+    }
+}

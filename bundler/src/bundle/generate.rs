@@ -30,6 +30,16 @@ pub enum GenerateError {
     /// Problems in the plan or the manifests; every one is listed.
     #[error("{} problem(s) in the release plan or its manifests", .0.iter().filter(|f| f.severity == Severity::Error).count())]
     Invalid(Vec<Finding>),
+    /// `--pin-digests` could not ask a registry (unreachable, failing, too slow): olmpack
+    /// could not do its job, which says nothing about the plan.
+    #[error("cannot pin {reference} to a digest")]
+    Unpinned {
+        /// The image reference.
+        reference: String,
+        /// Why, in our words, naming the registry.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// A valid release's bundle could not be turned into files: a manifest could not be
     /// printed as YAML, or a file path would leave the bundle directory.
     #[error("failed to render the bundle of release {version}")]
@@ -60,8 +70,17 @@ pub struct GenerateOptions {
 #[derive(Clone)]
 pub struct ImageResolver(pub std::sync::Arc<ResolveFn>);
 
-/// `reference → Ok(Some(rewrite)) | Ok(None) (leave it) | Err(reason)`.
-pub type ResolveFn = dyn Fn(&str) -> Result<Option<pin::Rewrite>, String> + Send + Sync;
+/// `reference → Ok(Some(rewrite)) | Ok(None) (leave it) | Err(why not)`.
+pub type ResolveFn = dyn Fn(&str) -> Result<Option<pin::Rewrite>, Unresolved> + Send + Sync;
+
+/// Why a reference was not resolved.
+#[derive(Clone, Debug)]
+pub enum Unresolved {
+    /// The reference names nothing (no such image, not a reference): a problem of the plan.
+    Refused(String),
+    /// The registry could not be asked (unreachable, failing, too slow): not the plan's fault.
+    Unreachable(std::sync::Arc<dyn std::error::Error + Send + Sync>),
+}
 
 impl std::fmt::Debug for ImageResolver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -93,7 +112,13 @@ pub fn generate(plan: &LoadedPlan, options: &GenerateOptions) -> Result<Generate
     let epoch_created = options.source_date_epoch.and_then(format_epoch);
     let mut built = build_all(&read, epoch_created).map_err(refused)?;
     if let Some(resolver) = &options.resolver {
-        pin_all(&mut built, resolver).map_err(refused)?;
+        pin_all(&mut built, resolver).map_err(|failed| match failed {
+            PinFailed::Findings(found) => refused(found),
+            PinFailed::Unreachable { reference, source } => GenerateError::Unpinned {
+                reference,
+                source: Box::new(Shared(source)),
+            },
+        })?;
     }
     write_all(&read, built)
 }
@@ -141,31 +166,65 @@ fn all_or_problems<T>(value: T, problems: Vec<Finding>) -> Result<T, Vec<Finding
     }
 }
 
+/// Why pinning failed: problems of the plan, or a registry that could not be asked.
+enum PinFailed {
+    Findings(Vec<Finding>),
+    Unreachable {
+        reference: String,
+        source: std::sync::Arc<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+/// An error shared with the resolver's cache, shown as itself.
+#[derive(Debug)]
+struct Shared(std::sync::Arc<dyn std::error::Error + Send + Sync>);
+
+impl std::fmt::Display for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for Shared {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
 /// Rewrites every image reference of every CSV as the resolver says, asking it once for each
-/// reference; a reference it refuses is a problem of each release that names it.
-fn pin_all(built: &mut [Built<'_>], resolver: &ImageResolver) -> Result<(), Vec<Finding>> {
-    let mut resolved: BTreeMap<String, Result<Option<pin::Rewrite>, String>> = BTreeMap::new();
+/// reference; a reference it refuses is a problem of each release that names it, a registry
+/// that cannot be asked stops the run.
+fn pin_all(built: &mut [Built<'_>], resolver: &ImageResolver) -> Result<(), PinFailed> {
+    let mut resolved: BTreeMap<String, Result<Option<pin::Rewrite>, Unresolved>> = BTreeMap::new();
     let mut problems = Vec::new();
     for bundle in built.iter_mut() {
         let mut refused = BTreeMap::new();
+        let mut unreachable = None;
         pin::rewrite(&mut bundle.bundle.csv, &mut |reference| {
             let outcome =
                 (resolved.entry(reference.to_owned())).or_insert_with(|| (resolver.0)(reference));
             match outcome {
                 Ok(rewrite) => rewrite.clone(),
-                Err(message) => {
+                Err(Unresolved::Refused(message)) => {
                     refused.insert(reference.to_owned(), message.clone());
+                    None
+                }
+                Err(Unresolved::Unreachable(source)) => {
+                    unreachable.get_or_insert_with(|| (reference.to_owned(), source.clone()));
                     None
                 }
             }
         });
+        if let Some((reference, source)) = unreachable {
+            return Err(PinFailed::Unreachable { reference, source });
+        }
         let field = format!("releases[{}].manifests", bundle.release.index);
         problems.extend(refused.into_iter().map(|(reference, message)| {
             let message = format!("cannot pin {reference} to a digest: {message}");
             Finding::error("image/unresolved", message).field(field.clone())
         }));
     }
-    all_or_problems((), problems)
+    all_or_problems((), problems).map_err(PinFailed::Findings)
 }
 
 /// Renders every built bundle to files under `<version>/` and validates it as built; any

@@ -48,6 +48,8 @@ pub enum BundleCommand {
         /// its registry serves now.
         #[arg(long)]
         pin_digests: bool,
+        #[command(flatten)]
+        net: super::image::NetArgs,
     },
     /// Validate a bundle directory, or a directory of bundle directories.
     ///
@@ -87,7 +89,8 @@ pub fn run(cmd: BundleCommand, policy: &Policy) -> CmdResult {
             out,
             check,
             pin_digests,
-        } => generate(&plan, out, check, pin_digests, policy),
+            net,
+        } => generate(&plan, out, check, pin_digests.then_some(&net), policy),
         BundleCommand::Validate {
             dir,
             output,
@@ -111,7 +114,7 @@ fn generate(
     plan_path: &Path,
     out: Option<PathBuf>,
     check: bool,
-    pin_digests: bool,
+    pin_digests: Option<&super::image::NetArgs>,
     policy: &Policy,
 ) -> CmdResult {
     let loaded = olmpack::plan::load(plan_path, policy)?;

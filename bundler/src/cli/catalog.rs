@@ -61,6 +61,8 @@ pub enum CatalogCommand {
         /// Image reference to record for the bundle (only with one directory).
         #[arg(long)]
         image: Option<String>,
+        #[command(flatten)]
+        net: super::image::NetArgs,
     },
     /// Expand an `olm.template.basic` or `olm.semver` template.
     Template {
@@ -111,7 +113,14 @@ pub fn run(cmd: CatalogCommand, policy: &Policy) -> CmdResult {
             output,
             migrate_level,
             image,
-        } => render(&refs, output, migrate_level, image.as_deref(), limits),
+            net,
+        } => render(
+            &refs,
+            output,
+            migrate_level,
+            image.as_deref(),
+            (limits, net),
+        ),
         CatalogCommand::Template {
             file,
             bundles,
@@ -153,7 +162,7 @@ fn render(
     output: Format,
     migrate_level: MigrateLevel,
     image: Option<&str>,
-    limits: Limits,
+    (limits, net): (Limits, super::image::NetArgs),
 ) -> CmdResult {
     if image.is_some() && refs.len() > 1 {
         return Err("--image needs exactly one bundle directory".into());
@@ -169,7 +178,7 @@ fn render(
         &names,
         jobs,
         output,
-        |i, emit| render_ref(&refs[i], migrate_level, image, limits, emit),
+        |i, emit| render_ref(&refs[i], migrate_level, image, (limits, net), emit),
         &mut out,
     )
     .map_err(stream_error)?;
@@ -285,12 +294,12 @@ fn render_ref(
     reference: &std::path::Path,
     migrate: MigrateLevel,
     image: Option<&str>,
-    limits: Limits,
+    (limits, net): (Limits, super::image::NetArgs),
     emit: &mut Emitter<'_, '_, RefError>,
 ) -> Result<(), RefError> {
     let Ok(meta) = std::fs::metadata(reference) else {
-        let bundle =
-            render_image(&reference.to_string_lossy(), migrate, limits).map_err(RefError::Other)?;
+        let bundle = render_image(&reference.to_string_lossy(), migrate, limits, &net)
+            .map_err(RefError::Other)?;
         emit.blob(&Blob::Bundle(bundle));
         return Ok(());
     };
@@ -419,13 +428,15 @@ fn render_image(
     reference: &str,
     migrate: MigrateLevel,
     limits: Limits,
+    net: &super::image::NetArgs,
 ) -> Result<olmpack::catalog::declcfg::Bundle, Box<dyn std::error::Error + Send + Sync>> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let files = runtime.block_on(olmpack::image::pull::pull_files(
         reference,
-        &olmpack::image::registry::RegistryAccess::default(),
+        &net.access(),
+        &limits,
     ))?;
     if !files.keys().any(|p| p.starts_with("manifests")) {
         return Err(

@@ -134,12 +134,39 @@ pub struct RegistryArgs {
     /// Allow plain HTTP to a registry that is not on a loopback address.
     #[arg(long)]
     insecure_http: bool,
+    #[command(flatten)]
+    net: NetArgs,
+}
+
+/// How patiently olmpack talks to registries: every command that reads or writes one.
+#[derive(Clone, Copy, Debug, clap::Args)]
+pub struct NetArgs {
     /// Tries per registry request before giving up.
     #[arg(long, default_value_t = 6)]
     attempts: u32,
-    /// Seconds a registry response may stall before it is retried.
+    /// Seconds a registry response may stall (a manifest, config or token answer: may take
+    /// in all) before it is retried.
     #[arg(long, default_value_t = 60)]
     timeout: u64,
+    /// Seconds one registry operation (resolving, pulling or pushing one image) may take in
+    /// all, retries and pauses included.
+    #[arg(long, default_value_t = 600)]
+    deadline: u64,
+}
+
+impl NetArgs {
+    /// Registry access with these settings and credentials from the auth files.
+    pub fn access(&self) -> RegistryAccess {
+        let mut access = RegistryAccess::default();
+        self.apply(&mut access);
+        access
+    }
+
+    fn apply(&self, access: &mut RegistryAccess) {
+        access.read_timeout = Duration::from_secs(self.timeout.max(1));
+        access.deadline = Duration::from_secs(self.deadline.max(1));
+        access.retry.attempts = self.attempts.max(1);
+    }
 }
 
 pub(super) fn parse_epoch(text: &str) -> Result<u64, String> {
@@ -191,10 +218,9 @@ impl RegistryArgs {
             credentials,
             auth_files: AuthFiles::from_env(),
             insecure_http: self.insecure_http,
-            read_timeout: Duration::from_secs(self.timeout.max(1)),
             ..Default::default()
         };
-        access.retry.attempts = self.attempts.max(1);
+        self.net.apply(&mut access);
         Ok(access)
     }
 }

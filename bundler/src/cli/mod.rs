@@ -8,7 +8,7 @@
 
 mod bundle;
 mod catalog;
-mod image;
+pub(crate) mod image;
 mod jobs;
 mod plan;
 mod tools;
@@ -208,36 +208,54 @@ pub fn main() -> ExitCode {
 
 /// Resolves image references through the registries (credentials from the usual auth files),
 /// for `--pin-digests`.
-pub fn digest_resolver() -> Result<olmpack::bundle::generate::ImageResolver, std::io::Error> {
+pub fn digest_resolver(
+    net: &image::NetArgs,
+) -> Result<olmpack::bundle::generate::ImageResolver, std::io::Error> {
     let runtime = std::sync::Arc::new(
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?,
     );
-    let access = olmpack::image::registry::RegistryAccess::default();
+    let access = net.access();
     Ok(olmpack::bundle::generate::ImageResolver(
         std::sync::Arc::new(move |reference: &str| {
             runtime
                 .block_on(olmpack::image::resolve::resolve_digest(reference, &access))
                 .map(|digest| Some(olmpack::bundle::pin::Rewrite::Digest(digest)))
-                .map_err(|e| olmpack_model::report::error_chain(&e))
+                .map_err(unresolved)
         }),
     ))
 }
 
-/// Generation options from the environment and the `--pin-digests` flag.
+/// A failed resolve for `--pin-digests`: a reference that names nothing is the plan's problem
+/// (exit 1); a registry that cannot be asked is not (exit 2).
+fn unresolved(err: olmpack::image::resolve::ResolveError) -> olmpack::bundle::generate::Unresolved {
+    use olmpack::bundle::generate::Unresolved;
+    use olmpack::image::registry::RegistryError;
+    use olmpack::image::resolve::ResolveError;
+    match &err {
+        ResolveError::Reference(_)
+        | ResolveError::Registry {
+            source: RegistryError::Status { status: 404, .. },
+            ..
+        } => Unresolved::Refused(olmpack_model::report::error_chain(&err)),
+        ResolveError::Registry { .. } => Unresolved::Unreachable(std::sync::Arc::new(err)),
+    }
+}
+
+/// Generation options from the environment and the `--pin-digests` flag (with the registry
+/// settings it resolves with).
 pub fn generate_options(
-    pin_digests: bool,
+    pin_digests: Option<&image::NetArgs>,
     policy: &olmpack::input::Policy,
 ) -> Result<olmpack::bundle::generate::GenerateOptions, Box<dyn Error + Send + Sync>> {
     Ok(olmpack::bundle::generate::GenerateOptions {
         input: *policy,
         source_date_epoch: olmpack::bundle::generate::source_date_epoch_from_env()?,
         only_version: None,
-        resolver: if pin_digests {
-            Some(digest_resolver()?)
-        } else {
-            None
+        resolver: match pin_digests {
+            Some(net) => Some(digest_resolver(net)?),
+            None => None,
         },
     })
 }

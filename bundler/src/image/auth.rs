@@ -149,8 +149,8 @@ impl AuthFiles {
     /// The credentials for `registry` (a host, with port if any), or anonymous.
     pub fn lookup(&self, registry: &str) -> Result<Credentials, AuthError> {
         for path in &self.paths {
-            // A credentials file is small; the default limits bound it, whatever the flags.
-            let text = match crate::input::read_io(path, &crate::input::Limits::default()) {
+            // A credentials file is small: bounded as every key file is, whatever the flags.
+            let text = match crate::input::read_secret_io(path) {
                 Ok(text) => text,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(source) => {

@@ -7,10 +7,9 @@
 use std::collections::HashSet;
 
 use oci_client::RegistryOperation;
-use oci_client::manifest::OciDescriptor;
 use serde_json::Value;
 
-use super::digest::sha256_digest;
+use super::fetch::Expected;
 use super::layout::{Descriptor, ImageIndex, ImageManifest, LayoutError, LayoutWriter, Platform};
 use super::media_type;
 use super::progress::Progress;
@@ -192,18 +191,19 @@ async fn pull_manifest(
     client: &RegistryClient,
     reference: &Reference,
 ) -> Result<(Vec<u8>, String), BaseError> {
-    let (bytes, digest) = client
-        .with_retries(
+    let wanted = reference
+        .digest()
+        .or(reference.tag())
+        .unwrap_or("latest")
+        .to_owned();
+    Ok(client
+        .get_manifest(
+            reference.repository(),
+            &wanted,
+            media_type::ALL_MANIFESTS,
             format!("pulling manifest {}", reference.whole()),
-            || async {
-                client
-                    .client
-                    .pull_manifest_raw(reference, &client.auth, media_type::ALL_MANIFESTS)
-                    .await
-            },
         )
-        .await?;
-    Ok((bytes.to_vec(), digest))
+        .await?)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -273,51 +273,66 @@ fn oci_layer_media_type(layer: &Descriptor) -> Result<String, BaseError> {
     Ok(media.to_owned())
 }
 
-fn oci_descriptor(d: &Descriptor) -> OciDescriptor {
-    OciDescriptor {
-        media_type: d.media_type.clone(),
-        digest: d.digest.clone(),
-        size: d.size as i64,
-        ..Default::default()
-    }
-}
-
 async fn pull_to_memory(
     client: &RegistryClient,
     reference: &Reference,
     blob: &Descriptor,
 ) -> Result<Vec<u8>, BaseError> {
-    let descriptor = oci_descriptor(blob);
-    let bytes = client
-        .with_retries(format!("pulling blob {}", blob.digest), || async {
-            let mut out = Vec::new();
-            client
-                .client
-                .pull_blob(reference, &descriptor, &mut out)
-                .await
-                .map(|()| out)
-        })
-        .await?;
-    debug_assert_eq!(sha256_digest(&bytes), blob.digest);
-    Ok(bytes)
+    let expected = Expected {
+        digest: &blob.digest,
+        size: blob.size,
+    };
+    Ok(client
+        .get_small_blob(
+            reference.repository(),
+            expected,
+            format!("pulling blob {}", blob.digest),
+        )
+        .await?)
 }
 
+/// Streams a layer into the layout, never past its declared size, its digest checked.
 async fn pull_to_layout(
     client: &RegistryClient,
     reference: &Reference,
     blob: &Descriptor,
     writer: &LayoutWriter,
 ) -> Result<(), BaseError> {
-    let descriptor = oci_descriptor(blob);
+    use std::io::Write as _;
     let temp = writer.temp_blob_path();
+    let store = |source| BaseError::Store {
+        digest: blob.digest.clone(),
+        source,
+    };
+    let mut file: Option<std::io::BufWriter<std::fs::File>> = None;
+    let expected = Expected {
+        digest: &blob.digest,
+        size: blob.size,
+    };
     client
-        .with_retries(format!("pulling blob {}", blob.digest), || async {
-            // A fresh file per attempt: a retry must not append to a partial download.
-            let file = tokio::fs::File::create(&temp).await?;
-            // pull_blob checks the digest of what it wrote.
-            client.client.pull_blob(reference, &descriptor, file).await
-        })
+        .get_blob(
+            reference.repository(),
+            expected,
+            format!("pulling blob {}", blob.digest),
+            |chunk| {
+                if chunk.is_empty() {
+                    // A fresh file per attempt: a retry must not append to a partial download.
+                    file = Some(std::io::BufWriter::new(std::fs::File::create(&temp)?));
+                    return Ok(());
+                }
+                match file.as_mut() {
+                    Some(out) => out.write_all(chunk),
+                    None => Ok(()),
+                }
+            },
+        )
         .await?;
+    if let Some(out) = file {
+        out.into_inner()
+            .map_err(|e| store(e.into_error()))?
+            .sync_all()
+            .map_err(store)?;
+    }
     writer.commit_blob(&temp, &blob.digest)?;
     Ok(())
 }

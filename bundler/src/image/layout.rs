@@ -328,6 +328,16 @@ impl LayoutWriter {
         self.staging.path().join(format!("blobs/.incoming-{n}"))
     }
 
+    /// Opens a blob already stored in this (unfinished) layout, to stream it.
+    pub fn open_staged_blob(&self, digest: &str) -> Result<fs::File, LayoutError> {
+        let hex = sha256_hex(digest).ok_or_else(|| LayoutError::BadDigest {
+            layout: self.dest.clone(),
+            digest: digest.to_owned(),
+        })?;
+        fs::File::open(self.staging.path().join("blobs/sha256").join(hex))
+            .map_err(|e| self.write_err(e))
+    }
+
     /// Reads a blob already stored in this (unfinished) layout.
     pub fn read_staged_blob(&self, digest: &str) -> Result<Vec<u8>, LayoutError> {
         let hex = sha256_hex(digest).ok_or_else(|| LayoutError::BadDigest {

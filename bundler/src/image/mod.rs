@@ -33,6 +33,7 @@ pub mod auth;
 pub mod base;
 pub mod build;
 pub mod digest;
+pub mod fetch;
 pub mod layer;
 pub mod layout;
 pub mod operator;
@@ -43,6 +44,7 @@ pub mod realm;
 pub mod reference;
 pub mod registry;
 pub mod resolve;
+pub mod unpack;
 
 /// OCI media types olmpack writes.
 pub mod media_type {

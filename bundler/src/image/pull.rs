@@ -15,6 +15,8 @@ use super::base::{self, BaseError};
 use super::layout::{LayoutError, LayoutWriter};
 use super::progress::Progress;
 use super::registry::RegistryAccess;
+use super::unpack::{Budget, is_gzip, tar_stream};
+use crate::input::Limits;
 
 /// Failure to pull an image's files.
 #[derive(Debug, thiserror::Error)]
@@ -59,10 +61,12 @@ pub enum PullError {
     TempDir(#[source] std::io::Error),
 }
 
-/// The files of `reference` (relative path → contents).
+/// The files of `reference` (relative path → contents), its layers unpacked under `limits`
+/// as local input is read ([`super::unpack`]).
 pub async fn pull_files(
     reference: &str,
     access: &RegistryAccess,
+    limits: &Limits,
 ) -> Result<BTreeMap<PathBuf, Vec<u8>>, PullError> {
     let temp = tempfile::tempdir().map_err(PullError::TempDir)?;
     let layout_err = |source| PullError::Layout {
@@ -80,9 +84,11 @@ pub async fn pull_files(
         reference: reference.to_owned(),
     })?;
     let mut files = BTreeMap::new();
+    let mut budget = Budget::new(limits);
     for layer in &first.layers {
-        let blob = writer.read_staged_blob(&layer.digest).map_err(layout_err)?;
-        apply_layer(&blob, &mut files).map_err(|source| PullError::Layer {
+        let blob = writer.open_staged_blob(&layer.digest).map_err(layout_err)?;
+        let blob = std::io::BufReader::new(blob);
+        apply_layer(blob, &mut files, &mut budget).map_err(|source| PullError::Layer {
             reference: reference.to_owned(),
             digest: layer.digest.clone(),
             source,
@@ -91,14 +97,14 @@ pub async fn pull_files(
     Ok(files)
 }
 
-/// Applies one (gzip-compressed or plain) tar layer to `files`.
-fn apply_layer(blob: &[u8], files: &mut BTreeMap<PathBuf, Vec<u8>>) -> std::io::Result<()> {
-    let reader: Box<dyn Read + '_> = if blob.starts_with(&[0x1f, 0x8b]) {
-        Box::new(flate2::read::GzDecoder::new(blob))
-    } else {
-        Box::new(blob)
-    };
-    let mut archive = tar::Archive::new(reader);
+/// Applies one (gzip-compressed or plain) tar layer to `files`, within `budget`.
+fn apply_layer(
+    mut blob: impl std::io::BufRead,
+    files: &mut BTreeMap<PathBuf, Vec<u8>>,
+    budget: &mut Budget,
+) -> std::io::Result<()> {
+    let gzip = is_gzip(blob.fill_buf()?);
+    let mut archive = tar::Archive::new(tar_stream(blob, gzip));
     for entry in archive.entries()? {
         let mut entry = entry?;
         let path = entry.path()?.into_owned();
@@ -121,6 +127,7 @@ fn apply_layer(blob: &[u8], files: &mut BTreeMap<PathBuf, Vec<u8>>) -> std::io::
             continue;
         }
         if entry.header().entry_type().is_file() {
+            budget.admit(&path, entry.size())?;
             let mut contents = Vec::new();
             entry.read_to_end(&mut contents)?;
             files.insert(path, contents);
@@ -151,21 +158,25 @@ mod tests {
     fn layers_apply_in_order_with_whiteouts() {
         let mut files = BTreeMap::new();
         apply_layer(
-            &tar(&[
+            tar(&[
                 ("manifests/a.yaml", "1"),
                 ("manifests/b.yaml", "2"),
                 ("metadata/x", "3"),
-            ]),
+            ])
+            .as_slice(),
             &mut files,
+            &mut Budget::new(&Limits::default()),
         )
         .unwrap();
         apply_layer(
-            &tar(&[
+            tar(&[
                 ("manifests/a.yaml", "new"),
                 ("manifests/.wh.b.yaml", ""),
                 ("./metadata/y", "4"),
-            ]),
+            ])
+            .as_slice(),
             &mut files,
+            &mut Budget::new(&Limits::default()),
         )
         .unwrap();
         let got: Vec<(String, String)> = files

@@ -265,13 +265,14 @@ async fn move_tag(
         tag.to_owned(),
     );
     push_manifest(client, &tagged, root_manifest).await?;
-    let actual = client
-        .with_retries(format!("resolving {}", tagged.whole()), || async {
-            client
-                .client
-                .fetch_manifest_digest(&tagged, &client.auth)
-                .await
-        })
+    // The digest of what the tag serves, hashed here: a header could say anything.
+    let (_, actual) = client
+        .get_manifest(
+            tagged.repository(),
+            tag,
+            super::media_type::ALL_MANIFESTS,
+            format!("resolving {}", tagged.whole()),
+        )
         .await?;
     if actual != root_digest {
         return Err(PushError::TagMismatch {

@@ -35,6 +35,28 @@ pub fn bearer_realm(header: &str) -> Option<String> {
     })
 }
 
+/// A Bearer challenge: where the token service is and which service to ask it for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Challenge {
+    /// The token service's URL.
+    pub realm: String,
+    /// The `service` parameter, when the registry names one.
+    pub service: Option<String>,
+}
+
+/// The Bearer challenge of a `WWW-Authenticate` header value.
+pub fn challenge(header: &str) -> Option<Challenge> {
+    let realm = bearer_realm(header)?;
+    let (_, params) = header.trim().split_once(' ')?;
+    let service = params.split(',').find_map(|param| {
+        let (name, value) = param.trim().split_once('=')?;
+        name.trim()
+            .eq_ignore_ascii_case("service")
+            .then(|| value.trim().trim_matches('"').to_owned())
+    });
+    Some(Challenge { realm, service })
+}
+
 /// Whether the credentials for the registry at `registry_url` (`https://host[:port]`, or
 /// `http://…` when it is reached over plain HTTP) may be sent to `realm`.
 pub fn check_realm(registry_url: &str, realm: &str) -> Result<(), Refusal> {

@@ -38,6 +38,9 @@ pub struct RegistryAccess {
     pub connect_timeout: Duration,
     /// Blobs uploaded or downloaded at once.
     pub max_concurrent: usize,
+    /// One registry operation (resolving, pulling or pushing one image) ends after this
+    /// long in total, retries and pauses included.
+    pub deadline: Duration,
 }
 
 impl Default for RegistryAccess {
@@ -50,6 +53,7 @@ impl Default for RegistryAccess {
             read_timeout: Duration::from_secs(60),
             connect_timeout: Duration::from_secs(15),
             max_concurrent: 4,
+            deadline: Duration::from_secs(600),
         }
     }
 }
@@ -115,9 +119,9 @@ pub enum RegistryError {
         registry: String,
         /// The HTTP status code.
         status: u16,
-        /// The client library's error.
+        /// The client library's error, when the client library made the request.
         #[source]
-        source: OciDistributionError,
+        source: Option<OciDistributionError>,
     },
     /// The registry could not be reached at all (refused, unresolvable, timed out) until
     /// the retries ran out. The HTTP client's own chain of errors is left out: it names the
@@ -146,6 +150,90 @@ pub enum RegistryError {
         /// Why, naming the token service's host.
         why: String,
     },
+    /// An answer is larger than olmpack reads for its kind (see [`super::fetch::caps`]).
+    #[error("{what}: {registry} sends more than {limit} bytes, the most olmpack reads for it")]
+    TooLarge {
+        /// What was attempted.
+        what: String,
+        /// The registry's URL.
+        registry: String,
+        /// The cap in bytes.
+        limit: u64,
+    },
+    /// An answer contradicts what was asked for (size or digest).
+    #[error("{what}: {registry} answered with something else: {problem}")]
+    Mismatch {
+        /// What was attempted.
+        what: String,
+        /// The registry's URL.
+        registry: String,
+        /// How the answer differs, in our words.
+        problem: String,
+    },
+    /// The registry answered with an HTTP error status.
+    #[error("{what}: {url} answered HTTP {status}{detail}")]
+    Status {
+        /// What was attempted.
+        what: String,
+        /// The URL asked.
+        url: String,
+        /// The HTTP status code.
+        status: u16,
+        /// `: ` and the registry's own message (escaped), or empty.
+        detail: String,
+    },
+    /// A request kept failing until the retries ran out; `problem` is the last failure.
+    #[error("{what} failed after {attempts} attempt(s): {problem}")]
+    Failed {
+        /// What was attempted.
+        what: String,
+        /// How many attempts were made.
+        attempts: u32,
+        /// The last failure, in our words.
+        problem: String,
+    },
+    /// A token service answered with something that is not a token.
+    #[error(
+        "{what}: the token service {realm} answered with something other than a token (JSON with \"token\" or \"access_token\")"
+    )]
+    BadToken {
+        /// What was attempted.
+        what: String,
+        /// The token service's URL.
+        realm: String,
+    },
+    /// The operation ran out of time (`--deadline`).
+    #[error("{what}: {registry} did not finish within the deadline of {seconds} s (--deadline)")]
+    Deadline {
+        /// What was attempted.
+        what: String,
+        /// The registry's URL.
+        registry: String,
+        /// The deadline in seconds.
+        seconds: u64,
+    },
+    /// The registry asked to retry later than the deadline allows.
+    #[error(
+        "{what}: {registry} asks to retry after {seconds} s (Retry-After), past the deadline (--deadline)"
+    )]
+    RetryAfterDeadline {
+        /// What was attempted.
+        what: String,
+        /// The registry's URL.
+        registry: String,
+        /// The pause the registry asked for.
+        seconds: u64,
+    },
+    /// Storing what was read failed on this machine.
+    #[error("{what}: failed to store what {registry} sent: {problem}")]
+    Local {
+        /// What was attempted.
+        what: String,
+        /// The registry's URL.
+        registry: String,
+        /// The local failure, in our words.
+        problem: String,
+    },
     /// A request kept failing (network or server errors) until the retries ran out.
     #[error("{what} failed after {attempts} attempt(s)")]
     Request {
@@ -163,12 +251,51 @@ pub enum RegistryError {
 pub struct RegistryClient {
     pub(crate) client: Client,
     pub(crate) auth: RegistryAuth,
-    registry: String,
+    pub(super) registry: String,
     /// `https://REGISTRY`, or `http://REGISTRY` when plain HTTP is used, for messages.
-    url: String,
+    pub(super) url: String,
     retry: RetryPolicy,
-    /// How long the token-service probe of [`Self::authenticate`] may take.
+    /// How long the token-service probe of [`Self::authenticate`] may take, and how long
+    /// one small answer ([`super::fetch`]) may take whole.
     probe_timeout: Duration,
+    /// The HTTP client of the bounded reads of [`super::fetch`].
+    pub(super) http: reqwest::Client,
+    /// The pull token [`super::fetch`] got from the registry's token service.
+    pub(super) token: std::sync::Mutex<Option<super::auth::Secret>>,
+    /// The registry asked for Basic credentials.
+    pub(super) basic_asked: std::sync::Mutex<bool>,
+    /// When the operation this client serves must end.
+    deadline: tokio::time::Instant,
+    /// The deadline's length, for messages.
+    deadline_secs: u64,
+}
+
+/// One failed attempt of a bounded read: the error, and whether another try may succeed.
+#[derive(Debug)]
+pub struct Failure {
+    error: RegistryError,
+    transient: bool,
+    retry_after: Option<Duration>,
+}
+
+impl Failure {
+    /// A failure another attempt will not fix.
+    pub fn permanent(error: RegistryError) -> Self {
+        Self {
+            error,
+            transient: false,
+            retry_after: None,
+        }
+    }
+
+    /// A failure another attempt may not hit; `retry_after` is the pause the registry asked for.
+    pub fn transient(error: RegistryError, retry_after: Option<Duration>) -> Self {
+        Self {
+            error,
+            transient: true,
+            retry_after,
+        }
+    }
 }
 
 impl std::fmt::Debug for RegistryClient {
@@ -224,6 +351,18 @@ impl RegistryClient {
             }
             Credentials::Bearer(token) => RegistryAuth::Bearer(token.expose().to_owned()),
         };
+        let http = reqwest::Client::builder()
+            .connect_timeout(access.connect_timeout)
+            .read_timeout(access.read_timeout)
+            .redirect(reqwest::redirect::Policy::limited(5))
+            .user_agent(concat!("olmpack/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| RegistryError::Unreachable {
+                what: "setting up the HTTP client".to_owned(),
+                registry: url.clone(),
+                problem: e.to_string(),
+                attempts: 0,
+            })?;
         Ok(Self {
             client,
             auth,
@@ -231,6 +370,11 @@ impl RegistryClient {
             url,
             retry: access.retry,
             probe_timeout: access.read_timeout,
+            http,
+            token: std::sync::Mutex::new(None),
+            basic_asked: std::sync::Mutex::new(false),
+            deadline: tokio::time::Instant::now() + access.deadline,
+            deadline_secs: access.deadline.as_secs(),
         })
     }
 
@@ -256,6 +400,11 @@ impl RegistryClient {
                     why: refusal.why,
                 })?;
         }
+        if matches!(operation, RegistryOperation::Pull) {
+            // Reads go through [`super::fetch`], which answers the registry's challenge
+            // itself, its token answer bounded.
+            return Ok(());
+        }
         self.with_retries(format!("authenticating to {}", self.registry), || async {
             self.client
                 .auth(reference, &self.auth, operation)
@@ -263,6 +412,178 @@ impl RegistryClient {
                 .map(|_| ())
         })
         .await
+    }
+
+    /// Runs `attempt` (a bounded read of [`super::fetch`]) until it succeeds, fails for good,
+    /// or the attempts run out, within the operation's deadline; a `small` answer must be
+    /// complete within the per-request timeout. Pauses honour `Retry-After`.
+    pub(super) async fn retrying<T, F, Fut>(
+        &self,
+        what: String,
+        small: bool,
+        mut attempt: F,
+    ) -> Result<T, RegistryError>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, Failure>>,
+    {
+        let run = async {
+            let mut tries = 0;
+            loop {
+                tries += 1;
+                let outcome = if small {
+                    match tokio::time::timeout(self.probe_timeout, attempt()).await {
+                        Ok(outcome) => outcome,
+                        Err(_) => Err(self.too_slow(&what)),
+                    }
+                } else {
+                    attempt().await
+                };
+                let failure = match outcome {
+                    Ok(value) => return Ok(value),
+                    Err(failure) => failure,
+                };
+                if !failure.transient || tries >= self.retry.attempts {
+                    return Err(self.final_error(failure.error, tries));
+                }
+                let pause = self.pause(&what, tries, failure.retry_after)?;
+                tracing::info!(what = %what, attempt = tries, error = %failure.error,
+                    pause_ms = pause.as_millis() as u64, "registry request failed; retrying");
+                tokio::time::sleep(pause).await;
+            }
+        };
+        self.within_deadline(&what, run).await
+    }
+
+    /// The pause before the next try: the backoff, or the registry's `Retry-After` when
+    /// longer; an error when that pause would end past the deadline.
+    fn pause(
+        &self,
+        what: &str,
+        tries: u32,
+        retry_after: Option<Duration>,
+    ) -> Result<Duration, RegistryError> {
+        let backoff = with_jitter(self.retry.backoff(tries));
+        let Some(asked) = retry_after else {
+            return Ok(backoff);
+        };
+        if tokio::time::Instant::now() + asked > self.deadline {
+            return Err(RegistryError::RetryAfterDeadline {
+                what: what.to_owned(),
+                registry: self.url.clone(),
+                seconds: asked.as_secs(),
+            });
+        }
+        Ok(backoff.max(asked))
+    }
+
+    /// The error to report once retrying is over: a transient failure names the attempts.
+    fn final_error(&self, error: RegistryError, tries: u32) -> RegistryError {
+        match error {
+            RegistryError::Unreachable {
+                what,
+                registry,
+                problem,
+                ..
+            } => RegistryError::Unreachable {
+                what,
+                registry,
+                problem,
+                attempts: tries,
+            },
+            RegistryError::Failed { what, problem, .. } => RegistryError::Failed {
+                what,
+                attempts: tries,
+                problem,
+            },
+            RegistryError::Status {
+                what,
+                url,
+                status,
+                detail,
+            } if tries > 1 => RegistryError::Failed {
+                what,
+                attempts: tries,
+                problem: format!("{url} answered HTTP {status}{detail}"),
+            },
+            other => other,
+        }
+    }
+
+    /// `run` cut off at the operation's deadline.
+    async fn within_deadline<T>(
+        &self,
+        what: &str,
+        run: impl Future<Output = Result<T, RegistryError>>,
+    ) -> Result<T, RegistryError> {
+        match tokio::time::timeout_at(self.deadline, run).await {
+            Ok(result) => result,
+            Err(_) => Err(RegistryError::Deadline {
+                what: what.to_owned(),
+                registry: self.url.clone(),
+                seconds: self.deadline_secs,
+            }),
+        }
+    }
+
+    fn too_slow(&self, what: &str) -> Failure {
+        Failure::transient(
+            RegistryError::Failed {
+                what: what.to_owned(),
+                attempts: 0,
+                problem: format!(
+                    "{} did not send its whole answer within {} s (--timeout)",
+                    self.url,
+                    self.probe_timeout.as_secs()
+                ),
+            },
+            None,
+        )
+    }
+
+    /// A failure of the HTTP request or of reading its answer.
+    pub(super) fn broken(&self, what: &str, err: &reqwest::Error) -> Failure {
+        if let Some(problem) = http_problem(err)
+            && (err.is_connect() || (err.is_timeout() && err.status().is_none()))
+        {
+            return Failure::transient(
+                RegistryError::Unreachable {
+                    what: what.to_owned(),
+                    registry: self.url.clone(),
+                    problem,
+                    attempts: 0,
+                },
+                None,
+            );
+        }
+        let problem = http_problem(err).unwrap_or_else(|| {
+            if err.is_redirect() {
+                "it redirects too often (more than 5 times)".to_owned()
+            } else if err.is_body() || err.is_decode() {
+                "the answer broke off".to_owned()
+            } else {
+                "the request failed".to_owned()
+            }
+        });
+        let error = RegistryError::Failed {
+            what: what.to_owned(),
+            attempts: 0,
+            problem: format!("{}: {problem}", self.url),
+        };
+        if err.is_redirect() || err.is_builder() {
+            Failure::permanent(error)
+        } else {
+            Failure::transient(error, None)
+        }
+    }
+
+    /// A failure to store what was read.
+    pub(super) fn local(&self, what: &str, err: &std::io::Error) -> Failure {
+        Failure::permanent(RegistryError::Local {
+            what: what.to_owned(),
+            registry: self.url.clone(),
+            problem: crate::input::describe_io(err),
+        })
     }
 
     /// Runs `attempt` until it succeeds, fails with a permanent error, or the attempts run out.
@@ -275,48 +596,73 @@ impl RegistryClient {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, OciDistributionError>>,
     {
-        let mut tries = 0;
-        loop {
-            tries += 1;
-            match attempt().await {
-                Ok(value) => return Ok(value),
-                Err(err) if tries < self.retry.attempts && is_transient(&err) => {
-                    let pause = with_jitter(self.retry.backoff(tries));
-                    tracing::info!(
-                        what = %what,
-                        attempt = tries,
-                        error = %err,
-                        pause_ms = pause.as_millis() as u64,
-                        "registry request failed; retrying"
-                    );
-                    tokio::time::sleep(pause).await;
-                }
-                Err(source) => {
-                    if let Some(status) = denied_status(&source) {
-                        return Err(RegistryError::Denied {
-                            what,
-                            registry: self.registry.clone(),
-                            status,
+        let run = async {
+            let mut tries = 0;
+            loop {
+                tries += 1;
+                match attempt().await {
+                    Ok(value) => return Ok(value),
+                    Err(err) if tries < self.retry.attempts && is_transient(&err) => {
+                        let pause = with_jitter(self.retry.backoff(tries));
+                        tracing::info!(
+                            what = %what,
+                            attempt = tries,
+                            error = %err,
+                            pause_ms = pause.as_millis() as u64,
+                            "registry request failed; retrying"
+                        );
+                        tokio::time::sleep(pause).await;
+                    }
+                    Err(source) => {
+                        if let Some(status) = denied_status(&source) {
+                            return Err(RegistryError::Denied {
+                                what: what.clone(),
+                                registry: self.registry.clone(),
+                                status,
+                                source: Some(source),
+                            });
+                        }
+                        if let Some(problem) = connection_problem(&source) {
+                            return Err(RegistryError::Unreachable {
+                                what: what.clone(),
+                                registry: self.url.clone(),
+                                problem,
+                                attempts: tries,
+                            });
+                        }
+                        return Err(RegistryError::Request {
+                            what: what.clone(),
+                            attempts: tries,
                             source,
                         });
                     }
-                    if let Some(problem) = connection_problem(&source) {
-                        return Err(RegistryError::Unreachable {
-                            what,
-                            registry: self.url.clone(),
-                            problem,
-                            attempts: tries,
-                        });
-                    }
-                    return Err(RegistryError::Request {
-                        what,
-                        attempts: tries,
-                        source,
-                    });
                 }
             }
-        }
+        };
+        self.within_deadline(&what, run).await
     }
+}
+
+/// Why a request failed before an answer, in our words (the system's error at the end of
+/// the HTTP client's chain), or a timeout; `None` for other failures.
+fn http_problem(e: &reqwest::Error) -> Option<String> {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    let mut found = None;
+    while let Some(c) = cause {
+        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            found = Some(crate::input::describe_io(io));
+        }
+        cause = c.source();
+    }
+    found.or_else(|| {
+        if e.is_timeout() {
+            Some("timed out".to_owned())
+        } else if e.is_connect() {
+            Some("the connection failed (no such host, or nothing listens there)".to_owned())
+        } else {
+            None
+        }
+    })
 }
 
 /// Why a request never reached the registry, in our words (the system's error at the end

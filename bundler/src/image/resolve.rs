@@ -2,6 +2,7 @@
 
 use oci_client::RegistryOperation;
 
+use super::media_type;
 use super::reference::{self, ReferenceError};
 use super::registry::{RegistryAccess, RegistryClient, RegistryError};
 
@@ -24,11 +25,12 @@ pub enum ResolveError {
 
 /// The digest (`sha256:…`) that `reference` (`host/repo:tag` or `host/repo@digest`) names in
 /// its registry: the index digest for a multi-platform image, which is what `relatedImages`
-/// and catalogs should pin. A reference with a digest is checked to exist and returned as is
-/// (the registry must answer with the same digest).
+/// and catalogs should pin. A reference with a digest is checked to exist and returned as is.
 ///
-/// Uses a HEAD request when the registry sends `Docker-Content-Digest`, else hashes the
-/// manifest it returns. Retries as described in [`super::registry`].
+/// The manifest is fetched (bounded, see [`super::fetch`]) and hashed: the digest is that of
+/// the bytes the registry sent, never its `Docker-Content-Digest` header, so a registry that
+/// lies in its headers cannot make olmpack pin a wrong digest. Retries and the deadline are as
+/// described in [`super::registry`].
 pub async fn resolve_digest(
     reference: &str,
     access: &RegistryAccess,
@@ -43,13 +45,15 @@ pub async fn resolve_digest(
         .authenticate(&parsed, RegistryOperation::Pull)
         .await
         .map_err(wrap)?;
-    client
-        .with_retries(format!("resolving {reference}"), || async {
-            client
-                .client
-                .fetch_manifest_digest(&parsed, &client.auth)
-                .await
-        })
+    let wanted = parsed.digest().or(parsed.tag()).unwrap_or("latest");
+    let (_, digest) = client
+        .get_manifest(
+            parsed.repository(),
+            wanted,
+            media_type::ALL_MANIFESTS,
+            format!("resolving {reference}"),
+        )
         .await
-        .map_err(wrap)
+        .map_err(wrap)?;
+    Ok(digest)
 }

@@ -46,13 +46,11 @@ pub const SIGNATURE_ANNOTATION: &str = "dev.cosignproject.cosign/signature";
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
     /// The key file cannot be read.
-    #[error("{path}: cannot read the signing key")]
+    #[error("cannot read the signing key")]
     Read {
-        /// The key file.
-        path: String,
-        /// The I/O error from the file system.
+        /// Why, naming the key file.
         #[source]
-        source: std::io::Error,
+        source: crate::input::InputError,
     },
     /// The key file holds no PEM block.
     #[error("{path}: not a PEM private key")]
@@ -172,10 +170,7 @@ impl Signer {
     /// Reads the key at `path`; `password` opens an encrypted key.
     pub fn load(path: &std::path::Path, password: Option<&Secret>) -> Result<Self, KeyError> {
         let shown = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|source| KeyError::Read {
-            path: shown.clone(),
-            source,
-        })?;
+        let bytes = crate::input::read_secret(path).map_err(|source| KeyError::Read { source })?;
         Self::from_pem(&shown, &bytes, password)
     }
 

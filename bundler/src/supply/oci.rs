@@ -2,7 +2,6 @@
 //! manifests by digest, a manifest by tag that may be absent, and the referrers list.
 #![warn(missing_docs)]
 
-use oci_client::errors::{OciDistributionError, OciErrorCode};
 use oci_client::{Reference, RegistryOperation};
 
 use crate::image::digest::sha256_digest;
@@ -140,22 +139,21 @@ impl Repo {
         reference: &Reference,
         accepted: &[&str],
     ) -> Result<Option<Vec<u8>>, RepoError> {
+        let wanted = reference.digest().or(reference.tag()).unwrap_or("latest");
         let found = self
             .client
-            .with_retries(format!("reading {}", reference.whole()), || async {
-                match self
-                    .client
-                    .client
-                    .pull_manifest_raw(reference, &self.client.auth, accepted)
-                    .await
-                {
-                    Ok((bytes, _)) => Ok(Some(bytes.to_vec())),
-                    Err(err) if is_not_found(&err) => Ok(None),
-                    Err(err) => Err(err),
-                }
-            })
-            .await?;
-        Ok(found)
+            .get_manifest(
+                reference.repository(),
+                wanted,
+                accepted,
+                format!("reading {}", reference.whole()),
+            )
+            .await;
+        match found {
+            Ok((bytes, _)) => Ok(Some(bytes)),
+            Err(RegistryError::Status { status: 404, .. }) => Ok(None),
+            Err(err) => Err(err.into()),
+        }
     }
 
     /// The digests of the manifests referring to `subject`, as the registry lists them:
@@ -169,21 +167,5 @@ impl Repo {
             })
             .await?;
         Ok(index.manifests.into_iter().map(|m| m.digest).collect())
-    }
-}
-
-/// True when the registry says there is nothing at the reference.
-fn is_not_found(err: &OciDistributionError) -> bool {
-    match err {
-        OciDistributionError::ImageManifestNotFoundError(_) => true,
-        OciDistributionError::ServerError { code, .. } => *code == 404,
-        OciDistributionError::RegistryError { envelope, .. } => envelope.errors.iter().any(|e| {
-            matches!(
-                e.code,
-                OciErrorCode::ManifestUnknown | OciErrorCode::NameUnknown | OciErrorCode::NotFound
-            )
-        }),
-        OciDistributionError::RequestError(e) => e.status().is_some_and(|s| s.as_u16() == 404),
-        _ => false,
     }
 }

@@ -58,6 +58,8 @@ pub struct GenerateArgs {
     /// Pin every image to the digest its registry serves now.
     #[arg(long)]
     pin_digests: bool,
+    #[command(flatten)]
+    net: crate::cli::image::NetArgs,
 }
 
 /// Runs the release job on a plan file.
@@ -73,7 +75,7 @@ pub fn generate_cmd(args: GenerateArgs, policy: &Policy) -> CmdResult {
         &loaded,
         (&bundles, &catalog),
         args.check,
-        args.pin_digests,
+        args.pin_digests.then_some(&args.net),
         policy,
     )
 }
@@ -122,7 +124,7 @@ fn run_release(
     loaded: &plan::LoadedPlan,
     (bundles, catalog): (&Path, &Path),
     check: bool,
-    pin_digests: bool,
+    pin_digests: Option<&crate::cli::image::NetArgs>,
     policy: &Policy,
 ) -> CmdResult {
     let options = crate::cli::generate_options(pin_digests, policy)?;
@@ -180,7 +182,7 @@ pub fn catalog_only(
 ) -> CmdResult {
     let loaded = olmpack::plan::load(plan_path, policy)?;
     let out = out.unwrap_or_else(|| loaded.resolve(Path::new("catalog")));
-    let output = match build::build(&loaded, &crate::cli::generate_options(false, policy)?) {
+    let output = match build::build(&loaded, &crate::cli::generate_options(None, policy)?) {
         Ok(output) => output,
         Err(BuildError::Bundles(GenerateError::Invalid(findings))) => {
             return Ok(crate::cli::report_invalid(&loaded.path, findings));

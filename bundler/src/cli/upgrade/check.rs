@@ -164,7 +164,7 @@ fn from_plan(
     policy: &Policy,
 ) -> Result<Result<Vec<EdgeResult>, ExitCode>, Box<dyn std::error::Error + Send + Sync>> {
     let loaded = olmpack::plan::load(path, policy)?;
-    let output = match build::build(&loaded, &crate::cli::generate_options(false, policy)?) {
+    let output = match build::build(&loaded, &crate::cli::generate_options(None, policy)?) {
         Ok(output) => output,
         Err(BuildError::Bundles(GenerateError::Invalid(findings))) => {
             return Ok(Err(crate::cli::report_invalid(path, findings)));

@@ -207,7 +207,7 @@ fn catalog_of_plan(
     policy: &olmpack::input::Policy,
 ) -> Result<Result<tempfile::TempDir, ExitCode>, Box<dyn std::error::Error + Send + Sync>> {
     let loaded = olmpack::plan::load(plan_path, policy)?;
-    let output = match build::build(&loaded, &crate::cli::generate_options(false, policy)?) {
+    let output = match build::build(&loaded, &crate::cli::generate_options(None, policy)?) {
         Ok(output) => output,
         Err(BuildError::Bundles(GenerateError::Invalid(findings))) => {
             return Ok(Err(crate::cli::report_invalid(&loaded.path, findings)));
