@@ -13,6 +13,22 @@ use super::{CHANGE_TIMEOUT, CONCURRENCY, Run, Snapshot};
 use crate::live::api::{self, apiserver_message, crd_name, served, status_code};
 use crate::live::{LiveError, LiveFinding, ReleaseUnderTest, Rollback, Severity, rules};
 
+/// Round trips through one version tried before a controller's concurrent writes are
+/// reported as keeping it from being judged.
+const TRIP_ATTEMPTS: usize = 3;
+
+/// What writing every object back produced.
+enum WriteBack {
+    /// Every write was made (or failed and was reported): the count, and the newest
+    /// `resourceVersion` when all succeeded.
+    Done {
+        writes: usize,
+        revision: Option<String>,
+    },
+    /// A controller changed an object between its read and its write.
+    Raced,
+}
+
 impl Run<'_> {
     /// OLM v0's checks, then `to`'s CRDs; false (with findings) when the upgrade is refused.
     pub(super) async fn upgrade(&mut self, to: &ReleaseUnderTest) -> bool {
@@ -220,7 +236,10 @@ impl Run<'_> {
         self.step("round-trip", format!("{writes} write(s) through every served version, each followed by reads at every served version"));
     }
 
-    /// One round trip through `via` (see [`Self::round_trip`]); returns the writes.
+    /// One round trip through `via` (see [`Self::round_trip`]); returns the writes. A write
+    /// that lost a race with a controller (409 Conflict: the object changed between the read
+    /// and the write) says nothing about the conversion, so the trip starts over from a fresh
+    /// snapshot, at most [`TRIP_ATTEMPTS`] times.
     async fn trip(
         &mut self,
         to: &ReleaseUnderTest,
@@ -228,20 +247,42 @@ impl Run<'_> {
         via: &str,
         baseline: &Snapshot,
     ) -> usize {
-        let fresh = if self.operator_runs() {
-            self.quiet(&to.crds).await;
-            self.snapshot(std::slice::from_ref(crd)).await
-        } else {
-            baseline.clone()
-        };
-        let (writes, revision) = self.write_back(crd, via).await;
+        for attempt in 1..=TRIP_ATTEMPTS {
+            let fresh = if self.operator_runs() {
+                self.quiet(&to.crds).await;
+                self.snapshot(std::slice::from_ref(crd)).await
+            } else {
+                baseline.clone()
+            };
+            let last = attempt == TRIP_ATTEMPTS;
+            match self.write_back(crd, via, last).await {
+                WriteBack::Raced if !last => continue,
+                WriteBack::Raced => return 0,
+                WriteBack::Done { writes, revision } => {
+                    self.read_after(crd, via, &fresh, revision.as_deref()).await;
+                    return writes;
+                }
+            }
+        }
+        0
+    }
+
+    /// Reads every object of `crd` at every served version, at `revision` when the writes
+    /// produced one, and compares each with `fresh`.
+    async fn read_after(
+        &mut self,
+        crd: &CustomResourceDefinition,
+        via: &str,
+        fresh: &Snapshot,
+        revision: Option<&str>,
+    ) {
         for read in served(crd) {
             let key = (crd_name(crd), read.clone());
             let Some(expected) = fresh.get(&key) else {
                 continue;
             };
             let objects = self.objects(crd, &read);
-            let now = match &revision {
+            let now = match revision {
                 Some(revision) => api::list_at(&objects, revision).await,
                 None => api::list(&objects).await,
             };
@@ -257,22 +298,26 @@ impl Run<'_> {
                 Err(err) => self.read_failed(crd, &read, &err, "read"),
             }
         }
-        writes
     }
 
-    /// Replaces every object of `crd` at `version` with itself as read; returns the count and
-    /// the newest `resourceVersion` the writes produced (none when a write failed).
+    /// Replaces every object of `crd` at `version` with itself as read. A conflict (a
+    /// controller wrote the object in between) is [`WriteBack::Raced`]; on the `last` attempt
+    /// it is reported as a warning that the round trip could not be judged.
     async fn write_back(
         &mut self,
         crd: &CustomResourceDefinition,
         version: &str,
-    ) -> (usize, Option<String>) {
+        last: bool,
+    ) -> WriteBack {
         let api = self.objects(crd, version);
         let list = match api.list(&Default::default()).await {
             Ok(list) => list.items,
             Err(err) => {
                 self.read_failed(crd, version, &err, "read");
-                return (0, None);
+                return WriteBack::Done {
+                    writes: 0,
+                    revision: None,
+                };
             }
         };
         let results: Vec<(String, Result<String, kube::Error>)> = stream::iter(list)
@@ -290,22 +335,53 @@ impl Run<'_> {
             .buffer_unordered(CONCURRENCY)
             .collect()
             .await;
-        let count = results.len();
+        let raced = results
+            .iter()
+            .any(|(_, r)| r.as_ref().is_err_and(|e| status_code(e) == Some(409)));
+        if raced && !last {
+            return WriteBack::Raced;
+        }
+        let writes = results.len();
+        let revision = self.written(crd, version, results);
+        if raced {
+            return WriteBack::Raced;
+        }
+        WriteBack::Done { writes, revision }
+    }
+
+    /// Reports the writes that failed; the newest `resourceVersion` the writes produced, none
+    /// when a write failed.
+    fn written(
+        &mut self,
+        crd: &CustomResourceDefinition,
+        version: &str,
+        results: Vec<(String, Result<String, kube::Error>)>,
+    ) -> Option<String> {
         let mut newest: Option<(u64, String)> = None;
         let mut failed = false;
         for (name, result) in results {
-            match &result {
+            let err = match result {
                 Ok(rv) => {
                     if let Ok(n) = rv.parse::<u64>()
                         && newest.as_ref().is_none_or(|(m, _)| n > *m)
                     {
-                        newest = Some((n, rv.clone()));
+                        newest = Some((n, rv));
                     }
+                    continue;
                 }
-                Err(_) => failed = true,
-            }
-            if let Err(err) = result {
-                let finding = LiveFinding::new(
+                Err(err) => err,
+            };
+            failed = true;
+            let finding = if status_code(&err) == Some(409) {
+                LiveFinding::new(
+                    rules::LOSSY_CONVERSION,
+                    Severity::Warning,
+                    format!(
+                        "not judged: a controller changed the object between each read at {version} and the write back ({TRIP_ATTEMPTS} attempts)"
+                    ),
+                )
+            } else {
+                LiveFinding::new(
                     rules::LOSSY_CONVERSION,
                     Severity::Error,
                     format!(
@@ -313,17 +389,14 @@ impl Run<'_> {
                         apiserver_message(&err)
                     ),
                 )
-                .object(self.display(&crd_name(crd), &name))
-                .version(version.to_owned());
-                self.find(finding);
-            }
+            };
+            self.find(
+                finding
+                    .object(self.display(&crd_name(crd), &name))
+                    .version(version.to_owned()),
+            );
         }
-        let revision = if failed {
-            None
-        } else {
-            newest.map(|(_, rv)| rv)
-        };
-        (count, revision)
+        if failed { None } else { newest.map(|(_, rv)| rv) }
     }
 
     /// Tries `to`'s successor that drops every version but the storage version (refused
