@@ -223,7 +223,11 @@ fn tools_install_refuses_a_tampered_or_truncated_blob_and_leaves_the_cache_alone
     flipped[middle] ^= 0x01;
     let truncated = original[..original.len() - 7].to_vec();
     let cases = [
-        ("tampered", flipped, "answered with something else: its content has the digest sha256:"),
+        (
+            "tampered",
+            flipped,
+            "answered with something else: its content has the digest sha256:",
+        ),
         ("truncated", truncated, "ended the answer after "),
     ];
     for (damage, bytes, said) in cases {

@@ -147,6 +147,15 @@ impl Range {
         })
     }
 
+    /// The one interval the range is, exactly, when it has a single alternative and no `!=`
+    /// (then every version between its bounds is in the range).
+    pub fn as_interval(&self) -> Option<(Bound, Bound)> {
+        match self.alternatives.as_slice() {
+            [and] if and.iter().all(|(op, _)| *op != Op::Ne) => self.intervals().pop(),
+            _ => None,
+        }
+    }
+
     /// The intervals the range covers (one per OR branch; `!=` points are ignored, so the
     /// result may be slightly larger than the range).
     pub fn intervals(&self) -> Vec<(Bound, Bound)> {

@@ -88,6 +88,16 @@ impl<'a, T: Copy> ByVersion<'a, T> {
         out
     }
 
+    /// Positions `start..end` of the items within `[lo, hi]` and within the upper bound
+    /// `cap`: two binary searches.
+    pub fn span(&self, lo: &Bound, hi: &Bound, cap: &Bound) -> std::ops::Range<usize> {
+        let start = lo.as_ref().map_or(0, |(v, inc)| self.first_from(v, *inc));
+        let end = self
+            .items
+            .partition_point(|(x, _)| below(x, hi) && below(x, cap));
+        start..end.max(start)
+    }
+
     /// The item at position `i`.
     pub fn get(&self, i: usize) -> (&'a Version, T) {
         self.items[i]

@@ -117,11 +117,13 @@ pub fn graph_findings(pkg: &Package, options: ValidateOptions) -> Vec<Finding> {
                 .enumerate()
                 .filter_map(|(i, e)| Some((version_of(pkg, &e.name)?, i))),
         );
+        let live = live_before(pkg, ch, &entries);
         let ctx = ChannelContext {
             pkg,
             ch,
             bundles: &bundles,
             entries: &entries,
+            live: &live,
         };
         let head = ch.head().map(|h| h.name.clone());
         for e in &ch.entries {
@@ -135,6 +137,25 @@ pub fn graph_findings(pkg: &Package, options: ValidateOptions) -> Vec<Finding> {
     out
 }
 
+/// `live[i]`: how many of the first `i` entries (in version order) are of a bundle that is not
+/// deprecated; `live[j] - live[i]` counts the live entries at positions `i..j`.
+fn live_before(pkg: &Package, ch: &Channel, entries: &ByVersion<'_, usize>) -> Vec<usize> {
+    let mut live = Vec::with_capacity(entries.items().len() + 1);
+    live.push(0);
+    for (_, i) in entries.items() {
+        let alive = is_live(pkg, &ch.entries[*i].name);
+        live.push(live.last().copied().unwrap_or(0) + usize::from(alive));
+    }
+    live
+}
+
+/// Whether the package has bundle `name` and it is not deprecated.
+fn is_live(pkg: &Package, name: &str) -> bool {
+    pkg.bundles
+        .get(name)
+        .is_some_and(|b| b.deprecation.is_none())
+}
+
 /// The version of bundle `name`, when the package has it and it parsed.
 fn version_of<'p>(pkg: &'p Package, name: &str) -> Option<&'p Version> {
     pkg.bundles.get(name).and_then(|b| b.version.as_ref())
@@ -142,9 +163,15 @@ fn version_of<'p>(pkg: &'p Package, name: &str) -> Option<&'p Version> {
 
 /// At most [`LISTED`] names, then how many more there are.
 fn listed(names: &[&str]) -> String {
-    match names.len() {
-        n if n <= LISTED => names.join(", "),
-        n => format!("{} and {} more", names[..LISTED].join(", "), n - LISTED),
+    listed_of(names, names.len())
+}
+
+/// The first [`LISTED`] of `names`, then how many of `total` are left.
+fn listed_of(names: &[&str], total: usize) -> String {
+    let shown = &names[..names.len().min(LISTED)];
+    match total.saturating_sub(shown.len()) {
+        0 => shown.join(", "),
+        more => format!("{} and {more} more", shown.join(", ")),
     }
 }
 
@@ -159,6 +186,8 @@ struct ChannelContext<'a> {
     bundles: &'a ByVersion<'a, &'a Bundle>,
     /// The channel's entries with a version (positions in `ch.entries`).
     entries: &'a ByVersion<'a, usize>,
+    /// Live entries before each position of `entries` ([`live_before`]).
+    live: &'a [usize],
 }
 
 impl ChannelContext<'_> {
@@ -240,7 +269,7 @@ impl ChannelContext<'_> {
     }
 
     /// Without `replaces`, OLM v0 prunes what the skipRange covers: a warning when that
-    /// includes versions that are not deprecated.
+    /// includes versions that are not deprecated, listed in version order.
     fn pruned_versions(
         &self,
         e: &ChannelEntry,
@@ -250,29 +279,45 @@ impl ChannelContext<'_> {
         out: &mut Vec<Finding>,
     ) {
         let (pkg, ch) = (self.pkg, self.ch);
-        let mut positions: Vec<usize> = self
-            .entries
-            .covered(range, &None, &Some((own.clone(), false)))
-            .into_iter()
-            .map(|i| self.entries.get(i).1)
-            .collect();
-        positions.sort_unstable();
-        let pruned: Vec<&str> = positions
-            .into_iter()
-            .map(|i| ch.entries[i].name.as_str())
-            .filter(|name| *name != e.name)
-            .filter(|name| {
-                pkg.bundles
-                    .get(*name)
-                    .is_some_and(|b| b.deprecation.is_none())
-            })
-            .collect();
-        if !pruned.is_empty() {
+        let (pruned, total) = self.live_covered_below(range, own, &e.name);
+        if total > 0 {
             out.push(warn(pkg, "skiprange-prunes-live-version", obj.to_owned(), &e.name, format!(
                 "bundle {:?} has skipRange {:?} but no `replaces`: OLM v0 prunes {} from channel {:?} (no longer installable, no replaces chain through them) although they are not deprecated",
-                e.name, e.skip_range, listed(&pruned), ch.name
+                e.name, e.skip_range, listed_of(&pruned, total), ch.name
             )).field("skipRange").hint("add `replaces` to the previous version, or deprecate the pruned bundles"));
         }
+    }
+
+    /// The live entries other than `own_name` that `range` covers below `own`: the first
+    /// [`LISTED`] names in version order, and how many there are. A range that is one
+    /// interval is counted from [`ChannelContext::live`] (log n plus what it lists), so
+    /// every entry of a long channel covering all older ones stays n·log n in all.
+    fn live_covered_below(
+        &self,
+        range: &Range,
+        own: &Version,
+        own_name: &str,
+    ) -> (Vec<&str>, usize) {
+        let (pkg, ch) = (self.pkg, self.ch);
+        let cap = Some((own.clone(), false));
+        let name = |i: usize| ch.entries[self.entries.get(i).1].name.as_str();
+        let live = |n: &&str| *n != own_name && is_live(pkg, n);
+        let Some((lo, hi)) = range.as_interval() else {
+            let all: Vec<&str> = self
+                .entries
+                .covered(range, &None, &cap)
+                .into_iter()
+                .map(name)
+                .filter(live)
+                .collect();
+            let total = all.len();
+            return (all, total);
+        };
+        let span = self.entries.span(&lo, &hi, &cap);
+        // The cap is below `own`, so the entry itself is never in the span.
+        let total = self.live[span.end] - self.live[span.start];
+        let first: Vec<&str> = span.map(name).filter(live).take(LISTED).collect();
+        (first, total)
     }
 
     /// Bundles no older version of the channel can upgrade to.

@@ -396,7 +396,11 @@ impl Run<'_> {
                     .version(version.to_owned()),
             );
         }
-        if failed { None } else { newest.map(|(_, rv)| rv) }
+        if failed {
+            None
+        } else {
+            newest.map(|(_, rv)| rv)
+        }
     }
 
     /// Tries `to`'s successor that drops every version but the storage version (refused
