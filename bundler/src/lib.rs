@@ -42,6 +42,7 @@ pub mod input;
 pub mod install;
 pub mod json;
 pub mod kubebuilder;
+pub mod leftovers;
 pub mod output;
 pub mod plan;
 pub mod release;

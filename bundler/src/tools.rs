@@ -16,6 +16,14 @@
 //!   staging directory inside the cache and renames each tool directory into place whole, so a
 //!   failed or concurrent install never leaves a half-written tool, and a second install finds
 //!   the first one's work and pulls nothing.
+//! - **All or nothing.** Every tool directory is staged and checked before the first one moves;
+//!   when a move fails, the ones already moved go back and what they replaced is restored, so a
+//!   failed install leaves the cache as it was. The staging directory goes with the run.
+//! - **Only what olmpack owns.** The install never follows a symbolic link inside the cache (a
+//!   symlinked tool directory, or a parent of one, is refused naming it, its target untouched),
+//!   and never deletes what it did not install: each tool directory it installs carries the
+//!   owner marker [`OWNER`], each staging directory [`STAGING_OWNER`]; an incomplete tool
+//!   directory without the marker is refused, a staging leftover without it is left alone.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File};
@@ -52,6 +60,14 @@ const STAGING_PREFIX: &str = ".tools-install-";
 
 /// The file each installed tool directory holds once it is whole.
 const STAMP: &str = ".complete";
+
+/// The owner marker `olmpack tools install` writes into each tool directory it installs: only
+/// a directory holding it is ever replaced (never packed into a tools image).
+pub const OWNER: &str = ".olmpack-installed";
+
+/// The owner marker of an install's staging directory: only a staging leftover holding it is
+/// removed by a later install.
+pub const STAGING_OWNER: &str = ".olmpack-staging";
 
 /// Failure to pack or install the tools.
 #[derive(Debug, thiserror::Error)]
@@ -124,6 +140,15 @@ pub enum ToolsError {
     /// The layout the image is pulled into, inside the cache's staging directory, failed.
     #[error("failed to stage the tools image in the tool cache")]
     Stage(#[from] LayoutError),
+    /// A path where a tool directory goes holds something the install must not follow or
+    /// replace (a symbolic link, a file, a directory olmpack did not install).
+    #[error("{path}: {why}; nothing was installed")]
+    InTheWay {
+        /// The path in the cache.
+        path: PathBuf,
+        /// What it is, and why the install leaves it alone.
+        why: String,
+    },
     /// Reading or writing the cache failed.
     #[error("{path}: {problem}")]
     Io {
@@ -204,6 +229,7 @@ pub fn pack(
             })
         })?;
         mark_executables(&mut entries, &dest);
+        entries.retain(|path, _| !path.ends_with(&format!("/{OWNER}")));
         layers.push((entries, format!("COPY {dest}/ /{dest}/")));
         names.push(dest);
     }
@@ -283,6 +309,7 @@ pub async fn install(
         ));
         lock.lock().map_err(io_err(cache))?;
     }
+    check_targets(cache)?;
     if missing_in(cache).is_empty() {
         return Ok(Installed::AlreadyThere);
     }
@@ -291,6 +318,12 @@ pub async fn install(
         .prefix(STAGING_PREFIX)
         .tempdir_in(cache)
         .map_err(io_err(cache))?;
+    let marker = staging.path().join(STAGING_OWNER);
+    fs::write(
+        &marker,
+        format!("staging of olmpack tools install from {reference}\n"),
+    )
+    .map_err(io_err(&marker))?;
     let writer = LayoutWriter::create(&staging.path().join("layout"))?;
     let pulled = base::fetch(reference, access, &writer, progress)
         .await
@@ -306,21 +339,68 @@ pub async fn install(
         let file = io::BufReader::new(writer.open_staged_blob(&blob.digest)?);
         unpack(reference, blob, file, &tree, &mut budget)?;
     }
-    let installed = move_into_place(reference, &tree, cache)?;
+    let installed = move_into_place(reference, &tree, cache, staging.path())?;
     drop(lock);
     Ok(Installed::Dirs(installed))
 }
 
 /// Removes the staging directories of installs that were killed (the lock is held, so no
-/// running install owns them).
+/// running install owns them): directories, not links, holding olmpack's [`STAGING_OWNER`]
+/// marker — a name alone proves nothing.
 fn remove_leftovers(cache: &Path) -> Result<(), ToolsError> {
     for item in fs::read_dir(cache).map_err(io_err(cache))? {
         let path = item.map_err(io_err(cache))?.path();
-        let stale = path
+        let named = path
             .file_name()
             .is_some_and(|n| n.to_string_lossy().starts_with(STAGING_PREFIX));
-        if stale && path.is_dir() {
+        let is_dir = fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
+        let owned = fs::symlink_metadata(path.join(STAGING_OWNER)).is_ok_and(|m| m.is_file());
+        if named && is_dir && owned {
             fs::remove_dir_all(&path).map_err(io_err(&path))?;
+        }
+    }
+    Ok(())
+}
+
+/// Refuses, before anything is pulled, a tool directory path the install must not touch: a
+/// symbolic link at any level below the cache (followed, it would write or delete outside
+/// the cache), something that is not a directory, or an incomplete tool directory olmpack did
+/// not install (replacing it would delete someone else's files).
+fn check_targets(cache: &Path) -> Result<(), ToolsError> {
+    let in_the_way = |path: &Path, why: String| ToolsError::InTheWay {
+        path: path.to_owned(),
+        why,
+    };
+    for (dir, binary) in artifact_dirs() {
+        let mut path = cache.to_owned();
+        for component in dir.components() {
+            path.push(component);
+            let Ok(meta) = fs::symlink_metadata(&path) else {
+                break;
+            };
+            if meta.file_type().is_symlink() {
+                let target = fs::read_link(&path).unwrap_or_default();
+                return Err(in_the_way(
+                    &path,
+                    format!(
+                        "is a symbolic link (to {}); olmpack does not follow symbolic links in the tool cache",
+                        target.display()
+                    ),
+                ));
+            }
+            if !meta.is_dir() {
+                return Err(in_the_way(&path, "is not a directory".into()));
+            }
+        }
+        let target = cache.join(&dir);
+        let owned = fs::symlink_metadata(target.join(OWNER)).is_ok_and(|m| m.is_file());
+        if target.is_dir() && !is_whole(&target, &binary) && !owned {
+            return Err(in_the_way(
+                &target,
+                format!(
+                    "is an incomplete tool directory olmpack did not install (no {OWNER} marker); remove it, or install into another cache (OLMPACK_TOOLS_DIR)"
+                ),
+            ));
         }
     }
     Ok(())
@@ -421,9 +501,16 @@ fn write_file(content: &mut impl Read, target: &Path, mode: u32) -> io::Result<(
     file.sync_all()
 }
 
-/// Renames each pinned tool directory from `tree` into `cache` (replacing an unstamped
-/// leftover, keeping a whole one); every directory must be in the image and whole.
-fn move_into_place(reference: &str, tree: &Path, cache: &Path) -> Result<Vec<PathBuf>, ToolsError> {
+/// Moves each pinned tool directory the cache lacks from `tree` into `cache`, all or nothing
+/// (module docs): every directory must be in the image and whole; an incomplete one in the
+/// cache (olmpack's, [`check_targets`]) is moved aside into `staging` and restored when a
+/// later move fails.
+fn move_into_place(
+    reference: &str,
+    tree: &Path,
+    cache: &Path,
+    staging: &Path,
+) -> Result<Vec<PathBuf>, ToolsError> {
     let dirs = artifact_dirs();
     for (dir, binary) in &dirs {
         if !is_whole(&tree.join(dir), binary) {
@@ -433,20 +520,153 @@ fn move_into_place(reference: &str, tree: &Path, cache: &Path) -> Result<Vec<Pat
             });
         }
     }
+    let mut moves = Moves::default();
     let mut installed = Vec::new();
     for (dir, binary) in dirs {
-        let target = cache.join(&dir);
-        if is_whole(&target, &binary) {
+        if is_whole(&cache.join(&dir), &binary) {
             continue;
         }
-        if target.exists() {
-            fs::remove_dir_all(&target).map_err(io_err(&target))?;
+        let owner = tree.join(&dir).join(OWNER);
+        let moved = fs::write(
+            &owner,
+            format!("installed by olmpack tools install from {reference}\n"),
+        )
+        .map_err(io_err(&owner))
+        .and_then(|()| {
+            moves.install(
+                &tree.join(&dir),
+                &cache.join(&dir),
+                &staging.join("replaced").join(&dir),
+            )
+        });
+        if let Err(err) = moved {
+            moves.undo();
+            return Err(err);
         }
-        if let Some(parent) = target.parent() {
-            fs::create_dir_all(parent).map_err(io_err(parent))?;
-        }
-        fs::rename(tree.join(&dir), &target).map_err(io_err(&target))?;
         installed.push(dir);
     }
     Ok(installed)
+}
+
+/// The renames of an install so far, to undo when a later one fails.
+#[derive(Default)]
+struct Moves {
+    /// (from, to) in the order done.
+    done: Vec<(PathBuf, PathBuf)>,
+    /// Parent directories created for a tool directory, outermost first.
+    created: Vec<PathBuf>,
+}
+
+impl Moves {
+    /// Moves the staged tool directory `from` to `to`, an incomplete one there aside to `aside`.
+    fn install(&mut self, from: &Path, to: &Path, aside: &Path) -> Result<(), ToolsError> {
+        if fs::symlink_metadata(to).is_ok() {
+            self.create_parents(aside)?;
+            self.rename(to, aside)?;
+        }
+        self.create_parents(to)?;
+        self.rename(from, to)
+    }
+
+    fn create_parents(&mut self, path: &Path) -> Result<(), ToolsError> {
+        let Some(parent) = path.parent() else {
+            return Ok(());
+        };
+        let mut missing = Vec::new();
+        let mut at = parent;
+        while fs::symlink_metadata(at).is_err() {
+            missing.push(at.to_owned());
+            match at.parent() {
+                Some(up) => at = up,
+                None => break,
+            }
+        }
+        for dir in missing.into_iter().rev() {
+            fs::create_dir(&dir).map_err(io_err(&dir))?;
+            self.created.push(dir);
+        }
+        Ok(())
+    }
+
+    fn rename(&mut self, from: &Path, to: &Path) -> Result<(), ToolsError> {
+        fs::rename(from, to).map_err(io_err(to))?;
+        self.done.push((from.to_owned(), to.to_owned()));
+        Ok(())
+    }
+
+    /// Undoes every rename, newest first, and removes the directories created (when empty).
+    fn undo(self) {
+        for (from, to) in self.done.into_iter().rev() {
+            if let Err(err) = fs::rename(&to, &from) {
+                tracing::warn!(path = %to.display(), error = %crate::input::describe_io(&err), "could not move back after a failed install");
+            }
+        }
+        for dir in self.created.into_iter().rev() {
+            let _ = fs::remove_dir(&dir);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every path under `dir` with its contents (`dir` for directories).
+    fn snapshot(dir: &Path) -> BTreeMap<PathBuf, String> {
+        let mut out = BTreeMap::new();
+        let mut stack = vec![dir.to_owned()];
+        while let Some(d) = stack.pop() {
+            for entry in fs::read_dir(&d).unwrap() {
+                let path = entry.unwrap().path();
+                let rel = path.strip_prefix(dir).unwrap().to_owned();
+                if path.is_dir() {
+                    stack.push(path);
+                    out.insert(rel, "dir".to_owned());
+                } else {
+                    out.insert(rel, fs::read_to_string(&path).unwrap());
+                }
+            }
+        }
+        out
+    }
+
+    /// A staged tree with every pinned tool directory whole.
+    fn staged(tree: &Path) {
+        for (dir, binary) in artifact_dirs() {
+            fs::create_dir_all(tree.join(&dir).join("bin")).unwrap();
+            fs::write(tree.join(&dir).join("bin").join(&binary), "#!/bin/sh\n").unwrap();
+            fs::write(tree.join(&dir).join(STAMP), "stamp\n").unwrap();
+        }
+    }
+
+    #[test]
+    fn a_move_that_fails_puts_back_every_tool_directory_moved_before_it() {
+        let work = tempfile::tempdir().unwrap();
+        let (tree, cache, staging) = (
+            work.path().join("tree"),
+            work.path().join("cache"),
+            work.path().join("staging"),
+        );
+        staged(&tree);
+        let dirs = artifact_dirs();
+        // An incomplete tool directory of an earlier install (moved aside, then restored),
+        // and, for the last tool, a file where its parent directory goes: that move fails.
+        let first = cache.join(&dirs[0].0);
+        fs::create_dir_all(&first).unwrap();
+        fs::write(first.join(OWNER), "installed by olmpack\n").unwrap();
+        let last = cache.join(&dirs[dirs.len() - 1].0);
+        let blocker = last.parent().unwrap();
+        fs::create_dir_all(blocker.parent().unwrap()).unwrap();
+        fs::write(blocker, "in the way\n").unwrap();
+        let before = (snapshot(&cache), snapshot(&tree));
+        let err = move_into_place("r/tools@sha256:1", &tree, &cache, &staging).unwrap_err();
+        assert!(
+            matches!(&err, ToolsError::Io { path, .. } if *path == last),
+            "{err:?}"
+        );
+        assert_eq!(snapshot(&cache), before.0, "the cache changed");
+        let mut tree_after = snapshot(&tree);
+        tree_after.retain(|p, _| !p.ends_with(OWNER));
+        assert_eq!(tree_after, before.1, "a staged directory is lost");
+    }
 }

@@ -655,3 +655,130 @@ async fn release_pipeline_signature_bad_key_or_wrong_password_names_the_step_and
     assert_eq!(status, 200);
     assert_eq!(catalog["repositories"], serde_json::json!([]), "{catalog}");
 }
+
+/// The key id `olmpack release` names in its sign step (`… to sign with key ID, …`).
+fn key_id(text: &str) -> String {
+    let after = text
+        .split("to sign with key ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no sign step in:\n{text}"));
+    after.split(',').next().unwrap().to_owned()
+}
+
+/// Deletes the manifest `digest` of `repo` from the registry (which also drops its tags).
+fn delete_manifest(host: &str, repo: &str, digest: &str) {
+    let (status, body) = http(
+        host,
+        "DELETE",
+        &format!("/v2/{repo}/manifests/{digest}"),
+        &[],
+        b"",
+    );
+    assert_eq!(status, 202, "{}", String::from_utf8_lossy(&body));
+}
+
+/// What the registry lost, from a summary: the repository and digest to delete, and the lines
+/// (after the key id) the next release must print.
+type Loss = fn(&serde_json::Value, &str) -> (String, String, String);
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hostile_release_republishes_what_the_registry_lost_and_signs_it_again() {
+    let (Some(cosign), Some(_)) = (tool(Tool::Cosign), tool(Tool::Registry)) else {
+        return;
+    };
+    let signature_deleted: Loss = |summary, key| {
+        let catalog = summary["catalog"]["pinned"].as_str().unwrap();
+        let signature = summary["supply"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["kind"] == "signature" && a["image"] == catalog)
+            .unwrap();
+        let (_, repo, _) = split_pinned(catalog);
+        let lines = format!(
+            "  9. push           [unchanged] 0 image(s) to push, 5 already at their digest\n  10. sbom           [unchanged] 0 SPDX SBOM(s) to attach, 4 attached before\n  11. sign           [republish] 1 image(s) to sign with key {key}, 3 signed before\n    {catalog} (signed before, missing from the registry)\n"
+        );
+        (
+            repo,
+            signature["digest"].as_str().unwrap().to_owned(),
+            lines,
+        )
+    };
+    let catalog_deleted: Loss = |summary, key| {
+        let catalog = &summary["catalog"];
+        let (_, repo, digest) = split_pinned(catalog["pinned"].as_str().unwrap());
+        let lines = format!(
+            "  9. push           [republish] 1 image(s) to push, 4 already at their digest\n    {} (pushed before as {digest}, missing from the registry)\n  10. sbom           [unchanged] 0 SPDX SBOM(s) to attach, 4 attached before\n  11. sign           [unchanged] 0 image(s) to sign with key {key}, 4 signed before\n",
+            catalog["reference"].as_str().unwrap()
+        );
+        (repo, digest, lines)
+    };
+    let keys = tempfile::tempdir().unwrap();
+    let generated = Command::new(&cosign)
+        .args(["generate-key-pair"])
+        .current_dir(keys.path())
+        .env("COSIGN_PASSWORD", PASSWORD)
+        .env("HOME", keys.path())
+        .output()
+        .unwrap();
+    assert!(generated.status.success(), "{}", stderr(&generated));
+    let sign_key = keys.path().join("cosign.key").display().to_string();
+    let public = keys.path().join("cosign.pub");
+    for (what, loss) in [
+        ("signature deleted", signature_deleted),
+        ("catalog manifest deleted", catalog_deleted),
+    ] {
+        let registry = Registry::start(RegistryAuth::Anonymous).await.unwrap();
+        let project = project();
+        let target = format!("{}/acme", registry.host());
+        let run = || {
+            release(&project, &target, &["--sign-key", &sign_key])
+                .env("COSIGN_PASSWORD", PASSWORD)
+                .output()
+                .unwrap()
+        };
+        let first = ok(run());
+        let summary = json(&first);
+        let key = key_id(&stderr(&first));
+        let (repo, digest, lines) = loss(&summary, &key);
+        delete_manifest(&registry.host(), &repo, &digest);
+        let catalog = summary["catalog"]["pinned"].as_str().unwrap();
+        let (host, repo, digest) = split_pinned(catalog);
+        let reference = summary["catalog"]["reference"].as_str().unwrap();
+        let tag = reference.rsplit(':').next().unwrap();
+        let tag_status = || {
+            let path = format!("/v2/{repo}/manifests/{tag}");
+            http(&host, "HEAD", &path, &[("Accept", ACCEPT_ALL)], b"").0
+        };
+        let (verified, _) = cosign_verify(&cosign, &public, catalog, keys.path());
+        assert!(
+            !verified || tag_status() == 404,
+            "{what}: the loss is not visible"
+        );
+
+        let again = run();
+        assert_eq!(again.status.code(), Some(0), "{what}: {}", stderr(&again));
+        assert!(
+            stderr(&again).contains(&lines),
+            "{what}: {}",
+            stderr(&again)
+        );
+        assert!(
+            stderr(&again).contains("and pushed it"),
+            "{what}: {}",
+            stderr(&again)
+        );
+        check_signatures(&cosign, &public, &json(&again), keys.path());
+        assert_eq!(
+            tag_status(),
+            200,
+            "{what}: the catalog's tag is back ({digest})"
+        );
+        let third = ok(run());
+        assert!(
+            stderr(&third).contains("nothing to do: the release is complete"),
+            "{what}: {}",
+            stderr(&third)
+        );
+    }
+}

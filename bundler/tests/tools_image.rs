@@ -82,6 +82,17 @@ fn tree(dir: &Path) -> BTreeMap<PathBuf, (u32, Vec<u8>)> {
     out
 }
 
+/// [`tree`] of a cache `tools install` filled, after checking each tool directory carries
+/// olmpack's owner marker, without the markers.
+fn installed_tree(cache: &Path) -> BTreeMap<PathBuf, (u32, Vec<u8>)> {
+    let mut found = tree(cache);
+    for (dir, _) in artifact_dirs() {
+        let owner = found.remove(&dir.join(olmpack::tools::OWNER));
+        assert!(owner.is_some(), "{} has no owner marker", dir.display());
+    }
+    found
+}
+
 fn pack(cache: &Path, out: &Path) -> String {
     let packed = olmpack(
         &["tools", "pack", "--layout", &out.display().to_string()],
@@ -160,7 +171,7 @@ fn tools_image_is_reproducible_and_installs_whole_tool_directories() {
         text(&install)
     );
     assert_eq!(
-        tree(&cache),
+        installed_tree(&cache),
         tree(&source),
         "the installed cache is the packed one"
     );
@@ -222,25 +233,30 @@ fn tools_install_refuses_a_tampered_or_truncated_blob_and_leaves_the_cache_alone
     let middle = flipped.len() / 2;
     flipped[middle] ^= 0x01;
     let truncated = original[..original.len() - 7].to_vec();
-    let cases = [
+    let url = format!("http://{}", registry.host());
+    let (n, cut) = (original.len(), original.len() - 7);
+    let rows = [
         (
             "tampered",
             flipped,
-            "answered with something else: its content has the digest sha256:",
+            format!("{url} answered with something else: its content has the digest sha256:"),
         ),
-        ("truncated", truncated, "ended the answer after "),
+        (
+            "truncated",
+            truncated,
+            format!("failed after 6 attempt(s): {url} ended the answer after {cut} of {n} bytes"),
+        ),
     ];
-    for (damage, bytes, said) in cases {
+    for (damage, bytes, message) in rows {
         std::fs::write(&layer, &bytes).unwrap();
         let cache = work.path().join(damage);
         let install = olmpack(&["tools", "install", "--from", &reference], &cache);
         let shown = text(&install);
-        eprintln!("{damage}: {shown}");
         assert_eq!(install.status.code(), Some(2), "{damage}: {shown}");
         assert!(
             shown.contains(&format!("failed to pull the tools image {reference}"))
                 && shown.contains("pulling blob sha256:")
-                && shown.contains(said),
+                && shown.contains(&message),
             "{damage}: {shown}"
         );
         let left: Vec<_> = std::fs::read_dir(&cache)
@@ -284,7 +300,7 @@ fn tools_install_run_twice_at_once_installs_once() {
         .filter(|s| s.contains("tools already installed"))
         .count();
     assert_eq!((installed, already), (1, 1), "{shown:#?}");
-    assert_eq!(tree(&cache), tree(&source));
+    assert_eq!(installed_tree(&cache), tree(&source));
 }
 
 /// An install finds the cache locked (as by another install): it says it waits, writes
@@ -328,7 +344,7 @@ fn tools_install_waits_while_the_cache_is_locked() {
     reader.join().unwrap();
     said.extend(seen.try_iter());
     assert!(status.success(), "{said:#?}");
-    assert_eq!(tree(&cache), tree(&source));
+    assert_eq!(installed_tree(&cache), tree(&source));
 }
 
 #[test]
@@ -407,4 +423,153 @@ fn tools_pack_refuses_an_incomplete_cache() {
         text(&out)
     );
     assert!(!work.path().join("l").exists());
+}
+
+/// Every path under `dir`, relative: a directory as `dir`, a symbolic link as `-> target`, a
+/// file as its contents — what "left as it was" compares.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, String> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let rel = path.strip_prefix(dir).unwrap().to_owned();
+            let what = if meta.is_symlink() {
+                format!("-> {}", std::fs::read_link(&path).unwrap().display())
+            } else if meta.is_dir() {
+                stack.push(path);
+                "dir".to_owned()
+            } else {
+                String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned()
+            };
+            out.insert(rel, what);
+        }
+    }
+    out
+}
+
+#[test]
+fn hostile_tools_install_touches_only_what_olmpack_owns_in_the_cache() {
+    use olmpack_envtest::binaries::Tool;
+    let work = tempfile::tempdir().unwrap();
+    let source = work.path().join("source");
+    fake_cache(&source);
+    let (_runtime, registry) = registry();
+    let reference = pushed(&registry, &source, work.path());
+    let etcd = Tool::Etcd.cache_dir().unwrap();
+    let etcd_top = etcd.components().next().unwrap().as_os_str().to_owned();
+    let opm = Tool::Opm.cache_dir().unwrap();
+    let victim = work.path().join("victim");
+    type Setup = fn(&Path, &Path, &Path, &Path);
+    let rows: [(&str, Setup, String); 3] = [
+        (
+            "a symlinked tool directory",
+            |cache, victim, etcd, _| {
+                let top = etcd.components().next().unwrap();
+                std::fs::create_dir_all(victim.join("keep")).unwrap();
+                std::fs::write(victim.join("keep/data"), "not olmpack's\n").unwrap();
+                std::os::unix::fs::symlink(victim, cache.join(top)).unwrap();
+            },
+            format!(
+                "{}: is a symbolic link (to {}); olmpack does not follow symbolic links in the tool cache; nothing was installed",
+                Path::new("CACHE").join(&etcd_top).display(),
+                victim.display()
+            ),
+        ),
+        (
+            "an incomplete tool directory olmpack did not install",
+            |cache, _, _, opm| {
+                std::fs::create_dir_all(cache.join(opm)).unwrap();
+                std::fs::write(cache.join(opm).join("notes.txt"), "mine\n").unwrap();
+            },
+            format!(
+                "{}: is an incomplete tool directory olmpack did not install (no .olmpack-installed marker); remove it, or install into another cache (OLMPACK_TOOLS_DIR); nothing was installed",
+                Path::new("CACHE").join(&opm).display()
+            ),
+        ),
+        (
+            "a file where a tool directory goes",
+            |cache, _, _, opm| {
+                std::fs::create_dir_all(cache.join(opm).parent().unwrap()).unwrap();
+                std::fs::write(cache.join(opm), "a file\n").unwrap();
+            },
+            format!(
+                "{}: is not a directory; nothing was installed",
+                Path::new("CACHE").join(&opm).display()
+            ),
+        ),
+    ];
+    for (what, setup, message) in rows {
+        let cache = work.path().join(format!("cache-{}", what.len()));
+        std::fs::create_dir_all(&cache).unwrap();
+        let _ = std::fs::remove_dir_all(&victim);
+        setup(&cache, &victim, &etcd, &opm);
+        let before = (snapshot(&cache), std::fs::exists(&victim).unwrap());
+        let victim_before = before.1.then(|| snapshot(&victim));
+        let install = olmpack(&["tools", "install", "--from", &reference], &cache);
+        assert_eq!(install.status.code(), Some(2), "{what}: {}", text(&install));
+        let message = message.replace("CACHE", &cache.display().to_string());
+        assert!(
+            text(&install).contains(&message),
+            "{what}: {}",
+            text(&install)
+        );
+        assert_eq!(snapshot(&cache), before.0, "{what}: the cache changed");
+        if let Some(victim_before) = victim_before {
+            assert_eq!(
+                snapshot(&victim),
+                victim_before,
+                "{what}: the link's target changed"
+            );
+        }
+    }
+}
+
+#[test]
+fn hostile_tools_install_replaces_only_its_own_leftovers() {
+    use olmpack_envtest::binaries::Tool;
+    let work = tempfile::tempdir().unwrap();
+    let source = work.path().join("source");
+    fake_cache(&source);
+    let (_runtime, registry) = registry();
+    let reference = pushed(&registry, &source, work.path());
+    let cache = work.path().join("cache");
+    // An incomplete tool directory an earlier install left (its owner marker, no binary), a
+    // killed install's staging directory (its marker), and a directory of the same name
+    // pattern that olmpack did not make.
+    let opm = cache.join(Tool::Opm.cache_dir().unwrap());
+    std::fs::create_dir_all(&opm).unwrap();
+    std::fs::write(opm.join(olmpack::tools::OWNER), "installed by olmpack\n").unwrap();
+    let killed = cache.join(".tools-install-killed");
+    std::fs::create_dir_all(killed.join("tree")).unwrap();
+    std::fs::write(killed.join(olmpack::tools::STAGING_OWNER), "staging\n").unwrap();
+    let foreign = cache.join(".tools-install-not-ours");
+    std::fs::create_dir_all(&foreign).unwrap();
+    std::fs::write(foreign.join("data"), "keep\n").unwrap();
+
+    let install = olmpack(&["tools", "install", "--from", &reference], &cache);
+    assert!(install.status.success(), "{}", text(&install));
+    assert!(
+        !killed.exists(),
+        "the killed install's staging directory is left"
+    );
+    assert_eq!(
+        std::fs::read_to_string(foreign.join("data")).unwrap(),
+        "keep\n"
+    );
+    assert!(
+        opm.join("bin/opm").is_file(),
+        "the leftover tool directory is replaced"
+    );
+    let left: Vec<String> = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert_eq!(
+        left,
+        [".tools-install-not-ours"],
+        "staging data is left in the cache"
+    );
 }

@@ -6,7 +6,9 @@
 //!   and renames it into place in [`LayoutWriter::finish`]. Every layout it writes carries
 //!   olmpack's [`STAMP_FILE`]; an existing target is replaced only if it carries it or is an
 //!   empty directory ([`check_replaceable`]) — never because it holds an `oci-layout` file.
-//!   Dropping the writer without finishing removes the temp directory.
+//!   Dropping the writer without finishing removes the temp directory; the temp directory
+//!   holds an owner marker until it becomes the layout, so what a killed run left is removed
+//!   by the next writer of the same layout ([`crate::leftovers`]).
 //! - [`Layout`] reads a layout; a blob is read only as a regular file of the layout (a symlink,
 //!   FIFO or device is refused without blocking), and [`Layout::read_blob`] and
 //!   [`Layout::check_blob`] fail if its size or its bytes do not match its descriptor.
@@ -301,10 +303,14 @@ impl LayoutWriter {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "layout".into());
+        let prefix = format!(".{name}.tmp-");
+        // What killed runs writing this layout left (by owner marker, never by name alone).
+        crate::leftovers::sweep(&parent, &prefix);
         let staging = tempfile::Builder::new()
-            .prefix(&format!(".{name}.tmp-"))
+            .prefix(&prefix)
             .tempdir_in(&parent)
             .map_err(write_err)?;
+        crate::leftovers::mark(staging.path()).map_err(write_err)?;
         fs::create_dir_all(staging.path().join("blobs/sha256")).map_err(write_err)?;
         Ok(Self {
             dest: dest.to_owned(),
@@ -411,6 +417,7 @@ impl LayoutWriter {
         fs::write(staging.join(OCI_LAYOUT_FILE), OCI_LAYOUT_CONTENT)
             .map_err(|e| self.write_err(e))?;
         fs::write(staging.join(STAMP_FILE), b"").map_err(|e| self.write_err(e))?;
+        crate::leftovers::unmark(staging).map_err(|e| self.write_err(e))?;
         check_replaceable(&self.dest)?;
         let dest = self.dest.clone();
         let staging = self.staging.keep();

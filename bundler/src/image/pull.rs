@@ -61,6 +61,9 @@ pub enum PullError {
     TempDir(#[source] std::io::Error),
 }
 
+/// The prefix of a pull's temp directory in `$TMPDIR`.
+pub const PULL_PREFIX: &str = ".olmpack-pull-";
+
 /// The files of `reference` (relative path → contents), its layers unpacked under `limits`
 /// as local input is read ([`super::unpack`]).
 pub async fn pull_files(
@@ -68,7 +71,13 @@ pub async fn pull_files(
     access: &RegistryAccess,
     limits: &Limits,
 ) -> Result<BTreeMap<PathBuf, Vec<u8>>, PullError> {
-    let temp = tempfile::tempdir().map_err(PullError::TempDir)?;
+    // What killed pulls left in the temp directory (by owner marker, never by name alone).
+    crate::leftovers::sweep(&std::env::temp_dir(), PULL_PREFIX);
+    let temp = tempfile::Builder::new()
+        .prefix(PULL_PREFIX)
+        .tempdir()
+        .map_err(PullError::TempDir)?;
+    crate::leftovers::mark(temp.path()).map_err(PullError::TempDir)?;
     let layout_err = |source| PullError::Layout {
         reference: reference.to_owned(),
         source,

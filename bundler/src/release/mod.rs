@@ -148,7 +148,12 @@ pub enum Change {
     Changes,
     /// Not done, and not needed (e.g. push without `--push`).
     Skipped,
+    /// Done by an earlier run, but the registry no longer has it: done again.
+    Republish,
 }
+
+/// Why something the state file says was published is published again.
+pub const MISSING: &str = "missing from the registry";
 
 /// One line of the printed plan.
 #[derive(Clone, Debug, Serialize)]
@@ -176,8 +181,13 @@ pub struct ImageSummary {
     /// True when it must be (re)built into its layout.
     #[serde(skip)]
     pub rebuild: bool,
-    /// True when its tag must be pushed (with push) — not yet at this digest.
+    /// True when its tag must be pushed (with push) — not yet at this digest, or no longer
+    /// in the registry.
     pub needs_push: bool,
+    /// Why it is pushed again when an earlier run pushed it: the registry no longer has it
+    /// at its tag ([`MISSING`]), or has the tag at another digest.
+    #[serde(skip)]
+    pub republish: Option<String>,
     #[serde(skip)]
     inputs: String,
 }
@@ -290,7 +300,7 @@ impl Prepared {
         self.summary
             .steps
             .iter()
-            .all(|s| s.change != Change::Changes)
+            .all(|s| matches!(s.change, Change::Unchanged | Change::Skipped))
     }
 }
 
@@ -413,6 +423,7 @@ impl ImageJob<'_> {
             digest,
             rebuild,
             needs_push,
+            republish: None,
             inputs: self.inputs,
         }
     }
@@ -450,9 +461,9 @@ async fn prepare_in(
     progress: &Progress,
 ) -> Result<Prepared, ReleaseError> {
     let mut run = Preparing::start(plan, options, progress)?;
-    let operator = run.operator_image().await?;
-    let bundles = run.bundles(operator.as_ref())?;
-    let catalog = run.catalog(&bundles).await?;
+    let mut operator = run.operator_image().await?;
+    let mut bundles = run.bundles(operator.as_ref())?;
+    let mut catalog = run.catalog(&bundles).await?;
     let install = install::prepare(
         plan,
         &bundles.generated,
@@ -461,7 +472,9 @@ async fn prepare_in(
         options,
     )?;
     run.steps.push(install.step.clone());
-    let supply_plan = run.supply(operator.as_ref(), &bundles, &catalog)?;
+    let supply_plan = run
+        .supply(operator.as_mut(), &mut bundles, &mut catalog)
+        .await?;
 
     let summary = Summary {
         package: plan.plan.package.clone(),
@@ -692,19 +705,29 @@ impl<'a> Preparing<'a> {
     }
 
     /// The SBOMs and signatures to publish (with push), and the push, sbom and sign steps.
-    fn supply(
+    /// With push, what earlier runs published is checked against the registries first:
+    /// what they no longer have is published again.
+    async fn supply(
         &mut self,
-        operator: Option<&ImageSummary>,
-        bundles: &Bundles,
-        catalog: &Catalog,
+        mut operator: Option<&mut ImageSummary>,
+        bundles: &mut Bundles,
+        catalog: &mut Catalog,
     ) -> Result<supply::SupplyPlan, ReleaseError> {
         let options = self.options;
+        if options.push {
+            let images = operator
+                .as_deref_mut()
+                .into_iter()
+                .chain(&mut bundles.images)
+                .chain(std::iter::once(&mut catalog.image));
+            verify_pushed(images, options).await?;
+        }
         let mut sbom_inputs = Vec::new();
         for (version, image) in self.versions.iter().zip(&bundles.images) {
             let files = bundle_files(&bundles.generated.tree, version)?;
             sbom_inputs.push((version.as_str(), image, files));
         }
-        let supply_plan = supply::plan(
+        let mut supply_plan = supply::plan(
             &sbom_inputs,
             &catalog.image,
             &catalog.built,
@@ -712,7 +735,11 @@ impl<'a> Preparing<'a> {
             options.signer.as_ref(),
             &self.state,
         )?;
+        if options.push {
+            supply::verify(&mut supply_plan, options).await?;
+        }
         let all_images: Vec<&ImageSummary> = operator
+            .map(|o| &*o)
             .into_iter()
             .chain(&bundles.images)
             .chain(std::iter::once(&catalog.image))
@@ -724,6 +751,35 @@ impl<'a> Preparing<'a> {
             .push(supply::sign_step(options.push, &supply_plan));
         Ok(supply_plan)
     }
+}
+
+/// Checks each image an earlier run pushed (by the state file) against its registry: an image
+/// whose tag the registry no longer has at the recorded digest is pushed again.
+async fn verify_pushed(
+    images: impl Iterator<Item = &mut ImageSummary>,
+    options: &Options,
+) -> Result<(), ReleaseError> {
+    use crate::supply::oci::Repo;
+    for image in images.filter(|i| !i.needs_push) {
+        let repo = Repo::connect(&image.reference, &options.access)
+            .await
+            .map_err(fail(step::PUSH))?;
+        let tag = split_tag(&image.reference).1.unwrap_or("latest");
+        let found = repo
+            .get_manifest(&repo.at_tag(tag), crate::image::media_type::ALL_MANIFESTS)
+            .await
+            .map_err(fail(step::PUSH))?;
+        let why = match found.map(|bytes| crate::image::digest::sha256_digest(&bytes)) {
+            None => MISSING.to_owned(),
+            Some(digest) if digest != image.digest => {
+                format!("the registry has its tag at {digest}")
+            }
+            Some(_) => continue,
+        };
+        image.needs_push = true;
+        image.republish = Some(why);
+    }
+    Ok(())
 }
 
 /// The upgrade-check step: every edge passed (a refused one stops the release before).
@@ -835,14 +891,13 @@ fn push_step(push: bool, images: &[&ImageSummary]) -> Step {
     );
     for image in &pending {
         detail.push_str(&format!("\n    {}", image.reference));
+        if let Some(why) = &image.republish {
+            detail.push_str(&format!(" (pushed before as {}, {why})", image.digest));
+        }
     }
     Step {
         step: step::PUSH,
-        change: if pending.is_empty() {
-            Change::Unchanged
-        } else {
-            Change::Changes
-        },
+        change: supply::change(pending.iter().map(|i| i.republish.is_some())),
         detail,
     }
 }
@@ -1223,10 +1278,7 @@ async fn push_all(
             .to_string_lossy()
             .into_owned()
     };
-    let pending: Vec<&ImageSummary> = images
-        .iter()
-        .filter(|i| state.pushed.get(&i.reference) != Some(&i.digest))
-        .collect();
+    let pending: Vec<&ImageSummary> = images.iter().filter(|i| i.needs_push).collect();
     // 1. Content by digest: nothing is reachable by a tag yet.
     for image in &pending {
         push_layout(&layout(image), &image.pinned, &options.access, progress)

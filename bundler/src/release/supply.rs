@@ -13,11 +13,12 @@
 use std::collections::BTreeMap;
 
 use super::state::{Attachment, Kind, State};
-use super::{Change, ImageSummary, Options, ReleaseError, Step, fail, split_tag, step};
+use super::{Change, ImageSummary, MISSING, Options, ReleaseError, Step, fail, split_tag, step};
 use crate::build::BuiltCatalog;
 use crate::catalog::declcfg::DeclarativeConfig;
 use crate::image::auth::Secret;
 use crate::image::layout::{Descriptor, Layout};
+use crate::image::media_type;
 use crate::output::FileTree;
 use crate::supply::attach::{self, Artifact, Discovery};
 use crate::supply::cosign::{self, Signer};
@@ -32,8 +33,10 @@ pub struct SbomJob {
     reference: String,
     pinned: String,
     bytes: Vec<u8>,
-    /// Set when an earlier run attached it.
+    /// Set when an earlier run attached it (and the registry still has it).
     done: Option<Attachment>,
+    /// An earlier run attached it, but the registry no longer has it.
+    missing: bool,
 }
 
 /// One image to sign.
@@ -41,7 +44,10 @@ pub struct SbomJob {
 pub struct SignJob {
     pinned: String,
     digest: String,
+    /// Set when an earlier run signed it (and the registry still has the signature).
     done: Option<Attachment>,
+    /// An earlier run signed it, but the registry no longer has the signature.
+    missing: bool,
 }
 
 /// The supply chain work of a release.
@@ -122,6 +128,7 @@ pub fn plan(
                 .supply
                 .get(&Attachment::sbom_key(&image.pinned))
                 .cloned(),
+            missing: false,
         })
     };
     let mut sboms = Vec::new();
@@ -158,6 +165,7 @@ pub fn plan(
                     .supply
                     .get(&Attachment::signature_key(&image.pinned, signer.key_id()))
                     .cloned(),
+                missing: false,
             })
             .collect(),
         None => Vec::new(),
@@ -167,6 +175,56 @@ pub fn plan(
         signer: signer.cloned(),
         signatures,
     })
+}
+
+/// What a step changes, from whether each pending item was published before and is missing
+/// from the registry: nothing pending is unchanged; only missing items, a republish.
+pub(super) fn change(missing: impl IntoIterator<Item = bool>) -> Change {
+    let mut change = Change::Unchanged;
+    for missing in missing {
+        if !missing {
+            return Change::Changes;
+        }
+        change = Change::Republish;
+    }
+    change
+}
+
+/// Checks what the state file says earlier runs published against the registries: an SBOM
+/// whose manifest, or a signature whose signature image, the registry no longer has is
+/// published again (and the plan says so).
+pub async fn verify(plan: &mut SupplyPlan, options: &Options) -> Result<(), ReleaseError> {
+    for job in &mut plan.sboms {
+        let Some(done) = &job.done else { continue };
+        let repo = Repo::connect(&job.pinned, &options.access)
+            .await
+            .map_err(fail(step::SBOM))?;
+        let found = repo
+            .get_manifest(&repo.at_digest(&done.digest), &[media_type::MANIFEST])
+            .await
+            .map_err(fail(step::SBOM))?;
+        if found.is_none() {
+            (job.done, job.missing) = (None, true);
+        }
+    }
+    let Some(signer) = &plan.signer else {
+        return Ok(());
+    };
+    for job in &mut plan.signatures {
+        if job.done.is_none() {
+            continue;
+        }
+        let repo = Repo::connect(&job.pinned, &options.access)
+            .await
+            .map_err(fail(step::SIGN))?;
+        let signed = cosign::is_signed(&repo, &job.digest, signer)
+            .await
+            .map_err(fail(step::SIGN))?;
+        if !signed {
+            (job.done, job.missing) = (None, true);
+        }
+    }
+    Ok(())
 }
 
 /// The plan's line for the signing step.
@@ -198,14 +256,13 @@ pub fn sign_step(push: bool, plan: &SupplyPlan) -> Step {
     );
     for job in &pending {
         detail.push_str(&format!("\n    {}", job.pinned));
+        if job.missing {
+            detail.push_str(&format!(" (signed before, {MISSING})"));
+        }
     }
     Step {
         step: step::SIGN,
-        change: if pending.is_empty() {
-            Change::Unchanged
-        } else {
-            Change::Changes
-        },
+        change: change(pending.iter().map(|j| j.missing)),
         detail,
     }
 }
@@ -228,14 +285,13 @@ pub fn sbom_step(push: bool, plan: &SupplyPlan) -> Step {
     );
     for job in &pending {
         detail.push_str(&format!("\n    {}", job.pinned));
+        if job.missing {
+            detail.push_str(&format!(" (attached before, {MISSING})"));
+        }
     }
     Step {
         step: step::SBOM,
-        change: if pending.is_empty() {
-            Change::Unchanged
-        } else {
-            Change::Changes
-        },
+        change: change(pending.iter().map(|j| j.missing)),
         detail,
     }
 }

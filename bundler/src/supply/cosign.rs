@@ -338,6 +338,40 @@ pub struct Signed {
     pub reference: String,
 }
 
+/// Whether the signature image of `digest` in `repo` (tag `sha256-<hex>.sig`) holds the
+/// signature `signer` gives it: false when the registry has no signature image there, or one
+/// without it (deleted, or replaced by someone else's).
+pub async fn is_signed(repo: &Repo, digest: &str, signer: &Signer) -> Result<bool, SignError> {
+    let hex = sha256_hex(digest).ok_or_else(|| SignError::Digest {
+        image: repo.name(),
+        digest: digest.to_owned(),
+    })?;
+    let reference = repo.at_tag(&format!("sha256-{hex}.sig"));
+    let Some(bytes) = repo
+        .get_manifest(
+            &reference,
+            &[media_type::MANIFEST, media_type::DOCKER_MANIFEST],
+        )
+        .await?
+    else {
+        return Ok(false);
+    };
+    // A signature image that does not parse holds no signature of ours (signing then says why
+    // it cannot add one).
+    let Ok(manifest) = serde_json::from_slice::<ImageManifest>(&bytes) else {
+        return Ok(false);
+    };
+    let payload = payload(&repo.name(), digest);
+    let (layer, signature) = (sha256_digest(&payload), signer.sign(&payload));
+    Ok(manifest.layers.iter().any(|l| {
+        l.digest == layer
+            && l.annotations
+                .as_ref()
+                .and_then(|a| a.get(SIGNATURE_ANNOTATION))
+                == Some(&signature)
+    }))
+}
+
 /// Signs the image at `digest` in `repo` and pushes the signature image (see the module docs).
 pub async fn sign(repo: &Repo, digest: &str, signer: &Signer) -> Result<Signed, SignError> {
     let hex = sha256_hex(digest).ok_or_else(|| SignError::Digest {

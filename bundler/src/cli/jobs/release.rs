@@ -178,6 +178,7 @@ fn print_plan(out: &mut dyn Write, summary: &Summary, dir: &Path) -> std::io::Re
             Change::Unchanged => "unchanged",
             Change::Changes => "changes",
             Change::Skipped => "skipped",
+            Change::Republish => "republish",
         };
         writeln!(
             out,
