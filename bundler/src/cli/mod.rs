@@ -169,6 +169,9 @@ pub fn exit_code(err: &(dyn Error + 'static)) -> u8 {
         {
             return if refusal { 1 } else { 2 };
         }
+        if let Some(layer) = e.downcast_ref::<olmpack::image::layer::LayerError>() {
+            return if layer.is_refusal() { 1 } else { 2 };
+        }
         let layout = match e.downcast_ref::<olmpack::image::push::PushError>() {
             Some(olmpack::image::push::PushError::Layout(l)) => Some(l),
             _ => e.downcast_ref::<olmpack::image::layout::LayoutError>(),
