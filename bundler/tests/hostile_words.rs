@@ -35,6 +35,29 @@ fn catalog_with_a_fifo(d: &Path) {
     mkfifo(&d.join("c/pipe.json"));
 }
 
+/// A catalog with a number beyond a 64-bit float's range.
+fn catalog_with_1e400(d: &Path) {
+    write(
+        &d.join("c/catalog.yaml"),
+        format!("{CATALOG}extra: 1e400\n"),
+    );
+}
+
+/// A catalog with a key given twice (which opm reads, the last value winning) and, after it,
+/// a number beyond a 64-bit float's range (the real refusal).
+fn catalog_with_a_duplicate_key_then_1e400(d: &Path) {
+    let text = CATALOG.replace("name: demo\n", "name: demo\nname: demo\nextra: 1e400\n");
+    write(&d.join("c/catalog.yaml"), text);
+}
+
+/// A JSON catalog with bytes that are not UTF-8 in a string.
+fn json_catalog_with_invalid_utf8(d: &Path) {
+    write(
+        &d.join("c/catalog.json"),
+        b"{\"schema\":\"olm.package\",\"name\":\"demo\xff\"}\n",
+    );
+}
+
 const CYCLE: &str = "error[plan/replaces-cycle] olmpack.yaml: releases[0].replaces: guestbook-operator.v1.0.0 replaces guestbook-operator.v1.1.1, which is not older: the replaces chain guestbook-operator.v1.0.0 -> guestbook-operator.v1.1.1 -> guestbook-operator.v1.1.0 -> guestbook-operator.v1.0.0 is a cycle in channels candidate, stable, so no entry is the channel's head (the one nothing replaces, which OLM installs)\n";
 
 const ROWS: &[Row] = &[
@@ -66,6 +89,27 @@ const ROWS: &[Row] = &[
         code: 1,
         message: "error: failed to build the layer for /configs\n  caused by: c/pipe.json is a FIFO (named pipe); image layers hold only regular files and directories\n",
     },
+    Row {
+        name: "a YAML number beyond a float's range",
+        setup: catalog_with_1e400,
+        args: &["catalog", "validate", "c"],
+        code: 1,
+        message: "error[catalog/load] catalog.yaml: invalid YAML: line 19 column 8: the number `1e400` is beyond a 64-bit float's range (it would read as infinity, which JSON cannot hold)\n",
+    },
+    Row {
+        name: "a duplicate key, then 1e400: the number is the refusal",
+        setup: catalog_with_a_duplicate_key_then_1e400,
+        args: &["catalog", "validate", "c"],
+        code: 1,
+        message: "error[catalog/load] catalog.yaml: invalid YAML: line 5 column 8: the number `1e400` is beyond a 64-bit float's range (it would read as infinity, which JSON cannot hold)\n",
+    },
+    Row {
+        name: "bytes that are not UTF-8 in a JSON string",
+        setup: json_catalog_with_invalid_utf8,
+        args: &["catalog", "validate", "c"],
+        code: 1,
+        message: "error[catalog/load] catalog.json: invalid JSON: line 1 column 37: a string holds bytes that are not UTF-8 text\n",
+    },
 ];
 
 #[test]
@@ -78,11 +122,11 @@ fn hostile_exit_codes_and_words_of_issue_44() {
         let out = run(d, row.args);
         out.expect(row.code, row.name).in_our_words();
         assert!(
-            out.stderr.contains(row.message),
-            "{}: stderr lacks {:?}:\n{}",
+            out.all().contains(row.message),
+            "{}: output lacks {:?}:\n{}",
             row.name,
             row.message,
-            out.stderr
+            out.all()
         );
         assert_eq!(snapshot(d), before, "{}: files were written", row.name);
     }

@@ -547,6 +547,12 @@ fn refused_escape(text: &str) -> Option<(usize, &str)> {
 fn json_problem(bytes: &[u8], e: &serde_json::Error) -> String {
     let message = e.to_string();
     let what = message.split(" at line ").next().unwrap_or(&message);
+    if what == "invalid unicode code point" {
+        let (line, column) = (e.line(), e.column());
+        return format!(
+            "invalid JSON: line {line} column {column}: a string holds bytes that are not UTF-8 text"
+        );
+    }
     if !(what.contains("surrogate") || what.contains("hex escape")) {
         return format!("invalid JSON: {e}");
     }
