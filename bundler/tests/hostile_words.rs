@@ -131,3 +131,158 @@ fn hostile_exit_codes_and_words_of_issue_44() {
         assert_eq!(snapshot(d), before, "{}: files were written", row.name);
     }
 }
+
+/// A registry on 127.0.0.1 that reads each request (one per connection) and writes
+/// `reply(host, method, path)` as the raw answer, or closes the connection without one
+/// (`None`); returns its host.
+fn registry(reply: fn(&str, &str, &str) -> Option<String>) -> String {
+    use std::io::{BufRead as _, Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let host = listener.local_addr().unwrap().to_string();
+    let me = host.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let me = me.clone();
+            std::thread::spawn(move || {
+                let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+                let mut head = String::new();
+                let mut length = 0;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap_or(0);
+                    }
+                    head.push_str(&line);
+                }
+                let mut body = vec![0; length];
+                let _ = reader.read_exact(&mut body);
+                let mut words = head.split_whitespace();
+                let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+                if let Some(answer) = reply(&me, method, path) {
+                    let _ = stream.write_all(answer.as_bytes());
+                }
+                let _ = stream.shutdown(std::net::Shutdown::Both);
+            });
+        }
+    });
+    host
+}
+
+fn answer(status: &str, headers: &str, body: &str) -> Option<String> {
+    Some(format!(
+        "HTTP/1.1 {status}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    ))
+}
+
+fn closes(_: &str, _: &str, _: &str) -> Option<String> {
+    None
+}
+
+fn relative_realm(_: &str, _: &str, _: &str) -> Option<String> {
+    answer(
+        "401 Unauthorized",
+        "WWW-Authenticate: Bearer realm=\"/token\",service=\"r\"\r\n",
+        "",
+    )
+}
+
+fn unresolvable_realm(_: &str, _: &str, _: &str) -> Option<String> {
+    answer(
+        "401 Unauthorized",
+        "WWW-Authenticate: Bearer realm=\"https://no-such-host.invalid/token\",service=\"r\"\r\n",
+        "",
+    )
+}
+
+fn refuses_uploads(_: &str, method: &str, path: &str) -> Option<String> {
+    match (method, path) {
+        (_, "/v2/") => answer("200 OK", "", ""),
+        ("HEAD", _) => answer("404 Not Found", "", ""),
+        _ => answer(
+            "400 Bad Request",
+            "Content-Type: application/json\r\n",
+            r#"{"errors":[{"code":"BLOB_UPLOAD_INVALID","message":"no"}]}"#,
+        ),
+    }
+}
+
+/// One row against a misbehaving registry: `{host}` in the arguments and the message is the
+/// registry's host; a push pushes a catalog image built from a valid catalog.
+struct RegistryRow {
+    name: &'static str,
+    reply: fn(&str, &str, &str) -> Option<String>,
+    args: &'static [&'static str],
+    message: &'static str,
+}
+
+const REGISTRY_ROWS: &[RegistryRow] = &[
+    RegistryRow {
+        name: "the registry closes the connection without answering: resolve",
+        reply: closes,
+        args: &["image", "resolve", "{host}/demo/x:v1", "--attempts", "2"],
+        message: "resolving {host}/demo/x:v1 failed after 2 attempt(s): http://{host}: it closed the connection before answering",
+    },
+    RegistryRow {
+        name: "the registry closes the connection without answering: push",
+        reply: closes,
+        args: &["image", "push", "l", "{host}/demo/x:v1", "--attempts", "2"],
+        message: "authenticating to {host} failed after 2 attempt(s): http://{host}: it closed the connection before answering",
+    },
+    RegistryRow {
+        name: "a token service named by a relative URL",
+        reply: relative_realm,
+        args: &["image", "resolve", "{host}/demo/x:v1", "--attempts", "2"],
+        message: "resolving {host}/demo/x:v1: getting a token from /token failed after 1 attempt(s): http://{host} names the token service \"/token\", which is not a full http(s) URL (WWW-Authenticate realm)",
+    },
+    RegistryRow {
+        name: "a token service whose host does not resolve is named, not the registry",
+        reply: unresolvable_realm,
+        args: &["image", "resolve", "{host}/demo/x:v1", "--attempts", "2"],
+        message: "resolving {host}/demo/x:v1: getting a token from https://no-such-host.invalid/token: cannot connect to https://no-such-host.invalid: no such host (its name does not resolve) (after 2 attempt(s))",
+    },
+    RegistryRow {
+        name: "an upload refused with a registry error",
+        reply: refuses_uploads,
+        args: &["image", "push", "l", "{host}/demo/x:v1", "--attempts", "2"],
+        message: " failed after 1 attempt(s): http://{host}/v2/demo/x/blobs/uploads/ answered HTTP 400: {\"errors\":[{\"code\":\"BLOB_UPLOAD_INVALID\",\"message\":\"no\"}]}",
+    },
+];
+
+#[test]
+fn hostile_registry_failures_in_our_words_naming_the_server() {
+    for row in REGISTRY_ROWS {
+        let dir = temp();
+        let d = dir.path();
+        write(&d.join("c/catalog.yaml"), CATALOG);
+        run(d, &["image", "build", "catalog", "c", "--layout", "l"]).expect(0, "build");
+        let host = registry(row.reply);
+        let args: Vec<String> = row
+            .args
+            .iter()
+            .map(|a| a.replace("{host}", &host))
+            .collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let message = row.message.replace("{host}", &host);
+        let out = run(d, &args);
+        out.expect(2, row.name).says(&message).in_our_words();
+        for leak in [
+            "SendRequest",
+            "builder error",
+            "Server error",
+            "Digest error",
+            "lookup address",
+        ] {
+            assert!(
+                !out.all().contains(leak),
+                "{}: {leak}:\n{}",
+                row.name,
+                out.all()
+            );
+        }
+    }
+}
