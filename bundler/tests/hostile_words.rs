@@ -286,3 +286,22 @@ fn hostile_registry_failures_in_our_words_naming_the_server() {
         }
     }
 }
+
+/// Log lines written to a file or a pipe (stderr not a terminal) carry no colour codes.
+#[test]
+fn hostile_log_lines_into_a_file_carry_no_colour_codes() {
+    let dir = temp();
+    let host = registry(closes);
+    let image = format!("{host}/demo/x:v1");
+    let out = run(
+        dir.path(),
+        &["image", "resolve", &image, "--attempts", "2", "-v"],
+    );
+    out.expect(2, "a registry that closes the connection")
+        .says("registry request failed; retrying");
+    assert!(
+        !out.stderr.contains('\u{1b}'),
+        "colour codes:\n{}",
+        out.stderr
+    );
+}
