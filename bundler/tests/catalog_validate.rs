@@ -295,6 +295,18 @@ const CORPUS: &[(&str, &str, &str, bool)] = &[
         true,
     ),
     (
+        "bom-json-stream",
+        "catalog/default-channel-missing",
+        "invalid package \"pkg\": default channel \"stable\" not found in channels list",
+        false,
+    ),
+    (
+        "bom-json-escape",
+        "catalog/load",
+        "the file begins with a UTF-8 byte-order mark, so opm reads it as YAML, and refuses it: line 1: \\/ is a JSON escape that Go's YAML decoder does not know",
+        false,
+    ),
+    (
         "syntax-error",
         "catalog/load",
         "invalid JSON: EOF while parsing a value at line 2 column 26",
@@ -539,5 +551,54 @@ fn duplicate_keys_are_read_as_opm_reads_them() {
             String::from_utf8(theirs.stdout).unwrap(),
             "{format}"
         );
+    }
+}
+
+/// A JSON catalog file that begins with a UTF-8 byte-order mark is read as opm reads it: as
+/// YAML, of which Go's decoder keeps the first object of each document. The ignored objects
+/// are a warning naming the file (here a second package object that would make the catalog
+/// invalid if it were read); `catalog render` prints opm's bytes and `catalog validate` opm's
+/// verdict (also checked by `opm_and_olmpack_agree_on_pass_fail`, as for the `bom-*` corpus
+/// catalogs). YAML behind a mark reads as without it.
+#[test]
+fn a_byte_order_mark_is_read_as_opm_reads_it() {
+    let opm = olmpack_envtest::binaries::Tool::Opm
+        .path()
+        .expect("opm is required for this test");
+    let warning = "warning[catalog/lenient-yaml] package.json: the file begins with a UTF-8 byte-order mark, so opm reads it as YAML and keeps only the first object of each document: 1 of its 2 objects is ignored, here as by opm (remove the mark to have them read)\n";
+    for (name, expected) in [("bom-json-first-object-only", warning), ("bom-yaml", "")] {
+        let path = fixtures().join("valid").join(name);
+        let out = Command::new(env!("CARGO_BIN_EXE_olmpack"))
+            .args(["catalog", "validate"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{name}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let findings: String = stdout
+            .lines()
+            .filter(|l| l.contains('['))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert_eq!(findings, expected, "{name}");
+        for format in ["json", "yaml"] {
+            let theirs = Command::new(&opm)
+                .args(["render", "-o", format])
+                .arg(&path)
+                .output()
+                .unwrap();
+            assert!(theirs.status.success(), "{name}");
+            let ours = Command::new(env!("CARGO_BIN_EXE_olmpack"))
+                .args(["catalog", "render", "-o", format])
+                .arg(&path)
+                .output()
+                .unwrap();
+            assert!(ours.status.success(), "{name}");
+            assert_eq!(
+                String::from_utf8(ours.stdout).unwrap(),
+                String::from_utf8(theirs.stdout).unwrap(),
+                "{name} {format}"
+            );
+        }
     }
 }

@@ -147,7 +147,7 @@ async fn a_push_that_gives_up_leaves_no_dangling_manifest_and_a_rerun_finishes_i
     let chain = error_chain(&err);
     assert!(
         chain.starts_with("uploading blob sha256:")
-            && chain.contains(" failed after 2 attempt(s) | "),
+            && chain.contains(" failed after 2 attempt(s): "),
         "{chain}"
     );
     assert!(chain.contains("500"), "{chain}");

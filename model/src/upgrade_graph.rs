@@ -232,6 +232,46 @@ impl UpgradeGraph {
         out
     }
 
+    /// An error (`plan/replaces-cycle`, about the plan file) for each release whose explicit
+    /// `replaces` names a release that is not older and so closes a cycle of `replaces` in a
+    /// channel: the channel then has no head (no entry that nothing replaces), which OLM
+    /// installs, and the catalog cannot be built. One finding per such release, naming every
+    /// channel the cycle is in. Linear in the entries of each channel.
+    pub fn replaces_cycles(&self, plan: &LoadedPlan) -> Vec<Finding> {
+        // Per culprit release index: the cycle from the culprit (first seen) and its channels.
+        let mut found: BTreeMap<usize, (Vec<&str>, Vec<&str>)> = BTreeMap::new();
+        for channel in &self.channels {
+            for cycle in channel_cycles(channel) {
+                for culprit in culprits(&cycle) {
+                    let Some(node) = self.node(cycle[culprit].bundle.as_str()) else {
+                        continue;
+                    };
+                    let mut bundles: Vec<&str> = cycle.iter().map(|e| e.bundle.as_str()).collect();
+                    bundles.rotate_left(culprit);
+                    let entry = found.entry(node.index).or_insert((bundles, Vec::new()));
+                    entry.1.push(&channel.name);
+                }
+            }
+        }
+        found
+            .into_iter()
+            .map(|(index, (bundles, channels))| {
+                let chain = bundles.iter().chain(bundles.first()).copied();
+                let message = format!(
+                    "{} replaces {}, which is not older: the replaces chain {} is a cycle in channel{} {}, so no entry is the channel's head (the one nothing replaces, which OLM installs)",
+                    bundles[0],
+                    bundles.get(1).unwrap_or(&bundles[0]),
+                    chain.collect::<Vec<_>>().join(" -> "),
+                    if channels.len() == 1 { "" } else { "s" },
+                    channels.join(", "),
+                );
+                Finding::error("plan/replaces-cycle", message)
+                    .file(&plan.path)
+                    .field(format!("releases[{index}].replaces"))
+            })
+            .collect()
+    }
+
     /// The package the graph belongs to.
     pub fn package(&self) -> &str {
         &self.package
@@ -383,6 +423,46 @@ fn channel_entries(
         }
     }
     entries
+}
+
+/// Every cycle of `replaces` among a channel's entries, each in replaces order (an entry,
+/// then the entry it replaces, …). Each entry replaces at most one, so one walk per entry,
+/// never past an entry already walked, finds them all in linear time.
+fn channel_cycles(channel: &Channel) -> Vec<Vec<&Entry>> {
+    let at: std::collections::HashMap<&str, usize> = (channel.entries.iter().enumerate())
+        .map(|(i, e)| (e.bundle.as_str(), i))
+        .collect();
+    // 0: not walked yet; 1: on the current walk; 2: walked.
+    let mut state = vec![0u8; channel.entries.len()];
+    let mut cycles = Vec::new();
+    for start in 0..channel.entries.len() {
+        let mut path = Vec::new();
+        let mut next = Some(start);
+        while let Some(i) = next.filter(|&i| state[i] == 0) {
+            state[i] = 1;
+            path.push(i);
+            let replaces = channel.entries[i].edges.replaces.as_deref();
+            next = replaces.and_then(|r| at.get(r)).copied();
+        }
+        // The walk stopped at an entry on itself: a cycle from there.
+        if let Some(i) = next.filter(|&i| state[i] == 1)
+            && let Some(from) = path.iter().position(|&p| p == i)
+        {
+            cycles.push(path[from..].iter().map(|&p| &channel.entries[p]).collect());
+        }
+        for p in path {
+            state[p] = 2;
+        }
+    }
+    cycles
+}
+
+/// The positions in `cycle` of the entries that replace one not older than themselves: the
+/// explicit `replaces` that close it (a computed one always names an older release).
+fn culprits(cycle: &[&Entry]) -> Vec<usize> {
+    (0..cycle.len())
+        .filter(|&i| cycle[i].version <= cycle[(i + 1) % cycle.len()].version)
+        .collect()
 }
 
 /// `replaces a, skips b, c` (or `no replaces, no skips`), for messages.

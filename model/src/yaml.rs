@@ -197,6 +197,11 @@ fn describe(message: &str) -> String {
         "aliases expand to too much data (an alias bomb?); olmpack stops reading here".to_owned()
     } else if let Some(rest) = what.strip_prefix("invalid type: ") {
         format!("wrong type: {rest}")
+    } else if let Some(rest) = what.strip_prefix("non-finite float ") {
+        let number = rest.split(" rejected").next().unwrap_or(rest);
+        format!(
+            "the number {number} is beyond a 64-bit float's range (it would read as infinity, which JSON cannot hold)"
+        )
     } else {
         what.to_owned()
     };
@@ -292,12 +297,21 @@ pub struct Leniency {
     pub message: String,
 }
 
+/// The documents of a stream read the way Go's decoders read them, and what was read leniently.
+pub type GoDocuments = (Vec<serde_json::Value>, Vec<Leniency>);
+
 /// Parses every document of a stream the way Go's decoders do: as [`from_multi_str`], and a
 /// mapping key given twice keeps its last value (with a [`Leniency`] naming both lines).
-pub fn from_multi_str_go(text: &str) -> Result<(Vec<serde_json::Value>, Vec<Leniency>), YamlError> {
+/// When the stream has a key given twice and also something else the reader refuses, that
+/// refusal is the error (a repeated key alone is no reason to refuse it).
+pub fn from_multi_str_go(text: &str) -> Result<GoDocuments, YamlError> {
     match from_multi_str(text) {
         Ok(docs) => Ok((docs, Vec::new())),
-        Err(strict) => duplicate_keys_last_wins(text).ok_or(strict),
+        Err(strict) => match duplicate_keys_last_wins(text, &strict) {
+            Some(Ok(read)) => Ok(read),
+            Some(Err(lenient)) => Err(lenient),
+            None => Err(strict),
+        },
     }
 }
 
@@ -314,13 +328,23 @@ pub fn from_str_go(text: &str) -> Result<(serde_json::Value, Vec<Leniency>), Yam
 }
 
 /// The slow path, taken only when the strict parse failed: re-reads the stream with
-/// duplicate keys passed through, keeping the last value of each. `None` when the stream
-/// still does not parse or has no duplicate key (the strict error is then the one to show).
-fn duplicate_keys_last_wins(text: &str) -> Option<(Vec<serde_json::Value>, Vec<Leniency>)> {
+/// duplicate keys passed through, keeping the last value of each. `None` when the stream has
+/// no duplicate key (the strict error is then the one to show); `Some(Err)` when it has one
+/// (the strict error named it) but does not parse for another reason, which is the error.
+fn duplicate_keys_last_wins(
+    text: &str,
+    strict: &YamlError,
+) -> Option<Result<GoDocuments, YamlError>> {
     let mut options = options();
     options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::PassThrough;
-    let nodes: Vec<GoNode> =
-        serde_saphyr::from_multiple_with_options(prepare(text), options).ok()?;
+    let nodes: Vec<GoNode> = match serde_saphyr::from_multiple_with_options(prepare(text), options)
+    {
+        Ok(nodes) => nodes,
+        Err(e) if strict.to_string().contains(": duplicate key ") => {
+            return Some(Err(parse_error_in(prepare(text))(e)));
+        }
+        Err(_) => return None,
+    };
     let mut docs = Vec::new();
     let mut notes = Vec::new();
     for node in nodes.into_iter().filter(|n| !n.value.is_null()) {
@@ -335,7 +359,7 @@ fn duplicate_keys_last_wins(text: &str) -> Option<(Vec<serde_json::Value>, Vec<L
         }));
         docs.push(node.value);
     }
-    (!notes.is_empty()).then_some((docs, notes))
+    (!notes.is_empty()).then_some(Ok((docs, notes)))
 }
 
 /// A mapping key given a second time in the same mapping.

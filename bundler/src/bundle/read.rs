@@ -80,12 +80,14 @@ pub fn read_inputs<'p>(
     let releases: Vec<ReadRelease<'p>> = selected
         .filter_map(|(index, release)| read_release(plan, policy, index, release, &mut problems))
         .collect();
+    let graph = UpgradeGraph::from_plan(plan);
+    problems.extend(graph.replaces_cycles(plan));
     if !problems.is_empty() {
         return Err(problems);
     }
     Ok(ReadPlan {
         plan,
-        graph: UpgradeGraph::from_plan(plan),
+        graph,
         icon,
         samples,
         releases,

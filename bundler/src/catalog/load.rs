@@ -204,8 +204,9 @@ fn stream_json(
     let mut reader = crate::input::Bounded::open(path, &options.limits)?;
     let mut buf = Vec::new();
     reader.fill(&mut buf, CHUNK)?;
-    let mut start = buf.len() - crate::input::strip_bom(&buf).len();
-    if !is_json(&buf[start..]) {
+    // A byte-order mark makes opm read the file as YAML ([`parse_bom_json`]): read it whole.
+    let mut start = 0;
+    if buf.starts_with(BOM) || !is_json(&buf) {
         reader.read_rest(&mut buf)?;
         return Ok(Read::Whole(buf));
     }
@@ -351,44 +352,194 @@ impl Blobs {
 
 /// [`parse_file_with`], also returning the lenient reads (see the module contract).
 pub fn parse_file_noting(rel: &Path, bytes: &[u8], options: LoadOptions) -> FileLoad {
-    let bytes = crate::input::strip_bom(bytes);
     let mut blobs = Blobs::new(rel, options);
-    if is_json(bytes) {
-        // One document at a time: a large file is never held as values all at once.
-        for (index, doc) in serde_json::Deserializer::from_slice(bytes)
-            .into_iter::<Value>()
-            .enumerate()
-        {
-            match doc {
-                Ok(doc) => blobs.push(index, doc),
-                Err(e) => {
-                    let p = blobs.problem(None, json_problem(bytes, &e));
-                    blobs.problems.push(p);
-                    break;
-                }
-            }
-        }
-    } else {
-        match parse_yaml_stream(bytes) {
-            Ok((docs, notes)) => {
-                for n in notes {
-                    let note = blobs.problem(
-                        Some(n.document.saturating_sub(1)),
-                        format!("line {}: {}", n.line, n.message),
-                    );
-                    blobs.lenient.push(note);
-                }
-                for (index, doc) in docs.into_iter().enumerate() {
-                    blobs.push(index, doc);
-                }
-            }
-            Err(message) => {
-                let p = blobs.problem(None, message);
-                blobs.problems.push(p);
+    match bytes.strip_prefix(BOM) {
+        Some(rest) if is_json(rest) => parse_bom_json(&mut blobs, rest),
+        _ => {
+            let bytes = crate::input::strip_bom(bytes);
+            if is_json(bytes) {
+                parse_json(&mut blobs, bytes);
+            } else {
+                parse_yaml(&mut blobs, bytes);
             }
         }
     }
     blobs.finish()
+}
+
+/// A JSON stream, one document at a time: a large file is never held as values all at once.
+fn parse_json(blobs: &mut Blobs, bytes: &[u8]) {
+    for (index, doc) in serde_json::Deserializer::from_slice(bytes)
+        .into_iter::<Value>()
+        .enumerate()
+    {
+        match doc {
+            Ok(doc) => blobs.push(index, doc),
+            Err(e) => {
+                let p = blobs.problem(None, json_problem(bytes, &e));
+                blobs.problems.push(p);
+                break;
+            }
+        }
+    }
+}
+
+/// A YAML stream, read as Go's YAML decoder reads it.
+fn parse_yaml(blobs: &mut Blobs, bytes: &[u8]) {
+    match parse_yaml_stream(bytes) {
+        Ok((docs, notes)) => {
+            for n in notes {
+                let note = blobs.problem(
+                    Some(n.document.saturating_sub(1)),
+                    format!("line {}: {}", n.line, n.message),
+                );
+                blobs.lenient.push(note);
+            }
+            for (index, doc) in docs.into_iter().enumerate() {
+                blobs.push(index, doc);
+            }
+        }
+        Err(message) => {
+            let p = blobs.problem(None, message);
+            blobs.problems.push(p);
+        }
+    }
+}
+
+/// A UTF-8 byte-order mark: Kubernetes' decoder, which opm reads catalog files with, does not
+/// see a `{` behind it and reads the file as YAML.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// A JSON stream behind a byte-order mark, read as opm reads it (observed on opm): as YAML
+/// documents cut at `---` lines, of which Go's YAML decoder keeps the first node and ignores
+/// whatever follows it. A stream of objects thus loses all but its first, which is reported
+/// as a lenient read naming how many objects opm ignores; what opm refuses (a `\/` escape,
+/// which YAML lacks) is a problem naming opm.
+fn parse_bom_json(blobs: &mut Blobs, bytes: &[u8]) {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        let p = blobs.problem(None, "not UTF-8 text".to_owned());
+        blobs.problems.push(p);
+        return;
+    };
+    let (mut index, mut objects) = (0, 0);
+    for (doc, first_line) in yaml_documents(text) {
+        if doc.trim().is_empty() {
+            continue;
+        }
+        match first_node(doc, first_line) {
+            Ok((Value::Null, ..)) => {}
+            Ok((value, count, notes)) => {
+                for n in notes {
+                    let note =
+                        blobs.problem(Some(index), format!("line {}: {}", n.line, n.message));
+                    blobs.lenient.push(note);
+                }
+                blobs.push(index, value);
+                (index, objects) = (index + 1, objects + count);
+            }
+            Err(message) => {
+                let message = format!(
+                    "the file begins with a UTF-8 byte-order mark, so opm reads it as YAML, and refuses it: {message}"
+                );
+                let p = blobs.problem(None, message);
+                blobs.problems.push(p);
+                return;
+            }
+        }
+    }
+    if objects > index {
+        let message = format!(
+            "the file begins with a UTF-8 byte-order mark, so opm reads it as YAML and keeps only the first object of each document: {} of its {objects} objects {} ignored, here as by opm (remove the mark to have them read)",
+            objects - index,
+            if objects - index == 1 { "is" } else { "are" }
+        );
+        let note = blobs.problem(None, message);
+        blobs.lenient.push(note);
+    }
+}
+
+/// The documents of a YAML stream as Kubernetes' YAML reader cuts them, each with its first
+/// line: at each line that starts with `---` followed by nothing but blanks or a comment.
+fn yaml_documents(text: &str) -> Vec<(&str, u64)> {
+    let mut docs = Vec::new();
+    let (mut start, mut first_line, mut line) = (0, 1, 1);
+    let mut at = 0;
+    for piece in text.split_inclusive('\n') {
+        line += 1;
+        at += piece.len();
+        let Some(rest) = piece.strip_prefix("---") else {
+            continue;
+        };
+        let rest = rest.trim();
+        if rest.is_empty() || rest.starts_with('#') {
+            docs.push((&text[start..at - piece.len()], first_line));
+            (start, first_line) = (at, line);
+        }
+    }
+    docs.push((&text[start..], first_line));
+    docs
+}
+
+/// The first node of a YAML document as Go's decoder reads it, how many JSON objects the
+/// document holds (the first and those that follow it back to back), and what was read
+/// leniently (lines counted in the file, the document starting at `first_line`). A JSON value
+/// is cut at its end and read by the YAML reader (so YAML's own rules apply to it); a
+/// document that does not start with one is read whole.
+fn first_node(
+    doc: &str,
+    first_line: u64,
+) -> Result<(Value, usize, Vec<olmpack_model::yaml::Leniency>), String> {
+    let mut stream = serde_json::Deserializer::from_str(doc).into_iter::<Value>();
+    let (text, count) = match stream.next() {
+        Some(Ok(_)) => {
+            let end = stream.byte_offset();
+            (&doc[..end], 1 + stream.take_while(Result::is_ok).count())
+        }
+        _ => (doc, 1),
+    };
+    // Blank lines before the document, so that the reader's lines are the file's.
+    let padded = format!(
+        "{}{text}",
+        "\n".repeat(first_line.saturating_sub(1) as usize)
+    );
+    if let Some((line, escape)) = refused_escape(&padded) {
+        return Err(format!(
+            "line {line}: {escape} is a JSON escape that Go's YAML decoder does not know"
+        ));
+    }
+    let (value, notes) = olmpack_model::yaml::from_str_go(&padded).map_err(|e| e.to_string())?;
+    Ok((value, count, notes))
+}
+
+/// The first escape in JSON text that Go's YAML decoder refuses (`\/`, and a `\u` escape of
+/// half a UTF-16 surrogate pair; olmpack's YAML reader takes both), with its line.
+fn refused_escape(text: &str) -> Option<(usize, &str)> {
+    let bytes = text.as_bytes();
+    let (mut in_string, mut i) = (false, 0);
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => in_string = !in_string,
+            b'\\' if in_string => {
+                let surrogate = |hex: &str| {
+                    u16::from_str_radix(hex, 16).is_ok_and(|c| (0xD800..=0xDFFF).contains(&c))
+                };
+                let escape = match bytes.get(i + 1) {
+                    Some(b'/') => text.get(i..i + 2),
+                    Some(b'u') if text.get(i + 2..i + 6).is_some_and(surrogate) => {
+                        text.get(i..i + 6)
+                    }
+                    _ => None,
+                };
+                if let Some(escape) = escape {
+                    return Some((text[..i].matches('\n').count() + 1, escape));
+                }
+                i += 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
 }
 
 /// The JSON parser's complaint in our words: a broken `\u` escape (half of a UTF-16
@@ -396,6 +547,12 @@ pub fn parse_file_noting(rel: &Path, bytes: &[u8], options: LoadOptions) -> File
 fn json_problem(bytes: &[u8], e: &serde_json::Error) -> String {
     let message = e.to_string();
     let what = message.split(" at line ").next().unwrap_or(&message);
+    if what == "invalid unicode code point" {
+        let (line, column) = (e.line(), e.column());
+        return format!(
+            "invalid JSON: line {line} column {column}: a string holds bytes that are not UTF-8 text"
+        );
+    }
     if !(what.contains("surrogate") || what.contains("hex escape")) {
         return format!("invalid JSON: {e}");
     }
@@ -532,6 +689,55 @@ mod tests {
         assert_eq!(problems[0].index, Some(1));
     }
 
+    /// A JSON stream behind a byte-order mark is read as opm reads it: as YAML, the first
+    /// object of each `---` document kept, the rest ignored and reported; a `\/` escape,
+    /// which YAML lacks, refused naming opm. YAML behind a mark reads as without it.
+    #[test]
+    fn a_json_stream_behind_a_bom_is_read_as_opm_reads_it() {
+        let read = |text: &str| {
+            parse_file_noting(Path::new("a.json"), text.as_bytes(), LoadOptions::default())
+        };
+        let (cfg, problems, lenient) = read(
+            "\u{feff}{\"schema\":\"olm.package\",\"name\":\"p\"}\n{\"schema\":\"olm.package\",\"name\":\"q\"} {\"schema\":\"x\"}\n---\n\n{\"schema\":\"olm.package\",\"name\":\"r\",\"name\":\"s\"}\n[not json",
+        );
+        assert!(problems.is_empty(), "{problems:?}");
+        let names: Vec<&str> = cfg.packages.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["p", "s"]);
+        let notes: Vec<(Option<usize>, &str)> = lenient
+            .iter()
+            .map(|n| (n.index, n.message.as_str()))
+            .collect();
+        assert_eq!(
+            notes,
+            [
+                (
+                    Some(1),
+                    "line 5: key \"name\" is given twice (lines 5 and 5); the last value is used, as Go's YAML decoder does"
+                ),
+                (
+                    None,
+                    "the file begins with a UTF-8 byte-order mark, so opm reads it as YAML and keeps only the first object of each document: 2 of its 4 objects are ignored, here as by opm (remove the mark to have them read)"
+                ),
+            ]
+        );
+        let (cfg, problems, _) = read("\u{feff}{\"schema\":\"olm.package\",\"name\":\"a\\/b\"}\n");
+        assert!(cfg.packages.is_empty());
+        assert_eq!(problems.len(), 1);
+        assert_eq!(
+            problems[0].message,
+            "the file begins with a UTF-8 byte-order mark, so opm reads it as YAML, and refuses it: line 1: \\/ is a JSON escape that Go's YAML decoder does not know"
+        );
+        let (_, problems, _) =
+            read("\u{feff}{\"schema\":\"olm.package\",\n\"name\":\"\\ud83d\\ude00\"}");
+        assert_eq!(
+            problems[0].message,
+            "the file begins with a UTF-8 byte-order mark, so opm reads it as YAML, and refuses it: line 2: \\ud83d is a JSON escape that Go's YAML decoder does not know"
+        );
+        let (cfg, problems, lenient) = read("\u{feff}schema: olm.package\nname: p\n");
+        assert!(problems.is_empty() && lenient.is_empty());
+        assert_eq!(cfg.packages[0].name, "p");
+    }
+
     #[test]
     fn file_by_file_matches_whole_load() {
         let dir = tempfile::tempdir().unwrap();
@@ -567,7 +773,7 @@ mod tests {
     /// A JSON stream of `n` bundles, each with a property value of `pad` bytes, so documents
     /// straddle the reader's chunks.
     fn big_stream(n: usize, pad: usize) -> String {
-        let mut text = String::from("\u{feff}{\"schema\":\"olm.package\",\"name\":\"p\"}\n");
+        let mut text = String::from("{\"schema\":\"olm.package\",\"name\":\"p\"}\n");
         for i in 0..n {
             text.push_str(&format!(
                 "{{\"schema\":\"olm.bundle\",\"package\":\"p\",\"name\":\"p.v{i}\",\"image\":\"x\",\"properties\":[{{\"type\":\"x.pad\",\"value\":\"{}\\\"}}\"}}]}} ",

@@ -169,6 +169,9 @@ pub fn exit_code(err: &(dyn Error + 'static)) -> u8 {
         {
             return if refusal { 1 } else { 2 };
         }
+        if let Some(layer) = e.downcast_ref::<olmpack::image::layer::LayerError>() {
+            return if layer.is_refusal() { 1 } else { 2 };
+        }
         let layout = match e.downcast_ref::<olmpack::image::push::PushError>() {
             Some(olmpack::image::push::PushError::Layout(l)) => Some(l),
             _ => e.downcast_ref::<olmpack::image::layout::LayoutError>(),
@@ -331,15 +334,19 @@ fn init_logging(verbose: u8, json: bool) {
     let default = match verbose {
         // kube's client logs every failed request as an error; `upgrade test` provokes
         // failures on purpose (webhook outage, refused CRDs) and reports them itself.
-        0 => "warn,kube_client=off",
+        // rustls logs a failed handshake as an error in its own words; olmpack reports the
+        // failure itself, naming the registry.
+        0 => "warn,kube_client=off,rustls=off",
         1 => "info",
         2 => "debug",
         _ => "trace",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("OLMPACK_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // Colour codes only for a terminal: stderr redirected into a file or a CI log gets none.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
     let _ = if json {
         builder.json().try_init()

@@ -309,6 +309,16 @@ impl RegistryClient {
             request = request.basic_auth(user, Some(password));
         }
         let token_what = format!("{what}: getting a token from {}", challenge.realm);
+        if !is_full_url(&challenge.realm) {
+            return Err(Failure::permanent(RegistryError::Failed {
+                what: token_what,
+                attempts: 0,
+                problem: format!(
+                    "{} names the token service {:?}, which is not a full http(s) URL (WWW-Authenticate realm)",
+                    self.url, challenge.realm
+                ),
+            }));
+        }
         let response = request
             .send()
             .await
@@ -352,6 +362,12 @@ impl RegistryClient {
             Failure::permanent(error)
         }
     }
+}
+
+/// Whether `url` is an absolute `http://` or `https://` URL with a host.
+fn is_full_url(url: &str) -> bool {
+    reqwest::Url::parse(url)
+        .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some())
 }
 
 /// The `Retry-After` of a 429 or 503 answer, in seconds.

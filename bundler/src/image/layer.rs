@@ -33,13 +33,13 @@ pub enum LayerError {
         #[source]
         source: io::Error,
     },
-    /// The source holds a symlink, socket or device, which olmpack does not pack.
-    #[error(
-        "{path} is a symbolic link or special file; image layers hold only regular files and directories"
-    )]
+    /// The source holds a symlink, FIFO, socket or device, which olmpack does not pack.
+    #[error("{path} is a {kind}; image layers hold only regular files and directories")]
     Unsupported {
         /// The offending file.
         path: PathBuf,
+        /// What it is, in words: `symbolic link`, `FIFO (named pipe)`, `socket`, `device`.
+        kind: &'static str,
     },
     /// A file name is not valid UTF-8, which tar paths in image layers must be.
     #[error("{path}: file names in image layers must be UTF-8")]
@@ -159,10 +159,32 @@ fn walk(dir: &Path, prefix: &str, entries: &mut Entries) -> Result<(), LayerErro
                 },
             );
         } else {
-            return Err(LayerError::Unsupported { path });
+            let kind = special_kind(&meta);
+            return Err(LayerError::Unsupported { path, kind });
         }
     }
     Ok(())
+}
+
+/// What a file that is neither a regular file nor a directory is, in words.
+fn special_kind(meta: &fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt as _;
+    let t = meta.file_type();
+    match () {
+        _ if t.is_symlink() => "symbolic link",
+        _ if t.is_fifo() => "FIFO (named pipe)",
+        _ if t.is_socket() => "socket",
+        _ if t.is_block_device() || t.is_char_device() => "device",
+        _ => "special file",
+    }
+}
+
+impl LayerError {
+    /// Whether the input is refused (a file a layer cannot hold: exit 1) rather than the
+    /// environment failing (a read or write error: exit 2).
+    pub fn is_refusal(&self) -> bool {
+        matches!(self, Self::Unsupported { .. } | Self::NonUtf8 { .. })
+    }
 }
 
 /// Writes `entries` as a gzip-compressed tar to `out` and returns its digests.
@@ -334,7 +356,7 @@ mod tests {
         assert_eq!(
             err.to_string(),
             format!(
-                "{} is a symbolic link or special file; image layers hold only regular files and directories",
+                "{} is a symbolic link; image layers hold only regular files and directories",
                 dir.path().join("link").display()
             )
         );

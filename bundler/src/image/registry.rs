@@ -234,16 +234,16 @@ pub enum RegistryError {
         /// The local failure, in our words.
         problem: String,
     },
-    /// A request kept failing (network or server errors) until the retries ran out.
-    #[error("{what} failed after {attempts} attempt(s)")]
+    /// A request kept failing (network or server errors) until the retries ran out. The
+    /// client library's error is told in our words ([`oci_words`]), not chained.
+    #[error("{what} failed after {attempts} attempt(s): {problem}")]
     Request {
         /// What was attempted, e.g. "pulling blob sha256:…".
         what: String,
         /// How many attempts were made.
         attempts: u32,
-        /// The error of the last attempt.
-        #[source]
-        source: OciDistributionError,
+        /// The last attempt's failure, in our words, naming the URL or the registry.
+        problem: String,
     },
 }
 
@@ -541,15 +541,21 @@ impl RegistryClient {
         )
     }
 
-    /// A failure of the HTTP request or of reading its answer.
+    /// A failure of the HTTP request or of reading its answer, naming the server the request
+    /// went to (the registry, or the token service it names).
     pub(super) fn broken(&self, what: &str, err: &reqwest::Error) -> Failure {
+        let server = err
+            .url()
+            .map(|u| u.origin().ascii_serialization())
+            .filter(|origin| origin != "null")
+            .unwrap_or_else(|| self.url.clone());
         if let Some(problem) = http_problem(err)
             && (err.is_connect() || (err.is_timeout() && err.status().is_none()))
         {
             return Failure::transient(
                 RegistryError::Unreachable {
                     what: what.to_owned(),
-                    registry: self.url.clone(),
+                    registry: server,
                     problem,
                     attempts: 0,
                 },
@@ -561,6 +567,8 @@ impl RegistryClient {
                 "it redirects too often (more than 5 times)".to_owned()
             } else if err.is_body() || err.is_decode() {
                 "the answer broke off".to_owned()
+            } else if closed_early(err) {
+                "it closed the connection before answering".to_owned()
             } else {
                 "the request failed".to_owned()
             }
@@ -568,7 +576,7 @@ impl RegistryClient {
         let error = RegistryError::Failed {
             what: what.to_owned(),
             attempts: 0,
-            problem: format!("{}: {problem}", self.url),
+            problem: format!("{server}: {problem}"),
         };
         if err.is_redirect() || err.is_builder() {
             Failure::permanent(error)
@@ -613,34 +621,143 @@ impl RegistryClient {
                         );
                         tokio::time::sleep(pause).await;
                     }
-                    Err(source) => {
-                        if let Some(status) = denied_status(&source) {
-                            return Err(RegistryError::Denied {
-                                what: what.clone(),
-                                registry: self.registry.clone(),
-                                status,
-                                source: Some(source),
-                            });
-                        }
-                        if let Some(problem) = connection_problem(&source) {
-                            return Err(RegistryError::Unreachable {
-                                what: what.clone(),
-                                registry: self.url.clone(),
-                                problem,
-                                attempts: tries,
-                            });
-                        }
-                        return Err(RegistryError::Request {
-                            what: what.clone(),
-                            attempts: tries,
-                            source,
-                        });
-                    }
+                    Err(source) => return Err(self.final_failure(&what, tries, source)),
                 }
             }
         };
         self.within_deadline(&what, run).await
     }
+
+    /// The error for a request that failed for good: denied, unreachable, or another
+    /// failure told in our words.
+    fn final_failure(&self, what: &str, tries: u32, source: OciDistributionError) -> RegistryError {
+        if let Some(status) = denied_status(&source) {
+            return RegistryError::Denied {
+                what: what.to_owned(),
+                registry: self.registry.clone(),
+                status,
+                source: None,
+            };
+        }
+        if let Some(problem) = connection_problem(&source) {
+            // The server the request went to: a redirect may have led elsewhere.
+            let server = match &source {
+                OciDistributionError::RequestError(e) => e.url(),
+                _ => None,
+            };
+            let server = server.map(|u| u.origin().ascii_serialization());
+            return RegistryError::Unreachable {
+                what: what.to_owned(),
+                registry: server
+                    .filter(|o| o != "null")
+                    .unwrap_or_else(|| self.url.clone()),
+                problem,
+                attempts: tries,
+            };
+        }
+        let problem = oci_words(&source);
+        let problem = match problem.starts_with("http") {
+            true => problem,
+            false => format!("{}: {problem}", self.url),
+        };
+        RegistryError::Request {
+            what: what.to_owned(),
+            attempts: tries,
+            problem,
+        }
+    }
+}
+
+/// A failure of the registry client library in our words: what the registry did, never
+/// the library's own terms (`Server error`, `Digest error`, `client error (SendRequest)`).
+fn oci_words(err: &OciDistributionError) -> String {
+    use OciDistributionError as E;
+    let text = |s: &str| {
+        olmpack_model::report::safe_text(s.chars().take(200).collect::<String>().as_str())
+    };
+    match err {
+        E::RequestError(e) => request_words(e),
+        E::ServerError { code, url, message } => {
+            let redirect = if (300..400).contains(code) {
+                " (a redirect, which olmpack does not follow for this request)"
+            } else {
+                ""
+            };
+            let detail = match message.trim() {
+                "" => String::new(),
+                m => format!(": {}", text(m)),
+            };
+            format!("{} answered HTTP {code}{redirect}{detail}", text(url))
+        }
+        E::RegistryError { envelope, url } => {
+            let said: Vec<String> = (envelope.errors.iter())
+                .map(|e| format!("{:?}: {}", e.code, text(&e.message)))
+                .collect();
+            format!("{} answered with the error {}", text(url), said.join("; "))
+        }
+        E::DigestError(oci_client::errors::DigestError::VerificationError { expected, actual }) => {
+            format!("what it sent has the digest {}, not {}", text(actual), text(expected))
+        }
+        E::DigestError(_) => "it sent a digest olmpack cannot read (a sha256:<hex> digest is expected)".to_owned(),
+        E::RegistryTokenDecodeError(_) => {
+            "its token service answered with something other than a token (JSON with \"token\" or \"access_token\")".to_owned()
+        }
+        E::IoError(io) => crate::input::describe_io(io),
+        E::RegistryNoLocationError => "its answer to an upload names no Location to continue at".to_owned(),
+        E::RegistryNoDigestError => "its answer names no digest (Docker-Content-Digest)".to_owned(),
+        E::HeaderValueError(_) => "it sent a header that is not text".to_owned(),
+        E::UnauthorizedError { .. } | E::AuthenticationFailure(_) => "it denied access".to_owned(),
+        E::JsonError(_) | E::ManifestEncodingError(_) | E::ManifestParsingError(_) | E::VersionedParsingError(_) => {
+            "it answered with something that is not the JSON document asked for".to_owned()
+        }
+        _ => "it answered with something olmpack cannot use".to_owned(),
+    }
+}
+
+/// A failed HTTP request in our words (see [`oci_words`]).
+fn request_words(e: &reqwest::Error) -> String {
+    if let Some(problem) = http_problem(e) {
+        problem
+    } else if e.is_redirect() {
+        "it redirects too often (more than 5 times)".to_owned()
+    } else if e.is_builder() {
+        "it names a URL that is not a full http(s) URL".to_owned()
+    } else if let Some(status) = e.status() {
+        format!("it answered HTTP {}", status.as_u16())
+    } else if e.is_body() || e.is_decode() {
+        "the answer broke off".to_owned()
+    } else if closed_early(e) {
+        "it closed the connection before answering".to_owned()
+    } else {
+        "the request failed".to_owned()
+    }
+}
+
+/// Whether the HTTP client's chain says the server closed the connection before a whole
+/// answer (hyper's "connection closed before message completed").
+fn closed_early(err: &reqwest::Error) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(c) = cause {
+        if c.to_string()
+            .contains("connection closed before message completed")
+        {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
+}
+
+/// A network I/O error in our words: a host name that does not resolve is said so (the
+/// system's resolver words it "failed to lookup address information").
+fn network_words(io: &std::io::Error) -> String {
+    if io
+        .to_string()
+        .contains("failed to lookup address information")
+    {
+        return "no such host (its name does not resolve)".to_owned();
+    }
+    crate::input::describe_io(io)
 }
 
 /// Why a request failed before an answer, in our words (the system's error at the end of
@@ -650,7 +767,7 @@ fn http_problem(e: &reqwest::Error) -> Option<String> {
     let mut found = None;
     while let Some(c) = cause {
         if let Some(io) = c.downcast_ref::<std::io::Error>() {
-            found = Some(crate::input::describe_io(io));
+            found = Some(network_words(io));
         }
         cause = c.source();
     }
@@ -678,7 +795,7 @@ fn connection_problem(err: &OciDistributionError) -> Option<String> {
     let mut found = None;
     while let Some(c) = cause {
         if let Some(io) = c.downcast_ref::<std::io::Error>() {
-            found = Some(crate::input::describe_io(io));
+            found = Some(network_words(io));
         }
         cause = c.source();
     }

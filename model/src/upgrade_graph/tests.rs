@@ -126,3 +126,44 @@ fn a_release_listing_a_channel_twice_is_one_entry() {
     assert_eq!(g.channels()[0].entries.len(), 2);
     assert_eq!(g.node("op.v1.0.0").unwrap().channels, ["stable"]);
 }
+
+#[test]
+fn an_explicit_replaces_of_a_release_not_older_is_a_cycle_naming_the_plan_field() {
+    let g = |releases: &str| {
+        let plan = plan("candidate, stable", "replaces-chain", releases);
+        let found = UpgradeGraph::from_plan(&plan).replaces_cycles(&plan);
+        found
+            .iter()
+            .map(|f| {
+                format!(
+                    "{} {}: {}",
+                    f.field.as_deref().unwrap_or("-"),
+                    f.rule,
+                    f.message
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        g(
+            "- {version: 1.0.0, manifests: m, replaces: op.v1.2.0}\n- {version: 1.1.0, manifests: m}\n- {version: 1.2.0, manifests: m}\n"
+        ),
+        [
+            "releases[0].replaces plan/replaces-cycle: op.v1.0.0 replaces op.v1.2.0, which is not older: the replaces chain op.v1.0.0 -> op.v1.2.0 -> op.v1.1.0 -> op.v1.0.0 is a cycle in channels candidate, stable, so no entry is the channel's head (the one nothing replaces, which OLM installs)"
+        ]
+    );
+    assert_eq!(
+        g("- {version: 1.0.0, manifests: m, replaces: op.v1.0.0, channels: [stable]}\n"),
+        [
+            "releases[0].replaces plan/replaces-cycle: op.v1.0.0 replaces op.v1.0.0, which is not older: the replaces chain op.v1.0.0 -> op.v1.0.0 is a cycle in channel stable, so no entry is the channel's head (the one nothing replaces, which OLM installs)"
+        ]
+    );
+    // A replaces of an older release, or of one outside the plan, closes no cycle.
+    let none: [&str; 0] = [];
+    assert_eq!(
+        g(
+            "- {version: 1.0.0, manifests: m, replaces: op.v0.9.0}\n- {version: 1.2.0, manifests: m, replaces: op.v1.0.0}\n- {version: 1.1.0, manifests: m}\n"
+        ),
+        none
+    );
+}
