@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use olmpack_envtest::live::{EdgeReport, LiveFinding, Rollback, Severity, Verdict};
-use olmpack_model::report::{OutputFormat, xml_escape};
+use olmpack_model::report::{OutputFormat, junit};
 
 /// The reports in `format`.
 pub fn format(reports: &[EdgeReport], format: OutputFormat) -> String {
@@ -109,40 +109,26 @@ fn text(reports: &[EdgeReport]) -> String {
 }
 
 fn junit(reports: &[EdgeReport]) -> String {
-    let failures = reports
-        .iter()
-        .filter(|r| r.verdict != Verdict::Passed)
-        .count();
-    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let _ = writeln!(
-        out,
-        "<testsuites><testsuite name=\"olmpack upgrade test\" tests=\"{}\" failures=\"{failures}\" errors=\"0\">",
-        reports.len()
-    );
+    let mut suite = junit::Suite::new("olmpack upgrade test");
     for r in reports {
-        let name = xml_escape(&format!("{} → {}", r.from, r.to));
-        let _ = write!(
-            out,
-            "<testcase classname=\"upgrade\" name=\"{name}\" time=\"{:.3}\"",
-            r.seconds
-        );
         let errors: Vec<String> = r
             .errors()
             .map(|f| format!("[{}] {}", f.rule, describe(f)))
             .collect();
-        if errors.is_empty() {
-            let _ = writeln!(out, "/>");
+        let outcome = if errors.is_empty() {
+            junit::Outcome::Passed
         } else {
-            let _ = writeln!(
-                out,
-                "><failure message=\"{}\" type=\"{}\"/></testcase>",
-                xml_escape(&errors.join("; ")),
-                verdict(r.verdict)
-            );
-        }
+            junit::Outcome::Failed {
+                message: errors.join("; "),
+                kind: verdict(r.verdict).to_owned(),
+            }
+        };
+        let name = format!("{} → {}", r.from, r.to);
+        suite
+            .cases
+            .push(junit::Case::new("upgrade", name, outcome).time(format!("{:.3}", r.seconds)));
     }
-    out.push_str("</testsuite></testsuites>\n");
-    out
+    suite.to_xml()
 }
 
 fn markdown(reports: &[EdgeReport]) -> String {

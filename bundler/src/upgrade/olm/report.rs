@@ -7,6 +7,7 @@ use olmpack_envtest::olm::{Example, Installed, Outcome, Step};
 use serde::Serialize;
 
 use super::cases::Case;
+use olmpack_model::report::junit;
 use olmpack_model::upgrade_graph::EdgeKind;
 
 /// What happened in one case.
@@ -306,66 +307,44 @@ fn edge(via: EdgeKind) -> &'static str {
 /// that passed with checks not run is `<skipped>`, never a plain pass. A shard's report says
 /// which shard it is ([`super::shard::SHARD_PROPERTY`]), for `upgrade merge-shards`.
 pub fn junit(reports: &[CaseReport], shard: Option<super::shard::Shard>) -> String {
-    let failed = reports.iter().filter(|r| !r.failures().is_empty()).count();
-    let errors = reports
-        .iter()
-        .filter(|r| r.failures().is_empty() && r.error().is_some())
-        .count();
-    let skipped = reports
-        .iter()
-        .filter(|r| r.failures().is_empty() && r.error().is_none() && !r.not_run().is_empty())
-        .count();
+    let mut suite = junit::Suite::new("olmpack upgrade olm");
     let total: f64 = reports.iter().map(|r| r.seconds).sum();
-    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let _ = writeln!(
-        out,
-        "<testsuites><testsuite name=\"olmpack upgrade olm\" tests=\"{}\" failures=\"{failed}\" errors=\"{errors}\" skipped=\"{skipped}\" time=\"{total:.1}\">",
-        reports.len()
-    );
+    suite.time = Some(format!("{total:.1}"));
     if let Some(shard) = shard {
-        let _ = writeln!(
-            out,
-            "<properties><property name=\"{}\" value=\"{shard}\"/></properties>",
-            super::shard::SHARD_PROPERTY
-        );
+        suite
+            .properties
+            .push((super::shard::SHARD_PROPERTY.to_owned(), shard.to_string()));
     }
     for r in reports {
-        let _ = write!(
-            out,
-            "<testcase classname=\"{}\" name=\"{}\" time=\"{:.1}\"",
-            olmpack_model::report::xml_escape(&r.case.package),
-            olmpack_model::report::xml_escape(&r.name()),
-            r.seconds
-        );
-        let failures = r.failures();
-        let not_run = r.not_run();
-        if let Some(first) = failures.first() {
-            let text: Vec<String> = failures
-                .iter()
-                .map(|f| format!("[{}] {}", f.party.label(), f.message))
-                .collect();
-            let _ = writeln!(
-                out,
-                "><failure message=\"{}\" type=\"{}\"/></testcase>",
-                olmpack_model::report::xml_escape(&text.join("; ")),
-                first.party.label()
-            );
-        } else if let Some(why) = r.error() {
-            let _ = writeln!(
-                out,
-                "><error message=\"{}\" type=\"environment\"/></testcase>",
-                olmpack_model::report::xml_escape(why)
-            );
-        } else if !not_run.is_empty() {
-            let _ = writeln!(
-                out,
-                "><skipped message=\"{}\"/></testcase>",
-                olmpack_model::report::xml_escape(&not_run.join("; "))
-            );
-        } else {
-            out.push_str("/>\n");
-        }
+        let outcome = junit_outcome(r);
+        let case = junit::Case::new(&r.case.package, r.name(), outcome);
+        suite.cases.push(case.time(format!("{:.1}", r.seconds)));
     }
-    out.push_str("</testsuite></testsuites>\n");
-    out
+    suite.to_xml()
+}
+
+/// A case's JUnit outcome: its failures (typed by who is blamed first), else the test
+/// environment's error, else the checks not run, else passed.
+fn junit_outcome(r: &CaseReport) -> junit::Outcome {
+    let failures = r.failures();
+    let not_run = r.not_run();
+    if let Some(first) = failures.first() {
+        let text: Vec<String> = failures
+            .iter()
+            .map(|f| format!("[{}] {}", f.party.label(), f.message))
+            .collect();
+        junit::Outcome::Failed {
+            message: text.join("; "),
+            kind: first.party.label().to_owned(),
+        }
+    } else if let Some(why) = r.error() {
+        junit::Outcome::Error {
+            message: why.to_owned(),
+            kind: "environment".to_owned(),
+        }
+    } else if !not_run.is_empty() {
+        junit::Outcome::Skipped(not_run.join("; "))
+    } else {
+        junit::Outcome::Passed
+    }
 }
