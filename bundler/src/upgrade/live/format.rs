@@ -3,8 +3,8 @@
 
 use std::fmt::Write as _;
 
-use olmpack_envtest::live::{EdgeReport, LiveFinding, Rollback, Severity, Verdict};
-use olmpack_model::report::{OutputFormat, junit};
+use olmpack_envtest::live::{EdgeReport, LiveFinding, Rollback, Verdict};
+use olmpack_model::report::{OutputFormat, Severity, junit};
 
 /// The reports in `format`.
 pub fn format(reports: &[EdgeReport], format: OutputFormat) -> String {
@@ -29,19 +29,11 @@ fn verdict(v: Verdict) -> &'static str {
     }
 }
 
-fn severity(s: Severity) -> &'static str {
-    match s {
-        Severity::Error => "error",
-        Severity::Warning => "warning",
-        Severity::Info => "info",
-    }
-}
-
 /// `refused by …: object: version: field: message`, the parts that are known.
 fn describe(f: &LiveFinding) -> String {
     let mut parts = Vec::new();
     if let Some(by) = f.refused_by {
-        parts.push(format!("refused by {by}"));
+        parts.push(by.outcome());
     }
     parts.extend(f.object.clone());
     parts.extend(f.version.clone());
@@ -80,13 +72,7 @@ fn text(reports: &[EdgeReport]) -> String {
             );
         }
         for f in &r.findings {
-            let _ = writeln!(
-                out,
-                "  {}[{}] {}",
-                severity(f.severity),
-                f.rule,
-                describe(f)
-            );
+            let _ = writeln!(out, "  {}[{}] {}", f.severity.as_str(), f.rule, describe(f));
         }
         for (i, p) in r.processes.iter().enumerate() {
             let _ = writeln!(
