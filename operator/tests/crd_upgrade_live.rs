@@ -18,10 +18,10 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 use olmpack::upgrade::live::Inputs;
 use olmpack_envtest::control_plane::TestEnv;
 use olmpack_envtest::live::{
-    EdgeOptions, EdgeReport, LiveFinding, ReleaseUnderTest, Rollback, Verdict, Webhook, rules,
-    run_edge,
+    EdgeOptions, EdgeReport, LiveFinding, ReleaseUnderTest, Rollback, Webhook, rules, run_edge,
 };
 use olmpack_model::report::{Consumer, Severity};
+use olmpack_model::upgrade::Verdict;
 use olmpack_testkit::defects::{BrokenRelease, Defect, broken_release};
 use serde_json::{Value, json};
 

@@ -7,6 +7,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::Client;
 use kube::api::{DynamicObject, PostParams};
 use olmpack_model::report::{Consumer, Severity};
+use olmpack_model::upgrade::Verdict;
 use serde_json::{Value, json};
 
 use super::admission;
@@ -16,7 +17,7 @@ use super::identity::{self, OperatorIdentity};
 use super::webhook::{CertFiles, ProcessEnv, RunningWebhook};
 use super::{
     EdgeOptions, EdgeReport, LiveError, LiveFinding, ProcessLog, ReleaseUnderTest, StepRecord,
-    Verdict, Webhook, rules,
+    Webhook, rules,
 };
 
 /// Requests in flight at once for per-object work.

@@ -35,6 +35,7 @@ use std::path::PathBuf;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use olmpack_model::report::{Consumer, Severity};
+use olmpack_model::upgrade::Verdict;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -166,19 +167,6 @@ pub struct StepRecord {
     pub seconds: f64,
 }
 
-/// The overall result of an edge.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Verdict {
-    Passed,
-    /// A consumer (apiserver, OLM) refused the upgrade.
-    Refused,
-    /// The upgrade went through but an object lost data.
-    DataLost,
-    /// Another error-level finding.
-    Failed,
-}
-
 /// What happened when the edge was rolled back.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "outcome", content = "detail")]
@@ -198,6 +186,8 @@ pub enum Rollback {
 pub struct EdgeReport {
     pub from: String,
     pub to: String,
+    /// Passed, refused, data lost or failed (never not run: a run that cannot finish is a
+    /// [`LiveError`]).
     pub verdict: Verdict,
     /// How many objects were created.
     pub objects: usize,

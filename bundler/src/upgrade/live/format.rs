@@ -3,8 +3,9 @@
 
 use std::fmt::Write as _;
 
-use olmpack_envtest::live::{EdgeReport, LiveFinding, Rollback, Verdict};
+use olmpack_envtest::live::{EdgeReport, LiveFinding, Rollback};
 use olmpack_model::report::{OutputFormat, Severity, junit};
+use olmpack_model::upgrade::Verdict;
 
 /// The reports in `format`.
 pub fn format(reports: &[EdgeReport], format: OutputFormat) -> String {
@@ -17,15 +18,6 @@ pub fn format(reports: &[EdgeReport], format: OutputFormat) -> String {
         }
         OutputFormat::Junit => junit(reports),
         OutputFormat::Markdown => markdown(reports),
-    }
-}
-
-fn verdict(v: Verdict) -> &'static str {
-    match v {
-        Verdict::Passed => "passed",
-        Verdict::Refused => "refused",
-        Verdict::DataLost => "data lost",
-        Verdict::Failed => "failed",
     }
 }
 
@@ -59,7 +51,7 @@ fn text(reports: &[EdgeReport]) -> String {
             "{} → {}: {} ({} objects, {:.1} s); rollback: {}",
             r.from,
             r.to,
-            verdict(r.verdict),
+            r.verdict.word(),
             r.objects,
             r.seconds,
             rollback(&r.rollback)
@@ -106,7 +98,7 @@ fn junit(reports: &[EdgeReport]) -> String {
         } else {
             junit::Outcome::Failed {
                 message: errors.join("; "),
-                kind: verdict(r.verdict).to_owned(),
+                kind: r.verdict.word().to_owned(),
             }
         };
         let name = format!("{} → {}", r.from, r.to);
@@ -131,7 +123,7 @@ fn markdown(reports: &[EdgeReport]) -> String {
             "| {} | {} | {} | {} | {} | {:.1} |",
             r.from,
             r.to,
-            verdict(r.verdict),
+            r.verdict.word(),
             r.objects,
             rollback,
             r.seconds

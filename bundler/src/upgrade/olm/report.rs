@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::cases::Case;
 use olmpack_model::report::junit;
+use olmpack_model::upgrade::Verdict;
 use olmpack_model::upgrade_graph::EdgeKind;
 
 /// What happened in one case.
@@ -167,6 +168,29 @@ impl CaseReport {
         out
     }
 
+    /// The case's verdict: refused when OLM refused a step or an example object was
+    /// refused, failed for any other failure, not run when the test environment failed
+    /// before anything failed, else passed (the checks that could not run are in
+    /// [`Self::not_run`]).
+    pub fn verdict(&self) -> Verdict {
+        if self.failures().is_empty() {
+            return match self.error() {
+                Some(_) => Verdict::NotRun,
+                None => Verdict::Passed,
+            };
+        }
+        let refused = |step: &Step| matches!(step.outcome, Outcome::Refused { .. });
+        let example_refused = self
+            .examples
+            .as_ref()
+            .is_ok_and(|list| list.iter().any(|e| e.refused.is_some()));
+        if refused(&self.install) || self.upgrade.as_ref().is_some_and(refused) || example_refused {
+            Verdict::Refused
+        } else {
+            Verdict::Failed
+        }
+    }
+
     /// The checks of this case that could not run, each with the reason.
     pub fn not_run(&self) -> Vec<String> {
         let mut out = Vec::new();
@@ -287,11 +311,11 @@ fn examples_cell(r: &CaseReport) -> String {
 }
 
 fn result_cell(r: &CaseReport) -> &'static str {
-    match (r.failures().is_empty(), r.not_run().is_empty()) {
-        (false, _) => "FAIL",
-        (true, _) if r.error().is_some() => "ERROR (test environment)",
-        (true, false) => "pass (checks not run)",
-        (true, true) => "pass",
+    match r.verdict() {
+        Verdict::NotRun => "ERROR (test environment)",
+        Verdict::Passed if !r.not_run().is_empty() => "pass (checks not run)",
+        Verdict::Passed => "pass",
+        Verdict::Refused | Verdict::DataLost | Verdict::Failed => "FAIL",
     }
 }
 
@@ -323,28 +347,30 @@ pub fn junit(reports: &[CaseReport], shard: Option<super::shard::Shard>) -> Stri
     suite.to_xml()
 }
 
-/// A case's JUnit outcome: its failures (typed by who is blamed first), else the test
-/// environment's error, else the checks not run, else passed.
+/// A case's JUnit outcome by its verdict: the failures (typed by who is blamed first), the
+/// test environment's error, the checks not run, or passed.
 fn junit_outcome(r: &CaseReport) -> junit::Outcome {
     let failures = r.failures();
     let not_run = r.not_run();
-    if let Some(first) = failures.first() {
-        let text: Vec<String> = failures
-            .iter()
-            .map(|f| format!("[{}] {}", f.party.label(), f.message))
-            .collect();
-        junit::Outcome::Failed {
-            message: text.join("; "),
-            kind: first.party.label().to_owned(),
+    match r.verdict() {
+        Verdict::Refused | Verdict::DataLost | Verdict::Failed => {
+            let text: Vec<String> = failures
+                .iter()
+                .map(|f| format!("[{}] {}", f.party.label(), f.message))
+                .collect();
+            junit::Outcome::Failed {
+                message: text.join("; "),
+                kind: failures
+                    .first()
+                    .map_or("olm", |f| f.party.label())
+                    .to_owned(),
+            }
         }
-    } else if let Some(why) = r.error() {
-        junit::Outcome::Error {
-            message: why.to_owned(),
+        Verdict::NotRun => junit::Outcome::Error {
+            message: r.error().unwrap_or_default().to_owned(),
             kind: "environment".to_owned(),
-        }
-    } else if !not_run.is_empty() {
-        junit::Outcome::Skipped(not_run.join("; "))
-    } else {
-        junit::Outcome::Passed
+        },
+        Verdict::Passed if !not_run.is_empty() => junit::Outcome::Skipped(not_run.join("; ")),
+        Verdict::Passed => junit::Outcome::Passed,
     }
 }
