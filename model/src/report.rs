@@ -10,6 +10,8 @@
 //! - `1`: at least one error,
 //! - `2`: the input could not be read at all (reported by the CLI, not here).
 
+pub mod junit;
+
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -28,7 +30,8 @@ pub enum Severity {
 }
 
 impl Severity {
-    fn as_str(self) -> &'static str {
+    /// How the severity is named in output: `error`, `warning`, `info`.
+    pub fn as_str(self) -> &'static str {
         match self {
             Severity::Error => "error",
             Severity::Warning => "warning",
@@ -375,55 +378,34 @@ impl Report {
     /// One test case per finding (errors are failures), plus one passing case when clean, so
     /// CI dashboards show the validation ran.
     fn to_junit(&self) -> String {
-        let errors = self.count(Severity::Error);
-        let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-        let cases = self.findings.len().max(1);
-        let _ = writeln!(
-            out,
-            "<testsuites><testsuite name=\"{}\" tests=\"{cases}\" failures=\"{errors}\" errors=\"0\">",
-            xml_escape(&self.subject)
-        );
+        let mut suite = junit::Suite::new(&self.subject);
         if self.findings.is_empty() {
-            let _ = writeln!(
-                out,
-                "<testcase classname=\"olmpack\" name=\"{}\"/>",
-                xml_escape(&self.subject)
-            );
+            suite.cases.push(junit::Case::new(
+                "olmpack",
+                &self.subject,
+                junit::Outcome::Passed,
+            ));
         }
         for f in &self.findings {
             let name = format!("{} {}", f.rule, f.location());
-            let _ = write!(
-                out,
-                "<testcase classname=\"{}\" name=\"{}\"",
-                xml_escape(&f.rule),
-                xml_escape(name.trim())
-            );
             let text = match &f.hint {
                 Some(hint) => format!("{} (hint: {hint})", f.message),
                 None => f.message.clone(),
             };
-            match f.severity {
-                Severity::Error => {
-                    let kind = f.consumer.map_or("error", Consumer::as_str);
-                    let _ = writeln!(
-                        out,
-                        "><failure message=\"{}\" type=\"{}\"/></testcase>",
-                        xml_escape(&text),
-                        xml_escape(kind)
-                    );
-                }
+            let outcome = match f.severity {
+                Severity::Error => junit::Outcome::Failed {
+                    message: text,
+                    kind: f.consumer.map_or("error", Consumer::as_str).to_owned(),
+                },
                 Severity::Warning | Severity::Info => {
-                    let _ = writeln!(
-                        out,
-                        "><system-out>{}: {}</system-out></testcase>",
-                        f.severity.as_str(),
-                        xml_escape(&text)
-                    );
+                    junit::Outcome::PassedWith(format!("{}: {text}", f.severity.as_str()))
                 }
-            }
+            };
+            suite
+                .cases
+                .push(junit::Case::new(&f.rule, name.trim(), outcome));
         }
-        out.push_str("</testsuite></testsuites>\n");
-        out
+        suite.to_xml()
     }
 }
 

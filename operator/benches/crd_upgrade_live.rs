@@ -70,7 +70,7 @@ fn main() {
     );
     let failed: Vec<_> = reports
         .iter()
-        .filter(|r| r.verdict != olmpack_envtest::live::Verdict::Passed)
+        .filter(|r| r.verdict != olmpack_model::upgrade::Verdict::Passed)
         .collect();
     assert!(failed.is_empty(), "edges failed: {failed:#?}");
 }

@@ -18,9 +18,10 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 use olmpack::upgrade::live::Inputs;
 use olmpack_envtest::control_plane::TestEnv;
 use olmpack_envtest::live::{
-    EdgeOptions, EdgeReport, LiveFinding, ReleaseUnderTest, Rollback, Severity, Verdict, Webhook,
-    rules, run_edge,
+    EdgeOptions, EdgeReport, LiveFinding, ReleaseUnderTest, Rollback, Webhook, rules, run_edge,
 };
+use olmpack_model::report::{Consumer, Severity};
+use olmpack_model::upgrade::Verdict;
 use olmpack_testkit::defects::{BrokenRelease, Defect, broken_release};
 use serde_json::{Value, json};
 
@@ -255,7 +256,11 @@ async fn existing_object_warning(base: &ReleaseUnderTest, next: &ReleaseUnderTes
     assert!(!invalid.is_empty(), "{:#?}", report.findings);
     for finding in &invalid {
         assert_eq!(finding.severity, Severity::Warning, "{finding:#?}");
-        assert_eq!(finding.refused_by, Some("kube-apiserver"), "{finding:#?}");
+        assert_eq!(
+            finding.refused_by,
+            Some(Consumer::KubeApiserver),
+            "{finding:#?}"
+        );
         assert!(
             finding.message.contains(
                 "OLM v0 only warns because the new CRD converts through a webhook, but kube-apiserver refuses every update of such an object"
@@ -319,7 +324,7 @@ async fn crd_upgrade_live_existing_object_refused_by_olm_v0_without_a_webhook() 
     assert_eq!(report.verdict, Verdict::Refused, "{:#?}", report.findings);
     let finding = findings(&report, rules::EXISTING_OBJECT_INVALID)[0];
     assert_eq!(finding.severity, Severity::Error);
-    assert_eq!(finding.refused_by, Some("OLM v0"));
+    assert_eq!(finding.refused_by, Some(Consumer::OlmV0));
     assert!(
         finding
             .message

@@ -6,6 +6,8 @@ use std::time::{Duration, Instant};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
 use kube::api::{DynamicObject, PostParams};
+use olmpack_model::report::{Consumer, Severity};
+use olmpack_model::upgrade::Verdict;
 use serde_json::{Value, json};
 
 use super::admission;
@@ -14,8 +16,8 @@ use super::compare::FieldChange;
 use super::identity::{self, OperatorIdentity};
 use super::webhook::{CertFiles, ProcessEnv, RunningWebhook};
 use super::{
-    EdgeOptions, EdgeReport, LiveError, LiveFinding, ProcessLog, ReleaseUnderTest, Severity,
-    StepRecord, Verdict, Webhook, rules,
+    EdgeOptions, EdgeReport, LiveError, LiveFinding, ProcessLog, ReleaseUnderTest, StepRecord,
+    Webhook, rules,
 };
 
 /// Requests in flight at once for per-object work.
@@ -509,7 +511,7 @@ impl<'a> Run<'a> {
             if let Err(err) = api::apply_crd(self.client, &self.prepared(crd)).await {
                 let finding = LiveFinding::refused(
                     rules::CRD_REFUSED,
-                    "kube-apiserver",
+                    Consumer::KubeApiserver,
                     format!(
                         "{} (the release being upgraded from) does not install: {}",
                         from.name,

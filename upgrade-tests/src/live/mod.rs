@@ -34,6 +34,8 @@ pub mod webhook;
 use std::path::PathBuf;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use olmpack_model::report::{Consumer, Severity};
+use olmpack_model::upgrade::Verdict;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -93,27 +95,15 @@ impl Default for EdgeOptions {
     }
 }
 
-/// How bad a finding is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// A consumer refuses the upgrade, or data is lost.
-    Error,
-    /// Works, but clients or a rollback are affected.
-    Warning,
-    /// What happened, for the record (e.g. a refused rollback).
-    Info,
-}
-
 /// One observation of a live run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct LiveFinding {
     /// Stable id, `live/<name>`.
     pub rule: &'static str,
     pub severity: Severity,
-    /// Who refuses: `kube-apiserver`, `OLM v0`, …
+    /// Who refuses: kube-apiserver, OLM v0, …
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub refused_by: Option<&'static str>,
+    pub refused_by: Option<Consumer>,
     /// `Kind/name` of the object, or `CustomResourceDefinition/name`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub object: Option<String>,
@@ -139,7 +129,7 @@ impl LiveFinding {
         }
     }
 
-    fn refused(rule: &'static str, by: &'static str, message: impl Into<String>) -> Self {
+    fn refused(rule: &'static str, by: Consumer, message: impl Into<String>) -> Self {
         Self {
             refused_by: Some(by),
             ..Self::new(rule, Severity::Error, message)
@@ -147,7 +137,7 @@ impl LiveFinding {
     }
 
     /// Who refuses (for a warning: what a consumer refuses later).
-    fn refused_by(mut self, by: &'static str) -> Self {
+    fn refused_by(mut self, by: Consumer) -> Self {
         self.refused_by = Some(by);
         self
     }
@@ -177,19 +167,6 @@ pub struct StepRecord {
     pub seconds: f64,
 }
 
-/// The overall result of an edge.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Verdict {
-    Passed,
-    /// A consumer (apiserver, OLM) refused the upgrade.
-    Refused,
-    /// The upgrade went through but an object lost data.
-    DataLost,
-    /// Another error-level finding.
-    Failed,
-}
-
 /// What happened when the edge was rolled back.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "outcome", content = "detail")]
@@ -209,6 +186,8 @@ pub enum Rollback {
 pub struct EdgeReport {
     pub from: String,
     pub to: String,
+    /// Passed, refused, data lost or failed (never not run: a run that cannot finish is a
+    /// [`LiveError`]).
     pub verdict: Verdict,
     /// How many objects were created.
     pub objects: usize,

@@ -12,6 +12,7 @@ use olmpack::upgrade::olm::shard::{self, Shard};
 use olmpack::upgrade::olm::{self, RunOptions, StepLog};
 use olmpack_envtest::olm::{Timeouts, WebhookCommand};
 use olmpack_model::plan::InstallModeType;
+use olmpack_model::upgrade::Verdict;
 
 use crate::cli::CmdResult;
 
@@ -259,7 +260,7 @@ fn write_reports(args: &OlmArgs, reports: &[CaseReport]) -> CmdResult {
     }
     let unfinished: Vec<&CaseReport> = reports
         .iter()
-        .filter(|r| r.failures().is_empty() && r.error().is_some())
+        .filter(|r| r.verdict() == Verdict::NotRun)
         .collect();
     for r in &unfinished {
         let why = r.error().unwrap_or_default();
@@ -267,9 +268,9 @@ fn write_reports(args: &OlmArgs, reports: &[CaseReport]) -> CmdResult {
     }
     let passed = reports
         .iter()
-        .filter(|r| r.failures().is_empty() && r.error().is_none() && r.not_run().is_empty())
+        .filter(|r| r.verdict() == Verdict::Passed && r.not_run().is_empty())
         .count();
-    let failing = reports.iter().filter(|r| !r.failures().is_empty()).count();
+    let failing = reports.iter().filter(|r| r.verdict().failed()).count();
     println!(
         "{} case(s): {passed} passed, {failing} failed, {} passed with checks NOT RUN, {} not finished (the test environment failed)",
         reports.len(),

@@ -28,6 +28,7 @@ use crate::catalog::model::{Bundle, Model};
 use crate::catalog::property::{self, Typed};
 use olmpack_model::csv::ClusterServiceVersion;
 use olmpack_model::report::{Finding, Severity};
+use olmpack_model::upgrade::Verdict;
 use olmpack_model::upgrade_graph::{EdgeKind, UpgradeGraph};
 use olmpack_model::version::{Range, Version};
 
@@ -488,11 +489,25 @@ impl EdgeResult {
     /// Whether the edge fails the check for `consumers`: one of them refuses it, or it breaks
     /// clusters whoever installs it.
     pub fn fails(&self, consumers: Consumers) -> bool {
-        self.breaks_clusters()
-            || consumers
-                .list()
-                .iter()
-                .any(|c| self.refused_by_consumer(*c))
+        self.judge(consumers).failed()
+    }
+
+    /// The edge's verdict for `consumers`: refused when one of them refuses it, or when
+    /// kube-apiserver refuses clients' requests afterwards; data lost when it breaks clusters
+    /// otherwise (nobody refuses, data is lost); else passed. It fails the check exactly when
+    /// [`Verdict::failed`].
+    pub fn judge(&self, consumers: Consumers) -> Verdict {
+        let selected = consumers
+            .list()
+            .iter()
+            .any(|c| self.refused_by_consumer(*c));
+        if selected || self.refused_by.contains(&Refuser::Apiserver) {
+            Verdict::Refused
+        } else if self.breaks_clusters() {
+            Verdict::DataLost
+        } else {
+            Verdict::Passed
+        }
     }
 
     /// The verdict of every consumer, in words: `OLM v0 takes it, OLM v1 refuses it`, and

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::graph::EdgeResult;
 use super::{Consumer, Consumers};
-use olmpack_model::report::{OutputFormat, Report, Severity, xml_escape};
+use olmpack_model::report::{OutputFormat, Report, Severity, junit};
 
 /// One line per edge that anyone refuses, then the count for the selected consumers with
 /// each consumer's own count.
@@ -79,8 +79,7 @@ pub fn json(report: &Report, results: &[EdgeResult], consumers: Consumers) -> St
 /// and one for the clusters (failed when the edge breaks them without a refusal); each
 /// failure lists the error findings.
 pub fn junit(subject: &str, results: &[EdgeResult], consumers: Consumers) -> String {
-    let mut cases = String::new();
-    let (mut tests, mut failures) = (0, 0);
+    let mut suite = junit::Suite::new(format!("olmpack upgrade check: {subject}"));
     for r in results {
         let errors: Vec<String> = r
             .findings
@@ -102,27 +101,19 @@ pub fn junit(subject: &str, results: &[EdgeResult], consumers: Consumers) -> Str
             .collect();
         checks.push(("clusters".to_owned(), r.breaks_clusters()));
         for (who, failed) in checks {
-            tests += 1;
-            let _ = write!(
-                cases,
-                "<testcase classname=\"{}\" name=\"{} ({who})\"",
-                xml_escape(&r.edge.package),
-                xml_escape(&r.edge.label())
-            );
-            if failed {
-                failures += 1;
-                let _ = writeln!(
-                    cases,
-                    "><failure message=\"{}\" type=\"crd-upgrade\"/></testcase>",
-                    xml_escape(&errors.join("; "))
-                );
+            let outcome = if failed {
+                junit::Outcome::Failed {
+                    message: errors.join("; "),
+                    kind: "crd-upgrade".to_owned(),
+                }
             } else {
-                cases.push_str("/>\n");
-            }
+                junit::Outcome::Passed
+            };
+            let name = format!("{} ({who})", r.edge.label());
+            suite
+                .cases
+                .push(junit::Case::new(&r.edge.package, name, outcome));
         }
     }
-    format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites><testsuite name=\"olmpack upgrade check: {}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\">\n{cases}</testsuite></testsuites>\n",
-        xml_escape(subject)
-    )
+    suite.to_xml()
 }

@@ -3,8 +3,9 @@
 
 use std::fmt::Write as _;
 
-use olmpack_envtest::live::{EdgeReport, LiveFinding, Rollback, Severity, Verdict};
-use olmpack_model::report::{OutputFormat, xml_escape};
+use olmpack_envtest::live::{EdgeReport, LiveFinding, Rollback};
+use olmpack_model::report::{OutputFormat, Severity, junit};
+use olmpack_model::upgrade::Verdict;
 
 /// The reports in `format`.
 pub fn format(reports: &[EdgeReport], format: OutputFormat) -> String {
@@ -20,28 +21,11 @@ pub fn format(reports: &[EdgeReport], format: OutputFormat) -> String {
     }
 }
 
-fn verdict(v: Verdict) -> &'static str {
-    match v {
-        Verdict::Passed => "passed",
-        Verdict::Refused => "refused",
-        Verdict::DataLost => "data lost",
-        Verdict::Failed => "failed",
-    }
-}
-
-fn severity(s: Severity) -> &'static str {
-    match s {
-        Severity::Error => "error",
-        Severity::Warning => "warning",
-        Severity::Info => "info",
-    }
-}
-
 /// `refused by …: object: version: field: message`, the parts that are known.
 fn describe(f: &LiveFinding) -> String {
     let mut parts = Vec::new();
     if let Some(by) = f.refused_by {
-        parts.push(format!("refused by {by}"));
+        parts.push(by.outcome());
     }
     parts.extend(f.object.clone());
     parts.extend(f.version.clone());
@@ -67,7 +51,7 @@ fn text(reports: &[EdgeReport]) -> String {
             "{} → {}: {} ({} objects, {:.1} s); rollback: {}",
             r.from,
             r.to,
-            verdict(r.verdict),
+            r.verdict.word(),
             r.objects,
             r.seconds,
             rollback(&r.rollback)
@@ -80,13 +64,7 @@ fn text(reports: &[EdgeReport]) -> String {
             );
         }
         for f in &r.findings {
-            let _ = writeln!(
-                out,
-                "  {}[{}] {}",
-                severity(f.severity),
-                f.rule,
-                describe(f)
-            );
+            let _ = writeln!(out, "  {}[{}] {}", f.severity.as_str(), f.rule, describe(f));
         }
         for (i, p) in r.processes.iter().enumerate() {
             let _ = writeln!(
@@ -109,40 +87,26 @@ fn text(reports: &[EdgeReport]) -> String {
 }
 
 fn junit(reports: &[EdgeReport]) -> String {
-    let failures = reports
-        .iter()
-        .filter(|r| r.verdict != Verdict::Passed)
-        .count();
-    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let _ = writeln!(
-        out,
-        "<testsuites><testsuite name=\"olmpack upgrade test\" tests=\"{}\" failures=\"{failures}\" errors=\"0\">",
-        reports.len()
-    );
+    let mut suite = junit::Suite::new("olmpack upgrade test");
     for r in reports {
-        let name = xml_escape(&format!("{} → {}", r.from, r.to));
-        let _ = write!(
-            out,
-            "<testcase classname=\"upgrade\" name=\"{name}\" time=\"{:.3}\"",
-            r.seconds
-        );
         let errors: Vec<String> = r
             .errors()
             .map(|f| format!("[{}] {}", f.rule, describe(f)))
             .collect();
-        if errors.is_empty() {
-            let _ = writeln!(out, "/>");
+        let outcome = if errors.is_empty() {
+            junit::Outcome::Passed
         } else {
-            let _ = writeln!(
-                out,
-                "><failure message=\"{}\" type=\"{}\"/></testcase>",
-                xml_escape(&errors.join("; ")),
-                verdict(r.verdict)
-            );
-        }
+            junit::Outcome::Failed {
+                message: errors.join("; "),
+                kind: r.verdict.word().to_owned(),
+            }
+        };
+        let name = format!("{} → {}", r.from, r.to);
+        suite
+            .cases
+            .push(junit::Case::new("upgrade", name, outcome).time(format!("{:.3}", r.seconds)));
     }
-    out.push_str("</testsuite></testsuites>\n");
-    out
+    suite.to_xml()
 }
 
 fn markdown(reports: &[EdgeReport]) -> String {
@@ -159,7 +123,7 @@ fn markdown(reports: &[EdgeReport]) -> String {
             "| {} | {} | {} | {} | {} | {:.1} |",
             r.from,
             r.to,
-            verdict(r.verdict),
+            r.verdict.word(),
             r.objects,
             rollback,
             r.seconds

@@ -16,9 +16,8 @@ use std::path::PathBuf;
 
 use futures::{StreamExt as _, TryStreamExt as _};
 
-use olmpack_envtest::live::{
-    EdgeOptions, EdgeReport, LiveError, ReleaseUnderTest, Verdict, Webhook,
-};
+use olmpack_envtest::live::{EdgeOptions, EdgeReport, LiveError, ReleaseUnderTest, Webhook};
+use olmpack_model::upgrade::Verdict;
 
 pub use format::format;
 pub use inputs::{Edge, Inputs, LiveInputsError, from_dirs, from_plan, operator_identity};

@@ -51,6 +51,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use olmpack_envtest::olm::transient::error_chain;
 use olmpack_envtest::olm::{Example, Outcome, Step, StillSucceeded, Timeouts, WebhookCommand};
 use olmpack_envtest::{olm::OlmEnv, olm::OlmEnvOptions};
+use olmpack_model::upgrade::Verdict;
 
 pub use cases::{Case, load_cases, load_cases_for, plan_cases, preferred_mode};
 pub use report::{CaseReport, Failure, Party, describe, junit, markdown};
@@ -476,13 +477,13 @@ fn examples_line(examples: &Result<Vec<Example>, String>) -> String {
 fn verdict(report: &CaseReport) -> String {
     let failures = report.failures();
     let not_run = report.not_run();
-    match (failures.first(), not_run.first()) {
-        (Some(f), _) => format!("FAIL ({}: {})", f.party.label(), f.message),
-        (None, _) if report.error().is_some() => {
+    match (report.verdict(), failures.first(), not_run.first()) {
+        (_, Some(f), _) => format!("FAIL ({}: {})", f.party.label(), f.message),
+        (Verdict::NotRun, None, _) => {
             format!("not finished ({})", report.error().unwrap_or_default())
         }
-        (None, Some(why)) => format!("pass, checks not run ({why})"),
-        (None, None) => "pass".to_owned(),
+        (_, None, Some(why)) => format!("pass, checks not run ({why})"),
+        (_, None, None) => "pass".to_owned(),
     }
 }
 

@@ -7,6 +7,8 @@ use olmpack_envtest::olm::{Example, Installed, Outcome, Step};
 use serde::Serialize;
 
 use super::cases::Case;
+use olmpack_model::report::junit;
+use olmpack_model::upgrade::Verdict;
 use olmpack_model::upgrade_graph::EdgeKind;
 
 /// What happened in one case.
@@ -166,6 +168,29 @@ impl CaseReport {
         out
     }
 
+    /// The case's verdict: refused when OLM refused a step or an example object was
+    /// refused, failed for any other failure, not run when the test environment failed
+    /// before anything failed, else passed (the checks that could not run are in
+    /// [`Self::not_run`]).
+    pub fn verdict(&self) -> Verdict {
+        if self.failures().is_empty() {
+            return match self.error() {
+                Some(_) => Verdict::NotRun,
+                None => Verdict::Passed,
+            };
+        }
+        let refused = |step: &Step| matches!(step.outcome, Outcome::Refused { .. });
+        let example_refused = self
+            .examples
+            .as_ref()
+            .is_ok_and(|list| list.iter().any(|e| e.refused.is_some()));
+        if refused(&self.install) || self.upgrade.as_ref().is_some_and(refused) || example_refused {
+            Verdict::Refused
+        } else {
+            Verdict::Failed
+        }
+    }
+
     /// The checks of this case that could not run, each with the reason.
     pub fn not_run(&self) -> Vec<String> {
         let mut out = Vec::new();
@@ -286,11 +311,11 @@ fn examples_cell(r: &CaseReport) -> String {
 }
 
 fn result_cell(r: &CaseReport) -> &'static str {
-    match (r.failures().is_empty(), r.not_run().is_empty()) {
-        (false, _) => "FAIL",
-        (true, _) if r.error().is_some() => "ERROR (test environment)",
-        (true, false) => "pass (checks not run)",
-        (true, true) => "pass",
+    match r.verdict() {
+        Verdict::NotRun => "ERROR (test environment)",
+        Verdict::Passed if !r.not_run().is_empty() => "pass (checks not run)",
+        Verdict::Passed => "pass",
+        Verdict::Refused | Verdict::DataLost | Verdict::Failed => "FAIL",
     }
 }
 
@@ -306,66 +331,46 @@ fn edge(via: EdgeKind) -> &'static str {
 /// that passed with checks not run is `<skipped>`, never a plain pass. A shard's report says
 /// which shard it is ([`super::shard::SHARD_PROPERTY`]), for `upgrade merge-shards`.
 pub fn junit(reports: &[CaseReport], shard: Option<super::shard::Shard>) -> String {
-    let failed = reports.iter().filter(|r| !r.failures().is_empty()).count();
-    let errors = reports
-        .iter()
-        .filter(|r| r.failures().is_empty() && r.error().is_some())
-        .count();
-    let skipped = reports
-        .iter()
-        .filter(|r| r.failures().is_empty() && r.error().is_none() && !r.not_run().is_empty())
-        .count();
+    let mut suite = junit::Suite::new("olmpack upgrade olm");
     let total: f64 = reports.iter().map(|r| r.seconds).sum();
-    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let _ = writeln!(
-        out,
-        "<testsuites><testsuite name=\"olmpack upgrade olm\" tests=\"{}\" failures=\"{failed}\" errors=\"{errors}\" skipped=\"{skipped}\" time=\"{total:.1}\">",
-        reports.len()
-    );
+    suite.time = Some(format!("{total:.1}"));
     if let Some(shard) = shard {
-        let _ = writeln!(
-            out,
-            "<properties><property name=\"{}\" value=\"{shard}\"/></properties>",
-            super::shard::SHARD_PROPERTY
-        );
+        suite
+            .properties
+            .push((super::shard::SHARD_PROPERTY.to_owned(), shard.to_string()));
     }
     for r in reports {
-        let _ = write!(
-            out,
-            "<testcase classname=\"{}\" name=\"{}\" time=\"{:.1}\"",
-            olmpack_model::report::xml_escape(&r.case.package),
-            olmpack_model::report::xml_escape(&r.name()),
-            r.seconds
-        );
-        let failures = r.failures();
-        let not_run = r.not_run();
-        if let Some(first) = failures.first() {
+        let outcome = junit_outcome(r);
+        let case = junit::Case::new(&r.case.package, r.name(), outcome);
+        suite.cases.push(case.time(format!("{:.1}", r.seconds)));
+    }
+    suite.to_xml()
+}
+
+/// A case's JUnit outcome by its verdict: the failures (typed by who is blamed first), the
+/// test environment's error, the checks not run, or passed.
+fn junit_outcome(r: &CaseReport) -> junit::Outcome {
+    let failures = r.failures();
+    let not_run = r.not_run();
+    match r.verdict() {
+        Verdict::Refused | Verdict::DataLost | Verdict::Failed => {
             let text: Vec<String> = failures
                 .iter()
                 .map(|f| format!("[{}] {}", f.party.label(), f.message))
                 .collect();
-            let _ = writeln!(
-                out,
-                "><failure message=\"{}\" type=\"{}\"/></testcase>",
-                olmpack_model::report::xml_escape(&text.join("; ")),
-                first.party.label()
-            );
-        } else if let Some(why) = r.error() {
-            let _ = writeln!(
-                out,
-                "><error message=\"{}\" type=\"environment\"/></testcase>",
-                olmpack_model::report::xml_escape(why)
-            );
-        } else if !not_run.is_empty() {
-            let _ = writeln!(
-                out,
-                "><skipped message=\"{}\"/></testcase>",
-                olmpack_model::report::xml_escape(&not_run.join("; "))
-            );
-        } else {
-            out.push_str("/>\n");
+            junit::Outcome::Failed {
+                message: text.join("; "),
+                kind: failures
+                    .first()
+                    .map_or("olm", |f| f.party.label())
+                    .to_owned(),
+            }
         }
+        Verdict::NotRun => junit::Outcome::Error {
+            message: r.error().unwrap_or_default().to_owned(),
+            kind: "environment".to_owned(),
+        },
+        Verdict::Passed if !not_run.is_empty() => junit::Outcome::Skipped(not_run.join("; ")),
+        Verdict::Passed => junit::Outcome::Passed,
     }
-    out.push_str("</testsuite></testsuites>\n");
-    out
 }

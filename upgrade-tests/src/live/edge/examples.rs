@@ -6,12 +6,13 @@ use std::time::{Duration, Instant};
 use futures::{StreamExt, stream};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{DynamicObject, PostParams};
+use olmpack_model::report::Severity;
 use serde_json::Value;
 
 use super::{CONCURRENCY, Created, Run, Snapshot};
 use crate::live::api::{self, apiserver_message, crd_name, served, status_code};
 use crate::live::compare::lost_fields;
-use crate::live::{LiveFinding, ReleaseUnderTest, Severity, rules};
+use crate::live::{LiveFinding, ReleaseUnderTest, rules};
 
 /// How long a create is retried while a fresh CRD's endpoint settles.
 const CREATE_RETRY: Duration = Duration::from_secs(15);

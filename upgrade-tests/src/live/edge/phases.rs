@@ -7,11 +7,12 @@ use std::time::Instant;
 use futures::{StreamExt, stream};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{DynamicObject, PostParams};
+use olmpack_model::report::{Consumer, Severity};
 use serde_json::{Value, json};
 
 use super::{CHANGE_TIMEOUT, CONCURRENCY, Run, Snapshot};
 use crate::live::api::{self, apiserver_message, crd_name, served, status_code};
-use crate::live::{LiveError, LiveFinding, ReleaseUnderTest, Rollback, Severity, rules};
+use crate::live::{LiveError, LiveFinding, ReleaseUnderTest, Rollback, rules};
 
 /// Round trips through one version tried before a controller's concurrent writes are
 /// reported as keeping it from being judged.
@@ -51,7 +52,7 @@ impl Run<'_> {
                 };
                 let finding = LiveFinding::refused(
                     rules::STORED_VERSION_REMOVED,
-                    "OLM v0 and kube-apiserver",
+                    Consumer::OlmV0,
                     format!(
                         "status.storedVersions lists {}, which {} no longer lists in spec.versions \
                          (OLM v0's SafeStorageVersionUpgrade check refuses the upgrade); {apiserver}",
@@ -67,7 +68,7 @@ impl Run<'_> {
             if let Err(err) = result {
                 let finding = LiveFinding::refused(
                     rules::CRD_REFUSED,
-                    "kube-apiserver",
+                    Consumer::KubeApiserver,
                     apiserver_message(&err),
                 )
                 .object(format!("CustomResourceDefinition/{name}"));
@@ -207,7 +208,7 @@ impl Run<'_> {
         let finding = if deprecated {
             LiveFinding::new(rules::VERSION_NOT_SERVED, Severity::Warning, message)
         } else {
-            LiveFinding::refused(rules::VERSION_NOT_SERVED, "kube-apiserver", message)
+            LiveFinding::refused(rules::VERSION_NOT_SERVED, Consumer::KubeApiserver, message)
         };
         self.find(
             finding
@@ -460,7 +461,7 @@ impl Run<'_> {
                     format!("{name} with only {storage}: installs"),
                 ),
                 Err(err) => {
-                    let finding = LiveFinding::refused(rules::SUCCESSOR_REFUSED, "kube-apiserver", format!("after the storage migration the successor with only {storage} is still refused: {}", apiserver_message(&err)))
+                    let finding = LiveFinding::refused(rules::SUCCESSOR_REFUSED, Consumer::KubeApiserver, format!("after the storage migration the successor with only {storage} is still refused: {}", apiserver_message(&err)))
                         .object(format!("CustomResourceDefinition/{name}"));
                     self.find(finding);
                 }
@@ -468,7 +469,7 @@ impl Run<'_> {
             if let Err(err) = api::apply_crd(self.client, &self.prepared(crd)).await {
                 let finding = LiveFinding::refused(
                     rules::CRD_REFUSED,
-                    "kube-apiserver",
+                    Consumer::KubeApiserver,
                     format!(
                         "re-applying {} after its successor: {}",
                         to.name,
@@ -665,7 +666,7 @@ impl Run<'_> {
             if let Err(err) = api::apply_crd(self.client, &self.prepared(crd)).await {
                 let message = apiserver_message(&err);
                 let finding = LiveFinding {
-                    refused_by: Some("kube-apiserver"),
+                    refused_by: Some(Consumer::KubeApiserver),
                     ..LiveFinding::new(
                         rules::ROLLBACK_REFUSED,
                         Severity::Info,
@@ -739,12 +740,12 @@ fn existing_object_invalid(
             "this existing object is invalid under {to}'s schema; OLM v0 only warns because the new CRD converts through a webhook, but kube-apiserver refuses every update of such an object; the apiserver says: {says}"
         );
         LiveFinding::new(rules::EXISTING_OBJECT_INVALID, Severity::Warning, message)
-            .refused_by("kube-apiserver")
+            .refused_by(Consumer::KubeApiserver)
     } else {
         let message = format!(
             "this existing object is invalid under {to}'s schema, so OLM v0 refuses the upgrade (\"updated validation is too restrictive\"); the apiserver says: {says}"
         );
-        LiveFinding::refused(rules::EXISTING_OBJECT_INVALID, "OLM v0", message)
+        LiveFinding::refused(rules::EXISTING_OBJECT_INVALID, Consumer::OlmV0, message)
     }
 }
 
