@@ -153,21 +153,9 @@ pub fn plan(
         in_image,
         related.keys().cloned().collect(),
     )?);
+    let images = bundles.iter().map(|(_, image, _)| *image);
     let signatures = match signer {
-        Some(signer) => bundles
-            .iter()
-            .map(|(_, image, _)| *image)
-            .chain(std::iter::once(catalog_image))
-            .map(|image| SignJob {
-                pinned: image.pinned.clone(),
-                digest: image.digest.clone(),
-                done: state
-                    .supply
-                    .get(&Attachment::signature_key(&image.pinned, signer.key_id()))
-                    .cloned(),
-                missing: false,
-            })
-            .collect(),
+        Some(signer) => sign_jobs(images.chain([catalog_image]), signer, state),
         None => Vec::new(),
     };
     Ok(SupplyPlan {
@@ -175,6 +163,25 @@ pub fn plan(
         signer: signer.cloned(),
         signatures,
     })
+}
+
+/// One signing job per image, done when `state` records its signature by this key.
+fn sign_jobs<'a>(
+    images: impl Iterator<Item = &'a ImageSummary>,
+    signer: &Signer,
+    state: &State,
+) -> Vec<SignJob> {
+    images
+        .map(|image| SignJob {
+            pinned: image.pinned.clone(),
+            digest: image.digest.clone(),
+            done: state
+                .supply
+                .get(&Attachment::signature_key(&image.pinned, signer.key_id()))
+                .cloned(),
+            missing: false,
+        })
+        .collect()
 }
 
 /// What a step changes, from whether each pending item was published before and is missing
