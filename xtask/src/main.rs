@@ -345,11 +345,6 @@ fn test(root: &Path, run: TestRun) -> Result<ExitCode> {
     let outcomes = lanes::run(ordered, run.jobs, &harness);
     lanes::save_times(&times_file, &outcomes);
     let docs_passed = lanes::doc_tests(root, &harness)?;
-    let failed: Vec<String> = outcomes
-        .iter()
-        .filter(|o| !o.passed)
-        .map(|o| format!("{} ({:.1} s)", o.binary.label(), o.seconds))
-        .collect();
     let busy: f64 = outcomes.iter().map(|o| o.seconds).sum();
     eprintln!(
         "xtask: tests finished in {:.1?} ({} binaries, {busy:.1} s of binary time, {} at once)",
@@ -364,19 +359,8 @@ fn test(root: &Path, run: TestRun) -> Result<ExitCode> {
     }
     let _ = std::fs::remove_dir_all(&scratch);
 
-    for outcome in outcomes.iter().filter(|o| !o.passed) {
-        eprintln!("xtask: {} said:", outcome.binary.label());
-        for line in &outcome.panics {
-            eprintln!("    {line}");
-        }
-    }
-    for line in &failed {
-        eprintln!("xtask: failed: {line}");
-    }
-    if !docs_passed {
-        eprintln!("xtask: failed: doc tests");
-    }
-    if !failed.is_empty() || !docs_passed {
+    let failed = report_failures(&outcomes, docs_passed);
+    if failed {
         return Ok(ExitCode::FAILURE);
     }
     if !leftovers.is_empty() {
@@ -387,6 +371,29 @@ fn test(root: &Path, run: TestRun) -> Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Prints each failed binary's panic messages, then one line per failure, at the end of the
+/// run where a truncated CI log still shows them; true when anything failed.
+fn report_failures(outcomes: &[lanes::Outcome], docs_passed: bool) -> bool {
+    let failed: Vec<&lanes::Outcome> = outcomes.iter().filter(|o| !o.passed).collect();
+    for outcome in &failed {
+        eprintln!("xtask: {} said:", outcome.binary.label());
+        for line in &outcome.panics {
+            eprintln!("    {line}");
+        }
+    }
+    for outcome in &failed {
+        eprintln!(
+            "xtask: failed: {} ({:.1} s)",
+            outcome.binary.label(),
+            outcome.seconds
+        );
+    }
+    if !docs_passed {
+        eprintln!("xtask: failed: doc tests");
+    }
+    !failed.is_empty() || !docs_passed
 }
 
 fn cargo(root: &Path, args: &[&str]) -> Result<()> {
