@@ -602,3 +602,51 @@ fn a_byte_order_mark_is_read_as_opm_reads_it() {
         }
     }
 }
+
+/// `skiprange-prunes-live-version` counts what it does not list, the same whether the range
+/// is one interval (counted from a prefix sum) or several (listed one by one); deprecated
+/// bundles are never counted.
+#[test]
+fn pruned_versions_are_counted_past_the_listed_ones() {
+    let cases = [
+        (
+            "<1.24.0",
+            "p.v1.0.0, p.v1.1.0, p.v1.2.0, p.v1.3.0, p.v1.4.0, p.v1.5.0, p.v1.6.0, p.v1.7.0, p.v1.8.0, p.v1.9.0, p.v1.10.0, p.v1.11.0, p.v1.12.0, p.v1.13.0, p.v1.14.0, p.v1.15.0, p.v1.16.0, p.v1.17.0, p.v1.18.0, p.v1.19.0 and 3 more",
+        ),
+        (
+            "<1.2.0 || >=1.20.0 <1.24.0",
+            "p.v1.0.0, p.v1.1.0, p.v1.20.0, p.v1.22.0, p.v1.23.0",
+        ),
+    ];
+    for (range, pruned) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let version = |i: usize| format!("1.{i}.0");
+        let mut entries: Vec<serde_json::Value> = (0..24)
+            .map(|i| serde_json::json!({"name": format!("p.v{}", version(i)), "replaces": if i > 0 { format!("p.v{}", version(i - 1)) } else { String::new() }}))
+            .collect();
+        entries.push(serde_json::json!({"name": "p.v1.24.0", "skipRange": range}));
+        let mut text = String::from(
+            "{\"schema\":\"olm.package\",\"name\":\"p\",\"defaultChannel\":\"stable\"}\n",
+        );
+        text.push_str(&serde_json::json!({"schema": "olm.channel", "package": "p", "name": "stable", "entries": entries}).to_string());
+        text.push('\n');
+        text.push_str(&serde_json::json!({"schema": "olm.deprecations", "package": "p", "entries": [{"reference": {"schema": "olm.bundle", "name": "p.v1.21.0"}, "message": "gone"}]}).to_string());
+        text.push('\n');
+        for i in 0..25 {
+            let v = version(i);
+            text.push_str(&format!("{{\"schema\":\"olm.bundle\",\"package\":\"p\",\"name\":\"p.v{v}\",\"image\":\"quay.io/p/b:v{v}\",\"properties\":[{{\"type\":\"olm.package\",\"value\":{{\"packageName\":\"p\",\"version\":\"{v}\"}}}}]}}\n"));
+        }
+        std::fs::write(dir.path().join("catalog.json"), text).unwrap();
+        let (report, _) = validate_dir(dir.path(), ValidateOptions::default()).unwrap();
+        let found: Vec<&str> = report
+            .findings
+            .iter()
+            .filter(|f| f.rule == "catalog/skiprange-prunes-live-version")
+            .map(|f| f.message.as_str())
+            .collect();
+        let expected = format!(
+            "bundle \"p.v1.24.0\" has skipRange {range:?} but no `replaces`: OLM v0 prunes {pruned} from channel \"stable\" (no longer installable, no replaces chain through them) although they are not deprecated"
+        );
+        assert_eq!(found, [expected.as_str()], "{range}");
+    }
+}
