@@ -7,7 +7,10 @@
 //!   [`RetryPolicy::initial_backoff`] up to [`RetryPolicy::max_backoff`], with jitter) on
 //!   connection errors, timeouts (a response stalled longer than
 //!   [`RegistryAccess::read_timeout`]), HTTP 5xx, 408 and 429. Client errors such as 401, 403
-//!   or 404 are not retried.
+//!   or 404 are not retried. One loop ([`RegistryClient::retrying`]) retries every request,
+//!   the bounded reads of [`super::fetch`] and the client library's requests alike, within
+//!   the operation's deadline ([`RegistryAccess::deadline`]); the bounded reads also honour
+//!   `Retry-After`.
 //! - Credentials go to oci-client only; errors and logs name the registry, never a secret.
 
 use std::future::Future;
@@ -455,6 +458,36 @@ impl RegistryClient {
         self.within_deadline(&what, run).await
     }
 
+    /// Runs `attempt` (a request of the registry client library) as [`Self::retrying`] runs a
+    /// bounded read: its failure told in our words ([`Self::oci_error`]), retried when
+    /// [`is_transient`].
+    pub async fn with_retries<T, F, Fut>(
+        &self,
+        what: String,
+        mut attempt: F,
+    ) -> Result<T, RegistryError>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, OciDistributionError>>,
+    {
+        let label = what.clone();
+        self.retrying(what, false, || {
+            let request = attempt();
+            let label = &label;
+            async move {
+                request.await.map_err(|source| {
+                    let transient = is_transient(&source);
+                    let error = self.oci_error(label, source);
+                    match transient {
+                        true => Failure::transient(error, None),
+                        false => Failure::permanent(error),
+                    }
+                })
+            }
+        })
+        .await
+    }
+
     /// The pause before the next try: the backoff, or the registry's `Retry-After` when
     /// longer; an error when that pause would end past the deadline.
     fn pause(
@@ -492,6 +525,11 @@ impl RegistryClient {
                 attempts: tries,
             },
             RegistryError::Failed { what, problem, .. } => RegistryError::Failed {
+                what,
+                attempts: tries,
+                problem,
+            },
+            RegistryError::Request { what, problem, .. } => RegistryError::Request {
                 what,
                 attempts: tries,
                 problem,
@@ -594,43 +632,9 @@ impl RegistryClient {
         })
     }
 
-    /// Runs `attempt` until it succeeds, fails with a permanent error, or the attempts run out.
-    pub async fn with_retries<T, F, Fut>(
-        &self,
-        what: String,
-        mut attempt: F,
-    ) -> Result<T, RegistryError>
-    where
-        F: FnMut() -> Fut,
-        Fut: Future<Output = Result<T, OciDistributionError>>,
-    {
-        let run = async {
-            let mut tries = 0;
-            loop {
-                tries += 1;
-                match attempt().await {
-                    Ok(value) => return Ok(value),
-                    Err(err) if tries < self.retry.attempts && is_transient(&err) => {
-                        let pause = with_jitter(self.retry.backoff(tries));
-                        tracing::info!(
-                            what = %what,
-                            attempt = tries,
-                            error = %err,
-                            pause_ms = pause.as_millis() as u64,
-                            "registry request failed; retrying"
-                        );
-                        tokio::time::sleep(pause).await;
-                    }
-                    Err(source) => return Err(self.final_failure(&what, tries, source)),
-                }
-            }
-        };
-        self.within_deadline(&what, run).await
-    }
-
-    /// The error for a request that failed for good: denied, unreachable, or another
-    /// failure told in our words.
-    fn final_failure(&self, what: &str, tries: u32, source: OciDistributionError) -> RegistryError {
+    /// A failed request of the registry client library: denied, unreachable, or another
+    /// failure told in our words ([`Self::final_error`] fills in the attempts).
+    fn oci_error(&self, what: &str, source: OciDistributionError) -> RegistryError {
         if let Some(status) = denied_status(&source) {
             return RegistryError::Denied {
                 what: what.to_owned(),
@@ -652,7 +656,7 @@ impl RegistryClient {
                     .filter(|o| o != "null")
                     .unwrap_or_else(|| self.url.clone()),
                 problem,
-                attempts: tries,
+                attempts: 0,
             };
         }
         let problem = oci_words(&source);
@@ -662,7 +666,7 @@ impl RegistryClient {
         };
         RegistryError::Request {
             what: what.to_owned(),
-            attempts: tries,
+            attempts: 0,
             problem,
         }
     }
@@ -889,6 +893,64 @@ mod tests {
         };
         let pauses: Vec<u128> = (1..=5).map(|n| policy.backoff(n).as_millis()).collect();
         assert_eq!(pauses, [100, 200, 400, 700, 700]);
+    }
+
+    /// A client for a registry nobody talks to: `attempt` is the only request.
+    fn quick_client(attempts: u32) -> RegistryClient {
+        crate::install_crypto_provider();
+        let access = RegistryAccess {
+            credentials: Credentials::Anonymous,
+            retry: RetryPolicy {
+                attempts,
+                initial_backoff: Duration::from_millis(1),
+                max_backoff: Duration::from_millis(2),
+            },
+            ..RegistryAccess::default()
+        };
+        let reference: Reference = "127.0.0.1:9/demo/x:v1"
+            .parse()
+            .unwrap_or_else(|e| unreachable!("a valid reference: {e}"));
+        RegistryClient::new(&reference, &access).unwrap_or_else(|e| unreachable!("{e}"))
+    }
+
+    /// Runs `with_retries` on a request answering `code` every time: the error and the tries.
+    fn retried(attempts: u32, code: u16) -> (String, u32) {
+        let client = quick_client(attempts);
+        let tries = std::sync::atomic::AtomicU32::new(0);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap_or_else(|e| unreachable!("{e}"));
+        let result: Result<(), _> = runtime.block_on(client.with_retries("asking".into(), || {
+            tries.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            async move {
+                Err(OciDistributionError::ServerError {
+                    code,
+                    url: "http://127.0.0.1:9/v2/".into(),
+                    message: String::new(),
+                })
+            }
+        }));
+        let error = result.err().map(|e| e.to_string()).unwrap_or_default();
+        (error, tries.into_inner())
+    }
+
+    #[test]
+    fn client_library_requests_retry_in_the_one_loop_and_name_the_attempts() {
+        assert_eq!(
+            retried(3, 503),
+            (
+                "asking failed after 3 attempt(s): http://127.0.0.1:9/v2/ answered HTTP 503".into(),
+                3
+            )
+        );
+        assert_eq!(
+            retried(3, 404),
+            (
+                "asking failed after 1 attempt(s): http://127.0.0.1:9/v2/ answered HTTP 404".into(),
+                1
+            )
+        );
     }
 
     #[test]
