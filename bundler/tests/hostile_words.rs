@@ -211,6 +211,24 @@ fn refuses_uploads(_: &str, method: &str, path: &str) -> Option<String> {
     }
 }
 
+/// Answers an upload with a redirect that names no Location to go to.
+fn redirects_uploads_nowhere(_: &str, method: &str, path: &str) -> Option<String> {
+    match (method, path) {
+        (_, "/v2/") => answer("200 OK", "", ""),
+        ("HEAD", _) => answer("404 Not Found", "", ""),
+        _ => answer("307 Temporary Redirect", "", ""),
+    }
+}
+
+/// Names a token service on its own host and port over HTTPS, where only plain HTTP answers.
+fn tls_realm_on_a_plain_port(host: &str, _: &str, _: &str) -> Option<String> {
+    answer(
+        "401 Unauthorized",
+        &format!("WWW-Authenticate: Bearer realm=\"https://{host}/token\",service=\"r\"\r\n"),
+        "",
+    )
+}
+
 /// One row against a misbehaving registry: `{host}` in the arguments and the message is the
 /// registry's host; a push pushes a catalog image built from a valid catalog.
 struct RegistryRow {
@@ -251,6 +269,18 @@ const REGISTRY_ROWS: &[RegistryRow] = &[
         args: &["image", "push", "l", "{host}/demo/x:v1", "--attempts", "2"],
         message: " failed after 1 attempt(s): http://{host}/v2/demo/x/blobs/uploads/ answered HTTP 400: {\"errors\":[{\"code\":\"BLOB_UPLOAD_INVALID\",\"message\":\"no\"}]}",
     },
+    RegistryRow {
+        name: "an upload answered with a redirect that names no Location",
+        reply: redirects_uploads_nowhere,
+        args: &["image", "push", "l", "{host}/demo/x:v1", "--attempts", "2"],
+        message: " failed after 1 attempt(s): http://{host}/v2/demo/x/blobs/uploads/ answered HTTP 307 (a redirect without a Location olmpack can follow)\n",
+    },
+    RegistryRow {
+        name: "TLS to a token service that speaks plain HTTP",
+        reply: tls_realm_on_a_plain_port,
+        args: &["image", "resolve", "{host}/demo/x:v1", "--attempts", "2"],
+        message: "resolving {host}/demo/x:v1: getting a token from https://{host}/token: cannot connect to https://{host}: it does not speak TLS there (an https URL on a port that answers plain HTTP or another protocol) (after 2 attempt(s))\n",
+    },
 ];
 
 #[test]
@@ -276,6 +306,8 @@ fn hostile_registry_failures_in_our_words_naming_the_server() {
             "Server error",
             "Digest error",
             "lookup address",
+            "InvalidContentType",
+            "corrupt message",
         ] {
             assert!(
                 !out.all().contains(leak),

@@ -677,13 +677,13 @@ impl RegistryClient {
 fn oci_words(err: &OciDistributionError) -> String {
     use OciDistributionError as E;
     let text = |s: &str| {
-        olmpack_model::report::safe_text(s.chars().take(200).collect::<String>().as_str())
+        olmpack_model::report::safe_line(s.chars().take(200).collect::<String>().as_str())
     };
     match err {
         E::RequestError(e) => request_words(e),
         E::ServerError { code, url, message } => {
             let redirect = if (300..400).contains(code) {
-                " (a redirect, which olmpack does not follow for this request)"
+                " (a redirect without a Location olmpack can follow)"
             } else {
                 ""
             };
@@ -755,6 +755,16 @@ fn closed_early(err: &reqwest::Error) -> bool {
 /// A network I/O error in our words: a host name that does not resolve is said so (the
 /// system's resolver words it "failed to lookup address information").
 fn network_words(io: &std::io::Error) -> String {
+    // The TLS library's error sits inside one or more I/O errors.
+    let mut inner = io.get_ref();
+    while let Some(e) = inner {
+        if let Some(tls) = e.downcast_ref::<rustls::Error>() {
+            return tls_words(tls);
+        }
+        inner = e
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref());
+    }
     if io
         .to_string()
         .contains("failed to lookup address information")
@@ -762,6 +772,30 @@ fn network_words(io: &std::io::Error) -> String {
         return "no such host (its name does not resolve)".to_owned();
     }
     crate::input::describe_io(io)
+}
+
+/// A failed TLS handshake in our words (the TLS library names its own message types, e.g.
+/// "received corrupt message of type InvalidContentType" for a server that answers plain HTTP).
+fn tls_words(err: &rustls::Error) -> String {
+    use rustls::CertificateError as C;
+    let words = match err {
+        rustls::Error::InvalidMessage(_) => {
+            "it does not speak TLS there (an https URL on a port that answers plain HTTP or another protocol)"
+        }
+        rustls::Error::InvalidCertificate(
+            C::NotValidForName | C::NotValidForNameContext { .. },
+        ) => "its TLS certificate is not for this host name",
+        rustls::Error::InvalidCertificate(C::Expired | C::ExpiredContext { .. }) => {
+            "its TLS certificate has expired"
+        }
+        rustls::Error::InvalidCertificate(C::UnknownIssuer) => {
+            "its TLS certificate is not signed by an authority this machine trusts"
+        }
+        rustls::Error::InvalidCertificate(_) => "its TLS certificate is refused",
+        rustls::Error::AlertReceived(_) => "it broke off the TLS handshake",
+        _ => "the TLS handshake failed",
+    };
+    words.to_owned()
 }
 
 /// Why a request failed before an answer, in our words (the system's error at the end of
@@ -951,6 +985,84 @@ mod tests {
                 1
             )
         );
+    }
+
+    /// The client library's failures that no hostile registry row reaches through a command
+    /// of its own (its digest checks serve only the referrers fallback of `release --push`).
+    #[test]
+    fn client_library_failures_in_our_words() {
+        use oci_client::errors::DigestError;
+        let url = "http://127.0.0.1:9/v2/demo/x/blobs/uploads/".to_owned();
+        let cases = [
+            (
+                OciDistributionError::ServerError {
+                    code: 307,
+                    url: url.clone(),
+                    message: String::new(),
+                },
+                "http://127.0.0.1:9/v2/demo/x/blobs/uploads/ answered HTTP 307 (a redirect without a Location olmpack can follow)",
+            ),
+            (
+                OciDistributionError::ServerError {
+                    code: 502,
+                    url,
+                    message: "bad\ngateway".into(),
+                },
+                "http://127.0.0.1:9/v2/demo/x/blobs/uploads/ answered HTTP 502: bad<U+000A>gateway",
+            ),
+            (
+                OciDistributionError::DigestError(DigestError::VerificationError {
+                    expected: "sha256:aa".into(),
+                    actual: "sha256:bb".into(),
+                }),
+                "what it sent has the digest sha256:bb, not sha256:aa",
+            ),
+            (
+                OciDistributionError::DigestError(DigestError::MissingAlgorithm),
+                "it sent a digest olmpack cannot read (a sha256:<hex> digest is expected)",
+            ),
+        ];
+        for (error, words) in cases {
+            assert_eq!(oci_words(&error), words);
+        }
+    }
+
+    #[test]
+    fn tls_failures_in_our_words() {
+        use rustls::{AlertDescription, CertificateError, Error, InvalidMessage};
+        let cases = [
+            (
+                Error::InvalidMessage(InvalidMessage::InvalidContentType),
+                "it does not speak TLS there (an https URL on a port that answers plain HTTP or another protocol)",
+            ),
+            (
+                Error::InvalidCertificate(CertificateError::NotValidForName),
+                "its TLS certificate is not for this host name",
+            ),
+            (
+                Error::InvalidCertificate(CertificateError::Expired),
+                "its TLS certificate has expired",
+            ),
+            (
+                Error::InvalidCertificate(CertificateError::UnknownIssuer),
+                "its TLS certificate is not signed by an authority this machine trusts",
+            ),
+            (
+                Error::InvalidCertificate(CertificateError::BadSignature),
+                "its TLS certificate is refused",
+            ),
+            (
+                Error::AlertReceived(AlertDescription::HandshakeFailure),
+                "it broke off the TLS handshake",
+            ),
+            (Error::HandshakeNotComplete, "the TLS handshake failed"),
+        ];
+        for (error, words) in cases {
+            // As the HTTP client reports it: an I/O error around the TLS library's.
+            let io = std::io::Error::new(std::io::ErrorKind::InvalidData, error);
+            let io = std::io::Error::other(io);
+            assert_eq!(network_words(&io), words);
+        }
     }
 
     #[test]
