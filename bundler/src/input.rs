@@ -325,12 +325,23 @@ pub fn text(path: &Path, limits: &Limits) -> Result<String, InputError> {
 
 /// UTF-8 bytes to text, dropping a leading byte-order mark.
 pub fn decode(path: &Path, bytes: Vec<u8>) -> Result<String, InputError> {
-    let text = String::from_utf8(bytes).map_err(|_| InputError::NotUtf8 {
-        path: path.to_path_buf(),
-    })?;
+    let text = decode_keeping_bom(path, bytes)?;
     Ok(match text.strip_prefix('\u{feff}') {
         Some(rest) => rest.to_owned(),
         None => text,
+    })
+}
+
+/// [`text`] with a leading byte-order mark kept, for a reader that reads such a file as opm
+/// does (opm reads JSON behind the mark as YAML).
+pub fn text_keeping_bom(path: &Path, limits: &Limits) -> Result<String, InputError> {
+    decode_keeping_bom(path, read(path, limits)?)
+}
+
+/// UTF-8 bytes to text, a leading byte-order mark kept.
+fn decode_keeping_bom(path: &Path, bytes: Vec<u8>) -> Result<String, InputError> {
+    String::from_utf8(bytes).map_err(|_| InputError::NotUtf8 {
+        path: path.to_path_buf(),
     })
 }
 
@@ -367,7 +378,8 @@ fn open_seen(path: &Path, limit: u64) -> Result<(fs::File, u64), InputError> {
 }
 
 /// Reads standard input as text for `what` (e.g. `the template`), bounded like a file by the
-/// policy's per-file limit: more than that is refused, never buffered whole.
+/// policy's per-file limit: more than that is refused, never buffered whole. A leading
+/// byte-order mark is kept, as by [`text_keeping_bom`].
 pub fn stdin_text(what: &str, limits: &Limits) -> Result<String, InputError> {
     let limit = limits.max_file_bytes;
     let path = PathBuf::from(format!("{what} on standard input"));
@@ -380,7 +392,7 @@ pub fn stdin_text(what: &str, limits: &Limits) -> Result<String, InputError> {
     if bytes.len() as u64 > limit {
         return Err(InputError::StreamTooLarge { path, limit });
     }
-    decode(&path, bytes)
+    decode_keeping_bom(&path, bytes)
 }
 
 /// A regular file opened for reading in pieces, bounded like [`read`]: reading refuses a

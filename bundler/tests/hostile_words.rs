@@ -58,6 +58,32 @@ fn json_catalog_with_invalid_utf8(d: &Path) {
     );
 }
 
+/// A basic catalog template in JSON behind a UTF-8 byte-order mark, with a `\/` escape.
+fn bom_template_with_an_escaped_slash(d: &Path) {
+    write(
+        &d.join("t.json"),
+        "\u{feff}{\"schema\":\"olm.template.basic\",\"entries\":[{\"schema\":\"olm.package\",\"name\":\"a\\/b\"}]}\n",
+    );
+}
+
+/// A semver catalog template in JSON behind a UTF-8 byte-order mark, with a `\/` escape.
+fn bom_semver_template_with_an_escaped_slash(d: &Path) {
+    write(
+        &d.join("t.json"),
+        "\u{feff}{\"schema\":\"olm.semver\",\"stable\":{\"bundles\":[{\"image\":\"r.io\\/b:v1\"}]}}\n",
+    );
+}
+
+/// A basic catalog template in JSON behind a UTF-8 byte-order mark that YAML reads as JSON does.
+fn bom_template(d: &Path) {
+    write(
+        &d.join("t.json"),
+        "\u{feff}{\"schema\":\"olm.template.basic\",\"entries\":[{\"schema\":\"olm.package\",\"name\":\"demo\"}]}\n",
+    );
+}
+
+const BOM_TEMPLATE: &str = "error: t.json: the template begins with a UTF-8 byte-order mark, so opm reads it as YAML, and refuses it: line 1: \\/ is a JSON escape that Go's YAML decoder does not know\n";
+
 const CYCLE: &str = "error[plan/replaces-cycle] olmpack.yaml: releases[0].replaces: guestbook-operator.v1.0.0 replaces guestbook-operator.v1.1.1, which is not older: the replaces chain guestbook-operator.v1.0.0 -> guestbook-operator.v1.1.1 -> guestbook-operator.v1.1.0 -> guestbook-operator.v1.0.0 is a cycle in channels candidate, stable, so no entry is the channel's head (the one nothing replaces, which OLM installs)\n";
 
 const ROWS: &[Row] = &[
@@ -109,6 +135,27 @@ const ROWS: &[Row] = &[
         args: &["catalog", "validate", "c"],
         code: 1,
         message: "error[catalog/load] catalog.json: invalid JSON: line 1 column 37: a string holds bytes that are not UTF-8 text\n",
+    },
+    Row {
+        name: "a basic template behind a byte-order mark, read as YAML as opm reads it",
+        setup: bom_template_with_an_escaped_slash,
+        args: &["catalog", "template", "t.json"],
+        code: 1,
+        message: BOM_TEMPLATE,
+    },
+    Row {
+        name: "a semver template behind a byte-order mark, read as YAML as opm reads it",
+        setup: bom_semver_template_with_an_escaped_slash,
+        args: &["catalog", "template", "t.json"],
+        code: 1,
+        message: BOM_TEMPLATE,
+    },
+    Row {
+        name: "a basic template behind a byte-order mark that YAML reads as JSON does",
+        setup: bom_template,
+        args: &["catalog", "template", "t.json"],
+        code: 0,
+        message: "\"name\": \"demo\",\n    \"schema\": \"olm.package\"\n",
     },
 ];
 

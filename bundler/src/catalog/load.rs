@@ -458,6 +458,20 @@ fn parse_bom_json(blobs: &mut Blobs, bytes: &[u8]) {
     }
 }
 
+/// The first object of a text that is JSON behind a byte-order mark, read as opm reads a
+/// template (as [`parse_bom_json`] reads a catalog file: as YAML, the first node of the first
+/// document), or opm's refusal in our words; `None` for any other text.
+pub(crate) fn bom_json_first(text: &str) -> Option<Result<Value, String>> {
+    let rest = text.strip_prefix('\u{feff}')?;
+    if !is_json(rest.as_bytes()) {
+        return None;
+    }
+    let (doc, first_line) = yaml_documents(rest)
+        .into_iter()
+        .find(|(doc, _)| !doc.trim().is_empty())?;
+    Some(first_node(doc, first_line).map(|(value, ..)| value))
+}
+
 /// The documents of a YAML stream as Kubernetes' YAML reader cuts them, each with its first
 /// line: at each line that starts with `---` followed by nothing but blanks or a comment.
 fn yaml_documents(text: &str) -> Vec<(&str, u64)> {

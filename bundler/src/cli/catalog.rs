@@ -199,7 +199,7 @@ fn expand_template(
     let text = if file.as_os_str() == "-" {
         olmpack::input::stdin_text("the template", &limits)?
     } else {
-        olmpack::input::text(file, &limits)?
+        olmpack::input::text_keeping_bom(file, &limits)?
     };
     let mut resolver = DirResolver {
         migrate: migrate_level,

@@ -74,6 +74,12 @@ pub enum TemplateError {
     /// The template text parses as neither YAML nor JSON; the parser's complaint follows.
     #[error("template is not valid YAML or JSON: {0}")]
     Parse(String),
+    /// The template is JSON behind a UTF-8 byte-order mark, which opm reads as YAML, and
+    /// YAML refuses it; the reason follows.
+    #[error(
+        "the template begins with a UTF-8 byte-order mark, so opm reads it as YAML, and refuses it: {0}"
+    )]
+    ByteOrderMark(String),
     /// The template's `schema` is not the one for this kind of template.
     #[error("template has unknown schema ({found:?}), should be {expected:?}")]
     Schema {
@@ -130,7 +136,12 @@ pub fn expand_any(
     }
 }
 
+/// The template's first document. JSON behind a byte-order mark is read as opm reads it: as
+/// YAML (so YAML's rules apply, e.g. no `\/` escape).
 pub(crate) fn parse_doc(text: &str) -> Result<Value, TemplateError> {
+    if let Some(read) = super::load::bom_json_first(text) {
+        return read.map_err(TemplateError::ByteOrderMark);
+    }
     let docs = super::load::parse_stream(text.as_bytes()).map_err(TemplateError::Parse)?;
     docs.into_iter()
         .next()
