@@ -109,6 +109,27 @@ const ROWS: &[Row] = &[
         message: CYCLE,
     },
     Row {
+        name: "a replaces cycle in the plan: upgrade check",
+        setup: replaces_cycle,
+        args: &["upgrade", "check"],
+        code: 1,
+        message: CYCLE,
+    },
+    Row {
+        name: "a replaces cycle in the plan: upgrade test",
+        setup: replaces_cycle,
+        args: &["upgrade", "test"],
+        code: 1,
+        message: CYCLE,
+    },
+    Row {
+        name: "a replaces cycle in the plan: upgrade olm",
+        setup: replaces_cycle,
+        args: &["upgrade", "olm"],
+        code: 1,
+        message: CYCLE,
+    },
+    Row {
         name: "image build --as-is on a catalog holding a FIFO",
         setup: catalog_with_a_fifo,
         args: &["image", "build", "catalog", "c", "--layout", "l", "--as-is"],

@@ -3,7 +3,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use olmpack::upgrade::live::{self, Target};
+use olmpack::build::BuildError;
+use olmpack::bundle::generate::GenerateError;
+use olmpack::upgrade::live::{self, LiveInputsError, Target};
 use olmpack_envtest::binaries::Tool;
 use olmpack_envtest::live::EdgeOptions;
 use olmpack_model::plan;
@@ -52,11 +54,31 @@ pub struct TestArgs {
     output: OutputFormat,
 }
 
+/// The plan's inputs, generated in memory; `Err(exit code)` when the plan is invalid (its
+/// findings printed, as `generate` prints them).
+fn inputs_of_plan(
+    path: &std::path::Path,
+    policy: &olmpack::input::Policy,
+) -> Result<Result<live::Inputs, ExitCode>, Box<dyn std::error::Error + Send + Sync>> {
+    let loaded = olmpack::plan::load(path, policy)?;
+    match live::from_plan(&loaded, policy) {
+        Ok(inputs) => Ok(Ok(inputs)),
+        Err(LiveInputsError::Release(BuildError::Bundles(GenerateError::Invalid(findings))))
+        | Err(LiveInputsError::Generate(GenerateError::Invalid(findings))) => {
+            Ok(Err(crate::cli::report_invalid(&loaded.path, findings)))
+        }
+        Err(other) => Err(other.into()),
+    }
+}
+
 /// Runs `olmpack upgrade test`.
 pub fn run(args: TestArgs, policy: &olmpack::input::Policy) -> CmdResult {
     let inputs = match (&args.catalog, &args.bundles) {
         (Some(catalog), Some(bundles)) => live::from_dirs(catalog, bundles, &policy.limits)?,
-        _ => live::from_plan(&olmpack::plan::load(&args.plan, policy)?, policy)?,
+        _ => match inputs_of_plan(&args.plan, policy)? {
+            Ok(inputs) => inputs,
+            Err(code) => return Ok(code),
+        },
     };
     let target = match &args.kubeconfig {
         Some(path) => Target::Kubeconfig(path.clone()),
