@@ -6,6 +6,11 @@
 //! - `catalog validate` on `OLMPACK_BENCH_SKIPRANGE` entries (default 20,000), each replacing
 //!   the previous and with a `skipRange` covering every older version (2·10⁸ covered pairs),
 //!   against `opm validate`;
+//! - `catalog validate` on `OLMPACK_BENCH_SKIPRANGE_ONLY` entries (default 20,000) with only
+//!   a `skipRange` covering every older version and no `replaces` (every entry a channel head:
+//!   both tools refuse the channel, after reading it whole), against `opm validate`;
+//! - `catalog validate` and `catalog graph` on `OLMPACK_BENCH_PACKAGES` packages of one bundle
+//!   each (default 100,000), against `opm validate` and `opm alpha render-graph`;
 //! - `catalog graph` (mermaid) on the chain, against `opm alpha render-graph`;
 //! - `catalog upgrade-paths` on `OLMPACK_BENCH_PATHS` bundles (default 2,000; it prints every
 //!   bundle's whole path, so its output is quadratic), olmpack only (opm has no such command);
@@ -13,7 +18,9 @@
 //!   (default 3,000; every 1000th has one more field), against `crdify` when it is on
 //!   `PATH` or `$OLMPACK_CRDIFY` (opm has no CRD command).
 //!
-//! Targets: the 50,000-bundle chain no slower than opm; 20,000 skipRange entries under 2 s.
+//! Targets: the 50,000-bundle chain no slower than opm; 20,000 skipRange entries under 2 s;
+//! 20,000 skipRange-only entries no slower than opm; 100,000 packages in no more memory than
+//! opm (issue 44).
 //! A reference run is stopped after `OLMPACK_BENCH_REFERENCE_LIMIT` seconds (default 300) and
 //! shown as "stopped after …".
 //! Run: `cargo bench -p olmpack --bench complexity` (`eval "$(cargo xtask env)"` first, for
@@ -25,16 +32,21 @@ use std::path::{Path, PathBuf};
 
 use support::{best_of, env_usize, measure};
 
-/// One package `p`, one channel of `n` bundles, each replacing the previous; `skip_range`
-/// gives an entry's skipRange from its index.
-fn chain_catalog(dir: &Path, n: usize, skip_range: impl Fn(usize) -> Option<String>) {
+/// One package `p`, one channel of `n` bundles, each replacing the previous when `replaces`;
+/// `skip_range` gives an entry's skipRange from its index.
+fn chain_catalog(
+    dir: &Path,
+    n: usize,
+    replaces: bool,
+    skip_range: impl Fn(usize) -> Option<String>,
+) {
     let mut out =
         String::from("{\"schema\":\"olm.package\",\"name\":\"p\",\"defaultChannel\":\"stable\"}\n");
     let version = |i: usize| format!("{}.{}.0", 1 + i / 1000, i % 1000);
     let mut entries = Vec::with_capacity(n);
     for i in 0..n {
         let mut e = serde_json::json!({"name": format!("p.v{}", version(i))});
-        if i > 0 {
+        if replaces && i > 0 {
             e["replaces"] = format!("p.v{}", version(i - 1)).into();
         }
         if let Some(r) = skip_range(i) {
@@ -51,6 +63,18 @@ fn chain_catalog(dir: &Path, n: usize, skip_range: impl Fn(usize) -> Option<Stri
         let v = version(i);
         out.push_str(&format!(
             "{{\"schema\":\"olm.bundle\",\"package\":\"p\",\"name\":\"p.v{v}\",\"image\":\"quay.io/p/bundle:v{v}\",\"properties\":[{{\"type\":\"olm.package\",\"value\":{{\"packageName\":\"p\",\"version\":\"{v}\"}}}}]}}\n"
+        ));
+    }
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("catalog.json"), out).unwrap();
+}
+
+/// `n` packages of one bundle each (one channel, one entry), in one file.
+fn packages_catalog(dir: &Path, n: usize) {
+    let mut out = String::new();
+    for i in 0..n {
+        out.push_str(&format!(
+            "{{\"schema\":\"olm.package\",\"name\":\"p{i}\",\"defaultChannel\":\"stable\"}}\n{{\"schema\":\"olm.channel\",\"package\":\"p{i}\",\"name\":\"stable\",\"entries\":[{{\"name\":\"p{i}.v1.0.0\"}}]}}\n{{\"schema\":\"olm.bundle\",\"package\":\"p{i}\",\"name\":\"p{i}.v1.0.0\",\"image\":\"quay.io/p{i}/bundle:v1.0.0\",\"properties\":[{{\"type\":\"olm.package\",\"value\":{{\"packageName\":\"p{i}\",\"version\":\"1.0.0\"}}}}]}}\n"
         ));
     }
     std::fs::create_dir_all(dir).unwrap();
@@ -105,8 +129,15 @@ fn timed(runs: usize, program: &Path, args: &[&str]) -> (f64, f64) {
 
 /// The reference tool's best wall time and peak RSS, each run stopped (SIGKILL) after
 /// `limit` seconds: `None` when a run reached the limit (opm's memory grows with a long chain
-/// until the machine has none left).
-fn limited(runs: usize, program: &Path, args: &[&str], limit: u64) -> Option<(f64, f64)> {
+/// until the machine has none left). A run must succeed unless `refuses` (a catalog both
+/// tools refuse, e.g. a channel of many heads, is still read and checked whole).
+fn limited(
+    runs: usize,
+    program: &Path,
+    args: &[&str],
+    limit: u64,
+    refuses: bool,
+) -> Option<(f64, f64)> {
     let mut with_limit: Vec<&str> = vec!["-s", "KILL"];
     let limit_text = limit.to_string();
     let program_text = program.to_string_lossy().into_owned();
@@ -124,7 +155,7 @@ fn limited(runs: usize, program: &Path, args: &[&str], limit: u64) -> Option<(f6
             );
             return None;
         }
-        assert!(ok, "{} {args:?} failed", program.display());
+        assert!(ok != refuses, "{} {args:?}: exit status", program.display());
         best = best.min(secs);
         rss = rss.max(mib);
     }
@@ -152,6 +183,45 @@ fn row(task: &str, ours: (f64, f64), theirs: Option<(&str, f64, f64)>) {
     }
 }
 
+/// Issue 44's shapes: `OLMPACK_BENCH_SKIPRANGE_ONLY` entries (default 20,000) that each carry
+/// only a `skipRange` covering every older version (no `replaces`, so every entry is a
+/// channel head, which both tools refuse after reading the whole channel), and
+/// `OLMPACK_BENCH_PACKAGES` packages of one bundle each (default 100,000).
+fn wide_shapes(runs: usize, olmpack: &Path, opm: &Path, work: &Path, limit: u64) {
+    let skip_only = env_usize("OLMPACK_BENCH_SKIPRANGE_ONLY", 20_000);
+    let packages = env_usize("OLMPACK_BENCH_PACKAGES", 100_000);
+    let dir = |name: &str| work.join(name).to_string_lossy().into_owned();
+    chain_catalog(&work.join("skip-only"), skip_only, false, |i| {
+        (i > 0).then(|| format!(">=1.0.0 <{}.{}.0", 1 + i / 1000, i % 1000))
+    });
+    packages_catalog(&work.join("packages"), packages);
+    let reference = |args: &[&str], refuses: bool| {
+        limited(runs, opm, args, limit, refuses).unwrap_or((f64::INFINITY, limit as f64))
+    };
+    let (skip_dir, packages_dir) = (dir("skip-only"), dir("packages"));
+    let ours = timed(runs, olmpack, &["catalog", "validate", &skip_dir]);
+    let (t, m) = reference(&["validate", &skip_dir], true);
+    row(
+        &format!("validate, {skip_only} skipRange-only entries (both refuse: many heads)"),
+        ours,
+        Some(("opm", t, m)),
+    );
+    let ours = best_of(runs, olmpack, &["catalog", "validate", &packages_dir]);
+    let (t, m) = reference(&["validate", &packages_dir], false);
+    row(
+        &format!("validate, {packages} one-bundle packages"),
+        ours,
+        Some(("opm", t, m)),
+    );
+    let ours = best_of(runs, olmpack, &["catalog", "graph", &packages_dir]);
+    let (t, m) = reference(&["alpha", "render-graph", &packages_dir], false);
+    row(
+        &format!("graph (mermaid), {packages} one-bundle packages"),
+        ours,
+        Some(("opm alpha render-graph", t, m)),
+    );
+}
+
 fn main() {
     let chain = env_usize("OLMPACK_BENCH_CHAIN", 50_000);
     let ranged = env_usize("OLMPACK_BENCH_SKIPRANGE", 20_000);
@@ -168,11 +238,11 @@ fn main() {
     let work = tempfile::tempdir().unwrap();
     let w = |name: &str| work.path().join(name).to_string_lossy().into_owned();
 
-    chain_catalog(&work.path().join("chain"), chain, |_| None);
-    chain_catalog(&work.path().join("ranged"), ranged, |i| {
+    chain_catalog(&work.path().join("chain"), chain, true, |_| None);
+    chain_catalog(&work.path().join("ranged"), ranged, true, |i| {
         (i > 0).then(|| format!(">=1.0.0 <{}.{}.0", 1 + i / 1000, i % 1000))
     });
-    chain_catalog(&work.path().join("paths"), paths, |i| {
+    chain_catalog(&work.path().join("paths"), paths, true, |i| {
         (i % 2 == 1).then(|| format!(">=1.0.0 <{}.{}.0", 1 + i / 1000, i % 1000))
     });
     std::fs::write(work.path().join("old.yaml"), crd(versions, false)).unwrap();
@@ -185,8 +255,9 @@ fn main() {
     println!("| --- | --- | --- | --- | --- | --- |");
 
     // A stopped reference run is shown as "stopped after LIMIT s" (t = ∞, m = the limit).
-    let reference =
-        |args: &[&str]| limited(runs, &opm, args, limit).unwrap_or((f64::INFINITY, limit as f64));
+    let reference = |args: &[&str]| {
+        limited(runs, &opm, args, limit, false).unwrap_or((f64::INFINITY, limit as f64))
+    };
     let ours = best_of(runs, &olmpack, &["catalog", "validate", &w("chain")]);
     let (t, m) = reference(&["validate", &w("chain")]);
     row(
@@ -202,6 +273,8 @@ fn main() {
         ours,
         Some(("opm", t, m)),
     );
+
+    wide_shapes(runs, &olmpack, &opm, work.path(), limit);
 
     let ours = best_of(runs, &olmpack, &["catalog", "graph", &w("chain")]);
     let (t, m) = reference(&["alpha", "render-graph", &w("chain")]);
@@ -229,7 +302,8 @@ fn main() {
             args.extend(["--config", &config]);
         }
         args.extend([old.as_str(), new.as_str()]);
-        let (t, m) = limited(runs, &c, &args, limit).unwrap_or((f64::INFINITY, limit as f64));
+        let (t, m) =
+            limited(runs, &c, &args, limit, false).unwrap_or((f64::INFINITY, limit as f64));
         ("crdify", t, m)
     });
     row(
