@@ -17,12 +17,14 @@ use crate::live::api::apiserver_message;
 
 pub(super) const POLL: Duration = Duration::from_millis(250);
 
-/// How long a read of an example is retried while the apiserver does not trust the
-/// certificate its conversion webhook presents (`x509: ...`): OLM rotates the serving
-/// certificate and the CRD's `caBundle` together on an upgrade, and for a moment the
-/// apiserver's view of one lags the other, on a real cluster as here. Longer is a real
-/// failure, reported with the last error.
-const TRUST_SETTLES: Duration = Duration::from_secs(30);
+/// How long a read of an example is retried while the conversion webhook it goes through is
+/// not yet trusted or not reachable, as happens on a real cluster as here right after an
+/// upgrade: OLM rotates the serving certificate and the CRD's `caBundle` together, and for a
+/// moment the apiserver's view of one lags the other (`x509: ...`); and whenever OLM installs
+/// the CSV again it deletes the webhook's Service and creates it anew, so for a moment the
+/// Service or its endpoints are missing ([`webhook_unreachable`]). Longer is a real failure,
+/// reported with the last error.
+const READ_SETTLES: Duration = Duration::from_secs(60);
 
 /// How long OLM may take.
 #[derive(Clone, Copy, Debug)]
@@ -415,7 +417,7 @@ impl OlmEnv {
             let action = format!("read {} {} back", example.kind, example.name);
             let result = loop {
                 match self.read_example(example).await {
-                    Err((_, Some(cause))) if started.elapsed() < TRUST_SETTLES => {
+                    Err((_, Some(cause))) if started.elapsed() < READ_SETTLES => {
                         self.retries().note(&action, &cause);
                         tokio::time::sleep(POLL).await;
                     }
@@ -430,8 +432,9 @@ impl OlmEnv {
     /// Reads one example back (see [`Self::read_examples`]); `Err` with the message and,
     /// when the read is worth repeating, why: the apiserver not yet trusting the
     /// certificate its conversion webhook presents (`x509: ...`: OLM rotates the serving
-    /// certificate and the CRD's `caBundle` together), or a transport error. Any other
-    /// answer of the apiserver (a conversion webhook's error among them) is the verdict.
+    /// certificate and the CRD's `caBundle` together), the conversion webhook's Service not
+    /// reachable ([`webhook_unreachable`]), or a transport error. Any other answer of the
+    /// apiserver (an error the conversion webhook itself returned among them) is the verdict.
     async fn read_example(&self, example: &Example) -> Result<(), (String, Option<String>)> {
         let (resource, scope) =
             read_back_resource(&self.client(), &example.api_version, &example.kind)
@@ -441,7 +444,10 @@ impl OlmEnv {
         api.get(&example.name).await.map(|_| ()).map_err(|e| {
             let message = apiserver_message(&e);
             let worth_repeating = match &e {
-                kube::Error::Api(_) if !message.contains("x509: ") => None,
+                kube::Error::Api(_) if message.contains("x509: ") => {
+                    super::transient::transient(&e)
+                }
+                kube::Error::Api(_) => webhook_unreachable(&message),
                 _ => super::transient::transient(&e),
             };
             let message = format!(
@@ -749,19 +755,56 @@ fn place(object: &mut serde_json::Value, name: &str, namespace: Option<&str>) {
     }
 }
 
-/// Whether OLM left `Succeeded` to install the CSV again by itself, as it does when the
-/// certificate it generated for the CSV's webhooks or API services is missing or stale (after
-/// an upgrade, its Secret may be gone for a moment): phase `Pending` with reason
-/// `NeedsCertRotation` (the Secret is missing or due for renewal) or `NeedsReinstall` (the
-/// Deployment it calculates from that certificate cannot be made: "calculated deployment
-/// install is bad"). Which of the two OLM reports depends on which check sees the missing
-/// Secret first.
+/// Whether OLM left `Succeeded` to install the CSV again by itself:
+/// - phase `Pending` with reason `NeedsCertRotation` (the certificate Secret it generated for
+///   the CSV's webhooks or API services is missing or due for renewal; after an upgrade it may
+///   be gone for a moment) or `NeedsReinstall` (the Deployment it calculates from that
+///   certificate cannot be made: "calculated deployment install is bad"); which of the two
+///   OLM reports depends on which check sees the missing Secret first;
+/// - phase `InstallReady` with reason `ComponentUnhealthy`: its periodic check of an installed
+///   CSV found a component not as installed (under load, most often a CRD whose conversion
+///   the catalog-operator re-applied a moment before OLM wrote the webhook back: "Webhook
+///   install failed: conversionWebhook not ready"), and `InstallReady` is where OLM installs
+///   from. A component that stays unhealthy never brings the CSV back to `Succeeded`, so
+///   following it only delays that verdict.
+///
+/// `Failed` is never followed: OLM gave up on the CSV.
 fn reinstall(began: &resources::CsvCondition) -> bool {
-    began.phase == "Pending"
-        && matches!(
-            began.reason.as_str(),
-            "NeedsCertRotation" | "NeedsReinstall"
-        )
+    matches!(
+        (began.phase.as_str(), began.reason.as_str()),
+        ("Pending", "NeedsCertRotation" | "NeedsReinstall")
+            | ("InstallReady", "ComponentUnhealthy")
+    )
+}
+
+/// Why a read refused with `message` is worth repeating, when the apiserver could not reach
+/// the conversion webhook at all: its Service missing (`service "…" not found`), without
+/// endpoints, or refusing the connection. OLM deletes the webhook's Service and creates it
+/// anew whenever it installs a CSV again (after an upgrade, or when it finds a component
+/// unhealthy), and the webhook's pod may be restarting; neither is an answer of the webhook.
+fn webhook_unreachable(message: &str) -> Option<String> {
+    if !message.contains("conversion webhook for") {
+        return None;
+    }
+    let missing = message.contains("service \"") && message.contains("\" not found");
+    let causes = [
+        (
+            missing,
+            "the conversion webhook's Service was missing for a moment",
+        ),
+        (
+            message.contains("no endpoints available for service"),
+            "the conversion webhook's Service had no endpoints for a moment",
+        ),
+        (
+            message.contains("connect: connection refused"),
+            "the conversion webhook refused the connection for a moment",
+        ),
+    ];
+    causes
+        .iter()
+        .find(|(seen, _)| *seen)
+        .map(|(_, why)| (*why).to_owned())
 }
 
 /// How CSV `csv` left `Succeeded` after its step: the phase it entered, why.
@@ -853,12 +896,45 @@ mod tests {
     }
 
     #[test]
+    fn a_read_is_repeated_only_while_the_conversion_webhook_is_unreachable() {
+        let post = "conversion webhook for crew.testproject.org/v2, Kind=FirstMate failed: \
+                    Post \"https://op-service.op-system.svc:443/convert?timeout=30s\": ";
+        let cases = [
+            (
+                format!("{post}service \"op-service\" not found"),
+                Some("the conversion webhook's Service was missing for a moment"),
+            ),
+            (
+                format!("{post}no endpoints available for service \"op-service\""),
+                Some("the conversion webhook's Service had no endpoints for a moment"),
+            ),
+            (
+                format!("{post}dial tcp 10.0.0.1:443: connect: connection refused"),
+                Some("the conversion webhook refused the connection for a moment"),
+            ),
+            // The webhook answered: its answer is the verdict.
+            (
+                "conversion webhook for crew.testproject.org/v2, Kind=FirstMate returned \
+                 failure status: spec.size: field missing"
+                    .to_owned(),
+                None,
+            ),
+            // Not a conversion: a missing Service named in another message is no cause.
+            ("services \"op-service\" not found".to_owned(), None),
+        ];
+        for (message, want) in cases {
+            assert_eq!(webhook_unreachable(&message).as_deref(), want, "{message}");
+        }
+    }
+
+    #[test]
     fn only_olm_installing_again_by_itself_is_followed() {
         let cases = [
             ("Pending", "NeedsCertRotation", true),
             ("Pending", "NeedsReinstall", true),
             ("Failed", "ComponentUnhealthy", false),
-            ("InstallReady", "ComponentUnhealthy", false),
+            ("InstallReady", "ComponentUnhealthy", true),
+            ("InstallReady", "RequirementsMet", false),
             ("Failed", "RequirementsNotMet", false),
             ("Pending", "RequirementsNotMet", false),
         ];
