@@ -1,9 +1,9 @@
-//! `olmpack upgrade test`: every edge of the upgrade graph, live (see [`olmpack::upgrade::live`]).
+//! `olmpack upgrade test`: every edge of the upgrade graph, live (see [`olmpack::upgrade::test`]).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use olmpack::upgrade::live::{self, Target};
+use olmpack::upgrade::test::{self, Target};
 use olmpack_envtest::binaries::Tool;
 use olmpack_envtest::live::EdgeOptions;
 use olmpack_model::plan;
@@ -55,8 +55,8 @@ pub struct TestArgs {
 /// Runs `olmpack upgrade test`.
 pub fn run(args: TestArgs, policy: &olmpack::input::Policy) -> CmdResult {
     let inputs = match (&args.catalog, &args.bundles) {
-        (Some(catalog), Some(bundles)) => live::from_dirs(catalog, bundles, &policy.limits)?,
-        _ => live::from_plan(&olmpack::plan::load(&args.plan, policy)?, policy)?,
+        (Some(catalog), Some(bundles)) => test::from_dirs(catalog, bundles, &policy.limits)?,
+        _ => test::from_plan(&olmpack::plan::load(&args.plan, policy)?, policy)?,
     };
     let target = match &args.kubeconfig {
         Some(path) => Target::Kubeconfig(path.clone()),
@@ -70,13 +70,13 @@ pub fn run(args: TestArgs, policy: &olmpack::input::Policy) -> CmdResult {
         ..EdgeOptions::default()
     };
     let runtime = tokio::runtime::Runtime::new()?;
-    let reports = runtime.block_on(live::run(
+    let reports = runtime.block_on(test::run(
         &inputs,
         &target,
         args.webhook_command.as_deref(),
         &options,
         usize::from(args.jobs),
     ))?;
-    print!("{}", live::format(&reports, args.output));
-    Ok(ExitCode::from(live::exit_code(&reports)))
+    print!("{}", test::format(&reports, args.output));
+    Ok(ExitCode::from(test::exit_code(&reports)))
 }
