@@ -1,5 +1,5 @@
-//! The whole release job: every bundle of a plan, and the File-Based Catalog that publishes
-//! them — built in memory, validated, then written (or checked) by the caller.
+//! What `olmpack generate` makes: every bundle of a plan, and the File-Based Catalog that
+//! publishes them — built in memory, validated, then written (or checked) by the caller.
 //!
 //! The CSVs' upgrade fields and the catalog's channel entries are both read from the plan's
 //! [`olmpack_model::upgrade_graph::UpgradeGraph`] (see the module for its rules). Bundle images are named by
@@ -18,7 +18,7 @@ use olmpack_model::csv::{ClusterServiceVersion, Icon};
 use olmpack_model::plan::LoadedPlan;
 use olmpack_model::report::Report;
 
-/// Failure of the release job.
+/// Failure to build a plan's bundles and catalog.
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
     /// Generating the bundle directories of the plan failed.

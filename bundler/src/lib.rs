@@ -1,7 +1,7 @@
 //! olmpack: OLM bundles, File-Based Catalogs and their images from one release plan, for any
 //! operator.
 //!
-//! Data flows one way: **plan → model → validate → build → render → write/push**. The pure
+//! Data flows one way: **plan → model → validate → build → lay out → write/push**. The pure
 //! model is its own crate, [`olmpack_model`] (the plan's types and parsing, findings, the
 //! upgrade graph, versions, the Go-compatible YAML reader), which depends on no I/O or
 //! command-line crate (`cargo xtask lint` checks).
@@ -19,7 +19,7 @@
 //! - [`supply`]: SBOMs and signatures attached to pushed images.
 //! - [`release`]: the `olmpack release` job — from the plan to pushed, digest-pinned images.
 //! - [`upgrade`]: will the next release break installed clusters — [`upgrade::check`]
-//!   (static, OLM v0 and v1's checks), [`upgrade::live`] (a real apiserver), [`upgrade::olm`]
+//!   (static, OLM v0 and v1's checks), [`upgrade::test`] (a real apiserver), [`upgrade::olm`]
 //!   (the real OLM v0).
 //! - [`cluster_crds`]: kinds of other operators a bundle may ship (ServiceMonitor, …) and
 //!   stand-in CRDs for them, for `upgrade olm --cluster-crd NAME`.

@@ -1,5 +1,5 @@
 //! The pinned reference tools as one OCI image, so that `upgrade test` and `upgrade olm` run
-//! outside olmpack's checkout: olmpack's release job packs the tool cache `cargo xtask setup`
+//! outside olmpack's checkout: olmpack's release workflow packs the tool cache `cargo xtask setup`
 //! built and pushes it; users' jobs install it with `olmpack tools install` (or on first use).
 //!
 //! Contract:

@@ -1,4 +1,4 @@
-//! The release job (`olmpack generate`, `olmpack example`): bundles and catalog from one plan,
+//! `olmpack generate` and `olmpack example`: bundles and catalog from one plan,
 //! accepted by the real opm.
 
 use std::process::Command;

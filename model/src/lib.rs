@@ -1,5 +1,5 @@
 //! olmpack's model: the pure middle of the pipeline **plan → model → validate → build →
-//! render → write/push**. Everything here turns values into values; nothing reads or writes
+//! lay out → write/push**. Everything here turns values into values; nothing reads or writes
 //! files, talks to a network or parses command lines (the `olmpack` crate does, at the edges).
 //!
 //! - [`plan`]: the release plan (`olmpack.yaml`) types, parsed from text, and its JSON Schema.

@@ -52,7 +52,7 @@ pub enum Consumer {
     /// OLM v1 (operator-controller) refuses the bundle.
     #[serde(rename = "OLM v1")]
     OlmV1,
-    /// `opm` refuses to render, validate or serve it.
+    /// `opm` refuses it (`opm render`, `opm validate` or `opm serve`).
     #[serde(rename = "opm")]
     Opm,
     /// Installed as written, the operator's pod cannot start.

@@ -27,7 +27,7 @@ fn main() {
         .expect("workspace");
     let plan = olmpack::plan::load(&root.join("olmpack.yaml"), &Default::default())
         .expect("olmpack.yaml loads");
-    let inputs = olmpack::upgrade::live::from_plan(&plan, &Default::default())
+    let inputs = olmpack::upgrade::test::from_plan(&plan, &Default::default())
         .expect("the plan's bundles generate");
     let webhook = format!("'{}' webhook", env!("CARGO_BIN_EXE_webapp-operator"));
     let options = EdgeOptions {
@@ -37,9 +37,9 @@ fn main() {
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
     let started = Instant::now();
     let mut reports = runtime
-        .block_on(olmpack::upgrade::live::run(
+        .block_on(olmpack::upgrade::test::run(
             &inputs,
-            &olmpack::upgrade::live::Target::TestEnv,
+            &olmpack::upgrade::test::Target::TestEnv,
             Some(&webhook),
             &options,
             2,
@@ -56,7 +56,7 @@ fn main() {
     }
     print!(
         "{}",
-        olmpack::upgrade::live::format(&reports, olmpack_model::report::OutputFormat::Markdown)
+        olmpack::upgrade::test::format(&reports, olmpack_model::report::OutputFormat::Markdown)
     );
     println!(
         "live matrix: {} edges, {objects} objects ({copies} per example version) in {seconds:.1} s = {:.0} objects/s (target: under 60 s on 2 cores)",
@@ -79,7 +79,7 @@ fn main() {
 /// of its own (two at a time), a plain CRD, its objects created, then each replaced once per
 /// round trip through a served version and once for the storage migration.
 async fn floor(
-    inputs: &olmpack::upgrade::live::Inputs,
+    inputs: &olmpack::upgrade::test::Inputs,
     reports: &[olmpack_envtest::live::EdgeReport],
 ) -> f64 {
     use futures::StreamExt as _;

@@ -42,7 +42,7 @@ use olmpack_testkit::fake_nodes::{FakeNodes, FakeNodesOptions};
 use serde_json::json;
 use webapp_operator::api::{Version, v1};
 use webapp_operator::controller::{LEASE_NAME, apply};
-use webapp_operator::releases::Release;
+use webapp_operator::releases::OperatorRelease;
 
 /// Longest any phase may take before the benchmark gives up.
 const PHASE_TIMEOUT: Duration = Duration::from_secs(3600);
@@ -283,7 +283,7 @@ async fn control_plane() -> (harness::Cluster, FakeNodes) {
             "--service-cluster-ip-range=10.96.0.0/16".to_owned(),
         ],
     };
-    let cluster = harness::cluster_with(Release::latest(), options).await;
+    let cluster = harness::cluster_with(OperatorRelease::latest(), options).await;
     let nodes = FakeNodes::start(&cluster.env, &FakeNodesOptions::default())
         .await
         .expect("kube-controller-manager, kube-scheduler and kwok start");

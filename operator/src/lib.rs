@@ -1,6 +1,6 @@
 //! The reference operator for olmpack: the `WebApp` API at three versions, its lossless
 //! conversion webhook, admission webhooks, a production-grade controller, and the deploy
-//! manifests of every release, rendered from code.
+//! manifests of every release, built from code.
 //!
 //! Data flows one way: [`api`] types → pure [`conversion`] and reconcile planning → I/O at
 //! the edges ([`webhook::server`], [`controller`]).

@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand};
 use webapp_operator::controller::client::ApiLimits;
 use webapp_operator::controller::{self, LeaderElection, Settings, crash};
 use webapp_operator::manifests;
-use webapp_operator::releases::{RELEASES, Release};
+use webapp_operator::releases::{OperatorRelease, RELEASES};
 use webapp_operator::run::{Options, TlsFiles};
 use webapp_operator::webhook::server::WebhookServer;
 use webapp_operator::webhook::tls_reload::ReloadingCert;
@@ -35,7 +35,7 @@ enum Command {
     Webhook(WebhookArgs),
     /// Print a release's deploy manifests as a multi-document YAML stream.
     Manifests {
-        /// Release to render (default: the newest).
+        /// Release to print (default: the newest).
         #[arg(long)]
         release: Option<String>,
         /// Namespace the operator is deployed to.
@@ -290,8 +290,8 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             let release = match release.as_deref() {
-                None => Release::latest(),
-                Some(name) => match Release::find(name) {
+                None => OperatorRelease::latest(),
+                Some(name) => match OperatorRelease::find(name) {
                     Some(r) => r,
                     None => {
                         eprintln!("error: unknown release {name}; known: {}", known());

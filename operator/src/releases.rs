@@ -1,5 +1,5 @@
 //! The operator's release history: which `WebApp` versions each release serves and stores.
-//! [`crate::manifests`] renders a release's CRD from this table; the bundler packages one
+//! [`crate::manifests`] builds a release's CRD from this table; the bundler packages one
 //! bundle per entry.
 //!
 //! Guarantees (checked by tests): exactly one storage version per release; the storage
@@ -21,7 +21,7 @@ pub struct VersionEntry {
 
 /// One operator release.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Release {
+pub struct OperatorRelease {
     /// Semantic version without a leading `v`.
     pub version: &'static str,
     /// The CRD versions, oldest first.
@@ -56,19 +56,19 @@ const V1_0: &[VersionEntry] = &[
 ];
 
 /// Every release, oldest first.
-pub const RELEASES: &[Release] = &[
-    Release {
+pub const RELEASES: &[OperatorRelease] = &[
+    OperatorRelease {
         version: "0.1.0",
         crd_versions: &[entry(Version::V1alpha1, true, true)],
     },
-    Release {
+    OperatorRelease {
         version: "0.2.0",
         crd_versions: &[
             entry(Version::V1alpha1, true, false),
             entry(Version::V1beta1, true, true),
         ],
     },
-    Release {
+    OperatorRelease {
         version: "0.3.0",
         crd_versions: &[
             deprecated(Version::V1alpha1, true),
@@ -76,25 +76,25 @@ pub const RELEASES: &[Release] = &[
             entry(Version::V1, true, true),
         ],
     },
-    Release {
+    OperatorRelease {
         version: "1.0.0",
         crd_versions: V1_0,
     },
-    Release {
+    OperatorRelease {
         version: "1.0.1",
         crd_versions: V1_0,
     },
 ];
 
-impl Release {
+impl OperatorRelease {
     /// The release called `version` (with or without a leading `v`).
-    pub fn find(version: &str) -> Option<&'static Release> {
+    pub fn find(version: &str) -> Option<&'static OperatorRelease> {
         let version = version.strip_prefix('v').unwrap_or(version);
         RELEASES.iter().find(|r| r.version == version)
     }
 
     /// The newest release.
-    pub fn latest() -> &'static Release {
+    pub fn latest() -> &'static OperatorRelease {
         RELEASES.last().expect("the release table is not empty")
     }
 
@@ -124,7 +124,7 @@ mod tests {
 
     #[test]
     fn every_release_has_one_storage_version_moving_forward() {
-        let mut previous: Option<&Release> = None;
+        let mut previous: Option<&OperatorRelease> = None;
         for release in RELEASES {
             let storage = release.crd_versions.iter().filter(|e| e.storage).count();
             assert_eq!(storage, 1, "release {}", release.version);
@@ -151,8 +151,8 @@ mod tests {
 
     #[test]
     fn find_accepts_a_leading_v() {
-        assert_eq!(Release::find("v0.2.0").unwrap().version, "0.2.0");
-        assert!(Release::find("9.9.9").is_none());
-        assert_eq!(Release::latest().version, "1.0.1");
+        assert_eq!(OperatorRelease::find("v0.2.0").unwrap().version, "0.2.0");
+        assert!(OperatorRelease::find("9.9.9").is_none());
+        assert_eq!(OperatorRelease::latest().version, "1.0.1");
     }
 }

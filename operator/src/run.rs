@@ -81,7 +81,9 @@ const MIGRATION_ATTEMPTS: usize = 60;
 /// The start-up storage migration of the WebApp CRD (module docs): retried until it succeeds
 /// or [`MIGRATION_ATTEMPTS`] fail; the outcome is logged.
 pub async fn migrate_storage(client: kube::Client) {
-    let storage = crate::releases::Release::latest().storage_version().name();
+    let storage = crate::releases::OperatorRelease::latest()
+        .storage_version()
+        .name();
     for attempt in 1..=MIGRATION_ATTEMPTS {
         match crd_migrate::migrate_if_needed(&client, crate::api::CRD_NAME, storage).await {
             Ok(Some(done)) => {

@@ -15,7 +15,7 @@ use axum::routing::post;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, JSONSchemaProps,
 };
-use olmpack::upgrade::live::Inputs;
+use olmpack::upgrade::test::Inputs;
 use olmpack_envtest::control_plane::TestEnv;
 use olmpack_envtest::live::{
     EdgeOptions, EdgeReport, LiveFinding, ReleaseUnderTest, Rollback, Webhook, rules, run_edge,
@@ -38,7 +38,7 @@ fn inputs() -> &'static Inputs {
     INPUTS.get_or_init(|| {
         let plan = olmpack::plan::load(&root().join("olmpack.yaml"), &Default::default())
             .expect("olmpack.yaml loads");
-        olmpack::upgrade::live::from_plan(&plan, &Default::default())
+        olmpack::upgrade::test::from_plan(&plan, &Default::default())
             .expect("the plan's bundles generate")
     })
 }
@@ -67,7 +67,7 @@ async fn run(from: &ReleaseUnderTest, to: &ReleaseUnderTest) -> EdgeReport {
         .expect("the edge runs");
     eprintln!(
         "{}",
-        olmpack::upgrade::live::format(
+        olmpack::upgrade::test::format(
             std::slice::from_ref(&report),
             olmpack_model::report::OutputFormat::Text
         )
@@ -354,7 +354,7 @@ async fn crd_upgrade_live_defects_two_edges_at_once() {
     let mut two = Inputs::default();
     for (defect, _, _) in &cases {
         let (base, next, _) = broken(*defect);
-        two.edges.push(olmpack::upgrade::live::Edge {
+        two.edges.push(olmpack::upgrade::test::Edge {
             from: base.name.clone(),
             to: next.name.clone(),
         });
@@ -365,9 +365,9 @@ async fn crd_upgrade_live_defects_two_edges_at_once() {
         unreachable!("the operator's webhook is a command")
     };
     let started = std::time::Instant::now();
-    let reports = olmpack::upgrade::live::run(
+    let reports = olmpack::upgrade::test::run(
         &two,
-        &olmpack::upgrade::live::Target::TestEnv,
+        &olmpack::upgrade::test::Target::TestEnv,
         Some(&webhook),
         &EdgeOptions::default(),
         2,
@@ -526,9 +526,9 @@ async fn crd_upgrade_live_operator_migrates_storage_at_startup() {
     use common::harness::{self, eventually};
     use webapp_operator::api::{CRD_NAME, Version};
     use webapp_operator::manifests::crd::{WebhookTarget, crd};
-    use webapp_operator::releases::Release;
+    use webapp_operator::releases::OperatorRelease;
 
-    let cluster = harness::cluster(Release::find("0.2.0").unwrap(), false).await;
+    let cluster = harness::cluster(OperatorRelease::find("0.2.0").unwrap(), false).await;
     for (i, version) in [Version::V1alpha1, Version::V1beta1]
         .into_iter()
         .enumerate()
@@ -544,7 +544,7 @@ async fn crd_upgrade_live_operator_migrates_storage_at_startup() {
         url: cluster.webhook_url(),
         ca_pem: cluster.env.ca().cert_pem().to_owned(),
     };
-    let latest = crd(Release::latest(), &target).unwrap();
+    let latest = crd(OperatorRelease::latest(), &target).unwrap();
     cluster.env.install_crd(&latest).await.unwrap();
     let crds: kube::Api<CustomResourceDefinition> = kube::Api::all(cluster.env.client());
     let stored = || async { crd_migrate::stored_versions(&crds.get(CRD_NAME).await.unwrap()) };

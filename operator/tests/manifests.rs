@@ -2,7 +2,7 @@
 //! show in the YAML.
 
 use webapp_operator::manifests::{self, DEFAULT_NAMESPACE};
-use webapp_operator::releases::{RELEASES, Release};
+use webapp_operator::releases::{OperatorRelease, RELEASES};
 
 #[test]
 fn operator_manifests_snapshot_every_release() {
@@ -14,7 +14,7 @@ fn operator_manifests_snapshot_every_release() {
 
 #[test]
 fn operator_crd_snapshot_latest() {
-    let objects = manifests::objects(Release::latest(), DEFAULT_NAMESPACE).unwrap();
+    let objects = manifests::objects(OperatorRelease::latest(), DEFAULT_NAMESPACE).unwrap();
     insta::assert_yaml_snapshot!("crd-latest", objects[0]);
 }
 

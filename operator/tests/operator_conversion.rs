@@ -10,7 +10,7 @@ use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::json;
 use webapp_operator::api::Version;
 use webapp_operator::conversion::PRESERVED_ANNOTATION;
-use webapp_operator::releases::Release;
+use webapp_operator::releases::OperatorRelease;
 
 fn spec_at(version: Version) -> serde_json::Value {
     match version {
@@ -60,7 +60,7 @@ fn expected(from: Version, to: Version) -> serde_json::Value {
 }
 
 async fn cluster() -> Cluster {
-    harness::cluster(Release::find("0.3.0").unwrap(), false).await
+    harness::cluster(OperatorRelease::find("0.3.0").unwrap(), false).await
 }
 
 #[tokio::test]

@@ -13,13 +13,13 @@ use serde_json::json;
 use webapp_operator::api::{Version, v1};
 use webapp_operator::controller::crash::{CRASH_ENV, CRASH_EXIT_CODE, CrashPoint};
 use webapp_operator::controller::routes as route_entries;
-use webapp_operator::releases::Release;
+use webapp_operator::releases::OperatorRelease;
 
 const WAIT: Duration = Duration::from_secs(60);
 
 #[tokio::test]
 async fn operator_crash_at_each_point_then_restart_converges() {
-    let cluster = harness::cluster(Release::latest(), false).await;
+    let cluster = harness::cluster(OperatorRelease::latest(), false).await;
     let client = cluster.env.client();
     let apps: Api<v1::WebApp> = Api::namespaced(client.clone(), APPS_NS);
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), APPS_NS);

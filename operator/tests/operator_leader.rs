@@ -10,7 +10,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 use webapp_operator::api::Version;
-use webapp_operator::releases::Release;
+use webapp_operator::releases::OperatorRelease;
 
 const WAIT: Duration = Duration::from_secs(60);
 /// The lease duration the harness configures.
@@ -22,7 +22,7 @@ fn is_leader(running: &webapp_operator::run::Running) -> bool {
 
 #[tokio::test]
 async fn operator_two_instances_only_leader_reconciles() {
-    let cluster = harness::cluster(Release::latest(), false).await;
+    let cluster = harness::cluster(OperatorRelease::latest(), false).await;
     let first = harness::start_operator(&cluster, Some("instance-a")).await;
     eventually("instance-a leads", WAIT, || async { is_leader(&first) }).await;
     let second = harness::start_operator(&cluster, Some("instance-b")).await;
@@ -90,7 +90,7 @@ async fn operator_killed_leader_hands_over_within_lease_duration() {
     use k8s_openapi::api::coordination::v1::Lease;
     use webapp_operator::controller::LEASE_NAME;
 
-    let cluster = harness::cluster(Release::latest(), false).await;
+    let cluster = harness::cluster(OperatorRelease::latest(), false).await;
     let leases: Api<Lease> = Api::namespaced(cluster.env.client(), harness::OPERATOR_NS);
     let holder = || {
         let leases = leases.clone();

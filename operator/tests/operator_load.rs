@@ -14,7 +14,7 @@ use serde_json::json;
 use webapp_operator::api::{Version, v1};
 use webapp_operator::controller::{LEASE_NAME, Settings};
 use webapp_operator::manifests::NAME;
-use webapp_operator::releases::Release;
+use webapp_operator::releases::OperatorRelease;
 use webapp_operator::run::{self, Options, Running};
 
 const WAIT: Duration = Duration::from_secs(120);
@@ -59,7 +59,7 @@ fn names(prefix: &str, n: usize) -> Vec<String> {
 
 #[tokio::test]
 async fn operator_concurrency_is_bounded_and_the_rest_is_queued() {
-    let cluster = harness::cluster(Release::latest(), false).await;
+    let cluster = harness::cluster(OperatorRelease::latest(), false).await;
     let apps: Api<v1::WebApp> = Api::namespaced(cluster.env.client(), APPS_NS);
     // Created before the operator starts: its initial list triggers all of them at once.
     let names = names("many", 12);
@@ -186,7 +186,7 @@ async fn operator_counts_every_throttled_response_including_retries() {
         ],
         ..Default::default()
     };
-    let cluster = harness::cluster_with(Release::latest(), options).await;
+    let cluster = harness::cluster_with(OperatorRelease::latest(), options).await;
     let client = cluster.env.client();
     throttle_operator(&client).await;
     let names = names("squeezed", 16);
@@ -227,7 +227,7 @@ async fn operator_counts_every_throttled_response_including_retries() {
 
 #[tokio::test]
 async fn operator_shutdown_releases_the_lease() {
-    let cluster = harness::cluster(Release::latest(), false).await;
+    let cluster = harness::cluster(OperatorRelease::latest(), false).await;
     let operator = harness::start_operator(&cluster, Some("releasing")).await;
     eventually("it leads", WAIT, || async { operator.metrics.is_leader() }).await;
     let leases: Api<Lease> = Api::namespaced(cluster.env.client(), OPERATOR_NS);

@@ -11,7 +11,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, DeleteParams, ListParams};
 use webapp_operator::manifests::NAME;
 use webapp_operator::manifests::rbac::{RULES, Scope};
-use webapp_operator::releases::Release;
+use webapp_operator::releases::OperatorRelease;
 
 fn forbidden<T: std::fmt::Debug>(result: Result<T, kube::Error>, what: &str) {
     match result {
@@ -22,7 +22,7 @@ fn forbidden<T: std::fmt::Debug>(result: Result<T, kube::Error>, what: &str) {
 
 #[tokio::test]
 async fn operator_rbac_undeclared_is_denied() {
-    let cluster = harness::cluster(Release::latest(), false).await;
+    let cluster = harness::cluster(OperatorRelease::latest(), false).await;
     let sa = cluster
         .env
         .client_as_service_account(OPERATOR_NS, NAME)

@@ -14,7 +14,7 @@ use serde_json::json;
 use webapp_operator::api::{Version, v1};
 use webapp_operator::controller::reconcile::FINALIZER;
 use webapp_operator::controller::routes::{LEGACY_ROUTES_CONFIGMAP, URL_KEY};
-use webapp_operator::releases::Release;
+use webapp_operator::releases::OperatorRelease;
 
 const WAIT: Duration = Duration::from_secs(60);
 /// The routing entry of WebApp `apps/shop`.
@@ -38,7 +38,7 @@ async fn wait_reconciles(running: &webapp_operator::run::Running, at_least: u64)
 
 #[tokio::test]
 async fn operator_reconcile_lifecycle() {
-    let cluster = harness::cluster(Release::latest(), true).await;
+    let cluster = harness::cluster(OperatorRelease::latest(), true).await;
     let operator = harness::start_operator(&cluster, None).await;
     let client = cluster.env.client();
     let apps: Api<v1::WebApp> = Api::namespaced(client.clone(), APPS_NS);
@@ -249,7 +249,7 @@ async fn operator_reconcile_lifecycle() {
 
 #[tokio::test]
 async fn operator_invalid_spec_waits_for_a_change() {
-    let cluster = harness::cluster(Release::latest(), false).await;
+    let cluster = harness::cluster(OperatorRelease::latest(), false).await;
     let operator = harness::start_operator(&cluster, None).await;
     let apps: Api<v1::WebApp> = Api::namespaced(cluster.env.client(), APPS_NS);
     // No admission webhook registered here: the controller's own validation catches it.
@@ -351,7 +351,7 @@ async fn operator_cleanup_failure_keeps_finalizer_then_completes() {
     use k8s_openapi::api::rbac::v1::Role;
     use webapp_operator::manifests::{NAME, rbac};
 
-    let cluster = harness::cluster(Release::latest(), false).await;
+    let cluster = harness::cluster(OperatorRelease::latest(), false).await;
     let operator = harness::start_operator(&cluster, None).await;
     let client = cluster.env.client();
     let apps: Api<v1::WebApp> = Api::namespaced(client.clone(), APPS_NS);
@@ -365,7 +365,7 @@ async fn operator_cleanup_failure_keeps_finalizer_then_completes() {
 
     // The external dependency fails: the operator loses access to its routing entries.
     let roles: Api<Role> = Api::namespaced(client.clone(), OPERATOR_NS);
-    let full = rbac::role(OPERATOR_NS, Release::latest().version);
+    let full = rbac::role(OPERATOR_NS, OperatorRelease::latest().version);
     let mut reduced = full.clone();
     reduced.rules.as_mut().unwrap().retain(|r| {
         !r.resources

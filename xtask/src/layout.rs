@@ -303,7 +303,7 @@ pub fn describe(src: &Path) -> Result<String> {
 }
 
 /// Every `.rs` file under `src`, with its path relative to `src` and its text.
-fn rust_files(src: &Path) -> Result<Vec<(PathBuf, String)>> {
+pub(crate) fn rust_files(src: &Path) -> Result<Vec<(PathBuf, String)>> {
     let mut files = Vec::new();
     let mut dirs = vec![src.to_path_buf()];
     while let Some(dir) = dirs.pop() {
@@ -454,7 +454,7 @@ fn module_path(path: &Path) -> Vec<String> {
 
 /// The code with string and character literals and comments replaced by spaces (newlines
 /// kept, so line numbers stay right).
-fn blank_strings_and_comments(text: &str) -> String {
+pub(crate) fn blank_strings_and_comments(text: &str) -> String {
     let chars: Vec<char> = text.chars().collect();
     let mut out = String::with_capacity(text.len());
     let mut i = 0;
@@ -588,7 +588,7 @@ fn test_module_declarations(code: &str) -> Vec<String> {
 }
 
 /// The code with every `#[cfg(test)]` item blanked: up to its `;` or through its `{ … }`.
-fn without_test_items(code: &str) -> String {
+pub(crate) fn without_test_items(code: &str) -> String {
     let mut out: Vec<char> = code.chars().collect();
     let marker: Vec<char> = "#[cfg(test)]".chars().collect();
     let mut i = 0;

@@ -7,13 +7,15 @@
 //! - `cargo xtask env` prints the `export` lines that point a plain `cargo test` at the tools.
 //! - `cargo xtask lint` checks the crate layout ([`layout`]: the model crate stays pure, no
 //!   shipped crate needs a test-only one, no module cycle in `olmpack`, no import circle of
-//!   files in product code), then runs `cargo fmt --check` and `cargo clippy -D warnings`.
+//!   files in product code) and the glossary ([`glossary`]: README's words keep their one
+//!   meaning in product code), then runs `cargo fmt --check` and `cargo clippy -D warnings`.
 //! - `cargo xtask conformance` unpacks the real-world corpora once and runs the `realworld_`
 //!   tests against them.
 
 #![forbid(unsafe_code)]
 
 mod corpus;
+mod glossary;
 mod lanes;
 mod layout;
 mod sweep;
@@ -66,8 +68,8 @@ enum Cmd {
         src: Option<PathBuf>,
     },
     /// Check the crate layout (olmpack-model depends on no I/O or CLI crate; olmpack's
-    /// top-level modules import each other without a cycle), formatting, and run clippy with
-    /// warnings denied.
+    /// top-level modules import each other without a cycle), the glossary (README's words keep
+    /// their one meaning in product code), formatting, and run clippy with warnings denied.
     Lint,
     /// Unpack the real-world corpora (once, into ~/.cache/olmpack/corpus) and run the
     /// `realworld_` conformance tests against them and the real tools.
@@ -129,6 +131,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Cmd::Lint => {
             layout::check_all(&root)?;
+            glossary::check_all(&root)?;
             cargo(&root, &["fmt", "--all", "--", "--check"])?;
             cargo(
                 &root,

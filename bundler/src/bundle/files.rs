@@ -1,4 +1,4 @@
-//! Rendering a built bundle to its files: `manifests/`, `metadata/annotations.yaml` (plus
+//! Laying out a built bundle as its files: `manifests/`, `metadata/annotations.yaml` (plus
 //! `properties.yaml` / `dependencies.yaml` when declared) and `bundle.Dockerfile`, whose
 //! labels are exactly the annotations. Pure and deterministic.
 #![warn(missing_docs)]

@@ -42,11 +42,11 @@ pub enum GenerateError {
     },
     /// A valid release's bundle could not be turned into files: a manifest could not be
     /// printed as YAML, or a file path would leave the bundle directory.
-    #[error("failed to render the bundle of release {version}")]
-    Render {
+    #[error("failed to lay out the bundle of release {version}")]
+    LayOut {
         /// The release's version.
         version: String,
-        /// Why rendering failed.
+        /// Why laying it out failed.
         #[source]
         source: files::BundleFilesError,
     },
@@ -96,14 +96,14 @@ pub struct Generated {
     /// Warnings from generation and the validation of each generated bundle.
     pub reports: Vec<Report>,
     /// Each generated bundle as validation reads it (built, never parsed back from its files),
-    /// keyed by release version, so later steps, like rendering the catalog, read no files.
+    /// keyed by release version, so later steps, like building the catalog, read no files.
     pub bundles: BTreeMap<String, LoadedBundle>,
     /// The plan's upgrade graph the CSVs' edges were read from (the catalog reads the same).
     pub graph: UpgradeGraph,
 }
 
 /// Generates the bundle of every release (or one, see [`GenerateOptions::only_version`]):
-/// reads everything, builds every bundle, pins their images, then renders and validates each.
+/// reads everything, builds every bundle, pins their images, then lays out and validates each.
 /// A pass that finds problems stops the run with every problem it found.
 pub fn generate(plan: &LoadedPlan, options: &GenerateOptions) -> Result<Generated, GenerateError> {
     let refused = |found| GenerateError::Invalid(about_plan(plan, found));
@@ -227,7 +227,7 @@ fn pin_all(built: &mut [Built<'_>], resolver: &ImageResolver) -> Result<(), PinF
     all_or_problems((), problems).map_err(PinFailed::Findings)
 }
 
-/// Renders every built bundle to files under `<version>/` and validates it as built; any
+/// Lays out every built bundle as files under `<version>/` and validates it as built; any
 /// error a validator finds refuses the run.
 fn write_all(read: &ReadPlan<'_>, built: Vec<Built<'_>>) -> Result<Generated, GenerateError> {
     let plan = read.plan;
@@ -236,14 +236,14 @@ fn write_all(read: &ReadPlan<'_>, built: Vec<Built<'_>>) -> Result<Generated, Ge
     for bundle in built {
         let version = bundle.release.release.version.clone();
         let dir = Path::new(&version);
-        let (report, loaded, files) = render_one(plan, &read.graph, bundle)?;
+        let (report, loaded, files) = lay_out_one(plan, &read.graph, bundle)?;
         let errors = report
             .findings
             .iter()
             .filter(|f| f.severity == Severity::Error);
         problems.extend(errors.cloned().map(|f| locate_in(f, dir)));
         reports.push(report);
-        (tree.merge_under(dir, files)).map_err(|e| GenerateError::Render {
+        (tree.merge_under(dir, files)).map_err(|e| GenerateError::LayOut {
             version: version.clone(),
             source: e.into(),
         })?;
@@ -271,7 +271,7 @@ fn write_all(read: &ReadPlan<'_>, built: Vec<Built<'_>>) -> Result<Generated, Ge
 
 /// One release's bundle as files, as validation reads it, and its report (its notes and
 /// the upgrade graph's findings for it included).
-fn render_one(
+fn lay_out_one(
     plan: &LoadedPlan,
     graph: &UpgradeGraph,
     built: Built<'_>,
@@ -283,7 +283,7 @@ fn render_one(
         .and_then(|(mut files, objects)| {
             super::scorecard::carry(&mut files, scorecard).map(|()| (files, objects))
         })
-        .map_err(|source| GenerateError::Render {
+        .map_err(|source| GenerateError::LayOut {
             version: release.version.clone(),
             source,
         })?;

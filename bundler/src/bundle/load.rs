@@ -52,7 +52,8 @@ pub enum BundleLoadError {
     /// A file opm reads (directly in the bundle, `manifests/` or `metadata/`) cannot be read
     /// at all: a FIFO, a device, a socket, a symlink loop or one leading outside, too large.
     /// Every command that reads bundles refuses it alike ([`load_dir`], `catalog render`,
-    /// `image build`): what cannot be read cannot be validated, rendered or packaged.
+    /// `image build`): what cannot be read cannot be validated, packaged or
+    /// put through opm's render.
     #[error("{0}")]
     Unreadable(Box<UnreadableFile>),
 }

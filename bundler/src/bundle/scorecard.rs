@@ -37,7 +37,7 @@ pub fn keep(kept: &mut Option<Sourced>, object: Sourced, notes: &mut Vec<Finding
     *kept = Some(object);
 }
 
-/// Adds the configuration to a rendered bundle, and the COPY line to its Dockerfile.
+/// Adds the configuration to a laid-out bundle, and the COPY line to its Dockerfile.
 pub fn carry(tree: &mut FileTree, config: Option<&Sourced>) -> Result<(), BundleFilesError> {
     let Some(config) = config else {
         return Ok(());

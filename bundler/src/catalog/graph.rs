@@ -1,4 +1,4 @@
-//! Drawing upgrade graphs: mermaid (renders on GitHub) and Graphviz dot.
+//! Drawing upgrade graphs: mermaid (GitHub draws it) and Graphviz dot.
 //!
 //! Contract: one cluster per channel, coloured from a fixed palette in channel-name order;
 //! nodes are `bundle (version)`; edges point the way an installed copy moves (old → new) and
@@ -17,7 +17,7 @@ use olmpack_model::version::Range;
 /// Output syntax.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum GraphFormat {
-    /// A Mermaid `graph` block (renders on GitHub).
+    /// A Mermaid `graph` block (GitHub draws it).
     #[default]
     Mermaid,
     /// A Graphviz DOT digraph.

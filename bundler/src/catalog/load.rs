@@ -87,7 +87,7 @@ type FileLoad = (DeclarativeConfig, Vec<LoadProblem>, Vec<LoadProblem>);
 pub struct LoadOptions {
     /// Keep only what validation needs: large property values that decode correctly are
     /// replaced by small ones of the same type (see [`super::property::slim`]). The catalog
-    /// validates exactly as the full one but must not be rendered or written back.
+    /// validates exactly as the full one but must not be serialised or written back.
     pub lean: bool,
     /// How much is read at most (the command line's `--max-*` flags).
     pub limits: crate::input::Limits,

@@ -1,4 +1,4 @@
-//! File-Based Catalogs: the FBC model, rendering bundles, templates, validation, upgrade
+//! File-Based Catalogs: the FBC model, opm's render of bundles, templates, validation, upgrade
 //! graphs and catalog generation.
 //!
 //! Data flows one way:

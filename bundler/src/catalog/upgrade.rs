@@ -24,9 +24,9 @@ use olmpack_model::version::{Range, cmp_versions};
 
 use olmpack_model::upgrade_graph::EdgeKind;
 
-/// One upgrade step.
+/// One upgrade hop: the bundle upgraded to and the edge that leads there.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Step {
+pub struct Hop {
     /// The bundle upgraded to.
     pub to: String,
     /// Which kind of edge leads there (replaces, skips, skipRange).
@@ -42,10 +42,10 @@ pub struct UpgradePath {
     pub channel: String,
     /// The installed bundle the paths start from.
     pub bundle: String,
-    /// The steps OLM v0 would take, in order.
-    pub v0: Vec<Step>,
-    /// The steps OLM v1 would take, in order.
-    pub v1: Vec<Step>,
+    /// The hops OLM v0 would take, in order.
+    pub v0: Vec<Hop>,
+    /// The hops OLM v1 would take, in order.
+    pub v1: Vec<Hop>,
 }
 
 impl UpgradePath {
@@ -59,17 +59,17 @@ impl UpgradePath {
 }
 
 /// `a → b (replaces) → c (skipRange)`.
-pub fn describe(from: &str, steps: &[Step]) -> String {
+pub fn describe(from: &str, hops: &[Hop]) -> String {
     let mut s = from.to_owned();
-    for step in steps {
-        let via = match step.via {
+    for hop in hops {
+        let via = match hop.via {
             EdgeKind::Replaces => "replaces",
             EdgeKind::Skips => "skips",
             EdgeKind::SkipRange => "skipRange",
         };
-        s.push_str(&format!(" → {} ({via})", step.to));
+        s.push_str(&format!(" → {} ({via})", hop.to));
     }
-    if steps.is_empty() {
+    if hops.is_empty() {
         s.push_str(" (no upgrade)");
     }
     s
@@ -110,13 +110,13 @@ fn distances(ch: &Channel, head: &str) -> BTreeMap<String, usize> {
 }
 
 /// OLM v0's next bundle for `installed` in `ch` (module docs).
-pub fn v0_successor(pkg: &Package, ch: &Channel, installed: &str) -> Option<Step> {
+pub fn v0_successor(pkg: &Package, ch: &Channel, installed: &str) -> Option<Hop> {
     let head = ch.head()?;
     if head.name == installed {
         return None;
     }
     if covers(pkg, &head.skip_range, installed) {
-        return Some(Step {
+        return Some(Hop {
             to: head.name.clone(),
             via: EdgeKind::SkipRange,
         });
@@ -138,14 +138,14 @@ pub fn v0_successor(pkg: &Package, ch: &Channel, installed: &str) -> Option<Step
             let db = dist.get(&b.name).copied().unwrap_or(usize::MAX);
             da.cmp(&db).then_with(|| a.name.cmp(&b.name))
         })
-        .map(|(e, via)| Step {
+        .map(|(e, via)| Hop {
             to: e.name.clone(),
             via,
         })
 }
 
 /// OLM v1's next bundle for `installed` among the entries of `channels` (module docs).
-pub fn v1_successor(pkg: &Package, channels: &[&Channel], installed: &str) -> Option<Step> {
+pub fn v1_successor(pkg: &Package, channels: &[&Channel], installed: &str) -> Option<Hop> {
     let mut candidates: BTreeMap<&str, EdgeKind> = BTreeMap::new();
     for ch in channels {
         for e in &ch.entries {
@@ -183,13 +183,13 @@ pub fn v1_successor(pkg: &Package, channels: &[&Channel], installed: &str) -> Op
                 })
                 .then_with(|| b.cmp(a))
         })
-        .map(|(name, via)| Step {
+        .map(|(name, via)| Hop {
             to: name.to_owned(),
             via,
         })
 }
 
-fn walk(start: &str, mut next: impl FnMut(&str) -> Option<Step>) -> Vec<Step> {
+fn walk(start: &str, mut next: impl FnMut(&str) -> Option<Hop>) -> Vec<Hop> {
     let mut seen = BTreeSet::from([start.to_owned()]);
     let mut steps = Vec::new();
     let mut cur = start.to_owned();
@@ -236,8 +236,8 @@ pub fn package_paths(pkg: &Package) -> Vec<UpgradePath> {
 /// The next bundle of every installed bundle of one channel with one head, under OLM v0
 /// and OLM v1: the same answers as [`v0_successor`] and [`v1_successor`], all at once.
 struct Successors {
-    v0: HashMap<String, Step>,
-    v1: HashMap<String, Step>,
+    v0: HashMap<String, Hop>,
+    v1: HashMap<String, Hop>,
 }
 
 impl Successors {
@@ -291,7 +291,7 @@ impl Successors {
             if let Some((to, via)) = step {
                 v0.insert(
                     installed.to_owned(),
-                    Step {
+                    Hop {
                         to: to.to_owned(),
                         via,
                     },
@@ -330,7 +330,7 @@ fn v1_table(
     pkg: &Package,
     ch: &Channel,
     explicit: &HashMap<&str, Vec<(&str, EdgeKind)>>,
-) -> HashMap<String, Step> {
+) -> HashMap<String, Hop> {
     let installed = ByVersion::new(ch.entries.iter().filter_map(|e| {
         let v = pkg.bundles.get(&e.name)?.version.as_ref()?;
         Some((v, e.name.as_str()))
@@ -376,7 +376,7 @@ fn v1_table(
         if let Some((to, via)) = best {
             out.insert(
                 me.to_owned(),
-                Step {
+                Hop {
                     to: to.to_owned(),
                     via,
                 },

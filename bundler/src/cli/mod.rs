@@ -78,8 +78,8 @@ impl InputArgs {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// The release job: generate bundle/ and catalog/ from the plan (olmpack.yaml), validate
-    /// them, and write both — or, with --check, fail with a diff when they are stale.
+    /// Generate bundle/ and catalog/ from the plan (olmpack.yaml), validate them, and write
+    /// both — or, with --check, fail with a diff when they are stale.
     ///
     /// cert-manager objects in the manifests (kubebuilder's dist/install.yaml): webhook
     /// serving Certificates and their Issuers are left out, since OLM creates, mounts and

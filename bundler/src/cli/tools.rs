@@ -15,7 +15,7 @@ use super::image::{BuildArgs, RegistryArgs};
 const TOOLS_IMAGE_VAR: &str = "OLMPACK_TOOLS_IMAGE";
 
 /// The tools image a released olmpack installs from (by digest), compiled in by olmpack's
-/// release job; `None` in other builds.
+/// release workflow; `None` in other builds.
 const BUILT_IN_TOOLS_IMAGE: Option<&str> = option_env!("OLMPACK_TOOLS_IMAGE");
 
 /// `olmpack tools …`.
@@ -39,7 +39,7 @@ pub enum ToolsCommand {
         registry: Box<RegistryArgs>,
     },
     /// Pack the tool cache `cargo xtask setup` filled into a tools image (an OCI layout, to
-    /// push with `olmpack image push`), as olmpack's release job does. Prints its digest; the
+    /// push with `olmpack image push`), as olmpack's release workflow does. Prints its digest; the
     /// same tools give the same digest.
     Pack {
         #[command(flatten)]

@@ -4,11 +4,11 @@
 //!
 //! - [`check`]: static — the CRDs of each edge's two releases compared as OLM v1 and OLM v0
 //!   compare them (`olmpack upgrade check`);
-//! - [`live`]: on a real apiserver with the operator's conversion webhook — upgrade, round
+//! - [`test`]: live, on a real apiserver with the operator's conversion webhook — upgrade, round
 //!   trips, storage migration, webhook outage, rollback (`olmpack upgrade test`);
 //! - [`olm`]: under the real OLM v0, installing every release by Subscription and upgrading
 //!   along every edge it takes (`olmpack upgrade olm`).
 
 pub mod check;
-pub mod live;
 pub mod olm;
+pub mod test;

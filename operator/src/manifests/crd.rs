@@ -10,7 +10,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 use kube::CustomResourceExt;
 
 use crate::api::{Version, v1, v1alpha1, v1beta1};
-use crate::releases::Release;
+use crate::releases::OperatorRelease;
 
 /// Path of the conversion endpoint on the webhook server.
 pub const CONVERT_PATH: &str = "/convert";
@@ -50,7 +50,7 @@ fn single(version: Version) -> CustomResourceDefinition {
 /// The CRD of `release`, with the conversion webhook at `target` when it has more than one
 /// version. Deterministic: versions are listed oldest first.
 pub fn crd(
-    release: &Release,
+    release: &OperatorRelease,
     target: &WebhookTarget,
 ) -> Result<CustomResourceDefinition, CrdError> {
     let storage = release.storage_version();

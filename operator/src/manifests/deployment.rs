@@ -9,7 +9,7 @@
 use serde_json::{Value, json};
 
 use super::{CERT_DIR, METRICS_PORT, NAME, SERVICE_NAME, WEBHOOK_PORT, labels, selector_labels};
-use crate::releases::Release;
+use crate::releases::OperatorRelease;
 
 /// Secret with the webhook serving certificate (`tls.crt`, `tls.key`) outside OLM.
 pub const CERT_SECRET: &str = "webapp-operator-webhook-cert";
@@ -17,7 +17,7 @@ pub const CERT_SECRET: &str = "webapp-operator-webhook-cert";
 pub const CERT_VOLUME: &str = "apiservice-cert";
 
 /// The operator's Deployment: two replicas (one leader), restricted pod security.
-pub fn deployment(release: &Release, namespace: &str) -> Value {
+pub fn deployment(release: &OperatorRelease, namespace: &str) -> Value {
     json!({
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -49,7 +49,7 @@ pub fn deployment(release: &Release, namespace: &str) -> Value {
 
 /// The `manager` container: the operator binary with leader election, webhook and metrics
 /// ports, probes, requests and limits, and a restricted security context.
-fn manager_container(release: &Release) -> Value {
+fn manager_container(release: &OperatorRelease) -> Value {
     json!({
         "name": "manager",
         "image": release.image(),
@@ -113,7 +113,7 @@ fn cert_volume() -> Value {
 }
 
 /// The Service in front of the webhook server (port 443 → container port `webhook`).
-pub fn service(release: &Release, namespace: &str) -> Value {
+pub fn service(release: &OperatorRelease, namespace: &str) -> Value {
     json!({
         "apiVersion": "v1",
         "kind": "Service",

@@ -1,4 +1,4 @@
-//! A release's deploy manifests, rendered from code: the CRD, RBAC, ServiceAccount,
+//! A release's deploy manifests, built from code: the CRD, RBAC, ServiceAccount,
 //! Deployment, Service and webhook configurations.
 //!
 //! Guarantees: [`to_yaml`] is pure and deterministic (byte-identical output for the same
@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::releases::Release;
+use crate::releases::OperatorRelease;
 
 /// Name of the operator's ServiceAccount, roles, bindings and Deployment.
 pub const NAME: &str = "webapp-operator";
@@ -30,7 +30,7 @@ pub const METRICS_PORT: i32 = 8080;
 /// Directory of the serving certificate (`apiserver.crt`, `apiserver.key`), as OLM mounts it.
 pub const CERT_DIR: &str = "/apiserver.local.config/certificates";
 
-/// Failure to render manifests.
+/// Failure to build manifests.
 #[derive(Debug, thiserror::Error)]
 pub enum ManifestError {
     #[error("failed to build the CRD")]
@@ -62,8 +62,8 @@ pub fn selector_labels() -> BTreeMap<String, String> {
     BTreeMap::from([("app.kubernetes.io/name".to_owned(), NAME.to_owned())])
 }
 
-/// Every object of `release` for `namespace`, in rendering order.
-pub fn objects(release: &Release, namespace: &str) -> Result<Vec<Value>, ManifestError> {
+/// Every object of `release` for `namespace`, in the order they are printed.
+pub fn objects(release: &OperatorRelease, namespace: &str) -> Result<Vec<Value>, ManifestError> {
     let target = crd::WebhookTarget::Service {
         namespace: namespace.to_owned(),
         name: SERVICE_NAME.to_owned(),
@@ -106,7 +106,7 @@ fn typed<T: Serialize + k8s_openapi::Resource>(
 }
 
 /// The multi-document YAML stream of `release` for `namespace`.
-pub fn to_yaml(release: &Release, namespace: &str) -> Result<String, ManifestError> {
+pub fn to_yaml(release: &OperatorRelease, namespace: &str) -> Result<String, ManifestError> {
     let mut out = String::new();
     for object in objects(release, namespace)? {
         let what = "a manifest";

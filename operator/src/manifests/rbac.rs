@@ -1,5 +1,5 @@
 //! The operator's permissions, declared once. The ClusterRole, the Role, their bindings and
-//! (through the bundler) the CSV's `clusterPermissions`/`permissions` are all rendered from
+//! (through the bundler) the CSV's `clusterPermissions`/`permissions` are all built from
 //! [`RULES`]; the RBAC tests grant exactly these and expect zero 403s.
 //!
 //! Least privilege: `delete` only on ConfigMaps in the operator's namespace (the finalizer's

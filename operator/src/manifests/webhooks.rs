@@ -8,14 +8,14 @@ use serde_json::{Value, json};
 
 use super::{SERVICE_NAME, labels};
 use crate::api::{GROUP, PLURAL};
-use crate::releases::Release;
+use crate::releases::OperatorRelease;
 
 /// Path of the validating webhook.
 pub const VALIDATE_PATH: &str = "/validate";
 /// Path of the defaulting webhook.
 pub const MUTATE_PATH: &str = "/mutate";
 
-fn webhook(name: &str, path: &str, release: &Release, namespace: &str) -> Value {
+fn webhook(name: &str, path: &str, release: &OperatorRelease, namespace: &str) -> Value {
     json!({
         "name": name,
         "admissionReviewVersions": ["v1"],
@@ -37,7 +37,7 @@ fn webhook(name: &str, path: &str, release: &Release, namespace: &str) -> Value 
 }
 
 /// `ValidatingWebhookConfiguration` `webapp-operator-validating`.
-pub fn validating(release: &Release, namespace: &str) -> Value {
+pub fn validating(release: &OperatorRelease, namespace: &str) -> Value {
     json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
@@ -47,7 +47,7 @@ pub fn validating(release: &Release, namespace: &str) -> Value {
 }
 
 /// `MutatingWebhookConfiguration` `webapp-operator-defaulting`.
-pub fn mutating(release: &Release, namespace: &str) -> Value {
+pub fn mutating(release: &OperatorRelease, namespace: &str) -> Value {
     let mut hook = webhook("mwebapp.apps.olmpack.dev", MUTATE_PATH, release, namespace);
     hook["reinvocationPolicy"] = json!("Never");
     json!({

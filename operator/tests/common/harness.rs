@@ -15,7 +15,7 @@ use webapp_operator::api::Version;
 use webapp_operator::controller::{LeaderElection, Settings};
 use webapp_operator::manifests::crd::{WebhookTarget, crd};
 use webapp_operator::manifests::{NAME, rbac};
-use webapp_operator::releases::Release;
+use webapp_operator::releases::OperatorRelease;
 use webapp_operator::run::{self, Options, Running, TlsFiles};
 
 /// The operator's namespace in tests.
@@ -128,7 +128,7 @@ fn localhost() -> SocketAddr {
 /// Starts a control plane, creates the namespaces, applies the release's RBAC exactly as
 /// `webapp-operator manifests` renders it, starts the webhook server on a certificate the
 /// apiserver trusts and installs the release's CRD pointing at it.
-pub async fn cluster(release: &Release, controller_manager: bool) -> Cluster {
+pub async fn cluster(release: &OperatorRelease, controller_manager: bool) -> Cluster {
     cluster_with(
         release,
         TestEnvOptions {
@@ -140,7 +140,7 @@ pub async fn cluster(release: &Release, controller_manager: bool) -> Cluster {
 }
 
 /// [`cluster`] on a control plane started with `options`.
-pub async fn cluster_with(release: &Release, options: TestEnvOptions) -> Cluster {
+pub async fn cluster_with(release: &OperatorRelease, options: TestEnvOptions) -> Cluster {
     olmpack_envtest::install_crypto_provider();
     let env = TestEnv::start_with(options)
         .await

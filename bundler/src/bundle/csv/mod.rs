@@ -68,7 +68,7 @@ pub struct ReleaseSpec<'a> {
     pub release_samples: &'a [Sourced],
 }
 
-/// A built bundle, before it is rendered to files.
+/// A built bundle, before it is laid out as files.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BuiltBundle {
     /// The ClusterServiceVersion.

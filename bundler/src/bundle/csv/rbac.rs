@@ -60,7 +60,7 @@ pub(super) fn permissions(
         };
         grants.grant(binding, role, cluster_scoped, subjects);
     }
-    let render = |map: BTreeMap<String, Vec<Value>>| -> Vec<StrategyPermissions> {
+    let per_account = |map: BTreeMap<String, Vec<Value>>| -> Vec<StrategyPermissions> {
         map.into_iter()
             .map(|(account, rules)| StrategyPermissions {
                 service_account_name: Some(account),
@@ -70,8 +70,8 @@ pub(super) fn permissions(
             .collect()
     };
     Rbac {
-        namespaced: render(grants.namespaced),
-        cluster: render(grants.cluster),
+        namespaced: per_account(grants.namespaced),
+        cluster: per_account(grants.cluster),
         consumed: grants.consumed,
     }
 }

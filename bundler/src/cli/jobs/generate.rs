@@ -1,4 +1,4 @@
-//! `olmpack generate` (the release job: bundle/ and catalog/ from the plan) and
+//! `olmpack generate` (bundle/ and catalog/ from the plan, no images) and
 //! `olmpack example` (`olmpack release` on the embedded example operator).
 
 use std::path::{Path, PathBuf};
@@ -40,7 +40,7 @@ const EXAMPLE: &[(&str, &str)] = &[
     ),
 ];
 
-/// Where the release job writes.
+/// Where `olmpack generate` writes.
 #[derive(Debug, clap::Args)]
 pub struct GenerateArgs {
     /// The release plan.
@@ -62,7 +62,7 @@ pub struct GenerateArgs {
     net: crate::cli::image::NetArgs,
 }
 
-/// Runs the release job on a plan file.
+/// Runs `olmpack generate` on a plan file.
 pub fn generate_cmd(args: GenerateArgs, policy: &Policy) -> CmdResult {
     let loaded = olmpack::plan::load(&args.plan, policy)?;
     let bundles = args
@@ -71,7 +71,7 @@ pub fn generate_cmd(args: GenerateArgs, policy: &Policy) -> CmdResult {
     let catalog = args
         .catalog
         .unwrap_or_else(|| loaded.resolve(Path::new("catalog")));
-    run_release(
+    run_generate(
         &loaded,
         (&bundles, &catalog),
         args.check,
@@ -120,7 +120,7 @@ pub fn example_cmd(out: &Path, policy: &Policy) -> CmdResult {
     Ok(code)
 }
 
-fn run_release(
+fn run_generate(
     loaded: &plan::LoadedPlan,
     (bundles, catalog): (&Path, &Path),
     check: bool,
@@ -173,7 +173,7 @@ fn run_release(
     Ok(ExitCode::SUCCESS)
 }
 
-/// `olmpack catalog generate`: the release job, writing (or checking) only the catalog.
+/// `olmpack catalog generate`: `olmpack generate`, writing (or checking) only the catalog.
 pub fn catalog_only(
     plan_path: &Path,
     out: Option<PathBuf>,

@@ -1,5 +1,5 @@
 //! `olmpack release`: the whole pipeline from the plan to pushed images (see
-//! [`olmpack::release`]). The plan of steps goes to stdout (stderr with `--output json`,
+//! [`olmpack::release`]). The list of steps goes to stdout (stderr with `--output json`,
 //! whose summary is the only thing on stdout).
 
 use std::io::Write;
@@ -15,7 +15,7 @@ use olmpack_model::plan;
 use crate::cli::CmdResult;
 use crate::cli::image::{RegistryArgs, parse_epoch, parse_platform};
 
-/// How `olmpack release` prints its summary: text, or JSON on stdout (the plan of steps then
+/// How `olmpack release` prints its summary: text, or JSON on stdout (the list of steps then
 /// goes to stderr). A summary is not a report of findings, so not a
 /// [`olmpack_model::report::OutputFormat`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -104,7 +104,7 @@ pub fn release_cmd(args: ReleaseArgs, policy: &olmpack::input::Policy) -> CmdRes
     run(&loaded, &options, args.dry_run, args.output)
 }
 
-/// Prepares, prints the plan of steps, and (unless `dry_run`) applies it.
+/// Prepares, prints the steps, and (unless `dry_run`) applies them.
 pub fn run(
     loaded: &plan::LoadedPlan,
     options: &Options,
@@ -122,11 +122,11 @@ pub fn run(
         }
         Err(other) => return Err(other.into()),
     };
-    let mut plan_out: Box<dyn Write> = match format {
+    let mut steps_out: Box<dyn Write> = match format {
         SummaryFormat::Text => Box::new(std::io::stdout()),
         SummaryFormat::Json => Box::new(std::io::stderr()),
     };
-    print_plan(&mut plan_out, &prepared.summary, &options.out)?;
+    print_steps(&mut steps_out, &prepared.summary, &options.out)?;
     if !prepared.summary.findings.is_empty() {
         let mut report = olmpack_model::report::Report::new(loaded.path.display().to_string());
         report.extend(prepared.summary.findings.iter().cloned());
@@ -138,11 +138,11 @@ pub fn run(
     }
     let noop = prepared.is_noop();
     let summary = if dry_run {
-        writeln!(plan_out, "dry run: nothing was written or pushed")?;
+        writeln!(steps_out, "dry run: nothing was written or pushed")?;
         prepared.summary.clone()
     } else if noop {
         prepared.remove_leftovers(&options.out)?;
-        writeln!(plan_out, "nothing to do: the release is complete")?;
+        writeln!(steps_out, "nothing to do: the release is complete")?;
         let mut summary = prepared.summary.clone();
         summary.dry_run = false;
         summary.pushed = options.push;
@@ -150,7 +150,7 @@ pub fn run(
     } else {
         let summary = runtime.block_on(release::apply(prepared, options, &progress))?;
         writeln!(
-            plan_out,
+            steps_out,
             "released {} {} to {}{}",
             summary.package,
             summary.versions.last().map(String::as_str).unwrap_or(""),
@@ -165,7 +165,7 @@ pub fn run(
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_plan(out: &mut dyn Write, summary: &Summary, dir: &Path) -> std::io::Result<()> {
+fn print_steps(out: &mut dyn Write, summary: &Summary, dir: &Path) -> std::io::Result<()> {
     writeln!(
         out,
         "olmpack release: {} ({} release(s)) → {}",

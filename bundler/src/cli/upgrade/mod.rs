@@ -5,8 +5,8 @@ use clap::Subcommand;
 use super::CmdResult;
 
 mod check;
-mod live;
 mod olm;
+mod test;
 
 /// Upgrade safety across CRD versions.
 #[derive(Debug, Subcommand)]
@@ -18,7 +18,7 @@ pub enum UpgradeCommand {
     /// Run every edge live on a real apiserver with the operator's conversion webhook:
     /// upgrade, round trips through every version, storage migration, webhook outage,
     /// rollback.
-    Test(live::TestArgs),
+    Test(test::TestArgs),
     /// Let the real OLM v0 (on a local control plane, no cluster needed) install every
     /// release by Subscription and upgrade along every edge it takes; report what OLM said.
     Olm(olm::OlmArgs),
@@ -31,7 +31,7 @@ pub enum UpgradeCommand {
 pub fn run(cmd: UpgradeCommand, policy: &olmpack::input::Policy) -> CmdResult {
     match cmd {
         UpgradeCommand::Check(args) => check::run(args, policy),
-        UpgradeCommand::Test(args) => live::run(args, policy),
+        UpgradeCommand::Test(args) => test::run(args, policy),
         UpgradeCommand::Olm(args) => olm::run(args, policy),
         UpgradeCommand::MergeShards(args) => olm::merge(args, &policy.limits),
     }

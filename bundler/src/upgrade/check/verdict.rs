@@ -42,7 +42,7 @@ pub fn text(results: &[EdgeResult], consumers: Consumers) -> String {
 /// check for the selected consumers.
 pub fn json(report: &Report, results: &[EdgeResult], consumers: Consumers) -> String {
     let mut value: Value = serde_json::from_str(&report.format(OutputFormat::Json))
-        .expect("a rendered report is JSON");
+        .expect("a formatted report is JSON");
     let edges: Vec<Value> = results
         .iter()
         .map(|r| {

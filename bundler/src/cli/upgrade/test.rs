@@ -1,11 +1,11 @@
-//! `olmpack upgrade test`: every edge of the upgrade graph, live (see [`olmpack::upgrade::live`]).
+//! `olmpack upgrade test`: every edge of the upgrade graph, live (see [`olmpack::upgrade::test`]).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use olmpack::build::BuildError;
 use olmpack::bundle::generate::GenerateError;
-use olmpack::upgrade::live::{self, LiveInputsError, Target};
+use olmpack::upgrade::test::{self, LiveInputsError, Target};
 use olmpack_envtest::binaries::Tool;
 use olmpack_envtest::live::EdgeOptions;
 use olmpack_model::plan;
@@ -59,9 +59,9 @@ pub struct TestArgs {
 fn inputs_of_plan(
     path: &std::path::Path,
     policy: &olmpack::input::Policy,
-) -> Result<Result<live::Inputs, ExitCode>, Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<Result<test::Inputs, ExitCode>, Box<dyn std::error::Error + Send + Sync>> {
     let loaded = olmpack::plan::load(path, policy)?;
-    match live::from_plan(&loaded, policy) {
+    match test::from_plan(&loaded, policy) {
         Ok(inputs) => Ok(Ok(inputs)),
         Err(LiveInputsError::Release(BuildError::Bundles(GenerateError::Invalid(findings))))
         | Err(LiveInputsError::Generate(GenerateError::Invalid(findings))) => {
@@ -74,7 +74,7 @@ fn inputs_of_plan(
 /// Runs `olmpack upgrade test`.
 pub fn run(args: TestArgs, policy: &olmpack::input::Policy) -> CmdResult {
     let inputs = match (&args.catalog, &args.bundles) {
-        (Some(catalog), Some(bundles)) => live::from_dirs(catalog, bundles, &policy.limits)?,
+        (Some(catalog), Some(bundles)) => test::from_dirs(catalog, bundles, &policy.limits)?,
         _ => match inputs_of_plan(&args.plan, policy)? {
             Ok(inputs) => inputs,
             Err(code) => return Ok(code),
@@ -92,13 +92,13 @@ pub fn run(args: TestArgs, policy: &olmpack::input::Policy) -> CmdResult {
         ..EdgeOptions::default()
     };
     let runtime = tokio::runtime::Runtime::new()?;
-    let reports = runtime.block_on(live::run(
+    let reports = runtime.block_on(test::run(
         &inputs,
         &target,
         args.webhook_command.as_deref(),
         &options,
         usize::from(args.jobs),
     ))?;
-    print!("{}", live::format(&reports, args.output));
-    Ok(ExitCode::from(live::exit_code(&reports)))
+    print!("{}", test::format(&reports, args.output));
+    Ok(ExitCode::from(test::exit_code(&reports)))
 }
