@@ -380,7 +380,7 @@ impl Report {
     fn to_junit(&self) -> String {
         let mut suite = junit::Suite::new(&self.subject);
         if self.findings.is_empty() {
-            suite.cases.push(junit::Case::new(
+            suite.cases.push(junit::TestCase::new(
                 "olmpack",
                 &self.subject,
                 junit::Outcome::Passed,
@@ -403,7 +403,7 @@ impl Report {
             };
             suite
                 .cases
-                .push(junit::Case::new(&f.rule, name.trim(), outcome));
+                .push(junit::TestCase::new(&f.rule, name.trim(), outcome));
         }
         suite.to_xml()
     }

@@ -94,23 +94,12 @@ pub const WORDS: &[Word] = &[
             "[`render`]",
             "mod render;",
         ],
-        allowed: &[
-            Allowed {
-                path: "bundler/src/upgrade/olm/mod.rs",
-                line: "",
-                // Kept so work under way in upgrade/olm/ merges: its `Render` error variant
-                // ("failed to render the catalog served to OLM") serialises a catalog and
-                // becomes `Serialize` with the next change to that module.
-                reason: "the catalog served to OLM is serialised, not rendered: rename the \
-                         `Render` variant with the next change to upgrade/olm/",
-            },
-            Allowed {
-                path: "bundler/src/cli/mod.rs",
-                line: "Generate, render, validate and draw File-Based Catalogs",
-                reason: "the `catalog` command's help lists its subcommands, `catalog render` \
+        allowed: &[Allowed {
+            path: "bundler/src/cli/mod.rs",
+            line: "Generate, render, validate and draw File-Based Catalogs",
+            reason: "the `catalog` command's help lists its subcommands, `catalog render` \
                          among them",
-            },
-        ],
+        }],
     },
     Word {
         text: "release job",
@@ -207,26 +196,6 @@ pub const ALLOWED_TYPES: &[AllowedType] = &[
         paths: &["model/src/report.rs", "bundler/src/upgrade/check/mod.rs"],
         reason: "one concept, who refuses: `upgrade check`'s are report's OLM v0 and OLM v1; \
                  the one upgrade model (issue 41, item 1) makes them one type",
-    },
-    AllowedType {
-        name: "Case",
-        paths: &[
-            "model/src/report/junit.rs",
-            "bundler/src/upgrade/olm/cases.rs",
-        ],
-        // upgrade/olm/report.rs names `junit::Case`; kept so work under way there merges.
-        reason: "two concepts: JUnit's `<testcase>` and an `upgrade olm` case; rename the JUnit \
-                 one (`TestCase`) with the next change to upgrade/olm/",
-    },
-    AllowedType {
-        name: "Step",
-        paths: &[
-            "bundler/src/release/mod.rs",
-            "upgrade-tests/src/olm/install.rs",
-        ],
-        // The engine's olm/ is under other work; kept so it merges.
-        reason: "two concepts: a printed step of `olmpack release` and one install step under \
-                 OLM; rename the second with the next change to upgrade-tests/src/olm/",
     },
 ];
 

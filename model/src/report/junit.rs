@@ -2,7 +2,7 @@
 //! finding), `upgrade check` (per edge and consumer), `upgrade test` (per edge) and
 //! `upgrade olm` (per case).
 //!
-//! A [`Suite`] is a list of [`Case`]s, each with an [`Outcome`]; the suite's counts
+//! A [`Suite`] is a list of [`TestCase`]s, each with an [`Outcome`]; the suite's counts
 //! (`tests`, `failures`, `errors`, `skipped`) are taken from the outcomes, so they always
 //! agree with the cases written. Every text is XML-escaped here; callers pass plain text.
 
@@ -21,12 +21,12 @@ pub struct Suite {
     /// The suite's `<properties>`: name and value.
     pub properties: Vec<(String, String)>,
     /// The test cases, in order.
-    pub cases: Vec<Case>,
+    pub cases: Vec<TestCase>,
 }
 
 /// One `<testcase>`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Case {
+pub struct TestCase {
     /// The `classname` attribute (a package, a rule id).
     pub classname: String,
     /// The `name` attribute.
@@ -63,7 +63,7 @@ pub enum Outcome {
     Skipped(String),
 }
 
-impl Case {
+impl TestCase {
     /// A case named `name` in `classname`, with no time.
     pub fn new(classname: impl Into<String>, name: impl Into<String>, outcome: Outcome) -> Self {
         Self {
@@ -184,8 +184,8 @@ mod tests {
             .properties
             .push(("olmpack.shard".to_owned(), "1/2".to_owned()));
         suite.cases = vec![
-            Case::new("p", "a & b", Outcome::Passed).time("1.0"),
-            Case::new(
+            TestCase::new("p", "a & b", Outcome::Passed).time("1.0"),
+            TestCase::new(
                 "p",
                 "b",
                 Outcome::Failed {
@@ -193,7 +193,7 @@ mod tests {
                     kind: "olm".to_owned(),
                 },
             ),
-            Case::new(
+            TestCase::new(
                 "p",
                 "c",
                 Outcome::Error {
@@ -201,12 +201,12 @@ mod tests {
                     kind: "environment".to_owned(),
                 },
             ),
-            Case::new(
+            TestCase::new(
                 "p",
                 "d",
                 Outcome::Skipped("example checks: none".to_owned()),
             ),
-            Case::new("r", "e", Outcome::PassedWith("warning: x < y".to_owned())),
+            TestCase::new("r", "e", Outcome::PassedWith("warning: x < y".to_owned())),
         ];
         assert_eq!(
             suite.to_xml(),

@@ -94,7 +94,7 @@ pub enum Outcome {
 
 /// One step: the CSV OLM's InstallPlan proposed, and how it ended.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Step {
+pub struct InstallStep {
     /// The CSV the approved InstallPlan installs (`None` when OLM proposed none).
     pub csv: Option<String>,
     pub outcome: Outcome,
@@ -105,7 +105,7 @@ pub struct Step {
     pub elapsed: Duration,
 }
 
-impl Step {
+impl InstallStep {
     /// A step not yet finished ([`Outcome::Unfinished`], with no reason yet).
     pub fn unfinished() -> Self {
         Self {
@@ -196,13 +196,17 @@ impl OlmEnv {
 
     /// Waits for the next InstallPlan of Subscription `package`, approves it, and waits until
     /// its CSV succeeds or fails, OLM refuses the plan, or `timeouts.step` passes.
-    pub async fn next_step(&self, package: &str, timeouts: Timeouts) -> Result<Step, OlmError> {
+    pub async fn next_step(
+        &self,
+        package: &str,
+        timeouts: Timeouts,
+    ) -> Result<InstallStep, OlmError> {
         let started = Instant::now();
         let deadline = started + timeouts.step;
         let plan = self.approve_next_plan(package, deadline).await?;
         let Some((plan, current)) = plan else {
             let outcome = self.not_resolved(package, timeouts.step).await?;
-            return Ok(Step {
+            return Ok(InstallStep {
                 csv: None,
                 outcome,
                 observed: Vec::new(),
@@ -224,7 +228,7 @@ impl OlmEnv {
                 plan_name(&plan)
             ));
         }
-        Ok(Step {
+        Ok(InstallStep {
             csv: Some(csv),
             outcome,
             observed,

@@ -32,7 +32,7 @@ pub mod webhooks;
 
 pub use env::{Catalog, OlmEnv, OlmEnvOptions};
 pub use install::{
-    Example, Installed, Outcome, Step, StillSucceeded, Timeouts, read_back_resource,
+    Example, InstallStep, Installed, Outcome, StillSucceeded, Timeouts, read_back_resource,
 };
 pub use webhooks::WebhookCommand;
 

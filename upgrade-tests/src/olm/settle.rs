@@ -36,7 +36,7 @@ impl Look {
     }
 }
 
-/// What happened while waiting, for [`super::Step::observed`].
+/// What happened while waiting, for [`super::InstallStep::observed`].
 #[derive(Default)]
 struct Record {
     succeeded_at: Option<Instant>,

@@ -112,7 +112,7 @@ pub fn junit(subject: &str, results: &[EdgeResult], consumers: Consumers) -> Str
             let name = format!("{} ({who})", r.edge.label());
             suite
                 .cases
-                .push(junit::Case::new(&r.edge.package, name, outcome));
+                .push(junit::TestCase::new(&r.edge.package, name, outcome));
         }
     }
     suite.to_xml()

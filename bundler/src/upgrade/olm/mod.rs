@@ -49,7 +49,9 @@ use std::time::Instant;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use olmpack_envtest::olm::transient::error_chain;
-use olmpack_envtest::olm::{Example, Outcome, Step, StillSucceeded, Timeouts, WebhookCommand};
+use olmpack_envtest::olm::{
+    Example, InstallStep, Outcome, StillSucceeded, Timeouts, WebhookCommand,
+};
 use olmpack_envtest::{olm::OlmEnv, olm::OlmEnvOptions};
 use olmpack_model::upgrade::Verdict;
 
@@ -107,15 +109,15 @@ pub enum OlmRunError {
         source: std::io::Error,
     },
     /// Printing the catalog that `opm serve` gives to OLM failed.
-    #[error("failed to render the catalog served to OLM")]
-    Render(#[from] crate::catalog::serialize::SerializeError),
+    #[error("failed to serialise the catalog served to OLM")]
+    Serialize(#[from] crate::catalog::serialize::SerializeError),
 }
 
 /// The catalog of `dir` as it is served to OLM, in a temp directory: each bundle's `image`
 /// cleared. OLM v0 installs a bundle's `olm.bundle.object` manifests inline only when the
 /// bundle names no image; with an image it unpacks that image with a Job, which needs a
-/// kubelet and a registry. The manifests are the same either way for a catalog rendered
-/// from its bundles (what `opm render` and `olmpack generate` write).
+/// kubelet and a registry. The manifests are the same either way for a catalog made from
+/// its bundles by `opm render` or by `olmpack generate`.
 pub fn inline_catalog(
     dir: &Path,
     limits: &crate::input::Limits,
@@ -425,7 +427,7 @@ async fn upgrade(
     started: Instant,
 ) -> Result<Option<String>, OlmRunError> {
     // Unfinished until OLM's verdict is in (see [`environment_failed`]).
-    report.upgrade = Some(Step::unfinished());
+    report.upgrade = Some(InstallStep::unfinished());
     let step = env
         .next_step(&report.case.package, options.timeouts)
         .await?;

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use olmpack_envtest::olm::{Example, Installed, Outcome, Step};
+use olmpack_envtest::olm::{Example, InstallStep, Installed, Outcome};
 use serde::Serialize;
 
 use super::cases::Case;
@@ -18,13 +18,13 @@ pub struct CaseReport {
     /// The case that was run.
     pub case: Case,
     /// Outcome of the install of `from`.
-    pub install: Step,
+    pub install: InstallStep,
     /// Seconds from `opm serve` start to the installed CSV's final phase.
     pub install_seconds: f64,
     /// `Err(reason)` when the example checks could not run.
     pub examples: Result<Vec<Example>, String>,
     /// Outcome of the upgrade, when the case has one and the install succeeded.
-    pub upgrade: Option<Step>,
+    pub upgrade: Option<InstallStep>,
     /// Per example created before the upgrade: `Err(message)` when unreadable after it.
     pub examples_after: Vec<Result<(), String>>,
     /// Why the examples were not read back after the upgrade, when they could not be (the
@@ -97,7 +97,7 @@ impl CaseReport {
     pub fn new(case: Case) -> Self {
         Self {
             case,
-            install: Step::unfinished(),
+            install: InstallStep::unfinished(),
             install_seconds: 0.0,
             examples: Ok(Vec::new()),
             upgrade: None,
@@ -179,7 +179,7 @@ impl CaseReport {
                 None => Verdict::Passed,
             };
         }
-        let refused = |step: &Step| matches!(step.outcome, Outcome::Refused { .. });
+        let refused = |step: &InstallStep| matches!(step.outcome, Outcome::Refused { .. });
         let example_refused = self
             .examples
             .as_ref()
@@ -341,7 +341,7 @@ pub fn junit(reports: &[CaseReport], shard: Option<super::shard::Shard>) -> Stri
     }
     for r in reports {
         let outcome = junit_outcome(r);
-        let case = junit::Case::new(&r.case.package, r.name(), outcome);
+        let case = junit::TestCase::new(&r.case.package, r.name(), outcome);
         suite.cases.push(case.time(format!("{:.1}", r.seconds)));
     }
     suite.to_xml()

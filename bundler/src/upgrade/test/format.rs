@@ -104,7 +104,7 @@ fn junit(reports: &[EdgeReport]) -> String {
         let name = format!("{} → {}", r.from, r.to);
         suite
             .cases
-            .push(junit::Case::new("upgrade", name, outcome).time(format!("{:.3}", r.seconds)));
+            .push(junit::TestCase::new("upgrade", name, outcome).time(format!("{:.3}", r.seconds)));
     }
     suite.to_xml()
 }
