@@ -22,10 +22,12 @@ thread_local! {
 /// Declares a struct whose fields are all optional and whose other keys are kept in `extra`,
 /// with (de)serialization that keeps absent absent and `null` as `null` (see the module).
 macro_rules! passthrough_struct {
+    (@omitempty) => { false };
+    (@omitempty omitempty) => { true };
     (
         $(#[$meta:meta])*
         pub struct $name:ident {
-            $( $(#[$fmeta:meta])* $field:ident: $ty:ty = $key:literal, )*
+            $( $(#[$fmeta:meta])* $field:ident: $ty:ty = $key:literal $($omitempty:ident)?, )*
         }
     ) => {
         $(#[$meta])*
@@ -34,6 +36,22 @@ macro_rules! passthrough_struct {
             $( $(#[$fmeta])* pub $field: Option<$ty>, )*
             /// Fields OLM does not define here, and defined fields given as `null`, as read.
             pub extra: ::serde_json::Map<String, ::serde_json::Value>,
+        }
+
+        impl $name {
+            /// The fields declared above, in their order, as Go's JSON decoding sees them.
+            pub const FIELDS: $crate::decode::Fields = $crate::decode::Fields {
+                name: stringify!($name),
+                fields: &[$( $crate::decode::Field {
+                    key: $key,
+                    omitempty: $crate::decode::passthrough_struct!(@omitempty $($omitempty)?),
+                    kind: <$ty as $crate::decode::GoKind>::KIND,
+                }, )*],
+            };
+        }
+
+        impl $crate::decode::GoKind for $name {
+            const KIND: $crate::decode::Kind = $crate::decode::Kind::Struct(&$name::FIELDS);
         }
 
         impl ::serde::Serialize for $name {
@@ -94,6 +112,100 @@ macro_rules! passthrough_struct {
 }
 
 pub(crate) use passthrough_struct;
+
+/// A field of a typed view as Go's JSON decoding sees it: its key, whether Go's declaration
+/// tags it `omitempty`, and what its value is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Field {
+    /// The JSON key (`displayName`).
+    pub key: &'static str,
+    /// Whether Go's JSON tag says `omitempty` (the CSV's types in [`crate::csv`] mark it as
+    /// OLM declares it; the Kubernetes views of [`crate::objects`] do not mark it).
+    pub omitempty: bool,
+    /// What the value is.
+    pub kind: Kind,
+}
+
+/// The fields of one typed view, as its declaration lists them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fields {
+    /// The view's type name in this crate (`CsvSpec`, `ObjectMeta`, ...).
+    pub name: &'static str,
+    /// Its fields, in declaration order (Go's struct order for the CSV's types).
+    pub fields: &'static [Field],
+}
+
+impl Fields {
+    /// The field with JSON key `key` (exact spelling).
+    pub fn get(&self, key: &str) -> Option<&'static Field> {
+        self.fields.iter().find(|f| f.key == key)
+    }
+
+    /// The JSON keys, in declaration order.
+    pub fn keys(&self) -> impl Iterator<Item = &'static str> + 'static {
+        self.fields.iter().map(|f| f.key)
+    }
+}
+
+/// What a field's value is, as far as Go's decoding of it matters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A string (Go `string`).
+    String,
+    /// A boolean (Go `bool`).
+    Bool,
+    /// A 32-bit integer (Go `int32`).
+    Int32,
+    /// An integer read as 64 bits (a port, which Kubernetes reads as `int32`; see
+    /// [`crate::objects`]).
+    Int64,
+    /// A map of strings (Go `map[string]string`): its keys are data, not fields.
+    StringMap,
+    /// Any value, kept as read (a Kubernetes type this crate does not model).
+    Any,
+    /// A list of values of one kind.
+    List(&'static Kind),
+    /// One of this crate's typed views.
+    Struct(&'static Fields),
+}
+
+/// A type a typed view's field can have, and its [`Kind`].
+pub trait GoKind {
+    /// The field's kind.
+    const KIND: Kind;
+}
+
+impl GoKind for String {
+    const KIND: Kind = Kind::String;
+}
+
+impl GoKind for bool {
+    const KIND: Kind = Kind::Bool;
+}
+
+impl GoKind for i32 {
+    const KIND: Kind = Kind::Int32;
+}
+
+impl GoKind for i64 {
+    const KIND: Kind = Kind::Int64;
+}
+
+impl GoKind for StringMap {
+    const KIND: Kind = Kind::StringMap;
+}
+
+impl GoKind for Value {
+    const KIND: Kind = Kind::Any;
+}
+
+impl GoKind for Map<String, Value> {
+    const KIND: Kind = Kind::Any;
+}
+
+impl<T: GoKind> GoKind for Vec<T> {
+    const KIND: Kind = Kind::List(&T::KIND);
+}
 
 /// A value that does not decode into a typed view.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
