@@ -5,19 +5,17 @@
 //!
 //! [`decode`] is as strict about types as Go's decoder (a field of the wrong type fails the
 //! read, with its path and a message in OLM's words); [`read`] is lenient, keeping such a
-//! field in `extra` (where it reads as absent) and returning the first one.
+//! field in `extra` (where it reads as absent) and returning the first one. The two are
+//! separate decoders: serde's `Deserialize` is the strict one, [`ReadLenient`] the lenient one.
+//!
+//! Each typed view's declaration also gives its field table ([`Fields`]), for what reads
+//! these fields by name elsewhere.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::de::{Deserialize, DeserializeOwned, Deserializer};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
-
-thread_local! {
-    /// Whether the structs below are being read leniently ([`read`]):
-    /// a field of the wrong type then stays in `extra` instead of failing the whole read.
-    pub(crate) static LENIENT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
 
 /// Declares a struct whose fields are all optional and whose other keys are kept in `extra`,
 /// with (de)serialization that keeps absent absent and `null` as `null` (see the module).
@@ -78,19 +76,9 @@ macro_rules! passthrough_struct {
                     }
                     fn visit_map<A: ::serde::de::MapAccess<'de>>(self, mut map: A) -> Result<$name, A::Error> {
                         let mut out = $name::default();
-                        let lenient = $crate::decode::LENIENT.with(::std::cell::Cell::get);
                         while let Some(key) = map.next_key::<String>()? {
                             match key.as_str() {
-                                $( $key if lenient => {
-                                    let raw = map.next_value::<::serde_json::Value>()?;
-                                    match <Option<$ty> as ::serde::Deserialize>::deserialize(&raw) {
-                                        Ok(Some(value)) => out.$field = Some(value),
-                                        Ok(None) | Err(_) => {
-                                            out.extra.insert(key, raw);
-                                        }
-                                    }
-                                }
-                                $key => match map.next_value::<Option<$ty>>()? {
+                                $( $key => match map.next_value::<Option<$ty>>()? {
                                     Some(value) => out.$field = Some(value),
                                     None => {
                                         out.extra.insert(key, ::serde_json::Value::Null);
@@ -106,6 +94,26 @@ macro_rules! passthrough_struct {
                     }
                 }
                 deserializer.deserialize_map(Fields)
+            }
+        }
+
+        impl $crate::decode::ReadLenient for $name {
+            fn read_lenient(value: &::serde_json::Value) -> Option<Self> {
+                let mut out = $name::default();
+                for (key, raw) in value.as_object()? {
+                    match key.as_str() {
+                        $( $key => match $crate::decode::lenient_field::<$ty>(raw) {
+                            Some(value) => out.$field = Some(value),
+                            None => {
+                                out.extra.insert(key.clone(), raw.clone());
+                            }
+                        }, )*
+                        _ => {
+                            out.extra.insert(key.clone(), raw.clone());
+                        }
+                    }
+                }
+                Some(out)
             }
         }
     };
@@ -312,7 +320,9 @@ pub fn as_read<T: Serialize>(
 /// Reads `value` as `T` leniently (see the module): every field of the type Go reads lands
 /// typed, any other stays in `extra`; the first such field comes with it. A value that is not
 /// an object reads as the empty `T`.
-pub fn read<T: DeserializeOwned + Default>(value: &Value) -> (T, Option<DecodeError>) {
+pub fn read<T: DeserializeOwned + ReadLenient + Default>(
+    value: &Value,
+) -> (T, Option<DecodeError>) {
     let refused = match decode::<T>(value) {
         Ok(typed) => return (typed, None),
         Err(refused) => refused,
@@ -322,11 +332,45 @@ pub fn read<T: DeserializeOwned + Default>(value: &Value) -> (T, Option<DecodeEr
 
 /// Reads `value` as `T` leniently, in one pass, without the first refusal [`read`] reports
 /// (a value that reads strictly reads the same way here).
-pub fn lenient<T: DeserializeOwned + Default>(value: &Value) -> T {
-    LENIENT.with(|flag| flag.set(true));
-    let typed = T::deserialize(value).unwrap_or_default();
-    LENIENT.with(|flag| flag.set(false));
-    typed
+pub fn lenient<T: ReadLenient + Default>(value: &Value) -> T {
+    T::read_lenient(value).unwrap_or_default()
+}
+
+/// The lenient decoder ([`lenient`]), beside the strict one (serde's `Deserialize`, which
+/// the typed views implement as Go's decoder reads): each typed view reads a field of a type
+/// Go does not read there into its `extra`, where the strict read fails.
+pub trait ReadLenient: Sized {
+    /// `value` read as this type, leniently; `None` when the value itself is not of a type Go
+    /// reads here (a string for a struct, a list with an item of another type).
+    fn read_lenient(value: &Value) -> Option<Self>;
+}
+
+/// Types read the same way by both decoders: as serde reads them.
+macro_rules! read_strictly {
+    ($($ty:ty),*) => {$(
+        impl ReadLenient for $ty {
+            fn read_lenient(value: &Value) -> Option<Self> {
+                Self::deserialize(value).ok()
+            }
+        }
+    )*};
+}
+
+read_strictly!(String, bool, i32, i64, StringMap, Value, Map<String, Value>);
+
+impl<T: ReadLenient> ReadLenient for Vec<T> {
+    fn read_lenient(value: &Value) -> Option<Self> {
+        value.as_array()?.iter().map(T::read_lenient).collect()
+    }
+}
+
+/// A field's value read leniently: `None` (the value is kept in `extra`) when it is `null` or
+/// not of a type Go reads there.
+pub fn lenient_field<T: ReadLenient>(value: &Value) -> Option<T> {
+    if value.is_null() {
+        return None;
+    }
+    T::read_lenient(value)
 }
 
 /// Decodes `value` into `T` with the failing field's path and a message in OLM's terms.
