@@ -15,19 +15,26 @@
 //! the validators. A deployment's spec is read as far as [`crate::objects`] models it; other
 //! nested Kubernetes objects (policy rules, webhook rules, label selectors, descriptor values,
 //! `status`) are kept as [`Value`]s.
+//!
+//! Each type's declaration is also its field table (`FIELDS`, a [`Fields`]): the JSON keys in
+//! Go's struct order, each with Go's `omitempty` (marked after the key, as OLM's JSON tags
+//! say) and the [`Kind`] of its value. What reads CSV fields by name elsewhere (Go's
+//! case-insensitive matching, opm's projections) reads these tables.
 
 use serde_json::{Map, Value};
 
 use crate::decode::{DecodeError, StringMap, decode, passthrough_struct, read};
+#[cfg(doc)]
+use crate::decode::{Fields, Kind};
 use crate::objects::ObjectMeta;
 
 passthrough_struct! {
     /// A ClusterServiceVersion: `apiVersion`, `kind`, `metadata`, `spec` and `status`.
     pub struct ClusterServiceVersion {
         /// `apiVersion` (`operators.coreos.com/v1alpha1`).
-        api_version: String = "apiVersion",
+        api_version: String = "apiVersion" omitempty,
         /// `kind` (`ClusterServiceVersion`).
-        kind: String = "kind",
+        kind: String = "kind" omitempty,
         /// `metadata`.
         metadata: ObjectMeta = "metadata",
         /// `spec`.
@@ -43,51 +50,51 @@ passthrough_struct! {
         /// `install`: the install strategy.
         install: InstallStrategy = "install",
         /// `version`: the operator's semantic version.
-        version: String = "version",
+        version: String = "version" omitempty,
         /// `release`: a release suffix (dot-separated pre-release identifiers).
-        release: String = "release",
+        release: String = "release" omitempty,
         /// `maturity` (`alpha`, `stable`, ...).
-        maturity: String = "maturity",
+        maturity: String = "maturity" omitempty,
         /// `customresourcedefinitions`: the CRDs the operator owns and requires.
-        customresourcedefinitions: CrdDefinitions = "customresourcedefinitions",
+        customresourcedefinitions: CrdDefinitions = "customresourcedefinitions" omitempty,
         /// `apiservicedefinitions`: the aggregated API services it owns and requires.
-        apiservicedefinitions: ApiServiceDefinitions = "apiservicedefinitions",
+        apiservicedefinitions: ApiServiceDefinitions = "apiservicedefinitions" omitempty,
         /// `webhookdefinitions`: the admission and conversion webhooks OLM installs for it.
-        webhookdefinitions: Vec<WebhookDescription> = "webhookdefinitions",
+        webhookdefinitions: Vec<WebhookDescription> = "webhookdefinitions" omitempty,
         /// `nativeAPIs`: built-in APIs the operator needs.
-        native_apis: Vec<GroupVersionKind> = "nativeAPIs",
+        native_apis: Vec<GroupVersionKind> = "nativeAPIs" omitempty,
         /// `minKubeVersion`: the oldest Kubernetes version it supports.
-        min_kube_version: String = "minKubeVersion",
+        min_kube_version: String = "minKubeVersion" omitempty,
         /// `displayName`.
         display_name: String = "displayName",
         /// `description` (Markdown).
-        description: String = "description",
+        description: String = "description" omitempty,
         /// `keywords`.
-        keywords: Vec<String> = "keywords",
+        keywords: Vec<String> = "keywords" omitempty,
         /// `maintainers`.
-        maintainers: Vec<Maintainer> = "maintainers",
+        maintainers: Vec<Maintainer> = "maintainers" omitempty,
         /// `provider`.
-        provider: AppLink = "provider",
+        provider: AppLink = "provider" omitempty,
         /// `links`.
-        links: Vec<AppLink> = "links",
+        links: Vec<AppLink> = "links" omitempty,
         /// `icon`.
-        icon: Vec<Icon> = "icon",
+        icon: Vec<Icon> = "icon" omitempty,
         /// `installModes`: the operator group shapes it supports.
-        install_modes: Vec<InstallMode> = "installModes",
+        install_modes: Vec<InstallMode> = "installModes" omitempty,
         /// `replaces`: the CSV this one upgrades from.
-        replaces: String = "replaces",
+        replaces: String = "replaces" omitempty,
         /// `labels`: labels OLM puts on the CSV's objects.
-        labels: StringMap = "labels",
+        labels: StringMap = "labels" omitempty,
         /// `annotations`.
-        annotations: StringMap = "annotations",
+        annotations: StringMap = "annotations" omitempty,
         /// `selector`: a label selector (kept as read).
-        selector: Value = "selector",
+        selector: Value = "selector" omitempty,
         /// `cleanup`: whether OLM cleans up the operator's objects on removal.
-        cleanup: CleanupSpec = "cleanup",
+        cleanup: CleanupSpec = "cleanup" omitempty,
         /// `skips`: CSVs this one replaces as well.
-        skips: Vec<String> = "skips",
+        skips: Vec<String> = "skips" omitempty,
         /// `relatedImages`: every image the operator uses.
-        related_images: Vec<RelatedImage> = "relatedImages",
+        related_images: Vec<RelatedImage> = "relatedImages" omitempty,
     }
 }
 
@@ -97,7 +104,7 @@ passthrough_struct! {
         /// `strategy`: the strategy's name.
         strategy: String = "strategy",
         /// `spec`: the deployment strategy's details.
-        spec: StrategyDetails = "spec",
+        spec: StrategyDetails = "spec" omitempty,
     }
 }
 
@@ -107,9 +114,9 @@ passthrough_struct! {
         /// `deployments`.
         deployments: Vec<StrategyDeployment> = "deployments",
         /// `permissions`: namespaced rules per service account.
-        permissions: Vec<StrategyPermissions> = "permissions",
+        permissions: Vec<StrategyPermissions> = "permissions" omitempty,
         /// `clusterPermissions`: cluster-wide rules per service account.
-        cluster_permissions: Vec<StrategyPermissions> = "clusterPermissions",
+        cluster_permissions: Vec<StrategyPermissions> = "clusterPermissions" omitempty,
     }
 }
 
@@ -121,7 +128,7 @@ passthrough_struct! {
         /// `spec`: an apps/v1 DeploymentSpec.
         spec: crate::objects::DeploymentSpec = "spec",
         /// `label`: labels for the Deployment.
-        label: StringMap = "label",
+        label: StringMap = "label" omitempty,
     }
 }
 
@@ -161,13 +168,13 @@ passthrough_struct! {
         /// `path`: the field's path in the object.
         path: String = "path",
         /// `displayName`.
-        display_name: String = "displayName",
+        display_name: String = "displayName" omitempty,
         /// `description`.
-        description: String = "description",
+        description: String = "description" omitempty,
         /// `x-descriptors`: the UI widgets (`urn:alm:descriptor:...`).
-        x_descriptors: Vec<String> = "x-descriptors",
+        x_descriptors: Vec<String> = "x-descriptors" omitempty,
         /// `value`: any JSON value.
-        value: Value = "value",
+        value: Value = "value" omitempty,
     }
 }
 
@@ -193,17 +200,17 @@ passthrough_struct! {
         /// `kind`.
         kind: String = "kind",
         /// `displayName`.
-        display_name: String = "displayName",
+        display_name: String = "displayName" omitempty,
         /// `description`.
-        description: String = "description",
+        description: String = "description" omitempty,
         /// `resources`: what the operator creates for this kind.
-        resources: Vec<ApiResourceReference> = "resources",
+        resources: Vec<ApiResourceReference> = "resources" omitempty,
         /// `statusDescriptors`.
-        status_descriptors: Vec<Descriptor> = "statusDescriptors",
+        status_descriptors: Vec<Descriptor> = "statusDescriptors" omitempty,
         /// `specDescriptors`.
-        spec_descriptors: Vec<Descriptor> = "specDescriptors",
+        spec_descriptors: Vec<Descriptor> = "specDescriptors" omitempty,
         /// `actionDescriptors`.
-        action_descriptors: Vec<Descriptor> = "actionDescriptors",
+        action_descriptors: Vec<Descriptor> = "actionDescriptors" omitempty,
     }
 }
 
@@ -211,9 +218,9 @@ passthrough_struct! {
     /// `spec.customresourcedefinitions`.
     pub struct CrdDefinitions {
         /// `owned`: CRDs the bundle ships.
-        owned: Vec<CrdDescription> = "owned",
+        owned: Vec<CrdDescription> = "owned" omitempty,
         /// `required`: CRDs another operator must provide.
-        required: Vec<CrdDescription> = "required",
+        required: Vec<CrdDescription> = "required" omitempty,
     }
 }
 
@@ -229,21 +236,21 @@ passthrough_struct! {
         /// `kind`.
         kind: String = "kind",
         /// `deploymentName`: the deployment serving it.
-        deployment_name: String = "deploymentName",
+        deployment_name: String = "deploymentName" omitempty,
         /// `containerPort`.
-        container_port: i32 = "containerPort",
+        container_port: i32 = "containerPort" omitempty,
         /// `displayName`.
-        display_name: String = "displayName",
+        display_name: String = "displayName" omitempty,
         /// `description`.
-        description: String = "description",
+        description: String = "description" omitempty,
         /// `resources`.
-        resources: Vec<ApiResourceReference> = "resources",
+        resources: Vec<ApiResourceReference> = "resources" omitempty,
         /// `statusDescriptors`.
-        status_descriptors: Vec<Descriptor> = "statusDescriptors",
+        status_descriptors: Vec<Descriptor> = "statusDescriptors" omitempty,
         /// `specDescriptors`.
-        spec_descriptors: Vec<Descriptor> = "specDescriptors",
+        spec_descriptors: Vec<Descriptor> = "specDescriptors" omitempty,
         /// `actionDescriptors`.
-        action_descriptors: Vec<Descriptor> = "actionDescriptors",
+        action_descriptors: Vec<Descriptor> = "actionDescriptors" omitempty,
     }
 }
 
@@ -251,9 +258,9 @@ passthrough_struct! {
     /// `spec.apiservicedefinitions`.
     pub struct ApiServiceDefinitions {
         /// `owned`.
-        owned: Vec<ApiServiceDescription> = "owned",
+        owned: Vec<ApiServiceDescription> = "owned" omitempty,
         /// `required`.
-        required: Vec<ApiServiceDescription> = "required",
+        required: Vec<ApiServiceDescription> = "required" omitempty,
     }
 }
 
@@ -275,31 +282,31 @@ passthrough_struct! {
         /// `type`: `ValidatingAdmissionWebhook`, `MutatingAdmissionWebhook` or `ConversionWebhook`.
         type_: String = "type",
         /// `deploymentName`: the deployment serving it.
-        deployment_name: String = "deploymentName",
+        deployment_name: String = "deploymentName" omitempty,
         /// `containerPort`: the service port.
-        container_port: i32 = "containerPort",
+        container_port: i32 = "containerPort" omitempty,
         /// `targetPort`: the container port (a number or a port name).
-        target_port: Value = "targetPort",
+        target_port: Value = "targetPort" omitempty,
         /// `rules`: admissionregistration/v1 RuleWithOperations (kept as read).
-        rules: Vec<Value> = "rules",
+        rules: Vec<Value> = "rules" omitempty,
         /// `failurePolicy`.
-        failure_policy: String = "failurePolicy",
+        failure_policy: String = "failurePolicy" omitempty,
         /// `matchPolicy`.
-        match_policy: String = "matchPolicy",
+        match_policy: String = "matchPolicy" omitempty,
         /// `objectSelector`: a label selector (kept as read).
-        object_selector: Value = "objectSelector",
+        object_selector: Value = "objectSelector" omitempty,
         /// `sideEffects`.
         side_effects: String = "sideEffects",
         /// `timeoutSeconds`.
-        timeout_seconds: i32 = "timeoutSeconds",
+        timeout_seconds: i32 = "timeoutSeconds" omitempty,
         /// `admissionReviewVersions`.
         admission_review_versions: Vec<String> = "admissionReviewVersions",
         /// `reinvocationPolicy`.
-        reinvocation_policy: String = "reinvocationPolicy",
+        reinvocation_policy: String = "reinvocationPolicy" omitempty,
         /// `webhookPath`.
-        webhook_path: String = "webhookPath",
+        webhook_path: String = "webhookPath" omitempty,
         /// `conversionCRDs`: the CRDs a conversion webhook converts.
-        conversion_crds: Vec<String> = "conversionCRDs",
+        conversion_crds: Vec<String> = "conversionCRDs" omitempty,
     }
 }
 
@@ -319,9 +326,9 @@ passthrough_struct! {
     /// A maintainer.
     pub struct Maintainer {
         /// `name`.
-        name: String = "name",
+        name: String = "name" omitempty,
         /// `email`.
-        email: String = "email",
+        email: String = "email" omitempty,
     }
 }
 
@@ -329,9 +336,9 @@ passthrough_struct! {
     /// A named link (`provider`, `links`).
     pub struct AppLink {
         /// `name`.
-        name: String = "name",
+        name: String = "name" omitempty,
         /// `url`.
-        url: String = "url",
+        url: String = "url" omitempty,
     }
 }
 
@@ -475,6 +482,7 @@ impl ClusterServiceVersion {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decode::Kind;
     use serde_json::json;
 
     fn sample() -> Value {
@@ -588,6 +596,98 @@ mod tests {
         let (empty, refused) = ClusterServiceVersion::read(&json!([1]));
         assert_eq!(empty, ClusterServiceVersion::default());
         assert!(refused.is_some());
+    }
+
+    /// A value with every field of `kind` given, each of the type its kind reads.
+    fn full(kind: Kind) -> Value {
+        match kind {
+            Kind::String => json!("text"),
+            Kind::Bool => json!(true),
+            Kind::Int32 | Kind::Int64 => json!(7),
+            Kind::StringMap => json!({"key": "value"}),
+            Kind::Any => json!({"kept": ["as", "read"]}),
+            Kind::List(item) => json!([full(*item)]),
+            Kind::Struct(fields) => {
+                let entries = fields
+                    .fields
+                    .iter()
+                    .map(|f| (f.key.to_owned(), full(f.kind)));
+                Value::Object(entries.collect())
+            }
+        }
+    }
+
+    /// Every field below `kind` in [`full`]'s value: its JSON pointer, its path as decoding
+    /// errors name it, and its kind.
+    fn fields_below(kind: Kind, at: (&str, &str), out: &mut Vec<(String, String, Kind)>) {
+        match kind {
+            Kind::Struct(fields) => {
+                for f in fields.fields {
+                    let pointer = format!("{}/{}", at.0, f.key);
+                    let path = if at.1.is_empty() {
+                        f.key.to_owned()
+                    } else {
+                        format!("{}.{}", at.1, f.key)
+                    };
+                    fields_below(f.kind, (&pointer, &path), out);
+                    out.push((pointer, path, f.kind));
+                }
+            }
+            Kind::List(item) => {
+                fields_below(
+                    *item,
+                    (&format!("{}/0", at.0), &format!("{}[0]", at.1)),
+                    out,
+                );
+            }
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn the_field_tables_are_the_typed_fields() {
+        // Every key of every table reads typed, and prints back as given.
+        let value = full(<ClusterServiceVersion as crate::decode::GoKind>::KIND);
+        let csv = ClusterServiceVersion::from_value(&value).unwrap();
+        assert_eq!(csv.to_value(), value);
+        assert!(csv.spec.as_ref().unwrap().extra.is_empty());
+        // Every key is a typed field of its kind: a value no kind reads fails there.
+        let mut fields = Vec::new();
+        let root = <ClusterServiceVersion as crate::decode::GoKind>::KIND;
+        fields_below(root, ("", ""), &mut fields);
+        assert_eq!(fields.len(), 257);
+        for (pointer, path, kind) in fields.into_iter().filter(|f| f.2 != Kind::Any) {
+            let mut wrong = value.clone();
+            *wrong.pointer_mut(&pointer).unwrap() = json!(1.5);
+            let err = ClusterServiceVersion::from_value(&wrong).unwrap_err();
+            assert_eq!(err.path, path, "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn the_tables_say_go_s_omitempty() {
+        let table = [
+            (CsvSpec::FIELDS, "displayName", false),
+            (CsvSpec::FIELDS, "description", true),
+            (CrdDescription::FIELDS, "name", false),
+            (CrdDescription::FIELDS, "resources", true),
+            (InstallMode::FIELDS, "supported", false),
+            (AppLink::FIELDS, "url", true),
+            (WebhookDescription::FIELDS, "sideEffects", false),
+        ];
+        for (fields, key, omitempty) in table {
+            let field = fields.get(key).unwrap();
+            assert_eq!(field.omitempty, omitempty, "{}.{key}", fields.name);
+        }
+        let keys: Vec<_> = InstallMode::FIELDS.keys().collect();
+        assert_eq!(keys, ["type", "supported"]);
+        let supported = InstallMode::FIELDS.get("supported").unwrap();
+        assert_eq!(supported.kind, Kind::Bool);
+        let owned = CrdDefinitions::FIELDS.get("owned").unwrap();
+        assert_eq!(
+            owned.kind,
+            Kind::List(&Kind::Struct(&CrdDescription::FIELDS))
+        );
     }
 
     #[test]

@@ -5,7 +5,11 @@
 //!
 //! [`decode`] is as strict about types as Go's decoder (a field of the wrong type fails the
 //! read, with its path and a message in OLM's words); [`read`] is lenient, keeping such a
-//! field in `extra` (where it reads as absent) and returning the first one.
+//! field in `extra` (where it reads as absent) and returning the first one. The two are
+//! separate decoders: serde's `Deserialize` is the strict one, [`ReadLenient`] the lenient one.
+//!
+//! Each typed view's declaration also gives its field table ([`Fields`]), for what reads
+//! these fields by name elsewhere.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -13,19 +17,15 @@ use serde::de::{Deserialize, DeserializeOwned, Deserializer};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
-thread_local! {
-    /// Whether the structs below are being read leniently ([`read`]):
-    /// a field of the wrong type then stays in `extra` instead of failing the whole read.
-    pub(crate) static LENIENT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
 /// Declares a struct whose fields are all optional and whose other keys are kept in `extra`,
 /// with (de)serialization that keeps absent absent and `null` as `null` (see the module).
 macro_rules! passthrough_struct {
+    (@omitempty) => { false };
+    (@omitempty omitempty) => { true };
     (
         $(#[$meta:meta])*
         pub struct $name:ident {
-            $( $(#[$fmeta:meta])* $field:ident: $ty:ty = $key:literal, )*
+            $( $(#[$fmeta:meta])* $field:ident: $ty:ty = $key:literal $($omitempty:ident)?, )*
         }
     ) => {
         $(#[$meta])*
@@ -34,6 +34,22 @@ macro_rules! passthrough_struct {
             $( $(#[$fmeta])* pub $field: Option<$ty>, )*
             /// Fields OLM does not define here, and defined fields given as `null`, as read.
             pub extra: ::serde_json::Map<String, ::serde_json::Value>,
+        }
+
+        impl $name {
+            /// The fields declared above, in their order, as Go's JSON decoding sees them.
+            pub const FIELDS: $crate::decode::Fields = $crate::decode::Fields {
+                name: stringify!($name),
+                fields: &[$( $crate::decode::Field {
+                    key: $key,
+                    omitempty: $crate::decode::passthrough_struct!(@omitempty $($omitempty)?),
+                    kind: <$ty as $crate::decode::GoKind>::KIND,
+                }, )*],
+            };
+        }
+
+        impl $crate::decode::GoKind for $name {
+            const KIND: $crate::decode::Kind = $crate::decode::Kind::Struct(&$name::FIELDS);
         }
 
         impl ::serde::Serialize for $name {
@@ -60,19 +76,9 @@ macro_rules! passthrough_struct {
                     }
                     fn visit_map<A: ::serde::de::MapAccess<'de>>(self, mut map: A) -> Result<$name, A::Error> {
                         let mut out = $name::default();
-                        let lenient = $crate::decode::LENIENT.with(::std::cell::Cell::get);
                         while let Some(key) = map.next_key::<String>()? {
                             match key.as_str() {
-                                $( $key if lenient => {
-                                    let raw = map.next_value::<::serde_json::Value>()?;
-                                    match <Option<$ty> as ::serde::Deserialize>::deserialize(&raw) {
-                                        Ok(Some(value)) => out.$field = Some(value),
-                                        Ok(None) | Err(_) => {
-                                            out.extra.insert(key, raw);
-                                        }
-                                    }
-                                }
-                                $key => match map.next_value::<Option<$ty>>()? {
+                                $( $key => match map.next_value::<Option<$ty>>()? {
                                     Some(value) => out.$field = Some(value),
                                     None => {
                                         out.extra.insert(key, ::serde_json::Value::Null);
@@ -90,10 +96,124 @@ macro_rules! passthrough_struct {
                 deserializer.deserialize_map(Fields)
             }
         }
+
+        impl $crate::decode::ReadLenient for $name {
+            fn read_lenient(value: &::serde_json::Value) -> Option<Self> {
+                let mut out = $name::default();
+                for (key, raw) in value.as_object()? {
+                    match key.as_str() {
+                        $( $key => match $crate::decode::lenient_field::<$ty>(raw) {
+                            Some(value) => out.$field = Some(value),
+                            None => {
+                                out.extra.insert(key.clone(), raw.clone());
+                            }
+                        }, )*
+                        _ => {
+                            out.extra.insert(key.clone(), raw.clone());
+                        }
+                    }
+                }
+                Some(out)
+            }
+        }
     };
 }
 
 pub(crate) use passthrough_struct;
+
+/// A field of a typed view as Go's JSON decoding sees it: its key, whether Go's declaration
+/// tags it `omitempty`, and what its value is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Field {
+    /// The JSON key (`displayName`).
+    pub key: &'static str,
+    /// Whether Go's JSON tag says `omitempty` (the CSV's types in [`crate::csv`] mark it as
+    /// OLM declares it; the Kubernetes views of [`crate::objects`] do not mark it).
+    pub omitempty: bool,
+    /// What the value is.
+    pub kind: Kind,
+}
+
+/// The fields of one typed view, as its declaration lists them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fields {
+    /// The view's type name in this crate (`CsvSpec`, `ObjectMeta`, ...).
+    pub name: &'static str,
+    /// Its fields, in declaration order (Go's struct order for the CSV's types).
+    pub fields: &'static [Field],
+}
+
+impl Fields {
+    /// The field with JSON key `key` (exact spelling).
+    pub fn get(&self, key: &str) -> Option<&'static Field> {
+        self.fields.iter().find(|f| f.key == key)
+    }
+
+    /// The JSON keys, in declaration order.
+    pub fn keys(&self) -> impl Iterator<Item = &'static str> + 'static {
+        self.fields.iter().map(|f| f.key)
+    }
+}
+
+/// What a field's value is, as far as Go's decoding of it matters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A string (Go `string`).
+    String,
+    /// A boolean (Go `bool`).
+    Bool,
+    /// A 32-bit integer (Go `int32`).
+    Int32,
+    /// An integer read as 64 bits (a port, which Kubernetes reads as `int32`; see
+    /// [`crate::objects`]).
+    Int64,
+    /// A map of strings (Go `map[string]string`): its keys are data, not fields.
+    StringMap,
+    /// Any value, kept as read (a Kubernetes type this crate does not model).
+    Any,
+    /// A list of values of one kind.
+    List(&'static Kind),
+    /// One of this crate's typed views.
+    Struct(&'static Fields),
+}
+
+/// A type a typed view's field can have, and its [`Kind`].
+pub trait GoKind {
+    /// The field's kind.
+    const KIND: Kind;
+}
+
+impl GoKind for String {
+    const KIND: Kind = Kind::String;
+}
+
+impl GoKind for bool {
+    const KIND: Kind = Kind::Bool;
+}
+
+impl GoKind for i32 {
+    const KIND: Kind = Kind::Int32;
+}
+
+impl GoKind for i64 {
+    const KIND: Kind = Kind::Int64;
+}
+
+impl GoKind for StringMap {
+    const KIND: Kind = Kind::StringMap;
+}
+
+impl GoKind for Value {
+    const KIND: Kind = Kind::Any;
+}
+
+impl GoKind for Map<String, Value> {
+    const KIND: Kind = Kind::Any;
+}
+
+impl<T: GoKind> GoKind for Vec<T> {
+    const KIND: Kind = Kind::List(&T::KIND);
+}
 
 /// A value that does not decode into a typed view.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -200,7 +320,9 @@ pub fn as_read<T: Serialize>(
 /// Reads `value` as `T` leniently (see the module): every field of the type Go reads lands
 /// typed, any other stays in `extra`; the first such field comes with it. A value that is not
 /// an object reads as the empty `T`.
-pub fn read<T: DeserializeOwned + Default>(value: &Value) -> (T, Option<DecodeError>) {
+pub fn read<T: DeserializeOwned + ReadLenient + Default>(
+    value: &Value,
+) -> (T, Option<DecodeError>) {
     let refused = match decode::<T>(value) {
         Ok(typed) => return (typed, None),
         Err(refused) => refused,
@@ -210,11 +332,45 @@ pub fn read<T: DeserializeOwned + Default>(value: &Value) -> (T, Option<DecodeEr
 
 /// Reads `value` as `T` leniently, in one pass, without the first refusal [`read`] reports
 /// (a value that reads strictly reads the same way here).
-pub fn lenient<T: DeserializeOwned + Default>(value: &Value) -> T {
-    LENIENT.with(|flag| flag.set(true));
-    let typed = T::deserialize(value).unwrap_or_default();
-    LENIENT.with(|flag| flag.set(false));
-    typed
+pub fn lenient<T: ReadLenient + Default>(value: &Value) -> T {
+    T::read_lenient(value).unwrap_or_default()
+}
+
+/// The lenient decoder ([`lenient`]), beside the strict one (serde's `Deserialize`, which
+/// the typed views implement as Go's decoder reads): each typed view reads a field of a type
+/// Go does not read there into its `extra`, where the strict read fails.
+pub trait ReadLenient: Sized {
+    /// `value` read as this type, leniently; `None` when the value itself is not of a type Go
+    /// reads here (a string for a struct, a list with an item of another type).
+    fn read_lenient(value: &Value) -> Option<Self>;
+}
+
+/// Types read the same way by both decoders: as serde reads them.
+macro_rules! read_strictly {
+    ($($ty:ty),*) => {$(
+        impl ReadLenient for $ty {
+            fn read_lenient(value: &Value) -> Option<Self> {
+                Self::deserialize(value).ok()
+            }
+        }
+    )*};
+}
+
+read_strictly!(String, bool, i32, i64, StringMap, Value, Map<String, Value>);
+
+impl<T: ReadLenient> ReadLenient for Vec<T> {
+    fn read_lenient(value: &Value) -> Option<Self> {
+        value.as_array()?.iter().map(T::read_lenient).collect()
+    }
+}
+
+/// A field's value read leniently: `None` (the value is kept in `extra`) when it is `null` or
+/// not of a type Go reads there.
+pub fn lenient_field<T: ReadLenient>(value: &Value) -> Option<T> {
+    if value.is_null() {
+        return None;
+    }
+    T::read_lenient(value)
 }
 
 /// Decodes `value` into `T` with the failing field's path and a message in OLM's terms.

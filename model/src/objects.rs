@@ -15,10 +15,9 @@
 
 use std::collections::BTreeSet;
 
-use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::decode::{StringMap, as_read, lenient, passthrough_struct, text};
+use crate::decode::{ReadLenient, StringMap, as_read, lenient, passthrough_struct, text};
 
 /// What names an object of any kind (custom resources included), borrowed from its value
 /// without a copy: `apiVersion`, `kind` and `metadata.name`, each "" when absent or not a
@@ -54,7 +53,7 @@ pub fn webhook_service(hook: &Value) -> ServiceReference {
 }
 
 /// Reads `value` as `T` leniently (see the module).
-pub fn view<T: DeserializeOwned + Default>(value: &Value) -> T {
+pub fn view<T: ReadLenient + Default>(value: &Value) -> T {
     lenient(value)
 }
 

@@ -9,10 +9,20 @@
 //! [`go_view`] gives such an object with its known fields spelled the canonical way, and says
 //! what it renamed; the caller reports each rename as a warning. When an object has both the
 //! exact key and a differently cased one, the exact key is kept.
+//!
+//! The CSV's fields are the model's ([`olmpack_model::csv`]'s field tables); the Kubernetes
+//! objects inside a CSV (its `metadata`, a deployment's `spec`) and CRDs are read by the
+//! tables here, which list more of their fields than the model's views of them.
 #![warn(missing_docs)]
 
 use std::borrow::Cow;
 
+use olmpack_model::csv::{
+    ClusterServiceVersion, CsvSpec, InstallStrategy, StrategyDeployment, StrategyDetails,
+    StrategyPermissions,
+};
+use olmpack_model::decode::{self, GoKind, Kind};
+use olmpack_model::objects::{DeploymentSpec, ObjectMeta};
 use serde_json::{Map, Value};
 
 /// A key read under its canonical spelling.
@@ -68,6 +78,37 @@ enum Shape {
     Struct(Fields),
     /// A list of structs.
     List(Fields),
+    /// A struct of the model, or a list of them.
+    Model(Kind),
+}
+
+/// The shape of a value of the model's `kind`: the model's structs by their own tables, the
+/// Kubernetes objects it models only in part by the tables here.
+fn model_shape(kind: Kind) -> Shape {
+    match kind {
+        Kind::Struct(fields) if *fields == ObjectMeta::FIELDS => Struct(METADATA),
+        Kind::Struct(fields) if *fields == DeploymentSpec::FIELDS => Struct(DEPLOYMENT_SPEC),
+        Kind::Struct(fields) | Kind::List(&Kind::Struct(fields)) if walked(fields) => {
+            Shape::Model(kind)
+        }
+        _ => Leaf,
+    }
+}
+
+/// Whether the keys inside a value of the CSV's struct `fields` are matched: the CSV's, its
+/// `spec`'s and the install strategy's are. Go matches the keys of the other structs (CRD
+/// and API service descriptions, icons, links, ...) ignoring case as well; matching them here
+/// would add findings, a change of its own.
+fn walked(fields: &decode::Fields) -> bool {
+    let walked = [
+        ClusterServiceVersion::FIELDS,
+        CsvSpec::FIELDS,
+        InstallStrategy::FIELDS,
+        StrategyDetails::FIELDS,
+        StrategyDeployment::FIELDS,
+        StrategyPermissions::FIELDS,
+    ];
+    walked.contains(fields)
 }
 
 use Shape::{Leaf, List, Struct};
@@ -173,61 +214,15 @@ const POD_SPEC: Fields = &[
     ("initContainers", List(CONTAINER)),
     ("serviceAccountName", Leaf),
 ];
-const DEPLOYMENT: Fields = &[
-    ("name", Leaf),
-    ("label", Leaf),
-    (
-        "spec",
-        Struct(&[
-            ("replicas", Leaf),
-            ("selector", Leaf),
-            ("strategy", Leaf),
-            (
-                "template",
-                Struct(&[("metadata", Struct(METADATA)), ("spec", Struct(POD_SPEC))]),
-            ),
-        ]),
-    ),
-];
-const PERMISSION: Fields = &[("serviceAccountName", Leaf), ("rules", Leaf)];
-const CSV_SPEC: Fields = &[
-    (
-        "install",
-        Struct(&[
-            ("strategy", Leaf),
-            (
-                "spec",
-                Struct(&[
-                    ("deployments", List(DEPLOYMENT)),
-                    ("permissions", List(PERMISSION)),
-                    ("clusterPermissions", List(PERMISSION)),
-                ]),
-            ),
-        ]),
-    ),
-    ("version", Leaf),
-    ("maturity", Leaf),
-    ("customresourcedefinitions", Leaf),
-    ("apiservicedefinitions", Leaf),
-    ("webhookdefinitions", Leaf),
-    ("nativeAPIs", Leaf),
-    ("minKubeVersion", Leaf),
-    ("displayName", Leaf),
-    ("description", Leaf),
-    ("keywords", Leaf),
-    ("maintainers", Leaf),
-    ("provider", Leaf),
-    ("links", Leaf),
-    ("icon", Leaf),
-    ("installModes", Leaf),
-    ("replaces", Leaf),
-    ("labels", Leaf),
-    ("annotations", Leaf),
+/// An apps/v1 DeploymentSpec (the `spec` of a CSV's install strategy deployment).
+const DEPLOYMENT_SPEC: Fields = &[
+    ("replicas", Leaf),
     ("selector", Leaf),
-    ("cleanup", Leaf),
-    ("skips", Leaf),
-    ("relatedImages", Leaf),
-    ("release", Leaf),
+    ("strategy", Leaf),
+    (
+        "template",
+        Struct(&[("metadata", Struct(METADATA)), ("spec", Struct(POD_SPEC))]),
+    ),
 ];
 const CRD_NAMES: Fields = &[
     ("plural", Leaf),
@@ -348,27 +343,26 @@ const fn top(spec: Fields) -> [(&'static str, Shape); 5] {
         ("status", Leaf),
     ]
 }
-const CSV: Fields = &top(CSV_SPEC);
 const CRD_V1: Fields = &top(CRD_V1_SPEC);
 const CRD_V1BETA1: Fields = &top(CRD_V1BETA1_SPEC);
 
 /// The object with its known fields spelled canonically (borrowed when nothing changes).
 pub fn go_view(object: &Value) -> (Cow<'_, Value>, Vec<Renamed>) {
-    let fields = match object.get("kind").and_then(Value::as_str) {
-        Some("ClusterServiceVersion") => CSV,
+    let shape = match object.get("kind").and_then(Value::as_str) {
+        Some("ClusterServiceVersion") => Shape::Model(ClusterServiceVersion::KIND),
         Some("CustomResourceDefinition") => {
             let version = object.get("apiVersion").and_then(Value::as_str);
             if version == Some("apiextensions.k8s.io/v1beta1") {
-                CRD_V1BETA1
+                Struct(CRD_V1BETA1)
             } else {
-                CRD_V1
+                Struct(CRD_V1)
             }
         }
         _ => return (Cow::Borrowed(object), Vec::new()),
     };
     let mut renamed = Vec::new();
     let mut copy = object.clone();
-    walk(&mut copy, "", Struct(fields), &mut renamed);
+    walk(&mut copy, "", shape, &mut renamed);
     if renamed.is_empty() {
         (Cow::Borrowed(object), renamed)
     } else {
@@ -381,24 +375,45 @@ fn walk(value: &mut Value, at: &str, shape: Shape, out: &mut Vec<Renamed>) {
     match shape {
         Leaf => {}
         Struct(fields) => {
-            let Some(map) = value.as_object_mut() else {
-                return;
-            };
-            fold(map, at, fields, out);
-            for (field, inner) in fields {
-                if matches!(inner, Leaf) {
-                    continue;
-                }
-                if let Some(child) = map.get_mut(*field) {
-                    walk(child, &join(at, field), *inner, out);
-                }
-            }
+            let children = fields.iter().map(|(field, inner)| (*field, *inner));
+            walk_struct(value, at, children.collect(), out);
         }
-        List(fields) => {
-            for (i, item) in value.as_array_mut().into_iter().flatten().enumerate() {
-                walk(item, &format!("{at}[{i}]"), Struct(fields), out);
-            }
+        List(fields) => walk_items(value, at, Struct(fields), out),
+        Shape::Model(Kind::Struct(fields)) => {
+            let children = fields.fields.iter().map(|f| (f.key, model_shape(f.kind)));
+            walk_struct(value, at, children.collect(), out);
         }
+        Shape::Model(Kind::List(item)) => walk_items(value, at, model_shape(*item), out),
+        Shape::Model(_) => {}
+    }
+}
+
+/// Folds the keys of the struct `value` to `fields`, then walks each field's value by its shape.
+fn walk_struct(
+    value: &mut Value,
+    at: &str,
+    fields: Vec<(&'static str, Shape)>,
+    out: &mut Vec<Renamed>,
+) {
+    let Some(map) = value.as_object_mut() else {
+        return;
+    };
+    let names: Vec<&'static str> = fields.iter().map(|(field, _)| *field).collect();
+    fold(map, at, &names, out);
+    for (field, inner) in fields {
+        if matches!(inner, Leaf) {
+            continue;
+        }
+        if let Some(child) = map.get_mut(field) {
+            walk(child, &join(at, field), inner, out);
+        }
+    }
+}
+
+/// Walks each item of the list `value` by `shape`.
+fn walk_items(value: &mut Value, at: &str, shape: Shape, out: &mut Vec<Renamed>) {
+    for (i, item) in value.as_array_mut().into_iter().flatten().enumerate() {
+        walk(item, &format!("{at}[{i}]"), shape, out);
     }
 }
 
@@ -411,12 +426,12 @@ fn join(at: &str, field: &str) -> String {
 }
 
 /// Renames keys of `map` that match one of `fields` only case-insensitively.
-fn fold(map: &mut Map<String, Value>, at: &str, fields: Fields, out: &mut Vec<Renamed>) {
+fn fold(map: &mut Map<String, Value>, at: &str, fields: &[&'static str], out: &mut Vec<Renamed>) {
     let mismatched: Vec<(String, &'static str)> = map
         .keys()
-        .filter(|k| !fields.iter().any(|(f, _)| f == k))
+        .filter(|k| !fields.iter().any(|f| f == k))
         .filter_map(|k| {
-            let (field, _) = fields.iter().find(|(f, _)| f.eq_ignore_ascii_case(k))?;
+            let field = fields.iter().find(|f| f.eq_ignore_ascii_case(k))?;
             Some((k.clone(), *field))
         })
         .collect();
@@ -468,6 +483,29 @@ mod tests {
                 ("spec.version".to_owned(), "key \"Version\" matches field version only when case is ignored, and version is also given; \"Version\" is ignored".to_owned()),
             ]
         );
+    }
+
+    #[test]
+    fn every_spec_field_of_the_csv_model_is_matched_ignoring_case() {
+        let fields = olmpack_model::csv::CsvSpec::FIELDS;
+        for key in fields.keys() {
+            let csv = json!({"kind": "ClusterServiceVersion", "spec": {key.to_uppercase(): 1}});
+            let (view, renamed) = go_view(&csv);
+            assert_eq!(view["spec"], json!({key: 1}));
+            let paths: Vec<_> = renamed.iter().map(Renamed::path).collect();
+            assert_eq!(paths, [format!("spec.{key}")]);
+        }
+    }
+
+    #[test]
+    fn csv_structs_outside_the_install_strategy_keep_their_inner_keys() {
+        let spec = json!({
+            "customresourcedefinitions": {"Owned": [{"Name": "ws.example.com"}]},
+            "icon": [{"MediaType": "image/png"}],
+            "provider": {"URL": "https://example.com"},
+        });
+        let csv = json!({"kind": "ClusterServiceVersion", "spec": spec});
+        assert!(matches!(go_view(&csv), (Cow::Borrowed(_), r) if r.is_empty()));
     }
 
     #[test]

@@ -44,6 +44,9 @@ use super::property::{
 };
 use crate::bundle::load::{BundleLoadError, LoadedBundle};
 use crate::json::{array_at, str_at};
+use olmpack_model::csv::{CsvSpec, RelatedImage as CsvRelatedImage};
+use olmpack_model::decode::{Fields, Kind};
+use olmpack_model::objects::ObjectMeta;
 use olmpack_model::yaml::Leniency;
 
 /// The CSV annotation that carries extra properties (opm reads this key only).
@@ -752,6 +755,10 @@ fn release(csv: &Value) -> String {
     }
 }
 
+/// opm's `DefinitionKey`, its own type that it decodes each owned and required CRD and API
+/// service of the CSV into: the fields it reads as strings.
+const OPM_DEFINITION_KEY: [&str; 4] = ["group", "kind", "name", "version"];
+
 /// Naming for errors, plus the checks that mirror opm's typed decoding.
 struct Ctx {
     bundle: String,
@@ -799,7 +806,8 @@ impl Ctx {
         if let Some(v) = spec_field(csv, "relatedImages")
             && !v.is_null()
         {
-            self.check_keys(v, "spec.relatedImages", &["name", "image"])?;
+            let keys: Vec<&str> = CsvRelatedImage::FIELDS.keys().collect();
+            self.check_keys(v, "spec.relatedImages", &keys)?;
         }
         for section in ["customresourcedefinitions", "apiservicedefinitions"] {
             if let Some(v) = spec_field(csv, section) {
@@ -808,11 +816,8 @@ impl Ctx {
                     Value::Object(m) => {
                         for list in ["owned", "required"] {
                             if let Some(items) = lookup(m, list) {
-                                self.check_keys(
-                                    items,
-                                    &format!("spec.{section}.{list}"),
-                                    &["group", "kind", "name", "version"],
-                                )?;
+                                let field = format!("spec.{section}.{list}");
+                                self.check_keys(items, &field, &OPM_DEFINITION_KEY)?;
                             }
                         }
                     }
@@ -1391,172 +1396,95 @@ fn is_empty(v: &Value) -> bool {
     }
 }
 
-/// Keeps the listed fields of a Go struct: `(key, omitempty, sub-projection)`.
-/// A Go struct field: JSON key, `omitempty`, and how to project its value.
-type GoField<'a> = (&'a str, bool, Option<fn(&Value) -> Value>);
+/// A value as Go holds it after decoding into a field of `kind` and encoding again, as far
+/// as opm's projection shows: a struct keeps its declared fields ([`project`]), a list of
+/// structs each item's (anything but a list is then dropped), any other value stays as given.
+fn project_kind(v: &Value, kind: Kind) -> Value {
+    match kind {
+        Kind::Struct(fields) => project(v, fields),
+        Kind::List(Kind::Struct(fields)) => match v {
+            Value::Array(items) => Value::Array(items.iter().map(|i| project(i, fields)).collect()),
+            _ => Value::Null,
+        },
+        _ => v.clone(),
+    }
+}
 
-fn project(v: &Value, fields: &[GoField<'_>]) -> Value {
+/// Keeps the declared fields of a Go struct (the model's table: key, `omitempty`, kind); a
+/// field given as `null` or absent prints its zero value unless it is `omitempty`.
+fn project(v: &Value, fields: &Fields) -> Value {
     let mut out = Map::new();
-    for (key, omitempty, sub) in fields {
-        let field = v.get(*key).cloned().unwrap_or(Value::Null);
-        let field = match sub {
-            Some(f) if !field.is_null() => f(&field),
-            _ => field,
+    for field in fields.fields {
+        let value = match v.get(field.key) {
+            None | Some(Value::Null) => Value::Null,
+            Some(given) => project_kind(given, field.kind),
         };
-        if *omitempty && is_empty(&field) {
+        if field.omitempty && is_empty(&value) {
             continue;
         }
-        let field = if field.is_null() {
-            // A non-omitempty Go field prints its zero value.
-            match *key {
-                "supported" => Value::Bool(false),
-                _ => Value::String(String::new()),
-            }
-        } else {
-            field
+        let value = match (value, field.kind) {
+            (Value::Null, Kind::Bool) => Value::Bool(false),
+            (Value::Null, _) => Value::String(String::new()),
+            (value, _) => value,
         };
-        out.insert((*key).to_owned(), field);
+        out.insert(field.key.to_owned(), value);
     }
     Value::Object(out)
 }
 
-fn list_of(v: &Value, f: fn(&Value) -> Value) -> Value {
-    match v {
-        Value::Array(items) => Value::Array(items.iter().map(f).collect()),
-        _ => Value::Null,
-    }
+/// Where a field of opm's `CSVMetadata` comes from in the CSV.
+#[derive(Clone, Copy)]
+enum Source {
+    /// `metadata.<key>`.
+    Metadata(&'static str),
+    /// `spec.<key>`.
+    Spec(&'static str),
 }
 
-fn descriptor(v: &Value) -> Value {
-    project(
-        v,
-        &[
-            ("path", false, None),
-            ("displayName", true, None),
-            ("description", true, None),
-            ("x-descriptors", true, None),
-            ("value", true, None),
-        ],
-    )
-}
+/// opm's `CSVMetadata` (the `olm.csv.metadata` value), in its Go order: each JSON key (every
+/// one `omitempty`) and the CSV field it copies. What each copied field keeps is the model's
+/// (see [`csv_field`]).
+const CSV_METADATA: [(&str, Source); 14] = [
+    ("annotations", Source::Metadata("annotations")),
+    (
+        "apiServiceDefinitions",
+        Source::Spec("apiservicedefinitions"),
+    ),
+    ("crdDescriptions", Source::Spec("customresourcedefinitions")),
+    ("description", Source::Spec("description")),
+    ("displayName", Source::Spec("displayName")),
+    ("installModes", Source::Spec("installModes")),
+    ("keywords", Source::Spec("keywords")),
+    ("labels", Source::Metadata("labels")),
+    ("links", Source::Spec("links")),
+    ("maintainers", Source::Spec("maintainers")),
+    ("maturity", Source::Spec("maturity")),
+    ("minKubeVersion", Source::Spec("minKubeVersion")),
+    ("nativeAPIs", Source::Spec("nativeAPIs")),
+    ("provider", Source::Spec("provider")),
+];
 
-fn resource_ref(v: &Value) -> Value {
-    project(
-        v,
-        &[
-            ("name", false, None),
-            ("kind", false, None),
-            ("version", false, None),
-        ],
-    )
-}
-
-fn crd_description(v: &Value) -> Value {
-    project(
-        v,
-        &[
-            ("name", false, None),
-            ("version", false, None),
-            ("kind", false, None),
-            ("displayName", true, None),
-            ("description", true, None),
-            ("resources", true, Some(|v| list_of(v, resource_ref))),
-            ("statusDescriptors", true, Some(|v| list_of(v, descriptor))),
-            ("specDescriptors", true, Some(|v| list_of(v, descriptor))),
-            ("actionDescriptors", true, Some(|v| list_of(v, descriptor))),
-        ],
-    )
-}
-
-fn apiservice_description(v: &Value) -> Value {
-    project(
-        v,
-        &[
-            ("name", false, None),
-            ("group", false, None),
-            ("version", false, None),
-            ("kind", false, None),
-            ("deploymentName", true, None),
-            ("containerPort", true, None),
-            ("displayName", true, None),
-            ("description", true, None),
-            ("resources", true, Some(|v| list_of(v, resource_ref))),
-            ("statusDescriptors", true, Some(|v| list_of(v, descriptor))),
-            ("specDescriptors", true, Some(|v| list_of(v, descriptor))),
-            ("actionDescriptors", true, Some(|v| list_of(v, descriptor))),
-        ],
-    )
-}
-
-fn app_link(v: &Value) -> Value {
-    project(v, &[("name", true, None), ("url", true, None)])
+/// The CSV's `source` field as given (`null` when absent), and its kind in the model.
+fn csv_field(csv: &Value, source: Source) -> (Value, Kind) {
+    let (object, fields, key) = match source {
+        Source::Metadata(key) => ("metadata", ObjectMeta::FIELDS, key),
+        Source::Spec(key) => ("spec", CsvSpec::FIELDS, key),
+    };
+    let kind = fields.get(key).map_or(Kind::Any, |f| f.kind);
+    let value = csv.get(object).and_then(|o| o.get(key));
+    (value.cloned().unwrap_or(Value::Null), kind)
 }
 
 /// The `olm.csv.metadata` value opm builds from a CSV.
 pub fn csv_metadata(csv: &Value) -> Value {
-    let spec = csv.get("spec").cloned().unwrap_or(Value::Null);
-    let metadata = csv.get("metadata").cloned().unwrap_or(Value::Null);
     let mut out = Map::new();
-    let mut put = |key: &str, v: Value, omitempty: bool| {
-        if !(omitempty && is_empty(&v)) {
-            out.insert(key.to_owned(), v);
+    for (key, source) in CSV_METADATA {
+        let (value, kind) = csv_field(csv, source);
+        let value = project_kind(&value, kind);
+        if !is_empty(&value) {
+            out.insert(key.to_owned(), value);
         }
-    };
-    let get = |v: &Value, k: &str| v.get(k).cloned().unwrap_or(Value::Null);
-    let owned_required = |v: Value, f: fn(&Value) -> Value| {
-        project(&v, &[("owned", true, Some(f)), ("required", true, Some(f))])
-    };
-    put("annotations", get(&metadata, "annotations"), true);
-    put(
-        "apiServiceDefinitions",
-        owned_required(get(&spec, "apiservicedefinitions"), |v| {
-            list_of(v, apiservice_description)
-        }),
-        false,
-    );
-    put(
-        "crdDescriptions",
-        owned_required(get(&spec, "customresourcedefinitions"), |v| {
-            list_of(v, crd_description)
-        }),
-        false,
-    );
-    put("description", get(&spec, "description"), true);
-    put("displayName", get(&spec, "displayName"), true);
-    put(
-        "installModes",
-        list_of(&get(&spec, "installModes"), |v| {
-            project(v, &[("type", false, None), ("supported", false, None)])
-        }),
-        true,
-    );
-    put("keywords", get(&spec, "keywords"), true);
-    put("labels", get(&metadata, "labels"), true);
-    put("links", list_of(&get(&spec, "links"), app_link), true);
-    put(
-        "maintainers",
-        list_of(&get(&spec, "maintainers"), |v| {
-            project(v, &[("name", true, None), ("email", true, None)])
-        }),
-        true,
-    );
-    put("maturity", get(&spec, "maturity"), true);
-    put("minKubeVersion", get(&spec, "minKubeVersion"), true);
-    put(
-        "nativeAPIs",
-        list_of(&get(&spec, "nativeAPIs"), |v| {
-            project(
-                v,
-                &[
-                    ("group", false, None),
-                    ("version", false, None),
-                    ("kind", false, None),
-                ],
-            )
-        }),
-        true,
-    );
-    put("provider", app_link(&get(&spec, "provider")), false);
+    }
     Value::Object(out)
 }
 
@@ -1582,6 +1510,61 @@ mod tests {
             ),
             Property::new("olm.maxOpenShiftVersion", json!("4.12")),
         ]
+    }
+
+    #[test]
+    fn opm_s_csv_metadata_copies_fields_the_model_declares() {
+        for (key, source) in CSV_METADATA {
+            let (object, fields, field) = match source {
+                Source::Metadata(field) => ("metadata", ObjectMeta::FIELDS, field),
+                Source::Spec(field) => ("spec", CsvSpec::FIELDS, field),
+            };
+            assert!(fields.get(field).is_some(), "{key}: {object}.{field}");
+        }
+    }
+
+    #[test]
+    fn csv_metadata_keeps_what_opm_s_go_types_keep() {
+        let csv = json!({
+            "metadata": {"name": "op.v1", "annotations": {"a": "b"}, "labels": {}},
+            "spec": {
+                "version": "1.0.0",
+                "displayName": "Op",
+                "description": "",
+                "installModes": [{"type": "OwnNamespace"}, {"supported": true, "x": 1}],
+                "customresourcedefinitions": {"owned": [{
+                    "name": "ws.example.com", "kind": "W", "version": "v1", "displayName": "",
+                    "specDescriptors": [{"path": "size", "x-descriptors": "kept", "value": 0}, null],
+                    "resources": "not a list", "unknown": true,
+                }], "required": null},
+                "maintainers": [{"name": "a", "email": ""}],
+                "links": null,
+                "nativeAPIs": [{"kind": "Pod"}],
+            },
+        });
+        assert_eq!(
+            csv_metadata(&csv),
+            json!({
+                "annotations": {"a": "b"},
+                "apiServiceDefinitions": {},
+                "crdDescriptions": {"owned": [{
+                    "name": "ws.example.com", "kind": "W", "version": "v1",
+                    "specDescriptors": [
+                        {"path": "size", "x-descriptors": "kept"},
+                        {"path": ""},
+                    ],
+                }]},
+                "displayName": "Op",
+                "installModes": [
+                    {"type": "OwnNamespace", "supported": false},
+                    {"type": "", "supported": true},
+                ],
+                "labels": {},
+                "maintainers": [{"name": "a"}],
+                "nativeAPIs": [{"group": "", "version": "", "kind": "Pod"}],
+                "provider": {},
+            })
+        );
     }
 
     #[test]

@@ -16,7 +16,7 @@ use super::ReleaseSpec;
 use super::objects::clean_object;
 use crate::json::str_at;
 use olmpack_model::csv::{CrdDescription, WebhookDescription};
-use olmpack_model::decode;
+use olmpack_model::decode::{self, ReadLenient};
 
 /// One `owned` entry per served version of every CRD, sorted by (name, version).
 pub(super) fn owned(spec: &ReleaseSpec<'_>, crds: &[Sourced]) -> Vec<CrdDescription> {
@@ -58,7 +58,9 @@ fn owned_entry(spec: &ReleaseSpec<'_>, name: &str, kind: &str, version: &str) ->
 }
 
 /// The plan's list as the CSV's type (the plan's types print the CSV's fields), when not empty.
-fn listed<P: serde::Serialize, T: DeserializeOwned + Default>(list: &[P]) -> Option<T> {
+fn listed<P: serde::Serialize, T: DeserializeOwned + ReadLenient + Default>(
+    list: &[P],
+) -> Option<T> {
     (!list.is_empty()).then(|| decode::read(&json!(list)).0)
 }
 
