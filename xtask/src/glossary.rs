@@ -537,11 +537,7 @@ pub fn check_readme(readme: &str, glossary: &[&str], exists: &dyn Fn(&str) -> bo
 mod tests {
     use super::*;
 
-    fn files(list: &[(&str, &str)]) -> Vec<(PathBuf, String)> {
-        list.iter()
-            .map(|(p, t)| (PathBuf::from(p), (*t).to_owned()))
-            .collect()
-    }
+    use crate::layout::tests::files;
 
     #[test]
     fn render_outside_opm_render_code_fails_the_lint() {

@@ -831,10 +831,11 @@ fn describe_cycle(graph: &ModuleGraph, cycle: &[String]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn files(list: &[(&str, &str)]) -> Vec<(PathBuf, String)> {
+    /// Source files for a rule's test: (path, text) pairs.
+    pub(crate) fn files(list: &[(&str, &str)]) -> Vec<(PathBuf, String)> {
         list.iter()
             .map(|(p, t)| (PathBuf::from(p), (*t).to_owned()))
             .collect()
