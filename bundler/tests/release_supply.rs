@@ -495,15 +495,7 @@ async fn release_pipeline_signature_with_a_cosign_key_verifies_with_cosign() {
     };
     let registry = Registry::start(RegistryAuth::Anonymous).await.unwrap();
     let project = project();
-    let keys = tempfile::tempdir().unwrap();
-    let generated = Command::new(&cosign)
-        .args(["generate-key-pair"])
-        .current_dir(keys.path())
-        .env("COSIGN_PASSWORD", PASSWORD)
-        .env("HOME", keys.path())
-        .output()
-        .unwrap();
-    assert!(generated.status.success(), "{}", stderr(&generated));
+    let keys = cosign_key_pair(&cosign);
     let key = keys.path().join("cosign.key");
     assert!(
         std::fs::read_to_string(&key)
@@ -598,15 +590,7 @@ async fn release_pipeline_signature_bad_key_or_wrong_password_names_the_step_and
     };
     let registry = Registry::start(RegistryAuth::Anonymous).await.unwrap();
     let project = project();
-    let keys = tempfile::tempdir().unwrap();
-    let generated = Command::new(&cosign)
-        .args(["generate-key-pair"])
-        .current_dir(keys.path())
-        .env("COSIGN_PASSWORD", PASSWORD)
-        .env("HOME", keys.path())
-        .output()
-        .unwrap();
-    assert!(generated.status.success(), "{}", stderr(&generated));
+    let keys = cosign_key_pair(&cosign);
     let key = keys.path().join("cosign.key").display().to_string();
     let garbage = keys.path().join("garbage.key");
     std::fs::write(
@@ -713,15 +697,7 @@ async fn hostile_release_republishes_what_the_registry_lost_and_signs_it_again()
         );
         (repo, digest, lines)
     };
-    let keys = tempfile::tempdir().unwrap();
-    let generated = Command::new(&cosign)
-        .args(["generate-key-pair"])
-        .current_dir(keys.path())
-        .env("COSIGN_PASSWORD", PASSWORD)
-        .env("HOME", keys.path())
-        .output()
-        .unwrap();
-    assert!(generated.status.success(), "{}", stderr(&generated));
+    let keys = cosign_key_pair(&cosign);
     let sign_key = keys.path().join("cosign.key").display().to_string();
     let public = keys.path().join("cosign.pub");
     for (what, loss) in [
@@ -781,4 +757,19 @@ async fn hostile_release_republishes_what_the_registry_lost_and_signs_it_again()
             stderr(&third)
         );
     }
+}
+
+/// A directory holding a fresh `cosign generate-key-pair` (`cosign.key` under [`PASSWORD`],
+/// `cosign.pub`).
+fn cosign_key_pair(cosign: &std::path::Path) -> tempfile::TempDir {
+    let keys = tempfile::tempdir().unwrap();
+    let generated = Command::new(cosign)
+        .args(["generate-key-pair"])
+        .current_dir(keys.path())
+        .env("COSIGN_PASSWORD", PASSWORD)
+        .env("HOME", keys.path())
+        .output()
+        .unwrap();
+    assert!(generated.status.success(), "{}", stderr(&generated));
+    keys
 }
