@@ -1,7 +1,7 @@
 //! olmpack: OLM bundles, File-Based Catalogs and their images from one release plan, for any
 //! operator.
 //!
-//! Data flows one way: **plan → model → validate → build → lay out → write/push**. The pure
+//! Data flows one way: **plan → read → build → validate → lay out → write/push**. The pure
 //! model is its own crate, [`olmpack_model`] (the plan's types and parsing, findings, the
 //! upgrade graph, versions, the Go-compatible YAML reader), which depends on no I/O or
 //! command-line crate (`cargo xtask lint` checks).

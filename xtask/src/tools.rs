@@ -319,7 +319,13 @@ fn install_debian(pins: &DebianPins) -> Result<String> {
         if sudo {
             cmd.args(["-n", "env"]);
         }
-        cmd.args(["DEBIAN_FRONTEND=noninteractive", "apt-get"]);
+        // Wait for another apt (a parallel setup or job) rather than fail on its lock.
+        cmd.args([
+            "DEBIAN_FRONTEND=noninteractive",
+            "apt-get",
+            "-o",
+            "DPkg::Lock::Timeout=600",
+        ]);
         cmd
     };
     let started = Instant::now();

@@ -107,6 +107,18 @@ pub struct Inputs {
     pub imported: Option<Imported>,
 }
 
+impl Inputs {
+    /// The service accounts whose bindings become the CSV's permissions: the deployments'
+    /// (`deployments`), and those an imported CSV grants permissions to.
+    pub fn permission_accounts(&self, deployments: &BTreeSet<String>) -> BTreeSet<String> {
+        let mut accounts = deployments.clone();
+        if let Some(imported) = &self.imported {
+            accounts.extend(imported.accounts.iter().cloned());
+        }
+        accounts
+    }
+}
+
 /// What a CSV in the input says beyond its install strategy.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Imported {

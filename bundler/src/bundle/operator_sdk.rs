@@ -1089,13 +1089,3 @@ pub fn check_package(package: &str, inputs: &mut Inputs) {
             .field(format!("annotations.{PACKAGE_LABEL}")),
     );
 }
-
-/// The service accounts whose bindings become the CSV's permissions: the deployments', and
-/// those an imported CSV grants permissions to.
-pub fn permission_accounts(inputs: &Inputs, deployments: &BTreeSet<String>) -> BTreeSet<String> {
-    let mut accounts = deployments.clone();
-    if let Some(imported) = &inputs.imported {
-        accounts.extend(imported.accounts.iter().cloned());
-    }
-    accounts
-}

@@ -138,8 +138,6 @@ pub type CmdResult = Result<ExitCode, Box<dyn Error + Send + Sync>>;
 #[error("{0}")]
 pub struct Invalid(pub String);
 
-/// The exit code of an error (see the module docs): `1` when anything in its chain says the
-/// input is invalid, else `2`.
 /// A flag whose value is one of the library's named choices; `--help` lists the names.
 pub fn choice<T: olmpack_model::choice::Choice + Send + Sync>()
 -> impl clap::builder::TypedValueParser<Value = T> {
@@ -148,6 +146,8 @@ pub fn choice<T: olmpack_model::choice::Choice + Send + Sync>()
     })
 }
 
+/// The exit code of an error (see the module docs): `1` when anything in its chain says the
+/// input is invalid, else `2`.
 pub fn exit_code(err: &(dyn Error + 'static)) -> u8 {
     let mut current = Some(err);
     while let Some(e) = current {

@@ -112,7 +112,7 @@ pub fn build(spec: &ReleaseSpec<'_>, inputs: &Inputs) -> Result<BuiltBundle, Vec
         deployments::strategy_deployments(&inputs.deployments, webhooks::any(inputs), &mut notes);
     let rbac = rbac::permissions(
         inputs,
-        &super::operator_sdk::permission_accounts(inputs, &accounts),
+        &inputs.permission_accounts(&accounts),
         &mut problems,
     );
     let webhooks = webhooks::definitions(inputs, &mut problems);
