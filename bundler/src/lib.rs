@@ -25,6 +25,7 @@
 //!   stand-in CRDs for them, for `upgrade olm --cluster-crd NAME`.
 //! - [`kubebuilder`]: a kubebuilder project's PROJECT file as a release plan (`olmpack plan init`).
 //! - [`tools`]: the pinned reference tools as one OCI image (`olmpack tools pack/install`).
+//! - [`refusal`]: which errors refuse the input (exit 1) rather than fail (exit 2).
 //!
 //! Pure code in the middle, I/O at the edges: only plan and manifest loading, `output`, and
 //! `image` (build reads directories, push and base pulls use the network) touch the file
@@ -45,6 +46,7 @@ pub mod kubebuilder;
 pub mod leftovers;
 pub mod output;
 pub mod plan;
+pub mod refusal;
 pub mod release;
 pub mod supply;
 pub mod tools;

@@ -154,30 +154,8 @@ pub fn exit_code(err: &(dyn Error + 'static)) -> u8 {
         if e.is::<Invalid>() {
             return 1;
         }
-        if let Some(plan) = e.downcast_ref::<olmpack::plan::PlanLoadError>() {
-            return if plan.is_invalid() { 1 } else { 2 };
-        }
-        if e.is::<olmpack_model::plan::PlanError>() {
-            return 1;
-        }
-        if let Some(input) = e.downcast_ref::<olmpack::input::InputError>() {
-            return if input.is_refusal() { 1 } else { 2 };
-        }
-        if let Some(refusal) = e
-            .downcast_ref::<olmpack::bundle::load::BundleLoadError>()
-            .and_then(|b| b.is_refusal())
-        {
+        if let Some(refusal) = olmpack::refusal::of(e) {
             return if refusal { 1 } else { 2 };
-        }
-        if let Some(layer) = e.downcast_ref::<olmpack::image::layer::LayerError>() {
-            return if layer.is_refusal() { 1 } else { 2 };
-        }
-        let layout = match e.downcast_ref::<olmpack::image::push::PushError>() {
-            Some(olmpack::image::push::PushError::Layout(l)) => Some(l),
-            _ => e.downcast_ref::<olmpack::image::layout::LayoutError>(),
-        };
-        if let Some(olmpack::image::layout::LayoutError::BlobUnreadable { refusal, .. }) = layout {
-            return if *refusal { 1 } else { 2 };
         }
         current = e.source();
     }
