@@ -21,6 +21,8 @@
 //! - [`upgrade`]: will the next release break installed clusters — [`upgrade::check`]
 //!   (static, OLM v0 and v1's checks), [`upgrade::test`] (a real apiserver), [`upgrade::olm`]
 //!   (the real OLM v0).
+//! - [`platform`]: the cluster an operator is installed on (Kubernetes or OpenShift) and the
+//!   API kinds it serves, for `upgrade olm --platform`.
 //! - [`cluster_crds`]: kinds of other operators a bundle may ship (ServiceMonitor, …) and
 //!   stand-in CRDs for them, for `upgrade olm --cluster-crd NAME`.
 //! - [`kubebuilder`]: a kubebuilder project's PROJECT file as a release plan (`olmpack plan init`).
@@ -46,6 +48,7 @@ pub mod kubebuilder;
 pub mod leftovers;
 pub mod output;
 pub mod plan;
+pub mod platform;
 pub mod refusal;
 pub mod release;
 pub mod supply;

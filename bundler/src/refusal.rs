@@ -1,5 +1,5 @@
 //! Whether an error means olmpack refuses the input (exit 1) or that reading or doing
-//! something failed (exit 2): every library error that can tell says so through [`Refusal`],
+//! something failed (exit 2): every library error that can tell says so through [`RefusesInput`],
 //! and [`of`] asks any error whether it is one of them.
 
 use std::error::Error;
@@ -13,43 +13,43 @@ use crate::plan::PlanLoadError;
 use olmpack_model::plan::PlanError;
 
 /// An error that can say whether it refuses the input.
-pub trait Refusal {
+pub trait RefusesInput {
     /// `Some(true)` when the input is refused, `Some(false)` when the environment failed
     /// (a missing file, a network or I/O error), `None` when this error does not say.
     fn refusal(&self) -> Option<bool>;
 }
 
-impl Refusal for PlanLoadError {
+impl RefusesInput for PlanLoadError {
     fn refusal(&self) -> Option<bool> {
         Some(self.is_invalid())
     }
 }
 
-impl Refusal for PlanError {
+impl RefusesInput for PlanError {
     fn refusal(&self) -> Option<bool> {
         Some(true)
     }
 }
 
-impl Refusal for InputError {
+impl RefusesInput for InputError {
     fn refusal(&self) -> Option<bool> {
         Some(self.is_refusal())
     }
 }
 
-impl Refusal for BundleLoadError {
+impl RefusesInput for BundleLoadError {
     fn refusal(&self) -> Option<bool> {
         self.is_refusal()
     }
 }
 
-impl Refusal for LayerError {
+impl RefusesInput for LayerError {
     fn refusal(&self) -> Option<bool> {
         Some(self.is_refusal())
     }
 }
 
-impl Refusal for LayoutError {
+impl RefusesInput for LayoutError {
     fn refusal(&self) -> Option<bool> {
         match self {
             LayoutError::BlobUnreadable { refusal, .. } => Some(*refusal),
@@ -58,7 +58,7 @@ impl Refusal for LayoutError {
     }
 }
 
-impl Refusal for PushError {
+impl RefusesInput for PushError {
     fn refusal(&self) -> Option<bool> {
         match self {
             PushError::Layout(layout) => layout.refusal(),
@@ -68,11 +68,11 @@ impl Refusal for PushError {
 }
 
 /// `E`'s answer, when `err` is an `E`.
-fn ask<E: Refusal + Error + 'static>(err: &(dyn Error + 'static)) -> Option<bool> {
-    err.downcast_ref::<E>().and_then(Refusal::refusal)
+fn ask<E: RefusesInput + Error + 'static>(err: &(dyn Error + 'static)) -> Option<bool> {
+    err.downcast_ref::<E>().and_then(RefusesInput::refusal)
 }
 
-/// Every error type that implements [`Refusal`].
+/// Every error type that implements [`RefusesInput`].
 const KNOWN: &[fn(&(dyn Error + 'static)) -> Option<bool>] = &[
     ask::<PlanLoadError>,
     ask::<PlanError>,

@@ -2,12 +2,15 @@
 //! refused or fails exactly as OLM reports it, and olmpack's static checks predicted it: the
 //! error rules of `olmpack bundle validate` (install) and `olmpack upgrade check` (upgrade)
 //! give the same verdict OLM gave, both ways (an error exactly where OLM refused or failed).
+//! One operator is broken only off its platform: its CSV needs OpenShift's API kinds.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use olmpack::input::Limits;
+use olmpack::platform::Platform;
 use olmpack::upgrade::olm::{self, CaseReport, RunOptions};
 use olmpack_envtest::binaries::Tool;
 use olmpack_envtest::olm::{Outcome, Timeouts};
@@ -135,6 +138,16 @@ fn validate(name: &str, version: &str) -> (i32, String) {
 /// Runs the catalog's case that starts at `from` under OLM, with what the static checks
 /// predicted for the fixture.
 async fn run(name: &str, from: &str, step: Duration) -> (CaseReport, Predicted) {
+    run_on(name, from, step, Platform::Kubernetes).await
+}
+
+/// [`run`] on a cluster of `platform`.
+async fn run_on(
+    name: &str,
+    from: &str,
+    step: Duration,
+    platform: Platform,
+) -> (CaseReport, Predicted) {
     let dir = catalog(name);
     let catalog = dir.path().join("catalog");
     let predicted = predicted(name, &catalog);
@@ -149,6 +162,7 @@ async fn run(name: &str, from: &str, step: Duration) -> (CaseReport, Predicted) 
             step,
             ..Timeouts::default()
         },
+        cluster_crds: platform.cluster_crds(&Limits::default()).unwrap(),
         ..RunOptions::default()
     };
     let mut reports = olm::run(&catalog, &cases, &options).await.unwrap();
@@ -364,5 +378,50 @@ fn olm_e2e_broken_environment_still_writes_every_report() {
     assert!(
         xml.contains("<error message=\"the OLM test environment failed: "),
         "{xml}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn olm_e2e_openshift_native_apis_install_on_openshift_only() {
+    // Plain Kubernetes serves neither Route nor ConsolePlugin: OLM holds the CSV at
+    // RequirementsNotMet, naming the native APIs (the step time bounds the wait).
+    let (report, _) = run_on(
+        "openshift-native-apis",
+        "routed.v1.0.0",
+        Duration::from_secs(30),
+        Platform::Kubernetes,
+    )
+    .await;
+    let Outcome::TimedOut {
+        phase,
+        reason,
+        message,
+        ..
+    } = &report.install.outcome
+    else {
+        panic!("OLM should hold the CSV: {:#?}", report.install);
+    };
+    assert_eq!(
+        (phase.as_str(), reason.as_str()),
+        ("Pending", "RequirementsNotMet"),
+        "{message}"
+    );
+
+    // With OpenShift's API kinds served, OLM installs it and creates its ConsoleYAMLSample.
+    let (report, predicted) = run_on(
+        "openshift-native-apis",
+        "routed.v1.0.0",
+        Duration::from_secs(300),
+        Platform::OpenShift,
+    )
+    .await;
+    assert!(predicted.install["1.0.0"].is_empty(), "{predicted:#?}");
+    assert_eq!(
+        report.install.outcome,
+        Outcome::Succeeded {
+            csv: "routed.v1.0.0".into()
+        },
+        "{:#?}",
+        report.install
     );
 }

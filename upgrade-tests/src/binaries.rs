@@ -273,12 +273,26 @@ struct Pins {
     #[serde(default)]
     olmv1: Option<VersionPin>,
     #[serde(default)]
+    openshift: Option<OpenShiftPin>,
+    #[serde(default)]
     go: std::collections::BTreeMap<String, GoPin>,
 }
 
 #[derive(Debug, serde::Deserialize)]
 struct VersionPin {
     version: String,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct OpenShiftPin {
+    api: String,
+    release: String,
+}
+
+/// The OpenShift release whose API kinds [`ToolData::OpenShiftCrds`] holds (`4.22`), as
+/// `tools.toml` pins it.
+pub fn openshift_release() -> Option<&'static str> {
+    pins().openshift.as_ref().map(|pin| pin.release.as_str())
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -327,6 +341,9 @@ pub enum ToolData {
     /// OLM v1's CustomResourceDefinitions (ClusterCatalog, ClusterExtension), from
     /// operator-controller at the version `tools.toml` pins.
     OlmV1Crds,
+    /// OpenShift's API kinds as CRDs (Route, console kinds, SecurityContextConstraints,
+    /// `config.openshift.io`), from openshift/api at the version `tools.toml` pins.
+    OpenShiftCrds,
     /// operator-framework/api's validator test data, at the version `tools.toml` pins.
     UpstreamApiTestdata,
     /// operator-registry's bundle-validation test data, at the version `tools.toml` pins.
@@ -345,6 +362,7 @@ impl ToolData {
             ToolData::OlmCrds => "OLMPACK_OLM_CRDS",
             ToolData::KwokStages => "OLMPACK_KWOK_STAGES",
             ToolData::OlmV1Crds => "OLMPACK_OLMV1_CRDS",
+            ToolData::OpenShiftCrds => "OLMPACK_OPENSHIFT_CRDS",
             ToolData::UpstreamApiTestdata => "OLMPACK_UPSTREAM_API_TESTDATA",
             ToolData::UpstreamRegistryTestdata => "OLMPACK_UPSTREAM_REGISTRY_TESTDATA",
             ToolData::KueueChart => "OLMPACK_KUEUE_CHART",
@@ -365,6 +383,10 @@ impl ToolData {
                 .olmv1
                 .as_ref()
                 .map(|pin| Path::new("olmv1").join(&pin.version).join("crds")),
+            ToolData::OpenShiftCrds => pins
+                .openshift
+                .as_ref()
+                .map(|pin| Path::new("openshift-api").join(&pin.api).join("crds")),
             _ => None,
         }
     }
@@ -388,6 +410,7 @@ impl ToolData {
                     ToolData::OlmCrds => "OLM's CRDs",
                     ToolData::KwokStages => "kwok's stages",
                     ToolData::OlmV1Crds => "OLM v1's CRDs",
+                    ToolData::OpenShiftCrds => "OpenShift's API CRDs",
                     ToolData::UpstreamApiTestdata => "operator-framework/api's test data",
                     ToolData::UpstreamRegistryTestdata => "operator-registry's test data",
                     ToolData::KueueChart => "Kueue's Helm chart",

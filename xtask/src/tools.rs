@@ -26,6 +26,7 @@ pub struct Pins {
     pub kubernetes: KubernetesPin,
     pub olm: OlmPin,
     pub olmv1: OlmV1Pin,
+    pub openshift: OpenShiftPin,
     pub upstream: UpstreamPin,
     pub go: BTreeMap<String, GoPin>,
     pub debian: DebianPins,
@@ -54,6 +55,17 @@ pub struct OlmPin {
 #[serde(deny_unknown_fields)]
 pub struct OlmV1Pin {
     pub version: String,
+}
+
+/// OpenShift's own API kinds as CRDs (Route, the console kinds, SecurityContextConstraints,
+/// `config.openshift.io`), copied from openshift/api at this exact version.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenShiftPin {
+    /// The openshift/api module version (a pseudo-version of its main branch).
+    pub api: String,
+    /// The OpenShift release that module version describes (`4.22`).
+    pub release: String,
 }
 
 /// Upstream validators' test data (valid and invalid bundles, CSVs, CRDs) and a real operator's
@@ -158,6 +170,17 @@ const UPSTREAM_TESTDATA: [TestdataSet; 4] = [
 ];
 /// Where setup puts each copy, inside its tool directory.
 const TESTDATA_DIR: &str = "testdata";
+const OPENSHIFT_API_MODULE: &str = "github.com/openshift/api";
+/// The directories of openshift/api whose CRDs setup copies, and where they go.
+const OPENSHIFT_CRDS: ([&str; 4], &str) = (
+    [
+        "config/v1/zz_generated.crd-manifests",
+        "console/v1/zz_generated.crd-manifests",
+        "route/v1/zz_generated.crd-manifests",
+        "security/v1/zz_generated.crd-manifests",
+    ],
+    "crds",
+);
 const OLMV1_MODULE: &str = "github.com/operator-framework/operator-controller";
 /// Where OLM v1's CRDs are in its module (ClusterExtension, ClusterCatalog), and where setup
 /// puts them in the tool directory.
@@ -249,6 +272,12 @@ impl Layout {
                 .join(OLMV1_CRDS.1)
                 .into_os_string(),
         ));
+        vars.push((
+            "OLMPACK_OPENSHIFT_CRDS".to_owned(),
+            self.tool_dir("openshift-api", &pins.openshift.api)
+                .join(OPENSHIFT_CRDS.1)
+                .into_os_string(),
+        ));
         for set in &UPSTREAM_TESTDATA {
             let dir = self.tool_dir(set.tool, set.version(&pins.upstream));
             vars.push((
@@ -284,6 +313,7 @@ pub fn setup(pins: &Pins, layout: &Layout) -> Result<Vec<String>> {
         install_kubernetes(&pins.kubernetes, layout)?,
         install_olm(&pins.olm, layout)?,
         install_olmv1(&pins.olmv1, layout)?,
+        install_openshift_api(&pins.openshift, layout)?,
         install_upstream_testdata(&pins.upstream, layout)?,
     ];
     for (name, pin) in &pins.go {
@@ -579,6 +609,70 @@ fn install_olmv1(pin: &OlmV1Pin, layout: &Layout) -> Result<String> {
     ))
 }
 
+/// OpenShift's API kinds as CRDs: the files of [`OPENSHIFT_CRDS`]' directories that
+/// [`openshift_default_crd`] picks, copied from openshift/api at the pinned version.
+fn install_openshift_api(pin: &OpenShiftPin, layout: &Layout) -> Result<String> {
+    let dest = layout.tool_dir("openshift-api", &pin.api);
+    let stamp = stamp(&[
+        OPENSHIFT_API_MODULE,
+        &pin.api,
+        &OPENSHIFT_CRDS.0.join(" "),
+        OPENSHIFT_CRDS.1,
+    ]);
+    if is_complete(&dest, &stamp, &[]) && dest.join(OPENSHIFT_CRDS.1).is_dir() {
+        return Ok(format!("openshift api {}: up to date", pin.release));
+    }
+    let started = Instant::now();
+    build_into(&dest, &stamp, |work| {
+        let dir = module_dir(OPENSHIFT_API_MODULE, &pin.api, work)?;
+        let to = work.join(OPENSHIFT_CRDS.1);
+        fs::create_dir_all(&to)?;
+        for from in OPENSHIFT_CRDS.0 {
+            let from = dir.join(from);
+            let mut copied = 0;
+            for entry in
+                fs::read_dir(&from).with_context(|| format!("reading {}", from.display()))?
+            {
+                let path = entry?.path();
+                let name = path.file_name().unwrap_or_default().to_string_lossy();
+                if openshift_default_crd(&name) {
+                    // Module cache files are read-only; the copies must be removable.
+                    fs::write(to.join(&*name), fs::read(&path)?)?;
+                    copied += 1;
+                }
+            }
+            ensure!(
+                copied > 0,
+                "{} holds no CRDs of the Default feature set; the build recipe needs updating",
+                from.display()
+            );
+        }
+        Ok(())
+    })?;
+    Ok(format!(
+        "openshift api {} ({}): copied in {:.0?}",
+        pin.release,
+        pin.api,
+        started.elapsed()
+    ))
+}
+
+/// Whether an openshift/api CRD manifest is the one a self-managed cluster with the Default
+/// feature set serves: `…_<plural>.crd.yaml`, `…-Default.crd.yaml`,
+/// `…-SelfManagedHA[-Default].crd.yaml` — not TechPreview, DevPreview, CustomNoUpgrade, OKD or
+/// Hypershift variants.
+fn openshift_default_crd(name: &str) -> bool {
+    let Some(stem) = name.strip_suffix(".crd.yaml") else {
+        return false;
+    };
+    let last = stem.rsplit('_').next().unwrap_or(stem);
+    let variants: Vec<&str> = last.split('-').skip(1).collect();
+    matches!(
+        variants.as_slice(),
+        [] | ["Default"] | ["SelfManagedHA"] | ["SelfManagedHA", "Default"]
+    )
+}
+
 /// Upstream validators' test data, each set copied whole from its module.
 fn install_upstream_testdata(pin: &UpstreamPin, layout: &Layout) -> Result<String> {
     let mut done = Vec::new();
@@ -800,6 +894,35 @@ fn run(cmd: &mut Command) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn openshift_crds_are_those_of_a_self_managed_default_cluster() {
+        let picked: Vec<&str> = [
+            "routes.crd.yaml",
+            "00_consolelinks.crd.yaml",
+            "0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml",
+            "0000_00_cluster-version-operator_01_clusterversions-OKD.crd.yaml",
+            "0000_10_config-operator_01_apiservers-TechPreviewNoUpgrade.crd.yaml",
+            "0000_10_config-operator_01_schedulers-Hypershift.crd.yaml",
+            "0000_10_config-operator_01_schedulers-SelfManagedHA-Default.crd.yaml",
+            "0000_10_config-operator_01_infrastructures-Hypershift-CustomNoUpgrade.crd.yaml",
+            "0000_03_config-operator_01_securitycontextconstraints.crd.yaml",
+            "doc.go",
+        ]
+        .into_iter()
+        .filter(|name| openshift_default_crd(name))
+        .collect();
+        assert_eq!(
+            picked,
+            [
+                "routes.crd.yaml",
+                "00_consolelinks.crd.yaml",
+                "0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml",
+                "0000_10_config-operator_01_schedulers-SelfManagedHA-Default.crd.yaml",
+                "0000_03_config-operator_01_securitycontextconstraints.crd.yaml",
+            ]
+        );
+    }
 
     #[test]
     fn staging_modules_are_read_from_the_replace_block() {

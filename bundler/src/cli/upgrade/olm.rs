@@ -84,6 +84,13 @@ pub struct OlmArgs {
     /// as kubebuilder's projects do), which OLM can create only where that kind is served.
     #[arg(long = "cluster-crd", value_name = "FILE|NAME")]
     pub cluster_crds: Vec<PathBuf>,
+    /// The cluster the operator is installed on: `kubernetes`, or `openshift` (the OpenShift
+    /// release olmpack pins): the control plane then also serves OpenShift's own API kinds
+    /// (Route, ConsolePlugin, ConsoleLink, ConsoleYAMLSample, SecurityContextConstraints, the
+    /// config.openshift.io kinds, …), so a CSV whose nativeAPIs name them installs as it does
+    /// on OpenShift. README says what else of OpenShift is (not yet) emulated.
+    #[arg(long, value_name = "PLATFORM", default_value = "kubernetes")]
+    pub platform: olmpack::platform::Platform,
     /// Also write the results as JUnit XML to this file.
     #[arg(long)]
     pub junit: Option<PathBuf>,
@@ -139,7 +146,8 @@ pub fn run(args: OlmArgs, policy: &olmpack::input::Policy) -> CmdResult {
         return Ok(ExitCode::SUCCESS);
     }
     // What was asked is checked before the tools: a wrong name needs no control plane.
-    let cluster_crds = cluster_crds(&args.cluster_crds, &limits)?;
+    let mut cluster_crds = args.platform.cluster_crds(&limits)?;
+    cluster_crds.extend(cluster_crds_of(&args.cluster_crds, &limits)?);
     crate::cli::tools::ensure(&olmpack::tools::ARTIFACT_TOOLS)?;
     let options = RunOptions {
         webhook_command: args.webhook_command.as_deref().map(WebhookCommand::shell),
@@ -177,7 +185,7 @@ pub fn run(args: OlmArgs, policy: &olmpack::input::Policy) -> CmdResult {
 }
 
 /// The CRDs of `--cluster-crd`: each a file, or the name of a CRD olmpack knows.
-fn cluster_crds(
+fn cluster_crds_of(
     paths: &[PathBuf],
     limits: &olmpack::input::Limits,
 ) -> Result<Vec<CustomResourceDefinition>, Box<dyn std::error::Error + Send + Sync>> {
