@@ -7,8 +7,13 @@
 //!
 //! On the test control plane those kinds are served by the CRDs openshift/api generates for
 //! them (the Default feature set of a self-managed cluster, at the version `tools.toml` pins;
-//! `cargo xtask setup` copies them). Not emulated yet: what OpenShift's operators do with
-//! them (service-ca's serving certificates and CA bundles, the singletons' objects).
+//! `cargo xtask setup` copies them), and prometheus-operator's kinds (ServiceMonitor,
+//! PodMonitor, PrometheusRule), which OpenShift's monitoring stack serves, by the stand-ins
+//! of [`crate::cluster_crds`]. OpenShift's service-ca is played too
+//! ([`olmpack_envtest::service_ca`]: serving-certificate Secrets for annotated Services, CA
+//! bundles injected where annotated). Not emulated: the other operators of an OpenShift
+//! cluster (no ClusterVersion or Infrastructure object exists, only their kinds), and
+//! admission by SecurityContextConstraints.
 #![warn(missing_docs)]
 
 use std::fmt;
@@ -18,6 +23,7 @@ use std::str::FromStr;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use olmpack_envtest::binaries::{ToolData, ToolNotFound, openshift_release};
 
+use crate::cluster_crds;
 use crate::input::{self, InputError, Limits};
 use crate::upgrade::check::{CrdFileError, parse_crd_file};
 
@@ -116,9 +122,21 @@ impl Platform {
                         source,
                     }
                 })?;
-                self.crds_in(&dir, limits)
+                let mut crds = self.crds_in(&dir, limits)?;
+                let monitoring = cluster_crds::WELL_KNOWN
+                    .iter()
+                    .filter(|k| k.owner == "prometheus-operator")
+                    .filter_map(|k| cluster_crds::by_name(k.name));
+                crds.extend(monitoring);
+                Ok(crds)
             }
         }
+    }
+
+    /// Whether the platform runs OpenShift's service-ca (serving certificates and CA
+    /// bundles for annotated objects).
+    pub fn service_ca(self) -> bool {
+        self == Platform::OpenShift
     }
 
     /// Every `*.yaml` file of `dir`, each one CRD, in file-name order.

@@ -28,6 +28,7 @@ pub mod netns;
 pub mod olm;
 pub mod pki;
 pub mod process;
+pub mod service_ca;
 
 /// Installs rustls' ring provider as the process default; safe to call any number of times.
 ///

@@ -18,6 +18,7 @@ use super::{OlmError, kubelet};
 use crate::binaries::{Tool, ToolData};
 use crate::control_plane::{TestEnv, TestEnvOptions};
 use crate::process::{ChildProcess, free_port, wait_until};
+use crate::service_ca::ServiceCa;
 use olmpack_model::plan::InstallModeType;
 
 /// OLM's own `--install-plan-retry-timeout` default.
@@ -43,6 +44,9 @@ pub struct OlmEnvOptions {
     /// CRDs the cluster has before OLM installs anything (another operator's APIs that
     /// bundles ship objects of); they stay through [`OlmEnv::reset`].
     pub cluster_crds: Vec<CustomResourceDefinition>,
+    /// Plays OpenShift's service-ca ([`crate::service_ca`]): serving-certificate Secrets
+    /// for annotated Services and CA bundles injected where annotated.
+    pub service_ca: bool,
 }
 
 impl OlmEnvOptions {
@@ -52,6 +56,7 @@ impl OlmEnvOptions {
         self.webhook_command == other.webhook_command
             && self.install_plan_retry == other.install_plan_retry
             && self.cluster_crds == other.cluster_crds
+            && self.service_ca == other.service_ca
     }
 }
 
@@ -62,6 +67,7 @@ impl Default for OlmEnvOptions {
             install_mode: InstallModeType::AllNamespaces,
             install_plan_retry: OLM_INSTALL_PLAN_RETRY,
             cluster_crds: Vec::new(),
+            service_ca: false,
         }
     }
 }
@@ -71,6 +77,7 @@ pub struct OlmEnv {
     // Field order is drop order: webhook processes, then OLM, then the control plane.
     webhooks: WebhookHost,
     _kubelet: AbortOnDrop,
+    _service_ca: Option<AbortOnDrop>,
     options: OlmEnvOptions,
     /// The namespaces of the current install.
     namespaces: Namespaces,
@@ -154,6 +161,13 @@ impl OlmEnv {
         for crd in &options.cluster_crds {
             env.install_crd(crd).await?;
         }
+        let service_ca = match options.service_ca {
+            true => {
+                let ca = ServiceCa::new()?;
+                Some(AbortOnDrop(tokio::spawn(ca.run(client.clone()))))
+            }
+            false => None,
+        };
         let baseline = Baseline::take(&client, &namespaces).await?;
 
         let webhooks = WebhookHost::start(
@@ -166,6 +180,7 @@ impl OlmEnv {
         Ok(Self {
             webhooks,
             _kubelet: kubelet,
+            _service_ca: service_ca,
             options,
             namespaces,
             baseline,

@@ -88,6 +88,8 @@ pub enum OlmError {
     },
     #[error("{what} after {waited:?}")]
     Timeout { what: String, waited: Duration },
+    #[error("failed to make the service CA of the OpenShift emulation")]
+    ServiceCa(#[from] crate::pki::PkiError),
 }
 
 impl OlmError {

@@ -8,15 +8,17 @@
 use std::collections::BTreeSet;
 use std::time::Instant;
 
+use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
-use kube::api::Api;
+use kube::api::{Api, ListParams};
 use serde_json::Value;
 
 use super::install::{Outcome, POLL, Timeouts};
 use super::resources::{self, Csv, InstallPlan, InstallPlanStatus, RequirementStatus};
 use super::{OlmEnv, OlmError, kubelet};
 use crate::control_plane::crd_condition_true;
+use crate::service_ca;
 
 /// What one look at the step showed.
 struct Look {
@@ -90,6 +92,9 @@ struct Still {
 struct Blocks {
     pods: Vec<String>,
     requirements: Vec<String>,
+    /// What another platform would have made for the refused pods (see
+    /// [`OlmEnv::made_elsewhere`]).
+    made_elsewhere: Vec<String>,
 }
 
 impl Blocks {
@@ -151,8 +156,10 @@ impl OlmEnv {
             } else {
                 stable_since = None;
                 // What blocks the step, read only while it is not done.
+                let pods = kubelet::complaints(&self.client(), self.operator_namespace()).await;
                 let blocks = Blocks {
-                    pods: kubelet::complaints(&self.client(), self.operator_namespace()).await,
+                    made_elsewhere: self.made_elsewhere(&pods).await?,
+                    pods,
                     requirements: self.held(&look.unmet).await?,
                 };
                 let still = stillness.note(&look, blocks.clone(), now);
@@ -227,6 +234,9 @@ impl OlmEnv {
                         r.name, r.status, r.message
                     ));
                 }
+                (_, "NotPresent") if r.message == NATIVE_API_MISSING => {
+                    held.push(native_api_missing(r));
+                }
                 ("CustomResourceDefinition", "PresentNotAvailable") => {
                     let action = format!("read CustomResourceDefinition {}", r.name);
                     let crd = self.call(action, || crds.get_opt(&r.name)).await?;
@@ -238,6 +248,42 @@ impl OlmEnv {
             }
         }
         Ok(held)
+    }
+
+    /// The Secrets the refused `pods` lack that OpenShift's service-ca would make: each
+    /// named by a Service of the operator namespace annotated for a serving certificate.
+    async fn made_elsewhere(&self, pods: &[String]) -> Result<Vec<String>, OlmError> {
+        if pods.is_empty() || self.options().service_ca {
+            return Ok(Vec::new());
+        }
+        let services: Api<Service> = Api::namespaced(self.client(), self.operator_namespace());
+        let action = "list the Services of the operator namespace";
+        let list = self
+            .call(action.to_owned(), || {
+                let services = services.clone();
+                async move { services.list(&ListParams::default()).await }
+            })
+            .await?;
+        let mut out = Vec::new();
+        for service in list {
+            let Some((secret, _)) = service_ca::serving_secret_of(&service.metadata) else {
+                continue;
+            };
+            let missing = format!("secret \"{secret}\" not found");
+            if pods.iter().any(|p| p.contains(&missing)) {
+                let annotations = service.metadata.annotations.unwrap_or_default();
+                let key = service_ca::SERVING_CERT_SECRET
+                    .into_iter()
+                    .find(|k| annotations.contains_key(*k))
+                    .unwrap_or_default();
+                let name = service.metadata.name.unwrap_or_default();
+                out.push(format!(
+                    "Secret {secret} is made by OpenShift's service-ca for Service {name} \
+                     (annotated {key}): run with --platform openshift"
+                ));
+            }
+        }
+        Ok(out)
     }
 
     /// Every CRD a `ConversionWebhook` definition of the CSV names whose `spec.conversion`
@@ -333,6 +379,26 @@ impl OlmEnv {
     }
 }
 
+/// OLM's message for a `nativeAPIs` entry the apiserver does not serve (OLM v0's
+/// requirements check); nothing on the test control plane will start serving it mid-step.
+const NATIVE_API_MISSING: &str = "Native API does not exist";
+
+/// A native API the apiserver does not serve, and who would serve it: an
+/// `*.openshift.io` group is OpenShift's own (`--platform openshift`); any other kind
+/// comes from a CRD the cluster would have installed (`--cluster-crd`).
+fn native_api_missing(r: &RequirementStatus) -> String {
+    let api = match r.group.as_str() {
+        "" => format!("{} {}", r.kind, r.version),
+        group => format!("{} {group}/{}", r.kind, r.version),
+    };
+    let who = if r.group == "openshift.io" || r.group.ends_with(".openshift.io") {
+        "OpenShift serves it: run with --platform openshift"
+    } else {
+        "give the test control plane its CRD with --cluster-crd"
+    };
+    format!("native API {api} is not served ({NATIVE_API_MISSING}; {who})")
+}
+
 /// The outcome of a step that stood still for [`Timeouts::stuck`] with pods refused or a
 /// requirement nothing meets: OLM waits for what cannot happen here.
 fn stuck(csv_name: &str, look: Look, blocks: Blocks, timeouts: Timeouts) -> Outcome {
@@ -343,10 +409,16 @@ fn stuck(csv_name: &str, look: Look, blocks: Blocks, timeouts: Timeouts) -> Outc
              OLM waited for requirements nothing on the test control plane meets: {})",
             blocks.requirements.join("; ")
         )
-    } else {
+    } else if blocks.made_elsewhere.is_empty() {
         format!(
             "ClusterServiceVersion {csv_name} (stuck: nothing changed for {seconds:.0} s while \
              pods were refused; on the test control plane nothing creates what they lack)"
+        )
+    } else {
+        format!(
+            "ClusterServiceVersion {csv_name} (stuck: nothing changed for {seconds:.0} s while \
+             pods were refused: {})",
+            blocks.made_elsewhere.join("; ")
         )
     };
     Outcome::TimedOut {
@@ -512,7 +584,7 @@ mod tests {
     fn pods(refusals: Vec<String>) -> Blocks {
         Blocks {
             pods: refusals,
-            requirements: Vec::new(),
+            ..Blocks::default()
         }
     }
 
@@ -578,8 +650,8 @@ mod tests {
         let t0 = Instant::now();
         let at = |s: u64| t0 + Duration::from_secs(s);
         let held = |what: &str| Blocks {
-            pods: Vec::new(),
             requirements: vec![what.to_owned()],
+            ..Blocks::default()
         };
         let crd = "CustomResourceDefinition a.example.com: the apiserver has not established it";
         let mut still = Stillness::default();
@@ -646,11 +718,11 @@ mod tests {
     #[test]
     fn a_stuck_step_says_what_blocked_it() {
         let held = Blocks {
-            pods: Vec::new(),
             requirements: vec![
                 "ClusterServiceVersion x.v1: PresentNotSatisfied (CSV version parsing error)"
                     .into(),
             ],
+            ..Blocks::default()
         };
         let (waiting_for, pods) = stuck_on(held);
         assert_eq!(
@@ -666,6 +738,47 @@ mod tests {
             "{waiting_for}"
         );
         assert_eq!(pods, ["op-1: FailedMount: secret \"certs\" not found"]);
+        let elsewhere = Blocks {
+            made_elsewhere: vec!["Secret certs is made by OpenShift's service-ca".into()],
+            ..pods_blocked()
+        };
+        let (waiting_for, _) = stuck_on(elsewhere);
+        assert!(
+            waiting_for.ends_with(
+                "while pods were refused: Secret certs is made by OpenShift's service-ca)"
+            ),
+            "{waiting_for}"
+        );
+    }
+
+    #[test]
+    fn a_missing_native_api_names_who_serves_it() {
+        let native = |group: &str, version: &str, kind: &str| RequirementStatus {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+            name: format!("{version}.{group}"),
+            status: "NotPresent".into(),
+            message: NATIVE_API_MISSING.into(),
+            ..RequirementStatus::default()
+        };
+        let cases = [
+            (
+                native("route.openshift.io", "v1", "Route"),
+                "native API Route route.openshift.io/v1 is not served (Native API does not exist; OpenShift serves it: run with --platform openshift)",
+            ),
+            (
+                native("monitoring.coreos.com", "v1", "ServiceMonitor"),
+                "native API ServiceMonitor monitoring.coreos.com/v1 is not served (Native API does not exist; give the test control plane its CRD with --cluster-crd)",
+            ),
+            (
+                native("", "v1", "Widget"),
+                "native API Widget v1 is not served (Native API does not exist; give the test control plane its CRD with --cluster-crd)",
+            ),
+        ];
+        for (requirement, said) in cases {
+            assert_eq!(native_api_missing(&requirement), said);
+        }
     }
 
     fn pods_blocked() -> Blocks {

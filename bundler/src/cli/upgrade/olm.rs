@@ -87,8 +87,10 @@ pub struct OlmArgs {
     /// The cluster the operator is installed on: `kubernetes`, or `openshift` (the OpenShift
     /// release olmpack pins): the control plane then also serves OpenShift's own API kinds
     /// (Route, ConsolePlugin, ConsoleLink, ConsoleYAMLSample, SecurityContextConstraints, the
-    /// config.openshift.io kinds, …), so a CSV whose nativeAPIs name them installs as it does
-    /// on OpenShift. README says what else of OpenShift is (not yet) emulated.
+    /// config.openshift.io kinds, …) and prometheus-operator's ServiceMonitor, PodMonitor and
+    /// PrometheusRule, so a CSV whose nativeAPIs name them installs as it does on OpenShift;
+    /// and service-ca makes serving-certificate Secrets for annotated Services and injects its
+    /// CA where annotated. README says what is not emulated.
     #[arg(long, value_name = "PLATFORM", default_value = "kubernetes")]
     pub platform: olmpack::platform::Platform,
     /// Also write the results as JUnit XML to this file.
@@ -160,6 +162,7 @@ pub fn run(args: OlmArgs, policy: &olmpack::input::Policy) -> CmdResult {
         jobs: args.jobs,
         envs: (!args.fresh_env_per_case).then(olm::EnvPool::default),
         cluster_crds,
+        service_ca: args.platform.service_ca(),
         steps: if args.quiet {
             StepLog::silent()
         } else {

@@ -173,6 +173,9 @@ pub struct RunOptions {
     /// them (e.g. prometheus-operator's, for a bundle that ships a ServiceMonitor: OLM
     /// cannot create an object whose kind the cluster does not serve).
     pub cluster_crds: Vec<CustomResourceDefinition>,
+    /// Plays OpenShift's service-ca on the control plane (`--platform openshift`; see
+    /// [`olmpack_envtest::service_ca`]).
+    pub service_ca: bool,
     /// Told each step of each case as it happens (the CLI prints them on stderr).
     pub steps: StepLog,
     /// How much of the catalog is read at most (the command line's `--max-*` flags).
@@ -187,6 +190,7 @@ impl Default for RunOptions {
             jobs: 1,
             envs: None,
             cluster_crds: Vec::new(),
+            service_ca: false,
             steps: StepLog::silent(),
             limits: crate::input::Limits::default(),
         }
@@ -397,6 +401,7 @@ async fn env_for(
         install_mode: case.install_mode,
         install_plan_retry: options.timeouts.install_plan_retry,
         cluster_crds: options.cluster_crds.clone(),
+        service_ca: options.service_ca,
     };
     if let Some(mut env) = options.envs.as_ref().and_then(|pool| pool.take(&wanted)) {
         match env.reset(case.install_mode).await {
