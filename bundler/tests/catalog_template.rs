@@ -176,8 +176,7 @@ async fn templates_render_like_opm() {
             .unwrap(),
         )
         .unwrap();
-        let (report, _) =
-            olmpack::catalog::validate::validate_dir(&cat, Default::default()).unwrap();
+        let report = olmpack::catalog::validate::validate_dir(&cat, Default::default()).unwrap();
         assert!(
             !report.has_errors(),
             "{}",
