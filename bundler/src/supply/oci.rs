@@ -74,6 +74,17 @@ impl Repo {
         )
     }
 
+    /// Whether the registry has blob `digest` in this repository (a HEAD request).
+    pub async fn has_blob(&self, digest: &str) -> Result<bool, RepoError> {
+        let target = self.at_digest(digest);
+        Ok(self
+            .client
+            .with_retries(format!("checking blob {digest}"), || async {
+                self.client.client.blob_exists(&target, digest).await
+            })
+            .await?)
+    }
+
     /// Uploads `bytes` unless the registry has them; returns their descriptor.
     pub async fn ensure_blob(
         &self,
@@ -82,13 +93,7 @@ impl Repo {
     ) -> Result<Descriptor, RepoError> {
         let digest = sha256_digest(bytes);
         let target = self.at_digest(&digest);
-        let exists = || async {
-            self.client
-                .with_retries(format!("checking blob {digest}"), || async {
-                    self.client.client.blob_exists(&target, &digest).await
-                })
-                .await
-        };
+        let exists = || self.has_blob(&digest);
         if !exists().await? {
             let data = bytes::Bytes::copy_from_slice(bytes);
             self.client
