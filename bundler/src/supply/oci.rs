@@ -79,9 +79,10 @@ impl Repo {
         let target = self.at_digest(digest);
         Ok(self
             .client
-            .with_retries(format!("checking blob {digest}"), || async {
-                self.client.client.blob_exists(&target, digest).await
-            })
+            .with_retries(
+                format!("checking blob {}@{digest}", self.name()),
+                || async { self.client.client.blob_exists(&target, digest).await },
+            )
             .await?)
     }
 
@@ -97,12 +98,15 @@ impl Repo {
         if !exists().await? {
             let data = bytes::Bytes::copy_from_slice(bytes);
             self.client
-                .with_retries(format!("uploading blob {digest}"), || async {
-                    self.client
-                        .client
-                        .push_blob(&target, data.clone(), &digest)
-                        .await
-                })
+                .with_retries(
+                    format!("uploading blob {}@{digest}", self.name()),
+                    || async {
+                        self.client
+                            .client
+                            .push_blob(&target, data.clone(), &digest)
+                            .await
+                    },
+                )
                 .await?;
             if !exists().await? {
                 return Err(RepoError::BlobMissing {
@@ -167,9 +171,10 @@ impl Repo {
         let reference = self.at_digest(subject);
         let index = self
             .client
-            .with_retries(format!("listing the referrers of {subject}"), || async {
-                self.client.client.pull_referrers(&reference, None).await
-            })
+            .with_retries(
+                format!("listing the referrers of {}@{subject}", self.name()),
+                || async { self.client.client.pull_referrers(&reference, None).await },
+            )
             .await?;
         Ok(index.manifests.into_iter().map(|m| m.digest).collect())
     }
