@@ -105,3 +105,47 @@ fn cli_graph_and_upgrade_paths() {
     assert_eq!(first["v0"][0]["to"], "pkg.v1.1.0");
     assert_eq!(first["v0"][0]["via"], "replaces");
 }
+
+/// `catalog graph` draws one package at a time and writes each out as it goes (issue 44:
+/// memory bounded by the largest package): the text is the whole model's drawing, ids that
+/// collide across packages (`a-b`, `a_b`) or that mermaid reserves (`end`) still numbered
+/// apart; `--package` draws one.
+#[test]
+fn cli_graph_of_many_packages_is_the_whole_drawing() {
+    let bin = env!("CARGO_BIN_EXE_olmpack");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/catalog/many-packages");
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(bin)
+            .args(["catalog", "graph"])
+            .args(args)
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let m = model("many-packages");
+    let mermaid = run(&[]);
+    assert_eq!(mermaid, draw(&m, None, GraphFormat::Mermaid));
+    let subgraphs: Vec<&str> = mermaid
+        .lines()
+        .filter(|l| l.starts_with("  subgraph"))
+        .collect();
+    assert_eq!(
+        subgraphs,
+        [
+            "  subgraph a_b[\"a-b\"]",
+            "  subgraph a_b_2[\"a_b\"]",
+            "  subgraph end_2[\"end\"]"
+        ]
+    );
+    assert_eq!(run(&["--format", "dot"]), draw(&m, None, GraphFormat::Dot));
+    assert_eq!(
+        run(&["--package", "a_b"]),
+        draw(&m, Some("a_b"), GraphFormat::Mermaid)
+    );
+}

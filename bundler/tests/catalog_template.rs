@@ -176,8 +176,7 @@ async fn templates_render_like_opm() {
             .unwrap(),
         )
         .unwrap();
-        let (report, _) =
-            olmpack::catalog::validate::validate_dir(&cat, Default::default()).unwrap();
+        let report = olmpack::catalog::validate::validate_dir(&cat, Default::default()).unwrap();
         assert!(
             !report.has_errors(),
             "{}",
@@ -186,27 +185,223 @@ async fn templates_render_like_opm() {
     }
 }
 
+/// A bundle image no registry serves: opm gets as far as pulling it only when it has read
+/// the template.
+const IMG: &str = "localhost:1/none/bundle:v1";
+
+/// Semver templates opm refuses while reading them (before pulling any bundle), with
+/// olmpack's message for each.
+fn refused_semver_templates() -> Vec<(&'static str, String, String)> {
+    let entry = format!("stable:\n  bundles:\n  - image: {IMG}\n");
+    let known = "a semver template has only schema, generateMajorChannels, generateMinorChannels, defaultChannelTypePreference, candidate, fast, stable";
+    vec![
+        (
+            "top-level key given twice",
+            format!("schema: olm.semver\nschema: olm.semver\n{entry}"),
+            "olm.semver template: line 2 column 1: duplicate key schema: each key may appear only once in a mapping; opm refuses it".to_owned(),
+        ),
+        (
+            "archetype given twice",
+            format!("schema: olm.semver\n{entry}{entry}"),
+            "olm.semver template: line 5 column 1: duplicate key stable: each key may appear only once in a mapping; opm refuses it".to_owned(),
+        ),
+        (
+            "bundles given twice",
+            format!("schema: olm.semver\nstable:\n  bundles: []\n  bundles:\n  - image: {IMG}\n"),
+            "olm.semver template: line 4 column 3: duplicate key bundles: each key may appear only once in a mapping; opm refuses it".to_owned(),
+        ),
+        (
+            "image given twice",
+            format!("schema: olm.semver\n{entry}    image: {IMG}\n"),
+            "olm.semver template: line 5 column 5: duplicate key image: each key may appear only once in a mapping; opm refuses it".to_owned(),
+        ),
+        (
+            "key given twice in JSON",
+            format!("{{\"schema\":\"olm.semver\",\"schema\":\"olm.semver\",\"stable\":{{\"bundles\":[{{\"image\":\"{IMG}\"}}]}}}}\n"),
+            "olm.semver template: line 1 column 24: duplicate key schema: each key may appear only once in a mapping; opm refuses it".to_owned(),
+        ),
+        (
+            "unknown top-level field",
+            format!("schema: olm.semver\navoidSkipPatch: true\n{entry}"),
+            format!("olm.semver template: avoidSkipPatch: unknown field: {known}; opm refuses it"),
+        ),
+        (
+            "unknown field in an archetype",
+            format!("schema: olm.semver\nstable:\n  channel: x\n  bundles:\n  - image: {IMG}\n"),
+            "olm.semver template: stable.channel: unknown field: an archetype has only bundles; opm refuses it".to_owned(),
+        ),
+        (
+            "unknown field in a bundle entry",
+            format!("schema: olm.semver\n{entry}    name: b.v1\n"),
+            "olm.semver template: stable.bundles[0].name: unknown field: a bundle entry has only image; opm refuses it".to_owned(),
+        ),
+        (
+            "flag given as a string",
+            format!("schema: olm.semver\ngenerateMajorChannels: \"true\"\n{entry}"),
+            "olm.semver template: generateMajorChannels: must be true or false, not the string \"true\"; opm refuses it".to_owned(),
+        ),
+        (
+            "flag given as a number",
+            format!("schema: olm.semver\nGenerateMinorChannels: 1\n{entry}"),
+            "olm.semver template: GenerateMinorChannels: must be true or false, not the number 1; opm refuses it".to_owned(),
+        ),
+        (
+            "bundles given as a string",
+            format!("schema: olm.semver\nstable:\n  bundles: {IMG}\n"),
+            format!("olm.semver template: stable.bundles: must be a list of bundle entries (- image: ...), not the string \"{IMG}\"; opm refuses it"),
+        ),
+        (
+            "archetype given as a list",
+            format!("schema: olm.semver\nstable:\n- image: {IMG}\n"),
+            "olm.semver template: stable: must be a mapping with a bundles list, not a list; opm refuses it".to_owned(),
+        ),
+        (
+            "bundle entry given as a string",
+            format!("schema: olm.semver\nstable:\n  bundles:\n  - {IMG}\n"),
+            format!("olm.semver template: stable.bundles[0]: must be a mapping with an image, not the string \"{IMG}\"; opm refuses it"),
+        ),
+        (
+            "unknown channel type preference",
+            format!("schema: olm.semver\ndefaultChannelTypePreference: Minor\n{entry}"),
+            "olm.semver template: defaultChannelTypePreference: must be \"major\" or \"minor\", not \"Minor\"; opm refuses it".to_owned(),
+        ),
+        (
+            "preference for channels not generated",
+            format!("schema: olm.semver\ngenerateMajorChannels: true\ndefaultChannelTypePreference: minor\n{entry}"),
+            "olm.semver template: defaultChannelTypePreference: is \"minor\", but minor-version channels are not generated (generateMinorChannels is not true); opm refuses it".to_owned(),
+        ),
+        (
+            "a JSON escape YAML does not know",
+            "{\"schema\":\"olm.semver\",\"stable\":{\"bundles\":[{\"image\":\"r.io\\/b:v1\"}]}}\n".to_owned(),
+            "olm.semver template: line 1: \\/ is a JSON escape that YAML, as Go reads it, does not know; opm refuses it".to_owned(),
+        ),
+        (
+            "a field name that folds to one only in Unicode's full case mapping",
+            format!("schema: olm.semver\ngenerateM\u{131}norChannels: true\n{entry}"),
+            format!("olm.semver template: generateM\u{131}norChannels: unknown field: {known}; opm refuses it"),
+        ),
+        (
+            "empty first document",
+            format!("---\n---\nschema: olm.semver\n{entry}"),
+            "the template's first YAML document is empty (another follows it); opm reads only the first document, and refuses the template".to_owned(),
+        ),
+    ]
+}
+
+/// Semver templates opm reads (it goes on to pull the bundle), olmpack too (it goes on to
+/// look the bundle up).
+fn accepted_semver_templates() -> Vec<(&'static str, String)> {
+    let entry = format!("stable:\n  bundles:\n  - image: {IMG}\n");
+    vec![
+        (
+            "null flag",
+            format!("schema: olm.semver\ngenerateMajorChannels: null\n{entry}"),
+        ),
+        (
+            "capitalised keys",
+            format!(
+                "Schema: olm.semver\nGenerateMajorChannels: true\nDefaultChannelTypePreference: major\nStable:\n  Bundles:\n  - Image: {IMG}\n"
+            ),
+        ),
+        (
+            "long s for s",
+            format!("schema: olm.semver\n\u{17f}table:\n  bundles:\n  - image: {IMG}\n"),
+        ),
+        (
+            "a second document, not even YAML",
+            format!("schema: olm.semver\n{entry}---\nfoo: [\n"),
+        ),
+        (
+            "a second JSON value",
+            format!(
+                "{{\"schema\":\"olm.semver\",\"stable\":{{\"bundles\":[{{\"image\":\"{IMG}\"}}]}}}}\n{{\"foo\": 1}}\n"
+            ),
+        ),
+        (
+            "YAML 1.1 boolean",
+            format!(
+                "schema: olm.semver\ngenerateMajorChannels: yes\ndefaultChannelTypePreference: major\n{entry}"
+            ),
+        ),
+        (
+            "null archetype",
+            format!("schema: olm.semver\ncandidate: null\n{entry}"),
+        ),
+        (
+            "schema under two spellings",
+            format!("schema: olm.semver\nSchema: other\n{entry}"),
+        ),
+    ]
+}
+
 #[test]
-fn semver_template_rejects_what_opm_rejects() {
+fn semver_template_refuses_what_opm_refuses_in_our_words() {
     let resolver = DirResolver::default();
-    let err = template::expand_any(
-        "schema: olm.semver\navoidSkipPatch: true\nstable: {bundles: []}\n",
-        &resolver,
-    )
-    .unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "unknown field \"avoidSkipPatch\" in olm.semver template"
-    );
-    let err = template::expand_any(
-        "schema: olm.semver\ngenerateMajorChannels: true\ndefaultChannelTypePreference: minor\n",
-        &resolver,
-    )
-    .unwrap_err();
-    assert!(
-        err.to_string()
-            .contains("DefaultChannelTypePreference set to 'minor'")
-    );
+    let mut wrong = Vec::new();
+    for (name, text, want) in refused_semver_templates() {
+        match template::expand_any(&text, &resolver) {
+            Ok(_) => wrong.push(format!("{name}: accepted")),
+            Err(e) if e.to_string() != want => {
+                wrong.push(format!("{name}:\n  got  {e}\n  want {want}"));
+            }
+            Err(_) => {}
+        }
+    }
+    for (name, text) in accepted_semver_templates() {
+        match template::expand_any(&text, &resolver) {
+            Err(template::TemplateError::Resolve { image, .. }) if image == IMG => {}
+            other => wrong.push(format!("{name}: not read up to the bundle: {other:?}")),
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The same templates given to opm: each refusal is a reading error (opm never gets to pull
+/// a bundle), and each accepted template gets as far as pulling its bundle.
+#[test]
+fn semver_template_verdicts_are_opms() {
+    let opm = match Tool::Opm.path() {
+        Ok(opm) => opm,
+        Err(e) => {
+            eprintln!("NOT RUN: semver_template_verdicts_are_opms needs opm: {e}");
+            return;
+        }
+    };
+    let work = tempfile::tempdir().unwrap();
+    let run = |text: &str| {
+        let file = work.path().join("t.yaml");
+        std::fs::write(&file, text).unwrap();
+        let out = Command::new(&opm)
+            .args(["alpha", "render-template", "semver"])
+            .arg(&file)
+            .args(["-o", "json", "--use-http"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "opm rendered:\n{text}");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        stderr.lines().next().unwrap_or("").to_owned()
+    };
+    let mut wrong = Vec::new();
+    for (name, text, _) in refused_semver_templates() {
+        let error = run(&text);
+        if error.contains("render reference") || !error.contains("unable to read file") {
+            wrong.push(format!(
+                "{name}: opm did not refuse it while reading: {error}"
+            ));
+        }
+    }
+    for (name, text) in accepted_semver_templates() {
+        let error = run(&text);
+        if !error.contains(&format!("render reference \"{IMG}\"")) {
+            wrong.push(format!("{name}: opm refused it while reading: {error}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn basic_template_rejects_what_opm_rejects() {
+    let resolver = DirResolver::default();
     let err = template::expand_any(
         "schema: olm.template.basic\nentries:\n- schema: olm.bundle\n  image: x\n  package: p\n",
         &resolver,

@@ -9,6 +9,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use olmpack::catalog::load::load_dir;
+use olmpack::catalog::model::Model;
 use olmpack::catalog::validate::{ValidateOptions, validate_dir};
 use olmpack_model::report::Severity;
 
@@ -334,8 +336,8 @@ fn corpus_findings_are_exact() {
     assert!(CORPUS.len() >= 30);
     for (name, rule, message, strict_only) in CORPUS {
         let path = dir.join(name);
-        let (default, _) = validate_dir(&path, ValidateOptions::default()).unwrap();
-        let (strict, _) = validate_dir(
+        let default = validate_dir(&path, ValidateOptions::default()).unwrap();
+        let strict = validate_dir(
             &path,
             ValidateOptions {
                 strict: true,
@@ -394,7 +396,7 @@ fn opm_and_olmpack_agree_on_pass_fail() {
             .unwrap()
             .status
             .success();
-        let (report, _) = validate_dir(&path, ValidateOptions::default()).unwrap();
+        let report = validate_dir(&path, ValidateOptions::default()).unwrap();
         let ours_ok = !report.has_errors();
         if opm_ok {
             counts.0 += 1;
@@ -470,7 +472,6 @@ fn the_cli_exit_codes_and_formats() {
 
 #[test]
 fn lean_loading_validates_exactly_like_full_loading() {
-    use olmpack::catalog::load::load_dir;
     use olmpack::catalog::validate::validate_loaded;
     for path in catalogs() {
         for strict in [false, true] {
@@ -479,9 +480,9 @@ fn lean_loading_validates_exactly_like_full_loading() {
                 upgrade_paths: true,
                 ..Default::default()
             };
-            let (lean, _) = validate_dir(&path, options).unwrap();
+            let lean = validate_dir(&path, options).unwrap();
             let full = load_dir(&path).unwrap();
-            let (full, _) = validate_loaded(&path.display().to_string(), full, options);
+            let full = validate_loaded(&path.display().to_string(), full, options);
             assert_eq!(lean, full, "{}", path.display());
         }
     }
@@ -494,7 +495,7 @@ fn lean_loading_validates_exactly_like_full_loading() {
 #[test]
 fn duplicate_keys_are_read_as_opm_reads_them() {
     let path = fixtures().join("valid/duplicate-keys");
-    let (report, model) = validate_dir(&path, ValidateOptions::default()).unwrap();
+    let report = validate_dir(&path, ValidateOptions::default()).unwrap();
     assert!(!report.has_errors(), "{:#?}", report.findings);
     let lenient: Vec<(&str, Severity)> = report
         .findings
@@ -523,6 +524,7 @@ fn duplicate_keys_are_read_as_opm_reads_them() {
             ),
         ]
     );
+    let model = Model::from_config(load_dir(&path).unwrap().config).0;
     assert_eq!(model.packages["pkg"].default_channel, "stable");
 
     let opm = olmpack_envtest::binaries::Tool::Opm
@@ -637,7 +639,7 @@ fn pruned_versions_are_counted_past_the_listed_ones() {
             text.push_str(&format!("{{\"schema\":\"olm.bundle\",\"package\":\"p\",\"name\":\"p.v{v}\",\"image\":\"quay.io/p/b:v{v}\",\"properties\":[{{\"type\":\"olm.package\",\"value\":{{\"packageName\":\"p\",\"version\":\"{v}\"}}}}]}}\n"));
         }
         std::fs::write(dir.path().join("catalog.json"), text).unwrap();
-        let (report, _) = validate_dir(dir.path(), ValidateOptions::default()).unwrap();
+        let report = validate_dir(dir.path(), ValidateOptions::default()).unwrap();
         let found: Vec<&str> = report
             .findings
             .iter()
@@ -649,4 +651,69 @@ fn pruned_versions_are_counted_past_the_listed_ones() {
         );
         assert_eq!(found, [expected.as_str()], "{range}");
     }
+}
+
+/// A catalog is built and checked one package at a time (issue 44: memory bounded by the
+/// largest package): packages come in name order, each with its own findings only, objects of
+/// no or an unknown package in their own groups; and the report is the same, finding for
+/// finding, as a model of the whole catalog gives (deprecation items keep their place among
+/// all the catalog's `olm.deprecations` blobs).
+#[test]
+fn packages_are_built_and_checked_one_at_a_time() {
+    use olmpack::catalog::model::for_each_package;
+    let path = fixtures().join("many-packages");
+    let mut seen = Vec::new();
+    for_each_package(load_dir(&path).unwrap().config, |pkg, findings| {
+        let name = pkg.map(|p| p.name);
+        let objects: Vec<String> = findings.into_iter().filter_map(|f| f.object).collect();
+        seen.push((name, objects));
+    });
+    let expected: [(Option<&str>, &[&str]); 6] = [
+        (
+            None,
+            &[
+                "olm.package/",
+                "orphan",
+                "olm.deprecations/",
+                "olm.deprecations/",
+            ],
+        ),
+        (Some("a-b"), &["a-b", "a-b", "olm.deprecations/a-b", "a-b"]),
+        (Some("a_b"), &["a_b", "olm.deprecations/a_b"]),
+        (Some("end"), &[]),
+        (None, &["ghost/c"]),
+        (None, &["zzz/z"]),
+    ];
+    let expected: Vec<(Option<String>, Vec<String>)> = expected
+        .iter()
+        .map(|(name, objects)| {
+            let objects = objects.iter().map(|o| (*o).to_owned()).collect();
+            (name.map(str::to_owned), objects)
+        })
+        .collect();
+    assert_eq!(seen, expected);
+    let report = validate_dir(&path, ValidateOptions::default()).unwrap();
+    let lines: Vec<String> = report
+        .format(Default::default())
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "error[catalog/deprecation-message] a/one.yaml: a-b: invalid package \"a-b\": invalid deprecation: message must be set",
+            "error[catalog/entry-without-bundle] a/one.yaml: a-b: no olm.bundle blobs found in package \"a-b\" for olm.channel entries [x.v1.1.0]",
+            "error[catalog/unknown-package] a/one.yaml: ghost/c: unknown package \"ghost\" for channel \"c\"",
+            "error[catalog/deprecation-no-package] a/one.yaml: olm.deprecations/: package name must be set for deprecation item 0",
+            "error[catalog/deprecation-unknown-bundle] a/one.yaml: olm.deprecations/a_b: entries[0]: cannot deprecate bundle \"nope\" for package \"a_b\": bundle not found",
+            "error[catalog/package-no-name] a/one.yaml: olm.package/: config contains package with no name",
+            "error[catalog/duplicate-package] b/two.json: a-b: duplicate package \"a-b\"",
+            "error[catalog/invalid-package-name] b/two.json: a_b: invalid package name \"a_b\": [a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')]",
+            "error[catalog/deprecation-no-package] b/two.json: olm.deprecations/: package name must be set for deprecation item 2",
+            "error[catalog/duplicate-deprecations] b/two.json: olm.deprecations/a-b: expected a maximum of one deprecation per package: \"a-b\"",
+            "error[catalog/bundle-no-package] b/two.json: orphan: package name must be set for bundle \"orphan\"",
+            "error[catalog/unknown-package] b/two.json: zzz/z: unknown package \"zzz\" for bundle \"z\"",
+            &format!("{}: 12 error(s), 0 warning(s), 0 info", path.display()),
+        ]
+    );
 }

@@ -3,6 +3,9 @@
 //! exact message, which names the file or plan field and says who refuses, in olmpack's words.
 
 mod hostile_support;
+#[path = "image_support/proxy.rs"]
+mod proxy;
+mod release_support;
 
 use std::path::Path;
 
@@ -169,7 +172,7 @@ const ROWS: &[Row] = &[
         setup: bom_semver_template_with_an_escaped_slash,
         args: &["catalog", "template", "t.json"],
         code: 1,
-        message: BOM_TEMPLATE,
+        message: "error: t.json: olm.semver template: line 1: \\/ is a JSON escape that YAML, as Go reads it, does not know; opm refuses it\n",
     },
     Row {
         name: "a basic template behind a byte-order mark that YAML reads as JSON does",
@@ -404,4 +407,71 @@ fn hostile_log_lines_into_a_file_carry_no_colour_codes() {
         "colour codes:\n{}",
         out.stderr
     );
+}
+
+/// `release --push`'s SBOM step against a registry whose referrers index (the tag-schema
+/// fallback, `sha256-<hex>`) comes with a `Docker-Content-Digest` that is not its digest: the
+/// failure is in our words (never the library's "Digest error"), names the image whose
+/// referrers were read and both digests, and exits 2 (the registry failed).
+#[tokio::test(flavor = "multi_thread")]
+async fn hostile_registry_digest_lie_in_release_sbom_step_names_the_image() {
+    use olmpack_envtest::binaries::Tool;
+    use olmpack_testkit::registry::{Registry, RegistryAuth};
+    use proxy::{EMPTY_INDEX, Fault, FaultProxy, LYING_DIGEST, Rule};
+    if let Err(err) = Tool::Registry.path() {
+        assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "{err}");
+        eprintln!("NOT RUN: {err}");
+        return;
+    }
+    let registry = Registry::start(RegistryAuth::Anonymous).await.unwrap();
+    let rule: std::sync::Arc<Rule> = std::sync::Arc::new(|_, method, path| {
+        match method == "GET" && path.contains("/manifests/sha256-") {
+            true => Fault::LyingIndex,
+            false => Fault::Pass,
+        }
+    });
+    let proxy = FaultProxy::start(registry.host(), rule).await;
+    let host = proxy.host();
+    let work = temp();
+    let d = work.path().to_path_buf();
+    let out = tokio::task::spawn_blocking(move || {
+        let plan = release_support::example_project(&d.join("project"));
+        let binary = release_support::operator_binary(&d);
+        let (plan, binary) = (plan.display().to_string(), binary.display().to_string());
+        let target = format!("{host}/acme");
+        let args = [
+            "release",
+            "--push",
+            "--attempts",
+            "2",
+            "--plan",
+            &plan,
+            "--out",
+            "out",
+            "--binary",
+            &binary,
+            "--registry",
+            &target,
+        ];
+        run_with(&d, &args, std::time::Duration::from_secs(300))
+    })
+    .await
+    .unwrap();
+    out.expect(2, "a lying referrers index").in_our_words();
+    // The last request lied to is the one the SBOM step failed on.
+    let lied = (proxy.log.lock().unwrap().iter())
+        .rfind(|(_, _, f)| *f == Fault::LyingIndex)
+        .map(|(_, p, _)| p.clone());
+    let lied = lied.expect("the SBOM step read the referrers index");
+    let (repo, tag) = lied
+        .trim_start_matches("/v2/")
+        .split_once("/manifests/")
+        .unwrap();
+    let subject = tag.replacen("sha256-", "sha256:", 1);
+    let actual = olmpack::image::digest::sha256_digest(EMPTY_INDEX.as_bytes());
+    let host = proxy.host();
+    out.says(&format!(
+        "error: release step \"sbom\" failed\n  caused by: listing the referrers of {host}/{repo}@{subject} failed after 1 attempt(s): http://{host}: what it sent has the digest {actual}, not {LYING_DIGEST}\n"
+    ));
+    assert!(!out.all().contains("Digest error"), "{}", out.all());
 }

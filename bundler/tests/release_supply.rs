@@ -661,10 +661,34 @@ fn delete_manifest(host: &str, repo: &str, digest: &str) {
     assert_eq!(status, 202, "{}", String::from_utf8_lossy(&body));
 }
 
+/// Deletes the blob of the signature payload of signature manifest `digest` of `repo`,
+/// keeping the manifest (a registry that lost a blob, or garbage-collected it wrongly).
+fn delete_signature_payload(host: &str, repo: &str, digest: &str) {
+    let path = format!("/v2/{repo}/manifests/{digest}");
+    let (status, body) = http(host, "GET", &path, &[("Accept", ACCEPT_ALL)], b"");
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    let manifest: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    let layer = manifest["layers"][0]["digest"].as_str().unwrap();
+    let blob = format!("/v2/{repo}/blobs/{layer}");
+    let (status, body) = http(host, "DELETE", &blob, &[], b"");
+    assert_eq!(status, 202, "{}", String::from_utf8_lossy(&body));
+    let (status, _) = http(host, "HEAD", &blob, &[], b"");
+    assert_eq!(status, 404, "the payload blob is gone");
+    let (status, _) = http(host, "HEAD", &path, &[("Accept", ACCEPT_ALL)], b"");
+    assert_eq!(status, 200, "the signature manifest is kept");
+}
+
 /// What the registry lost, from a summary: the repository and digest to delete, and the lines
 /// (after the key id) the next release must print.
 type Loss = fn(&serde_json::Value, &str) -> (String, String, String);
 
+/// How the registry loses it: host, repository, digest.
+type Delete = fn(&str, &str, &str);
+
+/// `release --push --sign-key` checks what `release-state.json` claims against the registry
+/// before saying `unchanged` (issue 44): a deleted signature image, a signature image whose
+/// payload blob was deleted (the manifest kept), and a deleted catalog manifest are each
+/// published again, and cosign verifies every signature afterwards.
 #[tokio::test(flavor = "multi_thread")]
 async fn hostile_release_republishes_what_the_registry_lost_and_signs_it_again() {
     let (Some(cosign), Some(_)) = (tool(Tool::Cosign), tool(Tool::Registry)) else {
@@ -700,10 +724,16 @@ async fn hostile_release_republishes_what_the_registry_lost_and_signs_it_again()
     let keys = cosign_key_pair(&cosign);
     let sign_key = keys.path().join("cosign.key").display().to_string();
     let public = keys.path().join("cosign.pub");
-    for (what, loss) in [
-        ("signature deleted", signature_deleted),
-        ("catalog manifest deleted", catalog_deleted),
-    ] {
+    let rows: [(&str, Loss, Delete); 3] = [
+        ("signature deleted", signature_deleted, delete_manifest),
+        (
+            "signature payload blob deleted, manifest kept",
+            signature_deleted,
+            delete_signature_payload,
+        ),
+        ("catalog manifest deleted", catalog_deleted, delete_manifest),
+    ];
+    for (what, loss, delete) in rows {
         let registry = Registry::start(RegistryAuth::Anonymous).await.unwrap();
         let project = project();
         let target = format!("{}/acme", registry.host());
@@ -717,7 +747,7 @@ async fn hostile_release_republishes_what_the_registry_lost_and_signs_it_again()
         let summary = json(&first);
         let key = key_id(&stderr(&first));
         let (repo, digest, lines) = loss(&summary, &key);
-        delete_manifest(&registry.host(), &repo, &digest);
+        delete(&registry.host(), &repo, &digest);
         let catalog = summary["catalog"]["pinned"].as_str().unwrap();
         let (host, repo, digest) = split_pinned(catalog);
         let reference = summary["catalog"]["reference"].as_str().unwrap();

@@ -72,13 +72,14 @@ pub struct DeclarativeConfig {
 }
 
 impl DeclarativeConfig {
-    /// Appends every object of `other`.
+    /// Appends every object of `other` (moving its lists whole where this one has none, so a
+    /// catalog of one file is not copied).
     pub fn merge(&mut self, other: DeclarativeConfig) {
-        self.packages.extend(other.packages);
-        self.channels.extend(other.channels);
-        self.bundles.extend(other.bundles);
-        self.deprecations.extend(other.deprecations);
-        self.others.extend(other.others);
+        append(&mut self.packages, other.packages);
+        append(&mut self.channels, other.channels);
+        append(&mut self.bundles, other.bundles);
+        append(&mut self.deprecations, other.deprecations);
+        append(&mut self.others, other.others);
     }
 
     /// Number of objects of every schema.
@@ -157,6 +158,15 @@ impl DeclarativeConfig {
         // Blobs of no package come last, in the order read (opm does not sort them).
         out.extend(root_others.iter().map(|o| o.blob.clone()));
         out
+    }
+}
+
+/// `more` after `to`'s items: `more` itself when `to` is empty.
+fn append<T>(to: &mut Vec<T>, more: Vec<T>) {
+    if to.is_empty() {
+        *to = more;
+    } else {
+        to.extend(more);
     }
 }
 
@@ -518,7 +528,15 @@ fn take_properties(
             let value = take(&mut v, "value").unwrap_or(Value::Null);
             Ok(Property::new(type_, value))
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()
+        .map(exact)
+}
+
+/// A list without spare capacity: a catalog holds hundreds of thousands of short lists, which
+/// collecting leaves with room for four items.
+fn exact<T>(mut items: Vec<T>) -> Vec<T> {
+    items.shrink_to_fit();
+    items
 }
 
 /// Go's struct-field matching: the exact key, else the first key equal ignoring case.
@@ -572,13 +590,13 @@ impl Channel {
                     skip_range: e.string("skipRange")?,
                 })
             })
-            .collect::<Result<_, DeclcfgError>>()?;
+            .collect::<Result<Vec<_>, DeclcfgError>>()?;
         Ok(Channel {
             origin: meta.origin.clone(),
             schema: meta.schema.clone(),
             name: f.string("name")?,
             package: f.string("package")?,
-            entries,
+            entries: exact(entries),
             properties,
         })
     }
@@ -600,7 +618,7 @@ impl Bundle {
                     image: r.string("image")?,
                 })
             })
-            .collect::<Result<_, DeclcfgError>>()?;
+            .collect::<Result<Vec<_>, DeclcfgError>>()?;
         Ok(Bundle {
             origin: meta.origin.clone(),
             schema: meta.schema.clone(),
@@ -608,7 +626,7 @@ impl Bundle {
             package: f.string("package")?,
             image: f.string("image")?,
             properties,
-            related_images,
+            related_images: exact(related_images),
         })
     }
 

@@ -94,7 +94,7 @@ fn label(via: EdgeKind) -> &'static str {
 /// letter or digit made `_`) and injective — a second name that would get the same id, or an
 /// id mermaid reserves (`end`, …), gets a numbered suffix. Assigned in drawing order, so the
 /// output stays deterministic.
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Ids {
     by_name: HashMap<Vec<String>, String>,
     used: HashSet<String>,
@@ -185,14 +185,63 @@ fn node_label(pkg: &Package, name: &str) -> String {
 
 /// Draws every package of `model`, or only `package`.
 pub fn draw(model: &Model, package: Option<&str>, format: GraphFormat) -> String {
-    let pkgs: Vec<&Package> = model
-        .packages
-        .values()
-        .filter(|p| package.is_none_or(|n| n == p.name))
-        .collect();
-    match format {
-        GraphFormat::Mermaid => mermaid(&pkgs),
-        GraphFormat::Dot => dot(&pkgs),
+    let mut drawing = Drawing::new(format);
+    for pkg in model.packages.values() {
+        if package.is_none_or(|n| n == pkg.name) {
+            drawing.package(pkg);
+        }
+    }
+    drawing.finish()
+}
+
+/// A graph drawn one package at a time, so a catalog's packages need not be held at once:
+/// [`Drawing::package`] for each package in name order, [`Drawing::take`] whenever the text
+/// so far may be written out, [`Drawing::finish`] for the rest. The text is [`draw`]'s.
+#[derive(Debug)]
+pub struct Drawing {
+    format: GraphFormat,
+    ids: Ids,
+    out: String,
+}
+
+impl Drawing {
+    /// A drawing in `format`, with its header.
+    pub fn new(format: GraphFormat) -> Self {
+        let mut out = String::new();
+        match format {
+            GraphFormat::Mermaid => mermaid_header(&mut out),
+            GraphFormat::Dot => out.push_str(
+                "digraph catalog {\n  rankdir=LR;\n  node [shape=box, fontname=\"Helvetica\"];\n",
+            ),
+        }
+        Drawing {
+            format,
+            ids: Ids::default(),
+            out,
+        }
+    }
+
+    /// Draws one package (each package once, in name order, as a model holds them).
+    pub fn package(&mut self, pkg: &Package) {
+        // Every id of a package starts with its name: only the ids in use outlive it.
+        self.ids.by_name.clear();
+        match self.format {
+            GraphFormat::Mermaid => mermaid_package(&mut self.ids, pkg, &mut self.out),
+            GraphFormat::Dot => dot_package(&mut self.ids, pkg, &mut self.out),
+        }
+    }
+
+    /// The text drawn since the last call.
+    pub fn take(&mut self) -> String {
+        std::mem::take(&mut self.out)
+    }
+
+    /// The rest of the text, with the footer.
+    pub fn finish(mut self) -> String {
+        if self.format == GraphFormat::Dot {
+            self.out.push_str("}\n");
+        }
+        self.out
     }
 }
 
@@ -214,121 +263,112 @@ fn is_deprecated(pkg: &Package, name: &str) -> bool {
         .is_some_and(|b| b.deprecation.is_some())
 }
 
-fn mermaid(pkgs: &[&Package]) -> String {
-    let mut ids = Ids::default();
-    let mut out = String::from("graph LR\n");
+fn mermaid_header(out: &mut String) {
+    out.push_str("graph LR\n");
     out.push_str("  classDef head stroke-width:4px\n");
     out.push_str("  classDef deprecated stroke-dasharray:5 5,color:#888\n");
     for (i, color) in PALETTE.iter().enumerate() {
         let _ = writeln!(out, "  classDef ch{i} stroke:{color}");
     }
-    for pkg in pkgs {
-        let pid = ids.get(&[&pkg.name]);
-        let _ = writeln!(out, "  subgraph {pid}[\"{}\"]", mermaid_text(&pkg.name));
-        for (ci, ch) in pkg.channels.values().enumerate() {
-            let color = ci % PALETTE.len();
-            let cid = ids.get(&[&pkg.name, &ch.name]);
-            let _ = writeln!(
-                out,
-                "    subgraph {cid}[\"{}\"]",
-                mermaid_text(&channel_title(pkg, ch))
-            );
-            let head = ch.head().map(|h| h.name.clone());
-            for e in &ch.entries {
-                let nid = ids.get(&[&pkg.name, &ch.name, &e.name]);
-                let _ = writeln!(
-                    out,
-                    "      {nid}[\"{}\"]",
-                    mermaid_text(&node_label(pkg, &e.name))
-                );
-                let mut classes = vec![format!("ch{color}")];
-                if head.as_deref() == Some(e.name.as_str()) {
-                    classes.push("head".to_owned());
-                }
-                if is_deprecated(pkg, &e.name) {
-                    classes.push("deprecated".to_owned());
-                }
-                let _ = writeln!(out, "      class {nid} {}", classes.join(","));
-            }
-            for edge in channel_edges(pkg, ch) {
-                let from = ids.get(&[&pkg.name, &ch.name, &edge.from]);
-                let to = ids.get(&[&pkg.name, &ch.name, &edge.to]);
-                let _ = writeln!(out, "      {from} -- {} --> {to}", label(edge.via));
-            }
-            out.push_str("    end\n");
-            let _ = writeln!(
-                out,
-                "    style {cid} stroke:{},stroke-width:2px",
-                PALETTE[color]
-            );
-        }
-        out.push_str("  end\n");
-    }
-    out
 }
 
-fn dot(pkgs: &[&Package]) -> String {
-    let mut ids = Ids::default();
-    let mut out = String::from(
-        "digraph catalog {\n  rankdir=LR;\n  node [shape=box, fontname=\"Helvetica\"];\n",
-    );
-    for pkg in pkgs {
+fn mermaid_package(ids: &mut Ids, pkg: &Package, out: &mut String) {
+    let pid = ids.get(&[&pkg.name]);
+    let _ = writeln!(out, "  subgraph {pid}[\"{}\"]", mermaid_text(&pkg.name));
+    for (ci, ch) in pkg.channels.values().enumerate() {
+        let color = ci % PALETTE.len();
+        let cid = ids.get(&[&pkg.name, &ch.name]);
         let _ = writeln!(
             out,
-            "  subgraph \"cluster_{}\" {{\n    label=\"{}\";",
-            ids.get(&[&pkg.name]),
-            dot_text(&pkg.name)
+            "    subgraph {cid}[\"{}\"]",
+            mermaid_text(&channel_title(pkg, ch))
         );
-        for (ci, ch) in pkg.channels.values().enumerate() {
-            let color = PALETTE[ci % PALETTE.len()];
+        let head = ch.head().map(|h| h.name.clone());
+        for e in &ch.entries {
+            let nid = ids.get(&[&pkg.name, &ch.name, &e.name]);
             let _ = writeln!(
                 out,
-                "    subgraph \"cluster_{}\" {{\n      label=\"{}\";\n      color=\"{color}\";",
-                ids.get(&[&pkg.name, &ch.name]),
-                dot_text(&channel_title(pkg, ch))
+                "      {nid}[\"{}\"]",
+                mermaid_text(&node_label(pkg, &e.name))
             );
-            let head = ch.head().map(|h| h.name.clone());
-            for e in &ch.entries {
-                let mut attrs = vec![
-                    format!("label=\"{}\"", dot_text(&node_label(pkg, &e.name))),
-                    format!("color=\"{color}\""),
-                ];
-                let mut style = Vec::new();
-                if head.as_deref() == Some(e.name.as_str()) {
-                    style.push("bold");
-                }
-                if is_deprecated(pkg, &e.name) {
-                    style.push("dashed");
-                    attrs.push("fontcolor=\"#888888\"".to_owned());
-                }
-                if !style.is_empty() {
-                    attrs.push(format!("style=\"{}\"", style.join(",")));
-                }
-                let _ = writeln!(
-                    out,
-                    "      \"{}\" [{}];",
-                    ids.get(&[&pkg.name, &ch.name, &e.name]),
-                    attrs.join(", ")
-                );
+            let mut classes = vec![format!("ch{color}")];
+            if head.as_deref() == Some(e.name.as_str()) {
+                classes.push("head".to_owned());
             }
-            for edge in channel_edges(pkg, ch) {
-                let style = match edge.via {
-                    EdgeKind::Replaces => "solid",
-                    EdgeKind::Skips => "dashed",
-                    EdgeKind::SkipRange => "dotted",
-                };
-                let _ = writeln!(
-                    out,
-                    "      \"{}\" -> \"{}\" [label=\"{}\", color=\"{color}\", style={style}];",
-                    ids.get(&[&pkg.name, &ch.name, &edge.from]),
-                    ids.get(&[&pkg.name, &ch.name, &edge.to]),
-                    label(edge.via)
-                );
+            if is_deprecated(pkg, &e.name) {
+                classes.push("deprecated".to_owned());
             }
-            out.push_str("    }\n");
+            let _ = writeln!(out, "      class {nid} {}", classes.join(","));
         }
-        out.push_str("  }\n");
+        for edge in channel_edges(pkg, ch) {
+            let from = ids.get(&[&pkg.name, &ch.name, &edge.from]);
+            let to = ids.get(&[&pkg.name, &ch.name, &edge.to]);
+            let _ = writeln!(out, "      {from} -- {} --> {to}", label(edge.via));
+        }
+        out.push_str("    end\n");
+        let _ = writeln!(
+            out,
+            "    style {cid} stroke:{},stroke-width:2px",
+            PALETTE[color]
+        );
     }
-    out.push_str("}\n");
-    out
+    out.push_str("  end\n");
+}
+
+fn dot_package(ids: &mut Ids, pkg: &Package, out: &mut String) {
+    let _ = writeln!(
+        out,
+        "  subgraph \"cluster_{}\" {{\n    label=\"{}\";",
+        ids.get(&[&pkg.name]),
+        dot_text(&pkg.name)
+    );
+    for (ci, ch) in pkg.channels.values().enumerate() {
+        let color = PALETTE[ci % PALETTE.len()];
+        let _ = writeln!(
+            out,
+            "    subgraph \"cluster_{}\" {{\n      label=\"{}\";\n      color=\"{color}\";",
+            ids.get(&[&pkg.name, &ch.name]),
+            dot_text(&channel_title(pkg, ch))
+        );
+        let head = ch.head().map(|h| h.name.clone());
+        for e in &ch.entries {
+            let mut attrs = vec![
+                format!("label=\"{}\"", dot_text(&node_label(pkg, &e.name))),
+                format!("color=\"{color}\""),
+            ];
+            let mut style = Vec::new();
+            if head.as_deref() == Some(e.name.as_str()) {
+                style.push("bold");
+            }
+            if is_deprecated(pkg, &e.name) {
+                style.push("dashed");
+                attrs.push("fontcolor=\"#888888\"".to_owned());
+            }
+            if !style.is_empty() {
+                attrs.push(format!("style=\"{}\"", style.join(",")));
+            }
+            let _ = writeln!(
+                out,
+                "      \"{}\" [{}];",
+                ids.get(&[&pkg.name, &ch.name, &e.name]),
+                attrs.join(", ")
+            );
+        }
+        for edge in channel_edges(pkg, ch) {
+            let style = match edge.via {
+                EdgeKind::Replaces => "solid",
+                EdgeKind::Skips => "dashed",
+                EdgeKind::SkipRange => "dotted",
+            };
+            let _ = writeln!(
+                out,
+                "      \"{}\" -> \"{}\" [label=\"{}\", color=\"{color}\", style={style}];",
+                ids.get(&[&pkg.name, &ch.name, &edge.from]),
+                ids.get(&[&pkg.name, &ch.name, &edge.to]),
+                label(edge.via)
+            );
+        }
+        out.push_str("    }\n");
+    }
+    out.push_str("  }\n");
 }

@@ -527,7 +527,7 @@ fn first_node(
 
 /// The first escape in JSON text that Go's YAML decoder refuses (`\/`, and a `\u` escape of
 /// half a UTF-16 surrogate pair; olmpack's YAML reader takes both), with its line.
-fn refused_escape(text: &str) -> Option<(usize, &str)> {
+pub(crate) fn refused_escape(text: &str) -> Option<(usize, &str)> {
     let bytes = text.as_bytes();
     let (mut in_string, mut i) = (false, 0);
     while i < bytes.len() {

@@ -279,30 +279,16 @@ impl Model {
     }
 
     /// [`Model::build`], consuming the config (property values move instead of being copied).
+    /// The findings come package by package ([`for_each_package`]).
     pub fn from_config(cfg: DeclarativeConfig) -> (Model, Vec<Finding>) {
-        let DeclarativeConfig {
-            packages,
-            channels,
-            bundles,
-            deprecations: deprecation_blobs,
-            others: _,
-        } = cfg;
         let mut model = Model::default();
         let mut out = Vec::new();
-        for p in &packages {
-            model.add_package(p, &mut out);
-        }
-        for c in &channels {
-            model.add_channel(c, &mut out);
-        }
-        for b in bundles {
-            model.add_bundle(b, &mut out);
-        }
-        model.entries_without_bundles(&mut out);
-        deprecations(&deprecation_blobs, &mut model, &mut out);
-        for pkg in model.packages.values() {
-            validate_package(pkg, &mut out);
-        }
+        for_each_package(cfg, |pkg, findings| {
+            if let Some(pkg) = pkg {
+                model.packages.insert(pkg.name.clone(), pkg);
+            }
+            out.extend(findings);
+        });
         (model, out)
     }
 
@@ -491,6 +477,105 @@ impl Model {
     }
 }
 
+/// The objects of one package name, in the order read: what its model is built from alone
+/// (every rule of the model is within one package).
+#[derive(Debug, Default)]
+pub struct PackageConfig {
+    /// The `olm.package` blobs of this name (more than one is a finding).
+    pub packages: Vec<declcfg::Package>,
+    /// The `olm.channel` blobs naming this package.
+    pub channels: Vec<declcfg::Channel>,
+    /// The `olm.bundle` blobs naming this package.
+    pub bundles: Vec<declcfg::Bundle>,
+    /// The `olm.deprecations` blobs naming this package, each with its position among all
+    /// the catalog's (the findings name it).
+    pub deprecations: Vec<(usize, declcfg::Deprecation)>,
+}
+
+impl PackageConfig {
+    /// The model of these objects (one package at most) and every problem in them.
+    pub fn build(self) -> (Option<Package>, Vec<Finding>) {
+        let mut model = Model::default();
+        let mut out = Vec::new();
+        for p in &self.packages {
+            model.add_package(p, &mut out);
+        }
+        for c in &self.channels {
+            model.add_channel(c, &mut out);
+        }
+        for b in self.bundles {
+            model.add_bundle(b, &mut out);
+        }
+        model.entries_without_bundles(&mut out);
+        deprecations(&self.deprecations, &mut model, &mut out);
+        for pkg in model.packages.values() {
+            validate_package(pkg, &mut out);
+        }
+        (model.packages.into_values().next(), out)
+    }
+}
+
+/// Builds the model one package at a time, in package-name order (objects naming no package
+/// first): `each` gets a package's model (`None` when its objects make no package, e.g. a
+/// channel of an unknown package) and its findings, which are then dropped. Memory is the
+/// objects read plus the largest package's model, not the whole catalog's model; the
+/// findings are exactly [`Model::build`]'s. Blobs of other schemas are ignored (as opm does).
+pub fn for_each_package(
+    cfg: DeclarativeConfig,
+    mut each: impl FnMut(Option<Package>, Vec<Finding>),
+) {
+    let DeclarativeConfig {
+        mut packages,
+        mut channels,
+        mut bundles,
+        deprecations,
+        others: _,
+    } = cfg;
+    // Stable sorts: each package's objects stay in the order read.
+    packages.sort_by(|a, b| a.name.cmp(&b.name));
+    channels.sort_by(|a, b| a.package.cmp(&b.package));
+    bundles.sort_by(|a, b| a.package.cmp(&b.package));
+    let mut deprecations: Vec<(usize, declcfg::Deprecation)> =
+        deprecations.into_iter().enumerate().collect();
+    deprecations.sort_by(|a, b| a.1.package.cmp(&b.1.package));
+    let mut packages = packages.into_iter().peekable();
+    let mut channels = channels.into_iter().peekable();
+    let mut bundles = bundles.into_iter().peekable();
+    let mut deprecations = deprecations.into_iter().peekable();
+    loop {
+        let next = [
+            packages.peek().map(|p| p.name.clone()),
+            channels.peek().map(|c| c.package.clone()),
+            bundles.peek().map(|b| b.package.clone()),
+            deprecations.peek().map(|d| d.1.package.clone()),
+        ];
+        let Some(name) = next.into_iter().flatten().min() else {
+            return;
+        };
+        let group = PackageConfig {
+            packages: take_while_named(&mut packages, &name, |p| &p.name),
+            channels: take_while_named(&mut channels, &name, |c| &c.package),
+            bundles: take_while_named(&mut bundles, &name, |b| &b.package),
+            deprecations: take_while_named(&mut deprecations, &name, |d| &d.1.package),
+        };
+        let (pkg, findings) = group.build();
+        each(pkg, findings);
+    }
+}
+
+/// The next items of a sorted iterator whose package name is `name`.
+fn take_while_named<T>(
+    items: &mut std::iter::Peekable<impl Iterator<Item = T>>,
+    name: &str,
+    package: impl Fn(&T) -> &String,
+) -> Vec<T> {
+    let mut out = Vec::new();
+    while let Some(item) = items.next_if(|item| package(item) == name) {
+        out.push(item);
+    }
+    out
+}
+
 /// What a bundle's properties say about the model: its `olm.package` properties and
 /// whether it carries objects.
 struct BundleProperties {
@@ -654,11 +739,16 @@ fn check_release(release: &str) -> Result<(), String> {
     }
 }
 
-/// Applies the `olm.deprecations` blobs: at most one per known package, each entry naming
-/// an existing bundle, channel or the package itself.
-fn deprecations(blobs: &[declcfg::Deprecation], model: &mut Model, out: &mut Vec<Finding>) {
+/// Applies the `olm.deprecations` blobs (each with its position among the catalog's): at
+/// most one per known package, each entry naming an existing bundle, channel or the package
+/// itself.
+fn deprecations(
+    blobs: &[(usize, declcfg::Deprecation)],
+    model: &mut Model,
+    out: &mut Vec<Finding>,
+) {
     let mut seen_packages = BTreeSet::new();
-    for (i, d) in blobs.iter().enumerate() {
+    for (i, d) in blobs {
         let obj = format!("olm.deprecations/{}", d.package);
         if d.package.is_empty() {
             out.push(finding(

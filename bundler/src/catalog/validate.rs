@@ -23,7 +23,7 @@ use std::path::Path;
 use super::cover::ByVersion;
 use super::declcfg::ChannelEntry;
 use super::load::{LoadError, LoadOptions, LoadedCatalog, load_dir_with};
-use super::model::{Bundle, Channel, Model, Package};
+use super::model::{Bundle, Channel, Package, for_each_package};
 use super::upgrade;
 use olmpack_model::report::{Finding, Report, Severity};
 use olmpack_model::version::{Range, Version, cmp_versions};
@@ -39,9 +39,10 @@ pub struct ValidateOptions {
     pub limits: crate::input::Limits,
 }
 
-/// Loads and validates a catalog directory. The returned model is lean (large property values
-/// replaced, see [`LoadOptions::lean`]): enough for graphs and upgrade paths.
-pub fn validate_dir(dir: &Path, options: ValidateOptions) -> Result<(Report, Model), LoadError> {
+/// Loads and validates a catalog directory, lean ([`LoadOptions::lean`]) and one package at a
+/// time ([`super::model::for_each_package`]): memory is the objects read plus the largest
+/// package's model.
+pub fn validate_dir(dir: &Path, options: ValidateOptions) -> Result<Report, LoadError> {
     let load = LoadOptions {
         lean: true,
         limits: options.limits,
@@ -50,12 +51,8 @@ pub fn validate_dir(dir: &Path, options: ValidateOptions) -> Result<(Report, Mod
     Ok(validate_loaded(&dir.display().to_string(), loaded, options))
 }
 
-/// Validates an already loaded catalog.
-pub fn validate_loaded(
-    subject: &str,
-    loaded: LoadedCatalog,
-    options: ValidateOptions,
-) -> (Report, Model) {
+/// Validates an already loaded catalog, one package at a time.
+pub fn validate_loaded(subject: &str, loaded: LoadedCatalog, options: ValidateOptions) -> Report {
     let mut report = Report::new(subject);
     for p in &loaded.problems {
         let mut f = Finding::error("catalog/load", p.message.clone()).file(&p.file);
@@ -71,11 +68,12 @@ pub fn validate_loaded(
         }
         report.push(f);
     }
-    let (model, findings) = Model::from_config(loaded.config);
-    report.extend(findings);
-    for pkg in model.packages.values() {
-        report.extend(graph_findings(pkg, options));
-    }
+    for_each_package(loaded.config, |pkg, findings| {
+        report.extend(findings);
+        if let Some(pkg) = pkg {
+            report.extend(graph_findings(&pkg, options));
+        }
+    });
     if options.strict {
         for f in &mut report.findings {
             if f.severity == Severity::Warning {
@@ -84,7 +82,7 @@ pub fn validate_loaded(
         }
     }
     report.normalize();
-    (report, model)
+    report
 }
 
 fn warn(pkg: &Package, rule: &str, object: String, file_of: &str, message: String) -> Finding {

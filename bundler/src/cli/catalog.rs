@@ -5,8 +5,10 @@ use std::process::ExitCode;
 
 use olmpack::catalog::declcfg::DeclarativeConfig;
 use olmpack::catalog::graph::{self, GraphFormat};
-use olmpack::catalog::load::{LoadOptions, LoadProblem, for_each_file, load_dir_with, load_stream};
-use olmpack::catalog::model::Model;
+use olmpack::catalog::load::{
+    LoadOptions, LoadProblem, LoadedCatalog, for_each_file, load_dir_with, parse_file_noting,
+};
+use olmpack::catalog::model::{Model, for_each_package};
 use olmpack::catalog::render::{MigrateLevel, RenderError, RenderOptions, render_dir_reporting};
 use olmpack::catalog::serialize::{self, Format};
 use olmpack::catalog::stream::{Blob, Emitter, StreamError, render_refs};
@@ -144,7 +146,7 @@ fn validate(
     upgrade_paths: bool,
     limits: Limits,
 ) -> CmdResult {
-    let (report, _) = validate_dir(
+    let report = validate_dir(
         dir,
         ValidateOptions {
             strict,
@@ -231,20 +233,38 @@ fn expand_template(
     Ok(ExitCode::SUCCESS)
 }
 
-/// `catalog graph`: the upgrade graph of one package or all.
+/// `catalog graph`: the upgrade graph of one package or all, drawn one package at a time
+/// (memory is the objects read plus the largest package's model), each package written out
+/// as it is drawn unless only one is asked for.
 fn draw_graph(
     dir: &std::path::Path,
     format: GraphFormat,
     package: Option<&str>,
     limits: Limits,
 ) -> CmdResult {
-    let model = load_model(dir, limits)?;
+    use std::io::Write as _;
+    let loaded = load_catalog(dir, limits, true)?;
+    let mut drawing = graph::Drawing::new(format);
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let (mut found, mut written) = (false, Ok(()));
+    for_each_package(loaded.config, |pkg, _| {
+        let Some(pkg) = pkg.filter(|p| package.is_none_or(|n| n == p.name)) else {
+            return;
+        };
+        found = true;
+        drawing.package(&pkg);
+        if package.is_none() && written.is_ok() {
+            written = out.write_all(drawing.take().as_bytes());
+        }
+    });
     if let Some(p) = package
-        && !model.packages.contains_key(p)
+        && !found
     {
         return Err(format!("package {p:?} is not in {}", dir.display()).into());
     }
-    print!("{}", graph::draw(&model, package, format));
+    written?;
+    out.write_all(drawing.finish().as_bytes())?;
+    out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -403,14 +423,28 @@ fn load_model(
     path: &std::path::Path,
     limits: Limits,
 ) -> Result<Model, Box<dyn std::error::Error + Send + Sync>> {
+    Ok(Model::from_config(load_catalog(path, limits, false)?.config).0)
+}
+
+/// Loads a catalog directory (or a single catalog file), `lean` or not
+/// ([`LoadOptions::lean`]); one that does not load whole, or holds no package, is refused
+/// (exit 1).
+fn load_catalog(
+    path: &std::path::Path,
+    limits: Limits,
+    lean: bool,
+) -> Result<LoadedCatalog, Box<dyn std::error::Error + Send + Sync>> {
+    let options = LoadOptions { lean, limits };
     let loaded = if std::fs::metadata(path).is_ok_and(|m| !m.is_dir()) {
         let bytes = olmpack::input::read(path, &limits)?;
-        load_stream(path, &bytes)
+        let (config, problems, lenient) = parse_file_noting(path, &bytes, options);
+        LoadedCatalog {
+            config,
+            problems,
+            files: vec![path.to_path_buf()],
+            lenient,
+        }
     } else {
-        let options = LoadOptions {
-            limits,
-            ..LoadOptions::default()
-        };
         load_dir_with(path, options)?
     };
     refuse_problems(path, &loaded.problems)?;
@@ -420,7 +454,7 @@ fn load_model(
             path.display()
         ))));
     }
-    Ok(Model::from_config(loaded.config).0)
+    Ok(loaded)
 }
 
 /// Pulls a bundle image and renders it as `opm render <image>` does.

@@ -339,8 +339,9 @@ pub struct Signed {
 }
 
 /// Whether the signature image of `digest` in `repo` (tag `sha256-<hex>.sig`) holds the
-/// signature `signer` gives it: false when the registry has no signature image there, or one
-/// without it (deleted, or replaced by someone else's).
+/// signature `signer` gives it: false when the registry has no signature image there, one
+/// without it (deleted, or replaced by someone else's), or one whose signature payload or
+/// config blob it no longer has (cosign then finds no signature).
 pub async fn is_signed(repo: &Repo, digest: &str, signer: &Signer) -> Result<bool, SignError> {
     let hex = sha256_hex(digest).ok_or_else(|| SignError::Digest {
         image: repo.name(),
@@ -363,13 +364,14 @@ pub async fn is_signed(repo: &Repo, digest: &str, signer: &Signer) -> Result<boo
     };
     let payload = payload(&repo.name(), digest);
     let (layer, signature) = (sha256_digest(&payload), signer.sign(&payload));
-    Ok(manifest.layers.iter().any(|l| {
+    let ours = manifest.layers.iter().any(|l| {
         l.digest == layer
             && l.annotations
                 .as_ref()
                 .and_then(|a| a.get(SIGNATURE_ANNOTATION))
                 == Some(&signature)
-    }))
+    });
+    Ok(ours && repo.has_blob(&layer).await? && repo.has_blob(&manifest.config.digest).await?)
 }
 
 /// Signs the image at `digest` in `repo` and pushes the signature image (see the module docs).
@@ -388,16 +390,16 @@ pub async fn sign(repo: &Repo, digest: &str, signer: &Signer) -> Result<Signed, 
             &[media_type::MANIFEST, media_type::DOCKER_MANIFEST],
         )
         .await?;
-    let mut layers = match &existing {
+    let (mut layers, config) = match &existing {
         Some(bytes) => {
             let manifest: ImageManifest =
                 serde_json::from_slice(bytes).map_err(|source| SignError::BadSignatureImage {
                     reference: reference.whole(),
                     source,
                 })?;
-            manifest.layers
+            (manifest.layers, Some(manifest.config.digest))
         }
-        None => Vec::new(),
+        None => (Vec::new(), None),
     };
     let mut layer = repo.ensure_blob(SIMPLE_SIGNING, &payload).await?;
     layer.annotations = Some(BTreeMap::from([(
@@ -407,13 +409,18 @@ pub async fn sign(repo: &Repo, digest: &str, signer: &Signer) -> Result<Signed, 
     let present = layers
         .iter()
         .any(|l| l.digest == layer.digest && l.annotations == layer.annotations);
-    if let (true, Some(bytes)) = (present, &existing) {
+    // The payload blob is back (`ensure_blob`); a lost config blob is written again below.
+    if let (true, Some(bytes), Some(config)) = (present, &existing, &config)
+        && repo.has_blob(config).await?
+    {
         return Ok(Signed {
             digest: sha256_digest(bytes),
             reference: reference.whole(),
         });
     }
-    layers.push(layer);
+    if !present {
+        layers.push(layer);
+    }
     let config = serde_json::to_vec(&SignatureConfig {
         architecture: "",
         os: "",

@@ -74,6 +74,18 @@ impl Repo {
         )
     }
 
+    /// Whether the registry has blob `digest` in this repository (a HEAD request).
+    pub async fn has_blob(&self, digest: &str) -> Result<bool, RepoError> {
+        let target = self.at_digest(digest);
+        Ok(self
+            .client
+            .with_retries(
+                format!("checking blob {}@{digest}", self.name()),
+                || async { self.client.client.blob_exists(&target, digest).await },
+            )
+            .await?)
+    }
+
     /// Uploads `bytes` unless the registry has them; returns their descriptor.
     pub async fn ensure_blob(
         &self,
@@ -82,22 +94,19 @@ impl Repo {
     ) -> Result<Descriptor, RepoError> {
         let digest = sha256_digest(bytes);
         let target = self.at_digest(&digest);
-        let exists = || async {
-            self.client
-                .with_retries(format!("checking blob {digest}"), || async {
-                    self.client.client.blob_exists(&target, &digest).await
-                })
-                .await
-        };
+        let exists = || self.has_blob(&digest);
         if !exists().await? {
             let data = bytes::Bytes::copy_from_slice(bytes);
             self.client
-                .with_retries(format!("uploading blob {digest}"), || async {
-                    self.client
-                        .client
-                        .push_blob(&target, data.clone(), &digest)
-                        .await
-                })
+                .with_retries(
+                    format!("uploading blob {}@{digest}", self.name()),
+                    || async {
+                        self.client
+                            .client
+                            .push_blob(&target, data.clone(), &digest)
+                            .await
+                    },
+                )
                 .await?;
             if !exists().await? {
                 return Err(RepoError::BlobMissing {
@@ -162,9 +171,10 @@ impl Repo {
         let reference = self.at_digest(subject);
         let index = self
             .client
-            .with_retries(format!("listing the referrers of {subject}"), || async {
-                self.client.client.pull_referrers(&reference, None).await
-            })
+            .with_retries(
+                format!("listing the referrers of {}@{subject}", self.name()),
+                || async { self.client.client.pull_referrers(&reference, None).await },
+            )
             .await?;
         Ok(index.manifests.into_iter().map(|m| m.digest).collect())
     }

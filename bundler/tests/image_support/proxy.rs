@@ -20,7 +20,18 @@ pub enum Fault {
     Error500,
     /// Never answer.
     Stall,
+    /// Answer without asking the registry: [`EMPTY_INDEX`], its `Docker-Content-Digest`
+    /// header [`LYING_DIGEST`] (not the body's digest).
+    LyingIndex,
 }
+
+/// The body a [`Fault::LyingIndex`] answer carries: an image index listing nothing.
+pub const EMPTY_INDEX: &str =
+    r#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]}"#;
+
+/// The digest a [`Fault::LyingIndex`] answer claims.
+pub const LYING_DIGEST: &str =
+    "sha256:0000000000000000000000000000000000000000000000000000000000000000";
 
 pub type Rule = dyn Fn(usize, &str, &str) -> Fault + Send + Sync;
 
@@ -116,6 +127,14 @@ async fn handle(
         }
         Fault::Stall => {
             tokio::time::sleep(Duration::from_secs(120)).await;
+            return Ok(());
+        }
+        Fault::LyingIndex => {
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.index.v1+json\r\nDocker-Content-Digest: {LYING_DIGEST}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{EMPTY_INDEX}",
+                EMPTY_INDEX.len()
+            );
+            client.write_all(answer.as_bytes()).await?;
             return Ok(());
         }
         Fault::Pass | Fault::ResetAfterForward => {}

@@ -116,24 +116,59 @@ pub enum TemplateError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
-    /// A semver template has a top-level key opm does not know.
-    #[error("unknown field {0:?} in olm.semver template")]
-    UnknownField(String),
+    /// A semver template has a field opm refuses while reading it (unknown, of the wrong
+    /// type, or out of line with another field).
+    #[error("olm.semver template: {at}: {problem}; opm refuses it")]
+    SemverRefused {
+        /// The field, as a path of the keys as written (`stable.bundles[0].image`).
+        at: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// The template's first YAML document is empty and another follows: opm reads the
+    /// template's schema from the first document only.
+    #[error(
+        "the template's first YAML document is empty (another follows it); opm reads only the first document, and refuses the template"
+    )]
+    EmptyFirstDocument,
+    /// A semver template's first document is not YAML opm reads (e.g. a key given twice in
+    /// one mapping); the reason follows, with its line.
+    #[error("olm.semver template: {0}; opm refuses it")]
+    SemverYaml(String),
     /// A semver template's content is wrong (e.g. a bundle without a version); the reason follows.
     #[error("olm.semver template: {0}")]
     Semver(String),
 }
 
-/// Which template a document is, from its `schema`.
+/// Expands a template of either kind, chosen by its first document's `schema` as opm
+/// chooses (`opm alpha render-template FILE`): the key matches ignoring case, as Go's JSON
+/// decoder matches it (`Schema: olm.semver` is a semver template). A semver template is then
+/// read as opm reads it ([`semver::read`]).
 pub fn expand_any(
     text: &str,
     resolver: &dyn BundleResolver,
 ) -> Result<DeclarativeConfig, TemplateError> {
-    let doc = parse_doc(text)?;
-    match doc.get("schema").and_then(Value::as_str) {
-        Some(semver::SCHEMA) => semver::expand_value(&doc, resolver),
-        _ => basic::expand_value(&doc, resolver),
+    let body = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let first = semver::first_document(body);
+    // Read leniently, only to find the schema; a document this cannot read is left to the
+    // basic reader, which says why it is refused.
+    match super::load::parse_stream(first.as_bytes()).as_deref() {
+        Ok([Value::Object(map), ..]) if semver_schema(map) => semver::expand(text, resolver),
+        Ok([]) if !body[first.len()..].trim().is_empty() => Err(TemplateError::EmptyFirstDocument),
+        _ => basic::expand_value(&parse_doc(text)?, resolver),
     }
+}
+
+/// Whether a document's `schema` is `olm.semver`, the key matched ignoring case (of two
+/// spellings the later in byte order wins, and `null` counts as absent, as in Go).
+fn semver_schema(map: &serde_json::Map<String, Value>) -> bool {
+    let mut keys: Vec<&String> = map
+        .keys()
+        .filter(|k| semver::go_fold(k) == "SCHEMA" && !map[*k].is_null())
+        .collect();
+    keys.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    keys.last()
+        .is_some_and(|k| map[*k].as_str() == Some(semver::SCHEMA))
 }
 
 /// The template's first document. JSON behind a byte-order mark is read as opm reads it: as

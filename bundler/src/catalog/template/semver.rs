@@ -36,32 +36,42 @@ enum Kind {
     Minor,
 }
 
-/// Expands an `olm.semver` template given as text.
+/// Expands an `olm.semver` template given as text, read as opm reads it ([`read`]).
 pub fn expand(
     text: &str,
     resolver: &dyn BundleResolver,
 ) -> Result<DeclarativeConfig, TemplateError> {
-    expand_value(&super::parse_doc(text)?, resolver)
-}
-
-fn field<'a>(map: &'a serde_json::Map<String, Value>, key: &str) -> Option<&'a Value> {
-    crate::catalog::declcfg::lookup(map, key).filter(|v| !v.is_null())
+    expand_template(&read(text)?, resolver)
 }
 
 fn err(message: String) -> TemplateError {
     TemplateError::Semver(message)
 }
 
-/// Expands an `olm.semver` template given as a parsed document.
+/// A refusal of the template's content, at a field.
+fn refuse(at: &str, problem: String) -> TemplateError {
+    TemplateError::SemverRefused {
+        at: at.to_owned(),
+        problem,
+    }
+}
+
+/// Expands an `olm.semver` template given as a parsed document ([`decode`]: a key given twice
+/// can no longer be seen; [`expand`] refuses it).
 pub fn expand_value(
     doc: &Value,
     resolver: &dyn BundleResolver,
 ) -> Result<DeclarativeConfig, TemplateError> {
-    let map = doc
-        .as_object()
-        .ok_or_else(|| err("template is not a mapping".to_owned()))?;
-    let settings = Settings::parse(map)?;
-    let images = archetype_images(map);
+    expand_template(&decode(doc)?, resolver)
+}
+
+/// Expands a template that has been read.
+fn expand_template(
+    template: &Template,
+    resolver: &dyn BundleResolver,
+) -> Result<DeclarativeConfig, TemplateError> {
+    let settings = Settings::new(template)?;
+    let images = template.images();
     let rendered = resolve_images(&images, resolver)?;
     let (pkg_name, versions) = bundle_versions(&images, &rendered)?;
     let mut layout = ChannelLayout::build(&versions, &settings);
@@ -86,6 +96,386 @@ pub fn expand_value(
     Ok(cfg)
 }
 
+/// An `olm.semver` template as opm reads it (its Go struct, field for field): absent and
+/// `null` fields are empty.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Template {
+    /// `schema`.
+    pub schema: String,
+    /// `generateMajorChannels`.
+    pub generate_major_channels: bool,
+    /// `generateMinorChannels`.
+    pub generate_minor_channels: bool,
+    /// `defaultChannelTypePreference`.
+    pub default_channel_type_preference: String,
+    /// `candidate.bundles[].image`, in template order.
+    pub candidate: Vec<String>,
+    /// `fast.bundles[].image`, in template order.
+    pub fast: Vec<String>,
+    /// `stable.bundles[].image`, in template order.
+    pub stable: Vec<String>,
+}
+
+impl Template {
+    /// The bundle images listed per archetype (archetypes without bundles left out).
+    fn images(&self) -> BTreeMap<&'static str, Vec<String>> {
+        [
+            ("candidate", &self.candidate),
+            ("fast", &self.fast),
+            ("stable", &self.stable),
+        ]
+        .into_iter()
+        .filter(|(_, list)| !list.is_empty())
+        .map(|(arch, list)| (arch, list.clone()))
+        .collect()
+    }
+}
+
+/// The template's top-level fields, as opm's struct names them.
+const TOP_FIELDS: [&str; 7] = [
+    "schema",
+    "generateMajorChannels",
+    "generateMinorChannels",
+    "defaultChannelTypePreference",
+    "candidate",
+    "fast",
+    "stable",
+];
+
+/// Reads an `olm.semver` template the way opm does (`sigs.k8s.io/yaml`'s `UnmarshalStrict`
+/// into its Go struct), refusing what opm refuses while it reads, before any bundle is
+/// rendered:
+/// - only the first YAML document is read; what follows it is not even parsed (a JSON
+///   template ends where its first value closes, at the end of that line);
+/// - a key given twice in one mapping, at any level, is refused (even in JSON);
+/// - `\/` and half a surrogate pair in a double-quoted string are refused (YAML escapes);
+/// - unknown fields are refused at the top level, in an archetype and in a bundle entry;
+/// - a value of the wrong type is refused (`generateMajorChannels: "true"`, `bundles: x`).
+///
+/// Where Go is lenient, olmpack is too:
+/// - field names match ignoring case (Go's `encoding/json`): `GenerateMajorChannels`,
+///   `Schema`, `ſtable` (long s folds to s); when a field is given under two spellings the
+///   keys are taken in byte order and the later one wins (Go re-encodes the YAML as JSON with
+///   sorted keys), an archetype given twice merging into one;
+/// - `null` leaves a field as it was (false, empty), except `bundles: null`, which empties
+///   the list; a `null` bundle entry has an empty image;
+/// - a number or boolean where a string is wanted is read as its text (`image: 123`);
+/// - YAML 1.1 booleans (`yes`, `on`, `y`) are booleans.
+pub fn read(text: &str) -> Result<Template, TemplateError> {
+    let first = first_document(text);
+    if let Some((line, escape)) = crate::catalog::load::refused_escape(first) {
+        return Err(TemplateError::SemverYaml(format!(
+            "line {line}: {escape} is a JSON escape that YAML, as Go reads it, does not know"
+        )));
+    }
+    let docs = olmpack_model::yaml::from_multi_str(first).map_err(|e| {
+        TemplateError::SemverYaml(match e {
+            olmpack_model::yaml::YamlError::Parse(m) | olmpack_model::yaml::YamlError::Print(m) => {
+                m
+            }
+        })
+    })?;
+    decode(&docs.into_iter().next().unwrap_or(Value::Null))
+}
+
+/// The template's first YAML document (a leading byte-order mark dropped): up to the
+/// second document marker (`---`), or through a document end marker (`...`), or, when the
+/// document is a flow collection (JSON), through the line where it closes. Go's YAML
+/// decoder reads no further, so nothing after it can make the template fail.
+pub(super) fn first_document(text: &str) -> &str {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let is_marker = |line: &str, marker: &str| {
+        line.strip_prefix(marker)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r', '\n']))
+    };
+    let mut open = false;
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let start = at;
+        at += line.len();
+        let mut content = line;
+        if is_marker(line, "---") {
+            if open {
+                return &text[..start];
+            }
+            open = true;
+            content = &line[3..];
+        } else if is_marker(line, "...") {
+            if open {
+                return &text[..at];
+            }
+            continue;
+        }
+        let trimmed = content.trim_start();
+        if trimmed.is_empty() || trimmed.starts_with('#') || (!open && trimmed.starts_with('%')) {
+            continue;
+        }
+        open = true;
+        if trimmed.starts_with(['{', '[']) {
+            let offset = start + (line.len() - trimmed.len());
+            return match flow_end(&text[offset..]) {
+                Some(end) => {
+                    let close = offset + end;
+                    let eol = text[close..]
+                        .find('\n')
+                        .map_or(text.len(), |i| close + i + 1);
+                    &text[..eol]
+                }
+                None => text,
+            };
+        }
+        // A block document: it ends at the next marker.
+    }
+    text
+}
+
+/// Where the flow collection `text` starts with closes (the byte after its bracket), or
+/// `None` when it does not close. Quoted scalars and comments are skipped.
+fn flow_end(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(i + 1);
+                }
+            }
+            b'"' => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'\'' => {
+                i += 1;
+                while i < bytes.len() {
+                    if bytes[i] == b'\'' {
+                        if bytes.get(i + 1) == Some(&b'\'') {
+                            i += 1;
+                        } else {
+                            break;
+                        }
+                    }
+                    i += 1;
+                }
+            }
+            b'#' if i == 0 || bytes[i - 1].is_ascii_whitespace() => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// A key as Go's `encoding/json` compares it with a field name: ASCII letters fold case, and
+/// so do the two other letters whose case folding reaches an ASCII one (`ſ` is `s`, the
+/// Kelvin sign `K` is `k`); any other letter matches no field name here (all are ASCII).
+pub(super) fn go_fold(key: &str) -> String {
+    key.chars()
+        .map(|c| match c {
+            '\u{17f}' => 'S',
+            '\u{212a}' => 'K',
+            c => c.to_ascii_uppercase(),
+        })
+        .collect()
+}
+
+/// The field of `fields` that `key` fills, as Go's decoder matches it.
+fn match_field(key: &str, fields: &[&'static str]) -> Option<&'static str> {
+    let folded = go_fold(key);
+    fields
+        .iter()
+        .find(|f| f.to_ascii_uppercase() == folded)
+        .copied()
+}
+
+/// A mapping's entries in the order Go's decoder sees them: by key, byte-wise (it decodes
+/// JSON that Go printed from a map, with sorted keys), so of two spellings of one field the
+/// later in this order wins.
+fn sorted(map: &serde_json::Map<String, Value>) -> Vec<(&String, &Value)> {
+    let mut entries: Vec<_> = map.iter().collect();
+    entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    entries
+}
+
+/// A value named for a message.
+fn describe(value: &Value) -> String {
+    match value {
+        Value::Null => "null".to_owned(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => format!("the number {n}"),
+        Value::String(s) => format!("the string {s:?}"),
+        Value::Array(_) => "a list".to_owned(),
+        Value::Object(_) => "a mapping".to_owned(),
+    }
+}
+
+fn join(at: &str, key: &str) -> String {
+    if at.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{at}.{key}")
+    }
+}
+
+/// Decodes a parsed template into opm's struct, with Go's decoder's rules (see [`read`]).
+/// Go keeps decoding after a field it refuses and reports the first; this stops there.
+pub fn decode(doc: &Value) -> Result<Template, TemplateError> {
+    let mut t = Template::default();
+    let map = match doc {
+        // An empty document decodes to the empty struct (and then has no schema).
+        Value::Null => return Ok(t),
+        Value::Object(map) => map,
+        other => {
+            return Err(refuse(
+                "top level",
+                format!("must be a mapping, not {}", describe(other)),
+            ));
+        }
+    };
+    for (key, value) in sorted(map) {
+        let Some(field) = match_field(key, &TOP_FIELDS) else {
+            return Err(refuse(
+                key,
+                format!(
+                    "unknown field: a semver template has only {}",
+                    TOP_FIELDS.join(", ")
+                ),
+            ));
+        };
+        match field {
+            "schema" => set_string(&mut t.schema, value, key)?,
+            "generateMajorChannels" => set_bool(&mut t.generate_major_channels, value, key)?,
+            "generateMinorChannels" => set_bool(&mut t.generate_minor_channels, value, key)?,
+            "defaultChannelTypePreference" => {
+                set_string(&mut t.default_channel_type_preference, value, key)?;
+            }
+            "candidate" => decode_archetype(&mut t.candidate, value, key)?,
+            "fast" => decode_archetype(&mut t.fast, value, key)?,
+            _ => decode_archetype(&mut t.stable, value, key)?,
+        }
+    }
+    Ok(t)
+}
+
+/// A string field; `null` leaves it as it was, and a number or boolean is read as its text
+/// (`sigs.k8s.io/yaml` turns it into a string for a string field).
+fn set_string(target: &mut String, value: &Value, at: &str) -> Result<(), TemplateError> {
+    match value {
+        Value::Null => {}
+        Value::String(s) => s.clone_into(target),
+        Value::Bool(b) => *target = b.to_string(),
+        Value::Number(n) => *target = n.to_string(),
+        other => {
+            return Err(refuse(
+                at,
+                format!("must be a string, not {}", describe(other)),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A boolean field; `null` leaves it as it was, and nothing else but `true` or `false` is
+/// one (not the string `"true"`, not `1`).
+fn set_bool(target: &mut bool, value: &Value, at: &str) -> Result<(), TemplateError> {
+    match value {
+        Value::Null => {}
+        Value::Bool(b) => *target = *b,
+        other => {
+            return Err(refuse(
+                at,
+                format!("must be true or false, not {}", describe(other)),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// An archetype (`candidate`, `fast`, `stable`): a mapping with only `bundles`, decoded
+/// into what an earlier spelling of it left (`null` leaves that as it was).
+fn decode_archetype(
+    images: &mut Vec<String>,
+    value: &Value,
+    at: &str,
+) -> Result<(), TemplateError> {
+    let map = match value {
+        Value::Null => return Ok(()),
+        Value::Object(map) => map,
+        other => {
+            return Err(refuse(
+                at,
+                format!(
+                    "must be a mapping with a bundles list, not {}",
+                    describe(other)
+                ),
+            ));
+        }
+    };
+    for (key, value) in sorted(map) {
+        let path = join(at, key);
+        if match_field(key, &["bundles"]).is_none() {
+            return Err(refuse(
+                &path,
+                "unknown field: an archetype has only bundles".to_owned(),
+            ));
+        }
+        match value {
+            Value::Null => images.clear(),
+            Value::Array(entries) => {
+                images.clear();
+                for (i, entry) in entries.iter().enumerate() {
+                    images.push(decode_entry(entry, &format!("{path}[{i}]"))?);
+                }
+            }
+            other => {
+                return Err(refuse(
+                    &path,
+                    format!(
+                        "must be a list of bundle entries (- image: ...), not {}",
+                        describe(other)
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A bundle entry: a mapping with only `image` (`null` is an entry without one).
+fn decode_entry(value: &Value, at: &str) -> Result<String, TemplateError> {
+    let mut image = String::new();
+    let map = match value {
+        Value::Null => return Ok(image),
+        Value::Object(map) => map,
+        other => {
+            return Err(refuse(
+                at,
+                format!("must be a mapping with an image, not {}", describe(other)),
+            ));
+        }
+    };
+    for (key, value) in sorted(map) {
+        let path = join(at, key);
+        if match_field(key, &["image"]).is_none() {
+            return Err(refuse(
+                &path,
+                "unknown field: a bundle entry has only image".to_owned(),
+            ));
+        }
+        set_string(&mut image, value, &path)?;
+    }
+    Ok(image)
+}
+
 /// The template's channel-generation switches, checked against each other.
 struct Settings {
     /// `generateMajorChannels`.
@@ -97,49 +487,38 @@ struct Settings {
 }
 
 impl Settings {
-    /// Checks the template's keys and schema and reads its flags, refusing the
-    /// combinations opm refuses.
-    fn parse(map: &serde_json::Map<String, Value>) -> Result<Self, TemplateError> {
-        const KNOWN: [&str; 7] = [
-            "schema",
-            "generatemajorchannels",
-            "generateminorchannels",
-            "defaultchanneltypepreference",
-            "candidate",
-            "fast",
-            "stable",
-        ];
-        for key in map.keys() {
-            if !KNOWN.contains(&key.to_lowercase().as_str()) {
-                return Err(TemplateError::UnknownField(key.clone()));
-            }
-        }
-        let schema = field(map, "schema").and_then(Value::as_str).unwrap_or("");
-        if schema != SCHEMA {
+    /// Checks the template's schema and flags, refusing the combinations opm refuses.
+    fn new(t: &Template) -> Result<Self, TemplateError> {
+        if t.schema != SCHEMA {
             return Err(TemplateError::Schema {
-                found: schema.to_owned(),
+                found: t.schema.clone(),
                 expected: SCHEMA,
             });
         }
-        let flag = |k: &str| field(map, k).and_then(Value::as_bool).unwrap_or(false);
-        let major = flag("generateMajorChannels");
-        let mut minor = flag("generateMinorChannels");
-        if !major && !minor {
-            minor = true;
-        }
-        let preference = match field(map, "defaultChannelTypePreference").and_then(Value::as_str) {
-            None | Some("") => {
-                if minor {
-                    Kind::Minor
-                } else {
-                    Kind::Major
-                }
+        let major = t.generate_major_channels;
+        let minor = t.generate_minor_channels || !major;
+        const AT: &str = "defaultChannelTypePreference";
+        let unwanted = |kind: &str, flag: &str| {
+            refuse(
+                AT,
+                format!(
+                    "is {kind:?}, but {kind}-version channels are not generated ({flag} is not true)"
+                ),
+            )
+        };
+        let preference = match t.default_channel_type_preference.as_str() {
+            "" if minor => Kind::Minor,
+            "" => Kind::Major,
+            "minor" if minor => Kind::Minor,
+            "major" if major => Kind::Major,
+            "minor" => return Err(unwanted("minor", "generateMinorChannels")),
+            "major" => return Err(unwanted("major", "generateMajorChannels")),
+            other => {
+                return Err(refuse(
+                    AT,
+                    format!("must be \"major\" or \"minor\", not {other:?}"),
+                ));
             }
-            Some("minor") if minor => Kind::Minor,
-            Some("major") if major => Kind::Major,
-            Some("minor") => return Err(err("schema attribute mismatch: DefaultChannelTypePreference set to 'minor' doesn't make sense if not generating minor-version channels".to_owned())),
-            Some("major") => return Err(err("schema attribute mismatch: DefaultChannelTypePreference set to 'major' doesn't make sense if not generating major-version channels".to_owned())),
-            Some(other) => return Err(err(format!("unknown DefaultChannelTypePreference: {other:?}"))),
         };
         Ok(Self {
             major,
@@ -147,27 +526,6 @@ impl Settings {
             preference,
         })
     }
-}
-
-/// The bundle images listed per archetype, in template order.
-fn archetype_images(map: &serde_json::Map<String, Value>) -> BTreeMap<&'static str, Vec<String>> {
-    let mut images: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-    for arch in ARCHETYPES {
-        let list = field(map, arch)
-            .and_then(Value::as_object)
-            .and_then(|c| field(c, "bundles"))
-            .and_then(Value::as_array)
-            .map_or(&[][..], Vec::as_slice);
-        for b in list {
-            let image = b
-                .as_object()
-                .and_then(|o| field(o, "image"))
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            images.entry(arch).or_default().push(image.to_owned());
-        }
-    }
-    images
 }
 
 /// Renders every distinct image once; an empty result is an error, as in opm.
@@ -492,4 +850,157 @@ fn head_package(
             });
     }
     package
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const IMG: &str = "r.io/b:v1";
+
+    fn stable(image: &str) -> Template {
+        Template {
+            schema: SCHEMA.to_owned(),
+            stable: vec![image.to_owned()],
+            ..Template::default()
+        }
+    }
+
+    /// What opm reads from templates it accepts, field for field.
+    #[test]
+    fn reads_what_opm_accepts_with_its_meaning() {
+        let major = Template {
+            generate_major_channels: true,
+            default_channel_type_preference: "major".to_owned(),
+            ..stable(IMG)
+        };
+        let cases: Vec<(&str, String, Template)> = vec![
+            (
+                "null flag is false",
+                format!(
+                    "schema: olm.semver\ngenerateMajorChannels: null\nstable: {{bundles: [{{image: {IMG}}}]}}\n"
+                ),
+                stable(IMG),
+            ),
+            (
+                "capitalised keys",
+                format!(
+                    "Schema: olm.semver\nGenerateMajorChannels: true\nDEFAULTCHANNELTYPEPREFERENCE: major\nStable:\n  Bundles:\n  - Image: {IMG}\n"
+                ),
+                major.clone(),
+            ),
+            (
+                "YAML 1.1 boolean",
+                format!(
+                    "schema: olm.semver\ngenerateMajorChannels: yes\ndefaultChannelTypePreference: major\nstable: {{bundles: [{{image: {IMG}}}]}}\n"
+                ),
+                major,
+            ),
+            (
+                "long s folds to s",
+                format!("schema: olm.semver\n\u{17f}table: {{bundles: [{{image: {IMG}}}]}}\n"),
+                stable(IMG),
+            ),
+            (
+                "of two spellings the later in byte order wins",
+                format!(
+                    "schema: olm.semver\nSchema: other\nstable: {{bundles: [{{image: {IMG}}}]}}\n"
+                ),
+                stable(IMG),
+            ),
+            (
+                "null leaves what another spelling set",
+                format!(
+                    "Schema: olm.semver\nschema: null\nstable: {{bundles: [{{image: {IMG}}}]}}\n"
+                ),
+                stable(IMG),
+            ),
+            (
+                "an archetype given twice merges",
+                format!(
+                    "schema: olm.semver\nStable: {{bundles: [{{image: {IMG}}}]}}\nstable: {{}}\n"
+                ),
+                stable(IMG),
+            ),
+            (
+                "bundles: null empties the list",
+                format!(
+                    "schema: olm.semver\nStable: {{bundles: [{{image: {IMG}}}]}}\nstable: {{bundles: null}}\n"
+                ),
+                Template {
+                    schema: SCHEMA.to_owned(),
+                    ..Template::default()
+                },
+            ),
+            (
+                "a number is read as its text",
+                "schema: olm.semver\nstable: {bundles: [{image: 123}, null]}\n".to_owned(),
+                Template {
+                    stable: vec!["123".to_owned(), String::new()],
+                    ..stable("")
+                },
+            ),
+            (
+                "only the first document is read",
+                format!(
+                    "schema: olm.semver\nstable: {{bundles: [{{image: {IMG}}}]}}\n---\nfoo: [\n"
+                ),
+                stable(IMG),
+            ),
+            (
+                "a document end marker ends it",
+                format!(
+                    "---\nschema: olm.semver\nstable: {{bundles: [{{image: {IMG}}}]}}\n...\nfoo: [\n"
+                ),
+                stable(IMG),
+            ),
+            (
+                "a JSON template ends with its first value's line",
+                format!(
+                    "{{\"schema\": \"olm.semver\", \"stable\": {{\"bundles\": [{{\"image\": \"{IMG}\"}}]}}}}\n{{\"a\": 1}}\n"
+                ),
+                stable(IMG),
+            ),
+            (
+                "an empty first document has no schema",
+                format!("---\n---\nschema: olm.semver\nstable: {{bundles: [{{image: {IMG}}}]}}\n"),
+                Template::default(),
+            ),
+        ];
+        for (name, text, want) in cases {
+            assert_eq!(read(&text).unwrap(), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn first_document_cuts_where_go_stops_reading() {
+        assert_eq!(first_document("a: 1\n---\nb: [\n"), "a: 1\n");
+        assert_eq!(first_document("# c\n---\na: 1\n---\n"), "# c\n---\na: 1\n");
+        assert_eq!(first_document("--- {a: '}'}\n--- [\n"), "--- {a: '}'}\n");
+        assert_eq!(
+            first_document("{\"a\": \"}\"} x\n{}\n"),
+            "{\"a\": \"}\"} x\n"
+        );
+        assert_eq!(first_document("[1, # ]\n 2]\nb"), "[1, # ]\n 2]\n");
+        assert_eq!(first_document("a: |\n  ---x\n"), "a: |\n  ---x\n");
+        assert_eq!(first_document("\u{feff}a: 1\n...\nb\n"), "a: 1\n...\n");
+    }
+
+    /// A template decoded from a value whose spelling of a field opm would refuse.
+    #[test]
+    fn decode_refuses_wrong_types_at_the_field() {
+        let e = decode(
+            &serde_json::json!({"schema": "olm.semver", "fast": {"bundles": [{"image": ["x"]}]}}),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "olm.semver template: fast.bundles[0].image: must be a string, not a list; opm refuses it"
+        );
+        let e = decode(&serde_json::json!(["olm.semver"])).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "olm.semver template: top level: must be a mapping, not a list; opm refuses it"
+        );
+    }
 }
