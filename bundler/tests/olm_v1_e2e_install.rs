@@ -2,8 +2,11 @@
 //! what `olmpack release` ships: the reference operator's catalog image and bundle images,
 //! pushed to a registry on 127.0.0.1, applied by the release's own `install/olm-v1.yaml`
 //! (ClusterCatalog, installer ServiceAccount and RBAC, ClusterExtension), reach
-//! `Installed=True`, then upgrade along the catalog's edges by version pinning. Verdicts quote
-//! OLM v1's own conditions. Without OLM v1's binaries the test says NOT RUN (a failure in CI).
+//! `Installed=True`, then upgrade along the catalog's edges by version pinning. Static vs live:
+//! a CRD change crdify refuses (a lowered `maximum`) is refused by the live OLM v1's CRD
+//! upgrade-safety preflight and by `olmpack upgrade check --consumer olm-v1`; one it accepts
+//! (a new optional field) upgrades under both. Verdicts quote OLM v1's own conditions.
+//! Without OLM v1's binaries the tests say NOT RUN (a failure in CI).
 
 mod release_support;
 
@@ -106,6 +109,39 @@ async fn install_version(olm: &mut OlmV1Env, extension: &Value, version: &str) -
     conditions
 }
 
+/// The pushed release, OLM v1 running with its ClusterCatalog serving (ClusterExtension not
+/// yet applied); returns the environment, the release's install manifests and the output dir.
+async fn released_and_served(
+    registry: &Registry,
+    work: &Path,
+) -> (OlmV1Env, Vec<Value>, std::path::PathBuf, Duration) {
+    let out = release(work, &registry.host());
+    let manifests = documents(&out.join("install/olm-v1.yaml"));
+    let started = Instant::now();
+    let mut olm = OlmV1Env::start(&[registry.host()]).await.unwrap();
+    let up = started.elapsed();
+    for object in manifests.iter().filter(|d| d["kind"] != "ClusterExtension") {
+        olm.apply(object).await.unwrap();
+    }
+    let catalog = kind(&manifests, "ClusterCatalog");
+    let name = catalog["metadata"]["name"].as_str().unwrap();
+    let (served, _) = olm
+        .wait_for("ClusterCatalog", name, STEP_TIMEOUT, |c, _| {
+            is_true(c, "Serving")
+        })
+        .await
+        .unwrap();
+    eprintln!("olm v1: {name}:\n{}", shown(&served));
+    (olm, manifests, out, up)
+}
+
+fn kind<'a>(documents: &'a [Value], kind: &str) -> &'a Value {
+    documents
+        .iter()
+        .find(|d| d["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} in install/olm-v1.yaml"))
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn olm_v1_e2e_install_the_reference_operator_installs_and_upgrades_along_its_edges() {
     if !olm_v1_installed() {
@@ -113,33 +149,15 @@ async fn olm_v1_e2e_install_the_reference_operator_installs_and_upgrades_along_i
     }
     let registry = Registry::start(RegistryAuth::Anonymous).await.unwrap();
     let work = tempfile::tempdir().unwrap();
-    let out = release(work.path(), &registry.host());
-    let manifests = documents(&out.join("install/olm-v1.yaml"));
-    let catalog = manifests
-        .iter()
-        .find(|d| d["kind"] == "ClusterCatalog")
+    let started = Instant::now();
+    let (mut olm, manifests, _, up) = released_and_served(&registry, work.path()).await;
+    let image = kind(&manifests, "ClusterCatalog")["spec"]["source"]["image"]["ref"]
+        .as_str()
         .unwrap();
-    let image = catalog["spec"]["source"]["image"]["ref"].as_str().unwrap();
     assert!(
         image.starts_with(&format!("{}/acme/", registry.host())),
         "install/olm-v1.yaml names the pushed catalog: {image}"
     );
-
-    let started = Instant::now();
-    let mut olm = OlmV1Env::start(&[registry.host()]).await.unwrap();
-    let up = started.elapsed();
-    for object in manifests.iter().filter(|d| d["kind"] != "ClusterExtension") {
-        olm.apply(object).await.unwrap();
-    }
-    let catalog_name = catalog["metadata"]["name"].as_str().unwrap();
-    let (served, _) = olm
-        .wait_for("ClusterCatalog", catalog_name, STEP_TIMEOUT, |c, _| {
-            is_true(c, "Serving")
-        })
-        .await
-        .unwrap();
-    eprintln!("olm v1: {catalog_name}:\n{}", shown(&served));
-
     let extension = manifests
         .iter()
         .find(|d| d["kind"] == "ClusterExtension")
@@ -151,7 +169,194 @@ async fn olm_v1_e2e_install_the_reference_operator_installs_and_upgrades_along_i
         eprintln!("olm v1: {version} in {:.1?}", step.elapsed());
     }
     eprintln!(
-        "olm v1: environment up in {up:.1?}, everything in {:.1?}",
+        "olm v1: environment up in {up:.1?}; release, environment and installs in {:.1?}",
         started.elapsed()
     );
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// The 1.1.1 CRD of the release's bundles, in the variant `dir`.
+fn crd_of_1_1_1(dir: &Path) -> std::path::PathBuf {
+    dir.join("bundle/1.1.1/manifests/demo.olmpack.dev_guestbooks.yaml")
+}
+
+/// The release's bundle/ and catalog/ copied to `dir`, 1.1.1's CRD changed by `edit`.
+fn variant(out: &Path, dir: &Path, edit: impl Fn(&str) -> String) {
+    copy_tree(&out.join("bundle"), &dir.join("bundle"));
+    copy_tree(&out.join("catalog"), &dir.join("catalog"));
+    let crd = crd_of_1_1_1(dir);
+    let text = std::fs::read_to_string(&crd).unwrap();
+    let edited = edit(&text);
+    assert_ne!(edited, text, "the edit changed nothing");
+    std::fs::write(&crd, edited).unwrap();
+}
+
+/// `olmpack upgrade check --consumer olm-v1` of the variant: exit code and output.
+fn static_verdict(dir: &Path) -> (i32, String) {
+    let run = olmpack()
+        .args(["upgrade", "check", "--consumer", "olm-v1", "--catalog"])
+        .arg(dir.join("catalog"))
+        .arg("--bundles")
+        .arg(dir.join("bundle"))
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    (run.status.code().unwrap_or(-1), text)
+}
+
+/// Builds and pushes `layout`'s image from `dir` (`bundle` or `catalog`) as `repo:tag`;
+/// returns the pushed reference by digest.
+fn build_and_push(what: &str, dir: &Path, registry: &str, repo: &str, tag: &str) -> String {
+    let layout = dir.with_extension("layout");
+    ok(olmpack()
+        .args(["image", "build", what, "--layout"])
+        .arg(&layout)
+        .arg(dir)
+        .output()
+        .unwrap());
+    let target = format!("{registry}/acme/{repo}");
+    let pushed = ok(olmpack()
+        .args(["image", "push"])
+        .arg(&layout)
+        .arg(format!("{target}:{tag}"))
+        .output()
+        .unwrap());
+    let digest = String::from_utf8_lossy(&pushed.stdout).trim().to_owned();
+    assert!(digest.starts_with("sha256:"), "{digest}");
+    format!("{target}@{digest}")
+}
+
+/// Pushes the variant's 1.1.1 bundle and a catalog naming it instead of the released one;
+/// returns the catalog's reference by digest.
+fn push_variant(dir: &Path, registry: &str, tag: &str) -> String {
+    let bundle = build_and_push(
+        "bundle",
+        &dir.join("bundle/1.1.1"),
+        registry,
+        "guestbook-operator-bundle",
+        tag,
+    );
+    let catalog_json = dir.join("catalog/guestbook-operator/catalog.json");
+    let text = std::fs::read_to_string(&catalog_json).unwrap();
+    let released = serde_json::Deserializer::from_str(&text)
+        .into_iter::<Value>()
+        .map(Result::unwrap)
+        .find(|d| d["schema"] == "olm.bundle" && d["name"] == "guestbook-operator.v1.1.1")
+        .expect("the catalog has 1.1.1")["image"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    std::fs::write(&catalog_json, text.replace(&released, &bundle)).unwrap();
+    build_and_push(
+        "catalog",
+        &dir.join("catalog"),
+        registry,
+        "guestbook-operator-catalog",
+        tag,
+    )
+}
+
+/// Points the ClusterCatalog at `image` and waits until it serves it.
+async fn serve_catalog(olm: &mut OlmV1Env, catalog: &Value, image: &str) {
+    let mut changed = catalog.clone();
+    changed["spec"]["source"]["image"]["ref"] = Value::from(image);
+    olm.apply(&changed).await.unwrap();
+    let name = catalog["metadata"]["name"].as_str().unwrap();
+    olm.wait_for("ClusterCatalog", name, STEP_TIMEOUT, |c, body| {
+        is_true(c, "Serving") && body["status"]["resolvedSource"]["image"]["ref"] == image
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn olm_v1_e2e_install_a_crd_change_crdify_refuses_is_refused_live_and_statically() {
+    if !olm_v1_installed() {
+        return;
+    }
+    let registry = Registry::start(RegistryAuth::Anonymous).await.unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let (mut olm, manifests, out, _) = released_and_served(&registry, work.path()).await;
+    let extension = kind(&manifests, "ClusterExtension");
+    let name = extension["metadata"]["name"].as_str().unwrap();
+    install_version(&mut olm, extension, "1.1.0").await;
+
+    // Refused: 1.1.1 lowers `maximum` of spec.replicas (v1) and spec.size (v1alpha1).
+    let refused = work.path().join("refused");
+    variant(&out, &refused, |crd| {
+        crd.replace(
+            "                maximum: 10\n",
+            "                maximum: 5\n",
+        )
+    });
+    let (code, text) = static_verdict(&refused);
+    assert_eq!(code, 1, "{text}");
+    let image = push_variant(&refused, &registry.host(), "refused");
+    serve_catalog(&mut olm, kind(&manifests, "ClusterCatalog"), &image).await;
+    let mut pinned = extension.clone();
+    pinned["spec"]["source"]["catalog"]["version"] = Value::from("1.1.1");
+    olm.apply(&pinned).await.unwrap();
+    let (conditions, body) = olm
+        .wait_for("ClusterExtension", name, STEP_TIMEOUT, |c, _| {
+            c.iter()
+                .any(|c| c.type_ == "Progressing" && c.message.contains("maximum"))
+        })
+        .await
+        .unwrap();
+    eprintln!("olm v1 refused 1.1.1:\n{}", shown(&conditions));
+    // OLM v1's preflight words, and the same two properties in olmpack's findings.
+    let progressing = conditions
+        .iter()
+        .find(|c| c.type_ == "Progressing")
+        .unwrap();
+    assert_eq!(
+        (
+            progressing.status.as_str(),
+            progressing.reason.as_str(),
+            progressing.message.as_str()
+        ),
+        (
+            "True",
+            "Retrying",
+            "error for resolved bundle \"guestbook-operator.v1.1.1\" with version \"1.1.1\": validating upgrade for CRD \"guestbooks.demo.olmpack.dev\": v1alpha1: ^.spec.size: maximum: maximum decreased : 10 -> 5\nv1: ^.spec.replicas: maximum: maximum decreased : 10 -> 5"
+        )
+    );
+    for (version, property) in [("v1alpha1", "size"), ("v1", "replicas")] {
+        let finding = format!(
+            "error[crd-upgrade/maximum] guestbook-operator.v1.1.0 -> guestbook-operator.v1.1.1: CustomResourceDefinition/guestbooks.demo.olmpack.dev: {version}:^.spec.{property}: maximum decreased: 10 -> 5; refused by OLM v1"
+        );
+        assert!(text.contains(&finding), "{finding}\n{text}");
+    }
+    assert_eq!(body["status"]["install"]["bundle"]["version"], "1.1.0");
+
+    // Accepted: 1.1.1 adds an optional field to the v1 schema.
+    let accepted = work.path().join("accepted");
+    variant(&out, &accepted, |crd| {
+        crd.replace(
+            "              replicas:\n                description: Number of pods.\n",
+            "              greeting:\n                type: string\n              replicas:\n                description: Number of pods.\n",
+        )
+    });
+    let (code, text) = static_verdict(&accepted);
+    assert_eq!(code, 0, "{text}");
+    let image = push_variant(&accepted, &registry.host(), "accepted");
+    serve_catalog(&mut olm, kind(&manifests, "ClusterCatalog"), &image).await;
+    let conditions = install_version(&mut olm, extension, "1.1.1").await;
+    eprintln!("olm v1 accepted 1.1.1:\n{}", shown(&conditions));
 }
