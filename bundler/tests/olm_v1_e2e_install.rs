@@ -74,6 +74,15 @@ fn shown(conditions: &[Condition]) -> String {
         .collect::<String>()
 }
 
+/// Whether OLM v1's conditions are about the object's current spec (every condition's
+/// `observedGeneration` is `metadata.generation`).
+fn observed(body: &Value) -> bool {
+    let generation = &body["metadata"]["generation"];
+    body["status"]["conditions"].as_array().is_some_and(|all| {
+        !all.is_empty() && all.iter().all(|c| &c["observedGeneration"] == generation)
+    })
+}
+
 /// Pins the ClusterExtension to `version`, applies it and waits until OLM v1 says it
 /// installed that version; returns OLM v1's conditions.
 async fn install_version(olm: &mut OlmV1Env, extension: &Value, version: &str) -> Vec<Condition> {
@@ -87,7 +96,12 @@ async fn install_version(olm: &mut OlmV1Env, extension: &Value, version: &str) -
             name,
             STEP_TIMEOUT,
             |conditions, body| {
-                is_true(conditions, "Installed")
+                observed(body)
+                    && is_true(conditions, "Installed")
+                    && is_true(conditions, "Progressing")
+                    && conditions
+                        .iter()
+                        .any(|c| c.type_ == "Progressing" && c.reason == "Succeeded")
                     && body["status"]["install"]["bundle"]["version"] == version
             },
         )
@@ -243,8 +257,8 @@ fn build_and_push(what: &str, dir: &Path, registry: &str, repo: &str, tag: &str)
 }
 
 /// Pushes the variant's 1.1.1 bundle and a catalog naming it instead of the released one;
-/// returns the catalog's reference by digest.
-fn push_variant(dir: &Path, registry: &str, tag: &str) -> String {
+/// returns the bundle's and the catalog's references by digest.
+fn push_variant(dir: &Path, registry: &str, tag: &str) -> (String, String) {
     let bundle = build_and_push(
         "bundle",
         &dir.join("bundle/1.1.1"),
@@ -263,26 +277,14 @@ fn push_variant(dir: &Path, registry: &str, tag: &str) -> String {
         .unwrap()
         .to_owned();
     std::fs::write(&catalog_json, text.replace(&released, &bundle)).unwrap();
-    build_and_push(
+    let catalog = build_and_push(
         "catalog",
         &dir.join("catalog"),
         registry,
         "guestbook-operator-catalog",
         tag,
-    )
-}
-
-/// Points the ClusterCatalog at `image` and waits until it serves it.
-async fn serve_catalog(olm: &mut OlmV1Env, catalog: &Value, image: &str) {
-    let mut changed = catalog.clone();
-    changed["spec"]["source"]["image"]["ref"] = Value::from(image);
-    olm.apply(&changed).await.unwrap();
-    let name = catalog["metadata"]["name"].as_str().unwrap();
-    olm.wait_for("ClusterCatalog", name, STEP_TIMEOUT, |c, body| {
-        is_true(c, "Serving") && body["status"]["resolvedSource"]["image"]["ref"] == image
-    })
-    .await
-    .unwrap();
+    );
+    (bundle, catalog)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -293,9 +295,7 @@ async fn olm_v1_e2e_install_a_crd_change_crdify_refuses_is_refused_live_and_stat
     let registry = Registry::start(RegistryAuth::Anonymous).await.unwrap();
     let work = tempfile::tempdir().unwrap();
     let (mut olm, manifests, out, _) = released_and_served(&registry, work.path()).await;
-    let extension = kind(&manifests, "ClusterExtension");
-    let name = extension["metadata"]["name"].as_str().unwrap();
-    install_version(&mut olm, extension, "1.1.0").await;
+    install_version(&mut olm, kind(&manifests, "ClusterExtension"), "1.1.0").await;
 
     // Refused: 1.1.1 lowers `maximum` of spec.replicas (v1) and spec.size (v1alpha1).
     let refused = work.path().join("refused");
@@ -307,35 +307,16 @@ async fn olm_v1_e2e_install_a_crd_change_crdify_refuses_is_refused_live_and_stat
     });
     let (code, text) = static_verdict(&refused);
     assert_eq!(code, 1, "{text}");
-    let image = push_variant(&refused, &registry.host(), "refused");
-    serve_catalog(&mut olm, kind(&manifests, "ClusterCatalog"), &image).await;
-    let mut pinned = extension.clone();
-    pinned["spec"]["source"]["catalog"]["version"] = Value::from("1.1.1");
-    olm.apply(&pinned).await.unwrap();
-    let (conditions, body) = olm
-        .wait_for("ClusterExtension", name, STEP_TIMEOUT, |c, _| {
-            c.iter()
-                .any(|c| c.type_ == "Progressing" && c.message.contains("maximum"))
-        })
+    let (bundle, image) = push_variant(&refused, &registry.host(), "refused");
+    let catalog = case_catalog(&mut olm, &manifests, 0, &image).await;
+    let words = live_verdict(&mut olm, &manifests, &catalog, &bundle)
         .await
-        .unwrap();
-    eprintln!("olm v1 refused 1.1.1:\n{}", shown(&conditions));
+        .expect_err("OLM v1 installed a lowered maximum");
+    eprintln!("olm v1 refused 1.1.1: {words}");
     // OLM v1's preflight words, and the same two properties in olmpack's findings.
-    let progressing = conditions
-        .iter()
-        .find(|c| c.type_ == "Progressing")
-        .unwrap();
     assert_eq!(
-        (
-            progressing.status.as_str(),
-            progressing.reason.as_str(),
-            progressing.message.as_str()
-        ),
-        (
-            "True",
-            "Retrying",
-            "error for resolved bundle \"guestbook-operator.v1.1.1\" with version \"1.1.1\": validating upgrade for CRD \"guestbooks.demo.olmpack.dev\": v1alpha1: ^.spec.size: maximum: maximum decreased : 10 -> 5\nv1: ^.spec.replicas: maximum: maximum decreased : 10 -> 5"
-        )
+        words,
+        "Progressing=True (Retrying): error for resolved bundle \"guestbook-operator.v1.1.1\" with version \"1.1.1\": validating upgrade for CRD \"guestbooks.demo.olmpack.dev\": v1alpha1: ^.spec.size: maximum: maximum decreased : 10 -> 5\nv1: ^.spec.replicas: maximum: maximum decreased : 10 -> 5"
     );
     for (version, property) in [("v1alpha1", "size"), ("v1", "replicas")] {
         let finding = format!(
@@ -343,20 +324,217 @@ async fn olm_v1_e2e_install_a_crd_change_crdify_refuses_is_refused_live_and_stat
         );
         assert!(text.contains(&finding), "{finding}\n{text}");
     }
+    let name = kind(&manifests, "ClusterExtension")["metadata"]["name"]
+        .as_str()
+        .unwrap();
+    let (_, body) = olm.read("ClusterExtension", name).await.unwrap().unwrap();
     assert_eq!(body["status"]["install"]["bundle"]["version"], "1.1.0");
+    back_to_1_1_0(&mut olm, &manifests, false).await;
 
     // Accepted: 1.1.1 adds an optional field to the v1 schema.
     let accepted = work.path().join("accepted");
     variant(&out, &accepted, |crd| {
-        crd.replace(
-            "              replicas:\n                description: Number of pods.\n",
-            "              greeting:\n                type: string\n              replicas:\n                description: Number of pods.\n",
-        )
+        crd.replacen(FIELD_ADDED.from, FIELD_ADDED.to, 1)
     });
     let (code, text) = static_verdict(&accepted);
     assert_eq!(code, 0, "{text}");
-    let image = push_variant(&accepted, &registry.host(), "accepted");
-    serve_catalog(&mut olm, kind(&manifests, "ClusterCatalog"), &image).await;
-    let conditions = install_version(&mut olm, extension, "1.1.1").await;
-    eprintln!("olm v1 accepted 1.1.1:\n{}", shown(&conditions));
+    let (bundle, image) = push_variant(&accepted, &registry.host(), "accepted");
+    let catalog = case_catalog(&mut olm, &manifests, 1, &image).await;
+    let live = live_verdict(&mut olm, &manifests, &catalog, &bundle).await;
+    assert_eq!(live, Ok(()), "OLM v1 refused an added optional field");
+}
+
+/// An optional field added to the v1 schema (crdify accepts it).
+const FIELD_ADDED: Change = Change {
+    name: "optional field added",
+    from: "              replicas:\n                description: Number of pods.\n",
+    to: "              greeting:\n                type: string\n              replicas:\n                description: Number of pods.\n",
+};
+
+/// A CRD change of 1.1.1 (1.1.0 installed): what the live OLM v1 does with it must be what
+/// `upgrade check --consumer olm-v1` says.
+struct Change {
+    name: &'static str,
+    from: &'static str,
+    to: &'static str,
+}
+
+/// Changes of the reference operator's v1 schema, each of one crdify check (and CEL rules,
+/// which crdify leaves unhandled and OLM v1 fails closed on).
+const CHANGES: [Change; 10] = [
+    Change {
+        name: "maximum lowered",
+        from: "                maximum: 10\n                minimum: 1\n                type: integer\n            required:\n            - replicas\n",
+        to: "                maximum: 5\n                minimum: 1\n                type: integer\n            required:\n            - replicas\n",
+    },
+    Change {
+        name: "enum value removed",
+        from: "                    - light\n                    - dark\n",
+        to: "                    - light\n",
+    },
+    Change {
+        name: "default added",
+        from: "                minimum: 1\n                type: integer\n            required:\n            - replicas\n",
+        to: "                minimum: 1\n                default: 1\n                type: integer\n            required:\n            - replicas\n",
+    },
+    Change {
+        name: "required field added",
+        from: "            required:\n            - replicas\n",
+        to: "            required:\n            - replicas\n            - page\n",
+    },
+    Change {
+        name: "type changed",
+        from: "                  title:\n                    maxLength: 64\n                    type: string\n                type: object\n",
+        to: "                  title:\n                    maxLength: 64\n                    type: integer\n                type: object\n",
+    },
+    Change {
+        name: "field removed",
+        from: "                  title:\n                    maxLength: 64\n                    type: string\n                type: object\n",
+        to: "                type: object\n",
+    },
+    Change {
+        name: "CEL rule added",
+        from: "              rule: \"!has(self.page) || !has(self.page.theme) || self.replicas >= 1\"\n",
+        to: "              rule: \"!has(self.page) || !has(self.page.theme) || self.replicas >= 1\"\n            - message: at most nine replicas\n              rule: \"self.replicas <= 9\"\n",
+    },
+    Change {
+        name: "CEL rule changed",
+        from: "self.replicas >= 1\"",
+        to: "self.replicas >= 2\"",
+    },
+    Change {
+        name: "description changed",
+        from: "                description: Number of pods.\n                maximum: 10\n                minimum: 1\n                type: integer\n            required:\n            - replicas\n",
+        to: "                description: How many pods.\n                maximum: 10\n                minimum: 1\n                type: integer\n            required:\n            - replicas\n",
+    },
+    // Last: going back from it removes the field, which the preflight refuses.
+    FIELD_ADDED,
+];
+
+/// A ClusterCatalog of its own for one change (the released one renamed), serving `image`;
+/// returns its name. (One catalog per change: a ClusterExtension selecting it can never
+/// resolve against an earlier change's content.)
+async fn case_catalog(olm: &mut OlmV1Env, manifests: &[Value], case: usize, image: &str) -> String {
+    let mut catalog = kind(manifests, "ClusterCatalog").clone();
+    let name = format!(
+        "{}-change-{case}",
+        catalog["metadata"]["name"].as_str().unwrap()
+    );
+    catalog["metadata"]["name"] = Value::from(name.as_str());
+    catalog["spec"]["source"]["image"]["ref"] = Value::from(image);
+    olm.apply(&catalog).await.unwrap();
+    olm.wait_for("ClusterCatalog", &name, STEP_TIMEOUT, |c, _| {
+        is_true(c, "Serving")
+    })
+    .await
+    .unwrap();
+    name
+}
+
+/// The ClusterExtension pinned to `version`, selecting the catalog named `catalog`.
+fn pinned(manifests: &[Value], version: &str, catalog: &str) -> Value {
+    let mut extension = kind(manifests, "ClusterExtension").clone();
+    let source = &mut extension["spec"]["source"]["catalog"];
+    source["version"] = Value::from(version);
+    source["selector"]["matchLabels"]["olm.operatorframework.io/metadata.name"] =
+        Value::from(catalog);
+    extension
+}
+
+/// OLM v1's verdict on 1.1.1 from `catalog`, whose 1.1.1 is `bundle`: `Ok(())` when it
+/// installed that bundle, else the refusal's words.
+async fn live_verdict(
+    olm: &mut OlmV1Env,
+    manifests: &[Value],
+    catalog: &str,
+    bundle: &str,
+) -> Result<(), String> {
+    let extension = pinned(manifests, "1.1.1", catalog);
+    olm.apply(&extension).await.unwrap();
+    let name = extension["metadata"]["name"].as_str().unwrap();
+    let installed = |c: &[Condition]| {
+        c.iter()
+            .any(|c| c.type_ == "Installed" && c.status == "True" && c.message.contains(bundle))
+    };
+    let refused = |c: &[Condition]| {
+        c.iter()
+            .any(|c| c.type_ == "Progressing" && c.message.contains("validating upgrade for CRD"))
+    };
+    let (conditions, _) = olm
+        .wait_for("ClusterExtension", name, STEP_TIMEOUT, |c, body| {
+            observed(body) && (installed(c) || refused(c))
+        })
+        .await
+        .unwrap();
+    if installed(&conditions) {
+        return Ok(());
+    }
+    let progressing = conditions.iter().find(|c| c.type_ == "Progressing");
+    Err(progressing.map(ToString::to_string).unwrap_or_default())
+}
+
+/// Back to 1.1.0 from the released catalog: pinned again when 1.1.1 was refused; after an
+/// install of 1.1.1, downgraded (`upgradeConstraintPolicy: SelfCertified`, the one policy
+/// that allows it; the preflight still checks the CRD going back).
+async fn back_to_1_1_0(olm: &mut OlmV1Env, manifests: &[Value], installed_1_1_1: bool) {
+    let released = kind(manifests, "ClusterCatalog")["metadata"]["name"]
+        .as_str()
+        .unwrap();
+    let mut extension = pinned(manifests, "1.1.0", released);
+    if installed_1_1_1 {
+        extension["spec"]["source"]["catalog"]["upgradeConstraintPolicy"] =
+            Value::from("SelfCertified");
+    }
+    install_version(olm, &extension, "1.1.0").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn olm_v1_e2e_install_static_and_live_verdicts_agree_on_every_crd_change() {
+    if !olm_v1_installed() {
+        return;
+    }
+    let registry = Registry::start(RegistryAuth::Anonymous).await.unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let (mut olm, manifests, out, _) = released_and_served(&registry, work.path()).await;
+    install_version(&mut olm, kind(&manifests, "ClusterExtension"), "1.1.0").await;
+    let mut table = vec![
+        "| change | upgrade check (olm-v1) | live OLM v1 |".to_owned(),
+        "|---|---|---|".to_owned(),
+    ];
+    let mut differ = Vec::new();
+    for (i, change) in CHANGES.iter().enumerate() {
+        let dir = work.path().join(format!("change-{i}"));
+        variant(&out, &dir, |crd| crd.replacen(change.from, change.to, 1));
+        let (code, text) = static_verdict(&dir);
+        let (bundle, image) = push_variant(&dir, &registry.host(), &format!("change-{i}"));
+        let catalog = case_catalog(&mut olm, &manifests, i, &image).await;
+        let live = live_verdict(&mut olm, &manifests, &catalog, &bundle).await;
+        let static_refuses = code == 1;
+        table.push(format!(
+            "| {} | {} | {} |",
+            change.name,
+            if static_refuses { "refuses" } else { "accepts" },
+            live.as_ref()
+                .err()
+                .map_or("installs".to_owned(), |w| format!(
+                    "refuses: {}",
+                    w.replace('\n', " / ")
+                ))
+        ));
+        if static_refuses != live.is_err() {
+            differ.push(format!(
+                "{}: upgrade check exit {code}\n{text}",
+                change.name
+            ));
+        }
+        if i + 1 < CHANGES.len() {
+            back_to_1_1_0(&mut olm, &manifests, live.is_ok()).await;
+        }
+    }
+    eprintln!("{}", table.join("\n"));
+    assert!(
+        differ.is_empty(),
+        "static and live differ:\n{}",
+        differ.join("\n")
+    );
 }
