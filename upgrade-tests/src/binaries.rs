@@ -34,11 +34,15 @@ pub enum Tool {
     Cosign,
     Olareg,
     Helm,
+    /// OLM v1's catalog server (unpacks ClusterCatalogs and serves their FBC).
+    Catalogd,
+    /// OLM v1's installer (reconciles ClusterExtensions).
+    OperatorController,
 }
 
 impl Tool {
     /// Every tool, in `olmpack tools list` order.
-    pub const ALL: [Tool; 17] = [
+    pub const ALL: [Tool; 19] = [
         Tool::Etcd,
         Tool::KubeApiserver,
         Tool::KubeControllerManager,
@@ -46,6 +50,8 @@ impl Tool {
         Tool::Kwok,
         Tool::OlmOperator,
         Tool::CatalogOperator,
+        Tool::Catalogd,
+        Tool::OperatorController,
         Tool::Opm,
         Tool::Crdify,
         Tool::Registry,
@@ -78,6 +84,8 @@ impl Tool {
             Tool::Cosign => "OLMPACK_COSIGN",
             Tool::Olareg => "OLMPACK_OLAREG",
             Tool::Helm => "OLMPACK_HELM",
+            Tool::Catalogd => "OLMPACK_CATALOGD",
+            Tool::OperatorController => "OLMPACK_OPERATOR_CONTROLLER",
         }
     }
 
@@ -101,6 +109,8 @@ impl Tool {
             Tool::Cosign => "cosign",
             Tool::Olareg => "olareg",
             Tool::Helm => "helm",
+            Tool::Catalogd => "catalogd",
+            Tool::OperatorController => "operator-controller",
         }
     }
 
@@ -183,6 +193,11 @@ impl Tool {
             Tool::Kwok | Tool::OlmOperator | Tool::CatalogOperator => (
                 "olm",
                 format!("{}-kwok-{}", pins.olm.version, pins.olm.kwok),
+                self.file_name(),
+            ),
+            Tool::Catalogd | Tool::OperatorController => (
+                "olmv1",
+                pins.olmv1.as_ref()?.version.clone(),
                 self.file_name(),
             ),
             Tool::Etcd
@@ -341,6 +356,9 @@ pub enum ToolData {
     /// OLM v1's CustomResourceDefinitions (ClusterCatalog, ClusterExtension), from
     /// operator-controller at the version `tools.toml` pins.
     OlmV1Crds,
+    /// OLM v1's standard install manifest (`manifests/standard.yaml`: RBAC and the flags its
+    /// Deployments run with), from the same operator-controller version; a file.
+    OlmV1Manifest,
     /// OpenShift's API kinds as CRDs (Route, console kinds, SecurityContextConstraints,
     /// `config.openshift.io`), from openshift/api at the version `tools.toml` pins.
     OpenShiftCrds,
@@ -362,6 +380,7 @@ impl ToolData {
             ToolData::OlmCrds => "OLMPACK_OLM_CRDS",
             ToolData::KwokStages => "OLMPACK_KWOK_STAGES",
             ToolData::OlmV1Crds => "OLMPACK_OLMV1_CRDS",
+            ToolData::OlmV1Manifest => "OLMPACK_OLMV1_MANIFEST",
             ToolData::OpenShiftCrds => "OLMPACK_OPENSHIFT_CRDS",
             ToolData::UpstreamApiTestdata => "OLMPACK_UPSTREAM_API_TESTDATA",
             ToolData::UpstreamRegistryTestdata => "OLMPACK_UPSTREAM_REGISTRY_TESTDATA",
@@ -383,6 +402,11 @@ impl ToolData {
                 .olmv1
                 .as_ref()
                 .map(|pin| Path::new("olmv1").join(&pin.version).join("crds")),
+            ToolData::OlmV1Manifest => pins.olmv1.as_ref().map(|pin| {
+                Path::new("olmv1")
+                    .join(&pin.version)
+                    .join("manifests/standard.yaml")
+            }),
             ToolData::OpenShiftCrds => pins
                 .openshift
                 .as_ref()
@@ -391,8 +415,8 @@ impl ToolData {
         }
     }
 
-    /// The directory — from its variable, else from the tool cache — or an error saying how
-    /// to provide it.
+    /// The directory (a file for [`ToolData::OlmV1Manifest`]) — from its variable, else from
+    /// the tool cache — or an error saying how to provide it.
     pub fn path(self) -> Result<PathBuf, ToolNotFound> {
         let found = match std::env::var_os(self.env_var()) {
             Some(dir) => Some(PathBuf::from(dir)),
@@ -400,16 +424,17 @@ impl ToolData {
                 .cache_dir()
                 .zip(tools_cache_dir())
                 .map(|(dir, cache)| cache.join(dir))
-                .filter(|dir| dir.is_dir()),
+                .filter(|dir| dir.exists()),
         };
         match found {
-            Some(dir) if dir.is_dir() => Ok(dir),
+            Some(dir) if dir.exists() => Ok(dir),
             looked_at => Err(ToolNotFound {
                 cache: None,
                 tool: match self {
                     ToolData::OlmCrds => "OLM's CRDs",
                     ToolData::KwokStages => "kwok's stages",
                     ToolData::OlmV1Crds => "OLM v1's CRDs",
+                    ToolData::OlmV1Manifest => "OLM v1's standard manifest",
                     ToolData::OpenShiftCrds => "OpenShift's API CRDs",
                     ToolData::UpstreamApiTestdata => "operator-framework/api's test data",
                     ToolData::UpstreamRegistryTestdata => "operator-registry's test data",

@@ -223,7 +223,10 @@ fn setup(root: &Path) -> Result<(tools::Pins, tools::Layout)> {
     let pins = tools::Pins::load(root)?;
     let layout = tools::Layout::from_env()?;
     let started = Instant::now();
-    for line in tools::setup(&pins, &layout)? {
+    let vendor = std::env::var_os("OLMPACK_GO_VENDOR_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| root.join("../shared/vendor"));
+    for line in tools::setup(&pins, &layout, &vendor)? {
         eprintln!("setup: {line}");
     }
     eprintln!(

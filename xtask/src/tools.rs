@@ -49,12 +49,18 @@ pub struct OlmPin {
     pub go: String,
 }
 
-/// OLM v1 (operator-controller): only its CRDs (ClusterCatalog, ClusterExtension), copied from
-/// the module at this exact version.
+/// OLM v1: catalogd and operator-controller built from operator-controller's module at this
+/// exact version, with its CRDs (ClusterCatalog, ClusterExtension) and standard manifest.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OlmV1Pin {
     pub version: String,
+    /// pkg.package-operator.run/boxcutter, which the module requires: from the proxy where it
+    /// is served, else from the vendored source tarball.
+    pub boxcutter: String,
+    /// Go build tags, as upstream's own build uses them.
+    #[serde(default)]
+    pub tags: Vec<String>,
 }
 
 /// OpenShift's own API kinds as CRDs (Route, the console kinds, SecurityContextConstraints,
@@ -182,15 +188,24 @@ const OPENSHIFT_CRDS: ([&str; 4], &str) = (
     "crds",
 );
 const OLMV1_MODULE: &str = "github.com/operator-framework/operator-controller";
+const BOXCUTTER_MODULE: &str = "pkg.package-operator.run/boxcutter";
+/// `(package, binary)` of the OLM v1 build, in the order the `.complete` stamp lists them.
+const OLMV1_BINARIES: [(&str, &str); 2] = [
+    ("cmd/catalogd", "catalogd"),
+    ("cmd/operator-controller", "operator-controller"),
+];
 /// Where OLM v1's CRDs are in its module (ClusterExtension, ClusterCatalog), and where setup
 /// puts them in the tool directory.
 const OLMV1_CRDS: ([&str; 2], &str) = (
     [
-        "config/base/operator-controller/crd/bases",
-        "config/base/catalogd/crd/bases",
+        "helm/olmv1/base/operator-controller/crd/standard",
+        "helm/olmv1/base/catalogd/crd/standard",
     ],
     "crds",
 );
+/// OLM v1's standard install manifest (RBAC, Deployments and their flags), copied to the same
+/// path in the tool directory.
+const OLMV1_MANIFEST: &str = "manifests/standard.yaml";
 
 /// Debian packages whose binaries the tests use, with the binary and its env variable.
 const DEBIAN_BINARIES: [(&str, &str, &str); 4] = [
@@ -266,12 +281,15 @@ impl Layout {
         ] {
             vars.push((var.to_owned(), olm.join(path).into_os_string()));
         }
-        vars.push((
-            "OLMPACK_OLMV1_CRDS".to_owned(),
-            self.tool_dir("olmv1", &pins.olmv1.version)
-                .join(OLMV1_CRDS.1)
-                .into_os_string(),
-        ));
+        let olmv1 = self.tool_dir("olmv1", &pins.olmv1.version);
+        for (var, path) in [
+            ("OLMPACK_CATALOGD", "bin/catalogd"),
+            ("OLMPACK_OPERATOR_CONTROLLER", "bin/operator-controller"),
+            ("OLMPACK_OLMV1_CRDS", OLMV1_CRDS.1),
+            ("OLMPACK_OLMV1_MANIFEST", OLMV1_MANIFEST),
+        ] {
+            vars.push((var.to_owned(), olmv1.join(path).into_os_string()));
+        }
         vars.push((
             "OLMPACK_OPENSHIFT_CRDS".to_owned(),
             self.tool_dir("openshift-api", &pins.openshift.api)
@@ -305,14 +323,14 @@ fn env_var_for(tool: &str) -> String {
 }
 
 /// Installs every pinned tool that is missing; returns what it did, one line per tool.
-pub fn setup(pins: &Pins, layout: &Layout) -> Result<Vec<String>> {
+pub fn setup(pins: &Pins, layout: &Layout, vendor: &Path) -> Result<Vec<String>> {
     fs::create_dir_all(&layout.cache)
         .with_context(|| format!("creating {}", layout.cache.display()))?;
     let mut report = vec![
         install_debian(&pins.debian)?,
         install_kubernetes(&pins.kubernetes, layout)?,
         install_olm(&pins.olm, layout)?,
-        install_olmv1(&pins.olmv1, layout)?,
+        install_olmv1(&pins.olmv1, layout, vendor)?,
         install_openshift_api(&pins.openshift, layout)?,
         install_upstream_testdata(&pins.upstream, layout)?,
     ];
@@ -582,17 +600,23 @@ fn install_olm(pin: &OlmPin, layout: &Layout) -> Result<String> {
     ))
 }
 
-/// OLM v1's CRDs, copied from operator-controller's module at the pinned version.
-fn install_olmv1(pin: &OlmV1Pin, layout: &Layout) -> Result<String> {
+/// OLM v1's catalogd and operator-controller from one wrapper module, plus its CRDs and
+/// standard manifest copied from the same module version.
+fn install_olmv1(pin: &OlmV1Pin, layout: &Layout, vendor: &Path) -> Result<String> {
     let dest = layout.tool_dir("olmv1", &pin.version);
+    let binaries: Vec<&str> = OLMV1_BINARIES.iter().map(|(_, b)| *b).collect();
+    let tags = pin.tags.join(",");
     let stamp = stamp(&[
         OLMV1_MODULE,
         &pin.version,
+        &binaries.join(" "),
+        &tags,
         &OLMV1_CRDS.0.join(" "),
         OLMV1_CRDS.1,
+        OLMV1_MANIFEST,
     ]);
-    if is_complete(&dest, &stamp, &[]) && dest.join(OLMV1_CRDS.1).is_dir() {
-        return Ok(format!("olm v1 CRDs {}: up to date", pin.version));
+    if is_complete(&dest, &stamp, &binaries) && dest.join(OLMV1_CRDS.1).is_dir() {
+        return Ok(format!("olm v1 {}: up to date", pin.version));
     }
     let started = Instant::now();
     build_into(&dest, &stamp, |work| {
@@ -600,13 +624,78 @@ fn install_olmv1(pin: &OlmV1Pin, layout: &Layout) -> Result<String> {
         for crds in OLMV1_CRDS.0 {
             copy_yaml_files(&dir.join(crds), &work.join(OLMV1_CRDS.1))?;
         }
+        let manifest = work.join(OLMV1_MANIFEST);
+        fs::create_dir_all(manifest.parent().context("manifest path has a parent")?)?;
+        fs::write(&manifest, fs::read(dir.join(OLMV1_MANIFEST))?)?;
+        let go = go_directive(&fs::read_to_string(dir.join("go.mod"))?)
+            .unwrap_or("1.22")
+            .to_owned();
+        let mut module = format!(
+            "module olmpack.dev/tools/olmv1\n\ngo {go}\n\nrequire {OLMV1_MODULE} {}\n",
+            pin.version
+        );
+        if let Some(source) = boxcutter_source(&pin.boxcutter, work, vendor)? {
+            module.push_str(&format!(
+                "\nreplace {BOXCUTTER_MODULE} => {}\n",
+                source.display()
+            ));
+        }
+        let packages: Vec<(String, String)> = OLMV1_BINARIES
+            .iter()
+            .map(|(package, binary)| (format!("{OLMV1_MODULE}/{package}"), (*binary).to_owned()))
+            .collect();
+        let flags = BuildFlags {
+            tags: &tags,
+            ldflags: "",
+        };
+        build_wrapper_module(work, &module, &flags, &packages)?;
+        let unpacked = work.join(BOXCUTTER_SRC);
+        if unpacked.exists() {
+            fs::remove_dir_all(&unpacked)?;
+        }
         Ok(())
     })?;
     Ok(format!(
-        "olm v1 CRDs {}: copied in {:.0?}",
+        "olm v1 {}: built {} in {:.0?}",
         pin.version,
+        binaries.join(", "),
         started.elapsed()
     ))
+}
+
+/// Where in the build directory the vendored boxcutter source is unpacked.
+const BOXCUTTER_SRC: &str = "boxcutter-src";
+
+/// `None` when the module proxy serves boxcutter at `version`; else the directory its vendored
+/// source tarball (`<vendor>/boxcutter-<version>.tar.xz`) is unpacked into, for a `replace`.
+fn boxcutter_source(version: &str, work: &Path, vendor: &Path) -> Result<Option<PathBuf>> {
+    if go_mod_download(BOXCUTTER_MODULE, version, work).is_ok() {
+        return Ok(None);
+    }
+    let tarball = vendor.join(format!("boxcutter-{version}.tar.xz"));
+    ensure!(
+        tarball.is_file(),
+        "the Go module proxy refuses {BOXCUTTER_MODULE}@{version} and its source is not at {}: put the tarball there or set OLMPACK_GO_VENDOR_DIR",
+        tarball.display()
+    );
+    let to = work.join(BOXCUTTER_SRC);
+    fs::create_dir_all(&to)?;
+    run(Command::new("tar")
+        .arg("-xJf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(&to))?;
+    // A `git archive` may or may not wrap the tree in one top directory.
+    if to.join("go.mod").is_file() {
+        return Ok(Some(to));
+    }
+    let mut dirs = fs::read_dir(&to)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("go.mod").is_file());
+    match (dirs.next(), dirs.next()) {
+        (Some(dir), None) => Ok(Some(dir)),
+        _ => bail!("{} holds no single Go module", tarball.display()),
+    }
 }
 
 /// OpenShift's API kinds as CRDs: the files of [`OPENSHIFT_CRDS`]' directories that
@@ -974,6 +1063,44 @@ mod tests {
                 pins.upstream.kueue
             ))
         );
+    }
+
+    /// The stamp setup writes for OLM v1 is the one the cache already holds for its layout:
+    /// module, version, binaries, build tags, CRD source directories, then where the CRDs and
+    /// the manifest are.
+    #[test]
+    fn the_olm_v1_stamp_names_its_layout() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let pins = Pins::load(&root).unwrap();
+        let dir = std::env::temp_dir().join(format!("xtask-olmv1-{}", std::process::id()));
+        let layout = Layout { cache: dir.clone() };
+        let dest = layout.tool_dir("olmv1", &pins.olmv1.version);
+        fs::create_dir_all(dest.join("bin")).unwrap();
+        fs::create_dir_all(dest.join("crds")).unwrap();
+        for bin in ["catalogd", "operator-controller"] {
+            fs::write(dest.join("bin").join(bin), "").unwrap();
+        }
+        fs::write(
+            dest.join(".complete"),
+            format!(
+                "github.com/operator-framework/operator-controller\n{}\ncatalogd operator-controller\ncontainers_image_openpgp\nhelm/olmv1/base/operator-controller/crd/standard helm/olmv1/base/catalogd/crd/standard\ncrds\nmanifests/standard.yaml\n",
+                pins.olmv1.version
+            ),
+        )
+        .unwrap();
+        let done = install_olmv1(&pins.olmv1, &layout, Path::new("/nonexistent")).unwrap();
+        assert_eq!(done, format!("olm v1 {}: up to date", pins.olmv1.version));
+        let vars = layout.test_env(&pins);
+        let var = |name: &str| vars.iter().find(|(k, _)| k == name).unwrap().1.clone();
+        assert_eq!(
+            var("OLMPACK_OPERATOR_CONTROLLER"),
+            dest.join("bin/operator-controller")
+        );
+        assert_eq!(
+            var("OLMPACK_OLMV1_MANIFEST"),
+            dest.join("manifests/standard.yaml")
+        );
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
