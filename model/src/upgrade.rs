@@ -2,9 +2,71 @@
 //! edge), `upgrade test` (live, per edge on a real apiserver) and `upgrade olm` (per case
 //! under the real OLM v0) each give one [`Verdict`] per edge or case, in the same words; who
 //! refuses is named by the [`Finding`](crate::report::Finding)s behind it (their
-//! [`Consumer`](crate::report::Consumer)).
+//! [`Consumer`](crate::report::Consumer)). Every answer names the upgrade it judges with the
+//! one [`Edge`].
+
+use std::collections::BTreeSet;
 
 use serde::Serialize;
+
+/// How an edge is in the graph.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Via {
+    /// The target's `replaces` names the source.
+    Replaces,
+    /// The target's `skips` lists the source.
+    Skips,
+    /// The source's version is in the target's `skipRange`.
+    SkipRange,
+    /// From a channel head of the previously published catalog to the new head.
+    NextHead,
+}
+
+impl Via {
+    /// The edge kind as the report prints it, e.g. `skipRange`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Via::Replaces => "replaces",
+            Via::Skips => "skips",
+            Via::SkipRange => "skipRange",
+            Via::NextHead => "next head",
+        }
+    }
+}
+
+/// One upgrade: from an installed bundle to the next, as every upgrade answer names it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Edge {
+    /// The package both bundles belong to.
+    pub package: String,
+    /// The installed bundle.
+    pub from: String,
+    /// The bundle it upgrades to.
+    pub to: String,
+    /// The channels in which this upgrade is offered.
+    pub channels: BTreeSet<String>,
+    /// Every way the edge is in the graph (a pair can be joined several ways).
+    pub via: BTreeSet<Via>,
+}
+
+impl Edge {
+    /// An edge of `package` from `from` to `to`, in no channel yet and by no way yet.
+    pub fn new(package: impl Into<String>, from: impl Into<String>, to: impl Into<String>) -> Self {
+        Self {
+            package: package.into(),
+            from: from.into(),
+            to: to.into(),
+            channels: BTreeSet::new(),
+            via: BTreeSet::new(),
+        }
+    }
+
+    /// `from -> to`.
+    pub fn label(&self) -> String {
+        format!("{} -> {}", self.from, self.to)
+    }
+}
 
 /// The verdict on one upgrade edge or case.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
