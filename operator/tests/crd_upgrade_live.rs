@@ -328,7 +328,7 @@ async fn crd_upgrade_live_existing_object_refused_by_olm_v0_without_a_webhook() 
     assert!(
         finding
             .message
-            .contains("so OLM v0 refuses the upgrade (\"updated validation is too restrictive\")"),
+            .contains("OLM v0 fails the InstallPlan when such an object exists (\"updated validation is too restrictive\")"),
         "{}",
         finding.message
     );
