@@ -9,7 +9,7 @@ use std::process::Command;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use olmpack::bundle::load;
-use olmpack::upgrade::check::graph::{Release, apply_conversion_webhook};
+use olmpack::upgrade::check::graph::{InstalledBundle, apply_conversion_webhook};
 use olmpack::upgrade::check::{self, PairInput, Problem, Refuser};
 use olmpack_model::report::Severity;
 use olmpack_testkit::defects::{self, Defect};
@@ -28,9 +28,9 @@ fn olmpack() -> Command {
 }
 
 /// The reference operator's newest release, as OLM installs it.
-fn newest_release() -> Release {
+fn newest_release() -> InstalledBundle {
     let bundle = load::load_dir(&workspace().join("bundle/1.0.1")).unwrap();
-    Release::from_bundle(&bundle).unwrap()
+    InstalledBundle::from_bundle(&bundle).unwrap()
 }
 
 #[test]

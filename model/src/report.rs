@@ -76,6 +76,19 @@ impl Consumer {
         }
     }
 
+    /// The consumer as options and JSON keys write it: `kube-apiserver`, `olm-v0`, `olm-v1`,
+    /// `opm`, `pod-cannot-start`, `operatorhub` (`upgrade check --consumer olm-v0`).
+    pub fn id(self) -> &'static str {
+        match self {
+            Consumer::KubeApiserver => "kube-apiserver",
+            Consumer::OlmV0 => "olm-v0",
+            Consumer::OlmV1 => "olm-v1",
+            Consumer::Opm => "opm",
+            Consumer::PodCannotStart => "pod-cannot-start",
+            Consumer::OperatorHub => "operatorhub",
+        }
+    }
+
     /// What happens, as text output says it: `refused by opm`, `the pod cannot start`.
     pub fn outcome(self) -> String {
         match self {

@@ -2,9 +2,73 @@
 //! edge), `upgrade test` (live, per edge on a real apiserver) and `upgrade olm` (per case
 //! under the real OLM v0) each give one [`Verdict`] per edge or case, in the same words; who
 //! refuses is named by the [`Finding`](crate::report::Finding)s behind it (their
-//! [`Consumer`](crate::report::Consumer)).
+//! [`Consumer`](crate::report::Consumer)). Every answer names the upgrade it judges with the
+//! one [`Edge`].
+
+use std::collections::BTreeSet;
 
 use serde::Serialize;
+
+use crate::report::{Consumer, Severity};
+
+/// How an edge is in the graph.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Via {
+    /// The target's `replaces` names the source.
+    Replaces,
+    /// The target's `skips` lists the source.
+    Skips,
+    /// The source's version is in the target's `skipRange`.
+    SkipRange,
+    /// From a channel head of the previously published catalog to the new head.
+    NextHead,
+}
+
+impl Via {
+    /// The edge kind as the report prints it, e.g. `skipRange`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Via::Replaces => "replaces",
+            Via::Skips => "skips",
+            Via::SkipRange => "skipRange",
+            Via::NextHead => "next head",
+        }
+    }
+}
+
+/// One upgrade: from an installed bundle to the next, as every upgrade answer names it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Edge {
+    /// The package both bundles belong to.
+    pub package: String,
+    /// The installed bundle.
+    pub from: String,
+    /// The bundle it upgrades to.
+    pub to: String,
+    /// The channels in which this upgrade is offered.
+    pub channels: BTreeSet<String>,
+    /// Every way the edge is in the graph (a pair can be joined several ways).
+    pub via: BTreeSet<Via>,
+}
+
+impl Edge {
+    /// An edge of `package` from `from` to `to`, in no channel yet and by no way yet.
+    pub fn new(package: impl Into<String>, from: impl Into<String>, to: impl Into<String>) -> Self {
+        Self {
+            package: package.into(),
+            from: from.into(),
+            to: to.into(),
+            channels: BTreeSet::new(),
+            via: BTreeSet::new(),
+        }
+    }
+
+    /// `from -> to`.
+    pub fn label(&self) -> String {
+        format!("{} -> {}", self.from, self.to)
+    }
+}
 
 /// The verdict on one upgrade edge or case.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -42,6 +106,58 @@ impl Verdict {
     }
 }
 
+/// How a rule the static and the live answer share judges what it sees: how bad it is, who
+/// refuses (or, for a warning, who refuses later), and the consequence in words, which both
+/// answers append to their own description of the object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Judgement {
+    /// Error: the upgrade is refused; warning: it goes through but hurts later.
+    pub severity: Severity,
+    /// Who refuses.
+    pub refused_by: Consumer,
+    /// What follows, e.g. `OLM v0 fails the InstallPlan when such an object exists (…)`.
+    pub consequence: &'static str,
+}
+
+/// A rule `upgrade check` (on the installed release's examples) and `upgrade test` (on the
+/// objects a real apiserver holds) both apply: one judgement for one observation.
+#[derive(Clone, Copy, Debug)]
+pub struct SharedRule {
+    /// The rule's name, after the answer's family (`crd-upgrade/…`, `live/…`).
+    pub name: &'static str,
+    /// The judgement, given whether the new CRD converts through a webhook.
+    pub judge: fn(converts_through_webhook: bool) -> Judgement,
+}
+
+/// `existing-object-invalid`: an object that exists before the upgrade is invalid under the
+/// new CRD's schema. OLM v0 validates every existing object against the new schema and fails
+/// the InstallPlan — unless the new CRD converts through a webhook, when it only warns (it
+/// trusts the webhook to convert them) and kube-apiserver refuses every later update of the
+/// object.
+pub const EXISTING_OBJECT_INVALID: SharedRule = SharedRule {
+    name: "existing-object-invalid",
+    judge: existing_object_invalid,
+};
+
+/// Every rule the static and the live answer share.
+pub const SHARED_RULES: &[SharedRule] = &[EXISTING_OBJECT_INVALID];
+
+fn existing_object_invalid(converts_through_webhook: bool) -> Judgement {
+    if converts_through_webhook {
+        Judgement {
+            severity: Severity::Warning,
+            refused_by: Consumer::KubeApiserver,
+            consequence: "OLM v0 only warns because the new CRD converts through a webhook, but kube-apiserver refuses every update of such an object",
+        }
+    } else {
+        Judgement {
+            severity: Severity::Error,
+            refused_by: Consumer::OlmV0,
+            consequence: "OLM v0 fails the InstallPlan when such an object exists (\"updated validation is too restrictive\")",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -66,5 +182,19 @@ mod tests {
         );
         let failed: Vec<bool> = all.iter().map(|v| v.failed()).collect();
         assert_eq!(failed, [false, true, true, true, false]);
+    }
+
+    #[test]
+    fn an_invalid_existing_object_is_refused_by_olm_v0_unless_a_webhook_converts() {
+        let table = [
+            (false, Severity::Error, Consumer::OlmV0),
+            (true, Severity::Warning, Consumer::KubeApiserver),
+        ];
+        for (webhook, severity, refused_by) in table {
+            let judged = (EXISTING_OBJECT_INVALID.judge)(webhook);
+            assert_eq!((judged.severity, judged.refused_by), (severity, refused_by));
+        }
+        let names: Vec<&str> = SHARED_RULES.iter().map(|r| r.name).collect();
+        assert_eq!(names, ["existing-object-invalid"]);
     }
 }

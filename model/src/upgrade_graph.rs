@@ -100,7 +100,7 @@ pub enum EdgeKind {
 
 /// One upgrade step of the graph: an installed `from` may upgrade to `to` in `channel`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Edge<'a> {
+pub struct ChannelEdge<'a> {
     /// The installed bundle. For `replaces`/`skips` it may be a bundle the plan does not hold
     /// (an explicit edge to an older, unlisted release).
     pub from: &'a str,
@@ -330,7 +330,7 @@ impl UpgradeGraph {
     /// Every edge: per channel (by name), per entry (by version): its `replaces`, then its
     /// `skips`, then one `skipRange` edge from each other member of the channel whose version
     /// the range contains (none when the range does not parse).
-    pub fn edges(&self) -> impl Iterator<Item = Edge<'_>> {
+    pub fn edges(&self) -> impl Iterator<Item = ChannelEdge<'_>> {
         self.channels.iter().flat_map(|channel| {
             channel
                 .entries
@@ -352,14 +352,14 @@ fn channels_of(plan: &LoadedPlan, release: &Release) -> Vec<String> {
 }
 
 /// The edges of one entry (see [`UpgradeGraph::edges`]).
-fn entry_edges<'a>(channel: &'a Channel, entry: &'a Entry) -> Vec<Edge<'a>> {
-    let edge = |from: &'a str, kind| Edge {
+fn entry_edges<'a>(channel: &'a Channel, entry: &'a Entry) -> Vec<ChannelEdge<'a>> {
+    let edge = |from: &'a str, kind| ChannelEdge {
         from,
         to: &entry.bundle,
         kind,
         channel: &channel.name,
     };
-    let mut out: Vec<Edge<'a>> = entry
+    let mut out: Vec<ChannelEdge<'a>> = entry
         .edges
         .replaces
         .iter()

@@ -21,7 +21,7 @@ use olmpack_envtest::live::{
     EdgeOptions, EdgeReport, LiveFinding, ReleaseUnderTest, Rollback, Webhook, rules, run_edge,
 };
 use olmpack_model::report::{Consumer, Severity};
-use olmpack_model::upgrade::Verdict;
+use olmpack_model::upgrade::{Edge, Verdict};
 use olmpack_testkit::defects::{BrokenRelease, Defect, broken_release};
 use serde_json::{Value, json};
 
@@ -328,7 +328,7 @@ async fn crd_upgrade_live_existing_object_refused_by_olm_v0_without_a_webhook() 
     assert!(
         finding
             .message
-            .contains("so OLM v0 refuses the upgrade (\"updated validation is too restrictive\")"),
+            .contains("OLM v0 fails the InstallPlan when such an object exists (\"updated validation is too restrictive\")"),
         "{}",
         finding.message
     );
@@ -354,10 +354,7 @@ async fn crd_upgrade_live_defects_two_edges_at_once() {
     let mut two = Inputs::default();
     for (defect, _, _) in &cases {
         let (base, next, _) = broken(*defect);
-        two.edges.push(olmpack::upgrade::test::Edge {
-            from: base.name.clone(),
-            to: next.name.clone(),
-        });
+        two.edges.push(Edge::new("webapp", &base.name, &next.name));
         two.releases.insert(base.name.clone(), base);
         two.releases.insert(next.name.clone(), next);
     }

@@ -53,7 +53,7 @@ fn static_errors() -> (Vec<String>, usize) {
                 .filter(|f| f.severity == Severity::Error)
                 .map(|f| format!("{}: {}: {}", dir.display(), f.rule, f.message)),
         );
-        let release = graph::Release::from_bundle(&bundle).unwrap();
+        let release = graph::InstalledBundle::from_bundle(&bundle).unwrap();
         releases.insert(release.name.clone(), release);
     }
     let catalog = catalog_load::load_dir(&root().join("catalog")).unwrap();

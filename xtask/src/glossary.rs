@@ -170,34 +170,7 @@ pub struct AllowedType {
 }
 
 /// Type names defined more than once, and why.
-pub const ALLOWED_TYPES: &[AllowedType] = &[
-    AllowedType {
-        name: "Release",
-        paths: &[
-            "model/src/plan/mod.rs",
-            "bundler/src/upgrade/check/graph.rs",
-        ],
-        // release/mod.rs names `graph::Release`; kept so work under way there merges.
-        reason: "two concepts: a release the plan lists and what OLM installs from one bundle; \
-                 rename the second (`InstalledBundle`) with the next change to release/",
-    },
-    AllowedType {
-        name: "Edge",
-        paths: &[
-            "model/src/upgrade_graph.rs",
-            "bundler/src/upgrade/check/graph.rs",
-            "bundler/src/upgrade/test/inputs.rs",
-        ],
-        reason: "one concept, an upgrade edge, in the shape each answer needs; the one upgrade \
-                 model (issue 41, item 1) makes them one type",
-    },
-    AllowedType {
-        name: "Consumer",
-        paths: &["model/src/report.rs", "bundler/src/upgrade/check/mod.rs"],
-        reason: "one concept, who refuses: `upgrade check`'s are report's OLM v0 and OLM v1; \
-                 the one upgrade model (issue 41, item 1) makes them one type",
-    },
-];
+pub const ALLOWED_TYPES: &[AllowedType] = &[];
 
 /// Type names that say `Plan` and are the release plan (or OLM's InstallPlan kind).
 pub const PLAN_TYPES: &[&str] = &[

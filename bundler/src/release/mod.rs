@@ -51,7 +51,7 @@ use crate::image::progress::Progress;
 use crate::image::registry::RegistryAccess;
 use crate::image::{digest::format_digest, push::push_layout};
 use crate::output::FileTree;
-use crate::upgrade::check::graph::{self, EdgeResult, Release};
+use crate::upgrade::check::graph::{self, EdgeResult, InstalledBundle};
 use olmpack_model::plan::{LoadedPlan, image_for_release};
 use olmpack_model::report::{Finding, Report, Severity};
 use state::{BuiltImage, State};
@@ -242,7 +242,7 @@ fn upgrade_check(
     let (model, _) = Model::from_config(catalog.clone());
     let mut releases = BTreeMap::new();
     for bundle in generated.bundles.values() {
-        let release = Release::from_bundle(bundle).map_err(fail(step::UPGRADE_CHECK))?;
+        let release = InstalledBundle::from_bundle(bundle).map_err(fail(step::UPGRADE_CHECK))?;
         releases.insert(release.name.clone(), release);
     }
     let verdicts = graph::check_edges(&graph::merge(graph::edges(&model)), &releases);

@@ -275,9 +275,9 @@ pub mod rules {
     pub const STORED_VERSION_REMOVED: &str = "live/stored-version-removed";
     /// The apiserver refused `to`'s CRD for another reason.
     pub const CRD_REFUSED: &str = "live/crd-refused";
-    /// An existing object is invalid under `to`'s schema: OLM v0 refuses the upgrade, or
-    /// only warns when `to`'s CRD converts through a webhook (kube-apiserver then refuses
-    /// updates of the object).
+    /// An existing object is invalid under `to`'s schema: `live/` + the shared rule
+    /// [`olmpack_model::upgrade::EXISTING_OBJECT_INVALID`] (OLM v0 refuses the upgrade, or
+    /// only warns when `to`'s CRD converts through a webhook).
     pub const EXISTING_OBJECT_INVALID: &str = "live/existing-object-invalid";
     /// A field read before the upgrade is gone or changed after it.
     pub const DATA_LOST: &str = "live/data-lost";

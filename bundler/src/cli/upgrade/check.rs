@@ -10,7 +10,7 @@ use olmpack::bundle::generate::GenerateError;
 use olmpack::bundle::load;
 use olmpack::catalog::load as catalog_load;
 use olmpack::catalog::model::Model;
-use olmpack::upgrade::check::graph::{self, Edge, EdgeResult, Release};
+use olmpack::upgrade::check::graph::{self, Edge, EdgeResult, InstalledBundle};
 use olmpack::upgrade::check::{self, Consumers, markdown, verdict};
 use olmpack_model::plan;
 use olmpack_model::report::{OutputFormat, Severity};
@@ -178,7 +178,7 @@ fn from_plan(
             dir: loaded.resolve(Path::new("bundle")).join(version),
             ..built
         };
-        let release = Release::from_bundle(&bundle)?;
+        let release = InstalledBundle::from_bundle(&bundle)?;
         releases.insert(release.name.clone(), release);
     }
     let mut edges = graph::plan_edges(&olmpack_model::upgrade_graph::UpgradeGraph::from_plan(
@@ -234,7 +234,7 @@ fn from_catalog(
 fn add_missing_releases(
     model: &Model,
     bundles: &Path,
-    releases: &mut BTreeMap<String, Release>,
+    releases: &mut BTreeMap<String, InstalledBundle>,
     limits: &Limits,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     if bundles.is_dir() {
@@ -252,14 +252,14 @@ fn add_missing_releases(
             .collect();
         dirs.sort();
         for dir in dirs {
-            let release = Release::from_bundle(&load::load_dir_with(&dir, limits)?)?;
+            let release = InstalledBundle::from_bundle(&load::load_dir_with(&dir, limits)?)?;
             releases.entry(release.name.clone()).or_insert(release);
         }
     }
     for pkg in model.packages.values() {
         for bundle in pkg.bundles.values().filter(|b| b.has_objects) {
             if !releases.contains_key(&bundle.name) {
-                releases.insert(bundle.name.clone(), Release::from_catalog(bundle)?);
+                releases.insert(bundle.name.clone(), InstalledBundle::from_catalog(bundle)?);
             }
         }
     }

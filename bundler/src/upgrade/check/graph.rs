@@ -6,7 +6,7 @@
 //! [`next_head_edges`] adds, when a previously published catalog is known, the edge from each
 //! of its channel heads to the channel's new head. An edge found several ways is one edge.
 //!
-//! A [`Release`] is what OLM installs from one bundle: its CRDs as OLM applies them (a CSV
+//! An [`InstalledBundle`] is what OLM installs from one bundle: its CRDs as OLM applies them (a CSV
 //! `ConversionWebhook` listing a CRD sets that CRD's `spec.conversion` to `Webhook`, as OLM v0
 //! and OLM v1 do), the CSV's example objects, and the bundle's conversion-webhook findings
 //! (the `webhook/conversion-*` rules of `bundle validate`, reused as they are).
@@ -19,7 +19,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{
-    Consumer, Consumers, PairInput, Problem, Refuser, assumed_stored_versions, check_pair,
+    Consumer, Consumers, PairInput, Problem, Refuser, UPGRADE_CONSUMERS, assumed_stored_versions,
+    check_pair,
 };
 use crate::bundle::load::{LoadedBundle, Object};
 use crate::bundle::validate;
@@ -29,6 +30,7 @@ use crate::catalog::property::{self, Typed};
 use olmpack_model::csv::ClusterServiceVersion;
 use olmpack_model::report::{Finding, Severity};
 use olmpack_model::upgrade::Verdict;
+pub use olmpack_model::upgrade::{Edge, Via};
 use olmpack_model::upgrade_graph::{EdgeKind, UpgradeGraph};
 use olmpack_model::version::{Range, Version};
 
@@ -73,7 +75,7 @@ pub enum GraphError {
 
 /// What OLM installs from one bundle.
 #[derive(Clone, Debug, Default)]
-pub struct Release {
+pub struct InstalledBundle {
     /// The bundle (CSV) name.
     pub name: String,
     /// The CRDs, as OLM applies them.
@@ -89,7 +91,7 @@ pub struct Release {
     pub mutated: Vec<(String, String)>,
 }
 
-impl Release {
+impl InstalledBundle {
     /// Whether a mutating admission webhook of this release covers the objects of `crd`.
     pub fn mutates(&self, crd: &CustomResourceDefinition) -> bool {
         let (group, plural) = (&crd.spec.group, &crd.spec.names.plural);
@@ -128,9 +130,9 @@ fn mutated_resources(csv: &ClusterServiceVersion) -> Vec<(String, String)> {
     out
 }
 
-impl Release {
+impl InstalledBundle {
     /// From a bundle directory (or one generated in memory).
-    pub fn from_bundle(bundle: &LoadedBundle) -> Result<Release, GraphError> {
+    pub fn from_bundle(bundle: &LoadedBundle) -> Result<InstalledBundle, GraphError> {
         let csv = bundle.csv().map(|c| &c.value);
         let name = bundle
             .csv()
@@ -150,7 +152,7 @@ impl Release {
     }
 
     /// From a catalog bundle's `olm.bundle.object` properties (when no bundle directory has it).
-    pub fn from_catalog(bundle: &Bundle) -> Result<Release, GraphError> {
+    pub fn from_catalog(bundle: &Bundle) -> Result<InstalledBundle, GraphError> {
         let mut objects = Vec::new();
         for (index, p) in bundle.properties.iter().enumerate() {
             if let Ok(Typed::BundleObject(bytes)) = property::parse(index, p) {
@@ -183,7 +185,7 @@ impl Release {
         mut crds: Vec<CustomResourceDefinition>,
         csv: Option<&Value>,
         mut findings: Vec<Finding>,
-    ) -> Release {
+    ) -> InstalledBundle {
         let mut examples = Vec::new();
         let typed = csv.map(|c| ClusterServiceVersion::read(c).0);
         if let Some(csv) = &typed {
@@ -217,7 +219,7 @@ impl Release {
             })
             .collect();
         let mutated = typed.as_ref().map(mutated_resources).unwrap_or_default();
-        Release {
+        InstalledBundle {
             name,
             crds,
             examples,
@@ -267,54 +269,6 @@ pub fn apply_conversion_webhook(crd: &mut CustomResourceDefinition, csv: &Cluste
     // fit (a port that is no integer, say) leaves the CRD as the bundle ships it.
     if let Ok(conversion) = serde_json::from_value(conversion) {
         crd.spec.conversion = Some(conversion);
-    }
-}
-
-/// How an edge is in the graph.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub enum Via {
-    /// The target's `replaces` names the source.
-    Replaces,
-    /// The target's `skips` lists the source.
-    Skips,
-    /// The source's version is in the target's `skipRange`.
-    SkipRange,
-    /// From a channel head of the previously published catalog to the new head.
-    NextHead,
-}
-
-impl Via {
-    /// The edge kind as the report prints it, e.g. `skipRange`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Via::Replaces => "replaces",
-            Via::Skips => "skips",
-            Via::SkipRange => "skipRange",
-            Via::NextHead => "next head",
-        }
-    }
-}
-
-/// One upgrade: from an installed bundle to the next.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Edge {
-    /// The package both bundles belong to.
-    pub package: String,
-    /// The installed bundle.
-    pub from: String,
-    /// The bundle it upgrades to.
-    pub to: String,
-    /// The channels in which this upgrade is offered.
-    pub channels: BTreeSet<String>,
-    /// Every way the edge is in the graph (a pair can be joined several ways).
-    pub via: BTreeSet<Via>,
-}
-
-impl Edge {
-    /// `from -> to`.
-    pub fn label(&self) -> String {
-        format!("{} -> {}", self.from, self.to)
     }
 }
 
@@ -513,7 +467,7 @@ impl EdgeResult {
     /// The verdict of every consumer, in words: `OLM v0 takes it, OLM v1 refuses it`, and
     /// whether it breaks clusters without a refusal.
     pub fn verdict(&self) -> String {
-        let mut parts: Vec<String> = Consumer::ALL
+        let mut parts: Vec<String> = UPGRADE_CONSUMERS
             .iter()
             .map(|c| {
                 let word = if self.refused_by_consumer(*c) {
@@ -521,7 +475,7 @@ impl EdgeResult {
                 } else {
                     "takes it"
                 };
-                format!("{} {word}", c.name())
+                format!("{} {word}", c.as_str())
             })
             .collect();
         if self.breaks_clusters() {
@@ -532,7 +486,7 @@ impl EdgeResult {
 }
 
 /// Compares the CRDs of `from` and `to` (matched by name) for one edge.
-pub fn check_edge(edge: &Edge, from: &Release, to: &Release) -> EdgeResult {
+pub fn check_edge(edge: &Edge, from: &InstalledBundle, to: &InstalledBundle) -> EdgeResult {
     let label = edge.label();
     let mut findings = Vec::new();
     let mut refused_by = BTreeSet::new();
@@ -593,7 +547,10 @@ pub fn check_edge(edge: &Edge, from: &Release, to: &Release) -> EdgeResult {
 
 /// Deployments of both releases (by name) whose `spec.selector` differs: `(name, old, new)`
 /// with each selector as compact JSON.
-fn changed_selectors(from: &Release, to: &Release) -> Vec<(String, String, String)> {
+fn changed_selectors(
+    from: &InstalledBundle,
+    to: &InstalledBundle,
+) -> Vec<(String, String, String)> {
     from.deployments
         .iter()
         .filter_map(|(name, old)| {
@@ -617,7 +574,10 @@ fn crd_removed(name: &str) -> Problem {
 
 /// Checks every edge; an edge whose `from` or `to` has no known release gets an info saying
 /// it was not checked.
-pub fn check_edges(edges: &[Edge], releases: &BTreeMap<String, Release>) -> Vec<EdgeResult> {
+pub fn check_edges(
+    edges: &[Edge],
+    releases: &BTreeMap<String, InstalledBundle>,
+) -> Vec<EdgeResult> {
     edges
         .iter()
         .map(|edge| match (releases.get(&edge.from), releases.get(&edge.to)) {
@@ -707,7 +667,7 @@ mod tests {
         assert!(next_head_edges(&now, &now).is_empty());
     }
 
-    fn release(selector: Value, crd_api: &str) -> Release {
+    fn release(selector: Value, crd_api: &str) -> InstalledBundle {
         let csv = serde_json::json!({"metadata": {"name": "p.v1"}, "spec": {"install": {"spec": {"deployments": [
             {"name": "op", "spec": {"selector": selector}}]}}}});
         let crd_value = serde_json::json!({
@@ -721,7 +681,7 @@ mod tests {
             value: crd_value,
         };
         let crd = typed_crd(&object, &crate::bundle::crd_v1beta1::to_v1(&object.value)).unwrap();
-        Release::assemble("p.v1".into(), vec![crd], Some(&csv), Vec::new())
+        InstalledBundle::assemble("p.v1".into(), vec![crd], Some(&csv), Vec::new())
     }
 
     #[test]

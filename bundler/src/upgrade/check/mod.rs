@@ -33,7 +33,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use olmpack_model::objects::Identity;
-use olmpack_model::report::{Finding, Severity};
+use olmpack_model::report::{Consumer, Finding, Severity};
 
 /// Who refuses a change (or, for the last two, who is hurt by it although nobody refuses it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -70,11 +70,12 @@ impl Refuser {
         matches!(self, Refuser::OlmV1 | Refuser::BothOlms)
     }
 
-    /// Whether `consumer` refuses it.
+    /// Whether `consumer` refuses it (only OLM v0 and OLM v1 are judged here).
     pub fn refuses(self, consumer: Consumer) -> bool {
         match consumer {
             Consumer::OlmV0 => matches!(self, Refuser::OlmV0 | Refuser::BothOlms),
             Consumer::OlmV1 => self.olm_v1(),
+            _ => false,
         }
     }
 
@@ -84,36 +85,9 @@ impl Refuser {
     }
 }
 
-/// An installer whose verdict on an upgrade edge `upgrade check` gives.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Consumer {
-    /// OLM v0's catalog operator.
-    OlmV0,
-    /// OLM v1's operator-controller (its preflight).
-    OlmV1,
-}
-
-impl Consumer {
-    /// Both, in order.
-    pub const ALL: [Consumer; 2] = [Consumer::OlmV0, Consumer::OlmV1];
-
-    /// `OLM v0` or `OLM v1`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Consumer::OlmV0 => "OLM v0",
-            Consumer::OlmV1 => "OLM v1",
-        }
-    }
-
-    /// `olm-v0` or `olm-v1`, as `--consumer` and JSON write it.
-    pub fn id(self) -> &'static str {
-        match self {
-            Consumer::OlmV0 => "olm-v0",
-            Consumer::OlmV1 => "olm-v1",
-        }
-    }
-}
+/// The installers whose verdict on an upgrade edge `upgrade check` gives, in order: the
+/// report's one [`Consumer`] type, OLM v0 and OLM v1.
+pub const UPGRADE_CONSUMERS: [Consumer; 2] = [Consumer::OlmV0, Consumer::OlmV1];
 
 /// Whose refusals fail `upgrade check` (`--consumer`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -139,7 +113,7 @@ impl Consumers {
     /// The consumers selected.
     pub fn list(self) -> &'static [Consumer] {
         match self {
-            Consumers::All => &Consumer::ALL,
+            Consumers::All => &UPGRADE_CONSUMERS,
             Consumers::OlmV0 => &[Consumer::OlmV0],
             Consumers::OlmV1 => &[Consumer::OlmV1],
         }

@@ -22,7 +22,11 @@ use serde_json::Value;
 use super::value::{Invalid, has_cel_rules, validate_object};
 use super::{PairInput, Problem, Refuser, olm_v1};
 use olmpack_model::objects::Identity;
-use olmpack_model::report::Severity;
+use olmpack_model::report::{Consumer, Severity};
+use olmpack_model::upgrade::EXISTING_OBJECT_INVALID;
+
+/// `crd-upgrade/` + the shared rule [`EXISTING_OBJECT_INVALID`]'s name.
+const EXISTING_OBJECT_RULE: &str = "crd-upgrade/existing-object-invalid";
 
 /// OLM v0's existing-object check on the examples of `input.from`.
 pub fn check<'a>(input: &PairInput<'a>) -> Vec<Problem> {
@@ -181,18 +185,11 @@ impl Example<'_> {
     /// The example is invalid under the new schema: OLM v0 refuses the upgrade, or (with a
     /// conversion webhook) kube-apiserver refuses every update of such an object.
     fn invalid_after_upgrade(&self, invalid: &Invalid, webhook: bool) -> Problem {
-        let (severity, refused_by, consequence) = if webhook {
-            (
-                Severity::Warning,
-                Refuser::Apiserver,
-                "OLM v0 only warns because the new CRD converts through a webhook, but kube-apiserver refuses every update of such an object",
-            )
-        } else {
-            (
-                Severity::Error,
-                Refuser::OlmV0,
-                "OLM v0 fails the InstallPlan when such an object exists (\"updated validation is too restrictive\")",
-            )
+        let judged = (EXISTING_OBJECT_INVALID.judge)(webhook);
+        let (severity, consequence) = (judged.severity, judged.consequence);
+        let refused_by = match judged.refused_by {
+            Consumer::OlmV0 => Refuser::OlmV0,
+            _ => Refuser::Apiserver,
         };
         let message = format!(
             "{} is invalid under the new {} schema: {}; {consequence}",
@@ -230,7 +227,7 @@ impl Example<'_> {
         message: String,
     ) -> Problem {
         Problem {
-            rule: "crd-upgrade/existing-object-invalid",
+            rule: EXISTING_OBJECT_RULE,
             crd: self.crd.to_owned(),
             version: Some(self.version.to_owned()),
             path: Some(invalid.path.clone()),

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use serde_json::{Value, json};
 
 use super::graph::EdgeResult;
-use super::{Consumer, Consumers};
+use super::{Consumers, UPGRADE_CONSUMERS};
 use olmpack_model::report::{OutputFormat, Report, Severity, junit};
 
 /// One line per edge that anyone refuses, then the count for the selected consumers with
@@ -19,11 +19,11 @@ pub fn text(results: &[EdgeResult], consumers: Consumers) -> String {
         let _ = writeln!(out, "{}: {}", r.edge.label(), r.verdict());
     }
     let failing = results.iter().filter(|r| r.fails(consumers)).count();
-    let per: Vec<String> = Consumer::ALL
+    let per: Vec<String> = UPGRADE_CONSUMERS
         .iter()
         .map(|c| {
             let n = results.iter().filter(|r| r.refused_by_consumer(*c)).count();
-            format!("{} refuses {n}", c.name())
+            format!("{} refuses {n}", c.as_str())
         })
         .collect();
     let broken = results.iter().filter(|r| r.breaks_clusters()).count();
@@ -46,7 +46,7 @@ pub fn json(report: &Report, results: &[EdgeResult], consumers: Consumers) -> St
     let edges: Vec<Value> = results
         .iter()
         .map(|r| {
-            let verdicts: serde_json::Map<String, Value> = Consumer::ALL
+            let verdicts: serde_json::Map<String, Value> = UPGRADE_CONSUMERS
                 .iter()
                 .map(|c| {
                     let word = if r.refused_by_consumer(*c) {
@@ -97,7 +97,7 @@ pub fn junit(subject: &str, results: &[EdgeResult], consumers: Consumers) -> Str
         let mut checks: Vec<(String, bool)> = consumers
             .list()
             .iter()
-            .map(|c| (c.name().to_owned(), r.refused_by_consumer(*c)))
+            .map(|c| (c.as_str().to_owned(), r.refused_by_consumer(*c)))
             .collect();
         checks.push(("clusters".to_owned(), r.breaks_clusters()));
         for (who, failed) in checks {

@@ -1,7 +1,7 @@
 //! What the live test runs on: releases (CRDs, examples) and the edges between them.
 #![warn(missing_docs)]
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -17,6 +17,7 @@ use crate::plan::PlanInputs as _;
 use crate::upgrade::check::graph::apply_conversion_webhook;
 use olmpack_model::csv::ClusterServiceVersion;
 use olmpack_model::plan::LoadedPlan;
+use olmpack_model::upgrade::Edge;
 
 /// Failure to prepare the live test's inputs.
 #[derive(Debug, thiserror::Error)]
@@ -92,15 +93,6 @@ pub enum LiveInputsError {
         /// The bundle name.
         bundle: String,
     },
-}
-
-/// One upgrade edge, by bundle name.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Edge {
-    /// The bundle upgraded from.
-    pub from: String,
-    /// The bundle upgraded to.
-    pub to: String,
 }
 
 /// The releases (by bundle name) and the edges to run.
@@ -192,21 +184,22 @@ fn finish(
 /// Every edge of every channel (`replaces`, `skips`, each bundle a `skipRange` covers), as
 /// the static check enumerates them; sorted oldest first, each edge once.
 pub fn edges(model: &Model) -> Vec<Edge> {
-    let mut out = BTreeSet::new();
+    let mut out = Vec::new();
     for edge in crate::upgrade::check::graph::edges(model) {
         let Some(package) = model.packages.get(&edge.package) else {
             continue;
         };
-        out.insert((
+        let key = (
             rank(package, &edge.from),
             rank(package, &edge.to),
-            Edge {
-                from: edge.from,
-                to: edge.to,
-            },
-        ));
+            edge.from.clone(),
+            edge.to.clone(),
+        );
+        out.push((key, edge));
     }
-    out.into_iter().map(|(_, _, edge)| edge).collect()
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out.dedup_by(|a, b| a.0 == b.0);
+    out.into_iter().map(|(_, edge)| edge).collect()
 }
 
 /// A bundle's position in version order (unknown bundles last).

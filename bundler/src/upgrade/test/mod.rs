@@ -17,10 +17,10 @@ use std::path::PathBuf;
 use futures::{StreamExt as _, TryStreamExt as _};
 
 use olmpack_envtest::live::{EdgeOptions, EdgeReport, LiveError, ReleaseUnderTest, Webhook};
-use olmpack_model::upgrade::Verdict;
+use olmpack_model::upgrade::{Edge, Verdict};
 
 pub use format::format;
-pub use inputs::{Edge, Inputs, LiveInputsError, from_dirs, from_plan, operator_identity};
+pub use inputs::{Inputs, LiveInputsError, from_dirs, from_plan, operator_identity};
 
 /// Where the edges run.
 #[derive(Clone, Debug)]

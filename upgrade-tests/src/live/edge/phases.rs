@@ -8,6 +8,7 @@ use futures::{StreamExt, stream};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{DynamicObject, PostParams};
 use olmpack_model::report::{Consumer, Severity};
+use olmpack_model::upgrade::EXISTING_OBJECT_INVALID;
 use serde_json::{Value, json};
 
 use super::{CHANGE_TIMEOUT, CONCURRENCY, Run, Snapshot};
@@ -725,28 +726,23 @@ fn outage_target(to: &ReleaseUnderTest) -> Option<(CustomResourceDefinition, Str
     })
 }
 
-/// An existing object of `crd` invalid under release `to`'s schema, judged as OLM v0 judges
-/// it (the one rule `upgrade check` applies too): OLM v0 fails the InstallPlan — unless the
-/// new CRD converts through a webhook, when it only warns (it assumes the new webhook will
-/// convert existing objects) and kube-apiserver refuses every later update of the object.
+/// An existing object of `crd` invalid under release `to`'s schema, judged by the rule
+/// `upgrade check` applies too ([`EXISTING_OBJECT_INVALID`]): OLM v0 fails the InstallPlan —
+/// unless the new CRD converts through a webhook, when it only warns and kube-apiserver
+/// refuses every later update of the object.
 fn existing_object_invalid(
     to: &str,
     crd: &CustomResourceDefinition,
     err: &kube::Error,
 ) -> LiveFinding {
-    let says = apiserver_message(err);
-    if api::has_webhook(crd) {
-        let message = format!(
-            "this existing object is invalid under {to}'s schema; OLM v0 only warns because the new CRD converts through a webhook, but kube-apiserver refuses every update of such an object; the apiserver says: {says}"
-        );
-        LiveFinding::new(rules::EXISTING_OBJECT_INVALID, Severity::Warning, message)
-            .refused_by(Consumer::KubeApiserver)
-    } else {
-        let message = format!(
-            "this existing object is invalid under {to}'s schema, so OLM v0 refuses the upgrade (\"updated validation is too restrictive\"); the apiserver says: {says}"
-        );
-        LiveFinding::refused(rules::EXISTING_OBJECT_INVALID, Consumer::OlmV0, message)
-    }
+    let judged = (EXISTING_OBJECT_INVALID.judge)(api::has_webhook(crd));
+    let message = format!(
+        "this existing object is invalid under {to}'s schema; {}; the apiserver says: {}",
+        judged.consequence,
+        apiserver_message(err)
+    );
+    LiveFinding::new(rules::EXISTING_OBJECT_INVALID, judged.severity, message)
+        .refused_by(judged.refused_by)
 }
 
 /// A server-side dry-run create of a copy of `object` (generated name, same content).
