@@ -111,6 +111,10 @@ pub struct Finding {
     /// The object, as `Kind/name` (or `package/channel/bundle` for catalogs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub object: Option<String>,
+    /// The API version of the object the finding is about (e.g. `v1beta1`), where the same
+    /// object reads differently by version (the live upgrade test's findings).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
     /// The field path inside the object, e.g. `spec.install.spec.deployments[0].name`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
@@ -132,6 +136,7 @@ impl Finding {
             severity,
             file: None,
             object: None,
+            version: None,
             field: None,
             message: message.into(),
             consumer: None,
@@ -172,6 +177,12 @@ impl Finding {
         self
     }
 
+    /// Sets the API version of the object.
+    pub fn version(mut self, version: impl Into<String>) -> Self {
+        self.version = Some(version.into());
+        self
+    }
+
     /// Sets the field path inside the object.
     pub fn field(mut self, field: impl Into<String>) -> Self {
         self.field = Some(field.into());
@@ -203,6 +214,9 @@ impl Finding {
         }
         if let Some(object) = &self.object {
             parts.push(object.clone());
+        }
+        if let Some(version) = &self.version {
+            parts.push(version.clone());
         }
         if let Some(field) = &self.field {
             parts.push(field.clone());
@@ -320,6 +334,7 @@ impl Report {
                     severity: f.severity,
                     file: f.file.as_ref().map(path),
                     object: f.object.as_deref().map(show),
+                    version: f.version.as_deref().map(show),
                     field: f.field.as_deref().map(show),
                     message: show(&f.message),
                     consumer: f.consumer,

@@ -18,9 +18,9 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 use olmpack::upgrade::test::Inputs;
 use olmpack_envtest::control_plane::TestEnv;
 use olmpack_envtest::live::{
-    EdgeOptions, EdgeReport, LiveFinding, ReleaseUnderTest, Rollback, Webhook, rules, run_edge,
+    EdgeOptions, EdgeReport, ReleaseUnderTest, Rollback, Webhook, rules, run_edge,
 };
-use olmpack_model::report::{Consumer, Severity};
+use olmpack_model::report::{Consumer, Finding, Severity};
 use olmpack_model::upgrade::{Edge, Verdict};
 use olmpack_testkit::defects::{BrokenRelease, Defect, broken_release};
 use serde_json::{Value, json};
@@ -84,7 +84,7 @@ fn step<'a>(report: &'a EdgeReport, name: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no step {name} in {:#?}", report.steps))
 }
 
-fn findings<'a>(report: &'a EdgeReport, rule: &str) -> Vec<&'a LiveFinding> {
+fn findings<'a>(report: &'a EdgeReport, rule: &str) -> Vec<&'a Finding> {
     report.findings.iter().filter(|f| f.rule == rule).collect()
 }
 
@@ -257,7 +257,7 @@ async fn existing_object_warning(base: &ReleaseUnderTest, next: &ReleaseUnderTes
     for finding in &invalid {
         assert_eq!(finding.severity, Severity::Warning, "{finding:#?}");
         assert_eq!(
-            finding.refused_by,
+            finding.consumer,
             Some(Consumer::KubeApiserver),
             "{finding:#?}"
         );
@@ -324,7 +324,7 @@ async fn crd_upgrade_live_existing_object_refused_by_olm_v0_without_a_webhook() 
     assert_eq!(report.verdict, Verdict::Refused, "{:#?}", report.findings);
     let finding = findings(&report, rules::EXISTING_OBJECT_INVALID)[0];
     assert_eq!(finding.severity, Severity::Error);
-    assert_eq!(finding.refused_by, Some(Consumer::OlmV0));
+    assert_eq!(finding.consumer, Some(Consumer::OlmV0));
     assert!(
         finding
             .message

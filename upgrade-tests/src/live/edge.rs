@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
 use kube::api::{DynamicObject, PostParams};
-use olmpack_model::report::{Consumer, Severity};
+use olmpack_model::report::{Consumer, Finding, Severity};
 use olmpack_model::upgrade::Verdict;
 use serde_json::{Value, json};
 
@@ -16,8 +16,8 @@ use super::compare::FieldChange;
 use super::identity::{self, OperatorIdentity};
 use super::webhook::{CertFiles, ProcessEnv, RunningWebhook};
 use super::{
-    EdgeOptions, EdgeReport, LiveError, LiveFinding, ProcessLog, ReleaseUnderTest, StepRecord,
-    Webhook, rules,
+    EdgeOptions, EdgeReport, LiveError, ProcessLog, ReleaseUnderTest, StepRecord, Webhook, refused,
+    rules,
 };
 
 /// Requests in flight at once for per-object work.
@@ -109,7 +109,7 @@ impl Losses {
         ));
     }
 
-    fn into_findings(self) -> Vec<LiveFinding> {
+    fn into_findings(self) -> Vec<Finding> {
         self.groups
             .into_iter()
             .map(|((rule, version, path), (object, change, how, count))| {
@@ -123,7 +123,7 @@ impl Losses {
                 } else {
                     Severity::Error
                 };
-                LiveFinding::new(rule, severity, format!("{how}: {change}{more}"))
+                Finding::new(rule, severity, format!("{how}: {change}{more}"))
                     .object(object)
                     .version(version)
                     .field(path)
@@ -219,7 +219,7 @@ impl<'a> Run<'a> {
         self.last_step = Instant::now();
     }
 
-    fn find(&mut self, finding: LiveFinding) {
+    fn find(&mut self, finding: Finding) {
         self.report.findings.push(finding);
     }
 
@@ -509,7 +509,7 @@ impl<'a> Run<'a> {
     async fn install(&mut self, from: &ReleaseUnderTest) -> bool {
         for crd in &from.crds {
             if let Err(err) = api::apply_crd(self.client, &self.prepared(crd)).await {
-                let finding = LiveFinding::refused(
+                let finding = refused(
                     rules::CRD_REFUSED,
                     Consumer::KubeApiserver,
                     format!(

@@ -21,7 +21,7 @@
 //! 7. rolls back (applies `from`'s CRDs again, with `from`'s webhook) and reports whether the
 //!    apiserver refused it (with its message) or every object is intact at every version.
 //!
-//! Everything a consumer refuses, and every lost field, is a [`LiveFinding`] in the edge's
+//! Everything a consumer refuses, and every lost field, is a [`Finding`] in the edge's
 //! [`EdgeReport`]; a [`LiveError`] means the test itself could not run.
 
 pub mod admission;
@@ -34,7 +34,7 @@ pub mod webhook;
 use std::path::PathBuf;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use olmpack_model::report::{Consumer, Severity};
+use olmpack_model::report::{Consumer, Finding, Severity};
 use olmpack_model::upgrade::Verdict;
 use serde::Serialize;
 use serde_json::Value;
@@ -95,67 +95,10 @@ impl Default for EdgeOptions {
     }
 }
 
-/// One observation of a live run.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct LiveFinding {
-    /// Stable id, `live/<name>`.
-    pub rule: &'static str,
-    pub severity: Severity,
-    /// Who refuses: kube-apiserver, OLM v0, …
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub refused_by: Option<Consumer>,
-    /// `Kind/name` of the object, or `CustomResourceDefinition/name`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub object: Option<String>,
-    /// The API version the finding is about.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
-    /// The field path inside the object.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub field: Option<String>,
-    pub message: String,
-}
-
-impl LiveFinding {
-    fn new(rule: &'static str, severity: Severity, message: impl Into<String>) -> Self {
-        Self {
-            rule,
-            severity,
-            refused_by: None,
-            object: None,
-            version: None,
-            field: None,
-            message: message.into(),
-        }
-    }
-
-    fn refused(rule: &'static str, by: Consumer, message: impl Into<String>) -> Self {
-        Self {
-            refused_by: Some(by),
-            ..Self::new(rule, Severity::Error, message)
-        }
-    }
-
-    /// Who refuses (for a warning: what a consumer refuses later).
-    fn refused_by(mut self, by: Consumer) -> Self {
-        self.refused_by = Some(by);
-        self
-    }
-
-    fn object(mut self, object: impl Into<String>) -> Self {
-        self.object = Some(object.into());
-        self
-    }
-
-    fn version(mut self, version: impl Into<String>) -> Self {
-        self.version = Some(version.into());
-        self
-    }
-
-    fn field(mut self, field: impl Into<String>) -> Self {
-        self.field = Some(field.into());
-        self
-    }
+/// A live run's error that a consumer refuses: [`Finding`] with its consumer, the one finding
+/// type of every upgrade answer.
+fn refused(rule: &str, by: Consumer, message: impl Into<String>) -> Finding {
+    Finding::error(rule, message).consumer(by)
 }
 
 /// One step of an edge and what came of it.
@@ -192,7 +135,7 @@ pub struct EdgeReport {
     /// How many objects were created.
     pub objects: usize,
     pub steps: Vec<StepRecord>,
-    pub findings: Vec<LiveFinding>,
+    pub findings: Vec<Finding>,
     pub rollback: Rollback,
     /// Wall-clock time of the edge.
     pub seconds: f64,
@@ -243,9 +186,9 @@ impl EdgeReport {
                 .iter()
                 .filter(|f| f.severity == Severity::Error)
         };
-        if errors().any(|f| f.refused_by.is_some()) {
+        if errors().any(|f| f.consumer.is_some()) {
             Verdict::Refused
-        } else if errors().any(|f| DATA_RULES.contains(&f.rule)) {
+        } else if errors().any(|f| DATA_RULES.contains(&f.rule.as_str())) {
             Verdict::DataLost
         } else if errors().next().is_some() {
             Verdict::Failed
@@ -255,7 +198,7 @@ impl EdgeReport {
     }
 
     /// The error-level findings.
-    pub fn errors(&self) -> impl Iterator<Item = &LiveFinding> {
+    pub fn errors(&self) -> impl Iterator<Item = &Finding> {
         self.findings
             .iter()
             .filter(|f| f.severity == Severity::Error)

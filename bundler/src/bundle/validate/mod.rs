@@ -77,18 +77,7 @@ pub fn validate(bundle: &LoadedBundle, options: &Options) -> Report {
     let mut report = Report::new(bundle.dir.display().to_string());
     let mut out = Vec::new();
     let bundle = &*go_fields(bundle, &mut out);
-    // The CSV is read once, for every check. Fields of a type OLM does not read count as
-    // absent here, as before the typed model; what OLM's decoder refuses is the install
-    // checks' to report.
-    let ctx = bundle.csv().map(|csv_object| {
-        let (model, _) = ClusterServiceVersion::read(&csv_object.value);
-        Context {
-            bundle,
-            csv: csv_object,
-            spec: model.spec.unwrap_or_default(),
-            meta: model.metadata.unwrap_or_default(),
-        }
-    });
+    let ctx = Context::of(bundle);
     let spec = ctx.as_ref().map(|c| &c.spec);
     layout::check(bundle, spec, &mut out);
     dependencies::check(bundle, &mut out);
@@ -116,6 +105,21 @@ pub fn validate(bundle: &LoadedBundle, options: &Options) -> Report {
     report.extend(out);
     report.normalize();
     report
+}
+
+/// The `webhook/` findings of `bundle` alone, as [`validate`] reports them: the upgrade check
+/// judges conversion webhooks by these rules without running the rest of the validation.
+pub fn webhook_findings(bundle: &LoadedBundle) -> Vec<Finding> {
+    let bundle = &*go_fields(bundle, &mut Vec::new());
+    let mut out = Vec::new();
+    if let Some(ctx) = Context::of(bundle) {
+        webhooks::check(&ctx, &mut out);
+    }
+    consumers::apply(&mut out);
+    let mut report = Report::new(bundle.dir.display().to_string());
+    report.extend(out);
+    report.normalize();
+    report.findings
 }
 
 /// The bundle as opm and OLM read it: CSV and CRD fields matched ignoring case (see
@@ -152,6 +156,22 @@ struct Context<'a> {
     spec: CsvSpec,
     /// Its `metadata`, typed (empty when absent).
     meta: ObjectMeta,
+}
+
+impl<'a> Context<'a> {
+    /// The CSV read once, for every check (`None` without a CSV). Fields of a type OLM does not
+    /// read count as absent here; what OLM's decoder refuses is the install checks' to report.
+    fn of(bundle: &'a LoadedBundle) -> Option<Self> {
+        bundle.csv().map(|csv_object| {
+            let (model, _) = ClusterServiceVersion::read(&csv_object.value);
+            Context {
+                bundle,
+                csv: csv_object,
+                spec: model.spec.unwrap_or_default(),
+                meta: model.metadata.unwrap_or_default(),
+            }
+        })
+    }
 }
 
 impl Context<'_> {

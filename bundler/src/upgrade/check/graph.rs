@@ -143,8 +143,7 @@ impl InstalledBundle {
             .crds()
             .map(|crd| typed_crd(crd.object, &crd.v1))
             .collect::<Result<Vec<_>, _>>()?;
-        let findings = validate::validate(bundle, &validate::Options::default())
-            .findings
+        let findings = validate::webhook_findings(bundle)
             .into_iter()
             .filter(|f| f.rule.starts_with("webhook/conversion"))
             .collect();
@@ -665,6 +664,42 @@ mod tests {
             vec![edge("p.v1.0.0", "p.v1.2.0", &["next head"])]
         );
         assert!(next_head_edges(&now, &now).is_empty());
+    }
+
+    #[test]
+    fn conversion_webhook_findings_are_those_bundle_validate_reports() {
+        let csv = serde_json::json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+            "metadata": {"name": "p.v1"},
+            "spec": {"installModes": [{"type": "OwnNamespace", "supported": true}],
+                "install": {"strategy": "deployment", "spec": {"deployments": [{"name": "op", "spec": {}}]}},
+                "webhookdefinitions": [{"type": "ConversionWebhook", "generateName": "c.example.com",
+                    "deploymentName": "op", "containerPort": 443, "admissionReviewVersions": ["v1"],
+                    "sideEffects": "None", "conversionCRDs": ["things.example.com"]}]}});
+        let bundle = LoadedBundle {
+            objects: vec![Object {
+                file: PathBuf::from("manifests/csv.yaml"),
+                index: 0,
+                value: csv,
+            }],
+            ..LoadedBundle::default()
+        };
+        let full: Vec<Finding> = validate::validate(&bundle, &validate::Options::default())
+            .findings
+            .into_iter()
+            .filter(|f| f.rule.starts_with("webhook/conversion"))
+            .collect();
+        let rules: Vec<&str> = full.iter().map(|f| f.rule.as_str()).collect();
+        assert_eq!(
+            rules,
+            [
+                "webhook/conversion-install-modes",
+                "webhook/conversion-crds"
+            ]
+        );
+        assert_eq!(
+            InstalledBundle::from_bundle(&bundle).unwrap().findings,
+            full
+        );
     }
 
     fn release(selector: Value, crd_api: &str) -> InstalledBundle {

@@ -3,8 +3,8 @@
 
 use std::fmt::Write as _;
 
-use olmpack_envtest::live::{EdgeReport, LiveFinding, Rollback};
-use olmpack_model::report::{OutputFormat, Severity, junit};
+use olmpack_envtest::live::{EdgeReport, Rollback};
+use olmpack_model::report::{Finding, OutputFormat, Severity, junit};
 use olmpack_model::upgrade::Verdict;
 
 /// The reports in `format`.
@@ -22,9 +22,9 @@ pub fn format(reports: &[EdgeReport], format: OutputFormat) -> String {
 }
 
 /// `refused by …: object: version: field: message`, the parts that are known.
-fn describe(f: &LiveFinding) -> String {
+fn describe(f: &Finding) -> String {
     let mut parts = Vec::new();
-    if let Some(by) = f.refused_by {
+    if let Some(by) = f.consumer {
         parts.push(by.outcome());
     }
     parts.extend(f.object.clone());
@@ -129,7 +129,7 @@ fn markdown(reports: &[EdgeReport]) -> String {
             r.seconds
         );
     }
-    let findings: Vec<(&EdgeReport, &LiveFinding)> = reports
+    let findings: Vec<(&EdgeReport, &Finding)> = reports
         .iter()
         .flat_map(|r| {
             r.findings

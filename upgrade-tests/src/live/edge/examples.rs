@@ -6,13 +6,13 @@ use std::time::{Duration, Instant};
 use futures::{StreamExt, stream};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{DynamicObject, PostParams};
-use olmpack_model::report::Severity;
+use olmpack_model::report::{Finding, Severity};
 use serde_json::Value;
 
 use super::{CONCURRENCY, Created, Run, Snapshot};
 use crate::live::api::{self, apiserver_message, crd_name, served, status_code};
 use crate::live::compare::lost_fields;
-use crate::live::{LiveFinding, ReleaseUnderTest, rules};
+use crate::live::{ReleaseUnderTest, rules};
 
 /// How long a create is retried while a fresh CRD's endpoint settles.
 const CREATE_RETRY: Duration = Duration::from_secs(15);
@@ -50,7 +50,7 @@ impl Run<'_> {
                 Ok(()) => self.created.push(created),
                 Err(err) => {
                     refused += 1;
-                    let finding = LiveFinding::new(
+                    let finding = Finding::new(
                         rules::EXAMPLE_REFUSED,
                         Severity::Warning,
                         format!(
@@ -154,7 +154,7 @@ impl Run<'_> {
         err: &kube::Error,
         what: &str,
     ) {
-        let finding = LiveFinding::new(
+        let finding = Finding::new(
             rules::READ_FAILED,
             Severity::Error,
             format!(
@@ -209,7 +209,7 @@ impl Run<'_> {
                         rule
                     };
                     let finding =
-                        LiveFinding::new(rule, severity, format!("{how}: the object is gone"))
+                        Finding::new(rule, severity, format!("{how}: the object is gone"))
                             .object(object)
                             .version(version.to_owned());
                     self.find(finding);

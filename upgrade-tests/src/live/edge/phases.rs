@@ -7,13 +7,13 @@ use std::time::Instant;
 use futures::{StreamExt, stream};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{DynamicObject, PostParams};
-use olmpack_model::report::{Consumer, Severity};
+use olmpack_model::report::{Consumer, Finding, Severity};
 use olmpack_model::upgrade::EXISTING_OBJECT_INVALID;
 use serde_json::{Value, json};
 
 use super::{CHANGE_TIMEOUT, CONCURRENCY, Run, Snapshot};
 use crate::live::api::{self, apiserver_message, crd_name, served, status_code};
-use crate::live::{LiveError, LiveFinding, ReleaseUnderTest, Rollback, rules};
+use crate::live::{LiveError, ReleaseUnderTest, Rollback, refused, rules};
 
 /// Round trips through one version tried before a controller's concurrent writes are
 /// reported as keeping it from being judged.
@@ -51,7 +51,7 @@ impl Run<'_> {
                     Err(err) => format!("the apiserver refuses it too: {}", apiserver_message(err)),
                     Ok(()) => "the apiserver accepted it".to_owned(),
                 };
-                let finding = LiveFinding::refused(
+                let finding = refused(
                     rules::STORED_VERSION_REMOVED,
                     Consumer::OlmV0,
                     format!(
@@ -67,7 +67,7 @@ impl Run<'_> {
                 return false;
             }
             if let Err(err) = result {
-                let finding = LiveFinding::refused(
+                let finding = refused(
                     rules::CRD_REFUSED,
                     Consumer::KubeApiserver,
                     apiserver_message(&err),
@@ -207,9 +207,9 @@ impl Run<'_> {
             }
         );
         let finding = if deprecated {
-            LiveFinding::new(rules::VERSION_NOT_SERVED, Severity::Warning, message)
+            Finding::new(rules::VERSION_NOT_SERVED, Severity::Warning, message)
         } else {
-            LiveFinding::refused(rules::VERSION_NOT_SERVED, Consumer::KubeApiserver, message)
+            refused(rules::VERSION_NOT_SERVED, Consumer::KubeApiserver, message)
         };
         self.find(
             finding
@@ -375,7 +375,7 @@ impl Run<'_> {
             };
             failed = true;
             let finding = if status_code(&err) == Some(409) {
-                LiveFinding::new(
+                Finding::new(
                     rules::LOSSY_CONVERSION,
                     Severity::Warning,
                     format!(
@@ -383,7 +383,7 @@ impl Run<'_> {
                     ),
                 )
             } else {
-                LiveFinding::new(
+                Finding::new(
                     rules::LOSSY_CONVERSION,
                     Severity::Error,
                     format!(
@@ -426,7 +426,7 @@ impl Run<'_> {
                 let before = match api::apply_crd(self.client, &successor).await {
                     Err(err) => format!("refused by kube-apiserver: {}", apiserver_message(&err)),
                     Ok(()) => {
-                        self.find(LiveFinding::new(rules::MIGRATION_FAILED, Severity::Error, format!("the apiserver accepted dropping {} while status.storedVersions was [{}]", join_except(&stored, &storage), stored.join(", "))).object(format!("CustomResourceDefinition/{name}")));
+                        self.find(Finding::new(rules::MIGRATION_FAILED, Severity::Error, format!("the apiserver accepted dropping {} while status.storedVersions was [{}]", join_except(&stored, &storage), stored.join(", "))).object(format!("CustomResourceDefinition/{name}")));
                         "accepted".to_owned()
                     }
                 };
@@ -446,7 +446,7 @@ impl Run<'_> {
                     ),
                 ),
                 Err(err) => {
-                    let finding = LiveFinding::new(
+                    let finding = Finding::new(
                         rules::MIGRATION_FAILED,
                         Severity::Error,
                         olmpack_model::report::error_chain(&err),
@@ -462,13 +462,13 @@ impl Run<'_> {
                     format!("{name} with only {storage}: installs"),
                 ),
                 Err(err) => {
-                    let finding = LiveFinding::refused(rules::SUCCESSOR_REFUSED, Consumer::KubeApiserver, format!("after the storage migration the successor with only {storage} is still refused: {}", apiserver_message(&err)))
+                    let finding = refused(rules::SUCCESSOR_REFUSED, Consumer::KubeApiserver, format!("after the storage migration the successor with only {storage} is still refused: {}", apiserver_message(&err)))
                         .object(format!("CustomResourceDefinition/{name}"));
                     self.find(finding);
                 }
             }
             if let Err(err) = api::apply_crd(self.client, &self.prepared(crd)).await {
-                let finding = LiveFinding::refused(
+                let finding = refused(
                     rules::CRD_REFUSED,
                     Consumer::KubeApiserver,
                     format!(
@@ -666,14 +666,12 @@ impl Run<'_> {
         for crd in &from.crds {
             if let Err(err) = api::apply_crd(self.client, &self.prepared(crd)).await {
                 let message = apiserver_message(&err);
-                let finding = LiveFinding {
-                    refused_by: Some(Consumer::KubeApiserver),
-                    ..LiveFinding::new(
-                        rules::ROLLBACK_REFUSED,
-                        Severity::Info,
-                        format!("rolling back to {} is refused: {message}", from.name),
-                    )
-                }
+                let finding = Finding::new(
+                    rules::ROLLBACK_REFUSED,
+                    Severity::Info,
+                    format!("rolling back to {} is refused: {message}", from.name),
+                )
+                .consumer(Consumer::KubeApiserver)
                 .object(format!("CustomResourceDefinition/{}", crd_name(crd)));
                 self.find(finding);
                 self.step("rollback", format!("refused by kube-apiserver: {message}"));
@@ -730,19 +728,15 @@ fn outage_target(to: &ReleaseUnderTest) -> Option<(CustomResourceDefinition, Str
 /// `upgrade check` applies too ([`EXISTING_OBJECT_INVALID`]): OLM v0 fails the InstallPlan —
 /// unless the new CRD converts through a webhook, when it only warns and kube-apiserver
 /// refuses every later update of the object.
-fn existing_object_invalid(
-    to: &str,
-    crd: &CustomResourceDefinition,
-    err: &kube::Error,
-) -> LiveFinding {
+fn existing_object_invalid(to: &str, crd: &CustomResourceDefinition, err: &kube::Error) -> Finding {
     let judged = (EXISTING_OBJECT_INVALID.judge)(api::has_webhook(crd));
     let message = format!(
         "this existing object is invalid under {to}'s schema; {}; the apiserver says: {}",
         judged.consequence,
         apiserver_message(err)
     );
-    LiveFinding::new(rules::EXISTING_OBJECT_INVALID, judged.severity, message)
-        .refused_by(judged.refused_by)
+    Finding::new(rules::EXISTING_OBJECT_INVALID, judged.severity, message)
+        .consumer(judged.refused_by)
 }
 
 /// A server-side dry-run create of a copy of `object` (generated name, same content).
@@ -771,8 +765,8 @@ async fn dry_run_copy(
     }
 }
 
-fn outage(crd: &str, version: &str, message: String) -> LiveFinding {
-    LiveFinding::new(rules::OUTAGE, Severity::Error, message)
+fn outage(crd: &str, version: &str, message: String) -> Finding {
+    Finding::new(rules::OUTAGE, Severity::Error, message)
         .object(format!("CustomResourceDefinition/{crd}"))
         .version(version.to_owned())
 }
