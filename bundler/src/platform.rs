@@ -139,6 +139,18 @@ impl Platform {
         self == Platform::OpenShift
     }
 
+    /// The roles of the test control plane's one node: on OpenShift a single-node
+    /// OpenShift's (master, control-plane and worker, untainted), so pods that select or
+    /// tolerate masters run as they do there; none on Kubernetes (a plain worker).
+    pub fn node_roles(self) -> Vec<String> {
+        match self {
+            Platform::Kubernetes => Vec::new(),
+            Platform::OpenShift => ["master", "control-plane", "worker"]
+                .map(str::to_owned)
+                .to_vec(),
+        }
+    }
+
     /// Every `*.yaml` file of `dir`, each one CRD, in file-name order.
     fn crds_in(
         self,

@@ -164,6 +164,7 @@ async fn run_on(
         },
         cluster_crds: platform.cluster_crds(&Limits::default()).unwrap(),
         service_ca: platform.service_ca(),
+        node_roles: platform.node_roles(),
         ..RunOptions::default()
     };
     let mut reports = olm::run(&catalog, &cases, &options).await.unwrap();

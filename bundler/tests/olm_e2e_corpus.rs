@@ -7,10 +7,13 @@
 //! the upgrade between them. A package that requires another's API has that package in its
 //! catalog too ([`PROVIDERS`]), so OLM's resolver can install it.
 //!
-//! `fixtures/olm_e2e_corpus/verdicts.tsv` holds, per case, the verdict OLM gave, who a failure
-//! is blamed on, a piece of OLM's (or the apiserver's) own words, and why. The test fails when
-//! olmpack's verdict differs, when a failure is blamed on another party, or when the quoted
-//! words are missing; a case olmpack runs that the table lacks fails it too.
+//! Every case runs twice: on plain Kubernetes and on the OpenShift profile (`--platform
+//! openshift`: OpenShift's API kinds, service-ca, a single-node OpenShift's node roles).
+//!
+//! `fixtures/olm_e2e_corpus/verdicts.tsv` holds, per case and platform, the verdict OLM gave,
+//! who a failure is blamed on, a piece of OLM's (or the apiserver's) own words, and why. The
+//! test fails when olmpack's verdict differs, when a failure is blamed on another party, or
+//! when the quoted words are missing; a case olmpack runs that the table lacks fails it too.
 
 mod corpus_catalog;
 
@@ -20,6 +23,7 @@ use std::time::Duration;
 
 use corpus_catalog::{PACKAGES, render_package};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use olmpack::platform::Platform;
 use olmpack::upgrade::olm::{self, CaseReport, EnvPool, RunOptions, StepLog};
 use olmpack_envtest::olm::Timeouts;
 use olmpack_testkit::corpus::{COMMUNITY_OPERATORS, require};
@@ -34,7 +38,7 @@ const PROVIDERS: [(&str, &str); 1] = [(
     "community-operators/poison-pill-operator",
 )];
 
-/// One row of the table.
+/// One expectation of the table: a case on one platform.
 #[derive(Debug)]
 struct Expected {
     verdict: String,
@@ -42,17 +46,21 @@ struct Expected {
     quote: String,
 }
 
-/// The rows of the table (lines starting with `#` skipped), each checked to have its six
-/// columns and, unless a pass, its explanation.
+/// The platforms every case runs on, in the table's column order.
+const PLATFORMS: [Platform; 2] = [Platform::Kubernetes, Platform::OpenShift];
+
+/// The rows of the table (lines starting with `#` skipped), each checked to have its nine
+/// columns (package, case, why, then verdict, party and quote per platform) and, unless it
+/// passes on both, its explanation.
 fn rows() -> Vec<Vec<&'static str>> {
     TABLE
         .lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
         .map(|line| {
             let cols: Vec<&str> = line.split('\t').collect();
-            assert_eq!(cols.len(), 6, "verdicts.tsv: a row needs 6 columns: {line}");
+            assert_eq!(cols.len(), 9, "verdicts.tsv: a row needs 9 columns: {line}");
             assert!(
-                cols[2] == "pass" || !cols[5].trim().is_empty(),
+                (cols[3] == "pass" && cols[6] == "pass") || !cols[2].trim().is_empty(),
                 "verdicts.tsv: every non-pass needs its explanation: {line}"
             );
             cols
@@ -60,18 +68,23 @@ fn rows() -> Vec<Vec<&'static str>> {
         .collect()
 }
 
-/// The table: package directory → case name → expectation (lines starting with `#` skipped).
-fn table() -> BTreeMap<String, BTreeMap<String, Expected>> {
-    let mut out: BTreeMap<String, BTreeMap<String, Expected>> = BTreeMap::new();
+/// The table: (platform, package directory) → case name → expectation.
+fn table() -> BTreeMap<(String, String), BTreeMap<String, Expected>> {
+    let mut out: BTreeMap<(String, String), BTreeMap<String, Expected>> = BTreeMap::new();
     for cols in rows() {
-        out.entry(cols[0].to_owned()).or_default().insert(
-            cols[1].to_owned(),
-            Expected {
-                verdict: cols[2].to_owned(),
-                party: cols[3].to_owned(),
-                quote: cols[4].to_owned(),
-            },
-        );
+        for (i, platform) in PLATFORMS.iter().enumerate() {
+            let at = 3 + 3 * i;
+            out.entry((platform.to_string(), cols[0].to_owned()))
+                .or_default()
+                .insert(
+                    cols[1].to_owned(),
+                    Expected {
+                        verdict: cols[at].to_owned(),
+                        party: cols[at + 1].to_owned(),
+                        quote: cols[at + 2].to_owned(),
+                    },
+                );
+        }
     }
     out
 }
@@ -118,6 +131,39 @@ fn verdict(report: &CaseReport) -> (String, String, String) {
     }
 }
 
+/// How cases run on `platform`: the kinds another operator would have installed (Kubernetes:
+/// prometheus-operator's; OpenShift: its own and its monitoring stack's), service-ca and node
+/// roles as the CLI's `--platform` sets them.
+fn options(platform: Platform, envs: &EnvPool) -> RunOptions {
+    let cluster_crds = match platform {
+        Platform::Kubernetes => monitoring_crds(),
+        Platform::OpenShift => platform
+            .cluster_crds(&olmpack::input::Limits::default())
+            .expect("the OpenShift CRDs are installed (cargo xtask setup)"),
+    };
+    RunOptions {
+        timeouts: Timeouts {
+            // The slowest step that succeeds takes about 50 s here, three cases at once, but
+            // 70 s in CI beside three other test binaries: a verdict must not depend on the
+            // load. Cases whose pods never start (a node selector no node has, a Secret only
+            // OpenShift creates) end as stuck after `stuck`, not at this timeout.
+            step: Duration::from_secs(240),
+            // OLM refuses with the same words after 20 s of retries as after its default
+            // minute (every API is served from the start here); eight cases fail that way.
+            install_plan_retry: Duration::from_secs(20),
+            ..Timeouts::default()
+        },
+        cluster_crds,
+        service_ca: platform.service_ca(),
+        node_roles: platform.node_roles(),
+        steps: StepLog::new(|line| eprintln!("{line}")),
+        // Each environment serves one case after another, reset in between: the verdicts
+        // below are those of fresh environments (the table was recorded with one per case).
+        envs: Some(envs.clone()),
+        ..RunOptions::default()
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn olm_e2e_corpus_verdicts_are_olms() {
     let Some(corpus) = require(COMMUNITY_OPERATORS, "olm_e2e_corpus_verdicts_are_olms") else {
@@ -137,46 +183,34 @@ async fn olm_e2e_corpus_verdicts_are_olms() {
             cases.push((package.to_string(), dir.clone(), case));
         }
     }
-    let options = RunOptions {
-        timeouts: Timeouts {
-            // The slowest step that succeeds takes about 50 s here, three cases at once, but
-            // 70 s in CI beside three other test binaries: a verdict must not depend on the
-            // load. Cases whose pods never start (a node selector no node has, a Secret only
-            // OpenShift creates) end as stuck after `stuck`, not at this timeout.
-            step: Duration::from_secs(240),
-            // OLM refuses with the same words after 20 s of retries as after its default
-            // minute (every API is served from the start here); eight cases fail that way.
-            install_plan_retry: Duration::from_secs(20),
-            ..Timeouts::default()
-        },
-        cluster_crds: monitoring_crds(),
-        steps: StepLog::new(|line| eprintln!("{line}")),
-        // Each environment serves one case after another, reset in between: the verdicts
-        // below are those of fresh environments (the table was recorded with one per case).
-        envs: Some(EnvPool::default()),
-        ..RunOptions::default()
-    };
+    let envs = EnvPool::default();
     // Three cases at once on two cores: most of a case is waiting on OLM (a third of them
     // until the step timeout); the slowest step that succeeds took 50 s so (37 s two at a time).
     let semaphore = std::sync::Arc::new(tokio::sync::Semaphore::new(3));
     let mut tasks = Vec::new();
-    for (package, dir, case) in cases {
-        let (semaphore, options) = (semaphore.clone(), options.clone());
-        tasks.push(tokio::spawn(async move {
-            let _permit = semaphore.acquire_owned().await;
-            let report = olm::run_case(&dir, case, &options).await.unwrap();
-            (package, report)
-        }));
+    for platform in PLATFORMS {
+        let options = options(platform, &envs);
+        for (package, dir, case) in cases.clone() {
+            let (semaphore, options) = (semaphore.clone(), options.clone());
+            tasks.push(tokio::spawn(async move {
+                let _permit = semaphore.acquire_owned().await;
+                let report = olm::run_case(&dir, case, &options).await.unwrap();
+                (platform, package, report)
+            }));
+        }
     }
     let mut problems = Vec::new();
     let mut seen = 0;
     for task in tasks {
-        let (package, report) = task.await.unwrap();
+        let (platform, package, report) = task.await.unwrap();
         let (got, party, words) = verdict(&report);
         let name = report.name();
-        let line = format!("{package}\t{name}\t{got}\t{party}\t{words}");
+        let line = format!("{platform}\t{package}\t{name}\t{got}\t{party}\t{words}");
         eprintln!("{line}");
-        let Some(want) = expected.get(&package).and_then(|p| p.get(&name)) else {
+        let Some(want) = expected
+            .get(&(platform.to_string(), package.clone()))
+            .and_then(|p| p.get(&name))
+        else {
             problems.push(format!("not in verdicts.tsv: {line}"));
             continue;
         };
@@ -186,10 +220,10 @@ async fn olm_e2e_corpus_verdicts_are_olms() {
             problems.push(format!("expected {want:?}, got: {line}"));
         }
     }
-    let rows: usize = expected.values().map(BTreeMap::len).sum();
+    let cells: usize = expected.values().map(BTreeMap::len).sum();
     assert_eq!(
-        seen, rows,
-        "every row of verdicts.tsv must be run: {problems:#?}"
+        seen, cells,
+        "every row of verdicts.tsv must be run on every platform: {problems:#?}"
     );
     assert!(problems.is_empty(), "{problems:#?}");
 }
@@ -197,22 +231,26 @@ async fn olm_e2e_corpus_verdicts_are_olms() {
 /// The table as README's OLM section shows it (between its `olm-corpus` markers).
 fn readme_table() -> String {
     let mut out = String::from(
-        "| package | case | verdict | blamed on | why |\n| --- | --- | --- | --- | --- |\n",
+        "| package | case | Kubernetes | OpenShift | why |\n| --- | --- | --- | --- | --- |\n",
     );
-    for cols in rows() {
-        let package = cols[0].rsplit('/').next().unwrap_or(cols[0]);
-        let verdict = match cols[2] {
+    let shown = |verdict: &str, party: &str| {
+        let verdict = match verdict {
             "pass-not-run" => "pass, webhook checks not run",
             other => other,
         };
-        let party = match cols[3] {
-            "-" => "",
-            other => other,
-        };
-        let why = cols[5].replace('|', "\\|");
+        match party {
+            "-" => verdict.to_owned(),
+            party => format!("{verdict} ({party})"),
+        }
+    };
+    for cols in rows() {
+        let package = cols[0].rsplit('/').next().unwrap_or(cols[0]);
+        let why = cols[2].replace('|', "\\|");
         out.push_str(&format!(
-            "| {package} | {} | {verdict} | {party} | {why} |\n",
-            cols[1]
+            "| {package} | {} | {} | {} | {why} |\n",
+            cols[1],
+            shown(cols[3], cols[4]),
+            shown(cols[6], cols[7]),
         ));
     }
     out

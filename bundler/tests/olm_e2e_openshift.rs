@@ -42,6 +42,7 @@ async fn install_on(platform: Platform, test: &str) -> Option<CaseReport> {
         },
         cluster_crds,
         service_ca: platform.service_ca(),
+        node_roles: platform.node_roles(),
         ..RunOptions::default()
     };
     let mut reports = olm::run(&dir, &cases, &options).await.unwrap();

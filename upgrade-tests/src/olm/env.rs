@@ -47,6 +47,10 @@ pub struct OlmEnvOptions {
     /// Plays OpenShift's service-ca ([`crate::service_ca`]): serving-certificate Secrets
     /// for annotated Services and CA bundles injected where annotated.
     pub service_ca: bool,
+    /// Roles of the one node, each a `node-role.kubernetes.io/<role>` label: a single-node
+    /// OpenShift's node is `master`, `control-plane` and `worker` (pods that select masters
+    /// run there); none: a plain worker node.
+    pub node_roles: Vec<String>,
 }
 
 impl OlmEnvOptions {
@@ -57,6 +61,7 @@ impl OlmEnvOptions {
             && self.install_plan_retry == other.install_plan_retry
             && self.cluster_crds == other.cluster_crds
             && self.service_ca == other.service_ca
+            && self.node_roles == other.node_roles
     }
 }
 
@@ -68,6 +73,7 @@ impl Default for OlmEnvOptions {
             install_plan_retry: OLM_INSTALL_PLAN_RETRY,
             cluster_crds: Vec::new(),
             service_ca: false,
+            node_roles: Vec::new(),
         }
     }
 }
@@ -151,7 +157,7 @@ impl OlmEnv {
         let (olm_operator, catalog_operator) =
             start_olm(&programs, &kubeconfig, &dir, options.install_plan_retry)?;
         let (node, group, copied) = tokio::join!(
-            start_node(&client, &programs, &kubeconfig, &dir),
+            start_node(&client, &programs, &kubeconfig, &dir, &options.node_roles),
             create_operator_group(&client, &namespaces, options.install_mode),
             disable_copied_csvs(&client),
         );
@@ -482,6 +488,7 @@ async fn start_node(
     programs: &Programs,
     kubeconfig: &str,
     dir: &Path,
+    roles: &[String],
 ) -> Result<(ChildProcess, AbortOnDrop), OlmError> {
     let kwok_config = dir.join("kwok.yaml");
     write(&kwok_config, &kwok_config_text(&programs.kwok_stages)?)?;
@@ -498,7 +505,7 @@ async fn start_node(
         ],
         &dir.join("kwok.log"),
     )?;
-    create_node(client).await?;
+    create_node(client, roles).await?;
     let kubelet = AbortOnDrop(tokio::spawn(kubelet::run(client.clone())));
     let nodes: Api<Node> = Api::all(client.clone());
     wait_until(&mut kwok, READY_TIMEOUT, || {
@@ -643,16 +650,20 @@ async fn create_namespace(client: &Client, name: &str) -> Result<(), OlmError> {
     Ok(())
 }
 
-async fn create_node(client: &Client) -> Result<(), OlmError> {
+async fn create_node(client: &Client, roles: &[String]) -> Result<(), OlmError> {
     let api: Api<Node> = Api::all(client.clone());
+    let mut labels = json!({"kubernetes.io/hostname": NODE, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", "type": "kwok"});
+    for role in roles {
+        labels[format!("node-role.kubernetes.io/{role}")] = json!("");
+    }
     let node: Node = serde_json::from_value(json!({
         "metadata": {
             "name": NODE,
             "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
-            "labels": {"kubernetes.io/hostname": NODE, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", "type": "kwok"},
+            "labels": labels,
         },
     }))
-    .expect("a static Node is valid");
+    .expect("a Node with string labels is valid");
     api.create(&PostParams::default(), &node)
         .await
         .map_err(OlmError::api(format!("create Node {NODE}")))?;

@@ -163,6 +163,7 @@ pub fn run(args: OlmArgs, policy: &olmpack::input::Policy) -> CmdResult {
         envs: (!args.fresh_env_per_case).then(olm::EnvPool::default),
         cluster_crds,
         service_ca: args.platform.service_ca(),
+        node_roles: args.platform.node_roles(),
         steps: if args.quiet {
             StepLog::silent()
         } else {

@@ -176,6 +176,9 @@ pub struct RunOptions {
     /// Plays OpenShift's service-ca on the control plane (`--platform openshift`; see
     /// [`olmpack_envtest::service_ca`]).
     pub service_ca: bool,
+    /// Roles of the environment's one node (`--platform openshift`: a single-node
+    /// OpenShift's, see [`crate::platform::Platform::node_roles`]).
+    pub node_roles: Vec<String>,
     /// Told each step of each case as it happens (the CLI prints them on stderr).
     pub steps: StepLog,
     /// How much of the catalog is read at most (the command line's `--max-*` flags).
@@ -191,6 +194,7 @@ impl Default for RunOptions {
             envs: None,
             cluster_crds: Vec::new(),
             service_ca: false,
+            node_roles: Vec::new(),
             steps: StepLog::silent(),
             limits: crate::input::Limits::default(),
         }
@@ -402,6 +406,7 @@ async fn env_for(
         install_plan_retry: options.timeouts.install_plan_retry,
         cluster_crds: options.cluster_crds.clone(),
         service_ca: options.service_ca,
+        node_roles: options.node_roles.clone(),
     };
     if let Some(mut env) = options.envs.as_ref().and_then(|pool| pool.take(&wanted)) {
         match env.reset(case.install_mode).await {
