@@ -31,7 +31,9 @@ fn subscription_summary(sub: &Subscription) -> String {
         line.push_str(&format!(" (InstallPlan {})", plan.name));
     }
     for c in status.conditions.iter().filter(|c| c.status == "True") {
-        line.push_str(&format!("; {} {}: {}", c.type_, c.reason, c.message));
+        let said = [c.type_.as_str(), c.reason.as_str(), c.message.as_str()];
+        let said: Vec<&str> = said.into_iter().filter(|s| !s.is_empty()).collect();
+        line.push_str(&format!("; {}", said.join(": ")));
     }
     line
 }

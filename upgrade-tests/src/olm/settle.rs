@@ -239,8 +239,9 @@ impl OlmEnv {
         })
     }
 
-    /// The ServiceAccounts and CRDs OLM's `requirementStatus` says are `NotPresent` that the
-    /// apiserver has now, as `(kind, name)`: OLM's status is stale for those.
+    /// The requirements OLM's `requirementStatus` says are not met that are met now, as
+    /// `(kind, name)`: a ServiceAccount or CRD `NotPresent` that the apiserver has, a CRD
+    /// `PresentNotAvailable` that it has established. OLM's status is stale for those.
     async fn present_now(
         &self,
         requirements: &[RequirementStatus],
@@ -249,16 +250,20 @@ impl OlmEnv {
             Api::namespaced(self.client(), self.operator_namespace());
         let crds: Api<CustomResourceDefinition> = Api::all(self.client());
         let mut out = BTreeSet::new();
-        for r in requirements.iter().filter(|r| r.status == "NotPresent") {
+        for r in requirements {
             let action = format!("read {} {}", r.kind, r.name);
-            let exists = match r.kind.as_str() {
-                "ServiceAccount" => {
+            let exists = match (r.kind.as_str(), r.status.as_str()) {
+                ("ServiceAccount", "NotPresent") => {
                     let found = self.call(action, || accounts.get_opt(&r.name)).await?;
                     found.is_some()
                 }
-                "CustomResourceDefinition" => {
+                ("CustomResourceDefinition", "NotPresent") => {
                     let found = self.call(action, || crds.get_opt(&r.name)).await?;
                     found.is_some()
+                }
+                ("CustomResourceDefinition", "PresentNotAvailable") => {
+                    let found = self.call(action, || crds.get_opt(&r.name)).await?;
+                    found.is_some_and(|crd| not_established(&crd).is_none())
                 }
                 _ => false,
             };
@@ -633,30 +638,30 @@ fn last_conversion_writer(entries: Option<&[ManagedFieldsEntry]>) -> String {
 }
 
 /// The CSV's message as the report quotes it: OLM's own, and when OLM says
-/// `RequirementsNotMet`, the requirements not met; those `exist_now` (`(kind, name)`) names,
-/// which OLM's `requirementStatus` still calls `NotPresent`, are not quoted as unmet but
-/// said to be stale.
-fn csv_message(status: &resources::CsvStatus, exist_now: &BTreeSet<(String, String)>) -> String {
+/// `RequirementsNotMet`, the requirements not met; those `met_now` (`(kind, name)`) names,
+/// met now whatever OLM's `requirementStatus` still says, are not quoted as unmet but said
+/// to be stale.
+fn csv_message(status: &resources::CsvStatus, met_now: &BTreeSet<(String, String)>) -> String {
     if status.reason != "RequirementsNotMet" {
         return status.message.clone();
     }
     let (stale, unmet): (Vec<RequirementStatus>, Vec<RequirementStatus>) =
         unmet(status.requirement_status.clone())
             .into_iter()
-            .partition(|r| exist_now.contains(&(r.kind.clone(), r.name.clone())));
+            .partition(|r| met_now.contains(&(r.kind.clone(), r.name.clone())));
     let mut message = status.message.clone();
     let lines = unmet_lines(&unmet);
     if !lines.is_empty() {
         message.push_str(&format!("; not met: {}", lines.join("; ")));
     }
     if !stale.is_empty() {
-        let names: Vec<String> = stale
+        let said: Vec<String> = stale
             .iter()
-            .map(|r| format!("{} {}", r.kind, r.name))
+            .map(|r| format!("{} {}: {}", r.kind, r.name, r.status))
             .collect();
         message.push_str(&format!(
-            "; OLM's requirementStatus is stale for {}: NotPresent there, present now",
-            names.join(", ")
+            "; stale in OLM's requirementStatus (met now): {}",
+            said.join(", ")
         ));
     }
     message
@@ -983,7 +988,10 @@ mod tests {
                     {"group": "apiextensions.k8s.io", "version": "v1", "kind": "CustomResourceDefinition",
                      "name": "as.example.com", "status": "NotPresent"},
                     {"group": "apiextensions.k8s.io", "version": "v1", "kind": "CustomResourceDefinition",
-                     "name": "bs.example.com", "status": "Present"}
+                     "name": "bs.example.com", "status": "Present"},
+                    {"group": "apiextensions.k8s.io", "version": "v1", "kind": "CustomResourceDefinition",
+                     "name": "cs.example.com", "status": "PresentNotAvailable",
+                     "message": "CRD is present but the Established condition is False (not available)"}
                 ]
             }
         }))
@@ -999,24 +1007,25 @@ mod tests {
             (
                 "nothing exists: OLM's words stand",
                 exists(&[]),
-                "one or more requirements couldn't be found; not met: ServiceAccount op-controller: NotPresent (Service account does not exist); CustomResourceDefinition as.example.com: NotPresent",
+                "one or more requirements couldn't be found; not met: ServiceAccount op-controller: NotPresent (Service account does not exist); CustomResourceDefinition as.example.com: NotPresent; CustomResourceDefinition cs.example.com: PresentNotAvailable (CRD is present but the Established condition is False (not available))",
             ),
             (
                 "the ServiceAccount exists now",
                 exists(&[("ServiceAccount", "op-controller")]),
-                "one or more requirements couldn't be found; not met: CustomResourceDefinition as.example.com: NotPresent; OLM's requirementStatus is stale for ServiceAccount op-controller: NotPresent there, present now",
+                "one or more requirements couldn't be found; not met: CustomResourceDefinition as.example.com: NotPresent; CustomResourceDefinition cs.example.com: PresentNotAvailable (CRD is present but the Established condition is False (not available)); stale in OLM's requirementStatus (met now): ServiceAccount op-controller: NotPresent",
             ),
             (
-                "both exist now",
+                "all exist now, the CRD established",
                 exists(&[
                     ("ServiceAccount", "op-controller"),
                     ("CustomResourceDefinition", "as.example.com"),
+                    ("CustomResourceDefinition", "cs.example.com"),
                 ]),
-                "one or more requirements couldn't be found; OLM's requirementStatus is stale for ServiceAccount op-controller, CustomResourceDefinition as.example.com: NotPresent there, present now",
+                "one or more requirements couldn't be found; stale in OLM's requirementStatus (met now): ServiceAccount op-controller: NotPresent, CustomResourceDefinition as.example.com: NotPresent, CustomResourceDefinition cs.example.com: PresentNotAvailable",
             ),
         ];
-        for (what, exist_now, want) in cases {
-            assert_eq!(csv_message(&status, &exist_now), want, "{what}");
+        for (what, met_now, want) in cases {
+            assert_eq!(csv_message(&status, &met_now), want, "{what}");
         }
     }
 

@@ -380,3 +380,145 @@ fn junit_outcome(r: &CaseReport) -> junit::Outcome {
         Verdict::Passed => junit::Outcome::Passed,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use olmpack_model::plan::InstallModeType;
+
+    fn case(expected: Option<Vec<EdgeKind>>) -> Case {
+        Case {
+            package: "op".into(),
+            channels: vec!["stable".into()],
+            from: "op.v1".into(),
+            expected: expected.map(|via| ("op.v2".into(), via)),
+            install_mode: InstallModeType::AllNamespaces,
+        }
+    }
+
+    fn succeeded(csv: &str) -> InstallStep {
+        InstallStep {
+            csv: Some(csv.into()),
+            outcome: Outcome::Succeeded { csv: csv.into() },
+            ..InstallStep::unfinished()
+        }
+    }
+
+    fn example(refused: Option<&str>) -> Example {
+        Example {
+            api_version: "example.com/v1".into(),
+            kind: "Widget".into(),
+            name: "sample-v1".into(),
+            declared: "sample".into(),
+            refused: refused.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn the_examples_cell_tells_never_attempted_none_declared_and_run_apart() {
+        let refused = InstallStep {
+            csv: Some("op.v1".into()),
+            outcome: Outcome::Refused {
+                by: "InstallPlan install-abc".into(),
+                reason: "InstallComponentFailed".into(),
+                message: "m".into(),
+            },
+            ..InstallStep::unfinished()
+        };
+        type Examples = Option<Result<Vec<Example>, String>>;
+        let cases: [(&str, InstallStep, Examples, &str, &str); 5] = [
+            (
+                "install refused: never attempted",
+                refused,
+                None,
+                "not run (the install did not succeed)",
+                "FAIL",
+            ),
+            (
+                "installed, the environment failed before the examples",
+                succeeded("op.v1"),
+                None,
+                "not run (the test environment failed first)",
+                "pass",
+            ),
+            (
+                "alm-examples is empty: a plain pass",
+                succeeded("op.v1"),
+                Some(Ok(vec![])),
+                "none (alm-examples is empty)",
+                "pass",
+            ),
+            (
+                "webhooks not served",
+                succeeded("op.v1"),
+                Some(Err("no webhook command was given".into())),
+                "not run: no webhook command was given",
+                "pass (checks not run)",
+            ),
+            (
+                "one created",
+                succeeded("op.v1"),
+                Some(Ok(vec![example(None)])),
+                "1/1 created",
+                "pass",
+            ),
+        ];
+        for (what, install, examples, cell, result) in cases {
+            let mut report = CaseReport::new(case(None));
+            report.install = install;
+            report.examples = examples;
+            assert_eq!(examples_cell(&report), cell, "{what}");
+            assert_eq!(result_cell(&report), result, "{what}");
+        }
+    }
+
+    #[test]
+    fn a_plain_pass_with_empty_alm_examples_is_no_skipped_junit_case() {
+        let mut report = CaseReport::new(case(None));
+        report.install = succeeded("op.v1");
+        report.examples = Some(Ok(vec![]));
+        assert_eq!(junit_outcome(&report), junit::Outcome::Passed);
+    }
+
+    #[test]
+    fn a_refused_example_is_named_as_alm_examples_names_it() {
+        let mut report = CaseReport::new(case(None));
+        report.install = succeeded("op.v1");
+        report.examples = Some(Ok(vec![example(Some("spec.size: Invalid value"))]));
+        let messages: Vec<String> = report.failures().into_iter().map(|f| f.message).collect();
+        assert_eq!(
+            messages,
+            [
+                "example Widget sample (example.com/v1, created as sample-v1) refused: spec.size: Invalid value"
+            ]
+        );
+    }
+
+    #[test]
+    fn an_upgrade_is_labelled_with_every_edge_that_holds() {
+        let cases = [
+            (vec![EdgeKind::SkipRange], "→ op.v2 (skipRange) upgraded"),
+            (
+                vec![EdgeKind::Replaces, EdgeKind::SkipRange],
+                "→ op.v2 (replaces, skipRange) upgraded",
+            ),
+            (
+                vec![EdgeKind::Replaces, EdgeKind::Skips, EdgeKind::SkipRange],
+                "→ op.v2 (replaces, skips, skipRange) upgraded",
+            ),
+        ];
+        for (via, want) in cases {
+            let mut report = CaseReport::new(case(Some(via)));
+            report.install = succeeded("op.v1");
+            report.upgrade = Some(succeeded("op.v2"));
+            assert_eq!(upgrade_cell(&report), want);
+        }
+    }
+
+    #[test]
+    fn an_empty_report_has_no_negative_time() {
+        let xml = junit(&[], None);
+        assert!(xml.contains("time=\"0.0\""), "{xml}");
+        assert!(!xml.contains("-0.0"), "{xml}");
+    }
+}
