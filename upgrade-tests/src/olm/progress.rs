@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::resources::{InstallPlanStatus, PlanStep};
+use super::resources::{InstallPlanStatus, InstallPlanStep};
 
 /// How long a wait goes without news before the observer is reminded what is awaited.
 pub const HEARTBEAT: Duration = Duration::from_secs(20);
@@ -109,7 +109,7 @@ impl<'a> Tracker<'a> {
     }
 
     /// Tells once of each step of InstallPlan `plan` whose kind is not served.
-    pub(super) fn not_served(&mut self, plan: &str, steps: &[&PlanStep], now: Instant) {
+    pub(super) fn not_served(&mut self, plan: &str, steps: &[&InstallPlanStep], now: Instant) {
         for step in steps {
             let r = &step.resource;
             if self.not_served.insert((r.group.clone(), r.kind.clone())) {

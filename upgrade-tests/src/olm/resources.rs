@@ -109,20 +109,20 @@ pub struct InstallPlanStatus {
     pub message: String,
     pub conditions: Vec<Condition>,
     /// The objects OLM creates for the plan, one step each, with how far it got.
-    pub plan: Vec<PlanStep>,
+    pub plan: Vec<InstallPlanStep>,
 }
 
 /// One entry of `InstallPlan.status.plan`: an object OLM creates for the bundle `resolving`.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase", default)]
-pub struct PlanStep {
+pub struct InstallPlanStep {
     pub resolving: String,
     pub resource: StepResource,
     /// `Unknown`, `NotPresent`, `Present`, `Created` or `WaitingForApi`.
     pub status: String,
 }
 
-/// The object of a [`PlanStep`].
+/// The object of a [`InstallPlanStep`].
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct StepResource {

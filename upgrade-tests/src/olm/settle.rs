@@ -17,7 +17,7 @@ use serde_json::Value;
 use super::install::{Outcome, POLL, Timeouts};
 use super::progress::{self, Tracker};
 use super::resources::{
-    self, Csv, InstallPlan, InstallPlanStatus, PlanStep, RequirementStatus, StepResource,
+    self, Csv, InstallPlan, InstallPlanStatus, InstallPlanStep, RequirementStatus, StepResource,
 };
 use super::{OlmEnv, OlmError, kubelet};
 use crate::control_plane::crd_condition_true;
@@ -312,9 +312,9 @@ impl OlmEnv {
     async fn steps_not_served<'p>(
         &self,
         plan: &'p InstallPlanStatus,
-    ) -> Result<Vec<&'p PlanStep>, OlmError> {
-        let done = |s: &PlanStep| s.status == "Created" || s.status == "Present";
-        let pending: Vec<&PlanStep> = plan.plan.iter().filter(|s| !done(s)).collect();
+    ) -> Result<Vec<&'p InstallPlanStep>, OlmError> {
+        let done = |s: &InstallPlanStep| s.status == "Created" || s.status == "Present";
+        let pending: Vec<&InstallPlanStep> = plan.plan.iter().filter(|s| !done(s)).collect();
         if pending.is_empty()
             || pending
                 .iter()
