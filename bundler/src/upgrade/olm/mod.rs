@@ -33,6 +33,11 @@
 //! - A case passes when every step OLM took ended `Succeeded`, OLM picked the predicted
 //!   successor, and every example was created and read back. Each failure names who is to
 //!   blame ([`Party`]): OLM (quoted), or the examples (the apiserver's or webhook's words).
+//! - While a step waits, what OLM is doing is told to [`RunOptions::steps`] whenever it
+//!   changes (the Subscription, the InstallPlan's phase and steps, the CSV's phase, reason and
+//!   message, the pods refused; see [`olmpack_envtest::olm::progress`]), and what is awaited
+//!   after 20 s without news, so a run is never silent for long; an InstallPlan step of a
+//!   kind the cluster does not serve names the `--cluster-crd` that would serve it.
 //! - Calls to the test apiserver that fail in transport (or with a 5xx) are retried within a
 //!   bound and listed ([`CaseReport::retried`]). When the test environment fails all the
 //!   same, the case is reported as not finished ([`CaseReport::environment`]), with what it
@@ -615,4 +620,62 @@ async fn examples(
         Ok(()) => Ok(env.create_examples(csv).await?),
         Err(why) => Err(why),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kind_not_served_names_the_cluster_crd_that_serves_it() {
+        let not_served = |group: &str, kind: &str| Event::NotServed {
+            plan: "install-abc".into(),
+            group: group.into(),
+            version: "v1".into(),
+            kind: kind.into(),
+            name: "op-metrics".into(),
+        };
+        let cases = [
+            (
+                not_served("monitoring.coreos.com", "ServiceMonitor"),
+                "InstallPlan install-abc creates ServiceMonitor op-metrics, but the cluster does not serve ServiceMonitor monitoring.coreos.com/v1: OLM retries the InstallPlan until its retry timeout, then fails it; give the cluster the CRD with --cluster-crd servicemonitors.monitoring.coreos.com (prometheus-operator's)",
+            ),
+            (
+                not_served("example.com", "Widget"),
+                "InstallPlan install-abc creates Widget op-metrics, but the cluster does not serve Widget example.com/v1: OLM retries the InstallPlan until its retry timeout, then fails it; give the cluster the CRD with --cluster-crd FILE with the CRD of Widget",
+            ),
+            (
+                Event::Changed("InstallPlan install-abc: Installing".into()),
+                "InstallPlan install-abc: Installing",
+            ),
+        ];
+        for (event, want) in cases {
+            assert_eq!(progress_line(&event), want);
+        }
+    }
+
+    #[test]
+    fn examples_never_attempted_or_none_are_not_counted_as_created() {
+        let example = |refused: Option<&str>| Example {
+            api_version: "example.com/v1".into(),
+            kind: "Widget".into(),
+            name: "a-v1".into(),
+            declared: "a".into(),
+            refused: refused.map(str::to_owned),
+        };
+        let cases = [
+            (Ok(vec![]), "none (alm-examples is empty)"),
+            (
+                Err("no webhook command was given".into()),
+                "not run: no webhook command was given",
+            ),
+            (
+                Ok(vec![example(None), example(Some("denied"))]),
+                "1/2 created",
+            ),
+        ];
+        for (examples, want) in cases {
+            assert_eq!(examples_line(&examples), want);
+        }
+    }
 }
