@@ -220,14 +220,14 @@ impl OlmEnv {
             None => Vec::new(),
         };
         let status = csv.and_then(|c| c.status).unwrap_or_default();
-        let exist = match status.reason == "RequirementsNotMet" {
-            true => self.present_now(&status.requirement_status).await?,
+        let met_now = match status.reason == "RequirementsNotMet" {
+            true => self.met_now(&status.requirement_status).await?,
             false => BTreeSet::new(),
         };
-        let message = csv_message(&status, &exist);
+        let message = csv_message(&status, &met_now);
         let unmet = unmet(status.requirement_status)
             .into_iter()
-            .filter(|r| !exist.contains(&(r.kind.clone(), r.name.clone())))
+            .filter(|r| !met_now.contains(&(r.kind.clone(), r.name.clone())))
             .collect();
         Ok(Look {
             plan: plan.status.unwrap_or_default(),
@@ -242,7 +242,7 @@ impl OlmEnv {
     /// The requirements OLM's `requirementStatus` says are not met that are met now, as
     /// `(kind, name)`: a ServiceAccount or CRD `NotPresent` that the apiserver has, a CRD
     /// `PresentNotAvailable` that it has established. OLM's status is stale for those.
-    async fn present_now(
+    async fn met_now(
         &self,
         requirements: &[RequirementStatus],
     ) -> Result<BTreeSet<(String, String)>, OlmError> {
