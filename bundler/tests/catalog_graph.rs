@@ -149,3 +149,27 @@ fn cli_graph_of_many_packages_is_the_whole_drawing() {
         draw(&m, Some("a_b"), GraphFormat::Mermaid)
     );
 }
+
+#[test]
+fn every_edge_that_holds_between_two_entries_is_named() {
+    let m = model("valid/skips-and-skiprange-on-head");
+    let pkg = &m.packages["pkg"];
+    let stable = &pkg.channels["stable"];
+    let cases: [(&str, &str, &[EdgeKind]); 4] = [
+        (
+            "pkg.v1.1.0",
+            "pkg.v1.2.0",
+            &[EdgeKind::Replaces, EdgeKind::SkipRange],
+        ),
+        ("pkg.v1.0.0", "pkg.v1.2.0", &[EdgeKind::SkipRange]),
+        ("pkg.v1.0.0", "pkg.v1.1.0", &[EdgeKind::Replaces]),
+        ("pkg.v1.2.0", "pkg.v1.0.0", &[]),
+    ];
+    for (from, to, want) in cases {
+        assert_eq!(
+            upgrade::edges_between(pkg, stable, from, to),
+            want,
+            "{from} → {to}"
+        );
+    }
+}

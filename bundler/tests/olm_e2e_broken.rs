@@ -283,7 +283,7 @@ async fn olm_e2e_broken_crd_dropping_a_stored_version_is_refused() {
         "{:#?}",
         report.install
     );
-    let examples = report.examples.as_ref().unwrap();
+    let examples = report.examples.as_ref().unwrap().as_ref().unwrap();
     assert!(
         examples.iter().all(|e| e.refused.is_none()),
         "{examples:#?}"

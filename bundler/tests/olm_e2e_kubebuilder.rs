@@ -6,14 +6,18 @@
 //! both versions and the CRDs and Deployments OLM created are the bundle's.
 //!
 //! The kubebuilder manager binary is not available here, so nothing serves the webhooks OLM
-//! wired (admission with `failurePolicy: Fail`, CRD conversion): the checks that need them
-//! (example objects, conversion) must be reported "not run", never passed.
+//! wired (admission with `failurePolicy: Fail`, CRD conversion); the projects ship
+//! `alm-examples: []`, so no example check needs them and each case is a plain pass.
+//!
+//! Without `--cluster-crd`, OLM cannot create the projects' ServiceMonitor and retries the
+//! InstallPlan for a minute: the step lines must say so, name the flag, and never leave 30 s
+//! without a line.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use olmpack::upgrade::olm::{self, RunOptions};
+use olmpack::upgrade::olm::{self, RunOptions, StepLog};
 use olmpack_envtest::olm::Outcome;
 
 const PROJECTS: [&str; 2] = ["cronjob-tutorial", "multiversion-tutorial"];
@@ -147,15 +151,16 @@ async fn olm_e2e_kubebuilder_cronjob_to_multiversion() {
             matches!(report.install.outcome, Outcome::Succeeded { .. }),
             "{table}"
         );
-        // Nothing serves the manager's webhooks: the example checks are not run, and say why.
-        let Err(why) = &report.examples else {
+        // The projects' `alm-examples` is `[]`: there is no example to create, so the
+        // webhooks nothing serves stop no check, and nothing is "not run".
+        let Some(Ok(examples)) = &report.examples else {
             panic!(
-                "{}: example checks ran without webhooks: {table}",
-                report.case.from
+                "{}: the example checks did not run: {:?}\n{table}",
+                report.case.from, report.examples
             );
         };
-        assert!(why.contains("webhook"), "{why}");
-        assert!(table.contains(&format!("not run: {why}")), "{table}");
+        assert!(examples.is_empty(), "{examples:#?}");
+        assert!(report.not_run().is_empty(), "{:?}", report.not_run());
     }
     let upgrade = reports[0].upgrade.as_ref().expect("the upgrade ran");
     assert_eq!(upgrade.csv.as_deref(), Some("project.v0.2.0"));
@@ -180,11 +185,21 @@ async fn olm_e2e_kubebuilder_cronjob_to_multiversion() {
             report.case.from
         );
     }
-    assert!(table.contains("pass (checks not run)"), "{table}");
+    let rows: Vec<&str> = table.lines().skip(2).collect();
+    assert_eq!(rows.len(), 2, "{table}");
+    for row in rows {
+        assert!(
+            row.ends_with("| none (alm-examples is empty) | pass |"),
+            "{table}"
+        );
+    }
+    let junit = olm::junit(&reports, None);
+    assert!(!junit.contains("<skipped"), "{junit}");
 }
 
 /// Fresh installs of 0.2.0 in a row (conversion and admission webhooks wired by OLM, nothing
-/// serving them): OLM's verdict must not change from run to run. Slow (ten OLM
+/// serving them, and no example that would need them): OLM's verdict must not change from
+/// run to run. Slow (ten OLM
 /// environments), so run on demand:
 /// `cargo xtask test olm_e2e_kubebuilder_fresh -- --ignored`; `OLMPACK_STRESS_RUNS` changes
 /// the 10.
@@ -230,5 +245,67 @@ async fn olm_e2e_kubebuilder_fresh_install_verdict_is_stable() {
         verdicts.iter().all(|v| v == &verdicts[0]),
         "the verdict changed between runs: {verdicts:?}"
     );
-    assert_eq!(verdicts[0], "pass, checks not run", "{verdicts:?}");
+    assert_eq!(verdicts[0], "pass", "{verdicts:?}");
+}
+
+/// 0.2.0 without the ServiceMonitor CRD: OLM retries the InstallPlan until its retry timeout
+/// (OLM's default minute) and fails it. The step lines say what OLM is doing all along: the
+/// kind not served once, with the `--cluster-crd` that serves it, and a line at least every
+/// 30 s (measured here as the longest gap between two lines).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn olm_e2e_kubebuilder_a_kind_not_served_is_said_while_olm_retries() {
+    let Some(corpus) = corpus() else {
+        return;
+    };
+    let generated = generate(&corpus);
+    let catalog = generated.path().join("catalog");
+    let cases: Vec<_> = olm::load_cases(&catalog, Some("project"))
+        .unwrap()
+        .into_iter()
+        .filter(|c| c.from == "project.v0.2.0")
+        .collect();
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = lines.clone();
+    let options = RunOptions {
+        steps: StepLog::new(move |line| {
+            eprintln!("{line}");
+            let at = std::time::Instant::now();
+            seen.lock().unwrap().push((at, line.to_owned()));
+        }),
+        ..RunOptions::default()
+    };
+    let reports = olm::run(&catalog, &cases, &options).await.unwrap();
+    let failures = reports[0].failures();
+    assert!(
+        matches!(reports[0].install.outcome, Outcome::Refused { .. }),
+        "{failures:#?}"
+    );
+    let lines = lines.lock().unwrap().clone();
+    let hints: Vec<&str> = lines
+        .iter()
+        .map(|(_, l)| l.as_str())
+        .filter(|l| l.contains("but the cluster does not serve ServiceMonitor"))
+        .collect();
+    assert_eq!(hints.len(), 1, "{lines:#?}");
+    assert!(
+        hints[0].ends_with(
+            "give the cluster the CRD with --cluster-crd servicemonitors.monitoring.coreos.com (prometheus-operator's)"
+        ),
+        "{}",
+        hints[0]
+    );
+    let longest = lines
+        .windows(2)
+        .map(|w| w[1].0.duration_since(w[0].0))
+        .max()
+        .unwrap();
+    assert!(
+        longest < std::time::Duration::from_secs(30),
+        "{longest:?} without a line: {lines:#?}"
+    );
+    let waited = lines
+        .iter()
+        .filter(|(_, l)| l.contains("still waiting for"))
+        .count();
+    assert!(waited >= 1, "OLM retried for a minute: {lines:#?}");
 }

@@ -184,6 +184,7 @@ pub const PLAN_TYPES: &[&str] = &[
     "InstallPlan",
     "InstallPlanSpec",
     "InstallPlanStatus",
+    "InstallPlanStep",
 ];
 
 /// Known other uses of "plan" in names: `path`'s `name`, and why.

@@ -144,6 +144,23 @@ pub fn v0_successor(pkg: &Package, ch: &Channel, installed: &str) -> Option<Hop>
         })
 }
 
+/// Every relationship by which entry `to` of `ch` upgrades `from`, in the order replaces,
+/// skips, skipRange (empty when `to` is not an entry of `ch` or none holds).
+pub fn edges_between(pkg: &Package, ch: &Channel, from: &str, to: &str) -> Vec<EdgeKind> {
+    let Some(entry) = ch.entries.iter().find(|e| e.name == to) else {
+        return Vec::new();
+    };
+    let holds = [
+        (EdgeKind::Replaces, entry.replaces == from),
+        (EdgeKind::Skips, entry.skips.iter().any(|s| s == from)),
+        (EdgeKind::SkipRange, covers(pkg, &entry.skip_range, from)),
+    ];
+    holds
+        .into_iter()
+        .filter_map(|(kind, holds)| holds.then_some(kind))
+        .collect()
+}
+
 /// OLM v1's next bundle for `installed` among the entries of `channels` (module docs).
 pub fn v1_successor(pkg: &Package, channels: &[&Channel], installed: &str) -> Option<Hop> {
     let mut candidates: BTreeMap<&str, EdgeKind> = BTreeMap::new();

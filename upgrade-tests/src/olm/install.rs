@@ -11,11 +11,32 @@ use serde_json::json;
 
 use super::env::{Catalog, OLM_INSTALL_PLAN_RETRY};
 use super::operator_group;
+use super::progress::{Observer, Tracker};
 use super::resources::{self, Csv, InstallPlan, Subscription};
 use super::{OlmEnv, OlmError};
 use crate::live::api::apiserver_message;
 
 pub(super) const POLL: Duration = Duration::from_millis(250);
+
+/// `Subscription NAME: STATE (InstallPlan P)`, with the conditions that hold (a resolution
+/// failure, an unhealthy catalog), for the observer of a step.
+fn subscription_summary(sub: &Subscription) -> String {
+    let name = sub.metadata.name.as_deref().unwrap_or_default();
+    let status = sub.status.clone().unwrap_or_default();
+    let mut line = match status.state.as_str() {
+        "" => format!("Subscription {name}: no state yet"),
+        state => format!("Subscription {name}: {state}"),
+    };
+    if let Some(plan) = &status.install_plan_ref {
+        line.push_str(&format!(" (InstallPlan {})", plan.name));
+    }
+    for c in status.conditions.iter().filter(|c| c.status == "True") {
+        let said = [c.type_.as_str(), c.reason.as_str(), c.message.as_str()];
+        let said: Vec<&str> = said.into_iter().filter(|s| !s.is_empty()).collect();
+        line.push_str(&format!("; {}", said.join(": ")));
+    }
+    line
+}
 
 /// How long a read of an example is retried while the conversion webhook it goes through is
 /// not yet trusted or not reachable, as happens on a real cluster as here right after an
@@ -143,9 +164,24 @@ pub struct Installed {
 pub struct Example {
     pub api_version: String,
     pub kind: String,
+    /// The name it is created under: the name `alm-examples` gives it, suffixed with the
+    /// version (`<name>-<version>`, see [`OlmEnv::create_examples`]).
     pub name: String,
+    /// The name `alm-examples` gives it.
+    pub declared: String,
     /// Why the API server refused it (a webhook's or the schema's message), if it did.
     pub refused: Option<String>,
+}
+
+impl Example {
+    /// `Kind NAME (API_VERSION, created as NAME-VERSION)`: the example by the name
+    /// `alm-examples` gives it, and the name it was created under.
+    pub fn label(&self) -> String {
+        format!(
+            "{} {} ({}, created as {})",
+            self.kind, self.declared, self.api_version, self.name
+        )
+    }
 }
 
 impl OlmEnv {
@@ -201,9 +237,24 @@ impl OlmEnv {
         package: &str,
         timeouts: Timeouts,
     ) -> Result<InstallStep, OlmError> {
+        self.next_step_observed(package, timeouts, &Observer::silent())
+            .await
+    }
+
+    /// As [`Self::next_step`], telling `observer` what OLM is doing while the step waits
+    /// (see [`super::progress`]).
+    pub async fn next_step_observed(
+        &self,
+        package: &str,
+        timeouts: Timeouts,
+        observer: &Observer,
+    ) -> Result<InstallStep, OlmError> {
         let started = Instant::now();
         let deadline = started + timeouts.step;
-        let plan = self.approve_next_plan(package, deadline).await?;
+        let mut tracker = Tracker::new(observer, started);
+        let plan = self
+            .approve_next_plan(package, deadline, &mut tracker)
+            .await?;
         let Some((plan, current)) = plan else {
             let outcome = self.not_resolved(package, timeouts.step).await?;
             return Ok(InstallStep {
@@ -215,7 +266,7 @@ impl OlmEnv {
         };
         let csv = subscribed_csv(&plan, &current);
         let (outcome, mut observed) = self
-            .wait_for_csv(&plan_name(&plan), &csv, deadline, timeouts)
+            .wait_for_csv(&plan_name(&plan), &csv, deadline, timeouts, &mut tracker)
             .await?;
         for other in plan
             .spec
@@ -242,6 +293,7 @@ impl OlmEnv {
         &self,
         package: &str,
         deadline: Instant,
+        tracker: &mut Tracker<'_>,
     ) -> Result<Option<(InstallPlan, String)>, OlmError> {
         let subs: Api<Subscription> = Api::namespaced_with(
             self.client(),
@@ -257,6 +309,8 @@ impl OlmEnv {
             let sub = self
                 .call(format!("read Subscription {package}"), || subs.get(package))
                 .await?;
+            let awaited = format!("OLM to make an InstallPlan for Subscription {package}");
+            tracker.saw(subscription_summary(&sub), &awaited, Instant::now());
             if let Some(name) = sub
                 .status
                 .as_ref()
@@ -366,10 +420,11 @@ impl OlmEnv {
             let api_version = object["apiVersion"].as_str().unwrap_or_default().to_owned();
             let kind = object["kind"].as_str().unwrap_or_default().to_owned();
             let version = api_version.rsplit('/').next().unwrap_or_default();
-            let name = format!(
-                "{}-{version}",
-                object["metadata"]["name"].as_str().unwrap_or("example")
-            );
+            let declared = object["metadata"]["name"]
+                .as_str()
+                .unwrap_or("example")
+                .to_owned();
+            let name = format!("{declared}-{version}");
             let refused = match self.example_api(&api_version, &kind).await {
                 Ok((api, namespace)) => {
                     place(&mut object, &name, namespace);
@@ -389,10 +444,16 @@ impl OlmEnv {
                 api_version,
                 kind,
                 name,
+                declared,
                 refused,
             });
         }
         Ok(out)
+    }
+
+    /// How many objects CSV `csv`'s `alm-examples` annotation holds.
+    pub async fn example_count(&self, csv: &str) -> Result<usize, OlmError> {
+        Ok(self.alm_examples(csv).await?.len())
     }
 
     /// The objects of CSV `csv`'s `alm-examples` annotation (none when it has none).
@@ -455,8 +516,8 @@ impl OlmEnv {
                 _ => super::transient::transient(&e),
             };
             let message = format!(
-                "{} {} ({}): {message}",
-                example.kind, example.name, resource.api_version
+                "{} {} ({}, created as {}): {message}",
+                example.kind, example.declared, resource.api_version, example.name
             );
             (message, worth_repeating)
         })

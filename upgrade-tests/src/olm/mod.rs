@@ -24,6 +24,7 @@ mod env;
 mod install;
 pub mod kubelet;
 pub mod operator_group;
+pub mod progress;
 mod reset;
 pub mod resources;
 mod settle;
@@ -34,6 +35,7 @@ pub use env::{Catalog, OlmEnv, OlmEnvOptions};
 pub use install::{
     Example, InstallStep, Installed, Outcome, StillSucceeded, Timeouts, read_back_resource,
 };
+pub use progress::{Event, Observer, Progress};
 pub use webhooks::WebhookCommand;
 
 use std::path::PathBuf;

@@ -108,6 +108,28 @@ pub struct InstallPlanStatus {
     pub phase: String,
     pub message: String,
     pub conditions: Vec<Condition>,
+    /// The objects OLM creates for the plan, one step each, with how far it got.
+    pub plan: Vec<InstallPlanStep>,
+}
+
+/// One entry of `InstallPlan.status.plan`: an object OLM creates for the bundle `resolving`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct InstallPlanStep {
+    pub resolving: String,
+    pub resource: StepResource,
+    /// `Unknown`, `NotPresent`, `Present`, `Created` or `WaitingForApi`.
+    pub status: String,
+}
+
+/// The object of a [`InstallPlanStep`].
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct StepResource {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub name: String,
 }
 
 /// `ClusterServiceVersion.status`.

@@ -8,14 +8,17 @@
 use std::collections::BTreeSet;
 use std::time::Instant;
 
-use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::core::v1::{Service, ServiceAccount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 use kube::api::{Api, ListParams};
 use serde_json::Value;
 
 use super::install::{Outcome, POLL, Timeouts};
-use super::resources::{self, Csv, InstallPlan, InstallPlanStatus, RequirementStatus};
+use super::progress::{self, Tracker};
+use super::resources::{
+    self, Csv, InstallPlan, InstallPlanStatus, InstallPlanStep, RequirementStatus, StepResource,
+};
 use super::{OlmEnv, OlmError, kubelet};
 use crate::control_plane::crd_condition_true;
 use crate::service_ca;
@@ -136,10 +139,12 @@ impl OlmEnv {
         csv_name: &str,
         deadline: Instant,
         timeouts: Timeouts,
+        tracker: &mut Tracker<'_>,
     ) -> Result<(Outcome, Vec<String>), OlmError> {
         let mut record = Record::default();
         let mut stable_since: Option<Instant> = None;
         let mut stillness = Stillness::default();
+        let mut kinds_checked: Option<Instant> = None;
         loop {
             let look = self.look(plan_name, csv_name).await?;
             let now = Instant::now();
@@ -147,7 +152,11 @@ impl OlmEnv {
             if let Some(refused) = refusal(plan_name, csv_name, &look, now >= deadline) {
                 return Ok((refused, record.observed));
             }
+            let awaited = format!(
+                "InstallPlan {plan_name} Complete and ClusterServiceVersion {csv_name} Succeeded"
+            );
             if look.settled() {
+                tracker.saw(state(plan_name, csv_name, &look, &[]), &awaited, now);
                 let since = *stable_since.get_or_insert(now);
                 if now.duration_since(since) >= timeouts.settle {
                     let csv = csv_name.to_owned();
@@ -162,6 +171,16 @@ impl OlmEnv {
                     pods,
                     requirements: self.held(&look.unmet).await?,
                 };
+                tracker.saw(
+                    state(plan_name, csv_name, &look, &blocks.pods),
+                    &awaited,
+                    now,
+                );
+                if kinds_checked.is_none_or(|at| now.duration_since(at) >= KINDS_CHECKED_EVERY) {
+                    kinds_checked = Some(now);
+                    let missing = self.steps_not_served(&look.plan).await?;
+                    tracker.not_served(plan_name, &missing, now);
+                }
                 let still = stillness.note(&look, blocks.clone(), now);
                 // Only once OLM has applied everything: an InstallPlan it still retries ends
                 // on its own (refused or done).
@@ -201,13 +220,15 @@ impl OlmEnv {
             None => Vec::new(),
         };
         let status = csv.and_then(|c| c.status).unwrap_or_default();
-        let unmet = unmet(status.requirement_status);
-        let lines = unmet_lines(&unmet);
-        let message = if status.reason == "RequirementsNotMet" && !lines.is_empty() {
-            format!("{}; not met: {}", status.message, lines.join("; "))
-        } else {
-            status.message
+        let met_now = match status.reason == "RequirementsNotMet" {
+            true => self.met_now(&status.requirement_status).await?,
+            false => BTreeSet::new(),
         };
+        let message = csv_message(&status, &met_now);
+        let unmet = unmet(status.requirement_status)
+            .into_iter()
+            .filter(|r| !met_now.contains(&(r.kind.clone(), r.name.clone())))
+            .collect();
         Ok(Look {
             plan: plan.status.unwrap_or_default(),
             phase: status.phase,
@@ -216,6 +237,41 @@ impl OlmEnv {
             unmet,
             conversions,
         })
+    }
+
+    /// The requirements OLM's `requirementStatus` says are not met that are met now, as
+    /// `(kind, name)`: a ServiceAccount or CRD `NotPresent` that the apiserver has, a CRD
+    /// `PresentNotAvailable` that it has established. OLM's status is stale for those.
+    async fn met_now(
+        &self,
+        requirements: &[RequirementStatus],
+    ) -> Result<BTreeSet<(String, String)>, OlmError> {
+        let accounts: Api<ServiceAccount> =
+            Api::namespaced(self.client(), self.operator_namespace());
+        let crds: Api<CustomResourceDefinition> = Api::all(self.client());
+        let mut out = BTreeSet::new();
+        for r in requirements {
+            let action = format!("read {} {}", r.kind, r.name);
+            let exists = match (r.kind.as_str(), r.status.as_str()) {
+                ("ServiceAccount", "NotPresent") => {
+                    let found = self.call(action, || accounts.get_opt(&r.name)).await?;
+                    found.is_some()
+                }
+                ("CustomResourceDefinition", "NotPresent") => {
+                    let found = self.call(action, || crds.get_opt(&r.name)).await?;
+                    found.is_some()
+                }
+                ("CustomResourceDefinition", "PresentNotAvailable") => {
+                    let found = self.call(action, || crds.get_opt(&r.name)).await?;
+                    found.is_some_and(|crd| not_established(&crd).is_none())
+                }
+                _ => false,
+            };
+            if exists {
+                out.insert((r.kind.clone(), r.name.clone()));
+            }
+        }
+        Ok(out)
     }
 
     /// The requirements among `unmet` that nothing on the test control plane will meet, with
@@ -248,6 +304,51 @@ impl OlmEnv {
             }
         }
         Ok(held)
+    }
+
+    /// The steps of `plan` OLM has not created whose kind the apiserver does not serve and
+    /// no CRD of the cluster defines, once every CRD step of the plan is created (a kind
+    /// whose CRD the plan itself creates is served once the apiserver establishes it).
+    async fn steps_not_served<'p>(
+        &self,
+        plan: &'p InstallPlanStatus,
+    ) -> Result<Vec<&'p InstallPlanStep>, OlmError> {
+        let done = |s: &InstallPlanStep| s.status == "Created" || s.status == "Present";
+        let pending: Vec<&InstallPlanStep> = plan.plan.iter().filter(|s| !done(s)).collect();
+        if pending.is_empty()
+            || pending
+                .iter()
+                .any(|s| s.resource.kind == "CustomResourceDefinition")
+        {
+            return Ok(Vec::new());
+        }
+        let crds: Api<CustomResourceDefinition> = Api::all(self.client());
+        let action = "list CustomResourceDefinitions";
+        let list = self
+            .call(action.to_owned(), || {
+                let crds = crds.clone();
+                async move { crds.list(&ListParams::default()).await }
+            })
+            .await?;
+        let defined = |r: &StepResource| {
+            list.items
+                .iter()
+                .any(|c| c.spec.group == r.group && c.spec.names.kind == r.kind)
+        };
+        let mut out = Vec::new();
+        for step in pending.into_iter().filter(|s| !defined(&s.resource)) {
+            let r = &step.resource;
+            if r.group.is_empty() {
+                continue; // the core group's kinds are always served
+            }
+            let gvk = kube::core::GroupVersionKind::gvk(&r.group, &r.version, &r.kind);
+            match kube::discovery::pinned_kind(&self.client(), &gvk).await {
+                Err(kube::Error::Api(status)) if status.code == 404 => out.push(step),
+                Err(kube::Error::Discovery(_)) => out.push(step),
+                _ => {}
+            }
+        }
+        Ok(out)
     }
 
     /// The Secrets the refused `pods` lack that OpenShift's service-ca would make: each
@@ -377,6 +478,20 @@ impl OlmEnv {
             pods,
         }
     }
+}
+
+/// How often a waiting step's InstallPlan is checked for kinds the apiserver does not serve.
+const KINDS_CHECKED_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The state of a step in one line, for the observer: the InstallPlan, the CSV, the pods
+/// refused.
+fn state(plan_name: &str, csv_name: &str, look: &Look, pods: &[String]) -> String {
+    format!(
+        "{}; {}{}",
+        progress::plan_summary(plan_name, &look.plan),
+        progress::csv_summary(csv_name, &look.phase, &look.reason, &look.message),
+        progress::pods_summary(pods)
+    )
 }
 
 /// OLM's message for a `nativeAPIs` entry the apiserver does not serve (OLM v0's
@@ -520,6 +635,36 @@ fn last_conversion_writer(entries: Option<&[ManagedFieldsEntry]>) -> String {
             )
         })
         .unwrap_or_default()
+}
+
+/// The CSV's message as the report quotes it: OLM's own, and when OLM says
+/// `RequirementsNotMet`, the requirements not met; those `met_now` (`(kind, name)`) names,
+/// met now whatever OLM's `requirementStatus` still says, are not quoted as unmet but said
+/// to be stale.
+fn csv_message(status: &resources::CsvStatus, met_now: &BTreeSet<(String, String)>) -> String {
+    if status.reason != "RequirementsNotMet" {
+        return status.message.clone();
+    }
+    let (stale, unmet): (Vec<RequirementStatus>, Vec<RequirementStatus>) =
+        unmet(status.requirement_status.clone())
+            .into_iter()
+            .partition(|r| met_now.contains(&(r.kind.clone(), r.name.clone())));
+    let mut message = status.message.clone();
+    let lines = unmet_lines(&unmet);
+    if !lines.is_empty() {
+        message.push_str(&format!("; not met: {}", lines.join("; ")));
+    }
+    if !stale.is_empty() {
+        let said: Vec<String> = stale
+            .iter()
+            .map(|r| format!("{} {}: {}", r.kind, r.name, r.status))
+            .collect();
+        message.push_str(&format!(
+            "; stale in OLM's requirementStatus (met now): {}",
+            said.join(", ")
+        ));
+    }
+    message
 }
 
 /// The requirements OLM lists as not met: every status but `Present`.
@@ -824,6 +969,64 @@ mod tests {
                 "CustomResourceDefinition b.example.com: NotPresent",
             ]
         );
+    }
+
+    #[test]
+    fn a_stale_not_present_requirement_is_not_quoted_as_unmet() {
+        let csv: Csv = serde_json::from_value(json!({
+            "apiVersion": "operators.coreos.com/v1alpha1",
+            "kind": "ClusterServiceVersion",
+            "metadata": {"name": "op.v1", "namespace": "operators"},
+            "spec": {},
+            "status": {
+                "phase": "Pending",
+                "reason": "RequirementsNotMet",
+                "message": "one or more requirements couldn't be found",
+                "requirementStatus": [
+                    {"group": "", "version": "v1", "kind": "ServiceAccount", "name": "op-controller",
+                     "status": "NotPresent", "message": "Service account does not exist"},
+                    {"group": "apiextensions.k8s.io", "version": "v1", "kind": "CustomResourceDefinition",
+                     "name": "as.example.com", "status": "NotPresent"},
+                    {"group": "apiextensions.k8s.io", "version": "v1", "kind": "CustomResourceDefinition",
+                     "name": "bs.example.com", "status": "Present"},
+                    {"group": "apiextensions.k8s.io", "version": "v1", "kind": "CustomResourceDefinition",
+                     "name": "cs.example.com", "status": "PresentNotAvailable",
+                     "message": "CRD is present but the Established condition is False (not available)"}
+                ]
+            }
+        }))
+        .unwrap();
+        let status = csv.status.unwrap();
+        let exists = |names: &[(&str, &str)]| -> BTreeSet<(String, String)> {
+            names
+                .iter()
+                .map(|(k, n)| ((*k).to_owned(), (*n).to_owned()))
+                .collect()
+        };
+        let cases = [
+            (
+                "nothing exists: OLM's words stand",
+                exists(&[]),
+                "one or more requirements couldn't be found; not met: ServiceAccount op-controller: NotPresent (Service account does not exist); CustomResourceDefinition as.example.com: NotPresent; CustomResourceDefinition cs.example.com: PresentNotAvailable (CRD is present but the Established condition is False (not available))",
+            ),
+            (
+                "the ServiceAccount exists now",
+                exists(&[("ServiceAccount", "op-controller")]),
+                "one or more requirements couldn't be found; not met: CustomResourceDefinition as.example.com: NotPresent; CustomResourceDefinition cs.example.com: PresentNotAvailable (CRD is present but the Established condition is False (not available)); stale in OLM's requirementStatus (met now): ServiceAccount op-controller: NotPresent",
+            ),
+            (
+                "all exist now, the CRD established",
+                exists(&[
+                    ("ServiceAccount", "op-controller"),
+                    ("CustomResourceDefinition", "as.example.com"),
+                    ("CustomResourceDefinition", "cs.example.com"),
+                ]),
+                "one or more requirements couldn't be found; stale in OLM's requirementStatus (met now): ServiceAccount op-controller: NotPresent, CustomResourceDefinition as.example.com: NotPresent, CustomResourceDefinition cs.example.com: PresentNotAvailable",
+            ),
+        ];
+        for (what, met_now, want) in cases {
+            assert_eq!(csv_message(&status, &met_now), want, "{what}");
+        }
     }
 
     #[test]

@@ -15,7 +15,7 @@ use super::OlmRunError;
 use crate::catalog::load::{LoadOptions, load_dir_with};
 use crate::catalog::model::{Bundle, Model, Package};
 use crate::catalog::property::{self, Typed};
-use crate::catalog::upgrade::v0_successor;
+use crate::catalog::upgrade::{edges_between, v0_successor};
 use olmpack_model::upgrade_graph::EdgeKind;
 
 /// One install (and at most one upgrade) to run.
@@ -27,8 +27,9 @@ pub struct Case {
     pub channels: Vec<String>,
     /// The bundle installed first (the starting CSV).
     pub from: String,
-    /// OLM v0's successor of `from` in the channel, and the edge that makes it one.
-    pub expected: Option<(String, EdgeKind)>,
+    /// OLM v0's successor of `from` in the channel, and every edge from `from` to it
+    /// (replaces, skips, skipRange: each that holds).
+    pub expected: Option<(String, Vec<EdgeKind>)>,
     /// The OperatorGroup the operator is installed under.
     pub install_mode: InstallModeType,
 }
@@ -139,7 +140,10 @@ pub fn plan_cases(pkg: &Package, modes: &[InstallModeType]) -> Vec<Case> {
                     package: pkg.name.clone(),
                     channels: channels.iter().map(|c| (*c).to_owned()).collect(),
                     from: from.to_owned(),
-                    expected: v0_successor(pkg, ch, from).map(|s| (s.to, s.via)),
+                    expected: v0_successor(pkg, ch, from).map(|s| {
+                        let edges = edges_between(pkg, ch, from, &s.to);
+                        (s.to, edges)
+                    }),
                     install_mode,
                 });
             }

@@ -33,6 +33,11 @@
 //! - A case passes when every step OLM took ended `Succeeded`, OLM picked the predicted
 //!   successor, and every example was created and read back. Each failure names who is to
 //!   blame ([`Party`]): OLM (quoted), or the examples (the apiserver's or webhook's words).
+//! - While a step waits, what OLM is doing is told to [`RunOptions::steps`] whenever it
+//!   changes (the Subscription, the InstallPlan's phase and steps, the CSV's phase, reason and
+//!   message, the pods refused; see [`olmpack_envtest::olm::progress`]), and what is awaited
+//!   after 20 s without news, so a run is never silent for long; an InstallPlan step of a
+//!   kind the cluster does not serve names the `--cluster-crd` that would serve it.
 //! - Calls to the test apiserver that fail in transport (or with a 5xx) are retried within a
 //!   bound and listed ([`CaseReport::retried`]). When the test environment fails all the
 //!   same, the case is reported as not finished ([`CaseReport::environment`]), with what it
@@ -48,9 +53,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use olmpack_envtest::olm::progress;
 use olmpack_envtest::olm::transient::error_chain;
 use olmpack_envtest::olm::{
-    Example, InstallStep, Outcome, StillSucceeded, Timeouts, WebhookCommand,
+    Event, Example, InstallStep, Observer, Outcome, StillSucceeded, Timeouts, WebhookCommand,
 };
 use olmpack_envtest::{olm::OlmEnv, olm::OlmEnvOptions};
 use olmpack_model::upgrade::Verdict;
@@ -259,6 +265,70 @@ impl StepLog {
             started.elapsed().as_secs_f64()
         ));
     }
+
+    /// Who is told what OLM does during step `step` (`install`, `upgrade`) of `case`: each
+    /// piece of news becomes a step line, with the seconds since the step began.
+    fn observer(&self, case: &Case, started: Instant, step: &'static str) -> Observer {
+        let (log, case) = (self.clone(), case.clone());
+        Observer::new(move |progress| {
+            let into = progress.elapsed.as_secs_f64();
+            let news = progress_line(&progress.event);
+            let what = format_args!("{step}, {into:.0} s into the step: {news}");
+            log.step(&case, started, what);
+        })
+    }
+
+    /// `fut`'s output, with a step line saying `what` is awaited whenever
+    /// [`progress::HEARTBEAT`] passes without it.
+    async fn awaiting<T>(
+        &self,
+        case: &Case,
+        started: Instant,
+        what: &str,
+        fut: impl std::future::Future<Output = T>,
+    ) -> T {
+        let since = Instant::now();
+        let mut fut = std::pin::pin!(fut);
+        loop {
+            tokio::select! {
+                out = &mut fut => return out,
+                () = tokio::time::sleep(progress::HEARTBEAT) => {
+                    let waited = since.elapsed().as_secs_f64();
+                    let line = format_args!("still waiting for {what} ({waited:.0} s)");
+                    self.step(case, started, line);
+                }
+            }
+        }
+    }
+}
+
+/// A piece of news about a step in one line; a kind the cluster does not serve names the
+/// `--cluster-crd` that gives it one.
+fn progress_line(event: &Event) -> String {
+    match event {
+        Event::Changed(state) => state.clone(),
+        Event::Unchanged(line) => line.clone(),
+        Event::NotServed {
+            plan,
+            group,
+            version,
+            kind,
+            name,
+        } => {
+            let known = crate::cluster_crds::WELL_KNOWN
+                .iter()
+                .find(|w| w.group == group && w.kind == kind);
+            let flag = match known {
+                Some(w) => format!("--cluster-crd {} ({}'s)", w.name, w.owner),
+                None => format!("--cluster-crd FILE with the CRD of {kind}"),
+            };
+            format!(
+                "InstallPlan {plan} creates {kind} {name}, but the cluster does not serve \
+                 {kind} {group}/{version}: OLM retries the InstallPlan until its retry \
+                 timeout, then fails it; give the cluster the CRD with {flag}"
+            )
+        }
+    }
 }
 
 impl std::fmt::Debug for StepLog {
@@ -361,24 +431,35 @@ async fn run_in(
     let progress = &options.steps;
     let case = report.case.clone();
     let served = inline_catalog(catalog_dir, &options.limits)?;
-    let catalog = env.serve_catalog("olmpack", served.path()).await?;
+    let serving = env.serve_catalog("olmpack", served.path());
+    let catalog = progress
+        .awaiting(&case, started, "OLM to connect to the catalog", serving)
+        .await?;
     env.subscribe(&catalog, &case.package, &case.channels[0], &case.from)
         .await?;
-    report.install = env.next_step(&case.package, options.timeouts).await?;
+    let observer = progress.observer(&case, started, "install");
+    report.install = env
+        .next_step_observed(&case.package, options.timeouts, &observer)
+        .await?;
     report.install_seconds = catalog.started.elapsed().as_secs_f64();
     let what = describe(&report.install.outcome);
     progress.step(&case, started, format_args!("install: {what}"));
     if let Outcome::Succeeded { csv } = report.install.outcome.clone() {
         report.installed = env.installed().await?;
-        report.examples = examples(env, &csv, options).await?;
-        let made = examples_line(&report.examples);
+        let creating = examples(env, &csv, options);
+        let made = progress
+            .awaiting(&case, started, "the examples to be created", creating)
+            .await?;
+        let made = examples_line(report.examples.insert(made));
         progress.step(&case, started, format_args!("examples: {made}"));
         let last = match case.expected.is_some() {
             true => upgrade(env, report, options, started).await?,
             false => Some(csv),
         };
         if let Some(csv) = last {
-            match env.left_succeeded(&csv, options.timeouts.step).await? {
+            let what = format!("ClusterServiceVersion {csv} to stay Succeeded");
+            let holding = env.left_succeeded(&csv, options.timeouts.step);
+            match progress.awaiting(&case, started, &what, holding).await? {
                 StillSucceeded::Yes => {}
                 StillSucceeded::Recovered(seen) => {
                     let step = report.upgrade.as_mut().unwrap_or(&mut report.install);
@@ -409,7 +490,9 @@ async fn env_for(
         node_roles: options.node_roles.clone(),
     };
     if let Some(mut env) = options.envs.as_ref().and_then(|pool| pool.take(&wanted)) {
-        match env.reset(case.install_mode).await {
+        let what = "the OLM environment to be reset";
+        let reset = env.reset(case.install_mode);
+        match options.steps.awaiting(case, started, what, reset).await {
             Ok(()) => {
                 let what = format_args!("OLM environment reused (reset {})", env.resets());
                 options.steps.step(case, started, what);
@@ -422,7 +505,12 @@ async fn env_for(
             }
         }
     }
-    let env = OlmEnv::start_with(wanted).await?;
+    let what = "the control plane and OLM to start";
+    let starting = OlmEnv::start_with(wanted);
+    let env = options
+        .steps
+        .awaiting(case, started, what, starting)
+        .await?;
     options
         .steps
         .step(case, started, format_args!("OLM environment up"));
@@ -438,8 +526,9 @@ async fn upgrade(
 ) -> Result<Option<String>, OlmRunError> {
     // Unfinished until OLM's verdict is in (see [`environment_failed`]).
     report.upgrade = Some(InstallStep::unfinished());
+    let observer = options.steps.observer(&report.case, started, "upgrade");
     let step = env
-        .next_step(&report.case.package, options.timeouts)
+        .next_step_observed(&report.case.package, options.timeouts, &observer)
         .await?;
     let what = describe(&step.outcome);
     options
@@ -450,10 +539,17 @@ async fn upgrade(
         _ => None,
     };
     report.upgrade = Some(step);
-    if let (Ok(examples), Some(csv)) = (&report.examples, &done) {
-        match webhooks_served(env, csv, options, true).await? {
+    if let (Some(Ok(examples)), Some(csv)) = (&report.examples, &done)
+        && !examples.is_empty()
+    {
+        let (case, log) = (&report.case, &options.steps);
+        let serving = webhooks_served(env, csv, options, true);
+        let what = "the conversion webhook the examples need";
+        match log.awaiting(case, started, what, serving).await? {
             Ok(()) => {
-                report.examples_after = env.read_examples(examples).await;
+                let reading = env.read_examples(examples);
+                let what = "the examples to be read back";
+                report.examples_after = log.awaiting(case, started, what, reading).await;
                 let line = read_back_line(&report.examples_after);
                 options.steps.step(
                     &report.case,
@@ -479,6 +575,7 @@ fn read_back_line(reads: &[Result<(), String>]) -> String {
 fn examples_line(examples: &Result<Vec<Example>, String>) -> String {
     match examples {
         Err(why) => format!("not run: {why}"),
+        Ok(list) if list.is_empty() => "none (alm-examples is empty)".to_owned(),
         Ok(list) => {
             let created = list.iter().filter(|e| e.refused.is_none()).count();
             format!("{created}/{} created", list.len())
@@ -521,8 +618,69 @@ async fn examples(
     csv: &str,
     options: &RunOptions,
 ) -> Result<Result<Vec<Example>, String>, OlmRunError> {
+    if env.example_count(csv).await? == 0 {
+        return Ok(Ok(Vec::new())); // nothing to create: no webhook is needed
+    }
     Ok(match webhooks_served(env, csv, options, false).await? {
         Ok(()) => Ok(env.create_examples(csv).await?),
         Err(why) => Err(why),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kind_not_served_names_the_cluster_crd_that_serves_it() {
+        let not_served = |group: &str, kind: &str| Event::NotServed {
+            plan: "install-abc".into(),
+            group: group.into(),
+            version: "v1".into(),
+            kind: kind.into(),
+            name: "op-metrics".into(),
+        };
+        let cases = [
+            (
+                not_served("monitoring.coreos.com", "ServiceMonitor"),
+                "InstallPlan install-abc creates ServiceMonitor op-metrics, but the cluster does not serve ServiceMonitor monitoring.coreos.com/v1: OLM retries the InstallPlan until its retry timeout, then fails it; give the cluster the CRD with --cluster-crd servicemonitors.monitoring.coreos.com (prometheus-operator's)",
+            ),
+            (
+                not_served("example.com", "Widget"),
+                "InstallPlan install-abc creates Widget op-metrics, but the cluster does not serve Widget example.com/v1: OLM retries the InstallPlan until its retry timeout, then fails it; give the cluster the CRD with --cluster-crd FILE with the CRD of Widget",
+            ),
+            (
+                Event::Changed("InstallPlan install-abc: Installing".into()),
+                "InstallPlan install-abc: Installing",
+            ),
+        ];
+        for (event, want) in cases {
+            assert_eq!(progress_line(&event), want);
+        }
+    }
+
+    #[test]
+    fn examples_never_attempted_or_none_are_not_counted_as_created() {
+        let example = |refused: Option<&str>| Example {
+            api_version: "example.com/v1".into(),
+            kind: "Widget".into(),
+            name: "a-v1".into(),
+            declared: "a".into(),
+            refused: refused.map(str::to_owned),
+        };
+        let cases = [
+            (Ok(vec![]), "none (alm-examples is empty)"),
+            (
+                Err("no webhook command was given".into()),
+                "not run: no webhook command was given",
+            ),
+            (
+                Ok(vec![example(None), example(Some("denied"))]),
+                "1/2 created",
+            ),
+        ];
+        for (examples, want) in cases {
+            assert_eq!(examples_line(&examples), want);
+        }
+    }
 }

@@ -21,8 +21,10 @@ pub struct CaseReport {
     pub install: InstallStep,
     /// Seconds from `opm serve` start to the installed CSV's final phase.
     pub install_seconds: f64,
-    /// `Err(reason)` when the example checks could not run.
-    pub examples: Result<Vec<Example>, String>,
+    /// The `alm-examples` objects created after the install (none when it has none);
+    /// `Err(reason)` when the example checks could not run; `None` when they were never
+    /// attempted (the install did not succeed, or the test environment failed first).
+    pub examples: Option<Result<Vec<Example>, String>>,
     /// Outcome of the upgrade, when the case has one and the install succeeded.
     pub upgrade: Option<InstallStep>,
     /// Per example created before the upgrade: `Err(message)` when unreadable after it.
@@ -99,7 +101,7 @@ impl CaseReport {
             case,
             install: InstallStep::unfinished(),
             install_seconds: 0.0,
-            examples: Ok(Vec::new()),
+            examples: None,
             upgrade: None,
             examples_after: Vec::new(),
             reads_not_run: None,
@@ -125,13 +127,11 @@ impl CaseReport {
             ))];
         }
         let mut out = Vec::new();
-        if let Ok(examples) = &self.examples {
+        if let Some(Ok(examples)) = &self.examples {
             for e in examples.iter().filter(|e| e.refused.is_some()) {
                 out.push(Failure::examples(format!(
-                    "example {} {} ({}) refused: {}",
-                    e.kind,
-                    e.name,
-                    e.api_version,
+                    "example {} refused: {}",
+                    e.label(),
                     e.refused.as_deref().unwrap_or_default()
                 )));
             }
@@ -180,10 +180,8 @@ impl CaseReport {
             };
         }
         let refused = |step: &InstallStep| matches!(step.outcome, Outcome::Refused { .. });
-        let example_refused = self
-            .examples
-            .as_ref()
-            .is_ok_and(|list| list.iter().any(|e| e.refused.is_some()));
+        let example_refused =
+            matches!(&self.examples, Some(Ok(list)) if list.iter().any(|e| e.refused.is_some()));
         if refused(&self.install) || self.upgrade.as_ref().is_some_and(refused) || example_refused {
             Verdict::Refused
         } else {
@@ -194,7 +192,7 @@ impl CaseReport {
     /// The checks of this case that could not run, each with the reason.
     pub fn not_run(&self) -> Vec<String> {
         let mut out = Vec::new();
-        if let Err(why) = &self.examples {
+        if let Some(Err(why)) = &self.examples {
             out.push(format!("example checks: {why}"));
         }
         if let Some(why) = &self.reads_not_run {
@@ -277,13 +275,13 @@ pub fn markdown(reports: &[CaseReport]) -> String {
 fn upgrade_cell(r: &CaseReport) -> String {
     match (&r.case.expected, &r.upgrade) {
         (None, _) => "— (channel head)".to_owned(),
-        (Some((to, via)), None) => format!("→ {to} ({}) not run", edge(*via)),
+        (Some((to, via)), None) => format!("→ {to} ({}) not run", edges(via)),
         (Some((_, via)), Some(step)) => match &step.outcome {
-            Outcome::Succeeded { csv } => format!("→ {csv} ({}) upgraded", edge(*via)),
+            Outcome::Succeeded { csv } => format!("→ {csv} ({}) upgraded", edges(via)),
             other => format!(
                 "→ {} ({}): {}",
                 step.csv.as_deref().unwrap_or("none"),
-                edge(*via),
+                edges(via),
                 describe(other)
             ),
         },
@@ -291,12 +289,14 @@ fn upgrade_cell(r: &CaseReport) -> String {
 }
 
 fn examples_cell(r: &CaseReport) -> String {
-    if matches!(r.install.outcome, Outcome::Unfinished { .. }) {
-        return "not run (no install)".to_owned();
-    }
     let list = match &r.examples {
-        Err(why) => return format!("not run: {why}"),
-        Ok(list) => list,
+        None if matches!(r.install.outcome, Outcome::Succeeded { .. }) => {
+            return "not run (the test environment failed first)".to_owned();
+        }
+        None => return "not run (the install did not succeed)".to_owned(),
+        Some(Err(why)) => return format!("not run: {why}"),
+        Some(Ok(list)) if list.is_empty() => return "none (alm-examples is empty)".to_owned(),
+        Some(Ok(list)) => list,
     };
     let created = list.iter().filter(|e| e.refused.is_none()).count();
     let made = format!("{created}/{} created", list.len());
@@ -319,12 +319,17 @@ fn result_cell(r: &CaseReport) -> &'static str {
     }
 }
 
-fn edge(via: EdgeKind) -> &'static str {
-    match via {
-        EdgeKind::Replaces => "replaces",
-        EdgeKind::Skips => "skips",
-        EdgeKind::SkipRange => "skipRange",
-    }
+/// `replaces, skipRange`: every edge that leads to the successor.
+fn edges(via: &[EdgeKind]) -> String {
+    let names: Vec<&str> = via
+        .iter()
+        .map(|kind| match kind {
+            EdgeKind::Replaces => "replaces",
+            EdgeKind::Skips => "skips",
+            EdgeKind::SkipRange => "skipRange",
+        })
+        .collect();
+    names.join(", ")
 }
 
 /// JUnit XML: one test case per case; failures name who is to blame and quote them; a case
@@ -332,7 +337,8 @@ fn edge(via: EdgeKind) -> &'static str {
 /// which shard it is ([`super::shard::SHARD_PROPERTY`]), for `upgrade merge-shards`.
 pub fn junit(reports: &[CaseReport], shard: Option<super::shard::Shard>) -> String {
     let mut suite = junit::Suite::new("olmpack upgrade olm");
-    let total: f64 = reports.iter().map(|r| r.seconds).sum();
+    // Not `.sum()`: the sum of no f64 is -0.0, printed "-0.0".
+    let total = reports.iter().fold(0.0, |sum, r| sum + r.seconds);
     suite.time = Some(format!("{total:.1}"));
     if let Some(shard) = shard {
         suite
@@ -372,5 +378,147 @@ fn junit_outcome(r: &CaseReport) -> junit::Outcome {
         },
         Verdict::Passed if !not_run.is_empty() => junit::Outcome::Skipped(not_run.join("; ")),
         Verdict::Passed => junit::Outcome::Passed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use olmpack_model::plan::InstallModeType;
+
+    fn case(expected: Option<Vec<EdgeKind>>) -> Case {
+        Case {
+            package: "op".into(),
+            channels: vec!["stable".into()],
+            from: "op.v1".into(),
+            expected: expected.map(|via| ("op.v2".into(), via)),
+            install_mode: InstallModeType::AllNamespaces,
+        }
+    }
+
+    fn succeeded(csv: &str) -> InstallStep {
+        InstallStep {
+            csv: Some(csv.into()),
+            outcome: Outcome::Succeeded { csv: csv.into() },
+            ..InstallStep::unfinished()
+        }
+    }
+
+    fn example(refused: Option<&str>) -> Example {
+        Example {
+            api_version: "example.com/v1".into(),
+            kind: "Widget".into(),
+            name: "sample-v1".into(),
+            declared: "sample".into(),
+            refused: refused.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn the_examples_cell_tells_never_attempted_none_declared_and_run_apart() {
+        let refused = InstallStep {
+            csv: Some("op.v1".into()),
+            outcome: Outcome::Refused {
+                by: "InstallPlan install-abc".into(),
+                reason: "InstallComponentFailed".into(),
+                message: "m".into(),
+            },
+            ..InstallStep::unfinished()
+        };
+        type Examples = Option<Result<Vec<Example>, String>>;
+        let cases: [(&str, InstallStep, Examples, &str, &str); 5] = [
+            (
+                "install refused: never attempted",
+                refused,
+                None,
+                "not run (the install did not succeed)",
+                "FAIL",
+            ),
+            (
+                "installed, the environment failed before the examples",
+                succeeded("op.v1"),
+                None,
+                "not run (the test environment failed first)",
+                "pass",
+            ),
+            (
+                "alm-examples is empty: a plain pass",
+                succeeded("op.v1"),
+                Some(Ok(vec![])),
+                "none (alm-examples is empty)",
+                "pass",
+            ),
+            (
+                "webhooks not served",
+                succeeded("op.v1"),
+                Some(Err("no webhook command was given".into())),
+                "not run: no webhook command was given",
+                "pass (checks not run)",
+            ),
+            (
+                "one created",
+                succeeded("op.v1"),
+                Some(Ok(vec![example(None)])),
+                "1/1 created",
+                "pass",
+            ),
+        ];
+        for (what, install, examples, cell, result) in cases {
+            let mut report = CaseReport::new(case(None));
+            report.install = install;
+            report.examples = examples;
+            assert_eq!(examples_cell(&report), cell, "{what}");
+            assert_eq!(result_cell(&report), result, "{what}");
+        }
+    }
+
+    #[test]
+    fn a_plain_pass_with_empty_alm_examples_is_no_skipped_junit_case() {
+        let mut report = CaseReport::new(case(None));
+        report.install = succeeded("op.v1");
+        report.examples = Some(Ok(vec![]));
+        assert_eq!(junit_outcome(&report), junit::Outcome::Passed);
+    }
+
+    #[test]
+    fn a_refused_example_is_named_as_alm_examples_names_it() {
+        let mut report = CaseReport::new(case(None));
+        report.install = succeeded("op.v1");
+        report.examples = Some(Ok(vec![example(Some("spec.size: Invalid value"))]));
+        let messages: Vec<String> = report.failures().into_iter().map(|f| f.message).collect();
+        assert_eq!(
+            messages,
+            [
+                "example Widget sample (example.com/v1, created as sample-v1) refused: spec.size: Invalid value"
+            ]
+        );
+    }
+
+    #[test]
+    fn an_upgrade_is_labelled_with_every_edge_that_holds() {
+        let cases = [
+            (vec![EdgeKind::SkipRange], "→ op.v2 (skipRange) upgraded"),
+            (
+                vec![EdgeKind::Replaces, EdgeKind::SkipRange],
+                "→ op.v2 (replaces, skipRange) upgraded",
+            ),
+            (
+                vec![EdgeKind::Replaces, EdgeKind::Skips, EdgeKind::SkipRange],
+                "→ op.v2 (replaces, skips, skipRange) upgraded",
+            ),
+        ];
+        for (via, want) in cases {
+            let mut report = CaseReport::new(case(Some(via)));
+            report.install = succeeded("op.v1");
+            report.upgrade = Some(succeeded("op.v2"));
+            assert_eq!(upgrade_cell(&report), want);
+        }
+    }
+
+    #[test]
+    fn an_empty_report_has_no_negative_time() {
+        let xml = junit(&[], None);
+        assert!(xml.contains("time=\"0.0\""), "{xml}");
+        assert!(!xml.contains("-0.0"), "{xml}");
     }
 }
