@@ -14,6 +14,10 @@
 //! bundles injected where annotated). Not emulated: the other operators of an OpenShift
 //! cluster (no ClusterVersion or Infrastructure object exists, only their kinds), and
 //! admission by SecurityContextConstraints.
+//!
+//! `openshift-4.N` names an older OpenShift release: the API kinds served are still those of
+//! the pinned release; the release number is what OpenShift's OLM judges a bundle's
+//! `olm.maxOpenShiftVersion` against ([`Platform::upgrade_gate`]).
 #![warn(missing_docs)]
 
 use std::fmt;
@@ -33,20 +37,48 @@ pub enum Platform {
     /// Plain Kubernetes: only the kinds the apiserver and the bundle's CRDs serve.
     #[default]
     Kubernetes,
-    /// OpenShift at the release olmpack pins ([`openshift_release`]).
-    OpenShift,
+    /// OpenShift 4.`minor` (`openshift`: the release olmpack pins, [`openshift_release`]).
+    OpenShift {
+        /// The minor release of OpenShift 4.
+        minor: u64,
+    },
 }
 
 /// The names `--platform` takes, in the order help lists them.
-pub const NAMES: [&str; 2] = ["kubernetes", "openshift"];
+pub const NAMES: [&str; 3] = ["kubernetes", "openshift", "openshift-4.N"];
+
+impl Platform {
+    /// OpenShift at the release olmpack pins.
+    pub fn openshift() -> Self {
+        Platform::OpenShift {
+            minor: pinned_openshift_minor(),
+        }
+    }
+}
+
+/// The minor of the OpenShift 4 release `tools.toml` pins (0 if it pins none).
+fn pinned_openshift_minor() -> u64 {
+    openshift_release()
+        .and_then(|r| r.strip_prefix("4."))
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0)
+}
 
 impl FromStr for Platform {
     type Err = String;
 
     fn from_str(name: &str) -> Result<Self, String> {
-        match name {
-            "kubernetes" => Ok(Platform::Kubernetes),
-            "openshift" => Ok(Platform::OpenShift),
+        let pinned = pinned_openshift_minor();
+        let minor = name
+            .strip_prefix("openshift-4.")
+            .and_then(|m| m.parse::<u64>().ok());
+        match (name, minor) {
+            ("kubernetes", _) => Ok(Platform::Kubernetes),
+            ("openshift", _) => Ok(Platform::openshift()),
+            (_, Some(minor)) if (1..=pinned).contains(&minor) => Ok(Platform::OpenShift { minor }),
+            (_, Some(minor)) => Err(format!(
+                "{name:?}: olmpack knows OpenShift 4.1 to 4.{pinned} (it serves the API kinds of 4.{pinned}); 4.{minor} is not among them"
+            )),
             _ => Err(format!(
                 "{name:?} is not a platform olmpack knows; use one of: {}",
                 NAMES.join(", ")
@@ -59,10 +91,7 @@ impl fmt::Display for Platform {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Platform::Kubernetes => f.write_str("Kubernetes"),
-            Platform::OpenShift => match openshift_release() {
-                Some(release) => write!(f, "OpenShift {release}"),
-                None => f.write_str("OpenShift"),
-            },
+            Platform::OpenShift { minor } => write!(f, "OpenShift 4.{minor}"),
         }
     }
 }
@@ -115,7 +144,7 @@ impl Platform {
     ) -> Result<Vec<CustomResourceDefinition>, PlatformError> {
         match self {
             Platform::Kubernetes => Ok(Vec::new()),
-            Platform::OpenShift => {
+            Platform::OpenShift { .. } => {
                 let dir = ToolData::OpenShiftCrds.path().map_err(|source| {
                     PlatformError::NotInstalled {
                         platform: self,
@@ -136,7 +165,46 @@ impl Platform {
     /// Whether the platform runs OpenShift's service-ca (serving certificates and CA
     /// bundles for annotated objects).
     pub fn service_ca(self) -> bool {
-        self == Platform::OpenShift
+        matches!(self, Platform::OpenShift { .. })
+    }
+
+    /// What OpenShift's OLM does once a bundle whose `olm.maxOpenShiftVersion` properties are
+    /// `values` is installed as ClusterServiceVersion `csv`: it blocks upgrades of the cluster
+    /// to the next minor release when the maximum is below it, or when the property is
+    /// invalid (OLM's operator-lifecycle-manager ClusterOperator reports Upgradeable=False).
+    /// `None` when nothing is blocked (and always on Kubernetes). A value is read as OLM reads
+    /// it: its JSON text without quotes, as a tolerant semver of only major and minor (a JSON
+    /// number is read from serde's text of it, which drops trailing zeros: `4.10` as a
+    /// number reads as 4.1 — write it as a string).
+    pub fn upgrade_gate(self, csv: &str, values: &[serde_json::Value]) -> Option<String> {
+        let Platform::OpenShift { minor } = self else {
+            return None;
+        };
+        let invalid = |why: String| {
+            Some(format!(
+                "OLM on {self} blocks upgrades of the cluster while {csv} is installed: its \
+                 olm.maxOpenShiftVersion property is invalid ({why})"
+            ))
+        };
+        let value = match values {
+            [] => return None,
+            [one] => one,
+            _ => return invalid("defined more than once".to_owned()),
+        };
+        let max = match max_openshift_version(value) {
+            Ok(max) => max,
+            Err(why) => return invalid(why),
+        };
+        let next = (4, minor + 1);
+        (max < next).then(|| {
+            format!(
+                "OLM on {self} blocks upgrades of the cluster to 4.{} while {csv} is \
+                 installed: its olm.maxOpenShiftVersion is {}.{}",
+                minor + 1,
+                max.0,
+                max.1
+            )
+        })
     }
 
     /// The roles of the test control plane's one node: on OpenShift a single-node
@@ -145,7 +213,7 @@ impl Platform {
     pub fn node_roles(self) -> Vec<String> {
         match self {
             Platform::Kubernetes => Vec::new(),
-            Platform::OpenShift => ["master", "control-plane", "worker"]
+            Platform::OpenShift { .. } => ["master", "control-plane", "worker"]
                 .map(str::to_owned)
                 .to_vec(),
         }
@@ -189,6 +257,37 @@ impl Platform {
     }
 }
 
+/// `(major, minor)` of an `olm.maxOpenShiftVersion` value as OLM reads it (see
+/// [`Platform::upgrade_gate`]); `Err` says why OLM finds it invalid.
+fn max_openshift_version(value: &serde_json::Value) -> Result<(u64, u64), String> {
+    let text = match value {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let text = text.trim_matches('"');
+    if text.is_empty() {
+        return Err("the value is an empty string".to_owned());
+    }
+    let tolerant = text.trim().trim_start_matches('v');
+    let (core, rest) = match tolerant.find(['-', '+']) {
+        Some(at) => tolerant.split_at(at),
+        None => (tolerant, ""),
+    };
+    let mut parts: Vec<&str> = core.split('.').collect();
+    if parts.len() > 3 {
+        return Err(format!("{text:?} is not a semantic version"));
+    }
+    parts.resize(3, "0");
+    let numbers: Result<Vec<u64>, _> = parts.iter().map(|p| p.parse::<u64>()).collect();
+    let Ok(numbers) = numbers else {
+        return Err(format!("{text:?} is not a semantic version"));
+    };
+    if numbers[2] != 0 || !rest.is_empty() {
+        return Err(format!("{text:?}: only <major>.<minor> may be given"));
+    }
+    Ok((numbers[0], numbers[1]))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,13 +295,83 @@ mod tests {
     #[test]
     fn names_parse_and_others_are_refused_with_the_choices() {
         assert_eq!("kubernetes".parse(), Ok(Platform::Kubernetes));
-        assert_eq!("openshift".parse(), Ok(Platform::OpenShift));
+        assert_eq!("openshift".parse(), Ok(Platform::openshift()));
+        assert_eq!(
+            "openshift-4.14".parse(),
+            Ok(Platform::OpenShift { minor: 14 })
+        );
         assert_eq!(
             "okd".parse::<Platform>(),
             Err(
-                "\"okd\" is not a platform olmpack knows; use one of: kubernetes, openshift"
+                "\"okd\" is not a platform olmpack knows; use one of: kubernetes, openshift, openshift-4.N"
                     .to_owned()
             )
+        );
+        let pinned = pinned_openshift_minor();
+        assert!(pinned >= 14, "tools.toml pins an OpenShift 4 release");
+        let newer = format!("openshift-4.{}", pinned + 1);
+        assert_eq!(
+            newer.parse::<Platform>(),
+            Err(format!(
+                "{newer:?}: olmpack knows OpenShift 4.1 to 4.{pinned} (it serves the API kinds of 4.{pinned}); 4.{} is not among them",
+                pinned + 1
+            ))
+        );
+        assert_eq!(
+            Platform::OpenShift { minor: 14 }.to_string(),
+            "OpenShift 4.14"
+        );
+    }
+
+    #[test]
+    fn max_openshift_version_gates_cluster_upgrades_as_openshifts_olm_does() {
+        use serde_json::json;
+        let on = Platform::OpenShift { minor: 14 };
+        let gate = |values: &[serde_json::Value]| on.upgrade_gate("op.v1", values);
+        let blocks = |max: &str| {
+            Some(format!(
+                "OLM on OpenShift 4.14 blocks upgrades of the cluster to 4.15 while op.v1 is installed: its olm.maxOpenShiftVersion is {max}"
+            ))
+        };
+        let invalid = |why: &str| {
+            Some(format!(
+                "OLM on OpenShift 4.14 blocks upgrades of the cluster while op.v1 is installed: its olm.maxOpenShiftVersion property is invalid ({why})"
+            ))
+        };
+        let table = [
+            (vec![], None),
+            (vec![json!("4.8")], blocks("4.8")),
+            (vec![json!("4.14")], blocks("4.14")),
+            (vec![json!("v4.14")], blocks("4.14")),
+            (vec![json!("4.15")], None),
+            (vec![json!("4.15.0")], None),
+            (vec![json!("5")], None),
+            (vec![json!("\"4.20\"")], None),
+            (vec![json!(4.8)], blocks("4.8")),
+            (vec![json!("")], invalid("the value is an empty string")),
+            (
+                vec![json!("4.15.1")],
+                invalid("\"4.15.1\": only <major>.<minor> may be given"),
+            ),
+            (
+                vec![json!("4.15-rc1")],
+                invalid("\"4.15-rc1\": only <major>.<minor> may be given"),
+            ),
+            (
+                vec![json!("four")],
+                invalid("\"four\" is not a semantic version"),
+            ),
+            (
+                vec![json!("4.15"), json!("4.16")],
+                invalid("defined more than once"),
+            ),
+        ];
+        for (values, want) in table {
+            assert_eq!(gate(&values), want, "{values:?}");
+        }
+        assert_eq!(
+            Platform::Kubernetes.upgrade_gate("op.v1", &[json!("4.8")]),
+            None
         );
     }
 
@@ -217,7 +386,7 @@ mod tests {
         std::fs::write(dir.path().join("b.crd.yaml"), crd("bs")).unwrap();
         std::fs::write(dir.path().join("a.crd.yaml"), crd("as")).unwrap();
         std::fs::write(dir.path().join("doc.go"), "package x").unwrap();
-        let crds = Platform::OpenShift
+        let crds = Platform::openshift()
             .crds_in(dir.path(), &Limits::default())
             .unwrap();
         let names: Vec<_> = crds
@@ -227,7 +396,7 @@ mod tests {
         assert_eq!(names, ["as.route.openshift.io", "bs.route.openshift.io"]);
 
         std::fs::write(dir.path().join("c.yaml"), "kind: ConfigMap\n").unwrap();
-        let err = Platform::OpenShift
+        let err = Platform::openshift()
             .crds_in(dir.path(), &Limits::default())
             .unwrap_err()
             .to_string();
@@ -235,7 +404,7 @@ mod tests {
         assert!(err.contains("c.yaml"), "{err}");
 
         let empty = tempfile::tempdir().unwrap();
-        let err = Platform::OpenShift
+        let err = Platform::openshift()
             .crds_in(empty.path(), &Limits::default())
             .unwrap_err()
             .to_string();

@@ -163,8 +163,7 @@ async fn run_on(
             ..Timeouts::default()
         },
         cluster_crds: platform.cluster_crds(&Limits::default()).unwrap(),
-        service_ca: platform.service_ca(),
-        node_roles: platform.node_roles(),
+        platform,
         ..RunOptions::default()
     };
     let mut reports = olm::run(&catalog, &cases, &options).await.unwrap();
@@ -416,7 +415,7 @@ async fn olm_e2e_openshift_native_apis_install_on_openshift_only() {
         "openshift-native-apis",
         "routed.v1.0.0",
         Duration::from_secs(300),
-        Platform::OpenShift,
+        Platform::openshift(),
     )
     .await;
     assert!(predicted.install["1.0.0"].is_empty(), "{predicted:#?}");

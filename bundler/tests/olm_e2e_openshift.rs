@@ -41,8 +41,7 @@ async fn install_on(platform: Platform, test: &str) -> Option<CaseReport> {
             ..Timeouts::default()
         },
         cluster_crds,
-        service_ca: platform.service_ca(),
-        node_roles: platform.node_roles(),
+        platform,
         ..RunOptions::default()
     };
     let mut reports = olm::run(&dir, &cases, &options).await.unwrap();
@@ -82,7 +81,7 @@ async fn olm_e2e_openshift_service_ca_secret_is_made_on_openshift_only() {
         "ended by --stuck-after, not the step time: {waiting_for}"
     );
 
-    let report = install_on(Platform::OpenShift, test).await.unwrap();
+    let report = install_on(Platform::openshift(), test).await.unwrap();
     assert!(
         matches!(&report.install.outcome, Outcome::Succeeded { csv } if csv.starts_with("must-gather-operator.")),
         "{:#?}",

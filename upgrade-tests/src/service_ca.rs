@@ -55,60 +55,57 @@ impl std::fmt::Debug for ServiceCa {
 
 /// A kind whose objects may ask for the CA bundle, and where it goes.
 struct Target {
-    resource: fn() -> ApiResource,
+    /// `(group, version, kind, plural)` of the kind.
+    kind: (&'static str, &'static str, &'static str, &'static str),
     inject: fn(&mut Value, &str) -> bool,
 }
 
+const ADMISSION: &str = "admissionregistration.k8s.io";
+
 const TARGETS: [Target; 5] = [
     Target {
-        resource: || resource("", "v1", "ConfigMap", "configmaps"),
+        kind: ("", "v1", "ConfigMap", "configmaps"),
         inject: inject_config_map,
     },
     Target {
-        resource: || {
-            let group = "admissionregistration.k8s.io";
-            resource(
-                group,
-                "v1",
-                "ValidatingWebhookConfiguration",
-                "validatingwebhookconfigurations",
-            )
-        },
+        kind: (
+            ADMISSION,
+            "v1",
+            "ValidatingWebhookConfiguration",
+            "validatingwebhookconfigurations",
+        ),
         inject: inject_webhooks,
     },
     Target {
-        resource: || {
-            let group = "admissionregistration.k8s.io";
-            resource(
-                group,
-                "v1",
-                "MutatingWebhookConfiguration",
-                "mutatingwebhookconfigurations",
-            )
-        },
+        kind: (
+            ADMISSION,
+            "v1",
+            "MutatingWebhookConfiguration",
+            "mutatingwebhookconfigurations",
+        ),
         inject: inject_webhooks,
     },
     Target {
-        resource: || {
-            let group = "apiextensions.k8s.io";
-            resource(
-                group,
-                "v1",
-                "CustomResourceDefinition",
-                "customresourcedefinitions",
-            )
-        },
+        kind: (
+            "apiextensions.k8s.io",
+            "v1",
+            "CustomResourceDefinition",
+            "customresourcedefinitions",
+        ),
         inject: inject_conversion,
     },
     Target {
-        resource: || resource("apiregistration.k8s.io", "v1", "APIService", "apiservices"),
+        kind: ("apiregistration.k8s.io", "v1", "APIService", "apiservices"),
         inject: inject_api_service,
     },
 ];
 
-fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
-    let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
-    ApiResource::from_gvk_with_plural(&gvk, plural)
+impl Target {
+    fn resource(&self) -> ApiResource {
+        let (group, version, kind, plural) = self.kind;
+        let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
+        ApiResource::from_gvk_with_plural(&gvk, plural)
+    }
 }
 
 impl ServiceCa {
@@ -139,7 +136,12 @@ impl ServiceCa {
     async fn serve_secrets(&self, client: &Client) -> Result<(), kube::Error> {
         let services: Api<Service> = Api::all(client.clone());
         for service in services.list(&ListParams::default()).await? {
-            let Some((secret_name, hosts)) = serving_secret_of(&service.metadata) else {
+            let Some(ServingSecret {
+                secret: secret_name,
+                hosts,
+                ..
+            }) = serving_secret_of(&service.metadata)
+            else {
                 continue;
             };
             let namespace = service.metadata.namespace.clone().unwrap_or_default();
@@ -182,7 +184,7 @@ impl ServiceCa {
 
     /// Writes the CA into every annotated object of `target`'s kind that lacks it.
     async fn inject(&self, client: &Client, target: &Target) -> Result<(), kube::Error> {
-        let resource = (target.resource)();
+        let resource = target.resource();
         let all: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
         for object in all.list(&ListParams::default()).await? {
             if !asks_for_ca_bundle(&object.metadata) {
@@ -206,20 +208,32 @@ impl ServiceCa {
     }
 }
 
-/// The Secret a Service's annotation asks for and the names its certificate serves.
-pub fn serving_secret_of(service: &ObjectMeta) -> Option<(String, Vec<String>)> {
+/// The serving certificate a Service's annotation asks service-ca for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServingSecret {
+    /// The annotation that asks (one of [`SERVING_CERT_SECRET`]).
+    pub annotation: &'static str,
+    /// The Secret's name.
+    pub secret: String,
+    /// The names its certificate serves.
+    pub hosts: Vec<String>,
+}
+
+/// The serving certificate a Service's annotation asks for, if any.
+pub fn serving_secret_of(service: &ObjectMeta) -> Option<ServingSecret> {
     let annotations = service.annotations.as_ref()?;
-    let secret = SERVING_CERT_SECRET
+    let (annotation, secret) = SERVING_CERT_SECRET
         .iter()
-        .find_map(|key| annotations.get(*key))
-        .filter(|name| !name.is_empty())?;
+        .find_map(|key| annotations.get(*key).map(|v| (*key, v)))
+        .filter(|(_, name)| !name.is_empty())?;
     let name = service.name.as_deref()?;
     let namespace = service.namespace.as_deref()?;
     let host = format!("{name}.{namespace}.svc");
-    Some((
-        secret.clone(),
-        vec![host.clone(), format!("{host}.cluster.local")],
-    ))
+    Some(ServingSecret {
+        annotation,
+        secret: secret.clone(),
+        hosts: vec![host.clone(), format!("{host}.cluster.local")],
+    })
 }
 
 fn asks_for_ca_bundle(meta: &kube::api::ObjectMeta) -> bool {
@@ -313,7 +327,11 @@ mod tests {
         for key in SERVING_CERT_SECRET {
             assert_eq!(
                 serving_secret_of(&meta(&[(key, "certs")])),
-                Some(("certs".to_owned(), hosts.clone()))
+                Some(ServingSecret {
+                    annotation: key,
+                    secret: "certs".to_owned(),
+                    hosts: hosts.clone()
+                })
             );
         }
         assert_eq!(serving_secret_of(&meta(&[])), None);

@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 use std::time::Instant;
 
-use k8s_openapi::api::core::v1::{Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{Pod, Service, ServiceAccount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 use kube::api::{Api, ListParams};
@@ -351,9 +351,47 @@ impl OlmEnv {
         Ok(out)
     }
 
+    /// What OpenShift would give the refused `pods`: the Secrets its service-ca makes and
+    /// the master nodes they select.
+    async fn made_elsewhere(&self, pods: &[String]) -> Result<Vec<String>, OlmError> {
+        let mut out = self.service_ca_secrets(pods).await?;
+        out.extend(self.masters_selected(pods).await?);
+        Ok(out)
+    }
+
+    /// The pods refused a node because they select masters, when the node is not one: the
+    /// label `node-role.kubernetes.io/master` only OpenShift's nodes carry (Kubernetes
+    /// 1.24+ labels its control plane `…/control-plane`).
+    async fn masters_selected(&self, pods: &[String]) -> Result<Vec<String>, OlmError> {
+        const UNSCHEDULED: &str = "didn't match Pod's node affinity/selector";
+        let is_master = self.options().node_roles.iter().any(|r| r == "master");
+        if is_master || !pods.iter().any(|p| p.contains(UNSCHEDULED)) {
+            return Ok(Vec::new());
+        }
+        let api: Api<Pod> = Api::namespaced(self.client(), self.operator_namespace());
+        let action = "list the pods of the operator namespace";
+        let list = self
+            .call(action.to_owned(), || {
+                let api = api.clone();
+                async move { api.list(&ListParams::default()).await }
+            })
+            .await?;
+        let mut out = Vec::new();
+        for pod in list {
+            let name = pod.metadata.name.clone().unwrap_or_default();
+            if selects_master(&pod) && pods.iter().any(|p| p.contains(&name)) {
+                out.push(format!(
+                    "Pod {name} selects nodes labelled {MASTER_ROLE}, which only OpenShift's \
+                     nodes carry: run with --platform openshift"
+                ));
+            }
+        }
+        Ok(out)
+    }
+
     /// The Secrets the refused `pods` lack that OpenShift's service-ca would make: each
     /// named by a Service of the operator namespace annotated for a serving certificate.
-    async fn made_elsewhere(&self, pods: &[String]) -> Result<Vec<String>, OlmError> {
+    async fn service_ca_secrets(&self, pods: &[String]) -> Result<Vec<String>, OlmError> {
         if pods.is_empty() || self.options().service_ca {
             return Ok(Vec::new());
         }
@@ -367,16 +405,12 @@ impl OlmEnv {
             .await?;
         let mut out = Vec::new();
         for service in list {
-            let Some((secret, _)) = service_ca::serving_secret_of(&service.metadata) else {
+            let Some(serving) = service_ca::serving_secret_of(&service.metadata) else {
                 continue;
             };
+            let (secret, key) = (serving.secret, serving.annotation);
             let missing = format!("secret \"{secret}\" not found");
             if pods.iter().any(|p| p.contains(&missing)) {
-                let annotations = service.metadata.annotations.unwrap_or_default();
-                let key = service_ca::SERVING_CERT_SECRET
-                    .into_iter()
-                    .find(|k| annotations.contains_key(*k))
-                    .unwrap_or_default();
                 let name = service.metadata.name.unwrap_or_default();
                 out.push(format!(
                     "Secret {secret} is made by OpenShift's service-ca for Service {name} \
@@ -512,6 +546,38 @@ fn native_api_missing(r: &RequirementStatus) -> String {
         "give the test control plane its CRD with --cluster-crd"
     };
     format!("native API {api} is not served ({NATIVE_API_MISSING}; {who})")
+}
+
+/// The node label of OpenShift's masters.
+const MASTER_ROLE: &str = "node-role.kubernetes.io/master";
+
+/// Whether `pod` requires a node labelled [`MASTER_ROLE`] (by node selector or required
+/// node affinity).
+fn selects_master(pod: &Pod) -> bool {
+    let Some(spec) = &pod.spec else {
+        return false;
+    };
+    let by_selector = spec
+        .node_selector
+        .as_ref()
+        .is_some_and(|s| s.contains_key(MASTER_ROLE));
+    let required = spec
+        .affinity
+        .as_ref()
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|a| {
+            a.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        });
+    let by_affinity = required.is_some_and(|r| {
+        r.node_selector_terms.iter().any(|t| {
+            t.match_expressions
+                .iter()
+                .flatten()
+                .any(|e| e.key == MASTER_ROLE && e.operator != "DoesNotExist")
+        })
+    });
+    by_selector || by_affinity
 }
 
 /// The outcome of a step that stood still for [`Timeouts::stuck`] with pods refused or a
@@ -1045,5 +1111,27 @@ mod tests {
             " (last written by catalog, Update at 2026-12-01T10:00:01Z)"
         );
         assert_eq!(last_conversion_writer(None), "");
+    }
+
+    #[test]
+    fn pods_that_require_a_master_node_are_told_apart() {
+        let pod = |spec: Value| -> Pod { serde_json::from_value(json!({"spec": spec})).unwrap() };
+        let term = |operator: &str| {
+            json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": MASTER_ROLE, "operator": operator}]}]}}}})
+        };
+        let table = [
+            (json!({"nodeSelector": {MASTER_ROLE: ""}}), true),
+            (
+                json!({"nodeSelector": {"node-role.kubernetes.io/worker": ""}}),
+                false,
+            ),
+            (term("Exists"), true),
+            (term("DoesNotExist"), false),
+            (json!({"containers": []}), false),
+        ];
+        for (spec, want) in table {
+            assert_eq!(selects_master(&pod(spec.clone())), want, "{spec}");
+        }
     }
 }

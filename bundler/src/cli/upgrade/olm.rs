@@ -84,13 +84,16 @@ pub struct OlmArgs {
     /// as kubebuilder's projects do), which OLM can create only where that kind is served.
     #[arg(long = "cluster-crd", value_name = "FILE|NAME")]
     pub cluster_crds: Vec<PathBuf>,
-    /// The cluster the operator is installed on: `kubernetes`, or `openshift` (the OpenShift
-    /// release olmpack pins): the control plane then also serves OpenShift's own API kinds
-    /// (Route, ConsolePlugin, ConsoleLink, ConsoleYAMLSample, SecurityContextConstraints, the
-    /// config.openshift.io kinds, …) and prometheus-operator's ServiceMonitor, PodMonitor and
-    /// PrometheusRule, so a CSV whose nativeAPIs name them installs as it does on OpenShift;
-    /// and service-ca makes serving-certificate Secrets for annotated Services and injects its
-    /// CA where annotated. README says what is not emulated.
+    /// The cluster the operator is installed on: `kubernetes`, `openshift` (the OpenShift
+    /// release olmpack pins) or `openshift-4.N` (an older one): the control plane then also
+    /// serves OpenShift's own API kinds (Route, ConsolePlugin, ConsoleLink, ConsoleYAMLSample,
+    /// SecurityContextConstraints, the config.openshift.io kinds, …; those of the pinned
+    /// release) and prometheus-operator's ServiceMonitor, PodMonitor and PrometheusRule, so a
+    /// CSV whose nativeAPIs name them installs as it does on OpenShift; service-ca makes
+    /// serving-certificate Secrets for annotated Services and injects its CA where annotated;
+    /// the node is a single-node OpenShift's (a master); and a bundle whose
+    /// olm.maxOpenShiftVersion is below the next release is reported as blocking cluster
+    /// upgrades (warning[platform]). README says what is not emulated.
     #[arg(long, value_name = "PLATFORM", default_value = "kubernetes")]
     pub platform: olmpack::platform::Platform,
     /// Also write the results as JUnit XML to this file.
@@ -162,8 +165,7 @@ pub fn run(args: OlmArgs, policy: &olmpack::input::Policy) -> CmdResult {
         jobs: args.jobs,
         envs: (!args.fresh_env_per_case).then(olm::EnvPool::default),
         cluster_crds,
-        service_ca: args.platform.service_ca(),
-        node_roles: args.platform.node_roles(),
+        platform: args.platform,
         steps: if args.quiet {
             StepLog::silent()
         } else {
@@ -260,6 +262,11 @@ fn write_reports(args: &OlmArgs, reports: &[CaseReport]) -> CmdResult {
         .collect();
     for (case, why) in &not_run {
         eprintln!("warning[not-run]: {case}: {why}");
+    }
+    for r in reports {
+        for gate in &r.platform_gates {
+            eprintln!("warning[platform]: {}: {gate}", r.name());
+        }
     }
     for r in reports {
         let steps = std::iter::once(&r.install).chain(r.upgrade.as_ref());

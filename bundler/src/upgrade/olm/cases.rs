@@ -32,6 +32,10 @@ pub struct Case {
     pub expected: Option<(String, Vec<EdgeKind>)>,
     /// The OperatorGroup the operator is installed under.
     pub install_mode: InstallModeType,
+    /// The `olm.maxOpenShiftVersion` property values of the case's bundles that have any
+    /// (bundle name → values), which OpenShift's OLM judges once they are installed.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub max_openshift_versions: BTreeMap<String, Vec<serde_json::Value>>,
 }
 
 impl Case {
@@ -135,22 +139,49 @@ pub fn plan_cases(pkg: &Package, modes: &[InstallModeType]) -> Vec<Case> {
                 ],
                 some => some.to_vec(),
             };
+            let expected = v0_successor(pkg, ch, from).map(|s| {
+                let edges = edges_between(pkg, ch, from, &s.to);
+                (s.to, edges)
+            });
+            let bundles = std::iter::once(from).chain(expected.as_ref().map(|(to, _)| to.as_str()));
+            let max_openshift_versions = max_openshift_versions(pkg, bundles);
             for install_mode in chosen {
                 cases.push(Case {
                     package: pkg.name.clone(),
                     channels: channels.iter().map(|c| (*c).to_owned()).collect(),
                     from: from.to_owned(),
-                    expected: v0_successor(pkg, ch, from).map(|s| {
-                        let edges = edges_between(pkg, ch, from, &s.to);
-                        (s.to, edges)
-                    }),
+                    expected: expected.clone(),
                     install_mode,
+                    max_openshift_versions: max_openshift_versions.clone(),
                 });
             }
         }
     }
     cases
 }
+
+/// The `olm.maxOpenShiftVersion` values of each of `bundles` that has any.
+fn max_openshift_versions<'a>(
+    pkg: &Package,
+    bundles: impl Iterator<Item = &'a str>,
+) -> BTreeMap<String, Vec<serde_json::Value>> {
+    bundles
+        .filter_map(|name| {
+            let values: Vec<serde_json::Value> = pkg
+                .bundles
+                .get(name)?
+                .properties
+                .iter()
+                .filter(|p| p.type_ == MAX_OPENSHIFT_VERSION)
+                .map(|p| p.value.clone())
+                .collect();
+            (!values.is_empty()).then(|| (name.to_owned(), values))
+        })
+        .collect()
+}
+
+/// The property OpenShift's OLM reads a bundle's highest OpenShift release from.
+const MAX_OPENSHIFT_VERSION: &str = "olm.maxOpenShiftVersion";
 
 /// The first install mode of [`operator_group::PREFERENCE`] that the bundle's CSV supports
 /// (AllNamespaces when it says nothing usable: OLM's verdict then shows what it accepts).

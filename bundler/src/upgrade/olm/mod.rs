@@ -65,6 +65,7 @@ pub use cases::{Case, load_cases, load_cases_for, plan_cases, preferred_mode};
 pub use report::{CaseReport, Failure, Party, describe, junit, markdown};
 
 use crate::catalog::load::{LoadOptions, load_dir_with};
+use crate::platform::Platform;
 
 /// Failure to run the cases (not a verdict about the operator).
 #[derive(Debug, thiserror::Error)]
@@ -179,12 +180,11 @@ pub struct RunOptions {
     /// them (e.g. prometheus-operator's, for a bundle that ships a ServiceMonitor: OLM
     /// cannot create an object whose kind the cluster does not serve).
     pub cluster_crds: Vec<CustomResourceDefinition>,
-    /// Plays OpenShift's service-ca on the control plane (`--platform openshift`; see
-    /// [`olmpack_envtest::service_ca`]).
-    pub service_ca: bool,
-    /// Roles of the environment's one node (`--platform openshift`: a single-node
-    /// OpenShift's, see [`crate::platform::Platform::node_roles`]).
-    pub node_roles: Vec<String>,
+    /// The cluster the operator is installed on (`--platform`): on OpenShift the control
+    /// plane plays its service-ca and a single-node OpenShift's node, and reports say what
+    /// OpenShift's OLM does about the installed bundles' `olm.maxOpenShiftVersion`
+    /// ([`Platform::upgrade_gate`]). Its API kinds are given in `cluster_crds`.
+    pub platform: Platform,
     /// Told each step of each case as it happens (the CLI prints them on stderr).
     pub steps: StepLog,
     /// How much of the catalog is read at most (the command line's `--max-*` flags).
@@ -199,8 +199,7 @@ impl Default for RunOptions {
             jobs: 1,
             envs: None,
             cluster_crds: Vec::new(),
-            service_ca: false,
-            node_roles: Vec::new(),
+            platform: Platform::Kubernetes,
             steps: StepLog::silent(),
             limits: crate::input::Limits::default(),
         }
@@ -382,6 +381,7 @@ pub async fn run_case(
     };
     let ran = run_in(&env, catalog_dir, &mut report, options, started).await;
     report.retried = env.retried();
+    report.platform_gates = platform_gates(&report, options.platform);
     report.seconds = started.elapsed().as_secs_f64();
     match ran {
         Ok(()) => {
@@ -392,6 +392,21 @@ pub async fn run_case(
         }
         Err(err) => environment_failed(report, err, options, started),
     }
+}
+
+/// What `platform`'s OLM does about each bundle the case installed (see
+/// [`Platform::upgrade_gate`]).
+fn platform_gates(report: &CaseReport, platform: Platform) -> Vec<String> {
+    let steps = std::iter::once(&report.install).chain(report.upgrade.as_ref());
+    steps
+        .filter_map(|step| match &step.outcome {
+            Outcome::Succeeded { csv } => {
+                let values = report.case.max_openshift_versions.get(csv)?;
+                platform.upgrade_gate(csv, values)
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// `report` of a case whose test environment failed with `err` (an `Err` for any other
@@ -486,8 +501,8 @@ async fn env_for(
         install_mode: case.install_mode,
         install_plan_retry: options.timeouts.install_plan_retry,
         cluster_crds: options.cluster_crds.clone(),
-        service_ca: options.service_ca,
-        node_roles: options.node_roles.clone(),
+        service_ca: options.platform.service_ca(),
+        node_roles: options.platform.node_roles(),
     };
     if let Some(mut env) = options.envs.as_ref().and_then(|pool| pool.take(&wanted)) {
         let what = "the OLM environment to be reset";
@@ -630,6 +645,44 @@ async fn examples(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn platform_gates_judge_only_the_bundles_installed() {
+        use olmpack_envtest::olm::InstallStep;
+        let case = Case {
+            package: "op".into(),
+            channels: vec!["stable".into()],
+            from: "op.v1".into(),
+            expected: Some(("op.v2".into(), Vec::new())),
+            install_mode: olmpack_model::plan::InstallModeType::AllNamespaces,
+            max_openshift_versions: [
+                ("op.v1".to_owned(), vec![serde_json::json!("4.8")]),
+                ("op.v2".to_owned(), vec![serde_json::json!("4.8")]),
+            ]
+            .into(),
+        };
+        let succeeded = |csv: &str| InstallStep {
+            csv: Some(csv.into()),
+            outcome: Outcome::Succeeded { csv: csv.into() },
+            ..InstallStep::unfinished()
+        };
+        let mut report = CaseReport::new(case);
+        report.install = succeeded("op.v1");
+        let on = Platform::OpenShift { minor: 9 };
+        let line = |csv: &str| {
+            format!(
+                "OLM on OpenShift 4.9 blocks upgrades of the cluster to 4.10 while {csv} is installed: its olm.maxOpenShiftVersion is 4.8"
+            )
+        };
+        assert_eq!(platform_gates(&report, on), [line("op.v1")]);
+        report.upgrade = Some(succeeded("op.v2"));
+        assert_eq!(platform_gates(&report, on), [line("op.v1"), line("op.v2")]);
+        assert!(platform_gates(&report, Platform::Kubernetes).is_empty());
+        assert!(platform_gates(&report, Platform::OpenShift { minor: 7 }).is_empty());
+        report.install = InstallStep::unfinished();
+        report.upgrade = None;
+        assert!(platform_gates(&report, on).is_empty());
+    }
 
     #[test]
     fn a_kind_not_served_names_the_cluster_crd_that_serves_it() {

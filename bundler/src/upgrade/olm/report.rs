@@ -41,6 +41,10 @@ pub struct CaseReport {
     /// Calls to the test control plane's apiserver that failed transiently and were
     /// retried: `ACTION: CAUSE (retried N×)`.
     pub retried: Vec<String>,
+    /// What the platform's OLM does beyond the install about a bundle the case installed
+    /// (on OpenShift: cluster upgrades blocked by its `olm.maxOpenShiftVersion`); warnings,
+    /// not failures.
+    pub platform_gates: Vec<String>,
     /// Why the case could not be finished: the test environment failed (it did not start,
     /// or its apiserver could not be reached even after retries). The steps it interrupted
     /// are [`Outcome::Unfinished`]; what was found before stands.
@@ -109,6 +113,7 @@ impl CaseReport {
             installed: Installed::default(),
             seconds: 0.0,
             retried: Vec::new(),
+            platform_gates: Vec::new(),
             environment: None,
         }
     }
@@ -393,6 +398,7 @@ mod tests {
             from: "op.v1".into(),
             expected: expected.map(|via| ("op.v2".into(), via)),
             install_mode: InstallModeType::AllNamespaces,
+            max_openshift_versions: Default::default(),
         }
     }
 
