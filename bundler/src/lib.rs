@@ -20,9 +20,8 @@
 //! - [`release`]: the `olmpack release` job — from the plan to pushed, digest-pinned images.
 //! - [`upgrade`]: will the next release break installed clusters — [`upgrade::check`]
 //!   (static, OLM v0 and v1's checks), [`upgrade::test`] (a real apiserver), [`upgrade::olm`]
-//!   (the real OLM v0).
-//! - [`platform`]: the cluster an operator is installed on (Kubernetes or OpenShift) and the
-//!   API kinds it serves, for `upgrade olm --platform`.
+//!   (the real OLM v0; [`upgrade::olm::platform`]: the cluster it runs as, Kubernetes or
+//!   OpenShift, for `upgrade olm --platform`).
 //! - [`cluster_crds`]: kinds of other operators a bundle may ship (ServiceMonitor, …) and
 //!   stand-in CRDs for them, for `upgrade olm --cluster-crd NAME`.
 //! - [`kubebuilder`]: a kubebuilder project's PROJECT file as a release plan (`olmpack plan init`).
@@ -48,7 +47,6 @@ pub mod kubebuilder;
 pub mod leftovers;
 pub mod output;
 pub mod plan;
-pub mod platform;
 pub mod refusal;
 pub mod release;
 pub mod supply;

@@ -10,7 +10,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use olmpack::input::Limits;
-use olmpack::platform::Platform;
+use olmpack::upgrade::olm::platform::Platform;
 use olmpack::upgrade::olm::{self, CaseReport, RunOptions};
 use olmpack_envtest::binaries::Tool;
 use olmpack_envtest::olm::{Outcome, Timeouts};

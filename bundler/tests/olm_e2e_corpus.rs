@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use corpus_catalog::{PACKAGES, render_package};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use olmpack::platform::Platform;
+use olmpack::upgrade::olm::platform::Platform;
 use olmpack::upgrade::olm::{self, CaseReport, EnvPool, RunOptions, StepLog};
 use olmpack_envtest::olm::Timeouts;
 use olmpack_testkit::corpus::{COMMUNITY_OPERATORS, require};

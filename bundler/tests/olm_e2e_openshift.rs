@@ -11,7 +11,7 @@ mod corpus_catalog;
 use std::time::Duration;
 
 use corpus_catalog::render_package;
-use olmpack::platform::Platform;
+use olmpack::upgrade::olm::platform::Platform;
 use olmpack::upgrade::olm::{self, CaseReport, RunOptions};
 use olmpack_envtest::olm::{Outcome, Timeouts};
 use olmpack_testkit::corpus::{COMMUNITY_OPERATORS, require};

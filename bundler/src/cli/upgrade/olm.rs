@@ -95,7 +95,7 @@ pub struct OlmArgs {
     /// olm.maxOpenShiftVersion is below the next release is reported as blocking cluster
     /// upgrades (warning[platform]). README says what is not emulated.
     #[arg(long, value_name = "PLATFORM", default_value = "kubernetes")]
-    pub platform: olmpack::platform::Platform,
+    pub platform: olmpack::upgrade::olm::platform::Platform,
     /// Also write the results as JUnit XML to this file.
     #[arg(long)]
     pub junit: Option<PathBuf>,

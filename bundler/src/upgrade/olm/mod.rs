@@ -45,6 +45,7 @@
 #![warn(missing_docs)]
 
 mod cases;
+pub mod platform;
 mod report;
 pub mod shard;
 
@@ -65,7 +66,7 @@ pub use cases::{Case, load_cases, load_cases_for, plan_cases, preferred_mode};
 pub use report::{CaseReport, Failure, Party, describe, junit, markdown};
 
 use crate::catalog::load::{LoadOptions, load_dir_with};
-use crate::platform::Platform;
+use platform::Platform;
 
 /// Failure to run the cases (not a verdict about the operator).
 #[derive(Debug, thiserror::Error)]
