@@ -428,3 +428,58 @@ async fn olm_e2e_openshift_native_apis_install_on_openshift_only() {
         report.install
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn olm_e2e_openshift_native_apis_alone_are_stuck_on_kubernetes_and_met_on_openshift() {
+    // Nothing the bundle ships is an OpenShift kind: on plain Kubernetes OLM holds the CSV at
+    // RequirementsNotMet for its nativeAPIs (Route, ConsolePlugin) and would wait until the
+    // step's timeout; olmpack ends the step as stuck after --stuck-after, naming the platform.
+    let (report, _) = run_on(
+        "openshift-native-apis-held",
+        "held.v1.0.0",
+        Duration::from_secs(300),
+        Platform::Kubernetes,
+    )
+    .await;
+    let Outcome::TimedOut {
+        waiting_for,
+        reason,
+        ..
+    } = &report.install.outcome
+    else {
+        panic!("the CSV should be held: {:#?}", report.install);
+    };
+    assert_eq!(reason, "RequirementsNotMet", "{waiting_for}");
+    for api in [
+        "Route route.openshift.io/v1",
+        "ConsolePlugin console.openshift.io/v1",
+    ] {
+        assert!(
+            waiting_for.contains(&format!(
+                "native API {api} is not served (Native API does not exist; OpenShift serves it: run with --platform openshift)"
+            )),
+            "{waiting_for}"
+        );
+    }
+    // Ended as stuck (after --stuck-after of stillness), not at the 300 s step timeout.
+    assert!(
+        waiting_for.contains("(stuck: nothing changed for 20 s while OLM waited for requirements nothing on the test control plane meets: "),
+        "{waiting_for}"
+    );
+
+    let (report, _) = run_on(
+        "openshift-native-apis-held",
+        "held.v1.0.0",
+        Duration::from_secs(300),
+        Platform::openshift(),
+    )
+    .await;
+    assert_eq!(
+        report.install.outcome,
+        Outcome::Succeeded {
+            csv: "held.v1.0.0".into()
+        },
+        "{:#?}",
+        report.install
+    );
+}
