@@ -30,7 +30,7 @@ use std::fs::{self, File};
 use std::io::{self, Read};
 use std::path::{Component, Path, PathBuf};
 
-use olmpack_envtest::binaries::Tool;
+use olmpack_envtest::binaries::{Tool, ToolData};
 
 use crate::image::base::{self, BaseError, BaseImage, PlatformImage};
 use crate::image::build::{BuildError, BuildOptions, build_files_image};
@@ -39,6 +39,10 @@ use crate::image::layout::{Descriptor, LayoutError, LayoutWriter, Platform};
 use crate::image::progress::Progress;
 use crate::image::registry::RegistryAccess;
 use crate::image::unpack::{Budget, tar_stream};
+
+/// The data directories the artifact carries besides the tools' (what `upgrade olm
+/// --platform openshift` serves: OpenShift's API kinds).
+pub const ARTIFACT_DATA: [ToolData; 1] = [ToolData::OpenShiftCrds];
 
 /// The tools the artifact carries: what `upgrade test` and `upgrade olm` run.
 pub const ARTIFACT_TOOLS: [Tool; 8] = [
@@ -77,13 +81,13 @@ pub enum ToolsError {
     NoCache,
     /// A tool directory the artifact must carry is missing or incomplete in the cache packed.
     #[error(
-        "{dir}: not a complete tool directory (no {STAMP} stamp or no bin/{binary}); run `cargo xtask setup` in olmpack's checkout first"
+        "{dir}: not a complete tool directory (no {STAMP} stamp or no {marker}); run `cargo xtask setup` in olmpack's checkout first"
     )]
     Incomplete {
         /// The tool directory.
         dir: PathBuf,
-        /// The binary expected in it.
-        binary: String,
+        /// What it must hold besides the stamp (`bin/<binary>`, or a data directory).
+        marker: String,
     },
     /// Building the image failed.
     #[error("failed to build the tools image")]
@@ -166,8 +170,9 @@ fn io_err(path: &Path) -> impl Fn(io::Error) -> ToolsError + '_ {
     }
 }
 
-/// The tool directories the artifact carries (relative to the cache), each with one binary
-/// to check it by, in order and without repeats.
+/// The tool directories the artifact carries (relative to the cache), each with what marks
+/// it whole besides its stamp (one binary, `bin/<name>`, or the data directory it holds), in
+/// order and without repeats: the tools' directories, then the data directories'.
 pub fn artifact_dirs() -> Vec<(PathBuf, String)> {
     let mut dirs: Vec<(PathBuf, String)> = Vec::new();
     for tool in ARTIFACT_TOOLS {
@@ -176,22 +181,39 @@ pub fn artifact_dirs() -> Vec<(PathBuf, String)> {
         };
         if !dirs.iter().any(|(d, _)| *d == dir) {
             let name = binary.file_name().unwrap_or_default();
-            dirs.push((dir, name.to_string_lossy().into_owned()));
+            dirs.push((dir, format!("bin/{}", name.to_string_lossy())));
+        }
+    }
+    for data in ARTIFACT_DATA {
+        let Some(path) = data.cache_dir() else {
+            continue;
+        };
+        let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+            continue;
+        };
+        if !dirs.iter().any(|(d, _)| d == dir) {
+            dirs.push((dir.to_owned(), name.to_string_lossy().into_owned()));
         }
     }
     dirs
 }
 
-/// Whether `dir` (absolute) is a whole tool directory: stamped, with its binary.
-fn is_whole(dir: &Path, binary: &str) -> bool {
-    dir.join(STAMP).is_file() && dir.join("bin").join(binary).is_file()
+/// Whether `dir` (absolute) is a whole tool directory: stamped, with its `marker` (a binary
+/// `bin/<name>` is a file, anything else a directory).
+fn is_whole(dir: &Path, marker: &str) -> bool {
+    let marked = dir.join(marker);
+    let present = match marker.starts_with("bin/") {
+        true => marked.is_file(),
+        false => marked.is_dir(),
+    };
+    dir.join(STAMP).is_file() && present
 }
 
 /// The tool directories of the artifact that `cache` lacks (relative).
 pub fn missing_in(cache: &Path) -> Vec<PathBuf> {
     artifact_dirs()
         .into_iter()
-        .filter(|(dir, binary)| !is_whole(&cache.join(dir), binary))
+        .filter(|(dir, marker)| !is_whole(&cache.join(dir), marker))
         .map(|(dir, _)| dir)
         .collect()
 }
@@ -212,10 +234,10 @@ pub fn pack(
 ) -> Result<Descriptor, ToolsError> {
     let mut layers = Vec::new();
     let mut names = Vec::new();
-    for (dir, binary) in artifact_dirs() {
+    for (dir, marker) in artifact_dirs() {
         let abs = cache.join(&dir);
-        if !is_whole(&abs, &binary) {
-            return Err(ToolsError::Incomplete { dir: abs, binary });
+        if !is_whole(&abs, &marker) {
+            return Err(ToolsError::Incomplete { dir: abs, marker });
         }
         let dest = crate::input::slash_path(&dir);
         let source = LayerSource {
@@ -371,7 +393,7 @@ fn check_targets(cache: &Path) -> Result<(), ToolsError> {
         path: path.to_owned(),
         why,
     };
-    for (dir, binary) in artifact_dirs() {
+    for (dir, marker) in artifact_dirs() {
         let mut path = cache.to_owned();
         for component in dir.components() {
             path.push(component);
@@ -394,7 +416,7 @@ fn check_targets(cache: &Path) -> Result<(), ToolsError> {
         }
         let target = cache.join(&dir);
         let owned = fs::symlink_metadata(target.join(OWNER)).is_ok_and(|m| m.is_file());
-        if target.is_dir() && !is_whole(&target, &binary) && !owned {
+        if target.is_dir() && !is_whole(&target, &marker) && !owned {
             return Err(in_the_way(
                 &target,
                 format!(
@@ -512,8 +534,8 @@ fn move_into_place(
     staging: &Path,
 ) -> Result<Vec<PathBuf>, ToolsError> {
     let dirs = artifact_dirs();
-    for (dir, binary) in &dirs {
-        if !is_whole(&tree.join(dir), binary) {
+    for (dir, marker) in &dirs {
+        if !is_whole(&tree.join(dir), marker) {
             return Err(ToolsError::Missing {
                 reference: reference.to_owned(),
                 dir: dir.clone(),
@@ -522,8 +544,8 @@ fn move_into_place(
     }
     let mut moves = Moves::default();
     let mut installed = Vec::new();
-    for (dir, binary) in dirs {
-        if is_whole(&cache.join(&dir), &binary) {
+    for (dir, marker) in dirs {
+        if is_whole(&cache.join(&dir), &marker) {
             continue;
         }
         let owner = tree.join(&dir).join(OWNER);
@@ -632,9 +654,14 @@ mod tests {
 
     /// A staged tree with every pinned tool directory whole.
     fn staged(tree: &Path) {
-        for (dir, binary) in artifact_dirs() {
-            fs::create_dir_all(tree.join(&dir).join("bin")).unwrap();
-            fs::write(tree.join(&dir).join("bin").join(&binary), "#!/bin/sh\n").unwrap();
+        for (dir, marker) in artifact_dirs() {
+            let marked = tree.join(&dir).join(&marker);
+            if marker.starts_with("bin/") {
+                fs::create_dir_all(marked.parent().unwrap()).unwrap();
+                fs::write(marked, "#!/bin/sh\n").unwrap();
+            } else {
+                fs::create_dir_all(marked).unwrap();
+            }
             fs::write(tree.join(&dir).join(STAMP), "stamp\n").unwrap();
         }
     }

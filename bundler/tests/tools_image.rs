@@ -41,7 +41,17 @@ fn fake_cache(root: &Path) {
         std::fs::write(&binary, format!("#!/bin/sh\necho {}\n", tool.file_name())).unwrap();
         std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
-    for (dir, _) in artifact_dirs() {
+    for (dir, marker) in artifact_dirs() {
+        if !marker.starts_with("bin/") {
+            // A data directory (OpenShift's API kinds): one CRD file in it.
+            let data = root.join(&dir).join(&marker);
+            std::fs::create_dir_all(&data).unwrap();
+            std::fs::write(
+                data.join("routes.crd.yaml"),
+                "kind: CustomResourceDefinition\n",
+            )
+            .unwrap();
+        }
         std::fs::write(root.join(&dir).join(".complete"), "setup stamp\n").unwrap();
     }
     let olm = root.join(
@@ -179,6 +189,14 @@ fn tools_image_is_reproducible_and_installs_whole_tool_directories() {
         .cache_binary()
         .unwrap();
     assert_eq!(tree(&cache)[&etcd].0, 0o755, "binaries stay executable");
+    let openshift = olmpack_envtest::binaries::ToolData::OpenShiftCrds
+        .cache_dir()
+        .unwrap();
+    assert_eq!(
+        tree(&cache)[&openshift.join("routes.crd.yaml")].0,
+        0o644,
+        "OpenShift's API kinds (--platform openshift) come with the tools"
+    );
 
     let again = olmpack(&["tools", "install", "--from", &reference], &cache);
     assert!(again.status.success(), "{}", text(&again));
@@ -423,6 +441,35 @@ fn tools_pack_refuses_an_incomplete_cache() {
         text(&out)
     );
     assert!(!work.path().join("l").exists());
+
+    // A data directory the image carries is checked the same way.
+    let work = tempfile::tempdir().unwrap();
+    let source = work.path().join("source");
+    fake_cache(&source);
+    let crds = source.join(
+        olmpack_envtest::binaries::ToolData::OpenShiftCrds
+            .cache_dir()
+            .unwrap(),
+    );
+    std::fs::remove_dir_all(&crds).unwrap();
+    let out = olmpack(
+        &[
+            "tools",
+            "pack",
+            "--layout",
+            &work.path().join("l").display().to_string(),
+        ],
+        &source,
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!(
+            "{}: not a complete tool directory (no .complete stamp or no crds)",
+            crds.parent().unwrap().display()
+        )),
+        "{}",
+        text(&out)
+    );
 }
 
 /// Every path under `dir`, relative: a directory as `dir`, a symbolic link as `-> target`, a
