@@ -417,59 +417,42 @@ fn tools_install_without_a_known_image_says_how_to_name_one() {
 
 #[test]
 fn tools_pack_refuses_an_incomplete_cache() {
-    let work = tempfile::tempdir().unwrap();
-    let source = work.path().join("source");
-    fake_cache(&source);
-    let etcd_dir = source.join(olmpack_envtest::binaries::Tool::Etcd.cache_dir().unwrap());
-    std::fs::remove_file(etcd_dir.join(".complete")).unwrap();
-    let out = olmpack(
-        &[
-            "tools",
-            "pack",
-            "--layout",
-            &work.path().join("l").display().to_string(),
-        ],
-        &source,
-    );
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(
-        text(&out).contains(&format!(
-            "{}: not a complete tool directory (no .complete stamp or no bin/etcd)",
-            etcd_dir.display()
-        )),
-        "{}",
-        text(&out)
-    );
-    assert!(!work.path().join("l").exists());
-
-    // A data directory the image carries is checked the same way.
-    let work = tempfile::tempdir().unwrap();
-    let source = work.path().join("source");
-    fake_cache(&source);
-    let crds = source.join(
-        olmpack_envtest::binaries::ToolData::OpenShiftCrds
-            .cache_dir()
-            .unwrap(),
-    );
-    std::fs::remove_dir_all(&crds).unwrap();
-    let out = olmpack(
-        &[
-            "tools",
-            "pack",
-            "--layout",
-            &work.path().join("l").display().to_string(),
-        ],
-        &source,
-    );
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(
-        text(&out).contains(&format!(
-            "{}: not a complete tool directory (no .complete stamp or no crds)",
-            crds.parent().unwrap().display()
-        )),
-        "{}",
-        text(&out)
-    );
+    use olmpack_envtest::binaries::{Tool, ToolData};
+    let etcd = Tool::Etcd.cache_dir().unwrap();
+    let openshift = ToolData::OpenShiftCrds.cache_dir().unwrap();
+    // (what is broken, the tool directory named, what it lacks): a tool's stamp, and a data
+    // directory the image carries (OpenShift's API kinds), checked the same way.
+    let table = [
+        (etcd.join(".complete"), etcd.clone(), "bin/etcd"),
+        (
+            openshift.clone(),
+            openshift.parent().unwrap().to_owned(),
+            "crds",
+        ),
+    ];
+    for (broken, dir, marker) in table {
+        let work = tempfile::tempdir().unwrap();
+        let source = work.path().join("source");
+        fake_cache(&source);
+        let broken = source.join(broken);
+        if broken.is_dir() {
+            std::fs::remove_dir_all(&broken).unwrap();
+        } else {
+            std::fs::remove_file(&broken).unwrap();
+        }
+        let layout = work.path().join("l").display().to_string();
+        let out = olmpack(&["tools", "pack", "--layout", &layout], &source);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(
+            text(&out).contains(&format!(
+                "{}: not a complete tool directory (no .complete stamp or no {marker})",
+                source.join(&dir).display()
+            )),
+            "{}",
+            text(&out)
+        );
+        assert!(!work.path().join("l").exists());
+    }
 }
 
 /// Every path under `dir`, relative: a directory as `dir`, a symbolic link as `-> target`, a

@@ -359,6 +359,25 @@ impl OlmEnv {
         Ok(out)
     }
 
+    /// Every object of kind `K` (`what`, plural, for the error) in the operator namespace.
+    async fn operator_namespace_list<K>(&self, what: &str) -> Result<Vec<K>, OlmError>
+    where
+        K: kube::Resource<Scope = kube::core::NamespaceResourceScope, DynamicType = ()>
+            + Clone
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug,
+    {
+        let api: Api<K> = Api::namespaced(self.client(), self.operator_namespace());
+        let action = format!("list the {what} of the operator namespace");
+        let list = self
+            .call(action, || {
+                let api = api.clone();
+                async move { api.list(&ListParams::default()).await }
+            })
+            .await?;
+        Ok(list.items)
+    }
+
     /// The pods refused a node because they select masters, when the node is not one: the
     /// label `node-role.kubernetes.io/master` only OpenShift's nodes carry (Kubernetes
     /// 1.24+ labels its control plane `…/control-plane`).
@@ -368,16 +387,8 @@ impl OlmEnv {
         if is_master || !pods.iter().any(|p| p.contains(UNSCHEDULED)) {
             return Ok(Vec::new());
         }
-        let api: Api<Pod> = Api::namespaced(self.client(), self.operator_namespace());
-        let action = "list the pods of the operator namespace";
-        let list = self
-            .call(action.to_owned(), || {
-                let api = api.clone();
-                async move { api.list(&ListParams::default()).await }
-            })
-            .await?;
         let mut out = Vec::new();
-        for pod in list {
+        for pod in self.operator_namespace_list::<Pod>("pods").await? {
             let name = pod.metadata.name.clone().unwrap_or_default();
             if selects_master(&pod) && pods.iter().any(|p| p.contains(&name)) {
                 out.push(format!(
@@ -395,16 +406,8 @@ impl OlmEnv {
         if pods.is_empty() || self.options().service_ca {
             return Ok(Vec::new());
         }
-        let services: Api<Service> = Api::namespaced(self.client(), self.operator_namespace());
-        let action = "list the Services of the operator namespace";
-        let list = self
-            .call(action.to_owned(), || {
-                let services = services.clone();
-                async move { services.list(&ListParams::default()).await }
-            })
-            .await?;
         let mut out = Vec::new();
-        for service in list {
+        for service in self.operator_namespace_list::<Service>("Services").await? {
             let Some(serving) = service_ca::serving_secret_of(&service.metadata) else {
                 continue;
             };
