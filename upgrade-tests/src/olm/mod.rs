@@ -35,6 +35,7 @@ pub use install::{
     Example, InstallStep, Installed, Outcome, StillSucceeded, Timeouts, read_back_resource,
 };
 pub use webhooks::WebhookCommand;
+pub(crate) use install::place;
 
 use std::path::PathBuf;
 use std::time::Duration;

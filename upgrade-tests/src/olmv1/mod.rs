@@ -31,8 +31,13 @@
 //! Every process is started with its ports on 127.0.0.1 (free ports), its caches and temp
 //! files in the TestEnv's directory, and dies with the [`OlmV1Env`].
 
+mod examples;
+pub mod extension;
+pub mod registry;
 mod start;
 
+pub use extension::{ExtensionSpec, StepEnd};
+pub use registry::LocalRegistry;
 pub use start::{OlmV1Env, is_true};
 
 use std::path::PathBuf;

@@ -141,6 +141,13 @@ impl OlmV1Env {
         )
     }
 
+    /// `Err` when catalogd or operator-controller is no longer running.
+    pub fn check_running(&mut self) -> Result<(), OlmV1Error> {
+        self.catalogd.check_running()?;
+        self.operator_controller.check_running()?;
+        Ok(())
+    }
+
     /// The PIDs of every process this environment started.
     pub fn pids(&self) -> Vec<u32> {
         let mut pids = self.env.pids();
