@@ -13,10 +13,41 @@ use serde::Serialize;
 
 use super::OlmRunError;
 use crate::catalog::load::{LoadOptions, load_dir_with};
-use crate::catalog::model::{Bundle, Model, Package};
+use crate::catalog::model::{Bundle, Channel, Model, Package};
 use crate::catalog::property::{self, Typed};
-use crate::catalog::upgrade::v0_successor;
+use crate::catalog::upgrade::{v0_successor, v1_successor};
 use olmpack_model::upgrade_graph::EdgeKind;
+
+/// Which OLM installs and upgrades the cases.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OlmVersion {
+    /// OLM v0 (olm-operator and catalog-operator): Subscription, InstallPlan, CSV.
+    #[default]
+    V0,
+    /// OLM v1 (catalogd and operator-controller): ClusterCatalog, ClusterExtension.
+    V1,
+}
+
+impl OlmVersion {
+    /// Its name on the command line: `v0` or `v1`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OlmVersion::V0 => "v0",
+            OlmVersion::V1 => "v1",
+        }
+    }
+}
+
+impl std::fmt::Display for OlmVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Choice for OlmVersion {
+    const CHOICES: &'static [(&'static str, Self)] = &[("v0", OlmVersion::V0), ("v1", OlmVersion::V1)];
+}
 
 /// One install (and at most one upgrade) to run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -31,6 +62,8 @@ pub struct Case {
     pub expected: Option<(String, EdgeKind)>,
     /// The OperatorGroup the operator is installed under.
     pub install_mode: InstallModeType,
+    /// The OLM that runs the case; its successor of `from` is `expected`.
+    pub olm: OlmVersion,
 }
 
 impl Case {
@@ -41,8 +74,12 @@ impl Case {
             .as_ref()
             .map(|(to, _)| format!(" → {to}"))
             .unwrap_or_default();
+        let olm = match self.olm {
+            OlmVersion::V0 => String::new(),
+            OlmVersion::V1 => " on OLM v1".to_owned(),
+        };
         format!(
-            "{}{target} [{}] ({})",
+            "{}{target} [{}] ({}){olm}",
             self.from,
             self.channels.join(","),
             self.install_mode
@@ -56,6 +93,34 @@ pub fn load_cases(dir: &Path, package: Option<&str>) -> Result<Vec<Case>, OlmRun
     load_cases_for(dir, package, &[], &crate::input::Limits::default())
 }
 
+/// As [`load_cases_for`], for the OLM `olm`: under OLM v1 each case's upgrade is OLM v1's
+/// successor among the entries of its channels ([`v1_successor`]).
+pub fn load_cases_of(
+    olm: OlmVersion,
+    dir: &Path,
+    package: Option<&str>,
+    modes: &[InstallModeType],
+    limits: &crate::input::Limits,
+) -> Result<Vec<Case>, OlmRunError> {
+    let mut cases = load_cases_for(dir, package, modes, limits)?;
+    if olm == OlmVersion::V1 {
+        let model = load_model(dir, limits)?;
+        for case in &mut cases {
+            let Some(pkg) = model.packages.get(&case.package) else {
+                continue;
+            };
+            let channels: Vec<&Channel> = case
+                .channels
+                .iter()
+                .filter_map(|c| pkg.channels.get(c))
+                .collect();
+            case.expected = v1_successor(pkg, &channels, &case.from).map(|s| (s.to, s.via));
+            case.olm = OlmVersion::V1;
+        }
+    }
+    Ok(cases)
+}
+
 /// As [`load_cases`], with one case per entry and per mode of `modes` (all cases in the
 /// preferred mode when `modes` is empty). A mode the bundle does not support still gets its
 /// case: OLM's refusal is the verdict.
@@ -65,6 +130,25 @@ pub fn load_cases_for(
     modes: &[InstallModeType],
     limits: &crate::input::Limits,
 ) -> Result<Vec<Case>, OlmRunError> {
+    let model = load_model(dir, limits)?;
+    if let Some(name) = package
+        && !model.packages.contains_key(name)
+    {
+        return Err(OlmRunError::NoPackage {
+            dir: dir.to_owned(),
+            package: name.to_owned(),
+        });
+    }
+    Ok(model
+        .packages
+        .values()
+        .filter(|p| package.is_none_or(|name| p.name == name))
+        .flat_map(|p| plan_cases(p, modes))
+        .collect())
+}
+
+/// The catalog of `dir` as a model; `Err` when it does not load or fails validation.
+fn load_model(dir: &Path, limits: &crate::input::Limits) -> Result<Model, OlmRunError> {
     let options = LoadOptions {
         limits: *limits,
         ..LoadOptions::default()
@@ -83,20 +167,7 @@ pub fn load_cases_for(
             first: first.message.clone(),
         });
     }
-    if let Some(name) = package
-        && !model.packages.contains_key(name)
-    {
-        return Err(OlmRunError::NoPackage {
-            dir: dir.to_owned(),
-            package: name.to_owned(),
-        });
-    }
-    Ok(model
-        .packages
-        .values()
-        .filter(|p| package.is_none_or(|name| p.name == name))
-        .flat_map(|p| plan_cases(p, modes))
-        .collect())
+    Ok(model)
 }
 
 /// The cases of one package (module docs), channels sharing identical graphs merged.
@@ -141,6 +212,7 @@ pub fn plan_cases(pkg: &Package, modes: &[InstallModeType]) -> Vec<Case> {
                     from: from.to_owned(),
                     expected: v0_successor(pkg, ch, from).map(|s| (s.to, s.via)),
                     install_mode,
+                    olm: OlmVersion::V0,
                 });
             }
         }
