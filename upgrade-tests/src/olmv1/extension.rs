@@ -260,9 +260,11 @@ impl OlmV1Env {
         Ok(StepEnd::TimedOut { conditions: last })
     }
 
-    /// Deletes ClusterExtension `name` and waits until it is gone (OLM v1 uninstalls what it
-    /// installed), then deletes the CRDs in `crds` that are left, and waits until they are
-    /// gone too: the next install starts from a cluster without the operator.
+    /// Deletes ClusterExtension `name` in the foreground and waits until it is gone: the
+    /// garbage collector (kube-controller-manager) has then deleted every object OLM v1 made
+    /// for it (each is owned by it) — the release's objects and OLM v1's record of the release
+    /// (Helm release Secrets in [`super::SYSTEM_NAMESPACE`]); then deletes the CRDs of `crds`
+    /// still there and waits until they are gone: the next install is a fresh install.
     pub async fn uninstall(
         &mut self,
         name: &str,
@@ -273,7 +275,7 @@ impl OlmV1Env {
         let extensions: Api<DynamicObject> =
             Api::all_with(self.client(), &ApiResource::from_gvk(&gvk));
         delete_if_present(
-            extensions.delete(name, &DeleteParams::default()).await,
+            extensions.delete(name, &DeleteParams::foreground()).await,
             || format!("delete ClusterExtension {name}"),
         )?;
         self.wait_gone("ClusterExtension", name, timeout, async |env| {

@@ -2,7 +2,8 @@
 //! a [`crate::control_plane::TestEnv`], installing and upgrading operators by
 //! `ClusterExtension` — without a cluster, a kubelet or a container runtime.
 //!
-//! What runs: etcd and kube-apiserver, OLM v1's CRDs (ClusterCatalog, ClusterExtension) from
+//! What runs: etcd, kube-apiserver and kube-controller-manager (its garbage collector deletes
+//! what a deleted ClusterExtension owned), OLM v1's CRDs (ClusterCatalog, ClusterExtension) from
 //! the same operator-controller version, catalogd and operator-controller as local processes.
 //! What olmpack provides in place of the cluster they expect:
 //! - **In-cluster identity.** Both read their ServiceAccount from

@@ -58,7 +58,13 @@ impl OlmV1Env {
         let catalogd = Tool::Catalogd.path()?;
         let operator_controller = Tool::OperatorController.path()?;
         let crds = ToolData::OlmV1Crds.path()?;
-        let env = TestEnv::start_with(TestEnvOptions::default()).await?;
+        // With the garbage collector, as in a cluster: a deleted ClusterExtension's objects
+        // (each owned by it) go with it.
+        let env = TestEnv::start_with(TestEnvOptions {
+            controller_manager: true,
+            ..TestEnvOptions::default()
+        })
+        .await?;
         install_crds(&env, &crds).await?;
         let client = env.client();
         create(
