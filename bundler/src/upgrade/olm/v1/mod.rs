@@ -55,6 +55,8 @@ pub async fn run(
     cases: &[Case],
     options: &RunOptions,
 ) -> Result<Vec<CaseReport>, OlmRunError> {
+    // The registry client needs one, whoever calls (the binary installs it too).
+    crate::install_crypto_provider();
     let registry = LocalRegistry::start().await?;
     let started = Instant::now();
     let served = serve::serve(catalog, &registry, &options.limits).await?;

@@ -1,0 +1,240 @@
+//! `olmpack upgrade olm --olm v1` on the reference operator's catalog (catalog/ at the
+//! repository root): the real OLM v1 (catalogd and operator-controller at the version
+//! `tools.toml` pins) installs every release by a version-pinned ClusterExtension and upgrades
+//! along every edge OLM v1 takes — each edge passes, in one environment for all cases. Then a
+//! variant of the catalog whose 1.0.1 lowers a CRD `maximum`: OLM v1's CRD upgrade safety
+//! preflight refuses both edges into 1.0.1, and the verdicts quote its words (the library
+//! entry and the command line alike). Without OLM v1's binaries the tests say NOT RUN (a
+//! failure in CI).
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use base64::Engine as _;
+use olmpack::upgrade::olm::{self, CaseReport, OlmVersion, RunOptions, StepLog};
+use olmpack_envtest::binaries::Tool;
+use olmpack_envtest::olm::Outcome;
+use olmpack_model::upgrade::Verdict;
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Whether OLM v1's binaries and the registry are installed; `false` said loudly (a failure
+/// in CI).
+fn olm_v1_installed() -> bool {
+    let missing: Vec<String> = [Tool::Catalogd, Tool::OperatorController, Tool::Registry]
+        .into_iter()
+        .filter_map(|tool| tool.path().err().map(|e| e.to_string()))
+        .collect();
+    if missing.is_empty() {
+        return true;
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "OLM v1 is not installed in CI: {missing:?}"
+    );
+    eprintln!("NOT RUN: OLM v1 is not installed: {missing:?}");
+    false
+}
+
+/// Every case of `catalog` under OLM v1, through the library entry the CLI calls.
+async fn run_v1(catalog: &Path) -> Vec<CaseReport> {
+    let limits = olmpack::input::Limits::default();
+    let cases = olm::load_cases_of(OlmVersion::V1, catalog, None, &[], &limits).unwrap();
+    let options = RunOptions {
+        olm: OlmVersion::V1,
+        steps: StepLog::new(|line| eprintln!("{line}")),
+        ..RunOptions::default()
+    };
+    let started = Instant::now();
+    let reports = olm::run(catalog, &cases, &options).await.unwrap();
+    eprintln!(
+        "olm v1: {} case(s) in {:.1?}",
+        reports.len(),
+        started.elapsed()
+    );
+    for r in &reports {
+        eprintln!("olm v1: {} in {:.1} s", r.name(), r.seconds);
+    }
+    reports
+}
+
+/// `FROM → TO` of each case (`FROM` alone when OLM v1 has no successor).
+fn edges(reports: &[CaseReport]) -> Vec<String> {
+    reports
+        .iter()
+        .map(|r| match &r.case.expected {
+            Some((to, _)) => format!("{} → {to}", r.case.from),
+            None => r.case.from.clone(),
+        })
+        .collect()
+}
+
+const EDGES: [&str; 5] = [
+    "webapp-operator.v0.1.0 → webapp-operator.v0.2.0",
+    "webapp-operator.v0.2.0 → webapp-operator.v0.3.0",
+    "webapp-operator.v0.3.0 → webapp-operator.v1.0.1",
+    "webapp-operator.v1.0.0 → webapp-operator.v1.0.1",
+    "webapp-operator.v1.0.1",
+];
+
+#[tokio::test(flavor = "multi_thread")]
+async fn olm_v1_e2e_cli_every_edge_of_the_reference_catalog_installs_and_upgrades() {
+    if !olm_v1_installed() {
+        return;
+    }
+    let reports = run_v1(&root().join("catalog")).await;
+    assert_eq!(edges(&reports), EDGES);
+    for r in &reports {
+        assert_eq!(r.case.olm, OlmVersion::V1);
+        assert!(r.name().ends_with(" on OLM v1"), "{}", r.name());
+        assert_eq!(r.failures(), [], "{}", r.name());
+        assert_eq!(r.verdict(), Verdict::Passed, "{}", r.name());
+        assert_eq!(
+            r.install.outcome,
+            Outcome::Succeeded {
+                csv: r.case.from.clone()
+            }
+        );
+        // OLM v1's own words on the install.
+        assert!(
+            r.install.observed.iter().any(|o| o
+                .starts_with("OLM v1: Installed=True (Succeeded): Installed bundle 127.0.0.1:")
+                && o.ends_with(" successfully")),
+            "{:?}",
+            r.install.observed
+        );
+        if let Some((to, _)) = &r.case.expected {
+            let step = r.upgrade.as_ref().expect("the upgrade ran");
+            assert_eq!(step.outcome, Outcome::Succeeded { csv: to.clone() });
+            assert_eq!(step.csv.as_deref(), Some(to.as_str()));
+        }
+        assert!(
+            !r.installed.crds.is_empty()
+                && r.installed
+                    .crds
+                    .iter()
+                    .all(|c| c.starts_with("webapps.apps.olmpack.dev/")),
+            "{:?}",
+            r.installed
+        );
+        // The reference operator's webhooks: nothing serves them under OLM v1 here.
+        let not_run = r.not_run().join("\n");
+        assert!(not_run.contains("the bundle declares webhooks"), "{not_run}");
+    }
+}
+
+/// A copy of the reference catalog in `dir` whose `bundle` lowers every `maximum: 100` of its
+/// CRD to 50; returns the catalog directory.
+fn lowered_maximum(dir: &Path, bundle: &str) -> PathBuf {
+    let file = root().join("catalog/webapp-operator/catalog.json");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let mut out = Vec::new();
+    let mut changed = 0;
+    for doc in serde_json::Deserializer::from_str(&text).into_iter::<Value>() {
+        let mut doc = doc.unwrap();
+        if doc["schema"] == "olm.bundle" && doc["name"] == bundle {
+            for p in doc["properties"].as_array_mut().unwrap() {
+                if p["type"] != "olm.bundle.object" {
+                    continue;
+                }
+                let engine = base64::engine::general_purpose::STANDARD;
+                let data = engine.decode(p["value"]["data"].as_str().unwrap()).unwrap();
+                let object = String::from_utf8(data).unwrap();
+                if !object.contains("\"kind\":\"CustomResourceDefinition\"") {
+                    continue;
+                }
+                let lowered = object.replace("\"maximum\":100", "\"maximum\":50");
+                assert_ne!(lowered, object, "no maximum: 100 in the CRD of {bundle}");
+                p["value"]["data"] = Value::from(engine.encode(lowered));
+                changed += 1;
+            }
+        }
+        out.push(serde_json::to_string_pretty(&doc).unwrap());
+    }
+    assert_eq!(changed, 1, "{bundle} has one CRD");
+    let catalog = dir.join("catalog");
+    std::fs::create_dir_all(catalog.join("webapp-operator")).unwrap();
+    std::fs::write(
+        catalog.join("webapp-operator/catalog.json"),
+        out.join("\n") + "\n",
+    )
+    .unwrap();
+    catalog
+}
+
+/// OLM v1's CRD upgrade safety preflight, refusing a lowered maximum of the webapps CRD.
+const PREFLIGHT: &str = "validating upgrade for CRD \"webapps.apps.olmpack.dev\"";
+const LOWERED: &str = "maximum: maximum decreased : 100 -> 50";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn olm_v1_e2e_cli_a_lowered_maximum_is_refused_in_the_preflights_words() {
+    if !olm_v1_installed() {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let catalog = lowered_maximum(work.path(), "webapp-operator.v1.0.1");
+    let reports = run_v1(&catalog).await;
+    assert_eq!(edges(&reports), EDGES);
+    for r in &reports {
+        let into_1_0_1 = r
+            .case
+            .expected
+            .as_ref()
+            .is_some_and(|(to, _)| to == "webapp-operator.v1.0.1");
+        if !into_1_0_1 {
+            assert_eq!(r.verdict(), Verdict::Passed, "{}: {:?}", r.name(), r.failures());
+            continue;
+        }
+        assert_eq!(r.verdict(), Verdict::Refused, "{}", r.name());
+        let step = r.upgrade.as_ref().expect("the upgrade ran");
+        let Outcome::Refused {
+            by,
+            reason,
+            message,
+        } = &step.outcome
+        else {
+            panic!("{}: {:?}", r.name(), step.outcome);
+        };
+        assert_eq!(by, "ClusterExtension olmpack-case");
+        assert_eq!(reason, "Progressing=True (Retrying)");
+        assert!(
+            message.starts_with(
+                "error for resolved bundle \"webapp-operator.v1.0.1\" with version \"1.0.1\": "
+            ) && message.contains(PREFLIGHT)
+                && message.contains(LOWERED),
+            "{message}"
+        );
+        let failures = r.failures();
+        assert!(
+            failures[0].message.contains(PREFLIGHT) && failures[0].message.contains(LOWERED),
+            "{failures:?}"
+        );
+    }
+    // The command line: the same verdicts, exit 1, the preflight's words in the reports.
+    let junit = work.path().join("junit.xml");
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_olmpack"))
+        .args(["upgrade", "olm", "--olm", "v1", "--quiet", "--catalog"])
+        .arg(&catalog)
+        .arg("--junit")
+        .arg(&junit)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert_eq!(run.status.code(), Some(1), "{stdout}\n{stderr}");
+    let refused: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("error[olm]: ") && l.contains(PREFLIGHT) && l.contains(LOWERED))
+        .collect();
+    assert_eq!(refused.len(), 2, "{stderr}");
+    assert!(
+        stdout.contains("5 case(s): 0 passed, 2 failed, 3 passed with checks NOT RUN"),
+        "{stdout}"
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert_eq!(xml.matches("<failure").count(), 2, "{xml}");
+    assert!(xml.contains("maximum decreased : 100 -"), "{xml}");
+}
