@@ -122,7 +122,10 @@ async fn olm_v1_e2e_cli_every_edge_of_the_reference_catalog_installs_and_upgrade
         );
         // The reference operator's webhooks: nothing serves them under OLM v1 here.
         let not_run = r.not_run().join("\n");
-        assert!(not_run.contains("the bundle declares webhooks"), "{not_run}");
+        assert!(
+            not_run.contains("the bundle declares webhooks"),
+            "{not_run}"
+        );
     }
 }
 
@@ -185,7 +188,13 @@ async fn olm_v1_e2e_cli_a_lowered_maximum_is_refused_in_the_preflights_words() {
             .as_ref()
             .is_some_and(|(to, _)| to == "webapp-operator.v1.0.1");
         if !into_1_0_1 {
-            assert_eq!(r.verdict(), Verdict::Passed, "{}: {:?}", r.name(), r.failures());
+            assert_eq!(
+                r.verdict(),
+                Verdict::Passed,
+                "{}: {:?}",
+                r.name(),
+                r.failures()
+            );
             continue;
         }
         assert_eq!(r.verdict(), Verdict::Refused, "{}", r.name());

@@ -31,11 +31,11 @@ pub mod transient;
 pub mod webhooks;
 
 pub use env::{Catalog, OlmEnv, OlmEnvOptions};
+pub(crate) use install::place;
 pub use install::{
     Example, InstallStep, Installed, Outcome, StillSucceeded, Timeouts, read_back_resource,
 };
 pub use webhooks::WebhookCommand;
-pub(crate) use install::place;
 
 use std::path::PathBuf;
 use std::time::Duration;

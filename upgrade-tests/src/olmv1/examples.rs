@@ -144,7 +144,11 @@ impl OlmV1Env {
                 action: format!("list Deployments of {namespace}"),
                 source,
             })?;
-        installed.deployments = listed.items.into_iter().filter_map(|d| d.metadata.name).collect();
+        installed.deployments = listed
+            .items
+            .into_iter()
+            .filter_map(|d| d.metadata.name)
+            .collect();
         installed.crds.sort();
         installed.deployments.sort();
         Ok(installed)

@@ -200,25 +200,33 @@ impl OlmV1Env {
     ) -> Result<Vec<Condition>, OlmV1Error> {
         self.apply(&cluster_catalog(name, image)).await?;
         let (conditions, _) = self
-            .wait_for("ClusterCatalog", name, timeout, |c, _| is_true(c, "Serving"))
+            .wait_for("ClusterCatalog", name, timeout, |c, _| {
+                is_true(c, "Serving")
+            })
             .await?;
         Ok(conditions)
     }
 
     /// Creates `namespace` and ServiceAccount `account` in it (both may exist already).
-    pub async fn prepare_namespace(&self, namespace: &str, account: &str) -> Result<(), OlmV1Error> {
+    pub async fn prepare_namespace(
+        &self,
+        namespace: &str,
+        account: &str,
+    ) -> Result<(), OlmV1Error> {
         let namespaces: Api<Namespace> = Api::all(self.client());
         let object: Namespace =
             serde_json::from_value(json!({"metadata": {"name": namespace}})).unwrap_or_default();
-        create_if_absent(namespaces.create(&PostParams::default(), &object).await, || {
-            format!("create Namespace {namespace}")
-        })?;
+        create_if_absent(
+            namespaces.create(&PostParams::default(), &object).await,
+            || format!("create Namespace {namespace}"),
+        )?;
         let accounts: Api<ServiceAccount> = Api::namespaced(self.client(), namespace);
         let object: ServiceAccount =
             serde_json::from_value(json!({"metadata": {"name": account}})).unwrap_or_default();
-        create_if_absent(accounts.create(&PostParams::default(), &object).await, || {
-            format!("create ServiceAccount {namespace}/{account}")
-        })
+        create_if_absent(
+            accounts.create(&PostParams::default(), &object).await,
+            || format!("create ServiceAccount {namespace}/{account}"),
+        )
     }
 
     /// Pins `spec` to `version`, applies it and waits for OLM v1's verdict (module docs).
@@ -246,7 +254,10 @@ impl OlmV1Env {
                             if *words == r.message && since.elapsed() >= REFUSAL_HOLDS =>
                         {
                             let progressing = r.clone();
-                            return Ok(StepEnd::Refused { progressing, conditions });
+                            return Ok(StepEnd::Refused {
+                                progressing,
+                                conditions,
+                            });
                         }
                         (Some(r), Some((_, words))) if *words == r.message => {}
                         (Some(r), _) => refused_since = Some((Instant::now(), r.message.clone())),
@@ -289,10 +300,13 @@ impl OlmV1Env {
             })?;
             let all = all.clone();
             self.wait_gone("CustomResourceDefinition", crd, timeout, async move |_| {
-                all.get_opt(crd).await.map(|c| c.is_some()).map_err(|source| OlmV1Error::Api {
-                    action: format!("read CustomResourceDefinition {crd}"),
-                    source,
-                })
+                all.get_opt(crd)
+                    .await
+                    .map(|c| c.is_some())
+                    .map_err(|source| OlmV1Error::Api {
+                        action: format!("read CustomResourceDefinition {crd}"),
+                        source,
+                    })
             })
             .await?;
         }
@@ -378,13 +392,21 @@ mod tests {
         assert_eq!(catalog["version"], "1.2.3");
         assert_eq!(catalog["upgradeConstraintPolicy"], "CatalogProvided");
         assert_eq!(catalog["channels"], json!(["stable"]));
-        assert_eq!(catalog["selector"]["matchLabels"][CATALOG_NAME_LABEL], "olmpack");
+        assert_eq!(
+            catalog["selector"]["matchLabels"][CATALOG_NAME_LABEL],
+            "olmpack"
+        );
         assert_eq!(object["spec"]["namespace"], "demo-system");
     }
 
     #[test]
     fn only_a_retrying_or_blocked_progressing_condition_is_a_refusal() {
-        let retrying = condition("Progressing", "True", "Retrying", "validating upgrade for CRD");
+        let retrying = condition(
+            "Progressing",
+            "True",
+            "Retrying",
+            "validating upgrade for CRD",
+        );
         let succeeded = condition("Progressing", "True", "Succeeded", "done");
         assert_eq!(refusal(std::slice::from_ref(&retrying)), Some(&retrying));
         assert_eq!(refusal(&[succeeded]), None);

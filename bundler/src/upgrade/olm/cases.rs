@@ -46,7 +46,8 @@ impl std::fmt::Display for OlmVersion {
 }
 
 impl Choice for OlmVersion {
-    const CHOICES: &'static [(&'static str, Self)] = &[("v0", OlmVersion::V0), ("v1", OlmVersion::V1)];
+    const CHOICES: &'static [(&'static str, Self)] =
+        &[("v0", OlmVersion::V0), ("v1", OlmVersion::V1)];
 }
 
 /// One install (and at most one upgrade) to run.

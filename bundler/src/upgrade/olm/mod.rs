@@ -116,7 +116,7 @@ pub enum OlmRunError {
     Serialize(#[from] crate::catalog::serialize::SerializeError),
     /// Starting or driving OLM v1 (or the registry it pulls from) failed.
     #[error("the OLM v1 test environment failed")]
-    OlmV1(#[from] olmpack_envtest::olmv1::OlmV1Error),
+    OlmV1(#[source] Box<olmpack_envtest::olmv1::OlmV1Error>),
     /// A bundle of the catalog cannot be served to OLM v1 as it is.
     #[error("bundle {bundle}: {problem}")]
     Bundle {
@@ -132,7 +132,7 @@ pub enum OlmRunError {
         what: String,
         /// The image builder's error.
         #[source]
-        source: crate::image::build::BuildError,
+        source: Box<crate::image::build::BuildError>,
     },
     /// Pushing an image OLM v1 pulls to the local registry failed.
     #[error("failed to push {target} for OLM v1")]
@@ -141,8 +141,14 @@ pub enum OlmRunError {
         target: String,
         /// The registry client's error.
         #[source]
-        source: crate::image::push::PushError,
+        source: Box<crate::image::push::PushError>,
     },
+}
+
+impl From<olmpack_envtest::olmv1::OlmV1Error> for OlmRunError {
+    fn from(err: olmpack_envtest::olmv1::OlmV1Error) -> Self {
+        OlmRunError::OlmV1(Box::new(err))
+    }
 }
 
 /// The catalog of `dir` as it is served to OLM, in a temp directory: each bundle's `image`

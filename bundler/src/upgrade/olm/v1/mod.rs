@@ -155,7 +155,9 @@ async fn steps(
     report.install = step(env, &spec, &case.from, from, options).await?;
     report.install_seconds = report.install.elapsed.as_secs_f64();
     let what = describe(&report.install.outcome);
-    options.steps.step(&case, started, format_args!("install: {what}"));
+    options
+        .steps
+        .step(&case, started, format_args!("install: {what}"));
     if !matches!(report.install.outcome, Outcome::Succeeded { .. }) {
         return Ok(());
     }
@@ -165,7 +167,9 @@ async fn steps(
         None => Ok(env.create_examples(alm_examples(from)?, NAMESPACE).await),
     };
     let made = super::examples_line(&report.examples);
-    options.steps.step(&case, started, format_args!("examples: {made}"));
+    options
+        .steps
+        .step(&case, started, format_args!("examples: {made}"));
     let Some((to, _)) = &case.expected else {
         return Ok(());
     };
@@ -173,7 +177,9 @@ async fn steps(
     let next = bundle(served, to)?;
     let upgraded = step(env, &spec, to, next, options).await?;
     let what = describe(&upgraded.outcome);
-    options.steps.step(&case, started, format_args!("upgrade: {what}"));
+    options
+        .steps
+        .step(&case, started, format_args!("upgrade: {what}"));
     let done = matches!(upgraded.outcome, Outcome::Succeeded { .. });
     report.upgrade = Some(upgraded);
     if done {
@@ -201,9 +207,11 @@ async fn read_back(
     }
     report.examples_after = env.read_examples(examples, NAMESPACE).await;
     let line = super::read_back_line(&report.examples_after);
-    options
-        .steps
-        .step(&report.case, started, format_args!("examples after: {line}"));
+    options.steps.step(
+        &report.case,
+        started,
+        format_args!("examples after: {line}"),
+    );
 }
 
 /// OLM v1's step to `name` (at `bundle`'s version), as the report's [`InstallStep`].
@@ -231,7 +239,10 @@ async fn step(
         } => {
             let outcome = Outcome::Refused {
                 by,
-                reason: format!("Progressing={} ({})", progressing.status, progressing.reason),
+                reason: format!(
+                    "Progressing={} ({})",
+                    progressing.status, progressing.reason
+                ),
                 message: progressing.message,
             };
             (Some(name.to_owned()), outcome, conditions)

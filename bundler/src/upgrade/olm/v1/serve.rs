@@ -79,7 +79,7 @@ pub async fn serve(
         let layout = dir.path().join("layouts").join(&bundle.name);
         build_bundle_image(&root, &layout, &build).map_err(|source| OlmRunError::BuildImage {
             what: format!("the bundle image of {}", bundle.name),
-            source,
+            source: Box::new(source),
         })?;
         let repo = format!("{}/{NAMESPACE}/{}-bundle", registry.host(), bundle.package);
         bundle.image = push(&layout, &format!("{repo}:{}", tag(&bundle.name))).await?;
@@ -91,7 +91,7 @@ pub async fn serve(
         .await
         .map_err(|source| OlmRunError::BuildImage {
             what: "the catalog image".to_owned(),
-            source,
+            source: Box::new(source),
         })?;
     let target = format!("{}/{NAMESPACE}/catalog:latest", registry.host());
     let catalog = push(&layout, &target).await?;
@@ -155,7 +155,10 @@ fn write_bundle_dir(
     for (i, object) in objects.iter().enumerate() {
         let kind = object["kind"].as_str().unwrap_or("object").to_lowercase();
         let path = root.join("manifests").join(format!("{i:03}-{kind}.json"));
-        write(&path, &serde_json::to_string_pretty(object).unwrap_or_default())?;
+        write(
+            &path,
+            &serde_json::to_string_pretty(object).unwrap_or_default(),
+        )?;
     }
     let annotations = serde_json::json!({"annotations": {
         "operators.operatorframework.io.bundle.mediatype.v1": "registry+v1",
@@ -165,7 +168,10 @@ fn write_bundle_dir(
         "operators.operatorframework.io.bundle.channels.v1": channels.join(","),
     }});
     let path = root.join("metadata/annotations.yaml");
-    write(&path, &serde_json::to_string_pretty(&annotations).unwrap_or_default())
+    write(
+        &path,
+        &serde_json::to_string_pretty(&annotations).unwrap_or_default(),
+    )
 }
 
 /// The catalog with every bundle naming its pushed image, as one `catalog.json` in `dir`.
@@ -199,7 +205,7 @@ async fn push(layout: &Path, target: &str) -> Result<String, OlmRunError> {
         .await
         .map_err(|source| OlmRunError::PushImage {
             target: target.to_owned(),
-            source,
+            source: Box::new(source),
         })?;
     Ok(report.pinned)
 }
