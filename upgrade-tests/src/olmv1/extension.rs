@@ -25,8 +25,25 @@ use super::{Condition, OlmV1Env, OlmV1Error, is_true};
 pub const API_VERSION: &str = "olm.operatorframework.io/v1";
 /// The label catalogd sets on each ClusterCatalog to its name (catalog selectors match it).
 pub const CATALOG_NAME_LABEL: &str = "olm.operatorframework.io/metadata.name";
-/// The upgrade constraint policy of every pinned ClusterExtension.
-pub const UPGRADE_POLICY: &str = "CatalogProvided";
+/// Which upgrades OLM v1 allows a ClusterExtension (`upgradeConstraintPolicy`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum UpgradePolicy {
+    /// Only along the catalog's edges (`replaces`, `skips`, `olm.skipRange`): olmpack's runs.
+    #[default]
+    CatalogProvided,
+    /// Any version, a downgrade too (the CRD upgrade safety preflight still runs).
+    SelfCertified,
+}
+
+impl UpgradePolicy {
+    /// The value OLM v1 reads.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UpgradePolicy::CatalogProvided => "CatalogProvided",
+            UpgradePolicy::SelfCertified => "SelfCertified",
+        }
+    }
+}
 /// How long a refusal must stand, in the same words, before it is the verdict.
 pub const REFUSAL_HOLDS: Duration = Duration::from_secs(3);
 /// How often OLM v1's objects are read while waiting.
@@ -57,16 +74,17 @@ pub struct ExtensionSpec {
     pub service_account: String,
     /// The ClusterCatalog resolved from (by its name label).
     pub catalog: String,
+    /// Which upgrades OLM v1 may make.
+    pub policy: UpgradePolicy,
 }
 
 impl ExtensionSpec {
-    /// The ClusterExtension pinned to `version`, upgrade constraint policy
-    /// [`UPGRADE_POLICY`].
+    /// The ClusterExtension pinned to `version`, under [`Self::policy`].
     pub fn pinned(&self, version: &str) -> Value {
         let mut catalog = json!({
             "packageName": self.package,
             "version": version,
-            "upgradeConstraintPolicy": UPGRADE_POLICY,
+            "upgradeConstraintPolicy": self.policy.as_str(),
             "selector": {"matchLabels": {CATALOG_NAME_LABEL: self.catalog}},
         });
         if !self.channels.is_empty() {
@@ -386,6 +404,7 @@ mod tests {
             namespace: "demo-system".to_owned(),
             service_account: "demo-installer".to_owned(),
             catalog: "olmpack".to_owned(),
+            policy: UpgradePolicy::CatalogProvided,
         };
         let object = spec.pinned("1.2.3");
         let catalog = &object["spec"]["source"]["catalog"];

@@ -37,7 +37,7 @@ pub mod extension;
 pub mod registry;
 mod start;
 
-pub use extension::{ExtensionSpec, StepEnd};
+pub use extension::{ExtensionSpec, StepEnd, UpgradePolicy};
 pub use registry::LocalRegistry;
 pub use start::{OlmV1Env, is_true};
 

@@ -31,7 +31,7 @@ pub mod serve;
 use std::time::Instant;
 
 use olmpack_envtest::olm::{InstallStep, Outcome};
-use olmpack_envtest::olmv1::{ExtensionSpec, LocalRegistry, OlmV1Env, StepEnd};
+use olmpack_envtest::olmv1::{ExtensionSpec, LocalRegistry, OlmV1Env, StepEnd, UpgradePolicy};
 use olmpack_model::plan::InstallModeType;
 use serde_json::Value;
 
@@ -149,6 +149,7 @@ async fn steps(
         namespace: NAMESPACE.to_owned(),
         service_account: SERVICE_ACCOUNT.to_owned(),
         catalog: CATALOG.to_owned(),
+        policy: UpgradePolicy::CatalogProvided,
     };
     env.prepare_namespace(NAMESPACE, SERVICE_ACCOUNT).await?;
     let from = bundle(served, &case.from)?;
