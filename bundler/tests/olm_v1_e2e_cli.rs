@@ -4,8 +4,8 @@
 //! along every edge OLM v1 takes — each edge passes, in one environment for all cases. Then a
 //! variant of the catalog whose 1.0.1 lowers a CRD `maximum`: OLM v1's CRD upgrade safety
 //! preflight refuses both edges into 1.0.1, and the verdicts quote its words (the library
-//! entry and the command line alike). Without OLM v1's binaries the tests say NOT RUN (a
-//! failure in CI).
+//! entry and the command line alike). Without OLM v1's binaries the live tests say NOT RUN
+//! (a failure in CI). Listing the cases and refusing OLM v0's flags needs no tools.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -246,4 +246,74 @@ async fn olm_v1_e2e_cli_a_lowered_maximum_is_refused_in_the_preflights_words() {
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert_eq!(xml.matches("<failure").count(), 2, "{xml}");
     assert!(xml.contains("maximum decreased : 100 -"), "{xml}");
+}
+
+/// `olmpack upgrade olm` with the arguments given; exit code, stdout and stderr.
+fn olmpack(args: &[&str]) -> (Option<i32>, String, String) {
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_olmpack"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .unwrap();
+    (
+        run.status.code(),
+        String::from_utf8_lossy(&run.stdout).into_owned(),
+        String::from_utf8_lossy(&run.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn olm_v1_e2e_cli_lists_olm_v1s_cases_and_refuses_flags_of_olm_v0() {
+    // No tools needed: the cases come from the catalog alone.
+    let (code, stdout, stderr) = olmpack(&[
+        "upgrade",
+        "olm",
+        "--olm",
+        "v1",
+        "--catalog",
+        "catalog",
+        "--list",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let listed: Vec<&str> = stdout.lines().collect();
+    let want: Vec<String> = EDGES
+        .iter()
+        .map(|e| format!("webapp-operator\t{e} [candidate,fast,stable] (AllNamespaces) on OLM v1"))
+        .collect();
+    assert_eq!(listed, want);
+    let (code, stdout, stderr) = olmpack(&[
+        "upgrade",
+        "olm",
+        "--olm",
+        "v1",
+        "--catalog",
+        "catalog",
+        "--shard",
+        "2/2",
+        "--list",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stdout.lines().collect::<Vec<_>>(), [&want[1], &want[3]]);
+    for (flags, named) in [
+        (&["--webhook-command", "true"][..], "--webhook-command"),
+        (
+            &["--cluster-crd", "servicemonitors.monitoring.coreos.com"],
+            "--cluster-crd",
+        ),
+        (&["--platform", "openshift"], "--platform openshift"),
+    ] {
+        let mut args = vec!["upgrade", "olm", "--olm", "v1", "--catalog", "catalog"];
+        args.extend(flags);
+        let (code, _, stderr) = olmpack(&args);
+        assert_eq!(code, Some(1), "{flags:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "{named} is for OLM v0 only; `upgrade olm --olm v1` does not take it"
+            )),
+            "{flags:?}: {stderr}"
+        );
+    }
+    let (code, _, stderr) = olmpack(&["upgrade", "olm", "--olm", "v2", "--list"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("possible values: v0, v1"), "{stderr}");
 }
