@@ -60,12 +60,14 @@ impl OlmV1Env {
         let crds = ToolData::OlmV1Crds.path()?;
         // With the garbage collector, as in a cluster: a deleted ClusterExtension's objects
         // (each owned by it) go with it.
-        let env = TestEnv::start_with(TestEnvOptions {
+        let mut env = TestEnv::start_with(TestEnvOptions {
             controller_manager: true,
             ..TestEnvOptions::default()
         })
         .await?;
         install_crds(&env, &crds).await?;
+        // So that its garbage collector watches ClusterExtensions from the start.
+        env.restart_controller_manager().await?;
         let client = env.client();
         create(
             &client,
