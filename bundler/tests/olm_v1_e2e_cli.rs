@@ -4,7 +4,8 @@
 //! along every edge OLM v1 takes — each edge passes, in one environment for all cases. Then a
 //! variant of the catalog whose 1.0.1 lowers a CRD `maximum`: OLM v1's CRD upgrade safety
 //! preflight refuses both edges into 1.0.1, and the verdicts quote its words (the library
-//! entry and the command line alike). Without OLM v1's binaries the live tests say NOT RUN
+//! entry and the command line alike, the latter in two shards run at once and merged).
+//! Without OLM v1's binaries the live tests say NOT RUN
 //! (a failure in CI). Listing the cases and refusing OLM v0's flags needs no tools.
 
 use std::path::{Path, PathBuf};
@@ -222,28 +223,56 @@ async fn olm_v1_e2e_cli_a_lowered_maximum_is_refused_in_the_preflights_words() {
             "{failures:?}"
         );
     }
-    // The command line: the same verdicts, exit 1, the preflight's words in the reports.
-    let junit = work.path().join("junit.xml");
-    let run = std::process::Command::new(env!("CARGO_BIN_EXE_olmpack"))
-        .args(["upgrade", "olm", "--olm", "v1", "--quiet", "--catalog"])
-        .arg(&catalog)
-        .arg("--junit")
-        .arg(&junit)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    assert_eq!(run.status.code(), Some(1), "{stdout}\n{stderr}");
-    let refused: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.starts_with("error[olm]: ") && l.contains(PREFLIGHT) && l.contains(LOWERED))
+    // The command line, in two shards merged: the same verdicts, each shard exits 1 with the
+    // preflight's words, and the merged report has both refusals.
+    // (Both shards at once, as two CI jobs would run them.)
+    let shards: Vec<(&str, PathBuf, std::process::Child)> = ["1/2", "2/2"]
+        .into_iter()
+        .map(|shard| {
+            let junit = work.path().join(format!("junit-{}.xml", &shard[..1]));
+            let child = std::process::Command::new(env!("CARGO_BIN_EXE_olmpack"))
+                .args(["upgrade", "olm", "--olm", "v1", "--quiet", "--catalog"])
+                .arg(&catalog)
+                .args(["--shard", shard, "--junit"])
+                .arg(&junit)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            (shard, junit, child)
+        })
         .collect();
-    assert_eq!(refused.len(), 2, "{stderr}");
+    let mut junits = Vec::new();
+    for (shard, junit, child) in shards {
+        let run = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        let stdout = String::from_utf8_lossy(&run.stdout);
+        assert_eq!(run.status.code(), Some(1), "{shard}: {stdout}\n{stderr}");
+        let refused: Vec<&str> = stderr
+            .lines()
+            .filter(|l| {
+                l.starts_with("error[olm]: ") && l.contains(PREFLIGHT) && l.contains(LOWERED)
+            })
+            .collect();
+        assert_eq!(refused.len(), 1, "{shard}: {stderr}");
+        junits.push(junit);
+    }
+    let merged = work.path().join("junit.xml");
+    let mut args = vec![
+        "upgrade",
+        "merge-shards",
+        "--output",
+        merged.to_str().unwrap(),
+    ];
+    args.extend(junits.iter().map(|j| j.to_str().unwrap()));
+    let (code, stdout, stderr) = olmpack(&args);
+    assert_eq!(code, Some(1), "{stdout}\n{stderr}");
     assert!(
-        stdout.contains("5 case(s): 0 passed, 2 failed, 3 passed with checks NOT RUN"),
+        stdout.contains("(all 2 shard(s))")
+            && stdout.contains(": 5 case(s), 2 failed, 0 in error, 3 skipped"),
         "{stdout}"
     );
-    let xml = std::fs::read_to_string(&junit).unwrap();
+    let xml = std::fs::read_to_string(&merged).unwrap();
     assert_eq!(xml.matches("<failure").count(), 2, "{xml}");
     assert!(xml.contains("maximum decreased : 100 -"), "{xml}");
 }
