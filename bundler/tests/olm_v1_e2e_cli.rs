@@ -4,9 +4,10 @@
 //! along every edge OLM v1 takes — each edge passes, in one environment for all cases. Then a
 //! variant of the catalog whose 1.0.1 lowers a CRD `maximum`: OLM v1's CRD upgrade safety
 //! preflight refuses both edges into 1.0.1, and the verdicts quote its words (the library
-//! entry and the command line alike, the latter in two shards run at once and merged).
-//! Without OLM v1's binaries the live tests say NOT RUN
-//! (a failure in CI). Listing the cases and refusing OLM v0's flags needs no tools.
+//! entry and the command line alike, the latter in two shards run at once and merged); in
+//! that variant 0.1.0 has no webhooks, so its examples are created. Without OLM v1's binaries
+//! the live tests say NOT RUN (a failure in CI). Listing the cases and refusing OLM v0's flags
+//! needs no tools.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -130,35 +131,28 @@ async fn olm_v1_e2e_cli_every_edge_of_the_reference_catalog_installs_and_upgrade
     }
 }
 
-/// A copy of the reference catalog in `dir` whose `bundle` lowers every `maximum: 100` of its
-/// CRD to 50; returns the catalog directory.
-fn lowered_maximum(dir: &Path, bundle: &str) -> PathBuf {
+/// A copy of the reference catalog in `dir`, each bundle's manifests (the JSON text of each
+/// `olm.bundle.object`) changed by `edit(bundle, text)`; returns the catalog directory.
+fn variant(dir: &Path, edit: impl Fn(&str, String) -> String) -> PathBuf {
     let file = root().join("catalog/webapp-operator/catalog.json");
     let text = std::fs::read_to_string(&file).unwrap();
+    let engine = base64::engine::general_purpose::STANDARD;
     let mut out = Vec::new();
-    let mut changed = 0;
     for doc in serde_json::Deserializer::from_str(&text).into_iter::<Value>() {
         let mut doc = doc.unwrap();
-        if doc["schema"] == "olm.bundle" && doc["name"] == bundle {
+        let name = doc["name"].as_str().unwrap_or_default().to_owned();
+        if doc["schema"] == "olm.bundle" {
             for p in doc["properties"].as_array_mut().unwrap() {
                 if p["type"] != "olm.bundle.object" {
                     continue;
                 }
-                let engine = base64::engine::general_purpose::STANDARD;
                 let data = engine.decode(p["value"]["data"].as_str().unwrap()).unwrap();
-                let object = String::from_utf8(data).unwrap();
-                if !object.contains("\"kind\":\"CustomResourceDefinition\"") {
-                    continue;
-                }
-                let lowered = object.replace("\"maximum\":100", "\"maximum\":50");
-                assert_ne!(lowered, object, "no maximum: 100 in the CRD of {bundle}");
-                p["value"]["data"] = Value::from(engine.encode(lowered));
-                changed += 1;
+                let edited = edit(&name, String::from_utf8(data).unwrap());
+                p["value"]["data"] = Value::from(engine.encode(edited));
             }
         }
         out.push(serde_json::to_string_pretty(&doc).unwrap());
     }
-    assert_eq!(changed, 1, "{bundle} has one CRD");
     let catalog = dir.join("catalog");
     std::fs::create_dir_all(catalog.join("webapp-operator")).unwrap();
     std::fs::write(
@@ -166,6 +160,34 @@ fn lowered_maximum(dir: &Path, bundle: &str) -> PathBuf {
         out.join("\n") + "\n",
     )
     .unwrap();
+    catalog
+}
+
+/// The reference catalog with 1.0.1's CRD lowering every `maximum: 100` to 50, and 0.1.0
+/// without its (admission) webhooks, so that its examples are created under OLM v1 — and
+/// deleted with the CRD after its case, though the CRD then converts through a webhook.
+fn lowered_maximum(dir: &Path) -> PathBuf {
+    let lowered = std::sync::atomic::AtomicUsize::new(0);
+    let catalog = variant(dir, |bundle, text| {
+        let crd = text.contains("\"kind\":\"CustomResourceDefinition\"");
+        let csv = text.contains("\"kind\":\"ClusterServiceVersion\"");
+        match bundle {
+            "webapp-operator.v1.0.1" if crd => {
+                lowered.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let edited = text.replace("\"maximum\":100", "\"maximum\":50");
+                assert_ne!(edited, text, "no maximum: 100 in the CRD of {bundle}");
+                edited
+            }
+            "webapp-operator.v0.1.0" if csv => {
+                let mut object: Value = serde_json::from_str(&text).unwrap();
+                let spec = object["spec"].as_object_mut().unwrap();
+                assert!(spec.remove("webhookdefinitions").is_some(), "{bundle}");
+                serde_json::to_string(&object).unwrap()
+            }
+            _ => text,
+        }
+    });
+    assert_eq!(lowered.into_inner(), 1, "1.0.1 has one CRD");
     catalog
 }
 
@@ -179,7 +201,7 @@ async fn olm_v1_e2e_cli_a_lowered_maximum_is_refused_in_the_preflights_words() {
         return;
     }
     let work = tempfile::tempdir().unwrap();
-    let catalog = lowered_maximum(work.path(), "webapp-operator.v1.0.1");
+    let catalog = lowered_maximum(work.path());
     let reports = run_v1(&catalog).await;
     assert_eq!(edges(&reports), EDGES);
     for r in &reports {
@@ -188,6 +210,15 @@ async fn olm_v1_e2e_cli_a_lowered_maximum_is_refused_in_the_preflights_words() {
             .expected
             .as_ref()
             .is_some_and(|(to, _)| to == "webapp-operator.v1.0.1");
+        if r.case.from == "webapp-operator.v0.1.0" {
+            // Without webhooks: every example created after the install; 0.2.0 converts
+            // through a webhook nothing serves, so reading them back is not run.
+            let examples = r.examples.as_ref().expect("example checks ran");
+            assert!(!examples.is_empty());
+            assert!(examples.iter().all(|e| e.refused.is_none()), "{examples:?}");
+            let reads = r.reads_not_run.as_deref().unwrap_or_default();
+            assert!(reads.contains("ConversionWebhook"), "{reads}");
+        }
         if !into_1_0_1 {
             assert_eq!(
                 r.verdict(),

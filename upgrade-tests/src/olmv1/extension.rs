@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -289,7 +289,9 @@ impl OlmV1Env {
         Ok(StepEnd::TimedOut { conditions: last })
     }
 
-    /// Deletes ClusterExtension `name` in the foreground and waits until it is gone: the
+    /// Deletes ClusterExtension `name` in the foreground, drops the conversion webhooks of
+    /// `crds` (nothing serves them here, and a CRD could not be deleted with objects it must
+    /// convert), and waits until the ClusterExtension is gone: the
     /// garbage collector (kube-controller-manager) has then deleted every object OLM v1 made
     /// for it (each is owned by it) — the release's objects and OLM v1's record of the release
     /// (Helm release Secrets in [`super::SYSTEM_NAMESPACE`]); then deletes the CRDs of `crds`
@@ -307,7 +309,10 @@ impl OlmV1Env {
             extensions.delete(name, &DeleteParams::foreground()).await,
             || format!("delete ClusterExtension {name}"),
         )?;
+        // Only once the ClusterExtension is being deleted: until then OLM v1 puts back what
+        // it applied.
         self.wait_gone("ClusterExtension", name, timeout, async |env| {
+            env.drop_conversion_webhooks(crds).await?;
             Ok(env.read("ClusterExtension", name).await?.is_some())
         })
         .await?;
@@ -327,6 +332,35 @@ impl OlmV1Env {
                     })
             })
             .await?;
+        }
+        Ok(())
+    }
+
+    /// Sets the conversion of each CRD of `crds` that converts through a webhook to `None`:
+    /// no operator process serves the webhook here, and deleting a CRD deletes its objects,
+    /// which the apiserver cannot list (so the CRD would never go) while a conversion it
+    /// needs fails.
+    async fn drop_conversion_webhooks(&self, crds: &[String]) -> Result<(), OlmV1Error> {
+        let all: Api<CustomResourceDefinition> = Api::all(self.client());
+        let none = json!({"spec": {"conversion": {"strategy": "None", "webhook": null}}});
+        for name in crds {
+            let action =
+                || format!("drop the conversion webhook of CustomResourceDefinition {name}");
+            let found = all.get_opt(name).await.map_err(|source| OlmV1Error::Api {
+                action: action(),
+                source,
+            })?;
+            let webhook = found
+                .and_then(|crd| crd.spec.conversion)
+                .is_some_and(|c| c.strategy == "Webhook");
+            if webhook {
+                let patch = Patch::Merge(&none);
+                // Gone meanwhile: nothing left to drop.
+                delete_if_present(
+                    all.patch(name, &PatchParams::default(), &patch).await,
+                    action,
+                )?;
+            }
         }
         Ok(())
     }
