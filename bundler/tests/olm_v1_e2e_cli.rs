@@ -377,3 +377,28 @@ fn olm_v1_e2e_cli_lists_olm_v1s_cases_and_refuses_flags_of_olm_v0() {
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("possible values: v0, v1"), "{stderr}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn olm_v1_e2e_cli_an_install_mode_olm_v1_cannot_run_is_not_run_and_says_why() {
+    // No tools needed: with no case OLM v1 can run, no environment starts.
+    let catalog = root().join("catalog");
+    let limits = olmpack::input::Limits::default();
+    let modes = [olmpack_model::plan::InstallModeType::OwnNamespace];
+    let cases = olm::load_cases_of(OlmVersion::V1, &catalog, None, &modes, &limits).unwrap();
+    let options = RunOptions {
+        olm: OlmVersion::V1,
+        ..RunOptions::default()
+    };
+    let reports = olm::run(&catalog, &cases, &options).await.unwrap();
+    assert_eq!(reports.len(), EDGES.len());
+    for r in &reports {
+        assert_eq!(r.verdict(), Verdict::NotRun, "{}", r.name());
+        assert_eq!(r.failures(), [], "{}", r.name());
+        let why = r.error().unwrap_or_default();
+        assert!(
+            why.starts_with("not run: OLM v1 installs OwnNamespace operators only with operator-controller's SingleOwnNamespaceInstallSupport feature gate"),
+            "{why}"
+        );
+        assert!(r.upgrade.is_none(), "{}", r.name());
+    }
+}

@@ -24,7 +24,7 @@
 //!   operator's Service, which nothing serves here.
 //! - Install modes other than AllNamespaces need operator-controller's
 //!   `SingleOwnNamespaceInstallSupport` feature gate; such a case is not run, and its report
-//!   says so ([`CaseReport::environment`]).
+//!   says so ([`CaseReport::environment`]); when no case can run, nothing is started.
 
 pub mod serve;
 
@@ -55,6 +55,14 @@ pub async fn run(
     cases: &[Case],
     options: &RunOptions,
 ) -> Result<Vec<CaseReport>, OlmRunError> {
+    if cases
+        .iter()
+        .all(|c| c.install_mode != InstallModeType::AllNamespaces)
+    {
+        // Nothing OLM v1 runs here: no environment to start.
+        let not_run = cases.iter().cloned().map(|c| not_supported(c, options));
+        return Ok(not_run.collect());
+    }
     // The registry client needs one, whoever calls (the binary installs it too).
     crate::install_crypto_provider();
     let registry = LocalRegistry::start().await?;
@@ -88,15 +96,11 @@ async fn run_case(
     case: Case,
     options: &RunOptions,
 ) -> CaseReport {
+    if case.install_mode != InstallModeType::AllNamespaces {
+        return not_supported(case, options);
+    }
     let started = Instant::now();
     let mut report = CaseReport::new(case);
-    if report.case.install_mode != InstallModeType::AllNamespaces {
-        let why = format!(
-            "not run: OLM v1 installs {} operators only with operator-controller's SingleOwnNamespaceInstallSupport feature gate (and a watchNamespace in the ClusterExtension's config); olmpack runs OLM v1 without it",
-            report.case.install_mode
-        );
-        return not_finished(report, why, options, started);
-    }
     let ran = steps(env, served, &mut report, options, started).await;
     let cleaned = uninstall(env, options).await;
     report.seconds = started.elapsed().as_secs_f64();
@@ -111,6 +115,15 @@ async fn run_case(
             not_finished(report, why, options, started)
         }
     }
+}
+
+/// The report of a case in an install mode OLM v1 runs only behind a feature gate: not run.
+fn not_supported(case: Case, options: &RunOptions) -> CaseReport {
+    let why = format!(
+        "not run: OLM v1 installs {} operators only with operator-controller's SingleOwnNamespaceInstallSupport feature gate (and a watchNamespace in the ClusterExtension's config); olmpack runs OLM v1 without it",
+        case.install_mode
+    );
+    not_finished(CaseReport::new(case), why, options, Instant::now())
 }
 
 /// `report` of a case that could not be finished (or run), for `why`: the step under way
