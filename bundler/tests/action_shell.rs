@@ -6,7 +6,8 @@
 //! - `inputs_reach_olmpack_as_a_shell_would_split_them`: multi-line and quoted `command` and
 //!   `args` arrive word for word (nothing dropped after the first line, quotes honoured,
 //!   nothing expanded or run); an empty `command` or an unclosed quote stops the step with
-//!   exit 1 and a message naming the input, before olmpack runs.
+//!   exit 1 and a message naming the input, before olmpack runs; the `olm` input reaches
+//!   `upgrade olm` as `--olm`, and any other command refuses it.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -28,6 +29,7 @@ struct Case {
     command: &'static str,
     args: &'static str,
     webhook: &'static str,
+    olm: &'static str,
     code: i32,
     argv: &'static [&'static str],
     stderr: &'static str,
@@ -39,6 +41,7 @@ const CASES: &[Case] = &[
         command: "release",
         args: "--binary target/release/manager\n--registry ghcr.io/acme\n--sign-key cosign.key\n",
         webhook: "",
+        olm: "",
         code: 0,
         argv: &[
             "release",
@@ -60,6 +63,7 @@ const CASES: &[Case] = &[
         command: "release",
         args: "--label 'team=a b' --label \"note=say \\\"hi\\\" \\$x\" # why\n--registry ghcr.io/acme\\ x $HOME $(touch pwned) `id` \\\n--dry-run 'it''s' a#b",
         webhook: "",
+        olm: "",
         code: 0,
         argv: &[
             "release",
@@ -88,6 +92,7 @@ const CASES: &[Case] = &[
         command: "generate\n--check",
         args: "--out \"a\nb\"",
         webhook: "",
+        olm: "",
         code: 0,
         argv: &[
             "generate",
@@ -104,6 +109,7 @@ const CASES: &[Case] = &[
         command: "  upgrade   test  ",
         args: "",
         webhook: "mgr --port \"$OLMPACK_WEBHOOK_PORT\"",
+        olm: "",
         code: 0,
         argv: &[
             "upgrade",
@@ -118,10 +124,42 @@ const CASES: &[Case] = &[
         stderr: "",
     },
     Case {
+        name: "upgrade olm with the olm input passed as --olm",
+        command: "upgrade olm",
+        args: "--shard 1/2",
+        webhook: "",
+        olm: "v1",
+        code: 0,
+        argv: &[
+            "upgrade",
+            "olm",
+            "--plan",
+            "olmpack.yaml",
+            "--markdown",
+            "RUNNER_TEMP/olmpack-upgrade-olm.md",
+            "--shard",
+            "1/2",
+            "--olm",
+            "v1",
+        ],
+        stderr: "",
+    },
+    Case {
+        name: "the olm input with another command",
+        command: "upgrade test",
+        args: "",
+        webhook: "",
+        olm: "v1",
+        code: 1,
+        argv: &[],
+        stderr: "olmpack action: input `olm` is for `upgrade olm` only, not `upgrade test`; nothing was run\n",
+    },
+    Case {
         name: "empty command",
         command: " \n ",
         args: "--dry-run",
         webhook: "",
+        olm: "",
         code: 1,
         argv: &[],
         stderr: "olmpack action: input `command` is empty; give the olmpack command to run, e.g. `release` or `generate --check`\n",
@@ -131,6 +169,7 @@ const CASES: &[Case] = &[
         command: "release",
         args: "--label \"oops\n--sign-key cosign.key",
         webhook: "",
+        olm: "",
         code: 1,
         argv: &[],
         stderr: "olmpack action: input `args` has a \" quote that is never closed; nothing was run\n",
@@ -140,6 +179,7 @@ const CASES: &[Case] = &[
         command: "release 'x",
         args: "",
         webhook: "",
+        olm: "",
         code: 1,
         argv: &[],
         stderr: "olmpack action: input `command` has a ' quote that is never closed; nothing was run\n",
@@ -175,6 +215,7 @@ fn run_step(dir: &Path, script: &str, case: &Case) -> (i32, Vec<String>, String)
         .env("OLMPACK_ARGS", case.args)
         .env("OLMPACK_TOOLS_IMAGE", "")
         .env("OLMPACK_ACTION_WEBHOOK_COMMAND", case.webhook)
+        .env("OLMPACK_ACTION_OLM", case.olm)
         .output()
         .unwrap();
     let argv = std::fs::read(&argv_file).unwrap_or_default();
@@ -202,7 +243,14 @@ fn inputs_reach_olmpack_as_a_shell_would_split_them() {
             "{}",
             case.name
         );
-        assert_eq!(argv, case.argv, "{}", case.name);
+        // `RUNNER_TEMP` in an expected word stands for the runner's temp directory.
+        let temp = dir.path().display().to_string();
+        let want: Vec<String> = case
+            .argv
+            .iter()
+            .map(|w| w.replace("RUNNER_TEMP", &temp))
+            .collect();
+        assert_eq!(argv, want, "{}", case.name);
         assert!(!dir.path().join("pwned").exists(), "{}", case.name);
     }
 }

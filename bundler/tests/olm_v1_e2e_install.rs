@@ -14,7 +14,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use olmpack_envtest::binaries::Tool;
-use olmpack_envtest::olmv1::{Condition, OlmV1Env, is_true};
+use olmpack_envtest::olmv1::{Condition, ExtensionSpec, OlmV1Env, StepEnd, UpgradePolicy};
 use olmpack_testkit::registry::{Registry, RegistryAuth};
 use release_support::{example_project, ok, olmpack, operator_binary};
 use serde_json::Value;
@@ -74,39 +74,49 @@ fn shown(conditions: &[Condition]) -> String {
         .collect::<String>()
 }
 
-/// Whether OLM v1's conditions are about the object's current spec (every condition's
-/// `observedGeneration` is `metadata.generation`).
-fn observed(body: &Value) -> bool {
-    let generation = &body["metadata"]["generation"];
-    body["status"]["conditions"].as_array().is_some_and(|all| {
-        !all.is_empty() && all.iter().all(|c| &c["observedGeneration"] == generation)
-    })
+/// What the release's ClusterExtension installs, resolved from the ClusterCatalog named
+/// `catalog` under `policy`.
+fn spec(manifests: &[Value], catalog: &str, policy: UpgradePolicy) -> ExtensionSpec {
+    let extension = kind(manifests, "ClusterExtension");
+    let text = |v: &Value| v.as_str().unwrap().to_owned();
+    let source = &extension["spec"]["source"]["catalog"];
+    ExtensionSpec {
+        name: text(&extension["metadata"]["name"]),
+        package: text(&source["packageName"]),
+        channels: source["channels"]
+            .as_array()
+            .map(|c| c.iter().map(text).collect())
+            .unwrap_or_default(),
+        namespace: text(&extension["spec"]["namespace"]),
+        service_account: text(&extension["spec"]["serviceAccount"]["name"]),
+        catalog: catalog.to_owned(),
+        policy,
+    }
 }
 
-/// Pins the ClusterExtension to `version`, applies it and waits until OLM v1 says it
-/// installed that version; returns OLM v1's conditions.
-async fn install_version(olm: &mut OlmV1Env, extension: &Value, version: &str) -> Vec<Condition> {
-    let mut pinned = extension.clone();
-    pinned["spec"]["source"]["catalog"]["version"] = Value::from(version);
-    olm.apply(&pinned).await.unwrap();
-    let name = extension["metadata"]["name"].as_str().unwrap();
-    let (conditions, body) = olm
-        .wait_for(
-            "ClusterExtension",
-            name,
-            STEP_TIMEOUT,
-            |conditions, body| {
-                observed(body)
-                    && is_true(conditions, "Installed")
-                    && is_true(conditions, "Progressing")
-                    && conditions
-                        .iter()
-                        .any(|c| c.type_ == "Progressing" && c.reason == "Succeeded")
-                    && body["status"]["install"]["bundle"]["version"] == version
-            },
-        )
+/// The release's ClusterCatalog's name.
+fn released_catalog(manifests: &[Value]) -> String {
+    kind(manifests, "ClusterCatalog")["metadata"]["name"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// Pins the ClusterExtension of `spec` to `version`, applies it and waits until OLM v1 says
+/// it installed that version (olmpack's own step, as `upgrade olm --olm v1` takes it);
+/// returns OLM v1's conditions.
+async fn install_version(
+    olm: &mut OlmV1Env,
+    spec: &ExtensionSpec,
+    version: &str,
+) -> Vec<Condition> {
+    let end = olm
+        .install_version(spec, version, STEP_TIMEOUT)
         .await
-        .unwrap_or_else(|err| panic!("{name} {version}: {err}"));
+        .unwrap();
+    let StepEnd::Installed { bundle, conditions } = end else {
+        panic!("{} {version}: {end:?}\n{}", spec.name, olm.log_tails());
+    };
     assert!(
         conditions.iter().any(|c| c.type_ == "Installed"
             && c.reason == "Succeeded"
@@ -115,11 +125,7 @@ async fn install_version(olm: &mut OlmV1Env, extension: &Value, version: &str) -
         "{}",
         shown(&conditions)
     );
-    eprintln!(
-        "olm v1: {name} at {}:\n{}",
-        body["status"]["install"]["bundle"]["name"],
-        shown(&conditions)
-    );
+    eprintln!("olm v1: {} at {bundle}:\n{}", spec.name, shown(&conditions));
     conditions
 }
 
@@ -139,12 +145,8 @@ async fn released_and_served(
     }
     let catalog = kind(&manifests, "ClusterCatalog");
     let name = catalog["metadata"]["name"].as_str().unwrap();
-    let (served, _) = olm
-        .wait_for("ClusterCatalog", name, STEP_TIMEOUT, |c, _| {
-            is_true(c, "Serving")
-        })
-        .await
-        .unwrap();
+    let image = catalog["spec"]["source"]["image"]["ref"].as_str().unwrap();
+    let served = olm.serve_catalog(name, image, STEP_TIMEOUT).await.unwrap();
     eprintln!("olm v1: {name}:\n{}", shown(&served));
     (olm, manifests, out, up)
 }
@@ -172,14 +174,15 @@ async fn olm_v1_e2e_install_the_reference_operator_installs_and_upgrades_along_i
         image.starts_with(&format!("{}/acme/", registry.host())),
         "install/olm-v1.yaml names the pushed catalog: {image}"
     );
-    let extension = manifests
-        .iter()
-        .find(|d| d["kind"] == "ClusterExtension")
-        .unwrap();
+    let spec = spec(
+        &manifests,
+        &released_catalog(&manifests),
+        UpgradePolicy::CatalogProvided,
+    );
     // The catalog's channel: 1.0.0 → 1.1.0 → 1.1.1 (replaces), each pinned in turn.
     for version in ["1.0.0", "1.1.0", "1.1.1"] {
         let step = Instant::now();
-        install_version(&mut olm, extension, version).await;
+        install_version(&mut olm, &spec, version).await;
         eprintln!("olm v1: {version} in {:.1?}", step.elapsed());
     }
     eprintln!(
@@ -295,7 +298,12 @@ async fn olm_v1_e2e_install_a_crd_change_crdify_refuses_is_refused_live_and_stat
     let registry = Registry::start(RegistryAuth::Anonymous).await.unwrap();
     let work = tempfile::tempdir().unwrap();
     let (mut olm, manifests, out, _) = released_and_served(&registry, work.path()).await;
-    install_version(&mut olm, kind(&manifests, "ClusterExtension"), "1.1.0").await;
+    let released = spec(
+        &manifests,
+        &released_catalog(&manifests),
+        UpgradePolicy::CatalogProvided,
+    );
+    install_version(&mut olm, &released, "1.1.0").await;
 
     // Refused: 1.1.1 lowers `maximum` of spec.replicas (v1) and spec.size (v1alpha1).
     let refused = work.path().join("refused");
@@ -324,10 +332,11 @@ async fn olm_v1_e2e_install_a_crd_change_crdify_refuses_is_refused_live_and_stat
         );
         assert!(text.contains(&finding), "{finding}\n{text}");
     }
-    let name = kind(&manifests, "ClusterExtension")["metadata"]["name"]
-        .as_str()
+    let (_, body) = olm
+        .read("ClusterExtension", &released.name)
+        .await
+        .unwrap()
         .unwrap();
-    let (_, body) = olm.read("ClusterExtension", name).await.unwrap().unwrap();
     assert_eq!(body["status"]["install"]["bundle"]["version"], "1.1.0");
     back_to_1_1_0(&mut olm, &manifests, false).await;
 
@@ -415,30 +424,9 @@ const CHANGES: [Change; 10] = [
 /// returns its name. (One catalog per change: a ClusterExtension selecting it can never
 /// resolve against an earlier change's content.)
 async fn case_catalog(olm: &mut OlmV1Env, manifests: &[Value], case: usize, image: &str) -> String {
-    let mut catalog = kind(manifests, "ClusterCatalog").clone();
-    let name = format!(
-        "{}-change-{case}",
-        catalog["metadata"]["name"].as_str().unwrap()
-    );
-    catalog["metadata"]["name"] = Value::from(name.as_str());
-    catalog["spec"]["source"]["image"]["ref"] = Value::from(image);
-    olm.apply(&catalog).await.unwrap();
-    olm.wait_for("ClusterCatalog", &name, STEP_TIMEOUT, |c, _| {
-        is_true(c, "Serving")
-    })
-    .await
-    .unwrap();
+    let name = format!("{}-change-{case}", released_catalog(manifests));
+    olm.serve_catalog(&name, image, STEP_TIMEOUT).await.unwrap();
     name
-}
-
-/// The ClusterExtension pinned to `version`, selecting the catalog named `catalog`.
-fn pinned(manifests: &[Value], version: &str, catalog: &str) -> Value {
-    let mut extension = kind(manifests, "ClusterExtension").clone();
-    let source = &mut extension["spec"]["source"]["catalog"];
-    source["version"] = Value::from(version);
-    source["selector"]["matchLabels"]["olm.operatorframework.io/metadata.name"] =
-        Value::from(catalog);
-    extension
 }
 
 /// OLM v1's verdict on 1.1.1 from `catalog`, whose 1.1.1 is `bundle`: `Ok(())` when it
@@ -449,43 +437,37 @@ async fn live_verdict(
     catalog: &str,
     bundle: &str,
 ) -> Result<(), String> {
-    let extension = pinned(manifests, "1.1.1", catalog);
-    olm.apply(&extension).await.unwrap();
-    let name = extension["metadata"]["name"].as_str().unwrap();
-    let installed = |c: &[Condition]| {
-        c.iter()
-            .any(|c| c.type_ == "Installed" && c.status == "True" && c.message.contains(bundle))
-    };
-    let refused = |c: &[Condition]| {
-        c.iter()
-            .any(|c| c.type_ == "Progressing" && c.message.contains("validating upgrade for CRD"))
-    };
-    let (conditions, _) = olm
-        .wait_for("ClusterExtension", name, STEP_TIMEOUT, |c, body| {
-            observed(body) && (installed(c) || refused(c))
-        })
+    let spec = spec(manifests, catalog, UpgradePolicy::CatalogProvided);
+    match olm
+        .install_version(&spec, "1.1.1", STEP_TIMEOUT)
         .await
-        .unwrap();
-    if installed(&conditions) {
-        return Ok(());
+        .unwrap()
+    {
+        StepEnd::Installed { conditions, .. } => {
+            assert!(
+                conditions
+                    .iter()
+                    .any(|c| c.type_ == "Installed" && c.message.contains(bundle)),
+                "{}",
+                shown(&conditions)
+            );
+            Ok(())
+        }
+        StepEnd::Refused { progressing, .. } => Err(progressing.to_string()),
+        StepEnd::TimedOut { conditions } => panic!("1.1.1 from {catalog}: {}", shown(&conditions)),
     }
-    let progressing = conditions.iter().find(|c| c.type_ == "Progressing");
-    Err(progressing.map(ToString::to_string).unwrap_or_default())
 }
 
 /// Back to 1.1.0 from the released catalog: pinned again when 1.1.1 was refused; after an
 /// install of 1.1.1, downgraded (`upgradeConstraintPolicy: SelfCertified`, the one policy
 /// that allows it; the preflight still checks the CRD going back).
 async fn back_to_1_1_0(olm: &mut OlmV1Env, manifests: &[Value], installed_1_1_1: bool) {
-    let released = kind(manifests, "ClusterCatalog")["metadata"]["name"]
-        .as_str()
-        .unwrap();
-    let mut extension = pinned(manifests, "1.1.0", released);
-    if installed_1_1_1 {
-        extension["spec"]["source"]["catalog"]["upgradeConstraintPolicy"] =
-            Value::from("SelfCertified");
-    }
-    install_version(olm, &extension, "1.1.0").await;
+    let policy = match installed_1_1_1 {
+        true => UpgradePolicy::SelfCertified,
+        false => UpgradePolicy::CatalogProvided,
+    };
+    let spec = spec(manifests, &released_catalog(manifests), policy);
+    install_version(olm, &spec, "1.1.0").await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -496,7 +478,12 @@ async fn olm_v1_e2e_install_static_and_live_verdicts_agree_on_every_crd_change()
     let registry = Registry::start(RegistryAuth::Anonymous).await.unwrap();
     let work = tempfile::tempdir().unwrap();
     let (mut olm, manifests, out, _) = released_and_served(&registry, work.path()).await;
-    install_version(&mut olm, kind(&manifests, "ClusterExtension"), "1.1.0").await;
+    let released = spec(
+        &manifests,
+        &released_catalog(&manifests),
+        UpgradePolicy::CatalogProvided,
+    );
+    install_version(&mut olm, &released, "1.1.0").await;
     let mut table = vec![
         "| change | upgrade check (olm-v1) | live OLM v1 |".to_owned(),
         "|---|---|---|".to_owned(),

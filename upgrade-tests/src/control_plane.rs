@@ -173,7 +173,8 @@ impl TestEnv {
 
         let controller_manager = match kcm_bin {
             Some(bin) => {
-                Some(start_controller_manager(&bin, path, &kubeconfig, &pki, &client).await?)
+                let keys = (pki.sa_key_file.as_path(), pki.ca_file.as_path());
+                Some(start_controller_manager(&bin, path, &kubeconfig, keys, &client).await?)
             }
             None => None,
         };
@@ -258,6 +259,30 @@ impl TestEnv {
     /// The end of the API server's log, for failure messages.
     pub fn apiserver_log_tail(&self) -> String {
         self.apiserver.log_tail()
+    }
+
+    /// Stops kube-controller-manager, when one runs, and starts it anew: its garbage
+    /// collector then watches every kind served now, the kinds of CRDs installed since the
+    /// environment came up among them (it would otherwise find those only at its next
+    /// discovery resync, every 30 s, and until then not act on their objects' deletion).
+    pub async fn restart_controller_manager(&mut self) -> Result<(), EnvError> {
+        let Some(running) = self.controller_manager.take() else {
+            return Ok(());
+        };
+        drop(running);
+        let bin = Tool::KubeControllerManager.path()?;
+        let path = self.dir.path();
+        let keys = (path.join("sa.key"), path.join("ca.crt"));
+        let kcm = start_controller_manager(
+            &bin,
+            path,
+            &self.kubeconfig,
+            (&keys.0, &keys.1),
+            &self.client,
+        )
+        .await?;
+        self.controller_manager = Some(kcm);
+        Ok(())
     }
 
     /// Creates (or replaces) a CRD and waits until it is established and served.
@@ -417,7 +442,7 @@ async fn start_controller_manager(
     bin: &Path,
     path: &Path,
     kubeconfig: &Path,
-    pki: &Pki,
+    (sa_key_file, ca_file): (&Path, &Path),
     client: &Client,
 ) -> Result<ChildProcess, EnvError> {
     let mut kcm = ChildProcess::start(
@@ -426,8 +451,8 @@ async fn start_controller_manager(
         &[
             format!("--kubeconfig={}", kubeconfig.display()),
             "--controllers=garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller,deployment-controller,replicaset-controller,root-ca-certificate-publisher-controller".to_owned(),
-            format!("--service-account-private-key-file={}", pki.sa_key_file.display()),
-            format!("--root-ca-file={}", pki.ca_file.display()),
+            format!("--service-account-private-key-file={}", sa_key_file.display()),
+            format!("--root-ca-file={}", ca_file.display()),
             "--leader-elect=false".to_owned(),
             "--secure-port=0".to_owned(),
             "--use-service-account-credentials=false".to_owned(),

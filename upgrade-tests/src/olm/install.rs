@@ -804,7 +804,7 @@ impl OlmEnv {
 
 /// Names an example object and puts it where `kubectl create -n NS` would: in `namespace`
 /// when its kind is namespaced (whatever namespace it names), in none when cluster-scoped.
-fn place(object: &mut serde_json::Value, name: &str, namespace: Option<&str>) {
+pub(crate) fn place(object: &mut serde_json::Value, name: &str, namespace: Option<&str>) {
     let metadata = &mut object["metadata"];
     if !metadata.is_object() {
         *metadata = json!({});

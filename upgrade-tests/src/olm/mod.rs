@@ -32,6 +32,7 @@ pub mod transient;
 pub mod webhooks;
 
 pub use env::{Catalog, OlmEnv, OlmEnvOptions};
+pub(crate) use install::place;
 pub use install::{
     Example, InstallStep, Installed, Outcome, StillSucceeded, Timeouts, read_back_resource,
 };

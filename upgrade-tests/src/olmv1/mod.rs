@@ -2,7 +2,8 @@
 //! a [`crate::control_plane::TestEnv`], installing and upgrading operators by
 //! `ClusterExtension` — without a cluster, a kubelet or a container runtime.
 //!
-//! What runs: etcd and kube-apiserver, OLM v1's CRDs (ClusterCatalog, ClusterExtension) from
+//! What runs: etcd, kube-apiserver and kube-controller-manager (its garbage collector deletes
+//! what a deleted ClusterExtension owned), OLM v1's CRDs (ClusterCatalog, ClusterExtension) from
 //! the same operator-controller version, catalogd and operator-controller as local processes.
 //! What olmpack provides in place of the cluster they expect:
 //! - **In-cluster identity.** Both read their ServiceAccount from
@@ -31,8 +32,13 @@
 //! Every process is started with its ports on 127.0.0.1 (free ports), its caches and temp
 //! files in the TestEnv's directory, and dies with the [`OlmV1Env`].
 
+mod examples;
+pub mod extension;
+pub mod registry;
 mod start;
 
+pub use extension::{ExtensionSpec, StepEnd, UpgradePolicy};
+pub use registry::LocalRegistry;
 pub use start::{OlmV1Env, is_true};
 
 use std::path::PathBuf;

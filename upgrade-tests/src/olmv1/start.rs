@@ -58,8 +58,16 @@ impl OlmV1Env {
         let catalogd = Tool::Catalogd.path()?;
         let operator_controller = Tool::OperatorController.path()?;
         let crds = ToolData::OlmV1Crds.path()?;
-        let env = TestEnv::start_with(TestEnvOptions::default()).await?;
+        // With the garbage collector, as in a cluster: a deleted ClusterExtension's objects
+        // (each owned by it) go with it.
+        let mut env = TestEnv::start_with(TestEnvOptions {
+            controller_manager: true,
+            ..TestEnvOptions::default()
+        })
+        .await?;
         install_crds(&env, &crds).await?;
+        // So that its garbage collector watches ClusterExtensions from the start.
+        env.restart_controller_manager().await?;
         let client = env.client();
         create(
             &client,
@@ -139,6 +147,13 @@ impl OlmV1Env {
             self.catalogd.log_tail(),
             self.operator_controller.log_tail()
         )
+    }
+
+    /// `Err` when catalogd or operator-controller is no longer running.
+    pub fn check_running(&mut self) -> Result<(), OlmV1Error> {
+        self.catalogd.check_running()?;
+        self.operator_controller.check_running()?;
+        Ok(())
     }
 
     /// The PIDs of every process this environment started.

@@ -1,4 +1,5 @@
-//! `olmpack upgrade olm`: let the real OLM v0 install and upgrade the catalog's releases.
+//! `olmpack upgrade olm`: let the real OLM (v0, or v1 with `--olm v1`) install and upgrade
+//! the catalog's releases.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -9,7 +10,7 @@ use olmpack::build::{self, BuildError};
 use olmpack::bundle::generate::GenerateError;
 use olmpack::upgrade::olm::CaseReport;
 use olmpack::upgrade::olm::shard::{self, Shard};
-use olmpack::upgrade::olm::{self, RunOptions, StepLog};
+use olmpack::upgrade::olm::{self, OlmVersion, RunOptions, StepLog};
 use olmpack_envtest::olm::{Timeouts, WebhookCommand};
 use olmpack_model::plan::InstallModeType;
 use olmpack_model::upgrade::Verdict;
@@ -29,6 +30,19 @@ pub struct OlmArgs {
     /// Only this package of the catalog.
     #[arg(long)]
     pub package: Option<String>,
+    /// Which OLM installs and upgrades: `v0` (olm-operator and catalog-operator: a
+    /// Subscription per case, InstallPlans approved one by one) or `v1` (catalogd and
+    /// operator-controller at the version olmpack pins: per case a ClusterExtension pinned to
+    /// the starting version, then to OLM v1's successor, upgrade constraint policy
+    /// CatalogProvided). With v1, olmpack builds a bundle image of each bundle's
+    /// `olm.bundle.object` manifests and the catalog image naming them by digest, serves them
+    /// from a registry on 127.0.0.1, and runs the cases one after another in one OLM v1;
+    /// verdicts quote OLM v1's Installed and Progressing conditions (the CRD upgrade safety
+    /// preflight's words when it refuses). Cases in an install mode other than AllNamespaces
+    /// are not run under v1 (OLM v1 needs its SingleOwnNamespaceInstallSupport gate), and
+    /// --webhook-command, --cluster-crd and --platform openshift are v0 only.
+    #[arg(long, value_name = "VERSION", default_value = "v0", value_parser = crate::cli::choice::<OlmVersion>())]
+    pub olm: OlmVersion,
     /// Install under an OperatorGroup of this mode (repeatable: a case per mode and entry).
     /// Default: per case, the first mode the starting bundle supports of AllNamespaces,
     /// OwnNamespace, SingleNamespace (one other namespace), MultiNamespace (two).
@@ -133,7 +147,8 @@ pub fn run(args: OlmArgs, policy: &olmpack::input::Policy) -> CmdResult {
             }
         }
     };
-    let all = olm::load_cases_for(
+    let all = olm::load_cases_of(
+        args.olm,
         &catalog,
         args.package.as_deref(),
         &args.install_modes,
@@ -151,9 +166,12 @@ pub fn run(args: OlmArgs, policy: &olmpack::input::Policy) -> CmdResult {
         return Ok(ExitCode::SUCCESS);
     }
     // What was asked is checked before the tools: a wrong name needs no control plane.
+    refuse_v0_only_flags(&args)?;
     let mut cluster_crds = args.platform.cluster_crds(&limits)?;
     cluster_crds.extend(cluster_crds_of(&args.cluster_crds, &limits)?);
-    crate::cli::tools::ensure(&olmpack::tools::ARTIFACT_TOOLS)?;
+    if args.olm == OlmVersion::V0 {
+        crate::cli::tools::ensure(&olmpack::tools::ARTIFACT_TOOLS)?;
+    }
     let options = RunOptions {
         webhook_command: args.webhook_command.as_deref().map(WebhookCommand::shell),
         timeouts: Timeouts {
@@ -172,22 +190,48 @@ pub fn run(args: OlmArgs, policy: &olmpack::input::Policy) -> CmdResult {
             StepLog::new(|line| eprintln!("{line}"))
         },
         limits,
+        olm: args.olm,
     };
     if !args.quiet {
         let of_shard = args
             .shard
             .map(|shard| format!(" (shard {shard}: of {total})"))
             .unwrap_or_default();
+        let at_once = match args.olm {
+            OlmVersion::V0 => args.jobs.max(1),
+            OlmVersion::V1 => 1,
+        };
         eprintln!(
-            "olmpack upgrade olm: {} case(s){of_shard}, {} at once",
+            "olmpack upgrade olm: {} case(s){of_shard}, {at_once} at once, OLM {}",
             cases.len(),
-            args.jobs.max(1)
+            args.olm
         );
     }
     let runtime = tokio::runtime::Runtime::new()?;
     // The pool's environments stop inside the runtime that started them.
     let reports = runtime.block_on(async move { olm::run(&catalog, &cases, &options).await })?;
     write_reports(&args, &reports)
+}
+
+/// `Err` naming the flag when `--olm v1` is given with a flag only OLM v0 runs with.
+fn refuse_v0_only_flags(args: &OlmArgs) -> Result<(), crate::cli::Invalid> {
+    if args.olm == OlmVersion::V0 {
+        return Ok(());
+    }
+    let given = [
+        ("--webhook-command", args.webhook_command.is_some()),
+        ("--cluster-crd", !args.cluster_crds.is_empty()),
+        (
+            "--platform openshift",
+            args.platform != olmpack::upgrade::olm::platform::Platform::Kubernetes,
+        ),
+    ];
+    match given.into_iter().find(|(_, set)| *set) {
+        Some((flag, _)) => Err(crate::cli::Invalid(format!(
+            "{flag} is for OLM v0 only; `upgrade olm --olm v1` does not take it"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// The CRDs of `--cluster-crd`: each a file, or the name of a CRD olmpack knows.

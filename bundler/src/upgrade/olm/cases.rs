@@ -13,10 +13,42 @@ use serde::Serialize;
 
 use super::OlmRunError;
 use crate::catalog::load::{LoadOptions, load_dir_with};
-use crate::catalog::model::{Bundle, Model, Package};
+use crate::catalog::model::{Bundle, Channel, Model, Package};
 use crate::catalog::property::{self, Typed};
-use crate::catalog::upgrade::{edges_between, v0_successor};
+use crate::catalog::upgrade::{edges_between, v0_successor, v1_successor};
 use olmpack_model::upgrade_graph::EdgeKind;
+
+/// Which OLM installs and upgrades the cases.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OlmVersion {
+    /// OLM v0 (olm-operator and catalog-operator): Subscription, InstallPlan, CSV.
+    #[default]
+    V0,
+    /// OLM v1 (catalogd and operator-controller): ClusterCatalog, ClusterExtension.
+    V1,
+}
+
+impl OlmVersion {
+    /// Its name on the command line: `v0` or `v1`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OlmVersion::V0 => "v0",
+            OlmVersion::V1 => "v1",
+        }
+    }
+}
+
+impl std::fmt::Display for OlmVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Choice for OlmVersion {
+    const CHOICES: &'static [(&'static str, Self)] =
+        &[("v0", OlmVersion::V0), ("v1", OlmVersion::V1)];
+}
 
 /// One install (and at most one upgrade) to run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -36,6 +68,8 @@ pub struct Case {
     /// (bundle name → values), which OpenShift's OLM judges once they are installed.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub max_openshift_versions: BTreeMap<String, Vec<serde_json::Value>>,
+    /// The OLM that runs the case; its successor of `from` is `expected`.
+    pub olm: OlmVersion,
 }
 
 impl Case {
@@ -46,8 +80,12 @@ impl Case {
             .as_ref()
             .map(|(to, _)| format!(" → {to}"))
             .unwrap_or_default();
+        let olm = match self.olm {
+            OlmVersion::V0 => String::new(),
+            OlmVersion::V1 => " on OLM v1".to_owned(),
+        };
         format!(
-            "{}{target} [{}] ({})",
+            "{}{target} [{}] ({}){olm}",
             self.from,
             self.channels.join(","),
             self.install_mode
@@ -61,6 +99,45 @@ pub fn load_cases(dir: &Path, package: Option<&str>) -> Result<Vec<Case>, OlmRun
     load_cases_for(dir, package, &[], &crate::input::Limits::default())
 }
 
+/// As [`load_cases_for`], for the OLM `olm`: under OLM v1 each case's upgrade is OLM v1's
+/// successor among the entries of its channels ([`v1_successor`]).
+pub fn load_cases_of(
+    olm: OlmVersion,
+    dir: &Path,
+    package: Option<&str>,
+    modes: &[InstallModeType],
+    limits: &crate::input::Limits,
+) -> Result<Vec<Case>, OlmRunError> {
+    let mut cases = load_cases_for(dir, package, modes, limits)?;
+    if olm == OlmVersion::V1 {
+        let model = load_model(dir, limits)?;
+        for case in &mut cases {
+            let Some(pkg) = model.packages.get(&case.package) else {
+                continue;
+            };
+            let channels: Vec<&Channel> = case
+                .channels
+                .iter()
+                .filter_map(|c| pkg.channels.get(c))
+                .collect();
+            case.expected = v1_successor(pkg, &channels, &case.from).map(|s| {
+                let mut edges: Vec<EdgeKind> = channels
+                    .iter()
+                    .flat_map(|ch| edges_between(pkg, ch, &case.from, &s.to))
+                    .collect();
+                edges.sort();
+                edges.dedup();
+                (s.to, edges)
+            });
+            let bundles = std::iter::once(case.from.as_str())
+                .chain(case.expected.as_ref().map(|(to, _)| to.as_str()));
+            case.max_openshift_versions = max_openshift_versions(pkg, bundles);
+            case.olm = OlmVersion::V1;
+        }
+    }
+    Ok(cases)
+}
+
 /// As [`load_cases`], with one case per entry and per mode of `modes` (all cases in the
 /// preferred mode when `modes` is empty). A mode the bundle does not support still gets its
 /// case: OLM's refusal is the verdict.
@@ -70,6 +147,25 @@ pub fn load_cases_for(
     modes: &[InstallModeType],
     limits: &crate::input::Limits,
 ) -> Result<Vec<Case>, OlmRunError> {
+    let model = load_model(dir, limits)?;
+    if let Some(name) = package
+        && !model.packages.contains_key(name)
+    {
+        return Err(OlmRunError::NoPackage {
+            dir: dir.to_owned(),
+            package: name.to_owned(),
+        });
+    }
+    Ok(model
+        .packages
+        .values()
+        .filter(|p| package.is_none_or(|name| p.name == name))
+        .flat_map(|p| plan_cases(p, modes))
+        .collect())
+}
+
+/// The catalog of `dir` as a model; `Err` when it does not load or fails validation.
+fn load_model(dir: &Path, limits: &crate::input::Limits) -> Result<Model, OlmRunError> {
     let options = LoadOptions {
         limits: *limits,
         ..LoadOptions::default()
@@ -88,20 +184,7 @@ pub fn load_cases_for(
             first: first.message.clone(),
         });
     }
-    if let Some(name) = package
-        && !model.packages.contains_key(name)
-    {
-        return Err(OlmRunError::NoPackage {
-            dir: dir.to_owned(),
-            package: name.to_owned(),
-        });
-    }
-    Ok(model
-        .packages
-        .values()
-        .filter(|p| package.is_none_or(|name| p.name == name))
-        .flat_map(|p| plan_cases(p, modes))
-        .collect())
+    Ok(model)
 }
 
 /// The cases of one package (module docs), channels sharing identical graphs merged.
@@ -153,6 +236,7 @@ pub fn plan_cases(pkg: &Package, modes: &[InstallModeType]) -> Vec<Case> {
                     expected: expected.clone(),
                     install_mode,
                     max_openshift_versions: max_openshift_versions.clone(),
+                    olm: OlmVersion::V0,
                 });
             }
         }

@@ -48,6 +48,7 @@ mod cases;
 pub mod platform;
 mod report;
 pub mod shard;
+pub mod v1;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -62,7 +63,9 @@ use olmpack_envtest::olm::{
 use olmpack_envtest::{olm::OlmEnv, olm::OlmEnvOptions};
 use olmpack_model::upgrade::Verdict;
 
-pub use cases::{Case, load_cases, load_cases_for, plan_cases, preferred_mode};
+pub use cases::{
+    Case, OlmVersion, load_cases, load_cases_for, load_cases_of, plan_cases, preferred_mode,
+};
 pub use report::{CaseReport, Failure, Party, describe, junit, markdown};
 
 use crate::catalog::load::{LoadOptions, load_dir_with};
@@ -119,6 +122,41 @@ pub enum OlmRunError {
     /// Printing the catalog that `opm serve` gives to OLM failed.
     #[error("failed to serialise the catalog served to OLM")]
     Serialize(#[from] crate::catalog::serialize::SerializeError),
+    /// Starting or driving OLM v1 (or the registry it pulls from) failed.
+    #[error("the OLM v1 test environment failed")]
+    OlmV1(#[source] Box<olmpack_envtest::olmv1::OlmV1Error>),
+    /// A bundle of the catalog cannot be served to OLM v1 as it is.
+    #[error("bundle {bundle}: {problem}")]
+    Bundle {
+        /// The bundle name.
+        bundle: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// Building an image OLM v1 pulls failed.
+    #[error("failed to build {what} served to OLM v1")]
+    BuildImage {
+        /// Which image.
+        what: String,
+        /// The image builder's error.
+        #[source]
+        source: Box<crate::image::build::BuildError>,
+    },
+    /// Pushing an image OLM v1 pulls to the local registry failed.
+    #[error("failed to push {target} for OLM v1")]
+    PushImage {
+        /// Where it was pushed.
+        target: String,
+        /// The registry client's error.
+        #[source]
+        source: Box<crate::image::push::PushError>,
+    },
+}
+
+impl From<olmpack_envtest::olmv1::OlmV1Error> for OlmRunError {
+    fn from(err: olmpack_envtest::olmv1::OlmV1Error) -> Self {
+        OlmRunError::OlmV1(Box::new(err))
+    }
 }
 
 /// The catalog of `dir` as it is served to OLM, in a temp directory: each bundle's `image`
@@ -190,6 +228,8 @@ pub struct RunOptions {
     pub steps: StepLog,
     /// How much of the catalog is read at most (the command line's `--max-*` flags).
     pub limits: crate::input::Limits,
+    /// The OLM that runs the cases ([`v1`] for OLM v1).
+    pub olm: OlmVersion,
 }
 
 impl Default for RunOptions {
@@ -203,6 +243,7 @@ impl Default for RunOptions {
             platform: Platform::Kubernetes,
             steps: StepLog::silent(),
             limits: crate::input::Limits::default(),
+            olm: OlmVersion::V0,
         }
     }
 }
@@ -252,6 +293,11 @@ impl StepLog {
     /// No progress lines.
     pub fn silent() -> Self {
         Self::new(|_| {})
+    }
+
+    /// A line about the run as a whole (not one case's step).
+    fn line(&self, text: &str) {
+        (self.0)(text);
     }
 
     fn step(&self, case: &Case, started: Instant, what: std::fmt::Arguments<'_>) {
@@ -337,12 +383,16 @@ impl std::fmt::Debug for StepLog {
     }
 }
 
-/// Runs every case (up to `options.jobs` at once); reports in case order.
+/// Runs every case (up to `options.jobs` at once; under OLM v1 one after another, see
+/// [`v1`]); reports in case order.
 pub async fn run(
     catalog: &Path,
     cases: &[Case],
     options: &RunOptions,
 ) -> Result<Vec<CaseReport>, OlmRunError> {
+    if options.olm == OlmVersion::V1 {
+        return v1::run(catalog, cases, options).await;
+    }
     let semaphore = std::sync::Arc::new(tokio::sync::Semaphore::new(options.jobs.max(1)));
     let mut tasks = Vec::new();
     for case in cases.iter().cloned() {
@@ -661,6 +711,7 @@ mod tests {
                 ("op.v2".to_owned(), vec![serde_json::json!("4.8")]),
             ]
             .into(),
+            olm: Default::default(),
         };
         let succeeded = |csv: &str| InstallStep {
             csv: Some(csv.into()),

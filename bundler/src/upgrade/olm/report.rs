@@ -399,6 +399,7 @@ mod tests {
             expected: expected.map(|via| ("op.v2".into(), via)),
             install_mode: InstallModeType::AllNamespaces,
             max_openshift_versions: Default::default(),
+            olm: Default::default(),
         }
     }
 

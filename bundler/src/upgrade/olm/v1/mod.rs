@@ -1,0 +1,346 @@
+//! `olmpack upgrade olm --olm v1`: the real OLM v1 (catalogd and operator-controller) installs
+//! each case's starting release by ClusterExtension, pinned to its version, and upgrades
+//! along the edge OLM v1 takes by pinning the next version (upgrade constraint policy
+//! `CatalogProvided`); the verdicts quote OLM v1's conditions.
+//!
+//! Contract:
+//! - The cases are [`super::load_cases_of`]'s for OLM v1: per entry, OLM v1's successor among
+//!   the entries of its channels ([`crate::catalog::upgrade::v1_successor`]).
+//! - Served as OLM v1 needs it ([`serve`]): a bundle image per bundle, built from its
+//!   `olm.bundle.object` manifests, and the catalog naming them by digest, in a registry on
+//!   127.0.0.1; one ClusterCatalog serves that catalog.
+//! - One [`OlmV1Env`] for all cases, one case after another: each installs into the same
+//!   namespace under the same ClusterExtension name, and ends by deleting its
+//!   ClusterExtension (OLM v1 uninstalls the release) and any CRD left, so the next case
+//!   starts from a cluster without the operator.
+//! - A step ends as [`olmpack_envtest::olmv1::StepEnd`] says: installed (`Outcome::Succeeded`
+//!   naming the bundle), refused (`Outcome::Refused` quoting `Progressing`'s reason and
+//!   message, e.g. the CRD upgrade safety preflight's words), or timed out (quoting the last
+//!   conditions). OLM v1's other conditions are kept in the step's `observed` lines.
+//! - Examples: as under OLM v0 on kwok nodes, no operator process runs (OLM v1 creates the
+//!   Deployment; nothing runs its pods), so the `alm-examples` objects are created against
+//!   the CRDs after the install and read back after the upgrade. A bundle that declares
+//!   webhooks gets its example checks "not run" with the reason: OLM v1 wires them to the
+//!   operator's Service, which nothing serves here.
+//! - Install modes other than AllNamespaces need operator-controller's
+//!   `SingleOwnNamespaceInstallSupport` feature gate; such a case is not run, and its report
+//!   says so ([`CaseReport::environment`]); when no case can run, nothing is started.
+
+pub mod serve;
+
+use std::time::Instant;
+
+use olmpack_envtest::olm::{InstallStep, Outcome};
+use olmpack_envtest::olmv1::{ExtensionSpec, LocalRegistry, OlmV1Env, StepEnd, UpgradePolicy};
+use olmpack_model::plan::InstallModeType;
+use serde_json::Value;
+
+use super::{Case, CaseReport, OlmRunError, RunOptions, describe, verdict};
+use serve::{Served, ServedBundle};
+
+/// The ClusterCatalog serving the catalog under test.
+const CATALOG: &str = "olmpack";
+/// The ClusterExtension of every case.
+const EXTENSION: &str = "olmpack-case";
+/// The namespace every case installs into.
+const NAMESPACE: &str = "olmpack-operator";
+/// The ServiceAccount every ClusterExtension names (operator-controller v1.11 ignores it).
+const SERVICE_ACCOUNT: &str = "olmpack-installer";
+
+/// Runs every case under OLM v1, one after another in one environment; reports in case
+/// order. Failing to serve the images or to start OLM v1 is an error; a case the
+/// environment fails in is reported as not finished.
+pub async fn run(
+    catalog: &std::path::Path,
+    cases: &[Case],
+    options: &RunOptions,
+) -> Result<Vec<CaseReport>, OlmRunError> {
+    if cases
+        .iter()
+        .all(|c| c.install_mode != InstallModeType::AllNamespaces)
+    {
+        // Nothing OLM v1 runs here: no environment to start.
+        let not_run = cases.iter().cloned().map(|c| not_supported(c, options));
+        return Ok(not_run.collect());
+    }
+    // The registry client needs one, whoever calls (the binary installs it too).
+    crate::install_crypto_provider();
+    let registry = LocalRegistry::start().await?;
+    let started = Instant::now();
+    let served = serve::serve(catalog, &registry, &options.limits).await?;
+    let images = started.elapsed().as_secs_f64();
+    options.steps.line(&format!(
+        "OLM v1: {} bundle image(s) and the catalog image pushed to {} in {images:.1} s",
+        served.bundles.len(),
+        registry.host()
+    ));
+    let started = Instant::now();
+    let mut env = OlmV1Env::start(&[registry.host()]).await?;
+    env.serve_catalog(CATALOG, &served.catalog, options.timeouts.step)
+        .await?;
+    let up = started.elapsed().as_secs_f64();
+    options.steps.line(&format!(
+        "OLM v1: environment up and ClusterCatalog {CATALOG} serving in {up:.1} s"
+    ));
+    let mut reports = Vec::new();
+    for case in cases {
+        reports.push(run_case(&mut env, &served, case.clone(), options).await);
+    }
+    Ok(reports)
+}
+
+/// One case in `env`, then its release uninstalled; every case gets a report.
+async fn run_case(
+    env: &mut OlmV1Env,
+    served: &Served,
+    case: Case,
+    options: &RunOptions,
+) -> CaseReport {
+    if case.install_mode != InstallModeType::AllNamespaces {
+        return not_supported(case, options);
+    }
+    let started = Instant::now();
+    let mut report = CaseReport::new(case);
+    let ran = steps(env, served, &mut report, options, started).await;
+    let cleaned = uninstall(env, options).await;
+    report.seconds = started.elapsed().as_secs_f64();
+    match ran.and(cleaned) {
+        Ok(()) => {
+            let what = format_args!("done: {}", verdict(&report));
+            options.steps.step(&report.case, started, what);
+            report
+        }
+        Err(err) => {
+            let why = olmpack_envtest::olm::transient::error_chain(&err);
+            not_finished(report, why, options, started)
+        }
+    }
+}
+
+/// The report of a case in an install mode OLM v1 runs only behind a feature gate: not run.
+fn not_supported(case: Case, options: &RunOptions) -> CaseReport {
+    let why = format!(
+        "not run: OLM v1 installs {} operators only with operator-controller's SingleOwnNamespaceInstallSupport feature gate (and a watchNamespace in the ClusterExtension's config); olmpack runs OLM v1 without it",
+        case.install_mode
+    );
+    not_finished(CaseReport::new(case), why, options, Instant::now())
+}
+
+/// `report` of a case that could not be finished (or run), for `why`: the step under way
+/// is unfinished, and [`CaseReport::environment`] says why.
+fn not_finished(
+    mut report: CaseReport,
+    why: String,
+    options: &RunOptions,
+    started: Instant,
+) -> CaseReport {
+    let why = why.split_whitespace().collect::<Vec<_>>().join(" ");
+    let steps = std::iter::once(&mut report.install).chain(report.upgrade.as_mut());
+    for step in steps.filter(|s| matches!(s.outcome, Outcome::Unfinished { .. })) {
+        step.outcome = Outcome::Unfinished { why: why.clone() };
+    }
+    report.environment = Some(why);
+    report.seconds = started.elapsed().as_secs_f64();
+    let what = format_args!("done: {}", verdict(&report));
+    options.steps.step(&report.case, started, what);
+    report
+}
+
+/// The install of `from`, its examples, and the upgrade to OLM v1's successor, if any.
+async fn steps(
+    env: &mut OlmV1Env,
+    served: &Served,
+    report: &mut CaseReport,
+    options: &RunOptions,
+    started: Instant,
+) -> Result<(), OlmRunError> {
+    let case = report.case.clone();
+    let spec = ExtensionSpec {
+        name: EXTENSION.to_owned(),
+        package: case.package.clone(),
+        channels: case.channels.clone(),
+        namespace: NAMESPACE.to_owned(),
+        service_account: SERVICE_ACCOUNT.to_owned(),
+        catalog: CATALOG.to_owned(),
+        policy: UpgradePolicy::CatalogProvided,
+    };
+    env.prepare_namespace(NAMESPACE, SERVICE_ACCOUNT).await?;
+    let from = bundle(served, &case.from)?;
+    report.install = step(env, &spec, &case.from, from, options).await?;
+    report.install_seconds = report.install.elapsed.as_secs_f64();
+    let what = describe(&report.install.outcome);
+    options
+        .steps
+        .step(&case, started, format_args!("install: {what}"));
+    if !matches!(report.install.outcome, Outcome::Succeeded { .. }) {
+        return Ok(());
+    }
+    report.installed = env.installed(NAMESPACE).await?;
+    let examples = match webhooks(from, false) {
+        Some(why) => Err(why),
+        None => Ok(env.create_examples(alm_examples(from)?, NAMESPACE).await),
+    };
+    let made = super::examples_line(&examples);
+    report.examples = Some(examples);
+    options
+        .steps
+        .step(&case, started, format_args!("examples: {made}"));
+    let Some((to, _)) = &case.expected else {
+        return Ok(());
+    };
+    report.upgrade = Some(InstallStep::unfinished());
+    let next = bundle(served, to)?;
+    let upgraded = step(env, &spec, to, next, options).await?;
+    let what = describe(&upgraded.outcome);
+    options
+        .steps
+        .step(&case, started, format_args!("upgrade: {what}"));
+    let done = matches!(upgraded.outcome, Outcome::Succeeded { .. });
+    report.upgrade = Some(upgraded);
+    if done {
+        read_back(env, next, report, options, started).await;
+        report.installed = env.installed(NAMESPACE).await?;
+    }
+    Ok(())
+}
+
+/// Reads the examples back after the upgrade to `next` (not run when `next` converts them
+/// with a webhook nothing serves).
+async fn read_back(
+    env: &OlmV1Env,
+    next: &ServedBundle,
+    report: &mut CaseReport,
+    options: &RunOptions,
+    started: Instant,
+) {
+    let Some(Ok(examples)) = &report.examples else {
+        return;
+    };
+    if let Some(why) = webhooks(next, true) {
+        report.reads_not_run = Some(why);
+        return;
+    }
+    report.examples_after = env.read_examples(examples, NAMESPACE).await;
+    let line = super::read_back_line(&report.examples_after);
+    options.steps.step(
+        &report.case,
+        started,
+        format_args!("examples after: {line}"),
+    );
+}
+
+/// OLM v1's step to `name` (at `bundle`'s version), as the report's [`InstallStep`].
+async fn step(
+    env: &mut OlmV1Env,
+    spec: &ExtensionSpec,
+    name: &str,
+    bundle: &ServedBundle,
+    options: &RunOptions,
+) -> Result<InstallStep, OlmRunError> {
+    let started = Instant::now();
+    let timeout = options.timeouts.step;
+    let end = env.install_version(spec, &bundle.version, timeout).await?;
+    let by = format!("ClusterExtension {}", spec.name);
+    let (csv, outcome, conditions) = match end {
+        StepEnd::Installed { bundle, conditions } => {
+            let outcome = Outcome::Succeeded {
+                csv: bundle.clone(),
+            };
+            (Some(bundle), outcome, conditions)
+        }
+        StepEnd::Refused {
+            progressing,
+            conditions,
+        } => {
+            let outcome = Outcome::Refused {
+                by,
+                reason: format!(
+                    "Progressing={} ({})",
+                    progressing.status, progressing.reason
+                ),
+                message: progressing.message,
+            };
+            (Some(name.to_owned()), outcome, conditions)
+        }
+        StepEnd::TimedOut { conditions } => {
+            let outcome = Outcome::TimedOut {
+                waiting_for: format!("{by} to install {name} (version {})", bundle.version),
+                phase: String::new(),
+                reason: String::new(),
+                message: conditions
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                pods: Vec::new(),
+            };
+            (None, outcome, conditions)
+        }
+    };
+    Ok(InstallStep {
+        csv,
+        outcome,
+        observed: conditions
+            .iter()
+            .filter(|c| c.type_ == "Installed")
+            .map(|c| format!("OLM v1: {c}"))
+            .collect(),
+        elapsed: started.elapsed(),
+    })
+}
+
+/// Deletes the case's ClusterExtension and the CRDs left (module docs).
+async fn uninstall(env: &mut OlmV1Env, options: &RunOptions) -> Result<(), OlmRunError> {
+    let crds = env.operator_crds().await?;
+    env.uninstall(EXTENSION, &crds, options.timeouts.step)
+        .await
+        .map_err(OlmRunError::from)
+}
+
+fn bundle<'a>(served: &'a Served, name: &str) -> Result<&'a ServedBundle, OlmRunError> {
+    served.bundles.get(name).ok_or_else(|| OlmRunError::Bundle {
+        bundle: name.to_owned(),
+        problem: "is a channel entry but no olm.bundle of the catalog".to_owned(),
+    })
+}
+
+/// The CSV among the bundle's manifests.
+fn csv(bundle: &ServedBundle) -> Option<&Value> {
+    bundle
+        .objects
+        .iter()
+        .find(|o| o["kind"] == "ClusterServiceVersion")
+}
+
+/// Why example checks cannot run on `bundle`: it declares webhooks (any, or with
+/// `conversion_only` a conversion webhook), which nothing serves under OLM v1 here.
+fn webhooks(bundle: &ServedBundle, conversion_only: bool) -> Option<String> {
+    let definitions = csv(bundle)?["spec"]["webhookdefinitions"].as_array()?;
+    let declared: Vec<&str> = definitions
+        .iter()
+        .filter(|d| !conversion_only || d["type"] == "ConversionWebhook")
+        .filter_map(|d| d["type"].as_str())
+        .collect();
+    if declared.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "the bundle declares webhooks ({}); OLM v1 wires them to the operator's Service, and no operator process runs under OLM v1 here, so nothing would answer them",
+        declared.join(", ")
+    ))
+}
+
+/// The objects of the bundle CSV's `alm-examples` annotation (none when it has none).
+fn alm_examples(bundle: &ServedBundle) -> Result<Vec<Value>, OlmRunError> {
+    let Some(csv) = csv(bundle) else {
+        return Ok(Vec::new());
+    };
+    let name = csv["metadata"]["name"].as_str().unwrap_or_default();
+    let text = csv["metadata"]["annotations"]["alm-examples"]
+        .as_str()
+        .unwrap_or("[]");
+    serde_json::from_str(text).map_err(|e| OlmRunError::Bundle {
+        bundle: name.to_owned(),
+        problem: format!("metadata.annotations.alm-examples: {e}"),
+    })
+}

@@ -1,0 +1,176 @@
+//! The `alm-examples` objects of an installed bundle under OLM v1, created and read back as
+//! `upgrade olm` does under OLM v0 (a user's `kubectl create -n NS`), and what OLM v1
+//! installed. OLM v1 runs no operator process here (no kubelet), so, as under OLM v0 on kwok
+//! nodes, the objects are checked against the CRDs alone.
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use kube::core::GroupVersionKind;
+use kube::discovery::{self, Scope};
+use serde_json::Value;
+
+use super::{OlmV1Env, OlmV1Error};
+use crate::live::api::apiserver_message;
+use crate::olm::{Example, Installed, place, read_back_resource};
+
+/// OLM v1's own API group (its CRDs are not the operator's).
+const OLM_V1_GROUP: &str = "olm.operatorframework.io";
+
+impl OlmV1Env {
+    /// Creates each of `objects` (a CSV's `alm-examples`): namespaced kinds in `namespace`,
+    /// cluster-scoped ones without; each named `<name>-<version>`. A refusal is recorded
+    /// with the apiserver's words, not returned as an error.
+    pub async fn create_examples(&self, objects: Vec<Value>, namespace: &str) -> Vec<Example> {
+        let mut out = Vec::new();
+        for mut object in objects {
+            let api_version = object["apiVersion"].as_str().unwrap_or_default().to_owned();
+            let kind = object["kind"].as_str().unwrap_or_default().to_owned();
+            let version = api_version.rsplit('/').next().unwrap_or_default();
+            let declared = object["metadata"]["name"]
+                .as_str()
+                .unwrap_or("example")
+                .to_owned();
+            let name = format!("{declared}-{version}");
+            let refused = match self.example_api(&api_version, &kind, namespace).await {
+                Ok((api, ns)) => {
+                    place(&mut object, &name, ns.as_deref());
+                    match serde_json::from_value::<DynamicObject>(object) {
+                        Ok(object) => api
+                            .create(&PostParams::default(), &object)
+                            .await
+                            .err()
+                            .map(|e| apiserver_message(&e)),
+                        Err(e) => Some(format!("not a Kubernetes object: {e}")),
+                    }
+                }
+                Err(e) => Some(e),
+            };
+            out.push(Example {
+                api_version,
+                kind,
+                name,
+                declared,
+                refused,
+            });
+        }
+        out
+    }
+
+    /// Reads every created example back at the apiVersion it was written at, or at a served
+    /// version of its kind when that one is no longer served; `Err` per unreadable example.
+    pub async fn read_examples(
+        &self,
+        examples: &[Example],
+        namespace: &str,
+    ) -> Vec<Result<(), String>> {
+        let mut out = Vec::new();
+        for example in examples.iter().filter(|e| e.refused.is_none()) {
+            let read = match read_back_resource(&self.client(), &example.api_version, &example.kind)
+                .await
+            {
+                Ok((resource, scope)) => {
+                    let api: Api<DynamicObject> = match scope {
+                        Scope::Namespaced => {
+                            Api::namespaced_with(self.client(), namespace, &resource)
+                        }
+                        Scope::Cluster => Api::all_with(self.client(), &resource),
+                    };
+                    api.get(&example.name).await.map(drop).map_err(|e| {
+                        format!(
+                            "{} {} ({}): {}",
+                            example.kind,
+                            example.name,
+                            resource.api_version,
+                            apiserver_message(&e)
+                        )
+                    })
+                }
+                Err(message) => Err(message),
+            };
+            out.push(read);
+        }
+        out
+    }
+
+    async fn example_api(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: &str,
+    ) -> Result<(Api<DynamicObject>, Option<String>), String> {
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        let gvk = GroupVersionKind::gvk(group, version, kind);
+        let (resource, caps) = discovery::pinned_kind(&self.client(), &gvk)
+            .await
+            .map_err(|e| {
+                format!(
+                    "{api_version} {kind} is not served: {}",
+                    apiserver_message(&e)
+                )
+            })?;
+        Ok(match caps.scope {
+            Scope::Namespaced => (
+                Api::namespaced_with(self.client(), namespace, &resource),
+                Some(namespace.to_owned()),
+            ),
+            Scope::Cluster => (Api::all_with(self.client(), &resource), None),
+        })
+    }
+
+    /// The served versions of the CRDs OLM v1 installed (all but its own) and the
+    /// Deployments in `namespace`.
+    pub async fn installed(&self, namespace: &str) -> Result<Installed, OlmV1Error> {
+        let all = ListParams::default();
+        let crds: Api<CustomResourceDefinition> = Api::all(self.client());
+        let listed = crds.list(&all).await.map_err(|source| OlmV1Error::Api {
+            action: "list CustomResourceDefinitions".to_owned(),
+            source,
+        })?;
+        let mut installed = Installed::default();
+        for crd in listed.items.iter().filter(|c| c.spec.group != OLM_V1_GROUP) {
+            let name = crd.metadata.name.clone().unwrap_or_default();
+            installed.crds.extend(
+                crd.spec
+                    .versions
+                    .iter()
+                    .filter(|v| v.served)
+                    .map(|v| format!("{name}/{}", v.name)),
+            );
+        }
+        let deployments: Api<Deployment> = Api::namespaced(self.client(), namespace);
+        let listed = deployments
+            .list(&all)
+            .await
+            .map_err(|source| OlmV1Error::Api {
+                action: format!("list Deployments of {namespace}"),
+                source,
+            })?;
+        installed.deployments = listed
+            .items
+            .into_iter()
+            .filter_map(|d| d.metadata.name)
+            .collect();
+        installed.crds.sort();
+        installed.deployments.sort();
+        Ok(installed)
+    }
+
+    /// The names of the CRDs OLM v1 installed (all but its own).
+    pub async fn operator_crds(&self) -> Result<Vec<String>, OlmV1Error> {
+        let crds: Api<CustomResourceDefinition> = Api::all(self.client());
+        let listed = crds
+            .list(&ListParams::default())
+            .await
+            .map_err(|source| OlmV1Error::Api {
+                action: "list CustomResourceDefinitions".to_owned(),
+                source,
+            })?;
+        Ok(listed
+            .items
+            .into_iter()
+            .filter(|c| c.spec.group != OLM_V1_GROUP)
+            .filter_map(|c| c.metadata.name)
+            .collect())
+    }
+}

@@ -1,0 +1,481 @@
+//! Installing and upgrading an operator under OLM v1 as olmpack drives it: a ClusterCatalog
+//! serving a catalog image, a ClusterExtension pinned to one version at a time (upgrade
+//! constraint policy `CatalogProvided`: OLM v1 moves only along the catalog's edges), and
+//! OLM v1's verdict on each step read from its own conditions.
+//!
+//! A step is installed when the ClusterExtension's conditions are about its current spec
+//! (every `observedGeneration` is `metadata.generation`), `Installed=True` and
+//! `Progressing=True (Succeeded)`, and `status.install.bundle.version` is the pinned version.
+//! It is refused when OLM v1 reports `Progressing` with reason `Retrying` or `Blocked` (a
+//! resolution error, the CRD upgrade safety preflight's refusal, an apply error) and still
+//! does [`REFUSAL_HOLDS`] later with the same words; else it times out.
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{Condition, OlmV1Env, OlmV1Error, is_true};
+
+/// The apiVersion of OLM v1's objects.
+pub const API_VERSION: &str = "olm.operatorframework.io/v1";
+/// The label catalogd sets on each ClusterCatalog to its name (catalog selectors match it).
+pub const CATALOG_NAME_LABEL: &str = "olm.operatorframework.io/metadata.name";
+/// Which upgrades OLM v1 allows a ClusterExtension (`upgradeConstraintPolicy`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum UpgradePolicy {
+    /// Only along the catalog's edges (`replaces`, `skips`, `olm.skipRange`): olmpack's runs.
+    #[default]
+    CatalogProvided,
+    /// Any version, a downgrade too (the CRD upgrade safety preflight still runs).
+    SelfCertified,
+}
+
+impl UpgradePolicy {
+    /// The value OLM v1 reads.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UpgradePolicy::CatalogProvided => "CatalogProvided",
+            UpgradePolicy::SelfCertified => "SelfCertified",
+        }
+    }
+}
+/// How long a refusal must stand, in the same words, before it is the verdict.
+pub const REFUSAL_HOLDS: Duration = Duration::from_secs(3);
+/// How often OLM v1's objects are read while waiting.
+const POLL: Duration = Duration::from_millis(250);
+
+/// A ClusterCatalog named `name` serving the catalog image `image`.
+pub fn cluster_catalog(name: &str, image: &str) -> Value {
+    json!({
+        "apiVersion": API_VERSION,
+        "kind": "ClusterCatalog",
+        "metadata": {"name": name},
+        "spec": {"source": {"type": "Image", "image": {"ref": image}}},
+    })
+}
+
+/// What a ClusterExtension installs: which package, from which catalog, where.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExtensionSpec {
+    /// The ClusterExtension's name.
+    pub name: String,
+    /// The package installed.
+    pub package: String,
+    /// The channels resolved from (all of the package's when empty).
+    pub channels: Vec<String>,
+    /// The namespace the bundle's namespaced objects go to.
+    pub namespace: String,
+    /// The ServiceAccount named in the spec (operator-controller v1.11 ignores it).
+    pub service_account: String,
+    /// The ClusterCatalog resolved from (by its name label).
+    pub catalog: String,
+    /// Which upgrades OLM v1 may make.
+    pub policy: UpgradePolicy,
+}
+
+impl ExtensionSpec {
+    /// The ClusterExtension pinned to `version`, under [`Self::policy`].
+    pub fn pinned(&self, version: &str) -> Value {
+        let mut catalog = json!({
+            "packageName": self.package,
+            "version": version,
+            "upgradeConstraintPolicy": self.policy.as_str(),
+            "selector": {"matchLabels": {CATALOG_NAME_LABEL: self.catalog}},
+        });
+        if !self.channels.is_empty() {
+            catalog["channels"] = json!(self.channels);
+        }
+        json!({
+            "apiVersion": API_VERSION,
+            "kind": "ClusterExtension",
+            "metadata": {"name": self.name},
+            "spec": {
+                "namespace": self.namespace,
+                "serviceAccount": {"name": self.service_account},
+                "source": {"sourceType": "Catalog", "catalog": catalog},
+            },
+        })
+    }
+}
+
+/// How one pinned step ended, in OLM v1's words.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StepEnd {
+    /// OLM v1 installed the bundle `bundle` at the pinned version.
+    Installed {
+        /// The installed bundle's name (`status.install.bundle.name`).
+        bundle: String,
+        /// OLM v1's conditions then.
+        conditions: Vec<Condition>,
+    },
+    /// OLM v1 refused the step; `progressing` is its `Progressing` condition.
+    Refused {
+        /// The `Progressing` condition that says why.
+        progressing: Condition,
+        /// OLM v1's conditions then.
+        conditions: Vec<Condition>,
+    },
+    /// Neither within the timeout; OLM v1's last conditions.
+    TimedOut {
+        /// The conditions last read (empty when none was about the current spec).
+        conditions: Vec<Condition>,
+    },
+}
+
+/// The parts of a ClusterExtension's body a step's verdict reads.
+#[derive(Debug, Default, Deserialize)]
+struct ExtensionBody {
+    #[serde(default)]
+    metadata: Metadata,
+    #[serde(default)]
+    status: ExtensionStatus,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Metadata {
+    #[serde(default)]
+    generation: Option<i64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct ExtensionStatus {
+    #[serde(default)]
+    conditions: Vec<ObservedCondition>,
+    #[serde(default)]
+    install: Option<InstallStatus>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ObservedCondition {
+    #[serde(default)]
+    observed_generation: Option<i64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct InstallStatus {
+    #[serde(default)]
+    bundle: InstalledBundle,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct InstalledBundle {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    version: String,
+}
+
+impl ExtensionBody {
+    fn read(body: &Value) -> Self {
+        serde_json::from_value(body.clone()).unwrap_or_default()
+    }
+
+    /// Whether every condition is about the current spec.
+    fn observed(&self) -> bool {
+        let all = &self.status.conditions;
+        !all.is_empty()
+            && all
+                .iter()
+                .all(|c| c.observed_generation == self.metadata.generation)
+    }
+
+    fn bundle(&self) -> Option<&InstalledBundle> {
+        self.status.install.as_ref().map(|i| &i.bundle)
+    }
+}
+
+/// `Progressing` when it says OLM v1 cannot do the step (reason `Retrying` or `Blocked`).
+fn refusal(conditions: &[Condition]) -> Option<&Condition> {
+    conditions.iter().find(|c| {
+        c.type_ == "Progressing"
+            && matches!(c.reason.as_str(), "Retrying" | "Blocked")
+            && !c.message.is_empty()
+    })
+}
+
+fn installed_at(conditions: &[Condition], body: &ExtensionBody, version: &str) -> bool {
+    is_true(conditions, "Installed")
+        && conditions
+            .iter()
+            .any(|c| c.type_ == "Progressing" && c.status == "True" && c.reason == "Succeeded")
+        && body.bundle().is_some_and(|b| b.version == version)
+}
+
+impl OlmV1Env {
+    /// Applies ClusterCatalog `name` serving `image` and waits until catalogd serves it;
+    /// returns its conditions.
+    pub async fn serve_catalog(
+        &mut self,
+        name: &str,
+        image: &str,
+        timeout: Duration,
+    ) -> Result<Vec<Condition>, OlmV1Error> {
+        self.apply(&cluster_catalog(name, image)).await?;
+        let (conditions, _) = self
+            .wait_for("ClusterCatalog", name, timeout, |c, _| {
+                is_true(c, "Serving")
+            })
+            .await?;
+        Ok(conditions)
+    }
+
+    /// Creates `namespace` and ServiceAccount `account` in it (both may exist already).
+    pub async fn prepare_namespace(
+        &self,
+        namespace: &str,
+        account: &str,
+    ) -> Result<(), OlmV1Error> {
+        let namespaces: Api<Namespace> = Api::all(self.client());
+        let object: Namespace =
+            serde_json::from_value(json!({"metadata": {"name": namespace}})).unwrap_or_default();
+        create_if_absent(
+            namespaces.create(&PostParams::default(), &object).await,
+            || format!("create Namespace {namespace}"),
+        )?;
+        let accounts: Api<ServiceAccount> = Api::namespaced(self.client(), namespace);
+        let object: ServiceAccount =
+            serde_json::from_value(json!({"metadata": {"name": account}})).unwrap_or_default();
+        create_if_absent(
+            accounts.create(&PostParams::default(), &object).await,
+            || format!("create ServiceAccount {namespace}/{account}"),
+        )
+    }
+
+    /// Pins `spec` to `version`, applies it and waits for OLM v1's verdict (module docs).
+    pub async fn install_version(
+        &mut self,
+        spec: &ExtensionSpec,
+        version: &str,
+        timeout: Duration,
+    ) -> Result<StepEnd, OlmV1Error> {
+        self.apply(&spec.pinned(version)).await?;
+        let started = Instant::now();
+        let mut refused_since: Option<(Instant, String)> = None;
+        let mut last = Vec::new();
+        while started.elapsed() < timeout {
+            self.check_running()?;
+            if let Some((conditions, body)) = self.read("ClusterExtension", &spec.name).await? {
+                let typed = ExtensionBody::read(&body);
+                if typed.observed() {
+                    if installed_at(&conditions, &typed, version) {
+                        let bundle = typed.bundle().map(|b| b.name.clone()).unwrap_or_default();
+                        return Ok(StepEnd::Installed { bundle, conditions });
+                    }
+                    match (refusal(&conditions), &refused_since) {
+                        (Some(r), Some((since, words)))
+                            if *words == r.message && since.elapsed() >= REFUSAL_HOLDS =>
+                        {
+                            let progressing = r.clone();
+                            return Ok(StepEnd::Refused {
+                                progressing,
+                                conditions,
+                            });
+                        }
+                        (Some(r), Some((_, words))) if *words == r.message => {}
+                        (Some(r), _) => refused_since = Some((Instant::now(), r.message.clone())),
+                        (None, _) => refused_since = None,
+                    }
+                    last = conditions;
+                }
+            }
+            tokio::time::sleep(POLL).await;
+        }
+        Ok(StepEnd::TimedOut { conditions: last })
+    }
+
+    /// Deletes ClusterExtension `name` in the foreground, drops the conversion webhooks of
+    /// `crds` (nothing serves them here, and a CRD could not be deleted with objects it must
+    /// convert), and waits until the ClusterExtension is gone: the
+    /// garbage collector (kube-controller-manager) has then deleted every object OLM v1 made
+    /// for it (each is owned by it) — the release's objects and OLM v1's record of the release
+    /// (Helm release Secrets in [`super::SYSTEM_NAMESPACE`]); then deletes the CRDs of `crds`
+    /// still there and waits until they are gone: the next install is a fresh install.
+    pub async fn uninstall(
+        &mut self,
+        name: &str,
+        crds: &[String],
+        timeout: Duration,
+    ) -> Result<(), OlmV1Error> {
+        let gvk = GroupVersionKind::gvk("olm.operatorframework.io", "v1", "ClusterExtension");
+        let extensions: Api<DynamicObject> =
+            Api::all_with(self.client(), &ApiResource::from_gvk(&gvk));
+        delete_if_present(
+            extensions.delete(name, &DeleteParams::foreground()).await,
+            || format!("delete ClusterExtension {name}"),
+        )?;
+        // Only once the ClusterExtension is being deleted: until then OLM v1 puts back what
+        // it applied.
+        self.wait_gone("ClusterExtension", name, timeout, async |env| {
+            env.drop_conversion_webhooks(crds).await?;
+            Ok(env.read("ClusterExtension", name).await?.is_some())
+        })
+        .await?;
+        let all: Api<CustomResourceDefinition> = Api::all(self.client());
+        for crd in crds {
+            delete_if_present(all.delete(crd, &DeleteParams::default()).await, || {
+                format!("delete CustomResourceDefinition {crd}")
+            })?;
+            let all = all.clone();
+            self.wait_gone("CustomResourceDefinition", crd, timeout, async move |_| {
+                all.get_opt(crd)
+                    .await
+                    .map(|c| c.is_some())
+                    .map_err(|source| OlmV1Error::Api {
+                        action: format!("read CustomResourceDefinition {crd}"),
+                        source,
+                    })
+            })
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Sets the conversion of each CRD of `crds` that converts through a webhook to `None`:
+    /// no operator process serves the webhook here, and deleting a CRD deletes its objects,
+    /// which the apiserver cannot list (so the CRD would never go) while a conversion it
+    /// needs fails.
+    async fn drop_conversion_webhooks(&self, crds: &[String]) -> Result<(), OlmV1Error> {
+        let all: Api<CustomResourceDefinition> = Api::all(self.client());
+        let none = json!({"spec": {"conversion": {"strategy": "None", "webhook": null}}});
+        for name in crds {
+            let action =
+                || format!("drop the conversion webhook of CustomResourceDefinition {name}");
+            let found = all.get_opt(name).await.map_err(|source| OlmV1Error::Api {
+                action: action(),
+                source,
+            })?;
+            let webhook = found
+                .and_then(|crd| crd.spec.conversion)
+                .is_some_and(|c| c.strategy == "Webhook");
+            if webhook {
+                let patch = Patch::Merge(&none);
+                // Gone meanwhile: nothing left to drop.
+                delete_if_present(
+                    all.patch(name, &PatchParams::default(), &patch).await,
+                    action,
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn wait_gone(
+        &mut self,
+        kind: &str,
+        name: &str,
+        timeout: Duration,
+        present: impl AsyncFn(&Self) -> Result<bool, OlmV1Error>,
+    ) -> Result<(), OlmV1Error> {
+        let started = Instant::now();
+        while present(self).await? {
+            if started.elapsed() > timeout {
+                return Err(OlmV1Error::Timeout {
+                    what: format!("{kind} {name} to be deleted"),
+                    waited: timeout,
+                    last: "still present".to_owned(),
+                    logs: self.log_tails(),
+                });
+            }
+            tokio::time::sleep(POLL).await;
+        }
+        Ok(())
+    }
+}
+
+fn create_if_absent<T>(
+    result: Result<T, kube::Error>,
+    action: impl FnOnce() -> String,
+) -> Result<(), OlmV1Error> {
+    match result {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
+        Err(source) => Err(OlmV1Error::Api {
+            action: action(),
+            source,
+        }),
+    }
+}
+
+fn delete_if_present<T>(
+    result: Result<T, kube::Error>,
+    action: impl FnOnce() -> String,
+) -> Result<(), OlmV1Error> {
+    match result {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        Err(source) => Err(OlmV1Error::Api {
+            action: action(),
+            source,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn condition(type_: &str, status: &str, reason: &str, message: &str) -> Condition {
+        Condition {
+            type_: type_.to_owned(),
+            status: status.to_owned(),
+            reason: reason.to_owned(),
+            message: message.to_owned(),
+        }
+    }
+
+    #[test]
+    fn a_pinned_extension_names_the_version_policy_catalog_and_channels() {
+        let spec = ExtensionSpec {
+            name: "demo".to_owned(),
+            package: "demo-operator".to_owned(),
+            channels: vec!["stable".to_owned()],
+            namespace: "demo-system".to_owned(),
+            service_account: "demo-installer".to_owned(),
+            catalog: "olmpack".to_owned(),
+            policy: UpgradePolicy::CatalogProvided,
+        };
+        let object = spec.pinned("1.2.3");
+        let catalog = &object["spec"]["source"]["catalog"];
+        assert_eq!(catalog["version"], "1.2.3");
+        assert_eq!(catalog["upgradeConstraintPolicy"], "CatalogProvided");
+        assert_eq!(catalog["channels"], json!(["stable"]));
+        assert_eq!(
+            catalog["selector"]["matchLabels"][CATALOG_NAME_LABEL],
+            "olmpack"
+        );
+        assert_eq!(object["spec"]["namespace"], "demo-system");
+    }
+
+    #[test]
+    fn only_a_retrying_or_blocked_progressing_condition_is_a_refusal() {
+        let retrying = condition(
+            "Progressing",
+            "True",
+            "Retrying",
+            "validating upgrade for CRD",
+        );
+        let succeeded = condition("Progressing", "True", "Succeeded", "done");
+        assert_eq!(refusal(std::slice::from_ref(&retrying)), Some(&retrying));
+        assert_eq!(refusal(&[succeeded]), None);
+    }
+
+    #[test]
+    fn conditions_of_an_older_generation_are_not_observed() {
+        let body = ExtensionBody::read(&json!({
+            "metadata": {"generation": 2},
+            "status": {"conditions": [{"observedGeneration": 1}, {"observedGeneration": 2}]},
+        }));
+        assert!(!body.observed());
+        let body = ExtensionBody::read(&json!({
+            "metadata": {"generation": 2},
+            "status": {"conditions": [{"observedGeneration": 2}]},
+        }));
+        assert!(body.observed());
+    }
+}
