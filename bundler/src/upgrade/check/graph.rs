@@ -515,11 +515,11 @@ pub fn check_edge(edge: &Edge, from: &InstalledBundle, to: &InstalledBundle) -> 
         }
     }
     for (name, old, new) in changed_selectors(from, to) {
-        refused_by.insert(Refuser::OlmV0);
+        refused_by.insert(Refuser::BothOlms);
         findings.push(
             Finding::error(
                 "upgrade/deployment-selector",
-                format!("the next release changes the selector of Deployment {name} from {old} to {new}: OLM v0 updates the Deployment in place and kube-apiserver refuses, since spec.selector is immutable (the CSV fails with InstallComponentFailed); rename the Deployment when its selector must change; refused by OLM v0"),
+                format!("the next release changes the selector of Deployment {name} from {old} to {new}: OLM v0 and OLM v1 update the Deployment in place and kube-apiserver refuses, since spec.selector is immutable (OLM v0's CSV fails with InstallComponentFailed, OLM v1's ClusterExtension keeps retrying \"cannot patch\"); rename the Deployment when its selector must change; refused by OLM v0 and OLM v1"),
             )
             .object(format!("{label}: Deployment/{name}"))
             .field("spec.selector"),
@@ -720,7 +720,7 @@ mod tests {
     }
 
     #[test]
-    fn v1beta1_crds_are_compared_and_a_changed_selector_is_refused_by_olm_v0() {
+    fn v1beta1_crds_are_compared_and_a_changed_selector_is_refused_by_both_olms() {
         let old = release(
             serde_json::json!({"matchLabels": {"app": "op"}}),
             "apiextensions.k8s.io/v1beta1",
@@ -750,9 +750,11 @@ mod tests {
             .map(|f| f.rule.as_str())
             .collect();
         assert_eq!(rules, ["upgrade/deployment-selector"]);
+        // Both refuse: the live OLM v1 (keda 2.2.0 -> 2.3.0, olm_v1_e2e_corpus) says
+        // `cannot patch "keda-olm-operator" with kind Deployment: … field is immutable`.
         assert!(result.refused_by_consumer(Consumer::OlmV0));
-        assert!(!result.refused_by_consumer(Consumer::OlmV1));
-        assert!(!result.fails(Consumers::OlmV1) && result.fails(Consumers::All));
-        assert_eq!(result.verdict(), "OLM v0 refuses it, OLM v1 takes it");
+        assert!(result.refused_by_consumer(Consumer::OlmV1));
+        assert!(result.fails(Consumers::OlmV1) && result.fails(Consumers::All));
+        assert_eq!(result.verdict(), "OLM v0 refuses it, OLM v1 refuses it");
     }
 }
