@@ -415,38 +415,16 @@ impl OlmEnv {
     /// Each is named `<name>-<version>` so that examples of one object at several versions
     /// do not collide. A refusal is recorded, not returned as an error.
     pub async fn create_examples(&self, csv: &str) -> Result<Vec<Example>, OlmError> {
+        let namespace = self.namespaces().for_examples(self.install_mode());
         let mut out = Vec::new();
-        for mut object in self.alm_examples(csv).await? {
-            let api_version = object["apiVersion"].as_str().unwrap_or_default().to_owned();
-            let kind = object["kind"].as_str().unwrap_or_default().to_owned();
-            let version = api_version.rsplit('/').next().unwrap_or_default();
-            let declared = object["metadata"]["name"]
-                .as_str()
-                .unwrap_or("example")
-                .to_owned();
-            let name = format!("{declared}-{version}");
-            let refused = match self.example_api(&api_version, &kind).await {
-                Ok((api, namespace)) => {
-                    place(&mut object, &name, namespace);
-                    let object: DynamicObject =
-                        serde_json::from_value(object).map_err(|e| OlmError::Invalid {
-                            path: format!("ClusterServiceVersion {csv}").into(),
-                            message: format!("alm-examples {kind} {name}: {e}"),
-                        })?;
-                    api.create(&PostParams::default(), &object)
-                        .await
-                        .err()
-                        .map(|e| apiserver_message(&e))
-                }
-                Err(e) => Some(e),
-            };
-            out.push(Example {
-                api_version,
-                kind,
-                name,
-                declared,
-                refused,
-            });
+        for object in self.alm_examples(csv).await? {
+            let example = create_example(&self.client(), object, namespace)
+                .await
+                .map_err(|(example, e)| OlmError::Invalid {
+                    path: format!("ClusterServiceVersion {csv}").into(),
+                    message: format!("alm-examples {} {}: {e}", example.kind, example.name),
+                })?;
+            out.push(example);
         }
         Ok(out)
     }
@@ -521,26 +499,6 @@ impl OlmEnv {
             );
             (message, worth_repeating)
         })
-    }
-
-    /// The API of an example's kind, and the namespace its objects go to (`None`:
-    /// cluster-scoped); `Err` when the apiserver does not serve the kind.
-    async fn example_api(
-        &self,
-        api_version: &str,
-        kind: &str,
-    ) -> Result<(Api<DynamicObject>, Option<&str>), String> {
-        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-        let gvk = GroupVersionKind::gvk(group, version, kind);
-        let (resource, caps) = discovery::pinned_kind(&self.client(), &gvk)
-            .await
-            .map_err(|e| {
-                format!(
-                    "{api_version} {kind} is not served: {}",
-                    apiserver_message(&e)
-                )
-            })?;
-        Ok(self.scoped(&resource, caps.scope))
     }
 
     fn scoped(
@@ -802,9 +760,81 @@ impl OlmEnv {
     }
 }
 
+/// Creates one `alm-examples` object as a user would (`kubectl create -n NS`): named
+/// `<name>-<version>` so that examples of one object at several versions do not collide,
+/// a namespaced kind in `namespace` (whatever namespace it names), a cluster-scoped one
+/// without. A refusal (the kind not served, the apiserver's no) is recorded in the
+/// [`Example`]; `Err` only when the object is no Kubernetes object at all, with the example
+/// as it would have been named.
+pub(crate) async fn create_example(
+    client: &kube::Client,
+    mut object: serde_json::Value,
+    namespace: &str,
+) -> Result<Example, (Example, serde_json::Error)> {
+    let api_version = object["apiVersion"].as_str().unwrap_or_default().to_owned();
+    let kind = object["kind"].as_str().unwrap_or_default().to_owned();
+    let version = api_version.rsplit('/').next().unwrap_or_default();
+    let declared = object["metadata"]["name"]
+        .as_str()
+        .unwrap_or("example")
+        .to_owned();
+    let name = format!("{declared}-{version}");
+    let mut example = Example {
+        api_version,
+        kind,
+        name,
+        declared,
+        refused: None,
+    };
+    let (api, namespace) =
+        match example_api(client, &example.api_version, &example.kind, namespace).await {
+            Ok(found) => found,
+            Err(why) => {
+                example.refused = Some(why);
+                return Ok(example);
+            }
+        };
+    place(&mut object, &example.name, namespace);
+    let object: DynamicObject = match serde_json::from_value(object) {
+        Ok(object) => object,
+        Err(e) => return Err((example, e)),
+    };
+    example.refused = api
+        .create(&PostParams::default(), &object)
+        .await
+        .err()
+        .map(|e| apiserver_message(&e));
+    Ok(example)
+}
+
+/// The API of an example's kind, and the namespace its objects go to (`None`:
+/// cluster-scoped); `Err` when the apiserver does not serve the kind.
+async fn example_api<'a>(
+    client: &kube::Client,
+    api_version: &str,
+    kind: &str,
+    namespace: &'a str,
+) -> Result<(Api<DynamicObject>, Option<&'a str>), String> {
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let gvk = GroupVersionKind::gvk(group, version, kind);
+    let (resource, caps) = discovery::pinned_kind(client, &gvk).await.map_err(|e| {
+        format!(
+            "{api_version} {kind} is not served: {}",
+            apiserver_message(&e)
+        )
+    })?;
+    Ok(match caps.scope {
+        Scope::Namespaced => (
+            Api::namespaced_with(client.clone(), namespace, &resource),
+            Some(namespace),
+        ),
+        Scope::Cluster => (Api::all_with(client.clone(), &resource), None),
+    })
+}
+
 /// Names an example object and puts it where `kubectl create -n NS` would: in `namespace`
 /// when its kind is namespaced (whatever namespace it names), in none when cluster-scoped.
-pub(crate) fn place(object: &mut serde_json::Value, name: &str, namespace: Option<&str>) {
+fn place(object: &mut serde_json::Value, name: &str, namespace: Option<&str>) {
     let metadata = &mut object["metadata"];
     if !metadata.is_object() {
         *metadata = json!({});

@@ -32,7 +32,7 @@ pub mod transient;
 pub mod webhooks;
 
 pub use env::{Catalog, OlmEnv, OlmEnvOptions};
-pub(crate) use install::place;
+pub(crate) use install::create_example;
 pub use install::{
     Example, InstallStep, Installed, Outcome, StillSucceeded, Timeouts, read_back_resource,
 };

@@ -5,14 +5,13 @@
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DynamicObject, ListParams, PostParams};
-use kube::core::GroupVersionKind;
-use kube::discovery::{self, Scope};
+use kube::api::{Api, DynamicObject, ListParams};
+use kube::discovery::Scope;
 use serde_json::Value;
 
 use super::{OlmV1Env, OlmV1Error};
 use crate::live::api::apiserver_message;
-use crate::olm::{Example, Installed, place, read_back_resource};
+use crate::olm::{Example, Installed, create_example, read_back_resource};
 
 /// OLM v1's own API group (its CRDs are not the operator's).
 const OLM_V1_GROUP: &str = "olm.operatorframework.io";
@@ -23,36 +22,15 @@ impl OlmV1Env {
     /// with the apiserver's words, not returned as an error.
     pub async fn create_examples(&self, objects: Vec<Value>, namespace: &str) -> Vec<Example> {
         let mut out = Vec::new();
-        for mut object in objects {
-            let api_version = object["apiVersion"].as_str().unwrap_or_default().to_owned();
-            let kind = object["kind"].as_str().unwrap_or_default().to_owned();
-            let version = api_version.rsplit('/').next().unwrap_or_default();
-            let declared = object["metadata"]["name"]
-                .as_str()
-                .unwrap_or("example")
-                .to_owned();
-            let name = format!("{declared}-{version}");
-            let refused = match self.example_api(&api_version, &kind, namespace).await {
-                Ok((api, ns)) => {
-                    place(&mut object, &name, ns.as_deref());
-                    match serde_json::from_value::<DynamicObject>(object) {
-                        Ok(object) => api
-                            .create(&PostParams::default(), &object)
-                            .await
-                            .err()
-                            .map(|e| apiserver_message(&e)),
-                        Err(e) => Some(format!("not a Kubernetes object: {e}")),
-                    }
+        for object in objects {
+            let example = match create_example(&self.client(), object, namespace).await {
+                Ok(example) => example,
+                Err((mut example, e)) => {
+                    example.refused = Some(format!("not a Kubernetes object: {e}"));
+                    example
                 }
-                Err(e) => Some(e),
             };
-            out.push(Example {
-                api_version,
-                kind,
-                name,
-                declared,
-                refused,
-            });
+            out.push(example);
         }
         out
     }
@@ -91,31 +69,6 @@ impl OlmV1Env {
             out.push(read);
         }
         out
-    }
-
-    async fn example_api(
-        &self,
-        api_version: &str,
-        kind: &str,
-        namespace: &str,
-    ) -> Result<(Api<DynamicObject>, Option<String>), String> {
-        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-        let gvk = GroupVersionKind::gvk(group, version, kind);
-        let (resource, caps) = discovery::pinned_kind(&self.client(), &gvk)
-            .await
-            .map_err(|e| {
-                format!(
-                    "{api_version} {kind} is not served: {}",
-                    apiserver_message(&e)
-                )
-            })?;
-        Ok(match caps.scope {
-            Scope::Namespaced => (
-                Api::namespaced_with(self.client(), namespace, &resource),
-                Some(namespace.to_owned()),
-            ),
-            Scope::Cluster => (Api::all_with(self.client(), &resource), None),
-        })
     }
 
     /// The served versions of the CRDs OLM v1 installed (all but its own) and the

@@ -172,7 +172,23 @@ pub fn run(args: OlmArgs, policy: &olmpack::input::Policy) -> CmdResult {
     if args.olm == OlmVersion::V0 {
         crate::cli::tools::ensure(&olmpack::tools::ARTIFACT_TOOLS)?;
     }
-    let options = RunOptions {
+    let options = run_options(&args, cluster_crds, limits);
+    if !args.quiet {
+        announce(&args, cases.len(), total);
+    }
+    let runtime = tokio::runtime::Runtime::new()?;
+    // The pool's environments stop inside the runtime that started them.
+    let reports = runtime.block_on(async move { olm::run(&catalog, &cases, &options).await })?;
+    write_reports(&args, &reports)
+}
+
+/// How the cases run, as the flags say.
+fn run_options(
+    args: &OlmArgs,
+    cluster_crds: Vec<CustomResourceDefinition>,
+    limits: olmpack::input::Limits,
+) -> RunOptions {
+    RunOptions {
         webhook_command: args.webhook_command.as_deref().map(WebhookCommand::shell),
         timeouts: Timeouts {
             step: Duration::from_secs(args.timeout),
@@ -191,26 +207,24 @@ pub fn run(args: OlmArgs, policy: &olmpack::input::Policy) -> CmdResult {
         },
         limits,
         olm: args.olm,
-    };
-    if !args.quiet {
-        let of_shard = args
-            .shard
-            .map(|shard| format!(" (shard {shard}: of {total})"))
-            .unwrap_or_default();
-        let at_once = match args.olm {
-            OlmVersion::V0 => args.jobs.max(1),
-            OlmVersion::V1 => 1,
-        };
-        eprintln!(
-            "olmpack upgrade olm: {} case(s){of_shard}, {at_once} at once, OLM {}",
-            cases.len(),
-            args.olm
-        );
     }
-    let runtime = tokio::runtime::Runtime::new()?;
-    // The pool's environments stop inside the runtime that started them.
-    let reports = runtime.block_on(async move { olm::run(&catalog, &cases, &options).await })?;
-    write_reports(&args, &reports)
+}
+
+/// The line that says what runs: `count` cases (of `total` when sharded), how many at once,
+/// under which OLM.
+fn announce(args: &OlmArgs, count: usize, total: usize) {
+    let of_shard = args
+        .shard
+        .map(|shard| format!(" (shard {shard}: of {total})"))
+        .unwrap_or_default();
+    let at_once = match args.olm {
+        OlmVersion::V0 => args.jobs.max(1),
+        OlmVersion::V1 => 1,
+    };
+    eprintln!(
+        "olmpack upgrade olm: {count} case(s){of_shard}, {at_once} at once, OLM {}",
+        args.olm
+    );
 }
 
 /// `Err` naming the flag when `--olm v1` is given with a flag only OLM v0 runs with.
