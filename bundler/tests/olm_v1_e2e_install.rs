@@ -13,11 +13,14 @@ mod release_support;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
+use kube::api::{Api, ListParams, PostParams};
 use olmpack_envtest::binaries::Tool;
+use olmpack_envtest::olmv1::extension::{OWNER_KIND_LABEL, OWNER_NAME_LABEL};
 use olmpack_envtest::olmv1::{Condition, ExtensionSpec, OlmV1Env, StepEnd, UpgradePolicy};
 use olmpack_testkit::registry::{Registry, RegistryAuth};
 use release_support::{example_project, ok, olmpack, operator_binary};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// How long OLM v1 may take for one install or upgrade.
 const STEP_TIMEOUT: Duration = Duration::from_secs(60);
@@ -189,6 +192,48 @@ async fn olm_v1_e2e_install_the_reference_operator_installs_and_upgrades_along_i
         "olm v1: environment up in {up:.1?}; release, environment and installs in {:.1?}",
         started.elapsed()
     );
+    uninstall_leaves_nothing_labelled(&mut olm, &spec).await;
+}
+
+/// Uninstalling deletes what operator-controller labelled as the ClusterExtension's even when
+/// the garbage collector has not (yet) seen it: a ConfigMap with the labels and no owner —
+/// as an object the collector has not caught up with looks — is gone afterwards, and so are
+/// the operator's ServiceAccount and CRDs.
+async fn uninstall_leaves_nothing_labelled(olm: &mut OlmV1Env, spec: &ExtensionSpec) {
+    let configmaps: Api<ConfigMap> = Api::namespaced(olm.client(), &spec.namespace);
+    let straggler: ConfigMap = serde_json::from_value(json!({"metadata": {
+        "name": "straggler",
+        "labels": {OWNER_KIND_LABEL: "ClusterExtension", OWNER_NAME_LABEL: spec.name},
+    }}))
+    .unwrap();
+    configmaps
+        .create(&PostParams::default(), &straggler)
+        .await
+        .unwrap();
+    let crds = olm.operator_crds().await.unwrap();
+    assert!(
+        !crds.is_empty(),
+        "the reference operator's CRDs are installed"
+    );
+    olm.uninstall(&spec.name, &crds, STEP_TIMEOUT)
+        .await
+        .unwrap();
+    assert!(configmaps.get_opt("straggler").await.unwrap().is_none());
+    let accounts: Api<ServiceAccount> = Api::namespaced(olm.client(), &spec.namespace);
+    let left: Vec<String> = accounts
+        .list_metadata(&ListParams::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|a| a.metadata.name)
+        .filter(|name| *name != spec.service_account && name != "default")
+        .collect();
+    assert_eq!(
+        left,
+        Vec::<String>::new(),
+        "ServiceAccounts left but the installer's"
+    );
+    assert_eq!(olm.operator_crds().await.unwrap(), Vec::<String>::new());
 }
 
 fn copy_tree(from: &Path, to: &Path) {

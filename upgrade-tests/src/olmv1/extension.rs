@@ -14,8 +14,9 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
+use kube::discovery::{Discovery, verbs};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -23,6 +24,11 @@ use super::{Condition, OlmV1Env, OlmV1Error, is_true};
 
 /// The apiVersion of OLM v1's objects.
 pub const API_VERSION: &str = "olm.operatorframework.io/v1";
+/// The labels operator-controller sets on every object it applies for a ClusterExtension:
+/// the owner's kind and name.
+pub const OWNER_KIND_LABEL: &str = "olm.operatorframework.io/owner-kind";
+/// See [`OWNER_KIND_LABEL`].
+pub const OWNER_NAME_LABEL: &str = "olm.operatorframework.io/owner-name";
 /// The label catalogd sets on each ClusterCatalog to its name (catalog selectors match it).
 pub const CATALOG_NAME_LABEL: &str = "olm.operatorframework.io/metadata.name";
 /// Which upgrades OLM v1 allows a ClusterExtension (`upgradeConstraintPolicy`).
@@ -295,7 +301,10 @@ impl OlmV1Env {
     /// garbage collector (kube-controller-manager) has then deleted every object OLM v1 made
     /// for it (each is owned by it) — the release's objects and OLM v1's record of the release
     /// (Helm release Secrets in [`super::SYSTEM_NAMESPACE`]); then deletes the CRDs of `crds`
-    /// still there and waits until they are gone: the next install is a fresh install.
+    /// still there and waits until they are gone; last, deletes what is still labelled as the
+    /// ClusterExtension's (the garbage collector sees objects late on a loaded machine, and a
+    /// ServiceAccount left behind makes the next install fail with "already exists") and
+    /// waits until nothing is: the next install is a fresh install.
     pub async fn uninstall(
         &mut self,
         name: &str,
@@ -333,7 +342,77 @@ impl OlmV1Env {
             })
             .await?;
         }
-        Ok(())
+        self.sweep_owned(name, timeout).await
+    }
+
+    /// Deletes every object operator-controller labelled as ClusterExtension `name`'s, of
+    /// every kind the apiserver serves, until none is left (or `timeout`).
+    async fn sweep_owned(&mut self, name: &str, timeout: Duration) -> Result<(), OlmV1Error> {
+        let started = Instant::now();
+        loop {
+            let left = self.owned_objects(name).await?;
+            let Some(Owned { what: first, .. }) = left.first() else {
+                return Ok(());
+            };
+            if started.elapsed() > timeout {
+                return Err(OlmV1Error::Timeout {
+                    what: format!("the objects of ClusterExtension {name} to be deleted"),
+                    waited: timeout,
+                    last: format!("{} still present, {first} among them", left.len()),
+                    logs: self.log_tails(),
+                });
+            }
+            for Owned { what, name, api } in left {
+                delete_if_present(api.delete(&name, &DeleteParams::background()).await, || {
+                    format!("delete {what}")
+                })?;
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// The objects labelled as ClusterExtension `name`'s. A kind that went away while it was listed
+    /// (a CRD just deleted) holds none.
+    async fn owned_objects(&self, name: &str) -> Result<Vec<Owned>, OlmV1Error> {
+        let api_error = |action: String| move |source| OlmV1Error::Api { action, source };
+        let discovery = Discovery::new(self.client())
+            .run()
+            .await
+            .map_err(api_error(
+                "discover the kinds the apiserver serves".to_owned(),
+            ))?;
+        let selector = format!("{OWNER_KIND_LABEL}=ClusterExtension,{OWNER_NAME_LABEL}={name}");
+        let params = ListParams::default().labels(&selector);
+        let mut owned = Vec::new();
+        for (resource, capabilities) in discovery.groups().flat_map(|g| g.recommended_resources()) {
+            if !capabilities.supports_operation(verbs::LIST)
+                || !capabilities.supports_operation(verbs::DELETE)
+            {
+                continue;
+            }
+            let all: Api<DynamicObject> = Api::all_with(self.client(), &resource);
+            let list = match all.list_metadata(&params).await {
+                Ok(list) => list,
+                Err(kube::Error::Api(e)) if e.code == 404 => continue,
+                Err(source) => {
+                    return Err(api_error(format!("list {} of {name}", resource.plural))(
+                        source,
+                    ));
+                }
+            };
+            for object in list {
+                let name = object.metadata.name.unwrap_or_default();
+                let (api, what) = match object.metadata.namespace {
+                    Some(ns) => (
+                        Api::namespaced_with(self.client(), &ns, &resource),
+                        format!("{} {ns}/{name}", resource.kind),
+                    ),
+                    None => (all.clone(), format!("{} {name}", resource.kind)),
+                };
+                owned.push(Owned { what, name, api });
+            }
+        }
+        Ok(owned)
     }
 
     /// Sets the conversion of each CRD of `crds` that converts through a webhook to `None`:
@@ -386,6 +465,15 @@ impl OlmV1Env {
         }
         Ok(())
     }
+}
+
+/// An object operator-controller applied for a ClusterExtension.
+struct Owned {
+    /// "Kind namespace/name", or "Kind name" when cluster-scoped.
+    what: String,
+    name: String,
+    /// The API that deletes it.
+    api: Api<DynamicObject>,
 }
 
 fn create_if_absent<T>(
