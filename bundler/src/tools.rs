@@ -44,8 +44,10 @@ use crate::image::unpack::{Budget, tar_stream};
 /// --platform openshift` serves: OpenShift's API kinds).
 pub const ARTIFACT_DATA: [ToolData; 1] = [ToolData::OpenShiftCrds];
 
-/// The tools the artifact carries: what `upgrade test` and `upgrade olm` run.
-pub const ARTIFACT_TOOLS: [Tool; 8] = [
+/// The tools the artifact carries: what `upgrade test` and `upgrade olm` run (OLM v1's
+/// directory — catalogd, operator-controller and its CRDs — and olareg, the registry OLM v1
+/// pulls from, for `--olm v1`).
+pub const ARTIFACT_TOOLS: [Tool; 10] = [
     Tool::Etcd,
     Tool::KubeApiserver,
     Tool::KubeControllerManager,
@@ -54,6 +56,8 @@ pub const ARTIFACT_TOOLS: [Tool; 8] = [
     Tool::OlmOperator,
     Tool::CatalogOperator,
     Tool::Opm,
+    Tool::Catalogd,
+    Tool::Olareg,
 ];
 
 /// The config label that marks an olmpack tools image; its value lists the tool directories.

@@ -61,6 +61,8 @@ impl NewUser<'_> {
             olmpack_envtest::binaries::ToolData::OlmCrds,
             olmpack_envtest::binaries::ToolData::KwokStages,
             olmpack_envtest::binaries::ToolData::OlmV1Crds,
+            olmpack_envtest::binaries::ToolData::OlmV1ExperimentalCrds,
+            olmpack_envtest::binaries::ToolData::OlmV1Manifest,
         ] {
             cmd.env_remove(data.env_var());
         }
@@ -298,6 +300,31 @@ fn byo_operator_tools_image_in_an_empty_home() {
     let shown = serde_json::to_string_pretty(&reports).unwrap();
     assert_eq!(reports.len(), 1, "{shown}");
     assert_eq!(reports[0]["verdict"], "passed", "{shown}\n{stderr}");
+    // OLM v1 from the same image: the reference catalog's head under the real OLM v1.
+    let catalog = Path::new(env!("CARGO_MANIFEST_DIR")).join("../catalog");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_olmpack"));
+    cmd.args(["upgrade", "olm", "--olm", "v1", "--quiet", "--shard", "5/5"])
+        .arg("--catalog")
+        .arg(&catalog);
+    user.apply(&mut cmd);
+    let out = cmd.output().unwrap();
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("webapp-operator.v1.0.1") && text.contains("on OLM v1"),
+        "{text}"
+    );
+    for tool in [
+        olmpack_envtest::binaries::Tool::OperatorController,
+        olmpack_envtest::binaries::Tool::Olareg,
+    ] {
+        let binary = installed.join(tool.cache_binary().unwrap());
+        assert!(binary.is_file(), "{} not installed", binary.display());
+    }
 }
 
 /// `olmpack upgrade olm` on the same two releases: the real OLM v0 installs 0.1.0 by
@@ -308,14 +335,38 @@ fn byo_operator_tools_image_in_an_empty_home() {
 /// `upgrade merge-shards` puts back together.
 #[test]
 fn byo_operator_upgrade_olm_through_the_real_managers() {
-    let test = "byo_operator_upgrade_olm_through_the_real_managers";
+    upgrade_olm_through_the_real_managers(
+        "byo_operator_upgrade_olm_through_the_real_managers",
+        "v0",
+    );
+}
+
+/// The same under the real OLM v1: a ClusterExtension installs 0.1.0 and is pinned to 0.2.0;
+/// the stock managers serve the webhooks OLM v1 wired, with the certificate of its provider
+/// (service-ca, which olmpack plays), and the 0.2.0 manager converts the example on its way
+/// back.
+#[test]
+fn byo_operator_upgrade_olm_v1_through_the_real_managers() {
+    upgrade_olm_through_the_real_managers(
+        "byo_operator_upgrade_olm_v1_through_the_real_managers",
+        "v1",
+    );
+}
+
+/// Builds both managers, then `olmpack upgrade olm --olm OLM` in two shards and their JUnit
+/// merged; the 0.2.0 manager must have converted.
+fn upgrade_olm_through_the_real_managers(test: &str, olm: &str) {
     let Some(book) = byo_support::book(test) else {
         return;
     };
     let Some(()) = byo_support::tools(test) else {
         return;
     };
-    if let Err(err) = olmpack_envtest::binaries::Tool::OlmOperator.path() {
+    let olm_binary = match olm {
+        "v0" => olmpack_envtest::binaries::Tool::OlmOperator,
+        _ => olmpack_envtest::binaries::Tool::OperatorController,
+    };
+    if let Err(err) = olm_binary.path() {
         byo_support::not_run::<()>(test, &err.to_string());
         return;
     }
@@ -364,7 +415,15 @@ fn byo_operator_upgrade_olm_through_the_real_managers() {
             dir.path().join(format!("olm-{}.xml", &shard[..1])),
         );
         let out = Command::new(env!("CARGO_BIN_EXE_olmpack"))
-            .args(["upgrade", "olm", "--plan", "olmpack.yaml", "--quiet"])
+            .args([
+                "upgrade",
+                "olm",
+                "--olm",
+                olm,
+                "--plan",
+                "olmpack.yaml",
+                "--quiet",
+            ])
             .args(["--cluster-crd", "servicemonitors.monitoring.coreos.com"])
             .args(["--shard", shard, "--markdown"])
             .arg(&markdown)

@@ -16,6 +16,7 @@ use base64::Engine as _;
 use olmpack::upgrade::olm::{self, CaseReport, OlmVersion, RunOptions, StepLog};
 use olmpack_envtest::binaries::Tool;
 use olmpack_envtest::olm::Outcome;
+use olmpack_model::plan::InstallModeType;
 use olmpack_model::upgrade::Verdict;
 use serde_json::Value;
 
@@ -26,7 +27,7 @@ fn root() -> PathBuf {
 /// Whether OLM v1's binaries and the registry are installed; `false` said loudly (a failure
 /// in CI).
 fn olm_v1_installed() -> bool {
-    let missing: Vec<String> = [Tool::Catalogd, Tool::OperatorController, Tool::Registry]
+    let missing: Vec<String> = [Tool::Catalogd, Tool::OperatorController, Tool::Olareg]
         .into_iter()
         .filter_map(|tool| tool.path().err().map(|e| e.to_string()))
         .collect();
@@ -357,25 +358,24 @@ fn olm_v1_e2e_cli_lists_olm_v1s_cases_and_refuses_flags_of_olm_v0() {
     ]);
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(stdout.lines().collect::<Vec<_>>(), [&want[1], &want[3]]);
-    for (flags, named) in [
-        (&["--webhook-command", "true"][..], "--webhook-command"),
-        (
-            &["--cluster-crd", "servicemonitors.monitoring.coreos.com"],
-            "--cluster-crd",
+    // The one flag only OLM v0 runs with.
+    let (code, _, stderr) = olmpack(&[
+        "upgrade",
+        "olm",
+        "--olm",
+        "v1",
+        "--catalog",
+        "catalog",
+        "--platform",
+        "openshift",
+    ]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "--platform openshift is for OLM v0 only; `upgrade olm --olm v1` does not take it"
         ),
-        (&["--platform", "openshift"], "--platform openshift"),
-    ] {
-        let mut args = vec!["upgrade", "olm", "--olm", "v1", "--catalog", "catalog"];
-        args.extend(flags);
-        let (code, _, stderr) = olmpack(&args);
-        assert_eq!(code, Some(1), "{flags:?}: {stderr}");
-        assert!(
-            stderr.contains(&format!(
-                "{named} is for OLM v0 only; `upgrade olm --olm v1` does not take it"
-            )),
-            "{flags:?}: {stderr}"
-        );
-    }
+        "{stderr}"
+    );
     let (code, _, stderr) = olmpack(&["upgrade", "olm", "--olm", "v2", "--list"]);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("possible values: v0, v1"), "{stderr}");
@@ -386,7 +386,7 @@ async fn olm_v1_e2e_cli_an_install_mode_olm_v1_cannot_run_is_not_run_and_says_wh
     // No tools needed: with no case OLM v1 can run, no environment starts.
     let catalog = root().join("catalog");
     let limits = olmpack::input::Limits::default();
-    let modes = [olmpack_model::plan::InstallModeType::OwnNamespace];
+    let modes = [olmpack_model::plan::InstallModeType::MultiNamespace];
     let cases = olm::load_cases_of(OlmVersion::V1, &catalog, None, &modes, &limits).unwrap();
     let options = RunOptions {
         olm: OlmVersion::V1,
@@ -399,9 +399,101 @@ async fn olm_v1_e2e_cli_an_install_mode_olm_v1_cannot_run_is_not_run_and_says_wh
         assert_eq!(r.failures(), [], "{}", r.name());
         let why = r.error().unwrap_or_default();
         assert!(
-            why.starts_with("not run: OLM v1 installs OwnNamespace operators only with operator-controller's SingleOwnNamespaceInstallSupport feature gate"),
+            why.starts_with("not run: OLM v1 has no MultiNamespace install mode (a ClusterExtension watches all namespaces, or one: OwnNamespace and SingleNamespace)"),
             "{why}"
         );
         assert!(r.upgrade.is_none(), "{}", r.name());
     }
+}
+
+/// The reference catalog with 0.1.0 (admission webhooks, no conversion webhook: OLM v1
+/// refuses a conversion webhook in a bundle supporting any mode but AllNamespaces) also
+/// supporting OwnNamespace and SingleNamespace; 0.2.0, its successor, supports AllNamespaces
+/// only.
+fn namespaced_first(dir: &Path) -> PathBuf {
+    variant(dir, |bundle, text| {
+        if bundle != "webapp-operator.v0.1.0"
+            || !text.contains("\"kind\":\"ClusterServiceVersion\"")
+        {
+            return text;
+        }
+        let mut csv: Value = serde_json::from_str(&text).unwrap();
+        for mode in csv["spec"]["installModes"].as_array_mut().unwrap() {
+            if mode["type"] == "OwnNamespace" || mode["type"] == "SingleNamespace" {
+                mode["supported"] = Value::Bool(true);
+            }
+        }
+        serde_json::to_string(&csv).unwrap()
+    })
+}
+
+/// OwnNamespace and SingleNamespace cases run through operator-controller's gate, the report
+/// saying so and naming the watched namespace; the upgrade into a release that supports
+/// AllNamespaces only is refused in OLM v1's words (the `watchNamespace` the installed
+/// release needed no longer fits); MultiNamespace, no OLM v1 install mode, is not run.
+#[tokio::test(flavor = "multi_thread")]
+async fn olm_v1_e2e_cli_own_and_single_namespace_run_through_the_gate_and_multi_is_not_run() {
+    if !olm_v1_installed() {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let catalog = namespaced_first(work.path());
+    let limits = olmpack::input::Limits::default();
+    let modes = [
+        InstallModeType::OwnNamespace,
+        InstallModeType::SingleNamespace,
+        InstallModeType::MultiNamespace,
+    ];
+    let cases: Vec<_> = olm::load_cases_of(OlmVersion::V1, &catalog, None, &modes, &limits)
+        .unwrap()
+        .into_iter()
+        .filter(|c| c.from == "webapp-operator.v0.1.0")
+        .collect();
+    assert_eq!(cases.len(), 3, "{cases:#?}");
+    let options = RunOptions {
+        olm: OlmVersion::V1,
+        steps: StepLog::new(|line| eprintln!("{line}")),
+        ..RunOptions::default()
+    };
+    let reports = olm::run(&catalog, &cases, &options).await.unwrap();
+    for (r, watched) in reports.iter().zip(["olmpack-operator", "olmpack-watched"]) {
+        let name = r.name();
+        let mode = r.case.install_mode;
+        assert_eq!(
+            r.install.outcome,
+            Outcome::Succeeded {
+                csv: "webapp-operator.v0.1.0".to_owned()
+            },
+            "{name}"
+        );
+        assert_eq!(
+            r.install.observed.first().map(String::as_str),
+            Some(format!("OLM v1: {mode} through operator-controller's SingleOwnNamespaceInstallSupport feature gate (alpha): watchNamespace {watched}").as_str()),
+            "{name}"
+        );
+        let step = r.upgrade.as_ref().expect("the upgrade ran");
+        let Outcome::Refused {
+            reason, message, ..
+        } = &step.outcome
+        else {
+            panic!("{name}: {:?}", step.outcome);
+        };
+        assert_eq!(reason, "Progressing=False (InvalidConfiguration)", "{name}");
+        assert!(
+            message.contains("invalid ClusterExtension configuration")
+                && message.contains("watchNamespace"),
+            "{name}: {message}"
+        );
+    }
+    let multi = &reports[2];
+    assert_eq!(multi.case.install_mode, InstallModeType::MultiNamespace);
+    assert_eq!(multi.verdict(), Verdict::NotRun);
+    assert!(
+        multi
+            .error()
+            .unwrap_or_default()
+            .starts_with("not run: OLM v1 has no MultiNamespace install mode"),
+        "{:?}",
+        multi.error()
+    );
 }

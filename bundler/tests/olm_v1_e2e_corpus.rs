@@ -72,7 +72,8 @@ fn verdict(report: &CaseReport) -> (String, String) {
             report.error().unwrap_or_default().to_owned(),
         ),
         (true, false) => ("pass-not-run".into(), not_run.join("; ")),
-        (true, true) => ("pass".into(), String::new()),
+        // What OLM v1 said of the install (the gate an OwnNamespace install went through).
+        (true, true) => ("pass".into(), report.install.observed.join("; ")),
     }
 }
 

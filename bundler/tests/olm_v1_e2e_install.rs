@@ -94,6 +94,7 @@ fn spec(manifests: &[Value], catalog: &str, policy: UpgradePolicy) -> ExtensionS
         service_account: text(&extension["spec"]["serviceAccount"]["name"]),
         catalog: catalog.to_owned(),
         policy,
+        watch_namespace: None,
     }
 }
 

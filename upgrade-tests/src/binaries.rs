@@ -356,6 +356,10 @@ pub enum ToolData {
     /// OLM v1's CustomResourceDefinitions (ClusterCatalog, ClusterExtension), from
     /// operator-controller at the version `tools.toml` pins.
     OlmV1Crds,
+    /// OLM v1's experimental CustomResourceDefinitions (the standard ones plus the fields of
+    /// alpha features: a ClusterExtension's `config`), from the same operator-controller
+    /// version; what [`crate::olmv1::OlmV1Env`] runs with.
+    OlmV1ExperimentalCrds,
     /// OLM v1's standard install manifest (`manifests/standard.yaml`: RBAC and the flags its
     /// Deployments run with), from the same operator-controller version; a file.
     OlmV1Manifest,
@@ -380,6 +384,7 @@ impl ToolData {
             ToolData::OlmCrds => "OLMPACK_OLM_CRDS",
             ToolData::KwokStages => "OLMPACK_KWOK_STAGES",
             ToolData::OlmV1Crds => "OLMPACK_OLMV1_CRDS",
+            ToolData::OlmV1ExperimentalCrds => "OLMPACK_OLMV1_EXPERIMENTAL_CRDS",
             ToolData::OlmV1Manifest => "OLMPACK_OLMV1_MANIFEST",
             ToolData::OpenShiftCrds => "OLMPACK_OPENSHIFT_CRDS",
             ToolData::UpstreamApiTestdata => "OLMPACK_UPSTREAM_API_TESTDATA",
@@ -402,6 +407,11 @@ impl ToolData {
                 .olmv1
                 .as_ref()
                 .map(|pin| Path::new("olmv1").join(&pin.version).join("crds")),
+            ToolData::OlmV1ExperimentalCrds => pins.olmv1.as_ref().map(|pin| {
+                Path::new("olmv1")
+                    .join(&pin.version)
+                    .join("crds-experimental")
+            }),
             ToolData::OlmV1Manifest => pins.olmv1.as_ref().map(|pin| {
                 Path::new("olmv1")
                     .join(&pin.version)
@@ -434,6 +444,7 @@ impl ToolData {
                     ToolData::OlmCrds => "OLM's CRDs",
                     ToolData::KwokStages => "kwok's stages",
                     ToolData::OlmV1Crds => "OLM v1's CRDs",
+                    ToolData::OlmV1ExperimentalCrds => "OLM v1's experimental CRDs",
                     ToolData::OlmV1Manifest => "OLM v1's standard manifest",
                     ToolData::OpenShiftCrds => "OpenShift's API CRDs",
                     ToolData::UpstreamApiTestdata => "operator-framework/api's test data",

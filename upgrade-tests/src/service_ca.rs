@@ -21,7 +21,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Secret, Service};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
 use serde_json::Value;
@@ -50,6 +50,16 @@ pub struct ServiceCa {
 impl std::fmt::Debug for ServiceCa {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ServiceCa").finish_non_exhaustive()
+    }
+}
+
+/// A running [`ServiceCa`]; it stops when this is dropped.
+#[derive(Debug)]
+pub struct ServiceCaTask(tokio::task::JoinHandle<()>);
+
+impl Drop for ServiceCaTask {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -121,8 +131,14 @@ impl ServiceCa {
         self.ca.cert_pem()
     }
 
+    /// Plays service-ca's part on `client`'s cluster in a task of its own, until the returned
+    /// handle is dropped.
+    pub fn spawn(self, client: Client) -> ServiceCaTask {
+        ServiceCaTask(tokio::spawn(self.run(client)))
+    }
+
     /// Plays service-ca's part until the task is aborted; a failed pass is retried.
-    pub async fn run(self, client: Client) {
+    async fn run(self, client: Client) {
         loop {
             let _ = self.serve_secrets(&client).await;
             for target in &TARGETS {
@@ -154,10 +170,19 @@ impl ServiceCa {
                 continue;
             };
             let service_name = service.metadata.name.clone().unwrap_or_default();
+            // Owned by its Service, as service-ca does: it goes when the Service goes.
+            let owner = OwnerReference {
+                api_version: "v1".to_owned(),
+                kind: "Service".to_owned(),
+                name: service_name.clone(),
+                uid: service.metadata.uid.clone().unwrap_or_default(),
+                ..OwnerReference::default()
+            };
             let secret = Secret {
                 metadata: ObjectMeta {
                     name: Some(secret_name),
                     namespace: Some(namespace),
+                    owner_references: Some(vec![owner]),
                     annotations: Some(BTreeMap::from([(
                         ORIGINATING_SERVICE.to_owned(),
                         service_name,

@@ -195,14 +195,26 @@ const OLMV1_BINARIES: [(&str, &str); 2] = [
     ("cmd/operator-controller", "operator-controller"),
 ];
 /// Where OLM v1's CRDs are in its module (ClusterExtension, ClusterCatalog), and where setup
-/// puts them in the tool directory.
-const OLMV1_CRDS: ([&str; 2], &str) = (
-    [
-        "helm/olmv1/base/operator-controller/crd/standard",
-        "helm/olmv1/base/catalogd/crd/standard",
-    ],
-    "crds",
-);
+/// puts them in the tool directory: the standard set (what `olmpack release`'s manifests are
+/// dry-run against), and the experimental one (also the fields of alpha features, such as a
+/// ClusterExtension's `config` for OwnNamespace and SingleNamespace installs), which
+/// `upgrade olm --olm v1` runs with.
+const OLMV1_CRDS: [([&str; 2], &str); 2] = [
+    (
+        [
+            "helm/olmv1/base/operator-controller/crd/standard",
+            "helm/olmv1/base/catalogd/crd/standard",
+        ],
+        "crds",
+    ),
+    (
+        [
+            "helm/olmv1/base/operator-controller/crd/experimental",
+            "helm/olmv1/base/catalogd/crd/experimental",
+        ],
+        "crds-experimental",
+    ),
+];
 /// OLM v1's standard install manifest (RBAC, Deployments and their flags), copied to the same
 /// path in the tool directory.
 const OLMV1_MANIFEST: &str = "manifests/standard.yaml";
@@ -285,7 +297,8 @@ impl Layout {
         for (var, path) in [
             ("OLMPACK_CATALOGD", "bin/catalogd"),
             ("OLMPACK_OPERATOR_CONTROLLER", "bin/operator-controller"),
-            ("OLMPACK_OLMV1_CRDS", OLMV1_CRDS.1),
+            ("OLMPACK_OLMV1_CRDS", OLMV1_CRDS[0].1),
+            ("OLMPACK_OLMV1_EXPERIMENTAL_CRDS", OLMV1_CRDS[1].1),
             ("OLMPACK_OLMV1_MANIFEST", OLMV1_MANIFEST),
         ] {
             vars.push((var.to_owned(), olmv1.join(path).into_os_string()));
@@ -611,18 +624,23 @@ fn install_olmv1(pin: &OlmV1Pin, layout: &Layout, vendor: &Path) -> Result<Strin
         &pin.version,
         &binaries.join(" "),
         &tags,
-        &OLMV1_CRDS.0.join(" "),
-        OLMV1_CRDS.1,
+        &OLMV1_CRDS[0].0.join(" "),
+        OLMV1_CRDS[0].1,
+        &OLMV1_CRDS[1].0.join(" "),
+        OLMV1_CRDS[1].1,
         OLMV1_MANIFEST,
     ]);
-    if is_complete(&dest, &stamp, &binaries) && dest.join(OLMV1_CRDS.1).is_dir() {
+    let crds_there = OLMV1_CRDS.iter().all(|(_, to)| dest.join(to).is_dir());
+    if is_complete(&dest, &stamp, &binaries) && crds_there {
         return Ok(format!("olm v1 {}: up to date", pin.version));
     }
     let started = Instant::now();
     build_into(&dest, &stamp, |work| {
         let dir = module_dir(OLMV1_MODULE, &pin.version, work)?;
-        for crds in OLMV1_CRDS.0 {
-            copy_yaml_files(&dir.join(crds), &work.join(OLMV1_CRDS.1))?;
+        for (from, to) in OLMV1_CRDS {
+            for crds in from {
+                copy_yaml_files(&dir.join(crds), &work.join(to))?;
+            }
         }
         let manifest = work.join(OLMV1_MANIFEST);
         fs::create_dir_all(manifest.parent().context("manifest path has a parent")?)?;
@@ -1077,13 +1095,14 @@ mod tests {
         let dest = layout.tool_dir("olmv1", &pins.olmv1.version);
         fs::create_dir_all(dest.join("bin")).unwrap();
         fs::create_dir_all(dest.join("crds")).unwrap();
+        fs::create_dir_all(dest.join("crds-experimental")).unwrap();
         for bin in ["catalogd", "operator-controller"] {
             fs::write(dest.join("bin").join(bin), "").unwrap();
         }
         fs::write(
             dest.join(".complete"),
             format!(
-                "github.com/operator-framework/operator-controller\n{}\ncatalogd operator-controller\ncontainers_image_openpgp\nhelm/olmv1/base/operator-controller/crd/standard helm/olmv1/base/catalogd/crd/standard\ncrds\nmanifests/standard.yaml\n",
+                "github.com/operator-framework/operator-controller\n{}\ncatalogd operator-controller\ncontainers_image_openpgp\nhelm/olmv1/base/operator-controller/crd/standard helm/olmv1/base/catalogd/crd/standard\ncrds\nhelm/olmv1/base/operator-controller/crd/experimental helm/olmv1/base/catalogd/crd/experimental\ncrds-experimental\nmanifests/standard.yaml\n",
                 pins.olmv1.version
             ),
         )
@@ -1099,6 +1118,10 @@ mod tests {
         assert_eq!(
             var("OLMPACK_OLMV1_MANIFEST"),
             dest.join("manifests/standard.yaml")
+        );
+        assert_eq!(
+            var("OLMPACK_OLMV1_EXPERIMENTAL_CRDS"),
+            dest.join("crds-experimental")
         );
         fs::remove_dir_all(&dir).unwrap();
     }

@@ -18,7 +18,7 @@ use super::{OlmError, kubelet};
 use crate::binaries::{Tool, ToolData};
 use crate::control_plane::{TestEnv, TestEnvOptions};
 use crate::process::{ChildProcess, free_port, wait_until};
-use crate::service_ca::ServiceCa;
+use crate::service_ca::{ServiceCa, ServiceCaTask};
 use olmpack_model::plan::InstallModeType;
 
 /// OLM's own `--install-plan-retry-timeout` default.
@@ -83,7 +83,7 @@ pub struct OlmEnv {
     // Field order is drop order: webhook processes, then OLM, then the control plane.
     webhooks: WebhookHost,
     _kubelet: AbortOnDrop,
-    _service_ca: Option<AbortOnDrop>,
+    _service_ca: Option<ServiceCaTask>,
     options: OlmEnvOptions,
     /// The namespaces of the current install.
     namespaces: Namespaces,
@@ -168,10 +168,7 @@ impl OlmEnv {
             env.install_crd(crd).await?;
         }
         let service_ca = match options.service_ca {
-            true => {
-                let ca = ServiceCa::new()?;
-                Some(AbortOnDrop(tokio::spawn(ca.run(client.clone()))))
-            }
+            true => Some(ServiceCa::new()?.spawn(client.clone())),
             false => None,
         };
         let baseline = Baseline::take(&client, &namespaces).await?;

@@ -599,39 +599,15 @@ impl OlmEnv {
         let csvs: Api<Csv> =
             Api::namespaced_with(self.client(), self.operator_namespace(), &resources::csv());
         let found = csvs.get(csv).await.map_err(|e| e.to_string())?;
-        let mut deployments: Vec<String> = found.spec["webhookdefinitions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|d| d["deploymentName"].as_str().map(str::to_owned))
-            .collect();
-        deployments.sort();
-        deployments.dedup();
-        let api: Api<k8s_openapi::api::apps::v1::Deployment> =
-            Api::namespaced(self.client(), self.operator_namespace());
-        let deadline = Instant::now() + timeout;
-        for name in deployments {
-            loop {
-                let generation = api
-                    .get_opt(&name)
-                    .await
-                    .ok()
-                    .flatten()
-                    .and_then(|d| d.metadata.generation);
-                if generation.is_some() && self.webhooks().serving_generation(&name) == generation {
-                    break;
-                }
-                if Instant::now() >= deadline {
-                    let problem = self.webhooks().problems().get(&name).cloned();
-                    return Err(format!(
-                        "no webhook process served Deployment {name} after {timeout:?}{}",
-                        problem.map(|p| format!(": {p}")).unwrap_or_default()
-                    ));
-                }
-                tokio::time::sleep(POLL).await;
-            }
-        }
-        Ok(())
+        let deployments = crate::olm::webhooks::webhook_deployments(&found.spec);
+        self.webhooks()
+            .wait_serving(
+                &self.client(),
+                self.operator_namespace(),
+                &deployments,
+                timeout,
+            )
+            .await
     }
 
     /// Every InstallPlan of the operator namespace, for failure messages: `name: phase`.

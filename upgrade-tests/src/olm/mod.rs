@@ -25,7 +25,7 @@ mod install;
 pub mod kubelet;
 pub mod operator_group;
 pub mod progress;
-mod reset;
+pub(crate) mod reset;
 pub mod resources;
 mod settle;
 pub mod transient;

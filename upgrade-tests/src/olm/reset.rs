@@ -287,8 +287,8 @@ async fn remove_olm_objects(client: &Client, ns: &str) -> Result<(), OlmError> {
 }
 
 /// Lets the objects of CRD `name` go: no conversion webhook (nothing serves it any more) and
-/// no finalizers (no operator runs to remove them).
-async fn release_objects(client: &Client, name: &str) -> Result<(), OlmError> {
+/// no finalizers (no operator runs to remove them). Also what OLM v1's uninstall does.
+pub(crate) async fn release_objects(client: &Client, name: &str) -> Result<(), OlmError> {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     let Some(crd) = crds.get_opt(name).await.map_err(OlmError::api(format!(
         "read CustomResourceDefinition {name}"

@@ -86,6 +86,8 @@ struct State {
     problems: BTreeMap<String, String>,
     /// Replaced processes still serving, with when they were replaced.
     retiring: Vec<(std::time::Instant, Hosted)>,
+    /// The release processes start as, when the Deployments do not say (OLM v1's).
+    release: Option<String>,
 }
 
 struct Hosted {
@@ -187,6 +189,50 @@ impl WebhookHost {
             .chain(state.retiring.iter().map(|(_, h)| h))
             .map(|h| h.process.pid())
             .collect()
+    }
+
+    /// Names the release (`OLMPACK_RELEASE`) of processes started from now on, for
+    /// Deployments that do not name theirs: OLM v0 labels each with its CSV (`olm.owner`),
+    /// OLM v1 does not, so its driver says which bundle it is installing.
+    pub fn set_release(&self, release: &str) {
+        self.lock().release = Some(release.to_owned());
+    }
+
+    /// Waits until every Deployment of `deployments` in `namespace` exists and a process
+    /// stands in for its current generation; `Err` says which did not within `timeout`, and
+    /// why when known.
+    pub async fn wait_serving(
+        &self,
+        client: &Client,
+        namespace: &str,
+        deployments: &[String],
+        timeout: Duration,
+    ) -> Result<(), String> {
+        self.available()?;
+        let api: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+        let deadline = std::time::Instant::now() + timeout;
+        for name in deployments {
+            loop {
+                let generation = api
+                    .get_opt(name)
+                    .await
+                    .ok()
+                    .flatten()
+                    .and_then(|d| d.metadata.generation);
+                if generation.is_some() && self.serving_generation(name) == generation {
+                    break;
+                }
+                if std::time::Instant::now() >= deadline {
+                    let problem = self.problems().get(name).cloned();
+                    return Err(format!(
+                        "no webhook process served Deployment {name} after {timeout:?}{}",
+                        problem.map(|p| format!(": {p}")).unwrap_or_default()
+                    ));
+                }
+                tokio::time::sleep(POLL).await;
+            }
+        }
+        Ok(())
     }
 
     /// The Deployment generation whose process serves `deployment`'s webhooks now.
@@ -424,13 +470,14 @@ impl Ctx {
             .and_then(|p| p.containers.first())
             .and_then(|c| c.image.clone())
             .unwrap_or_default();
-        // OLM labels what a CSV installs with the CSV's name.
+        // OLM v0 labels what a CSV installs with the CSV's name.
         let release = found
             .metadata
             .labels
             .as_ref()
             .and_then(|l| l.get("olm.owner"))
             .cloned()
+            .or_else(|| self.lock().release.clone())
             .unwrap_or_default();
         let generation = found.metadata.generation.unwrap_or_default();
         let kubeconfig = dir.join("kubeconfig");
@@ -494,6 +541,20 @@ impl Ctx {
             .map_err(|e| format!("EndpointSlice {name}: {e}"))?;
         Ok(())
     }
+}
+
+/// The Deployments serving the webhooks of a CSV's `spec` (`webhookdefinitions[].deploymentName`),
+/// sorted, each once.
+pub fn webhook_deployments(csv_spec: &serde_json::Value) -> Vec<String> {
+    let mut deployments: Vec<String> = csv_spec["webhookdefinitions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|d| d["deploymentName"].as_str().map(str::to_owned))
+        .collect();
+    deployments.sort();
+    deployments.dedup();
+    deployments
 }
 
 /// The ServiceAccount the Deployment's pods run as.

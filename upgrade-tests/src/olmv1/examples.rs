@@ -109,7 +109,7 @@ impl OlmV1Env {
         Ok(installed)
     }
 
-    /// The names of the CRDs OLM v1 installed (all but its own).
+    /// The names of the CRDs OLM v1 installed (all but its own and the cluster's).
     pub async fn operator_crds(&self) -> Result<Vec<String>, OlmV1Error> {
         let crds: Api<CustomResourceDefinition> = Api::all(self.client());
         let listed = crds
@@ -124,6 +124,7 @@ impl OlmV1Env {
             .into_iter()
             .filter(|c| c.spec.group != OLM_V1_GROUP)
             .filter_map(|c| c.metadata.name)
+            .filter(|name| !self.cluster_crds().contains(name))
             .collect())
     }
 }

@@ -7,20 +7,22 @@
 //! (every `observedGeneration` is `metadata.generation`), `Installed=True` and
 //! `Progressing=True (Succeeded)`, and `status.install.bundle.version` is the pinned version.
 //! It is refused when OLM v1 reports `Progressing` with reason `Retrying` or `Blocked` (a
-//! resolution error, the CRD upgrade safety preflight's refusal, an apply error) and still
+//! resolution error, the CRD upgrade safety preflight's refusal, an apply error) or
+//! `InvalidConfiguration` (a config that does not fit the bundle) and still
 //! does [`REFUSAL_HOLDS`] later with the same words; else it times out.
 
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::discovery::{Discovery, verbs};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{Condition, OlmV1Env, OlmV1Error, is_true};
+use crate::olm::reset::release_objects;
 
 /// The apiVersion of OLM v1's objects.
 pub const API_VERSION: &str = "olm.operatorframework.io/v1";
@@ -54,6 +56,8 @@ impl UpgradePolicy {
 pub const REFUSAL_HOLDS: Duration = Duration::from_secs(3);
 /// How often OLM v1's objects are read while waiting.
 const POLL: Duration = Duration::from_millis(250);
+/// How long one pass at letting a CRD's objects go may take before the uninstall tries again.
+const RELEASE_CALL: Duration = Duration::from_secs(5);
 
 /// A ClusterCatalog named `name` serving the catalog image `image`.
 pub fn cluster_catalog(name: &str, image: &str) -> Value {
@@ -82,6 +86,10 @@ pub struct ExtensionSpec {
     pub catalog: String,
     /// Which upgrades OLM v1 may make.
     pub policy: UpgradePolicy,
+    /// The namespace the operator watches (`config.inline.watchNamespace`: OwnNamespace when
+    /// it is [`Self::namespace`], SingleNamespace when another; operator-controller takes it
+    /// only with its SingleOwnNamespaceInstallSupport gate); `None`: all namespaces.
+    pub watch_namespace: Option<String>,
 }
 
 impl ExtensionSpec {
@@ -96,7 +104,7 @@ impl ExtensionSpec {
         if !self.channels.is_empty() {
             catalog["channels"] = json!(self.channels);
         }
-        json!({
+        let mut extension = json!({
             "apiVersion": API_VERSION,
             "kind": "ClusterExtension",
             "metadata": {"name": self.name},
@@ -105,7 +113,12 @@ impl ExtensionSpec {
                 "serviceAccount": {"name": self.service_account},
                 "source": {"sourceType": "Catalog", "catalog": catalog},
             },
-        })
+        });
+        if let Some(watched) = &self.watch_namespace {
+            extension["spec"]["config"] =
+                json!({"configType": "Inline", "inline": {"watchNamespace": watched}});
+        }
+        extension
     }
 }
 
@@ -196,11 +209,16 @@ impl ExtensionBody {
     }
 }
 
-/// `Progressing` when it says OLM v1 cannot do the step (reason `Retrying` or `Blocked`).
+/// `Progressing` when it says OLM v1 cannot do the step: reason `Retrying` or `Blocked`, or
+/// `InvalidConfiguration` (a terminal error: the ClusterExtension's config does not fit the
+/// bundle, e.g. a `watchNamespace` for a bundle that supports AllNamespaces only).
 fn refusal(conditions: &[Condition]) -> Option<&Condition> {
     conditions.iter().find(|c| {
         c.type_ == "Progressing"
-            && matches!(c.reason.as_str(), "Retrying" | "Blocked")
+            && matches!(
+                c.reason.as_str(),
+                "Retrying" | "Blocked" | "InvalidConfiguration"
+            )
             && !c.message.is_empty()
     })
 }
@@ -231,19 +249,24 @@ impl OlmV1Env {
         Ok(conditions)
     }
 
-    /// Creates `namespace` and ServiceAccount `account` in it (both may exist already).
-    pub async fn prepare_namespace(
-        &self,
-        namespace: &str,
-        account: &str,
-    ) -> Result<(), OlmV1Error> {
+    /// Creates `namespace` (it may exist already).
+    pub async fn ensure_namespace(&self, namespace: &str) -> Result<(), OlmV1Error> {
         let namespaces: Api<Namespace> = Api::all(self.client());
         let object: Namespace =
             serde_json::from_value(json!({"metadata": {"name": namespace}})).unwrap_or_default();
         create_if_absent(
             namespaces.create(&PostParams::default(), &object).await,
             || format!("create Namespace {namespace}"),
-        )?;
+        )
+    }
+
+    /// Creates `namespace` and ServiceAccount `account` in it (both may exist already).
+    pub async fn prepare_namespace(
+        &self,
+        namespace: &str,
+        account: &str,
+    ) -> Result<(), OlmV1Error> {
+        self.ensure_namespace(namespace).await?;
         let accounts: Api<ServiceAccount> = Api::namespaced(self.client(), namespace);
         let object: ServiceAccount =
             serde_json::from_value(json!({"metadata": {"name": account}})).unwrap_or_default();
@@ -295,9 +318,10 @@ impl OlmV1Env {
         Ok(StepEnd::TimedOut { conditions: last })
     }
 
-    /// Deletes ClusterExtension `name` in the foreground, drops the conversion webhooks of
-    /// `crds` (nothing serves them here, and a CRD could not be deleted with objects it must
-    /// convert), and waits until the ClusterExtension is gone: the
+    /// Deletes ClusterExtension `name` in the foreground, lets the objects of `crds` go (their
+    /// conversion webhooks dropped and finalizers removed, as OLM v0's reset does: the
+    /// operator's process goes with its Deployment, and a CRD is not deleted while it holds
+    /// objects it cannot convert or finalize), and waits until the ClusterExtension is gone: the
     /// garbage collector (kube-controller-manager) has then deleted every object OLM v1 made
     /// for it (each is owned by it) — the release's objects and OLM v1's record of the release
     /// (Helm release Secrets in [`super::SYSTEM_NAMESPACE`]); then deletes the CRDs of `crds`
@@ -320,11 +344,34 @@ impl OlmV1Env {
         )?;
         // Only once the ClusterExtension is being deleted: until then OLM v1 puts back what
         // it applied.
-        self.wait_gone("ClusterExtension", name, timeout, async |env| {
-            env.drop_conversion_webhooks(crds).await?;
-            Ok(env.read("ClusterExtension", name).await?.is_some())
-        })
-        .await?;
+        let started = Instant::now();
+        let mut held = None;
+        while self.read("ClusterExtension", name).await?.is_some() {
+            if started.elapsed() > timeout {
+                return Err(OlmV1Error::Timeout {
+                    what: format!("ClusterExtension {name} to be deleted"),
+                    waited: timeout,
+                    last: held.unwrap_or_else(|| "still present".to_owned()),
+                    logs: self.log_tails(),
+                });
+            }
+            // Retried while refused or slow: the garbage collector may delete a webhook's
+            // Service before its webhook configuration, which then fails every call for a
+            // moment; operator-controller may put a CRD's conversion back once more; and
+            // listing a CRD's objects waits while the apiserver cannot convert them.
+            for crd in crds {
+                let client = self.client();
+                let released = tokio::time::timeout(RELEASE_CALL, release_objects(&client, crd));
+                held = match released.await {
+                    Ok(Ok(())) => held,
+                    Ok(Err(e)) => Some(crate::olm::transient::error_chain(&e)),
+                    Err(_) => Some(format!(
+                        "letting the objects of CustomResourceDefinition {crd} go took over {RELEASE_CALL:?}"
+                    )),
+                };
+            }
+            tokio::time::sleep(POLL).await;
+        }
         let all: Api<CustomResourceDefinition> = Api::all(self.client());
         for crd in crds {
             delete_if_present(all.delete(crd, &DeleteParams::default()).await, || {
@@ -415,35 +462,6 @@ impl OlmV1Env {
         Ok(owned)
     }
 
-    /// Sets the conversion of each CRD of `crds` that converts through a webhook to `None`:
-    /// no operator process serves the webhook here, and deleting a CRD deletes its objects,
-    /// which the apiserver cannot list (so the CRD would never go) while a conversion it
-    /// needs fails.
-    async fn drop_conversion_webhooks(&self, crds: &[String]) -> Result<(), OlmV1Error> {
-        let all: Api<CustomResourceDefinition> = Api::all(self.client());
-        let none = json!({"spec": {"conversion": {"strategy": "None", "webhook": null}}});
-        for name in crds {
-            let action =
-                || format!("drop the conversion webhook of CustomResourceDefinition {name}");
-            let found = all.get_opt(name).await.map_err(|source| OlmV1Error::Api {
-                action: action(),
-                source,
-            })?;
-            let webhook = found
-                .and_then(|crd| crd.spec.conversion)
-                .is_some_and(|c| c.strategy == "Webhook");
-            if webhook {
-                let patch = Patch::Merge(&none);
-                // Gone meanwhile: nothing left to drop.
-                delete_if_present(
-                    all.patch(name, &PatchParams::default(), &patch).await,
-                    action,
-                )?;
-            }
-        }
-        Ok(())
-    }
-
     async fn wait_gone(
         &mut self,
         kind: &str,
@@ -527,6 +545,7 @@ mod tests {
             service_account: "demo-installer".to_owned(),
             catalog: "olmpack".to_owned(),
             policy: UpgradePolicy::CatalogProvided,
+            watch_namespace: None,
         };
         let object = spec.pinned("1.2.3");
         let catalog = &object["spec"]["source"]["catalog"];
@@ -538,10 +557,19 @@ mod tests {
             "olmpack"
         );
         assert_eq!(object["spec"]["namespace"], "demo-system");
+        assert_eq!(object["spec"].get("config"), None);
+        let own = ExtensionSpec {
+            watch_namespace: Some("demo-system".to_owned()),
+            ..spec
+        };
+        assert_eq!(
+            own.pinned("1.2.3")["spec"]["config"],
+            json!({"configType": "Inline", "inline": {"watchNamespace": "demo-system"}})
+        );
     }
 
     #[test]
-    fn only_a_retrying_or_blocked_progressing_condition_is_a_refusal() {
+    fn only_a_retrying_blocked_or_invalid_configuration_progressing_condition_is_a_refusal() {
         let retrying = condition(
             "Progressing",
             "True",
@@ -551,6 +579,14 @@ mod tests {
         let succeeded = condition("Progressing", "True", "Succeeded", "done");
         assert_eq!(refusal(std::slice::from_ref(&retrying)), Some(&retrying));
         assert_eq!(refusal(&[succeeded]), None);
+        // Seen live: an AllNamespaces-only bundle given a watchNamespace.
+        let invalid = condition(
+            "Progressing",
+            "False",
+            "InvalidConfiguration",
+            "error for resolved bundle \"webapp-operator.v1.0.0\" with version \"1.0.0\": invalid ClusterExtension configuration: invalid configuration: unknown field \"watchNamespace\"",
+        );
+        assert_eq!(refusal(std::slice::from_ref(&invalid)), Some(&invalid));
     }
 
     #[test]

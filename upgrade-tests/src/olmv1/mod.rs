@@ -3,8 +3,9 @@
 //! `ClusterExtension` — without a cluster, a kubelet or a container runtime.
 //!
 //! What runs: etcd, kube-apiserver and kube-controller-manager (its garbage collector deletes
-//! what a deleted ClusterExtension owned), OLM v1's CRDs (ClusterCatalog, ClusterExtension) from
-//! the same operator-controller version, catalogd and operator-controller as local processes.
+//! what a deleted ClusterExtension owned), OLM v1's CRDs (ClusterCatalog, ClusterExtension;
+//! the experimental set, which has the fields of its alpha features) from the same
+//! operator-controller version, catalogd and operator-controller as local processes.
 //! What olmpack provides in place of the cluster they expect:
 //! - **In-cluster identity.** Both read their ServiceAccount from
 //!   `/var/run/secrets/kubernetes.io/serviceaccount/token` (the subject of a JWT) and their
@@ -22,9 +23,14 @@
 //! - **Webhook certificates of bundles:** OpenShift's service-ca is the certificate provider
 //!   (`WebhookProviderOpenshiftServiceCA`; `WebhookProviderCertManager`, on by default, is
 //!   turned off: cert-manager's `Certificate` and `Issuer` kinds are not served here), so
-//!   operator-controller installs bundles with webhooks and annotates their Service and
-//!   webhook configurations for service-ca; nothing issues those certificates here, so
-//!   webhooks of installed operators are not served.
+//!   operator-controller annotates a bundle's webhook Service, webhook configurations and
+//!   conversion CRDs for service-ca, and [`crate::service_ca`] plays service-ca's part: the
+//!   Service's serving-certificate Secret, the CA in every `caBundle`.
+//! - **The operator's process:** no kubelet runs its pods; [`OlmV1Env::host_webhooks`]
+//!   starts a command in their place for each Deployment serving webhooks, with the
+//!   certificate service-ca issued, and points the Service's endpoints at it (OLM v0's
+//!   webhook host, the same command contract). The apiserver routes webhook calls to
+//!   endpoints (`--enable-aggregator-routing=true`).
 //! - **Identity of installs:** operator-controller v1.11 ignores `spec.serviceAccount` of a
 //!   ClusterExtension ("deprecated, ignored": it installs as its own cluster-admin account),
 //!   so running it with the admin kubeconfig is what it does in a cluster.
@@ -86,6 +92,10 @@ pub enum OlmV1Error {
         #[source]
         source: kube::Error,
     },
+    /// What OLM v1's environment shares with OLM v0's failed (hosting the operator's
+    /// webhooks, letting a CRD's objects go).
+    #[error(transparent)]
+    Shared(Box<crate::olm::OlmError>),
     #[error("{what} did not happen within {waited:?}; last seen: {last}\n{logs}")]
     Timeout {
         what: String,

@@ -1,8 +1,8 @@
-//! [`LocalRegistry`]: the OCI registry OLM v1 pulls bundle and catalog images from — CNCF
-//! distribution (Debian's `docker-registry`), anonymous, plain HTTP on 127.0.0.1, its blobs in
-//! a temp directory removed with it.
+//! [`LocalRegistry`]: the OCI registry OLM v1 pulls bundle and catalog images from — olareg
+//! (a pinned tool, so the tools image carries it), anonymous, plain HTTP on 127.0.0.1, its
+//! blobs in a temp directory removed with it, garbage collection off (the catalog names bundle
+//! images by digest).
 
-use std::path::Path;
 use std::time::Duration;
 
 use crate::binaries::Tool;
@@ -24,7 +24,7 @@ pub struct LocalRegistry {
 impl LocalRegistry {
     /// Starts a registry and waits until it answers `/v2/`.
     pub async fn start() -> Result<Self, OlmV1Error> {
-        let bin = Tool::Registry.path()?;
+        let bin = Tool::Olareg.path()?;
         let dir = tempfile::Builder::new()
             .prefix("olmpack-olmv1-registry-")
             .tempdir()
@@ -32,15 +32,28 @@ impl LocalRegistry {
                 path: std::env::temp_dir(),
                 source,
             })?;
+        let storage = dir.path().join("storage");
+        std::fs::create_dir_all(&storage).map_err(|source| OlmV1Error::Write {
+            path: storage.clone(),
+            source,
+        })?;
         let port = free_port().map_err(OlmV1Error::Port)?;
-        let config_path = dir.path().join("config.yml");
-        write_config(dir.path(), &config_path, port)?;
-        let mut process = ChildProcess::start(
-            "docker-registry",
-            &bin,
-            &["serve".to_owned(), config_path.display().to_string()],
-            &dir.path().join("registry.log"),
-        )?;
+        let args = [
+            "serve",
+            "--addr",
+            "127.0.0.1",
+            "--port",
+            &port.to_string(),
+            "--dir",
+            &storage.display().to_string(),
+            "--store-type",
+            "dir",
+            // A frequency that is not positive turns olareg's garbage collection off.
+            "--gc-frequency=-1s",
+        ]
+        .map(str::to_owned);
+        let mut process =
+            ChildProcess::start("olareg", &bin, &args, &dir.path().join("registry.log"))?;
         wait_until(&mut process, START_TIMEOUT, || answers_v2(port)).await?;
         Ok(Self {
             process,
@@ -58,25 +71,6 @@ impl LocalRegistry {
     pub fn pid(&self) -> u32 {
         self.process.pid()
     }
-}
-
-fn write_config(dir: &Path, config_path: &Path, port: u16) -> Result<(), OlmV1Error> {
-    let storage = dir.join("storage");
-    std::fs::create_dir_all(&storage).map_err(|source| OlmV1Error::Write {
-        path: storage.clone(),
-        source,
-    })?;
-    let config = format!(
-        "version: 0.1\n\
-         log:\n  level: warn\n  accesslog:\n    disabled: true\n\
-         storage:\n  filesystem:\n    rootdirectory: {}\n\
-         http:\n  addr: 127.0.0.1:{port}\n  secret: olmpack-olmv1\n",
-        storage.display()
-    );
-    std::fs::write(config_path, config).map_err(|source| OlmV1Error::Write {
-        path: config_path.to_owned(),
-        source,
-    })
 }
 
 /// True once `/v2/` answers 200; reads at most one small response.

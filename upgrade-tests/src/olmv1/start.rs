@@ -14,7 +14,9 @@ use serde_json::json;
 use super::{Condition, OlmV1Error, SYSTEM_NAMESPACE, conditions, registries_conf};
 use crate::binaries::{Tool, ToolData};
 use crate::control_plane::{TestEnv, TestEnvOptions};
+use crate::olm::webhooks::{WebhookCommand, WebhookHost};
 use crate::process::{ChildProcess, free_port};
+use crate::service_ca::{ServiceCa, ServiceCaTask};
 
 /// How long a component may take to come up.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -24,15 +26,19 @@ const MANAGER: &str = "olmpack";
 const CATALOGD_WEBHOOK_PATH: &str = "/mutate-olm-operatorframework-io-v1-clustercatalog";
 /// The feature gates operator-controller runs with (module docs): the certificate provider of
 /// bundles' webhooks is OpenShift's service-ca, not cert-manager (on by default, its
-/// `Certificate` and `Issuer` kinds are not served here).
-const OPERATOR_CONTROLLER_GATES: &str =
-    "WebhookProviderCertManager=false,WebhookProviderOpenshiftServiceCA=true";
+/// `Certificate` and `Issuer` kinds are not served here); OwnNamespace and SingleNamespace
+/// installs (a `watchNamespace` in the ClusterExtension's config) are on (alpha).
+const OPERATOR_CONTROLLER_GATES: &str = "WebhookProviderCertManager=false,WebhookProviderOpenshiftServiceCA=true,SingleOwnNamespaceInstallSupport=true";
 
 /// A running OLM v1 environment. See the [module docs](super).
 pub struct OlmV1Env {
-    // Field order is drop order: OLM v1's processes, then the control plane.
+    // Field order is drop order: the operator's processes, OLM v1's, then the control plane.
+    webhooks: Option<WebhookHost>,
+    /// The CRDs of [`Self::install_cluster_crd`]: the cluster's, not an operator's.
+    cluster_crds: Vec<String>,
     operator_controller: ChildProcess,
     catalogd: ChildProcess,
+    _service_ca: ServiceCaTask,
     env: TestEnv,
 }
 
@@ -57,12 +63,15 @@ impl OlmV1Env {
     pub async fn start(insecure_registries: &[String]) -> Result<Self, OlmV1Error> {
         let catalogd = Tool::Catalogd.path()?;
         let operator_controller = Tool::OperatorController.path()?;
-        let crds = ToolData::OlmV1Crds.path()?;
+        // The experimental set: a ClusterExtension's `config` (watchNamespace) is in it.
+        let crds = ToolData::OlmV1ExperimentalCrds.path()?;
         // With the garbage collector, as in a cluster: a deleted ClusterExtension's objects
         // (each owned by it) go with it.
+        // Webhook calls go to the endpoints of a Service (the operator's process, see
+        // [`Self::host_webhooks`]), as in OLM v0's environment.
         let mut env = TestEnv::start_with(TestEnvOptions {
             controller_manager: true,
-            ..TestEnvOptions::default()
+            apiserver_args: vec!["--enable-aggregator-routing=true".to_owned()],
         })
         .await?;
         install_crds(&env, &crds).await?;
@@ -123,11 +132,84 @@ impl OlmV1Env {
         let mut operator_controller =
             start_component(&env, &component, &operator_controller_args, &conf).await?;
         operator_controller.check_running()?;
+        // The certificate provider operator-controller is started with.
+        let service_ca = ServiceCa::new()?.spawn(client);
         Ok(Self {
+            webhooks: None,
+            cluster_crds: Vec::new(),
             operator_controller,
             catalogd,
+            _service_ca: service_ca,
             env,
         })
+    }
+
+    /// Installs `crd` as a CRD the cluster already serves (another operator's API, such as
+    /// prometheus-operator's ServiceMonitor): it stays for every install, never taken for
+    /// an installed operator's ([`Self::operator_crds`]).
+    pub async fn install_cluster_crd(
+        &mut self,
+        crd: &CustomResourceDefinition,
+    ) -> Result<(), OlmV1Error> {
+        self.env.install_crd(crd).await?;
+        self.cluster_crds
+            .push(crd.metadata.name.clone().unwrap_or_default());
+        Ok(())
+    }
+
+    /// The CRDs of [`Self::install_cluster_crd`].
+    pub fn cluster_crds(&self) -> &[String] {
+        &self.cluster_crds
+    }
+
+    /// Starts `command` as the process of every Deployment in `namespace` that serves
+    /// webhooks (OLM v0's webhook host, [`crate::olm::webhooks`]: the serving certificate
+    /// service-ca issued for the Deployment's Service, an EndpointSlice to the process),
+    /// replacing any hosting started before; `None` hosts nothing.
+    pub fn host_webhooks(
+        &mut self,
+        namespace: &str,
+        command: Option<WebhookCommand>,
+    ) -> Result<(), OlmV1Error> {
+        self.stop_webhooks();
+        let dir = self.env.dir().join(format!("webhooks-{namespace}"));
+        let host = WebhookHost::start(
+            self.client(),
+            namespace,
+            command,
+            self.env.kubeconfig_path().to_owned(),
+            dir,
+        )
+        .map_err(|source| OlmV1Error::Shared(Box::new(source)))?;
+        self.webhooks = Some(host);
+        Ok(())
+    }
+
+    /// Stops the webhook processes of [`Self::host_webhooks`].
+    pub fn stop_webhooks(&mut self) {
+        if let Some(mut host) = self.webhooks.take() {
+            host.stop();
+        }
+    }
+
+    /// The webhook host of [`Self::host_webhooks`], if hosting.
+    pub fn webhooks(&self) -> Option<&WebhookHost> {
+        self.webhooks.as_ref()
+    }
+
+    /// Waits until a process serves each of `deployments` in `namespace` at its current
+    /// generation ([`WebhookHost::wait_serving`]); `Err` says why not.
+    pub async fn wait_for_webhooks(
+        &self,
+        namespace: &str,
+        deployments: &[String],
+        timeout: Duration,
+    ) -> Result<(), String> {
+        let Some(host) = &self.webhooks else {
+            return Err("no webhook command was given".to_owned());
+        };
+        host.wait_serving(&self.client(), namespace, deployments, timeout)
+            .await
     }
 
     /// The control plane underneath.
@@ -142,10 +224,12 @@ impl OlmV1Env {
 
     /// The ends of catalogd's and operator-controller's logs, for failure messages.
     pub fn log_tails(&self) -> String {
+        let webhooks = self.webhooks.as_ref().map(WebhookHost::log_tails);
         format!(
-            "catalogd:\n{}\noperator-controller:\n{}",
+            "catalogd:\n{}\noperator-controller:\n{}\n{}",
             self.catalogd.log_tail(),
-            self.operator_controller.log_tail()
+            self.operator_controller.log_tail(),
+            webhooks.unwrap_or_default()
         )
     }
 
@@ -160,6 +244,7 @@ impl OlmV1Env {
     pub fn pids(&self) -> Vec<u32> {
         let mut pids = self.env.pids();
         pids.extend([self.catalogd.pid(), self.operator_controller.pid()]);
+        pids.extend(self.webhooks.iter().flat_map(WebhookHost::pids));
         pids
     }
 

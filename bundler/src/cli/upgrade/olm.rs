@@ -38,9 +38,12 @@ pub struct OlmArgs {
     /// `olm.bundle.object` manifests and the catalog image naming them by digest, serves them
     /// from a registry on 127.0.0.1, and runs the cases one after another in one OLM v1;
     /// verdicts quote OLM v1's Installed and Progressing conditions (the CRD upgrade safety
-    /// preflight's words when it refuses). Cases in an install mode other than AllNamespaces
-    /// are not run under v1 (OLM v1 needs its SingleOwnNamespaceInstallSupport gate), and
-    /// --webhook-command, --cluster-crd and --platform openshift are v0 only.
+    /// preflight's words when it refuses). OwnNamespace and SingleNamespace cases run through
+    /// operator-controller's SingleOwnNamespaceInstallSupport gate (alpha; the ClusterExtension's
+    /// watchNamespace), MultiNamespace cases are not run (OLM v1 has no such mode), and
+    /// --platform openshift is v0 only. --webhook-command and --cluster-crd work with both:
+    /// under v1 the operator's serving certificate comes from OLM v1's certificate provider
+    /// (OpenShift's service-ca, which olmpack plays).
     #[arg(long, value_name = "VERSION", default_value = "v0", value_parser = crate::cli::choice::<OlmVersion>())]
     pub olm: OlmVersion,
     /// Install under an OperatorGroup of this mode (repeatable: a case per mode and entry).
@@ -232,14 +235,10 @@ fn refuse_v0_only_flags(args: &OlmArgs) -> Result<(), crate::cli::Invalid> {
     if args.olm == OlmVersion::V0 {
         return Ok(());
     }
-    let given = [
-        ("--webhook-command", args.webhook_command.is_some()),
-        ("--cluster-crd", !args.cluster_crds.is_empty()),
-        (
-            "--platform openshift",
-            args.platform != olmpack::upgrade::olm::platform::Platform::Kubernetes,
-        ),
-    ];
+    let given = [(
+        "--platform openshift",
+        args.platform != olmpack::upgrade::olm::platform::Platform::Kubernetes,
+    )];
     match given.into_iter().find(|(_, set)| *set) {
         Some((flag, _)) => Err(crate::cli::Invalid(format!(
             "{flag} is for OLM v0 only; `upgrade olm --olm v1` does not take it"

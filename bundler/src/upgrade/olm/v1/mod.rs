@@ -17,14 +17,19 @@
 //!   naming the bundle), refused (`Outcome::Refused` quoting `Progressing`'s reason and
 //!   message, e.g. the CRD upgrade safety preflight's words), or timed out (quoting the last
 //!   conditions). OLM v1's other conditions are kept in the step's `observed` lines.
-//! - Examples: as under OLM v0 on kwok nodes, no operator process runs (OLM v1 creates the
-//!   Deployment; nothing runs its pods), so the `alm-examples` objects are created against
-//!   the CRDs after the install and read back after the upgrade. A bundle that declares
-//!   webhooks gets its example checks "not run" with the reason: OLM v1 wires them to the
-//!   operator's Service, which nothing serves here.
-//! - Install modes other than AllNamespaces need operator-controller's
-//!   `SingleOwnNamespaceInstallSupport` feature gate; such a case is not run, and its report
-//!   says so ([`CaseReport::environment`]); when no case can run, nothing is started.
+//! - Examples: as under OLM v0 on kwok nodes, the `alm-examples` objects are created against
+//!   the CRDs after the install and read back after the upgrade. No kubelet runs the
+//!   operator's pods; with a webhook command ([`RunOptions::webhook_command`]) the
+//!   environment starts it in place of each Deployment serving webhooks, with the
+//!   certificate OLM v1's provider (service-ca) issued, exactly as under OLM v0, and the
+//!   examples wait until it serves the Deployment's current generation. Without one, a
+//!   bundle that declares webhooks gets its example checks "not run", saying so.
+//! - Install modes: AllNamespaces as OLM v1 installs by default; OwnNamespace and
+//!   SingleNamespace through operator-controller's `SingleOwnNamespaceInstallSupport` gate
+//!   (alpha, turned on), with the ClusterExtension's `watchNamespace` the install namespace or
+//!   [`WATCHED`] — the install step's first observed line says so. MultiNamespace is not an
+//!   OLM v1 install mode: such a case is not run, and its report says so
+//!   ([`CaseReport::environment`]); when no case can run, nothing is started.
 
 pub mod serve;
 
@@ -46,6 +51,8 @@ const EXTENSION: &str = "olmpack-case";
 const NAMESPACE: &str = "olmpack-operator";
 /// The ServiceAccount every ClusterExtension names (operator-controller v1.11 ignores it).
 const SERVICE_ACCOUNT: &str = "olmpack-installer";
+/// The namespace a SingleNamespace case's operator watches.
+const WATCHED: &str = "olmpack-watched";
 
 /// Runs every case under OLM v1, one after another in one environment; reports in case
 /// order. Failing to serve the images or to start OLM v1 is an error; a case the
@@ -55,10 +62,7 @@ pub async fn run(
     cases: &[Case],
     options: &RunOptions,
 ) -> Result<Vec<CaseReport>, OlmRunError> {
-    if cases
-        .iter()
-        .all(|c| c.install_mode != InstallModeType::AllNamespaces)
-    {
+    if cases.iter().all(|c| watched(c.install_mode).is_err()) {
         // Nothing OLM v1 runs here: no environment to start.
         let not_run = cases.iter().cloned().map(|c| not_supported(c, options));
         return Ok(not_run.collect());
@@ -76,6 +80,9 @@ pub async fn run(
     ));
     let started = Instant::now();
     let mut env = OlmV1Env::start(&[registry.host()]).await?;
+    for crd in &options.cluster_crds {
+        env.install_cluster_crd(crd).await?;
+    }
     env.serve_catalog(CATALOG, &served.catalog, options.timeouts.step)
         .await?;
     let up = started.elapsed().as_secs_f64();
@@ -96,7 +103,7 @@ async fn run_case(
     case: Case,
     options: &RunOptions,
 ) -> CaseReport {
-    if case.install_mode != InstallModeType::AllNamespaces {
+    if watched(case.install_mode).is_err() {
         return not_supported(case, options);
     }
     let started = Instant::now();
@@ -117,12 +124,22 @@ async fn run_case(
     }
 }
 
-/// The report of a case in an install mode OLM v1 runs only behind a feature gate: not run.
+/// The namespace the operator of a case in `mode` watches (`None`: all), or why OLM v1 has
+/// no such install mode.
+fn watched(mode: InstallModeType) -> Result<Option<&'static str>, String> {
+    match mode {
+        InstallModeType::AllNamespaces => Ok(None),
+        InstallModeType::OwnNamespace => Ok(Some(NAMESPACE)),
+        InstallModeType::SingleNamespace => Ok(Some(WATCHED)),
+        InstallModeType::MultiNamespace => Err(
+            "not run: OLM v1 has no MultiNamespace install mode (a ClusterExtension watches all namespaces, or one: OwnNamespace and SingleNamespace)".to_owned(),
+        ),
+    }
+}
+
+/// The report of a case in an install mode OLM v1 does not have: not run.
 fn not_supported(case: Case, options: &RunOptions) -> CaseReport {
-    let why = format!(
-        "not run: OLM v1 installs {} operators only with operator-controller's SingleOwnNamespaceInstallSupport feature gate (and a watchNamespace in the ClusterExtension's config); olmpack runs OLM v1 without it",
-        case.install_mode
-    );
+    let why = watched(case.install_mode).err().unwrap_or_default();
     not_finished(CaseReport::new(case), why, options, Instant::now())
 }
 
@@ -155,18 +172,15 @@ async fn steps(
     started: Instant,
 ) -> Result<(), OlmRunError> {
     let case = report.case.clone();
-    let spec = ExtensionSpec {
-        name: EXTENSION.to_owned(),
-        package: case.package.clone(),
-        channels: case.channels.clone(),
-        namespace: NAMESPACE.to_owned(),
-        service_account: SERVICE_ACCOUNT.to_owned(),
-        catalog: CATALOG.to_owned(),
-        policy: UpgradePolicy::CatalogProvided,
-    };
-    env.prepare_namespace(NAMESPACE, SERVICE_ACCOUNT).await?;
+    let spec = prepare(env, &case, options).await?;
     let from = bundle(served, &case.from)?;
     report.install = step(env, &spec, &case.from, from, options).await?;
+    if let Some(namespace) = &spec.watch_namespace {
+        report.install.observed.insert(0, format!(
+            "OLM v1: {} through operator-controller's SingleOwnNamespaceInstallSupport feature gate (alpha): watchNamespace {namespace}",
+            case.install_mode
+        ));
+    }
     report.install_seconds = report.install.elapsed.as_secs_f64();
     let what = describe(&report.install.outcome);
     options
@@ -176,9 +190,13 @@ async fn steps(
         return Ok(());
     }
     report.installed = env.installed(NAMESPACE).await?;
-    let examples = match webhooks(from, false) {
-        Some(why) => Err(why),
-        None => Ok(env.create_examples(alm_examples(from)?, NAMESPACE).await),
+    let objects = alm_examples(from)?;
+    let examples = match objects.is_empty() {
+        true => Ok(Vec::new()), // nothing to create: no webhook is needed
+        false => match webhooks_served(env, from, false, options).await {
+            Ok(()) => Ok(env.create_examples(objects, NAMESPACE).await),
+            Err(why) => Err(why),
+        },
     };
     let made = super::examples_line(&examples);
     report.examples = Some(examples);
@@ -204,8 +222,33 @@ async fn steps(
     Ok(())
 }
 
+/// The ClusterExtension of `case`, with the namespaces it needs made and the operator's
+/// webhook processes hosted in the install namespace (when a command was given).
+async fn prepare(
+    env: &mut OlmV1Env,
+    case: &Case,
+    options: &RunOptions,
+) -> Result<ExtensionSpec, OlmRunError> {
+    let watch_namespace = watched(case.install_mode).unwrap_or_default();
+    if let Some(namespace) = watch_namespace {
+        env.ensure_namespace(namespace).await?;
+    }
+    env.prepare_namespace(NAMESPACE, SERVICE_ACCOUNT).await?;
+    env.host_webhooks(NAMESPACE, options.webhook_command.clone())?;
+    Ok(ExtensionSpec {
+        name: EXTENSION.to_owned(),
+        package: case.package.clone(),
+        channels: case.channels.clone(),
+        namespace: NAMESPACE.to_owned(),
+        service_account: SERVICE_ACCOUNT.to_owned(),
+        catalog: CATALOG.to_owned(),
+        policy: UpgradePolicy::CatalogProvided,
+        watch_namespace: watch_namespace.map(str::to_owned),
+    })
+}
+
 /// Reads the examples back after the upgrade to `next` (not run when `next` converts them
-/// with a webhook nothing serves).
+/// with a webhook no process serves).
 async fn read_back(
     env: &OlmV1Env,
     next: &ServedBundle,
@@ -216,7 +259,7 @@ async fn read_back(
     let Some(Ok(examples)) = &report.examples else {
         return;
     };
-    if let Some(why) = webhooks(next, true) {
+    if let Err(why) = webhooks_served(env, next, true, options).await {
         report.reads_not_run = Some(why);
         return;
     }
@@ -239,6 +282,10 @@ async fn step(
 ) -> Result<InstallStep, OlmRunError> {
     let started = Instant::now();
     let timeout = options.timeouts.step;
+    if let Some(host) = env.webhooks() {
+        // The release the operator's process is started as from now on.
+        host.set_release(name);
+    }
     let end = env.install_version(spec, &bundle.version, timeout).await?;
     let by = format!("ClusterExtension {}", spec.name);
     let (csv, outcome, conditions) = match end {
@@ -289,12 +336,13 @@ async fn step(
     })
 }
 
-/// Deletes the case's ClusterExtension and the CRDs left (module docs).
+/// Deletes the case's ClusterExtension and the CRDs left (module docs), then stops the
+/// operator's webhook processes.
 async fn uninstall(env: &mut OlmV1Env, options: &RunOptions) -> Result<(), OlmRunError> {
     let crds = env.operator_crds().await?;
-    env.uninstall(EXTENSION, &crds, options.timeouts.step)
-        .await
-        .map_err(OlmRunError::from)
+    let uninstalled = env.uninstall(EXTENSION, &crds, options.timeouts.step).await;
+    env.stop_webhooks();
+    uninstalled.map_err(OlmRunError::from)
 }
 
 fn bundle<'a>(served: &'a Served, name: &str) -> Result<&'a ServedBundle, OlmRunError> {
@@ -312,22 +360,37 @@ fn csv(bundle: &ServedBundle) -> Option<&Value> {
         .find(|o| o["kind"] == "ClusterServiceVersion")
 }
 
-/// Why example checks cannot run on `bundle`: it declares webhooks (any, or with
-/// `conversion_only` a conversion webhook), which nothing serves under OLM v1 here.
-fn webhooks(bundle: &ServedBundle, conversion_only: bool) -> Option<String> {
-    let definitions = csv(bundle)?["spec"]["webhookdefinitions"].as_array()?;
-    let declared: Vec<&str> = definitions
-        .iter()
+/// Whether the webhooks of `bundle` the examples need are served (`conversion_only`: only a
+/// conversion webhook is needed, as for reading back): `Err(why)` when the checks cannot
+/// run — no webhook command, or no process came up for a Deployment serving them.
+async fn webhooks_served(
+    env: &OlmV1Env,
+    bundle: &ServedBundle,
+    conversion_only: bool,
+    options: &RunOptions,
+) -> Result<(), String> {
+    let Some(spec) = csv(bundle).map(|csv| &csv["spec"]) else {
+        return Ok(());
+    };
+    let declared: Vec<&str> = spec["webhookdefinitions"]
+        .as_array()
+        .into_iter()
+        .flatten()
         .filter(|d| !conversion_only || d["type"] == "ConversionWebhook")
         .filter_map(|d| d["type"].as_str())
         .collect();
     if declared.is_empty() {
-        return None;
+        return Ok(());
     }
-    Some(format!(
-        "the bundle declares webhooks ({}); OLM v1 wires them to the operator's Service, and no operator process runs under OLM v1 here, so nothing would answer them",
-        declared.join(", ")
-    ))
+    let deployments = olmpack_envtest::olm::webhooks::webhook_deployments(spec);
+    env.wait_for_webhooks(NAMESPACE, &deployments, options.timeouts.step)
+        .await
+        .map_err(|why| {
+            format!(
+                "the bundle declares webhooks ({}) and they are not served: {why}",
+                declared.join(", ")
+            )
+        })
 }
 
 /// The objects of the bundle CSV's `alm-examples` annotation (none when it has none).

@@ -1,0 +1,125 @@
+//! The real OLM v1 (catalogd and operator-controller, as `tools.toml` pins them) installs every
+//! release of the reference operator's catalog by ClusterExtension and upgrades along every
+//! edge OLM v1 takes, with the operator binary itself serving the webhooks OLM v1 wired
+//! (conversion and admission, `failurePolicy: Fail`) as the process of its pods: the
+//! certificate comes from OLM v1's certificate provider (OpenShift's service-ca, which the
+//! environment plays), the command contract is OLM v0's. The examples are created through
+//! the validating and mutating webhooks and read back after each upgrade through the
+//! conversion webhook — without the process, both would be refused.
+
+use std::path::{Path, PathBuf};
+
+use olmpack::upgrade::olm::{self, OlmVersion, RunOptions, StepLog};
+use olmpack_envtest::binaries::Tool;
+use olmpack_envtest::olm::{Outcome, WebhookCommand};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Whether OLM v1's binaries and the registry are installed; `false` said loudly (a failure
+/// in CI).
+fn olm_v1_installed() -> bool {
+    let missing: Vec<String> = [Tool::Catalogd, Tool::OperatorController, Tool::Olareg]
+        .into_iter()
+        .filter_map(|tool| tool.path().err().map(|e| e.to_string()))
+        .collect();
+    if missing.is_empty() {
+        return true;
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "OLM v1 is not installed in CI: {missing:?}"
+    );
+    eprintln!("NOT RUN: OLM v1 is not installed: {missing:?}");
+    false
+}
+
+/// The operator binary as the process of its pods, as in `olm_e2e`: the serving certificate
+/// given, the port the harness picked, the ServiceAccount's kubeconfig from `$KUBECONFIG`.
+fn operator_command() -> WebhookCommand {
+    WebhookCommand::shell(&format!(
+        "'{}' run --tls-cert-file \"$OLMPACK_WEBHOOK_CERT_FILE\" --tls-key-file \"$OLMPACK_WEBHOOK_KEY_FILE\" \
+         --bind-address 127.0.0.1 --webhook-port \"$OLMPACK_WEBHOOK_PORT\" --metrics-port 0 \
+         --leader-elect --cert-poll-seconds 1",
+        env!("CARGO_BIN_EXE_webapp-operator")
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn olm_v1_e2e_reference_operator_serves_its_webhooks_along_every_edge() {
+    if !olm_v1_installed() {
+        return;
+    }
+    let catalog = root().join("catalog");
+    let limits = olmpack::input::Limits::default();
+    let cases = olm::load_cases_of(
+        OlmVersion::V1,
+        &catalog,
+        Some("webapp-operator"),
+        &[],
+        &limits,
+    )
+    .unwrap();
+    let edges: Vec<String> = cases
+        .iter()
+        .map(|c| match &c.expected {
+            Some((to, _)) => format!("{} → {to}", c.from),
+            None => c.from.clone(),
+        })
+        .collect();
+    assert_eq!(
+        edges,
+        [
+            "webapp-operator.v0.1.0 → webapp-operator.v0.2.0",
+            "webapp-operator.v0.2.0 → webapp-operator.v0.3.0",
+            "webapp-operator.v0.3.0 → webapp-operator.v1.0.1",
+            "webapp-operator.v1.0.0 → webapp-operator.v1.0.1",
+            "webapp-operator.v1.0.1",
+        ]
+    );
+    let options = RunOptions {
+        olm: OlmVersion::V1,
+        webhook_command: Some(operator_command()),
+        steps: StepLog::new(|line| eprintln!("{line}")),
+        ..RunOptions::default()
+    };
+    let reports = olm::run(&catalog, &cases, &options).await.unwrap();
+    let table = olm::markdown(&reports);
+    eprintln!("{table}");
+    assert_eq!(reports.len(), cases.len());
+    for r in &reports {
+        let name = r.name();
+        assert_eq!(r.failures(), [], "{name}\n{table}");
+        assert_eq!(r.not_run(), Vec::<String>::new(), "{name}\n{table}");
+        assert_eq!(
+            r.install.outcome,
+            Outcome::Succeeded {
+                csv: r.case.from.clone()
+            },
+            "{name}"
+        );
+        // Created through the admission webhooks (failurePolicy: Fail): each one admitted.
+        let examples = r
+            .examples
+            .as_ref()
+            .and_then(|e| e.as_ref().ok())
+            .unwrap_or_else(|| panic!("{name}: examples not run: {:?}", r.examples));
+        assert!(!examples.is_empty(), "{name} has alm-examples");
+        assert!(
+            examples.iter().all(|e| e.refused.is_none()),
+            "{name}: {examples:#?}"
+        );
+        if let Some((to, _)) = &r.case.expected {
+            let step = r.upgrade.as_ref().expect("the upgrade ran");
+            assert_eq!(step.outcome, Outcome::Succeeded { csv: to.clone() });
+            // Read back through the conversion webhook of the release upgraded to.
+            assert_eq!(r.examples_after.len(), examples.len(), "{name}");
+            assert!(
+                r.examples_after.iter().all(Result::is_ok),
+                "{name}: {:?}",
+                r.examples_after
+            );
+        }
+    }
+}
