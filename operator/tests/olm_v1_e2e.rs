@@ -10,29 +10,16 @@
 use std::path::{Path, PathBuf};
 
 use olmpack::upgrade::olm::{self, OlmVersion, RunOptions, StepLog};
-use olmpack_envtest::binaries::Tool;
 use olmpack_envtest::olm::{Outcome, WebhookCommand};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// Whether OLM v1's binaries and the registry are installed; `false` said loudly (a failure
+/// Whether OLM v1's binaries and the registry are installed; "NOT RUN" when not (a failure
 /// in CI).
 fn olm_v1_installed() -> bool {
-    let missing: Vec<String> = [Tool::Catalogd, Tool::OperatorController, Tool::Olareg]
-        .into_iter()
-        .filter_map(|tool| tool.path().err().map(|e| e.to_string()))
-        .collect();
-    if missing.is_empty() {
-        return true;
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "OLM v1 is not installed in CI: {missing:?}"
-    );
-    eprintln!("NOT RUN: OLM v1 is not installed: {missing:?}");
-    false
+    olmpack_testkit::tools::require(&olmpack_testkit::tools::OLM_V1, "OLM v1")
 }
 
 /// The operator binary as the process of its pods, as in `olm_e2e`: the serving certificate

@@ -6,7 +6,8 @@
 //! - [`files`]: copying fixture trees;
 //! - [`Registry`], [`ReferrersRegistry`]: real OCI registries (with or without auth, with the
 //!   referrers API);
-//! - [`fake_nodes`]: many fake nodes (kwok) on a test control plane, for scale runs.
+//! - [`fake_nodes`]: many fake nodes (kwok) on a test control plane, for scale runs;
+//! - [`tools`]: whether the pinned tools a test needs are installed, "NOT RUN" when not.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -26,3 +27,4 @@ pub mod fake_nodes;
 pub mod files;
 pub mod olareg;
 pub mod registry;
+pub mod tools;

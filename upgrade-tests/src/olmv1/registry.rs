@@ -1,5 +1,6 @@
 //! [`LocalRegistry`]: the OCI registry OLM v1 pulls bundle and catalog images from — olareg
-//! (a pinned tool, so the tools image carries it), anonymous, plain HTTP on 127.0.0.1, its
+//! (a pinned tool, so the tools image carries it; it also serves the referrers API of OCI
+//! distribution 1.1), anonymous, plain HTTP on 127.0.0.1, its
 //! blobs in a temp directory removed with it, garbage collection off (the catalog names bundle
 //! images by digest).
 
@@ -65,6 +66,11 @@ impl LocalRegistry {
     /// `127.0.0.1:<port>`: the registry part of an image reference.
     pub fn host(&self) -> String {
         format!("127.0.0.1:{}", self.port)
+    }
+
+    /// The end of the registry's log, for failure messages.
+    pub fn log_tail(&self) -> String {
+        self.process.log_tail()
     }
 
     /// The registry process's PID.
