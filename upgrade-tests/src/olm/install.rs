@@ -13,7 +13,7 @@ use super::env::{Catalog, OLM_INSTALL_PLAN_RETRY};
 use super::operator_group;
 use super::progress::{Observer, Tracker};
 use super::resources::{self, Csv, InstallPlan, Subscription};
-use super::{OlmEnv, OlmError};
+use super::{OlmEnv, OlmError, webhooks};
 use crate::live::api::apiserver_message;
 
 pub(super) const POLL: Duration = Duration::from_millis(250);
@@ -530,11 +530,8 @@ impl OlmEnv {
     /// version needs).
     pub async fn has_webhooks(&self, csv: &str, conversion_only: bool) -> Result<bool, OlmError> {
         let found = self.read_csv(csv).await?;
-        Ok(found.spec["webhookdefinitions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|d| !conversion_only || d["type"] == "ConversionWebhook"))
+        let spec = resources::csv_spec(&found.spec);
+        Ok(!webhooks::declared_webhooks(&spec, conversion_only).is_empty())
     }
 
     /// Whether CSV `csv`, whose step was done, is still `Succeeded`: `Left` with OLM's status
@@ -599,7 +596,7 @@ impl OlmEnv {
         let csvs: Api<Csv> =
             Api::namespaced_with(self.client(), self.operator_namespace(), &resources::csv());
         let found = csvs.get(csv).await.map_err(|e| e.to_string())?;
-        let deployments = crate::olm::webhooks::webhook_deployments(&found.spec);
+        let deployments = webhooks::webhook_deployments(&resources::csv_spec(&found.spec));
         self.webhooks()
             .wait_serving(
                 &self.client(),

@@ -666,13 +666,13 @@ fn refusal(plan_name: &str, csv_name: &str, look: &Look, at_deadline: bool) -> O
 
 /// The CRD names of a CSV spec's `ConversionWebhook` definitions.
 fn conversion_crds(spec: &Value) -> Vec<String> {
-    let mut names: Vec<String> = spec["webhookdefinitions"]
-        .as_array()
-        .into_iter()
+    let spec = resources::csv_spec(spec);
+    let mut names: Vec<String> = spec
+        .webhookdefinitions
+        .iter()
         .flatten()
-        .filter(|d| d["type"] == "ConversionWebhook")
-        .flat_map(|d| d["conversionCRDs"].as_array().into_iter().flatten())
-        .filter_map(|n| n.as_str().map(str::to_owned))
+        .filter(|d| d.type_.as_deref() == Some("ConversionWebhook"))
+        .flat_map(|d| d.conversion_crds.iter().flatten().cloned())
         .collect();
     names.sort();
     names.dedup();

@@ -32,6 +32,8 @@ use kube::Client;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
 
+use olmpack_model::csv::CsvSpec;
+
 use super::OlmError;
 use crate::live::webhook::controller_runtime_cert_dir;
 use crate::netns::ProcessNetwork;
@@ -543,14 +545,26 @@ impl Ctx {
     }
 }
 
+/// The types of the webhooks a CSV's `spec` declares (`webhookdefinitions[].type`), in
+/// order: all, or with `conversion_only` its `ConversionWebhook`s only (what reading objects
+/// at another version needs).
+pub fn declared_webhooks(spec: &CsvSpec, conversion_only: bool) -> Vec<&str> {
+    spec.webhookdefinitions
+        .iter()
+        .flatten()
+        .filter_map(|d| d.type_.as_deref())
+        .filter(|t| !conversion_only || *t == "ConversionWebhook")
+        .collect()
+}
+
 /// The Deployments serving the webhooks of a CSV's `spec` (`webhookdefinitions[].deploymentName`),
 /// sorted, each once.
-pub fn webhook_deployments(csv_spec: &serde_json::Value) -> Vec<String> {
-    let mut deployments: Vec<String> = csv_spec["webhookdefinitions"]
-        .as_array()
-        .into_iter()
+pub fn webhook_deployments(spec: &CsvSpec) -> Vec<String> {
+    let mut deployments: Vec<String> = spec
+        .webhookdefinitions
+        .iter()
         .flatten()
-        .filter_map(|d| d["deploymentName"].as_str().map(str::to_owned))
+        .filter_map(|d| d.deployment_name.clone())
         .collect();
     deployments.sort();
     deployments.dedup();

@@ -35,7 +35,7 @@ pub mod serve;
 
 use std::time::Instant;
 
-use olmpack_envtest::olm::{InstallStep, Outcome};
+use olmpack_envtest::olm::{InstallStep, Outcome, resources, webhooks};
 use olmpack_envtest::olmv1::{ExtensionSpec, LocalRegistry, OlmV1Env, StepEnd, UpgradePolicy};
 use olmpack_model::plan::InstallModeType;
 use serde_json::Value;
@@ -369,20 +369,14 @@ async fn webhooks_served(
     conversion_only: bool,
     options: &RunOptions,
 ) -> Result<(), String> {
-    let Some(spec) = csv(bundle).map(|csv| &csv["spec"]) else {
+    let Some(spec) = csv(bundle).map(|csv| resources::csv_spec(&csv["spec"])) else {
         return Ok(());
     };
-    let declared: Vec<&str> = spec["webhookdefinitions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|d| !conversion_only || d["type"] == "ConversionWebhook")
-        .filter_map(|d| d["type"].as_str())
-        .collect();
+    let declared = webhooks::declared_webhooks(&spec, conversion_only);
     if declared.is_empty() {
         return Ok(());
     }
-    let deployments = olmpack_envtest::olm::webhooks::webhook_deployments(spec);
+    let deployments = webhooks::webhook_deployments(&spec);
     env.wait_for_webhooks(NAMESPACE, &deployments, options.timeouts.step)
         .await
         .map_err(|why| {
