@@ -13,6 +13,9 @@ use super::{OlmV1Env, OlmV1Error};
 use crate::live::api::apiserver_message;
 use crate::olm::{Example, Installed, create_example, read_back_resource};
 
+/// How long example creation waits for the CRDs OLM v1 installed to be served.
+const CRDS_SERVED: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// OLM v1's own API group (its CRDs are not the operator's).
 const OLM_V1_GROUP: &str = "olm.operatorframework.io";
 
@@ -20,7 +23,13 @@ impl OlmV1Env {
     /// Creates each of `objects` (a CSV's `alm-examples`): namespaced kinds in `namespace`,
     /// cluster-scoped ones without; each named `<name>-<version>`. A refusal is recorded
     /// with the apiserver's words, not returned as an error.
+    ///
+    /// OLM v1 reports a bundle installed once it applied it, not once its CRDs are served (on
+    /// a loaded machine the apiserver answered 404 for a kind just installed), so this first
+    /// waits up to [`CRDS_SERVED`] until every CRD OLM v1 installed is `Established`, as
+    /// `kubectl wait --for condition=established` would.
     pub async fn create_examples(&self, objects: Vec<Value>, namespace: &str) -> Vec<Example> {
+        self.wait_crds_established().await;
         let mut out = Vec::new();
         for object in objects {
             let example = match create_example(&self.client(), object, namespace).await {
@@ -107,6 +116,32 @@ impl OlmV1Env {
         installed.crds.sort();
         installed.deployments.sort();
         Ok(installed)
+    }
+
+    /// Waits (up to [`CRDS_SERVED`]) until every CRD OLM v1 installed is `Established`; what
+    /// is still not then shows in the examples' refusals.
+    async fn wait_crds_established(&self) {
+        let crds: Api<CustomResourceDefinition> = Api::all(self.client());
+        let started = std::time::Instant::now();
+        while started.elapsed() < CRDS_SERVED {
+            let Ok(names) = self.operator_crds().await else {
+                return;
+            };
+            let mut waiting = false;
+            for name in &names {
+                let established = crds.get_opt(name).await.ok().flatten().is_some_and(|crd| {
+                    let conditions = crd.status.and_then(|s| s.conditions).unwrap_or_default();
+                    conditions
+                        .iter()
+                        .any(|c| c.type_ == "Established" && c.status == "True")
+                });
+                waiting |= !established;
+            }
+            if !waiting {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        }
     }
 
     /// The names of the CRDs OLM v1 installed (all but its own and the cluster's).

@@ -56,7 +56,11 @@ impl UpgradePolicy {
 pub const REFUSAL_HOLDS: Duration = Duration::from_secs(3);
 /// How often OLM v1's objects are read while waiting.
 const POLL: Duration = Duration::from_millis(250);
-/// How long one pass at letting a CRD's objects go may take before the uninstall tries again.
+/// How many times one step deletes what OLM v1's own failed attempt left (see
+/// `OlmV1Env::delete_leftovers`) before an "already exists" refusal is the verdict.
+const LEFTOVER_CLEANUPS: usize = 3;
+/// How long one pass at letting a CRD's objects go, or one list or discovery of the uninstall,
+/// may take before the uninstall tries again.
 const RELEASE_CALL: Duration = Duration::from_secs(5);
 
 /// A ClusterCatalog named `name` serving the catalog image `image`.
@@ -287,6 +291,7 @@ impl OlmV1Env {
         let started = Instant::now();
         let mut refused_since: Option<(Instant, String)> = None;
         let mut last = Vec::new();
+        let mut cleanups = 0;
         while started.elapsed() < timeout {
             self.check_running()?;
             if let Some((conditions, body)) = self.read("ClusterExtension", &spec.name).await? {
@@ -295,6 +300,15 @@ impl OlmV1Env {
                     if installed_at(&conditions, &typed, version) {
                         let bundle = typed.bundle().map(|b| b.name.clone()).unwrap_or_default();
                         return Ok(StepEnd::Installed { bundle, conditions });
+                    }
+                    if let Some(r) = refusal(&conditions)
+                        && cleanups < LEFTOVER_CLEANUPS
+                        && self.delete_leftovers(&spec.name, &r.message).await?
+                    {
+                        cleanups += 1;
+                        refused_since = None;
+                        tokio::time::sleep(POLL).await;
+                        continue;
                     }
                     match (refusal(&conditions), &refused_since) {
                         (Some(r), Some((since, words)))
@@ -318,17 +332,51 @@ impl OlmV1Env {
         Ok(StepEnd::TimedOut { conditions: last })
     }
 
-    /// Deletes ClusterExtension `name` in the foreground, lets the objects of `crds` go (their
-    /// conversion webhooks dropped and finalizers removed, as OLM v0's reset does: the
-    /// operator's process goes with its Deployment, and a CRD is not deleted while it holds
-    /// objects it cannot convert or finalize), and waits until the ClusterExtension is gone: the
-    /// garbage collector (kube-controller-manager) has then deleted every object OLM v1 made
-    /// for it (each is owned by it) — the release's objects and OLM v1's record of the release
-    /// (Helm release Secrets in [`super::SYSTEM_NAMESPACE`]); then deletes the CRDs of `crds`
-    /// still there and waits until they are gone; last, deletes what is still labelled as the
-    /// ClusterExtension's (the garbage collector sees objects late on a loaded machine, and a
-    /// ServiceAccount left behind makes the next install fail with "already exists") and
-    /// waits until nothing is: the next install is a fresh install.
+    /// Deletes the objects an "already exists" refusal of ClusterExtension `name` names that
+    /// operator-controller itself labelled as `name`'s; whether it deleted any (said in
+    /// [`Self::take_notes`]). On a loaded machine an install attempt of OLM v1's can fail
+    /// part-way and leave what it created outside any Helm release; every retry is then
+    /// refused with "already exists" for objects it made itself. Objects of anyone else are
+    /// never touched: their "already exists" is the verdict.
+    async fn delete_leftovers(&mut self, name: &str, message: &str) -> Result<bool, OlmV1Error> {
+        let named = already_existing(message);
+        if named.is_empty() {
+            return Ok(false);
+        }
+        let (owned, _) = self.owned_objects(name).await?;
+        let mut deleted = Vec::new();
+        for object in owned {
+            if named.contains(&(object.plural.clone(), object.name.clone())) {
+                delete_if_present(
+                    object
+                        .api
+                        .delete(&object.name, &DeleteParams::background())
+                        .await,
+                    || format!("delete {}", object.what),
+                )?;
+                deleted.push(object.what);
+            }
+        }
+        if deleted.is_empty() {
+            return Ok(false);
+        }
+        self.notes.push(format!(
+            "olmpack deleted what an earlier install attempt of OLM v1's left and OLM v1 then refused as already existing: {}",
+            deleted.join(", ")
+        ));
+        Ok(true)
+    }
+
+    /// Uninstalls ClusterExtension `name` without waiting on the garbage collector: deletes it,
+    /// then, until it is gone and nothing labelled as its own is left, lets the objects of
+    /// `crds` go (their conversion webhooks dropped and finalizers removed, as OLM v0's reset
+    /// does: the operator's process goes with its Deployment, and a CRD is not deleted while it
+    /// holds objects it cannot convert or finalize) and deletes every object operator-controller
+    /// labelled as the ClusterExtension's (its release's objects, CRDs included), then any CRD
+    /// of `crds` still there. The garbage collector would delete them too, but on a loaded
+    /// machine it took minutes to finish a foreground deletion; OLM v1's record of the release
+    /// (Helm release Secrets in [`super::SYSTEM_NAMESPACE`], owned by the ClusterExtension) is
+    /// left to it, which is why each case installs under a ClusterExtension name of its own.
     pub async fn uninstall(
         &mut self,
         name: &str,
@@ -339,39 +387,65 @@ impl OlmV1Env {
         let extensions: Api<DynamicObject> =
             Api::all_with(self.client(), &ApiResource::from_gvk(&gvk));
         delete_if_present(
-            extensions.delete(name, &DeleteParams::foreground()).await,
+            extensions.delete(name, &DeleteParams::background()).await,
             || format!("delete ClusterExtension {name}"),
         )?;
-        // Only once the ClusterExtension is being deleted: until then OLM v1 puts back what
-        // it applied.
         let started = Instant::now();
-        let mut held = None;
-        while self.read("ClusterExtension", name).await?.is_some() {
-            if started.elapsed() > timeout {
-                return Err(OlmV1Error::Timeout {
-                    what: format!("ClusterExtension {name} to be deleted"),
-                    waited: timeout,
-                    last: held.unwrap_or_else(|| "still present".to_owned()),
-                    logs: self.log_tails(),
-                });
-            }
+        loop {
             // Retried while refused or slow: the garbage collector may delete a webhook's
             // Service before its webhook configuration, which then fails every call for a
             // moment; operator-controller may put a CRD's conversion back once more; and
             // listing a CRD's objects waits while the apiserver cannot convert them.
-            for crd in crds {
-                let client = self.client();
-                let released = tokio::time::timeout(RELEASE_CALL, release_objects(&client, crd));
-                held = match released.await {
-                    Ok(Ok(())) => held,
-                    Ok(Err(e)) => Some(crate::olm::transient::error_chain(&e)),
-                    Err(_) => Some(format!(
-                        "letting the objects of CustomResourceDefinition {crd} go took over {RELEASE_CALL:?}"
-                    )),
-                };
+            let mut held = self.release(crds).await;
+            let (left, unlisted) = self.owned_objects(name).await?;
+            held.extend(unlisted);
+            let extension = self.read("ClusterExtension", name).await?.is_some();
+            if !extension && left.is_empty() && held.is_empty() {
+                break;
+            }
+            if started.elapsed() > timeout {
+                let mut last: Vec<String> = left.iter().map(|o| o.what.clone()).collect();
+                last.extend(extension.then(|| format!("ClusterExtension {name}")));
+                last.extend(held);
+                return Err(OlmV1Error::Timeout {
+                    what: format!("ClusterExtension {name} and its objects to be deleted"),
+                    waited: timeout,
+                    last: last.join("; "),
+                    logs: self.log_tails(),
+                });
+            }
+            for Owned {
+                what, name, api, ..
+            } in left
+            {
+                delete_if_present(api.delete(&name, &DeleteParams::background()).await, || {
+                    format!("delete {what}")
+                })?;
             }
             tokio::time::sleep(POLL).await;
         }
+        self.delete_crds(crds, timeout).await
+    }
+
+    /// Lets the objects of each CRD of `crds` go ([`release_objects`]); what held one back.
+    async fn release(&self, crds: &[String]) -> Vec<String> {
+        let mut held = Vec::new();
+        for crd in crds {
+            let client = self.client();
+            let released = tokio::time::timeout(RELEASE_CALL, release_objects(&client, crd));
+            match released.await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => held.push(crate::olm::transient::error_chain(&e)),
+                Err(_) => held.push(format!(
+                    "letting the objects of CustomResourceDefinition {crd} go took over {RELEASE_CALL:?}"
+                )),
+            }
+        }
+        held
+    }
+
+    /// Deletes each CRD of `crds` still there and waits until it is gone.
+    async fn delete_crds(&mut self, crds: &[String], timeout: Duration) -> Result<(), OlmV1Error> {
         let all: Api<CustomResourceDefinition> = Api::all(self.client());
         for crd in crds {
             delete_if_present(all.delete(crd, &DeleteParams::default()).await, || {
@@ -389,48 +463,31 @@ impl OlmV1Env {
             })
             .await?;
         }
-        self.sweep_owned(name, timeout).await
+        Ok(())
     }
 
-    /// Deletes every object operator-controller labelled as ClusterExtension `name`'s, of
-    /// every kind the apiserver serves, until none is left (or `timeout`).
-    async fn sweep_owned(&mut self, name: &str, timeout: Duration) -> Result<(), OlmV1Error> {
-        let started = Instant::now();
-        loop {
-            let left = self.owned_objects(name).await?;
-            let Some(Owned { what: first, .. }) = left.first() else {
-                return Ok(());
-            };
-            if started.elapsed() > timeout {
-                return Err(OlmV1Error::Timeout {
-                    what: format!("the objects of ClusterExtension {name} to be deleted"),
-                    waited: timeout,
-                    last: format!("{} still present, {first} among them", left.len()),
-                    logs: self.log_tails(),
-                });
-            }
-            for Owned { what, name, api } in left {
-                delete_if_present(api.delete(&name, &DeleteParams::background()).await, || {
-                    format!("delete {what}")
-                })?;
-            }
-            tokio::time::sleep(POLL).await;
-        }
-    }
-
-    /// The objects labelled as ClusterExtension `name`'s. A kind that went away while it was listed
-    /// (a CRD just deleted) holds none.
-    async fn owned_objects(&self, name: &str) -> Result<Vec<Owned>, OlmV1Error> {
+    /// The objects labelled as ClusterExtension `name`'s, and what could not be listed now (a
+    /// CRD whose objects cannot be converted, the kinds themselves while a group goes), said. A kind that went away while
+    /// it was listed (a CRD just deleted) holds none.
+    async fn owned_objects(&self, name: &str) -> Result<(Vec<Owned>, Vec<String>), OlmV1Error> {
         let api_error = |action: String| move |source| OlmV1Error::Api { action, source };
-        let discovery = Discovery::new(self.client())
-            .run()
-            .await
-            .map_err(api_error(
-                "discover the kinds the apiserver serves".to_owned(),
-            ))?;
+        // A group whose last CRD was just deleted answers 404 while discovery walks the
+        // groups: nothing is known this time, and the caller looks again.
+        let discovered = tokio::time::timeout(RELEASE_CALL, Discovery::new(self.client()).run());
+        let discovery = match discovered.await {
+            Ok(Ok(discovery)) => discovery,
+            Ok(Err(source)) => {
+                let error = api_error("discover the kinds the apiserver serves".to_owned())(source);
+                return Ok((Vec::new(), vec![crate::olm::transient::error_chain(&error)]));
+            }
+            Err(_) => {
+                let slow = format!("discovering the served kinds took over {RELEASE_CALL:?}");
+                return Ok((Vec::new(), vec![slow]));
+            }
+        };
         let selector = format!("{OWNER_KIND_LABEL}=ClusterExtension,{OWNER_NAME_LABEL}={name}");
         let params = ListParams::default().labels(&selector);
-        let mut owned = Vec::new();
+        let (mut owned, mut unlisted) = (Vec::new(), Vec::new());
         for (resource, capabilities) in discovery.groups().flat_map(|g| g.recommended_resources()) {
             if !capabilities.supports_operation(verbs::LIST)
                 || !capabilities.supports_operation(verbs::DELETE)
@@ -438,13 +495,22 @@ impl OlmV1Env {
                 continue;
             }
             let all: Api<DynamicObject> = Api::all_with(self.client(), &resource);
-            let list = match all.list_metadata(&params).await {
-                Ok(list) => list,
-                Err(kube::Error::Api(e)) if e.code == 404 => continue,
-                Err(source) => {
-                    return Err(api_error(format!("list {} of {name}", resource.plural))(
-                        source,
+            // Bounded: the apiserver holds a list while it cannot convert a CRD's objects.
+            let listed = tokio::time::timeout(RELEASE_CALL, all.list_metadata(&params)).await;
+            let list = match listed {
+                Ok(Ok(list)) => list,
+                Ok(Err(kube::Error::Api(e))) if e.code == 404 => continue,
+                Ok(Err(source)) => {
+                    let error = api_error(format!("list {} of {name}", resource.plural))(source);
+                    unlisted.push(crate::olm::transient::error_chain(&error));
+                    continue;
+                }
+                Err(_) => {
+                    unlisted.push(format!(
+                        "listing {} took over {RELEASE_CALL:?}",
+                        resource.plural
                     ));
+                    continue;
                 }
             };
             for object in list {
@@ -456,10 +522,16 @@ impl OlmV1Env {
                     ),
                     None => (all.clone(), format!("{} {name}", resource.kind)),
                 };
-                owned.push(Owned { what, name, api });
+                let plural = resource.plural.clone();
+                owned.push(Owned {
+                    what,
+                    plural,
+                    name,
+                    api,
+                });
             }
         }
-        Ok(owned)
+        Ok((owned, unlisted))
     }
 
     async fn wait_gone(
@@ -489,9 +561,38 @@ impl OlmV1Env {
 struct Owned {
     /// "Kind namespace/name", or "Kind name" when cluster-scoped.
     what: String,
+    /// The kind's resource (`serviceaccounts`), as the apiserver's errors name it.
+    plural: String,
     name: String,
     /// The API that deletes it.
     api: Api<DynamicObject>,
+}
+
+/// The `(resource, name)` pairs of an apiserver's "already exists" words in `message`, such
+/// as `serviceaccounts "cert-manager" already exists`.
+fn already_existing(message: &str) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    let mut parts = message.split(" already exists").peekable();
+    while let Some(before) = parts.next() {
+        if parts.peek().is_none() {
+            break;
+        }
+        let Some(head) = before.strip_suffix('"') else {
+            continue;
+        };
+        let Some((head, name)) = head.rsplit_once('"') else {
+            continue;
+        };
+        let resource = head
+            .trim_end()
+            .rsplit([' ', '\t', '\n'])
+            .next()
+            .unwrap_or("");
+        if !resource.is_empty() && !name.is_empty() {
+            found.push((resource.to_owned(), name.to_owned()));
+        }
+    }
+    found
 }
 
 fn create_if_absent<T>(
@@ -587,6 +688,24 @@ mod tests {
             "error for resolved bundle \"webapp-operator.v1.0.0\" with version \"1.0.0\": invalid ClusterExtension configuration: invalid configuration: unknown field \"watchNamespace\"",
         );
         assert_eq!(refusal(std::slice::from_ref(&invalid)), Some(&invalid));
+    }
+
+    #[test]
+    fn already_existing_objects_are_read_from_the_apiservers_words() {
+        // Seen live (CI, a loaded machine): cert-manager v1.4.0's install under OLM v1.
+        let message = "error for resolved bundle \"cert-manager.v1.4.0\" with version \"1.4.0\": 3 errors occurred:\n\t* serviceaccounts \"cert-manager-cainjector\" already exists\n\t* serviceaccounts \"cert-manager\" already exists\n\n";
+        assert_eq!(
+            already_existing(message),
+            [
+                (
+                    "serviceaccounts".to_owned(),
+                    "cert-manager-cainjector".to_owned()
+                ),
+                ("serviceaccounts".to_owned(), "cert-manager".to_owned()),
+            ]
+        );
+        assert_eq!(already_existing("validating upgrade for CRD \"a\""), []);
+        assert_eq!(already_existing("\"x\" already exists"), []);
     }
 
     #[test]

@@ -36,6 +36,8 @@ pub struct OlmV1Env {
     webhooks: Option<WebhookHost>,
     /// The CRDs of [`Self::install_cluster_crd`]: the cluster's, not an operator's.
     cluster_crds: Vec<String>,
+    /// What olmpack did to OLM v1's objects during a step, for the report.
+    pub(super) notes: Vec<String>,
     operator_controller: ChildProcess,
     catalogd: ChildProcess,
     _service_ca: ServiceCaTask,
@@ -137,6 +139,7 @@ impl OlmV1Env {
         Ok(Self {
             webhooks: None,
             cluster_crds: Vec::new(),
+            notes: Vec::new(),
             operator_controller,
             catalogd,
             _service_ca: service_ca,
@@ -155,6 +158,12 @@ impl OlmV1Env {
         self.cluster_crds
             .push(crd.metadata.name.clone().unwrap_or_default());
         Ok(())
+    }
+
+    /// What olmpack did to OLM v1's objects since the last call (e.g. deleting what a failed
+    /// install attempt of OLM v1's left), one line each.
+    pub fn take_notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notes)
     }
 
     /// The CRDs of [`Self::install_cluster_crd`].

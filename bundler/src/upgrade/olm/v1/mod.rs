@@ -10,9 +10,9 @@
 //!   `olm.bundle.object` manifests, and the catalog naming them by digest, in a registry on
 //!   127.0.0.1; one ClusterCatalog serves that catalog.
 //! - One [`OlmV1Env`] for all cases, one case after another: each installs into the same
-//!   namespace under the same ClusterExtension name, and ends by deleting its
-//!   ClusterExtension (OLM v1 uninstalls the release) and any CRD left, so the next case
-//!   starts from a cluster without the operator.
+//!   namespace under a ClusterExtension of its own (`olmpack-case-N`), and ends by deleting it
+//!   and everything OLM v1 made for it, CRDs included ([`OlmV1Env::uninstall`]), so the next
+//!   case starts from a cluster without the operator.
 //! - A step ends as [`olmpack_envtest::olmv1::StepEnd`] says: installed (`Outcome::Succeeded`
 //!   naming the bundle), refused (`Outcome::Refused` quoting `Progressing`'s reason and
 //!   message, e.g. the CRD upgrade safety preflight's words), or timed out (quoting the last
@@ -45,7 +45,8 @@ use serve::{Served, ServedBundle};
 
 /// The ClusterCatalog serving the catalog under test.
 const CATALOG: &str = "olmpack";
-/// The ClusterExtension of every case.
+/// The name of each case's ClusterExtension: this, `-` and the case's number in the run (one
+/// name per case, so that nothing OLM v1 kept of one release is found by the next).
 const EXTENSION: &str = "olmpack-case";
 /// The namespace every case installs into.
 const NAMESPACE: &str = "olmpack-operator";
@@ -90,17 +91,20 @@ pub async fn run(
         "OLM v1: environment up and ClusterCatalog {CATALOG} serving in {up:.1} s"
     ));
     let mut reports = Vec::new();
-    for case in cases {
-        reports.push(run_case(&mut env, &served, case.clone(), options).await);
+    for (number, case) in (1..).zip(cases) {
+        let extension = format!("{EXTENSION}-{number}");
+        reports.push(run_case(&mut env, &served, case.clone(), &extension, options).await);
     }
     Ok(reports)
 }
 
-/// One case in `env`, then its release uninstalled; every case gets a report.
+/// One case in `env` by ClusterExtension `extension`, then its release uninstalled; every
+/// case gets a report.
 async fn run_case(
     env: &mut OlmV1Env,
     served: &Served,
     case: Case,
+    extension: &str,
     options: &RunOptions,
 ) -> CaseReport {
     if watched(case.install_mode).is_err() {
@@ -108,8 +112,8 @@ async fn run_case(
     }
     let started = Instant::now();
     let mut report = CaseReport::new(case);
-    let ran = steps(env, served, &mut report, options, started).await;
-    let cleaned = uninstall(env, options).await;
+    let ran = steps(env, served, &mut report, extension, options, started).await;
+    let cleaned = uninstall(env, extension, options).await;
     report.seconds = started.elapsed().as_secs_f64();
     match ran.and(cleaned) {
         Ok(()) => {
@@ -163,16 +167,18 @@ fn not_finished(
     report
 }
 
-/// The install of `from`, its examples, and the upgrade to OLM v1's successor, if any.
+/// The install of `from` by ClusterExtension `extension`, its examples, and the upgrade to
+/// OLM v1's successor, if any.
 async fn steps(
     env: &mut OlmV1Env,
     served: &Served,
     report: &mut CaseReport,
+    extension: &str,
     options: &RunOptions,
     started: Instant,
 ) -> Result<(), OlmRunError> {
     let case = report.case.clone();
-    let spec = prepare(env, &case, options).await?;
+    let spec = prepare(env, &case, extension, options).await?;
     let from = bundle(served, &case.from)?;
     report.install = step(env, &spec, &case.from, from, options).await?;
     if let Some(namespace) = &spec.watch_namespace {
@@ -227,6 +233,7 @@ async fn steps(
 async fn prepare(
     env: &mut OlmV1Env,
     case: &Case,
+    extension: &str,
     options: &RunOptions,
 ) -> Result<ExtensionSpec, OlmRunError> {
     let watch_namespace = watched(case.install_mode).unwrap_or_default();
@@ -236,7 +243,7 @@ async fn prepare(
     env.prepare_namespace(NAMESPACE, SERVICE_ACCOUNT).await?;
     env.host_webhooks(NAMESPACE, options.webhook_command.clone())?;
     Ok(ExtensionSpec {
-        name: EXTENSION.to_owned(),
+        name: extension.to_owned(),
         package: case.package.clone(),
         channels: case.channels.clone(),
         namespace: NAMESPACE.to_owned(),
@@ -324,23 +331,26 @@ async fn step(
             (None, outcome, conditions)
         }
     };
+    let installed = conditions.iter().filter(|c| c.type_ == "Installed");
+    let mut observed: Vec<String> = installed.map(|c| format!("OLM v1: {c}")).collect();
+    observed.extend(env.take_notes());
     Ok(InstallStep {
         csv,
         outcome,
-        observed: conditions
-            .iter()
-            .filter(|c| c.type_ == "Installed")
-            .map(|c| format!("OLM v1: {c}"))
-            .collect(),
+        observed,
         elapsed: started.elapsed(),
     })
 }
 
 /// Deletes the case's ClusterExtension and the CRDs left (module docs), then stops the
 /// operator's webhook processes.
-async fn uninstall(env: &mut OlmV1Env, options: &RunOptions) -> Result<(), OlmRunError> {
+async fn uninstall(
+    env: &mut OlmV1Env,
+    extension: &str,
+    options: &RunOptions,
+) -> Result<(), OlmRunError> {
     let crds = env.operator_crds().await?;
-    let uninstalled = env.uninstall(EXTENSION, &crds, options.timeouts.step).await;
+    let uninstalled = env.uninstall(extension, &crds, options.timeouts.step).await;
     env.stop_webhooks();
     uninstalled.map_err(OlmRunError::from)
 }
