@@ -5,29 +5,21 @@
 //! (`bundle validate` of every bundle, `upgrade check` of every catalog edge) predicted it:
 //! no error anywhere.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use common::olm::operator_command;
 use olmpack::bundle::{load, validate};
 use olmpack::catalog::{load as catalog_load, model::Model};
 use olmpack::upgrade::check::graph;
 use olmpack::upgrade::olm::{self, RunOptions};
-use olmpack_envtest::olm::{Outcome, WebhookCommand};
+use olmpack_envtest::olm::Outcome;
 use olmpack_model::report::Severity;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// The operator binary as the process of its pods: OLM's certificate, the port the harness
-/// picked, the ServiceAccount's kubeconfig from `$KUBECONFIG`.
-fn operator_command() -> WebhookCommand {
-    WebhookCommand::shell(&format!(
-        "'{}' run --tls-cert-file \"$OLMPACK_WEBHOOK_CERT_FILE\" --tls-key-file \"$OLMPACK_WEBHOOK_KEY_FILE\" \
-         --bind-address 127.0.0.1 --webhook-port \"$OLMPACK_WEBHOOK_PORT\" --metrics-port 0 \
-         --leader-elect --cert-poll-seconds 1",
-        env!("CARGO_BIN_EXE_webapp-operator")
-    ))
 }
 
 /// The error findings of olmpack's static checks on the reference operator, as

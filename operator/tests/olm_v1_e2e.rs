@@ -7,10 +7,13 @@
 //! the validating and mutating webhooks and read back after each upgrade through the
 //! conversion webhook — without the process, both would be refused.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
+use common::olm::operator_command;
 use olmpack::upgrade::olm::{self, OlmVersion, RunOptions, StepLog};
-use olmpack_envtest::olm::{Outcome, WebhookCommand};
+use olmpack_envtest::olm::Outcome;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -20,17 +23,6 @@ fn root() -> PathBuf {
 /// in CI).
 fn olm_v1_installed() -> bool {
     olmpack_testkit::tools::require(&olmpack_testkit::tools::OLM_V1, "OLM v1")
-}
-
-/// The operator binary as the process of its pods, as in `olm_e2e`: the serving certificate
-/// given, the port the harness picked, the ServiceAccount's kubeconfig from `$KUBECONFIG`.
-fn operator_command() -> WebhookCommand {
-    WebhookCommand::shell(&format!(
-        "'{}' run --tls-cert-file \"$OLMPACK_WEBHOOK_CERT_FILE\" --tls-key-file \"$OLMPACK_WEBHOOK_KEY_FILE\" \
-         --bind-address 127.0.0.1 --webhook-port \"$OLMPACK_WEBHOOK_PORT\" --metrics-port 0 \
-         --leader-elect --cert-poll-seconds 1",
-        env!("CARGO_BIN_EXE_webapp-operator")
-    ))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
