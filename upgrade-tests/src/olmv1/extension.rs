@@ -59,6 +59,14 @@ const POLL: Duration = Duration::from_millis(250);
 /// How many times one step deletes what OLM v1's own failed attempt left (see
 /// `OlmV1Env::delete_leftovers`) before an "already exists" refusal is the verdict.
 const LEFTOVER_CLEANUPS: usize = 3;
+/// The API groups (with their version) an "already exists" refusal's objects are looked up in.
+const LEFTOVER_GROUPS: [(&str, &str); 5] = [
+    ("", "v1"),
+    ("apps", "v1"),
+    ("rbac.authorization.k8s.io", "v1"),
+    ("admissionregistration.k8s.io", "v1"),
+    ("apiextensions.k8s.io", "v1"),
+];
 /// How long one pass at letting a CRD's objects go, or one list or discovery of the uninstall,
 /// may take before the uninstall tries again.
 const RELEASE_CALL: Duration = Duration::from_secs(5);
@@ -303,7 +311,7 @@ impl OlmV1Env {
                     }
                     if let Some(r) = refusal(&conditions)
                         && cleanups < LEFTOVER_CLEANUPS
-                        && self.delete_leftovers(&spec.name, &r.message).await?
+                        && self.delete_leftovers(spec, &r.message).await?
                     {
                         cleanups += 1;
                         refused_since = None;
@@ -332,29 +340,43 @@ impl OlmV1Env {
         Ok(StepEnd::TimedOut { conditions: last })
     }
 
-    /// Deletes the objects an "already exists" refusal of ClusterExtension `name` names that
-    /// operator-controller itself labelled as `name`'s; whether it deleted any (said in
+    /// Deletes the objects an "already exists" refusal of `spec`'s ClusterExtension names that
+    /// operator-controller itself labelled as that ClusterExtension's; whether it deleted any (said in
     /// [`Self::take_notes`]). On a loaded machine an install attempt of OLM v1's can fail
     /// part-way and leave what it created outside any Helm release; every retry is then
     /// refused with "already exists" for objects it made itself. Objects of anyone else are
     /// never touched: their "already exists" is the verdict.
-    async fn delete_leftovers(&mut self, name: &str, message: &str) -> Result<bool, OlmV1Error> {
-        let named = already_existing(message);
-        if named.is_empty() {
-            return Ok(false);
-        }
-        let (owned, _) = self.owned_objects(name).await?;
+    async fn delete_leftovers(
+        &mut self,
+        spec: &ExtensionSpec,
+        message: &str,
+    ) -> Result<bool, OlmV1Error> {
+        let (name, namespace) = (spec.name.as_str(), spec.namespace.as_str());
         let mut deleted = Vec::new();
-        for object in owned {
-            if named.contains(&(object.plural.clone(), object.name.clone())) {
-                delete_if_present(
-                    object
-                        .api
-                        .delete(&object.name, &DeleteParams::background())
-                        .await,
-                    || format!("delete {}", object.what),
-                )?;
-                deleted.push(object.what);
+        // Looked up directly (no discovery, which a loaded apiserver answers slowly): the
+        // words name the resource, not its group, so the groups a bundle's objects are in.
+        for (plural, object) in already_existing(message) {
+            for (group, version) in LEFTOVER_GROUPS {
+                let gvk = GroupVersionKind::gvk(group, version, "");
+                let resource = ApiResource::from_gvk_with_plural(&gvk, &plural);
+                let apis: [Api<DynamicObject>; 2] = [
+                    Api::namespaced_with(self.client(), namespace, &resource),
+                    Api::all_with(self.client(), &resource),
+                ];
+                for api in apis {
+                    let Ok(Some(found)) = api.get_opt(&object).await else {
+                        continue;
+                    };
+                    let labels = found.metadata.labels.unwrap_or_default();
+                    if labels.get(OWNER_NAME_LABEL).map(String::as_str) != Some(name) {
+                        continue;
+                    }
+                    delete_if_present(
+                        api.delete(&object, &DeleteParams::background()).await,
+                        || format!("delete {plural} {object}"),
+                    )?;
+                    deleted.push(format!("{plural} {object}"));
+                }
             }
         }
         if deleted.is_empty() {
@@ -522,13 +544,7 @@ impl OlmV1Env {
                     ),
                     None => (all.clone(), format!("{} {name}", resource.kind)),
                 };
-                let plural = resource.plural.clone();
-                owned.push(Owned {
-                    what,
-                    plural,
-                    name,
-                    api,
-                });
+                owned.push(Owned { what, name, api });
             }
         }
         Ok((owned, unlisted))
@@ -561,8 +577,6 @@ impl OlmV1Env {
 struct Owned {
     /// "Kind namespace/name", or "Kind name" when cluster-scoped.
     what: String,
-    /// The kind's resource (`serviceaccounts`), as the apiserver's errors name it.
-    plural: String,
     name: String,
     /// The API that deletes it.
     api: Api<DynamicObject>,

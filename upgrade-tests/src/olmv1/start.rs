@@ -217,8 +217,101 @@ impl OlmV1Env {
         let Some(host) = &self.webhooks else {
             return Err("no webhook command was given".to_owned());
         };
+        let started = Instant::now();
         host.wait_serving(&self.client(), namespace, deployments, timeout)
+            .await?;
+        // service-ca injects its CA a moment after OLM v1 applies a webhook's configuration or
+        // CRD (on a loaded machine the apiserver called a webhook before: "certificate signed
+        // by unknown authority"); OLM v0 injects before it says the install succeeded.
+        loop {
+            let missing = self.ca_bundles_missing(namespace).await;
+            let Some(first) = missing.first() else {
+                return Ok(());
+            };
+            if started.elapsed() > timeout {
+                return Err(format!(
+                    "the service CA was not injected after {timeout:?}: {first} has no caBundle"
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
+    /// The webhook configurations and conversion CRDs calling a Service in `namespace` whose
+    /// `caBundle` is still empty (a read that fails counts as missing).
+    async fn ca_bundles_missing(&self, namespace: &str) -> Vec<String> {
+        use k8s_openapi::api::admissionregistration::v1::{
+            MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+        };
+        use kube::api::ListParams;
+        let client = self.client();
+        let mut missing = Vec::new();
+        let lists = ListParams::default();
+        let empty = |b: Option<&k8s_openapi::ByteString>| b.is_none_or(|b| b.0.is_empty());
+        let here = |ns: Option<&str>| ns == Some(namespace);
+        match Api::<ValidatingWebhookConfiguration>::all(client.clone())
+            .list(&lists)
             .await
+        {
+            Ok(list) => missing.extend(list.items.into_iter().filter_map(|c| {
+                let hooks = c.webhooks.unwrap_or_default();
+                hooks
+                    .iter()
+                    .any(|w| {
+                        let service = w.client_config.service.as_ref();
+                        here(service.map(|s| s.namespace.as_str()))
+                            && empty(w.client_config.ca_bundle.as_ref())
+                    })
+                    .then(|| {
+                        format!(
+                            "ValidatingWebhookConfiguration {}",
+                            c.metadata.name.unwrap_or_default()
+                        )
+                    })
+            })),
+            Err(e) => missing.push(format!("ValidatingWebhookConfigurations ({e})")),
+        }
+        match Api::<MutatingWebhookConfiguration>::all(client.clone())
+            .list(&lists)
+            .await
+        {
+            Ok(list) => missing.extend(list.items.into_iter().filter_map(|c| {
+                let hooks = c.webhooks.unwrap_or_default();
+                hooks
+                    .iter()
+                    .any(|w| {
+                        let service = w.client_config.service.as_ref();
+                        here(service.map(|s| s.namespace.as_str()))
+                            && empty(w.client_config.ca_bundle.as_ref())
+                    })
+                    .then(|| {
+                        format!(
+                            "MutatingWebhookConfiguration {}",
+                            c.metadata.name.unwrap_or_default()
+                        )
+                    })
+            })),
+            Err(e) => missing.push(format!("MutatingWebhookConfigurations ({e})")),
+        }
+        match Api::<CustomResourceDefinition>::all(client)
+            .list(&lists)
+            .await
+        {
+            Ok(list) => missing.extend(list.items.into_iter().filter_map(|crd| {
+                let webhook = crd.spec.conversion.as_ref()?.webhook.as_ref()?;
+                let config = webhook.client_config.as_ref()?;
+                let service = config.service.as_ref();
+                (here(service.map(|s| s.namespace.as_str())) && empty(config.ca_bundle.as_ref()))
+                    .then(|| {
+                        format!(
+                            "CustomResourceDefinition {}",
+                            crd.metadata.name.unwrap_or_default()
+                        )
+                    })
+            })),
+            Err(e) => missing.push(format!("CustomResourceDefinitions ({e})")),
+        }
+        missing
     }
 
     /// The control plane underneath.
