@@ -58,7 +58,7 @@ pub const REFUSAL_HOLDS: Duration = Duration::from_secs(3);
 const POLL: Duration = Duration::from_millis(250);
 /// How many times one step deletes what OLM v1's own failed attempt left (see
 /// `OlmV1Env::delete_leftovers`) before an "already exists" refusal is the verdict.
-const LEFTOVER_CLEANUPS: usize = 3;
+const LEFTOVER_CLEANUPS: usize = 20;
 /// The API groups (with their version) an "already exists" refusal's objects are looked up in.
 const LEFTOVER_GROUPS: [(&str, &str); 5] = [
     ("", "v1"),
