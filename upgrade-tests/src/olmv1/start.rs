@@ -116,23 +116,8 @@ impl OlmV1Env {
         let mut catalogd = start_component(&env, &component, &catalogd_args, &conf).await?;
         wait_for_port(&mut catalogd, webhook).await?;
         register_catalogd_webhook(&env, webhook).await?;
-        let operator_controller_args = vec![
-            "--health-probe-bind-address=0".to_owned(),
-            format!("--system-namespace={SYSTEM_NAMESPACE}"),
-            format!("--catalogd-cas-dir={}", dir.join("ca").display()),
-            format!(
-                "--cache-path={}",
-                dir.join("operator-controller-cache").display()
-            ),
-            format!("--feature-gates={OPERATOR_CONTROLLER_GATES}"),
-        ];
-        let component = Component {
-            name: "operator-controller",
-            service_account: "operator-controller-controller-manager",
-            program: operator_controller,
-        };
         let mut operator_controller =
-            start_component(&env, &component, &operator_controller_args, &conf).await?;
+            start_operator_controller(&env, operator_controller, &dir, &conf).await?;
         operator_controller.check_running()?;
         // The certificate provider operator-controller is started with.
         let service_ca = ServiceCa::new()?.spawn(client);
@@ -241,33 +226,30 @@ impl OlmV1Env {
     /// `caBundle` is still empty (a read that fails counts as missing).
     async fn ca_bundles_missing(&self, namespace: &str) -> Vec<String> {
         use k8s_openapi::api::admissionregistration::v1::{
-            MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+            MutatingWebhookConfiguration, ValidatingWebhookConfiguration, WebhookClientConfig,
         };
         use kube::api::ListParams;
-        let client = self.client();
+        let (client, lists) = (self.client(), ListParams::default());
+        let admission = |c: &WebhookClientConfig| {
+            caller(
+                c.service.as_ref().map(|s| &s.namespace),
+                c.ca_bundle.as_ref(),
+            )
+        };
+        // Each object as "Kind name" with its calls: (the called Service's namespace, caBundle empty).
+        let mut calls: Vec<(String, Vec<Call>)> = Vec::new();
         let mut missing = Vec::new();
-        let lists = ListParams::default();
-        let empty = |b: Option<&k8s_openapi::ByteString>| b.is_none_or(|b| b.0.is_empty());
-        let here = |ns: Option<&str>| ns == Some(namespace);
         match Api::<ValidatingWebhookConfiguration>::all(client.clone())
             .list(&lists)
             .await
         {
-            Ok(list) => missing.extend(list.items.into_iter().filter_map(|c| {
+            Ok(list) => calls.extend(list.items.into_iter().map(|c| {
                 let hooks = c.webhooks.unwrap_or_default();
-                hooks
-                    .iter()
-                    .any(|w| {
-                        let service = w.client_config.service.as_ref();
-                        here(service.map(|s| s.namespace.as_str()))
-                            && empty(w.client_config.ca_bundle.as_ref())
-                    })
-                    .then(|| {
-                        format!(
-                            "ValidatingWebhookConfiguration {}",
-                            c.metadata.name.unwrap_or_default()
-                        )
-                    })
+                let name = c.metadata.name.unwrap_or_default();
+                (
+                    format!("ValidatingWebhookConfiguration {name}"),
+                    hooks.iter().map(|w| admission(&w.client_config)).collect(),
+                )
             })),
             Err(e) => missing.push(format!("ValidatingWebhookConfigurations ({e})")),
         }
@@ -275,21 +257,13 @@ impl OlmV1Env {
             .list(&lists)
             .await
         {
-            Ok(list) => missing.extend(list.items.into_iter().filter_map(|c| {
+            Ok(list) => calls.extend(list.items.into_iter().map(|c| {
                 let hooks = c.webhooks.unwrap_or_default();
-                hooks
-                    .iter()
-                    .any(|w| {
-                        let service = w.client_config.service.as_ref();
-                        here(service.map(|s| s.namespace.as_str()))
-                            && empty(w.client_config.ca_bundle.as_ref())
-                    })
-                    .then(|| {
-                        format!(
-                            "MutatingWebhookConfiguration {}",
-                            c.metadata.name.unwrap_or_default()
-                        )
-                    })
+                let name = c.metadata.name.unwrap_or_default();
+                (
+                    format!("MutatingWebhookConfiguration {name}"),
+                    hooks.iter().map(|w| admission(&w.client_config)).collect(),
+                )
             })),
             Err(e) => missing.push(format!("MutatingWebhookConfigurations ({e})")),
         }
@@ -297,20 +271,37 @@ impl OlmV1Env {
             .list(&lists)
             .await
         {
-            Ok(list) => missing.extend(list.items.into_iter().filter_map(|crd| {
-                let webhook = crd.spec.conversion.as_ref()?.webhook.as_ref()?;
-                let config = webhook.client_config.as_ref()?;
-                let service = config.service.as_ref();
-                (here(service.map(|s| s.namespace.as_str())) && empty(config.ca_bundle.as_ref()))
-                    .then(|| {
-                        format!(
-                            "CustomResourceDefinition {}",
-                            crd.metadata.name.unwrap_or_default()
-                        )
-                    })
+            Ok(list) => calls.extend(list.items.into_iter().map(|crd| {
+                let config = crd
+                    .spec
+                    .conversion
+                    .and_then(|c| c.webhook)
+                    .and_then(|w| w.client_config);
+                let call = config.map(|c| {
+                    caller(
+                        c.service.as_ref().map(|s| &s.namespace),
+                        c.ca_bundle.as_ref(),
+                    )
+                });
+                let name = crd.metadata.name.unwrap_or_default();
+                (
+                    format!("CustomResourceDefinition {name}"),
+                    call.into_iter().collect(),
+                )
             })),
             Err(e) => missing.push(format!("CustomResourceDefinitions ({e})")),
         }
+        let uninjected = |calls: &[Call]| {
+            calls
+                .iter()
+                .any(|(ns, empty)| ns.as_deref() == Some(namespace) && *empty)
+        };
+        missing.extend(
+            calls
+                .into_iter()
+                .filter(|(_, c)| uninjected(c))
+                .map(|(what, _)| what),
+        );
         missing
     }
 
@@ -429,6 +420,42 @@ pub fn is_true(conditions: &[Condition], type_: &str) -> bool {
     conditions
         .iter()
         .any(|c| c.type_ == type_ && c.status == "True")
+}
+
+/// A webhook call: the namespace of the Service it calls, whether its `caBundle` is empty.
+type Call = (Option<String>, bool);
+
+/// A webhook call as [`OlmV1Env::ca_bundles_missing`] judges it: the namespace of the Service
+/// it calls (none for a URL), and whether its `caBundle` is empty.
+fn caller(service_namespace: Option<&String>, ca_bundle: Option<&k8s_openapi::ByteString>) -> Call {
+    let empty = ca_bundle.is_none_or(|b| b.0.is_empty());
+    (service_namespace.cloned(), empty)
+}
+
+/// Starts operator-controller (`program`) with its caches under `dir`, trusting catalogd's CA
+/// there, with [`OPERATOR_CONTROLLER_GATES`].
+async fn start_operator_controller(
+    env: &TestEnv,
+    program: PathBuf,
+    dir: &Path,
+    conf: &Path,
+) -> Result<ChildProcess, OlmV1Error> {
+    let args = vec![
+        "--health-probe-bind-address=0".to_owned(),
+        format!("--system-namespace={SYSTEM_NAMESPACE}"),
+        format!("--catalogd-cas-dir={}", dir.join("ca").display()),
+        format!(
+            "--cache-path={}",
+            dir.join("operator-controller-cache").display()
+        ),
+        format!("--feature-gates={OPERATOR_CONTROLLER_GATES}"),
+    ];
+    let component = Component {
+        name: "operator-controller",
+        service_account: "operator-controller-controller-manager",
+        program,
+    };
+    start_component(env, &component, &args, conf).await
 }
 
 fn dynamic_api(client: &Client, object: &serde_json::Value) -> Api<DynamicObject> {
