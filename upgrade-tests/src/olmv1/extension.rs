@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::discovery::{Discovery, verbs};
 use serde::Deserialize;
@@ -54,6 +54,11 @@ impl UpgradePolicy {
 }
 /// How long a refusal must stand, in the same words, before it is the verdict.
 pub const REFUSAL_HOLDS: Duration = Duration::from_secs(3);
+/// How long a refusal must stand after olmpack asked OLM v1 to retry (its leftovers
+/// deleted): until then the conditions may still be its answer from before.
+const REFUSAL_HOLDS_AFTER_RETRY: Duration = Duration::from_secs(30);
+/// The annotation olmpack changes on a ClusterExtension to have operator-controller retry.
+const RETRY_ANNOTATION: &str = "olmpack.dev/retry";
 /// How often OLM v1's objects are read while waiting.
 const POLL: Duration = Duration::from_millis(250);
 /// How many times one step deletes what OLM v1's own failed attempt left (see
@@ -235,6 +240,79 @@ fn refusal(conditions: &[Condition]) -> Option<&Condition> {
     })
 }
 
+/// When a refusal has stood long enough, in the same words, to be the verdict; and every
+/// refusal seen in the step, in order.
+struct RefusalClock {
+    since: Option<(Instant, String)>,
+    holds: Duration,
+    after_retry: Duration,
+    retried: Vec<String>,
+    seen: Vec<String>,
+}
+
+impl RefusalClock {
+    fn new() -> Self {
+        RefusalClock::with(REFUSAL_HOLDS, REFUSAL_HOLDS_AFTER_RETRY)
+    }
+
+    fn with(holds: Duration, after_retry: Duration) -> Self {
+        RefusalClock {
+            since: None,
+            holds,
+            after_retry,
+            retried: Vec::new(),
+            seen: Vec::new(),
+        }
+    }
+
+    /// Whether `refusal` has now stood in the same words for as long as it must.
+    fn holds(&mut self, refusal: Option<&Condition>) -> bool {
+        let Some(r) = refusal else {
+            self.since = None;
+            return false;
+        };
+        if self.seen.last() != Some(&r.message) {
+            self.seen.push(r.message.clone());
+        }
+        match &self.since {
+            Some((since, words)) if *words == r.message => since.elapsed() >= self.holds,
+            _ => {
+                self.since = Some((Instant::now(), r.message.clone()));
+                false
+            }
+        }
+    }
+
+    /// Starts over after OLM v1 was asked to retry following `refusal`, with the longer hold.
+    fn after_retry(&mut self, refusal: &str) {
+        self.since = None;
+        self.holds = self.after_retry;
+        self.retried.push(refusal.to_owned());
+    }
+
+    /// Whether OLM v1 was asked to retry after these words already.
+    fn retried(&self, refusal: &str) -> bool {
+        self.retried.iter().any(|r| r == refusal)
+    }
+
+    fn seen(&self) -> &[String] {
+        &self.seen
+    }
+}
+
+/// What [`OlmV1Env::delete_leftovers`] found of the objects a refusal named as already existing.
+#[derive(Debug, PartialEq, Eq)]
+enum Leftovers {
+    /// The refusal names no objects as already existing.
+    NotNamed,
+    /// Some were the ClusterExtension's own, and are deleted.
+    Deleted,
+    /// None of them exists.
+    Gone,
+    /// Some exist and are not the ClusterExtension's (or could not be read).
+    Kept,
+}
+
 fn installed_at(conditions: &[Condition], body: &ExtensionBody, version: &str) -> bool {
     is_true(conditions, "Installed")
         && conditions
@@ -297,7 +375,7 @@ impl OlmV1Env {
     ) -> Result<StepEnd, OlmV1Error> {
         self.apply(&spec.pinned(version)).await?;
         let started = Instant::now();
-        let mut refused_since: Option<(Instant, String)> = None;
+        let mut clock = RefusalClock::new();
         let mut last = Vec::new();
         let mut cleanups = 0;
         while started.elapsed() < timeout {
@@ -311,26 +389,17 @@ impl OlmV1Env {
                     }
                     if let Some(r) = refusal(&conditions)
                         && cleanups < LEFTOVER_CLEANUPS
-                        && self.delete_leftovers(spec, &r.message).await?
+                        && self.retry_after_leftovers(spec, r, &mut clock).await?
                     {
                         cleanups += 1;
-                        refused_since = None;
-                        tokio::time::sleep(POLL).await;
-                        continue;
-                    }
-                    match (refusal(&conditions), &refused_since) {
-                        (Some(r), Some((since, words)))
-                            if *words == r.message && since.elapsed() >= REFUSAL_HOLDS =>
-                        {
-                            let progressing = r.clone();
-                            return Ok(StepEnd::Refused {
-                                progressing,
-                                conditions,
-                            });
-                        }
-                        (Some(r), Some((_, words))) if *words == r.message => {}
-                        (Some(r), _) => refused_since = Some((Instant::now(), r.message.clone())),
-                        (None, _) => refused_since = None,
+                        self.ask_retry(&spec.name, cleanups).await?;
+                    } else if clock.holds(refusal(&conditions))
+                        && let Some(progressing) = refusal(&conditions).cloned()
+                    {
+                        return Ok(StepEnd::Refused {
+                            progressing,
+                            conditions,
+                        });
                     }
                     last = conditions;
                 }
@@ -340,22 +409,71 @@ impl OlmV1Env {
         Ok(StepEnd::TimedOut { conditions: last })
     }
 
-    /// Deletes the objects an "already exists" refusal of `spec`'s ClusterExtension names that
-    /// operator-controller itself labelled as that ClusterExtension's; whether it deleted any (said in
-    /// [`Self::take_notes`]). On a loaded machine an install attempt of OLM v1's can fail
-    /// part-way and leave what it created outside any Helm release; every retry is then
-    /// refused with "already exists" for objects it made itself. Objects of anyone else are
-    /// never touched: their "already exists" is the verdict.
+    /// Whether OLM v1 must be asked to retry after `refusal`: it named objects as already
+    /// existing and olmpack deleted those that were the ClusterExtension's own leftovers, or
+    /// none of them exists any more (its answer predates its own clean-up; asked once per
+    /// refusal). The refusal must then hold longer to be the verdict.
+    async fn retry_after_leftovers(
+        &mut self,
+        spec: &ExtensionSpec,
+        refusal: &Condition,
+        clock: &mut RefusalClock,
+    ) -> Result<bool, OlmV1Error> {
+        let retry = match self
+            .delete_leftovers(spec, &refusal.message, clock.seen())
+            .await?
+        {
+            Leftovers::Deleted => true,
+            Leftovers::Gone => !clock.retried(&refusal.message),
+            Leftovers::NotNamed | Leftovers::Kept => false,
+        };
+        if retry {
+            clock.after_retry(&refusal.message);
+        }
+        Ok(retry)
+    }
+
+    /// Has operator-controller reconcile ClusterExtension `name` at once (an annotation
+    /// change is an update it watches) instead of after its backoff, which after a few failed
+    /// attempts is longer than [`REFUSAL_HOLDS`]: the refusal it answered before olmpack
+    /// deleted its leftovers would otherwise stand as the verdict.
+    async fn ask_retry(&self, name: &str, attempt: usize) -> Result<(), OlmV1Error> {
+        let gvk = GroupVersionKind::gvk("olm.operatorframework.io", "v1", "ClusterExtension");
+        let extensions: Api<DynamicObject> =
+            Api::all_with(self.client(), &ApiResource::from_gvk(&gvk));
+        let patch = json!({"metadata": {"annotations": {RETRY_ANNOTATION: attempt.to_string()}}});
+        extensions
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map(drop)
+            .map_err(|source| OlmV1Error::Api {
+                action: format!("annotate ClusterExtension {name} to retry"),
+                source,
+            })
+    }
+
+    /// Looks up the objects an "already exists" refusal of `spec`'s ClusterExtension names and
+    /// deletes those operator-controller itself labelled as that ClusterExtension's (said in
+    /// [`Self::take_notes`], with the first other refusal of the step, `before`). On a loaded
+    /// machine an install attempt of OLM v1's can fail part-way and leave what it created
+    /// outside any Helm release; every retry is then refused with "already exists" for objects
+    /// it made itself. Objects of anyone else are never touched: their "already exists" is the
+    /// verdict.
     async fn delete_leftovers(
         &mut self,
         spec: &ExtensionSpec,
         message: &str,
-    ) -> Result<bool, OlmV1Error> {
+        before: &[String],
+    ) -> Result<Leftovers, OlmV1Error> {
+        let named = already_existing(message);
+        if named.is_empty() {
+            return Ok(Leftovers::NotNamed);
+        }
         let (name, namespace) = (spec.name.as_str(), spec.namespace.as_str());
-        let mut deleted = Vec::new();
+        let (mut deleted, mut kept) = (Vec::new(), false);
         // Looked up directly (no discovery, which a loaded apiserver answers slowly): the
         // words name the resource, not its group, so the groups a bundle's objects are in.
-        for (plural, object) in already_existing(message) {
+        for (plural, object) in named {
             for (group, version) in LEFTOVER_GROUPS {
                 let gvk = GroupVersionKind::gvk(group, version, "");
                 let resource = ApiResource::from_gvk_with_plural(&gvk, &plural);
@@ -364,11 +482,17 @@ impl OlmV1Env {
                     Api::all_with(self.client(), &resource),
                 ];
                 for api in apis {
-                    let Ok(Some(found)) = api.get_opt(&object).await else {
-                        continue;
+                    let found = match api.get_opt(&object).await {
+                        Ok(Some(found)) => found,
+                        Ok(None) | Err(kube::Error::Api(_)) => continue,
+                        Err(_) => {
+                            kept = true;
+                            continue;
+                        }
                     };
                     let labels = found.metadata.labels.unwrap_or_default();
                     if labels.get(OWNER_NAME_LABEL).map(String::as_str) != Some(name) {
+                        kept = true;
                         continue;
                     }
                     delete_if_present(
@@ -379,14 +503,27 @@ impl OlmV1Env {
                 }
             }
         }
-        if deleted.is_empty() {
-            return Ok(false);
-        }
-        self.notes.push(format!(
-            "olmpack deleted what an earlier install attempt of OLM v1's left and OLM v1 then refused as already existing: {}",
-            deleted.join(", ")
-        ));
-        Ok(true)
+        let first = before
+            .iter()
+            .find(|m| already_existing(m).is_empty())
+            .map(|m| format!(" (OLM v1 had said before: {})", m.trim_end()))
+            .unwrap_or_default();
+        Ok(match (deleted.is_empty(), kept) {
+            (false, _) => {
+                self.notes.push(format!(
+                    "olmpack deleted what an earlier install attempt of OLM v1's left and OLM v1 then refused as already existing: {}{first}",
+                    deleted.join(", ")
+                ));
+                Leftovers::Deleted
+            }
+            (true, false) => {
+                self.notes.push(format!(
+                    "OLM v1 refused objects as already existing that no longer exist; olmpack asked it to retry{first}"
+                ));
+                Leftovers::Gone
+            }
+            (true, true) => Leftovers::Kept,
+        })
     }
 
     /// Uninstalls ClusterExtension `name` without waiting on the garbage collector: deletes it,
@@ -702,6 +839,36 @@ mod tests {
             "error for resolved bundle \"webapp-operator.v1.0.0\" with version \"1.0.0\": invalid ClusterExtension configuration: invalid configuration: unknown field \"watchNamespace\"",
         );
         assert_eq!(refusal(std::slice::from_ref(&invalid)), Some(&invalid));
+    }
+
+    #[test]
+    fn a_refusal_is_the_verdict_once_it_holds_and_longer_after_a_retry() {
+        let exists = condition(
+            "Progressing",
+            "True",
+            "Retrying",
+            "serviceaccounts \"a\" already exists",
+        );
+        let other = condition("Progressing", "True", "Retrying", "no bundles found");
+        let mut clock = RefusalClock::with(Duration::ZERO, Duration::from_secs(3600));
+        assert!(!clock.holds(None));
+        assert!(!clock.holds(Some(&other)), "first seen: the clock starts");
+        assert!(clock.holds(Some(&other)), "same words, held long enough");
+        assert!(!clock.holds(Some(&exists)), "new words start over");
+        assert!(clock.holds(Some(&exists)));
+        assert!(!clock.retried(&exists.message));
+        clock.after_retry(&exists.message);
+        assert!(clock.retried(&exists.message));
+        assert!(!clock.retried(&other.message));
+        assert!(!clock.holds(Some(&exists)));
+        assert!(
+            !clock.holds(Some(&exists)),
+            "after a retry it must hold longer"
+        );
+        assert_eq!(
+            clock.seen(),
+            [other.message.clone(), exists.message.clone()]
+        );
     }
 
     #[test]
