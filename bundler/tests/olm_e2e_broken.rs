@@ -333,7 +333,7 @@ async fn olm_e2e_broken_deployment_selector_change_is_refused_on_upgrade() {
     );
     let failures = report.failures();
     assert!(
-        failures.iter().all(|f| f.party == olm::Party::Olm),
+        failures.iter().all(|f| olm::blamed(f) == olm::OLM_RULES),
         "{failures:#?}"
     );
 }

@@ -122,7 +122,7 @@ fn verdict(report: &CaseReport) -> (String, String, String) {
     match failures.first() {
         Some(f) => {
             let all: Vec<String> = failures.iter().map(|f| f.message.clone()).collect();
-            ("fail".into(), f.party.label().into(), all.join("; "))
+            ("fail".into(), olm::blamed(f).into(), all.join("; "))
         }
         None if !report.not_run().is_empty() => (
             "pass-not-run".into(),

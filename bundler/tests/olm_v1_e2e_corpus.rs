@@ -63,7 +63,7 @@ fn verdict(report: &CaseReport) -> (String, String) {
     let not_run = report.not_run();
     if let Some(f) = failures.first() {
         let all: Vec<String> = failures.iter().map(|f| f.message.clone()).collect();
-        return (format!("fail-{}", f.party.label()), all.join("; "));
+        return (format!("fail-{}", olm::blamed(f)), all.join("; "));
     }
     let install_ran = !matches!(report.install.outcome, Outcome::Unfinished { .. });
     match (install_ran, not_run.is_empty()) {

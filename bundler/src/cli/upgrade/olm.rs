@@ -309,7 +309,7 @@ fn write_reports(args: &OlmArgs, reports: &[CaseReport]) -> CmdResult {
     for r in reports {
         for f in r.failures() {
             failed += 1;
-            eprintln!("error[{}]: {}: {}", f.party.label(), r.name(), f.message);
+            eprintln!("error[{}]: {}: {}", olm::blamed(&f), r.name(), f.message);
         }
     }
     let not_run: Vec<(String, String)> = reports

@@ -9,6 +9,7 @@ use olmpack_envtest::olm::operator_group;
 use olmpack_model::choice::Choice;
 use olmpack_model::csv::ClusterServiceVersion;
 use olmpack_model::plan::InstallModeType;
+use olmpack_model::report::Consumer;
 use serde::Serialize;
 
 use super::OlmRunError;
@@ -30,6 +31,14 @@ pub enum OlmVersion {
 }
 
 impl OlmVersion {
+    /// Who refuses what it refuses, in findings.
+    pub fn consumer(self) -> Consumer {
+        match self {
+            OlmVersion::V0 => Consumer::OlmV0,
+            OlmVersion::V1 => Consumer::OlmV1,
+        }
+    }
+
     /// Its name on the command line: `v0` or `v1`.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -32,7 +32,9 @@
 //!   ([`olmpack_envtest::olm::read_back_resource`]).
 //! - A case passes when every step OLM took ended `Succeeded`, OLM picked the predicted
 //!   successor, and every example was created and read back. Each failure names who is to
-//!   blame ([`Party`]): OLM (quoted), or the examples (the apiserver's or webhook's words).
+//!   blame, as an error finding of its own rule family ([`blamed`]): OLM (quoted;
+//!   refused by OLM v0 or v1), or the examples (the apiserver's or webhook's words; refused by
+//!   kube-apiserver).
 //! - While a step waits, what OLM is doing is told to [`RunOptions::steps`] whenever it
 //!   changes (the Subscription, the InstallPlan's phase and steps, the CSV's phase, reason and
 //!   message, the pods refused; see [`olmpack_envtest::olm::progress`]), and what is awaited
@@ -66,7 +68,7 @@ use olmpack_model::upgrade::Verdict;
 pub use cases::{
     Case, OlmVersion, load_cases, load_cases_for, load_cases_of, plan_cases, preferred_mode,
 };
-pub use report::{CaseReport, Failure, Party, describe, junit, markdown};
+pub use report::{CaseReport, EXAMPLE_RULES, OLM_RULES, blamed, describe, junit, markdown};
 
 use crate::catalog::load::{LoadOptions, load_dir_with};
 use platform::Platform;
@@ -653,7 +655,7 @@ fn verdict(report: &CaseReport) -> String {
     let failures = report.failures();
     let not_run = report.not_run();
     match (report.verdict(), failures.first(), not_run.first()) {
-        (_, Some(f), _) => format!("FAIL ({}: {})", f.party.label(), f.message),
+        (_, Some(f), _) => format!("FAIL ({}: {})", blamed(f), f.message),
         (Verdict::NotRun, None, _) => {
             format!("not finished ({})", report.error().unwrap_or_default())
         }

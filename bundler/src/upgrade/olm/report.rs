@@ -7,7 +7,7 @@ use olmpack_envtest::olm::{Example, InstallStep, Installed, Outcome};
 use serde::Serialize;
 
 use super::cases::Case;
-use olmpack_model::report::junit;
+use olmpack_model::report::{Consumer, Finding, junit};
 use olmpack_model::upgrade::Verdict;
 use olmpack_model::upgrade_graph::EdgeKind;
 
@@ -51,51 +51,21 @@ pub struct CaseReport {
     pub environment: Option<String>,
 }
 
-/// Who a failure is blamed on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Party {
-    /// OLM refused a step, did not finish it in time, or proposed another upgrade; the
-    /// message is OLM's (a status condition, phase or reason).
-    Olm,
-    /// An example object of the CSV's `alm-examples` was refused (by the apiserver's schema
-    /// or the operator's webhooks) or could not be read back after the upgrade.
-    Examples,
-}
+/// The rule family of findings that blame OLM: it refused a step, did not finish it in time,
+/// or proposed another upgrade; the message is OLM's (a status condition, phase or reason).
+pub const OLM_RULES: &str = "olm";
+/// The rule family of findings that blame an example object of the CSV's `alm-examples`: it
+/// was refused (by the apiserver's schema or the operator's webhooks) or could not be read
+/// back after the upgrade.
+pub const EXAMPLE_RULES: &str = "examples";
 
-impl Party {
-    /// The label in `error[LABEL]` lines.
-    pub fn label(self) -> &'static str {
-        match self {
-            Party::Olm => "olm",
-            Party::Examples => "examples",
-        }
-    }
-}
-
-/// One reason a case failed.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Failure {
-    /// Who is to blame.
-    pub party: Party,
-    /// What happened, quoting OLM or the apiserver.
-    pub message: String,
-}
-
-impl Failure {
-    fn olm(message: String) -> Self {
-        Self {
-            party: Party::Olm,
-            message,
-        }
-    }
-
-    fn examples(message: String) -> Self {
-        Self {
-            party: Party::Examples,
-            message,
-        }
-    }
+/// Who a finding of a case blames, as `error[…]` lines and JUnit failure types name it: its
+/// rule's family, [`OLM_RULES`] or [`EXAMPLE_RULES`].
+pub fn blamed(finding: &Finding) -> &str {
+    finding
+        .rule
+        .split_once('/')
+        .map_or(finding.rule.as_str(), |(family, _)| family)
 }
 
 impl CaseReport {
@@ -118,57 +88,75 @@ impl CaseReport {
         }
     }
 
-    /// Why the case failed; empty when it passed. A step the test environment interrupted
-    /// ([`Self::environment`]) is no failure: its verdict is unknown.
-    pub fn failures(&self) -> Vec<Failure> {
+    /// Why the case failed, as error findings naming who refuses (OLM v0 or v1 for
+    /// [`OLM_RULES`], kube-apiserver for [`EXAMPLE_RULES`]); empty when it passed. A step the
+    /// test environment interrupted ([`Self::environment`]) is no failure: its verdict is
+    /// unknown.
+    pub fn failures(&self) -> Vec<Finding> {
+        let olm = |rule: &str, message: String| {
+            Finding::error(format!("{OLM_RULES}/{rule}"), message)
+                .consumer(self.case.olm.consumer())
+        };
+        let examples = |rule: &str, message: String| {
+            Finding::error(format!("{EXAMPLE_RULES}/{rule}"), message)
+                .consumer(Consumer::KubeApiserver)
+        };
         if matches!(self.install.outcome, Outcome::Unfinished { .. }) {
             return Vec::new();
         }
         if !matches!(self.install.outcome, Outcome::Succeeded { .. }) {
             let what = describe(&self.install.outcome);
-            return vec![Failure::olm(format!(
-                "install of {}: {what}",
-                self.case.from
-            ))];
+            return vec![olm(
+                "install-failed",
+                format!("install of {}: {what}", self.case.from),
+            )];
         }
         let mut out = Vec::new();
-        if let Some(Ok(examples)) = &self.examples {
-            for e in examples.iter().filter(|e| e.refused.is_some()) {
-                out.push(Failure::examples(format!(
-                    "example {} refused: {}",
-                    e.label(),
-                    e.refused.as_deref().unwrap_or_default()
-                )));
+        if let Some(Ok(list)) = &self.examples {
+            for e in list.iter().filter(|e| e.refused.is_some()) {
+                out.push(examples(
+                    "refused",
+                    format!(
+                        "example {} refused: {}",
+                        e.label(),
+                        e.refused.as_deref().unwrap_or_default()
+                    ),
+                ));
             }
         }
         match (&self.case.expected, &self.upgrade) {
             (Some((to, _)), Some(step)) => {
                 if step.csv.as_deref() != Some(to.as_str()) {
                     let proposed = step.csv.as_deref().unwrap_or("no upgrade");
-                    out.push(Failure::olm(format!(
-                        "OLM proposed {proposed} instead of {to}"
-                    )));
+                    out.push(olm(
+                        "other-upgrade",
+                        format!("OLM proposed {proposed} instead of {to}"),
+                    ));
                 }
                 if !matches!(
                     step.outcome,
                     Outcome::Succeeded { .. } | Outcome::Unfinished { .. }
                 ) {
                     let what = describe(&step.outcome);
-                    out.push(Failure::olm(format!("upgrade to {to}: {what}")));
+                    out.push(olm("upgrade-failed", format!("upgrade to {to}: {what}")));
                 }
             }
             (Some((to, _)), None) if self.environment.is_none() => {
-                out.push(Failure::olm(format!("upgrade to {to} did not run")));
+                out.push(olm(
+                    "upgrade-not-run",
+                    format!("upgrade to {to} did not run"),
+                ));
             }
             _ => {}
         }
         for e in self.examples_after.iter().filter_map(|r| r.as_ref().err()) {
-            out.push(Failure::examples(format!(
-                "example unreadable after the upgrade: {e}"
-            )));
+            out.push(examples(
+                "unreadable-after-upgrade",
+                format!("example unreadable after the upgrade: {e}"),
+            ));
         }
         if let Some(left) = &self.left_succeeded {
-            out.push(Failure::olm(left.clone()));
+            out.push(olm("left-succeeded", left.clone()));
         }
         out
     }
@@ -367,14 +355,11 @@ fn junit_outcome(r: &CaseReport) -> junit::Outcome {
         Verdict::Refused | Verdict::DataLost | Verdict::Failed => {
             let text: Vec<String> = failures
                 .iter()
-                .map(|f| format!("[{}] {}", f.party.label(), f.message))
+                .map(|f| format!("[{}] {}", blamed(f), f.message))
                 .collect();
             junit::Outcome::Failed {
                 message: text.join("; "),
-                kind: failures
-                    .first()
-                    .map_or("olm", |f| f.party.label())
-                    .to_owned(),
+                kind: failures.first().map_or(OLM_RULES, blamed).to_owned(),
             }
         }
         Verdict::NotRun => junit::Outcome::Error {
@@ -476,6 +461,53 @@ mod tests {
             report.examples = examples;
             assert_eq!(examples_cell(&report), cell, "{what}");
             assert_eq!(result_cell(&report), result, "{what}");
+        }
+    }
+
+    #[test]
+    fn each_failure_is_an_error_finding_naming_who_refuses() {
+        let refused = InstallStep {
+            csv: Some("op.v1".into()),
+            outcome: Outcome::Refused {
+                by: "ClusterExtension olmpack-case-1".into(),
+                reason: "Retrying".into(),
+                message: "m".into(),
+            },
+            ..InstallStep::unfinished()
+        };
+        let mut v1 = CaseReport::new(Case {
+            olm: super::super::OlmVersion::V1,
+            ..case(None)
+        });
+        v1.install = refused;
+        let mut example_refused = CaseReport::new(case(None));
+        example_refused.install = succeeded("op.v1");
+        example_refused.examples = Some(Ok(vec![example(Some("denied"))]));
+        let mut not_upgraded = CaseReport::new(case(Some(vec![EdgeKind::Replaces])));
+        not_upgraded.install = succeeded("op.v1");
+        not_upgraded.upgrade = Some(succeeded("op.v3"));
+        let cases = [
+            (v1, "olm/install-failed", Consumer::OlmV1, OLM_RULES),
+            (
+                example_refused,
+                "examples/refused",
+                Consumer::KubeApiserver,
+                EXAMPLE_RULES,
+            ),
+            (
+                not_upgraded,
+                "olm/other-upgrade",
+                Consumer::OlmV0,
+                OLM_RULES,
+            ),
+        ];
+        for (report, rule, consumer, family) in cases {
+            let failures = report.failures();
+            let first = &failures[0];
+            assert_eq!(first.rule, rule);
+            assert_eq!(first.severity, olmpack_model::report::Severity::Error);
+            assert_eq!(first.consumer, Some(consumer), "{rule}");
+            assert_eq!(blamed(first), family);
         }
     }
 
