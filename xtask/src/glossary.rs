@@ -121,20 +121,7 @@ pub const WORDS: &[Word] = &[
         meaning: "nothing: `olmpack release` prints its steps; the plan is olmpack.yaml",
         home: &[],
         contexts: &[],
-        allowed: &[
-            // Kept so work under way in release/ merges; say "printed steps" with its next
-            // change.
-            Allowed {
-                path: "bundler/src/release/mod.rs",
-                line: "printed plan",
-                reason: "the steps `olmpack release` prints: reword with the next change to release/",
-            },
-            Allowed {
-                path: "bundler/src/release/install.rs",
-                line: "printed plan",
-                reason: "the steps `olmpack release` prints: reword with the next change to release/",
-            },
-        ],
+        allowed: &[],
     },
     Word {
         text: "plan of steps",
@@ -204,16 +191,6 @@ pub const ALLOWED_PLAN_NAMES: &[(&str, &str, &str)] = &[
         "Planned",
         "one example object to create (\"plan\" as a verb); rename with the next change to \
          live/edge/",
-    ),
-    (
-        "bundler/src/release/supply.rs",
-        "SupplyPlan",
-        "the signing and SBOM jobs of a release; rename with the next change to release/",
-    ),
-    (
-        "bundler/src/release/supply.rs",
-        "plan",
-        "makes a SupplyPlan; rename with the next change to release/",
     ),
 ];
 

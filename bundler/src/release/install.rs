@@ -34,7 +34,7 @@ pub struct InstallOutcome {
     pub stale: bool,
     /// What the files are, for the JSON summary; none when skipped.
     pub summary: Option<InstallSummary>,
-    /// The step's line of the printed plan.
+    /// The step's line of the printed steps.
     pub step: Step,
 }
 

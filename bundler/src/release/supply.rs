@@ -12,8 +12,9 @@
 
 use std::collections::BTreeMap;
 
+use super::names::split_tag;
 use super::state::{Attachment, Kind, State};
-use super::{Change, ImageSummary, MISSING, Options, ReleaseError, Step, fail, split_tag, step};
+use super::{Change, ImageSummary, MISSING, Options, ReleaseError, Step, fail, step};
 use crate::build::BuiltCatalog;
 use crate::catalog::declcfg::DeclarativeConfig;
 use crate::image::auth::Secret;
@@ -52,13 +53,13 @@ pub struct SignJob {
 
 /// The supply chain work of a release.
 #[derive(Clone, Debug, Default)]
-pub struct SupplyPlan {
+pub struct SupplyJobs {
     sboms: Vec<SbomJob>,
     signer: Option<Signer>,
     signatures: Vec<SignJob>,
 }
 
-impl SupplyPlan {
+impl SupplyJobs {
     /// What earlier runs published for this release's images.
     pub fn published(&self) -> Vec<Attachment> {
         let sboms = self.sboms.iter().filter_map(|j| j.done.clone());
@@ -94,18 +95,18 @@ fn catalog_bundles(catalog: &DeclarativeConfig) -> BTreeMap<String, Vec<String>>
 }
 
 /// The SBOM jobs of the bundle images (`(version, image)`) and the catalog image.
-pub fn plan(
+pub fn jobs(
     bundles: &[(&str, &ImageSummary, FileTree)],
     catalog_image: &ImageSummary,
     catalog: &BuiltCatalog,
     options: &Options,
     signer: Option<&Signer>,
     state: &State,
-) -> Result<SupplyPlan, ReleaseError> {
+) -> Result<SupplyJobs, ReleaseError> {
     if !options.push {
-        return Ok(SupplyPlan {
+        return Ok(SupplyJobs {
             signer: signer.cloned(),
-            ..SupplyPlan::default()
+            ..SupplyJobs::default()
         });
     }
     let created = options.source_date_epoch.unwrap_or(0);
@@ -158,7 +159,7 @@ pub fn plan(
         Some(signer) => sign_jobs(images.chain([catalog_image]), signer, state),
         None => Vec::new(),
     };
-    Ok(SupplyPlan {
+    Ok(SupplyJobs {
         sboms,
         signer: signer.cloned(),
         signatures,
@@ -199,9 +200,9 @@ pub(super) fn change(missing: impl IntoIterator<Item = bool>) -> Change {
 
 /// Checks what the state file says earlier runs published against the registries: an SBOM
 /// whose manifest, or a signature whose signature image, the registry no longer has is
-/// published again (and the plan says so).
-pub async fn verify(plan: &mut SupplyPlan, options: &Options) -> Result<(), ReleaseError> {
-    for job in &mut plan.sboms {
+/// published again (and the printed steps say so).
+pub async fn verify(jobs: &mut SupplyJobs, options: &Options) -> Result<(), ReleaseError> {
+    for job in &mut jobs.sboms {
         let Some(done) = &job.done else { continue };
         let repo = Repo::connect(&job.pinned, &options.access)
             .await
@@ -214,10 +215,10 @@ pub async fn verify(plan: &mut SupplyPlan, options: &Options) -> Result<(), Rele
             (job.done, job.missing) = (None, true);
         }
     }
-    let Some(signer) = &plan.signer else {
+    let Some(signer) = &jobs.signer else {
         return Ok(());
     };
-    for job in &mut plan.signatures {
+    for job in &mut jobs.signatures {
         if job.done.is_none() {
             continue;
         }
@@ -234,9 +235,9 @@ pub async fn verify(plan: &mut SupplyPlan, options: &Options) -> Result<(), Rele
     Ok(())
 }
 
-/// The plan's line for the signing step.
-pub fn sign_step(push: bool, plan: &SupplyPlan) -> Step {
-    let Some(signer) = &plan.signer else {
+/// The printed line of the signing step.
+pub fn sign_step(push: bool, jobs: &SupplyJobs) -> Step {
+    let Some(signer) = &jobs.signer else {
         return Step {
             step: step::SIGN,
             change: Change::Skipped,
@@ -250,7 +251,7 @@ pub fn sign_step(push: bool, plan: &SupplyPlan) -> Step {
             detail: "not asked (--push): signatures are pushed next to the images".into(),
         };
     }
-    let pending: Vec<&SignJob> = plan
+    let pending: Vec<&SignJob> = jobs
         .signatures
         .iter()
         .filter(|j| j.done.is_none())
@@ -259,7 +260,7 @@ pub fn sign_step(push: bool, plan: &SupplyPlan) -> Step {
         "{} image(s) to sign with key {}, {} signed before",
         pending.len(),
         signer.key_id(),
-        plan.signatures.len() - pending.len()
+        jobs.signatures.len() - pending.len()
     );
     for job in &pending {
         detail.push_str(&format!("\n    {}", job.pinned));
@@ -274,8 +275,8 @@ pub fn sign_step(push: bool, plan: &SupplyPlan) -> Step {
     }
 }
 
-/// The plan's line for the SBOM step.
-pub fn sbom_step(push: bool, plan: &SupplyPlan) -> Step {
+/// The printed line of the SBOM step.
+pub fn sbom_step(push: bool, jobs: &SupplyJobs) -> Step {
     if !push {
         return Step {
             step: step::SBOM,
@@ -284,11 +285,11 @@ pub fn sbom_step(push: bool, plan: &SupplyPlan) -> Step {
                 .into(),
         };
     }
-    let pending: Vec<&SbomJob> = plan.sboms.iter().filter(|j| j.done.is_none()).collect();
+    let pending: Vec<&SbomJob> = jobs.sboms.iter().filter(|j| j.done.is_none()).collect();
     let mut detail = format!(
         "{} SPDX SBOM(s) to attach, {} attached before",
         pending.len(),
-        plan.sboms.len() - pending.len()
+        jobs.sboms.len() - pending.len()
     );
     for job in &pending {
         detail.push_str(&format!("\n    {}", job.pinned));
@@ -315,12 +316,12 @@ fn subject(options: &Options, job: &SbomJob) -> Result<Descriptor, ReleaseError>
 
 /// Attaches every SBOM not attached before; records each in the state as it goes.
 pub async fn publish(
-    plan: &SupplyPlan,
+    jobs: &SupplyJobs,
     state: &mut State,
     options: &Options,
 ) -> Result<Vec<Attachment>, ReleaseError> {
     let mut published = Vec::new();
-    for job in &plan.sboms {
+    for job in &jobs.sboms {
         if let Some(done) = &job.done {
             published.push(done.clone());
             continue;
@@ -358,21 +359,21 @@ pub async fn publish(
         state.save(&options.out).map_err(fail(step::SBOM))?;
         published.push(attachment);
     }
-    published.extend(sign_all(plan, state, options).await?);
+    published.extend(sign_all(jobs, state, options).await?);
     Ok(published)
 }
 
 /// Signs every image not signed before with the plan's key.
 async fn sign_all(
-    plan: &SupplyPlan,
+    jobs: &SupplyJobs,
     state: &mut State,
     options: &Options,
 ) -> Result<Vec<Attachment>, ReleaseError> {
-    let Some(signer) = &plan.signer else {
+    let Some(signer) = &jobs.signer else {
         return Ok(Vec::new());
     };
     let mut published = Vec::new();
-    for job in &plan.signatures {
+    for job in &jobs.signatures {
         if let Some(done) = &job.done {
             published.push(done.clone());
             continue;
