@@ -175,24 +175,7 @@ pub const PLAN_TYPES: &[&str] = &[
 ];
 
 /// Known other uses of "plan" in names: `path`'s `name`, and why.
-pub const ALLOWED_PLAN_NAMES: &[(&str, &str, &str)] = &[
-    (
-        "bundler/src/image/push.rs",
-        "PushPlan",
-        "the order of a push's uploads; rename with the next change to image/",
-    ),
-    (
-        "bundler/src/image/push.rs",
-        "plan",
-        "makes a PushPlan; rename with the next change to image/",
-    ),
-    (
-        "upgrade-tests/src/live/edge/examples.rs",
-        "Planned",
-        "one example object to create (\"plan\" as a verb); rename with the next change to \
-         live/edge/",
-    ),
-];
+pub const ALLOWED_PLAN_NAMES: &[(&str, &str, &str)] = &[];
 
 /// Every glossary check, all run; fails with every problem found.
 pub fn check_all(root: &Path) -> Result<()> {

@@ -105,31 +105,31 @@ struct ManifestToPush {
 
 /// What an image consists of, in push order.
 #[derive(Clone, Debug, Default)]
-struct PushPlan {
+struct UploadOrder {
     blobs: Vec<Descriptor>,
     /// Children first, the root last.
     manifests: Vec<ManifestToPush>,
 }
 
 /// Reads the image graph under `root`, checking every manifest and blob digest.
-fn plan(layout: &Layout, root: &Descriptor) -> Result<PushPlan, PushError> {
-    let mut plan = PushPlan::default();
+fn upload_order(layout: &Layout, root: &Descriptor) -> Result<UploadOrder, PushError> {
+    let mut order = UploadOrder::default();
     let mut seen = BTreeSet::new();
-    add_manifest(layout, root, &mut plan, &mut seen)?;
-    Ok(plan)
+    add_manifest(layout, root, &mut order, &mut seen)?;
+    Ok(order)
 }
 
 fn add_manifest(
     layout: &Layout,
     descriptor: &Descriptor,
-    plan: &mut PushPlan,
+    order: &mut UploadOrder,
     seen: &mut BTreeSet<String>,
 ) -> Result<(), PushError> {
     let bytes = layout.read_described(descriptor)?;
     if media_type::is_index(&descriptor.media_type) {
         let index: ImageIndex = layout.read_json(&descriptor.digest, "image index")?;
         for child in &index.manifests {
-            add_manifest(layout, child, plan, seen)?;
+            add_manifest(layout, child, order, seen)?;
         }
     } else if media_type::is_manifest(&descriptor.media_type) {
         let manifest: ImageManifest = layout.read_json(&descriptor.digest, "image manifest")?;
@@ -137,7 +137,7 @@ fn add_manifest(
             if seen.insert(blob.digest.clone()) {
                 // Reading checks the digest; the bytes are read again when sent.
                 check_blob(layout, blob)?;
-                plan.blobs.push(blob.clone());
+                order.blobs.push(blob.clone());
             }
         }
     } else {
@@ -147,7 +147,7 @@ fn add_manifest(
         });
     }
     if seen.insert(descriptor.digest.clone()) {
-        plan.manifests.push(ManifestToPush {
+        order.manifests.push(ManifestToPush {
             descriptor: descriptor.clone(),
             bytes,
         });
@@ -181,24 +181,24 @@ pub async fn push_layout(
             actual: root.digest,
         });
     }
-    let plan = plan(&layout, &root)?;
+    let order = upload_order(&layout, &root)?;
     let client = RegistryClient::new(&target, access)?;
     client
         .authenticate(&target, RegistryOperation::Push)
         .await?;
 
-    let outcomes = push_blobs(&client, &layout, &target, &plan.blobs, access, progress).await?;
-    for manifest in &plan.manifests {
+    let outcomes = push_blobs(&client, &layout, &target, &order.blobs, access, progress).await?;
+    for manifest in &order.manifests {
         let reference = by_digest(&target, &manifest.descriptor.digest);
         push_manifest(&client, &reference, manifest).await?;
         progress.step(&format!("manifest {}", manifest.descriptor.digest));
     }
     // The tag moves last, once everything it will point to is there.
     if target.digest().is_none() {
-        let root_manifest = plan
+        let root_manifest = order
             .manifests
             .last()
-            .expect("the plan always ends with the root");
+            .expect("the upload order always ends with the root");
         move_tag(&client, &target, &root.digest, root_manifest, progress).await?;
     }
     progress.finish();

@@ -18,7 +18,7 @@ use crate::live::{ReleaseUnderTest, rules};
 const CREATE_RETRY: Duration = Duration::from_secs(15);
 
 /// One object to create.
-struct Planned {
+struct ToCreate {
     /// Index into the release's CRDs.
     crd: usize,
     version: String,
@@ -30,10 +30,10 @@ impl Run<'_> {
     /// Creates every example (times `copies`) at the version it is written in, when `from`
     /// serves that version.
     pub(super) async fn create_examples(&mut self, from: &ReleaseUnderTest) {
-        let (planned, skipped) = self.plan_examples(from);
+        let (to_create, skipped) = self.examples_to_create(from);
         let client = self.client.clone();
         let namespace = self.options.namespace.clone();
-        let results: Vec<(Created, Result<(), kube::Error>)> = stream::iter(planned)
+        let results: Vec<(Created, Result<(), kube::Error>)> = stream::iter(to_create)
             .map(|p| {
                 let api = api::objects_api(&client, &from.crds[p.crd], &p.version, &namespace);
                 async move {
@@ -83,8 +83,8 @@ impl Run<'_> {
     }
 
     /// The objects to create, with unique names, and the versions skipped.
-    fn plan_examples(&self, from: &ReleaseUnderTest) -> (Vec<Planned>, BTreeSet<String>) {
-        let mut planned = Vec::new();
+    fn examples_to_create(&self, from: &ReleaseUnderTest) -> (Vec<ToCreate>, BTreeSet<String>) {
+        let mut to_create = Vec::new();
         let mut skipped = BTreeSet::new();
         let mut names = BTreeSet::new();
         let mut seen = Vec::new();
@@ -115,7 +115,7 @@ impl Run<'_> {
             for copy in 0..self.options.copies.max(1) {
                 let name = unique_name(&mut names, &base, version, copy, self.options.copies);
                 let object = instance(example, &name, crd, &self.options.namespace);
-                planned.push(Planned {
+                to_create.push(ToCreate {
                     crd: index,
                     version: version.to_owned(),
                     object,
@@ -128,7 +128,7 @@ impl Run<'_> {
                 });
             }
         }
-        (planned, skipped)
+        (to_create, skipped)
     }
 
     /// Every object of `crds` at every served version; a failed read is a finding.
