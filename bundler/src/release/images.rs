@@ -30,6 +30,16 @@ pub(super) fn inputs_digest(parts: &[(&str, &[u8])]) -> String {
     format_digest(&hasher.finalize())
 }
 
+/// The inputs every image shares, after its own: the build time (`SOURCE_DATE_EPOCH`) and
+/// the tag it is built for.
+fn build_parts(options: &Options, tag: &str) -> [(String, Vec<u8>); 2] {
+    let epoch = options.source_date_epoch.unwrap_or(0).to_string();
+    [
+        ("epoch".into(), epoch.into_bytes()),
+        ("tag".into(), tag.as_bytes().to_vec()),
+    ]
+}
+
 pub(super) fn tree_parts(tree: &FileTree) -> Vec<(String, Vec<u8>)> {
     tree.iter()
         .map(|(p, c)| (p.to_string_lossy().into_owned(), c.to_vec()))
@@ -227,18 +237,9 @@ pub(super) async fn operator_step(
     };
     let reference = image_for_release(template, newest);
     let base = plan.plan.images.operator_base.clone();
-    let mut parts: Vec<(String, Vec<u8>)> = vec![
-        ("base".into(), base.clone().unwrap_or_default().into_bytes()),
-        (
-            "epoch".into(),
-            options
-                .source_date_epoch
-                .unwrap_or(0)
-                .to_string()
-                .into_bytes(),
-        ),
-        ("tag".into(), reference.clone().into_bytes()),
-    ];
+    let mut parts: Vec<(String, Vec<u8>)> =
+        vec![("base".into(), base.clone().unwrap_or_default().into_bytes())];
+    parts.extend(build_parts(options, &reference));
     for binary in &binaries {
         let bytes = std::fs::read(&binary.path).map_err(|source| ReleaseError::Step {
             step: step::OPERATOR_IMAGE,
@@ -297,15 +298,7 @@ pub(super) fn bundle_image_step(
     let files = bundle_files(tree, version)?;
     let reference = image_for_release(&names.bundle, version);
     let mut parts = tree_parts(&files);
-    parts.push((
-        "epoch".into(),
-        options
-            .source_date_epoch
-            .unwrap_or(0)
-            .to_string()
-            .into_bytes(),
-    ));
-    parts.push(("tag".into(), reference.clone().into_bytes()));
+    parts.extend(build_parts(options, &reference));
     let job = ImageJob {
         name: format!("bundle-{version}"),
         inputs: inputs_digest(&borrow(&parts)),
@@ -339,15 +332,7 @@ pub(super) async fn catalog_image_step(
     let base = plan.plan.images.catalog_base.clone();
     let mut parts = tree_parts(catalog);
     parts.push(("base".into(), base.clone().unwrap_or_default().into_bytes()));
-    parts.push((
-        "epoch".into(),
-        options
-            .source_date_epoch
-            .unwrap_or(0)
-            .to_string()
-            .into_bytes(),
-    ));
-    parts.push(("tag".into(), names.catalog.clone().into_bytes()));
+    parts.extend(build_parts(options, &names.catalog));
     let job = ImageJob {
         name: "catalog".into(),
         inputs: inputs_digest(&borrow(&parts)),
