@@ -9,13 +9,18 @@
 //! It is refused when OLM v1 reports `Progressing` with reason `Retrying` or `Blocked` (a
 //! resolution error, the CRD upgrade safety preflight's refusal, an apply error) or
 //! `InvalidConfiguration` (a config that does not fit the bundle) and still
-//! does [`REFUSAL_HOLDS`] later with the same words; else it times out.
+//! does [`REFUSAL_HOLDS`] later with the same words, in its answer to a fresh attempt: the
+//! first time a refusal holds, olmpack asks OLM v1 to try the step once more (see
+//! [`ExtensionSpec::attempt`]) and judges its answer to that; else it times out. (Under
+//! load OLM v1 answers a step with transient refusals — its catalog cache not filled yet, a
+//! Helm install that failed part-way — and retries them with a backoff that soon outlasts
+//! any fixed wait: its words then stand unchanged although it would answer otherwise now.)
 
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::discovery::{Discovery, verbs};
 use serde::Deserialize;
@@ -54,11 +59,8 @@ impl UpgradePolicy {
 }
 /// How long a refusal must stand, in the same words, before it is the verdict.
 pub const REFUSAL_HOLDS: Duration = Duration::from_secs(3);
-/// How long a refusal must stand after olmpack asked OLM v1 to retry (its leftovers
-/// deleted): until then the conditions may still be its answer from before.
-const REFUSAL_HOLDS_AFTER_RETRY: Duration = Duration::from_secs(30);
-/// The annotation olmpack changes on a ClusterExtension to have operator-controller retry.
-const RETRY_ANNOTATION: &str = "olmpack.dev/retry";
+/// How many fresh attempts a step gets after a refusal held, before it is the verdict.
+const REFUSAL_RETRIES: usize = 1;
 /// How often OLM v1's objects are read while waiting.
 const POLL: Duration = Duration::from_millis(250);
 /// How many times one step deletes what OLM v1's own failed attempt left (see
@@ -112,11 +114,27 @@ pub struct ExtensionSpec {
 impl ExtensionSpec {
     /// The ClusterExtension pinned to `version`, under [`Self::policy`].
     pub fn pinned(&self, version: &str) -> Value {
+        self.attempt(version, 0)
+    }
+
+    /// [`Self::pinned`] as attempt `n` of the step: from the second on, the catalog selector
+    /// also excludes a catalog name no catalog has (`olmpack-attempt-N`). It selects the same
+    /// catalog, but the spec differs, so operator-controller tries the step again at once
+    /// and says so in its conditions' `observedGeneration`.
+    pub fn attempt(&self, version: &str, n: usize) -> Value {
+        let mut selector = json!({"matchLabels": {CATALOG_NAME_LABEL: self.catalog}});
+        if n > 0 {
+            selector["matchExpressions"] = json!([{
+                "key": CATALOG_NAME_LABEL,
+                "operator": "NotIn",
+                "values": [format!("olmpack-attempt-{n}")],
+            }]);
+        }
         let mut catalog = json!({
             "packageName": self.package,
             "version": version,
             "upgradeConstraintPolicy": self.policy.as_str(),
-            "selector": {"matchLabels": {CATALOG_NAME_LABEL: self.catalog}},
+            "selector": selector,
         });
         if !self.channels.is_empty() {
             catalog["channels"] = json!(self.channels);
@@ -245,32 +263,20 @@ fn refusal(conditions: &[Condition]) -> Option<&Condition> {
 struct RefusalClock {
     since: Option<(Instant, String)>,
     holds: Duration,
-    after_retry: Duration,
-    retried: Vec<String>,
     seen: Vec<String>,
 }
 
 impl RefusalClock {
-    fn new() -> Self {
-        RefusalClock::with(REFUSAL_HOLDS, REFUSAL_HOLDS_AFTER_RETRY)
-    }
-
-    fn with(holds: Duration, after_retry: Duration) -> Self {
+    fn new(holds: Duration) -> Self {
         RefusalClock {
             since: None,
             holds,
-            after_retry,
-            retried: Vec::new(),
             seen: Vec::new(),
         }
     }
 
-    /// Whether `refusal` has now stood in the same words for as long as it must.
-    fn holds(&mut self, refusal: Option<&Condition>) -> bool {
-        let Some(r) = refusal else {
-            self.since = None;
-            return false;
-        };
+    /// Whether `r` has now stood in the same words for as long as it must.
+    fn holds(&mut self, r: &Condition) -> bool {
         if self.seen.last() != Some(&r.message) {
             self.seen.push(r.message.clone());
         }
@@ -283,34 +289,14 @@ impl RefusalClock {
         }
     }
 
-    /// Starts over after OLM v1 was asked to retry following `refusal`, with the longer hold.
-    fn after_retry(&mut self, refusal: &str) {
+    /// Starts over: no refusal now, or the next is OLM v1's answer to a new attempt.
+    fn restart(&mut self) {
         self.since = None;
-        self.holds = self.after_retry;
-        self.retried.push(refusal.to_owned());
-    }
-
-    /// Whether OLM v1 was asked to retry after these words already.
-    fn retried(&self, refusal: &str) -> bool {
-        self.retried.iter().any(|r| r == refusal)
     }
 
     fn seen(&self) -> &[String] {
         &self.seen
     }
-}
-
-/// What [`OlmV1Env::delete_leftovers`] found of the objects a refusal named as already existing.
-#[derive(Debug, PartialEq, Eq)]
-enum Leftovers {
-    /// The refusal names no objects as already existing.
-    NotNamed,
-    /// Some were the ClusterExtension's own, and are deleted.
-    Deleted,
-    /// None of them exists.
-    Gone,
-    /// Some exist and are not the ClusterExtension's (or could not be read).
-    Kept,
 }
 
 fn installed_at(conditions: &[Condition], body: &ExtensionBody, version: &str) -> bool {
@@ -373,107 +359,78 @@ impl OlmV1Env {
         version: &str,
         timeout: Duration,
     ) -> Result<StepEnd, OlmV1Error> {
-        self.apply(&spec.pinned(version)).await?;
+        let mut attempt = 0;
+        self.apply(&spec.attempt(version, attempt)).await?;
         let started = Instant::now();
-        let mut clock = RefusalClock::new();
-        let mut last = Vec::new();
-        let mut cleanups = 0;
+        let mut clock = RefusalClock::new(REFUSAL_HOLDS);
+        let (mut last, mut cleanups, mut retries) = (Vec::new(), 0, 0);
         while started.elapsed() < timeout {
             self.check_running()?;
-            if let Some((conditions, body)) = self.read("ClusterExtension", &spec.name).await? {
-                let typed = ExtensionBody::read(&body);
-                if typed.observed() {
-                    if installed_at(&conditions, &typed, version) {
-                        let bundle = typed.bundle().map(|b| b.name.clone()).unwrap_or_default();
-                        return Ok(StepEnd::Installed { bundle, conditions });
-                    }
-                    if let Some(r) = refusal(&conditions)
-                        && cleanups < LEFTOVER_CLEANUPS
-                        && self.retry_after_leftovers(spec, r, &mut clock).await?
+            let Some((conditions, body)) = self.read("ClusterExtension", &spec.name).await? else {
+                tokio::time::sleep(POLL).await;
+                continue;
+            };
+            let typed = ExtensionBody::read(&body);
+            // Until OLM v1 answers the current attempt, its conditions are about another.
+            if !typed.observed() {
+                tokio::time::sleep(POLL).await;
+                continue;
+            }
+            if installed_at(&conditions, &typed, version) {
+                let bundle = typed.bundle().map(|b| b.name.clone()).unwrap_or_default();
+                return Ok(StepEnd::Installed { bundle, conditions });
+            }
+            match refusal(&conditions).cloned() {
+                None => clock.restart(),
+                Some(r) => {
+                    if cleanups < LEFTOVER_CLEANUPS
+                        && self
+                            .delete_leftovers(spec, &r.message, clock.seen())
+                            .await?
                     {
                         cleanups += 1;
-                        self.ask_retry(&spec.name, cleanups).await?;
-                    } else if clock.holds(refusal(&conditions))
-                        && let Some(progressing) = refusal(&conditions).cloned()
-                    {
+                    } else if !clock.holds(&r) {
+                        last = conditions;
+                        tokio::time::sleep(POLL).await;
+                        continue;
+                    } else if retries == REFUSAL_RETRIES {
                         return Ok(StepEnd::Refused {
-                            progressing,
+                            progressing: r,
                             conditions,
                         });
+                    } else {
+                        retries += 1;
                     }
-                    last = conditions;
+                    // OLM v1's answer to a fresh attempt is the one judged.
+                    attempt += 1;
+                    self.apply(&spec.attempt(version, attempt)).await?;
+                    clock.restart();
                 }
             }
+            last = conditions;
             tokio::time::sleep(POLL).await;
         }
         Ok(StepEnd::TimedOut { conditions: last })
     }
 
-    /// Whether OLM v1 must be asked to retry after `refusal`: it named objects as already
-    /// existing and olmpack deleted those that were the ClusterExtension's own leftovers, or
-    /// none of them exists any more (its answer predates its own clean-up; asked once per
-    /// refusal). The refusal must then hold longer to be the verdict.
-    async fn retry_after_leftovers(
-        &mut self,
-        spec: &ExtensionSpec,
-        refusal: &Condition,
-        clock: &mut RefusalClock,
-    ) -> Result<bool, OlmV1Error> {
-        let retry = match self
-            .delete_leftovers(spec, &refusal.message, clock.seen())
-            .await?
-        {
-            Leftovers::Deleted => true,
-            Leftovers::Gone => !clock.retried(&refusal.message),
-            Leftovers::NotNamed | Leftovers::Kept => false,
-        };
-        if retry {
-            clock.after_retry(&refusal.message);
-        }
-        Ok(retry)
-    }
-
-    /// Has operator-controller reconcile ClusterExtension `name` at once (an annotation
-    /// change is an update it watches) instead of after its backoff, which after a few failed
-    /// attempts is longer than [`REFUSAL_HOLDS`]: the refusal it answered before olmpack
-    /// deleted its leftovers would otherwise stand as the verdict.
-    async fn ask_retry(&self, name: &str, attempt: usize) -> Result<(), OlmV1Error> {
-        let gvk = GroupVersionKind::gvk("olm.operatorframework.io", "v1", "ClusterExtension");
-        let extensions: Api<DynamicObject> =
-            Api::all_with(self.client(), &ApiResource::from_gvk(&gvk));
-        let patch = json!({"metadata": {"annotations": {RETRY_ANNOTATION: attempt.to_string()}}});
-        extensions
-            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .map(drop)
-            .map_err(|source| OlmV1Error::Api {
-                action: format!("annotate ClusterExtension {name} to retry"),
-                source,
-            })
-    }
-
-    /// Looks up the objects an "already exists" refusal of `spec`'s ClusterExtension names and
-    /// deletes those operator-controller itself labelled as that ClusterExtension's (said in
-    /// [`Self::take_notes`], with the first other refusal of the step, `before`). On a loaded
-    /// machine an install attempt of OLM v1's can fail part-way and leave what it created
-    /// outside any Helm release; every retry is then refused with "already exists" for objects
-    /// it made itself. Objects of anyone else are never touched: their "already exists" is the
-    /// verdict.
+    /// Deletes the objects an "already exists" refusal of `spec`'s ClusterExtension names that
+    /// operator-controller itself labelled as that ClusterExtension's; whether it deleted any
+    /// (said in [`Self::take_notes`], with the first other refusal of the step, `before`). On
+    /// a loaded machine an install attempt of OLM v1's can fail part-way and leave what it
+    /// created outside any Helm release; a retry is then refused with "already exists" for
+    /// objects it made itself. Objects of anyone else are never touched: their "already
+    /// exists" is the verdict.
     async fn delete_leftovers(
         &mut self,
         spec: &ExtensionSpec,
         message: &str,
         before: &[String],
-    ) -> Result<Leftovers, OlmV1Error> {
-        let named = already_existing(message);
-        if named.is_empty() {
-            return Ok(Leftovers::NotNamed);
-        }
+    ) -> Result<bool, OlmV1Error> {
         let (name, namespace) = (spec.name.as_str(), spec.namespace.as_str());
-        let (mut deleted, mut kept) = (Vec::new(), false);
+        let mut deleted = Vec::new();
         // Looked up directly (no discovery, which a loaded apiserver answers slowly): the
         // words name the resource, not its group, so the groups a bundle's objects are in.
-        for (plural, object) in named {
+        for (plural, object) in already_existing(message) {
             for (group, version) in LEFTOVER_GROUPS {
                 let gvk = GroupVersionKind::gvk(group, version, "");
                 let resource = ApiResource::from_gvk_with_plural(&gvk, &plural);
@@ -482,17 +439,11 @@ impl OlmV1Env {
                     Api::all_with(self.client(), &resource),
                 ];
                 for api in apis {
-                    let found = match api.get_opt(&object).await {
-                        Ok(Some(found)) => found,
-                        Ok(None) | Err(kube::Error::Api(_)) => continue,
-                        Err(_) => {
-                            kept = true;
-                            continue;
-                        }
+                    let Ok(Some(found)) = api.get_opt(&object).await else {
+                        continue;
                     };
                     let labels = found.metadata.labels.unwrap_or_default();
                     if labels.get(OWNER_NAME_LABEL).map(String::as_str) != Some(name) {
-                        kept = true;
                         continue;
                     }
                     delete_if_present(
@@ -503,27 +454,19 @@ impl OlmV1Env {
                 }
             }
         }
+        if deleted.is_empty() {
+            return Ok(false);
+        }
         let first = before
             .iter()
             .find(|m| already_existing(m).is_empty())
             .map(|m| format!(" (OLM v1 had said before: {})", m.trim_end()))
             .unwrap_or_default();
-        Ok(match (deleted.is_empty(), kept) {
-            (false, _) => {
-                self.notes.push(format!(
-                    "olmpack deleted what an earlier install attempt of OLM v1's left and OLM v1 then refused as already existing: {}{first}",
-                    deleted.join(", ")
-                ));
-                Leftovers::Deleted
-            }
-            (true, false) => {
-                self.notes.push(format!(
-                    "OLM v1 refused objects as already existing that no longer exist; olmpack asked it to retry{first}"
-                ));
-                Leftovers::Gone
-            }
-            (true, true) => Leftovers::Kept,
-        })
+        self.notes.push(format!(
+            "olmpack deleted what an earlier install attempt of OLM v1's left and OLM v1 then refused as already existing: {}{first}",
+            deleted.join(", ")
+        ));
+        Ok(true)
     }
 
     /// Uninstalls ClusterExtension `name` without waiting on the garbage collector: deletes it,
@@ -842,7 +785,7 @@ mod tests {
     }
 
     #[test]
-    fn a_refusal_is_the_verdict_once_it_holds_and_longer_after_a_retry() {
+    fn a_refusal_is_the_verdict_once_it_holds_in_the_same_words() {
         let exists = condition(
             "Progressing",
             "True",
@@ -850,25 +793,51 @@ mod tests {
             "serviceaccounts \"a\" already exists",
         );
         let other = condition("Progressing", "True", "Retrying", "no bundles found");
-        let mut clock = RefusalClock::with(Duration::ZERO, Duration::from_secs(3600));
-        assert!(!clock.holds(None));
-        assert!(!clock.holds(Some(&other)), "first seen: the clock starts");
-        assert!(clock.holds(Some(&other)), "same words, held long enough");
-        assert!(!clock.holds(Some(&exists)), "new words start over");
-        assert!(clock.holds(Some(&exists)));
-        assert!(!clock.retried(&exists.message));
-        clock.after_retry(&exists.message);
-        assert!(clock.retried(&exists.message));
-        assert!(!clock.retried(&other.message));
-        assert!(!clock.holds(Some(&exists)));
-        assert!(
-            !clock.holds(Some(&exists)),
-            "after a retry it must hold longer"
-        );
+        let mut clock = RefusalClock::new(Duration::ZERO);
+        assert!(!clock.holds(&other), "first seen: the clock starts");
+        assert!(clock.holds(&other), "same words, held long enough");
+        assert!(!clock.holds(&exists), "new words start over");
+        assert!(clock.holds(&exists));
+        clock.restart();
+        assert!(!clock.holds(&exists), "a new attempt starts over");
+        assert!(clock.holds(&exists));
         assert_eq!(
             clock.seen(),
             [other.message.clone(), exists.message.clone()]
         );
+        let mut slow = RefusalClock::new(Duration::from_secs(3600));
+        assert!(!slow.holds(&other));
+        assert!(!slow.holds(&other), "not held long enough");
+    }
+
+    #[test]
+    fn a_further_attempt_selects_the_same_catalog_with_another_spec() {
+        let spec = ExtensionSpec {
+            name: "ce".into(),
+            package: "op".into(),
+            channels: Vec::new(),
+            namespace: "ns".into(),
+            service_account: "sa".into(),
+            catalog: "olmpack".into(),
+            policy: UpgradePolicy::CatalogProvided,
+            watch_namespace: None,
+        };
+        let first = spec.attempt("1.0.0", 0);
+        assert_eq!(first, spec.pinned("1.0.0"));
+        let selector = |v: &Value| v["spec"]["source"]["catalog"]["selector"].clone();
+        assert_eq!(
+            selector(&first),
+            json!({"matchLabels": {CATALOG_NAME_LABEL: "olmpack"}})
+        );
+        let second = spec.attempt("1.0.0", 2);
+        assert_eq!(
+            selector(&second),
+            json!({
+                "matchLabels": {CATALOG_NAME_LABEL: "olmpack"},
+                "matchExpressions": [{"key": CATALOG_NAME_LABEL, "operator": "NotIn", "values": ["olmpack-attempt-2"]}],
+            })
+        );
+        assert_ne!(second, spec.attempt("1.0.0", 1));
     }
 
     #[test]
