@@ -23,7 +23,7 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::Client;
-use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams, ResourceExt};
 use serde_json::Value;
 
 use crate::pki::{CertificateAuthority, PkiError};
@@ -55,11 +55,38 @@ impl std::fmt::Debug for ServiceCa {
 
 /// A running [`ServiceCa`]; it stops when this is dropped.
 #[derive(Debug)]
-pub struct ServiceCaTask(tokio::task::JoinHandle<()>);
+pub struct ServiceCaTask {
+    task: tokio::task::JoinHandle<()>,
+    /// The CA it injects.
+    cert_pem: String,
+}
 
 impl Drop for ServiceCaTask {
     fn drop(&mut self) {
-        self.0.abort();
+        self.task.abort();
+    }
+}
+
+impl ServiceCaTask {
+    /// Every object on `client`'s cluster that asks for the CA bundle and does not hold it
+    /// yet, as `Kind name` (a kind that cannot be listed is named too): service-ca injects a
+    /// moment after an object is written, and a webhook called before then fails with
+    /// "certificate signed by unknown authority".
+    pub async fn uninjected(&self, client: &Client) -> Vec<String> {
+        let mut out = Vec::new();
+        for target in &TARGETS {
+            let all: Api<DynamicObject> = Api::all_with(client.clone(), &target.resource());
+            match all.list(&ListParams::default()).await {
+                Ok(list) => out.extend(
+                    list.items
+                        .iter()
+                        .filter(|o| lacks_ca(target, o, &self.cert_pem))
+                        .map(|o| format!("{} {}", target.kind.2, o.name_any())),
+                ),
+                Err(e) => out.push(format!("{} ({e})", target.kind.3)),
+            }
+        }
+        out
     }
 }
 
@@ -134,7 +161,11 @@ impl ServiceCa {
     /// Plays service-ca's part on `client`'s cluster in a task of its own, until the returned
     /// handle is dropped.
     pub fn spawn(self, client: Client) -> ServiceCaTask {
-        ServiceCaTask(tokio::spawn(self.run(client)))
+        let cert_pem = self.cert_pem().to_owned();
+        ServiceCaTask {
+            task: tokio::spawn(self.run(client)),
+            cert_pem,
+        }
     }
 
     /// Plays service-ca's part until the task is aborted; a failed pass is retried.
@@ -212,13 +243,9 @@ impl ServiceCa {
         let resource = target.resource();
         let all: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
         for object in all.list(&ListParams::default()).await? {
-            if !asks_for_ca_bundle(&object.metadata) {
+            let Some(value) = injected(target, &object, self.cert_pem()) else {
                 continue;
-            }
-            let mut value = serde_json::to_value(&object).map_err(kube::Error::SerdeError)?;
-            if !(target.inject)(&mut value, self.cert_pem()) {
-                continue;
-            }
+            };
             let updated: DynamicObject =
                 serde_json::from_value(value).map_err(kube::Error::SerdeError)?;
             let api: Api<DynamicObject> = match &object.metadata.namespace {
@@ -259,6 +286,20 @@ pub fn serving_secret_of(service: &ObjectMeta) -> Option<ServingSecret> {
         secret: secret.clone(),
         hosts: vec![host.clone(), format!("{host}.cluster.local")],
     })
+}
+
+/// `object` with the CA injected, when it asks for it and does not hold it yet.
+fn injected(target: &Target, object: &DynamicObject, cert_pem: &str) -> Option<Value> {
+    if !asks_for_ca_bundle(&object.metadata) {
+        return None;
+    }
+    let mut value = serde_json::to_value(object).ok()?;
+    (target.inject)(&mut value, cert_pem).then_some(value)
+}
+
+/// Whether `object` asks for the CA bundle and does not hold `cert_pem` yet.
+fn lacks_ca(target: &Target, object: &DynamicObject, cert_pem: &str) -> bool {
+    injected(target, object, cert_pem).is_some()
 }
 
 fn asks_for_ca_bundle(meta: &kube::api::ObjectMeta) -> bool {
@@ -331,6 +372,40 @@ fn inject_api_service(object: &mut Value, ca_pem: &str) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn an_object_lacks_the_ca_only_while_it_asks_for_it_and_does_not_hold_it() {
+        let target = &TARGETS[1];
+        assert_eq!(target.kind.2, "ValidatingWebhookConfiguration");
+        let object = |annotated: bool, ca: &str| -> DynamicObject {
+            let annotations = if annotated {
+                json!({INJECT_CABUNDLE[0]: "true"})
+            } else {
+                json!({})
+            };
+            serde_json::from_value(json!({
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingWebhookConfiguration",
+                "metadata": {"name": "w", "annotations": annotations},
+                "webhooks": [{"name": "v.example.com", "clientConfig": {
+                    "caBundle": base64::engine::general_purpose::STANDARD.encode(ca),
+                    "service": {"name": "s", "namespace": "ops"},
+                }}],
+            }))
+            .expect("a webhook configuration")
+        };
+        let ca = "-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n";
+        assert!(lacks_ca(target, &object(true, ""), ca), "asks, empty");
+        assert!(
+            lacks_ca(target, &object(true, "another CA"), ca),
+            "asks, another CA"
+        );
+        assert!(!lacks_ca(target, &object(true, ca), ca), "asks, holds it");
+        assert!(!lacks_ca(target, &object(false, ""), ca), "does not ask");
+        let injected = injected(target, &object(true, ""), ca).expect("injects");
+        let back: DynamicObject = serde_json::from_value(injected).expect("an object");
+        assert!(!lacks_ca(target, &back, ca), "injected, it holds the CA");
+    }
 
     #[test]
     fn an_annotated_service_asks_for_its_secret_with_its_cluster_names() {

@@ -366,51 +366,59 @@ impl OlmV1Env {
         let (mut last, mut cleanups, mut retries) = (Vec::new(), 0, 0);
         while started.elapsed() < timeout {
             self.check_running()?;
-            let Some((conditions, body)) = self.read("ClusterExtension", &spec.name).await? else {
-                tokio::time::sleep(POLL).await;
-                continue;
-            };
-            let typed = ExtensionBody::read(&body);
             // Until OLM v1 answers the current attempt, its conditions are about another.
-            if !typed.observed() {
-                tokio::time::sleep(POLL).await;
-                continue;
-            }
-            if installed_at(&conditions, &typed, version) {
-                let bundle = typed.bundle().map(|b| b.name.clone()).unwrap_or_default();
-                return Ok(StepEnd::Installed { bundle, conditions });
-            }
-            match refusal(&conditions).cloned() {
-                None => clock.restart(),
-                Some(r) => {
-                    if cleanups < LEFTOVER_CLEANUPS
-                        && self
-                            .delete_leftovers(spec, &r.message, clock.seen())
-                            .await?
-                    {
-                        cleanups += 1;
-                    } else if !clock.holds(&r) {
-                        last = conditions;
-                        tokio::time::sleep(POLL).await;
-                        continue;
-                    } else if retries == REFUSAL_RETRIES {
-                        return Ok(StepEnd::Refused {
-                            progressing: r,
-                            conditions,
-                        });
-                    } else {
-                        retries += 1;
-                    }
-                    // OLM v1's answer to a fresh attempt is the one judged.
-                    attempt += 1;
-                    self.apply(&spec.attempt(version, attempt)).await?;
-                    clock.restart();
+            if let Some((conditions, typed)) = self.answer(&spec.name).await? {
+                if installed_at(&conditions, &typed, version) {
+                    let bundle = typed.bundle().map(|b| b.name.clone()).unwrap_or_default();
+                    return Ok(StepEnd::Installed { bundle, conditions });
                 }
+                match refusal(&conditions).cloned() {
+                    None => clock.restart(),
+                    Some(r) => {
+                        let again = if cleanups < LEFTOVER_CLEANUPS
+                            && self
+                                .delete_leftovers(spec, &r.message, clock.seen())
+                                .await?
+                        {
+                            cleanups += 1;
+                            true
+                        } else if !clock.holds(&r) {
+                            false
+                        } else if retries == REFUSAL_RETRIES {
+                            return Ok(StepEnd::Refused {
+                                progressing: r,
+                                conditions,
+                            });
+                        } else {
+                            retries += 1;
+                            true
+                        };
+                        // OLM v1's answer to a fresh attempt is the one judged.
+                        if again {
+                            attempt += 1;
+                            self.apply(&spec.attempt(version, attempt)).await?;
+                            clock.restart();
+                        }
+                    }
+                }
+                last = conditions;
             }
-            last = conditions;
             tokio::time::sleep(POLL).await;
         }
         Ok(StepEnd::TimedOut { conditions: last })
+    }
+
+    /// ClusterExtension `name`'s conditions and body when they answer its current spec (every
+    /// condition's `observedGeneration` is its generation); `None` until then or while it does
+    /// not exist.
+    async fn answer(
+        &self,
+        name: &str,
+    ) -> Result<Option<(Vec<Condition>, ExtensionBody)>, OlmV1Error> {
+        let read = self.read("ClusterExtension", name).await?;
+        Ok(read
+            .map(|(conditions, body)| (conditions, ExtensionBody::read(&body)))
+            .filter(|(_, typed)| typed.observed()))
     }
 
     /// Deletes the objects an "already exists" refusal of `spec`'s ClusterExtension names that

@@ -40,7 +40,7 @@ pub struct OlmV1Env {
     pub(super) notes: Vec<String>,
     operator_controller: ChildProcess,
     catalogd: ChildProcess,
-    _service_ca: ServiceCaTask,
+    service_ca: ServiceCaTask,
     env: TestEnv,
 }
 
@@ -127,7 +127,7 @@ impl OlmV1Env {
             notes: Vec::new(),
             operator_controller,
             catalogd,
-            _service_ca: service_ca,
+            service_ca,
             env,
         })
     }
@@ -192,7 +192,8 @@ impl OlmV1Env {
     }
 
     /// Waits until a process serves each of `deployments` in `namespace` at its current
-    /// generation ([`WebhookHost::wait_serving`]); `Err` says why not.
+    /// generation ([`WebhookHost::wait_serving`]) and service-ca's CA is in every object that
+    /// asks for it ([`ServiceCaTask::uninjected`]); `Err` says why not.
     pub async fn wait_for_webhooks(
         &self,
         namespace: &str,
@@ -209,100 +210,17 @@ impl OlmV1Env {
         // CRD (on a loaded machine the apiserver called a webhook before: "certificate signed
         // by unknown authority"); OLM v0 injects before it says the install succeeded.
         loop {
-            let missing = self.ca_bundles_missing(namespace).await;
+            let missing = self.service_ca.uninjected(&self.client()).await;
             let Some(first) = missing.first() else {
                 return Ok(());
             };
             if started.elapsed() > timeout {
                 return Err(format!(
-                    "the service CA was not injected after {timeout:?}: {first} has no caBundle"
+                    "the service CA was not injected after {timeout:?}: {first} does not hold it"
                 ));
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
-    }
-
-    /// The webhook configurations and conversion CRDs calling a Service in `namespace` whose
-    /// `caBundle` is still empty (a read that fails counts as missing).
-    async fn ca_bundles_missing(&self, namespace: &str) -> Vec<String> {
-        use k8s_openapi::api::admissionregistration::v1::{
-            MutatingWebhookConfiguration, ValidatingWebhookConfiguration, WebhookClientConfig,
-        };
-        use kube::api::ListParams;
-        let (client, lists) = (self.client(), ListParams::default());
-        let admission = |c: &WebhookClientConfig| {
-            caller(
-                c.service.as_ref().map(|s| &s.namespace),
-                c.ca_bundle.as_ref(),
-            )
-        };
-        // Each object as "Kind name" with its calls: (the called Service's namespace, caBundle empty).
-        let mut calls: Vec<(String, Vec<Call>)> = Vec::new();
-        let mut missing = Vec::new();
-        match Api::<ValidatingWebhookConfiguration>::all(client.clone())
-            .list(&lists)
-            .await
-        {
-            Ok(list) => calls.extend(list.items.into_iter().map(|c| {
-                let hooks = c.webhooks.unwrap_or_default();
-                let name = c.metadata.name.unwrap_or_default();
-                (
-                    format!("ValidatingWebhookConfiguration {name}"),
-                    hooks.iter().map(|w| admission(&w.client_config)).collect(),
-                )
-            })),
-            Err(e) => missing.push(format!("ValidatingWebhookConfigurations ({e})")),
-        }
-        match Api::<MutatingWebhookConfiguration>::all(client.clone())
-            .list(&lists)
-            .await
-        {
-            Ok(list) => calls.extend(list.items.into_iter().map(|c| {
-                let hooks = c.webhooks.unwrap_or_default();
-                let name = c.metadata.name.unwrap_or_default();
-                (
-                    format!("MutatingWebhookConfiguration {name}"),
-                    hooks.iter().map(|w| admission(&w.client_config)).collect(),
-                )
-            })),
-            Err(e) => missing.push(format!("MutatingWebhookConfigurations ({e})")),
-        }
-        match Api::<CustomResourceDefinition>::all(client)
-            .list(&lists)
-            .await
-        {
-            Ok(list) => calls.extend(list.items.into_iter().map(|crd| {
-                let config = crd
-                    .spec
-                    .conversion
-                    .and_then(|c| c.webhook)
-                    .and_then(|w| w.client_config);
-                let call = config.map(|c| {
-                    caller(
-                        c.service.as_ref().map(|s| &s.namespace),
-                        c.ca_bundle.as_ref(),
-                    )
-                });
-                let name = crd.metadata.name.unwrap_or_default();
-                (
-                    format!("CustomResourceDefinition {name}"),
-                    call.into_iter().collect(),
-                )
-            })),
-            Err(e) => missing.push(format!("CustomResourceDefinitions ({e})")),
-        }
-        let uninjected = |calls: &[Call]| {
-            calls
-                .iter()
-                .any(|(ns, empty)| ns.as_deref() == Some(namespace) && *empty)
-        };
-        missing.extend(
-            calls
-                .into_iter()
-                .filter(|(_, c)| uninjected(c))
-                .map(|(what, _)| what),
-        );
-        missing
     }
 
     /// The control plane underneath.
@@ -420,16 +338,6 @@ pub fn is_true(conditions: &[Condition], type_: &str) -> bool {
     conditions
         .iter()
         .any(|c| c.type_ == type_ && c.status == "True")
-}
-
-/// A webhook call: the namespace of the Service it calls, whether its `caBundle` is empty.
-type Call = (Option<String>, bool);
-
-/// A webhook call as [`OlmV1Env::ca_bundles_missing`] judges it: the namespace of the Service
-/// it calls (none for a URL), and whether its `caBundle` is empty.
-fn caller(service_namespace: Option<&String>, ca_bundle: Option<&k8s_openapi::ByteString>) -> Call {
-    let empty = ca_bundle.is_none_or(|b| b.0.is_empty());
-    (service_namespace.cloned(), empty)
 }
 
 /// Starts operator-controller (`program`) with its caches under `dir`, trusting catalogd's CA
