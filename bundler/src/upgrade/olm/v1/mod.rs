@@ -197,12 +197,12 @@ async fn steps(
     }
     report.installed = env.installed(NAMESPACE).await?;
     let objects = alm_examples(from)?;
-    let examples = match objects.is_empty() {
-        true => Ok(Vec::new()), // nothing to create: no webhook is needed
-        false => match webhooks_served(env, from, false, options).await {
-            Ok(()) => Ok(env.create_examples(objects, NAMESPACE).await),
-            Err(why) => Err(why),
-        },
+    let examples = if objects.is_empty() {
+        Ok(Vec::new()) // nothing to create: no webhook is needed
+    } else if let Err(why) = webhooks_served(env, from, false, options).await {
+        Err(why)
+    } else {
+        Ok(env.create_examples(objects, NAMESPACE).await)
     };
     let made = super::examples_line(&examples);
     report.examples = Some(examples);
