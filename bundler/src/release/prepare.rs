@@ -2,6 +2,7 @@
 //! upgrade check, install manifests, supply chain; each described as a [`super::Step`].
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use super::state::State;
 use crate::build;
@@ -10,7 +11,9 @@ use crate::bundle::pin::Rewrite;
 use crate::catalog::declcfg::DeclarativeConfig;
 use crate::catalog::model::Model;
 use crate::image::progress::Progress;
-use crate::upgrade::check::graph::{self, EdgeResult, InstalledBundle};
+use crate::input::Limits;
+use crate::upgrade::check::graph::EdgeResult;
+use crate::upgrade::check::request::Request;
 use olmpack_model::plan::{LoadedPlan, image_for_release};
 use olmpack_model::report::{Finding, Report, Severity};
 
@@ -24,19 +27,26 @@ use super::{
     UPGRADE_CHECK_PASSED, UpgradeCheck, fail, install, lock, stale, step, supply,
 };
 
-/// Checks every upgrade edge of the catalog with the static checks of `olmpack upgrade
-/// check`; a refused edge stops the release with its findings (exit 1).
+/// Checks every upgrade edge with the static checks of `olmpack upgrade check`, the same
+/// request it makes ([`Request`]): the catalog's edges, and from each head of a catalog
+/// published before — the one next to the plan (`catalog/`, with `bundle/`) and the one an
+/// earlier release wrote into `--out` — to its new head. A refused edge stops the release
+/// with its findings (exit 1).
 pub(super) fn upgrade_check(
     catalog: &DeclarativeConfig,
     generated: &generate::Generated,
+    previous: &[(PathBuf, PathBuf)],
+    limits: &Limits,
 ) -> Result<UpgradeCheck, ReleaseError> {
     let (model, _) = Model::from_config(catalog.clone());
-    let mut releases = BTreeMap::new();
-    for bundle in generated.bundles.values() {
-        let release = InstalledBundle::from_bundle(bundle).map_err(fail(step::UPGRADE_CHECK))?;
-        releases.insert(release.name.clone(), release);
+    let mut request =
+        Request::new(&model, generated.bundles.values()).map_err(fail(step::UPGRADE_CHECK))?;
+    for (catalog_dir, bundle_dir) in previous {
+        request = request
+            .with_previous(&model, catalog_dir, bundle_dir, limits)
+            .map_err(fail(step::UPGRADE_CHECK))?;
     }
-    let verdicts = graph::check_edges(&graph::merge(graph::edges(&model)), &releases);
+    let verdicts = request.check();
     if let Some(refused) = refusal(&verdicts) {
         return Err(ReleaseError::Invalid(refused));
     }
@@ -290,7 +300,19 @@ impl<'a> Preparing<'a> {
             ),
             "catalog/",
         ));
-        let upgrade_check = upgrade_check(&built.config, &bundles.generated)?;
+        let previous = [
+            (
+                plan.resolve(Path::new("catalog")),
+                plan.resolve(Path::new("bundle")),
+            ),
+            (options.out.join("catalog"), options.out.join("bundle")),
+        ];
+        let upgrade_check = upgrade_check(
+            &built.config,
+            &bundles.generated,
+            &previous,
+            &options.input.limits,
+        )?;
         self.steps.push(upgrade_check_step(&upgrade_check));
         let image = catalog_image_step(
             plan,

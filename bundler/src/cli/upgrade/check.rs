@@ -1,7 +1,6 @@
 //! `olmpack upgrade check`: the static CRD upgrade check of every edge of an upgrade graph
 //! (from a plan, or a catalog and its bundles), or of two CRD files.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -10,7 +9,8 @@ use olmpack::bundle::generate::GenerateError;
 use olmpack::bundle::load;
 use olmpack::catalog::load as catalog_load;
 use olmpack::catalog::model::Model;
-use olmpack::upgrade::check::graph::{self, Edge, EdgeResult, InstalledBundle};
+use olmpack::upgrade::check::graph::{self, Edge, EdgeResult};
+use olmpack::upgrade::check::request::Request;
 use olmpack::upgrade::check::{self, Consumers, markdown, verdict};
 use olmpack_model::plan;
 use olmpack_model::report::{OutputFormat, Severity};
@@ -172,31 +172,21 @@ fn from_plan(
         Err(e) => return Err(e.into()),
     };
     let (model, _) = Model::from_config(output.catalog.config);
-    let mut releases = BTreeMap::new();
-    for (version, built) in output.loaded {
-        let bundle = load::LoadedBundle {
-            dir: loaded.resolve(Path::new("bundle")).join(version),
+    let bundle_dir = loaded.resolve(Path::new("bundle"));
+    // Findings name each bundle where `olmpack generate` writes it.
+    let bundles: Vec<load::LoadedBundle> = (output.loaded.into_iter())
+        .map(|(version, built)| load::LoadedBundle {
+            dir: bundle_dir.join(version),
             ..built
-        };
-        let release = InstalledBundle::from_bundle(&bundle)?;
-        releases.insert(release.name.clone(), release);
-    }
-    let mut edges = graph::plan_edges(&olmpack_model::upgrade_graph::UpgradeGraph::from_plan(
-        &loaded,
-    ));
-    let previous_dir = loaded.resolve(Path::new("catalog"));
-    if previous_dir.is_dir() {
-        let previous = catalog_load::load_dir_with(&previous_dir, load_options(&policy.limits))?;
-        let (previous, _) = Model::from_config(previous.config);
-        edges.extend(graph::next_head_edges(&previous, &model));
-        add_missing_releases(
-            &previous,
-            &loaded.resolve(Path::new("bundle")),
-            &mut releases,
-            &policy.limits,
-        )?;
-    }
-    Ok(Ok(graph::check_edges(&graph::merge(edges), &releases)))
+        })
+        .collect();
+    let request = Request::new(&model, &bundles)?.with_previous(
+        &model,
+        &loaded.resolve(Path::new("catalog")),
+        &bundle_dir,
+        &policy.limits,
+    )?;
+    Ok(Ok(request.check()))
 }
 
 /// A catalog directory and its bundle directories.
@@ -224,46 +214,9 @@ fn from_catalog(
         .into());
     }
     let (model, _) = Model::from_config(loaded.config);
-    let mut releases = BTreeMap::new();
-    add_missing_releases(&model, bundles, &mut releases, limits)?;
-    Ok(graph::check_edges(&graph::edges(&model), &releases))
-}
-
-/// Adds the releases of `model` not yet known: from the bundle directories under `bundles`
-/// (matched by CSV name), else from the catalog's `olm.bundle.object` properties.
-fn add_missing_releases(
-    model: &Model,
-    bundles: &Path,
-    releases: &mut BTreeMap<String, InstalledBundle>,
-    limits: &Limits,
-) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    if bundles.is_dir() {
-        let mut dirs: Vec<PathBuf> = std::fs::read_dir(bundles)
-            .map_err(|e| {
-                format!(
-                    "cannot read {}: {}",
-                    bundles.display(),
-                    olmpack::input::describe_io(&e)
-                )
-            })?
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .filter(|p| p.join("manifests").is_dir())
-            .collect();
-        dirs.sort();
-        for dir in dirs {
-            let release = InstalledBundle::from_bundle(&load::load_dir_with(&dir, limits)?)?;
-            releases.entry(release.name.clone()).or_insert(release);
-        }
-    }
-    for pkg in model.packages.values() {
-        for bundle in pkg.bundles.values().filter(|b| b.has_objects) {
-            if !releases.contains_key(&bundle.name) {
-                releases.insert(bundle.name.clone(), InstalledBundle::from_catalog(bundle)?);
-            }
-        }
-    }
-    Ok(())
+    let mut request = Request::new(&model, [])?;
+    request.add_releases_of(&model, bundles, limits)?;
+    Ok(request.check())
 }
 
 /// Catalog loading under the command line's limits.

@@ -1,7 +1,7 @@
 //! The edges of an upgrade graph, the releases on both ends, and the check of each edge.
 //!
-//! Edges come from the plan's [`UpgradeGraph`] ([`plan_edges`]) or, without a plan, from a
-//! catalog [`Model`] ([`edges`], the same rules): on every channel, `replaces`, every `skips` entry,
+//! Edges come from a catalog [`Model`] ([`edges`]; a plan's edges are those of the catalog it
+//! generates): on every channel, `replaces`, every `skips` entry,
 //! and `olm.skipRange` (every other entry of the channel whose version is in the range);
 //! [`next_head_edges`] adds, when a previously published catalog is known, the edge from each
 //! of its channel heads to the channel's new head. An edge found several ways is one edge.
@@ -31,7 +31,6 @@ use olmpack_model::csv::ClusterServiceVersion;
 use olmpack_model::report::{Finding, Severity};
 use olmpack_model::upgrade::Verdict;
 pub use olmpack_model::upgrade::{Edge, Via};
-use olmpack_model::upgrade_graph::{EdgeKind, UpgradeGraph};
 use olmpack_model::version::{Range, Version};
 
 /// A release could not be read.
@@ -323,31 +322,6 @@ pub fn edges(model: &Model) -> Vec<Edge> {
         }
     }
     sorted(model, out.0.into_values().collect())
-}
-
-/// The edges of a plan's upgrade graph (the one graph the plan's CSVs and catalog share),
-/// ordered by the versions of `to` and `from`.
-pub fn plan_edges(graph: &UpgradeGraph) -> Vec<Edge> {
-    let mut out = Edges::default();
-    for e in graph.edges() {
-        let via = match e.kind {
-            EdgeKind::Replaces => Via::Replaces,
-            EdgeKind::Skips => Via::Skips,
-            EdgeKind::SkipRange => Via::SkipRange,
-        };
-        out.add(graph.package(), e.from, e.to, e.channel, via);
-    }
-    let version = |name: &str| graph.node(name).map(|n| n.version.clone());
-    let mut edges: Vec<Edge> = out.0.into_values().collect();
-    edges.sort_by_cached_key(|e| {
-        (
-            version(&e.to),
-            version(&e.from),
-            e.to.clone(),
-            e.from.clone(),
-        )
-    });
-    edges
 }
 
 /// From each channel head of `previous` to the head of the same channel in `current`, when

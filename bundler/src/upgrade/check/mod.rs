@@ -9,6 +9,8 @@
 //!   versions still differ);
 //! - [`value`]: a structural-schema value validator (for example objects);
 //! - [`graph`]: the edges of an upgrade graph and the CRDs on both ends of each;
+//! - [`request`]: what one check judges (a catalog's edges, each published head to the new
+//!   head), the same for `upgrade check` and `release`;
 //! - [`markdown`]: a per-edge verdict table for `$GITHUB_STEP_SUMMARY`;
 //! - [`verdict`]: each edge's verdict per consumer (OLM v0, OLM v1) as text, JSON and JUnit.
 //!
@@ -22,6 +24,7 @@ pub mod kube_version;
 pub mod markdown;
 pub mod olm_v0;
 pub mod olm_v1;
+pub mod request;
 pub mod schema;
 pub mod value;
 pub mod verdict;

@@ -1,0 +1,149 @@
+//! What one static upgrade check judges: the edges of a catalog, each head of the catalog
+//! already published to its new head, and the installed bundle at each end of every edge.
+//!
+//! `olmpack upgrade check` and the upgrade check that gates `olmpack release` build the same
+//! [`Request`], so the release job never checks fewer edges than the command users run by
+//! hand.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::graph::{self, Edge, EdgeResult, GraphError, InstalledBundle};
+use crate::bundle::load::{self, BundleLoadError, LoadedBundle};
+use crate::catalog::load::{self as catalog_load, LoadError, LoadOptions};
+use crate::catalog::model::Model;
+use crate::input::Limits;
+
+/// A request could not be put together (not a finding about the releases).
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    /// A release's CRDs cannot be compared.
+    #[error(transparent)]
+    Release(#[from] GraphError),
+    /// The catalog published before cannot be read.
+    #[error("cannot read the catalog published before, {dir}")]
+    Previous {
+        /// The catalog directory.
+        dir: PathBuf,
+        /// Why it cannot be read.
+        #[source]
+        source: LoadError,
+    },
+    /// The bundle directories next to that catalog cannot be listed.
+    #[error("cannot read the bundle directories in {dir}: {message}")]
+    BundleDirs {
+        /// The directory holding `<version>/manifests/`.
+        dir: PathBuf,
+        /// What went wrong, in our words.
+        message: String,
+    },
+    /// A bundle directory next to that catalog cannot be read.
+    #[error(transparent)]
+    Bundle(#[from] BundleLoadError),
+}
+
+/// The edges one upgrade check judges and the installed bundles at their ends.
+#[derive(Debug, Default)]
+pub struct Request {
+    edges: Vec<Edge>,
+    releases: BTreeMap<String, InstalledBundle>,
+}
+
+impl Request {
+    /// Every edge of `catalog`, with its bundles as they were built (in memory) or read.
+    pub fn new<'a>(
+        catalog: &Model,
+        bundles: impl IntoIterator<Item = &'a LoadedBundle>,
+    ) -> Result<Self, RequestError> {
+        let mut request = Request {
+            edges: graph::edges(catalog),
+            releases: BTreeMap::new(),
+        };
+        for bundle in bundles {
+            request.add_release(InstalledBundle::from_bundle(bundle)?);
+        }
+        Ok(request)
+    }
+
+    /// Adds what a catalog published before brings: from each of its channel heads to the
+    /// head of the same channel in `catalog`, with the releases it names that are not known
+    /// yet (from the bundle directories under `bundles`, matched by CSV name, else from the
+    /// catalog's own `olm.bundle.object`s). `previous` that is not a directory adds nothing.
+    pub fn with_previous(
+        mut self,
+        catalog: &Model,
+        previous: &Path,
+        bundles: &Path,
+        limits: &Limits,
+    ) -> Result<Self, RequestError> {
+        if !previous.is_dir() {
+            return Ok(self);
+        }
+        let options = LoadOptions {
+            limits: *limits,
+            ..Default::default()
+        };
+        let loaded = catalog_load::load_dir_with(previous, options).map_err(|source| {
+            RequestError::Previous {
+                dir: previous.to_owned(),
+                source,
+            }
+        })?;
+        let (model, _) = Model::from_config(loaded.config);
+        self.edges.extend(graph::next_head_edges(&model, catalog));
+        self.add_releases_of(&model, bundles, limits)?;
+        Ok(self)
+    }
+
+    /// Adds the releases of `model` not known yet: from the bundle directories under
+    /// `bundles` (each `<dir>/manifests/`), else from the catalog's own objects.
+    pub fn add_releases_of(
+        &mut self,
+        model: &Model,
+        bundles: &Path,
+        limits: &Limits,
+    ) -> Result<(), RequestError> {
+        for dir in bundle_dirs(bundles)? {
+            let release = InstalledBundle::from_bundle(&load::load_dir_with(&dir, limits)?)?;
+            self.add_release(release);
+        }
+        for pkg in model.packages.values() {
+            for bundle in pkg.bundles.values().filter(|b| b.has_objects) {
+                if !self.releases.contains_key(&bundle.name) {
+                    self.add_release(InstalledBundle::from_catalog(bundle)?);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Judges every edge (edges found several ways are judged once, their channels and ways
+    /// united).
+    pub fn check(&self) -> Vec<EdgeResult> {
+        graph::check_edges(&graph::merge(self.edges.clone()), &self.releases)
+    }
+
+    /// Keeps the first release of each name.
+    fn add_release(&mut self, release: InstalledBundle) {
+        self.releases.entry(release.name.clone()).or_insert(release);
+    }
+}
+
+/// The bundle directories under `dir` (those holding `manifests/`), sorted; none when `dir`
+/// is not a directory.
+fn bundle_dirs(dir: &Path) -> Result<Vec<PathBuf>, RequestError> {
+    if !dir.is_dir() {
+        return Ok(Vec::new());
+    }
+    let entries = std::fs::read_dir(dir).map_err(|e| RequestError::BundleDirs {
+        dir: dir.to_owned(),
+        message: crate::input::describe_io(&e),
+    })?;
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.join("manifests").is_dir())
+        .collect();
+    dirs.sort();
+    Ok(dirs)
+}
