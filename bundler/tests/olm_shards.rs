@@ -146,7 +146,7 @@ fn an_unknown_cluster_crd_name_is_said_so_with_the_known_names() {
     let args = ["upgrade", "olm", "--catalog", "catalog", "--cluster-crd"];
     let unknown = olmpack(&root, &[&args[..], &["widgets.cert-manager.io"]].concat());
     unknown
-        .expect(1, "unknown name")
+        .expect(2, "unknown name")
         .says("--cluster-crd widgets.cert-manager.io: no such file, and not a CRD name olmpack carries a stand-in for (known: issuers.cert-manager.io, clusterissuers.cert-manager.io, certificates.cert-manager.io, servicemonitors.monitoring.coreos.com");
     assert!(
         !unknown.stderr.contains("does not exist"),
