@@ -260,3 +260,22 @@ fn plan_init_refuses_what_it_cannot_represent_naming_the_input() {
     );
     assert!(!dir.path().join("olmpack.yaml").exists());
 }
+
+/// A FIFO where dist/install.yaml should be is refused as what it is (exit 1), not reported
+/// as missing, and nothing is written.
+#[test]
+fn plan_init_says_a_fifo_install_yaml_is_not_a_file() {
+    let dir = hostile_project("Widget", &[]);
+    let install = dir.path().join("dist/install.yaml");
+    std::fs::remove_file(&install).unwrap();
+    let made = Command::new("mkfifo").arg(&install).status().unwrap();
+    assert!(made.success());
+    let out = olmpack(dir.path(), &["plan", "init"]);
+    assert_eq!(out.status.code(), Some(1), "{}", shown(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("dist/install.yaml: is a FIFO") && !stderr.contains("not found"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("olmpack.yaml").exists());
+}

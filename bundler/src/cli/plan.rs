@@ -102,7 +102,10 @@ fn init(
     )?;
     let manifests = PathBuf::from("dist/install.yaml");
     let install = dir.join(&manifests);
-    if !install.is_file() {
+    // Only a missing file is "not found": anything else there (a FIFO, a directory) is
+    // refused by the reader below, saying what it is.
+    if std::fs::symlink_metadata(&install).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+    {
         return Err(format!(
             "{}: not found: run `make build-installer` in the project first (olmpack reads its output and does not run kustomize)",
             install.display()
