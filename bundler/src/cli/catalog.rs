@@ -247,7 +247,18 @@ fn draw_graph(
     let mut drawing = graph::Drawing::new(format);
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let (mut found, mut written) = (false, Ok(()));
-    for_each_package(loaded.config, |pkg, _| {
+    let mut errors: Vec<String> = Vec::new();
+    for_each_package(loaded.config, |pkg, findings| {
+        let drawn = pkg
+            .as_ref()
+            .is_none_or(|p| package.is_none_or(|n| n == p.name));
+        if drawn {
+            errors.extend(
+                (findings.iter())
+                    .filter(|f| f.severity == olmpack_model::report::Severity::Error)
+                    .map(|f| f.message.clone()),
+            );
+        }
         let Some(pkg) = pkg.filter(|p| package.is_none_or(|n| n == p.name)) else {
             return;
         };
@@ -265,6 +276,13 @@ fn draw_graph(
     written?;
     out.write_all(drawing.finish().as_bytes())?;
     out.flush()?;
+    if let Some(first) = errors.first() {
+        eprintln!(
+            "warning: {}: {} error(s), so `olmpack catalog validate` refuses it (first: {first}); the graph shows the catalog as read",
+            dir.display(),
+            errors.len()
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 
