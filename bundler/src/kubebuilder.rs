@@ -266,7 +266,7 @@ pub fn plan_text(project: &Project, options: &InitOptions) -> Result<String, Kub
         "One entry per release. For the next one, keep this release's install.yaml (say",
         "releases/VERSION/install.yaml), point this entry at it, and add the new release.",
     ]));
-    let release = Release {
+    let release = InitRelease {
         version: &options.version,
         manifests: plan_path(&options.manifests)?,
         samples: options
@@ -275,7 +275,7 @@ pub fn plan_text(project: &Project, options: &InitOptions) -> Result<String, Kub
             .map(|s| plan_path(s))
             .collect::<Result<_, _>>()?,
     };
-    out.push_str(&yaml(&Releases {
+    out.push_str(&yaml(&InitReleases {
         releases: [release],
     })?);
     Ok(out)
@@ -308,12 +308,12 @@ struct Provider<'a> {
 }
 
 #[derive(Serialize)]
-struct Releases<'a> {
-    releases: [Release<'a>; 1],
+struct InitReleases<'a> {
+    releases: [InitRelease<'a>; 1],
 }
 
 #[derive(Serialize)]
-struct Release<'a> {
+struct InitRelease<'a> {
     version: &'a str,
     manifests: String,
     #[serde(skip_serializing_if = "Vec::is_empty")]
