@@ -6,13 +6,14 @@
 //! `dist/install.yaml` (what `make build-installer` writes) as the release's manifests, its
 //! `config/samples` as samples, the images under one repository with `{version}` in the tags
 //! (kubebuilder's `controller:latest` would make every release run the same image), and
-//! comments saying what to edit and how the next release is added. Pure: the CLI reads the
-//! files and writes the plan.
+//! comments saying what to edit and how the next release is added. Every value is written by
+//! the YAML serializer and comment text cannot end its comment. Pure: the CLI reads the files
+//! and writes the plan.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// A `PROJECT` file that cannot become a plan.
 #[derive(Debug, thiserror::Error)]
@@ -31,6 +32,18 @@ pub enum KubebuilderError {
         /// The PROJECT file.
         file: String,
     },
+    /// A file the plan would name has a name that is not UTF-8, which YAML text cannot hold.
+    #[error(
+        "{}: its name is not UTF-8, so olmpack.yaml cannot name it; nothing was written (rename it)",
+        file.display()
+    )]
+    NotUtf8 {
+        /// The file, relative to the project.
+        file: PathBuf,
+    },
+    /// The plan could not be printed as YAML.
+    #[error("cannot print the plan as YAML: {0}")]
+    Print(String),
     /// `projectName` is not a valid OLM package name.
     #[error("{file}: projectName {name:?} cannot be the OLM package name: {problem}")]
     BadName {
@@ -213,54 +226,134 @@ pub struct InitOptions {
     pub cert_manager: bool,
 }
 
-/// The plan `olmpack plan init` writes (module docs).
-pub fn plan_text(project: &Project, options: &InitOptions) -> String {
-    let mut out = String::new();
+/// The plan `olmpack plan init` writes (module docs). Every value goes through the YAML
+/// serializer, so no text from the PROJECT file, the install manifests' directory or the
+/// arguments can add a line, a key or a release; text in a comment has its line breaks and
+/// other control characters replaced by spaces, so it cannot end the comment.
+pub fn plan_text(project: &Project, options: &InitOptions) -> Result<String, KubebuilderError> {
     let name = &project.name;
-    let _ = writeln!(
-        out,
-        "# Release plan of the kubebuilder project {name}, written by `olmpack plan init`.\n\
-         # APIs: {}.\n\
-         # Edit the CSV metadata and the image repository; `olmpack generate` writes bundle/\n\
-         # and catalog/, `olmpack upgrade test` runs every upgrade edge on a real apiserver.",
-        project.apis.join(", ")
-    );
-    let _ = writeln!(out, "package: {name}");
-    let _ = writeln!(out, "defaultChannel: {}", options.channel);
-    let _ = writeln!(out, "channels: [{}]", options.channel);
     let repo = &options.repository;
-    let _ = writeln!(out, "operatorImage: {repo}:v{{version}}");
-    let _ = writeln!(out, "bundleImage: {repo}-bundle:v{{version}}");
-    let _ = writeln!(out, "catalogImage: {repo}-catalog:latest");
-    let _ = writeln!(
-        out,
-        "csv:\n  displayName: {name}\n  description: The {name} operator.\n  provider: {{name: {name}}}"
-    );
+    let mut out = comment(&[
+        &format!("Release plan of the kubebuilder project {name}, written by `olmpack plan init`."),
+        &format!("APIs: {}.", project.apis.join(", ")),
+        "Edit the CSV metadata and the image repository; `olmpack generate` writes bundle/",
+        "and catalog/, `olmpack upgrade test` runs every upgrade edge on a real apiserver.",
+    ]);
+    let head = Head {
+        package: name,
+        default_channel: &options.channel,
+        channels: [&options.channel],
+        operator_image: format!("{repo}:v{{version}}"),
+        bundle_image: format!("{repo}-bundle:v{{version}}"),
+        catalog_image: format!("{repo}-catalog:latest"),
+        csv: Csv {
+            display_name: name,
+            description: format!("The {name} operator."),
+            provider: Provider { name },
+        },
+    };
+    out.push_str(&yaml(&head)?);
     if options.cert_manager {
-        out.push_str(
-            "# The manifests hold a cert-manager Certificate. OLM runs no cert-manager: it serves\n\
-             # webhooks with certificates of its own, and a Secret another Certificate would make\n\
-             # never exists, so such a Certificate is left out and the Deployment no longer mounts\n\
-             # its Secret (controller-runtime then serves metrics with its own certificate).\n\
-             certManagerCertificates: drop\n",
-        );
+        out.push_str(&comment(&[
+            "The manifests hold a cert-manager Certificate. OLM runs no cert-manager: it serves",
+            "webhooks with certificates of its own, and a Secret another Certificate would make",
+            "never exists, so such a Certificate is left out and the Deployment no longer mounts",
+            "its Secret (controller-runtime then serves metrics with its own certificate).",
+        ]));
+        out.push_str("certManagerCertificates: drop\n");
     }
-    out.push_str(
-        "releases:\n\
-         \x20 # One entry per release. For the next one, keep this release's install.yaml (say\n\
-         \x20 # releases/VERSION/install.yaml), point this entry at it, and add the new release.\n",
-    );
-    let _ = writeln!(out, "  - version: {}", options.version);
-    let _ = writeln!(
-        out,
-        "    manifests: {}",
-        crate::input::slash_path(&options.manifests)
-    );
-    if !options.samples.is_empty() {
-        out.push_str("    samples:\n");
-        for sample in &options.samples {
-            let _ = writeln!(out, "      - {}", crate::input::slash_path(sample));
-        }
+    out.push_str(&comment(&[
+        "One entry per release. For the next one, keep this release's install.yaml (say",
+        "releases/VERSION/install.yaml), point this entry at it, and add the new release.",
+    ]));
+    let release = InitRelease {
+        version: &options.version,
+        manifests: plan_path(&options.manifests)?,
+        samples: options
+            .samples
+            .iter()
+            .map(|s| plan_path(s))
+            .collect::<Result<_, _>>()?,
+    };
+    out.push_str(&yaml(&InitReleases {
+        releases: [release],
+    })?);
+    Ok(out)
+}
+
+/// The plan's keys before its releases, in the order written.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Head<'a> {
+    package: &'a str,
+    default_channel: &'a str,
+    channels: [&'a str; 1],
+    operator_image: String,
+    bundle_image: String,
+    catalog_image: String,
+    csv: Csv<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Csv<'a> {
+    display_name: &'a str,
+    description: String,
+    provider: Provider<'a>,
+}
+
+#[derive(Serialize)]
+struct Provider<'a> {
+    name: &'a str,
+}
+
+#[derive(Serialize)]
+struct InitReleases<'a> {
+    releases: [InitRelease<'a>; 1],
+}
+
+#[derive(Serialize)]
+struct InitRelease<'a> {
+    version: &'a str,
+    manifests: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    samples: Vec<String>,
+}
+
+/// `value` as YAML, its keys in the order of its fields.
+fn yaml<T: Serialize>(value: &T) -> Result<String, KubebuilderError> {
+    let mut text =
+        serde_saphyr::to_string(value).map_err(|e| KubebuilderError::Print(e.to_string()))?;
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    Ok(text)
+}
+
+/// `path` as the plan names it (with `/`); a name that is not UTF-8 cannot be written in the
+/// plan's text, so it is refused naming the file.
+fn plan_path(path: &std::path::Path) -> Result<String, KubebuilderError> {
+    match path.to_str() {
+        Some(_) => Ok(crate::input::slash_path(path)),
+        None => Err(KubebuilderError::NotUtf8 {
+            file: path.to_path_buf(),
+        }),
+    }
+}
+
+/// `lines` as YAML comment lines; a control character or a Unicode line or paragraph
+/// separator in a line becomes a space, so no text ends its comment.
+fn comment(lines: &[&str]) -> String {
+    let mut out = String::new();
+    for line in lines {
+        let clean: String = line
+            .chars()
+            .map(|c| match c {
+                c if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{feff}') => ' ',
+                c => c,
+            })
+            .collect();
+        let _ = writeln!(out, "# {}", clean.trim_end());
     }
     out
 }

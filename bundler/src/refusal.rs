@@ -9,6 +9,7 @@ use crate::image::layer::LayerError;
 use crate::image::layout::LayoutError;
 use crate::image::push::PushError;
 use crate::input::InputError;
+use crate::kubebuilder::KubebuilderError;
 use crate::plan::PlanLoadError;
 use olmpack_model::plan::PlanError;
 
@@ -34,6 +35,12 @@ impl RefusesInput for PlanError {
 impl RefusesInput for InputError {
     fn refusal(&self) -> Option<bool> {
         Some(self.is_refusal())
+    }
+}
+
+impl RefusesInput for KubebuilderError {
+    fn refusal(&self) -> Option<bool> {
+        Some(!matches!(self, KubebuilderError::Print(_)))
     }
 }
 
@@ -78,6 +85,7 @@ const KNOWN: &[fn(&(dyn Error + 'static)) -> Option<bool>] = &[
     ask::<PlanError>,
     ask::<InputError>,
     ask::<BundleLoadError>,
+    ask::<KubebuilderError>,
     ask::<LayerError>,
     ask::<LayoutError>,
     ask::<PushError>,

@@ -174,6 +174,21 @@ fn io_err(path: &Path) -> impl Fn(io::Error) -> ToolsError + '_ {
     }
 }
 
+/// Creates the cache directory. `create_dir_all` says "already exists" when something other
+/// than a directory is there: say what is there instead.
+fn make_cache_dir(cache: &Path) -> Result<(), ToolsError> {
+    fs::create_dir_all(cache).map_err(|e| match e.kind() {
+        io::ErrorKind::AlreadyExists => ToolsError::Io {
+            path: cache.to_owned(),
+            problem: match fs::symlink_metadata(cache) {
+                Ok(m) if m.is_file() => "is a file, not a directory".to_owned(),
+                _ => "is there, but is not a directory".to_owned(),
+            },
+        },
+        _ => io_err(cache)(e),
+    })
+}
+
 /// The tool directories the artifact carries (relative to the cache), each with what marks
 /// it whole besides its stamp (one binary, `bin/<name>`, or the data directory it holds), in
 /// order and without repeats: the tools' directories, then the data directories'.
@@ -326,7 +341,7 @@ pub async fn install(
     access: &RegistryAccess,
     progress: &Progress,
 ) -> Result<Installed, ToolsError> {
-    fs::create_dir_all(cache).map_err(io_err(cache))?;
+    make_cache_dir(cache)?;
     let lock = File::open(cache).map_err(io_err(cache))?;
     if lock.try_lock().is_err() {
         progress.step(&format!(

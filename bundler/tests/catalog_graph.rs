@@ -173,3 +173,36 @@ fn every_edge_that_holds_between_two_entries_is_named() {
         );
     }
 }
+
+/// `catalog graph` of a catalog `catalog validate` refuses still draws it (exit 0) but warns
+/// that it is invalid, with the first error; a valid catalog draws with no warning.
+#[test]
+fn graph_of_an_invalid_catalog_warns_that_it_is_invalid() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = dir.path().join("c/demo/catalog.yaml");
+    std::fs::create_dir_all(catalog.parent().unwrap()).unwrap();
+    let valid = "---\nschema: olm.package\nname: demo\ndefaultChannel: stable\n---\nschema: olm.channel\npackage: demo\nname: stable\nentries:\n  - name: demo.v0.1.0\n---\nschema: olm.bundle\npackage: demo\nname: demo.v0.1.0\nimage: quay.io/acme/demo-bundle:v0.1.0\nproperties:\n  - type: olm.package\n    value: {packageName: demo, version: 0.1.0}\n";
+    let graph = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_olmpack"))
+            .args(["catalog", "graph", "c"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    std::fs::write(&catalog, valid).unwrap();
+    let out = graph();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    let invalid = valid.replace(
+        "  - name: demo.v0.1.0\n",
+        "  - name: demo.v0.1.0\n  - name: demo.v0.2.0\n    replaces: demo.v0.1.0\n",
+    );
+    std::fs::write(&catalog, invalid).unwrap();
+    let out = graph();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("demo.v0.2.0"));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "warning: c: 1 error(s), so `olmpack catalog validate` refuses it (first: no olm.bundle blobs found in package \"demo\" for olm.channel entries [demo.v0.2.0]); the graph shows the catalog as read\n"
+    );
+}

@@ -412,3 +412,142 @@ fn basic_template_rejects_what_opm_rejects() {
             .starts_with("unexpected fields present in basic template bundle")
     );
 }
+
+/// Basic templates read as opm reads them: `(name, template, olmpack's refusal)`; `None` is a
+/// template both read up to its bundle (opm pulls it, olmpack looks it up).
+fn hostile_basic_templates() -> Vec<(&'static str, String, Option<String>)> {
+    let bundle = format!("- schema: olm.bundle\n  image: {IMG}\n");
+    let refused = |at: &str, problem: &str| {
+        Some(format!(
+            "olm.template.basic template: {at}: {problem}; opm refuses it"
+        ))
+    };
+    let list = "must be a list of catalog objects, not";
+    let object = "must be a catalog object (a mapping), not";
+    vec![
+        (
+            "entries a number",
+            "schema: olm.template.basic\nentries: 5\n".to_owned(),
+            refused("entries", &format!("{list} the number 5")),
+        ),
+        (
+            "entries a string",
+            "schema: olm.template.basic\nentries: hello\n".to_owned(),
+            refused("entries", &format!("{list} the string \"hello\"")),
+        ),
+        (
+            "entries a mapping",
+            format!("schema: olm.template.basic\nentries:\n  image: {IMG}\n"),
+            refused("entries", &format!("{list} a mapping")),
+        ),
+        (
+            "capitalised entries a number",
+            "schema: olm.template.basic\nEntries: 5\n".to_owned(),
+            refused("Entries", &format!("{list} the number 5")),
+        ),
+        (
+            "an entry a number",
+            format!("schema: olm.template.basic\nentries:\n{bundle}- 5\n"),
+            refused("entries[1]", &format!("{object} the number 5")),
+        ),
+        (
+            "an entry a list",
+            "schema: olm.template.basic\nentries:\n- [a]\n".to_owned(),
+            refused("entries[0]", &format!("{object} a list")),
+        ),
+        (
+            "schema a number",
+            format!("schema: 5\nentries:\n{bundle}"),
+            refused("schema", "must be a string, not the number 5"),
+        ),
+        (
+            "the template a list",
+            format!("- schema: olm.template.basic\n- entries:\n  {bundle}"),
+            refused(
+                "the template",
+                "must be a mapping with schema and entries, not a list",
+            ),
+        ),
+        (
+            "another schema",
+            format!("schema: olm.template.other\nentries:\n{bundle}"),
+            Some(
+                "template has unknown schema (\"olm.template.other\"), should be \"olm.template.basic\""
+                    .to_owned(),
+            ),
+        ),
+        (
+            "capitalised entries",
+            format!("schema: olm.template.basic\nEntries:\n{bundle}"),
+            None,
+        ),
+        (
+            "upper-case schema",
+            format!("SCHEMA: olm.template.basic\nentries:\n{bundle}"),
+            None,
+        ),
+        (
+            "long s in schema",
+            format!("\u{17f}chema: olm.template.basic\nentries:\n{bundle}"),
+            None,
+        ),
+        (
+            "null schema beside the schema",
+            format!("Schema: null\nschema: olm.template.basic\nentries:\n{bundle}"),
+            None,
+        ),
+        (
+            "unknown top-level key",
+            format!("schema: olm.template.basic\nnotes: [1, 2]\nentries:\n{bundle}"),
+            None,
+        ),
+    ]
+}
+
+/// The hostile basic templates through olmpack and, in the same test, through opm's
+/// `alpha render-template basic`: olmpack refuses each with its message where opm refuses it
+/// while reading (before pulling any bundle), and reads the others up to their bundle as opm
+/// does.
+#[test]
+fn basic_template_verdicts_are_opms() {
+    let resolver = DirResolver::default();
+    let mut wrong = Vec::new();
+    for (name, text, want) in hostile_basic_templates() {
+        let got = template::expand_any(&text, &resolver);
+        match (&want, got) {
+            (None, Err(template::TemplateError::Resolve { image, .. })) if image == IMG => {}
+            (Some(want), Err(e)) if e.to_string() == *want => {}
+            (_, got) => wrong.push(format!("{name}:\n  got  {got:?}\n  want {want:?}")),
+        }
+    }
+    assert!(wrong.is_empty(), "olmpack:\n{}", wrong.join("\n"));
+    if !olmpack_testkit::tools::require(&[Tool::Opm], "opm") {
+        return;
+    }
+    let opm = Tool::Opm.path().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    for (name, text, want) in hostile_basic_templates() {
+        let file = work.path().join("t.yaml");
+        std::fs::write(&file, &text).unwrap();
+        let out = Command::new(&opm)
+            .args(["alpha", "render-template", "basic"])
+            .arg(&file)
+            .args(["-o", "json", "--use-http"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let pulled = stderr.contains(IMG);
+        match (&want, out.status.success(), pulled) {
+            (Some(_), false, false) | (None, false, true) => {}
+            _ => wrong.push(format!(
+                "{name}: olmpack {}, opm exit {:?}:\n{stderr}",
+                match want {
+                    Some(_) => "refuses it",
+                    None => "reads it up to the bundle",
+                },
+                out.status.code()
+            )),
+        }
+    }
+    assert!(wrong.is_empty(), "opm:\n{}", wrong.join("\n"));
+}

@@ -118,6 +118,22 @@ fn template_input(d: &Path, class: Class) -> (String, &'static str) {
     ("t.yaml".into(), "t.yaml")
 }
 
+/// A kubebuilder project directory `p` of `class` in `d` (its PROJECT file is the input).
+fn project_input(d: &Path, class: Class) -> (String, &'static str) {
+    write(
+        &d.join("p/dist/install.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+    );
+    let project = "projectName: demo\ndomain: example.com\nresources:\n- {group: apps, kind: Widget, version: v1}\n";
+    match class {
+        Class::Valid => write(&d.join("p/PROJECT"), project),
+        Class::Invalid => write(&d.join("p/PROJECT"), "- a\n- b\n"),
+        Class::Unreadable => {}
+        Class::Hostile => mkfifo(&d.join("p/PROJECT")),
+    }
+    ("p".into(), "PROJECT")
+}
+
 type Build = fn(&Path, Class) -> (String, &'static str);
 
 /// Every subcommand that reads input: its argument list (`{}` is the input) and its builder.
@@ -149,6 +165,7 @@ fn commands() -> Vec<(&'static [&'static str], Build)> {
             catalog_input,
         ),
         (&["catalog", "template", "{}"], template_input),
+        (&["plan", "init", "--project", "{}"], project_input),
     ]
 }
 
@@ -195,4 +212,110 @@ fn hostile_exit_code_table() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// Bad arguments exit 2 whatever the input, naming what is wrong, before anything is read or
+/// any tool looked for: each subcommand with the combinations README's exit-code table calls
+/// bad arguments.
+#[test]
+fn bad_arguments_exit_2() {
+    let dir = temp();
+    let d = dir.path();
+    write(&d.join("c/demo/catalog.yaml"), CATALOG);
+    let v1_openshift = [
+        "upgrade",
+        "olm",
+        "--olm",
+        "v1",
+        "--catalog",
+        "c",
+        "--platform",
+        "openshift",
+    ];
+    let openshift =
+        "--platform openshift is for OLM v0 only; `upgrade olm --olm v1` does not take it";
+    let same = "--catalog and --bundles both name c: the catalog and the directory of its bundle directories are two directories";
+    let table: Vec<(Vec<&str>, String)> = vec![
+        (v1_openshift.to_vec(), openshift.to_owned()),
+        (
+            [&v1_openshift[..], &["--list"]].concat(),
+            openshift.to_owned(),
+        ),
+        (
+            vec![
+                "upgrade",
+                "olm",
+                "--catalog",
+                "c",
+                "--cluster-crd",
+                "/nonexistent/crd.yaml",
+            ],
+            "--cluster-crd /nonexistent/crd.yaml: does not exist".to_owned(),
+        ),
+        (
+            vec![
+                "upgrade",
+                "olm",
+                "--catalog",
+                "c",
+                "--cluster-crd",
+                "widgets.example.com",
+            ],
+            "--cluster-crd widgets.example.com: no such file, and not a CRD name".to_owned(),
+        ),
+        (
+            vec!["upgrade", "check", "--catalog", "c", "--bundles", "c"],
+            same.to_owned(),
+        ),
+        (
+            vec!["upgrade", "check", "--catalog", "c", "--bundles", "./c/"],
+            same.to_owned(),
+        ),
+        (
+            vec!["upgrade", "test", "--catalog", "c", "--bundles", "c"],
+            same.to_owned(),
+        ),
+        (
+            vec!["catalog", "render", "/nonexistent"],
+            "/nonexistent: does not exist".to_owned(),
+        ),
+        (
+            vec!["catalog", "render", "./absent"],
+            "./absent: does not exist".to_owned(),
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (args, says) in table {
+        let before = snapshot(d);
+        let out = run(d, &args);
+        if out.code != 2 || !out.stderr.contains(&says) || out.stderr.contains("pull") {
+            failures.push(format!(
+                "{args:?}: exit {} (want 2, saying {says:?})\n{}",
+                out.code,
+                out.all()
+            ));
+        }
+        if snapshot(d) != before {
+            failures.push(format!("{args:?}: wrote files"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// A `--cluster-crd` file that is not a CRD (here /etc/passwd, reached by `..` from the
+/// working directory) is invalid input: exit 1 naming it, before any environment starts.
+#[test]
+fn a_cluster_crd_that_is_no_crd_is_refused_before_the_environment() {
+    let dir = temp();
+    let d = dir.path();
+    write(&d.join("c/demo/catalog.yaml"), CATALOG);
+    let up = "../".repeat(d.components().count());
+    let passwd = format!("{up}etc/passwd");
+    let out = run(
+        d,
+        &["upgrade", "olm", "--catalog", "c", "--cluster-crd", &passwd],
+    );
+    out.expect(1, "a file that is no CRD").says(&format!(
+        "{passwd}: a string is not an apiextensions.k8s.io/v1 CustomResourceDefinition"
+    ));
 }

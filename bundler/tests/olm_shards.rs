@@ -40,10 +40,36 @@ fn shards_partition_the_cases() {
         .says("shard \"0/2\" is not I/N with 1 <= I <= N");
 }
 
-fn report(shard: &str, failures: u32) -> String {
+/// A shard's report of one case, failed when `failures` is 1; `attribute` is what its
+/// `failures` attribute says.
+fn report_saying(shard: &str, failures: u32, attribute: u32) -> String {
+    let failure = match failures {
+        0 => "",
+        _ => "<failure message=\"[OLM v0] refused\" type=\"OLM v0\"/>",
+    };
     format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites><testsuite name=\"olmpack upgrade olm\" tests=\"1\" failures=\"{failures}\" errors=\"0\" skipped=\"0\" time=\"1.0\">\n<properties><property name=\"olmpack.shard\" value=\"{shard}\"/></properties>\n<testcase classname=\"p\" name=\"p.v1 [s] (AllNamespaces)\" time=\"1.0\"/>\n</testsuite></testsuites>\n"
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites><testsuite name=\"olmpack upgrade olm\" tests=\"1\" failures=\"{attribute}\" errors=\"0\" skipped=\"0\" time=\"1.0\">\n<properties><property name=\"olmpack.shard\" value=\"{shard}\"/></properties>\n<testcase classname=\"p\" name=\"p.v1 [s] (AllNamespaces)\" time=\"1.0\">{failure}</testcase>\n</testsuite></testsuites>\n"
     )
+}
+
+fn report(shard: &str, failures: u32) -> String {
+    report_saying(shard, failures, failures)
+}
+
+/// A shard whose `<failure>` its `failures="0"` hides is refused naming the report, nothing
+/// written, exit 1: the gate never reads a failed case as a pass.
+#[test]
+fn merge_shards_counts_the_cases_not_the_attributes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("a.xml"), report_saying("1/1", 1, 0)).unwrap();
+    let out = olmpack(d, &["upgrade", "merge-shards", "a.xml", "-o", "all.xml"]);
+    out.expect(1, "a hidden failure");
+    assert_eq!(
+        out.all(),
+        "error: nothing was written: a.xml: testsuite \"olmpack upgrade olm\": failures=\"0\", but its test cases count 1; a report whose totals disagree with its cases is not merged\n"
+    );
+    assert!(!d.join("all.xml").exists());
 }
 
 #[test]
@@ -120,7 +146,7 @@ fn an_unknown_cluster_crd_name_is_said_so_with_the_known_names() {
     let args = ["upgrade", "olm", "--catalog", "catalog", "--cluster-crd"];
     let unknown = olmpack(&root, &[&args[..], &["widgets.cert-manager.io"]].concat());
     unknown
-        .expect(1, "unknown name")
+        .expect(2, "unknown name")
         .says("--cluster-crd widgets.cert-manager.io: no such file, and not a CRD name olmpack carries a stand-in for (known: issuers.cert-manager.io, clusterissuers.cert-manager.io, certificates.cert-manager.io, servicemonitors.monitoring.coreos.com");
     assert!(
         !unknown.stderr.contains("does not exist"),

@@ -357,7 +357,7 @@ fn olm_v1_e2e_cli_lists_olm_v1s_cases_and_refuses_flags_of_olm_v0() {
         "--platform",
         "openshift",
     ]);
-    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(code, Some(2), "{stderr}");
     assert!(
         stderr.contains(
             "--platform openshift is for OLM v0 only; `upgrade olm --olm v1` does not take it"

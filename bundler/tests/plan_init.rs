@@ -142,3 +142,140 @@ fn plan_init_refuses_what_it_cannot_read_and_keeps_an_existing_plan() {
         shown(&no_project)
     );
 }
+
+/// A minimal kubebuilder project in a new directory: its PROJECT file with `kind`, an
+/// install.yaml, and `config/samples` holding `samples`.
+fn hostile_project(kind: &str, samples: &[&std::ffi::OsStr]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let project = serde_json::json!({
+        "domain": "example.com",
+        "projectName": "demo",
+        "resources": [{"group": "apps", "kind": kind, "version": "v1"}],
+    });
+    std::fs::write(dir.path().join("PROJECT"), project.to_string()).unwrap();
+    std::fs::create_dir_all(dir.path().join("dist")).unwrap();
+    std::fs::write(
+        dir.path().join("dist/install.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.path().join("config/samples")).unwrap();
+    for name in samples {
+        std::fs::write(dir.path().join("config/samples").join(name), "kind: X\n").unwrap();
+    }
+    dir
+}
+
+/// Text from the PROJECT file and sample file names is serialized, never formatted into the
+/// plan: a `kind` holding a newline adds no key, a sample name holding newlines adds no
+/// release, `a #b.yaml` stays whole, and every sample the plan names is a file that exists.
+#[test]
+fn plan_init_serializes_what_it_read() {
+    use std::ffi::OsStr;
+    let kind = "CronJob\nbundleLabels: {injected: yes}\n# and more";
+    let newline = "x.yaml\n  - version: 9.9.9\n    manifests: evil.yaml\n#.yaml";
+    let names = ["a #b.yaml", newline, "c: {d}.yml", "\u{2028}e.yaml"];
+    let dir = hostile_project(kind, &names.map(OsStr::new));
+    let init = olmpack(dir.path(), &["plan", "init"]);
+    assert!(init.status.success(), "{}", shown(&init));
+    let text = std::fs::read_to_string(dir.path().join("olmpack.yaml")).unwrap();
+    let plan: serde_json::Value = olmpack_model::yaml::from_str(&text).unwrap();
+    let keys: Vec<&String> = plan.as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        [
+            "bundleImage",
+            "catalogImage",
+            "channels",
+            "csv",
+            "defaultChannel",
+            "operatorImage",
+            "package",
+            "releases"
+        ],
+        "{text}"
+    );
+    let releases = plan["releases"].as_array().unwrap();
+    assert_eq!(releases.len(), 1, "{text}");
+    let mut want: Vec<String> = names
+        .iter()
+        .map(|n| format!("config/samples/{n}"))
+        .collect();
+    want.sort();
+    let samples: Vec<String> = releases[0]["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(samples, want, "{text}");
+    for sample in &samples {
+        assert!(dir.path().join(sample).is_file(), "{sample:?}");
+    }
+    // The comment naming the APIs stays one comment line.
+    let apis: Vec<&str> = text.lines().filter(|l| l.contains("APIs:")).collect();
+    assert_eq!(
+        apis,
+        ["# APIs: CronJob bundleLabels: {injected: yes} # and more (apps.example.com/v1)."],
+        "{text}"
+    );
+}
+
+/// What plan init cannot write is refused naming the input, with nothing written: a sample
+/// whose name is not UTF-8 (exit 1), a PROJECT file that is not one (exit 1, the input is
+/// invalid), a release version the plan refuses (exit 2, a bad argument; the message blames
+/// the arguments, not an olmpack.yaml that was never written).
+#[test]
+fn plan_init_refuses_what_it_cannot_represent_naming_the_input() {
+    use std::os::unix::ffi::OsStrExt;
+    let bad = std::ffi::OsStr::from_bytes(b"s\xff.yaml");
+    let dir = hostile_project("Widget", &[bad]);
+    let out = olmpack(dir.path(), &["plan", "init"]);
+    assert_eq!(out.status.code(), Some(1), "{}", shown(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: config/samples/s\u{fffd}.yaml: its name is not UTF-8, so olmpack.yaml cannot name it; nothing was written (rename it)\n"
+    );
+    assert!(!dir.path().join("olmpack.yaml").exists());
+
+    let dir = hostile_project("Widget", &[]);
+    std::fs::write(dir.path().join("PROJECT"), "- a\n- b\n").unwrap();
+    let out = olmpack(dir.path(), &["plan", "init"]);
+    assert_eq!(out.status.code(), Some(1), "{}", shown(&out));
+    assert!(
+        shown(&out).contains("./PROJECT: not a kubebuilder PROJECT file: "),
+        "{}",
+        shown(&out)
+    );
+
+    let dir = hostile_project("Widget", &[]);
+    let out = olmpack(dir.path(), &["plan", "init", "--release-version", "one"]);
+    assert_eq!(out.status.code(), Some(2), "{}", shown(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with(
+            "error: the plan made of ./PROJECT and the arguments: releases[0].version: "
+        ) && stderr.ends_with("\nnothing was written to ./olmpack.yaml\n"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("olmpack.yaml").exists());
+}
+
+/// A FIFO where dist/install.yaml should be is refused as what it is (exit 1), not reported
+/// as missing, and nothing is written.
+#[test]
+fn plan_init_says_a_fifo_install_yaml_is_not_a_file() {
+    let dir = hostile_project("Widget", &[]);
+    let install = dir.path().join("dist/install.yaml");
+    std::fs::remove_file(&install).unwrap();
+    let made = Command::new("mkfifo").arg(&install).status().unwrap();
+    assert!(made.success());
+    let out = olmpack(dir.path(), &["plan", "init"]);
+    assert_eq!(out.status.code(), Some(1), "{}", shown(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("dist/install.yaml: is a FIFO") && !stderr.contains("not found"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("olmpack.yaml").exists());
+}

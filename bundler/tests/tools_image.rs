@@ -603,3 +603,30 @@ fn hostile_tools_install_replaces_only_its_own_leftovers() {
         "staging data is left in the cache"
     );
 }
+
+/// A tool cache path that is a file is said to be a file (exit 2), not "already exists",
+/// before anything is pulled.
+#[test]
+fn a_tool_cache_that_is_a_file_is_said_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    std::fs::write(&cache, "not a directory").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_olmpack"))
+        .args([
+            "tools",
+            "install",
+            "--from",
+            "127.0.0.1:9/olmpack/tools:none",
+        ])
+        .env("OLMPACK_TOOLS_DIR", &cache)
+        .env_remove("OLMPACK_TOOLS_IMAGE")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{}: is a file, not a directory", cache.display()))
+            && !stderr.contains("already exists"),
+        "{stderr}"
+    );
+}

@@ -13,6 +13,7 @@
 //! - [`decode`]: values into typed views, strictly (as Go) or leniently, in OLM's words.
 //! - [`objects`]: the parts of Deployments, Services and CRDs the builders and validators read, typed.
 //! - [`names`]: Kubernetes name rules (DNS-1123).
+//! - [`file_name`]: one plain path component made of input text, the only way input names a file.
 //! - [`pod`]: what a pod needs before it starts (the kubelet's view), and OLM's certificate mounts.
 //! - [`choice`]: closed sets of values a user picks by name (output formats, levels).
 //!
@@ -25,6 +26,7 @@
 pub mod choice;
 pub mod csv;
 pub mod decode;
+pub mod file_name;
 pub mod names;
 pub mod objects;
 pub mod plan;

@@ -577,7 +577,10 @@ pub fn markdown_escape(s: &str) -> String {
     out
 }
 
-/// `s` with XML's five special characters escaped.
+/// `s` with XML's five special characters escaped and `\r` as a reference. A character XML
+/// 1.0 cannot hold at all, not even as a reference (a control character other than tab, line
+/// feed and carriage return; U+FFFE, U+FFFF), becomes U+FFFD, so the document stays
+/// well-formed for every JUnit reader.
 pub fn xml_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -587,9 +590,9 @@ pub fn xml_escape(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
-            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => {
-                let _ = write!(out, "&#{};", c as u32);
-            }
+            '\r' => out.push_str("&#13;"),
+            '\n' | '\t' => out.push(c),
+            c if (c as u32) < 0x20 || c == '\u{fffe}' || c == '\u{ffff}' => out.push('\u{fffd}'),
             c => out.push(c),
         }
     }
@@ -728,5 +731,24 @@ mod tests {
         assert_eq!(value["findings"][0]["rule"], "csv/no-icon");
         assert_eq!(value["findings"][1]["severity"], "error");
         assert!(value["findings"][0].get("hint").is_none());
+    }
+
+    /// XML 1.0 has no way to write U+0000..U+001F (but tab, line feed and carriage return),
+    /// not even `&#1;`: such a character in a finding's text must not make the JUnit report
+    /// a document no JUnit reader parses.
+    #[test]
+    fn xml_escape_writes_only_what_xml_can_hold() {
+        let table = [
+            ("a<b>&\"c'", "a&lt;b&gt;&amp;&quot;c&apos;"),
+            ("tab\tline\nret\r", "tab\tline\nret&#13;"),
+            (
+                "nul\0bell\u{7}esc\u{1b}",
+                "nul\u{fffd}bell\u{fffd}esc\u{fffd}",
+            ),
+            ("\u{fffe}\u{ffff}é", "\u{fffd}\u{fffd}é"),
+        ];
+        for (text, want) in table {
+            assert_eq!(xml_escape(text), want, "{text:?}");
+        }
     }
 }

@@ -78,8 +78,38 @@ fn parse_error_in(source: &str) -> impl Fn(serde_saphyr::Error) -> YamlError + '
         let YamlError::Parse(message) = parse_error(err) else {
             unreachable!("parse_error makes parse errors")
         };
-        YamlError::Parse(name_alias(source, &message))
+        YamlError::Parse(long_key(source, &name_alias(source, &message)))
     }
+}
+
+/// The most characters YAML reads as a key written without `? ` (a simple key); Go's YAML
+/// reader (kubectl's, OLM's) has the same limit.
+const SIMPLE_KEY_MAX: usize = 1024;
+
+/// `line L column C: <problem>` said as what it is when line L's key is longer than YAML
+/// reads as a simple key: the parser's own words ("mapping values are not allowed") do not
+/// say so.
+fn long_key(source: &str, message: &str) -> String {
+    let Some((location, _)) = message.split_once(": ") else {
+        return message.to_owned();
+    };
+    let mut numbers = location.split(' ').filter_map(|w| w.parse::<usize>().ok());
+    let Some(line) = numbers.next() else {
+        return message.to_owned();
+    };
+    let text = source.lines().nth(line.saturating_sub(1)).unwrap_or("");
+    let item = text.trim_start().trim_start_matches("- ").trim_start();
+    let key = match item.find(": ") {
+        Some(end) => &item[..end],
+        None => item.strip_suffix(':').unwrap_or(""),
+    };
+    let length = key.chars().count();
+    if length <= SIMPLE_KEY_MAX {
+        return message.to_owned();
+    }
+    format!(
+        "line {line}: a key of {length} characters; YAML reads at most {SIMPLE_KEY_MAX} characters as a key written without \"? \" (Go's YAML reader too)"
+    )
 }
 
 /// `line L column C: <alias problem>` with the alias at that place named (`*name`).
@@ -497,6 +527,25 @@ pub fn to_string<T: Serialize>(value: &T) -> Result<String, YamlError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A key longer than YAML reads as a simple key is said so, not as the parser's
+    /// "mapping values are not allowed".
+    #[test]
+    fn a_key_too_long_for_yaml_is_said_so() {
+        let key = "k".repeat(100_000);
+        for text in [
+            format!("labels:\n  {key}: v\n"),
+            format!("labels:\n- {key}: v\n"),
+        ] {
+            let err = from_str::<serde_json::Value>(&text).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                "invalid YAML: line 2: a key of 100000 characters; YAML reads at most 1024 characters as a key written without \"? \" (Go's YAML reader too)"
+            );
+        }
+        let fine = format!("labels:\n  {}: v\n", "k".repeat(1024));
+        assert!(from_str::<serde_json::Value>(&fine).is_ok());
+    }
 
     #[test]
     fn round_trips_tricky_scalars_and_sorts_keys() {

@@ -12,9 +12,12 @@ use super::declcfg::{
     Bundle, Channel, ChannelEntry, DeclarativeConfig, Deprecation, DeprecationEntry, Package,
     Reference, SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_DEPRECATIONS, SCHEMA_PACKAGE,
 };
+use std::path::Path;
+
 use super::model::Model;
 use crate::output::{FileTree, OutputError};
 use olmpack_model::csv::Icon;
+use olmpack_model::file_name::FileName;
 use olmpack_model::upgrade_graph::UpgradeGraph;
 
 /// Package-level metadata from the plan.
@@ -57,6 +60,16 @@ pub enum CatalogGenerateError {
         /// The writer's error.
         #[source]
         source: super::serialize::SerializeError,
+    },
+    /// The package name cannot be a directory name (the plan's package names are DNS-1123
+    /// labels, so only a package from elsewhere gets here).
+    #[error("package {package:?} cannot name the catalog's directory: {source}")]
+    PackageName {
+        /// The package.
+        package: String,
+        /// Why not.
+        #[source]
+        source: olmpack_model::file_name::FileNameError,
     },
     /// Placing the catalog files into the output tree failed.
     #[error("failed to lay out the catalog")]
@@ -129,8 +142,12 @@ pub fn to_files(package: &str, cfg: &DeclarativeConfig) -> Result<FileTree, Cata
                 source,
             }
         })?;
+    let dir = FileName::new(package).map_err(|source| CatalogGenerateError::PackageName {
+        package: package.to_owned(),
+        source,
+    })?;
     let mut tree = FileTree::new();
-    tree.insert(format!("{package}/catalog.json"), text)?;
+    tree.insert(Path::new(dir.as_str()).join("catalog.json"), text)?;
     Ok(tree)
 }
 
@@ -180,4 +197,51 @@ fn deprecations(package: &str, graph: &UpgradeGraph) -> Option<Deprecation> {
         package: package.to_owned(),
         entries,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each package's catalog is `<package>/catalog.json` only when the name is one plain
+    /// path component; any other name is refused, naming it, with no tree made.
+    #[test]
+    fn hostile_package_names_name_no_directory() {
+        let cfg = DeclarativeConfig::default();
+        let tree = to_files("demo", &cfg).unwrap();
+        let paths: Vec<_> = tree.iter().map(|(p, _)| p.display().to_string()).collect();
+        assert_eq!(paths, ["demo/catalog.json"]);
+        let long = "p".repeat(300);
+        let table = [
+            (
+                "/abs/dir",
+                "\"/abs/dir\" holds '/': a file name must be one path component",
+            ),
+            (
+                "../../x",
+                "\"../../x\" holds '/': a file name must be one path component",
+            ),
+            ("..", "\"..\" names a directory, not a file"),
+            (
+                "a\0b",
+                "\"a\\0b\" holds '\\0' (U+0000): a file name is made of ASCII letters, digits, '.', '_', '-' and '+'",
+            ),
+            (
+                "a\nb",
+                "\"a\\nb\" holds '\\n' (U+000A): a file name is made of ASCII letters, digits, '.', '_', '-' and '+'",
+            ),
+            (
+                "\u{ff0e}\u{ff0e}",
+                "\"．．\" holds '．' (U+FF0E): a file name is made of ASCII letters, digits, '.', '_', '-' and '+'",
+            ),
+            (&long, "a file name is at most 100 bytes; this one has 300"),
+        ];
+        for (package, why) in table {
+            let err = to_files(package, &cfg).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!("package {package:?} cannot name the catalog's directory: {why}")
+            );
+        }
+    }
 }

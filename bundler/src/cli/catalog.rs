@@ -247,7 +247,18 @@ fn draw_graph(
     let mut drawing = graph::Drawing::new(format);
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let (mut found, mut written) = (false, Ok(()));
-    for_each_package(loaded.config, |pkg, _| {
+    let mut errors: Vec<String> = Vec::new();
+    for_each_package(loaded.config, |pkg, findings| {
+        let drawn = pkg
+            .as_ref()
+            .is_none_or(|p| package.is_none_or(|n| n == p.name));
+        if drawn {
+            errors.extend(
+                (findings.iter())
+                    .filter(|f| f.severity == olmpack_model::report::Severity::Error)
+                    .map(|f| f.message.clone()),
+            );
+        }
         let Some(pkg) = pkg.filter(|p| package.is_none_or(|n| n == p.name)) else {
             return;
         };
@@ -265,6 +276,13 @@ fn draw_graph(
     written?;
     out.write_all(drawing.finish().as_bytes())?;
     out.flush()?;
+    if let Some(first) = errors.first() {
+        eprintln!(
+            "warning: {}: {} error(s), so `olmpack catalog validate` refuses it (first: {first}); the graph shows the catalog as read",
+            dir.display(),
+            errors.len()
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -317,11 +335,21 @@ fn render_ref(
     (limits, net): (Limits, super::image::NetArgs),
     emit: &mut Emitter<'_, '_, RefError>,
 ) -> Result<(), RefError> {
-    let Ok(meta) = std::fs::metadata(reference) else {
-        let bundle = render_image(&reference.to_string_lossy(), migrate, limits, &net)
-            .map_err(RefError::Other)?;
-        emit.blob(&Blob::Bundle(bundle));
-        return Ok(());
+    let meta = match std::fs::metadata(reference) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && is_image_reference(reference) => {
+            let bundle = render_image(&reference.to_string_lossy(), migrate, limits, &net)
+                .map_err(RefError::Other)?;
+            emit.blob(&Blob::Bundle(bundle));
+            return Ok(());
+        }
+        Err(e) => {
+            return Err(RefError::Other(Box::new(olmpack::input::InputError::Io {
+                path: reference.to_owned(),
+                problem: olmpack::input::describe_io(&e),
+                kind: e.kind(),
+            })));
+        }
     };
     if !meta.is_dir() {
         return Err(super::Invalid(format!(
@@ -365,6 +393,14 @@ fn render_ref(
     }
     refuse_problems(reference, &problems)?;
     Ok(())
+}
+
+/// Whether a reference that is no file could be an image: not a path (`/…`, `./…`, `../…`)
+/// and a valid image reference. Anything else is a missing file, said so, not pulled.
+fn is_image_reference(reference: &std::path::Path) -> bool {
+    let text = reference.to_string_lossy();
+    let path_like = text.starts_with('/') || text.starts_with("./") || text.starts_with("../");
+    !path_like && olmpack_model::pullspec::check(&text).is_ok()
 }
 
 /// Whether `dir` is a bundle directory: it has `manifests` (whatever it is: a bundle with a

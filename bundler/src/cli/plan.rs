@@ -102,7 +102,10 @@ fn init(
     )?;
     let manifests = PathBuf::from("dist/install.yaml");
     let install = dir.join(&manifests);
-    if !install.is_file() {
+    // Only a missing file is "not found": anything else there (a FIFO, a directory) is
+    // refused by the reader below, saying what it is.
+    if std::fs::symlink_metadata(&install).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+    {
         return Err(format!(
             "{}: not found: run `make build-installer` in the project first (olmpack reads its output and does not run kustomize)",
             install.display()
@@ -118,7 +121,7 @@ fn init(
         channel,
         manifests,
     };
-    let text = kubebuilder::plan_text(&project, &options);
+    let text = kubebuilder::plan_text(&project, &options)?;
     let target = dir.join(plan::DEFAULT_PLAN_FILE);
     if target.exists() && !force {
         return Err(format!(
@@ -127,7 +130,14 @@ fn init(
         )
         .into());
     }
-    plan::parse(&target, &text)?;
+    // Checked before it is written: a refusal names the inputs it was made of, not a file
+    // that is not there.
+    let made = format!(
+        "the plan made of {} and the arguments",
+        project_file.display()
+    );
+    plan::parse(Path::new(&made), &text)
+        .map_err(|e| format!("{e}\nnothing was written to {}", target.display()))?;
     super::write_file_atomically(&target, text.as_bytes())?;
     if installer.runs_default_image() {
         eprintln!(
@@ -160,10 +170,13 @@ fn samples(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     };
     let mut found = Vec::new();
     for entry in entries {
+        // The name as it is (not made UTF-8): a name the plan cannot hold is refused when
+        // the plan is written, naming the file.
         let name = entry?.file_name();
-        let name = name.to_string_lossy();
-        if (name.ends_with(".yaml") || name.ends_with(".yml")) && name != "kustomization.yaml" {
-            found.push(samples.join(&*name));
+        let bytes = name.as_encoded_bytes();
+        let yaml = bytes.ends_with(b".yaml") || bytes.ends_with(b".yml");
+        if yaml && bytes != b"kustomization.yaml" {
+            found.push(samples.join(&name));
         }
     }
     found.sort();

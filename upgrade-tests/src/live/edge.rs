@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
 use kube::api::{DynamicObject, PostParams};
+use olmpack_model::file_name::FileName;
 use olmpack_model::report::{Consumer, Finding, Severity};
 use olmpack_model::upgrade::Verdict;
 use serde_json::{Value, json};
@@ -305,7 +306,7 @@ impl<'a> Run<'a> {
         let log = self.dir.path().join(format!(
             "webhook-{}-{}.log",
             self.processes.len() + 1,
-            release.name
+            FileName::or_hash(&release.name)
         ));
         let started = RunningWebhook::start(
             webhook,
@@ -491,7 +492,8 @@ impl<'a> Run<'a> {
         self.granted.extend(granted);
         let kubeconfig = match &self.options.kubeconfig {
             Some(admin) => {
-                let out = self.dir.path().join(format!("kubeconfig-{}", release.name));
+                let file = format!("kubeconfig-{}", FileName::or_hash(&release.name));
+                let out = self.dir.path().join(file);
                 identity::write_kubeconfig(admin, &out, &namespace, &identity.service_account)?;
                 Some(out)
             }

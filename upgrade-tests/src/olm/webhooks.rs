@@ -401,7 +401,10 @@ impl Ctx {
         let generation = found.metadata.generation.unwrap_or_default();
         // One directory per start: a replaced process may still be serving from its own.
         let start = self.lock().started.len();
-        let dir = self.dir.join(format!("{deployment}-{generation}-{start}"));
+        let deployment_file = olmpack_model::file_name::FileName::or_hash(deployment);
+        let dir = self
+            .dir
+            .join(format!("{deployment_file}-{generation}-{start}"));
         let _ = std::fs::create_dir_all(&dir);
         // Also under the names OLM mounts them with (controller-runtime reads tls.*).
         for (name, bytes) in [

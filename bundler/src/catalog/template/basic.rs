@@ -1,8 +1,14 @@
 //! `olm.template.basic`: an FBC whose `olm.bundle` entries are only `{schema, image}`; each
 //! is replaced by the rendered bundle. Any other bundle field is an error, as in opm.
+//!
+//! The template is read as opm reads it, with Go's JSON decoder: `schema` and `entries` match
+//! their keys ignoring case (`Entries:`, `SCHEMA:`; of two spellings the later in byte order
+//! wins), other keys are ignored, `null` leaves a field empty, and a value of another type
+//! (`entries: 5`, an entry that is not a mapping) is refused, as opm refuses it.
 
 use serde_json::Value;
 
+use super::semver::{describe, go_fold, sorted};
 use super::{BundleResolver, TemplateError};
 use crate::catalog::declcfg::{DeclarativeConfig, Meta};
 
@@ -22,17 +28,13 @@ pub fn expand_value(
     doc: &Value,
     resolver: &dyn BundleResolver,
 ) -> Result<DeclarativeConfig, TemplateError> {
-    let schema = doc.get("schema").and_then(Value::as_str).unwrap_or("");
+    let (schema, entries) = read(doc)?;
     if schema != SCHEMA {
         return Err(TemplateError::Schema {
             found: schema.to_owned(),
             expected: SCHEMA,
         });
     }
-    let entries = doc
-        .get("entries")
-        .and_then(Value::as_array)
-        .map_or(&[][..], Vec::as_slice);
     let mut cfg = DeclarativeConfig::default();
     for (index, entry) in entries.iter().enumerate() {
         let entry_err = |message: String| TemplateError::Entry { index, message };
@@ -53,4 +55,52 @@ pub fn expand_value(
         cfg.bundles.push(rendered.bundle);
     }
     Ok(cfg)
+}
+
+/// The template's `schema` and `entries` as opm's decoder fills them (see the module docs).
+fn read(doc: &Value) -> Result<(&str, &[Value]), TemplateError> {
+    let refused = |at: &str, problem: String| TemplateError::BasicRefused {
+        at: at.to_owned(),
+        problem,
+    };
+    let map = match doc {
+        Value::Object(map) => map,
+        Value::Null => return Ok(("", &[])),
+        other => {
+            let problem = format!(
+                "must be a mapping with schema and entries, not {}",
+                describe(other)
+            );
+            return Err(refused("the template", problem));
+        }
+    };
+    let (mut schema, mut entries) = ("", ("entries", &[][..]));
+    for (key, value) in sorted(map) {
+        match (go_fold(key).as_str(), value) {
+            ("SCHEMA", Value::Null) => {}
+            ("SCHEMA", Value::String(text)) => schema = text,
+            ("SCHEMA", other) => {
+                return Err(refused(
+                    key,
+                    format!("must be a string, not {}", describe(other)),
+                ));
+            }
+            ("ENTRIES", Value::Null) => entries = (key.as_str(), &[][..]),
+            ("ENTRIES", Value::Array(list)) => entries = (key.as_str(), list.as_slice()),
+            ("ENTRIES", other) => {
+                let problem = format!("must be a list of catalog objects, not {}", describe(other));
+                return Err(refused(key, problem));
+            }
+            _ => {}
+        }
+    }
+    let (key, list) = entries;
+    if let Some((i, entry)) = list.iter().enumerate().find(|(_, e)| !e.is_object()) {
+        let problem = format!(
+            "must be a catalog object (a mapping), not {}",
+            describe(entry)
+        );
+        return Err(refused(&format!("{key}[{i}]"), problem));
+    }
+    Ok((schema, list))
 }

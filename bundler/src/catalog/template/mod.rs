@@ -104,6 +104,14 @@ pub enum TemplateError {
         /// Position of the entry in the template's `entries`.
         index: usize,
     },
+    /// A basic template's `schema` or `entries` is of a type opm refuses while reading it.
+    #[error("olm.template.basic template: {at}: {problem}; opm refuses it")]
+    BasicRefused {
+        /// The field, as written (`entries`, `Entries[2]`).
+        at: String,
+        /// What is wrong with it.
+        problem: String,
+    },
     /// A template names a bundle image for which no bundle directory was given.
     #[error("no bundle directory is known for image {0:?}")]
     UnknownImage(String),

@@ -300,14 +300,14 @@ fn match_field(key: &str, fields: &[&'static str]) -> Option<&'static str> {
 /// A mapping's entries in the order Go's decoder sees them: by key, byte-wise (it decodes
 /// JSON that Go printed from a map, with sorted keys), so of two spellings of one field the
 /// later in this order wins.
-fn sorted(map: &serde_json::Map<String, Value>) -> Vec<(&String, &Value)> {
+pub(super) fn sorted(map: &serde_json::Map<String, Value>) -> Vec<(&String, &Value)> {
     let mut entries: Vec<_> = map.iter().collect();
     entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
     entries
 }
 
 /// A value named for a message.
-fn describe(value: &Value) -> String {
+pub(super) fn describe(value: &Value) -> String {
     match value {
         Value::Null => "null".to_owned(),
         Value::Bool(b) => b.to_string(),

@@ -75,10 +75,13 @@ pub fn run(args: CheckArgs, policy: &Policy) -> CmdResult {
         return crd_files((&files[0], &files[1]), args.output, args.consumer, limits);
     }
     let (subject, results) = match (&args.catalog, &args.bundles) {
-        (Some(catalog), Some(bundles)) => (
-            catalog.display().to_string(),
-            from_catalog(catalog, bundles, limits)?,
-        ),
+        (Some(catalog), Some(bundles)) => {
+            super::refuse_same_dir(catalog, bundles)?;
+            (
+                catalog.display().to_string(),
+                from_catalog(catalog, bundles, limits)?,
+            )
+        }
         _ => {
             let path = args
                 .plan

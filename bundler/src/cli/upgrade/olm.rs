@@ -133,6 +133,8 @@ pub struct OlmArgs {
 
 /// Runs `olmpack upgrade olm`.
 pub fn run(args: OlmArgs, policy: &olmpack::input::Policy) -> CmdResult {
+    // Bad arguments are refused before anything is read, `--list` or not.
+    refuse_v0_only_flags(&args)?;
     let limits = policy.limits;
     let generated;
     let catalog: PathBuf = match (&args.plan, &args.catalog) {
@@ -169,7 +171,6 @@ pub fn run(args: OlmArgs, policy: &olmpack::input::Policy) -> CmdResult {
         return Ok(ExitCode::SUCCESS);
     }
     // What was asked is checked before the tools: a wrong name needs no control plane.
-    refuse_v0_only_flags(&args)?;
     let mut cluster_crds = args.platform.cluster_crds(&limits)?;
     cluster_crds.extend(cluster_crds_of(&args.cluster_crds, &limits)?);
     if args.olm == OlmVersion::V0 {
@@ -230,8 +231,9 @@ fn announce(args: &OlmArgs, count: usize, total: usize) {
     );
 }
 
-/// `Err` naming the flag when `--olm v1` is given with a flag only OLM v0 runs with.
-fn refuse_v0_only_flags(args: &OlmArgs) -> Result<(), crate::cli::Invalid> {
+/// `Err` naming the flag when `--olm v1` is given with a flag only OLM v0 runs with: bad
+/// arguments (exit 2).
+fn refuse_v0_only_flags(args: &OlmArgs) -> Result<(), String> {
     if args.olm == OlmVersion::V0 {
         return Ok(());
     }
@@ -240,9 +242,9 @@ fn refuse_v0_only_flags(args: &OlmArgs) -> Result<(), crate::cli::Invalid> {
         args.platform != olmpack::upgrade::olm::platform::Platform::Kubernetes,
     )];
     match given.into_iter().find(|(_, set)| *set) {
-        Some((flag, _)) => Err(crate::cli::Invalid(format!(
+        Some((flag, _)) => Err(format!(
             "{flag} is for OLM v0 only; `upgrade olm --olm v1` does not take it"
-        ))),
+        )),
         None => Ok(()),
     }
 }
@@ -261,8 +263,7 @@ fn cluster_crds_of(
             continue;
         }
         if !path.exists() {
-            let arg = path.display().to_string();
-            return Err(crate::cli::Invalid(olmpack::cluster_crds::unknown(&arg)).into());
+            return Err(missing_cluster_crd(path));
         }
         let text = olmpack::input::text(path, limits)?;
         let crd = olmpack::upgrade::check::parse_crd_file(&path.display().to_string(), &text)
@@ -270,6 +271,21 @@ fn cluster_crds_of(
         crds.push(crd);
     }
     Ok(crds)
+}
+
+/// A `--cluster-crd` that is neither a file nor a known name: a missing file when it reads as
+/// a path (a `/`, or a YAML or JSON file name), else an unknown name. Either is a bad
+/// argument (exit 2), refused before any environment starts.
+fn missing_cluster_crd(path: &Path) -> Box<dyn std::error::Error + Send + Sync> {
+    let arg = path.display().to_string();
+    let file_like = arg.contains('/')
+        || [".yaml", ".yml", ".json"]
+            .iter()
+            .any(|ext| arg.ends_with(ext));
+    match file_like {
+        true => format!("--cluster-crd {arg}: does not exist").into(),
+        false => olmpack::cluster_crds::unknown(&arg).into(),
+    }
 }
 
 /// The plan's catalog, generated into a temp directory; `Err(exit code)` when the plan is

@@ -74,7 +74,10 @@ fn inputs_of_plan(
 /// Runs `olmpack upgrade test`.
 pub fn run(args: TestArgs, policy: &olmpack::input::Policy) -> CmdResult {
     let inputs = match (&args.catalog, &args.bundles) {
-        (Some(catalog), Some(bundles)) => test::from_dirs(catalog, bundles, &policy.limits)?,
+        (Some(catalog), Some(bundles)) => {
+            super::refuse_same_dir(catalog, bundles)?;
+            test::from_dirs(catalog, bundles, &policy.limits)?
+        }
         _ => match inputs_of_plan(&args.plan, policy)? {
             Ok(inputs) => inputs,
             Err(code) => return Ok(code),

@@ -61,8 +61,8 @@ pub enum ShardError {
         /// The report.
         file: String,
     },
-    /// A testsuite's count or time attribute is not a number.
-    #[error("{file}: testsuite {suite:?}: {attribute}={value:?} is not a number")]
+    /// A testsuite's count or time attribute is not a count or a number of seconds.
+    #[error("{file}: testsuite {suite:?}: {attribute}={value:?} is not {expected}")]
     Attribute {
         /// The report.
         file: String,
@@ -72,6 +72,25 @@ pub enum ShardError {
         attribute: &'static str,
         /// Its value.
         value: String,
+        /// What it should be.
+        expected: &'static str,
+    },
+    /// A testsuite's count attribute disagrees with its test cases: the merge counts the
+    /// cases, and a report whose attributes say otherwise was not written by its run.
+    #[error(
+        "{file}: testsuite {suite:?}: {attribute}={value:?}, but its test cases count {counted}; a report whose totals disagree with its cases is not merged"
+    )]
+    Disagrees {
+        /// The report.
+        file: String,
+        /// The testsuite's name.
+        suite: String,
+        /// The attribute.
+        attribute: &'static str,
+        /// Its value.
+        value: String,
+        /// What the test cases count.
+        counted: u64,
     },
     /// A testsuite's shard property is not `I/N`.
     #[error("{file}: testsuite {suite:?}: property {SHARD_PROPERTY}: {source}")]
@@ -326,13 +345,13 @@ fn suites(file: &str, text: &str) -> Result<Vec<Suite>, ShardError> {
             }
             continue;
         }
-        let shard = if empty {
-            None
+        let read = if empty {
+            ReadSuite::default()
         } else {
             read_suite(&mut reader, file)?
         };
         let raw = text[before..reader.buffer_position() as usize].trim_start();
-        out.push(counted(file, &start, raw.to_owned(), shard)?);
+        out.push(counted(file, &start, raw.to_owned(), read)?);
     }
     if !root_seen {
         return Err(not_junit(file, b"(none)"));
@@ -343,23 +362,61 @@ fn suites(file: &str, text: &str) -> Result<Vec<Suite>, ShardError> {
     Ok(out)
 }
 
-/// Reads a `<testsuite>` to its end; the value of its shard property, if any.
-fn read_suite(reader: &mut Reader<&[u8]>, file: &str) -> Result<Option<String>, ShardError> {
+/// What a `<testsuite>` holds: its shard property and its test cases by outcome.
+#[derive(Default)]
+struct ReadSuite {
+    shard: Option<String>,
+    /// Test cases, failed, in error, skipped (each case in one class, in that order).
+    counts: [u64; 4],
+}
+
+/// Reads a `<testsuite>` to its end: the value of its shard property, if any, and its test
+/// cases counted by their `<failure>`, `<error>` and `<skipped>` children.
+fn read_suite(reader: &mut Reader<&[u8]>, file: &str) -> Result<ReadSuite, ShardError> {
     let mut depth = 1usize;
-    let mut shard = None;
+    let mut read = ReadSuite::default();
+    // The depth of the open `<testcase>`'s children, and the outcome seen so far.
+    let mut case: Option<(usize, Option<usize>)> = None;
     while depth > 0 {
-        match next(reader, file)? {
-            Event::Start(e) => {
-                depth += 1;
-                shard = shard.or(shard_property(&e));
+        let (e, opens) = match next(reader, file)? {
+            Event::Start(e) => (e, true),
+            Event::Empty(e) => (e, false),
+            Event::End(_) => {
+                if case.is_some_and(|(at, _)| at == depth) {
+                    close_case(&mut read, case.take());
+                }
+                depth -= 1;
+                continue;
             }
-            Event::Empty(e) => shard = shard.or(shard_property(&e)),
-            Event::End(_) => depth -= 1,
             Event::Eof => return Err(ill_formed(reader, file, "it ends inside a <testsuite>")),
+            _ => continue,
+        };
+        read.shard = read.shard.or(shard_property(&e));
+        match (e.name().as_ref(), &mut case) {
+            (b"testcase", None) if opens => case = Some((depth + 1, None)),
+            (b"testcase", None) => read.counts[0] += 1,
+            (name, Some((at, outcome))) if *at == depth => {
+                let class = [b"failure".as_slice(), b"error", b"skipped"]
+                    .iter()
+                    .position(|n| *n == name);
+                *outcome = match (*outcome, class) {
+                    (Some(seen), Some(class)) => Some(seen.min(class)),
+                    (seen, class) => seen.or(class),
+                };
+            }
             _ => {}
         }
+        depth += usize::from(opens);
     }
-    Ok(shard)
+    Ok(read)
+}
+
+/// Counts the test case just closed.
+fn close_case(read: &mut ReadSuite, case: Option<(usize, Option<usize>)>) {
+    read.counts[0] += 1;
+    if let Some((_, Some(class))) = case {
+        read.counts[class + 1] += 1;
+    }
 }
 
 fn ill_formed(reader: &Reader<&[u8]>, file: &str, message: &str) -> ShardError {
@@ -402,27 +459,42 @@ fn attribute(e: &BytesStart<'_>, name: &str) -> Option<String> {
     a.unescape_value().ok().map(|v| v.into_owned())
 }
 
-/// The suite's counts, time and shard from its attributes and property.
+/// The suite's counts (from its test cases, checked against its attributes), time and shard.
 fn counted(
     file: &str,
     start: &BytesStart<'_>,
     raw: String,
-    shard_value: Option<String>,
+    read: ReadSuite,
 ) -> Result<Suite, ShardError> {
     let suite = attribute(start, "name").unwrap_or_default();
-    let bad = |attribute: &'static str, value: String| ShardError::Attribute {
-        file: file.to_owned(),
-        suite: suite.clone(),
-        attribute,
-        value,
-    };
-    let mut counts = [0u64; 4];
-    for (n, key) in counts
-        .iter_mut()
+    let bad =
+        |attribute: &'static str, value: String, expected: &'static str| ShardError::Attribute {
+            file: file.to_owned(),
+            suite: suite.clone(),
+            attribute,
+            value,
+            expected,
+        };
+    for (counted, key) in read
+        .counts
+        .iter()
         .zip(["tests", "failures", "errors", "skipped"])
     {
-        if let Some(v) = attribute(start, key) {
-            *n = v.trim().parse().map_err(|_| bad(key, v))?;
+        let Some(v) = attribute(start, key) else {
+            continue;
+        };
+        let n: u64 = v
+            .trim()
+            .parse()
+            .map_err(|_| bad(key, v.clone(), "a count"))?;
+        if n != *counted {
+            return Err(ShardError::Disagrees {
+                file: file.to_owned(),
+                suite: suite.clone(),
+                attribute: key,
+                value: v,
+                counted: *counted,
+            });
         }
     }
     let time = match attribute(start, "time") {
@@ -430,11 +502,12 @@ fn counted(
             .trim()
             .parse::<f64>()
             .ok()
-            .filter(|t| t.is_finite())
-            .ok_or_else(|| bad("time", v))?,
+            .filter(|t| t.is_finite() && *t >= 0.0)
+            .ok_or_else(|| bad("time", v, "a number of seconds"))?,
         None => 0.0,
     };
-    let shard = shard_value
+    let shard = read
+        .shard
         .map(|v| {
             v.parse::<Shard>().map_err(|e| ShardError::BadShard {
                 file: file.to_owned(),
@@ -445,7 +518,7 @@ fn counted(
         .transpose()?;
     Ok(Suite {
         raw,
-        counts,
+        counts: read.counts,
         time,
         shard,
     })

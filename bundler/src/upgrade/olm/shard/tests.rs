@@ -29,10 +29,22 @@ fn every_item_is_in_exactly_one_shard() {
     assert_eq!(shard("1/1").select(items.clone()), items);
 }
 
-/// A report as `upgrade olm --shard` writes one.
+/// A report as `upgrade olm --shard` writes one: `tests` cases, the first `failures` of them
+/// failed and the last one skipped.
 fn report(shard: &str, tests: u32, failures: u32) -> String {
+    let mut cases = String::new();
+    for i in 0..tests {
+        let outcome = match i {
+            i if i < failures => "<failure message=\"m\" type=\"olm\"/>",
+            i if i + 1 == tests => "<skipped message=\"not run\"/>",
+            _ => "",
+        };
+        cases.push_str(&format!(
+            "<testcase classname=\"p\" name=\"case &amp; {shard} {i}\">{outcome}</testcase>\n"
+        ));
+    }
     format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites><testsuite name=\"olmpack upgrade olm\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" skipped=\"1\" time=\"2.5\"><properties><property name=\"olmpack.shard\" value=\"{shard}\"/></properties>\n<testcase classname=\"p\" name=\"case &amp; {shard}\"/>\n</testsuite></testsuites>\n"
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites><testsuite name=\"olmpack upgrade olm\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" skipped=\"1\" time=\"2.5\"><properties><property name=\"olmpack.shard\" value=\"{shard}\"/></properties>\n{cases}</testsuite></testsuites>\n"
     )
 }
 
@@ -60,8 +72,8 @@ fn shards_merge_in_shard_order_with_totals() {
         ),
         (7, 1, 0, 2, Some(2))
     );
-    let first = merged.xml.find("case &amp; 1/2").unwrap();
-    let second = merged.xml.find("case &amp; 2/2").unwrap();
+    let first = merged.xml.find("case &amp; 1/2 0").unwrap();
+    let second = merged.xml.find("case &amp; 2/2 0").unwrap();
     assert!(first < second, "{}", merged.xml);
     assert!(
         merged.xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites tests=\"7\" failures=\"1\" errors=\"0\" skipped=\"2\" time=\"5.0\">\n<testsuite name=\"olmpack upgrade olm\""),
@@ -90,7 +102,9 @@ fn unsharded_reports_merge_in_the_order_given() {
 
 #[test]
 fn shard_sets_that_do_not_merge_say_why() {
-    let plain = "<testsuites><testsuite name=\"p\" tests=\"1\"/></testsuites>".to_owned();
+    let plain =
+        "<testsuites><testsuite name=\"p\" tests=\"1\"><testcase name=\"c\"/></testsuite></testsuites>"
+            .to_owned();
     let cases: Vec<Case> = vec![
         ("nothing", vec![], "no JUnit report to merge"),
         (
@@ -167,7 +181,7 @@ fn reports_that_are_not_junit_say_why() {
         (
             "count not a number",
             vec![("r.xml", "<testsuite name=\"s\" tests=\"many\"/>".into())],
-            "r.xml: testsuite \"s\": tests=\"many\" is not a number",
+            "r.xml: testsuite \"s\": tests=\"many\" is not a count",
         ),
         (
             "two roots",
@@ -187,4 +201,77 @@ fn reports_that_are_not_junit_say_why() {
         ),
     ];
     assert_refused(cases);
+}
+
+/// A suite is counted from its test cases: totals that disagree with them, or that are not
+/// counts, are refused naming the report, so a failed case never merges as a pass.
+#[test]
+fn totals_that_disagree_with_the_test_cases_are_refused() {
+    let failed = "<testcase name=\"a\"><failure message=\"m\"/></testcase>";
+    let errored = "<testcase name=\"b\"><error/></testcase>";
+    let skipped = "<testcase name=\"c\"><skipped/></testcase>";
+    let suite = |attributes: &str, cases: &str| {
+        format!("<testsuites><testsuite name=\"s\" {attributes}>{cases}</testsuite></testsuites>")
+    };
+    let cases: Vec<Case> = vec![
+        (
+            "failure hidden",
+            vec![("f.xml", suite("tests=\"1\" failures=\"0\"", failed))],
+            "f.xml: testsuite \"s\": failures=\"0\", but its test cases count 1; a report whose totals disagree with its cases is not merged",
+        ),
+        (
+            "error hidden",
+            vec![("e.xml", suite("errors=\"0\"", errored))],
+            "e.xml: testsuite \"s\": errors=\"0\", but its test cases count 1;",
+        ),
+        (
+            "fewer tests",
+            vec![("t.xml", suite("tests=\"1\"", &format!("{failed}{skipped}")))],
+            "t.xml: testsuite \"s\": tests=\"1\", but its test cases count 2;",
+        ),
+        (
+            "skips invented",
+            vec![("k.xml", suite("skipped=\"3\"", skipped))],
+            "k.xml: testsuite \"s\": skipped=\"3\", but its test cases count 1;",
+        ),
+        (
+            "negative",
+            vec![("n.xml", suite("failures=\"-5\"", failed))],
+            "n.xml: testsuite \"s\": failures=\"-5\" is not a count",
+        ),
+        (
+            "not a number",
+            vec![("x.xml", suite("errors=\"x\"", errored))],
+            "x.xml: testsuite \"s\": errors=\"x\" is not a count",
+        ),
+        (
+            "negative time",
+            vec![("m.xml", suite("time=\"-1\"", failed))],
+            "m.xml: testsuite \"s\": time=\"-1\" is not a number of seconds",
+        ),
+    ];
+    assert_refused(cases);
+}
+
+#[test]
+fn totals_come_from_the_test_cases() {
+    let xml = "<testsuites><testsuite name=\"s\">\
+        <testcase name=\"a\"><failure/><skipped/></testcase>\
+        <testcase name=\"b\"><error/><system-out>x</system-out></testcase>\
+        <testcase name=\"c\"><skipped/></testcase>\
+        <testcase name=\"d\"/>\
+        <testcase name=\"e\"><system-out><failure/></system-out></testcase>\
+        </testsuite></testsuites>";
+    let merged = merge(&files(&[("r.xml", xml.into())])).unwrap();
+    assert_eq!(
+        (merged.tests, merged.failures, merged.errors, merged.skipped),
+        (5, 1, 1, 1)
+    );
+    assert!(
+        merged
+            .xml
+            .contains("<testsuites tests=\"5\" failures=\"1\" errors=\"1\" skipped=\"1\""),
+        "{}",
+        merged.xml
+    );
 }

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use olmpack_envtest::olmv1::LocalRegistry;
+use olmpack_model::file_name::FileName;
 use serde_json::Value;
 
 use super::super::OlmRunError;
@@ -72,17 +73,15 @@ pub async fn serve(
     let mut bundles = BTreeMap::new();
     let channels = channels_of(&config);
     for bundle in &mut config.bundles {
-        let served = served_bundle(bundle)?;
-        let root = dir.path().join("bundles").join(&bundle.name);
         let in_channels = channels.get(&bundle.name).cloned().unwrap_or_default();
-        write_bundle_dir(&root, &bundle.package, &in_channels, &served.objects)?;
-        let layout = dir.path().join("layouts").join(&bundle.name);
+        let (root, served) = stage_bundle(dir.path(), bundle, &in_channels)?;
+        let layout = dir.path().join("layouts").join(bundle_path(bundle));
         build_bundle_image(&root, &layout, &build).map_err(|source| OlmRunError::BuildImage {
             what: format!("the bundle image of {}", bundle.name),
             source: Box::new(source),
         })?;
-        let repo = format!("{}/{NAMESPACE}/{}-bundle", registry.host(), bundle.package);
-        bundle.image = push(&layout, &format!("{repo}:{}", tag(&bundle.name))).await?;
+        let target = bundle_target(&registry.host(), bundle);
+        bundle.image = push(&layout, &target).await?;
         bundles.insert(bundle.name.clone(), served);
     }
     let catalog = write_catalog(&config, &dir.path().join("catalog"))?;
@@ -144,8 +143,27 @@ fn channels_of(config: &DeclarativeConfig) -> BTreeMap<String, Vec<String>> {
     out
 }
 
-/// A registry+v1 bundle directory of `objects`: `manifests/` (one JSON file per object) and
-/// `metadata/annotations.yaml`.
+/// `<package>/<bundle>`, each a [`FileName`]: opm accepts any text as a package or bundle
+/// name, so a name that is not one plain path component is written under its hash.
+fn bundle_path(bundle: &Bundle) -> PathBuf {
+    Path::new(FileName::or_hash(&bundle.package).as_str()).join(FileName::or_hash(&bundle.name))
+}
+
+/// Writes the registry+v1 bundle directory of `bundle` under `dir/bundles/` (see
+/// [`bundle_path`]); the directory and the bundle as served.
+fn stage_bundle(
+    dir: &Path,
+    bundle: &Bundle,
+    channels: &[String],
+) -> Result<(PathBuf, ServedBundle), OlmRunError> {
+    let served = served_bundle(bundle)?;
+    let root = dir.join("bundles").join(bundle_path(bundle));
+    write_bundle_dir(&root, &bundle.package, channels, &served.objects)?;
+    Ok((root, served))
+}
+
+/// A registry+v1 bundle directory of `objects`: `manifests/` (one JSON file per object, named
+/// by its position and kind) and `metadata/annotations.yaml`.
 fn write_bundle_dir(
     root: &Path,
     package: &str,
@@ -154,7 +172,8 @@ fn write_bundle_dir(
 ) -> Result<(), OlmRunError> {
     for (i, object) in objects.iter().enumerate() {
         let kind = object["kind"].as_str().unwrap_or("object").to_lowercase();
-        let path = root.join("manifests").join(format!("{i:03}-{kind}.json"));
+        let file = format!("{i:03}-{}.json", FileName::or_hash(&kind));
+        let path = root.join("manifests").join(file);
         write(
             &path,
             &serde_json::to_string_pretty(object).unwrap_or_default(),
@@ -210,24 +229,177 @@ async fn push(layout: &Path, target: &str) -> Result<String, OlmRunError> {
     Ok(report.pinned)
 }
 
-/// A tag made of the bundle name: characters a tag may not hold become `-`, at most 128.
+/// Where the bundle image of `bundle` is pushed on `host`: `olmpack/<package>-bundle:<tag>`,
+/// or `olmpack/bundle:<tag>` when the package name cannot be a repository path component.
+fn bundle_target(host: &str, bundle: &Bundle) -> String {
+    let tag = tag(&bundle.name);
+    let named = format!("{host}/{NAMESPACE}/{}-bundle:{tag}", bundle.package);
+    match olmpack_model::pullspec::check(&named) {
+        Ok(()) => named,
+        Err(_) => format!("{host}/{NAMESPACE}/bundle:{tag}"),
+    }
+}
+
+/// A tag made of the bundle name: characters a tag may not hold become `-`, one that may not
+/// start a tag is preceded by `_`, at most 128.
 fn tag(name: &str) -> String {
-    name.chars()
-        .map(|c| match c {
-            'a'..='z' | 'A'..='Z' | '0'..='9' | '_' | '.' | '-' => c,
-            _ => '-',
-        })
-        .take(128)
-        .collect()
+    let mapped = name.chars().map(|c| match c {
+        'a'..='z' | 'A'..='Z' | '0'..='9' | '_' | '.' | '-' => c,
+        _ => '-',
+    });
+    let start = match name.chars().next() {
+        Some('a'..='z' | 'A'..='Z' | '0'..='9' | '_') => None,
+        _ => Some('_'),
+    };
+    start.into_iter().chain(mapped).take(128).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::Engine as _;
 
     #[test]
     fn a_tag_keeps_what_a_tag_may_hold() {
         assert_eq!(tag("demo.v1.0.0+build/1"), "demo.v1.0.0-build-1");
         assert_eq!(tag(&"x".repeat(200)).len(), 128);
+        assert_eq!(tag("../../x"), "_..-..-x");
+        assert_eq!(tag("-x"), "_-x");
+    }
+
+    /// A catalog of one bundle named `name` in package `package`, one object of `kind`.
+    fn catalog(package: &str, name: &str, kind: &str) -> String {
+        let object =
+            serde_json::json!({"apiVersion": "v1", "kind": kind, "metadata": {"name": "x"}});
+        let data = base64::engine::general_purpose::STANDARD.encode(object.to_string());
+        let blobs = [
+            serde_json::json!({"schema": "olm.package", "name": package}),
+            serde_json::json!({"schema": "olm.channel", "package": package, "name": "stable",
+                "entries": [{"name": name}]}),
+            serde_json::json!({"schema": "olm.bundle", "package": package, "name": name,
+            "image": "example.com/b:1", "properties": [
+                {"type": "olm.package", "value": {"packageName": package, "version": "1.0.0"}},
+                {"type": "olm.bundle.object", "value": {"data": data}},
+            ]}),
+        ];
+        blobs.iter().map(|b| format!("{b}\n")).collect()
+    }
+
+    /// Every file under `dir`, relative to it.
+    fn files_under(dir: &Path) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for entry in walk(dir) {
+            out.push(entry.strip_prefix(dir).unwrap().to_owned());
+        }
+        out.sort();
+        out
+    }
+
+    fn walk(dir: &Path) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            match path.is_dir() && !path.is_symlink() {
+                true => out.extend(walk(&path)),
+                false => out.push(path),
+            }
+        }
+        out
+    }
+
+    /// Hostile package, bundle and kind names from a catalog opm accepts: every file OLM v1's
+    /// images are built from lands under the staging directory, named by the hash of a name
+    /// that is not one plain path component; nothing is written beside it.
+    #[test]
+    fn hostile_catalog_names_stay_inside_the_staging_directory() {
+        let root = tempfile::tempdir().unwrap();
+        let outside = root.path().join("outside");
+        let abs = outside.join("abs").display().to_string();
+        let long = "n".repeat(300);
+        let table: [(&str, &str, &str, &[&str]); 9] = [
+            (
+                "demo",
+                "demo.v1.0.0",
+                "ConfigMap",
+                &["demo/demo.v1.0.0/manifests/000-configmap.json"],
+            ),
+            (
+                "demo",
+                &abs,
+                "ConfigMap",
+                &["demo/_*/manifests/000-configmap.json"],
+            ),
+            (
+                "demo",
+                "../../../outside/x",
+                "../../../../outside/y",
+                &["demo/_*/manifests/000-_*.json"],
+            ),
+            (
+                "../../outside",
+                "a/b",
+                "ConfigMap",
+                &["_*/_*/manifests/000-configmap.json"],
+            ),
+            (
+                "demo",
+                "nul\0name",
+                "Config\0Map",
+                &["demo/_*/manifests/000-_*.json"],
+            ),
+            (
+                "demo",
+                "new\nline",
+                "new\nline",
+                &["demo/_*/manifests/000-_*.json"],
+            ),
+            ("demo", &long, &long, &["demo/_*/manifests/000-_*.json"]),
+            (
+                "demo",
+                "\u{ff0e}\u{ff0e}",
+                "a\u{2215}b",
+                &["demo/_*/manifests/000-_*.json"],
+            ),
+            ("demo", "..", ".", &["demo/_*/manifests/000-_*.json"]),
+        ];
+        for (package, name, kind, wanted) in table {
+            let work = root.path().join("work");
+            let catalog_dir = root.path().join("catalog");
+            std::fs::create_dir_all(&catalog_dir).unwrap();
+            std::fs::write(
+                catalog_dir.join("catalog.json"),
+                catalog(package, name, kind),
+            )
+            .unwrap();
+            let config = load_dir_with(&catalog_dir, LoadOptions::default())
+                .unwrap_or_else(|e| panic!("{name:?}: {e}"))
+                .config;
+            stage_bundle(&work, &config.bundles[0], &["stable".to_owned()])
+                .unwrap_or_else(|e| panic!("{name:?}: {e}"));
+            assert!(
+                !outside.exists(),
+                "{name:?}: wrote outside the staging directory"
+            );
+            let mut written: Vec<String> = files_under(&work.join("bundles"))
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
+            written.retain(|p| !p.ends_with("metadata/annotations.yaml"));
+            assert_eq!(written.len(), wanted.len(), "{name:?}: {written:?}");
+            for (got, want) in written.iter().zip(wanted) {
+                let pattern = want.replace("_*", "_[0-9a-f]{32}").replace('.', "\\.");
+                let matches = regex::Regex::new(&format!("^{pattern}$"))
+                    .unwrap()
+                    .is_match(got);
+                assert!(matches, "{name:?}: wrote {got}, wanted {want}");
+            }
+            let beside: Vec<_> = std::fs::read_dir(root.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            assert_eq!(beside.len(), 2, "{name:?}: {beside:?}");
+            std::fs::remove_dir_all(&work).unwrap();
+            std::fs::remove_dir_all(&catalog_dir).unwrap();
+        }
     }
 }
