@@ -4,7 +4,7 @@
 //! and samples with only a plan file added (tests/fixtures/byo_operator/olmpack.yaml).
 //!
 //! `olmpack upgrade test` runs the stock manager binaries through `--webhook-command` with
-//! flags only (README "The webhook command"): the manager gets a kubeconfig acting as its
+//! flags only (docs/upgrade-test.md "The webhook command"): the manager gets a kubeconfig acting as its
 //! ServiceAccount, its controller fills in `status.conditions`, and the book's conversion
 //! code, which copies only `active` and `lastScheduleTime` of the status, loses the
 //! conditions when an object is written at v2. With the two missing lines added to
@@ -29,7 +29,7 @@ const FIX: [(&str, &str); 1] = [(
     "\tdst.Status.LastScheduleTime = src.Status.LastScheduleTime\n\tdst.Status.Conditions = src.Status.Conditions\n",
 )];
 
-/// The webhook command of README's kubebuilder workflow: one manager per release, picked by
+/// The webhook command of docs/upgrade-test.md's kubebuilder workflow: one manager per release, picked by
 /// `$OLMPACK_RELEASE`, configured with flags only.
 fn webhook_command(bin: &Path) -> String {
     format!(

@@ -2,7 +2,7 @@
 //! released kubebuilder v4.3.0 and v4.8.0 generated it, upgraded to what v4.15.0 generates
 //! (corpus `kubebuilder-project-v4-releases`). The managers are built from each release's
 //! source with Go (`go mod tidy` first: kubebuilder's testdata has no `go.sum`), and
-//! `olmpack upgrade test` runs README's webhook command verbatim — no webhook flag, which
+//! `olmpack upgrade test` runs docs/upgrade-test.md's webhook command verbatim — no webhook flag, which
 //! v4.0–v4.3 managers lack entirely and v4.8–v4.15 have only for certificates: each manager
 //! listens on controller-runtime's default port 9443 in a network of its own and reads its
 //! certificate from `$TMPDIR/k8s-webhook-server/serving-certs`.
@@ -19,7 +19,7 @@ use std::process::Command;
 use byo_support::Project;
 use serde_json::Value;
 
-/// README's kubebuilder webhook command, verbatim: each release's manager, picked by the
+/// the kubebuilder webhook command of docs/upgrade-test.md, verbatim: each release's manager, picked by the
 /// version in the CSV name, with no flag but the two that keep its probe and metrics ports
 /// closed.
 const WEBHOOK_COMMAND: &str = r#""./bin/${OLMPACK_RELEASE##*.v}/manager" --metrics-bind-address 0 --health-probe-bind-address 0"#;
@@ -105,7 +105,7 @@ impl Scene {
             .unwrap()
     }
 
-    /// `olmpack upgrade test` with README's command: its JSON report, exit code and stderr.
+    /// `olmpack upgrade test` with docs/upgrade-test.md's command: its JSON report, exit code and stderr.
     fn upgrade_test(&self, test: &str) -> (Vec<Value>, Option<i32>, String) {
         let out = self.olmpack(&[
             "upgrade",
@@ -124,7 +124,7 @@ impl Scene {
         (reports, out.status.code(), stderr)
     }
 
-    /// `olmpack upgrade olm` with README's command (each case in a fresh environment, as a
+    /// `olmpack upgrade olm` with docs/upgrade-test.md's command (each case in a fresh environment, as a
     /// user's first run has it): its exit code and everything it printed.
     fn upgrade_olm(&self) -> (Option<i32>, String) {
         let out = self.olmpack(&[

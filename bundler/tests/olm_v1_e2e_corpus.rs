@@ -7,7 +7,7 @@
 //! of its own words, and why; the test fails when olmpack's verdict or OLM v1's words differ,
 //! and when a case the table lacks is run. It also holds the static answer to the live one:
 //! on every upgrade OLM v1 ran, `upgrade check --consumer olm-v1` refuses exactly the edges the
-//! live OLM v1 refused. README's table of OLM v0's and OLM v1's verdicts side by side is
+//! live OLM v1 refused. docs/upgrade-olm.md's table of OLM v0's and OLM v1's verdicts side by side is
 //! checked against both tables.
 
 mod corpus_catalog;
@@ -230,7 +230,7 @@ async fn olm_v1_e2e_corpus_verdicts_are_olm_v1s_and_upgrade_check_agrees() {
     assert!(problems.is_empty(), "{problems:#?}");
 }
 
-/// README's table of OLM v0's and OLM v1's verdicts (between its `olm-v0-v1` markers): every
+/// docs/upgrade-olm.md's table of OLM v0's and OLM v1's verdicts (between its `olm-v0-v1` markers): every
 /// case of this table beside the same case of the OLM v0 suite on Kubernetes.
 fn readme_table() -> String {
     let v0: BTreeMap<(&str, &str), &str> = rows(V0_TABLE)
@@ -256,18 +256,18 @@ fn readme_table() -> String {
 }
 
 #[test]
-fn olm_v1_e2e_corpus_readme_shows_v0_beside_v1() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md");
+fn olm_v1_e2e_corpus_docs_show_v0_beside_v1() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/upgrade-olm.md");
     let readme = std::fs::read_to_string(&path).unwrap();
     let (begin, end) = ("<!-- olm-v0-v1:begin -->\n", "<!-- olm-v0-v1:end -->");
     let shown = readme
         .split_once(begin)
         .and_then(|(_, rest)| rest.split_once(end))
         .map(|(table, _)| table)
-        .expect("README.md has the olm-v0-v1 markers");
+        .expect("docs/upgrade-olm.md has the olm-v0-v1 markers");
     let want = readme_table();
     assert!(
         shown == want,
-        "README.md's OLM v0/v1 table differs from the verdict tables; between the markers it should read:\n{want}"
+        "docs/upgrade-olm.md's OLM v0/v1 table differs from the verdict tables; between the markers it should read:\n{want}"
     );
 }

@@ -126,18 +126,18 @@ fn opm_and_olmpack_accept_the_catalog_and_render_every_bundle_alike() {
 }
 
 #[test]
-fn the_readme_shows_the_current_upgrade_graph() {
+fn the_docs_show_the_current_upgrade_graph() {
     let out = olmpack()
         .args(["catalog", "graph", "catalog"])
         .output()
         .unwrap();
     assert!(out.status.success());
     let graph = String::from_utf8(out.stdout).unwrap();
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(root().join("docs/reference-operator.md")).unwrap();
     let block =
         format!("<!-- olmpack-graph:begin -->\n```mermaid\n{graph}```\n<!-- olmpack-graph:end -->");
     assert!(
         readme.contains(&block),
-        "README.md's upgrade graph is stale; paste the output of `olmpack catalog graph catalog`"
+        "docs/reference-operator.md's upgrade graph is stale; paste the output of `olmpack catalog graph catalog`"
     );
 }

@@ -1,4 +1,4 @@
-//! `cargo xtask lint`'s glossary checks: each word of README's glossary keeps its one meaning
+//! `cargo xtask lint`'s glossary checks: each word of the glossary (docs/architecture.md) keeps its one meaning
 //! in product code, where a machine can tell.
 //!
 //! - [`check_words`]: a word that belongs to one piece of code ([`WORDS`]: "render" is opm's
@@ -10,8 +10,8 @@
 //!   is defined once in product code, unless an [`AllowedType`] entry says why.
 //! - [`check_plan_types`]: a type whose name says `Plan` is the release plan (or OLM's
 //!   `InstallPlan`); a function named `plan` is the release plan's.
-//! - [`check_readme`]: README's glossary has a row for every word of [`GLOSSARY`], and every
-//!   path README's Layout tables (and the glossary) name exists.
+//! - [`check_readme`]: the glossary has a row for every word of [`GLOSSARY`], and every
+//!   path the Layout tables (and the glossary) of docs/architecture.md name exists.
 //! - [`check_allow_lists`]: every allow-list entry still matches something (a rename done
 //!   takes its entry with it).
 //!
@@ -34,7 +34,7 @@ pub const SOURCES: &[&str] = &[
     "crd-migrate/src",
 ];
 
-/// The words README's glossary defines, each on a row of its own.
+/// The words the glossary defines, each on a row of its own.
 pub const GLOSSARY: &[&str] = &[
     "plan", "release", "step", "generate", "lay out", "render", "check", "test", "case", "edge",
     "consumer", "finding", "verdict", "live",
@@ -177,6 +177,9 @@ pub const PLAN_TYPES: &[&str] = &[
 /// Known other uses of "plan" in names: `path`'s `name`, and why.
 pub const ALLOWED_PLAN_NAMES: &[(&str, &str, &str)] = &[];
 
+/// Where the glossary and the Layout tables are.
+const ARCHITECTURE: &str = "docs/architecture.md";
+
 /// Every glossary check, all run; fails with every problem found.
 pub fn check_all(root: &Path) -> Result<()> {
     let mut files = Vec::new();
@@ -185,7 +188,7 @@ pub fn check_all(root: &Path) -> Result<()> {
             files.push((Path::new(src).join(path), text));
         }
     }
-    let readme = std::fs::read_to_string(root.join("README.md"))?;
+    let readme = std::fs::read_to_string(root.join(ARCHITECTURE))?;
     let mut problems = check_words(&files, WORDS);
     problems.extend(check_type_names(&files, ONE_TYPE, ALLOWED_TYPES));
     problems.extend(check_plan_types(&files, ALLOWED_PLAN_NAMES));
@@ -195,7 +198,7 @@ pub fn check_all(root: &Path) -> Result<()> {
         return Ok(());
     }
     bail!(
-        "glossary: {} problem(s) (README's Glossary says what each word means)\n{}",
+        "glossary: {} problem(s) (docs/architecture.md's Glossary says what each word means)\n{}",
         problems.len(),
         problems.join("\n")
     )
@@ -415,7 +418,7 @@ pub fn check_plan_types(
     problems
 }
 
-/// README's glossary lacks a row for a word of `glossary`, or a Layout table names a path
+/// docs/architecture.md's glossary lacks a row for a word of `glossary`, or a Layout table names a path
 /// that `exists` denies.
 pub fn check_readme(readme: &str, glossary: &[&str], exists: &dyn Fn(&str) -> bool) -> Vec<String> {
     let mut problems = Vec::new();
@@ -429,12 +432,14 @@ pub fn check_readme(readme: &str, glossary: &[&str], exists: &dyn Fn(&str) -> bo
     };
     let glossary_rows = section("## Glossary");
     if glossary_rows.is_empty() {
-        problems.push("  README.md has no `## Glossary` section".to_owned());
+        problems.push("  docs/architecture.md has no `## Glossary` section".to_owned());
     }
     for word in glossary {
         let row = format!("| {word} |");
         if !glossary_rows.iter().any(|l| l.starts_with(&row)) {
-            problems.push(format!("  README.md's glossary has no row `{row}`"));
+            problems.push(format!(
+                "  docs/architecture.md's glossary has no row `{row}`"
+            ));
         }
     }
     // The files and folders the glossary's last column names, under `bundler/src/`.
@@ -445,7 +450,7 @@ pub fn check_readme(readme: &str, glossary: &[&str], exists: &dyn Fn(&str) -> bo
             let named = format!("bundler/src/{path}");
             if names_path && !path.contains("::") && !exists(&named) {
                 problems.push(format!(
-                    "  README.md's glossary names `{path}`, which is not in bundler/src/"
+                    "  docs/architecture.md's glossary names `{path}`, which is not in bundler/src/"
                 ));
             }
         }
@@ -461,7 +466,7 @@ pub fn check_readme(readme: &str, glossary: &[&str], exists: &dyn Fn(&str) -> bo
                 let path = format!("{base}{path}");
                 if !exists(&path) {
                     problems.push(format!(
-                        "  README.md's \"{title}\" names `{path}`, which does not exist"
+                        "  docs/architecture.md's \"{title}\" names `{path}`, which does not exist"
                     ));
                 }
             }

@@ -7,7 +7,7 @@
 //! - `cargo xtask env` prints the `export` lines that point a plain `cargo test` at the tools.
 //! - `cargo xtask lint` checks the crate layout ([`layout`]: the model crate stays pure, no
 //!   shipped crate needs a test-only one, no module cycle in `olmpack`, no import circle of
-//!   files in product code) and the glossary ([`glossary`]: README's words keep their one
+//!   files in product code) and the glossary ([`glossary`]: docs/architecture.md's words keep their one
 //!   meaning in product code), then runs `cargo fmt --check` and `cargo clippy -D warnings`.
 //! - `cargo xtask conformance` unpacks the real-world corpora once and runs the `realworld_`
 //!   tests against them.
@@ -68,7 +68,7 @@ enum Cmd {
         src: Option<PathBuf>,
     },
     /// Check the crate layout (olmpack-model depends on no I/O or CLI crate; olmpack's
-    /// top-level modules import each other without a cycle), the glossary (README's words keep
+    /// top-level modules import each other without a cycle), the glossary (docs/architecture.md's words keep
     /// their one meaning in product code), formatting, and run clippy with warnings denied.
     Lint,
     /// Unpack the real-world corpora (once, into ~/.cache/olmpack/corpus) and run the

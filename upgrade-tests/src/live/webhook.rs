@@ -9,7 +9,7 @@
 //!
 //! A command is the operator's process: it is started for every release, also one without a
 //! conversion webhook (its controllers run and fill in status, as they would on a cluster).
-//! Its environment (the same names as `olmpack upgrade olm` gives; README "The webhook
+//! Its environment (the same names as `olmpack upgrade olm` gives; docs/upgrade-test.md "The webhook
 //! command"):
 //! - [`CERT_FILE_ENV`], [`KEY_FILE_ENV`]: the serving certificate and key (PEM);
 //! - [`CERT_DIR_ENV`]: a directory holding them as `tls.crt`/`tls.key` (controller-runtime's

@@ -56,7 +56,7 @@ pub struct OlmArgs {
     #[arg(long, short)]
     pub quiet: bool,
     /// Shell command (or snippet) run by `sh -c` as the process of every Deployment OLM
-    /// wires webhooks to: the same contract as `upgrade test`'s (README, "The webhook
+    /// wires webhooks to: the same contract as `upgrade test`'s (docs/upgrade-test.md, "The webhook
     /// command"). It gets OLM's serving certificate in $OLMPACK_WEBHOOK_CERT_FILE and
     /// $OLMPACK_WEBHOOK_KEY_FILE (also as tls.crt/tls.key in $OLMPACK_WEBHOOK_CERT_DIR and
     /// in $TMPDIR/k8s-webhook-server/serving-certs, where controller-runtime looks), must
@@ -110,7 +110,7 @@ pub struct OlmArgs {
     /// serving-certificate Secrets for annotated Services and injects its CA where annotated;
     /// the node is a single-node OpenShift's (a master); and a bundle whose
     /// olm.maxOpenShiftVersion is below the next release is reported as blocking cluster
-    /// upgrades (warning[platform]). README says what is not emulated.
+    /// upgrades (warning[platform]). docs/upgrade-olm.md says what is not emulated.
     #[arg(long, value_name = "PLATFORM", default_value = "kubernetes")]
     pub platform: olmpack::upgrade::olm::platform::Platform,
     /// Also write the results as JUnit XML to this file.

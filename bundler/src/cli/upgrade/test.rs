@@ -35,7 +35,7 @@ pub struct TestArgs {
     /// OLMPACK_WEBHOOK_CERT_FILE, OLMPACK_WEBHOOK_KEY_FILE, OLMPACK_WEBHOOK_CERT_DIR,
     /// OLMPACK_WEBHOOK_PORT, OLMPACK_RELEASE, OLMPACK_IMAGE, OLMPACK_DEPLOYMENT,
     /// OLMPACK_NAMESPACE, and TMPDIR with the certificate in k8s-webhook-server/serving-certs
-    /// (README "The webhook command"). Where olmpack may (as root) it runs in a network of
+    /// (docs/upgrade-test.md "The webhook command"). Where olmpack may (as root) it runs in a network of
     /// its own, so OLMPACK_WEBHOOK_PORT is controller-runtime's 9443 and a kubebuilder
     /// manager needs no webhook flag; give it `--health-probe-bind-address 0
     /// --metrics-bind-address 0` all the same, as other ports must be free where it shares the
