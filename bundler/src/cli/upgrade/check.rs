@@ -175,7 +175,7 @@ fn from_plan(
     let mut releases = BTreeMap::new();
     for (version, built) in output.loaded {
         let bundle = load::LoadedBundle {
-            dir: loaded.resolve(Path::new("bundle")).join(version),
+            dir: loaded.bundles_dir().join(version),
             ..built
         };
         let release = InstalledBundle::from_bundle(&bundle)?;
@@ -184,14 +184,14 @@ fn from_plan(
     let mut edges = graph::plan_edges(&olmpack_model::upgrade_graph::UpgradeGraph::from_plan(
         &loaded,
     ));
-    let previous_dir = loaded.resolve(Path::new("catalog"));
+    let previous_dir = loaded.catalog_dir();
     if previous_dir.is_dir() {
         let previous = catalog_load::load_dir_with(&previous_dir, load_options(&policy.limits))?;
         let (previous, _) = Model::from_config(previous.config);
         edges.extend(graph::next_head_edges(&previous, &model));
         add_missing_releases(
             &previous,
-            &loaded.resolve(Path::new("bundle")),
+            &loaded.bundles_dir(),
             &mut releases,
             &policy.limits,
         )?;
