@@ -366,7 +366,7 @@ pub fn plan_text(project: &Project, options: &InitOptions) -> Result<String, Kub
             "releases/VERSION/install.yaml), point this entry at it, and add the new release.",
         ],
     }));
-    let release = Release {
+    let release = ReleaseEntry {
         version: &options.version,
         manifests: plan_path(&options.manifests)?,
         samples: options
@@ -434,11 +434,11 @@ struct OutputKey<'a> {
 
 #[derive(Serialize)]
 struct Releases<'a> {
-    releases: [Release<'a>; 1],
+    releases: [ReleaseEntry<'a>; 1],
 }
 
 #[derive(Serialize)]
-struct Release<'a> {
+struct ReleaseEntry<'a> {
     version: &'a str,
     manifests: String,
     #[serde(skip_serializing_if = "Vec::is_empty")]
