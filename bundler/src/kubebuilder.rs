@@ -1,18 +1,24 @@
-//! A kubebuilder project as a release plan (`olmpack plan init`).
+//! A kubebuilder or operator-sdk project as a release plan (`olmpack plan init`).
 //!
 //! Contract: [`Project::parse`] reads the `PROJECT` file as kubebuilder writes it (YAML:
-//! `projectName`, `domain`, `resources[]` with `group`, `version`, `kind` and `webhooks`);
-//! other fields are ignored. [`plan_text`] writes the plan of one release of the project: its
-//! `dist/install.yaml` (what `make build-installer` writes) as the release's manifests, its
-//! `config/samples` as samples, the images under one repository with `{version}` in the tags
-//! (kubebuilder's `controller:latest` would make every release run the same image), and
-//! comments saying what to edit and how the next release is added. Every value is written by
-//! the YAML serializer and comment text cannot end its comment. Pure: the CLI reads the files
-//! and writes the plan.
+//! `projectName`, `domain`, `layout`, `plugins`, `resources[]` with `group`, `version`, `kind`
+//! and `webhooks`); other fields are ignored. A `layout` or `plugins` key of operator-sdk's
+//! (`*.sdk.operatorframework.io/…`, as `operator-sdk init` writes:
+//! `manifests.sdk.operatorframework.io/v2`, `scorecard.sdk.operatorframework.io/v2`,
+//! `helm.sdk.operatorframework.io/v1`) makes it an operator-sdk project. [`plan_text`] writes
+//! the plan of one release of the project: for kubebuilder its `dist/install.yaml` (what `make
+//! build-installer` writes) as the release's manifests and its `config/samples` as samples; for
+//! operator-sdk its `bundle/manifests` (what `make bundle` writes: the CSV, whose metadata and
+//! `alm-examples` the plan takes) and output directories apart from operator-sdk's own
+//! `bundle/`; the images under one repository with `{version}` in the tags (kubebuilder's
+//! `controller:latest` would make every release run the same image), and comments saying what
+//! to edit and how the next release is added. Every value is written by the YAML serializer
+//! and comment text cannot end its comment. Pure: the CLI reads the files and writes the plan.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+use olmpack_model::plan::Output;
 use serde::{Deserialize, Serialize};
 
 /// A `PROJECT` file that cannot become a plan.
@@ -62,6 +68,12 @@ struct ProjectFile {
     project_name: Option<String>,
     #[serde(default)]
     domain: String,
+    /// One plugin key (PROJECT version 3 of kubebuilder 3.0) or a list of them.
+    #[serde(default)]
+    layout: serde_json::Value,
+    /// Plugin keys with their settings.
+    #[serde(default)]
+    plugins: serde_json::Value,
     #[serde(default)]
     resources: Vec<Resource>,
 }
@@ -126,6 +138,28 @@ pub struct Project {
     pub conversion: bool,
     /// Whether any resource has a defaulting or validating webhook.
     pub admission: bool,
+    /// The first `layout` or `plugins` key of operator-sdk's, when the project is one.
+    pub operator_sdk: Option<String>,
+}
+
+/// The first plugin key of `layout` (one or a list) and `plugins` that is operator-sdk's
+/// (`<name>.sdk.operatorframework.io/<version>`).
+fn operator_sdk_key(layout: &serde_json::Value, plugins: &serde_json::Value) -> Option<String> {
+    let layout = match layout {
+        serde_json::Value::String(key) => vec![key.as_str()],
+        serde_json::Value::Array(keys) => keys.iter().filter_map(|k| k.as_str()).collect(),
+        _ => Vec::new(),
+    };
+    let plugins = plugins.as_object().into_iter().flat_map(|p| p.keys());
+    let sdk = |key: &&str| {
+        key.split_once('/')
+            .is_some_and(|(name, _)| name.ends_with(".sdk.operatorframework.io"))
+    };
+    layout
+        .into_iter()
+        .chain(plugins.map(String::as_str))
+        .find(sdk)
+        .map(str::to_owned)
 }
 
 impl Project {
@@ -159,6 +193,7 @@ impl Project {
             apis,
             conversion: hooks().any(|w| w.conversion),
             admission: hooks().any(|w| w.defaulting || w.validation),
+            operator_sdk: operator_sdk_key(&parsed.layout, &parsed.plugins),
         })
     }
 }
@@ -167,37 +202,62 @@ impl Project {
 /// without `IMG`.
 pub const DEFAULT_IMAGE: &str = "controller:latest";
 
-/// What `plan init` needs to know of `dist/install.yaml`.
+/// What `plan init` needs to know of the release's manifests: `dist/install.yaml`, or the
+/// files of operator-sdk's `bundle/manifests`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Installer {
     /// Whether it holds a cert-manager Certificate (kubebuilder's metrics certificate, say).
     pub cert_manager: bool,
-    /// The images of its Deployments' containers, in order.
+    /// The images of its Deployments' containers (and its CSV's), in order.
     pub images: Vec<String>,
+    /// The `spec.version` of its ClusterServiceVersion, when it has one.
+    pub csv_version: Option<String>,
 }
 
 impl Installer {
     /// Reads the installer's YAML stream as Go would; a stream that does not parse gives an
     /// empty installer (`olmpack generate` reports it, naming the document).
     pub fn read(text: &str) -> Installer {
-        let docs =
-            olmpack_model::yaml::from_multi_str_go(text).map_or_else(|_| Vec::new(), |(d, _)| d);
+        Self::read_files([text])
+    }
+
+    /// [`Installer::read`] over several files (a bundle's `manifests/`), in the order given.
+    pub fn read_files<'a>(texts: impl IntoIterator<Item = &'a str>) -> Installer {
+        let docs: Vec<serde_json::Value> = texts
+            .into_iter()
+            .flat_map(|text| {
+                olmpack_model::yaml::from_multi_str_go(text).map_or_else(|_| Vec::new(), |(d, _)| d)
+            })
+            .collect();
         let cert_manager = docs.iter().any(|doc| {
             doc["kind"] == "Certificate"
                 && doc["apiVersion"]
                     .as_str()
                     .is_some_and(|v| v.starts_with("cert-manager.io/"))
         });
-        let images = docs
-            .iter()
-            .filter(|doc| doc["kind"] == "Deployment")
-            .flat_map(|doc| doc["spec"]["template"]["spec"]["containers"].as_array())
+        let csvs = || {
+            docs.iter()
+                .filter(|doc| doc["kind"] == "ClusterServiceVersion")
+        };
+        let csv_deployments = csvs()
+            .flat_map(|csv| csv["spec"]["install"]["spec"]["deployments"].as_array())
+            .flatten()
+            .map(|d| &d["spec"]);
+        let deployments = docs.iter().filter(|doc| doc["kind"] == "Deployment");
+        let images = deployments
+            .map(|doc| &doc["spec"])
+            .chain(csv_deployments)
+            .flat_map(|spec| spec["template"]["spec"]["containers"].as_array())
             .flatten()
             .filter_map(|c| c["image"].as_str().map(str::to_owned))
             .collect();
+        let csv_version = csvs()
+            .find_map(|csv| csv["spec"]["version"].as_str())
+            .map(str::to_owned);
         Installer {
             cert_manager,
             images,
+            csv_version,
         }
     }
 
@@ -224,7 +284,22 @@ pub struct InitOptions {
     /// Whether the manifests hold a cert-manager Certificate (kubebuilder's metrics
     /// certificate, say).
     pub cert_manager: bool,
+    /// The plan's output directories, when not `bundle` and `catalog` (an operator-sdk
+    /// project's own `bundle/` is `make bundle`'s).
+    pub output: Option<Output>,
 }
+
+/// Where `plan init` has `olmpack generate` write in an operator-sdk project, whose `bundle/`
+/// is `make bundle`'s.
+pub fn operator_sdk_output() -> Output {
+    Output {
+        bundles: PathBuf::from("olmpack/bundle"),
+        catalog: PathBuf::from("olmpack/catalog"),
+    }
+}
+
+/// Where operator-sdk's `make bundle` writes the bundle's manifests, relative to the project.
+pub const OPERATOR_SDK_MANIFESTS: &str = "bundle/manifests";
 
 /// The plan `olmpack plan init` writes (module docs). Every value goes through the YAML
 /// serializer, so no text from the PROJECT file, the install manifests' directory or the
@@ -233,11 +308,22 @@ pub struct InitOptions {
 pub fn plan_text(project: &Project, options: &InitOptions) -> Result<String, KubebuilderError> {
     let name = &project.name;
     let repo = &options.repository;
+    let output = options.output.clone().unwrap_or_default();
+    let (tool, csv) = match project.operator_sdk {
+        Some(_) => ("operator-sdk", Csv::from_bundle()),
+        None => ("kubebuilder", Csv::named(name)),
+    };
     let mut out = comment(&[
-        &format!("Release plan of the kubebuilder project {name}, written by `olmpack plan init`."),
+        &format!("Release plan of the {tool} project {name}, written by `olmpack plan init`."),
         &format!("APIs: {}.", project.apis.join(", ")),
-        "Edit the CSV metadata and the image repository; `olmpack generate` writes bundle/",
-        "and catalog/, `olmpack upgrade test` runs every upgrade edge on a real apiserver.",
+        &format!(
+            "Edit the CSV metadata and the image repository; `olmpack generate` writes {}/",
+            plan_path(&output.bundles)?
+        ),
+        &format!(
+            "and {}/, `olmpack upgrade test` runs every upgrade edge on a real apiserver.",
+            plan_path(&output.catalog)?
+        ),
     ]);
     let head = Head {
         package: name,
@@ -246,13 +332,20 @@ pub fn plan_text(project: &Project, options: &InitOptions) -> Result<String, Kub
         operator_image: format!("{repo}:v{{version}}"),
         bundle_image: format!("{repo}-bundle:v{{version}}"),
         catalog_image: format!("{repo}-catalog:latest"),
-        csv: Csv {
-            display_name: name,
-            description: format!("The {name} operator."),
-            provider: Provider { name },
-        },
+        csv,
     };
     out.push_str(&yaml(&head)?);
+    if project.operator_sdk.is_some() {
+        out.push_str(&comment(&[
+            "An empty displayName, description or provider name is taken from the CSV of the",
+            "release's manifests (`make bundle`'s), as is the rest of its metadata the plan does",
+            "not set, and its alm-examples. operator-sdk's own bundle/ is `make bundle`'s, so",
+            "olmpack writes elsewhere:",
+        ]));
+        out.push_str(&yaml(&OutputKey { output: &output })?);
+    } else if let Some(output) = &options.output {
+        out.push_str(&yaml(&OutputKey { output })?);
+    }
     if options.cert_manager {
         out.push_str(&comment(&[
             "The manifests hold a cert-manager Certificate. OLM runs no cert-manager: it serves",
@@ -262,11 +355,18 @@ pub fn plan_text(project: &Project, options: &InitOptions) -> Result<String, Kub
         ]));
         out.push_str("certManagerCertificates: drop\n");
     }
-    out.push_str(&comment(&[
-        "One entry per release. For the next one, keep this release's install.yaml (say",
-        "releases/VERSION/install.yaml), point this entry at it, and add the new release.",
-    ]));
-    let release = InitRelease {
+    out.push_str(&comment(match project.operator_sdk {
+        Some(_) => &[
+            "One entry per release. For the next one, keep this release's bundle/manifests (say",
+            "releases/VERSION/manifests), point this entry at it, run `make bundle VERSION=...`",
+            "and add the new release.",
+        ],
+        None => &[
+            "One entry per release. For the next one, keep this release's install.yaml (say",
+            "releases/VERSION/install.yaml), point this entry at it, and add the new release.",
+        ],
+    }));
+    let release = ReleaseEntry {
         version: &options.version,
         manifests: plan_path(&options.manifests)?,
         samples: options
@@ -275,7 +375,7 @@ pub fn plan_text(project: &Project, options: &InitOptions) -> Result<String, Kub
             .map(|s| plan_path(s))
             .collect::<Result<_, _>>()?,
     };
-    out.push_str(&yaml(&InitReleases {
+    out.push_str(&yaml(&Releases {
         releases: [release],
     })?);
     Ok(out)
@@ -302,18 +402,43 @@ struct Csv<'a> {
     provider: Provider<'a>,
 }
 
+impl<'a> Csv<'a> {
+    /// A kubebuilder project's: named after the project, to edit.
+    fn named(name: &'a str) -> Self {
+        Csv {
+            display_name: name,
+            description: format!("The {name} operator."),
+            provider: Provider { name },
+        }
+    }
+
+    /// An operator-sdk project's: empty, so the bundle's CSV gives each.
+    fn from_bundle() -> Self {
+        Csv {
+            display_name: "",
+            description: String::new(),
+            provider: Provider { name: "" },
+        }
+    }
+}
+
 #[derive(Serialize)]
 struct Provider<'a> {
     name: &'a str,
 }
 
 #[derive(Serialize)]
-struct InitReleases<'a> {
-    releases: [InitRelease<'a>; 1],
+struct OutputKey<'a> {
+    output: &'a Output,
 }
 
 #[derive(Serialize)]
-struct InitRelease<'a> {
+struct Releases<'a> {
+    releases: [ReleaseEntry<'a>; 1],
+}
+
+#[derive(Serialize)]
+struct ReleaseEntry<'a> {
     version: &'a str,
     manifests: String,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -377,6 +502,7 @@ mod tests {
                 ],
                 conversion: true,
                 admission: true,
+                operator_sdk: None,
             }
         );
     }
@@ -400,6 +526,47 @@ mod tests {
                 "Job (batch/v1)",
             ]
         );
+    }
+
+    #[test]
+    fn operator_sdk_projects_are_told_by_their_plugin_keys() {
+        let cases = [
+            // operator-sdk v1.42.3's Go sample: kubebuilder's layout, operator-sdk's plugins.
+            (
+                "layout: [go.kubebuilder.io/v4]\nplugins:\n  deploy-image.go.kubebuilder.io/v1-alpha: {}\n  manifests.sdk.operatorframework.io/v2: {}\n  scorecard.sdk.operatorframework.io/v2: {}\n",
+                Some("manifests.sdk.operatorframework.io/v2"),
+            ),
+            // operator-sdk's Helm and Ansible projects: its layout.
+            (
+                "layout: [helm.sdk.operatorframework.io/v1]\n",
+                Some("helm.sdk.operatorframework.io/v1"),
+            ),
+            // kubebuilder 3.0's one-string layout.
+            (
+                "layout: go.kubebuilder.io/v3\nplugins: {scorecard.sdk.operatorframework.io/v2: {}}\n",
+                Some("scorecard.sdk.operatorframework.io/v2"),
+            ),
+            // kubebuilder alone, with its own plugins.
+            (
+                "layout: [go.kubebuilder.io/v4]\nplugins: {deploy-image.go.kubebuilder.io/v1-alpha: {}}\n",
+                None,
+            ),
+            ("layout: [sdk.operatorframework.io.example/v1]\n", None),
+        ];
+        for (text, want) in cases {
+            let text = format!("projectName: p\n{text}");
+            let project = Project::parse("PROJECT", &text).unwrap();
+            assert_eq!(project.operator_sdk.as_deref(), want, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_bundle_gives_its_csv_version_and_images() {
+        let csv = "apiVersion: operators.coreos.com/v1alpha1\nkind: ClusterServiceVersion\nspec:\n  version: 0.0.1\n  install:\n    spec:\n      deployments:\n      - spec: {template: {spec: {containers: [{name: m, image: \"controller:latest\"}]}}}\n";
+        let installer = Installer::read_files(["kind: Service\n", csv]);
+        assert_eq!(installer.csv_version.as_deref(), Some("0.0.1"));
+        assert!(installer.runs_default_image() && !installer.cert_manager);
+        assert_eq!(Installer::read("kind: Service\n").csv_version, None);
     }
 
     #[test]

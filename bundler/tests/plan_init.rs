@@ -279,3 +279,183 @@ fn plan_init_says_a_fifo_install_yaml_is_not_a_file() {
     );
     assert!(!dir.path().join("olmpack.yaml").exists());
 }
+
+/// operator-sdk's Go memcached sample at a released tag (PROJECT, `make bundle`'s bundle/,
+/// config/samples and config/manifests, unedited: fixtures/plan_init_operator_sdk/TAG/README.md).
+fn sdk_project(tag: &str) -> tempfile::TempDir {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/plan_init_operator_sdk")
+        .join(tag);
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&src, dir.path());
+    dir
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// The `olmpack` commands of docs/guide.md's operator-sdk block, as they stand (`make
+/// bundle`'s output is the fixture's bundle/).
+fn sdk_docs_commands() -> Vec<Vec<String>> {
+    let guide = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/guide.md");
+    let guide = std::fs::read_to_string(guide).unwrap();
+    let start = guide
+        .find("**operator-sdk projects:**")
+        .expect("docs/guide.md has its operator-sdk section");
+    let block = &guide[start..];
+    let block = &block[block.find("```sh\n").unwrap() + 6..];
+    let block = &block[..block.find("```").unwrap()];
+    let commands: Vec<Vec<String>> = block
+        .lines()
+        .map(|line| line.split(" #").next().unwrap().trim())
+        .filter(|line| line.starts_with("olmpack "))
+        .map(|line| line.split_whitespace().skip(1).map(str::to_owned).collect())
+        .collect();
+    assert_eq!(commands.len(), 3, "{block}");
+    assert!(block.contains("make bundle"), "{block}");
+    commands
+}
+
+fn sdk_docs_commands_run_as_they_stand(tag: &str) {
+    let dir = sdk_project(tag);
+    let before = std::fs::read(dir.path().join("bundle/tests/scorecard/config.yaml")).unwrap();
+    for command in sdk_docs_commands() {
+        let args: Vec<&str> = command.iter().map(String::as_str).collect();
+        let out = olmpack(dir.path(), &args);
+        assert!(out.status.success(), "{tag}: {args:?}\n{}", shown(&out));
+        if args[0] == "bundle" {
+            assert!(
+                String::from_utf8_lossy(&out.stdout)
+                    .ends_with("olmpack/bundle: 0 error(s), 3 warning(s), 0 info\n"),
+                "{tag}: {}",
+                shown(&out)
+            );
+        }
+        if args[0] == "plan" {
+            let plan = std::fs::read_to_string(dir.path().join("olmpack.yaml")).unwrap();
+            insta::assert_snapshot!(
+                format!("plan_init_operator_sdk_{}", tag.replace('.', "_")),
+                plan
+            );
+        }
+    }
+    // operator-sdk's bundle/ is untouched; olmpack's bundle carries its scorecard config, named
+    // by operator-sdk's test annotations and labels, copied by the Dockerfile.
+    let bundle = dir.path().join("olmpack/bundle/0.0.1");
+    let carried = std::fs::read_to_string(bundle.join("tests/scorecard/config.yaml")).unwrap();
+    let carried: serde_json::Value = olmpack_model::yaml::from_str(&carried).unwrap();
+    let source: serde_json::Value =
+        olmpack_model::yaml::from_str(std::str::from_utf8(&before).unwrap()).unwrap();
+    assert_eq!(carried, source, "{tag}");
+    assert_eq!(
+        std::fs::read(dir.path().join("bundle/tests/scorecard/config.yaml")).unwrap(),
+        before
+    );
+    let annotations = std::fs::read_to_string(bundle.join("metadata/annotations.yaml")).unwrap();
+    for line in [
+        "  operators.operatorframework.io.test.config.v1: tests/scorecard/\n",
+        "  operators.operatorframework.io.test.mediatype.v1: scorecard+v1\n",
+    ] {
+        assert!(annotations.contains(line), "{tag}: {annotations}");
+    }
+    let dockerfile = std::fs::read_to_string(bundle.join("bundle.Dockerfile")).unwrap();
+    for line in [
+        "LABEL operators.operatorframework.io.test.config.v1=\"tests/scorecard/\"\n",
+        "LABEL operators.operatorframework.io.test.mediatype.v1=\"scorecard+v1\"\n",
+        "COPY tests/scorecard /tests/scorecard/\n",
+    ] {
+        assert!(dockerfile.contains(line), "{tag}: {dockerfile}");
+    }
+    let csv = std::fs::read_to_string(
+        bundle.join("manifests/memcached-operator.clusterserviceversion.yaml"),
+    )
+    .unwrap();
+    assert!(csv.contains("displayName: Memcached Operator"), "{csv}");
+    assert!(
+        csv.contains("\"kind\": \"Memcached\""),
+        "alm-examples:\n{csv}"
+    );
+}
+
+#[test]
+fn plan_init_operator_sdk_v1_39_2_docs_commands_generate_a_valid_bundle() {
+    sdk_docs_commands_run_as_they_stand("v1.39.2");
+}
+
+#[test]
+fn plan_init_operator_sdk_v1_42_3_docs_commands_generate_a_valid_bundle() {
+    sdk_docs_commands_run_as_they_stand("v1.42.3");
+}
+
+/// operator-sdk's own bundle/ is never replaced: `generate` told to write there is refused by
+/// the `.olmpack-generated` rule, nothing written; without `make bundle`'s output `plan init`
+/// says what to run; a scorecard file that is not a Configuration is left out with a warning.
+#[test]
+fn plan_init_operator_sdk_refuses_the_collision_and_a_missing_bundle() {
+    let dir = sdk_project("v1.42.3");
+    let init = olmpack(dir.path(), &["plan", "init"]);
+    assert!(init.status.success(), "{}", shown(&init));
+    let listing = |d: &Path| {
+        let mut files: Vec<String> = walk(d);
+        files.sort();
+        files
+    };
+    let before = listing(&dir.path().join("bundle"));
+    let out = olmpack(dir.path(), &["generate", "--bundles", "bundle"]);
+    assert_eq!(out.status.code(), Some(2), "{}", shown(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).ends_with(
+            "error: bundle: is a directory olmpack did not generate (it holds metadata, which olmpack would not write); olmpack replaces only directories it generated, so nothing was written (pick another output directory, or remove it yourself)\n"
+        ),
+        "{}",
+        shown(&out)
+    );
+    assert_eq!(listing(&dir.path().join("bundle")), before);
+    assert!(!dir.path().join("olmpack").exists());
+    assert!(!dir.path().join("catalog").exists());
+
+    std::fs::write(
+        dir.path().join("bundle/tests/scorecard/config.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+    )
+    .unwrap();
+    let out = olmpack(dir.path(), &["generate"]);
+    assert!(out.status.success(), "{}", shown(&out));
+    assert!(
+        shown(&out).contains("warning[input/scorecard-unreadable] bundle/tests/scorecard/config.yaml: the bundle's scorecard configuration is not carried: it holds ConfigMap \"v1\", not a scorecard.operatorframework.io Configuration"),
+        "{}",
+        shown(&out)
+    );
+    assert!(!dir.path().join("olmpack/bundle/0.0.1/tests").exists());
+
+    std::fs::remove_dir_all(dir.path().join("bundle/manifests")).unwrap();
+    let out = olmpack(dir.path(), &["plan", "init", "--force"]);
+    assert_eq!(out.status.code(), Some(2), "{}", shown(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: ./bundle/manifests: no ClusterServiceVersion there, and PROJECT names operator-sdk's manifests.sdk.operatorframework.io/v2: run `make bundle` in the project first (olmpack reads its bundle/manifests and does not run operator-sdk), or write the plan yourself with `manifests` naming the output of `kustomize build config/manifests`\n"
+    );
+}
+
+fn walk(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_dir() {
+            out.extend(walk(&entry.path()));
+        } else {
+            out.push(entry.path().display().to_string());
+        }
+    }
+    out
+}

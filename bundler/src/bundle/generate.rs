@@ -277,8 +277,12 @@ fn lay_out_one(
     built: Built<'_>,
 ) -> Result<(Report, LoadedBundle, FileTree), GenerateError> {
     let release = built.release.release;
-    let meta = bundle_metadata(plan, release);
     let scorecard = built.release.inputs.scorecard.as_ref();
+    let labels = super::scorecard::labels(&plan.plan.bundle_labels, scorecard);
+    let meta = BundleMetadata {
+        extra_labels: &labels,
+        ..bundle_metadata(plan, release)
+    };
     let (files, objects) = files::to_files(&built.bundle, &meta)
         .and_then(|(mut files, objects)| {
             super::scorecard::carry(&mut files, scorecard).map(|()| (files, objects))

@@ -112,6 +112,7 @@ pub fn read_dir(
     let (objects, lenient) = parse_files(files.map(|(r, c)| (dir.join(r), c)), &mut problems);
     let mut inputs = classify(objects, choices, &mut problems);
     crate::bundle::operator_sdk::read_bundle_metadata(dir, root, &mut inputs, limits);
+    crate::bundle::scorecard::read_beside_bundle(dir, root, &mut inputs, limits);
     inputs.notes.splice(0..0, lenient);
     if problems.is_empty() {
         Ok(inputs)

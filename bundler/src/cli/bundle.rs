@@ -38,7 +38,7 @@ pub enum BundleCommand {
         /// The release plan.
         #[arg(long, default_value = plan::DEFAULT_PLAN_FILE)]
         plan: PathBuf,
-        /// Output directory [default: `bundle` next to the plan].
+        /// Output directory [default: the plan's `output.bundles`, `bundle` next to it].
         #[arg(long)]
         out: Option<PathBuf>,
         /// Write nothing; exit 1 with a diff if the output directory is not up to date.
@@ -118,7 +118,7 @@ fn generate(
     policy: &Policy,
 ) -> CmdResult {
     let loaded = olmpack::plan::load(plan_path, policy)?;
-    let out = out.unwrap_or_else(|| loaded.resolve(Path::new("bundle")));
+    let out = out.unwrap_or_else(|| loaded.bundles_dir());
     let options = super::generate_options(pin_digests, policy)?;
     let generated = match generate::generate(&loaded, &options) {
         Ok(generated) => generated,

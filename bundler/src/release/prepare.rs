@@ -2,7 +2,7 @@
 //! upgrade check, install manifests, supply chain; each described as a [`super::Step`].
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::state::State;
 use crate::build;
@@ -301,10 +301,7 @@ impl<'a> Preparing<'a> {
             "catalog/",
         ));
         let previous = [
-            (
-                plan.resolve(Path::new("catalog")),
-                plan.resolve(Path::new("bundle")),
-            ),
+            (plan.catalog_dir(), plan.bundles_dir()),
             (options.out.join("catalog"), options.out.join("bundle")),
         ];
         let upgrade_check = upgrade_check(

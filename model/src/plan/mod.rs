@@ -142,8 +142,49 @@ pub struct Plan {
     /// left out with a warning.
     #[serde(default, skip_serializing_if = "ErrorOrDrop::is_default")]
     pub helm_hooks: ErrorOrDrop,
+    /// Where `olmpack generate` writes, relative to the plan (`--bundles` and `--catalog`
+    /// win). Default: `bundle` and `catalog`. An operator-sdk project keeps its own `bundle/`
+    /// (the output of `make bundle`), so `olmpack plan init` writes other directories there.
+    #[serde(default, skip_serializing_if = "Output::is_default")]
+    pub output: Output,
     /// Every release, oldest first or in any order.
     pub releases: Vec<Release>,
+}
+
+/// The plan's output directories ([`Plan::output`]).
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Output {
+    /// The bundles' directory (`<version>/` for each release), relative to the plan.
+    #[serde(default = "Output::default_bundles")]
+    pub bundles: PathBuf,
+    /// The catalog's directory, relative to the plan.
+    #[serde(default = "Output::default_catalog")]
+    pub catalog: PathBuf,
+}
+
+impl Default for Output {
+    fn default() -> Self {
+        Self {
+            bundles: Self::default_bundles(),
+            catalog: Self::default_catalog(),
+        }
+    }
+}
+
+impl Output {
+    fn default_bundles() -> PathBuf {
+        PathBuf::from("bundle")
+    }
+
+    fn default_catalog() -> PathBuf {
+        PathBuf::from("catalog")
+    }
+
+    /// True for `bundle` and `catalog`.
+    pub fn is_default(&self) -> bool {
+        self == &Self::default()
+    }
 }
 
 /// Image build settings of `olmpack release`.
@@ -487,6 +528,16 @@ impl LoadedPlan {
         self.base_dir().join(path)
     }
 
+    /// Where `olmpack generate` writes the bundles ([`Plan::output`]), resolved.
+    pub fn bundles_dir(&self) -> PathBuf {
+        self.resolve(&self.plan.output.bundles)
+    }
+
+    /// Where `olmpack generate` writes the catalog ([`Plan::output`]), resolved.
+    pub fn catalog_dir(&self) -> PathBuf {
+        self.resolve(&self.plan.output.catalog)
+    }
+
     /// Releases with parsed versions, oldest first.
     pub fn sorted_releases(&self) -> Vec<(semver::Version, &Release)> {
         let mut releases: Vec<_> = self
@@ -625,6 +676,7 @@ fn check(loaded: &LoadedPlan) -> Result<(), PlanError> {
     check_image_templates(loaded, &mut problems);
     check_default_channel(loaded, &mut problems);
     check_bundle_labels(&loaded.plan, &mut problems);
+    check_output(&loaded.plan.output, &mut problems);
     match problems.len() {
         0 => Ok(()),
         1 => {
@@ -644,6 +696,42 @@ fn check(loaded: &LoadedPlan) -> Result<(), PlanError> {
 
 /// `(field, message)` of one refused value.
 type Problems = Vec<(String, String)>;
+
+/// Output directories stay under the plan's directory and apart: `generate` replaces each
+/// whole, so one inside the other (or the plan's own directory) would be replaced by the other.
+fn check_output(output: &Output, problems: &mut Problems) {
+    let dirs = [
+        ("output.bundles", &output.bundles),
+        ("output.catalog", &output.catalog),
+    ];
+    let before = problems.len();
+    for (field, dir) in dirs {
+        let normal = dir
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+        if dir.as_os_str().is_empty() || !normal {
+            problems.push((
+                field.to_owned(),
+                format!(
+                    "{:?} is not a directory under the plan's: give a relative path without `.` or `..`",
+                    dir.display().to_string()
+                ),
+            ));
+        }
+    }
+    let (bundles, catalog) = (&output.bundles, &output.catalog);
+    let valid = problems.len() == before;
+    if valid && (bundles.starts_with(catalog) || catalog.starts_with(bundles)) {
+        problems.push((
+            "output".to_owned(),
+            format!(
+                "bundles {:?} and catalog {:?} overlap: generate replaces each directory whole, so give two apart",
+                bundles.display().to_string(),
+                catalog.display().to_string()
+            ),
+        ));
+    }
+}
 
 fn check_package(plan: &Plan, problems: &mut Problems) {
     if !is_dns1123_label(&plan.package) {

@@ -209,3 +209,36 @@ fn the_published_schema_is_current() {
         path.display()
     );
 }
+
+#[test]
+fn output_directories_default_resolve_and_stay_apart() {
+    let release = "releases:\n- {version: 1.0.0, manifests: m}\n";
+    let plan = parse_str(&format!("{BASE}{release}")).unwrap();
+    assert_eq!(plan.bundles_dir(), PathBuf::from("dir/bundle"));
+    assert_eq!(plan.catalog_dir(), PathBuf::from("dir/catalog"));
+    let plan = parse_str(&format!("{BASE}output: {{bundles: olm/b}}\n{release}")).unwrap();
+    assert_eq!(plan.bundles_dir(), PathBuf::from("dir/olm/b"));
+    assert_eq!(plan.catalog_dir(), PathBuf::from("dir/catalog"));
+    let cases = [
+        (
+            "output: {bundles: ../b}\n",
+            "dir/olmpack.yaml: output.bundles: \"../b\" is not a directory under the plan's: give a relative path without `.` or `..`",
+        ),
+        (
+            "output: {catalog: /tmp/c}\n",
+            "dir/olmpack.yaml: output.catalog: \"/tmp/c\" is not a directory under the plan's: give a relative path without `.` or `..`",
+        ),
+        (
+            "output: {bundles: '', catalog: c}\n",
+            "dir/olmpack.yaml: output.bundles: \"\" is not a directory under the plan's: give a relative path without `.` or `..`",
+        ),
+        (
+            "output: {bundles: out, catalog: out/catalog}\n",
+            "dir/olmpack.yaml: output: bundles \"out\" and catalog \"out/catalog\" overlap: generate replaces each directory whole, so give two apart",
+        ),
+    ];
+    for (output, want) in cases {
+        let err = parse_str(&format!("{BASE}{output}{release}")).unwrap_err();
+        assert_eq!(err.to_string(), want, "{output}");
+    }
+}

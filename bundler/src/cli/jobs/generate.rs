@@ -46,10 +46,10 @@ pub struct GenerateArgs {
     /// The release plan.
     #[arg(long, default_value = plan::DEFAULT_PLAN_FILE)]
     plan: PathBuf,
-    /// Bundle output directory [default: `bundle` next to the plan].
+    /// Bundle output directory [default: the plan's `output.bundles`, `bundle` next to it].
     #[arg(long)]
     bundles: Option<PathBuf>,
-    /// Catalog output directory [default: `catalog` next to the plan].
+    /// Catalog output directory [default: the plan's `output.catalog`, `catalog` next to it].
     #[arg(long)]
     catalog: Option<PathBuf>,
     /// Write nothing; exit 1 with a diff if either directory is not up to date.
@@ -65,12 +65,8 @@ pub struct GenerateArgs {
 /// Runs `olmpack generate` on a plan file.
 pub fn generate_cmd(args: GenerateArgs, policy: &Policy) -> CmdResult {
     let loaded = olmpack::plan::load(&args.plan, policy)?;
-    let bundles = args
-        .bundles
-        .unwrap_or_else(|| loaded.resolve(Path::new("bundle")));
-    let catalog = args
-        .catalog
-        .unwrap_or_else(|| loaded.resolve(Path::new("catalog")));
+    let bundles = args.bundles.unwrap_or_else(|| loaded.bundles_dir());
+    let catalog = args.catalog.unwrap_or_else(|| loaded.catalog_dir());
     run_generate(
         &loaded,
         (&bundles, &catalog),
@@ -181,7 +177,7 @@ pub fn catalog_only(
     policy: &Policy,
 ) -> CmdResult {
     let loaded = olmpack::plan::load(plan_path, policy)?;
-    let out = out.unwrap_or_else(|| loaded.resolve(Path::new("catalog")));
+    let out = out.unwrap_or_else(|| loaded.catalog_dir());
     let output = match build::build(&loaded, &crate::cli::generate_options(None, policy)?) {
         Ok(output) => output,
         Err(BuildError::Bundles(GenerateError::Invalid(findings))) => {

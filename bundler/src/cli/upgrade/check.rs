@@ -175,7 +175,7 @@ fn from_plan(
         Err(e) => return Err(e.into()),
     };
     let (model, _) = Model::from_config(output.catalog.config);
-    let bundle_dir = loaded.resolve(Path::new("bundle"));
+    let bundle_dir = loaded.bundles_dir();
     // Findings name each bundle where `olmpack generate` writes it.
     let bundles: Vec<load::LoadedBundle> = (output.loaded.into_iter())
         .map(|(version, built)| load::LoadedBundle {
@@ -185,7 +185,7 @@ fn from_plan(
         .collect();
     let request = Request::new(&model, &bundles)?.with_previous(
         &model,
-        &loaded.resolve(Path::new("catalog")),
+        &loaded.catalog_dir(),
         &bundle_dir,
         &policy.limits,
     )?;
