@@ -241,6 +241,7 @@ impl<'a> Run<'a> {
         if !self.install(from).await {
             return Ok(());
         }
+        self.own_conversions(from).await;
         self.create_examples(from).await;
         self.settle(from).await;
         let before = self.snapshot(&from.crds).await;
@@ -253,6 +254,7 @@ impl<'a> Run<'a> {
         let rewritten = self.rewritten_since(&from.crds, &versions_before).await;
         let after = self.read_back(from, to, &before, &rewritten).await;
         self.round_trip(to, &after).await;
+        self.own_conversions(to).await;
         self.migrate_and_drop(to).await;
         self.outage(to, &after).await?;
         self.rollback(from, &before).await
@@ -544,5 +546,6 @@ impl<'a> Run<'a> {
     }
 }
 
+mod conversions;
 mod examples;
 mod phases;
