@@ -242,6 +242,7 @@ impl<'a> Run<'a> {
         if !self.install(from).await {
             return Ok(());
         }
+        self.own_conversions(from).await;
         self.create_examples(from).await;
         self.settle(from).await;
         let before = self.snapshot(&from.crds).await;
@@ -254,6 +255,7 @@ impl<'a> Run<'a> {
         let rewritten = self.rewritten_since(&from.crds, &versions_before).await;
         let after = self.read_back(from, to, &before, &rewritten).await;
         self.round_trip(to, &after).await;
+        self.own_conversions(to).await;
         self.migrate_and_drop(to).await;
         self.outage(to, &after).await?;
         self.rollback(from, &before).await
@@ -336,18 +338,19 @@ impl<'a> Run<'a> {
 
     /// Stops the running webhook, keeping its output, and waits (at most 5 s) until its
     /// port is closed: the programs of a killed process group exit a moment after the
-    /// shell that led it, and the next webhook binds the same port.
+    /// shell that led it, an in-process router's listener closes when its aborted task is
+    /// dropped, and the next webhook binds the same port.
     pub(super) async fn stop_webhook(&mut self) {
         self.settled = None;
         let Some((release, running)) = self.webhook.take() else {
             return;
         };
         admission::unregister(self.client, &release).await;
-        let Some(log) = running.log_path() else {
-            return;
-        };
+        let log = running.log_path();
         drop(running);
-        self.processes.push(ProcessLog::of(&release, &log));
+        if let Some(log) = log {
+            self.processes.push(ProcessLog::of(&release, &log));
+        }
         let started = Instant::now();
         while started.elapsed() < Duration::from_secs(5)
             && tokio::net::TcpStream::connect(("127.0.0.1", self.port))
@@ -546,5 +549,6 @@ impl<'a> Run<'a> {
     }
 }
 
+mod conversions;
 mod examples;
 mod phases;

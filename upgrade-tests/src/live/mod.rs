@@ -4,8 +4,11 @@
 //! [`run_edge`] runs one upgrade edge `from → to`:
 //! 1. installs `from`'s CRDs and serves `from`'s conversion webhook (CA injected into each
 //!    CRD's `spec.conversion.webhook.clientConfig`, as OLM does);
-//! 2. creates every example object at every version it is written in (when `from` serves it)
-//!    and reads each back at every served version;
+//! 2. checks `from`'s own conversions: for every CRD serving several versions, each of its
+//!    examples created at every served version, read and written back at every other and
+//!    read again (a stub or lossy conversion is found in the release it appears in; see
+//!    `edge/conversions.rs`); then creates every example object at every version it is
+//!    written in (when `from` serves it) and reads each back at every served version;
 //! 3. replaces the webhook with `to`'s and applies `to`'s CRDs the way OLM v0 does: first its
 //!    checks (`status.storedVersions` ⊆ `to`'s versions; every existing object valid under
 //!    `to`'s schema, by a server-side dry-run create at every served version), then the
@@ -13,6 +16,7 @@
 //! 4. reads every object at every served version and compares it field by field with what was
 //!    read before the upgrade, then writes each object back unchanged at every served version
 //!    and reads all of them again (lossless = equal after a round trip through any version);
+//!    then checks `to`'s own conversions as step 2 does `from`'s (a kind new in `to` too);
 //! 5. tries `to`'s successor that drops every version but the storage version — refused by
 //!    the apiserver while `status.storedVersions` lists an old version — migrates storage with
 //!    [`crd_migrate::migrate`], and installs the successor again, which must now succeed;
@@ -209,6 +213,7 @@ impl EdgeReport {
 const DATA_RULES: &[&str] = &[
     rules::DATA_LOST,
     rules::LOSSY_CONVERSION,
+    rules::RELEASE_CONVERSION_LOSSY,
     rules::OBJECT_LOST,
 ];
 
@@ -226,6 +231,9 @@ pub mod rules {
     pub const DATA_LOST: &str = "live/data-lost";
     /// A write at one version and a read at another lost or changed a field.
     pub const LOSSY_CONVERSION: &str = "live/lossy-conversion";
+    /// A release's own conversion, between two versions it serves, lost or changed a field
+    /// of one of its examples, or returned an object its own CRD refuses.
+    pub const RELEASE_CONVERSION_LOSSY: &str = "live/release-conversion-lossy";
     /// An object cannot be read at all (conversion failed) or disappeared.
     pub const OBJECT_LOST: &str = "live/object-lost";
     /// A read failed with the apiserver's error (e.g. the conversion webhook failed).

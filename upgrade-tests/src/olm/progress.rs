@@ -73,7 +73,7 @@ impl std::fmt::Debug for Observer {
 
 /// Follows one wait: tells the observer when the state changes, or reminds it when it has
 /// not for [`HEARTBEAT`].
-pub(super) struct Tracker<'a> {
+pub(crate) struct Tracker<'a> {
     observer: &'a Observer,
     started: Instant,
     last: Option<String>,
@@ -83,7 +83,7 @@ pub(super) struct Tracker<'a> {
 
 impl<'a> Tracker<'a> {
     /// A wait of a step that began at `started`.
-    pub(super) fn new(observer: &'a Observer, started: Instant) -> Self {
+    pub(crate) fn new(observer: &'a Observer, started: Instant) -> Self {
         Self {
             observer,
             started,
@@ -94,7 +94,7 @@ impl<'a> Tracker<'a> {
     }
 
     /// The state seen at `now`, and what the wait is for.
-    pub(super) fn saw(&mut self, state: String, awaited: &str, now: Instant) {
+    pub(crate) fn saw(&mut self, state: String, awaited: &str, now: Instant) {
         let elapsed = now.duration_since(self.started);
         if self.last.as_deref() != Some(state.as_str()) {
             self.observer.tell(elapsed, Event::Changed(state.clone()));

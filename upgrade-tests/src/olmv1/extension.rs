@@ -9,7 +9,8 @@
 //! It is refused when OLM v1 reports `Progressing` with reason `Retrying` or `Blocked` (a
 //! resolution error, the CRD upgrade safety preflight's refusal, an apply error) or
 //! `InvalidConfiguration` (a config that does not fit the bundle) and still
-//! does [`REFUSAL_HOLDS`] later with the same words, in its answer to a fresh attempt: the
+//! does [`REFUSAL_HOLDS`] later with the same problems (in whatever order it lists them:
+//! [`super::problems`]), in its answer to a fresh attempt: the
 //! first time a refusal holds, olmpack asks OLM v1 to try the step once more (see
 //! [`ExtensionSpec::attempt`]) and judges its answer to that; else it times out. (Under
 //! load OLM v1 answers a step with transient refusals — its catalog cache not filled yet, a
@@ -26,7 +27,8 @@ use kube::discovery::{Discovery, verbs};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Condition, OlmV1Env, OlmV1Error, is_true};
+use super::{Condition, OlmV1Env, OlmV1Error, is_true, problems};
+use crate::olm::progress::{Observer, Tracker};
 use crate::olm::reset::release_objects;
 
 /// The apiVersion of OLM v1's objects.
@@ -275,15 +277,17 @@ impl RefusalClock {
         }
     }
 
-    /// Whether `r` has now stood in the same words for as long as it must.
+    /// Whether `r` has now stood with the same problems ([`problems::canonical`]: in any
+    /// order) for as long as it must.
     fn holds(&mut self, r: &Condition) -> bool {
-        if self.seen.last() != Some(&r.message) {
-            self.seen.push(r.message.clone());
+        let words = problems::canonical(&r.message);
+        if self.seen.last() != Some(&words) {
+            self.seen.push(words.clone());
         }
         match &self.since {
-            Some((since, words)) if *words == r.message => since.elapsed() >= self.holds,
+            Some((since, held)) if *held == words => since.elapsed() >= self.holds,
             _ => {
-                self.since = Some((Instant::now(), r.message.clone()));
+                self.since = Some((Instant::now(), words));
                 false
             }
         }
@@ -296,6 +300,34 @@ impl RefusalClock {
 
     fn seen(&self) -> &[String] {
         &self.seen
+    }
+}
+
+/// What a step waits for, in OLM v1's words.
+fn awaited(extension: &str, version: &str) -> String {
+    format!(
+        "ClusterExtension {extension} to say Installed=True and Progressing=True (Succeeded) with version {version} installed"
+    )
+}
+
+/// `ClusterExtension NAME: Installed=… (…); Progressing=… (…): MESSAGE`: what OLM v1 says
+/// of the step (its `Installed` and `Progressing` conditions), or that it has not answered
+/// the current spec yet.
+fn summary(extension: &str, said: Option<&[Condition]>) -> String {
+    let Some(conditions) = said else {
+        return format!("ClusterExtension {extension}: no answer to its current spec yet");
+    };
+    let shown: Vec<String> = conditions
+        .iter()
+        .filter(|c| matches!(c.type_.as_str(), "Installed" | "Progressing"))
+        .map(|c| match c.message.as_str() {
+            "" => format!("{}={} ({})", c.type_, c.status, c.reason),
+            _ => c.to_string(),
+        })
+        .collect();
+    match shown.as_slice() {
+        [] => format!("ClusterExtension {extension}: no Installed or Progressing condition yet"),
+        _ => format!("ClusterExtension {extension}: {}", shown.join("; ")),
     }
 }
 
@@ -359,15 +391,33 @@ impl OlmV1Env {
         version: &str,
         timeout: Duration,
     ) -> Result<StepEnd, OlmV1Error> {
+        self.install_version_observed(spec, version, timeout, &Observer::silent())
+            .await
+    }
+
+    /// [`Self::install_version`], telling `observer` what OLM v1 says whenever it changes and
+    /// what is awaited when it has not for [`crate::olm::progress::HEARTBEAT`].
+    pub async fn install_version_observed(
+        &mut self,
+        spec: &ExtensionSpec,
+        version: &str,
+        timeout: Duration,
+        observer: &Observer,
+    ) -> Result<StepEnd, OlmV1Error> {
         let mut attempt = 0;
         self.apply(&spec.attempt(version, attempt)).await?;
         let started = Instant::now();
+        let mut tracker = Tracker::new(observer, started);
+        let awaited = awaited(&spec.name, version);
         let mut clock = RefusalClock::new(REFUSAL_HOLDS);
         let (mut last, mut cleanups, mut retries) = (Vec::new(), 0, 0);
         while started.elapsed() < timeout {
             self.check_running()?;
             // Until OLM v1 answers the current attempt, its conditions are about another.
-            if let Some((conditions, typed)) = self.answer(&spec.name).await? {
+            let answer = self.answer(&spec.name).await?;
+            let said = answer.as_ref().map(|(c, _)| c.as_slice());
+            tracker.saw(summary(&spec.name, said), &awaited, Instant::now());
+            if let Some((conditions, typed)) = answer {
                 if installed_at(&conditions, &typed, version) {
                     let bundle = typed.bundle().map(|b| b.name.clone()).unwrap_or_default();
                     return Ok(StepEnd::Installed { bundle, conditions });
@@ -410,14 +460,20 @@ impl OlmV1Env {
 
     /// ClusterExtension `name`'s conditions and body when they answer its current spec (every
     /// condition's `observedGeneration` is its generation); `None` until then or while it does
-    /// not exist.
+    /// not exist. Each message lists its problems in one order ([`problems::canonical`]),
+    /// whichever operator-controller printed.
     async fn answer(
         &self,
         name: &str,
     ) -> Result<Option<(Vec<Condition>, ExtensionBody)>, OlmV1Error> {
         let read = self.read("ClusterExtension", name).await?;
         Ok(read
-            .map(|(conditions, body)| (conditions, ExtensionBody::read(&body)))
+            .map(|(mut conditions, body)| {
+                for c in &mut conditions {
+                    c.message = problems::canonical(&c.message);
+                }
+                (conditions, ExtensionBody::read(&body))
+            })
             .filter(|(_, typed)| typed.observed()))
     }
 
@@ -816,6 +872,67 @@ mod tests {
         let mut slow = RefusalClock::new(Duration::from_secs(3600));
         assert!(!slow.holds(&other));
         assert!(!slow.holds(&other), "not held long enough");
+    }
+
+    #[test]
+    fn a_refusal_holds_while_olm_v1_lists_the_same_problems_in_another_order() {
+        // Seen live: operator-controller prints a preflight refusal's lines in a new order on
+        // each reconcile.
+        let head = "error for resolved bundle \"op.v1.1.1\" with version \"1.1.1\": validating upgrade for CRD \"a.b.c\": ";
+        let (size, replicas) = (
+            "v1alpha1: ^.spec.size: maximum: maximum decreased : 10 -> 5",
+            "v1: ^.spec.replicas: maximum: maximum decreased : 10 -> 5",
+        );
+        let one = condition(
+            "Progressing",
+            "True",
+            "Retrying",
+            &format!("{head}{size}\n{replicas}"),
+        );
+        let other = condition(
+            "Progressing",
+            "True",
+            "Retrying",
+            &format!("{head}{replicas}\n{size}"),
+        );
+        let mut clock = RefusalClock::new(Duration::ZERO);
+        assert!(!clock.holds(&one));
+        assert!(
+            clock.holds(&other),
+            "the same problems in another order hold"
+        );
+        assert!(clock.holds(&one));
+        assert_eq!(clock.seen(), [format!("{head}{replicas}\n{size}")]);
+        let fewer = condition("Progressing", "True", "Retrying", &format!("{head}{size}"));
+        assert!(!clock.holds(&fewer), "one problem fewer starts over");
+    }
+
+    #[test]
+    fn progress_names_the_conditions_awaited_and_what_olm_v1_said() {
+        let refused = condition("Progressing", "True", "Retrying", "no bundles found");
+        let installed = condition("Installed", "False", "Failed", "");
+        let deprecated = condition("Deprecated", "False", "Deprecated", "");
+        let cases = [
+            (
+                None,
+                "ClusterExtension ce: no answer to its current spec yet",
+            ),
+            (
+                Some(vec![deprecated.clone()]),
+                "ClusterExtension ce: no Installed or Progressing condition yet",
+            ),
+            (
+                Some(vec![installed, deprecated, refused]),
+                "ClusterExtension ce: Installed=False (Failed); Progressing=True (Retrying): no bundles found",
+            ),
+        ];
+        for (said, want) in cases {
+            assert_eq!(summary("ce", said.as_deref()), want);
+        }
+        assert_eq!(
+            awaited("ce", "1.2.3"),
+            "ClusterExtension ce to say Installed=True and Progressing=True (Succeeded) with version 1.2.3 installed"
+        );
     }
 
     #[test]

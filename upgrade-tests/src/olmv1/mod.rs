@@ -40,6 +40,7 @@
 
 mod examples;
 pub mod extension;
+pub mod problems;
 pub mod registry;
 mod start;
 

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use super::graph::EdgeResult;
 use super::{Consumer, Consumers};
-use olmpack_model::report::Severity;
+use olmpack_model::report::{Severity, markdown_escape as escape};
 
 /// The summary of `results` (edges in their order), titled with `subject`: each edge's
 /// verdict for the selected `consumers` and every consumer's own.
@@ -75,7 +75,35 @@ pub fn format(subject: &str, results: &[EdgeResult], consumers: Consumers) -> St
     out
 }
 
-/// Escapes what would break a table cell or start Markdown markup.
-fn escape(text: &str) -> String {
-    text.replace('|', "\\|").replace('\n', " ")
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::upgrade::check::Refuser;
+    use olmpack_model::report::Finding;
+    use olmpack_model::upgrade::Edge;
+
+    #[test]
+    fn a_message_with_line_breaks_and_pipes_stays_in_its_table_row_and_list_item() {
+        let mut edge = Edge::new("op", "op.v1", "op.v2");
+        edge.channels.insert("stable|fast".to_owned());
+        let result = EdgeResult {
+            edge,
+            crds: vec!["a.b.c".to_owned()],
+            findings: vec![Finding::error(
+                "crd-upgrade/type",
+                "validating upgrade for CRD \"a.b.c\": v1: a\nv1alpha1: b | c",
+            )],
+            refused_by: [Refuser::OlmV1].into(),
+        };
+        let md = format("subject|x", &[result], Consumers::All);
+        let lines: Vec<&str> = md.lines().collect();
+        let want = [
+            "## CRD upgrade check: subject\\|x",
+            "| `op.v1` → `op.v2` | stable\\|fast |  | 1 | ❌ refused | takes | refuses | v1 | 1 | 0 |",
+            "- `crd-upgrade/type`: validating upgrade for CRD \"a.b.c\": v1: a<br>v1alpha1: b \\| c",
+        ];
+        for line in want {
+            assert!(lines.contains(&line), "{line}\n{md}");
+        }
+    }
 }

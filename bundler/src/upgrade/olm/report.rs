@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 use olmpack_envtest::olm::{Example, InstallStep, Installed, Outcome};
 use serde::Serialize;
 
-use super::cases::Case;
-use olmpack_model::report::{Consumer, Finding, junit};
+use super::cases::{Case, OlmVersion};
+use olmpack_model::report::{Consumer, Finding, junit, markdown_escape};
 use olmpack_model::upgrade::Verdict;
 use olmpack_model::upgrade_graph::EdgeKind;
 
@@ -126,12 +126,8 @@ impl CaseReport {
         }
         match (&self.case.expected, &self.upgrade) {
             (Some((to, _)), Some(step)) => {
-                if step.csv.as_deref() != Some(to.as_str()) {
-                    let proposed = step.csv.as_deref().unwrap_or("no upgrade");
-                    out.push(olm(
-                        "other-upgrade",
-                        format!("OLM proposed {proposed} instead of {to}"),
-                    ));
+                if let Some(other) = self.other_upgrade(step, to) {
+                    out.push(olm("other-upgrade", other));
                 }
                 if !matches!(
                     step.outcome,
@@ -159,6 +155,21 @@ impl CaseReport {
             out.push(olm("left-succeeded", left.clone()));
         }
         out
+    }
+
+    /// What OLM did in place of the upgrade to `to`, when `step` did not end at `to`. Under
+    /// OLM v1 olmpack pins the version and OLM v1 proposes nothing: a step that installed no
+    /// bundle is told by its outcome alone (what OLM v1 said), never as "no upgrade".
+    fn other_upgrade(&self, step: &InstallStep, to: &str) -> Option<String> {
+        match (self.case.olm, step.csv.as_deref()) {
+            (_, Some(csv)) if csv == to => None,
+            (OlmVersion::V1, None) => None,
+            (OlmVersion::V1, Some(csv)) => Some(format!("OLM v1 installed {csv} instead of {to}")),
+            (OlmVersion::V0, csv) => Some(format!(
+                "OLM proposed {} instead of {to}",
+                csv.unwrap_or("no upgrade")
+            )),
+        }
     }
 
     /// The case's verdict: refused when OLM refused a step or an example object was
@@ -223,7 +234,10 @@ pub fn describe(outcome: &Outcome) -> String {
             message,
             pods,
         } => {
-            let mut s = format!("timed out waiting for {waiting_for}: phase {phase}");
+            let mut s = format!("timed out waiting for {waiting_for}");
+            if !phase.is_empty() {
+                let _ = write!(s, ": phase {phase}");
+            }
             if !reason.is_empty() {
                 let _ = write!(s, ", reason {reason}");
             }
@@ -240,7 +254,8 @@ pub fn describe(outcome: &Outcome) -> String {
     }
 }
 
-/// A Markdown table of the reports: one row per case.
+/// A Markdown table of the reports: one row per case, each cell escaped
+/// ([`markdown_escape`]: OLM's words may hold line breaks and `|`).
 pub fn markdown(reports: &[CaseReport]) -> String {
     let mut out = String::from(
         "| channels | install mode | install | upgrade (OLM's choice) | examples | result |\n| --- | --- | --- | --- | --- | --- |\n",
@@ -252,15 +267,16 @@ pub fn markdown(reports: &[CaseReport]) -> String {
             }
             other => format!("{}: {}", r.case.from, describe(other)),
         };
-        let _ = writeln!(
-            out,
-            "| {} | {} | {install} | {} | {} | {} |",
+        let cells = [
             r.case.channels.join(", "),
-            r.case.install_mode,
+            r.case.install_mode.to_string(),
+            install,
             upgrade_cell(r),
             examples_cell(r),
-            result_cell(r)
-        );
+            result_cell(r).to_owned(),
+        ];
+        let cells: Vec<String> = cells.iter().map(|c| markdown_escape(c)).collect();
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
     }
     out
 }
@@ -552,6 +568,101 @@ mod tests {
             report.upgrade = Some(succeeded("op.v2"));
             assert_eq!(upgrade_cell(&report), want);
         }
+    }
+
+    /// A case of `olm` whose upgrade ended as `upgrade`.
+    fn upgraded(olm: OlmVersion, upgrade: InstallStep) -> CaseReport {
+        let mut report = CaseReport::new(Case {
+            olm,
+            ..case(Some(vec![EdgeKind::Replaces]))
+        });
+        report.install = succeeded("op.v1");
+        report.examples = Some(Ok(vec![]));
+        report.upgrade = Some(upgrade);
+        report
+    }
+
+    #[test]
+    fn a_timeout_says_what_olm_last_said_and_never_no_upgrade_under_olm_v1() {
+        let progressing = olmpack_envtest::olmv1::Condition {
+            type_: "Progressing".into(),
+            status: "True".into(),
+            reason: "Retrying".into(),
+            message: "no bundles found for package \"op\"".into(),
+        };
+        let v1_timeout = |said: &[olmpack_envtest::olmv1::Condition]| InstallStep {
+            csv: None,
+            outcome: super::super::v1::timed_out("ClusterExtension ce", "op.v2", "2.0.0", said),
+            ..InstallStep::unfinished()
+        };
+        let v0_timeout = InstallStep {
+            csv: None,
+            outcome: Outcome::TimedOut {
+                waiting_for: "an InstallPlan".into(),
+                phase: String::new(),
+                reason: String::new(),
+                message: String::new(),
+                pods: Vec::new(),
+            },
+            ..InstallStep::unfinished()
+        };
+        let v1_other = succeeded("op.v3");
+        let cases = [
+            (
+                "OLM v1 refusing until the timeout",
+                upgraded(OlmVersion::V1, v1_timeout(&[progressing])),
+                vec![
+                    "upgrade to op.v2: timed out waiting for ClusterExtension ce to install op.v2 (version 2.0.0): Installed=True, Progressing=True (Succeeded): OLM v1 last said: Progressing=True (Retrying): no bundles found for package \"op\"",
+                ],
+            ),
+            (
+                "OLM v1 silent until the timeout",
+                upgraded(OlmVersion::V1, v1_timeout(&[])),
+                vec![
+                    "upgrade to op.v2: timed out waiting for ClusterExtension ce to install op.v2 (version 2.0.0): Installed=True, Progressing=True (Succeeded): OLM v1 had not answered the step (no condition about its current spec)",
+                ],
+            ),
+            (
+                "OLM v1 installing another bundle",
+                upgraded(OlmVersion::V1, v1_other),
+                vec!["OLM v1 installed op.v3 instead of op.v2"],
+            ),
+            (
+                "OLM v0 proposing nothing",
+                upgraded(OlmVersion::V0, v0_timeout),
+                vec![
+                    "OLM proposed no upgrade instead of op.v2",
+                    "upgrade to op.v2: timed out waiting for an InstallPlan",
+                ],
+            ),
+        ];
+        for (what, report, want) in cases {
+            let got: Vec<String> = report.failures().into_iter().map(|f| f.message).collect();
+            assert_eq!(got, want, "{what}");
+        }
+    }
+
+    #[test]
+    fn a_markdown_row_keeps_olms_line_breaks_and_pipes_in_its_cells() {
+        let refused = InstallStep {
+            csv: Some("op.v2".into()),
+            outcome: Outcome::Refused {
+                by: "ClusterExtension ce".into(),
+                reason: "Progressing=True (Retrying)".into(),
+                message: "validating upgrade for CRD \"a\": v1: x\nv1alpha1: y | z".into(),
+            },
+            ..InstallStep::unfinished()
+        };
+        let md = markdown(&[upgraded(OlmVersion::V1, refused)]);
+        let lines: Vec<&str> = md.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "| channels | install mode | install | upgrade (OLM's choice) | examples | result |",
+                "| --- | --- | --- | --- | --- | --- |",
+                "| stable | AllNamespaces | op.v1 installed (0 s) | → op.v2 (replaces): refused by ClusterExtension ce: Progressing=True (Retrying): validating upgrade for CRD \"a\": v1: x<br>v1alpha1: y \\| z | none (alm-examples is empty) | FAIL |",
+            ]
+        );
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use olmpack_envtest::live::{EdgeReport, Rollback};
-use olmpack_model::report::{Finding, OutputFormat, Severity, junit};
+use olmpack_model::report::{Finding, OutputFormat, Severity, junit, markdown_escape};
 use olmpack_model::upgrade::Verdict;
 
 /// The reports in `format`.
@@ -121,11 +121,11 @@ fn markdown(reports: &[EdgeReport]) -> String {
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {} | {:.1} |",
-            r.from,
-            r.to,
+            markdown_escape(&r.from),
+            markdown_escape(&r.to),
             r.verdict.word(),
             r.objects,
-            rollback,
+            markdown_escape(&rollback),
             r.seconds
         );
     }
@@ -147,9 +147,39 @@ fn markdown(reports: &[EdgeReport]) -> String {
                 r.from,
                 r.to,
                 f.rule,
-                describe(f).replace('|', "\\|").replace('\n', " ")
+                markdown_escape(&describe(f))
             );
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_markdown_cell_keeps_line_breaks_and_pipes_inside_its_row() {
+        let report = EdgeReport {
+            from: "op.v1".into(),
+            to: "op.v2".into(),
+            verdict: Verdict::Refused,
+            objects: 1,
+            steps: Vec::new(),
+            findings: vec![Finding::error("live/refused", "line one\nsplit | here")],
+            rollback: Rollback::Refused("no\nway | back".into()),
+            seconds: 1.0,
+            processes: Vec::new(),
+        };
+        let md = markdown(&[report]);
+        let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| op.v1")).collect();
+        assert_eq!(
+            rows,
+            [
+                "| op.v1 | op.v2 | refused | 1 | refused by kube-apiserver | 1.0 |",
+                "| op.v1 → op.v2 | `live/refused` | line one<br>split \\| here |",
+            ],
+            "{md}"
+        );
+    }
 }

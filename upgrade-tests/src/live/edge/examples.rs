@@ -248,7 +248,12 @@ fn unique_name(
 
 /// `example` named `name` (in `namespace` when the CRD is namespaced), without any
 /// server-set metadata.
-fn instance(example: &Value, name: &str, crd: &CustomResourceDefinition, namespace: &str) -> Value {
+pub(super) fn instance(
+    example: &Value,
+    name: &str,
+    crd: &CustomResourceDefinition,
+    namespace: &str,
+) -> Value {
     let mut object = example.clone();
     let mut meta = serde_json::Map::new();
     meta.insert("name".to_owned(), Value::String(name.to_owned()));
@@ -265,7 +270,10 @@ fn instance(example: &Value, name: &str, crd: &CustomResourceDefinition, namespa
 }
 
 /// Creates `object`, retrying while the CRD's endpoint settles (404, 429, 5xx).
-async fn create(api: &kube::Api<DynamicObject>, object: &Value) -> Result<(), kube::Error> {
+pub(super) async fn create(
+    api: &kube::Api<DynamicObject>,
+    object: &Value,
+) -> Result<(), kube::Error> {
     let object: DynamicObject =
         serde_json::from_value(object.clone()).map_err(kube::Error::SerdeError)?;
     let started = Instant::now();

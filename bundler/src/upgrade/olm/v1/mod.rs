@@ -35,8 +35,10 @@ pub mod serve;
 
 use std::time::Instant;
 
-use olmpack_envtest::olm::{InstallStep, Outcome, resources, webhooks};
-use olmpack_envtest::olmv1::{ExtensionSpec, LocalRegistry, OlmV1Env, StepEnd, UpgradePolicy};
+use olmpack_envtest::olm::{InstallStep, Observer, Outcome, resources, webhooks};
+use olmpack_envtest::olmv1::{
+    Condition, ExtensionSpec, LocalRegistry, OlmV1Env, StepEnd, UpgradePolicy,
+};
 use olmpack_model::plan::InstallModeType;
 use serde_json::Value;
 
@@ -180,7 +182,8 @@ async fn steps(
     let case = report.case.clone();
     let spec = prepare(env, &case, extension, options).await?;
     let from = bundle(served, &case.from)?;
-    report.install = step(env, &spec, &case.from, from, options).await?;
+    let observer = options.steps.observer(&case, started, "install");
+    report.install = step(env, &spec, &case.from, from, options, &observer).await?;
     if let Some(namespace) = &spec.watch_namespace {
         report.install.observed.insert(0, format!(
             "OLM v1: {} through operator-controller's SingleOwnNamespaceInstallSupport feature gate (alpha): watchNamespace {namespace}",
@@ -214,7 +217,8 @@ async fn steps(
     };
     report.upgrade = Some(InstallStep::unfinished());
     let next = bundle(served, to)?;
-    let upgraded = step(env, &spec, to, next, options).await?;
+    let observer = options.steps.observer(&case, started, "upgrade");
+    let upgraded = step(env, &spec, to, next, options, &observer).await?;
     let what = describe(&upgraded.outcome);
     options
         .steps
@@ -279,13 +283,15 @@ async fn read_back(
     );
 }
 
-/// OLM v1's step to `name` (at `bundle`'s version), as the report's [`InstallStep`].
+/// OLM v1's step to `name` (at `bundle`'s version), as the report's [`InstallStep`];
+/// `observer` hears what OLM v1 says on the way.
 async fn step(
     env: &mut OlmV1Env,
     spec: &ExtensionSpec,
     name: &str,
     bundle: &ServedBundle,
     options: &RunOptions,
+    observer: &Observer,
 ) -> Result<InstallStep, OlmRunError> {
     let started = Instant::now();
     let timeout = options.timeouts.step;
@@ -293,7 +299,9 @@ async fn step(
         // The release the operator's process is started as from now on.
         host.set_release(name);
     }
-    let end = env.install_version(spec, &bundle.version, timeout).await?;
+    let end = env
+        .install_version_observed(spec, &bundle.version, timeout, observer)
+        .await?;
     let by = format!("ClusterExtension {}", spec.name);
     let (csv, outcome, conditions) = match end {
         StepEnd::Installed { bundle, conditions } => {
@@ -317,17 +325,7 @@ async fn step(
             (Some(name.to_owned()), outcome, conditions)
         }
         StepEnd::TimedOut { conditions } => {
-            let outcome = Outcome::TimedOut {
-                waiting_for: format!("{by} to install {name} (version {})", bundle.version),
-                phase: String::new(),
-                reason: String::new(),
-                message: conditions
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("; "),
-                pods: Vec::new(),
-            };
+            let outcome = timed_out(&by, name, &bundle.version, &conditions);
             (None, outcome, conditions)
         }
     };
@@ -340,6 +338,26 @@ async fn step(
         observed,
         elapsed: started.elapsed(),
     })
+}
+
+/// A step OLM v1 did not finish in time: what was awaited, and what OLM v1 last said of it
+/// (its conditions about the step's spec), or that it had not answered it.
+pub(super) fn timed_out(by: &str, name: &str, version: &str, said: &[Condition]) -> Outcome {
+    let message = if said.is_empty() {
+        "OLM v1 had not answered the step (no condition about its current spec)".to_owned()
+    } else {
+        let said: Vec<String> = said.iter().map(ToString::to_string).collect();
+        format!("OLM v1 last said: {}", said.join("; "))
+    };
+    Outcome::TimedOut {
+        waiting_for: format!(
+            "{by} to install {name} (version {version}): Installed=True, Progressing=True (Succeeded)"
+        ),
+        phase: String::new(),
+        reason: String::new(),
+        message,
+        pods: Vec::new(),
+    }
 }
 
 /// Deletes the case's ClusterExtension and the CRDs left (module docs), then stops the
