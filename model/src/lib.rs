@@ -14,6 +14,7 @@
 //! - [`objects`]: the parts of Deployments, Services and CRDs the builders and validators read, typed.
 //! - [`names`]: Kubernetes name rules (DNS-1123).
 //! - [`pod`]: what a pod needs before it starts (the kubelet's view), and OLM's certificate mounts.
+//! - [`container`]: one container of a pod as the process the kubelet starts (argv, env, volumes).
 //! - [`choice`]: closed sets of values a user picks by name (output formats, levels).
 //!
 //! `cargo xtask lint` keeps this crate pure: it fails when an I/O or command-line crate enters
@@ -23,6 +24,7 @@
 #![deny(missing_docs)]
 
 pub mod choice;
+pub mod container;
 pub mod csv;
 pub mod decode;
 pub mod names;
