@@ -6,8 +6,8 @@
 //!   ConfigMap of the pod's namespace, a token of its ServiceAccount (TokenRequest) and the
 //!   cluster's CA.
 //! - [`Materialised::write`] writes each mounted volume into a directory of the process's own
-//!   and plans a bind mount of it at its mount path ([`MountPlan`]), applied in a mount
-//!   namespace of the process's own between fork and exec (`MountPlan::apply`): the process
+//!   and plans a bind mount of it at its mount path ([`Mounts`]), applied in a mount
+//!   namespace of the process's own between fork and exec (`Mounts::apply`): the process
 //!   sees `/tmp/k8s-webhook-server/serving-certs/tls.crt` where OLM mounts it, and nothing
 //!   else of the machine changes but empty mount points (directories or files) created where
 //!   none existed. This needs root; without it the volumes are not mounted and the report
@@ -159,13 +159,13 @@ fn memory_bytes() -> i128 {
 
 /// Bind mounts for a process's own mount namespace, with its working directory.
 #[derive(Clone, Debug, Default)]
-pub struct MountPlan {
+pub struct Mounts {
     /// (source, target, read-only)
     binds: Vec<(CString, CString, bool)>,
     workdir: Option<CString>,
 }
 
-impl MountPlan {
+impl Mounts {
     /// Whether there is nothing to do.
     pub fn is_empty(&self) -> bool {
         self.binds.is_empty() && self.workdir.is_none()
@@ -235,7 +235,7 @@ impl MountPlan {
 /// A container's volumes written to disk, and how to mount them.
 #[derive(Debug)]
 pub struct Materialised {
-    pub plan: MountPlan,
+    pub mounts: Mounts,
     /// What is not as in a pod, in words for the process's log and the report.
     pub notes: Vec<String>,
 }
@@ -249,7 +249,7 @@ impl Materialised {
         mount_namespaces: bool,
     ) -> Result<Self, ContainerError> {
         let mut notes = Vec::new();
-        let mut plan = MountPlan::default();
+        let mut mounts = Mounts::default();
         for (name, volume) in &spec.volumes {
             write_volume(name, volume, &dir.join(name))?;
             if let Volume::Unsupported(kind) = volume {
@@ -266,7 +266,7 @@ impl Materialised {
                         .to_owned(),
                 );
             }
-            return Ok(Self { plan, notes });
+            return Ok(Self { mounts, notes });
         }
         for mount in &spec.mounts {
             let source = dir.join(&mount.volume).join(&mount.sub_path);
@@ -276,15 +276,16 @@ impl Materialised {
                 path: target.clone(),
                 source: err,
             })?;
-            plan.binds
+            mounts
+                .binds
                 .push((c_path(&source)?, c_path(&target)?, mount.read_only));
         }
-        plan.workdir = spec
+        mounts.workdir = spec
             .working_dir
             .as_deref()
             .map(|d| c_path(Path::new(d)))
             .transpose()?;
-        Ok(Self { plan, notes })
+        Ok(Self { mounts, notes })
     }
 }
 
@@ -375,7 +376,7 @@ pub fn first_container(pod_spec: &Value) -> String {
 #[derive(Clone, Debug)]
 pub struct Prepared {
     pub spec: ProcessSpec,
-    pub plan: MountPlan,
+    pub mounts: Mounts,
     pub notes: Vec<String>,
 }
 
@@ -406,7 +407,7 @@ pub async fn prepare(
     let written = Materialised::write(&spec, dir, mount_namespaces_allowed())?;
     Ok(Ok(Prepared {
         spec,
-        plan: written.plan,
+        mounts: written.mounts,
         notes: written.notes,
     }))
 }
@@ -507,7 +508,7 @@ mod tests {
         let written = Materialised::write(&spec, &dir.path().join("volumes"), true).unwrap();
         let prepared = Prepared {
             spec: spec.clone(),
-            plan: written.plan,
+            mounts: written.mounts,
             notes: written.notes,
         };
         let line = "cat certs/tls.crt 2>/dev/null; cat \"$0\"/../certs/tls.crt; \
@@ -522,7 +523,7 @@ mod tests {
             &env,
             &log,
             None,
-            prepared.plan.clone(),
+            prepared.mounts.clone(),
         )
         .unwrap();
         let started = std::time::Instant::now();

@@ -78,12 +78,12 @@ fn tool_gc_unless(is_set: impl Fn(&str) -> bool) -> EnvPairs {
 
 /// How a child is started: its own process group or not, the network namespace it
 /// enters (a descriptor of [`crate::netns::NetNs`], kept open by the caller until spawned)
-/// and the mounts of a mount namespace of its own ([`crate::container::MountPlan`]).
+/// and the mounts of a mount namespace of its own ([`crate::container::Mounts`]).
 #[derive(Clone, Debug, Default)]
 struct Placement {
     group: bool,
     netns: Option<std::os::fd::RawFd>,
-    mounts: Option<std::sync::Arc<crate::container::MountPlan>>,
+    mounts: Option<std::sync::Arc<crate::container::Mounts>>,
 }
 
 type SpawnRequest = (Command, Placement, mpsc::Sender<std::io::Result<Child>>);
@@ -210,7 +210,7 @@ impl ChildProcess {
         env: &[(String, String)],
         log: &Path,
         netns: Option<&crate::netns::NetNs>,
-        mounts: crate::container::MountPlan,
+        mounts: crate::container::Mounts,
     ) -> Result<Self, ProcessError> {
         let placement = Placement {
             group: true,

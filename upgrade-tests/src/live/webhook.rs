@@ -312,11 +312,11 @@ impl CommandStart<'_> {
         let (argv, mounts) = match &self.env.container {
             Some(prepared) => {
                 vars = crate::container::merged_env(vars, &prepared.spec);
-                (prepared.shell_argv(self.command), prepared.plan.clone())
+                (prepared.shell_argv(self.command), prepared.mounts.clone())
             }
             None => (
                 vec!["-c".to_owned(), self.command.to_owned()],
-                crate::container::MountPlan::default(),
+                crate::container::Mounts::default(),
             ),
         };
         let timeout = if required { READY_TIMEOUT } else { START_GRACE };

@@ -572,7 +572,7 @@ impl Ctx {
             &env,
             &log,
             network.namespace(),
-            container.plan.clone(),
+            container.mounts.clone(),
         )
         .map_err(|e| e.to_string())?;
         self.lock()
