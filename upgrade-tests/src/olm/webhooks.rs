@@ -279,12 +279,19 @@ impl WebhookHost {
             .and_then(|e| e.crash_loop.clone())
     }
 
-    /// Every Deployment whose pod would crash-loop, with why.
-    pub fn crash_loops(&self) -> BTreeMap<String, String> {
-        self.lock()
+    /// Why each Deployment whose pod would crash-loop does, in Deployment order; they are
+    /// forgotten (a case reports them once, the next case starts clean).
+    pub fn take_crash_loops(&self) -> Vec<String> {
+        let mut state = self.lock();
+        let looping: Vec<String> = state
             .exits
             .iter()
-            .filter_map(|(d, e)| e.crash_loop.clone().map(|w| (d.clone(), w)))
+            .filter(|(_, e)| e.crash_loop.is_some())
+            .map(|(d, _)| d.clone())
+            .collect();
+        looping
+            .iter()
+            .filter_map(|d| state.exits.remove(d).and_then(|e| e.crash_loop))
             .collect()
     }
 
