@@ -60,6 +60,9 @@ const POLL: Duration = Duration::from_millis(300);
 /// the apiserver routes by its cached view of the slices, so calls may still reach the old
 /// address for a moment (a kubelet, too, keeps the old pod until the new one is ready).
 const RETIRE_GRACE: Duration = Duration::from_secs(5);
+/// How long a process must have run for its exit not to count towards a crash loop (the
+/// kubelet, too, forgets a container's back-off once it has run a while).
+const STEADY: Duration = Duration::from_secs(30);
 
 /// The command started as the process of a Deployment's pods.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -127,6 +130,8 @@ struct Hosted {
     /// The Deployment generation the process stands in for.
     generation: i64,
     process: ChildProcess,
+    /// When it started (an exit after [`STEADY`] of running is no crash loop).
+    started: std::time::Instant,
     /// Where the process listens; its relays stop with it.
     _network: ProcessNetwork,
 }
@@ -496,12 +501,14 @@ impl Ctx {
                     Ok(()) => {}
                     Err(exited) => {
                         tracing::debug!(%deployment, %exited, "webhook host: process exited");
+                        let early = hosted.started.elapsed() < STEADY;
                         state
                             .problems
                             .insert(deployment.to_owned(), exited.to_string());
                         state.hosted.remove(deployment);
-                        let tail = hosted_tail(&exited);
-                        state.exited(deployment, &fingerprint, &tail);
+                        if early {
+                            state.exited(deployment, &fingerprint, &hosted_tail(&exited));
+                        }
                     }
                 }
             }
@@ -604,6 +611,7 @@ impl Ctx {
             fingerprint,
             generation,
             process,
+            started: std::time::Instant::now(),
             _network: network,
         })
     }
