@@ -57,9 +57,16 @@ fn release(version: &str) -> ReleaseUnderTest {
 }
 
 async fn run(from: &ReleaseUnderTest, to: &ReleaseUnderTest) -> EdgeReport {
+    run_as(from, to, false).await
+}
+
+/// [`run`]; with `kubeconfig` the process gets one acting as its ServiceAccount, as
+/// `olmpack upgrade test` always gives it.
+async fn run_as(from: &ReleaseUnderTest, to: &ReleaseUnderTest, kubeconfig: bool) -> EdgeReport {
     let env = TestEnv::start().await.expect("test environment starts");
     let options = EdgeOptions {
         cleanup: false,
+        kubeconfig: kubeconfig.then(|| env.kubeconfig_path().to_owned()),
         ..EdgeOptions::default()
     };
     let report = run_edge(&env.client(), from, to, &options)
@@ -622,7 +629,7 @@ async fn crd_upgrade_live_operator_runs_as_its_container() {
     }
     let from = as_container("0.1.0", watch_namespace());
     let to = as_container("0.2.0", watch_namespace());
-    let report = run(&from, &to).await;
+    let report = run_as(&from, &to, true).await;
     assert_eq!(report.verdict, Verdict::Passed, "{:#?}", report.findings);
 }
 
