@@ -1124,3 +1124,44 @@ async fn bundle_consumers_olm_v0_installs_each_case_olmpack_only_warns_about() {
         failures.join("\n")
     );
 }
+
+/// operator-sdk v1.42's manager reads its metrics certificate from a flag's path with no
+/// volume behind it: a warning names the container, the flag and the path; the same flag at
+/// a mounted path says nothing.
+#[test]
+fn bundle_consumers_a_certificate_flag_under_no_volume_is_a_warning() {
+    let with_arg = |arg: &'static str| {
+        let mut files = example_bundle();
+        edit(&mut files, CSV, |c| {
+            let container = &mut first_deployment(c)["spec"]["template"]["spec"]["containers"][0];
+            let args = container["args"].as_array().cloned().unwrap_or_default();
+            let mut args = args;
+            args.push(json!(arg));
+            container["args"] = json!(args);
+            container["volumeMounts"] =
+                json!([{"name": "metrics-certs", "mountPath": "/tmp/metrics"}]);
+            let pod = &mut first_deployment(c)["spec"]["template"]["spec"];
+            pod["volumes"] = json!([{"name": "metrics-certs", "emptyDir": {}}]);
+        });
+        let findings = validate_files(&files);
+        findings
+            .into_iter()
+            .filter(|f| f.rule == "csv/unmounted-path")
+            .collect::<Vec<_>>()
+    };
+    let found = with_arg("--metrics-cert-path=/tmp/k8s-metrics-server/metrics-certs");
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].severity, Severity::Warning);
+    assert_eq!(
+        found[0].message,
+        "container manager of deployment guestbook-controller is told --metrics-cert-path /tmp/k8s-metrics-server/metrics-certs but no volume is mounted there; unless the image holds that file the process cannot open it and the pod crash-loops"
+    );
+    assert!(
+        found[0].field.as_deref().is_some_and(|f| f.starts_with(
+            "spec.install.spec.deployments[0].spec.template.spec.containers[0].args["
+        )),
+        "{:?}",
+        found[0].field
+    );
+    assert!(with_arg("--metrics-cert-path=/tmp/metrics/certs").is_empty());
+}

@@ -15,6 +15,7 @@
 //! - [`names`]: Kubernetes name rules (DNS-1123).
 //! - [`file_name`]: one plain path component made of input text, the only way input names a file.
 //! - [`pod`]: what a pod needs before it starts (the kubelet's view), and OLM's certificate mounts.
+//! - [`container`]: one container of a pod as the process the kubelet starts (argv, env, volumes).
 //! - [`choice`]: closed sets of values a user picks by name (output formats, levels).
 //!
 //! `cargo xtask lint` keeps this crate pure: it fails when an I/O or command-line crate enters
@@ -24,6 +25,7 @@
 #![deny(missing_docs)]
 
 pub mod choice;
+pub mod container;
 pub mod csv;
 pub mod decode;
 pub mod file_name;

@@ -212,7 +212,8 @@ pub const OLM_CERT_MOUNTS: [(&str, &str); 2] = [
 
 /// The pod spec after OLM v0's certificate injection, which it applies to every deployment
 /// named by an owned API service or a webhook definition: for each of [`OLM_CERT_MOUNTS`],
-/// a volume of that name replaces the pod's own (or is added), holding the Secret `secret`;
+/// a volume of that name replaces the pod's own (or is added), holding the Secret `secret`
+/// (as `apiserver.crt`/`apiserver.key` and `tls.crt`/`tls.key`);
 /// in every container (not init containers) a mount of that name is kept, else a mount at the
 /// same path is replaced by OLM's, else OLM's is added. A volume whose mounts OLM replaced is
 /// then mounted by nobody (kubebuilder's `cert` volume of `webhook-server-cert`).
@@ -222,7 +223,16 @@ pub fn with_olm_certificates(pod_spec: &Value, secret: &str) -> Value {
         return spec;
     };
     for (volume, path) in OLM_CERT_MOUNTS {
-        let ours = json!({"name": volume, "secret": {"secretName": secret}});
+        // OLM names the files for what reads them: `apiserver.*` for an API service.
+        let stem = if volume == "apiservice-cert" {
+            "apiserver"
+        } else {
+            "tls"
+        };
+        let ours = json!({"name": volume, "secret": {"secretName": secret, "items": [
+            {"key": "tls.crt", "path": format!("{stem}.crt")},
+            {"key": "tls.key", "path": format!("{stem}.key")},
+        ]}});
         let volumes = map
             .entry("volumes")
             .or_insert_with(|| Value::Array(Vec::new()));

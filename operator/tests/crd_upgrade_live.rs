@@ -57,9 +57,16 @@ fn release(version: &str) -> ReleaseUnderTest {
 }
 
 async fn run(from: &ReleaseUnderTest, to: &ReleaseUnderTest) -> EdgeReport {
+    run_as(from, to, false).await
+}
+
+/// [`run`]; with `kubeconfig` the process gets one acting as its ServiceAccount, as
+/// `olmpack upgrade test` always gives it.
+async fn run_as(from: &ReleaseUnderTest, to: &ReleaseUnderTest, kubeconfig: bool) -> EdgeReport {
     let env = TestEnv::start().await.expect("test environment starts");
     let options = EdgeOptions {
         cleanup: false,
+        kubeconfig: kubeconfig.then(|| env.kubeconfig_path().to_owned()),
         ..EdgeOptions::default()
     };
     let report = run_edge(&env.client(), from, to, &options)
@@ -568,4 +575,100 @@ async fn crd_upgrade_live_operator_migrates_storage_at_startup() {
         .unwrap();
     assert_eq!(v1.items.len(), 2);
     operator.stop().await.unwrap();
+}
+
+/// A release whose process is the operator's container as the kubelet starts it: the
+/// command line runs the real operator with the container's arguments (`"$@"`: `run
+/// --cert-dir=/apiserver.local.config/certificates …`), after checking what only the
+/// container spec gives — `WATCH_NAMESPACE` (a `fieldRef` in `env`, added to the pod
+/// template's variables) and OLM's certificate at its mount path.
+fn as_container(version: &str, env: Vec<Value>) -> ReleaseUnderTest {
+    let mut release = release(version);
+    let operator = release.operator.as_mut().expect("the CSV has a Deployment");
+    let container = &mut operator.pod_template["spec"]["containers"][0];
+    let list = container["env"]
+        .as_array_mut()
+        .expect("the container has env");
+    list.extend(env);
+    release.webhook = Some(Webhook::Command(format!(
+        r#"test -n "$WATCH_NAMESPACE" || {{ echo "WATCH_NAMESPACE is not set" >&2; exit 1; }}
+test -f /apiserver.local.config/certificates/apiserver.crt || {{ echo "no certificate where OLM mounts it" >&2; exit 1; }}
+echo "watching $WATCH_NAMESPACE, arguments: $*"
+exec '{}' "$@""#,
+        env!("CARGO_BIN_EXE_webapp-operator")
+    )));
+    release
+}
+
+fn watch_namespace() -> Vec<Value> {
+    vec![
+        json!({"name": "WATCH_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}),
+    ]
+}
+
+/// Whether this process may give its children mount namespaces (root); says NOT RUN
+/// otherwise, and fails under CI, where the suite runs as root.
+fn mounts_or_not_run(test: &str) -> bool {
+    if olmpack_envtest::container::mount_namespaces_allowed() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{test}: mount namespaces need root under CI"
+    );
+    eprintln!("{test}: NOT RUN: mount namespaces need root");
+    false
+}
+
+/// The operator runs from its Deployment's container spec: its arguments, a `fieldRef`
+/// variable and OLM's certificate volume reach the process, and the edge passes.
+#[tokio::test]
+async fn crd_upgrade_live_operator_runs_as_its_container() {
+    if !mounts_or_not_run("crd_upgrade_live_operator_runs_as_its_container") {
+        return;
+    }
+    let from = as_container("0.1.0", watch_namespace());
+    let to = as_container("0.2.0", watch_namespace());
+    let report = run_as(&from, &to, true).await;
+    assert_eq!(report.verdict, Verdict::Passed, "{:#?}", report.findings);
+}
+
+/// A container that exits at once is restarted twice and then is the edge's verdict, in
+/// seconds: the pod would crash-loop, with the container and its last output.
+#[tokio::test]
+async fn crd_upgrade_live_a_crashing_container_is_a_verdict_at_once() {
+    if !mounts_or_not_run("crd_upgrade_live_a_crashing_container_is_a_verdict_at_once") {
+        return;
+    }
+    let from = as_container("0.1.0", Vec::new());
+    let to = as_container("0.2.0", watch_namespace());
+    let report = run(&from, &to).await;
+    assert_eq!(report.verdict, Verdict::Refused, "{:#?}", report.findings);
+    let found = findings(&report, "live/pod-cannot-start");
+    assert_eq!(found.len(), 1, "{:#?}", report.findings);
+    assert_eq!(found[0].consumer, Some(Consumer::PodCannotStart));
+    let message = &found[0].message;
+    for words in [
+        "webapp-operator.v0.1.0: container manager exited 3 times, the last after 2 restart(s) (exit status: 1): the pod would crash-loop",
+        "WATCH_NAMESPACE is not set",
+    ] {
+        assert!(message.contains(words), "{words:?} not in {message}");
+    }
+    assert!(report.seconds < 30.0, "took {} s", report.seconds);
+}
+
+/// An env reference to a Secret the namespace does not have: the kubelet does not start
+/// the container, in its words.
+#[tokio::test]
+async fn crd_upgrade_live_a_missing_secret_is_the_kubelets_refusal() {
+    let missing = json!({"name": "PASSWORD", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "password"}}});
+    let from = as_container("0.1.0", vec![missing]);
+    let to = as_container("0.2.0", watch_namespace());
+    let report = run(&from, &to).await;
+    let found = findings(&report, "live/pod-cannot-start");
+    assert_eq!(found.len(), 1, "{:#?}", report.findings);
+    assert_eq!(
+        found[0].message,
+        "webapp-operator.v0.1.0: the kubelet does not start container manager of Deployment webapp-operator: CreateContainerConfigError: secret \"creds\" not found"
+    );
 }

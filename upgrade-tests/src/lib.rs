@@ -21,6 +21,7 @@
 //! The binaries come from `cargo xtask setup` or `olmpack tools install` (see [`binaries`]).
 
 pub mod binaries;
+pub mod container;
 pub mod control_plane;
 pub mod https;
 pub mod live;

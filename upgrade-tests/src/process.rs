@@ -76,12 +76,14 @@ fn tool_gc_unless(is_set: impl Fn(&str) -> bool) -> EnvPairs {
     }
 }
 
-/// How a child is started: its own process group or not, and the network namespace it
-/// enters (a descriptor of [`crate::netns::NetNs`], kept open by the caller until spawned).
-#[derive(Clone, Copy, Debug, Default)]
+/// How a child is started: its own process group or not, the network namespace it
+/// enters (a descriptor of [`crate::netns::NetNs`], kept open by the caller until spawned)
+/// and the mounts of a mount namespace of its own ([`crate::container::Mounts`]).
+#[derive(Clone, Debug, Default)]
 struct Placement {
     group: bool,
     netns: Option<std::os::fd::RawFd>,
+    mounts: Option<std::sync::Arc<crate::container::Mounts>>,
 }
 
 type SpawnRequest = (Command, Placement, mpsc::Sender<std::io::Result<Child>>);
@@ -112,12 +114,16 @@ fn spawn_with_parent_death_signal(
     if placement.group {
         cmd.process_group(0);
     }
-    // SAFETY: the closure runs between fork and exec and calls only prctl, getppid and
-    // setns, all async-signal-safe; it allocates nothing and takes no locks.
+    // SAFETY: the closure runs between fork and exec and calls only prctl, getppid, setns,
+    // unshare, mount and chdir, all async-signal-safe; it allocates nothing and takes no
+    // locks.
     unsafe {
         cmd.pre_exec(move || {
             if let Some(fd) = placement.netns {
                 crate::netns::enter(fd)?;
+            }
+            if let Some(mounts) = &placement.mounts {
+                mounts.apply()?;
             }
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
                 return Err(std::io::Error::last_os_error());
@@ -191,8 +197,27 @@ impl ChildProcess {
         let placement = Placement {
             group: true,
             netns: netns.map(crate::netns::NetNs::raw_fd),
+            mounts: None,
         };
         Self::spawn(name, program, args, env, log, placement)
+    }
+
+    /// Like [`ChildProcess::start_group_in`], also in a mount namespace of its own with
+    /// `mounts` applied (a pod's volumes and working directory; see [`crate::container`]).
+    pub fn start_container(
+        name: &str,
+        command: (&Path, &[String]),
+        env: &[(String, String)],
+        log: &Path,
+        netns: Option<&crate::netns::NetNs>,
+        mounts: crate::container::Mounts,
+    ) -> Result<Self, ProcessError> {
+        let placement = Placement {
+            group: true,
+            netns: netns.map(crate::netns::NetNs::raw_fd),
+            mounts: (!mounts.is_empty()).then(|| std::sync::Arc::new(mounts)),
+        };
+        Self::spawn(name, command.0, command.1, env, log, placement)
     }
 
     fn spawn(
@@ -212,7 +237,8 @@ impl ChildProcess {
             source,
         })?;
         let mut cmd = Command::new(program);
-        if !placement.group {
+        let group = placement.group;
+        if !group {
             cmd.envs(tool_gc().iter().copied());
         }
         cmd.args(args)
@@ -239,7 +265,7 @@ impl ChildProcess {
             child,
             log: log.to_owned(),
             log_from: 0,
-            group: placement.group,
+            group,
         })
     }
 

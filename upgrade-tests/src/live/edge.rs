@@ -15,11 +15,12 @@ use super::admission;
 use super::api::{self, apiserver_message, crd_name, status_code};
 use super::compare::FieldChange;
 use super::identity::{self, OperatorIdentity};
-use super::webhook::{CertFiles, ProcessEnv, RunningWebhook};
+use super::webhook::{CertFiles, ProcessEnv, RunningWebhook, WebhookError};
 use super::{
     EdgeOptions, EdgeReport, LiveError, ProcessLog, ReleaseUnderTest, StepRecord, Webhook, refused,
     rules,
 };
+use crate::container::{PodIdentity, Prepared};
 
 /// Requests in flight at once for per-object work.
 const CONCURRENCY: usize = 16;
@@ -238,8 +239,7 @@ impl<'a> Run<'a> {
         to: &ReleaseUnderTest,
     ) -> Result<(), LiveError> {
         self.ensure_namespace().await?;
-        self.serve(from).await?;
-        if !self.install(from).await {
+        if !self.serve(from).await? || !self.install(from).await {
             return Ok(());
         }
         self.own_conversions(from).await;
@@ -247,8 +247,7 @@ impl<'a> Run<'a> {
         self.settle(from).await;
         let before = self.snapshot(&from.crds).await;
         let versions_before = self.resource_versions(&from.crds).await;
-        self.serve(to).await?;
-        if !self.upgrade(to).await {
+        if !self.serve(to).await? || !self.upgrade(to).await {
             return Ok(());
         }
         self.settle(to).await;
@@ -277,8 +276,10 @@ impl<'a> Run<'a> {
     }
 
     /// Replaces the running webhook with `release`'s: a command always (it is the
-    /// operator), a router only when a CRD converts through a webhook.
-    async fn serve(&mut self, release: &ReleaseUnderTest) -> Result<(), LiveError> {
+    /// operator), a router only when a CRD converts through a webhook. False (with a
+    /// finding) when the release's pod would not run: the kubelet refuses its container, or
+    /// it crash-loops.
+    async fn serve(&mut self, release: &ReleaseUnderTest) -> Result<bool, LiveError> {
         self.stop_webhook().await;
         if !release.admission.is_empty() && !matches!(release.webhook, Some(Webhook::Command(_))) {
             self.step(
@@ -298,13 +299,22 @@ impl<'a> Run<'a> {
                     crd: crd_name(crd),
                 });
             }
-            (None, None) | (Some(Webhook::Router(_)), None) => return Ok(()),
+            (None, None) | (Some(Webhook::Router(_)), None) => return Ok(true),
             (Some(webhook), _) => webhook,
         };
         let env = match webhook {
-            Webhook::Command(_) => self.process_env(release).await?,
+            Webhook::Command(_) => match self.process_env(release).await? {
+                Ok(env) => env,
+                Err(finding) => {
+                    self.find(finding);
+                    return Ok(false);
+                }
+            },
             Webhook::Router(_) => ProcessEnv::default(),
         };
+        for note in env.container.iter().flat_map(|c| &c.notes) {
+            self.step("container", format!("{}: {note}", release.name));
+        }
         let log = self.dir.path().join(format!(
             "webhook-{}-{}.log",
             self.processes.len() + 1,
@@ -327,7 +337,12 @@ impl<'a> Run<'a> {
                 if process {
                     self.register_admission(release).await?;
                 }
-                Ok(())
+                Ok(true)
+            }
+            Err(err @ WebhookError::CrashLoop { .. }) => {
+                self.processes.push(ProcessLog::of(&release.name, &log));
+                self.find(crash_finding(&release.name, &err.to_string()));
+                Ok(false)
             }
             Err(err) => {
                 self.processes.push(ProcessLog::of(&release.name, &log));
@@ -480,8 +495,12 @@ impl<'a> Run<'a> {
         out
     }
 
-    /// Grants `release`'s operator identity its permissions and writes its kubeconfig.
-    async fn process_env(&mut self, release: &ReleaseUnderTest) -> Result<ProcessEnv, LiveError> {
+    /// Grants `release`'s operator identity its permissions, writes its kubeconfig and
+    /// prepares its container; `Ok(Err(finding))` when the kubelet would not start it.
+    async fn process_env(
+        &mut self,
+        release: &ReleaseUnderTest,
+    ) -> Result<Result<ProcessEnv, Finding>, LiveError> {
         let identity = release
             .operator
             .clone()
@@ -502,11 +521,98 @@ impl<'a> Run<'a> {
             }
             None => None,
         };
-        Ok(ProcessEnv {
+        let container = match self.container(release, &identity).await? {
+            Ok(container) => container,
+            Err(finding) => return Ok(Err(finding)),
+        };
+        Ok(Ok(ProcessEnv {
             kubeconfig,
             namespace,
             deployment: identity.deployment,
             image: identity.image,
+            container,
+        }))
+    }
+
+    /// The Deployment's first container as the kubelet would start it, with the serving
+    /// certificate where OLM v0 mounts it (Secret `<deployment>-service-cert`, created as OLM
+    /// creates it); `None` without a pod template.
+    async fn container(
+        &mut self,
+        release: &ReleaseUnderTest,
+        identity: &OperatorIdentity,
+    ) -> Result<Result<Option<Prepared>, Finding>, LiveError> {
+        let template = &identity.pod_template;
+        if !template["spec"].is_object() {
+            return Ok(Ok(None));
+        }
+        let secret = format!("{}-service-cert", identity.deployment);
+        self.apply_cert_secret(&secret).await?;
+        let pod_spec = olmpack_model::pod::with_olm_certificates(&template["spec"], &secret);
+        let strings = |v: &Value| -> std::collections::BTreeMap<String, String> {
+            serde_json::from_value(v.clone()).unwrap_or_default()
+        };
+        let mut annotations = strings(&template["metadata"]["annotations"]);
+        for (key, value) in [
+            ("olm.operatorNamespace", self.options.namespace.as_str()),
+            ("olm.operatorGroup", "olmpack"),
+            ("olm.targetNamespaces", ""),
+        ] {
+            annotations.insert(key.to_owned(), value.to_owned());
+        }
+        let pod = PodIdentity {
+            name: format!("{}-olmpack", identity.deployment),
+            namespace: self.options.namespace.clone(),
+            labels: strings(&template["metadata"]["labels"]),
+            annotations,
+            ca_pem: self
+                .options
+                .kubeconfig
+                .as_deref()
+                .map(crate::container::cluster_ca)
+                .unwrap_or_default(),
+        };
+        let dir = self.dir.path().join(format!(
+            "volumes-{}-{}",
+            self.processes.len() + 1,
+            release.name
+        ));
+        match crate::container::prepare(self.client, &pod, &pod_spec, &dir).await? {
+            Ok(prepared) => Ok(Ok(Some(prepared))),
+            Err((container, why)) => Ok(Err(refused(
+                rules::POD_CANNOT_START,
+                Consumer::PodCannotStart,
+                format!(
+                    "{}: the kubelet does not start container {container} of Deployment {}: {why}",
+                    release.name, identity.deployment
+                ),
+            )
+            .object(format!("Deployment/{}", identity.deployment)))),
+        }
+    }
+
+    /// Creates (or updates) the Secret OLM makes for a Deployment that serves webhooks,
+    /// holding the run's serving certificate.
+    async fn apply_cert_secret(&self, name: &str) -> Result<(), LiveError> {
+        use base64::Engine as _;
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let pem = &self.certs.pem;
+        let secret = json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": name, "namespace": self.options.namespace},
+            "type": "kubernetes.io/tls",
+            "data": {"tls.crt": b64(&pem.cert_pem), "tls.key": b64(&pem.key_pem)}});
+        let api: kube::Api<k8s_openapi::api::core::v1::Secret> =
+            kube::Api::namespaced(self.client.clone(), &self.options.namespace);
+        api.patch(
+            name,
+            &kube::api::PatchParams::apply("olmpack-upgrade-test").force(),
+            &kube::api::Patch::Apply(&secret),
+        )
+        .await
+        .map(drop)
+        .map_err(|source| LiveError::Kube {
+            action: format!("apply Secret {name} for the operator's pod"),
+            source,
         })
     }
 
@@ -552,3 +658,13 @@ impl<'a> Run<'a> {
 mod conversions;
 mod examples;
 mod phases;
+
+/// The finding of a release whose container exits again after every restart.
+fn crash_finding(release: &str, words: &str) -> Finding {
+    refused(
+        rules::POD_CANNOT_START,
+        Consumer::PodCannotStart,
+        words.to_owned(),
+    )
+    .object(format!("release {release}"))
+}

@@ -26,6 +26,9 @@ pub struct OperatorIdentity {
     pub rules: Vec<PolicyRule>,
     /// Rules of the CSV's `clusterPermissions` for that ServiceAccount.
     pub cluster_rules: Vec<PolicyRule>,
+    /// The Deployment's pod template (`metadata` and `spec`), from which its first container
+    /// is started as the kubelet would ([`crate::container`]); `Null`: the command alone.
+    pub pod_template: Value,
 }
 
 /// The field manager of what a live test applies.

@@ -252,6 +252,9 @@ pub mod rules {
     pub const ROLLBACK_REFUSED: &str = "live/rollback-refused";
     /// The rollback was accepted but objects lost data.
     pub const ROLLBACK_DATA_LOST: &str = "live/rollback-data-lost";
+    /// The release's pod would not run: the kubelet refuses its container, or it exits
+    /// again after every restart (crash-loops).
+    pub const POD_CANNOT_START: &str = "live/pod-cannot-start";
 }
 
 /// The live test could not run (not a finding about the release).
@@ -271,6 +274,8 @@ pub enum LiveError {
     Webhook(#[from] webhook::WebhookError),
     #[error(transparent)]
     Kubeconfig(#[from] identity::KubeconfigError),
+    #[error(transparent)]
+    Container(#[from] crate::container::ContainerError),
     #[error("release {release} converts {crd} through a webhook, but no webhook command was given")]
     NoWebhook { release: String, crd: String },
     #[error(

@@ -23,6 +23,17 @@
 //!   CSV's permissions granted to it (when the run has an admin kubeconfig to derive it
 //!   from).
 //!
+//! When the release's CSV has a Deployment, the command stands in for its first container
+//! as the kubelet starts it ([`crate::container`]): `sh -c COMMAND sh ARGS…`, so the
+//! container's arguments after its program are the command's `"$@"` (`$OLMPACK_CONTAINER_COMMAND`
+//! is its program, when it names one); the container's environment (`fieldRef`, Secret and
+//! ConfigMap references resolved) is added to the above; its volumes (OLM's certificate at
+//! `/apiserver.local.config/certificates` and `/tmp/k8s-webhook-server/serving-certs`
+//! included) are mounted at their paths in a mount namespace of the process's own. A
+//! container the kubelet would not start, or that exits again after each of
+//! [`crate::container::RESTARTS`] restarts, is [`WebhookError::CrashLoop`] or a finding of
+//! the edge, not a harness failure.
+//!
 //! Each process's output goes to a log file of its own; the end of it is shown when the
 //! process fails to start, and kept in the report when an edge does not pass.
 
@@ -89,6 +100,17 @@ pub enum WebhookError {
         port: u16,
         log_tail: String,
     },
+    #[error(
+        "{release}: container {container} exited {exits} times, the last after {restarts} restart(s) ({status}): the pod would crash-loop; its last output:\n{log_tail}"
+    )]
+    CrashLoop {
+        release: String,
+        container: String,
+        exits: u32,
+        restarts: u32,
+        status: String,
+        log_tail: String,
+    },
     #[error("failed to listen on 127.0.0.1:{port} for the webhook of {release}")]
     Relay {
         release: String,
@@ -142,6 +164,9 @@ pub struct ProcessEnv {
     pub namespace: String,
     pub deployment: String,
     pub image: String,
+    /// The Deployment's container as the kubelet would start it: its arguments become the
+    /// command's `"$@"`, its environment and volumes the process's (none: the command alone).
+    pub container: Option<crate::container::Prepared>,
 }
 
 /// A running webhook; stopped (process group killed, connections closed) on drop.
@@ -260,35 +285,98 @@ impl CommandStart<'_> {
                 })?;
             network.relay_in(listener);
         }
-        let mut child = ChildProcess::start_group_in(
-            &format!("the webhook command of {release}"),
-            Path::new("sh"),
-            &["-c".to_owned(), self.command.to_owned()],
-            &vars,
-            self.log,
-            network.namespace(),
-        )
-        .map_err(|source| WebhookError::Process {
-            release: release.clone(),
-            source,
-        })?;
-        let timeout = if required { READY_TIMEOUT } else { START_GRACE };
-        match wait_accepting(&mut child, &release, &network, timeout).await {
-            Err(WebhookError::NotReady { .. }) if !required => {}
-            Err(WebhookError::NotReady { log_tail, .. }) => {
-                return Err(WebhookError::NotReady {
-                    release,
-                    port: network.listen_port(),
-                    log_tail: with_reason(log_tail, shared_because.as_deref()),
-                });
-            }
-            other => other?,
-        }
+        let child = self
+            .start_restarting(vars, &network, required, shared_because.as_deref())
+            .await?;
         Ok(RunningWebhook::Process {
             child,
             network,
             shared_because,
         })
+    }
+}
+
+impl CommandStart<'_> {
+    /// Starts the process (the container's when there is one: its `"$@"`, environment and
+    /// mounts) and waits until it accepts connections or, when not `required`, for a
+    /// moment. A container that exits is started again after a back-off, up to
+    /// [`crate::container::RESTARTS`] times, then it is a crash loop.
+    async fn start_restarting(
+        &self,
+        mut vars: Vec<(String, String)>,
+        network: &ProcessNetwork,
+        required: bool,
+        shared_because: Option<&str>,
+    ) -> Result<ChildProcess, WebhookError> {
+        let release = self.release.to_owned();
+        let (argv, mounts) = match &self.env.container {
+            Some(prepared) => {
+                vars = crate::container::merged_env(vars, &prepared.spec);
+                (prepared.shell_argv(self.command), prepared.mounts.clone())
+            }
+            None => (
+                vec!["-c".to_owned(), self.command.to_owned()],
+                crate::container::Mounts::default(),
+            ),
+        };
+        let timeout = if required { READY_TIMEOUT } else { START_GRACE };
+        let mut restarts = 0;
+        loop {
+            let mut child = ChildProcess::start_container(
+                &format!("the webhook command of {release}"),
+                (Path::new("sh"), &argv),
+                &vars,
+                self.log,
+                network.namespace(),
+                mounts.clone(),
+            )
+            .map_err(|source| WebhookError::Process {
+                release: release.clone(),
+                source,
+            })?;
+            match wait_accepting(&mut child, &release, network, timeout).await {
+                Ok(()) => return Ok(child),
+                Err(WebhookError::NotReady { .. }) if !required => return Ok(child),
+                Err(WebhookError::NotReady { log_tail, .. }) => {
+                    return Err(WebhookError::NotReady {
+                        release,
+                        port: network.listen_port(),
+                        log_tail: with_reason(log_tail, shared_because),
+                    });
+                }
+                Err(WebhookError::Process {
+                    source:
+                        ProcessError::Exited {
+                            status, log_tail, ..
+                        },
+                    ..
+                }) if self.env.container.is_some() => {
+                    if restarts == crate::container::RESTARTS {
+                        return Err(self.crash_loop(restarts, status, &log_tail));
+                    }
+                    tokio::time::sleep(crate::container::back_off(restarts)).await;
+                    restarts += 1;
+                }
+                Err(other) => return Err(other),
+            }
+        }
+    }
+
+    fn crash_loop(&self, restarts: u32, status: String, log_tail: &str) -> WebhookError {
+        let container = self
+            .env
+            .container
+            .as_ref()
+            .map(|c| c.spec.container.clone())
+            .unwrap_or_default();
+        WebhookError::CrashLoop {
+            release: self.release.to_owned(),
+            container,
+            exits: restarts + 1,
+            restarts,
+            status,
+            log_tail: crate::container::last_lines(log_tail, 20),
+        }
     }
 }
 

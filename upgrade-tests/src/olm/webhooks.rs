@@ -18,6 +18,13 @@
 //! Secret: OLM deletes and recreates the Secret during an upgrade, while a pod keeps the files
 //! it mounted (and serves the webhooks that admit OLM's own update of the Deployment).
 //! Processes die with the host.
+//!
+//! Each process is the Deployment's first container as the kubelet starts it, from the pod
+//! template OLM wrote ([`crate::container`]: its arguments as the shell line's `"$@"`, its
+//! environment, its volumes in a mount namespace of its own). A process that exits is
+//! started again after a back-off; one that exited after every one of
+//! [`crate::container::RESTARTS`] restarts is a crash loop ([`WebhookHost::crash_loop`]),
+//! which [`WebhookHost::wait_serving`] answers at once.
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -53,6 +60,9 @@ const POLL: Duration = Duration::from_millis(300);
 /// the apiserver routes by its cached view of the slices, so calls may still reach the old
 /// address for a moment (a kubelet, too, keeps the old pod until the new one is ready).
 const RETIRE_GRACE: Duration = Duration::from_secs(5);
+/// How long a process must have run for its exit not to count towards a crash loop (the
+/// kubelet, too, forgets a container's back-off once it has run a while).
+const STEADY: Duration = Duration::from_secs(30);
 
 /// The command started as the process of a Deployment's pods.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -69,6 +79,18 @@ impl WebhookCommand {
             program: PathBuf::from("/bin/sh"),
             args: vec!["-c".to_owned(), line.to_owned()],
         }
+    }
+
+    /// The arguments to start the program with for a container whose arguments (after its
+    /// program) are `container_args`: a shell line gets them as `"$@"`; another program gets
+    /// them after its own.
+    pub fn args_for(&self, container_args: &[String]) -> Vec<String> {
+        let mut args = self.args.clone();
+        if matches!(args.first().map(String::as_str), Some("-c")) && args.len() == 2 {
+            args.push("sh".to_owned());
+        }
+        args.extend(container_args.iter().cloned());
+        args
     }
 }
 
@@ -90,6 +112,17 @@ struct State {
     retiring: Vec<(std::time::Instant, Hosted)>,
     /// The release processes start as, when the Deployments do not say (OLM v1's).
     release: Option<String>,
+    /// Per Deployment, how its current pod template's process exited so far.
+    exits: BTreeMap<String, Exits>,
+}
+
+/// The exits of one Deployment's process at one fingerprint (a kubelet's restart count).
+struct Exits {
+    fingerprint: String,
+    count: u32,
+    last: std::time::Instant,
+    /// The crash-loop verdict once the process exited after every restart.
+    crash_loop: Option<String>,
 }
 
 struct Hosted {
@@ -97,6 +130,8 @@ struct Hosted {
     /// The Deployment generation the process stands in for.
     generation: i64,
     process: ChildProcess,
+    /// When it started (an exit after [`STEADY`] of running is no crash loop).
+    started: std::time::Instant,
     /// Where the process listens; its relays stop with it.
     _network: ProcessNetwork,
 }
@@ -224,6 +259,9 @@ impl WebhookHost {
                 if generation.is_some() && self.serving_generation(name) == generation {
                     break;
                 }
+                if let Some(words) = self.crash_loop(name) {
+                    return Err(words);
+                }
                 if std::time::Instant::now() >= deadline {
                     let problem = self.problems().get(name).cloned();
                     return Err(format!(
@@ -235,6 +273,31 @@ impl WebhookHost {
             }
         }
         Ok(())
+    }
+
+    /// Why `deployment`'s pod would crash-loop: its process exited after every restart
+    /// (`None` while it runs or may still start).
+    pub fn crash_loop(&self, deployment: &str) -> Option<String> {
+        self.lock()
+            .exits
+            .get(deployment)
+            .and_then(|e| e.crash_loop.clone())
+    }
+
+    /// Why each Deployment whose pod would crash-loop does, in Deployment order; they are
+    /// forgotten (a case reports them once, the next case starts clean).
+    pub fn take_crash_loops(&self) -> Vec<String> {
+        let mut state = self.lock();
+        let looping: Vec<String> = state
+            .exits
+            .iter()
+            .filter(|(_, e)| e.crash_loop.is_some())
+            .map(|(d, _)| d.clone())
+            .collect();
+        looping
+            .iter()
+            .filter_map(|d| state.exits.remove(d).and_then(|e| e.crash_loop))
+            .collect()
     }
 
     /// The Deployment generation whose process serves `deployment`'s webhooks now.
@@ -279,6 +342,77 @@ impl WebhookHost {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl State {
+    /// Counts an exit of `deployment`'s process at `fingerprint` (`what`: the container,
+    /// its release and its last output); after [`crate::container::RESTARTS`] restarts it is
+    /// a crash loop.
+    fn exited(&mut self, deployment: &str, fingerprint: &str, what: &str) {
+        let entry = self
+            .exits
+            .entry(deployment.to_owned())
+            .or_insert_with(|| Exits {
+                fingerprint: fingerprint.to_owned(),
+                count: 0,
+                last: std::time::Instant::now(),
+                crash_loop: None,
+            });
+        if entry.fingerprint != fingerprint {
+            entry.fingerprint = fingerprint.to_owned();
+            entry.count = 0;
+            entry.crash_loop = None;
+        }
+        entry.count += 1;
+        entry.last = std::time::Instant::now();
+        let restarts = entry.count - 1;
+        if restarts >= crate::container::RESTARTS {
+            entry.crash_loop = Some(format!(
+                "Deployment {deployment}: {what} — it exited {} times, the last after {restarts} restart(s): the pod would crash-loop",
+                entry.count
+            ));
+        }
+    }
+
+    /// Whether `deployment`'s process may start (again) now: not after a crash loop, and
+    /// only after the back-off since its last exit at the same fingerprint.
+    fn may_start(&self, deployment: &str, fingerprint: &str) -> bool {
+        match self.exits.get(deployment) {
+            Some(e) if e.fingerprint == fingerprint => {
+                e.crash_loop.is_none()
+                    && e.last.elapsed() >= crate::container::back_off(e.count.saturating_sub(1))
+            }
+            _ => true,
+        }
+    }
+}
+
+/// Why a process did not come up: it exited (its container, release and last output), or
+/// something else went wrong.
+enum Spawn {
+    Exited(String),
+    Other(String),
+}
+
+impl From<String> for Spawn {
+    fn from(problem: String) -> Self {
+        Spawn::Other(problem)
+    }
+}
+
+/// The last lines of an exited process's output, from its error.
+fn hosted_tail(exited: &crate::process::ProcessError) -> String {
+    match exited {
+        crate::process::ProcessError::Exited {
+            name,
+            status,
+            log_tail,
+        } => format!(
+            "{name} exited ({status}); its last output:\n{}",
+            crate::container::last_lines(log_tail, 20)
+        ),
+        other => other.to_string(),
     }
 }
 
@@ -367,16 +501,33 @@ impl Ctx {
                     Ok(()) => {}
                     Err(exited) => {
                         tracing::debug!(%deployment, %exited, "webhook host: process exited");
+                        let early = hosted.started.elapsed() < STEADY;
                         state
                             .problems
                             .insert(deployment.to_owned(), exited.to_string());
                         state.hosted.remove(deployment);
+                        if early {
+                            state.exited(deployment, &fingerprint, &hosted_tail(&exited));
+                        }
                     }
                 }
             }
+            if !state.may_start(deployment, &fingerprint) {
+                return Ok(());
+            }
         }
         tracing::debug!(%deployment, %fingerprint, "webhook host: starting a process");
-        let hosted = self.spawn(deployment, &found, secret, fingerprint).await?;
+        let hosted = match self
+            .spawn(deployment, &found, secret, fingerprint.clone())
+            .await
+        {
+            Ok(hosted) => hosted,
+            Err(Spawn::Exited(tail)) => {
+                self.lock().exited(deployment, &fingerprint, &tail);
+                return Err(format!("its process exited: {tail}"));
+            }
+            Err(Spawn::Other(problem)) => return Err(problem),
+        };
         let mut state = self.lock();
         state.problems.remove(deployment);
         if let Some(old) = state.hosted.insert(deployment.to_owned(), hosted) {
@@ -391,12 +542,12 @@ impl Ctx {
         found: &Deployment,
         secret: &Secret,
         fingerprint: String,
-    ) -> Result<Hosted, String> {
+    ) -> Result<Hosted, Spawn> {
         let data = secret.data.clone().unwrap_or_default();
         let (Some(cert), Some(key)) = (data.get("tls.crt"), data.get("tls.key")) else {
-            return Err(format!(
+            return Err(Spawn::Other(format!(
                 "Secret {deployment}-service-cert has no tls.crt or tls.key"
-            ));
+            )));
         };
         let generation = found.metadata.generation.unwrap_or_default();
         // One directory per start: a replaced process may still be serving from its own.
@@ -422,29 +573,36 @@ impl Ctx {
             &self.namespace,
             &service_account(found),
         )?;
+        let container = self.container(deployment, found, &dir).await?;
         let port = free_port().map_err(|e| e.to_string())?;
         let (mut network, _) = ProcessNetwork::for_process(Some(&kubeconfig), port).await;
         let tmp = controller_runtime_cert_dir(&dir.join("tmp"), &cert.0, &key.0)
             .map_err(|e| e.to_string())?;
         let (env, image) = self.process_env(deployment, found, &dir, network.listen_port());
         let env = [env, vec![("TMPDIR".to_owned(), tmp.display().to_string())]].concat();
+        let env = crate::container::merged_env(env, &container.spec);
         let log = dir.join("process.log");
-        let mut process = ChildProcess::start_group_in(
-            &format!("webhook process of {deployment}"),
-            &self.command.program,
-            &self.command.args,
+        let args = self.command.args_for(&container.spec.args);
+        let mut process = ChildProcess::start_container(
+            &format!("container {} of {deployment}", container.spec.container),
+            (&self.command.program, &args),
             &env,
             &log,
             network.namespace(),
+            container.mounts.clone(),
         )
         .map_err(|e| e.to_string())?;
         self.lock()
             .started
             .push(format!("{deployment} ({image}): {}", log.display()));
         let net = &network;
-        crate::process::wait_until(&mut process, LISTEN_TIMEOUT, || net.accepting())
-            .await
-            .map_err(|e| e.to_string())?;
+        match crate::process::wait_until(&mut process, LISTEN_TIMEOUT, || net.accepting()).await {
+            Ok(()) => {}
+            Err(exited @ crate::process::ProcessError::Exited { .. }) => {
+                return Err(Spawn::Exited(hosted_tail(&exited)));
+            }
+            Err(other) => return Err(Spawn::Other(other.to_string())),
+        }
         let listener = tokio::net::TcpListener::bind(SocketAddr::new(IpAddr::V4(self.host_ip), 0))
             .await
             .map_err(|e| format!("no port on {} for the webhook relay: {e}", self.host_ip))?;
@@ -456,8 +614,40 @@ impl Ctx {
             fingerprint,
             generation,
             process,
+            started: std::time::Instant::now(),
             _network: network,
         })
+    }
+
+    /// The Deployment's first container as the kubelet would start it, from the pod template
+    /// OLM wrote (its certificate volumes included) and the Secrets and ConfigMaps of the
+    /// namespace; `Err` in the kubelet's words when it would not start it.
+    async fn container(
+        &self,
+        deployment: &str,
+        found: &Deployment,
+        dir: &Path,
+    ) -> Result<crate::container::Prepared, String> {
+        let template = &found.spec.template;
+        let pod_spec = serde_json::to_value(&template.spec).unwrap_or_default();
+        let meta = template.metadata.clone().unwrap_or_default();
+        let generation = found.metadata.generation.unwrap_or_default();
+        let pod = crate::container::PodIdentity {
+            name: format!("{deployment}-{generation}-olmpack"),
+            namespace: self.namespace.clone(),
+            labels: meta.labels.unwrap_or_default(),
+            annotations: meta.annotations.unwrap_or_default(),
+            ca_pem: crate::container::cluster_ca(&self.admin_kubeconfig),
+        };
+        match crate::container::prepare(&self.client, &pod, &pod_spec, &dir.join("volumes"))
+            .await
+            .map_err(|e| e.to_string())?
+        {
+            Ok(prepared) => Ok(prepared),
+            Err((container, why)) => Err(format!(
+                "the kubelet does not start container {container} of Deployment {deployment}: {why}"
+            )),
+        }
     }
 
     /// The environment of the webhook process of `deployment` (the one contract with

@@ -28,6 +28,8 @@ use olmpack_model::report::Finding;
 const RULE: &str = "csv/missing-volume-source";
 /// The warning for an object the user creates before installing.
 const PREREQUISITE: &str = "csv/prerequisite";
+/// The warning for a certificate path no volume provides.
+const UNMOUNTED: &str = "csv/unmounted-path";
 
 /// Why a Secret or ConfigMap the pod needs is missing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,20 +66,10 @@ pub fn missing_objects(bundle: &LoadedBundle, spec: &CsvSpec) -> Vec<MissingObje
     let certified = olm_certified(spec);
     let by_openshift = openshift_secrets(bundle);
     let mut out = Vec::new();
-    let strategy = spec.install.as_ref().and_then(|i| i.spec.as_ref());
-    let deployments = strategy.and_then(|s| s.deployments.as_deref());
-    for (i, deployment) in deployments.unwrap_or_default().iter().enumerate() {
-        let name = text(&deployment.name);
-        let pod = deployment.spec.as_ref().and_then(DeploymentSpec::pod);
-        // The kubelet's view reads the pod spec as given (volumes, env), untyped.
-        let pod_spec = pod.map_or(Value::Null, |p| json!(p));
+    for (i, name, as_created) in pods_as_created(spec) {
         let olm_secret = certified
             .contains(name)
             .then(|| format!("{name}-service-cert"));
-        let as_created = match &olm_secret {
-            Some(secret) => pod::with_olm_certificates(&pod_spec, secret),
-            None => pod_spec,
-        };
         for r in pod::required_references(&as_created) {
             let is_secret = r.kind == SourceKind::Secret;
             if shipped.contains(&(r.kind.as_str(), r.name.as_str()))
@@ -102,7 +94,59 @@ pub fn missing_objects(bundle: &LoadedBundle, spec: &CsvSpec) -> Vec<MissingObje
     out
 }
 
+/// Each deployment's pod spec as OLM v0 creates it (its certificate mounts applied), with
+/// its index and name.
+fn pods_as_created(spec: &CsvSpec) -> Vec<(usize, &str, Value)> {
+    let certified = olm_certified(spec);
+    let strategy = spec.install.as_ref().and_then(|i| i.spec.as_ref());
+    let deployments = strategy.and_then(|s| s.deployments.as_deref());
+    let mut out = Vec::new();
+    for (i, deployment) in deployments.unwrap_or_default().iter().enumerate() {
+        let name = text(&deployment.name);
+        let pod = deployment.spec.as_ref().and_then(DeploymentSpec::pod);
+        // The kubelet's view reads the pod spec as given (volumes, env), untyped.
+        let pod_spec = pod.map_or(Value::Null, |p| json!(p));
+        let as_created = match certified.contains(name) {
+            true => pod::with_olm_certificates(&pod_spec, &format!("{name}-service-cert")),
+            false => pod_spec,
+        };
+        out.push((i, name, as_created));
+    }
+    out
+}
+
+/// `csv/unmounted-path`: an argument or variable naming a certificate or key file under a
+/// path no volume of its container is mounted at (see [`olmpack_model::container::unmounted_paths`]).
+fn unmounted_paths(ctx: &Context<'_>, out: &mut Vec<Finding>) {
+    for (i, name, as_created) in pods_as_created(&ctx.spec) {
+        let containers = as_created["containers"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        for found in olmpack_model::container::unmounted_paths(&as_created) {
+            let index = containers
+                .iter()
+                .position(|c| c["name"].as_str() == Some(found.container.as_str()))
+                .unwrap_or_default();
+            let field = format!(
+                "spec.install.spec.deployments[{i}].spec.template.spec.containers[{index}].{}",
+                found.field
+            );
+            let finding = Finding::warning(
+                UNMOUNTED,
+                format!(
+                    "container {} of deployment {name} is told {} {} but no volume is mounted there; unless the image holds that file the process cannot open it and the pod crash-loops",
+                    found.container, found.name, found.path
+                ),
+            )
+            .hint("mount a volume (a Secret with the certificate) at that path, or drop the argument");
+            out.push(ctx.at(finding, field));
+        }
+    }
+}
+
 pub(super) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
+    unmounted_paths(ctx, out);
     for m in missing_objects(ctx.bundle, &ctx.spec) {
         let r = &m.reference;
         let field = format!(

@@ -433,6 +433,7 @@ pub async fn run_case(
         Err(err) => return environment_failed(report, err, options, started),
     };
     let ran = run_in(&env, catalog_dir, &mut report, options, started).await;
+    report.crash_loops = env.webhooks().take_crash_loops();
     report.retried = env.retried();
     report.platform_gates = platform_gates(&report, options.platform);
     report.seconds = started.elapsed().as_secs_f64();
@@ -698,6 +699,36 @@ async fn examples(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A crash loop fails the case, blamed on the pod, whatever OLM said of its steps.
+    #[test]
+    fn a_crash_loop_fails_the_case() {
+        let case = Case {
+            package: "op".into(),
+            channels: vec!["stable".into()],
+            from: "op.v1".into(),
+            expected: None,
+            install_mode: olmpack_model::plan::InstallModeType::AllNamespaces,
+            max_openshift_versions: Default::default(),
+            olm: Default::default(),
+        };
+        let mut report = CaseReport::new(case);
+        report.install.outcome = Outcome::Succeeded {
+            csv: "op.v1".into(),
+        };
+        assert_eq!(report.verdict(), Verdict::Passed);
+        let words = "Deployment op: container manager of op exited (exit status: 1) — the pod would crash-loop";
+        report.crash_loops = vec![words.to_owned()];
+        assert_eq!(report.verdict(), Verdict::Failed);
+        let failures = report.failures();
+        assert_eq!(failures.len(), 1);
+        assert_eq!(failures[0].rule, report::CRASH_LOOP_RULE);
+        assert_eq!(
+            failures[0].consumer,
+            Some(olmpack_model::report::Consumer::PodCannotStart)
+        );
+        assert_eq!(verdict(&report), format!("FAIL (pod: {words})"));
+    }
 
     #[test]
     fn platform_gates_judge_only_the_bundles_installed() {

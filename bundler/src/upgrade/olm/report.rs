@@ -45,6 +45,10 @@ pub struct CaseReport {
     /// (on OpenShift: cluster upgrades blocked by its `olm.maxOpenShiftVersion`); warnings,
     /// not failures.
     pub platform_gates: Vec<String>,
+    /// The operator's pods that would crash-loop: the webhook command, started as the
+    /// Deployment's container, exited again after every restart (Deployment, container and
+    /// its last output).
+    pub crash_loops: Vec<String>,
     /// Why the case could not be finished: the test environment failed (it did not start,
     /// or its apiserver could not be reached even after retries). The steps it interrupted
     /// are [`Outcome::Unfinished`]; what was found before stands.
@@ -58,6 +62,10 @@ pub const OLM_RULES: &str = "olm";
 /// was refused (by the apiserver's schema or the operator's webhooks) or could not be read
 /// back after the upgrade.
 pub const EXAMPLE_RULES: &str = "examples";
+
+/// The rule of a case whose operator pod would crash-loop (blames the bundle: its
+/// Deployment's container cannot run).
+pub const CRASH_LOOP_RULE: &str = "pod/crash-loop";
 
 /// Who a finding of a case blames, as `error[…]` lines and JUnit failure types name it: its
 /// rule's family, [`OLM_RULES`] or [`EXAMPLE_RULES`].
@@ -84,6 +92,7 @@ impl CaseReport {
             seconds: 0.0,
             retried: Vec::new(),
             platform_gates: Vec::new(),
+            crash_loops: Vec::new(),
             environment: None,
         }
     }
@@ -101,6 +110,12 @@ impl CaseReport {
             Finding::error(format!("{EXAMPLE_RULES}/{rule}"), message)
                 .consumer(Consumer::KubeApiserver)
         };
+        let crashed = self.crash_loops.iter().map(|words| {
+            Finding::error(CRASH_LOOP_RULE, words.clone()).consumer(Consumer::PodCannotStart)
+        });
+        if !self.crash_loops.is_empty() {
+            return crashed.collect();
+        }
         if matches!(self.install.outcome, Outcome::Unfinished { .. }) {
             return Vec::new();
         }

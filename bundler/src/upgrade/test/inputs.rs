@@ -331,6 +331,7 @@ pub fn operator_identity(csv: &Value) -> Option<OperatorIdentity> {
         rules: rules_of("permissions"),
         cluster_rules: rules_of("clusterPermissions"),
         service_account,
+        pod_template: deployment["spec"]["template"].clone(),
     })
 }
 

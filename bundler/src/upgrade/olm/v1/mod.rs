@@ -115,6 +115,10 @@ async fn run_case(
     let started = Instant::now();
     let mut report = CaseReport::new(case);
     let ran = steps(env, served, &mut report, extension, options, started).await;
+    report.crash_loops = env
+        .webhooks()
+        .map(|host| host.take_crash_loops())
+        .unwrap_or_default();
     let cleaned = uninstall(env, extension, options).await;
     report.seconds = started.elapsed().as_secs_f64();
     match ran.and(cleaned) {
