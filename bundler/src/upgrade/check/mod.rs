@@ -23,7 +23,6 @@ pub mod markdown;
 pub mod olm_v0;
 pub mod olm_v1;
 pub mod schema;
-pub mod value;
 pub mod verdict;
 
 use std::fmt;
@@ -420,7 +419,7 @@ pub fn parse_crd_file(file: &str, text: &str) -> Result<CustomResourceDefinition
     {
         return Err(CrdFileError::NotACrd {
             file: file.to_owned(),
-            found: value::what_document_is(doc),
+            found: crate::bundle::cr_schema::what_document_is(doc),
         });
     }
     serde_path_to_error::deserialize(doc).map_err(|e| CrdFileError::Field {
