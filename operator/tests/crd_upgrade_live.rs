@@ -68,7 +68,7 @@ async fn run(from: &ReleaseUnderTest, to: &ReleaseUnderTest) -> EdgeReport {
     eprintln!(
         "{}",
         olmpack::upgrade::test::format(
-            std::slice::from_ref(&report),
+            &[report.clone().into()],
             olmpack_model::report::OutputFormat::Text
         )
     );
