@@ -416,7 +416,7 @@ fn cases() -> Vec<Case> {
             "csv/example-invalid",
             CSV,
             Some("metadata.annotations.alm-examples[0].spec.size"),
-            "kube-apiserver refuses example 0 (Guestbook g): spec.size: Invalid value: \"string\": spec.size in body must be of type integer: \"string\"",
+            "kube-apiserver refuses example 0 (demo.olmpack.dev/v1alpha1 Guestbook g): spec.size: Invalid value: \"string\": spec.size in body must be of type integer: \"string\"",
             csv(|c| {
                 c["metadata"]["annotations"]["alm-examples"] = json!(
                     r#"[{"apiVersion":"demo.olmpack.dev/v1alpha1","kind":"Guestbook","metadata":{"name":"g"},"spec":{"size":"two"}}]"#
@@ -428,7 +428,7 @@ fn cases() -> Vec<Case> {
             "csv/example-invalid",
             CSV,
             Some("metadata.annotations.alm-examples[0].spec.size"),
-            "kube-apiserver refuses example 0 (Guestbook g): spec.size: Required value",
+            "kube-apiserver refuses example 0 (demo.olmpack.dev/v1alpha1 Guestbook g): spec.size: Required value",
             csv(|c| {
                 c["metadata"]["annotations"]["alm-examples"] = json!(
                     r#"[{"apiVersion":"demo.olmpack.dev/v1alpha1","kind":"Guestbook","metadata":{"name":"g"},"spec":{"title":"t"}}]"#
@@ -440,7 +440,7 @@ fn cases() -> Vec<Case> {
             "csv/example-invalid",
             CSV,
             Some("metadata.annotations.alm-examples[0].metadata.name"),
-            "kube-apiserver refuses example 0 (Guestbook (unnamed)): metadata.name: Required value: name or generateName is required",
+            "kube-apiserver refuses example 0 (demo.olmpack.dev/v1alpha1 Guestbook (unnamed)): metadata.name: Required value: name or generateName is required",
             csv(|c| {
                 c["metadata"]["annotations"]["alm-examples"] = json!(
                     r#"[{"apiVersion":"demo.olmpack.dev/v1alpha1","kind":"Guestbook","spec":{"size":1}}]"#
@@ -452,7 +452,7 @@ fn cases() -> Vec<Case> {
             "csv/example-not-served",
             CSV,
             Some("metadata.annotations.alm-examples[0]"),
-            "example 0 (Guestbook g) is a demo.olmpack.dev/v1alpha1 Guestbook, a version CRD guestbooks.demo.olmpack.dev does not serve: kube-apiserver has no such resource to create it in",
+            "example 0 (demo.olmpack.dev/v1alpha1 Guestbook g): CRD guestbooks.demo.olmpack.dev defines Guestbook but does not serve demo.olmpack.dev/v1alpha1: kube-apiserver has no such resource to create it in",
             |files: &mut Files| {
                 crd(|c| c["spec"]["versions"][0]["served"] = json!(false))(files);
                 csv(|c| {
@@ -467,7 +467,7 @@ fn cases() -> Vec<Case> {
             "csv/example-mutated",
             CSV,
             Some("metadata.annotations.alm-examples[0].spec.size"),
-            "kube-apiserver refuses example 0 (Guestbook g) as written (spec.size: Required value), but a mutating admission webhook of this CSV changes Guestbook objects before they are validated: whether it is created depends on the webhook (`olmpack upgrade test` registers it)",
+            "kube-apiserver refuses example 0 (demo.olmpack.dev/v1alpha1 Guestbook g) as written (spec.size: Required value), but a mutating admission webhook of this CSV changes Guestbook objects before they are validated: whether it is created depends on the webhook (`olmpack upgrade test` registers it)",
             csv(|c| {
                 c["metadata"]["annotations"]["alm-examples"] = json!(
                     r#"[{"apiVersion":"demo.olmpack.dev/v1alpha1","kind":"Guestbook","metadata":{"name":"g"},"spec":{}}]"#

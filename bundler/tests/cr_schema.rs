@@ -370,3 +370,60 @@ async fn cr_schema_static_verdicts_equal_the_apiservers_on_real_examples() {
         tally.created
     );
 }
+
+/// The motivating case through `olmpack generate`: kubebuilder v4.15.0's samples, unedited,
+/// are `spec:` empty while its CRDs require `spec`. FirstMate's (v1 and v2) are refused in
+/// kube-apiserver's words; Admiral's, Captain's and Sailor's are warnings, since the
+/// release's defaulting webhooks cover those kinds and may fill `spec` in first.
+#[test]
+fn cr_schema_generate_refuses_kubebuilders_unedited_samples() {
+    let test = "cr_schema_generate_refuses_kubebuilders_unedited_samples";
+    let Some(releases) =
+        olmpack_testkit::corpus::require(olmpack_testkit::corpus::KUBEBUILDER_RELEASES, test)
+    else {
+        return;
+    };
+    let project = releases.join("v4.15.0/project-v4");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("samples")).unwrap();
+    std::fs::copy(
+        project.join("dist/install.yaml"),
+        dir.path().join("install.yaml"),
+    )
+    .unwrap();
+    let mut plan = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/byo_release/olmpack.yaml"),
+    )
+    .unwrap();
+    plan.push_str("releases:\n  - version: 0.2.0\n    manifests: install.yaml\n    samples:\n");
+    for file in olmpack_testkit::corpus::files(&project.join("config/samples"), &["yaml"]) {
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with("crew_") {
+            std::fs::copy(&file, dir.path().join("samples").join(&name)).unwrap();
+            plan.push_str(&format!("      - samples/{name}\n"));
+        }
+    }
+    std::fs::write(dir.path().join("olmpack.yaml"), plan).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_olmpack"))
+        .arg("generate")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error[")).collect();
+    let csv = "0.2.0/manifests/project-v4.clusterserviceversion.yaml: ClusterServiceVersion/project-v4.v0.2.0";
+    assert_eq!(
+        errors,
+        [
+            format!(
+                "error[csv/example-invalid] {csv}: metadata.annotations.alm-examples[2].spec: kube-apiserver refuses example 2 (crew.testproject.org/v1 FirstMate firstmate-sample): spec: Required value (refused by kube-apiserver)"
+            ),
+            format!(
+                "error[csv/example-invalid] {csv}: metadata.annotations.alm-examples[4].spec: kube-apiserver refuses example 4 (crew.testproject.org/v2 FirstMate firstmate-sample): spec: Required value (refused by kube-apiserver)"
+            ),
+        ],
+        "{stderr}"
+    );
+    assert!(stderr.contains("olmpack: nothing written"), "{stderr}");
+}

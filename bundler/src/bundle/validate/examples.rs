@@ -188,11 +188,11 @@ impl Example<'_> {
     fn not_served(&self, crd: &str) -> Finding {
         let id = Identity::of(self.example);
         let message = format!(
-            "example {} ({}) is a {} {}, a version CRD {crd} does not serve: kube-apiserver has no such resource to create it in",
+            "example {} ({}): CRD {crd} defines {} but does not serve {}: kube-apiserver has no such resource to create it in",
             self.index,
             self.label(),
-            id.api_version,
-            id.kind
+            id.kind,
+            id.api_version
         );
         self.finding("csv/example-not-served", message, None)
     }
@@ -223,7 +223,7 @@ impl Example<'_> {
             .collect()
     }
 
-    /// `KIND NAME` (`(unnamed)` without a name).
+    /// `APIVERSION KIND NAME` (`(unnamed)` without a name).
     fn label(&self) -> String {
         let id = Identity::of(self.example);
         let name = if id.name.is_empty() {
@@ -231,7 +231,7 @@ impl Example<'_> {
         } else {
             id.name
         };
-        format!("{} {name}", id.kind)
+        format!("{} {} {name}", id.api_version, id.kind)
     }
 
     /// A finding at the example (and `path` inside it), an error unless its CRD is v1beta1
