@@ -54,8 +54,9 @@ fn date(text: &str) -> bool {
     (1..=days).contains(&day)
 }
 
-/// A date, `t` (either case), then `hh:mm:ss`, an optional fraction, `z` or `±hh:mm`; what
-/// follows a second `t` is not read (as the apiserver's check does not).
+/// A date, `t` (either case), then `hh:mm:ss`, an optional fraction (any one character, then
+/// digits), `z` or `±hh:mm`; what follows a second `t` is not read (as the apiserver's check
+/// does not).
 fn date_time(text: &str) -> bool {
     let lower = text.to_lowercase();
     let mut parts = lower.split('t');
@@ -65,24 +66,43 @@ fn date_time(text: &str) -> bool {
     if text.len() < 4 || !date(day) {
         return false;
     }
-    let zone_at = time.find(['z', '+', '-']).unwrap_or(time.len());
-    let (clock, zone) = time.split_at(zone_at);
-    let zone_ok = zone == "z"
-        || (zone.len() == 6 && digits(&zone[1..3], 2).is_some() && &zone[3..4] == ":")
-            && digits(&zone[4..6], 2).is_some();
-    let (hms, fraction) = match clock.get(8..) {
-        Some(rest) => (&clock[..8], rest),
-        None => return false,
+    let clock = match time.strip_suffix('z') {
+        Some(clock) => clock,
+        None => {
+            let Some(at) = time
+                .len()
+                .checked_sub(6)
+                .filter(|at| time.is_char_boundary(*at))
+            else {
+                return false;
+            };
+            let (clock, zone) = time.split_at(at);
+            let zone = zone.as_bytes();
+            let zone_ok = matches!(zone[0], b'+' | b'-')
+                && zone[1..3].iter().all(u8::is_ascii_digit)
+                && zone[3] == b':'
+                && zone[4..6].iter().all(u8::is_ascii_digit);
+            if !zone_ok {
+                return false;
+            }
+            clock
+        }
     };
+    let (Some(hms), Some(fraction)) = (clock.get(..8), clock.get(8..)) else {
+        return false;
+    };
+    let mut rest = fraction.chars();
     let fraction_ok = fraction.is_empty()
-        || (fraction.len() > 1 && fraction[1..].bytes().all(|b| b.is_ascii_digit()));
+        || (rest.next().is_some()
+            && !rest.as_str().is_empty()
+            && rest.as_str().bytes().all(|b| b.is_ascii_digit()));
     let fields: Vec<&str> = hms.split(':').collect();
     let clock_ok = fields.len() == 3
         && fields.iter().all(|f| digits(f, 2).is_some())
         && fields[0] <= "23"
         && fields[1] <= "59"
         && fields[2] <= "59";
-    zone_ok && fraction_ok && clock_ok
+    fraction_ok && clock_ok
 }
 
 /// A UUID, hyphens optional, any case; `version` is the digit that starts its third group
@@ -166,6 +186,10 @@ mod tests {
             ("date-time", "2024-01-01 10:00:00Z", false),
             ("date-time", "2024-01-01T24:00:00Z", false),
             ("date-time", "2024-01-01T10:00:00", false),
+            ("date-time", "2024-01-01T10:00:00-5z", true),
+            ("date-time", "2024-01-01T10:00:00+aé00", false),
+            ("date-time", "2024-01-01T10:00:00é5Z", true),
+            ("date-time", "2024-01-01T10:00:00.Z", false),
             ("date", "2024-12-31", true),
             ("date", "2024-13-01", false),
             ("date", "24-01-01", false),
