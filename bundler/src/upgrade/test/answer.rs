@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 use crate::upgrade::check::graph::EdgeResult;
-use crate::upgrade::check::{Consumers, UPGRADE_CONSUMERS};
+use crate::upgrade::check::{Consumers, Refuser, UPGRADE_CONSUMERS};
 use olmpack_envtest::live::EdgeReport;
 use olmpack_model::report::{Consumer, Finding, Severity};
 use olmpack_model::upgrade::Verdict;
@@ -70,7 +70,8 @@ pub struct Verdicts {
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StaticAnswer {
-    /// Who refuses the edge (OLM v0, OLM v1), in order.
+    /// Who refuses the edge (OLM v0, OLM v1; kube-apiserver for requests clients make
+    /// afterwards), in order.
     pub refused_by: Vec<Consumer>,
     /// Its findings (errors and warnings; its information is left to `upgrade check`).
     pub findings: Vec<Finding>,
@@ -87,11 +88,14 @@ pub fn combine(live: Verdict, check: Verdict) -> Verdict {
 
 /// The live report of an edge joined with `upgrade check`'s result for the same edge.
 pub fn join(mut live: EdgeReport, check: &EdgeResult) -> EdgeAnswer {
-    let refused_by = UPGRADE_CONSUMERS
+    let mut refused_by: Vec<Consumer> = UPGRADE_CONSUMERS
         .iter()
         .filter(|c| check.refused_by_consumer(**c))
         .copied()
         .collect();
+    if check.refused_by.contains(&Refuser::Apiserver) {
+        refused_by.push(Consumer::KubeApiserver);
+    }
     let findings = check
         .findings
         .iter()
@@ -135,6 +139,79 @@ impl EdgeAnswer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use olmpack_envtest::live::Rollback;
+    use olmpack_model::upgrade::Edge;
+
+    fn live(verdict: Verdict) -> EdgeReport {
+        EdgeReport {
+            from: "a.v1".into(),
+            to: "a.v2".into(),
+            verdict,
+            objects: 1,
+            steps: Vec::new(),
+            findings: Vec::new(),
+            rollback: Rollback::Intact,
+            seconds: 1.0,
+            processes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn an_edge_both_olms_refuse_is_refused_although_its_data_passed() {
+        let check = EdgeResult {
+            edge: Edge::new("a", "a.v1", "a.v2"),
+            crds: Vec::new(),
+            findings: vec![
+                Finding::error("upgrade/deployment-selector", "selector changed"),
+                Finding::info("crd-upgrade/cel-not-evaluated", "not asked"),
+            ],
+            refused_by: [Refuser::BothOlms].into(),
+        };
+        let answer = join(live(Verdict::Passed), &check);
+        assert_eq!(answer.verdict, Verdict::Refused);
+        assert_eq!(
+            answer.verdicts,
+            Verdicts {
+                live: Verdict::Passed,
+                check: Verdict::Refused
+            }
+        );
+        let check = answer.check.as_ref().unwrap();
+        assert_eq!(check.refused_by, [Consumer::OlmV0, Consumer::OlmV1]);
+        let rules: Vec<&str> = check.findings.iter().map(|f| f.rule.as_str()).collect();
+        assert_eq!(rules, ["upgrade/deployment-selector"]);
+        assert_eq!(
+            answer.summary(),
+            "live (the CRD data, live on kube-apiserver): passed; upgrade check (OLM v0's and OLM v1's upgrade rules, statically (`upgrade check`)): refused by OLM v0 and OLM v1"
+        );
+        let json = serde_json::to_value(&answer).unwrap();
+        assert_eq!(json["verdict"], "refused");
+        assert_eq!(
+            json["verdicts"],
+            serde_json::json!({"live": "passed", "check": "refused"})
+        );
+        assert_eq!(
+            json["check"]["refusedBy"],
+            serde_json::json!(["OLM v0", "OLM v1"])
+        );
+        assert_eq!(json["from"], "a.v1");
+    }
+
+    #[test]
+    fn a_live_report_alone_keeps_its_verdict_and_says_only_what_it_judged() {
+        let answer = EdgeAnswer::from(live(Verdict::DataLost));
+        assert_eq!(answer.verdict, Verdict::DataLost);
+        assert_eq!(
+            answer.summary(),
+            "live (the CRD data, live on kube-apiserver): data lost"
+        );
+        assert!(
+            serde_json::to_value(&answer)
+                .unwrap()
+                .get("check")
+                .is_none()
+        );
+    }
 
     #[test]
     fn an_edge_is_passed_only_when_both_answers_pass() {
