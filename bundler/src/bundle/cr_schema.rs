@@ -58,10 +58,10 @@ pub struct Invalid {
 }
 
 impl Invalid {
-    /// `PATH: MESSAGE`, as the apiserver prints it (`<root>` for the object itself).
+    /// `PATH: MESSAGE`, as the apiserver prints it (`<nil>` for the object itself).
     pub fn text(&self) -> String {
         let path = if self.path.is_empty() {
-            "<root>"
+            "<nil>"
         } else {
             &self.path
         };
@@ -345,6 +345,13 @@ impl Validator<'_> {
                 types.join(",")
             );
             self.fail(path, message);
+            // The number check runs too, and words the same mistake at the root.
+            if got == "number" && s.type_.as_deref() == Some("integer") {
+                let message = format!(
+                    "Invalid value: \"\": Checked value must be of type integer (default format) in {path}"
+                );
+                self.fail("", message);
+            }
         }
         ok
     }
