@@ -239,7 +239,8 @@ fn community_sources(corpus: &Path, limit: usize) -> Vec<Source> {
             continue;
         };
         let examples: Vec<Value> = loaded
-            .annotation("alm-examples")
+            .csv()
+            .and_then(|csv| csv.value["metadata"]["annotations"]["alm-examples"].as_str())
             .and_then(|text| serde_json::from_str(text).ok())
             .unwrap_or_default();
         let examples: Vec<(String, Value)> = examples
