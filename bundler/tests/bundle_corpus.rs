@@ -412,6 +412,79 @@ fn cases() -> Vec<Case> {
             }),
         ),
         case(
+            "example refused by its own CRD's schema",
+            "csv/example-invalid",
+            CSV,
+            Some("metadata.annotations.alm-examples[0].spec.size"),
+            "kube-apiserver refuses example 0 (demo.olmpack.dev/v1alpha1 Guestbook g): spec.size: Invalid value: \"string\": spec.size in body must be of type integer: \"string\"",
+            csv(|c| {
+                c["metadata"]["annotations"]["alm-examples"] = json!(
+                    r#"[{"apiVersion":"demo.olmpack.dev/v1alpha1","kind":"Guestbook","metadata":{"name":"g"},"spec":{"size":"two"}}]"#
+                )
+            }),
+        ),
+        case(
+            "example without the field its schema requires",
+            "csv/example-invalid",
+            CSV,
+            Some("metadata.annotations.alm-examples[0].spec.size"),
+            "kube-apiserver refuses example 0 (demo.olmpack.dev/v1alpha1 Guestbook g): spec.size: Required value",
+            csv(|c| {
+                c["metadata"]["annotations"]["alm-examples"] = json!(
+                    r#"[{"apiVersion":"demo.olmpack.dev/v1alpha1","kind":"Guestbook","metadata":{"name":"g"},"spec":{"title":"t"}}]"#
+                )
+            }),
+        ),
+        case(
+            "example without a name",
+            "csv/example-invalid",
+            CSV,
+            Some("metadata.annotations.alm-examples[0].metadata.name"),
+            "kube-apiserver refuses example 0 (demo.olmpack.dev/v1alpha1 Guestbook (unnamed)): metadata.name: Required value: name or generateName is required",
+            csv(|c| {
+                c["metadata"]["annotations"]["alm-examples"] = json!(
+                    r#"[{"apiVersion":"demo.olmpack.dev/v1alpha1","kind":"Guestbook","spec":{"size":1}}]"#
+                )
+            }),
+        ),
+        case(
+            "example of a version its CRD does not serve",
+            "csv/example-not-served",
+            CSV,
+            Some("metadata.annotations.alm-examples[0]"),
+            "example 0 (demo.olmpack.dev/v1alpha1 Guestbook g): CRD guestbooks.demo.olmpack.dev defines Guestbook but does not serve demo.olmpack.dev/v1alpha1: kube-apiserver has no such resource to create it in",
+            |files: &mut Files| {
+                crd(|c| c["spec"]["versions"][0]["served"] = json!(false))(files);
+                csv(|c| {
+                    c["metadata"]["annotations"]["alm-examples"] = json!(
+                        r#"[{"apiVersion":"demo.olmpack.dev/v1alpha1","kind":"Guestbook","metadata":{"name":"g"},"spec":{"size":1}}]"#
+                    )
+                })(files);
+            },
+        ),
+        case(
+            "example a mutating webhook may fix",
+            "csv/example-mutated",
+            CSV,
+            Some("metadata.annotations.alm-examples[0].spec.size"),
+            "kube-apiserver refuses example 0 (demo.olmpack.dev/v1alpha1 Guestbook g) as written (spec.size: Required value), but a mutating admission webhook of this CSV changes Guestbook objects before they are validated: whether it is created depends on the webhook (`olmpack upgrade test` registers it)",
+            csv(|c| {
+                c["metadata"]["annotations"]["alm-examples"] = json!(
+                    r#"[{"apiVersion":"demo.olmpack.dev/v1alpha1","kind":"Guestbook","metadata":{"name":"g"},"spec":{}}]"#
+                );
+                c["spec"]["webhookdefinitions"] = json!([{
+                    "type": "MutatingAdmissionWebhook",
+                    "generateName": "mguestbook.demo.olmpack.dev",
+                    "deploymentName": "guestbook-controller",
+                    "containerPort": 9443,
+                    "webhookPath": "/mutate",
+                    "admissionReviewVersions": ["v1"],
+                    "sideEffects": "None",
+                    "rules": [{"apiGroups": ["demo.olmpack.dev"], "apiVersions": ["v1alpha1"], "operations": ["CREATE"], "resources": ["guestbooks"]}]
+                }]);
+            }),
+        ),
+        case(
             "owned CRD missing",
             "csv/owned-crd-not-in-bundle",
             CSV,

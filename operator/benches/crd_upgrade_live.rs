@@ -80,7 +80,7 @@ fn main() {
 /// round trip through a served version and once for the storage migration.
 async fn floor(
     inputs: &olmpack::upgrade::test::Inputs,
-    reports: &[olmpack_envtest::live::EdgeReport],
+    reports: &[olmpack::upgrade::test::EdgeAnswer],
 ) -> f64 {
     use futures::StreamExt as _;
     let started = Instant::now();

@@ -75,7 +75,7 @@ async fn run_as(from: &ReleaseUnderTest, to: &ReleaseUnderTest, kubeconfig: bool
     eprintln!(
         "{}",
         olmpack::upgrade::test::format(
-            std::slice::from_ref(&report),
+            &[report.clone().into()],
             olmpack_model::report::OutputFormat::Text
         )
     );

@@ -6,6 +6,8 @@
 //! validation of the built bundle ([`validate`], pure) → the caller writes or checks them.
 
 pub mod certmanager;
+pub mod cr_format;
+pub mod cr_schema;
 pub mod crd_v1beta1;
 pub mod csv;
 pub mod fieldcase;

@@ -57,6 +57,9 @@ pub const RULES: &[(&str, Consumer)] = &[
     ("webhook/port", Consumer::KubeApiserver),
     ("webhook/conversion-crds", Consumer::KubeApiserver),
     ("csv/field-type", Consumer::KubeApiserver),
+    // The API server, on the CSV's examples created from a console.
+    ("csv/example-invalid", Consumer::KubeApiserver),
+    ("csv/example-not-served", Consumer::KubeApiserver),
     ("webhook/type", Consumer::KubeApiserver),
     // OLM v0's install of the CSV.
     ("csv/install-modes", Consumer::OlmV0),

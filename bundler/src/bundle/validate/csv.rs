@@ -514,6 +514,7 @@ fn examples(ctx: &Context<'_>, out: &mut Vec<Finding>) {
         }
         covered.insert(gvk.1);
     }
+    super::examples::check(ctx, &examples, out);
     for (_, kind) in &owned {
         if !covered.contains(kind) {
             out.push(ctx.at(

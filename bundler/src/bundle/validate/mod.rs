@@ -27,6 +27,7 @@ mod crd;
 mod csv;
 mod dependencies;
 mod deprecated;
+pub mod examples;
 mod layout;
 mod objects;
 mod operatorhub;

@@ -93,40 +93,8 @@ pub struct InstalledBundle {
 impl InstalledBundle {
     /// Whether a mutating admission webhook of this release covers the objects of `crd`.
     pub fn mutates(&self, crd: &CustomResourceDefinition) -> bool {
-        let (group, plural) = (&crd.spec.group, &crd.spec.names.plural);
-        self.mutated.iter().any(|(g, r)| {
-            (g == "*" || g == group) && (r == "*" || r == plural || r == &format!("{plural}/*"))
-        })
+        crate::bundle::validate::examples::covers(&self.mutated, crd)
     }
-}
-
-/// The `(group, resource)` pairs the CSV's mutating admission webhooks cover.
-fn mutated_resources(csv: &ClusterServiceVersion) -> Vec<(String, String)> {
-    let definitions = (csv.spec.as_ref())
-        .and_then(|spec| spec.webhookdefinitions.as_deref())
-        .unwrap_or_default();
-    let mut out = Vec::new();
-    for definition in definitions {
-        if definition.type_.as_deref() != Some("MutatingAdmissionWebhook") {
-            continue;
-        }
-        for rule in definition.rules.as_deref().unwrap_or_default() {
-            let list = |key: &str| -> Vec<String> {
-                rule.get(key)
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|v| v.as_str().map(str::to_owned))
-                    .collect()
-            };
-            for group in list("apiGroups") {
-                for resource in list("resources") {
-                    out.push((group.clone(), resource));
-                }
-            }
-        }
-    }
-    out
 }
 
 impl InstalledBundle {
@@ -216,7 +184,9 @@ impl InstalledBundle {
                 Some((d.name.clone()?, selector.unwrap_or(Value::Null)))
             })
             .collect();
-        let mutated = typed.as_ref().map(mutated_resources).unwrap_or_default();
+        let mutated = (typed.as_ref())
+            .map(crate::bundle::validate::examples::mutated_resources)
+            .unwrap_or_default();
         InstalledBundle {
             name,
             crds,

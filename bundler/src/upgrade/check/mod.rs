@@ -26,7 +26,6 @@ pub mod olm_v0;
 pub mod olm_v1;
 pub mod request;
 pub mod schema;
-pub mod value;
 pub mod verdict;
 
 use std::fmt;
@@ -423,7 +422,7 @@ pub fn parse_crd_file(file: &str, text: &str) -> Result<CustomResourceDefinition
     {
         return Err(CrdFileError::NotACrd {
             file: file.to_owned(),
-            found: value::what_document_is(doc),
+            found: crate::bundle::cr_schema::what_document_is(doc),
         });
     }
     serde_path_to_error::deserialize(doc).map_err(|e| CrdFileError::Field {

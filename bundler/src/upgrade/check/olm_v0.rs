@@ -19,8 +19,8 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 };
 use serde_json::Value;
 
-use super::value::{Invalid, has_cel_rules, validate_object};
 use super::{PairInput, Problem, Refuser, olm_v1};
+use crate::bundle::cr_schema::{Invalid, as_created, has_cel_rules, validate_object};
 use olmpack_model::objects::Identity;
 use olmpack_model::report::{Consumer, Severity};
 use olmpack_model::upgrade::EXISTING_OBJECT_INVALID;
@@ -49,7 +49,9 @@ pub fn check<'a>(input: &PairInput<'a>) -> Vec<Problem> {
             if has_cel_rules(root) && !cel_versions.contains(&version) {
                 cel_versions.push(version.clone());
             }
+            // As the installed release stored it: its defaults applied, its nulls pruned.
             let seen = seen_at(example, input.from, &version);
+            let seen = as_created(&seen, old_root, has_status(input.from, &version));
             let target = Example {
                 crd: &crd,
                 version: &version,
@@ -115,6 +117,17 @@ fn served_schema<'c>(
         .iter()
         .find(|v| v.name == version && v.served)
         .and_then(|v| v.schema.as_ref()?.open_api_v3_schema.as_ref())
+}
+
+/// Whether `version` of `crd` has a status subresource (the apiserver drops `status` on
+/// create then).
+fn has_status(crd: &CustomResourceDefinition, version: &str) -> bool {
+    crd.spec
+        .versions
+        .iter()
+        .find(|v| v.name == version)
+        .and_then(|v| v.subresources.as_ref())
+        .is_some_and(|s| s.status.is_some())
 }
 
 /// `example` as the apiserver serves it at `version` without a conversion webhook: the same
@@ -238,24 +251,16 @@ impl Example<'_> {
     }
 }
 
-/// `PATH: WHY` of a schema violation (`(root)` for the object itself).
+/// `PATH: WHY` of a schema violation, in the apiserver's words.
 fn reason(invalid: &Invalid) -> String {
-    let path = if invalid.path.is_empty() {
-        "(root)"
-    } else {
-        &invalid.path
-    };
-    format!("{path}: {}", invalid.message)
+    invalid.text()
 }
 
-/// The first reason `example` is invalid under `root`, as `path: message`.
-fn first_reason(
-    example: &Value,
-    root: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps,
-) -> String {
+/// The first reason `example` is invalid under `root`, in the apiserver's words.
+fn first_reason(example: &Value, root: &JSONSchemaProps) -> String {
     validate_object(example, root)
         .first()
-        .map(|i| format!("{}: {}", i.path, i.message))
+        .map(Invalid::text)
         .unwrap_or_default()
 }
 

@@ -1,14 +1,16 @@
-//! The live reports as text, JSON, JUnit and Markdown (for `$GITHUB_STEP_SUMMARY`). Pure and
-//! deterministic except for the measured seconds, which text and Markdown round.
+//! The reports as text, JSON, JUnit and Markdown (for `$GITHUB_STEP_SUMMARY`): each edge's
+//! live run and `upgrade check`'s answer on it, and what each judged. Pure and deterministic
+//! except for the measured seconds, which text and Markdown round.
 
 use std::fmt::Write as _;
 
-use olmpack_envtest::live::{EdgeReport, Rollback};
+use super::answer::EdgeAnswer;
+use olmpack_envtest::live::Rollback;
 use olmpack_model::report::{Finding, OutputFormat, Severity, junit, markdown_escape};
 use olmpack_model::upgrade::Verdict;
 
 /// The reports in `format`.
-pub fn format(reports: &[EdgeReport], format: OutputFormat) -> String {
+pub fn format(reports: &[EdgeAnswer], format: OutputFormat) -> String {
     match format {
         OutputFormat::Text => text(reports),
         OutputFormat::Json => {
@@ -43,7 +45,14 @@ fn rollback(r: &Rollback) -> String {
     }
 }
 
-fn text(reports: &[EdgeReport]) -> String {
+/// Every error of an edge: the live run's, then `upgrade check`'s.
+fn errors(r: &EdgeAnswer) -> impl Iterator<Item = &Finding> {
+    let check = r.check.iter().flat_map(|c| c.findings.iter());
+    r.errors()
+        .chain(check.filter(|f| f.severity == Severity::Error))
+}
+
+fn text(reports: &[EdgeAnswer]) -> String {
     let mut out = String::new();
     for r in reports {
         let _ = writeln!(
@@ -56,6 +65,7 @@ fn text(reports: &[EdgeReport]) -> String {
             r.seconds,
             rollback(&r.rollback)
         );
+        let _ = writeln!(out, "  {}", r.summary());
         for step in &r.steps {
             let _ = writeln!(
                 out,
@@ -65,6 +75,15 @@ fn text(reports: &[EdgeReport]) -> String {
         }
         for f in &r.findings {
             let _ = writeln!(out, "  {}[{}] {}", f.severity.as_str(), f.rule, describe(f));
+        }
+        for f in r.check.iter().flat_map(|c| c.findings.iter()) {
+            let _ = writeln!(
+                out,
+                "  upgrade check: {}[{}] {}",
+                f.severity.as_str(),
+                f.rule,
+                describe(f)
+            );
         }
         for (i, p) in r.processes.iter().enumerate() {
             let _ = writeln!(
@@ -86,11 +105,10 @@ fn text(reports: &[EdgeReport]) -> String {
     out
 }
 
-fn junit(reports: &[EdgeReport]) -> String {
+fn junit(reports: &[EdgeAnswer]) -> String {
     let mut suite = junit::Suite::new("olmpack upgrade test");
     for r in reports {
-        let errors: Vec<String> = r
-            .errors()
+        let errors: Vec<String> = errors(r)
             .map(|f| format!("[{}] {}", f.rule, describe(f)))
             .collect();
         let outcome = if errors.is_empty() {
@@ -109,31 +127,49 @@ fn junit(reports: &[EdgeReport]) -> String {
     suite.to_xml()
 }
 
-fn markdown(reports: &[EdgeReport]) -> String {
+fn markdown(reports: &[EdgeAnswer]) -> String {
     let mut out = String::from(
-        "| from | to | result | objects | rollback | seconds |\n| --- | --- | --- | --- | --- | --- |\n",
+        "| from | to | result | live | upgrade check | objects | rollback | seconds |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n",
     );
     for r in reports {
         let rollback = match &r.rollback {
             Rollback::Refused(_) => "refused by kube-apiserver".to_owned(),
             other => rollback(other),
         };
+        let check = match &r.check {
+            None => "not asked".to_owned(),
+            Some(c) if c.refused_by.is_empty() => r.verdicts.check.word().to_owned(),
+            Some(c) => {
+                let by: Vec<&str> = c.refused_by.iter().map(|c| c.as_str()).collect();
+                format!("{} by {}", r.verdicts.check.word(), by.join(" and "))
+            }
+        };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {:.1} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {:.1} |",
             markdown_escape(&r.from),
             markdown_escape(&r.to),
             r.verdict.word(),
+            r.verdicts.live.word(),
+            markdown_escape(&check),
             r.objects,
             markdown_escape(&rollback),
             r.seconds
         );
     }
-    let findings: Vec<(&EdgeReport, &Finding)> = reports
+    let _ = writeln!(
+        out,
+        "\nlive: {}; upgrade check: {}.",
+        super::answer::LIVE_JUDGES,
+        super::answer::CHECK_JUDGES
+    );
+    let findings: Vec<(&EdgeAnswer, &Finding)> = reports
         .iter()
         .flat_map(|r| {
+            let check = r.check.iter().flat_map(|c| c.findings.iter());
             r.findings
                 .iter()
+                .chain(check)
                 .filter(|f| f.severity != Severity::Info)
                 .map(move |f| (r, f))
         })

@@ -14,7 +14,7 @@ use crate::bundle::load::LoadedBundle;
 use crate::catalog::model::{Model, Package};
 use crate::input::Policy;
 use crate::plan::PlanInputs as _;
-use crate::upgrade::check::graph::apply_conversion_webhook;
+use crate::upgrade::check::graph::{GraphError, InstalledBundle, apply_conversion_webhook};
 use olmpack_model::csv::ClusterServiceVersion;
 use olmpack_model::plan::LoadedPlan;
 use olmpack_model::upgrade::Edge;
@@ -85,6 +85,9 @@ pub enum LiveInputsError {
         /// Why it does not parse as one.
         reason: String,
     },
+    /// A bundle cannot be read as `upgrade check` reads it (for its static answer).
+    #[error(transparent)]
+    Static(#[from] GraphError),
     /// An upgrade edge of the catalog names a bundle for which no bundle directory was found.
     #[error(
         "the catalog names bundle {bundle} in an upgrade edge, but no bundle directory holds its CSV"
@@ -102,6 +105,9 @@ pub struct Inputs {
     pub releases: BTreeMap<String, ReleaseUnderTest>,
     /// The upgrade edges to run, in order.
     pub edges: Vec<Edge>,
+    /// Each release as `upgrade check` reads it, by bundle name: the same edges are judged
+    /// statically too.
+    pub installed: BTreeMap<String, InstalledBundle>,
 }
 
 /// Generates the plan's bundles and catalog in memory and takes the catalog's edges.
@@ -113,13 +119,14 @@ pub fn from_plan(plan: &LoadedPlan, policy: &Policy) -> Result<Inputs, LiveInput
     let output = crate::build::build(plan, &options)?;
     let (model, _) = Model::from_config(output.catalog.config);
     let samples = plan_samples(plan, policy)?;
-    let mut releases = BTreeMap::new();
+    let (mut releases, mut installed) = (BTreeMap::new(), BTreeMap::new());
     for bundle in output.loaded.values() {
         let mut release = release_from_bundle(bundle)?;
         release.examples.extend(samples.iter().cloned());
+        installed.insert(release.name.clone(), InstalledBundle::from_bundle(bundle)?);
         releases.insert(release.name.clone(), release);
     }
-    finish(releases, &model)
+    finish(releases, installed, &model)
 }
 
 /// Reads a catalog directory and the bundle directories under `bundles` (each a directory
@@ -150,7 +157,7 @@ pub fn from_dirs(
         .filter(|p| p.join("manifests").is_dir())
         .collect();
     dirs.sort();
-    let mut releases = BTreeMap::new();
+    let (mut releases, mut installed) = (BTreeMap::new(), BTreeMap::new());
     for dir in dirs {
         let bundle = crate::bundle::load::load_dir_with(&dir, limits).map_err(|source| {
             LiveInputsError::Bundle {
@@ -159,13 +166,15 @@ pub fn from_dirs(
             }
         })?;
         let release = release_from_bundle(&bundle)?;
+        installed.insert(release.name.clone(), InstalledBundle::from_bundle(&bundle)?);
         releases.insert(release.name.clone(), release);
     }
-    finish(releases, &model)
+    finish(releases, installed, &model)
 }
 
 fn finish(
     releases: BTreeMap<String, ReleaseUnderTest>,
+    installed: BTreeMap<String, InstalledBundle>,
     model: &Model,
 ) -> Result<Inputs, LiveInputsError> {
     let edges = edges(model);
@@ -178,7 +187,11 @@ fn finish(
             }
         }
     }
-    Ok(Inputs { releases, edges })
+    Ok(Inputs {
+        releases,
+        edges,
+        installed,
+    })
 }
 
 /// Every edge of every channel (`replaces`, `skips`, each bundle a `skipRange` covers), as

@@ -5,9 +5,12 @@
 //! [`olmpack_envtest::live::ReleaseUnderTest`]: its CRDs, with the conversion webhook that the
 //! CSV's `ConversionWebhook` definitions ask OLM to inject, and its `alm-examples` (plus the
 //! plan's samples). [`run`] runs [`olmpack_envtest::live::run_edge`] for every edge, on a test
-//! environment of its own per edge or on one given cluster; [`format`] prints the reports.
+//! environment of its own per edge or on one given cluster, and joins each edge's report with
+//! `upgrade check`'s answer for the same edge ([`answer`]: an edge OLM refuses is never
+//! passed); [`format`] prints the reports.
 #![warn(missing_docs)]
 
+pub mod answer;
 mod format;
 mod inputs;
 pub mod kubeconfig;
@@ -16,9 +19,11 @@ use std::path::PathBuf;
 
 use futures::{StreamExt as _, TryStreamExt as _};
 
+use crate::upgrade::check::graph::check_edges;
 use olmpack_envtest::live::{EdgeOptions, EdgeReport, LiveError, ReleaseUnderTest, Webhook};
 use olmpack_model::upgrade::{Edge, Verdict};
 
+pub use answer::EdgeAnswer;
 pub use format::format;
 pub use inputs::{Inputs, LiveInputsError, from_dirs, from_plan, operator_identity};
 
@@ -75,9 +80,27 @@ pub enum RunError {
 /// Runs every edge of `inputs` on `target`, serving each release's webhook with
 /// `webhook_command` (see [`olmpack_envtest::live::webhook`] for its environment). On test
 /// environments of its own, up to `jobs` edges run at once (each on its own control plane);
-/// on a given cluster one at a time (edges share its CRD names). Reports come in edge order;
-/// the first edge (in that order) that cannot run ends the run.
+/// on a given cluster one at a time (edges share its CRD names). Each report is joined with
+/// `upgrade check`'s answer for its edge. Reports come in edge order; the first edge (in that
+/// order) that cannot run ends the run.
 pub async fn run(
+    inputs: &Inputs,
+    target: &Target,
+    webhook_command: Option<&str>,
+    options: &EdgeOptions,
+    jobs: usize,
+) -> Result<Vec<EdgeAnswer>, RunError> {
+    let reports = run_live(inputs, target, webhook_command, options, jobs).await?;
+    let checked = check_edges(&inputs.edges, &inputs.installed);
+    Ok(reports
+        .into_iter()
+        .zip(&checked)
+        .map(|(report, check)| answer::join(report, check))
+        .collect())
+}
+
+/// The live reports of every edge, in edge order.
+async fn run_live(
     inputs: &Inputs,
     target: &Target,
     webhook_command: Option<&str>,
@@ -159,7 +182,7 @@ async fn client_for(path: &std::path::Path) -> Result<kube::Client, RunError> {
     })
 }
 
-/// `0` when every edge passed, `1` otherwise.
-pub fn exit_code(reports: &[EdgeReport]) -> u8 {
+/// `0` when every edge passed (live and by `upgrade check`), `1` otherwise.
+pub fn exit_code(reports: &[EdgeAnswer]) -> u8 {
     u8::from(reports.iter().any(|r| r.verdict != Verdict::Passed))
 }
