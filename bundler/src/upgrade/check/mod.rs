@@ -7,7 +7,6 @@
 //! - [`check_pair`]: both, plus what neither OLM refuses but breaks clusters anyway (a served
 //!   version that silently disappears, a conversion webhook that disappears while the served
 //!   versions still differ);
-//! - [`value`]: a structural-schema value validator (for example objects);
 //! - [`graph`]: the edges of an upgrade graph and the CRDs on both ends of each;
 //! - [`request`]: what one check judges (a catalog's edges, each published head to the new
 //!   head), the same for `upgrade check` and `release`;

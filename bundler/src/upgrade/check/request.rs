@@ -2,7 +2,7 @@
 //! already published to its new head, and the installed bundle at each end of every edge.
 //!
 //! `olmpack upgrade check` and the upgrade check that gates `olmpack release` build the same
-//! [`Request`], so the release job never checks fewer edges than the command users run by
+//! [`Request`], so `olmpack release` never checks fewer edges than the command users run by
 //! hand.
 
 use std::collections::BTreeMap;

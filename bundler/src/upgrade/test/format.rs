@@ -180,8 +180,8 @@ fn markdown(reports: &[EdgeAnswer]) -> String {
             let _ = writeln!(
                 out,
                 "| {} → {} | `{}` | {} |",
-                r.from,
-                r.to,
+                markdown_escape(&r.from),
+                markdown_escape(&r.to),
                 f.rule,
                 markdown_escape(&describe(f))
             );
@@ -193,6 +193,7 @@ fn markdown(reports: &[EdgeAnswer]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use olmpack_envtest::live::EdgeReport;
 
     #[test]
     fn a_markdown_cell_keeps_line_breaks_and_pipes_inside_its_row() {
@@ -207,12 +208,12 @@ mod tests {
             seconds: 1.0,
             processes: Vec::new(),
         };
-        let md = markdown(&[report]);
+        let md = markdown(&[EdgeAnswer::from(report)]);
         let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| op.v1")).collect();
         assert_eq!(
             rows,
             [
-                "| op.v1 | op.v2 | refused | 1 | refused by kube-apiserver | 1.0 |",
+                "| op.v1 | op.v2 | refused | refused | not asked | 1 | refused by kube-apiserver | 1.0 |",
                 "| op.v1 → op.v2 | `live/refused` | line one<br>split \\| here |",
             ],
             "{md}"
