@@ -5,7 +5,8 @@
 //! - **opm**: the built `opm` renders the bundle directory, then validates a catalog of it
 //!   (its package, one channel with its upgrade edges, the rendered bundle);
 //! - **kube-apiserver**: the test control plane (`olmpack_envtest::control_plane::TestEnv`, with OLM v0's CRDs
-//!   installed) refuses, in a server-side dry run, the object as written, the CSV itself, or
+//!   installed) refuses, in a server-side dry run, the object as written, the CSV itself, the
+//!   CSV's examples against the bundle's own CRDs, or
 //!   what OLM creates from the CSV (Deployments, Pods, webhook configurations, a CRD with OLM's
 //!   conversion webhook);
 //! - **OLM v0** and **the pod cannot start**: shown by a test that runs the real OLM v0 on the
@@ -39,6 +40,9 @@ enum Proof {
     Csv,
     /// The API server refuses an object OLM creates from the bundle.
     Derived(fn(&LoadedBundle) -> Vec<Value>),
+    /// The API server, serving the bundle's own CRDs (the unbroken bundle's, conversion
+    /// `None`: the schemas decide), refuses an `alm-examples` object as a user creates it.
+    Example,
     /// A test that runs the real OLM v0 on the same defect: (test file, test function).
     OlmE2e(&'static str, &'static str),
     /// The real OLM v0 refuses the `invalid-install-mode` OLM fixture's operator (its install
@@ -56,7 +60,7 @@ impl Proof {
     fn shows(self, consumer: Consumer) -> bool {
         match self {
             Proof::Opm => consumer == Consumer::Opm,
-            Proof::Object(_) | Proof::Csv => consumer == Consumer::KubeApiserver,
+            Proof::Object(_) | Proof::Csv | Proof::Example => consumer == Consumer::KubeApiserver,
             Proof::Derived(_) => {
                 matches!(consumer, Consumer::KubeApiserver | Consumer::PodCannotStart)
             }
@@ -394,6 +398,19 @@ fn cases() -> Vec<Case> {
             Csv,
             csv_edit(|c| webhook(c, 1)["type"] = json!("AuditWebhook")),
         ),
+        // The API server, on the CSV's examples as a user creates them.
+        case(
+            "csv/example-invalid",
+            "example with a string where its CRD wants an integer",
+            Example,
+            csv_edit(|c| edit_examples(c, |e| e["spec"]["replicas"] = json!("two"))),
+        ),
+        case(
+            "csv/example-not-served",
+            "example at a version its CRD does not serve",
+            Example,
+            csv_edit(|c| edit_examples(c, |e| e["apiVersion"] = json!("demo.olmpack.dev/v2"))),
+        ),
         // The API server, on what OLM creates from the bundle.
         case(
             "csv/deployment-name",
@@ -683,6 +700,43 @@ fn as_olm_sends(csv: &Value) -> Value {
     csv
 }
 
+/// Changes the CSV's `alm-examples` object at `demo.olmpack.dev/v1`.
+fn edit_examples(csv: &mut Value, change: fn(&mut Value)) {
+    let key = &mut csv["metadata"]["annotations"]["alm-examples"];
+    let mut examples: Vec<Value> = serde_json::from_str(key.as_str().unwrap()).unwrap();
+    let v1 = examples
+        .iter_mut()
+        .find(|e| e["apiVersion"] == "demo.olmpack.dev/v1")
+        .expect("the example bundle has a v1 example");
+    change(v1);
+    *key = json!(serde_json::to_string(&examples).unwrap());
+}
+
+/// The CSV's `alm-examples` objects.
+fn examples(bundle: &LoadedBundle) -> Vec<Value> {
+    let csv = bundle.csv().expect("the bundle has a CSV");
+    let text = csv.value["metadata"]["annotations"]["alm-examples"]
+        .as_str()
+        .unwrap_or("[]");
+    serde_json::from_str(text).unwrap()
+}
+
+/// The unbroken bundle's CRDs as an [`Proof::Example`] serves them: conversion `None`, so
+/// each version's schema decides (no webhook runs here).
+fn example_crds() -> Vec<CustomResourceDefinition> {
+    let bundle = load_files(&example_bundle());
+    bundle
+        .objects
+        .iter()
+        .filter(|o| o.value["kind"] == "CustomResourceDefinition")
+        .map(|o| {
+            let mut crd = o.value.clone();
+            crd["spec"]["conversion"] = json!({"strategy": "None"});
+            serde_json::from_value(crd).unwrap()
+        })
+        .collect()
+}
+
 /// The objects a kube-apiserver proof submits for `files`.
 fn apiserver_objects(proof: Proof, files: &Files) -> Vec<Value> {
     let bundle = load_files(files);
@@ -699,6 +753,7 @@ fn apiserver_objects(proof: Proof, files: &Files) -> Vec<Value> {
             .into_iter()
             .collect(),
         Proof::Derived(derive) => derive(&bundle),
+        Proof::Example => examples(&bundle),
         Proof::Opm | Proof::OlmE2e(..) | Proof::OlmV0 { .. } => Vec::new(),
     }
 }
@@ -816,21 +871,44 @@ async fn bundle_consumers_apiserver_refuses_each_apiserver_case() {
     for crd in olm_crds() {
         env.install_crd(&crd).await.unwrap();
     }
-    let client = env.client();
     let cases = cases();
+    let failures = apiserver_failures(&env.client(), &cases, |p| {
+        matches!(p, Proof::Object(_) | Proof::Csv | Proof::Derived(_))
+    })
+    .await;
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// The examples' cases on a control plane of their own: it serves the example bundle's CRDs,
+/// which the CRD cases above create in a dry run.
+#[tokio::test]
+async fn bundle_consumers_apiserver_refuses_each_example_case() {
+    let env = olmpack_envtest::control_plane::TestEnv::start()
+        .await
+        .expect("test environment starts");
+    for crd in example_crds() {
+        env.install_crd(&crd).await.unwrap();
+    }
+    let cases = cases();
+    assert!(cases.iter().any(|c| matches!(c.proof, Proof::Example)));
+    let failures = apiserver_failures(&env.client(), &cases, |p| matches!(p, Proof::Example)).await;
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// Submits each case whose proof `runs` picks (and the same objects of the unbroken bundle):
+/// what went otherwise than the case says, one line each.
+async fn apiserver_failures(
+    client: &kube::Client,
+    cases: &[Case],
+    runs: fn(Proof) -> bool,
+) -> Vec<String> {
     let clean = example_bundle();
     let mut failures = Vec::new();
-    for case in &cases {
+    for case in cases.iter().filter(|c| runs(c.proof)) {
         let objects = apiserver_objects(case.proof, &case.files());
-        if matches!(
-            case.proof,
-            Proof::Opm | Proof::OlmE2e(..) | Proof::OlmV0 { .. }
-        ) {
-            continue;
-        }
         // The same objects from the unbroken bundle are accepted.
         for object in apiserver_objects(case.proof, &clean) {
-            if let Err(e) = apiserver_support::apiserver_dry_run(&client, &object).await {
+            if let Err(e) = apiserver_support::apiserver_dry_run(client, &object).await {
                 failures.push(format!(
                     "{}: the unbroken object is refused: {e}",
                     case.name
@@ -840,7 +918,7 @@ async fn bundle_consumers_apiserver_refuses_each_apiserver_case() {
         assert!(!objects.is_empty(), "{}: nothing to submit", case.name);
         let mut refusals = Vec::new();
         for object in &objects {
-            if let Err(e) = apiserver_support::apiserver_dry_run(&client, object).await {
+            if let Err(e) = apiserver_support::apiserver_dry_run(client, object).await {
                 refusals.push(e);
             }
         }
@@ -855,7 +933,7 @@ async fn bundle_consumers_apiserver_refuses_each_apiserver_case() {
             eprintln!("kube-apiserver refuses {}: {}", case.rule, refusals[0]);
         }
     }
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    failures
 }
 
 /// The `invalid-install-mode` OLM fixture's bundle (install mode fixed) with `change` applied
