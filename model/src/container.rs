@@ -30,6 +30,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use crate::pod::{items, text};
+
 /// Where the API server's ServiceAccount admission mounts the pod's token.
 pub const SERVICE_ACCOUNT_PATH: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 /// The name olmpack gives that volume (the API server adds a random suffix).
@@ -130,16 +132,6 @@ pub enum StartError {
     /// The pod spec names no such container, or mounts an undeclared volume.
     #[error("{0}")]
     Spec(String),
-}
-
-fn items<'a>(v: &'a Value, key: &str) -> &'a [Value] {
-    v.get(key)
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
-}
-
-fn text<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
 fn optional(reference: &Value) -> bool {

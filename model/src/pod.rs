@@ -70,13 +70,15 @@ pub struct Reference {
 /// The containers whose mounts count, with their list names.
 const CONTAINER_LISTS: [&str; 3] = ["containers", "initContainers", "ephemeralContainers"];
 
-fn items<'a>(v: &'a Value, key: &str) -> &'a [Value] {
+/// The array at `key` of `v` (empty when absent or not an array).
+pub(crate) fn items<'a>(v: &'a Value, key: &str) -> &'a [Value] {
     v.get(key)
         .and_then(Value::as_array)
         .map_or(&[], Vec::as_slice)
 }
 
-fn text<'a>(v: &'a Value, key: &str) -> &'a str {
+/// The string at `key` of `v` (empty when absent or not a string).
+pub(crate) fn text<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
