@@ -27,13 +27,15 @@ use crate::timings::Timings;
 /// Binaries known to take minutes, longest first: the order before any run has been timed.
 const KNOWN_LONG: &[&str] = &[
     "olm_e2e_corpus",
-    "bundle_consumers",
+    "byo_operator",
+    "olm_v1_e2e_corpus",
+    "release_pipeline_workflow",
+    "byo_release",
     "realworld_render",
     "olm_e2e_broken",
-    "release_pipeline_workflow",
+    "bundle_consumers",
     "olm_e2e",
     "operator_load",
-    "byo_operator",
 ];
 
 /// One test binary cargo built.
