@@ -182,7 +182,17 @@ fn assert_release_edge(test: &str, old_tag: &str) {
     let report = &reports[0];
     assert_eq!(report["from"], "project-v4.v0.1.0", "{shown}");
     assert_eq!(report["to"], "project-v4.v0.2.0", "{shown}");
-    assert_eq!(report["verdict"], "data-lost", "{shown}\n{stderr}");
+    // One answer per edge: live, the stub conversion loses data; from v4.3.0 `upgrade check`
+    // also refuses the selector change (both OLMs do), and a refusal outranks the loss.
+    assert_eq!(report["verdicts"]["live"], "data-lost", "{shown}\n{stderr}");
+    let refused = old_tag == "v4.3.0";
+    assert_eq!(
+        report["verdicts"]["check"] == "refused",
+        refused,
+        "{shown}\n{stderr}"
+    );
+    let verdict = if refused { "refused" } else { "data-lost" };
+    assert_eq!(report["verdict"], verdict, "{shown}\n{stderr}");
     assert_eq!(code, Some(1), "{shown}\n{stderr}");
     assert_step(
         report,
