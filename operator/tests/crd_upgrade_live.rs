@@ -258,7 +258,14 @@ async fn crd_upgrade_live_defect_field_removed() {
 /// test does not judge); kube-apiserver refuses their updates, and the finding says so.
 async fn existing_object_warning(base: &ReleaseUnderTest, next: &ReleaseUnderTest) -> EdgeReport {
     let report = run(base, next).await;
-    assert_eq!(report.verdict, Verdict::Passed, "{:#?}", report.findings);
+    // The existing objects are only warned about. The release's own conversions are judged
+    // too: a broken release whose examples convert into objects its own CRD refuses (a new
+    // required field) is `live/release-conversion-lossy`, and only that may be an error.
+    let errors: Vec<_> = report
+        .errors()
+        .filter(|f| f.rule != rules::RELEASE_CONVERSION_LOSSY)
+        .collect();
+    assert!(errors.is_empty(), "{:#?}", report.findings);
     let invalid = findings(&report, rules::EXISTING_OBJECT_INVALID);
     assert!(!invalid.is_empty(), "{:#?}", report.findings);
     for finding in &invalid {
