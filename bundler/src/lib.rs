@@ -54,8 +54,6 @@ pub mod tools;
 pub mod upgrade;
 
 /// Installs rustls' ring provider as the process default; call first in every binary and test
-/// harness that may use TLS (several dependencies also compile in aws-lc-rs, and with two
-/// providers rustls panics at the first TLS setup). Safe to call more than once.
-pub fn install_crypto_provider() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-}
+/// harness that may use TLS. One definition for every crate that uses TLS: the test
+/// environment's.
+pub use olmpack_envtest::install_crypto_provider;

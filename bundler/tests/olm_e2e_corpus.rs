@@ -195,7 +195,7 @@ async fn olm_e2e_corpus_verdicts_are_olms() {
             let (semaphore, options) = (semaphore.clone(), options.clone());
             tasks.push(tokio::spawn(async move {
                 let _permit = semaphore.acquire_owned().await;
-                let report = olm::run_case(&dir, case, &options).await.unwrap();
+                let report = olm::v0::run_case(&dir, case, &options).await.unwrap();
                 (platform, package, report)
             }));
         }

@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
 use kube::api::{Api, ListParams, PostParams};
-use olmpack_envtest::olmv1::extension::{OWNER_KIND_LABEL, OWNER_NAME_LABEL};
-use olmpack_envtest::olmv1::{Condition, ExtensionSpec, OlmV1Env, StepEnd, UpgradePolicy};
+use olmpack_envtest::olm::v1::extension::{OWNER_KIND_LABEL, OWNER_NAME_LABEL};
+use olmpack_envtest::olm::v1::{Condition, ExtensionSpec, OlmV1Env, StepEnd, UpgradePolicy};
 use olmpack_testkit::registry::{Registry, RegistryAuth};
 use release_support::{example_project, ok, olmpack, operator_binary};
 use serde_json::{Value, json};

@@ -358,7 +358,7 @@ pub enum ToolData {
     OlmV1Crds,
     /// OLM v1's experimental CustomResourceDefinitions (the standard ones plus the fields of
     /// alpha features: a ClusterExtension's `config`), from the same operator-controller
-    /// version; what [`crate::olmv1::OlmV1Env`] runs with.
+    /// version; what [`crate::olm::v1::OlmV1Env`] runs with.
     OlmV1ExperimentalCrds,
     /// OLM v1's standard install manifest (`manifests/standard.yaml`: RBAC and the flags its
     /// Deployments run with), from the same operator-controller version; a file.

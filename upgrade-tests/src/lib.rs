@@ -27,7 +27,6 @@ pub mod https;
 pub mod live;
 pub mod netns;
 pub mod olm;
-pub mod olmv1;
 pub mod pki;
 pub mod process;
 pub mod service_ca;

@@ -29,6 +29,7 @@ pub(crate) mod reset;
 pub mod resources;
 mod settle;
 pub mod transient;
+pub mod v1;
 pub mod webhooks;
 
 pub use env::{Catalog, OlmEnv, OlmEnvOptions};
@@ -46,8 +47,9 @@ use crate::binaries::ToolNotFound;
 use crate::control_plane::EnvError;
 use crate::process::ProcessError;
 
-/// Failure to start or drive an [`OlmEnv`]. (What OLM does with an operator is an
-/// [`Outcome`], not an error.)
+/// Failure to start or drive the test environment of either OLM ([`OlmEnv`],
+/// [`v1::OlmV1Env`]). (What OLM does with an operator is an [`Outcome`] or, under OLM v1,
+/// its conditions — not an error.)
 #[derive(Debug, thiserror::Error)]
 pub enum OlmError {
     #[error(transparent)]
@@ -91,8 +93,19 @@ pub enum OlmError {
     },
     #[error("{what} after {waited:?}")]
     Timeout { what: String, waited: Duration },
-    #[error("failed to make the service CA of the OpenShift emulation")]
-    ServiceCa(#[from] crate::pki::PkiError),
+    /// Something the environment waits for did not happen: what was last seen of it, and
+    /// the last lines of the processes that should have made it happen.
+    #[error("{what} did not happen within {waited:?}; last seen: {last}\n{logs}")]
+    Stalled {
+        what: String,
+        waited: Duration,
+        last: String,
+        logs: String,
+    },
+    /// The certificates of the environment (its CA, OpenShift's service CA, catalogd's
+    /// serving certificate) could not be made.
+    #[error("failed to make the test environment's certificates")]
+    Pki(#[from] crate::pki::PkiError),
 }
 
 impl OlmError {

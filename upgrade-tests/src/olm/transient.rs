@@ -63,16 +63,8 @@ pub fn transient(err: &kube::Error) -> Option<String> {
 }
 
 /// `err` and its sources, joined with `: ` (transport errors say what happened only deep in
-/// the chain).
-pub fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut words = vec![err.to_string()];
-    let mut source = err.source();
-    while let Some(cause) = source {
-        words.push(cause.to_string());
-        source = cause.source();
-    }
-    words.join(": ")
-}
+/// the chain): the model's one definition.
+pub use olmpack_model::report::error_chain;
 
 impl super::OlmEnv {
     /// [`retrying`] with this environment's record of retries ([`super::OlmEnv::retried`]).

@@ -599,13 +599,13 @@ mod tests {
 
     #[test]
     fn a_timeout_says_what_olm_last_said_and_never_no_upgrade_under_olm_v1() {
-        let progressing = olmpack_envtest::olmv1::Condition {
+        let progressing = olmpack_envtest::olm::v1::Condition {
             type_: "Progressing".into(),
             status: "True".into(),
             reason: "Retrying".into(),
             message: "no bundles found for package \"op\"".into(),
         };
-        let v1_timeout = |said: &[olmpack_envtest::olmv1::Condition]| InstallStep {
+        let v1_timeout = |said: &[olmpack_envtest::olm::v1::Condition]| InstallStep {
             csv: None,
             outcome: super::super::v1::timed_out("ClusterExtension ce", "op.v2", "2.0.0", said),
             ..InstallStep::unfinished()

@@ -9,11 +9,11 @@
 //! - Served as OLM v1 needs it ([`serve`]): a bundle image per bundle, built from its
 //!   `olm.bundle.object` manifests, and the catalog naming them by digest, in a registry on
 //!   127.0.0.1; one ClusterCatalog serves that catalog.
-//! - One [`OlmV1Env`] for all cases, one case after another: each installs into the same
-//!   namespace under a ClusterExtension of its own (`olmpack-case-N`), and ends by deleting it
-//!   and everything OLM v1 made for it, CRDs included ([`OlmV1Env::uninstall`]), so the next
-//!   case starts from a cluster without the operator.
-//! - A step ends as [`olmpack_envtest::olmv1::StepEnd`] says: installed (`Outcome::Succeeded`
+//! - One [`OlmV1Env`] for all cases, one case after another (a [`Driver`] of one job): each
+//!   installs into the same namespace under a ClusterExtension of its own (`olmpack-case-N`),
+//!   and ends by deleting it and everything OLM v1 made for it, CRDs included
+//!   ([`OlmV1Env::uninstall`]), so the next case starts from a cluster without the operator.
+//! - A step ends as [`olmpack_envtest::olm::v1::StepEnd`] says: installed (`Outcome::Succeeded`
 //!   naming the bundle), refused (`Outcome::Refused` quoting `Progressing`'s reason and
 //!   message, e.g. the CRD upgrade safety preflight's words), or timed out (quoting the last
 //!   conditions). OLM v1's other conditions are kept in the step's `observed` lines.
@@ -33,16 +33,22 @@
 
 pub mod serve;
 
+use std::sync::Arc;
 use std::time::Instant;
 
-use olmpack_envtest::olm::{InstallStep, Observer, Outcome, resources, webhooks};
-use olmpack_envtest::olmv1::{
+use olmpack_envtest::olm::v1::{
     Condition, ExtensionSpec, LocalRegistry, OlmV1Env, StepEnd, UpgradePolicy,
+};
+use olmpack_envtest::olm::{
+    Example, InstallStep, Installed, Observer, Outcome, StillSucceeded, resources, webhooks,
 };
 use olmpack_model::plan::InstallModeType;
 use serde_json::Value;
+use tokio::sync::{Mutex, OwnedMutexGuard};
 
-use super::{Case, CaseReport, OlmRunError, RunOptions, describe, verdict};
+use super::driver::{Driver, Ended, Session};
+use super::log::CaseLog;
+use super::{Case, OlmRunError, RunOptions};
 use serve::{Served, ServedBundle};
 
 /// The ClusterCatalog serving the catalog under test.
@@ -57,79 +63,77 @@ const SERVICE_ACCOUNT: &str = "olmpack-installer";
 /// The namespace a SingleNamespace case's operator watches.
 const WATCHED: &str = "olmpack-watched";
 
-/// Runs every case under OLM v1, one after another in one environment; reports in case
-/// order. Failing to serve the images or to start OLM v1 is an error; a case the
-/// environment fails in is reported as not finished.
-pub async fn run(
-    catalog: &std::path::Path,
-    cases: &[Case],
-    options: &RunOptions,
-) -> Result<Vec<CaseReport>, OlmRunError> {
-    if cases.iter().all(|c| watched(c.install_mode).is_err()) {
-        // Nothing OLM v1 runs here: no environment to start.
-        let not_run = cases.iter().cloned().map(|c| not_supported(c, options));
-        return Ok(not_run.collect());
-    }
-    // The registry client needs one, whoever calls (the binary installs it too).
-    crate::install_crypto_provider();
-    let registry = LocalRegistry::start().await?;
-    let started = Instant::now();
-    let served = serve::serve(catalog, &registry, &options.limits).await?;
-    let images = started.elapsed().as_secs_f64();
-    options.steps.line(&format!(
-        "OLM v1: {} bundle image(s) and the catalog image pushed to {} in {images:.1} s",
-        served.bundles.len(),
-        registry.host()
-    ));
-    let started = Instant::now();
-    let mut env = OlmV1Env::start(&[registry.host()]).await?;
-    for crd in &options.cluster_crds {
-        env.install_cluster_crd(crd).await?;
-    }
-    env.serve_catalog(CATALOG, &served.catalog, options.timeouts.step)
-        .await?;
-    let up = started.elapsed().as_secs_f64();
-    options.steps.line(&format!(
-        "OLM v1: environment up and ClusterCatalog {CATALOG} serving in {up:.1} s"
-    ));
-    let mut reports = Vec::new();
-    for (number, case) in (1..).zip(cases) {
-        let extension = format!("{EXTENSION}-{number}");
-        reports.push(run_case(&mut env, &served, case.clone(), &extension, options).await);
-    }
-    Ok(reports)
+/// OLM v1 for a run: the registry and images it pulls, and the one environment every case
+/// runs in, in turn.
+pub(super) struct OlmV1 {
+    served: Arc<Served>,
+    env: Arc<Mutex<OlmV1Env>>,
+    options: RunOptions,
+    // Serves the images for as long as the run lasts.
+    _registry: LocalRegistry,
 }
 
-/// One case in `env` by ClusterExtension `extension`, then its release uninstalled; every
-/// case gets a report.
-async fn run_case(
-    env: &mut OlmV1Env,
-    served: &Served,
-    case: Case,
-    extension: &str,
-    options: &RunOptions,
-) -> CaseReport {
-    if watched(case.install_mode).is_err() {
-        return not_supported(case, options);
+impl Driver for OlmV1 {
+    type Session = V1Session;
+
+    fn cannot_run(case: &Case) -> Option<String> {
+        watched(case.install_mode).err()
     }
-    let started = Instant::now();
-    let mut report = CaseReport::new(case);
-    let ran = steps(env, served, &mut report, extension, options, started).await;
-    report.crash_loops = env
-        .webhooks()
-        .map(|host| host.take_crash_loops())
-        .unwrap_or_default();
-    let cleaned = uninstall(env, extension, options).await;
-    report.seconds = started.elapsed().as_secs_f64();
-    match ran.and(cleaned) {
-        Ok(()) => {
-            let what = format_args!("done: {}", verdict(&report));
-            options.steps.step(&report.case, started, what);
-            report
+
+    async fn up(catalog: &std::path::Path, options: &RunOptions) -> Result<Self, OlmRunError> {
+        // The registry client needs one, whoever calls (the binary installs it too).
+        crate::install_crypto_provider();
+        let registry = LocalRegistry::start().await?;
+        let started = Instant::now();
+        let served = serve::serve(catalog, &registry, &options.limits).await?;
+        let images = started.elapsed().as_secs_f64();
+        options.steps.line(&format!(
+            "OLM v1: {} bundle image(s) and the catalog image pushed to {} in {images:.1} s",
+            served.bundles.len(),
+            registry.host()
+        ));
+        let started = Instant::now();
+        let mut env = OlmV1Env::start(&[registry.host()]).await?;
+        for crd in &options.cluster_crds {
+            env.install_cluster_crd(crd).await?;
         }
-        Err(err) => {
-            let why = olmpack_envtest::olm::transient::error_chain(&err);
-            not_finished(report, why, options, started)
+        env.serve_catalog(CATALOG, &served.catalog, options.timeouts.step)
+            .await?;
+        let up = started.elapsed().as_secs_f64();
+        options.steps.line(&format!(
+            "OLM v1: environment up and ClusterCatalog {CATALOG} serving in {up:.1} s"
+        ));
+        Ok(Self {
+            served: Arc::new(served),
+            env: Arc::new(Mutex::new(env)),
+            options: options.clone(),
+            _registry: registry,
+        })
+    }
+
+    fn jobs(&self) -> usize {
+        1
+    }
+
+    async fn session(
+        &self,
+        case: &Case,
+        number: usize,
+        _log: &CaseLog,
+    ) -> Result<V1Session, OlmRunError> {
+        let mut session = V1Session {
+            env: self.env.clone().lock_owned().await,
+            served: self.served.clone(),
+            options: self.options.clone(),
+            spec: extension(case, &format!("{EXTENSION}-{number}")),
+        };
+        match session.prepare().await {
+            Ok(()) => Ok(session),
+            Err(err) => {
+                // What prepare made goes with the case, as after any other failure.
+                session.end(false).await.cleanup?;
+                Err(err)
+            }
         }
     }
 }
@@ -147,167 +151,188 @@ fn watched(mode: InstallModeType) -> Result<Option<&'static str>, String> {
     }
 }
 
-/// The report of a case in an install mode OLM v1 does not have: not run.
-fn not_supported(case: Case, options: &RunOptions) -> CaseReport {
-    let why = watched(case.install_mode).err().unwrap_or_default();
-    not_finished(CaseReport::new(case), why, options, Instant::now())
-}
-
-/// `report` of a case that could not be finished (or run), for `why`: the step under way
-/// is unfinished, and [`CaseReport::environment`] says why.
-fn not_finished(
-    mut report: CaseReport,
-    why: String,
-    options: &RunOptions,
-    started: Instant,
-) -> CaseReport {
-    let why = why.split_whitespace().collect::<Vec<_>>().join(" ");
-    let steps = std::iter::once(&mut report.install).chain(report.upgrade.as_mut());
-    for step in steps.filter(|s| matches!(s.outcome, Outcome::Unfinished { .. })) {
-        step.outcome = Outcome::Unfinished { why: why.clone() };
-    }
-    report.environment = Some(why);
-    report.seconds = started.elapsed().as_secs_f64();
-    let what = format_args!("done: {}", verdict(&report));
-    options.steps.step(&report.case, started, what);
-    report
-}
-
-/// The install of `from` by ClusterExtension `extension`, its examples, and the upgrade to
-/// OLM v1's successor, if any.
-async fn steps(
-    env: &mut OlmV1Env,
-    served: &Served,
-    report: &mut CaseReport,
-    extension: &str,
-    options: &RunOptions,
-    started: Instant,
-) -> Result<(), OlmRunError> {
-    let case = report.case.clone();
-    let spec = prepare(env, &case, extension, options).await?;
-    let from = bundle(served, &case.from)?;
-    let observer = options.steps.observer(&case, started, "install");
-    report.install = step(env, &spec, &case.from, from, options, &observer).await?;
-    if let Some(namespace) = &spec.watch_namespace {
-        report.install.observed.insert(0, format!(
-            "OLM v1: {} through operator-controller's SingleOwnNamespaceInstallSupport feature gate (alpha): watchNamespace {namespace}",
-            case.install_mode
-        ));
-    }
-    report.install_seconds = report.install.elapsed.as_secs_f64();
-    let what = describe(&report.install.outcome);
-    options
-        .steps
-        .step(&case, started, format_args!("install: {what}"));
-    if !matches!(report.install.outcome, Outcome::Succeeded { .. }) {
-        return Ok(());
-    }
-    report.installed = env.installed(NAMESPACE).await?;
-    let objects = alm_examples(from)?;
-    let examples = if objects.is_empty() {
-        Ok(Vec::new()) // nothing to create: no webhook is needed
-    } else if let Err(why) = webhooks_served(env, from, false, options).await {
-        Err(why)
-    } else {
-        Ok(env.create_examples(objects, NAMESPACE).await)
-    };
-    let made = super::examples_line(&examples);
-    report.examples = Some(examples);
-    options
-        .steps
-        .step(&case, started, format_args!("examples: {made}"));
-    let Some((to, _)) = &case.expected else {
-        return Ok(());
-    };
-    report.upgrade = Some(InstallStep::unfinished());
-    let next = bundle(served, to)?;
-    let observer = options.steps.observer(&case, started, "upgrade");
-    let upgraded = step(env, &spec, to, next, options, &observer).await?;
-    let what = describe(&upgraded.outcome);
-    options
-        .steps
-        .step(&case, started, format_args!("upgrade: {what}"));
-    let done = matches!(upgraded.outcome, Outcome::Succeeded { .. });
-    report.upgrade = Some(upgraded);
-    if done {
-        read_back(env, next, report, options, started).await;
-        report.installed = env.installed(NAMESPACE).await?;
-    }
-    Ok(())
-}
-
-/// The ClusterExtension of `case`, with the namespaces it needs made and the operator's
-/// webhook processes hosted in the install namespace (when a command was given).
-async fn prepare(
-    env: &mut OlmV1Env,
-    case: &Case,
-    extension: &str,
-    options: &RunOptions,
-) -> Result<ExtensionSpec, OlmRunError> {
-    let watch_namespace = watched(case.install_mode).unwrap_or_default();
-    if let Some(namespace) = watch_namespace {
-        env.ensure_namespace(namespace).await?;
-    }
-    env.prepare_namespace(NAMESPACE, SERVICE_ACCOUNT).await?;
-    env.host_webhooks(NAMESPACE, options.webhook_command.clone())?;
-    Ok(ExtensionSpec {
-        name: extension.to_owned(),
+/// The ClusterExtension `name` of `case`.
+fn extension(case: &Case, name: &str) -> ExtensionSpec {
+    ExtensionSpec {
+        name: name.to_owned(),
         package: case.package.clone(),
         channels: case.channels.clone(),
         namespace: NAMESPACE.to_owned(),
         service_account: SERVICE_ACCOUNT.to_owned(),
         catalog: CATALOG.to_owned(),
         policy: UpgradePolicy::CatalogProvided,
-        watch_namespace: watch_namespace.map(str::to_owned),
-    })
-}
-
-/// Reads the examples back after the upgrade to `next` (not run when `next` converts them
-/// with a webhook no process serves).
-async fn read_back(
-    env: &OlmV1Env,
-    next: &ServedBundle,
-    report: &mut CaseReport,
-    options: &RunOptions,
-    started: Instant,
-) {
-    let Some(Ok(examples)) = &report.examples else {
-        return;
-    };
-    if let Err(why) = webhooks_served(env, next, true, options).await {
-        report.reads_not_run = Some(why);
-        return;
+        watch_namespace: watched(case.install_mode)
+            .unwrap_or_default()
+            .map(str::to_owned),
     }
-    report.examples_after = env.read_examples(examples, NAMESPACE).await;
-    let line = super::read_back_line(&report.examples_after);
-    options.steps.step(
-        &report.case,
-        started,
-        format_args!("examples after: {line}"),
-    );
 }
 
-/// OLM v1's step to `name` (at `bundle`'s version), as the report's [`InstallStep`];
-/// `observer` hears what OLM v1 says on the way.
-async fn step(
-    env: &mut OlmV1Env,
-    spec: &ExtensionSpec,
+/// One case's turn in the [`OlmV1Env`], under its own ClusterExtension.
+pub(super) struct V1Session {
+    env: OwnedMutexGuard<OlmV1Env>,
+    served: Arc<Served>,
+    options: RunOptions,
+    spec: ExtensionSpec,
+}
+
+impl Session for V1Session {
+    async fn install(
+        &mut self,
+        case: &Case,
+        observer: &Observer,
+    ) -> Result<(InstallStep, f64), OlmRunError> {
+        let mut step = self.step(&case.from, observer).await?;
+        if let Some(namespace) = &self.spec.watch_namespace {
+            step.observed.insert(0, format!(
+                "OLM v1: {} through operator-controller's SingleOwnNamespaceInstallSupport feature gate (alpha): watchNamespace {namespace}",
+                case.install_mode
+            ));
+        }
+        let seconds = step.elapsed.as_secs_f64();
+        Ok((step, seconds))
+    }
+
+    async fn upgrade(
+        &mut self,
+        _case: &Case,
+        to: &str,
+        observer: &Observer,
+    ) -> Result<InstallStep, OlmRunError> {
+        self.step(to, observer).await
+    }
+
+    async fn installed(&self) -> Result<Installed, OlmRunError> {
+        Ok(self.env.installed(NAMESPACE).await?)
+    }
+
+    async fn example_count(&self, csv: &str) -> Result<usize, OlmRunError> {
+        Ok(alm_examples(self.bundle(csv)?)?.len())
+    }
+
+    async fn create_examples(&self, csv: &str) -> Result<Vec<Example>, OlmRunError> {
+        let objects = alm_examples(self.bundle(csv)?)?;
+        Ok(self.env.create_examples(objects, NAMESPACE).await)
+    }
+
+    async fn read_examples(&self, examples: &[Example]) -> Vec<Result<(), String>> {
+        self.env.read_examples(examples, NAMESPACE).await
+    }
+
+    async fn webhooks_served(
+        &self,
+        csv: &str,
+        conversion_only: bool,
+    ) -> Result<Result<(), String>, OlmRunError> {
+        let bundle = self.bundle(csv)?;
+        let Some(spec) = csv_of(bundle).map(|csv| resources::csv_spec(&csv["spec"])) else {
+            return Ok(Ok(()));
+        };
+        let declared = webhooks::declared_webhooks(&spec, conversion_only);
+        if declared.is_empty() {
+            return Ok(Ok(()));
+        }
+        let deployments = webhooks::webhook_deployments(&spec);
+        let timeout = self.options.timeouts.step;
+        let waited = self.env.wait_for_webhooks(NAMESPACE, &deployments, timeout);
+        Ok(waited.await.map_err(|why| {
+            format!(
+                "the bundle declares webhooks ({}) and they are not served: {why}",
+                declared.join(", ")
+            )
+        }))
+    }
+
+    async fn hold(&self, _csv: &str, _log: &CaseLog) -> Result<StillSucceeded, OlmRunError> {
+        // OLM v1 has no phase a release leaves once installed: its conditions were read
+        // when the step ended.
+        Ok(StillSucceeded::Yes)
+    }
+
+    async fn end(mut self, _ran: bool) -> Ended {
+        let crash_loops = self.env.webhooks().map(|host| host.take_crash_loops());
+        let crash_loops = crash_loops.unwrap_or_default();
+        let cleanup = self.uninstall().await;
+        Ended {
+            crash_loops,
+            retried: Vec::new(),
+            cleanup,
+        }
+    }
+}
+
+impl V1Session {
+    /// The namespaces the case needs, and the operator's processes hosted in the install
+    /// namespace (when a command was given).
+    async fn prepare(&mut self) -> Result<(), OlmRunError> {
+        if let Some(namespace) = &self.spec.watch_namespace {
+            self.env.ensure_namespace(namespace).await?;
+        }
+        self.env
+            .prepare_namespace(NAMESPACE, SERVICE_ACCOUNT)
+            .await?;
+        let command = self.options.webhook_command.clone();
+        self.env.host_webhooks(NAMESPACE, command)?;
+        Ok(())
+    }
+
+    /// The served bundle named `name`.
+    fn bundle(&self, name: &str) -> Result<&ServedBundle, OlmRunError> {
+        self.served
+            .bundles
+            .get(name)
+            .ok_or_else(|| OlmRunError::Bundle {
+                bundle: name.to_owned(),
+                problem: "is a channel entry but no olm.bundle of the catalog".to_owned(),
+            })
+    }
+
+    /// OLM v1's step to `name` (at its bundle's version), as the report's [`InstallStep`];
+    /// `observer` hears what OLM v1 says on the way.
+    async fn step(&mut self, name: &str, observer: &Observer) -> Result<InstallStep, OlmRunError> {
+        let started = Instant::now();
+        let version = self.bundle(name)?.version.clone();
+        if let Some(host) = self.env.webhooks() {
+            // The release the operator's process is started as from now on.
+            host.set_release(name);
+        }
+        let timeout = self.options.timeouts.step;
+        let end = self
+            .env
+            .install_version_observed(&self.spec, &version, timeout, observer)
+            .await?;
+        let (csv, outcome, conditions) = ended(end, &self.spec.name, name, &version);
+        let installed = conditions.iter().filter(|c| c.type_ == "Installed");
+        let mut observed: Vec<String> = installed.map(|c| format!("OLM v1: {c}")).collect();
+        observed.extend(self.env.take_notes());
+        Ok(InstallStep {
+            csv,
+            outcome,
+            observed,
+            elapsed: started.elapsed(),
+        })
+    }
+
+    /// Deletes the case's ClusterExtension and the CRDs left (module docs), then stops the
+    /// operator's processes.
+    async fn uninstall(&mut self) -> Result<(), OlmRunError> {
+        let crds = self.env.operator_crds().await?;
+        let timeout = self.options.timeouts.step;
+        let uninstalled = self.env.uninstall(&self.spec.name, &crds, timeout).await;
+        self.env.stop_webhooks();
+        uninstalled.map_err(OlmRunError::from)
+    }
+}
+
+/// How OLM v1's step to `name` (`version`) by ClusterExtension `extension` ended: the bundle
+/// it names, the outcome, and OLM v1's conditions.
+fn ended(
+    end: StepEnd,
+    extension: &str,
     name: &str,
-    bundle: &ServedBundle,
-    options: &RunOptions,
-    observer: &Observer,
-) -> Result<InstallStep, OlmRunError> {
-    let started = Instant::now();
-    let timeout = options.timeouts.step;
-    if let Some(host) = env.webhooks() {
-        // The release the operator's process is started as from now on.
-        host.set_release(name);
-    }
-    let end = env
-        .install_version_observed(spec, &bundle.version, timeout, observer)
-        .await?;
-    let by = format!("ClusterExtension {}", spec.name);
-    let (csv, outcome, conditions) = match end {
+    version: &str,
+) -> (Option<String>, Outcome, Vec<Condition>) {
+    let by = format!("ClusterExtension {extension}");
+    match end {
         StepEnd::Installed { bundle, conditions } => {
             let outcome = Outcome::Succeeded {
                 csv: bundle.clone(),
@@ -329,19 +354,10 @@ async fn step(
             (Some(name.to_owned()), outcome, conditions)
         }
         StepEnd::TimedOut { conditions } => {
-            let outcome = timed_out(&by, name, &bundle.version, &conditions);
+            let outcome = timed_out(&by, name, version, &conditions);
             (None, outcome, conditions)
         }
-    };
-    let installed = conditions.iter().filter(|c| c.type_ == "Installed");
-    let mut observed: Vec<String> = installed.map(|c| format!("OLM v1: {c}")).collect();
-    observed.extend(env.take_notes());
-    Ok(InstallStep {
-        csv,
-        outcome,
-        observed,
-        elapsed: started.elapsed(),
-    })
+    }
 }
 
 /// A step OLM v1 did not finish in time: what was awaited, and what OLM v1 last said of it
@@ -364,64 +380,17 @@ pub(super) fn timed_out(by: &str, name: &str, version: &str, said: &[Condition])
     }
 }
 
-/// Deletes the case's ClusterExtension and the CRDs left (module docs), then stops the
-/// operator's webhook processes.
-async fn uninstall(
-    env: &mut OlmV1Env,
-    extension: &str,
-    options: &RunOptions,
-) -> Result<(), OlmRunError> {
-    let crds = env.operator_crds().await?;
-    let uninstalled = env.uninstall(extension, &crds, options.timeouts.step).await;
-    env.stop_webhooks();
-    uninstalled.map_err(OlmRunError::from)
-}
-
-fn bundle<'a>(served: &'a Served, name: &str) -> Result<&'a ServedBundle, OlmRunError> {
-    served.bundles.get(name).ok_or_else(|| OlmRunError::Bundle {
-        bundle: name.to_owned(),
-        problem: "is a channel entry but no olm.bundle of the catalog".to_owned(),
-    })
-}
-
 /// The CSV among the bundle's manifests.
-fn csv(bundle: &ServedBundle) -> Option<&Value> {
+fn csv_of(bundle: &ServedBundle) -> Option<&Value> {
     bundle
         .objects
         .iter()
         .find(|o| o["kind"] == "ClusterServiceVersion")
 }
 
-/// Whether the webhooks of `bundle` the examples need are served (`conversion_only`: only a
-/// conversion webhook is needed, as for reading back): `Err(why)` when the checks cannot
-/// run — no webhook command, or no process came up for a Deployment serving them.
-async fn webhooks_served(
-    env: &OlmV1Env,
-    bundle: &ServedBundle,
-    conversion_only: bool,
-    options: &RunOptions,
-) -> Result<(), String> {
-    let Some(spec) = csv(bundle).map(|csv| resources::csv_spec(&csv["spec"])) else {
-        return Ok(());
-    };
-    let declared = webhooks::declared_webhooks(&spec, conversion_only);
-    if declared.is_empty() {
-        return Ok(());
-    }
-    let deployments = webhooks::webhook_deployments(&spec);
-    env.wait_for_webhooks(NAMESPACE, &deployments, options.timeouts.step)
-        .await
-        .map_err(|why| {
-            format!(
-                "the bundle declares webhooks ({}) and they are not served: {why}",
-                declared.join(", ")
-            )
-        })
-}
-
 /// The objects of the bundle CSV's `alm-examples` annotation (none when it has none).
 fn alm_examples(bundle: &ServedBundle) -> Result<Vec<Value>, OlmRunError> {
-    let Some(csv) = csv(bundle) else {
+    let Some(csv) = csv_of(bundle) else {
         return Ok(Vec::new());
     };
     let name = csv["metadata"]["name"].as_str().unwrap_or_default();

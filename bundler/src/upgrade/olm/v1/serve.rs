@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use olmpack_envtest::olmv1::LocalRegistry;
+use olmpack_envtest::olm::v1::LocalRegistry;
 use olmpack_model::file_name::FileName;
 use serde_json::Value;
 

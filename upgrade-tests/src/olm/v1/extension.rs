@@ -27,7 +27,7 @@ use kube::discovery::{Discovery, verbs};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Condition, OlmV1Env, OlmV1Error, is_true, problems};
+use super::{Condition, OlmError, OlmV1Env, is_true, problems};
 use crate::olm::progress::{Observer, Tracker};
 use crate::olm::reset::release_objects;
 
@@ -347,7 +347,7 @@ impl OlmV1Env {
         name: &str,
         image: &str,
         timeout: Duration,
-    ) -> Result<Vec<Condition>, OlmV1Error> {
+    ) -> Result<Vec<Condition>, OlmError> {
         self.apply(&cluster_catalog(name, image)).await?;
         let (conditions, _) = self
             .wait_for("ClusterCatalog", name, timeout, |c, _| {
@@ -358,7 +358,7 @@ impl OlmV1Env {
     }
 
     /// Creates `namespace` (it may exist already).
-    pub async fn ensure_namespace(&self, namespace: &str) -> Result<(), OlmV1Error> {
+    pub async fn ensure_namespace(&self, namespace: &str) -> Result<(), OlmError> {
         let namespaces: Api<Namespace> = Api::all(self.client());
         let object: Namespace =
             serde_json::from_value(json!({"metadata": {"name": namespace}})).unwrap_or_default();
@@ -369,11 +369,7 @@ impl OlmV1Env {
     }
 
     /// Creates `namespace` and ServiceAccount `account` in it (both may exist already).
-    pub async fn prepare_namespace(
-        &self,
-        namespace: &str,
-        account: &str,
-    ) -> Result<(), OlmV1Error> {
+    pub async fn prepare_namespace(&self, namespace: &str, account: &str) -> Result<(), OlmError> {
         self.ensure_namespace(namespace).await?;
         let accounts: Api<ServiceAccount> = Api::namespaced(self.client(), namespace);
         let object: ServiceAccount =
@@ -390,7 +386,7 @@ impl OlmV1Env {
         spec: &ExtensionSpec,
         version: &str,
         timeout: Duration,
-    ) -> Result<StepEnd, OlmV1Error> {
+    ) -> Result<StepEnd, OlmError> {
         self.install_version_observed(spec, version, timeout, &Observer::silent())
             .await
     }
@@ -403,7 +399,7 @@ impl OlmV1Env {
         version: &str,
         timeout: Duration,
         observer: &Observer,
-    ) -> Result<StepEnd, OlmV1Error> {
+    ) -> Result<StepEnd, OlmError> {
         let mut attempt = 0;
         self.apply(&spec.attempt(version, attempt)).await?;
         let started = Instant::now();
@@ -465,7 +461,7 @@ impl OlmV1Env {
     async fn answer(
         &self,
         name: &str,
-    ) -> Result<Option<(Vec<Condition>, ExtensionBody)>, OlmV1Error> {
+    ) -> Result<Option<(Vec<Condition>, ExtensionBody)>, OlmError> {
         let read = self.read("ClusterExtension", name).await?;
         Ok(read
             .map(|(mut conditions, body)| {
@@ -489,7 +485,7 @@ impl OlmV1Env {
         spec: &ExtensionSpec,
         message: &str,
         before: &[String],
-    ) -> Result<bool, OlmV1Error> {
+    ) -> Result<bool, OlmError> {
         let (name, namespace) = (spec.name.as_str(), spec.namespace.as_str());
         let mut deleted = Vec::new();
         // Looked up directly (no discovery, which a loaded apiserver answers slowly): the
@@ -548,7 +544,7 @@ impl OlmV1Env {
         name: &str,
         crds: &[String],
         timeout: Duration,
-    ) -> Result<(), OlmV1Error> {
+    ) -> Result<(), OlmError> {
         let gvk = GroupVersionKind::gvk("olm.operatorframework.io", "v1", "ClusterExtension");
         let extensions: Api<DynamicObject> =
             Api::all_with(self.client(), &ApiResource::from_gvk(&gvk));
@@ -573,7 +569,7 @@ impl OlmV1Env {
                 let mut last: Vec<String> = left.iter().map(|o| o.what.clone()).collect();
                 last.extend(extension.then(|| format!("ClusterExtension {name}")));
                 last.extend(held);
-                return Err(OlmV1Error::Timeout {
+                return Err(OlmError::Stalled {
                     what: format!("ClusterExtension {name} and its objects to be deleted"),
                     waited: timeout,
                     last: last.join("; "),
@@ -611,7 +607,7 @@ impl OlmV1Env {
     }
 
     /// Deletes each CRD of `crds` still there and waits until it is gone.
-    async fn delete_crds(&mut self, crds: &[String], timeout: Duration) -> Result<(), OlmV1Error> {
+    async fn delete_crds(&mut self, crds: &[String], timeout: Duration) -> Result<(), OlmError> {
         let all: Api<CustomResourceDefinition> = Api::all(self.client());
         for crd in crds {
             delete_if_present(all.delete(crd, &DeleteParams::default()).await, || {
@@ -622,7 +618,7 @@ impl OlmV1Env {
                 all.get_opt(crd)
                     .await
                     .map(|c| c.is_some())
-                    .map_err(|source| OlmV1Error::Api {
+                    .map_err(|source| OlmError::Api {
                         action: format!("read CustomResourceDefinition {crd}"),
                         source,
                     })
@@ -635,8 +631,8 @@ impl OlmV1Env {
     /// The objects labelled as ClusterExtension `name`'s, and what could not be listed now (a
     /// CRD whose objects cannot be converted, the kinds themselves while a group goes), said. A kind that went away while
     /// it was listed (a CRD just deleted) holds none.
-    async fn owned_objects(&self, name: &str) -> Result<(Vec<Owned>, Vec<String>), OlmV1Error> {
-        let api_error = |action: String| move |source| OlmV1Error::Api { action, source };
+    async fn owned_objects(&self, name: &str) -> Result<(Vec<Owned>, Vec<String>), OlmError> {
+        let api_error = |action: String| move |source| OlmError::Api { action, source };
         // A group whose last CRD was just deleted answers 404 while discovery walks the
         // groups: nothing is known this time, and the caller looks again.
         let discovered = tokio::time::timeout(RELEASE_CALL, Discovery::new(self.client()).run());
@@ -699,12 +695,12 @@ impl OlmV1Env {
         kind: &str,
         name: &str,
         timeout: Duration,
-        present: impl AsyncFn(&Self) -> Result<bool, OlmV1Error>,
-    ) -> Result<(), OlmV1Error> {
+        present: impl AsyncFn(&Self) -> Result<bool, OlmError>,
+    ) -> Result<(), OlmError> {
         let started = Instant::now();
         while present(self).await? {
             if started.elapsed() > timeout {
-                return Err(OlmV1Error::Timeout {
+                return Err(OlmError::Stalled {
                     what: format!("{kind} {name} to be deleted"),
                     waited: timeout,
                     last: "still present".to_owned(),
@@ -756,11 +752,11 @@ fn already_existing(message: &str) -> Vec<(String, String)> {
 fn create_if_absent<T>(
     result: Result<T, kube::Error>,
     action: impl FnOnce() -> String,
-) -> Result<(), OlmV1Error> {
+) -> Result<(), OlmError> {
     match result {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
-        Err(source) => Err(OlmV1Error::Api {
+        Err(source) => Err(OlmError::Api {
             action: action(),
             source,
         }),
@@ -770,11 +766,11 @@ fn create_if_absent<T>(
 fn delete_if_present<T>(
     result: Result<T, kube::Error>,
     action: impl FnOnce() -> String,
-) -> Result<(), OlmV1Error> {
+) -> Result<(), OlmError> {
     match result {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
-        Err(source) => Err(OlmV1Error::Api {
+        Err(source) => Err(OlmError::Api {
             action: action(),
             source,
         }),

@@ -9,7 +9,7 @@ use kube::api::{Api, DynamicObject, ListParams};
 use kube::discovery::Scope;
 use serde_json::Value;
 
-use super::{OlmV1Env, OlmV1Error};
+use super::{OlmError, OlmV1Env};
 use crate::live::api::apiserver_message;
 use crate::olm::{Example, Installed, create_example, read_back_resource};
 
@@ -82,10 +82,10 @@ impl OlmV1Env {
 
     /// The served versions of the CRDs OLM v1 installed (all but its own) and the
     /// Deployments in `namespace`.
-    pub async fn installed(&self, namespace: &str) -> Result<Installed, OlmV1Error> {
+    pub async fn installed(&self, namespace: &str) -> Result<Installed, OlmError> {
         let all = ListParams::default();
         let crds: Api<CustomResourceDefinition> = Api::all(self.client());
-        let listed = crds.list(&all).await.map_err(|source| OlmV1Error::Api {
+        let listed = crds.list(&all).await.map_err(|source| OlmError::Api {
             action: "list CustomResourceDefinitions".to_owned(),
             source,
         })?;
@@ -104,7 +104,7 @@ impl OlmV1Env {
         let listed = deployments
             .list(&all)
             .await
-            .map_err(|source| OlmV1Error::Api {
+            .map_err(|source| OlmError::Api {
                 action: format!("list Deployments of {namespace}"),
                 source,
             })?;
@@ -145,12 +145,12 @@ impl OlmV1Env {
     }
 
     /// The names of the CRDs OLM v1 installed (all but its own and the cluster's).
-    pub async fn operator_crds(&self) -> Result<Vec<String>, OlmV1Error> {
+    pub async fn operator_crds(&self) -> Result<Vec<String>, OlmError> {
         let crds: Api<CustomResourceDefinition> = Api::all(self.client());
         let listed = crds
             .list(&ListParams::default())
             .await
-            .map_err(|source| OlmV1Error::Api {
+            .map_err(|source| OlmError::Api {
                 action: "list CustomResourceDefinitions".to_owned(),
                 source,
             })?;

@@ -48,63 +48,10 @@ pub use extension::{ExtensionSpec, StepEnd, UpgradePolicy};
 pub use registry::LocalRegistry;
 pub use start::{OlmV1Env, is_true};
 
-use std::path::PathBuf;
-use std::time::Duration;
-
-use crate::binaries::ToolNotFound;
-use crate::control_plane::EnvError;
-use crate::pki::PkiError;
-use crate::process::ProcessError;
+pub use super::OlmError;
 
 /// The namespace catalogd and operator-controller keep their state in (Helm release Secrets).
 pub const SYSTEM_NAMESPACE: &str = "olmv1-system";
-
-/// Failure to start or drive an [`OlmV1Env`]. (What OLM v1 does with an operator is read from
-/// its conditions, not an error.)
-#[derive(Debug, thiserror::Error)]
-pub enum OlmV1Error {
-    #[error(transparent)]
-    ToolNotFound(#[from] ToolNotFound),
-    #[error(transparent)]
-    Env(#[from] EnvError),
-    #[error(transparent)]
-    Process(#[from] ProcessError),
-    #[error(transparent)]
-    Pki(#[from] PkiError),
-    #[error("failed to read {path}")]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("failed to write {path}")]
-    Write {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("{path}: {message}")]
-    Invalid { path: PathBuf, message: String },
-    #[error("failed to pick a free port")]
-    Port(#[source] std::io::Error),
-    #[error("the Kubernetes API refused to {action}")]
-    Api {
-        action: String,
-        #[source]
-        source: kube::Error,
-    },
-    /// What OLM v1's environment shares with OLM v0's failed (hosting the operator's
-    /// webhooks, letting a CRD's objects go).
-    #[error(transparent)]
-    Shared(Box<crate::olm::OlmError>),
-    #[error("{what} did not happen within {waited:?}; last seen: {last}\n{logs}")]
-    Timeout {
-        what: String,
-        waited: Duration,
-        last: String,
-        logs: String,
-    },
-}
 
 /// One condition of an OLM v1 object, as its controller wrote it.
 #[derive(Clone, Debug, PartialEq, Eq)]

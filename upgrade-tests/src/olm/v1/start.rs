@@ -11,7 +11,7 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::json;
 
-use super::{Condition, OlmV1Error, SYSTEM_NAMESPACE, conditions, registries_conf};
+use super::{Condition, OlmError, SYSTEM_NAMESPACE, conditions, registries_conf};
 use crate::binaries::{Tool, ToolData};
 use crate::control_plane::{TestEnv, TestEnvOptions};
 use crate::olm::webhooks::{WebhookCommand, WebhookHost};
@@ -62,7 +62,7 @@ struct Component<'a> {
 impl OlmV1Env {
     /// Starts the control plane, OLM v1's CRDs, catalogd and operator-controller; images are
     /// pulled from `insecure_registries` (`host:port`) over plain HTTP.
-    pub async fn start(insecure_registries: &[String]) -> Result<Self, OlmV1Error> {
+    pub async fn start(insecure_registries: &[String]) -> Result<Self, OlmError> {
         let catalogd = Tool::Catalogd.path()?;
         let operator_controller = Tool::OperatorController.path()?;
         // The experimental set: a ClusterExtension's `config` (watchNamespace) is in it.
@@ -95,7 +95,7 @@ impl OlmV1Env {
         write(&tls.join("tls.key"), &served.key_pem)?;
         write(&dir.join("ca/ca.crt"), env.ca().cert_pem())?;
         let ports = [free_port(), free_port(), free_port()];
-        let [catalogs, webhook, metrics] = ports.map(|p| p.map_err(OlmV1Error::Port));
+        let [catalogs, webhook, metrics] = ports.map(|p| p.map_err(OlmError::Port));
         let (catalogs, webhook, metrics) = (catalogs?, webhook?, metrics?);
         let catalogd_args = vec![
             format!("--catalogs-server-addr=127.0.0.1:{catalogs}"),
@@ -138,7 +138,7 @@ impl OlmV1Env {
     pub async fn install_cluster_crd(
         &mut self,
         crd: &CustomResourceDefinition,
-    ) -> Result<(), OlmV1Error> {
+    ) -> Result<(), OlmError> {
         self.env.install_crd(crd).await?;
         self.cluster_crds
             .push(crd.metadata.name.clone().unwrap_or_default());
@@ -164,7 +164,7 @@ impl OlmV1Env {
         &mut self,
         namespace: &str,
         command: Option<WebhookCommand>,
-    ) -> Result<(), OlmV1Error> {
+    ) -> Result<(), OlmError> {
         self.stop_webhooks();
         let dir = self.env.dir().join(format!("webhooks-{namespace}"));
         let host = WebhookHost::start(
@@ -173,8 +173,7 @@ impl OlmV1Env {
             command,
             self.env.kubeconfig_path().to_owned(),
             dir,
-        )
-        .map_err(|source| OlmV1Error::Shared(Box::new(source)))?;
+        )?;
         self.webhooks = Some(host);
         Ok(())
     }
@@ -245,7 +244,7 @@ impl OlmV1Env {
     }
 
     /// `Err` when catalogd or operator-controller is no longer running.
-    pub fn check_running(&mut self) -> Result<(), OlmV1Error> {
+    pub fn check_running(&mut self) -> Result<(), OlmError> {
         self.catalogd.check_running()?;
         self.operator_controller.check_running()?;
         Ok(())
@@ -261,7 +260,7 @@ impl OlmV1Env {
 
     /// Applies `object` (server-side apply, as olmpack); cluster-scoped or namespaced by its
     /// `metadata.namespace`.
-    pub async fn apply(&self, object: &serde_json::Value) -> Result<(), OlmV1Error> {
+    pub async fn apply(&self, object: &serde_json::Value) -> Result<(), OlmError> {
         let api = dynamic_api(&self.client(), object);
         let name = object["metadata"]["name"].as_str().unwrap_or_default();
         api.patch(
@@ -271,7 +270,7 @@ impl OlmV1Env {
         )
         .await
         .map(drop)
-        .map_err(|source| OlmV1Error::Api {
+        .map_err(|source| OlmError::Api {
             action: format!(
                 "apply {} {name}",
                 object["kind"].as_str().unwrap_or("object")
@@ -286,11 +285,11 @@ impl OlmV1Env {
         &self,
         kind: &str,
         name: &str,
-    ) -> Result<Option<(Vec<Condition>, serde_json::Value)>, OlmV1Error> {
+    ) -> Result<Option<(Vec<Condition>, serde_json::Value)>, OlmError> {
         let gvk = GroupVersionKind::gvk("olm.operatorframework.io", "v1", kind);
         let resource = ApiResource::from_gvk(&gvk);
         let api: Api<DynamicObject> = Api::all_with(self.client(), &resource);
-        let found = api.get_opt(name).await.map_err(|source| OlmV1Error::Api {
+        let found = api.get_opt(name).await.map_err(|source| OlmError::Api {
             action: format!("read {kind} {name}"),
             source,
         })?;
@@ -308,7 +307,7 @@ impl OlmV1Env {
         name: &str,
         timeout: Duration,
         done: impl Fn(&[Condition], &serde_json::Value) -> bool,
-    ) -> Result<(Vec<Condition>, serde_json::Value), OlmV1Error> {
+    ) -> Result<(Vec<Condition>, serde_json::Value), OlmError> {
         let started = Instant::now();
         let mut last = String::from("(not created)");
         loop {
@@ -321,7 +320,7 @@ impl OlmV1Env {
                 last = conditions.iter().map(|c| format!("{c}; ")).collect();
             }
             if started.elapsed() > timeout {
-                return Err(OlmV1Error::Timeout {
+                return Err(OlmError::Stalled {
                     what: format!("{kind} {name}"),
                     waited: timeout,
                     last,
@@ -347,7 +346,7 @@ async fn start_operator_controller(
     program: PathBuf,
     dir: &Path,
     conf: &Path,
-) -> Result<ChildProcess, OlmV1Error> {
+) -> Result<ChildProcess, OlmError> {
     let args = vec![
         "--health-probe-bind-address=0".to_owned(),
         format!("--system-namespace={SYSTEM_NAMESPACE}"),
@@ -381,7 +380,7 @@ fn namespace(name: &str) -> Namespace {
     serde_json::from_value(json!({"metadata": {"name": name}})).unwrap_or_default()
 }
 
-async fn create<K>(client: &Client, object: K, action: &str) -> Result<(), OlmV1Error>
+async fn create<K>(client: &Client, object: K, action: &str) -> Result<(), OlmError>
 where
     K: kube::Resource<Scope = k8s_openapi::ClusterResourceScope>
         + Clone
@@ -394,14 +393,14 @@ where
         .create(&PostParams::default(), &object)
         .await
         .map(drop)
-        .map_err(|source| OlmV1Error::Api {
+        .map_err(|source| OlmError::Api {
             action: action.to_owned(),
             source,
         })
 }
 
-fn write(path: &Path, text: &str) -> Result<(), OlmV1Error> {
-    let wrap = |source| OlmV1Error::Write {
+fn write(path: &Path, text: &str) -> Result<(), OlmError> {
+    let wrap = |source| OlmError::Write {
         path: path.to_owned(),
         source,
     };
@@ -412,8 +411,8 @@ fn write(path: &Path, text: &str) -> Result<(), OlmV1Error> {
 }
 
 /// Installs every CRD of the `*.yaml` files in `dir`.
-async fn install_crds(env: &TestEnv, dir: &Path) -> Result<(), OlmV1Error> {
-    let read_err = |path: &Path, source| OlmV1Error::Read {
+async fn install_crds(env: &TestEnv, dir: &Path) -> Result<(), OlmError> {
+    let read_err = |path: &Path, source| OlmError::Read {
         path: path.to_owned(),
         source,
     };
@@ -426,7 +425,7 @@ async fn install_crds(env: &TestEnv, dir: &Path) -> Result<(), OlmV1Error> {
     for file in files {
         let text = std::fs::read_to_string(&file).map_err(|e| read_err(&file, e))?;
         let crd: CustomResourceDefinition =
-            olmpack_model::yaml::from_str(&text).map_err(|e| OlmV1Error::Invalid {
+            olmpack_model::yaml::from_str(&text).map_err(|e| OlmError::Invalid {
                 path: file.clone(),
                 message: format!("not a CustomResourceDefinition: {e}"),
             })?;
@@ -436,13 +435,13 @@ async fn install_crds(env: &TestEnv, dir: &Path) -> Result<(), OlmV1Error> {
 }
 
 /// A token the apiserver mints for ServiceAccount `name` of [`SYSTEM_NAMESPACE`] (created).
-async fn service_account_token(client: &Client, name: &str) -> Result<String, OlmV1Error> {
+async fn service_account_token(client: &Client, name: &str) -> Result<String, OlmError> {
     let api: Api<ServiceAccount> = Api::namespaced(client.clone(), SYSTEM_NAMESPACE);
     let account: ServiceAccount =
         serde_json::from_value(json!({"metadata": {"name": name}})).unwrap_or_default();
     let api_err = |action: &str| {
         let action = format!("{action} ServiceAccount {SYSTEM_NAMESPACE}/{name}");
-        move |source| OlmV1Error::Api { action, source }
+        move |source| OlmError::Api { action, source }
     };
     api.create(&PostParams::default(), &account)
         .await
@@ -468,7 +467,7 @@ async fn start_component(
     component: &Component<'_>,
     args: &[String],
     registries_conf: &Path,
-) -> Result<ChildProcess, OlmV1Error> {
+) -> Result<ChildProcess, OlmError> {
     let dir = env.dir().join("olmv1").join(component.name);
     let secrets = dir.join("run/secrets/kubernetes.io/serviceaccount");
     let token = service_account_token(&env.client(), component.service_account).await?;
@@ -476,7 +475,7 @@ async fn start_component(
     write(&secrets.join("namespace"), SYSTEM_NAMESPACE)?;
     write(&secrets.join("ca.crt"), env.ca().cert_pem())?;
     let tmp = dir.join("tmp");
-    std::fs::create_dir_all(&tmp).map_err(|source| OlmV1Error::Write {
+    std::fs::create_dir_all(&tmp).map_err(|source| OlmError::Write {
         path: tmp.clone(),
         source,
     })?;
@@ -513,18 +512,18 @@ async fn start_component(
 }
 
 /// Waits until something listens on 127.0.0.1:`port` (the process still running).
-async fn wait_for_port(process: &mut ChildProcess, port: u16) -> Result<(), OlmV1Error> {
+async fn wait_for_port(process: &mut ChildProcess, port: u16) -> Result<(), OlmError> {
     crate::process::wait_until(process, READY_TIMEOUT, || async move {
         tokio::net::TcpStream::connect(("127.0.0.1", port))
             .await
             .is_ok()
     })
     .await
-    .map_err(OlmV1Error::from)
+    .map_err(OlmError::from)
 }
 
 /// Registers catalogd's mutating webhook (as OLM's manifest does) at its port on loopback.
-async fn register_catalogd_webhook(env: &TestEnv, port: u16) -> Result<(), OlmV1Error> {
+async fn register_catalogd_webhook(env: &TestEnv, port: u16) -> Result<(), OlmError> {
     use base64::Engine as _;
     let ca = base64::engine::general_purpose::STANDARD.encode(env.ca().cert_pem());
     let config = json!({
@@ -557,7 +556,7 @@ async fn register_catalogd_webhook(env: &TestEnv, port: u16) -> Result<(), OlmV1
     )
     .await
     .map(drop)
-    .map_err(|source| OlmV1Error::Api {
+    .map_err(|source| OlmError::Api {
         action: "register catalogd's mutating webhook".to_owned(),
         source,
     })

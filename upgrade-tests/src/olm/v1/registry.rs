@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::binaries::Tool;
 use crate::process::{ChildProcess, free_port, wait_until};
 
-use super::OlmV1Error;
+use super::OlmError;
 
 /// How long the registry may take to answer `/v2/`.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -24,21 +24,21 @@ pub struct LocalRegistry {
 
 impl LocalRegistry {
     /// Starts a registry and waits until it answers `/v2/`.
-    pub async fn start() -> Result<Self, OlmV1Error> {
+    pub async fn start() -> Result<Self, OlmError> {
         let bin = Tool::Olareg.path()?;
         let dir = tempfile::Builder::new()
             .prefix("olmpack-olmv1-registry-")
             .tempdir()
-            .map_err(|source| OlmV1Error::Write {
+            .map_err(|source| OlmError::Write {
                 path: std::env::temp_dir(),
                 source,
             })?;
         let storage = dir.path().join("storage");
-        std::fs::create_dir_all(&storage).map_err(|source| OlmV1Error::Write {
+        std::fs::create_dir_all(&storage).map_err(|source| OlmError::Write {
             path: storage.clone(),
             source,
         })?;
-        let port = free_port().map_err(OlmV1Error::Port)?;
+        let port = free_port().map_err(OlmError::Port)?;
         let args = [
             "serve",
             "--addr",
