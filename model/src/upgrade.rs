@@ -10,32 +10,7 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 
 use crate::report::{Consumer, Severity};
-
-/// How an edge is in the graph.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub enum Via {
-    /// The target's `replaces` names the source.
-    Replaces,
-    /// The target's `skips` lists the source.
-    Skips,
-    /// The source's version is in the target's `skipRange`.
-    SkipRange,
-    /// From a channel head of the previously published catalog to the new head.
-    NextHead,
-}
-
-impl Via {
-    /// The edge kind as the report prints it, e.g. `skipRange`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Via::Replaces => "replaces",
-            Via::Skips => "skips",
-            Via::SkipRange => "skipRange",
-            Via::NextHead => "next head",
-        }
-    }
-}
+use crate::upgrade_graph::EdgeKind;
 
 /// One upgrade: from an installed bundle to the next, as every upgrade answer names it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -49,7 +24,7 @@ pub struct Edge {
     /// The channels in which this upgrade is offered.
     pub channels: BTreeSet<String>,
     /// Every way the edge is in the graph (a pair can be joined several ways).
-    pub via: BTreeSet<Via>,
+    pub via: BTreeSet<EdgeKind>,
 }
 
 impl Edge {

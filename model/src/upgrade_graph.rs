@@ -85,7 +85,8 @@ pub struct Channel {
     pub entries: Vec<Entry>,
 }
 
-/// Why one bundle is an upgrade of another.
+/// Why one bundle is an upgrade of another: the one edge kind of every graph, check and
+/// report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum EdgeKind {
@@ -96,6 +97,22 @@ pub enum EdgeKind {
     /// `to`'s `olm.skipRange` contains `from`'s version (OLM v0 honours it on a channel head
     /// only; OLM v1 on every entry).
     SkipRange,
+    /// From a channel head of the previously published catalog to the new head (an upgrade
+    /// users make when a release moves a channel's head, not a field of the graph).
+    NextHead,
+}
+
+impl EdgeKind {
+    /// The edge kind as reports print it: the field that makes it (`skipRange`), or
+    /// `next head`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EdgeKind::Replaces => "replaces",
+            EdgeKind::Skips => "skips",
+            EdgeKind::SkipRange => "skipRange",
+            EdgeKind::NextHead => "next head",
+        }
+    }
 }
 
 /// One upgrade step of the graph: an installed `from` may upgrade to `to` in `channel`.

@@ -82,14 +82,6 @@ fn channel_edges(pkg: &Package, ch: &super::model::Channel) -> Vec<DrawnEdge> {
     out
 }
 
-fn label(via: EdgeKind) -> &'static str {
-    match via {
-        EdgeKind::Replaces => "replaces",
-        EdgeKind::Skips => "skips",
-        EdgeKind::SkipRange => "skipRange",
-    }
-}
-
 /// Node and cluster ids: readable (the names with every character that is not an ASCII
 /// letter or digit made `_`) and injective — a second name that would get the same id, or an
 /// id mermaid reserves (`end`, …), gets a numbered suffix. Assigned in drawing order, so the
@@ -303,7 +295,7 @@ fn mermaid_package(ids: &mut Ids, pkg: &Package, out: &mut String) {
         for edge in channel_edges(pkg, ch) {
             let from = ids.get(&[&pkg.name, &ch.name, &edge.from]);
             let to = ids.get(&[&pkg.name, &ch.name, &edge.to]);
-            let _ = writeln!(out, "      {from} -- {} --> {to}", label(edge.via));
+            let _ = writeln!(out, "      {from} -- {} --> {to}", edge.via.as_str());
         }
         out.push_str("    end\n");
         let _ = writeln!(
@@ -359,13 +351,14 @@ fn dot_package(ids: &mut Ids, pkg: &Package, out: &mut String) {
                 EdgeKind::Replaces => "solid",
                 EdgeKind::Skips => "dashed",
                 EdgeKind::SkipRange => "dotted",
+                EdgeKind::NextHead => "bold",
             };
             let _ = writeln!(
                 out,
                 "      \"{}\" -> \"{}\" [label=\"{}\", color=\"{color}\", style={style}];",
                 ids.get(&[&pkg.name, &ch.name, &edge.from]),
                 ids.get(&[&pkg.name, &ch.name, &edge.to]),
-                label(edge.via)
+                edge.via.as_str()
             );
         }
         out.push_str("    }\n");

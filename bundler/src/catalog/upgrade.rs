@@ -62,11 +62,7 @@ impl UpgradePath {
 pub fn describe(from: &str, hops: &[Hop]) -> String {
     let mut s = from.to_owned();
     for hop in hops {
-        let via = match hop.via {
-            EdgeKind::Replaces => "replaces",
-            EdgeKind::Skips => "skips",
-            EdgeKind::SkipRange => "skipRange",
-        };
+        let via = hop.via.as_str();
         s.push_str(&format!(" → {} ({via})", hop.to));
     }
     if hops.is_empty() {

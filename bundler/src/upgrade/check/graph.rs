@@ -29,8 +29,9 @@ use crate::catalog::model::{Bundle, Model};
 use crate::catalog::property::{self, Typed};
 use olmpack_model::csv::ClusterServiceVersion;
 use olmpack_model::report::{Finding, Severity};
+pub use olmpack_model::upgrade::Edge;
 use olmpack_model::upgrade::Verdict;
-pub use olmpack_model::upgrade::{Edge, Via};
+pub use olmpack_model::upgrade_graph::EdgeKind;
 use olmpack_model::version::{Range, Version};
 
 /// A release could not be read.
@@ -244,7 +245,7 @@ pub fn apply_conversion_webhook(crd: &mut CustomResourceDefinition, csv: &Cluste
 struct Edges(BTreeMap<(String, String, String), Edge>);
 
 impl Edges {
-    fn add(&mut self, package: &str, from: &str, to: &str, channel: &str, via: Via) {
+    fn add(&mut self, package: &str, from: &str, to: &str, channel: &str, via: EdgeKind) {
         let key = (package.to_owned(), from.to_owned(), to.to_owned());
         let edge = self.0.entry(key).or_insert_with(|| Edge {
             package: package.to_owned(),
@@ -271,10 +272,16 @@ pub fn edges(model: &Model) -> Vec<Edge> {
             }));
             for e in &ch.entries {
                 if !e.replaces.is_empty() {
-                    out.add(&pkg.name, &e.replaces, &e.name, &ch.name, Via::Replaces);
+                    out.add(
+                        &pkg.name,
+                        &e.replaces,
+                        &e.name,
+                        &ch.name,
+                        EdgeKind::Replaces,
+                    );
                 }
                 for s in &e.skips {
-                    out.add(&pkg.name, s, &e.name, &ch.name, Via::Skips);
+                    out.add(&pkg.name, s, &e.name, &ch.name, EdgeKind::Skips);
                 }
                 if e.skip_range.is_empty() {
                     continue;
@@ -285,7 +292,7 @@ pub fn edges(model: &Model) -> Vec<Edge> {
                 for i in by_version.covered(&range, &None, &None) {
                     let other = by_version.get(i).1;
                     if other != e.name {
-                        out.add(&pkg.name, other, &e.name, &ch.name, Via::SkipRange);
+                        out.add(&pkg.name, other, &e.name, &ch.name, EdgeKind::SkipRange);
                     }
                 }
             }
@@ -308,7 +315,13 @@ pub fn next_head_edges(previous: &Model, current: &Model) -> Vec<Edge> {
             };
             for old_head in ch.heads() {
                 if old_head.name != new_head.name {
-                    out.add(name, &old_head.name, &new_head.name, ch_name, Via::NextHead);
+                    out.add(
+                        name,
+                        &old_head.name,
+                        &new_head.name,
+                        ch_name,
+                        EdgeKind::NextHead,
+                    );
                 }
             }
         }

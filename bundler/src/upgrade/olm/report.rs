@@ -345,14 +345,7 @@ fn result_cell(r: &CaseReport) -> &'static str {
 
 /// `replaces, skipRange`: every edge that leads to the successor.
 fn edges(via: &[EdgeKind]) -> String {
-    let names: Vec<&str> = via
-        .iter()
-        .map(|kind| match kind {
-            EdgeKind::Replaces => "replaces",
-            EdgeKind::Skips => "skips",
-            EdgeKind::SkipRange => "skipRange",
-        })
-        .collect();
+    let names: Vec<&str> = via.iter().map(|kind| kind.as_str()).collect();
     names.join(", ")
 }
 
