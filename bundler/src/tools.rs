@@ -85,13 +85,13 @@ pub enum ToolsError {
     NoCache,
     /// A tool directory the artifact must carry is missing or incomplete in the cache packed.
     #[error(
-        "{dir}: not a complete tool directory (no {STAMP} stamp or no {marker}); run `cargo xtask setup` in olmpack's checkout first"
+        "{dir}: not a complete tool directory (no {lacks}); run `cargo xtask setup` in olmpack's checkout first"
     )]
     Incomplete {
         /// The tool directory.
         dir: PathBuf,
-        /// What it must hold besides the stamp (`bin/<binary>`, or a data directory).
-        marker: String,
+        /// The first thing it lacks: its stamp, a binary (`bin/<binary>`) or a data directory.
+        lacks: String,
     },
     /// Building the image failed.
     #[error("failed to build the tools image")]
@@ -115,13 +115,15 @@ pub enum ToolsError {
     },
     /// The image does not hold a tool directory this olmpack pins.
     #[error(
-        "{reference} does not hold {dir} (the version this olmpack pins); it was built for another olmpack version"
+        "{reference} does not hold {dir} whole (the version this olmpack pins; it lacks {lacks}): it was built for another olmpack version, or is incomplete; nothing was installed"
     )]
     Missing {
         /// The reference as given.
         reference: String,
-        /// The missing tool directory.
+        /// The missing or incomplete tool directory.
         dir: PathBuf,
+        /// The first thing the image's directory lacks (see [`ToolsError::Incomplete`]).
+        lacks: String,
     },
     /// A layer holds something the install refuses to write.
     #[error("{reference}: layer {digest} holds {path:?}, {why}; nothing was installed")]
@@ -190,49 +192,63 @@ fn make_cache_dir(cache: &Path) -> Result<(), ToolsError> {
 }
 
 /// The tool directories the artifact carries (relative to the cache), each with what marks
-/// it whole besides its stamp (one binary, `bin/<name>`, or the data directory it holds), in
-/// order and without repeats: the tools' directories, then the data directories'.
-pub fn artifact_dirs() -> Vec<(PathBuf, String)> {
-    let mut dirs: Vec<(PathBuf, String)> = Vec::new();
+/// it whole besides its stamp (every binary the tools built together install there,
+/// `bin/<name>`, or the data directory it holds), in order and without repeats: the tools'
+/// directories, then the data directories'.
+pub fn artifact_dirs() -> Vec<(PathBuf, Vec<String>)> {
+    let mut dirs: Vec<(PathBuf, Vec<String>)> = Vec::new();
+    let mut add = |dir: PathBuf, marker: String| match dirs.iter_mut().find(|(d, _)| *d == dir) {
+        Some((_, markers)) if !markers.contains(&marker) => markers.push(marker),
+        Some(_) => {}
+        None => dirs.push((dir, vec![marker])),
+    };
     for tool in ARTIFACT_TOOLS {
         let (Some(dir), Some(binary)) = (tool.cache_dir(), tool.cache_binary()) else {
             continue;
         };
-        if !dirs.iter().any(|(d, _)| *d == dir) {
-            let name = binary.file_name().unwrap_or_default();
-            dirs.push((dir, format!("bin/{}", name.to_string_lossy())));
-        }
+        let name = binary.file_name().unwrap_or_default();
+        add(dir, format!("bin/{}", name.to_string_lossy()));
     }
     for data in ARTIFACT_DATA {
         let Some(path) = data.cache_dir() else {
             continue;
         };
-        let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
-            continue;
-        };
-        if !dirs.iter().any(|(d, _)| d == dir) {
-            dirs.push((dir.to_owned(), name.to_string_lossy().into_owned()));
+        if let (Some(dir), Some(name)) = (path.parent(), path.file_name()) {
+            add(dir.to_owned(), name.to_string_lossy().into_owned());
         }
     }
     dirs
 }
 
-/// Whether `dir` (absolute) is a whole tool directory: stamped, with its `marker` (a binary
-/// `bin/<name>` is a file, anything else a directory).
-fn is_whole(dir: &Path, marker: &str) -> bool {
-    let marked = dir.join(marker);
-    let present = match marker.starts_with("bin/") {
-        true => marked.is_file(),
-        false => marked.is_dir(),
-    };
-    dir.join(STAMP).is_file() && present
+/// What `dir` (absolute) lacks to be a whole tool directory: its stamp, or the first of its
+/// `markers` absent (a binary `bin/<name>` must be a file, anything else a directory);
+/// `None` when it is whole.
+fn lacks(dir: &Path, markers: &[String]) -> Option<String> {
+    if !dir.join(STAMP).is_file() {
+        return Some(format!("{STAMP} stamp"));
+    }
+    markers
+        .iter()
+        .find(|marker| {
+            let marked = dir.join(marker);
+            match marker.starts_with("bin/") {
+                true => !marked.is_file(),
+                false => !marked.is_dir(),
+            }
+        })
+        .cloned()
 }
 
-/// The tool directories of the artifact that `cache` lacks (relative).
+/// Whether `dir` (absolute) is a whole tool directory ([`lacks`] nothing).
+fn is_whole(dir: &Path, markers: &[String]) -> bool {
+    lacks(dir, markers).is_none()
+}
+
+/// The tool directories of the artifact that `cache` lacks or holds incomplete (relative).
 pub fn missing_in(cache: &Path) -> Vec<PathBuf> {
     artifact_dirs()
         .into_iter()
-        .filter(|(dir, marker)| !is_whole(&cache.join(dir), marker))
+        .filter(|(dir, markers)| !is_whole(&cache.join(dir), markers))
         .map(|(dir, _)| dir)
         .collect()
 }
@@ -253,10 +269,10 @@ pub fn pack(
 ) -> Result<Descriptor, ToolsError> {
     let mut layers = Vec::new();
     let mut names = Vec::new();
-    for (dir, marker) in artifact_dirs() {
+    for (dir, markers) in artifact_dirs() {
         let abs = cache.join(&dir);
-        if !is_whole(&abs, &marker) {
-            return Err(ToolsError::Incomplete { dir: abs, marker });
+        if let Some(lacks) = lacks(&abs, &markers) {
+            return Err(ToolsError::Incomplete { dir: abs, lacks });
         }
         let dest = crate::input::slash_path(&dir);
         let source = LayerSource {
@@ -412,7 +428,7 @@ fn check_targets(cache: &Path) -> Result<(), ToolsError> {
         path: path.to_owned(),
         why,
     };
-    for (dir, marker) in artifact_dirs() {
+    for (dir, markers) in artifact_dirs() {
         let mut path = cache.to_owned();
         for component in dir.components() {
             path.push(component);
@@ -435,7 +451,7 @@ fn check_targets(cache: &Path) -> Result<(), ToolsError> {
         }
         let target = cache.join(&dir);
         let owned = fs::symlink_metadata(target.join(OWNER)).is_ok_and(|m| m.is_file());
-        if target.is_dir() && !is_whole(&target, &marker) && !owned {
+        if target.is_dir() && !is_whole(&target, &markers) && !owned {
             return Err(in_the_way(
                 &target,
                 format!(
@@ -553,18 +569,19 @@ fn move_into_place(
     staging: &Path,
 ) -> Result<Vec<PathBuf>, ToolsError> {
     let dirs = artifact_dirs();
-    for (dir, marker) in &dirs {
-        if !is_whole(&tree.join(dir), marker) {
+    for (dir, markers) in &dirs {
+        if let Some(lacks) = lacks(&tree.join(dir), markers) {
             return Err(ToolsError::Missing {
                 reference: reference.to_owned(),
                 dir: dir.clone(),
+                lacks,
             });
         }
     }
     let mut moves = Moves::default();
     let mut installed = Vec::new();
-    for (dir, marker) in dirs {
-        if is_whole(&cache.join(&dir), &marker) {
+    for (dir, markers) in dirs {
+        if is_whole(&cache.join(&dir), &markers) {
             continue;
         }
         let owner = tree.join(&dir).join(OWNER);
@@ -673,15 +690,49 @@ mod tests {
 
     /// A staged tree with every pinned tool directory whole.
     fn staged(tree: &Path) {
-        for (dir, marker) in artifact_dirs() {
-            let marked = tree.join(&dir).join(&marker);
-            if marker.starts_with("bin/") {
-                fs::create_dir_all(marked.parent().unwrap()).unwrap();
-                fs::write(marked, "#!/bin/sh\n").unwrap();
-            } else {
-                fs::create_dir_all(marked).unwrap();
+        for (dir, markers) in artifact_dirs() {
+            for marker in markers {
+                let marked = tree.join(&dir).join(&marker);
+                if marker.starts_with("bin/") {
+                    fs::create_dir_all(marked.parent().unwrap()).unwrap();
+                    fs::write(marked, "#!/bin/sh\n").unwrap();
+                } else {
+                    fs::create_dir_all(marked).unwrap();
+                }
             }
             fs::write(tree.join(&dir).join(STAMP), "stamp\n").unwrap();
+        }
+    }
+
+    /// A tool directory holding one of the binaries built together but not another (the
+    /// Kubernetes directory without kube-scheduler, OLM's without the catalog operator) is
+    /// not whole: an image that holds it so installs nothing, and a cache that holds it so
+    /// is not "already installed".
+    #[test]
+    fn a_tool_directory_lacking_one_of_its_binaries_is_incomplete() {
+        use olmpack_envtest::binaries::Tool;
+        for tool in [Tool::KubeScheduler, Tool::CatalogOperator] {
+            let work = tempfile::tempdir().unwrap();
+            let (tree, cache, staging) = (
+                work.path().join("tree"),
+                work.path().join("cache"),
+                work.path().join("staging"),
+            );
+            staged(&tree);
+            let binary = tool.cache_binary().unwrap();
+            fs::remove_file(tree.join(&binary)).unwrap();
+            let dir = tool.cache_dir().unwrap();
+            assert_eq!(missing_in(&tree), vec![dir.clone()], "{tool:?}");
+            let err = move_into_place("r/tools@sha256:1", &tree, &cache, &staging).unwrap_err();
+            let lacks = format!("bin/{}", binary.file_name().unwrap().to_string_lossy());
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "r/tools@sha256:1 does not hold {} whole (the version this olmpack pins; it lacks {lacks}): it was built for another olmpack version, or is incomplete; nothing was installed",
+                    dir.display()
+                )
+            );
+            assert!(!cache.exists(), "{tool:?}: something was installed");
         }
     }
 

@@ -244,6 +244,17 @@ fn cases() -> Vec<Case> {
             },
         ),
         case(
+            "bundle/object-name",
+            "ConfigMap whose name is not a DNS-1123 subdomain",
+            Object("manifests/cm.yaml"),
+            |f| {
+                f.insert(
+                    "manifests/cm.yaml".into(),
+                    b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: Settings_1\ndata: {a: b}\n".to_vec(),
+                );
+            },
+        ),
+        case(
             "crd/api-version",
             "CRD of apiextensions.k8s.io/v2",
             Object(CRD),

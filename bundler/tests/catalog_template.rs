@@ -551,3 +551,67 @@ fn basic_template_verdicts_are_opms() {
     }
     assert!(wrong.is_empty(), "opm:\n{}", wrong.join("\n"));
 }
+
+/// A basic template of `packages` packages, one entry of 7 values each, as YAML.
+fn many_packages(packages: usize) -> String {
+    let mut text = String::from("schema: olm.template.basic\nentries:\n");
+    for i in 0..packages {
+        text.push_str(&format!(
+            "- schema: olm.package\n  name: package-{i:07}\n  description: the package numbered {i:07}\n"
+        ));
+    }
+    text
+}
+
+/// A 26 MB basic template (300,000 packages, 2.1 million values) is taken as opm takes it:
+/// opm has no limit but the file's size, and neither has olmpack below `--max-file-size` (it
+/// refused this after half a minute, "too large to read safely: 2000001 values", "split the
+/// file"). The template is generated here; opm, when it is installed, reads the same file to
+/// the same packages. The time bound is a hang check (a debug build on a loaded machine).
+#[test]
+fn a_26_mb_basic_template_is_taken_as_opm_takes_it() {
+    let packages = 300_000;
+    let text = many_packages(packages);
+    assert!(text.len() > 26_000_000, "{} bytes", text.len());
+    let work = tempfile::tempdir().unwrap();
+    let file = work.path().join("big.yaml");
+    std::fs::write(&file, &text).unwrap();
+    let started = std::time::Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_olmpack"))
+        .args(["catalog", "template"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    assert!(
+        out.status.success(),
+        "olmpack: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let names = |stdout: &[u8]| -> Vec<String> {
+        json_stream(&String::from_utf8_lossy(stdout))
+            .iter()
+            .filter(|v| v["schema"] == "olm.package")
+            .map(|v| v["name"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    let ours = names(&out.stdout);
+    assert_eq!(ours.len(), packages);
+    assert_eq!(ours[packages - 1], format!("package-{:07}", packages - 1));
+    assert!(took.as_secs() < 120, "olmpack took {took:?}");
+    if !olmpack_testkit::tools::require(&[Tool::Opm], "opm") {
+        return;
+    }
+    let opm = Command::new(Tool::Opm.path().unwrap())
+        .args(["alpha", "render-template", "basic"])
+        .arg(&file)
+        .args(["-o", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        opm.status.success(),
+        "opm: {}",
+        String::from_utf8_lossy(&opm.stderr)
+    );
+    assert_eq!(names(&opm.stdout), ours, "opm's packages");
+}

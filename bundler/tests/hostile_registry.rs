@@ -570,3 +570,102 @@ fn hostile_registry_pin_digests_on_a_failing_registry_exits_2_naming_it() {
         }
     }
 }
+
+/// A server that accepts the connection and never answers (a real listener on 127.0.0.1 that
+/// holds every connection open and sends nothing) is said to be there and silent, not
+/// unreachable, and the wait ends at the per-request timeout — for reads through olmpack's
+/// bounded client (`catalog render`, `image resolve`) and for a push through the registry
+/// client library alike.
+#[test]
+fn hostile_registry_that_accepts_and_never_answers_is_said_so() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let host = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            held.push(stream);
+        }
+    });
+    let dir = temp();
+    let d = dir.path();
+    write(&d.join("c/catalog.yaml"), CATALOG);
+    run(d, &["image", "build", "catalog", "c", "--layout", "l"]).expect(0, "build");
+    let image = format!("{host}/demo/catalog:v1");
+    let said =
+        format!("http://{host} accepted the connection, then sent nothing for 1 s (--timeout)");
+    for command in [
+        vec!["catalog", "render", image.as_str()],
+        vec!["image", "resolve", image.as_str()],
+        vec!["image", "push", "l", image.as_str()],
+    ] {
+        let mut args = command.clone();
+        args.extend(["--timeout", "1", "--attempts", "1"]);
+        let (outcome, took) = {
+            let start = Instant::now();
+            (run_with(d, &args, Duration::from_secs(60)), start.elapsed())
+        };
+        outcome.expect(2, &said).says(&said).in_our_words();
+        assert!(
+            !outcome.all().contains("cannot connect"),
+            "{command:?}\n{}",
+            outcome.all()
+        );
+        assert!(took < Duration::from_secs(15), "{command:?} took {took:?}");
+    }
+}
+
+// --- credentials only over HTTPS or to loopback ---
+
+/// A registry on 127.0.0.1 that answers every request with 401 and a Bearer challenge naming
+/// `realm`; returns its host and whether any request carried an `Authorization` header.
+fn challenging_registry(
+    realm: &'static str,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicBool>) {
+    use std::io::{BufRead as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let host = listener.local_addr().unwrap().to_string();
+    let sent = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen = sent.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                if line.to_ascii_lowercase().starts_with("authorization:") {
+                    seen.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+                line.clear();
+            }
+            let _ = write!(
+                stream,
+                "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer realm=\"{realm}\",service=\"r\"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
+        }
+    });
+    (host, sent)
+}
+
+#[test]
+fn hostile_registry_token_realm_on_plain_http_gets_no_credentials() {
+    let dir = temp();
+    let d = dir.path();
+    let (host, sent) = challenging_registry("http://token.invalid:8080/token");
+    let auth = format!(r#"{{"auths": {{"{host}": {{"auth": "cm9ib3Q6c2VjcmV0"}}}}}}"#);
+    write(&d.join("auth.json"), auth);
+    let image = format!("{host}/demo/catalog:v1");
+    run_env(
+        d,
+        &["catalog", "render", &image],
+        &[("REGISTRY_AUTH_FILE", "auth.json")],
+        std::time::Duration::from_secs(60),
+    )
+    .expect(2, "a token realm on plain HTTP")
+    .says(&format!("{host}: refusing to send credentials to the token service http://token.invalid:8080/token the registry names: it is plain HTTP to token.invalid:8080, which is not a loopback address; credentials go only over HTTPS or to loopback"))
+    .in_our_words();
+    assert!(
+        !sent.load(std::sync::atomic::Ordering::SeqCst),
+        "credentials were sent"
+    );
+}

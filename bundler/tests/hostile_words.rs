@@ -475,3 +475,82 @@ async fn hostile_registry_digest_lie_in_release_sbom_step_names_the_image() {
     ));
     assert!(!out.all().contains("Digest error"), "{}", out.all());
 }
+
+// --- messages in our words ---
+
+#[test]
+fn hostile_messages_name_the_problem_in_our_words() {
+    let dir = temp();
+    let d = dir.path();
+    let catalog_cases: [(&str, &str, &str); 3] = [
+        (
+            "c1/catalog.yaml",
+            "schema: olm.package\nname: *nowhere\n",
+            "alias *nowhere is used before an anchor &nowhere defines it",
+        ),
+        (
+            "c2/catalog.yaml",
+            "schema: olm.package\nname: &loop [*loop]\n",
+            "alias *loop refers to the value that contains it",
+        ),
+        (
+            "c3/catalog.json",
+            "{\"schema\":\"olm.package\",\"name\":\"\\ud800\",\"defaultChannel\":\"x\"}\n",
+            "\\ud800 is half of a UTF-16 surrogate pair, without its other half",
+        ),
+    ];
+    for (file, text, says) in catalog_cases {
+        write(&d.join(file), text);
+        let (dir_arg, name) = file.split_once('/').unwrap();
+        let out = run(d, &["catalog", "validate", dir_arg]);
+        out.expect(1, file)
+            .says(&format!("error[catalog/load] {name}: invalid "))
+            .says(says)
+            .in_our_words();
+        for leak in ["alias bomb", "weak recursion", "hex escape"] {
+            assert!(!out.all().contains(leak), "{file}: {leak}\n{}", out.all());
+        }
+    }
+    // The plan.
+    let (plan_dir, plan) = example();
+    write(&plan, "- package: x\n- releases: []\n");
+    run(plan_dir.path(), &["plan", "edges"])
+        .expect(1, "a list as the plan")
+        .says("olmpack.yaml: (top level): wrong type: a list, expected a mapping (package:, releases:, …)")
+        .in_our_words();
+    let (plan_dir, plan) = example();
+    let text = std::fs::read_to_string(&plan)
+        .unwrap()
+        .replace("package: guestbook-operator", "package: 0777");
+    write(&plan, text);
+    let out = run(plan_dir.path(), &["plan", "edges"]);
+    out.expect(1, "package: 0777")
+        .says(
+            "package: wrong type: a number, expected a string (quote the value to keep it as text)",
+        )
+        .in_our_words();
+    assert!(!out.all().contains("floating point"), "{}", out.all());
+    // A CRD file holding a string.
+    write(&d.join("s.yaml"), "just a string\n");
+    write(&d.join("n.yaml"), "42\n");
+    let out = run(d, &["upgrade", "check", "--crd", "s.yaml", "n.yaml"]);
+    out.expect(1, "a string as a CRD")
+        .says("s.yaml: a string is not an apiextensions.k8s.io/v1 CustomResourceDefinition")
+        .in_our_words();
+    assert!(!out.all().contains("  is not"), "{}", out.all());
+    // A registry that is not there: the connection, in our words.
+    write(&d.join("c/catalog.yaml"), CATALOG);
+    run(d, &["image", "build", "catalog", "c", "--layout", "l"]).expect(0, "build");
+    let out = run(d, &["image", "push", "l", "127.0.0.1:9/demo/catalog:v1"]);
+    out.expect(2, "no registry")
+        .says("cannot connect to http://127.0.0.1:9")
+        .in_our_words();
+    for leak in [
+        "error sending request",
+        "client error",
+        "tcp connect error",
+        "hyper",
+    ] {
+        assert!(!out.all().contains(leak), "{leak}\n{}", out.all());
+    }
+}

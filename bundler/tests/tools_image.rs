@@ -41,10 +41,10 @@ fn fake_cache(root: &Path) {
         std::fs::write(&binary, format!("#!/bin/sh\necho {}\n", tool.file_name())).unwrap();
         std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
-    for (dir, marker) in artifact_dirs() {
-        if !marker.starts_with("bin/") {
+    for (dir, markers) in artifact_dirs() {
+        for marker in markers.iter().filter(|m| !m.starts_with("bin/")) {
             // A data directory (OpenShift's API kinds): one CRD file in it.
-            let data = root.join(&dir).join(&marker);
+            let data = root.join(&dir).join(marker);
             std::fs::create_dir_all(&data).unwrap();
             std::fs::write(
                 data.join("routes.crd.yaml"),
@@ -420,10 +420,14 @@ fn tools_pack_refuses_an_incomplete_cache() {
     use olmpack_envtest::binaries::{Tool, ToolData};
     let etcd = Tool::Etcd.cache_dir().unwrap();
     let openshift = ToolData::OpenShiftCrds.cache_dir().unwrap();
-    // (what is broken, the tool directory named, what it lacks): a tool's stamp, and a data
-    // directory the image carries (OpenShift's API kinds), checked the same way.
+    let scheduler = Tool::KubeScheduler.cache_binary().unwrap();
+    let kubernetes = Tool::KubeScheduler.cache_dir().unwrap();
+    // (what is broken, the tool directory named, what it lacks): a tool's stamp, one binary
+    // of a directory several tools share (kube-apiserver's is there), and a data directory
+    // the image carries (OpenShift's API kinds), checked the same way.
     let table = [
-        (etcd.join(".complete"), etcd.clone(), "bin/etcd"),
+        (etcd.join(".complete"), etcd.clone(), ".complete stamp"),
+        (scheduler, kubernetes, "bin/kube-scheduler"),
         (
             openshift.clone(),
             openshift.parent().unwrap().to_owned(),
@@ -445,7 +449,7 @@ fn tools_pack_refuses_an_incomplete_cache() {
         assert_eq!(out.status.code(), Some(2), "{}", text(&out));
         assert!(
             text(&out).contains(&format!(
-                "{}: not a complete tool directory (no .complete stamp or no {marker})",
+                "{}: not a complete tool directory (no {marker})",
                 source.join(&dir).display()
             )),
             "{}",

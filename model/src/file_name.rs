@@ -19,6 +19,10 @@ use sha2::{Digest, Sha256};
 /// 255 bytes a file name may have.
 pub const MAX_LEN: usize = 100;
 
+/// The longest stem [`FileName::or_hash_within`] keeps: a file name may have 255 bytes, and
+/// a suffix such as `.yaml` follows.
+pub const MAX_STEM_LEN: usize = 245;
+
 /// Why a text is not one plain path component.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum FileNameError {
@@ -51,8 +55,13 @@ pub enum FileNameError {
     #[error("{0:?} starts with neither a letter nor a digit")]
     Start(String),
     /// The text is too long.
-    #[error("a file name is at most {MAX_LEN} bytes; this one has {0}")]
-    TooLong(usize),
+    #[error("a file name is at most {max} bytes; this one has {len}")]
+    TooLong {
+        /// The text's length in bytes.
+        len: usize,
+        /// The most it may have.
+        max: usize,
+    },
 }
 
 /// One plain path component (see the module docs).
@@ -62,6 +71,17 @@ pub struct FileName(String);
 impl FileName {
     /// `name` as it is, when it is one plain path component.
     pub fn new(name: &str) -> Result<Self, FileNameError> {
+        Self::within(name, MAX_LEN)
+    }
+
+    /// [`Self::or_hash`] for a name that may be longer than [`MAX_LEN`], up to `max` bytes
+    /// (at most [`MAX_STEM_LEN`]): the stem of a file named after names whose length the
+    /// input's own rules bound (kube-apiserver's object names), which a suffix follows.
+    pub fn or_hash_within(name: &str, max: usize) -> Self {
+        Self::within(name, max.min(MAX_STEM_LEN)).unwrap_or_else(|_| Self::hash(name))
+    }
+
+    fn within(name: &str, max: usize) -> Result<Self, FileNameError> {
         if name.is_empty() {
             return Err(FileNameError::Empty);
         }
@@ -80,8 +100,9 @@ impl FileName {
         if !name.starts_with(|c: char| c.is_ascii_alphanumeric()) {
             return Err(FileNameError::Start(name.to_owned()));
         }
-        if name.len() > MAX_LEN {
-            return Err(FileNameError::TooLong(name.len()));
+        if name.len() > max {
+            let len = name.len();
+            return Err(FileNameError::TooLong { len, max });
         }
         Ok(Self(name.to_owned()))
     }
@@ -89,11 +110,13 @@ impl FileName {
     /// `name` when it is plain; otherwise `_` and the first 32 hex digits of its SHA-256, so
     /// two names map to two files and no plain name is the hash of another.
     pub fn or_hash(name: &str) -> Self {
-        Self::new(name).unwrap_or_else(|_| {
-            let digest = Sha256::digest(name.as_bytes());
-            let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
-            Self(format!("_{hex}"))
-        })
+        Self::new(name).unwrap_or_else(|_| Self::hash(name))
+    }
+
+    fn hash(name: &str) -> Self {
+        let digest = Sha256::digest(name.as_bytes());
+        let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+        Self(format!("_{hex}"))
     }
 
     /// The name.
@@ -181,6 +204,21 @@ mod tests {
             assert_eq!(FileName::new(name).unwrap().as_str(), name);
             assert_eq!(FileName::or_hash(name).as_str(), name);
         }
+        let long = format!(
+            "{}_rbac.authorization.k8s.io_v1_clusterrolebinding",
+            "r".repeat(190)
+        );
+        assert_eq!(FileName::or_hash_within(&long, 300).as_str(), long);
+        assert!(
+            FileName::or_hash_within(&"r".repeat(246), 300)
+                .as_str()
+                .starts_with('_')
+        );
+        assert!(
+            FileName::or_hash_within("../a", 300)
+                .as_str()
+                .starts_with('_')
+        );
         assert_ne!(FileName::or_hash("../a"), FileName::or_hash("../b"));
         assert_eq!(FileName::or_hash("../a"), FileName::or_hash("../a"));
     }

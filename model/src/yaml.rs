@@ -27,7 +27,8 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
 
 /// The full parser on text [`prepare`] has seen.
 fn full_parse<T: DeserializeOwned>(prepared: &str) -> Result<T, YamlError> {
-    serde_saphyr::from_str_with_options(prepared, options()).map_err(parse_error_in(prepared))
+    serde_saphyr::from_str_with_options(prepared, options(prepared))
+        .map_err(parse_error_in(prepared))
 }
 
 /// Parses one YAML document into a JSON value, as [`from_str`] does (same value, same
@@ -48,13 +49,17 @@ pub fn fast_value_from_str(text: &str) -> Option<serde_json::Value> {
     fast::parse(prepare(text))
 }
 
-/// The parser's resource budget, the same for every YAML olmpack reads: generous for real
-/// manifests and catalogs, fatal to alias bombs and runaway nesting.
-fn options() -> serde_saphyr::Options {
+/// The parser's resource budget for `text`, the same for every YAML olmpack reads: generous
+/// for real manifests and catalogs, fatal to alias bombs and runaway nesting. The nodes and
+/// events it counts are the text's own (aliases have their own limits), so their budget
+/// grows with the text: YAML spends at least a byte on a node and on every two events, and
+/// a file olmpack reads whole (at most `--max-file-size`) is never refused for holding many
+/// small values — opm reads such a file (a 26 MB template) as any other.
+fn options(text: &str) -> serde_saphyr::Options {
     let mut budget = serde_saphyr::Budget::default();
     budget.max_documents = 100_000;
-    budget.max_nodes = 2_000_000;
-    budget.max_events = 5_000_000;
+    budget.max_nodes = 2_000_000.max(text.len().saturating_add(1_000));
+    budget.max_events = 5_000_000.max(text.len().saturating_mul(2).saturating_add(1_000));
     budget.max_total_scalar_bytes = 256 << 20;
     budget.max_recorded_anchor_events = 200_000;
     let mut options = serde_saphyr::Options::default();
@@ -273,7 +278,7 @@ pub fn from_multi_str(text: &str) -> Result<Vec<serde_json::Value>, YamlError> {
 /// The full parser on every document of a stream [`prepare`] has seen (empty ones dropped).
 fn full_multi_parse(prepared: &str) -> Result<Vec<serde_json::Value>, YamlError> {
     let docs: Vec<serde_json::Value> =
-        serde_saphyr::from_multiple_with_options(prepared, options())
+        serde_saphyr::from_multiple_with_options(prepared, options(prepared))
             .map_err(parse_error_in(prepared))?;
     Ok(docs.into_iter().filter(|d| !d.is_null()).collect())
 }
@@ -365,7 +370,7 @@ fn duplicate_keys_last_wins(
     text: &str,
     strict: &YamlError,
 ) -> Option<Result<GoDocuments, YamlError>> {
-    let mut options = options();
+    let mut options = options(text);
     options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::PassThrough;
     let nodes: Vec<GoNode> = match serde_saphyr::from_multiple_with_options(prepare(text), options)
     {

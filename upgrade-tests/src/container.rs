@@ -23,6 +23,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
 use kube::Client;
 use kube::api::{Api, ListParams, PostParams};
 use olmpack_model::container::{PodContext, ProcessSpec, StartError, Volume};
+use olmpack_model::file_name::FileName;
 use serde_json::{Value, json};
 
 /// Failure to prepare a container's process.
@@ -251,7 +252,7 @@ impl Materialised {
         let mut notes = Vec::new();
         let mut mounts = Mounts::default();
         for (name, volume) in &spec.volumes {
-            write_volume(name, volume, &dir.join(name))?;
+            write_volume(name, volume, &dir.join(FileName::or_hash(name)))?;
             if let Volume::Unsupported(kind) = volume {
                 notes.push(format!(
                     "volume {name} ({kind}) is not emulated: an empty directory is mounted"
@@ -269,7 +270,10 @@ impl Materialised {
             return Ok(Self { mounts, notes });
         }
         for mount in &spec.mounts {
-            let source = dir.join(&mount.volume).join(&mount.sub_path);
+            // The API server checked the names (a volume's is a DNS label, a subPath relative
+            // without `..`); the volume's directory is still one checked path component.
+            let volume = FileName::or_hash(&mount.volume);
+            let source = dir.join(volume).join(&mount.sub_path);
             let target = PathBuf::from(&mount.path);
             mount_point(&source, &target).map_err(|err| ContainerError::Write {
                 volume: mount.volume.clone(),

@@ -14,6 +14,7 @@ use super::csv::BuiltBundle;
 use super::load::{LoadedBundle, Object};
 use crate::output::{FileTree, OutputError};
 use olmpack_model::decode::text;
+use olmpack_model::file_name::{FileName, MAX_STEM_LEN};
 use olmpack_model::objects::{self, CustomResourceDefinition, Identity};
 use olmpack_model::yaml::YamlError;
 
@@ -108,19 +109,27 @@ pub fn quote_label(value: &str) -> String {
     out
 }
 
-/// File name of a CRD in `manifests/`: `<group>_<plural>.yaml`.
+/// File name of a CRD in `manifests/`: `<group>_<plural>.yaml` ([`yaml_file`]).
 fn crd_file(crd: &Value) -> String {
     let crd: CustomResourceDefinition = objects::view(crd);
     let names = crd.spec.as_ref().and_then(|s| s.names.as_ref());
     let plural = names.map_or("", |n| text(&n.plural));
-    format!("{}_{plural}.yaml", crd.group())
+    yaml_file(&format!("{}_{plural}", crd.group()))
 }
 
-/// File name of another object: `<name>_<group>_<version>_<kind>.yaml`, lowercased.
+/// File name of another object: `<name>_<group>_<version>_<kind>.yaml`, lowercased
+/// ([`yaml_file`]).
 fn object_file(object: &Value) -> String {
     let object = Identity::of(object);
     let api_version = object.api_version.replace('/', "_");
-    format!("{}_{api_version}_{}.yaml", object.name, object.kind).to_lowercase()
+    yaml_file(&format!("{}_{api_version}_{}", object.name, object.kind).to_lowercase())
+}
+
+/// `<stem>.yaml`, the stem one checked path component: names come from the input's
+/// objects, and one that is not a plain name (`..`, a `/`, a newline — names kube-apiserver
+/// refuses, which validation then reports naming the object) is written under its hash.
+fn yaml_file(stem: &str) -> String {
+    format!("{}.yaml", FileName::or_hash_within(stem, MAX_STEM_LEN))
 }
 
 fn yaml(file: &str, value: &Value) -> Result<String, BundleFilesError> {
@@ -135,7 +144,10 @@ fn manifest_files<'b>(
     built: &'b BuiltBundle,
     meta: &BundleMetadata<'_>,
 ) -> Vec<(String, Cow<'b, Value>)> {
-    let csv_file = format!("manifests/{}.clusterserviceversion.yaml", meta.package);
+    let csv_file = format!(
+        "manifests/{}",
+        yaml_file(&format!("{}.clusterserviceversion", meta.package))
+    );
     let file_of =
         |object: &'b Value, name: String| (format!("manifests/{name}"), Cow::Borrowed(object));
     let crds = (built.crds.iter()).map(|crd| file_of(crd, crd_file(crd)));

@@ -434,13 +434,9 @@ impl RegistryClient {
             let mut tries = 0;
             loop {
                 tries += 1;
-                let outcome = if small {
-                    match tokio::time::timeout(self.probe_timeout, attempt()).await {
-                        Ok(outcome) => outcome,
-                        Err(_) => Err(self.too_slow(&what)),
-                    }
-                } else {
-                    attempt().await
+                let outcome = match small {
+                    true => self.whole_in_time(&what, attempt()).await,
+                    false => attempt().await,
                 };
                 let failure = match outcome {
                     Ok(value) => return Ok(value),
@@ -564,6 +560,41 @@ impl RegistryClient {
         }
     }
 
+    /// `attempt` bounded by the per-request timeout, and a second more when it is not over:
+    /// the HTTP client's own read timeout runs out within it when the server accepted the
+    /// connection and then sent nothing, and says so ([`Self::silent`]); a server still
+    /// sending (a drip) is cut off as too slow.
+    async fn whole_in_time<T>(
+        &self,
+        what: &str,
+        attempt: impl Future<Output = Result<T, Failure>>,
+    ) -> Result<T, Failure> {
+        let mut attempt = std::pin::pin!(attempt);
+        if let Ok(outcome) = tokio::time::timeout(self.probe_timeout, &mut attempt).await {
+            return outcome;
+        }
+        match tokio::time::timeout(Duration::from_secs(1), attempt).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(self.too_slow(what)),
+        }
+    }
+
+    /// A server that accepted the connection and then sent nothing for the per-request
+    /// timeout (the HTTP client's read timeout: a timeout that is not the connection's),
+    /// named as such: it is there, it does not answer. `None` for other failures.
+    fn silent(&self, what: &str, err: &reqwest::Error, server: &str) -> Option<RegistryError> {
+        (err.is_timeout() && !err.is_connect() && err.status().is_none()).then(|| {
+            RegistryError::Failed {
+                what: what.to_owned(),
+                attempts: 0,
+                problem: format!(
+                    "{server} accepted the connection, then sent nothing for {} s (--timeout)",
+                    self.probe_timeout.as_secs()
+                ),
+            }
+        })
+    }
+
     fn too_slow(&self, what: &str) -> Failure {
         Failure::transient(
             RegistryError::Failed {
@@ -587,6 +618,9 @@ impl RegistryClient {
             .map(|u| u.origin().ascii_serialization())
             .filter(|origin| origin != "null")
             .unwrap_or_else(|| self.url.clone());
+        if let Some(error) = self.silent(what, err, &server) {
+            return Failure::transient(error, None);
+        }
         if let Some(problem) = http_problem(err)
             && (err.is_connect() || (err.is_timeout() && err.status().is_none()))
         {
@@ -643,18 +677,23 @@ impl RegistryClient {
                 source: None,
             };
         }
+        // The server the request went to: a redirect may have led elsewhere.
+        let server = match &source {
+            OciDistributionError::RequestError(e) => e.url(),
+            _ => None,
+        };
+        let server = (server.map(|u| u.origin().ascii_serialization()))
+            .filter(|o| o != "null")
+            .unwrap_or_else(|| self.url.clone());
+        if let OciDistributionError::RequestError(e) = &source
+            && let Some(error) = self.silent(what, e, &server)
+        {
+            return error;
+        }
         if let Some(problem) = connection_problem(&source) {
-            // The server the request went to: a redirect may have led elsewhere.
-            let server = match &source {
-                OciDistributionError::RequestError(e) => e.url(),
-                _ => None,
-            };
-            let server = server.map(|u| u.origin().ascii_serialization());
             return RegistryError::Unreachable {
                 what: what.to_owned(),
-                registry: server
-                    .filter(|o| o != "null")
-                    .unwrap_or_else(|| self.url.clone()),
+                registry: server,
                 problem,
                 attempts: 0,
             };

@@ -13,6 +13,7 @@ use crate::image::layout::{Layout, Platform};
 use crate::image::operator::{OperatorBinary, OperatorOptions, build_operator_image};
 use crate::image::progress::Progress;
 use crate::output::FileTree;
+use olmpack_model::file_name::FileName;
 use olmpack_model::plan::{LoadedPlan, image_for_release};
 
 use super::names::{Names, pinned, split_tag};
@@ -300,7 +301,8 @@ pub(super) fn bundle_image_step(
     let mut parts = tree_parts(&files);
     parts.extend(build_parts(options, &reference));
     let job = ImageJob {
-        name: format!("bundle-{version}"),
+        // The layout's directory under `images/`: one checked path component.
+        name: FileName::or_hash(&format!("bundle-{version}")).to_string(),
         inputs: inputs_digest(&borrow(&parts)),
         reference,
         out: &options.out,

@@ -907,6 +907,31 @@ fn check_image_templates(loaded: &LoadedPlan, problems: &mut Problems) {
             break;
         }
     }
+    check_image_bases(&plan.images, problems);
+}
+
+/// The base images `olmpack release` builds on are image references it pulls as written (no
+/// `{version}`): one that is not is refused when the plan is read, not when the release pulls.
+fn check_image_bases(images: &ReleaseImages, problems: &mut Problems) {
+    let bases = [
+        ("images.operatorBase", &images.operator_base),
+        ("images.catalogBase", &images.catalog_base),
+    ];
+    for (field, base) in bases
+        .into_iter()
+        .filter_map(|(f, b)| Some((f, b.as_ref()?)))
+    {
+        let problem = match base.is_empty() {
+            true => Some("must not be empty".to_owned()),
+            false => crate::pullspec::check(base).err(),
+        };
+        if let Some(problem) = problem {
+            problems.push((
+                field.to_owned(),
+                format!("{base:?}, which is not an image reference: {problem}"),
+            ));
+        }
+    }
 }
 
 #[cfg(test)]

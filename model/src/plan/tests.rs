@@ -158,6 +158,44 @@ fn image_names_that_are_no_image_reference_name_the_field() {
     assert_refused(cases);
 }
 
+/// Tags that are not tags (a space, a newline, 200 characters) in every image the plan names,
+/// the base images included: refused when the plan is read, naming the field.
+#[test]
+fn image_tags_that_are_no_tags_are_refused_at_plan_read() {
+    let long = "t".repeat(200);
+    let tags = [
+        ("a space", "bad tag".to_owned(), "bad tag"),
+        // YAML's `\n` in the double-quoted value: a newline, shown escaped.
+        ("a newline", "a\\nRUN".to_owned(), "a\\nRUN"),
+        ("200 characters", long.clone(), long.as_str()),
+    ];
+    let mut cases: Vec<(String, String, String)> = Vec::new();
+    for (what, tag, shown) in &tags {
+        let releases = "releases:\n- {version: 1.0.0, manifests: m}\n";
+        for field in ["bundleImage", "operatorImage", "catalogImage"] {
+            let text = format!("{BASE}{field}: \"quay.io/o/x:{tag}\"\n{releases}");
+            let message = format!(
+                "dir/olmpack.yaml: {field}: \"quay.io/o/x:{shown}\", which is not an image reference: invalid reference format"
+            );
+            cases.push((format!("{field} with {what}"), text, message));
+        }
+        for (field, key) in [
+            ("images.operatorBase", "operatorBase"),
+            ("images.catalogBase", "catalogBase"),
+        ] {
+            let text = format!("{BASE}images: {{{key}: \"quay.io/o/x:{tag}\"}}\n{releases}");
+            let message = format!(
+                "dir/olmpack.yaml: {field}: \"quay.io/o/x:{shown}\", which is not an image reference: invalid reference format"
+            );
+            cases.push((format!("{field} with {what}"), text, message));
+        }
+    }
+    for (name, text, expected) in &cases {
+        let err = parse_str(text).expect_err(name).to_string();
+        assert_eq!(&err, expected, "{name}");
+    }
+}
+
 #[test]
 fn every_refused_value_of_a_plan_is_reported_at_once() {
     let text = "package: Op\ndefaultChannel: stable\nchannels: [stable]\n\

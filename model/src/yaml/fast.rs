@@ -15,7 +15,7 @@
 //! other control characters, byte-order marks and Unicode line separators, anchors, aliases,
 //! tags, directives, complex keys, merge keys, repeated keys, flow mappings, nested flow
 //! collections, explicit indentation indicators, scalar roots, more than one document, and
-//! inputs so large or deep that the full parser's budget could matter.
+//! inputs so large (more scalar bytes) or deep that the full parser's budget could matter.
 //!
 //! Plain scalars resolve as the full parser resolves them: `~`, `null`, `Null`, `NULL` are
 //! null; YAML 1.1 booleans (`yes`, `on`, `y`, ... in any case) are booleans; decimal integers
@@ -32,8 +32,9 @@ type Fast<T> = Result<T, Decline>;
 
 /// Deeper nesting is left to the full parser, whose budget allows 64 levels.
 const MAX_DEPTH: usize = 48;
-/// Larger texts are left to the full parser, whose node and event budgets could matter.
-const MAX_LEN: usize = 3 << 20;
+/// Larger texts are left to the full parser. Its node and event budgets grow with the text
+/// (a text without aliases never meets them); its budget of scalar bytes is this size.
+const MAX_LEN: usize = 256 << 20;
 /// Characters that cannot start a plain scalar or key the fast reader takes.
 const INDICATORS: &[u8] = b"-?:,[]{}#&*!|>'\"%@`";
 

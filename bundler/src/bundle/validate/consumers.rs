@@ -34,6 +34,7 @@ pub const RULES: &[(&str, Consumer)] = &[
     ("csv/skip-range", Consumer::Opm),
     // The API server, on the bundle's objects, the CSV (OLM's CRD) and what OLM creates from it.
     ("bundle/object-metadata", Consumer::KubeApiserver),
+    ("bundle/object-name", Consumer::KubeApiserver),
     ("crd/api-version", Consumer::KubeApiserver),
     ("crd/conversion", Consumer::KubeApiserver),
     ("crd/group", Consumer::KubeApiserver),

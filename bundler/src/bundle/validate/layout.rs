@@ -13,7 +13,7 @@ use crate::bundle::files::{
 use crate::bundle::load::{ANNOTATIONS_FILE, LoadedBundle, MANIFESTS_DIR, Object};
 use crate::bundle::manifests::SUPPORTED_EXTRA_KINDS;
 use olmpack_model::csv::{CsvSpec, StrategyDeployment};
-use olmpack_model::names::is_dns1123_label;
+use olmpack_model::names::{is_dns1123_label, is_dns1123_subdomain};
 use olmpack_model::report::Finding;
 
 /// OLM v0 stages bundles in ConfigMaps: gzip + base64 of all files must fit in 1 MiB.
@@ -323,6 +323,7 @@ fn objects(bundle: &LoadedBundle, spec: Option<&CsvSpec>, out: &mut Vec<Finding>
             continue;
         }
         metadata_types(object, out);
+        object_name(object, out);
         if !SUPPORTED_EXTRA_KINDS.contains(&object.kind()) {
             out.push(on(
                 object,
@@ -371,6 +372,38 @@ fn metadata_types(object: &Object, out: &mut Vec<Finding>) {
                 .field(format!("metadata.{key}")),
             )),
         }
+    }
+}
+
+/// An object's name as kube-apiserver takes it: no object's name may be `.` or `..` or hold
+/// `/` or `%` (it is a segment of the object's URL); a ConfigMap's, Secret's and
+/// ServiceAccount's is a DNS-1123 subdomain. OLM creates the object as it is written, and the
+/// API server refuses it: the install fails on that step.
+fn object_name(object: &Object, out: &mut Vec<Finding>) {
+    let name = object.name();
+    let problem = if name == "." || name == ".." {
+        Some(format!(
+            "{name:?}: kube-apiserver refuses it as any object's name"
+        ))
+    } else if let Some(c) = name.chars().find(|c| matches!(c, '/' | '%')) {
+        Some(format!(
+            "{name:?} holds {c:?}, which kube-apiserver refuses in any object's name"
+        ))
+    } else if matches!(object.kind(), "ConfigMap" | "Secret" | "ServiceAccount")
+        && !is_dns1123_subdomain(name)
+    {
+        Some(format!(
+            "{name:?} is not a DNS-1123 subdomain (lowercase letters, digits, '-' and '.', at most 253 characters), which kube-apiserver requires of a {}'s name",
+            object.kind()
+        ))
+    } else {
+        None
+    };
+    if let Some(problem) = problem {
+        out.push(on(
+            object,
+            Finding::error("bundle/object-name", problem).field("metadata.name"),
+        ));
     }
 }
 
