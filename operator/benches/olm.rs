@@ -38,7 +38,7 @@ fn main() {
         ..RunOptions::default()
     };
     runtime.block_on(async {
-        let report = olm::run_case(&catalog, head, &options(1, None))
+        let report = olm::v0::run_case(&catalog, head, &options(1, None))
             .await
             .expect("the OLM environment runs");
         println!(
