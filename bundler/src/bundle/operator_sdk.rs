@@ -542,24 +542,19 @@ fn conversions_added(inputs: &Inputs, spec: &CsvSpec) -> Vec<Finding> {
 
 /// `alm-examples` as sample custom resources.
 fn samples(csv: &Sourced, model: &ClusterServiceVersion, notes: &mut Vec<Finding>) -> Vec<Sourced> {
-    let text = model.annotation("alm-examples").unwrap_or("");
-    if text.trim().is_empty() {
-        return Vec::new();
-    }
-    match serde_json::from_str::<Vec<Value>>(text) {
+    match model.alm_examples() {
         Ok(values) => values
             .into_iter()
-            .filter(Value::is_object)
             .map(|value| synthesized(csv, value))
             .collect(),
-        Err(_) => {
+        Err(e) => {
             notes.push(
                 csv.finding(
                     Finding::warning(
                         "import/alm-examples",
-                        "alm-examples is not a JSON array of objects; its samples are left out",
+                        format!("{}; its samples are left out", e.problem()),
                     )
-                    .field("metadata.annotations.alm-examples"),
+                    .field(e.field()),
                 ),
             );
             Vec::new()

@@ -72,6 +72,13 @@ pub enum GraphError {
     },
 }
 
+/// Never about the input olmpack reads: a failure to do the job (exit 2).
+impl crate::refusal::Refusal for GraphError {
+    fn refuses_input(&self) -> bool {
+        false
+    }
+}
+
 /// What OLM installs from one bundle.
 #[derive(Clone, Debug, Default)]
 pub struct InstalledBundle {
@@ -159,19 +166,17 @@ impl InstalledBundle {
                 apply_conversion_webhook(crd, csv);
             }
         }
-        // Given as a string, even an empty one (which is no JSON list).
-        let alm_examples = (typed.as_ref())
-            .and_then(|c| c.metadata.as_ref()?.annotations.as_ref())
-            .filter(|a| !a.was_null("alm-examples"))
-            .and_then(|a| a.get("alm-examples"));
-        if let Some(text) = alm_examples {
-            match serde_json::from_str::<Vec<Value>>(text) {
-                Ok(list) => examples = list,
-                Err(e) => findings.push(
-                    Finding::warning("crd-upgrade/examples-unreadable", format!("metadata.annotations.alm-examples is not a JSON list of objects ({e}); its examples were not checked"))
-                        .object(format!("ClusterServiceVersion/{name}")),
-                ),
-            }
+        match typed.as_ref().map(ClusterServiceVersion::alm_examples) {
+            Some(Ok(list)) => examples = list,
+            Some(Err(e)) => findings.push(
+                Finding::warning(
+                    "crd-upgrade/examples-unreadable",
+                    format!("{}; its examples were not checked", e.problem()),
+                )
+                .object(format!("ClusterServiceVersion/{name}"))
+                .field(e.field()),
+            ),
+            None => {}
         }
         crds.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         let deployments = (typed.as_ref())

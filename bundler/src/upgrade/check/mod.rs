@@ -350,6 +350,35 @@ pub fn check_files(old: &CustomResourceDefinition, new: &CustomResourceDefinitio
     out
 }
 
+/// The one edge `olmpack upgrade check --crd OLD NEW` judges: from CRD file `old` to CRD
+/// file `new` (each named as given), with [`check_files`]' findings, located at
+/// `OLD -> NEW: CustomResourceDefinition/<name>`.
+pub fn crd_files_result(
+    (old, old_crd): (&str, &CustomResourceDefinition),
+    (new, new_crd): (&str, &CustomResourceDefinition),
+) -> graph::EdgeResult {
+    let problems = check_files(old_crd, new_crd);
+    let name = new_crd.metadata.name.clone().unwrap_or_default();
+    let object = format!("{old} -> {new}: CustomResourceDefinition/{name}");
+    let edge = graph::Edge {
+        package: String::new(),
+        from: old.to_owned(),
+        to: new.to_owned(),
+        channels: Default::default(),
+        via: Default::default(),
+    };
+    graph::EdgeResult {
+        edge,
+        crds: vec![name],
+        refused_by: problems
+            .iter()
+            .filter(|p| p.severity == Severity::Error)
+            .map(|p| p.refused_by)
+            .collect(),
+        findings: problems.iter().map(|p| p.finding(&object)).collect(),
+    }
+}
+
 /// Whether OLM v1 refuses the change (any error in [`check_files`]' result).
 pub fn olm_v1_refuses(problems: &[Problem]) -> bool {
     problems
