@@ -145,7 +145,7 @@ pub enum TemplateError {
         image: String,
         /// The resolver's error.
         #[source]
-        source: ResolveError,
+        source: Box<ResolveError>,
     },
     /// A semver template has a field opm refuses while reading it (unknown, of the wrong
     /// type, or out of line with another field).
