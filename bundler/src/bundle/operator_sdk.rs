@@ -23,6 +23,7 @@ use serde_json::{Map, Value, json};
 use super::inputs::{Imported, Inputs, Sourced};
 use crate::input::{Limits, Policy};
 use crate::json::str_at;
+use olmpack_model::csv::examples::ALM_EXAMPLES;
 use olmpack_model::csv::{
     self, ClusterServiceVersion, CsvSpec, SHARED_ADMISSION_FIELDS, StrategyDetails,
     WebhookDescription,
@@ -37,7 +38,7 @@ use olmpack_model::report::Finding;
 
 /// CSV annotations the generator computes or takes from their own plan fields.
 const NOT_COPIED_ANNOTATIONS: [&str; 7] = [
-    "alm-examples",
+    ALM_EXAMPLES,
     "olm.skipRange",
     "createdAt",
     "operators.operatorframework.io/builder",
