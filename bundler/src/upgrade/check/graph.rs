@@ -651,6 +651,56 @@ mod tests {
         );
     }
 
+    /// The installed bundle's examples are the CSV's `alm-examples` as the model reads them;
+    /// an annotation that is not a JSON array of objects is a warning naming the field.
+    #[test]
+    fn examples_are_read_by_the_models_reader() {
+        let with = |annotation: Value| {
+            let csv = serde_json::json!({"metadata": {"name": "p.v1", "annotations": {"alm-examples": annotation}}});
+            InstalledBundle::assemble("p.v1".into(), Vec::new(), Some(&csv), Vec::new())
+        };
+        let cases: [(Value, usize, &[&str]); 5] = [
+            (Value::Null, 0, &[]),
+            (serde_json::json!(" "), 0, &[]),
+            (serde_json::json!(r#"[{"kind":"Thing"}]"#), 1, &[]),
+            (
+                serde_json::json!("[1]"),
+                0,
+                &[
+                    "alm-examples is not a JSON array of objects: element 0 is a number; its examples were not checked",
+                ],
+            ),
+            (
+                serde_json::json!("kind: Thing"),
+                0,
+                &[
+                    "alm-examples is not a JSON array of objects: expected value at line 1 column 1; its examples were not checked",
+                ],
+            ),
+        ];
+        for (annotation, count, messages) in cases {
+            let release = with(annotation.clone());
+            assert_eq!(release.examples.len(), count, "{annotation}");
+            let found: Vec<&str> = release
+                .findings
+                .iter()
+                .map(|f| f.message.as_str())
+                .collect();
+            assert_eq!(found, messages, "{annotation}");
+            for finding in &release.findings {
+                assert_eq!(finding.rule, "crd-upgrade/examples-unreadable");
+                assert_eq!(
+                    finding.field.as_deref(),
+                    Some("metadata.annotations.alm-examples")
+                );
+                assert_eq!(
+                    finding.object.as_deref(),
+                    Some("ClusterServiceVersion/p.v1")
+                );
+            }
+        }
+    }
+
     fn release(selector: Value, crd_api: &str) -> InstalledBundle {
         let csv = serde_json::json!({"metadata": {"name": "p.v1"}, "spec": {"install": {"spec": {"deployments": [
             {"name": "op", "spec": {"selector": selector}}]}}}});
