@@ -382,3 +382,44 @@ fn plan_samples(plan: &LoadedPlan, policy: &Policy) -> Result<Vec<Value>, LiveIn
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// What OLM v0 runs the operator as, read from the typed CSV: the first Deployment, its
+    /// ServiceAccount (`default` when it names none) and the rules granted that account only.
+    #[test]
+    fn the_operator_identity_is_read_from_the_typed_csv() {
+        let template = json!({"spec": {"containers": [{"name": "m", "image": "op:1"}]}});
+        let csv = json!({"spec": {"install": {"strategy": "deployment", "spec": {
+            "deployments": [
+                {"name": "op", "spec": {"template": template}},
+                {"name": "other", "spec": {}},
+            ],
+            "permissions": [
+                {"serviceAccountName": "default", "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]},
+                {"serviceAccountName": "else", "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]},
+            ],
+            "clusterPermissions": [
+                {"serviceAccountName": "default", "rules": [{"verbs": "not a list"}]},
+            ],
+        }}}});
+        let identity =
+            operator_identity(&ClusterServiceVersion::read(&csv).0).expect("a deployment");
+        assert_eq!(identity.deployment, "op");
+        assert_eq!(identity.service_account, "default");
+        assert_eq!(identity.image, "op:1");
+        assert_eq!(identity.pod_template, template);
+        let resources: Vec<_> = (identity.rules.iter())
+            .flat_map(|r| r.resources.clone().unwrap_or_default())
+            .collect();
+        assert_eq!(resources, ["pods"]);
+        // A rule that is not an RBAC rule is left out.
+        assert!(identity.cluster_rules.is_empty());
+        let none =
+            json!({"spec": {"install": {"strategy": "deployment", "spec": {"deployments": []}}}});
+        assert!(operator_identity(&ClusterServiceVersion::read(&none).0).is_none());
+    }
+}
