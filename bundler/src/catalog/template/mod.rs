@@ -31,12 +31,12 @@ pub struct Rendered {
 /// Turns a bundle image reference into a rendered bundle.
 pub trait BundleResolver {
     /// Renders the bundle that `image` names, or says why it cannot.
-    fn resolve(&self, image: &str) -> Result<Rendered, ResolveError>;
+    fn resolve(&self, image: &str) -> Result<Rendered, BundleResolveError>;
 }
 
 /// Why a bundle a template names cannot be rendered.
 #[derive(Debug, thiserror::Error)]
-pub enum ResolveError {
+pub enum BundleResolveError {
     /// No bundle directory is known for the image.
     #[error("no bundle directory is known for image {0:?}")]
     UnknownImage(String),
@@ -47,11 +47,11 @@ pub enum ResolveError {
 
 /// A bundle that is invalid, or that olmpack refuses to read, is refused; one that is not
 /// there, or that the system cannot read, is not.
-impl Refusal for ResolveError {
+impl Refusal for BundleResolveError {
     fn refuses_input(&self) -> bool {
         match self {
-            ResolveError::UnknownImage(_) => false,
-            ResolveError::Render(render) => render.refuses_input(),
+            BundleResolveError::UnknownImage(_) => false,
+            BundleResolveError::Render(render) => render.refuses_input(),
         }
     }
 }
@@ -69,11 +69,11 @@ pub struct DirResolver {
 }
 
 impl BundleResolver for DirResolver {
-    fn resolve(&self, image: &str) -> Result<Rendered, ResolveError> {
+    fn resolve(&self, image: &str) -> Result<Rendered, BundleResolveError> {
         let dir = self
             .dirs
             .get(image)
-            .ok_or_else(|| ResolveError::UnknownImage(image.to_owned()))?;
+            .ok_or_else(|| BundleResolveError::UnknownImage(image.to_owned()))?;
         let loaded =
             crate::bundle::load::load_dir_with(dir, &self.limits).map_err(RenderError::from)?;
         let bundle = render::render_loaded(
@@ -145,7 +145,7 @@ pub enum TemplateError {
         image: String,
         /// The resolver's error.
         #[source]
-        source: Box<ResolveError>,
+        source: Box<BundleResolveError>,
     },
     /// A semver template has a field opm refuses while reading it (unknown, of the wrong
     /// type, or out of line with another field).
