@@ -102,12 +102,8 @@ fn crd_files(
     consumers: Consumers,
     limits: &Limits,
 ) -> CmdResult {
-    let read = |path: &Path| -> Result<_, olmpack::refusal::CommandError> {
-        let text = olmpack::input::text(path, limits)?;
-        check::parse_crd_file(&path.display().to_string(), &text)
-            .map_err(|e| crate::cli::Invalid(e.to_string()).into())
-    };
-    let (old_crd, new_crd) = (read(old)?, read(new)?);
+    let old_crd = check::read_crd_file(old, limits)?;
+    let new_crd = check::read_crd_file(new, limits)?;
     let (old, new) = (old.display().to_string(), new.display().to_string());
     let result = check::crd_files_result((&old, &old_crd), (&new, &new_crd));
     Ok(print(

@@ -265,10 +265,7 @@ fn cluster_crds_of(
         if !path.exists() {
             return Err(missing_cluster_crd(path));
         }
-        let text = olmpack::input::text(path, limits)?;
-        let crd = olmpack::upgrade::check::parse_crd_file(&path.display().to_string(), &text)
-            .map_err(|e| crate::cli::Invalid(e.to_string()))?;
-        crds.push(crd);
+        crds.push(olmpack::upgrade::check::read_crd_file(path, limits)?);
     }
     Ok(crds)
 }
