@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 use crate::bundle::generate::{self, GenerateError, GenerateOptions, Generated};
+use crate::refusal::Refusal;
 use std::collections::BTreeMap;
 
 use crate::bundle::load::LoadedBundle;
@@ -40,6 +41,22 @@ pub enum BuildError {
     /// Building the catalog from the rendered bundles failed.
     #[error("failed to build the catalog")]
     Catalog(#[from] catalog_generate::CatalogGenerateError),
+}
+
+/// An invalid or incomplete plan is refused (exit 1); a generated bundle that cannot be
+/// read back or rendered, or a catalog that cannot be built, is olmpack failing (exit 2).
+impl Refusal for BuildError {
+    fn refuses_input(&self) -> bool {
+        match self {
+            BuildError::Bundles(generate) => generate.refuses_input(),
+            BuildError::Incomplete(_) => true,
+            BuildError::Render { source, .. } => match source.as_ref() {
+                render::RenderError::Load(load) => load.refuses_input(),
+                _ => false,
+            },
+            BuildError::Catalog(_) => false,
+        }
+    }
 }
 
 /// Everything a release writes, and what it was written from.

@@ -183,6 +183,12 @@ pub enum InputError {
     },
 }
 
+impl crate::refusal::Refusal for InputError {
+    fn refuses_input(&self) -> bool {
+        self.is_refusal()
+    }
+}
+
 impl InputError {
     /// True when olmpack refuses the input (exit 1, a finding), false when it could not read
     /// it (exit 2: a missing file, no permission, an I/O failure).

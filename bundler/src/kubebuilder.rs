@@ -62,6 +62,13 @@ pub enum KubebuilderError {
     },
 }
 
+/// A PROJECT that cannot become a plan is refused (exit 1); failing to print one is not.
+impl crate::refusal::Refusal for KubebuilderError {
+    fn refuses_input(&self) -> bool {
+        !matches!(self, KubebuilderError::Print(_))
+    }
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ProjectFile {

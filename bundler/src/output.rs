@@ -15,6 +15,7 @@
 //!   depends on it is deterministic.
 #![warn(missing_docs)]
 
+use crate::refusal::Refusal;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::fs;
@@ -57,6 +58,13 @@ pub enum OutputError {
         /// What is there instead, e.g. "is a file, not a directory".
         reason: String,
     },
+}
+
+/// Writing an output, or one olmpack may not replace: a failure to do the job (exit 2).
+impl Refusal for OutputError {
+    fn refuses_input(&self) -> bool {
+        false
+    }
 }
 
 /// The file olmpack puts into every directory it generates; a directory with it may be

@@ -38,6 +38,12 @@ impl PlanLoadError {
     }
 }
 
+impl crate::refusal::Refusal for PlanLoadError {
+    fn refuses_input(&self) -> bool {
+        self.is_invalid()
+    }
+}
+
 /// Reads and checks a plan file, under the reading `policy`'s limits.
 pub fn load(path: &Path, policy: &Policy) -> Result<LoadedPlan, PlanLoadError> {
     let text = input::text(path, &policy.limits).map_err(|source| PlanLoadError::Read {

@@ -1,121 +1,119 @@
-//! Whether an error means olmpack refuses the input (exit 1) or that reading or doing
-//! something failed (exit 2): every library error that can tell says so through [`RefusesInput`],
-//! and [`of`] asks any error whether it is one of them.
+//! Whether an error means olmpack refuses the input (exit 1) or that olmpack could not do its
+//! job (exit 2): every error that can reach the command line says which through [`Refusal`],
+//! implemented beside the error (a wrapping error asks the error it wraps, by type). A command
+//! stops with a [`CommandError`], whose variant is the exit code, and only an error that says
+//! becomes one: an error that does not say cannot reach `main` — the compiler refuses it,
+//! where a list of known errors would let it through as exit 2.
+//!
+//! ```
+//! # use olmpack::refusal::{CommandError, Refusal};
+//! #[derive(Debug)]
+//! struct Undecided;
+//! impl std::fmt::Display for Undecided {
+//!     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+//!         f.write_str("undecided")
+//!     }
+//! }
+//! impl std::error::Error for Undecided {}
+//! impl Refusal for Undecided {
+//!     fn refuses_input(&self) -> bool {
+//!         true
+//!     }
+//! }
+//! assert_eq!(CommandError::from(Undecided).exit_code(), 1);
+//! ```
+//!
+//! The same error without its [`Refusal`] does not compile:
+//!
+//! ```compile_fail
+//! # use olmpack::refusal::CommandError;
+//! #[derive(Debug)]
+//! struct Undecided;
+//! impl std::fmt::Display for Undecided {
+//!     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+//!         f.write_str("undecided")
+//!     }
+//! }
+//! impl std::error::Error for Undecided {}
+//! assert_eq!(CommandError::from(Undecided).exit_code(), 1);
+//! ```
 
 use std::error::Error;
 
-use crate::bundle::load::BundleLoadError;
-use crate::image::layer::LayerError;
-use crate::image::layout::LayoutError;
-use crate::image::push::PushError;
-use crate::input::InputError;
-use crate::kubebuilder::KubebuilderError;
-use crate::plan::PlanLoadError;
-use olmpack_model::plan::PlanError;
-
-/// An error that can say whether it refuses the input.
-pub trait RefusesInput {
-    /// `Some(true)` when the input is refused, `Some(false)` when the environment failed
-    /// (a missing file, a network or I/O error), `None` when this error does not say.
-    fn refusal(&self) -> Option<bool>;
+/// Why a command stopped; the variant is its exit code.
+#[derive(Debug)]
+pub enum CommandError {
+    /// olmpack refuses the input: exit 1.
+    Refused(Box<dyn Error + Send + Sync>),
+    /// olmpack could not do its job: exit 2.
+    Failed(Box<dyn Error + Send + Sync>),
 }
 
-impl RefusesInput for PlanLoadError {
-    fn refusal(&self) -> Option<bool> {
-        Some(self.is_invalid())
-    }
-}
-
-impl RefusesInput for PlanError {
-    fn refusal(&self) -> Option<bool> {
-        Some(true)
-    }
-}
-
-impl RefusesInput for InputError {
-    fn refusal(&self) -> Option<bool> {
-        Some(self.is_refusal())
-    }
-}
-
-impl RefusesInput for KubebuilderError {
-    fn refusal(&self) -> Option<bool> {
-        Some(!matches!(self, KubebuilderError::Print(_)))
-    }
-}
-
-impl RefusesInput for BundleLoadError {
-    fn refusal(&self) -> Option<bool> {
-        self.is_refusal()
-    }
-}
-
-impl RefusesInput for LayerError {
-    fn refusal(&self) -> Option<bool> {
-        Some(self.is_refusal())
-    }
-}
-
-impl RefusesInput for LayoutError {
-    fn refusal(&self) -> Option<bool> {
+impl CommandError {
+    /// The exit code: 1 when the input is refused, 2 when olmpack could not do its job.
+    pub fn exit_code(&self) -> u8 {
         match self {
-            LayoutError::BlobUnreadable { refusal, .. } => Some(*refusal),
-            _ => None,
+            CommandError::Refused(_) => 1,
+            CommandError::Failed(_) => 2,
+        }
+    }
+
+    /// The error that stopped the command.
+    pub fn error(&self) -> &(dyn Error + 'static) {
+        match self {
+            CommandError::Refused(err) | CommandError::Failed(err) => err.as_ref(),
         }
     }
 }
 
-impl RefusesInput for PushError {
-    fn refusal(&self) -> Option<bool> {
-        match self {
-            PushError::Layout(layout) => layout.refusal(),
-            _ => None,
+impl<E: Refusal + Error + Send + Sync + 'static> From<E> for CommandError {
+    fn from(err: E) -> Self {
+        if err.refuses_input() {
+            CommandError::Refused(Box::new(err))
+        } else {
+            CommandError::Failed(Box::new(err))
         }
     }
 }
 
-/// `E`'s answer, when `err` is an `E`.
-fn ask<E: RefusesInput + Error + 'static>(err: &(dyn Error + 'static)) -> Option<bool> {
-    err.downcast_ref::<E>().and_then(RefusesInput::refusal)
+/// An error that says whether olmpack refuses the input.
+pub trait Refusal {
+    /// True when olmpack refuses the input (exit 1: invalid input, input it refuses to read);
+    /// false when it could not do its job (exit 2: a missing or unreadable input, an output it
+    /// may not replace, I/O or network failure).
+    fn refuses_input(&self) -> bool;
 }
 
-/// Every error type that implements [`RefusesInput`].
-const KNOWN: &[fn(&(dyn Error + 'static)) -> Option<bool>] = &[
-    ask::<PlanLoadError>,
-    ask::<PlanError>,
-    ask::<InputError>,
-    ask::<BundleLoadError>,
-    ask::<KubebuilderError>,
-    ask::<LayerError>,
-    ask::<LayoutError>,
-    ask::<PushError>,
-];
-
-/// Whether `err` itself (not its sources) refuses the input; `None` when it does not say.
-pub fn of(err: &(dyn Error + 'static)) -> Option<bool> {
-    KNOWN.iter().find_map(|ask| ask(err))
+/// The file system or a stream failed: olmpack could not do its job.
+impl Refusal for std::io::Error {
+    fn refuses_input(&self) -> bool {
+        false
+    }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::path::PathBuf;
+/// Printing JSON failed: olmpack could not do its job.
+impl Refusal for serde_json::Error {
+    fn refuses_input(&self) -> bool {
+        false
+    }
+}
 
-    #[test]
-    fn known_errors_answer_and_others_do_not() {
-        let missing = InputError::Io {
-            path: PathBuf::from("plan.yaml"),
-            problem: "no such file".into(),
-            kind: std::io::ErrorKind::NotFound,
-        };
-        assert_eq!(of(&missing), Some(false));
-        let refused = LayoutError::BlobUnreadable {
-            layout: PathBuf::from("layout"),
-            digest: "sha256:00".into(),
-            problem: "is a directory".into(),
-            refusal: true,
-        };
-        assert_eq!(of(&PushError::Layout(refused)), Some(true));
-        assert_eq!(of(&std::io::Error::other("x")), None);
+/// A release plan that is invalid.
+impl Refusal for olmpack_model::plan::PlanError {
+    fn refuses_input(&self) -> bool {
+        true
+    }
+}
+
+/// A CSV's `alm-examples` that is not a JSON array of objects.
+impl Refusal for olmpack_model::csv::examples::ExamplesError {
+    fn refuses_input(&self) -> bool {
+        true
+    }
+}
+
+impl<E: Refusal + ?Sized> Refusal for Box<E> {
+    fn refuses_input(&self) -> bool {
+        (**self).refuses_input()
     }
 }

@@ -25,6 +25,7 @@
 //!   owner marker [`OWNER`], each staging directory [`STAGING_OWNER`]; an incomplete tool
 //!   directory without the marker is refused, a staging leftover without it is left alone.
 
+use crate::refusal::Refusal;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File};
 use std::io::{self, Read};
@@ -167,6 +168,19 @@ pub enum ToolsError {
         /// What went wrong, in our words.
         problem: String,
     },
+}
+
+/// What the image or a layout olmpack reads answers; the rest is a failure to pack or install
+/// the tools (exit 2).
+impl Refusal for ToolsError {
+    fn refuses_input(&self) -> bool {
+        match self {
+            ToolsError::Build(build) => build.refuses_input(),
+            ToolsError::Pull { source, .. } => source.refuses_input(),
+            ToolsError::Stage(layout) => layout.refuses_input(),
+            _ => false,
+        }
+    }
 }
 
 fn io_err(path: &Path) -> impl Fn(io::Error) -> ToolsError + '_ {

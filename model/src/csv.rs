@@ -28,6 +28,8 @@ use crate::decode::{DecodeError, StringMap, decode, passthrough_struct, read};
 use crate::decode::{Fields, Kind};
 use crate::objects::ObjectMeta;
 
+pub mod examples;
+
 passthrough_struct! {
     /// A ClusterServiceVersion: `apiVersion`, `kind`, `metadata`, `spec` and `status`.
     pub struct ClusterServiceVersion {
@@ -476,6 +478,23 @@ impl ClusterServiceVersion {
     /// The install strategy's details (`spec.install.spec`), when given.
     pub fn strategy(&self) -> Option<&StrategyDetails> {
         self.spec.as_ref()?.strategy()
+    }
+
+    /// The example objects of `metadata.annotations.alm-examples` (none when it is absent),
+    /// or why it is not a JSON array of objects ([`examples`] says how it is read).
+    pub fn alm_examples(&self) -> Result<Vec<Value>, examples::ExamplesError> {
+        self.examples_in(examples::ALM_EXAMPLES)
+    }
+
+    /// The example objects of annotation `key` ([`examples::ALM_EXAMPLES`] or
+    /// [`examples::OLM_EXAMPLES`]), read as [`ClusterServiceVersion::alm_examples`] reads them.
+    pub fn examples_in(&self, key: &str) -> Result<Vec<Value>, examples::ExamplesError> {
+        let annotations = self.metadata.as_ref().and_then(|m| m.annotations.as_ref());
+        let text = annotations
+            .filter(|a| !a.was_null(key))
+            .and_then(|a| a.get(key))
+            .map(String::as_str);
+        examples::read(self.name(), key, text)
     }
 }
 

@@ -9,6 +9,7 @@
 //! them the CSV has no `createdAt`. The wall clock is never read.
 #![warn(missing_docs)]
 
+use crate::refusal::Refusal;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -50,6 +51,17 @@ pub enum GenerateError {
         #[source]
         source: files::BundleFilesError,
     },
+}
+
+/// An invalid plan is refused (exit 1); an image that cannot be pinned, or a bundle that
+/// cannot be laid out, is a failure to do the job (exit 2).
+impl Refusal for GenerateError {
+    fn refuses_input(&self) -> bool {
+        match self {
+            GenerateError::Invalid(_) => true,
+            GenerateError::Unpinned { .. } | GenerateError::LayOut { .. } => false,
+        }
+    }
 }
 
 /// Settings from the environment, passed in so generation stays pure of it.

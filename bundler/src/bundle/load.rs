@@ -89,13 +89,13 @@ impl std::fmt::Display for UnreadableFile {
     }
 }
 
-impl BundleLoadError {
-    /// True when the bundle is refused (exit 1) rather than unreadable to the system (exit 2);
-    /// `None` when the error does not say.
-    pub fn is_refusal(&self) -> Option<bool> {
+/// A bundle olmpack refuses (exit 1), or one the system cannot read (exit 2).
+impl crate::refusal::Refusal for BundleLoadError {
+    fn refuses_input(&self) -> bool {
         match self {
-            BundleLoadError::Unreadable(u) => Some(u.refusal),
-            _ => None,
+            BundleLoadError::NotADirectory { .. } => false,
+            BundleLoadError::Read { source, .. } => source.is_refusal(),
+            BundleLoadError::Unreadable(u) => u.refusal,
         }
     }
 }

@@ -23,6 +23,7 @@ use serde_json::{Map, Value, json};
 use super::inputs::{Imported, Inputs, Sourced};
 use crate::input::{Limits, Policy};
 use crate::json::str_at;
+use olmpack_model::csv::examples::ALM_EXAMPLES;
 use olmpack_model::csv::{
     self, ClusterServiceVersion, CsvSpec, SHARED_ADMISSION_FIELDS, StrategyDetails,
     WebhookDescription,
@@ -37,7 +38,7 @@ use olmpack_model::report::Finding;
 
 /// CSV annotations the generator computes or takes from their own plan fields.
 const NOT_COPIED_ANNOTATIONS: [&str; 7] = [
-    "alm-examples",
+    ALM_EXAMPLES,
     "olm.skipRange",
     "createdAt",
     "operators.operatorframework.io/builder",
@@ -542,24 +543,19 @@ fn conversions_added(inputs: &Inputs, spec: &CsvSpec) -> Vec<Finding> {
 
 /// `alm-examples` as sample custom resources.
 fn samples(csv: &Sourced, model: &ClusterServiceVersion, notes: &mut Vec<Finding>) -> Vec<Sourced> {
-    let text = model.annotation("alm-examples").unwrap_or("");
-    if text.trim().is_empty() {
-        return Vec::new();
-    }
-    match serde_json::from_str::<Vec<Value>>(text) {
+    match model.alm_examples() {
         Ok(values) => values
             .into_iter()
-            .filter(Value::is_object)
             .map(|value| synthesized(csv, value))
             .collect(),
-        Err(_) => {
+        Err(e) => {
             notes.push(
                 csv.finding(
                     Finding::warning(
                         "import/alm-examples",
-                        "alm-examples is not a JSON array of objects; its samples are left out",
+                        format!("{}; its samples are left out", e.problem()),
                     )
-                    .field("metadata.annotations.alm-examples"),
+                    .field(e.field()),
                 ),
             );
             Vec::new()

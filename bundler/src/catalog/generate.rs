@@ -76,6 +76,13 @@ pub enum CatalogGenerateError {
     Output(#[from] OutputError),
 }
 
+/// Never about the input olmpack reads: a failure to do the job (exit 2).
+impl crate::refusal::Refusal for CatalogGenerateError {
+    fn refuses_input(&self) -> bool {
+        false
+    }
+}
+
 /// The catalog of one package as a declarative config (see the module docs).
 pub fn build_config(
     package: &PackageMeta,

@@ -17,6 +17,7 @@
 //!   are kept as [`LoadProblem`]s so one run reports them all; only an unreadable root is an
 //!   error.
 
+use crate::refusal::Refusal;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -50,6 +51,16 @@ pub enum LoadError {
         #[source]
         source: crate::input::InputError,
     },
+}
+
+/// A catalog olmpack refuses to read (exit 1), or one it cannot get at (exit 2).
+impl Refusal for LoadError {
+    fn refuses_input(&self) -> bool {
+        match self {
+            LoadError::NotADirectory { .. } => false,
+            LoadError::Read { source, .. } => source.is_refusal(),
+        }
+    }
 }
 
 /// Something in a catalog file that could not be loaded.

@@ -44,6 +44,7 @@ use super::property::{
 };
 use crate::bundle::load::{BundleLoadError, LoadedBundle};
 use crate::json::{array_at, str_at};
+use crate::refusal::Refusal;
 use olmpack_model::csv::{CsvSpec, RelatedImage as CsvRelatedImage};
 use olmpack_model::decode::{Fields, Kind};
 use olmpack_model::objects::ObjectMeta;
@@ -140,6 +141,17 @@ pub enum RenderError {
         #[source]
         source: PropertyError,
     },
+}
+
+/// A bundle olmpack cannot render is invalid (refused), unless it could not be read at all
+/// (then its loader says).
+impl Refusal for RenderError {
+    fn refuses_input(&self) -> bool {
+        match self {
+            RenderError::Load(load) => load.refuses_input(),
+            _ => true,
+        }
+    }
 }
 
 /// A file opm reads but skips because its first document does not decode.

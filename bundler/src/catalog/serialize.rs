@@ -32,6 +32,13 @@ pub enum SerializeError {
     Json(#[from] serde_json::Error),
 }
 
+/// Never about the input olmpack reads: a failure to do the job (exit 2).
+impl crate::refusal::Refusal for SerializeError {
+    fn refuses_input(&self) -> bool {
+        false
+    }
+}
+
 /// One JSON document per object, indented by four spaces like `opm render -o json`.
 pub fn values_to_json(values: &[Value]) -> Result<String, SerializeError> {
     let mut out = Vec::new();

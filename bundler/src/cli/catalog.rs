@@ -18,7 +18,8 @@ use olmpack::catalog::validate::{ValidateOptions, validate_dir};
 use olmpack::input::{Limits, Policy};
 use olmpack_model::report::OutputFormat;
 
-use super::CmdResult;
+use super::{CmdResult, Failure, Invalid};
+use olmpack::refusal::{CommandError, Refusal};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum CatalogCommand {
@@ -167,7 +168,7 @@ fn render(
     (limits, net): (Limits, super::image::NetArgs),
 ) -> CmdResult {
     if image.is_some() && refs.len() > 1 {
-        return Err("--image needs exactly one bundle directory".into());
+        return Err(Failure("--image needs exactly one bundle directory".into()).into());
     }
     let names: Vec<String> = refs
         .iter()
@@ -211,7 +212,7 @@ fn expand_template(
     for pair in bundles {
         let (image, dir) = pair
             .split_once('=')
-            .ok_or_else(|| format!("--bundle {pair:?} is not IMAGE=DIR"))?;
+            .ok_or_else(|| Failure(format!("--bundle {pair:?} is not IMAGE=DIR")))?;
         resolver.dirs.insert(image.to_owned(), PathBuf::from(dir));
     }
     let cfg: DeclarativeConfig = template::expand_any(&text, &resolver).map_err(|e| {
@@ -221,12 +222,11 @@ fn expand_template(
             file.display(),
             olmpack_model::report::error_chain(&e)
         );
-        let unreadable = matches!(&e, template::TemplateError::Resolve { source, .. }
-            if super::exit_code(source.as_ref()) == 2 && !is_invalid_bundle(source.as_ref()));
-        if unreadable {
-            Box::<dyn std::error::Error + Send + Sync>::from(e)
-        } else {
-            Box::new(super::Invalid(message))
+        match e {
+            template::TemplateError::Resolve { ref source, .. } if !source.refuses_input() => {
+                CommandError::Failed(Box::new(e))
+            }
+            _ => CommandError::from(Invalid(message)),
         }
     })?;
     print!("{}", serialize::to_string(&cfg, output)?);
@@ -271,7 +271,7 @@ fn draw_graph(
     if let Some(p) = package
         && !found
     {
-        return Err(format!("package {p:?} is not in {}", dir.display()).into());
+        return Err(Failure(format!("package {p:?} is not in {}", dir.display())).into());
     }
     written?;
     out.write_all(drawing.finish().as_bytes())?;
@@ -306,22 +306,26 @@ fn upgrade_paths(dir: &std::path::Path, json: bool, limits: Limits) -> CmdResult
 #[derive(Debug, thiserror::Error)]
 enum RefError {
     #[error(transparent)]
-    Bundle(#[from] RenderError),
-    #[error(transparent)]
-    Invalid(#[from] super::Invalid),
-    #[error(transparent)]
-    Other(Box<dyn std::error::Error + Send + Sync>),
+    Bundle(RenderError),
+    /// Anything else, its exit code decided.
+    #[error("{}", .0.error())]
+    Stopped(CommandError),
 }
 
-/// The exit-code carrying error for a failed `catalog render` (see [`render_error`]).
-fn stream_error(err: StreamError<RefError>) -> Box<dyn std::error::Error + Send + Sync> {
+impl<E: Refusal + std::error::Error + Send + Sync + 'static> From<E> for RefError {
+    fn from(err: E) -> Self {
+        RefError::Stopped(err.into())
+    }
+}
+
+/// The error a failed `catalog render` stops with (see [`render_error`]).
+fn stream_error(err: StreamError<RefError>) -> CommandError {
     match err {
         StreamError::Render { source, .. } => match source {
             RefError::Bundle(e) => render_error(e),
-            RefError::Invalid(e) => Box::new(e),
-            RefError::Other(e) => e,
+            RefError::Stopped(e) => e,
         },
-        other => Box::new(other),
+        StreamError::Encode { .. } | StreamError::Io(_) => CommandError::Failed(Box::new(err)),
     }
 }
 
@@ -339,20 +343,21 @@ fn render_ref(
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && is_image_reference(reference) => {
             let bundle = render_image(&reference.to_string_lossy(), migrate, limits, &net)
-                .map_err(RefError::Other)?;
+                .map_err(RefError::Stopped)?;
             emit.blob(&Blob::Bundle(bundle));
             return Ok(());
         }
         Err(e) => {
-            return Err(RefError::Other(Box::new(olmpack::input::InputError::Io {
+            return Err(olmpack::input::InputError::Io {
                 path: reference.to_owned(),
                 problem: olmpack::input::describe_io(&e),
                 kind: e.kind(),
-            })));
+            }
+            .into());
         }
     };
     if !meta.is_dir() {
-        return Err(super::Invalid(format!(
+        return Err(Invalid(format!(
             "{}: is a file; only bundle and catalog directories and bundle images can be rendered \
              (sqlite databases are not supported)",
             reference.display()
@@ -365,7 +370,7 @@ fn render_ref(
             migrate,
             limits,
         };
-        let rendered = render_dir_reporting(reference, &options)?;
+        let rendered = render_dir_reporting(reference, &options).map_err(RefError::Bundle)?;
         for s in &rendered.skipped {
             emit.warn(format!("{}: {s}", reference.display()));
         }
@@ -387,7 +392,7 @@ fn render_ref(
         }
         !emit.stopped()
     })
-    .map_err(|e| RefError::Other(Box::new(e)))?;
+    .map_err(RefError::from)?;
     for note in &lenient {
         emit.warn(describe_problem(reference, note));
     }
@@ -412,12 +417,12 @@ fn is_bundle_dir(dir: &std::path::Path) -> bool {
 }
 
 /// A catalog that did not load whole is invalid input: every problem is named, exit 1.
-fn refuse_problems(path: &std::path::Path, problems: &[LoadProblem]) -> Result<(), super::Invalid> {
+fn refuse_problems(path: &std::path::Path, problems: &[LoadProblem]) -> Result<(), Invalid> {
     if problems.is_empty() {
         return Ok(());
     }
     let lines: Vec<String> = problems.iter().map(|p| describe_problem(path, p)).collect();
-    Err(super::Invalid(format!(
+    Err(Invalid(format!(
         "the catalog does not load ({} problem(s); `olmpack catalog validate` lists them all):\n  {}",
         lines.len(),
         lines.join("\n  ")
@@ -439,26 +444,17 @@ fn describe_problem(path: &std::path::Path, p: &LoadProblem) -> String {
 
 /// A bundle that cannot be rendered because it is invalid is exit 1; one that cannot be read
 /// at all keeps its error (exit 2, or 1 when the reader refused it).
-fn render_error(err: RenderError) -> Box<dyn std::error::Error + Send + Sync> {
+fn render_error(err: RenderError) -> CommandError {
     match err {
-        RenderError::Load(load) => Box::new(load),
-        invalid => Box::new(super::Invalid(olmpack_model::report::error_chain(&invalid))),
+        RenderError::Load(load) => load.into(),
+        invalid => Invalid(olmpack_model::report::error_chain(&invalid)).into(),
     }
-}
-
-/// Whether an error from rendering a bundle says the bundle is invalid.
-fn is_invalid_bundle(err: &(dyn std::error::Error + 'static)) -> bool {
-    err.downcast_ref::<RenderError>()
-        .is_some_and(|e| !matches!(e, RenderError::Load(_)))
 }
 
 /// Loads a catalog directory (or a single catalog file) into the semantic model. A catalog
 /// that does not load whole is refused (exit 1); model problems do not stop drawing —
 /// `validate` reports them.
-fn load_model(
-    path: &std::path::Path,
-    limits: Limits,
-) -> Result<Model, Box<dyn std::error::Error + Send + Sync>> {
+fn load_model(path: &std::path::Path, limits: Limits) -> Result<Model, CommandError> {
     Ok(Model::from_config(load_catalog(path, limits, false)?.config).0)
 }
 
@@ -469,7 +465,7 @@ fn load_catalog(
     path: &std::path::Path,
     limits: Limits,
     lean: bool,
-) -> Result<LoadedCatalog, Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<LoadedCatalog, CommandError> {
     let options = LoadOptions { lean, limits };
     let loaded = if std::fs::metadata(path).is_ok_and(|m| !m.is_dir()) {
         let bytes = olmpack::input::read(path, &limits)?;
@@ -485,10 +481,11 @@ fn load_catalog(
     };
     refuse_problems(path, &loaded.problems)?;
     if loaded.config.packages.is_empty() {
-        return Err(Box::new(super::Invalid(format!(
+        return Err(Invalid(format!(
             "{}: holds no package (no `olm.package` blob); nothing to draw",
             path.display()
-        ))));
+        ))
+        .into());
     }
     Ok(loaded)
 }
@@ -499,7 +496,7 @@ fn render_image(
     migrate: MigrateLevel,
     limits: Limits,
     net: &super::image::NetArgs,
-) -> Result<olmpack::catalog::declcfg::Bundle, Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<olmpack::catalog::declcfg::Bundle, CommandError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -509,9 +506,10 @@ fn render_image(
         &limits,
     ))?;
     if !files.keys().any(|p| p.starts_with("manifests")) {
-        return Err(
-            format!("{reference} is not a bundle image: it has no /manifests directory").into(),
-        );
+        return Err(Failure(format!(
+            "{reference} is not a bundle image: it has no /manifests directory"
+        ))
+        .into());
     }
     Ok(olmpack::catalog::render::render_files(
         std::path::Path::new(reference),

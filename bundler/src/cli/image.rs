@@ -193,9 +193,7 @@ pub(super) fn parse_platform(text: &str) -> Result<Platform, String> {
 }
 
 impl RegistryArgs {
-    pub(super) fn access(
-        &self,
-    ) -> Result<RegistryAccess, Box<dyn std::error::Error + Send + Sync>> {
+    pub(super) fn access(&self) -> Result<RegistryAccess, olmpack::refusal::CommandError> {
         let credentials = match &self.username {
             None => Credentials::FromAuthFiles,
             Some(username) => {
@@ -204,9 +202,11 @@ impl RegistryArgs {
                     std::io::stdin().read_line(&mut line)?;
                     line.trim_end_matches(['\r', '\n']).to_owned()
                 } else {
-                    self.password
-                        .clone()
-                        .ok_or("--username needs --password-stdin or OLMPACK_REGISTRY_PASSWORD")?
+                    self.password.clone().ok_or_else(|| {
+                        crate::cli::Failure(
+                            "--username needs --password-stdin or OLMPACK_REGISTRY_PASSWORD".into(),
+                        )
+                    })?
                 };
                 Credentials::Basic {
                     username: username.clone(),
@@ -282,7 +282,7 @@ pub fn run(cmd: ImageCommand, policy: &Policy) -> CmdResult {
 }
 
 /// An error of a command step, for `?` into [`CmdResult`].
-type StepError = Box<dyn std::error::Error + Send + Sync>;
+type StepError = olmpack::refusal::CommandError;
 
 /// Builds the image `cmd` asks for; returns the root of its layout.
 fn run_build(
@@ -353,11 +353,11 @@ fn pair_binaries(
     platforms: Vec<Platform>,
 ) -> Result<Vec<OperatorBinary>, StepError> {
     if binaries.len() != platforms.len() {
-        return Err(format!(
+        return Err(crate::cli::Failure(format!(
             "{} --binary for {} --platform; give one binary per platform, in the same order",
             binaries.len(),
             platforms.len()
-        )
+        ))
         .into());
     }
     Ok(platforms
@@ -371,7 +371,7 @@ fn pair_binaries(
 fn check_bundle_loads(
     dir: &std::path::Path,
     limits: &Limits,
-) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<(), olmpack::refusal::CommandError> {
     let loaded = olmpack::bundle::load::load_dir_with(dir, limits)?;
     let lines: Vec<String> = loaded
         .problems
@@ -385,7 +385,7 @@ fn check_bundle_loads(
 fn check_catalog_loads(
     dir: &std::path::Path,
     limits: &Limits,
-) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<(), olmpack::refusal::CommandError> {
     let options = olmpack::catalog::load::LoadOptions {
         limits: *limits,
         ..Default::default()
@@ -409,14 +409,15 @@ fn check_catalog_loads(
 fn refuse_unloadable(
     dir: &std::path::Path,
     lines: &[String],
-) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<(), olmpack::refusal::CommandError> {
     if lines.is_empty() {
         return Ok(());
     }
-    Err(Box::new(super::Invalid(format!(
+    Err(super::Invalid(format!(
         "{}: not packaged, {} file problem(s) (fix them, or pass --as-is to package the directory anyway):\n  {}",
         dir.display(),
         lines.len(),
         lines.join("\n  ")
-    ))))
+    ))
+    .into())
 }

@@ -1,6 +1,6 @@
 //! Argument parsing and dispatch. Each command group lives in its own module.
 //!
-//! Exit codes, the same for every command and every path through it ([`exit_code`]): `0`
+//! Exit codes, the same for every command and every path through it ([`CommandError`]): `0`
 //! success; `1` the input is invalid (findings printed: validation errors, an invalid release
 //! plan, input olmpack refuses to read, a stale `--check`); `2` olmpack could not do its job
 //! (a missing or unreadable input, bad arguments, an output it may not replace, I/O or network
@@ -20,6 +20,7 @@ use std::process::ExitCode;
 
 use clap::builder::TypedValueParser as _;
 use clap::{Parser, Subcommand};
+use olmpack::refusal::{CommandError, Refusal};
 
 /// Ship a Kubernetes operator through OLM: bundles, File-Based Catalogs and their images,
 /// from one release plan, deterministically.
@@ -130,13 +131,32 @@ enum Command {
     Tools(tools::ToolsCommand),
 }
 
-/// The result of a command: an exit code, or an error that stops it.
-pub type CmdResult = Result<ExitCode, Box<dyn Error + Send + Sync>>;
+/// The result of a command: an exit code, or the error that stops it (whose variant is the
+/// exit code: only an error that says whether it refuses the input becomes one).
+pub type CmdResult = Result<ExitCode, CommandError>;
 
 /// The input is invalid (exit 1); the message names the file and what is wrong.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct Invalid(pub String);
+
+impl Refusal for Invalid {
+    fn refuses_input(&self) -> bool {
+        true
+    }
+}
+
+/// olmpack could not do its job (exit 2): bad arguments, an output it may not replace, a
+/// missing input; the message says what.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Failure(pub String);
+
+impl Refusal for Failure {
+    fn refuses_input(&self) -> bool {
+        false
+    }
+}
 
 /// A flag whose value is one of the library's named choices; `--help` lists the names.
 pub fn choice<T: olmpack_model::choice::Choice + Send + Sync>()
@@ -144,22 +164,6 @@ pub fn choice<T: olmpack_model::choice::Choice + Send + Sync>()
     clap::builder::PossibleValuesParser::new(T::names()).try_map(|name: String| {
         T::from_name(&name).ok_or_else(|| format!("{name:?} is not one of the choices"))
     })
-}
-
-/// The exit code of an error (see the module docs): `1` when anything in its chain says the
-/// input is invalid, else `2`.
-pub fn exit_code(err: &(dyn Error + 'static)) -> u8 {
-    let mut current = Some(err);
-    while let Some(e) = current {
-        if e.is::<Invalid>() {
-            return 1;
-        }
-        if let Some(refusal) = olmpack::refusal::of(e) {
-            return if refusal { 1 } else { 2 };
-        }
-        current = e.source();
-    }
-    2
 }
 
 pub fn main() -> ExitCode {
@@ -181,8 +185,8 @@ pub fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(err) => {
-            print_error(err.as_ref());
-            ExitCode::from(exit_code(err.as_ref()))
+            print_error(err.error());
+            ExitCode::from(err.exit_code())
         }
     }
 }
@@ -229,10 +233,11 @@ fn unresolved(err: olmpack::image::resolve::ResolveError) -> olmpack::bundle::ge
 pub fn generate_options(
     pin_digests: Option<&image::NetArgs>,
     policy: &olmpack::input::Policy,
-) -> Result<olmpack::bundle::generate::GenerateOptions, Box<dyn Error + Send + Sync>> {
+) -> Result<olmpack::bundle::generate::GenerateOptions, CommandError> {
     Ok(olmpack::bundle::generate::GenerateOptions {
         input: *policy,
-        source_date_epoch: olmpack::bundle::generate::source_date_epoch_from_env()?,
+        source_date_epoch: olmpack::bundle::generate::source_date_epoch_from_env()
+            .map_err(Failure)?,
         only_version: None,
         resolver: match pin_digests {
             Some(net) => Some(digest_resolver(net)?),
@@ -243,12 +248,12 @@ pub fn generate_options(
 
 /// Writes `bytes` to `path` whole or not at all (a temporary file beside it, renamed into
 /// place); the error names the path.
-pub fn write_file_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<(), String> {
+pub fn write_file_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<(), Failure> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => std::path::Path::new("."),
     };
-    let failed = |e: std::io::Error| format!("failed to write {}: {e}", path.display());
+    let failed = |e: std::io::Error| Failure(format!("failed to write {}: {e}", path.display()));
     let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(failed)?;
     std::io::Write::write_all(&mut temp, bytes).map_err(failed)?;
     temp.persist(path).map_err(|e| failed(e.error))?;
@@ -331,4 +336,112 @@ fn init_logging(verbose: u8, json: bool) {
     } else {
         builder.try_init()
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use olmpack::catalog::load::LoadError;
+    use olmpack::image::layout::LayoutError;
+    use olmpack::image::push::PushError;
+    use olmpack::input::InputError;
+    use olmpack::plan::PlanLoadError;
+    use olmpack::upgrade::check::request::RequestError;
+    use std::path::PathBuf;
+
+    /// A missing file (exit 2) and a named pipe where a file is read (exit 1).
+    fn missing() -> InputError {
+        InputError::Io {
+            path: PathBuf::from("plan.yaml"),
+            problem: "no such file".into(),
+            kind: std::io::ErrorKind::NotFound,
+        }
+    }
+
+    fn fifo() -> InputError {
+        InputError::NotRegular {
+            path: PathBuf::from("pipe.yaml"),
+            what: "a named pipe",
+        }
+    }
+
+    fn blob(refusal: bool) -> LayoutError {
+        LayoutError::BlobUnreadable {
+            layout: PathBuf::from("layout"),
+            digest: "sha256:00".into(),
+            problem: "is a directory".into(),
+            refusal,
+        }
+    }
+
+    /// Every error reaches `main` as a [`CommandError`] whose variant is its exit code: the
+    /// error decides, by its type, including through the errors that wrap it. (An error
+    /// type that does not decide cannot become a `CommandError` at all: see the
+    /// `compile_fail` example of `olmpack::refusal`.)
+    #[test]
+    fn each_error_decides_its_exit_code() {
+        let plan = || PathBuf::from("olmpack.yaml");
+        let cases: Vec<(&str, CommandError, u8)> = vec![
+            ("invalid", Invalid("x".into()).into(), 1),
+            ("failure", Failure("x".into()).into(), 2),
+            ("missing file", missing().into(), 2),
+            ("named pipe", fifo().into(), 1),
+            (
+                "plan unreadable",
+                PlanLoadError::Read {
+                    path: plan(),
+                    source: missing(),
+                }
+                .into(),
+                2,
+            ),
+            (
+                "plan refused",
+                PlanLoadError::Read {
+                    path: plan(),
+                    source: fifo(),
+                }
+                .into(),
+                1,
+            ),
+            (
+                "layout blob refused",
+                PushError::Layout(blob(true)).into(),
+                1,
+            ),
+            (
+                "layout blob unreadable",
+                PushError::Layout(blob(false)).into(),
+                2,
+            ),
+            (
+                "catalog refused",
+                RequestError::Catalog(LoadError::Read {
+                    path: plan(),
+                    source: fifo(),
+                })
+                .into(),
+                1,
+            ),
+            (
+                "catalog invalid",
+                RequestError::CatalogInvalid {
+                    dir: plan(),
+                    file: plan(),
+                    message: "x".into(),
+                }
+                .into(),
+                1,
+            ),
+            (
+                "bundles not a directory",
+                RequestError::NotADirectory { dir: plan() }.into(),
+                2,
+            ),
+            ("io", std::io::Error::other("x").into(), 2),
+        ];
+        for (name, err, code) in cases {
+            assert_eq!(err.exit_code(), code, "{name}: {}", err.error());
+        }
+    }
 }

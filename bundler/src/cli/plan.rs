@@ -7,7 +7,8 @@ use olmpack::kubebuilder::{self, InitOptions, Project};
 use olmpack_model::plan;
 use olmpack_model::upgrade_graph::UpgradeGraph;
 
-use super::CmdResult;
+use super::{CmdResult, Failure};
+use olmpack::refusal::CommandError;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum PlanCommand {
@@ -128,10 +129,10 @@ fn init(
     let text = kubebuilder::plan_text(&project, &options)?;
     let target = dir.join(plan::DEFAULT_PLAN_FILE);
     if target.exists() && !force {
-        return Err(format!(
+        return Err(Failure(format!(
             "{}: exists; nothing was written (--force replaces it)",
             target.display()
-        )
+        ))
         .into());
     }
     // Checked before it is written: a refusal names the inputs it was made of, not a file
@@ -141,7 +142,7 @@ fn init(
         project_file.display()
     );
     plan::parse(Path::new(&made), &text)
-        .map_err(|e| format!("{e}\nnothing was written to {}", target.display()))?;
+        .map_err(|e| Failure(format!("{e}\nnothing was written to {}", target.display())))?;
     super::write_file_atomically(&target, text.as_bytes())?;
     if installer.runs_default_image() {
         eprintln!(
@@ -174,17 +175,17 @@ fn init(
 fn installer_manifests(
     dir: &Path,
     limits: &olmpack::input::Limits,
-) -> Result<(PathBuf, kubebuilder::Installer), Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<(PathBuf, kubebuilder::Installer), CommandError> {
     let manifests = PathBuf::from("dist/install.yaml");
     let install = dir.join(&manifests);
     // Only a missing file is "not found": anything else there (a FIFO, a directory) is
     // refused by the reader below, saying what it is.
     if std::fs::symlink_metadata(&install).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
     {
-        return Err(format!(
+        return Err(Failure(format!(
             "{}: not found: run `make build-installer` in the project first (olmpack reads its output and does not run kustomize)",
             install.display()
-        )
+        ))
         .into());
     }
     let installer = kubebuilder::Installer::read(&olmpack::input::text(&install, limits)?);
@@ -197,7 +198,7 @@ fn sdk_manifests(
     dir: &Path,
     key: &str,
     limits: &olmpack::input::Limits,
-) -> Result<(PathBuf, kubebuilder::Installer), Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<(PathBuf, kubebuilder::Installer), CommandError> {
     let manifests = PathBuf::from(kubebuilder::OPERATOR_SDK_MANIFESTS);
     let bundle = dir.join(&manifests);
     let mut files = Vec::new();
@@ -216,10 +217,10 @@ fn sdk_manifests(
         .collect::<Result<Vec<_>, _>>()?;
     let installer = kubebuilder::Installer::read_files(texts.iter().map(String::as_str));
     if installer.csv_version.is_none() {
-        return Err(format!(
+        return Err(Failure(format!(
             "{}: no ClusterServiceVersion there, and PROJECT names operator-sdk's {key}: run `make bundle` in the project first (olmpack reads its bundle/manifests and does not run operator-sdk), or write the plan yourself with `manifests` naming the output of `kustomize build config/manifests`",
             bundle.display()
-        )
+        ))
         .into());
     }
     Ok((manifests, installer))

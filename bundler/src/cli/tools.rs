@@ -118,7 +118,7 @@ fn install(reference: &str, registry: &RegistryArgs) -> CmdResult {
 /// Installs the tools image on first use: when one of `needed` is found nowhere (and no
 /// variable names it) and a tools image is known, says so on stderr and installs it. Without
 /// a known image nothing happens; the command then fails naming the tool and how to get it.
-pub(super) fn ensure(needed: &[Tool]) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+pub(super) fn ensure(needed: &[Tool]) -> Result<(), olmpack::refusal::CommandError> {
     let missing: Vec<&str> = needed
         .iter()
         .filter(|tool| tool.locate().is_err_and(|e| e.looked_at.is_none()))

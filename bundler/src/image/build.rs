@@ -15,6 +15,7 @@
 //! - `created` in every config (and in history entries olmpack adds) is the source date epoch.
 //! - The returned descriptor is the root of the layout: an image manifest, or an index.
 
+use crate::refusal::Refusal;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -121,6 +122,26 @@ pub enum BuildError {
         /// The base image reference as given.
         reference: String,
     },
+}
+
+/// What olmpack refuses to put in an image (a file a layer cannot hold, an input it refuses to
+/// read, a layout blob it refuses) is exit 1; anything else is a failure to build (exit 2).
+impl Refusal for BuildError {
+    fn refuses_input(&self) -> bool {
+        match self {
+            BuildError::ReadAnnotations { source, .. } => source.is_refusal(),
+            BuildError::Layer { source, .. } => source.is_refusal(),
+            BuildError::Layout(layout) => layout.refuses_input(),
+            BuildError::Base { source, .. } => source.refuses_input(),
+            BuildError::NotADirectory { .. }
+            | BuildError::MissingBundleDir { .. }
+            | BuildError::ParseAnnotations { .. }
+            | BuildError::BadAnnotations { .. }
+            | BuildError::LayoutInsideSource { .. }
+            | BuildError::EmptyCatalog { .. }
+            | BuildError::NoBasePlatform { .. } => false,
+        }
+    }
 }
 
 /// Settings for a build.

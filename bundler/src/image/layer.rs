@@ -187,6 +187,12 @@ impl LayerError {
     }
 }
 
+impl crate::refusal::Refusal for LayerError {
+    fn refuses_input(&self) -> bool {
+        self.is_refusal()
+    }
+}
+
 /// Writes `entries` as a gzip-compressed tar to `out` and returns its digests.
 pub fn write<W: Write>(
     entries: &Entries,

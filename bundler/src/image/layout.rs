@@ -154,6 +154,17 @@ pub enum LayoutError {
     },
 }
 
+/// A blob olmpack refuses to read (exit 1); anything else is a failure to write or read the
+/// layout (exit 2).
+impl crate::refusal::Refusal for LayoutError {
+    fn refuses_input(&self) -> bool {
+        match self {
+            LayoutError::BlobUnreadable { refusal, .. } => *refusal,
+            _ => false,
+        }
+    }
+}
+
 /// An OCI content descriptor.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -18,6 +18,7 @@
 //! - `created` and every file time is the source date epoch, so the digest depends only on the
 //!   binaries, the base and the options.
 
+use crate::refusal::Refusal;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -113,6 +114,17 @@ pub enum OperatorError {
     /// Pulling the base, writing layers or writing the OCI layout failed.
     #[error(transparent)]
     Build(#[from] BuildError),
+}
+
+/// What building the image answers; a binary or base image olmpack cannot use is a bad
+/// argument (exit 2).
+impl Refusal for OperatorError {
+    fn refuses_input(&self) -> bool {
+        match self {
+            OperatorError::Build(build) => build.refuses_input(),
+            _ => false,
+        }
+    }
 }
 
 /// One binary and the platform it runs on.

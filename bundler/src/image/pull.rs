@@ -7,6 +7,7 @@
 //! directory that is removed before returning. For an index, the first platform image is used
 //! (bundle and catalog content is the same on every platform).
 
+use crate::refusal::Refusal;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -59,6 +60,17 @@ pub enum PullError {
     /// The temporary directory for the pulled image could not be created.
     #[error("failed to create a temp directory")]
     TempDir(#[source] std::io::Error),
+}
+
+/// A blob olmpack refuses to read (exit 1); a registry or disk failure is exit 2.
+impl Refusal for PullError {
+    fn refuses_input(&self) -> bool {
+        match self {
+            PullError::Fetch { source, .. } => source.refuses_input(),
+            PullError::Layout { source, .. } => source.refuses_input(),
+            _ => false,
+        }
+    }
 }
 
 /// The prefix of a pull's temp directory in `$TMPDIR`.

@@ -81,6 +81,21 @@ pub enum PushError {
     },
 }
 
+/// A layout blob olmpack refuses to read (exit 1); a registry or network failure is exit 2.
+impl crate::refusal::Refusal for PushError {
+    fn refuses_input(&self) -> bool {
+        match self {
+            PushError::Layout(layout) => layout.refuses_input(),
+            PushError::Reference(_)
+            | PushError::Registry(_)
+            | PushError::MediaType { .. }
+            | PushError::DigestMismatch { .. }
+            | PushError::BlobMissing { .. }
+            | PushError::TagMismatch { .. } => false,
+        }
+    }
+}
+
 /// What a push did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PushReport {

@@ -28,6 +28,13 @@ pub enum ReferenceError {
     },
 }
 
+/// Never about the input olmpack reads: a failure to do the job (exit 2).
+impl crate::refusal::Refusal for ReferenceError {
+    fn refuses_input(&self) -> bool {
+        false
+    }
+}
+
 /// Parses a registry image reference.
 pub fn parse(reference: &str) -> Result<Reference, ReferenceError> {
     reference.parse().map_err(|source| ReferenceError::Invalid {

@@ -250,6 +250,13 @@ pub enum RegistryError {
     },
 }
 
+/// Never about the input olmpack reads: a failure to do the job (exit 2).
+impl crate::refusal::Refusal for RegistryError {
+    fn refuses_input(&self) -> bool {
+        false
+    }
+}
+
 /// An authenticated connection to one registry.
 pub struct RegistryClient {
     pub(crate) client: Client,

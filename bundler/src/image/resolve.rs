@@ -23,6 +23,13 @@ pub enum ResolveError {
     },
 }
 
+/// Never about the input olmpack reads: a failure to do the job (exit 2).
+impl crate::refusal::Refusal for ResolveError {
+    fn refuses_input(&self) -> bool {
+        false
+    }
+}
+
 /// The digest (`sha256:…`) that `reference` (`host/repo:tag` or `host/repo@digest`) names in
 /// its registry: the index digest for a multi-platform image, which is what `relatedImages`
 /// and catalogs should pin. A reference with a digest is checked to exist and returned as is.

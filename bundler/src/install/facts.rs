@@ -34,6 +34,13 @@ pub enum FactsError {
     },
 }
 
+/// Never about the input olmpack reads: a failure to do the job (exit 2).
+impl crate::refusal::Refusal for FactsError {
+    fn refuses_input(&self) -> bool {
+        false
+    }
+}
+
 /// The install modes OLM knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum InstallMode {

@@ -67,6 +67,13 @@ pub enum InstallError {
     Output(#[from] crate::output::OutputError),
 }
 
+/// Never about the input olmpack reads: a failure to do the job (exit 2).
+impl crate::refusal::Refusal for InstallError {
+    fn refuses_input(&self) -> bool {
+        false
+    }
+}
+
 /// What the install manifests are built from.
 #[derive(Clone, Debug)]
 pub struct InstallInput<'a> {

@@ -89,6 +89,7 @@ pub(super) fn place_layout(
     let to = out.join("images").join(name);
     let io = |source: std::io::Error| ReleaseError::Step {
         step: step::WRITE,
+        refused: false,
         source: format!(
             "failed to move the image layout into {}: {source}",
             to.display()

@@ -202,6 +202,7 @@ pub(super) fn binaries(
                 }
                 _ => Err(ReleaseError::Step {
                     step: step::PLAN,
+                    refused: false,
                     source: format!(
                         "{}: images.operatorBinaries: {platform:?} is not OS/ARCH[/VARIANT]",
                         plan.path.display()
@@ -229,6 +230,7 @@ pub(super) async fn operator_step(
     let Some(template) = &names.operator else {
         return Err(ReleaseError::Step {
             step: step::OPERATOR_IMAGE,
+            refused: false,
             source: format!(
                 "{}: operator binaries are given but the plan names no operatorImage to publish them as",
                 plan.path.display()
@@ -244,6 +246,7 @@ pub(super) async fn operator_step(
     for binary in &binaries {
         let bytes = std::fs::read(&binary.path).map_err(|source| ReleaseError::Step {
             step: step::OPERATOR_IMAGE,
+            refused: false,
             source: format!(
                 "failed to read the operator binary {}: {source}",
                 binary.path.display()

@@ -37,6 +37,13 @@ pub enum LockError {
     },
 }
 
+/// Never about the input olmpack reads: a failure to do the job (exit 2).
+impl crate::refusal::Refusal for LockError {
+    fn refuses_input(&self) -> bool {
+        false
+    }
+}
+
 /// The lock on one `--out` directory; released when dropped (or when the process ends).
 #[derive(Debug)]
 pub struct OutLock {

@@ -48,6 +48,7 @@ use crate::image::operator::OperatorBinary;
 use crate::image::progress::Progress;
 use crate::image::registry::RegistryAccess;
 use crate::output::FileTree;
+use crate::refusal::Refusal;
 use crate::upgrade::check::graph::EdgeResult;
 use olmpack_model::plan::LoadedPlan;
 use olmpack_model::report::Finding;
@@ -96,18 +97,33 @@ pub enum ReleaseError {
     Step {
         /// The step's name, one of [`step`].
         step: &'static str,
+        /// Whether what failed is an input olmpack refuses (its [`Refusal`]), not a failure
+        /// to do the job.
+        refused: bool,
         /// What failed in that step.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
 }
 
-fn fail<E: Into<Box<dyn std::error::Error + Send + Sync>>>(
+/// The plan is invalid (exit 1), or a step says whether what failed is an input olmpack
+/// refuses.
+impl Refusal for ReleaseError {
+    fn refuses_input(&self) -> bool {
+        match self {
+            ReleaseError::Invalid(_) => true,
+            ReleaseError::Step { refused, .. } => *refused,
+        }
+    }
+}
+
+fn fail<E: Refusal + std::error::Error + Send + Sync + 'static>(
     step: &'static str,
 ) -> impl FnOnce(E) -> ReleaseError {
     move |source| ReleaseError::Step {
         step,
-        source: source.into(),
+        refused: source.refuses_input(),
+        source: Box::new(source),
     }
 }
 

@@ -39,6 +39,7 @@ pub(super) fn names(plan: &LoadedPlan, registry: Option<&str>) -> Result<Names, 
     let missing = |field: &str| {
         ReleaseError::Step {
         step: step::PLAN,
+        refused: false,
         source: format!(
             "{}: the plan names no {field}; `olmpack release` publishes every image under the name the plan gives it",
             plan.path.display()

@@ -25,6 +25,13 @@ pub struct StateError {
     pub source: std::io::Error,
 }
 
+/// Never about the input olmpack reads: a failure to do the job (exit 2).
+impl crate::refusal::Refusal for StateError {
+    fn refuses_input(&self) -> bool {
+        false
+    }
+}
+
 /// What earlier runs did.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

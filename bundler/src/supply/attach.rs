@@ -74,6 +74,13 @@ pub enum AttachError {
     },
 }
 
+/// Never about the input olmpack reads: a failure to do the job (exit 2).
+impl crate::refusal::Refusal for AttachError {
+    fn refuses_input(&self) -> bool {
+        false
+    }
+}
+
 /// One artifact to attach.
 #[derive(Clone, Debug)]
 pub struct Artifact<'a> {

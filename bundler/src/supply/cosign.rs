@@ -21,6 +21,7 @@
 //!   Signatures already at the tag are kept; a signature already there is not added twice.
 #![warn(missing_docs)]
 
+use crate::refusal::Refusal;
 use std::collections::BTreeMap;
 
 use base64::Engine as _;
@@ -98,6 +99,16 @@ pub enum KeyError {
     },
 }
 
+/// A key file olmpack refuses to read (exit 1); a key it cannot use is a bad argument (exit 2).
+impl Refusal for KeyError {
+    fn refuses_input(&self) -> bool {
+        match self {
+            KeyError::Read { source } => source.is_refusal(),
+            _ => false,
+        }
+    }
+}
+
 /// Failure to sign an image.
 #[derive(Debug, thiserror::Error)]
 pub enum SignError {
@@ -121,6 +132,13 @@ pub enum SignError {
         #[source]
         source: serde_json::Error,
     },
+}
+
+/// Never about the input olmpack reads: a failure to do the job (exit 2).
+impl crate::refusal::Refusal for SignError {
+    fn refuses_input(&self) -> bool {
+        false
+    }
 }
 
 /// A loaded signing key. `Debug` shows only its public key's id.

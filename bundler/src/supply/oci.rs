@@ -36,6 +36,13 @@ pub enum RepoError {
     },
 }
 
+/// Never about the input olmpack reads: a failure to do the job (exit 2).
+impl crate::refusal::Refusal for RepoError {
+    fn refuses_input(&self) -> bool {
+        false
+    }
+}
+
 impl Repo {
     /// Connects to the repository of `image` (`host/repo[:tag][@digest]`) and authenticates.
     pub async fn connect(image: &str, access: &RegistryAccess) -> Result<Self, RepoError> {

@@ -68,6 +68,13 @@ pub enum SbomError {
     },
 }
 
+/// Never about the input olmpack reads: a failure to do the job (exit 2).
+impl crate::refusal::Refusal for SbomError {
+    fn refuses_input(&self) -> bool {
+        false
+    }
+}
+
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Document {

@@ -9,6 +9,43 @@
 //! - [`olm`]: under the real OLM v0, installing every release by Subscription and upgrading
 //!   along every edge it takes (`olmpack upgrade olm`).
 
+use crate::refusal::Refusal;
+
 pub mod check;
 pub mod olm;
 pub mod test;
+
+// `upgrade olm`'s errors say whether they refuse the input here, beside the module, while
+// `olm/` is being restructured.
+
+/// A catalog, or an image input, olmpack refuses (its reader's answer); everything else is
+/// the run failing (exit 2).
+impl Refusal for olm::OlmRunError {
+    fn refuses_input(&self) -> bool {
+        use olm::OlmRunError as E;
+        match self {
+            E::Load { source, .. } => source.refuses_input(),
+            E::BuildImage { source, .. } => source.refuses_input(),
+            E::PushImage { source, .. } => source.refuses_input(),
+            E::Invalid { .. }
+            | E::NoPackage { .. }
+            | E::Env(_)
+            | E::NoObjects { .. }
+            | E::Write { .. }
+            | E::Serialize(_)
+            | E::OlmV1(_)
+            | E::Bundle { .. } => false,
+        }
+    }
+}
+
+/// A platform's API kinds olmpack refuses to read; a missing tool or file is not.
+impl Refusal for olm::platform::PlatformError {
+    fn refuses_input(&self) -> bool {
+        use olm::platform::PlatformError as E;
+        match self {
+            E::Unreadable { source, .. } => source.is_refusal(),
+            E::NotInstalled { .. } | E::NotACrd { .. } | E::Empty { .. } => false,
+        }
+    }
+}

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
 use kube::discovery::{self, Scope};
+use olmpack_model::csv::examples;
 use serde::Serialize;
 use serde_json::json;
 
@@ -437,16 +438,12 @@ impl OlmEnv {
     /// The objects of CSV `csv`'s `alm-examples` annotation (none when it has none).
     async fn alm_examples(&self, csv: &str) -> Result<Vec<serde_json::Value>, OlmError> {
         let found = self.read_csv(csv).await?;
-        let text = found
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get("alm-examples"))
-            .cloned()
-            .unwrap_or_else(|| "[]".to_owned());
-        serde_json::from_str(&text).map_err(|e| OlmError::Invalid {
+        let text = (found.metadata.annotations.as_ref())
+            .and_then(|a| a.get(examples::ALM_EXAMPLES))
+            .map(String::as_str);
+        examples::read(csv, examples::ALM_EXAMPLES, text).map_err(|e| OlmError::Invalid {
             path: format!("ClusterServiceVersion {csv}").into(),
-            message: format!("metadata.annotations.alm-examples: {e}"),
+            message: e.at_field(),
         })
     }
 

@@ -29,6 +29,7 @@ mod objects;
 mod rbac;
 mod webhooks;
 
+use olmpack_model::csv::examples::ALM_EXAMPLES;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
@@ -86,7 +87,7 @@ pub const BUILDER: &str = concat!("olmpack-v", env!("CARGO_PKG_VERSION"));
 
 /// CSV annotations olmpack computes; the plan may not set them directly.
 const COMPUTED_ANNOTATIONS: [&str; 4] = [
-    "alm-examples",
+    ALM_EXAMPLES,
     "olm.skipRange",
     "createdAt",
     "operators.operatorframework.io/builder",
@@ -175,7 +176,7 @@ fn annotations(
     container_image: Option<String>,
 ) -> BTreeMap<String, String> {
     let mut annotations: BTreeMap<String, String> = spec.csv.annotations.clone();
-    annotations.insert("alm-examples".into(), examples);
+    annotations.insert(ALM_EXAMPLES.into(), examples);
     annotations.insert(
         "capabilities".into(),
         spec.csv

@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 
 use super::Context;
 use crate::bundle::files::PACKAGE_KEY;
+use olmpack_model::csv::examples::{ALM_EXAMPLES, OLM_EXAMPLES, read as read_examples};
 use olmpack_model::decode::text;
 use olmpack_model::names::is_dns1123_subdomain;
 use olmpack_model::objects::{self, DeploymentSpec, Identity, PolicyRule};
@@ -467,10 +468,11 @@ fn examples(ctx: &Context<'_>, out: &mut Vec<Finding>) {
         })
         .collect();
     let field = "metadata.annotations.alm-examples";
-    let text = ctx
-        .annotation("alm-examples")
-        .or_else(|| ctx.annotation("olm.examples"));
-    let Some(text) = text else {
+    // operator-sdk's validator reads olm.examples when alm-examples is absent.
+    let key = [ALM_EXAMPLES, OLM_EXAMPLES]
+        .into_iter()
+        .find(|key| ctx.annotation(key).is_some());
+    let Some(key) = key else {
         if !owned.is_empty() {
             out.push(ctx.at(
                 Finding::warning(
@@ -482,17 +484,10 @@ fn examples(ctx: &Context<'_>, out: &mut Vec<Finding>) {
         }
         return;
     };
-    let parsed: Result<Vec<Value>, _> = serde_json::from_str(text);
-    let examples = match parsed {
+    let examples = match read_examples(ctx.csv.name(), key, ctx.annotation(key)) {
         Ok(examples) => examples,
         Err(e) => {
-            out.push(ctx.at(
-                Finding::error(
-                    "csv/examples",
-                    format!("alm-examples is not a JSON array of objects: {e}"),
-                ),
-                field,
-            ));
+            out.push(ctx.at(Finding::error("csv/examples", e.problem()), e.field()));
             return;
         }
     };

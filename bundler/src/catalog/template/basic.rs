@@ -50,7 +50,7 @@ pub fn expand_value(
             .resolve(&b.image)
             .map_err(|source| TemplateError::Resolve {
                 image: b.image.clone(),
-                source,
+                source: Box::new(source),
             })?;
         cfg.bundles.push(rendered.bundle);
     }

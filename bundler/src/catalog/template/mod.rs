@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use super::declcfg::{Bundle, DeclarativeConfig};
 use super::render::{self, MigrateLevel, RenderError, RenderOptions};
+use crate::refusal::Refusal;
 
 /// A rendered bundle and its CSV (templates read the package description and icon from it).
 #[derive(Clone, Debug)]
@@ -30,7 +31,29 @@ pub struct Rendered {
 /// Turns a bundle image reference into a rendered bundle.
 pub trait BundleResolver {
     /// Renders the bundle that `image` names, or says why it cannot.
-    fn resolve(&self, image: &str) -> Result<Rendered, Box<dyn std::error::Error + Send + Sync>>;
+    fn resolve(&self, image: &str) -> Result<Rendered, BundleResolveError>;
+}
+
+/// Why a bundle a template names cannot be rendered.
+#[derive(Debug, thiserror::Error)]
+pub enum BundleResolveError {
+    /// No bundle directory is known for the image.
+    #[error("no bundle directory is known for image {0:?}")]
+    UnknownImage(String),
+    /// The bundle cannot be read or rendered.
+    #[error(transparent)]
+    Render(#[from] RenderError),
+}
+
+/// A bundle that is invalid, or that olmpack refuses to read, is refused; one that is not
+/// there, or that the system cannot read, is not.
+impl Refusal for BundleResolveError {
+    fn refuses_input(&self) -> bool {
+        match self {
+            BundleResolveError::UnknownImage(_) => false,
+            BundleResolveError::Render(render) => render.refuses_input(),
+        }
+    }
 }
 
 /// Resolves image references to local bundle directories, rendering each as if it had been
@@ -46,11 +69,11 @@ pub struct DirResolver {
 }
 
 impl BundleResolver for DirResolver {
-    fn resolve(&self, image: &str) -> Result<Rendered, Box<dyn std::error::Error + Send + Sync>> {
+    fn resolve(&self, image: &str) -> Result<Rendered, BundleResolveError> {
         let dir = self
             .dirs
             .get(image)
-            .ok_or_else(|| TemplateError::UnknownImage(image.to_owned()))?;
+            .ok_or_else(|| BundleResolveError::UnknownImage(image.to_owned()))?;
         let loaded =
             crate::bundle::load::load_dir_with(dir, &self.limits).map_err(RenderError::from)?;
         let bundle = render::render_loaded(
@@ -122,7 +145,7 @@ pub enum TemplateError {
         image: String,
         /// The resolver's error.
         #[source]
-        source: Box<dyn std::error::Error + Send + Sync>,
+        source: Box<BundleResolveError>,
     },
     /// A semver template has a field opm refuses while reading it (unknown, of the wrong
     /// type, or out of line with another field).

@@ -542,7 +542,7 @@ fn resolve_images(
             .resolve(image)
             .map_err(|source| TemplateError::Resolve {
                 image: image.clone(),
-                source,
+                source: Box::new(source),
             })?;
         rendered.insert(image.clone(), r);
     }

@@ -90,7 +90,8 @@ pub fn example_cmd(out: &Path, policy: &Policy) -> CmdResult {
     );
     let options = olmpack::release::Options {
         out: out.to_owned(),
-        source_date_epoch: olmpack::bundle::generate::source_date_epoch_from_env()?
+        source_date_epoch: olmpack::bundle::generate::source_date_epoch_from_env()
+            .map_err(crate::cli::Failure)?
             .and_then(|e| u64::try_from(e).ok()),
         binaries: Vec::new(),
         registry: None,

@@ -74,11 +74,11 @@ pub fn release_cmd(args: ReleaseArgs, policy: &olmpack::input::Policy) -> CmdRes
         .clone()
         .unwrap_or_else(|| loaded.resolve(Path::new("release")));
     if !args.binaries.is_empty() && args.binaries.len() != args.platform.len() {
-        return Err(format!(
+        return Err(crate::cli::Failure(format!(
             "{} --binary for {} --platform; give one binary per platform, in the same order",
             args.binaries.len(),
             args.platform.len()
-        )
+        ))
         .into());
     }
     let options = Options {

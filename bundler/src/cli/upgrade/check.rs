@@ -6,14 +6,11 @@ use std::process::ExitCode;
 
 use olmpack::build::{self, BuildError};
 use olmpack::bundle::generate::GenerateError;
-use olmpack::bundle::load;
-use olmpack::catalog::load as catalog_load;
-use olmpack::catalog::model::Model;
-use olmpack::upgrade::check::graph::{self, Edge, EdgeResult};
+use olmpack::upgrade::check::graph::{self, EdgeResult};
 use olmpack::upgrade::check::request::Request;
 use olmpack::upgrade::check::{self, Consumers, markdown, verdict};
 use olmpack_model::plan;
-use olmpack_model::report::{OutputFormat, Severity};
+use olmpack_model::report::OutputFormat;
 
 use crate::cli::CmdResult;
 use olmpack::input::{Limits, Policy};
@@ -74,13 +71,11 @@ pub fn run(args: CheckArgs, policy: &Policy) -> CmdResult {
     if let Some(files) = &args.crd {
         return crd_files((&files[0], &files[1]), args.output, args.consumer, limits);
     }
-    let (subject, results) = match (&args.catalog, &args.bundles) {
+    let (subject, request) = match (&args.catalog, &args.bundles) {
         (Some(catalog), Some(bundles)) => {
             super::refuse_same_dir(catalog, bundles)?;
-            (
-                catalog.display().to_string(),
-                from_catalog(catalog, bundles, limits)?,
-            )
+            let request = Request::of_catalog_dir(catalog, bundles, limits)?;
+            (catalog.display().to_string(), request)
         }
         _ => {
             let path = args
@@ -88,12 +83,17 @@ pub fn run(args: CheckArgs, policy: &Policy) -> CmdResult {
                 .clone()
                 .unwrap_or_else(|| PathBuf::from(plan::DEFAULT_PLAN_FILE));
             match from_plan(&path, policy)? {
-                Ok(results) => (path.display().to_string(), results),
+                Ok(request) => (path.display().to_string(), request),
                 Err(code) => return Ok(code),
             }
         }
     };
-    Ok(print(&subject, &results, args.output, args.consumer))
+    Ok(print(
+        &subject,
+        &request.check(),
+        args.output,
+        args.consumer,
+    ))
 }
 
 fn crd_files(
@@ -102,38 +102,12 @@ fn crd_files(
     consumers: Consumers,
     limits: &Limits,
 ) -> CmdResult {
-    let read = |path: &Path| -> Result<_, Box<dyn std::error::Error + Send + Sync>> {
-        let text = olmpack::input::text(path, limits)?;
-        check::parse_crd_file(&path.display().to_string(), &text)
-            .map_err(|e| crate::cli::Invalid(e.to_string()).into())
-    };
-    let (old_crd, new_crd) = (read(old)?, read(new)?);
-    let problems = check::check_files(&old_crd, &new_crd);
-    let name = new_crd.metadata.name.clone().unwrap_or_default();
-    let object = format!(
-        "{} -> {}: CustomResourceDefinition/{name}",
-        old.display(),
-        new.display()
-    );
-    let edge = Edge {
-        package: String::new(),
-        from: old.display().to_string(),
-        to: new.display().to_string(),
-        channels: Default::default(),
-        via: Default::default(),
-    };
-    let result = EdgeResult {
-        edge,
-        crds: vec![name],
-        refused_by: problems
-            .iter()
-            .filter(|p| p.severity == Severity::Error)
-            .map(|p| p.refused_by)
-            .collect(),
-        findings: problems.iter().map(|p| p.finding(&object)).collect(),
-    };
+    let old_crd = check::read_crd_file(old, limits)?;
+    let new_crd = check::read_crd_file(new, limits)?;
+    let (old, new) = (old.display().to_string(), new.display().to_string());
+    let result = check::crd_files_result((&old, &old_crd), (&new, &new_crd));
     Ok(print(
-        &format!("{} -> {}", old.display(), new.display()),
+        &format!("{old} -> {new}"),
         &[result],
         output,
         consumers,
@@ -161,71 +135,19 @@ fn print(
     ExitCode::from(u8::from(results.iter().any(|r| r.fails(consumers))))
 }
 
-/// The plan's graph, generated in memory; `Err(code)` when the plan itself is invalid.
+/// The plan's request, its bundles and catalog generated in memory; `Err(code)` when the
+/// plan itself is invalid (its findings printed).
 fn from_plan(
     path: &Path,
     policy: &Policy,
-) -> Result<Result<Vec<EdgeResult>, ExitCode>, Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<Result<Request, ExitCode>, olmpack::refusal::CommandError> {
     let loaded = olmpack::plan::load(path, policy)?;
-    let output = match build::build(&loaded, &crate::cli::generate_options(None, policy)?) {
-        Ok(output) => output,
+    let built = match build::build(&loaded, &crate::cli::generate_options(None, policy)?) {
+        Ok(built) => built,
         Err(BuildError::Bundles(GenerateError::Invalid(findings))) => {
             return Ok(Err(crate::cli::report_invalid(path, findings)));
         }
         Err(e) => return Err(e.into()),
     };
-    let (model, _) = Model::from_config(output.catalog.config);
-    let bundle_dir = loaded.bundles_dir();
-    // Findings name each bundle where `olmpack generate` writes it.
-    let bundles: Vec<load::LoadedBundle> = (output.loaded.into_iter())
-        .map(|(version, built)| load::LoadedBundle {
-            dir: bundle_dir.join(version),
-            ..built
-        })
-        .collect();
-    let request = Request::new(&model, &bundles)?.with_previous(
-        &model,
-        &loaded.catalog_dir(),
-        &bundle_dir,
-        &policy.limits,
-    )?;
-    Ok(Ok(request.check()))
-}
-
-/// A catalog directory and its bundle directories.
-fn from_catalog(
-    catalog: &Path,
-    bundles: &Path,
-    limits: &Limits,
-) -> Result<Vec<EdgeResult>, Box<dyn std::error::Error + Send + Sync>> {
-    let loaded = catalog_load::load_dir_with(catalog, load_options(limits))?;
-    // A catalog olmpack refuses to load is invalid input (exit 1), as for `catalog validate`.
-    if let Some(problem) = loaded.problems.first() {
-        return Err(crate::cli::Invalid(format!(
-            "catalog {}: {}: {}",
-            catalog.display(),
-            problem.file.display(),
-            problem.message
-        ))
-        .into());
-    }
-    if !bundles.is_dir() {
-        return Err(format!(
-            "cannot read the bundle directories: {} is not a directory",
-            bundles.display()
-        )
-        .into());
-    }
-    let (model, _) = Model::from_config(loaded.config);
-    let mut request = Request::new(&model, [])?;
-    request.add_releases_of(&model, bundles, limits)?;
-    Ok(request.check())
-}
-
-/// Catalog loading under the command line's limits.
-fn load_options(limits: &Limits) -> catalog_load::LoadOptions {
-    catalog_load::LoadOptions {
-        limits: *limits,
-        ..Default::default()
-    }
+    Ok(Ok(Request::of_build(&loaded, built, &policy.limits)?))
 }

@@ -40,16 +40,19 @@ pub fn run(cmd: UpgradeCommand, policy: &olmpack::input::Policy) -> CmdResult {
 /// `--catalog` and `--bundles` naming one directory: a bad argument (exit 2), refused before
 /// either is read. The catalog's files are not bundle directories, nor its bundle directories
 /// a catalog.
-fn refuse_same_dir(catalog: &std::path::Path, bundles: &std::path::Path) -> Result<(), String> {
+fn refuse_same_dir(
+    catalog: &std::path::Path,
+    bundles: &std::path::Path,
+) -> Result<(), crate::cli::Failure> {
     let same = match (catalog.canonicalize(), bundles.canonicalize()) {
         (Ok(a), Ok(b)) => a == b,
         _ => catalog == bundles,
     };
     match same {
-        true => Err(format!(
+        true => Err(crate::cli::Failure(format!(
             "--catalog and --bundles both name {}: the catalog and the directory of its bundle directories are two directories",
             catalog.display()
-        )),
+        ))),
         false => Ok(()),
     }
 }

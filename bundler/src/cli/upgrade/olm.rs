@@ -243,7 +243,7 @@ fn announce(args: &OlmArgs, count: usize, total: usize) {
 
 /// `Err` naming the flag when `--olm v1` is given with a flag only OLM v0 runs with: bad
 /// arguments (exit 2).
-fn refuse_v0_only_flags(args: &OlmArgs) -> Result<(), String> {
+fn refuse_v0_only_flags(args: &OlmArgs) -> Result<(), crate::cli::Failure> {
     if args.olm == OlmVersion::V0 {
         return Ok(());
     }
@@ -252,9 +252,9 @@ fn refuse_v0_only_flags(args: &OlmArgs) -> Result<(), String> {
         args.platform != olmpack::upgrade::olm::platform::Platform::Kubernetes,
     )];
     match given.into_iter().find(|(_, set)| *set) {
-        Some((flag, _)) => Err(format!(
+        Some((flag, _)) => Err(crate::cli::Failure(format!(
             "{flag} is for OLM v0 only; `upgrade olm --olm v1` does not take it"
-        )),
+        ))),
         None => Ok(()),
     }
 }
@@ -263,7 +263,7 @@ fn refuse_v0_only_flags(args: &OlmArgs) -> Result<(), String> {
 fn cluster_crds_of(
     paths: &[PathBuf],
     limits: &olmpack::input::Limits,
-) -> Result<Vec<CustomResourceDefinition>, Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<Vec<CustomResourceDefinition>, olmpack::refusal::CommandError> {
     let mut crds = Vec::new();
     for path in paths {
         if !path.exists()
@@ -275,10 +275,7 @@ fn cluster_crds_of(
         if !path.exists() {
             return Err(missing_cluster_crd(path));
         }
-        let text = olmpack::input::text(path, limits)?;
-        let crd = olmpack::upgrade::check::parse_crd_file(&path.display().to_string(), &text)
-            .map_err(|e| crate::cli::Invalid(e.to_string()))?;
-        crds.push(crd);
+        crds.push(olmpack::upgrade::check::read_crd_file(path, limits)?);
     }
     Ok(crds)
 }
@@ -286,15 +283,15 @@ fn cluster_crds_of(
 /// A `--cluster-crd` that is neither a file nor a known name: a missing file when it reads as
 /// a path (a `/`, or a YAML or JSON file name), else an unknown name. Either is a bad
 /// argument (exit 2), refused before any environment starts.
-fn missing_cluster_crd(path: &Path) -> Box<dyn std::error::Error + Send + Sync> {
+fn missing_cluster_crd(path: &Path) -> olmpack::refusal::CommandError {
     let arg = path.display().to_string();
     let file_like = arg.contains('/')
         || [".yaml", ".yml", ".json"]
             .iter()
             .any(|ext| arg.ends_with(ext));
     match file_like {
-        true => format!("--cluster-crd {arg}: does not exist").into(),
-        false => olmpack::cluster_crds::unknown(&arg).into(),
+        true => crate::cli::Failure(format!("--cluster-crd {arg}: does not exist")).into(),
+        false => crate::cli::Failure(olmpack::cluster_crds::unknown(&arg)).into(),
     }
 }
 
@@ -303,7 +300,7 @@ fn missing_cluster_crd(path: &Path) -> Box<dyn std::error::Error + Send + Sync> 
 fn catalog_of_plan(
     plan_path: &Path,
     policy: &olmpack::input::Policy,
-) -> Result<Result<tempfile::TempDir, ExitCode>, Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<Result<tempfile::TempDir, ExitCode>, olmpack::refusal::CommandError> {
     let loaded = olmpack::plan::load(plan_path, policy)?;
     let output = match build::build(&loaded, &crate::cli::generate_options(None, policy)?) {
         Ok(output) => output,
@@ -325,11 +322,11 @@ fn write_reports(args: &OlmArgs, reports: &[CaseReport]) -> CmdResult {
     print!("{table}");
     if let Some(path) = &args.markdown {
         std::fs::write(path, &table)
-            .map_err(|e| format!("failed to write {}: {e}", path.display()))?;
+            .map_err(|e| crate::cli::Failure(format!("failed to write {}: {e}", path.display())))?;
     }
     if let Some(path) = &args.junit {
         std::fs::write(path, olm::junit(reports, args.shard))
-            .map_err(|e| format!("failed to write {}: {e}", path.display()))?;
+            .map_err(|e| crate::cli::Failure(format!("failed to write {}: {e}", path.display())))?;
     }
     let mut failed = 0;
     for r in reports {

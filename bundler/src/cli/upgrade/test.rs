@@ -59,7 +59,7 @@ pub struct TestArgs {
 fn inputs_of_plan(
     path: &std::path::Path,
     policy: &olmpack::input::Policy,
-) -> Result<Result<test::Inputs, ExitCode>, Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<Result<test::Inputs, ExitCode>, olmpack::refusal::CommandError> {
     let loaded = olmpack::plan::load(path, policy)?;
     match test::from_plan(&loaded, policy) {
         Ok(inputs) => Ok(Ok(inputs)),

@@ -73,6 +73,13 @@ pub enum GraphError {
     },
 }
 
+/// Never about the input olmpack reads: a failure to do the job (exit 2).
+impl crate::refusal::Refusal for GraphError {
+    fn refuses_input(&self) -> bool {
+        false
+    }
+}
+
 /// What OLM installs from one bundle.
 #[derive(Clone, Debug, Default)]
 pub struct InstalledBundle {
@@ -160,19 +167,17 @@ impl InstalledBundle {
                 apply_conversion_webhook(crd, csv);
             }
         }
-        // Given as a string, even an empty one (which is no JSON list).
-        let alm_examples = (typed.as_ref())
-            .and_then(|c| c.metadata.as_ref()?.annotations.as_ref())
-            .filter(|a| !a.was_null("alm-examples"))
-            .and_then(|a| a.get("alm-examples"));
-        if let Some(text) = alm_examples {
-            match serde_json::from_str::<Vec<Value>>(text) {
-                Ok(list) => examples = list,
-                Err(e) => findings.push(
-                    Finding::warning("crd-upgrade/examples-unreadable", format!("metadata.annotations.alm-examples is not a JSON list of objects ({e}); its examples were not checked"))
-                        .object(format!("ClusterServiceVersion/{name}")),
-                ),
-            }
+        match typed.as_ref().map(ClusterServiceVersion::alm_examples) {
+            Some(Ok(list)) => examples = list,
+            Some(Err(e)) => findings.push(
+                Finding::warning(
+                    "crd-upgrade/examples-unreadable",
+                    format!("{}; its examples were not checked", e.problem()),
+                )
+                .object(format!("ClusterServiceVersion/{name}"))
+                .field(e.field()),
+            ),
+            None => {}
         }
         crds.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         let deployments = (typed.as_ref())
@@ -657,6 +662,56 @@ mod tests {
             InstalledBundle::from_bundle(&bundle).unwrap().findings,
             full
         );
+    }
+
+    /// The installed bundle's examples are the CSV's `alm-examples` as the model reads them;
+    /// an annotation that is not a JSON array of objects is a warning naming the field.
+    #[test]
+    fn examples_are_read_by_the_models_reader() {
+        let with = |annotation: Value| {
+            let csv = serde_json::json!({"metadata": {"name": "p.v1", "annotations": {"alm-examples": annotation}}});
+            InstalledBundle::assemble("p.v1".into(), Vec::new(), Some(&csv), Vec::new())
+        };
+        let cases: [(Value, usize, &[&str]); 5] = [
+            (Value::Null, 0, &[]),
+            (serde_json::json!(" "), 0, &[]),
+            (serde_json::json!(r#"[{"kind":"Thing"}]"#), 1, &[]),
+            (
+                serde_json::json!("[1]"),
+                0,
+                &[
+                    "alm-examples is not a JSON array of objects: element 0 is a number; its examples were not checked",
+                ],
+            ),
+            (
+                serde_json::json!("kind: Thing"),
+                0,
+                &[
+                    "alm-examples is not a JSON array of objects: expected value at line 1 column 1; its examples were not checked",
+                ],
+            ),
+        ];
+        for (annotation, count, messages) in cases {
+            let release = with(annotation.clone());
+            assert_eq!(release.examples.len(), count, "{annotation}");
+            let found: Vec<&str> = release
+                .findings
+                .iter()
+                .map(|f| f.message.as_str())
+                .collect();
+            assert_eq!(found, messages, "{annotation}");
+            for finding in &release.findings {
+                assert_eq!(finding.rule, "crd-upgrade/examples-unreadable");
+                assert_eq!(
+                    finding.field.as_deref(),
+                    Some("metadata.annotations.alm-examples")
+                );
+                assert_eq!(
+                    finding.object.as_deref(),
+                    Some("ClusterServiceVersion/p.v1")
+                );
+            }
+        }
     }
 
     fn release(selector: Value, crd_api: &str) -> InstalledBundle {

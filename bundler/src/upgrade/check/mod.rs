@@ -350,6 +350,35 @@ pub fn check_files(old: &CustomResourceDefinition, new: &CustomResourceDefinitio
     out
 }
 
+/// The one edge `olmpack upgrade check --crd OLD NEW` judges: from CRD file `old` to CRD
+/// file `new` (each named as given), with [`check_files`]' findings, located at
+/// `OLD -> NEW: CustomResourceDefinition/<name>`.
+pub fn crd_files_result(
+    (old, old_crd): (&str, &CustomResourceDefinition),
+    (new, new_crd): (&str, &CustomResourceDefinition),
+) -> graph::EdgeResult {
+    let problems = check_files(old_crd, new_crd);
+    let name = new_crd.metadata.name.clone().unwrap_or_default();
+    let object = format!("{old} -> {new}: CustomResourceDefinition/{name}");
+    let edge = graph::Edge {
+        package: String::new(),
+        from: old.to_owned(),
+        to: new.to_owned(),
+        channels: Default::default(),
+        via: Default::default(),
+    };
+    graph::EdgeResult {
+        edge,
+        crds: vec![name],
+        refused_by: problems
+            .iter()
+            .filter(|p| p.severity == Severity::Error)
+            .map(|p| p.refused_by)
+            .collect(),
+        findings: problems.iter().map(|p| p.finding(&object)).collect(),
+    }
+}
+
 /// Whether OLM v1 refuses the change (any error in [`check_files`]' result).
 pub fn olm_v1_refuses(problems: &[Problem]) -> bool {
     problems
@@ -360,6 +389,9 @@ pub fn olm_v1_refuses(problems: &[Problem]) -> bool {
 /// A CRD file could not be read as one `apiextensions.k8s.io/v1` CRD.
 #[derive(Debug, thiserror::Error)]
 pub enum CrdFileError {
+    /// The file cannot be read.
+    #[error(transparent)]
+    Read(crate::input::InputError),
     /// The file is not YAML.
     #[error("{file}: {message}")]
     Yaml {
@@ -396,6 +428,29 @@ pub enum CrdFileError {
         /// What is wrong with it.
         message: String,
     },
+}
+
+/// A CRD file olmpack refuses (exit 1): not one CRD, or a file it refuses to read; one it
+/// cannot get at is exit 2.
+impl crate::refusal::Refusal for CrdFileError {
+    fn refuses_input(&self) -> bool {
+        match self {
+            CrdFileError::Read(read) => read.is_refusal(),
+            CrdFileError::Yaml { .. }
+            | CrdFileError::Documents { .. }
+            | CrdFileError::NotACrd { .. }
+            | CrdFileError::Field { .. } => true,
+        }
+    }
+}
+
+/// Reads CRD file `path` (within `limits`) and parses it as [`parse_crd_file`] does.
+pub fn read_crd_file(
+    path: &std::path::Path,
+    limits: &crate::input::Limits,
+) -> Result<CustomResourceDefinition, CrdFileError> {
+    let text = crate::input::text(path, limits).map_err(CrdFileError::Read)?;
+    parse_crd_file(&path.display().to_string(), &text)
 }
 
 /// Parses the text of a CRD file (`file` names it in errors): exactly one YAML document, an

@@ -5,14 +5,17 @@
 //! [`Request`], so `olmpack release` never checks fewer edges than the command users run by
 //! hand.
 
+use crate::refusal::Refusal;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::graph::{self, Edge, EdgeResult, GraphError, InstalledBundle};
+use crate::build::Built;
 use crate::bundle::load::{self, BundleLoadError, LoadedBundle};
 use crate::catalog::load::{self as catalog_load, LoadError, LoadOptions};
 use crate::catalog::model::Model;
 use crate::input::Limits;
+use olmpack_model::plan::LoadedPlan;
 
 /// A request could not be put together (not a finding about the releases).
 #[derive(Debug, thiserror::Error)]
@@ -40,6 +43,42 @@ pub enum RequestError {
     /// A bundle directory next to that catalog cannot be read.
     #[error(transparent)]
     Bundle(#[from] BundleLoadError),
+    /// The catalog asked about cannot be read.
+    #[error(transparent)]
+    Catalog(LoadError),
+    /// The catalog asked about holds what olmpack refuses to load (the input is invalid).
+    #[error("catalog {dir}: {file}: {message}")]
+    CatalogInvalid {
+        /// The catalog directory.
+        dir: PathBuf,
+        /// The first file refused, relative to it.
+        file: PathBuf,
+        /// Why.
+        message: String,
+    },
+    /// The directory of the catalog's bundle directories is not a directory.
+    #[error("cannot read the bundle directories: {} is not a directory", dir.display())]
+    NotADirectory {
+        /// The path given.
+        dir: PathBuf,
+    },
+}
+
+/// A catalog or bundle olmpack refuses (exit 1, its reader's answer); the rest is olmpack
+/// failing to put the request together (exit 2).
+impl Refusal for RequestError {
+    fn refuses_input(&self) -> bool {
+        match self {
+            RequestError::Previous { source, .. } | RequestError::Catalog(source) => {
+                source.refuses_input()
+            }
+            RequestError::Bundle(bundle) => bundle.refuses_input(),
+            RequestError::CatalogInvalid { .. } => true,
+            RequestError::Release(_)
+            | RequestError::BundleDirs { .. }
+            | RequestError::NotADirectory { .. } => false,
+        }
+    }
 }
 
 /// The edges one upgrade check judges and the installed bundles at their ends.
@@ -62,6 +101,64 @@ impl Request {
         for bundle in bundles {
             request.add_release(InstalledBundle::from_bundle(bundle)?);
         }
+        Ok(request)
+    }
+
+    /// What `olmpack upgrade check --plan` judges: the plan's bundles and catalog as
+    /// [`build::build`] made them (in memory), each bundle named where `olmpack generate`
+    /// writes it, and from each head of the catalog already next to the plan (with its
+    /// bundles) to its new head.
+    pub fn of_build(
+        plan: &LoadedPlan,
+        built: Built,
+        limits: &Limits,
+    ) -> Result<Self, RequestError> {
+        let (model, _) = Model::from_config(built.catalog.config);
+        let bundle_dir = plan.bundles_dir();
+        let bundles: Vec<LoadedBundle> = (built.loaded.into_iter())
+            .map(|(version, bundle)| LoadedBundle {
+                dir: bundle_dir.join(version),
+                ..bundle
+            })
+            .collect();
+        Request::new(&model, &bundles)?.with_previous(
+            &model,
+            &plan.catalog_dir(),
+            &bundle_dir,
+            limits,
+        )
+    }
+
+    /// What `olmpack upgrade check --catalog --bundles` judges: every edge of the catalog in
+    /// directory `catalog`, with the bundles in the bundle directories under `bundles` (else
+    /// the catalog's own `olm.bundle.object`s). A catalog olmpack refuses to load is invalid
+    /// input ([`RequestError::CatalogInvalid`]), as for `catalog validate`.
+    pub fn of_catalog_dir(
+        catalog: &Path,
+        bundles: &Path,
+        limits: &Limits,
+    ) -> Result<Self, RequestError> {
+        let options = LoadOptions {
+            limits: *limits,
+            ..Default::default()
+        };
+        let loaded =
+            catalog_load::load_dir_with(catalog, options).map_err(RequestError::Catalog)?;
+        if let Some(problem) = loaded.problems.first() {
+            return Err(RequestError::CatalogInvalid {
+                dir: catalog.to_owned(),
+                file: problem.file.clone(),
+                message: problem.message.clone(),
+            });
+        }
+        if !bundles.is_dir() {
+            return Err(RequestError::NotADirectory {
+                dir: bundles.to_owned(),
+            });
+        }
+        let (model, _) = Model::from_config(loaded.config);
+        let mut request = Request::new(&model, [])?;
+        request.add_releases_of(&model, bundles, limits)?;
         Ok(request)
     }
 

@@ -1,6 +1,7 @@
 //! What the live test runs on: releases (CRDs, examples) and the edges between them.
 #![warn(missing_docs)]
 
+use crate::refusal::Refusal;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -15,7 +16,9 @@ use crate::catalog::model::{Model, Package};
 use crate::input::Policy;
 use crate::plan::PlanInputs as _;
 use crate::upgrade::check::graph::{GraphError, InstalledBundle, apply_conversion_webhook};
-use olmpack_model::csv::ClusterServiceVersion;
+use k8s_openapi::api::rbac::v1::PolicyRule;
+use olmpack_model::csv::examples::ExamplesError;
+use olmpack_model::csv::{ClusterServiceVersion, StrategyPermissions};
 use olmpack_model::plan::LoadedPlan;
 use olmpack_model::upgrade::Edge;
 
@@ -65,17 +68,13 @@ pub enum LiveInputsError {
         /// Why it does not decode.
         reason: String,
     },
-    /// The CSV's `alm-examples` annotation is not a JSON list of objects.
-    #[error(
-        "{file}: {object}: metadata.annotations.alm-examples is not a JSON list of objects: {reason}"
-    )]
+    /// The CSV's `alm-examples` annotation is not a JSON array of objects.
+    #[error("{file}: {problem}")]
     Examples {
         /// The CSV file.
         file: PathBuf,
-        /// The CSV object.
-        object: String,
-        /// Why it does not parse.
-        reason: String,
+        /// What is wrong with the annotation (naming the CSV and the field).
+        problem: ExamplesError,
     },
     /// A sample file is not a YAML mapping.
     #[error("{path}: sample is not a YAML object: {reason}")]
@@ -96,6 +95,25 @@ pub enum LiveInputsError {
         /// The bundle name.
         bundle: String,
     },
+}
+
+/// What the plan, catalog or bundles it is made of say (a wrapped reader's answer); the rest is
+/// olmpack failing to put the inputs together (exit 2).
+impl Refusal for LiveInputsError {
+    fn refuses_input(&self) -> bool {
+        match self {
+            LiveInputsError::Generate(generate) => generate.refuses_input(),
+            LiveInputsError::Release(build) => build.refuses_input(),
+            LiveInputsError::Catalog { source, .. } => source.refuses_input(),
+            LiveInputsError::Bundle { source, .. } => source.refuses_input(),
+            LiveInputsError::BundlesDir { .. }
+            | LiveInputsError::Crd { .. }
+            | LiveInputsError::Examples { .. }
+            | LiveInputsError::Sample { .. }
+            | LiveInputsError::Static(_)
+            | LiveInputsError::MissingBundle { .. } => false,
+        }
+    }
 }
 
 /// The releases (by bundle name) and the edges to run.
@@ -240,21 +258,20 @@ pub fn release_from_bundle(bundle: &LoadedBundle) -> Result<ReleaseUnderTest, Li
     }
     let mut examples = Vec::new();
     let mut admission = Vec::new();
+    let mut operator = None;
     if let Some(csv) = csv {
         let typed = ClusterServiceVersion::read(&csv.value).0;
         for crd in &mut crds {
             apply_conversion_webhook(crd, &typed);
         }
         admission = admission_webhooks(&typed);
-        if let Some(text) = csv.value["metadata"]["annotations"]["alm-examples"].as_str() {
-            let parsed: Vec<Value> =
-                serde_json::from_str(text).map_err(|err| LiveInputsError::Examples {
-                    file: bundle.dir.join(&csv.file),
-                    object: csv.display_name(),
-                    reason: err.to_string(),
-                })?;
-            examples.extend(parsed);
-        }
+        examples = typed
+            .alm_examples()
+            .map_err(|problem| LiveInputsError::Examples {
+                file: bundle.dir.join(&csv.file),
+                problem,
+            })?;
+        operator = operator_identity(&typed);
     }
     let name = csv
         .map(|c| c.name().to_owned())
@@ -264,7 +281,7 @@ pub fn release_from_bundle(bundle: &LoadedBundle) -> Result<ReleaseUnderTest, Li
         crds,
         examples,
         webhook: None,
-        operator: csv.and_then(|c| operator_identity(&c.value)),
+        operator,
         admission,
     })
 }
@@ -316,35 +333,30 @@ const ADMISSION_FIELDS: [&str; 8] = [
 /// The CSV's first Deployment, its ServiceAccount and the permissions the CSV grants that
 /// account (what OLM v0 runs the operator as); `None` when the CSV has no Deployment.
 /// Rules that do not decode as RBAC rules are left out (the CSV's validation reports them).
-pub fn operator_identity(csv: &Value) -> Option<OperatorIdentity> {
-    let install = &csv["spec"]["install"]["spec"];
-    let deployment = install["deployments"].as_array()?.first()?;
-    let pod = &deployment["spec"]["template"]["spec"];
-    let service_account = pod["serviceAccountName"]
-        .as_str()
-        .filter(|s| !s.is_empty())
-        .unwrap_or("default")
-        .to_owned();
-    let rules_of = |key: &str| -> Vec<k8s_openapi::api::rbac::v1::PolicyRule> {
-        install[key]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|p| p["serviceAccountName"].as_str() == Some(service_account.as_str()))
-            .flat_map(|p| p["rules"].as_array().cloned().unwrap_or_default())
-            .filter_map(|rule| serde_json::from_value(rule).ok())
+pub fn operator_identity(csv: &ClusterServiceVersion) -> Option<OperatorIdentity> {
+    let install = csv.strategy()?;
+    let deployment = install.deployments.as_ref()?.first()?;
+    let service_account = deployment.service_account().to_owned();
+    let rules_of = |permissions: &Option<Vec<StrategyPermissions>>| -> Vec<PolicyRule> {
+        (permissions.iter().flatten())
+            .filter(|p| p.service_account_name.as_deref() == Some(service_account.as_str()))
+            .flat_map(|p| p.rules.iter().flatten())
+            .filter_map(|rule| serde_json::from_value(rule.clone()).ok())
             .collect()
     };
+    let spec = deployment.spec.as_ref();
+    let template = spec.and_then(|s| s.template.as_ref());
+    let image = (spec.and_then(|s| s.pod()))
+        .and_then(|pod| pod.containers.as_ref()?.first()?.image.clone());
     Some(OperatorIdentity {
-        deployment: deployment["name"].as_str().unwrap_or_default().to_owned(),
-        image: pod["containers"][0]["image"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned(),
-        rules: rules_of("permissions"),
-        cluster_rules: rules_of("clusterPermissions"),
+        deployment: deployment.name.clone().unwrap_or_default(),
+        image: image.unwrap_or_default(),
+        rules: rules_of(&install.permissions),
+        cluster_rules: rules_of(&install.cluster_permissions),
         service_account,
-        pod_template: deployment["spec"]["template"].clone(),
+        pod_template: template.map_or(Value::Null, |t| {
+            serde_json::to_value(t).expect("a map of JSON values always serializes")
+        }),
     })
 }
 
@@ -369,4 +381,45 @@ fn plan_samples(plan: &LoadedPlan, policy: &Policy) -> Result<Vec<Value>, LiveIn
         out.extend(docs.into_iter().filter(Value::is_object));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// What OLM v0 runs the operator as, read from the typed CSV: the first Deployment, its
+    /// ServiceAccount (`default` when it names none) and the rules granted that account only.
+    #[test]
+    fn the_operator_identity_is_read_from_the_typed_csv() {
+        let template = json!({"spec": {"containers": [{"name": "m", "image": "op:1"}]}});
+        let csv = json!({"spec": {"install": {"strategy": "deployment", "spec": {
+            "deployments": [
+                {"name": "op", "spec": {"template": template}},
+                {"name": "other", "spec": {}},
+            ],
+            "permissions": [
+                {"serviceAccountName": "default", "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]},
+                {"serviceAccountName": "else", "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]},
+            ],
+            "clusterPermissions": [
+                {"serviceAccountName": "default", "rules": [{"verbs": "not a list"}]},
+            ],
+        }}}});
+        let identity =
+            operator_identity(&ClusterServiceVersion::read(&csv).0).expect("a deployment");
+        assert_eq!(identity.deployment, "op");
+        assert_eq!(identity.service_account, "default");
+        assert_eq!(identity.image, "op:1");
+        assert_eq!(identity.pod_template, template);
+        let resources: Vec<_> = (identity.rules.iter())
+            .flat_map(|r| r.resources.clone().unwrap_or_default())
+            .collect();
+        assert_eq!(resources, ["pods"]);
+        // A rule that is not an RBAC rule is left out.
+        assert!(identity.cluster_rules.is_empty());
+        let none =
+            json!({"spec": {"install": {"strategy": "deployment", "spec": {"deployments": []}}}});
+        assert!(operator_identity(&ClusterServiceVersion::read(&none).0).is_none());
+    }
 }

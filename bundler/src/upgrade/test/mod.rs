@@ -77,6 +77,13 @@ pub enum RunError {
     },
 }
 
+/// Never about the input olmpack reads: a failure to do the job (exit 2).
+impl crate::refusal::Refusal for RunError {
+    fn refuses_input(&self) -> bool {
+        false
+    }
+}
+
 /// Runs every edge of `inputs` on `target`, serving each release's webhook with
 /// `webhook_command` (see [`olmpack_envtest::live::webhook`] for its environment). On test
 /// environments of its own, up to `jobs` edges run at once (each on its own control plane);
