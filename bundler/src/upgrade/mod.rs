@@ -18,27 +18,6 @@ pub mod test;
 // `upgrade olm`'s errors say whether they refuse the input here, beside the module, while
 // `olm/` is being restructured.
 
-/// A catalog, or an image input, olmpack refuses (its reader's answer); everything else is
-/// the run failing (exit 2).
-impl Refusal for olm::OlmRunError {
-    fn refuses_input(&self) -> bool {
-        use olm::OlmRunError as E;
-        match self {
-            E::Load { source, .. } => source.refuses_input(),
-            E::BuildImage { source, .. } => source.refuses_input(),
-            E::PushImage { source, .. } => source.refuses_input(),
-            E::Invalid { .. }
-            | E::NoPackage { .. }
-            | E::Env(_)
-            | E::NoObjects { .. }
-            | E::Write { .. }
-            | E::Serialize(_)
-            | E::OlmV1(_)
-            | E::Bundle { .. } => false,
-        }
-    }
-}
-
 /// A platform's API kinds olmpack refuses to read; a missing tool or file is not.
 impl Refusal for olm::platform::PlatformError {
     fn refuses_input(&self) -> bool {

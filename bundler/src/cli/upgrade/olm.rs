@@ -158,8 +158,7 @@ pub fn run(args: OlmArgs, policy: &olmpack::input::Policy) -> CmdResult {
         args.package.as_deref(),
         &args.install_modes,
         &limits,
-    )
-    .map_err(refused_catalog)?;
+    )?;
     let total = all.len();
     let cases = match args.shard {
         Some(shard) => shard.select(all),
@@ -185,15 +184,6 @@ pub fn run(args: OlmArgs, policy: &olmpack::input::Policy) -> CmdResult {
     // The pool's environments stop inside the runtime that started them.
     let reports = runtime.block_on(async move { olm::run(&catalog, &cases, &options).await })?;
     write_reports(&args, &reports)
-}
-
-/// A catalog that fails validation is refused input (exit 1, README's table), not a failed
-/// environment; any other failure to read the cases stays what it was.
-fn refused_catalog(err: olm::OlmRunError) -> Box<dyn std::error::Error + Send + Sync> {
-    match err {
-        olm::OlmRunError::Invalid { .. } => Box::new(crate::cli::Invalid(err.to_string())),
-        other => Box::new(other),
-    }
 }
 
 /// How the cases run, as the flags say.

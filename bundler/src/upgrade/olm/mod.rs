@@ -148,6 +148,27 @@ pub enum OlmRunError {
     },
 }
 
+/// A catalog olmpack refuses (its reader's or validation's answer), or an image input;
+/// everything else is the run failing (exit 2).
+impl crate::refusal::Refusal for OlmRunError {
+    fn refuses_input(&self) -> bool {
+        use OlmRunError as E;
+        match self {
+            E::Load { source, .. } => source.refuses_input(),
+            E::BuildImage { source, .. } => source.refuses_input(),
+            E::PushImage { source, .. } => source.refuses_input(),
+            // `catalog validate` refuses it: README's table says exit 1.
+            E::Invalid { .. } => true,
+            E::NoPackage { .. }
+            | E::Env(_)
+            | E::NoObjects { .. }
+            | E::Write { .. }
+            | E::Serialize(_)
+            | E::Bundle { .. } => false,
+        }
+    }
+}
+
 impl OlmRunError {
     /// Whether the failure is one case's, reported as that case not finished: its test
     /// environment failed, or its bundle cannot be served as it is. Any other failure (the

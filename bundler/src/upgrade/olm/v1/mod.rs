@@ -42,6 +42,7 @@ use olmpack_envtest::olm::v1::{
 use olmpack_envtest::olm::{
     Example, InstallStep, Installed, Observer, Outcome, StillSucceeded, resources, webhooks,
 };
+use olmpack_model::csv::ClusterServiceVersion;
 use olmpack_model::plan::InstallModeType;
 use serde_json::Value;
 use tokio::sync::{Mutex, OwnedMutexGuard};
@@ -388,17 +389,16 @@ fn csv_of(bundle: &ServedBundle) -> Option<&Value> {
         .find(|o| o["kind"] == "ClusterServiceVersion")
 }
 
-/// The objects of the bundle CSV's `alm-examples` annotation (none when it has none).
+/// The objects of the bundle CSV's `alm-examples` annotation (none when it has none), read
+/// by the model's one reader.
 fn alm_examples(bundle: &ServedBundle) -> Result<Vec<Value>, OlmRunError> {
     let Some(csv) = csv_of(bundle) else {
         return Ok(Vec::new());
     };
-    let name = csv["metadata"]["name"].as_str().unwrap_or_default();
-    let text = csv["metadata"]["annotations"]["alm-examples"]
-        .as_str()
-        .unwrap_or("[]");
-    serde_json::from_str(text).map_err(|e| OlmRunError::Bundle {
-        bundle: name.to_owned(),
-        problem: format!("metadata.annotations.alm-examples: {e}"),
+    // Read leniently: what OLM v1 refuses of the CSV is its verdict, not this reader's.
+    let (csv, _) = ClusterServiceVersion::read(csv);
+    csv.alm_examples().map_err(|e| OlmRunError::Bundle {
+        bundle: e.csv.clone(),
+        problem: e.at_field(),
     })
 }
