@@ -111,12 +111,14 @@ pub(super) async fn run<D: Driver>(
         });
         return Ok(not_run.collect());
     }
-    let driver = D::up(catalog, options).await?;
+    // Each future on the heap: a case's steps make a deep state machine, which overflows a
+    // test thread's stack in debug builds when it is held there.
+    let driver = Box::pin(D::up(catalog, options)).await?;
     // Cases run concurrently within this task (their processes are the environments'):
     // nothing here needs to be sent between threads.
     let runs = (1..).zip(cases.iter().cloned());
-    let runs =
-        futures::stream::iter(runs).map(|(number, case)| run_case(&driver, case, number, options));
+    let runs = futures::stream::iter(runs)
+        .map(|(number, case)| Box::pin(run_case(&driver, case, number, options)));
     let reports: Vec<_> = runs.buffered(driver.jobs().max(1)).collect().await;
     reports.into_iter().collect()
 }

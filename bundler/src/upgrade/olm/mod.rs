@@ -231,7 +231,7 @@ pub async fn run(
     options: &RunOptions,
 ) -> Result<Vec<CaseReport>, OlmRunError> {
     match options.olm {
-        OlmVersion::V0 => driver::run::<v0::OlmV0>(catalog, cases, options).await,
-        OlmVersion::V1 => driver::run::<v1::OlmV1>(catalog, cases, options).await,
+        OlmVersion::V0 => Box::pin(driver::run::<v0::OlmV0>(catalog, cases, options)).await,
+        OlmVersion::V1 => Box::pin(driver::run::<v1::OlmV1>(catalog, cases, options)).await,
     }
 }
