@@ -264,9 +264,22 @@ pub fn release_from_bundle(bundle: &LoadedBundle) -> Result<ReleaseUnderTest, Li
         crds,
         examples,
         webhook: None,
-        operator: csv.and_then(|c| operator_identity(&c.value)),
+        operator: csv.and_then(|c| operator_identity(&c.value)).map(|identity| OperatorIdentity {
+            config: config_objects(bundle),
+            ..identity
+        }),
         admission,
     })
+}
+
+/// The Secrets and ConfigMaps of `bundle`, which OLM applies in the install namespace.
+fn config_objects(bundle: &LoadedBundle) -> Vec<Value> {
+    bundle
+        .objects
+        .iter()
+        .filter(|o| o.api_version() == "v1" && matches!(o.kind(), "Secret" | "ConfigMap"))
+        .map(|o| o.value.clone())
+        .collect()
 }
 
 /// The CSV's admission webhooks (`webhookdefinitions` of type `MutatingAdmissionWebhook` or
@@ -345,6 +358,7 @@ pub fn operator_identity(csv: &Value) -> Option<OperatorIdentity> {
         cluster_rules: rules_of("clusterPermissions"),
         service_account,
         pod_template: deployment["spec"]["template"].clone(),
+        config: Vec::new(),
     })
 }
 
