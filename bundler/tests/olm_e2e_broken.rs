@@ -550,10 +550,21 @@ async fn crash_loop_case(olm: OlmVersion) {
         "{predicted:#?}"
     );
     // OLM installs and upgrades as if the pod ran; the crash loop is the verdict.
-    assert!(matches!(report.install.outcome, Outcome::Succeeded { .. }), "{:#?}", report.install);
+    assert!(
+        matches!(report.install.outcome, Outcome::Succeeded { .. }),
+        "{:#?}",
+        report.install
+    );
     let upgrade = report.upgrade.as_ref().expect("an upgrade step");
-    assert_eq!(upgrade.csv.as_deref(), Some("metrics.v2.0.0"), "{upgrade:#?}");
-    assert!(matches!(upgrade.outcome, Outcome::Succeeded { .. }), "{upgrade:#?}");
+    assert_eq!(
+        upgrade.csv.as_deref(),
+        Some("metrics.v2.0.0"),
+        "{upgrade:#?}"
+    );
+    assert!(
+        matches!(upgrade.outcome, Outcome::Succeeded { .. }),
+        "{upgrade:#?}"
+    );
     assert_eq!(report.crash_loops, vec![CRASH_LOOP.to_owned()]);
     let failures = report.failures();
     let rules: Vec<&str> = failures.iter().map(|f| f.rule.as_str()).collect();

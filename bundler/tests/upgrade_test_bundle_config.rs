@@ -37,12 +37,19 @@ fn upgrade_test_the_bundles_secrets_and_config_maps_reach_the_operators_containe
         return;
     }
     if !olmpack_envtest::container::mount_namespaces_allowed() {
-        assert!(std::env::var_os("CI").is_none(), "{test}: mount namespaces need root under CI");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{test}: mount namespaces need root under CI"
+        );
         eprintln!("\n*** {test}: NOT RUN: mount namespaces need root ***\n");
         return;
     }
     let catalog = tempfile::tempdir().unwrap();
-    std::fs::copy(fixture().join("package.json"), catalog.path().join("package.json")).unwrap();
+    std::fs::copy(
+        fixture().join("package.json"),
+        catalog.path().join("package.json"),
+    )
+    .unwrap();
     let seen = tempfile::NamedTempFile::new().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_olmpack"))
         .args(["upgrade", "test", "--catalog"])

@@ -43,11 +43,11 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Secret, Service};
-use std::collections::BTreeSet;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::Client;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
+use std::collections::BTreeSet;
 
 use olmpack_model::csv::CsvSpec;
 
@@ -355,7 +355,10 @@ impl WebhookHost {
         let name = deployment.metadata.name.clone().unwrap_or_default();
         let generation = deployment.metadata.generation.unwrap_or_default();
         let mut state = self.lock();
-        let looped = state.exits.get(&name).is_some_and(|e| e.crash_loop.is_some());
+        let looped = state
+            .exits
+            .get(&name)
+            .is_some_and(|e| e.crash_loop.is_some());
         let alive = state
             .hosted
             .get_mut(&name)
@@ -524,7 +527,8 @@ impl Ctx {
         let Ok(deployments) = self.list::<Deployment>().await else {
             return;
         };
-        let (Ok(services), Ok(secrets)) = (self.list::<Service>().await, self.list::<Secret>().await)
+        let (Ok(services), Ok(secrets)) =
+            (self.list::<Service>().await, self.list::<Secret>().await)
         else {
             return;
         };
@@ -562,7 +566,9 @@ impl Ctx {
                 // deletes and recreates it during an upgrade); a new one waits for it.
                 let mut state = self.lock();
                 if !state.hosted.contains_key(&name) {
-                    let waiting = format!("waiting for Secret {name}-service-cert, the serving certificate of its webhooks");
+                    let waiting = format!(
+                        "waiting for Secret {name}-service-cert, the serving certificate of its webhooks"
+                    );
                     state.problems.insert(name, waiting);
                 }
                 continue;
@@ -629,7 +635,9 @@ impl Ctx {
             }
             Err(Spawn::Refused(why)) => {
                 let generation = found.metadata.generation.unwrap_or_default();
-                self.lock().refused.insert(deployment.to_owned(), generation);
+                self.lock()
+                    .refused
+                    .insert(deployment.to_owned(), generation);
                 return Err(why);
             }
             Err(Spawn::Other(problem)) => return Err(problem),

@@ -264,10 +264,12 @@ pub fn release_from_bundle(bundle: &LoadedBundle) -> Result<ReleaseUnderTest, Li
         crds,
         examples,
         webhook: None,
-        operator: csv.and_then(|c| operator_identity(&c.value)).map(|identity| OperatorIdentity {
-            config: config_objects(bundle),
-            ..identity
-        }),
+        operator: csv
+            .and_then(|c| operator_identity(&c.value))
+            .map(|identity| OperatorIdentity {
+                config: config_objects(bundle),
+                ..identity
+            }),
         admission,
     })
 }
