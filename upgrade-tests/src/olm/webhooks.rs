@@ -1053,3 +1053,80 @@ pub fn host_ipv4() -> Option<Ipv4Addr> {
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exit(output: &str) -> Exit {
+        Exit {
+            what: "container manager of op.v2 exited (exit status: 1)".to_owned(),
+            output: output.to_owned(),
+        }
+    }
+
+    /// The third exit at one pod template is the crash loop, in words naming the
+    /// Deployment, container, release and last output; it is reported once, also after the
+    /// Deployment moved on to another template, and forgotten once taken.
+    #[test]
+    fn a_crash_loop_is_kept_until_taken() {
+        let host = WebhookHost {
+            state: Arc::new(Mutex::new(State::default())),
+            task: None,
+            unavailable: None,
+        };
+        let words = "Deployment op: container manager of op.v2 exited (exit status: 1) 3 times, the last after 2 restart(s): the pod would crash-loop; its last output:\nopen /certs/tls.crt: no such file or directory";
+        {
+            let mut state = host.lock();
+            for n in 1..=2 {
+                state.exited(
+                    "op",
+                    "uid/2/",
+                    &exit("open /certs/tls.crt: no such file or directory"),
+                );
+                assert_eq!(state.crash_loops.len(), 0, "after exit {n}");
+            }
+            state.exited(
+                "op",
+                "uid/2/",
+                &exit("open /certs/tls.crt: no such file or directory"),
+            );
+            assert!(!state.may_start("op", "uid/2/"));
+            // The Deployment changes (an upgrade): its new template starts afresh.
+            state.exited("op", "uid/3/", &exit("other"));
+            assert!(state.exits["op"].crash_loop.is_none());
+        }
+        assert_eq!(host.crash_loop("op"), None);
+        assert_eq!(host.take_crash_loops(), [words]);
+        assert_eq!(host.take_crash_loops(), Vec::<String>::new());
+    }
+
+    /// A Deployment serves webhooks when OLM made its Service or mounts its certificate
+    /// Secret; else its process gets no certificate.
+    #[test]
+    fn webhooks_are_told_by_service_or_certificate_volume() {
+        let deployment = |volumes: serde_json::Value| -> Deployment {
+            serde_json::from_value(json!({
+                "metadata": {"name": "op"},
+                "spec": {"selector": {}, "template": {"spec": {"containers": [], "volumes": volumes}}},
+            }))
+            .unwrap()
+        };
+        let services = |names: &[&str]| names.iter().map(|n| (*n).to_owned()).collect();
+        let cert = json!([{"name": "webhook-cert", "secret": {"secretName": "op-service-cert"}}]);
+        let other = json!([{"name": "metrics", "secret": {"secretName": "metrics-cert"}}]);
+        for (volumes, names, expected) in [
+            (json!([]), vec![], false),
+            (other.clone(), vec!["op-metrics"], false),
+            (json!([]), vec!["op-service"], true),
+            (cert, vec![], true),
+        ] {
+            let found = deployment(volumes.clone());
+            assert_eq!(
+                serves_webhooks(&found, &services(&names)),
+                expected,
+                "{volumes} {names:?}"
+            );
+        }
+    }
+}
