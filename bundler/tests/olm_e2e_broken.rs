@@ -530,6 +530,8 @@ async fn crash_loop_case(olm: OlmVersion) {
 
     let starts = tempfile::NamedTempFile::new().unwrap();
     let step = Duration::from_secs(300);
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = lines.clone();
     let options = RunOptions {
         olm,
         timeouts: Timeouts {
@@ -537,7 +539,10 @@ async fn crash_loop_case(olm: OlmVersion) {
             ..Timeouts::default()
         },
         webhook_command: Some(manager_command(starts.path())),
-        steps: olm::StepLog::new(|line| eprintln!("{line}")),
+        steps: olm::StepLog::new(move |line| {
+            eprintln!("{line}");
+            seen.lock().unwrap().push(line.to_owned());
+        }),
         ..RunOptions::default()
     };
     let started = std::time::Instant::now();
@@ -570,6 +575,13 @@ async fn crash_loop_case(olm: OlmVersion) {
     let rules: Vec<&str> = failures.iter().map(|f| f.rule.as_str()).collect();
     assert_eq!(rules, ["pod/crash-loop"], "{failures:#?}");
     assert_eq!(report.verdict(), Verdict::Failed);
+    // The progress line that ends the case says so too.
+    let said = lines.lock().unwrap().clone();
+    let done = said.iter().rfind(|l| l.contains("done: ")).cloned();
+    assert!(
+        done.is_some_and(|l| l.contains("done: FAIL (pod: Deployment metrics-manager: container manager of metrics.v2.0.0 exited")),
+        "{said:#?}"
+    );
     // Each release's process was started with its Deployment's arguments; 1.0.0's ran on.
     let lines = std::fs::read_to_string(starts.path()).unwrap();
     let old = "metrics.v1.0.0 --metrics-bind-address=:8443";

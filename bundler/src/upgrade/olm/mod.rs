@@ -433,7 +433,7 @@ pub async fn run_case(
         Err(err) => return environment_failed(report, err, options, started),
     };
     let ran = run_in(&env, catalog_dir, &mut report, options, started).await;
-    report.crash_loops = env.webhooks().take_crash_loops();
+    report.crash_loops.extend(env.webhooks().take_crash_loops());
     report.retried = env.retried();
     report.platform_gates = platform_gates(&report, options.platform);
     report.seconds = started.elapsed().as_secs_f64();
@@ -538,6 +538,7 @@ async fn run_in(
             }
         }
     }
+    report.crash_loops = env.webhooks().take_crash_loops();
     report.seconds = started.elapsed().as_secs_f64();
     let what = format_args!("done: {}", verdict(report));
     progress.step(&case, started, what);
