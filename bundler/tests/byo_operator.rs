@@ -4,7 +4,7 @@
 //! and samples with only a plan file added (tests/fixtures/byo_operator/olmpack.yaml).
 //!
 //! `olmpack upgrade test` runs the stock manager binaries through `--webhook-command` with
-//! flags only (docs/upgrade-test.md "The webhook command"): the manager gets a kubeconfig acting as its
+//! their Deployment's arguments (docs/upgrade-test.md "The webhook command"): the manager gets a kubeconfig acting as its
 //! ServiceAccount, its controller fills in `status.conditions`, and the book's conversion
 //! code, which copies only `active` and `lastScheduleTime` of the status, loses the
 //! conditions when an object is written at v2. With the two missing lines added to
@@ -30,16 +30,14 @@ const FIX: [(&str, &str); 1] = [(
 )];
 
 /// The webhook command of docs/upgrade-test.md's kubebuilder workflow: one manager per release, picked by
-/// `$OLMPACK_RELEASE`, configured with flags only.
+/// `$OLMPACK_RELEASE`, with its Deployment's arguments (`"$@"`).
 fn webhook_command(bin: &Path) -> String {
     format!(
         r#"case "$OLMPACK_RELEASE" in
   project.v0.1.0) manager='{}/0.1.0/manager' ;;
   *) manager='{}/0.2.0/manager' ;;
 esac
-"$manager" --webhook-cert-path "$OLMPACK_WEBHOOK_CERT_DIR" --webhook-cert-name tls.crt \
-  --webhook-cert-key tls.key --webhook-port "$OLMPACK_WEBHOOK_PORT" \
-  --metrics-bind-address 0 --health-probe-bind-address 0"#,
+"$manager" "$@""#,
         bin.display(),
         bin.display()
     )

@@ -2,8 +2,9 @@
 //! released kubebuilder v4.3.0 and v4.8.0 generated it, upgraded to what v4.15.0 generates
 //! (corpus `kubebuilder-project-v4-releases`). The managers are built from each release's
 //! source with Go (`go mod tidy` first: kubebuilder's testdata has no `go.sum`), and
-//! `olmpack upgrade test` runs docs/upgrade-test.md's webhook command verbatim — no webhook flag, which
-//! v4.0–v4.3 managers lack entirely and v4.8–v4.15 have only for certificates: each manager
+//! `olmpack upgrade test` runs docs/upgrade-test.md's webhook command verbatim — the Deployment's
+//! arguments and no webhook flag, which v4.0–v4.3 managers lack entirely and v4.8–v4.15 have
+//! only for certificates: each manager
 //! listens on controller-runtime's default port 9443 in a network of its own and reads its
 //! certificate from `$TMPDIR/k8s-webhook-server/serving-certs`.
 //!
@@ -20,9 +21,8 @@ use byo_support::Project;
 use serde_json::Value;
 
 /// the kubebuilder webhook command of docs/upgrade-test.md, verbatim: each release's manager, picked by the
-/// version in the CSV name, with no flag but the two that keep its probe and metrics ports
-/// closed.
-const WEBHOOK_COMMAND: &str = r#""./bin/${OLMPACK_RELEASE##*.v}/manager" --metrics-bind-address 0 --health-probe-bind-address 0"#;
+/// version in the CSV name, with its Deployment's arguments (`"$@"`).
+const WEBHOOK_COMMAND: &str = r#""./bin/${OLMPACK_RELEASE##*.v}/manager" "$@""#;
 
 /// The scaffold's empty spec, and the same with its example field set.
 const SPEC_FOO: [(&str, &str); 1] = [(

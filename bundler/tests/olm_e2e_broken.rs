@@ -2,7 +2,10 @@
 //! refused or fails exactly as OLM reports it, and olmpack's static checks predicted it: the
 //! error rules of `olmpack bundle validate` (install) and `olmpack upgrade check` (upgrade)
 //! give the same verdict OLM gave, both ways (an error exactly where OLM refused or failed).
-//! One operator is broken only off its platform: its CSV needs OpenShift's API kinds.
+//! One operator is broken only off its platform: its CSV needs OpenShift's API kinds. One is
+//! broken only when it runs: its manager exits on a certificate no volume provides, which
+//! `bundle validate` can only warn about and the real OLM v0 and v1 install as if it ran —
+//! olmpack's process in place of its pod makes it a crash loop under both.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -11,9 +14,10 @@ use std::time::Duration;
 
 use olmpack::input::Limits;
 use olmpack::upgrade::olm::platform::Platform;
-use olmpack::upgrade::olm::{self, CaseReport, RunOptions};
+use olmpack::upgrade::olm::{self, CaseReport, OlmVersion, RunOptions};
 use olmpack_envtest::binaries::Tool;
-use olmpack_envtest::olm::{Outcome, Timeouts};
+use olmpack_envtest::olm::{Outcome, Timeouts, WebhookCommand};
+use olmpack_model::upgrade::Verdict;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -148,15 +152,6 @@ async fn run_on(
     step: Duration,
     platform: Platform,
 ) -> (CaseReport, Predicted) {
-    let dir = catalog(name);
-    let catalog = dir.path().join("catalog");
-    let predicted = predicted(name, &catalog);
-    let cases: Vec<_> = olm::load_cases(&catalog, None)
-        .unwrap()
-        .into_iter()
-        .filter(|c| c.from == from)
-        .collect();
-    assert_eq!(cases.len(), 1, "{cases:#?}");
     let options = RunOptions {
         timeouts: Timeouts {
             step,
@@ -166,6 +161,21 @@ async fn run_on(
         platform,
         ..RunOptions::default()
     };
+    run_with(name, from, options).await
+}
+
+/// Runs the catalog's case that starts at `from` under the OLM of `options`, with what the
+/// static checks predicted for the fixture.
+async fn run_with(name: &str, from: &str, options: RunOptions) -> (CaseReport, Predicted) {
+    let dir = catalog(name);
+    let catalog = dir.path().join("catalog");
+    let predicted = predicted(name, &catalog);
+    let cases: Vec<_> = olm::load_cases_of(options.olm, &catalog, None, &[], &Limits::default())
+        .unwrap()
+        .into_iter()
+        .filter(|c| c.from == from)
+        .collect();
+    assert_eq!(cases.len(), 1, "{cases:#?}");
     let mut reports = olm::run(&catalog, &cases, &options).await.unwrap();
     (reports.pop().unwrap(), predicted)
 }
@@ -482,4 +492,119 @@ async fn olm_e2e_openshift_native_apis_alone_are_stuck_on_kubernetes_and_met_on_
         "{:#?}",
         report.install
     );
+}
+
+/// A stand-in for the `unmounted-cert` fixture's manager that fails as operator-sdk v1.42.3's
+/// does: it exits 1 when `--metrics-cert-path` names a directory without `tls.crt`, and runs
+/// otherwise. Each start appends `RELEASE ARGS…` to `starts`.
+fn manager_command(starts: &Path) -> WebhookCommand {
+    WebhookCommand::shell(&format!(
+        r#"echo "$OLMPACK_RELEASE $*" >> '{}'
+for a in "$@"; do
+  case "$a" in --metrics-cert-path=*)
+    d="${{a#*=}}"
+    [ -f "$d/tls.crt" ] || {{ echo "setup: open $d/tls.crt: no such file or directory"; exit 1; }} ;;
+  esac
+done
+exec sleep 600"#,
+        starts.display()
+    ))
+}
+
+/// What the crash loop of `metrics.v2.0.0`'s manager says, under either OLM.
+const CRASH_LOOP: &str = "Deployment metrics-manager: container manager of metrics.v2.0.0 exited (exit status: 1) 3 times, the last after 2 restart(s): the pod would crash-loop; its last output:\nsetup: open /tmp/k8s-metrics-server/metrics-certs/tls.crt: no such file or directory";
+
+/// The `unmounted-cert` case from 1.0.0 under `olm`: 1.0.0's process runs, 2.0.0's exits
+/// at once each time (its Deployment serves no webhooks) — a crash loop blamed on the pod,
+/// found after the upgrade in seconds, not at the step timeout.
+async fn crash_loop_case(olm: OlmVersion) {
+    let (code, out) = validate("unmounted-cert", "2.0.0");
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("warning[csv/unmounted-path]")
+            && out.contains("--metrics-cert-path /tmp/k8s-metrics-server/metrics-certs but no volume is mounted there"),
+        "{out}"
+    );
+    let (code, out) = validate("unmounted-cert", "1.0.0");
+    assert_eq!((code, out.contains("unmounted-path")), (0, false), "{out}");
+
+    let starts = tempfile::NamedTempFile::new().unwrap();
+    let step = Duration::from_secs(300);
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = lines.clone();
+    let options = RunOptions {
+        olm,
+        timeouts: Timeouts {
+            step,
+            ..Timeouts::default()
+        },
+        webhook_command: Some(manager_command(starts.path())),
+        steps: olm::StepLog::new(move |line| {
+            eprintln!("{line}");
+            seen.lock().unwrap().push(line.to_owned());
+        }),
+        ..RunOptions::default()
+    };
+    let started = std::time::Instant::now();
+    let (report, predicted) = run_with("unmounted-cert", "metrics.v1.0.0", options).await;
+    let took = started.elapsed();
+    eprintln!("{olm:?}: case done in {took:.1?}");
+    // Statically no error anywhere: only running the process shows it.
+    assert!(
+        predicted.install.values().all(BTreeSet::is_empty) && predicted.upgrade.is_empty(),
+        "{predicted:#?}"
+    );
+    // OLM installs and upgrades as if the pod ran; the crash loop is the verdict.
+    assert!(
+        matches!(report.install.outcome, Outcome::Succeeded { .. }),
+        "{:#?}",
+        report.install
+    );
+    let upgrade = report.upgrade.as_ref().expect("an upgrade step");
+    assert_eq!(
+        upgrade.csv.as_deref(),
+        Some("metrics.v2.0.0"),
+        "{upgrade:#?}"
+    );
+    assert!(
+        matches!(upgrade.outcome, Outcome::Succeeded { .. }),
+        "{upgrade:#?}"
+    );
+    assert_eq!(report.crash_loops, vec![CRASH_LOOP.to_owned()]);
+    let failures = report.failures();
+    let rules: Vec<&str> = failures.iter().map(|f| f.rule.as_str()).collect();
+    assert_eq!(rules, ["pod/crash-loop"], "{failures:#?}");
+    assert_eq!(report.verdict(), Verdict::Failed);
+    // The progress line that ends the case says so too.
+    let said = lines.lock().unwrap().clone();
+    let done = said.iter().rfind(|l| l.contains("done: ")).cloned();
+    assert!(
+        done.is_some_and(|l| l.contains("done: FAIL (pod: Deployment metrics-manager: container manager of metrics.v2.0.0 exited")),
+        "{said:#?}"
+    );
+    // Each release's process was started with its Deployment's arguments; 1.0.0's ran on.
+    let lines = std::fs::read_to_string(starts.path()).unwrap();
+    let old = "metrics.v1.0.0 --metrics-bind-address=:8443";
+    let new = "metrics.v2.0.0 --metrics-bind-address=:8443 --metrics-cert-path=/tmp/k8s-metrics-server/metrics-certs";
+    let count = |line: &str| lines.lines().filter(|l| *l == line).count();
+    assert_eq!(
+        (count(old) >= 1, count(new), lines.lines().count()),
+        (true, 3, count(old) + 3),
+        "{lines}"
+    );
+    // In seconds: far from the step timeout, which no step reached.
+    assert!(took < step, "{took:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn olm_e2e_broken_a_manager_exiting_on_an_unmounted_certificate_crash_loops_under_olm_v0() {
+    crash_loop_case(OlmVersion::V0).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn olm_e2e_broken_a_manager_exiting_on_an_unmounted_certificate_crash_loops_under_olm_v1() {
+    if !olmpack_testkit::tools::require(&olmpack_testkit::tools::OLM_V1, "OLM v1") {
+        return;
+    }
+    crash_loop_case(OlmVersion::V1).await;
 }

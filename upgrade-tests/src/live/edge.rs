@@ -512,6 +512,7 @@ impl<'a> Run<'a> {
         let namespace = self.options.namespace.clone();
         let granted = identity::grant(self.client, &namespace, &release.name, &identity).await?;
         self.granted.extend(granted);
+        identity::apply_config(self.client, &namespace, &identity).await?;
         let kubeconfig = match &self.options.kubeconfig {
             Some(admin) => {
                 let file = format!("kubeconfig-{}", FileName::or_hash(&release.name));

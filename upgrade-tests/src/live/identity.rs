@@ -1,11 +1,12 @@
 //! Who an operator's process runs as in a live test: the CSV Deployment's ServiceAccount,
 //! with the CSV's permissions granted the way OLM v0 grants them (a Role and RoleBinding in
 //! the install namespace for `permissions`, a ClusterRole and ClusterRoleBinding for
-//! `clusterPermissions`), and a kubeconfig that impersonates it.
+//! `clusterPermissions`), and a kubeconfig that impersonates it; and the Secrets and
+//! ConfigMaps of its bundle, which OLM applies next to it.
 
 use std::path::{Path, PathBuf};
 
-use k8s_openapi::api::core::v1::ServiceAccount;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding};
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
@@ -29,6 +30,10 @@ pub struct OperatorIdentity {
     /// The Deployment's pod template (`metadata` and `spec`), from which its first container
     /// is started as the kubelet would ([`crate::container`]); `Null`: the command alone.
     pub pod_template: Value,
+    /// The Secrets and ConfigMaps the bundle ships: OLM applies them in the install
+    /// namespace with the rest of the bundle, so the pod's `env`, `envFrom` and volumes find
+    /// them ([`apply_config`]).
+    pub config: Vec<Value>,
 }
 
 /// The field manager of what a live test applies.
@@ -84,6 +89,26 @@ pub async fn grant(
         cluster_scoped.push(cluster_name);
     }
     Ok(cluster_scoped)
+}
+
+/// Applies `identity`'s Secrets and ConfigMaps in `namespace`, as OLM applies a bundle's
+/// (before the process starts: the kubelet reads them when it starts the pod).
+pub async fn apply_config(
+    client: &Client,
+    namespace: &str,
+    identity: &OperatorIdentity,
+) -> Result<(), LiveError> {
+    for object in &identity.config {
+        let mut object = object.clone();
+        object["metadata"]["namespace"] = json!(namespace);
+        match object["kind"].as_str() {
+            Some("Secret") => {
+                apply::<Secret>(Api::namespaced(client.clone(), namespace), object).await?;
+            }
+            _ => apply::<ConfigMap>(Api::namespaced(client.clone(), namespace), object).await?,
+        }
+    }
+    Ok(())
 }
 
 /// Deletes the ClusterRoles and ClusterRoleBindings [`grant`] created (best effort).

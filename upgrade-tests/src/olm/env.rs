@@ -33,8 +33,9 @@ const MANAGER: &str = "olmpack";
 /// Options for [`OlmEnv::start_with`].
 #[derive(Clone, Debug)]
 pub struct OlmEnvOptions {
-    /// Runs as the process of every Deployment OLM wires webhooks to; without it webhook
-    /// calls fail (and with `failurePolicy: Fail`, so do the requests they guard).
+    /// Runs as the process of every Deployment OLM installs (and serves the webhooks OLM
+    /// wires to it); without it webhook calls fail (and with `failurePolicy: Fail`, so do
+    /// the requests they guard) and no operator process runs.
     pub webhook_command: Option<WebhookCommand>,
     /// The OperatorGroup of the operator namespace (and the namespaces it targets).
     pub install_mode: InstallModeType,

@@ -269,6 +269,14 @@ impl OlmEnv {
         let (outcome, mut observed) = self
             .wait_for_csv(&plan_name(&plan), &csv, deadline, timeouts, &mut tracker)
             .await?;
+        if matches!(outcome, Outcome::Succeeded { .. }) {
+            // A process that cannot run is a crash loop now, not after the case.
+            let settling = deadline.saturating_duration_since(Instant::now());
+            let settling = settling.min(webhooks::SETTLE_TIMEOUT);
+            self.webhooks()
+                .wait_settled(&self.client(), self.operator_namespace(), settling)
+                .await;
+        }
         for other in plan
             .spec
             .cluster_service_version_names

@@ -1,7 +1,10 @@
-//! Webhook servers for the fake pods of an [`super::OlmEnv`].
+//! The processes of the fake pods of an [`super::OlmEnv`] (and of an OLM v1 install): with a
+//! [`WebhookCommand`], every Deployment in the namespace gets one, as a kubelet would start
+//! its pod — also a Deployment serving no webhooks, whose process may exit (a crash loop)
+//! like any other.
 //!
 //! For every Deployment OLM created a webhook serving certificate for (Secret
-//! `<deployment>-service-cert` next to Service `<deployment>-service`), the host:
+//! `<deployment>-service-cert` next to Service `<deployment>-service`), the host also:
 //! 1. writes the certificate and key OLM generated to files;
 //! 2. starts the [`WebhookCommand`] with them, listening on 127.0.0.1:`$OLMPACK_WEBHOOK_PORT`,
 //!    with a kubeconfig that acts as the Deployment's ServiceAccount (so the process has
@@ -10,6 +13,10 @@
 //!    applies an EndpointSlice for the Service naming it — the apiserver routes webhook
 //!    calls to endpoints (`--enable-aggregator-routing=true`) and refuses loopback endpoint
 //!    addresses, hence the relay.
+//!
+//! A Deployment serving no webhooks gets its process with the same kubeconfig and
+//! environment but no certificate (none is mounted where OLM mounts none), no port it must
+//! listen on, and no EndpointSlice.
 //!
 //! When the Deployment changes (an upgrade) or OLM rotates the certificate, the process is
 //! replaced make-before-break, as a rolling update does: the successor starts, its slice is
@@ -24,7 +31,9 @@
 //! environment, its volumes in a mount namespace of its own). A process that exits is
 //! started again after a back-off; one that exited after every one of
 //! [`crate::container::RESTARTS`] restarts is a crash loop ([`WebhookHost::crash_loop`]),
-//! which [`WebhookHost::wait_serving`] answers at once.
+//! which [`WebhookHost::wait_serving`] answers at once and [`WebhookHost::wait_settled`]
+//! waits for after each install step (so a process that cannot run is a verdict in seconds
+//! whether or not anything needs its webhooks).
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -38,6 +47,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::Client;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
+use std::collections::BTreeSet;
 
 use olmpack_model::csv::CsvSpec;
 
@@ -63,6 +73,14 @@ const RETIRE_GRACE: Duration = Duration::from_secs(5);
 /// How long a process must have run for its exit not to count towards a crash loop (the
 /// kubelet, too, forgets a container's back-off once it has run a while).
 const STEADY: Duration = Duration::from_secs(30);
+/// How long a started process must keep running for [`WebhookHost::wait_settled`] to take
+/// it as running (a process that cannot run exits well within it: a missing file, flag or
+/// variable ends a manager during its set-up).
+const SETTLE: Duration = Duration::from_secs(5);
+/// How long a driver waits at most for the processes to settle after a step
+/// ([`WebhookHost::wait_settled`]): a process starting (and listening) in time, or three
+/// exits with the back-offs between them, take well under it.
+pub const SETTLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The command started as the process of a Deployment's pods.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -94,7 +112,8 @@ impl WebhookCommand {
     }
 }
 
-/// Starts and replaces webhook processes; see the module docs.
+/// Starts and replaces the processes of a namespace's Deployments (and serves their webhooks);
+/// see the module docs.
 pub struct WebhookHost {
     state: Arc<Mutex<State>>,
     task: Option<tokio::task::JoinHandle<()>>,
@@ -114,6 +133,14 @@ struct State {
     release: Option<String>,
     /// Per Deployment, how its current pod template's process exited so far.
     exits: BTreeMap<String, Exits>,
+    /// Every crash loop found since [`WebhookHost::take_crash_loops`] (kept when the
+    /// Deployment changes afterwards: an upgrade does not undo an install's crash loop).
+    crash_loops: Vec<String>,
+    /// Per Deployment, the generation and start of its process that has not exited (yet);
+    /// also while it is not listening.
+    launched: BTreeMap<String, (i64, std::time::Instant)>,
+    /// Per Deployment, the generation whose container the kubelet would not start.
+    refused: BTreeMap<String, i64>,
 }
 
 /// The exits of one Deployment's process at one fingerprint (a kubelet's restart count).
@@ -156,8 +183,8 @@ struct Ctx {
 }
 
 impl WebhookHost {
-    /// Starts hosting webhooks of Deployments in `namespace` (nothing when `command` is
-    /// `None` or no address can carry the EndpointSlices).
+    /// Starts hosting the processes of the Deployments in `namespace` and their webhooks
+    /// (nothing when `command` is `None` or no address can carry the EndpointSlices).
     pub fn start(
         client: Client,
         namespace: &str,
@@ -217,7 +244,7 @@ impl WebhookHost {
         }
     }
 
-    /// The PIDs of the running webhook processes.
+    /// The PIDs of the running processes.
     pub fn pids(&self) -> Vec<u32> {
         let state = self.lock();
         state
@@ -284,20 +311,64 @@ impl WebhookHost {
             .and_then(|e| e.crash_loop.clone())
     }
 
-    /// Why each Deployment whose pod would crash-loop does, in Deployment order; they are
-    /// forgotten (a case reports them once, the next case starts clean).
+    /// Why each Deployment whose pod would crash-loop does — every crash loop found since
+    /// the last call, also of a pod template the Deployment has left since — in Deployment
+    /// order; they are forgotten (a case reports them once, the next case starts clean).
     pub fn take_crash_loops(&self) -> Vec<String> {
         let mut state = self.lock();
-        let looping: Vec<String> = state
+        state.exits.retain(|_, e| e.crash_loop.is_none());
+        let mut found = std::mem::take(&mut state.crash_loops);
+        found.sort();
+        found.dedup();
+        found
+    }
+
+    /// Waits until the process of every Deployment in `namespace` has been running at the
+    /// Deployment's current generation for [`SETTLE`], or would crash-loop, or the kubelet
+    /// would not start it — at most `timeout` (then it returns as well: what is still
+    /// starting is judged by whatever waits for it next). Nothing to wait for without a
+    /// command. Called after a step OLM finished, so that a process that cannot run is found
+    /// before the case goes on or ends, whether or not its Deployment serves webhooks.
+    pub async fn wait_settled(&self, client: &Client, namespace: &str, timeout: Duration) {
+        if self.available().is_err() {
+            return;
+        }
+        let api: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+        let deadline = std::time::Instant::now() + timeout;
+        while std::time::Instant::now() < deadline {
+            let Ok(list) = api.list(&ListParams::default()).await else {
+                tokio::time::sleep(POLL).await;
+                continue;
+            };
+            let unsettled = list.items.iter().find(|d| !self.settled(d));
+            let Some(deployment) = unsettled else {
+                return;
+            };
+            let name = deployment.metadata.name.as_deref().unwrap_or_default();
+            tracing::debug!(%name, "webhook host: waiting for the process to settle");
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// Whether `deployment`'s process is settled ([`Self::wait_settled`]).
+    fn settled(&self, deployment: &Deployment) -> bool {
+        let name = deployment.metadata.name.clone().unwrap_or_default();
+        let generation = deployment.metadata.generation.unwrap_or_default();
+        let mut state = self.lock();
+        let looped = state
             .exits
-            .iter()
-            .filter(|(_, e)| e.crash_loop.is_some())
-            .map(|(d, _)| d.clone())
-            .collect();
-        looping
-            .iter()
-            .filter_map(|d| state.exits.remove(d).and_then(|e| e.crash_loop))
-            .collect()
+            .get(&name)
+            .is_some_and(|e| e.crash_loop.is_some());
+        let alive = state
+            .hosted
+            .get_mut(&name)
+            .is_none_or(|h| h.process.check_running().is_ok());
+        let running = alive
+            && state
+                .launched
+                .get(&name)
+                .is_some_and(|(g, since)| *g == generation && since.elapsed() >= SETTLE);
+        looped || running || state.refused.get(&name) == Some(&generation)
     }
 
     /// The Deployment generation whose process serves `deployment`'s webhooks now.
@@ -310,19 +381,19 @@ impl WebhookHost {
         self.lock().started.clone()
     }
 
-    /// Why a Deployment's webhook process is not running, per Deployment.
+    /// Why a Deployment's process is not running, per Deployment.
     pub fn problems(&self) -> BTreeMap<String, String> {
         self.lock().problems.clone()
     }
 
-    /// The end of every running webhook process's log.
+    /// The end of every running process's log.
     pub fn log_tails(&self) -> String {
         self.lock()
             .hosted
             .iter()
             .map(|(name, h)| {
                 format!(
-                    "--- webhook process of {name} ---\n{}",
+                    "--- process of Deployment {name} ---\n{}",
                     h.process.log_tail()
                 )
             })
@@ -346,10 +417,11 @@ impl WebhookHost {
 }
 
 impl State {
-    /// Counts an exit of `deployment`'s process at `fingerprint` (`what`: the container,
-    /// its release and its last output); after [`crate::container::RESTARTS`] restarts it is
-    /// a crash loop.
-    fn exited(&mut self, deployment: &str, fingerprint: &str, what: &str) {
+    /// Counts an exit of `deployment`'s process at `fingerprint` (`exit`: the container,
+    /// its release, its status and its last output); after [`crate::container::RESTARTS`]
+    /// restarts it is a crash loop.
+    fn exited(&mut self, deployment: &str, fingerprint: &str, exit: &Exit) {
+        self.launched.remove(deployment);
         let entry = self
             .exits
             .entry(deployment.to_owned())
@@ -367,11 +439,13 @@ impl State {
         entry.count += 1;
         entry.last = std::time::Instant::now();
         let restarts = entry.count - 1;
-        if restarts >= crate::container::RESTARTS {
-            entry.crash_loop = Some(format!(
-                "Deployment {deployment}: {what} — it exited {} times, the last after {restarts} restart(s): the pod would crash-loop",
-                entry.count
-            ));
+        if restarts >= crate::container::RESTARTS && entry.crash_loop.is_none() {
+            let words = format!(
+                "Deployment {deployment}: {} {} times, the last after {restarts} restart(s): the pod would crash-loop; its last output:\n{}",
+                exit.what, entry.count, exit.output
+            );
+            entry.crash_loop = Some(words.clone());
+            self.crash_loops.push(words);
         }
     }
 
@@ -388,11 +462,24 @@ impl State {
     }
 }
 
-/// Why a process did not come up: it exited (its container, release and last output), or
-/// something else went wrong.
+/// Why a process did not come up: it exited, the kubelet would not start its container (in
+/// its words), or something else went wrong.
 enum Spawn {
-    Exited(String),
+    Exited(Exit),
+    Refused(String),
     Other(String),
+}
+
+/// How a process exited: `container C of RELEASE exited (STATUS)`, and its last lines.
+struct Exit {
+    what: String,
+    output: String,
+}
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}; its last output:\n{}", self.what, self.output)
+    }
 }
 
 impl From<String> for Spawn {
@@ -401,18 +488,21 @@ impl From<String> for Spawn {
     }
 }
 
-/// The last lines of an exited process's output, from its error.
-fn hosted_tail(exited: &crate::process::ProcessError) -> String {
+/// How a process exited, from its error.
+fn exit_of(exited: &crate::process::ProcessError) -> Exit {
     match exited {
         crate::process::ProcessError::Exited {
             name,
             status,
             log_tail,
-        } => format!(
-            "{name} exited ({status}); its last output:\n{}",
-            crate::container::last_lines(log_tail, 20)
-        ),
-        other => other.to_string(),
+        } => Exit {
+            what: format!("{name} exited ({status})"),
+            output: crate::container::last_lines(log_tail, 20),
+        },
+        other => Exit {
+            what: other.to_string(),
+            output: String::new(),
+        },
     }
 }
 
@@ -431,160 +521,186 @@ impl Ctx {
         self.lock()
             .retiring
             .retain(|(since, _)| since.elapsed() < RETIRE_GRACE);
-        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), &self.namespace);
-        let Ok(list) = secrets.list(&ListParams::default()).await else {
+        // Deployments first: OLM creates a Deployment's webhook Service (and, OLM v0, its
+        // Secret) before the Deployment, so the lists read next show them for every
+        // Deployment of this one.
+        let Ok(deployments) = self.list::<Deployment>().await else {
             return;
         };
-        let mut wanted = BTreeMap::new();
-        for secret in list.items {
-            let name = secret.metadata.name.clone().unwrap_or_default();
-            if let Some(deployment) = name.strip_suffix("-service-cert") {
-                wanted.insert(deployment.to_owned(), secret);
-            }
-        }
-        let unlisted: Vec<String> = self
+        let (Ok(services), Ok(secrets)) =
+            (self.list::<Service>().await, self.list::<Secret>().await)
+        else {
+            return;
+        };
+        let services: BTreeSet<String> = services
+            .into_iter()
+            .filter_map(|s| s.metadata.name)
+            .collect();
+        let mut certs: BTreeMap<String, Secret> = secrets
+            .into_iter()
+            .filter_map(|s| {
+                let name = s.metadata.name.as_deref()?;
+                let deployment = name.strip_suffix("-service-cert")?.to_owned();
+                Some((deployment, s))
+            })
+            .collect();
+        let present: BTreeSet<String> = deployments
+            .iter()
+            .filter_map(|d| d.metadata.name.clone())
+            .collect();
+        let gone: Vec<String> = self
             .lock()
             .hosted
             .keys()
-            .filter(|d| !wanted.contains_key(*d))
+            .filter(|d| !present.contains(*d))
             .cloned()
             .collect();
-        // A pod keeps the certificate files it mounted when the Secret goes (OLM deletes and
-        // recreates it during an upgrade): its process goes only with its Deployment.
-        let deployments: Api<Deployment> = Api::namespaced(self.client.clone(), &self.namespace);
-        for deployment in unlisted {
-            if let Ok(None) = deployments.get_opt(&deployment).await {
-                self.retire(&deployment);
+        for deployment in gone {
+            self.retire(&deployment);
+        }
+        for found in &deployments {
+            let name = found.metadata.name.clone().unwrap_or_default();
+            let secret = certs.remove(&name);
+            if secret.is_none() && serves_webhooks(found, &services) {
+                // A pod keeps the certificate files it mounted when the Secret goes (OLM
+                // deletes and recreates it during an upgrade); a new one waits for it.
+                let mut state = self.lock();
+                if !state.hosted.contains_key(&name) {
+                    let waiting = format!(
+                        "waiting for Secret {name}-service-cert, the serving certificate of its webhooks"
+                    );
+                    state.problems.insert(name, waiting);
+                }
+                continue;
+            }
+            if let Err(problem) = self.host(&name, found, secret.as_ref()).await {
+                self.lock().problems.insert(name, problem);
             }
         }
-        for (deployment, secret) in wanted {
-            if let Err(problem) = self.host(&deployment, &secret).await {
-                self.lock().problems.insert(deployment, problem);
-            }
-        }
+    }
+
+    /// Every object of kind `K` in the namespace.
+    async fn list<K>(&self) -> Result<Vec<K>, kube::Error>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug,
+        K::DynamicType: Default,
+    {
+        let api: Api<K> = Api::namespaced(self.client.clone(), &self.namespace);
+        Ok(api.list(&ListParams::default()).await?.items)
     }
 
     /// Stops hosting `deployment`, whose Deployment is gone: its process keeps serving for
     /// [`RETIRE_GRACE`], as a terminating pod does for calls routed by an older view.
     fn retire(&self, deployment: &str) {
         let mut state = self.lock();
+        state.launched.remove(deployment);
         if let Some(old) = state.hosted.remove(deployment) {
             tracing::debug!(%deployment, "webhook host: Deployment gone, process retired");
             state.retiring.push((std::time::Instant::now(), old));
         }
     }
 
-    /// Makes sure the current process of `deployment` runs and its EndpointSlice exists.
-    async fn host(&self, deployment: &str, secret: &Secret) -> Result<(), String> {
-        let deployments: Api<Deployment> = Api::namespaced(self.client.clone(), &self.namespace);
-        let Some(found) = deployments
-            .get_opt(deployment)
-            .await
-            .map_err(|e| e.to_string())?
-        else {
-            self.retire(deployment);
-            return Ok(());
-        };
+    /// Makes sure the current process of Deployment `found` runs and, when it serves
+    /// webhooks with the certificate in `secret`, its EndpointSlice exists.
+    async fn host(
+        &self,
+        deployment: &str,
+        found: &Deployment,
+        secret: Option<&Secret>,
+    ) -> Result<(), String> {
         let fingerprint = format!(
             "{}/{}/{}",
             found.metadata.uid.clone().unwrap_or_default(),
             found.metadata.generation.unwrap_or_default(),
-            secret.metadata.resource_version.clone().unwrap_or_default()
+            secret
+                .and_then(|s| s.metadata.resource_version.clone())
+                .unwrap_or_default()
         );
-        {
-            let mut guard = self.lock();
-            let state: &mut State = &mut guard;
-            if let Some(hosted) = state.hosted.get_mut(deployment) {
-                match hosted.process.check_running() {
-                    Ok(()) if hosted.fingerprint == fingerprint => return Ok(()),
-                    // Replaced below: it serves until its successor is listening.
-                    Ok(()) => {}
-                    Err(exited) => {
-                        tracing::debug!(%deployment, %exited, "webhook host: process exited");
-                        let early = hosted.started.elapsed() < STEADY;
-                        state
-                            .problems
-                            .insert(deployment.to_owned(), exited.to_string());
-                        state.hosted.remove(deployment);
-                        if early {
-                            state.exited(deployment, &fingerprint, &hosted_tail(&exited));
-                        }
-                    }
-                }
-            }
-            if !state.may_start(deployment, &fingerprint) {
-                return Ok(());
-            }
+        if !self.may_start(deployment, &fingerprint) {
+            return Ok(());
         }
         tracing::debug!(%deployment, %fingerprint, "webhook host: starting a process");
         let hosted = match self
-            .spawn(deployment, &found, secret, fingerprint.clone())
+            .spawn(deployment, found, secret, fingerprint.clone())
             .await
         {
             Ok(hosted) => hosted,
-            Err(Spawn::Exited(tail)) => {
-                self.lock().exited(deployment, &fingerprint, &tail);
-                return Err(format!("its process exited: {tail}"));
+            Err(Spawn::Exited(exit)) => {
+                let words = format!("its process exited: {exit}");
+                self.lock().exited(deployment, &fingerprint, &exit);
+                return Err(words);
+            }
+            Err(Spawn::Refused(why)) => {
+                let generation = found.metadata.generation.unwrap_or_default();
+                self.lock()
+                    .refused
+                    .insert(deployment.to_owned(), generation);
+                return Err(why);
             }
             Err(Spawn::Other(problem)) => return Err(problem),
         };
         let mut state = self.lock();
         state.problems.remove(deployment);
+        state.refused.remove(deployment);
         if let Some(old) = state.hosted.insert(deployment.to_owned(), hosted) {
             state.retiring.push((std::time::Instant::now(), old));
         }
         Ok(())
     }
 
+    /// Whether a process for `deployment` at `fingerprint` is to be started now: none runs
+    /// at it (one that exited is counted), and the back-off since its last exit is over.
+    fn may_start(&self, deployment: &str, fingerprint: &str) -> bool {
+        let mut guard = self.lock();
+        let state: &mut State = &mut guard;
+        if let Some(hosted) = state.hosted.get_mut(deployment) {
+            match hosted.process.check_running() {
+                Ok(()) if hosted.fingerprint == fingerprint => return false,
+                // Replaced: it serves until its successor is listening.
+                Ok(()) => {}
+                Err(exited) => {
+                    tracing::debug!(%deployment, %exited, "webhook host: process exited");
+                    let early = hosted.started.elapsed() < STEADY;
+                    let exit = exit_of(&exited);
+                    state
+                        .problems
+                        .insert(deployment.to_owned(), exited.to_string());
+                    state.hosted.remove(deployment);
+                    state.launched.remove(deployment);
+                    if early {
+                        state.exited(deployment, fingerprint, &exit);
+                    }
+                }
+            }
+        }
+        state.may_start(deployment, fingerprint)
+    }
+
     async fn spawn(
         &self,
         deployment: &str,
         found: &Deployment,
-        secret: &Secret,
+        secret: Option<&Secret>,
         fingerprint: String,
     ) -> Result<Hosted, Spawn> {
-        let data = secret.data.clone().unwrap_or_default();
-        let (Some(cert), Some(key)) = (data.get("tls.crt"), data.get("tls.key")) else {
-            return Err(Spawn::Other(format!(
-                "Secret {deployment}-service-cert has no tls.crt or tls.key"
-            )));
-        };
         let generation = found.metadata.generation.unwrap_or_default();
-        // One directory per start: a replaced process may still be serving from its own.
-        let start = self.lock().started.len();
-        let deployment_file = olmpack_model::file_name::FileName::or_hash(deployment);
-        let dir = self
-            .dir
-            .join(format!("{deployment_file}-{generation}-{start}"));
-        let _ = std::fs::create_dir_all(&dir);
-        // Also under the names OLM mounts them with (controller-runtime reads tls.*).
-        for (name, bytes) in [
-            ("tls.crt", &cert.0),
-            ("tls.key", &key.0),
-            ("apiserver.crt", &cert.0),
-            ("apiserver.key", &key.0),
-        ] {
-            std::fs::write(dir.join(name), bytes).map_err(|e| e.to_string())?;
-        }
-        let kubeconfig = dir.join("kubeconfig");
-        write_impersonating_kubeconfig(
-            &self.admin_kubeconfig,
-            &kubeconfig,
-            &self.namespace,
-            &service_account(found),
-        )?;
-        let container = self.container(deployment, found, &dir).await?;
+        let files = self.files(deployment, found, secret)?;
+        let dir = &files.dir;
+        let container = self.container(deployment, found, dir).await?;
         let port = free_port().map_err(|e| e.to_string())?;
+        let kubeconfig = dir.join("kubeconfig");
         let (mut network, _) = ProcessNetwork::for_process(Some(&kubeconfig), port).await;
-        let tmp = controller_runtime_cert_dir(&dir.join("tmp"), &cert.0, &key.0)
-            .map_err(|e| e.to_string())?;
-        let (env, image) = self.process_env(deployment, found, &dir, network.listen_port());
-        let env = [env, vec![("TMPDIR".to_owned(), tmp.display().to_string())]].concat();
+        let release = self.release(found);
+        let env = self.process_env(deployment, found, &files, network.listen_port());
         let env = crate::container::merged_env(env, &container.spec);
         let log = dir.join("process.log");
         let args = self.command.args_for(&container.spec.args);
+        let name = format!("container {} of {release}", container.spec.container);
         let mut process = ChildProcess::start_container(
-            &format!("container {} of {deployment}", container.spec.container),
+            &name,
             (&self.command.program, &args),
             &env,
             &log,
@@ -592,14 +708,42 @@ impl Ctx {
             container.mounts.clone(),
         )
         .map_err(|e| e.to_string())?;
-        self.lock()
-            .started
-            .push(format!("{deployment} ({image}): {}", log.display()));
-        let net = &network;
-        match crate::process::wait_until(&mut process, LISTEN_TIMEOUT, || net.accepting()).await {
+        {
+            let mut state = self.lock();
+            let image = &container.spec.image;
+            state
+                .started
+                .push(format!("{deployment} ({image}): {}", log.display()));
+            let now = std::time::Instant::now();
+            state
+                .launched
+                .insert(deployment.to_owned(), (generation, now));
+        }
+        if files.certificate.is_some() {
+            self.serve(deployment, &mut process, &mut network).await?;
+        }
+        Ok(Hosted {
+            fingerprint,
+            generation,
+            process,
+            started: std::time::Instant::now(),
+            _network: network,
+        })
+    }
+
+    /// Waits until the process of `deployment` listens, then relays this machine's address
+    /// to it and points the Deployment's webhook Service there.
+    async fn serve(
+        &self,
+        deployment: &str,
+        process: &mut ChildProcess,
+        network: &mut ProcessNetwork,
+    ) -> Result<(), Spawn> {
+        let net = &*network;
+        match crate::process::wait_until(process, LISTEN_TIMEOUT, || net.accepting()).await {
             Ok(()) => {}
             Err(exited @ crate::process::ProcessError::Exited { .. }) => {
-                return Err(Spawn::Exited(hosted_tail(&exited)));
+                return Err(Spawn::Exited(exit_of(&exited)));
             }
             Err(other) => return Err(Spawn::Other(other.to_string())),
         }
@@ -610,24 +754,71 @@ impl Ctx {
         network.relay_in(listener);
         self.apply_slice(deployment, relay_port).await?;
         tracing::debug!(%deployment, relay_port, "webhook host: process serving");
-        Ok(Hosted {
-            fingerprint,
-            generation,
-            process,
-            started: std::time::Instant::now(),
-            _network: network,
+        Ok(())
+    }
+
+    /// The files of one start of `deployment`'s process in a directory of its own (a
+    /// replaced process may still be serving from its own): its kubeconfig, its TMPDIR and,
+    /// when it serves webhooks, the certificate of `secret`.
+    fn files(
+        &self,
+        deployment: &str,
+        found: &Deployment,
+        secret: Option<&Secret>,
+    ) -> Result<StartFiles, Spawn> {
+        let generation = found.metadata.generation.unwrap_or_default();
+        let start = self.lock().started.len();
+        let deployment_file = olmpack_model::file_name::FileName::or_hash(deployment);
+        let dir = self
+            .dir
+            .join(format!("{deployment_file}-{generation}-{start}"));
+        let tmp = dir.join("tmp");
+        std::fs::create_dir_all(&tmp).map_err(|e| e.to_string())?;
+        write_impersonating_kubeconfig(
+            &self.admin_kubeconfig,
+            &dir.join("kubeconfig"),
+            &self.namespace,
+            &service_account(found),
+        )?;
+        let Some(secret) = secret else {
+            return Ok(StartFiles {
+                dir,
+                tmp,
+                certificate: None,
+            });
+        };
+        let data = secret.data.clone().unwrap_or_default();
+        let (Some(cert), Some(key)) = (data.get("tls.crt"), data.get("tls.key")) else {
+            return Err(Spawn::Other(format!(
+                "Secret {deployment}-service-cert has no tls.crt or tls.key"
+            )));
+        };
+        // Also under the names OLM mounts them with (controller-runtime reads tls.*).
+        for (name, bytes) in [
+            ("tls.crt", &cert.0),
+            ("tls.key", &key.0),
+            ("apiserver.crt", &cert.0),
+            ("apiserver.key", &key.0),
+        ] {
+            std::fs::write(dir.join(name), bytes).map_err(|e| e.to_string())?;
+        }
+        let tmp = controller_runtime_cert_dir(&tmp, &cert.0, &key.0).map_err(|e| e.to_string())?;
+        Ok(StartFiles {
+            certificate: Some(dir.clone()),
+            dir,
+            tmp,
         })
     }
 
     /// The Deployment's first container as the kubelet would start it, from the pod template
     /// OLM wrote (its certificate volumes included) and the Secrets and ConfigMaps of the
-    /// namespace; `Err` in the kubelet's words when it would not start it.
+    /// namespace; [`Spawn::Refused`] in the kubelet's words when it would not start it.
     async fn container(
         &self,
         deployment: &str,
         found: &Deployment,
         dir: &Path,
-    ) -> Result<crate::container::Prepared, String> {
+    ) -> Result<crate::container::Prepared, Spawn> {
         let template = &found.spec.template;
         let pod_spec = serde_json::to_value(&template.spec).unwrap_or_default();
         let meta = template.metadata.clone().unwrap_or_default();
@@ -644,54 +835,66 @@ impl Ctx {
             .map_err(|e| e.to_string())?
         {
             Ok(prepared) => Ok(prepared),
-            Err((container, why)) => Err(format!(
+            Err((container, why)) => Err(Spawn::Refused(format!(
                 "the kubelet does not start container {container} of Deployment {deployment}: {why}"
-            )),
+            ))),
         }
     }
 
-    /// The environment of the webhook process of `deployment` (the one contract with
-    /// `upgrade test`'s command), with the kubeconfig it names written into `dir`; also the
-    /// image of the Deployment's first container.
-    fn process_env(
-        &self,
-        deployment: &str,
-        found: &Deployment,
-        dir: &Path,
-        port: u16,
-    ) -> (Vec<(String, String)>, String) {
-        let pod = found.spec.template.spec.as_ref();
-        let image = pod
-            .and_then(|p| p.containers.first())
-            .and_then(|c| c.image.clone())
-            .unwrap_or_default();
-        // OLM v0 labels what a CSV installs with the CSV's name.
-        let release = found
+    /// The release the process of `found` stands in for: OLM v0 labels what a CSV installs
+    /// with the CSV's name; OLM v1's driver names the bundle it installs.
+    fn release(&self, found: &Deployment) -> String {
+        found
             .metadata
             .labels
             .as_ref()
             .and_then(|l| l.get("olm.owner"))
             .cloned()
             .or_else(|| self.lock().release.clone())
+            .unwrap_or_default()
+    }
+
+    /// The environment of the process of `deployment` (the one contract with `upgrade
+    /// test`'s command): the certificate variables only when it serves webhooks.
+    fn process_env(
+        &self,
+        deployment: &str,
+        found: &Deployment,
+        files: &StartFiles,
+        port: u16,
+    ) -> Vec<(String, String)> {
+        let image = found
+            .spec
+            .template
+            .spec
+            .as_ref()
+            .and_then(|p| p.containers.first())
+            .and_then(|c| c.image.clone())
             .unwrap_or_default();
         let generation = found.metadata.generation.unwrap_or_default();
-        let kubeconfig = dir.join("kubeconfig");
-        let env = [
-            (CERT_FILE_ENV, dir.join("tls.crt").display().to_string()),
-            (KEY_FILE_ENV, dir.join("tls.key").display().to_string()),
-            (CERT_DIR_ENV, dir.display().to_string()),
+        let kubeconfig = files.dir.join("kubeconfig");
+        let certificate = files.certificate.iter().flat_map(|dir| {
+            [
+                (CERT_FILE_ENV, dir.join("tls.crt").display().to_string()),
+                (KEY_FILE_ENV, dir.join("tls.key").display().to_string()),
+                (CERT_DIR_ENV, dir.display().to_string()),
+            ]
+        });
+        let rest = [
             (PORT_ENV, port.to_string()),
             (DEPLOYMENT_ENV, deployment.to_owned()),
-            (IMAGE_ENV, image.clone()),
-            (RELEASE_ENV, release),
+            (IMAGE_ENV, image),
+            (RELEASE_ENV, self.release(found)),
             (NAMESPACE_ENV, self.namespace.clone()),
             ("KUBECONFIG", kubeconfig.display().to_string()),
             ("POD_NAMESPACE", self.namespace.clone()),
             ("POD_NAME", format!("{deployment}-{generation}-olmpack")),
-        ]
-        .map(|(k, v)| (k.to_owned(), v))
-        .to_vec();
-        (env, image)
+            ("TMPDIR", files.tmp.display().to_string()),
+        ];
+        certificate
+            .chain(rest)
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect()
     }
 
     /// Points OLM's webhook Service `<deployment>-service` at the relay.
@@ -736,6 +939,38 @@ impl Ctx {
             .map_err(|e| format!("EndpointSlice {name}: {e}"))?;
         Ok(())
     }
+}
+
+/// The files of one process start ([`Ctx::files`]).
+struct StartFiles {
+    /// The start's own directory (kubeconfig, volumes, log).
+    dir: PathBuf,
+    /// The process's TMPDIR.
+    tmp: PathBuf,
+    /// The directory of the serving certificate, when the Deployment serves webhooks.
+    certificate: Option<PathBuf>,
+}
+
+/// Whether OLM wired webhooks to `found` (its Service `<deployment>-service` exists, or its
+/// pod template mounts the certificate Secret `<deployment>-service-cert`): its process then
+/// waits for that Secret, as its pod would.
+fn serves_webhooks(found: &Deployment, services: &BTreeSet<String>) -> bool {
+    let name = found.metadata.name.as_deref().unwrap_or_default();
+    let secret = format!("{name}-service-cert");
+    let mounts_secret = found
+        .spec
+        .template
+        .spec
+        .as_ref()
+        .and_then(|p| p.volumes.as_ref())
+        .is_some_and(|volumes| {
+            volumes.iter().any(|v| {
+                v.secret
+                    .as_ref()
+                    .is_some_and(|s| s.secret_name.as_deref() == Some(secret.as_str()))
+            })
+        });
+    services.contains(&format!("{name}-service")) || mounts_secret
 }
 
 /// The types of the webhooks a CSV's `spec` declares (`webhookdefinitions[].type`), in
@@ -817,4 +1052,81 @@ pub fn host_ipv4() -> Option<Ipv4Addr> {
             _ => None,
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exit(output: &str) -> Exit {
+        Exit {
+            what: "container manager of op.v2 exited (exit status: 1)".to_owned(),
+            output: output.to_owned(),
+        }
+    }
+
+    /// The third exit at one pod template is the crash loop, in words naming the
+    /// Deployment, container, release and last output; it is reported once, also after the
+    /// Deployment moved on to another template, and forgotten once taken.
+    #[test]
+    fn a_crash_loop_is_kept_until_taken() {
+        let host = WebhookHost {
+            state: Arc::new(Mutex::new(State::default())),
+            task: None,
+            unavailable: None,
+        };
+        let words = "Deployment op: container manager of op.v2 exited (exit status: 1) 3 times, the last after 2 restart(s): the pod would crash-loop; its last output:\nopen /certs/tls.crt: no such file or directory";
+        {
+            let mut state = host.lock();
+            for n in 1..=2 {
+                state.exited(
+                    "op",
+                    "uid/2/",
+                    &exit("open /certs/tls.crt: no such file or directory"),
+                );
+                assert_eq!(state.crash_loops.len(), 0, "after exit {n}");
+            }
+            state.exited(
+                "op",
+                "uid/2/",
+                &exit("open /certs/tls.crt: no such file or directory"),
+            );
+            assert!(!state.may_start("op", "uid/2/"));
+            // The Deployment changes (an upgrade): its new template starts afresh.
+            state.exited("op", "uid/3/", &exit("other"));
+            assert!(state.exits["op"].crash_loop.is_none());
+        }
+        assert_eq!(host.crash_loop("op"), None);
+        assert_eq!(host.take_crash_loops(), [words]);
+        assert_eq!(host.take_crash_loops(), Vec::<String>::new());
+    }
+
+    /// A Deployment serves webhooks when OLM made its Service or mounts its certificate
+    /// Secret; else its process gets no certificate.
+    #[test]
+    fn webhooks_are_told_by_service_or_certificate_volume() {
+        let deployment = |volumes: serde_json::Value| -> Deployment {
+            serde_json::from_value(json!({
+                "metadata": {"name": "op"},
+                "spec": {"selector": {}, "template": {"spec": {"containers": [], "volumes": volumes}}},
+            }))
+            .unwrap()
+        };
+        let services = |names: &[&str]| names.iter().map(|n| (*n).to_owned()).collect();
+        let cert = json!([{"name": "webhook-cert", "secret": {"secretName": "op-service-cert"}}]);
+        let other = json!([{"name": "metrics", "secret": {"secretName": "metrics-cert"}}]);
+        for (volumes, names, expected) in [
+            (json!([]), vec![], false),
+            (other.clone(), vec!["op-metrics"], false),
+            (json!([]), vec!["op-service"], true),
+            (cert, vec![], true),
+        ] {
+            let found = deployment(volumes.clone());
+            assert_eq!(
+                serves_webhooks(&found, &services(&names)),
+                expected,
+                "{volumes} {names:?}"
+            );
+        }
+    }
 }

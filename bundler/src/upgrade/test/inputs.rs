@@ -281,9 +281,22 @@ pub fn release_from_bundle(bundle: &LoadedBundle) -> Result<ReleaseUnderTest, Li
         crds,
         examples,
         webhook: None,
-        operator,
+        operator: operator.map(|identity| OperatorIdentity {
+            config: config_objects(bundle),
+            ..identity
+        }),
         admission,
     })
+}
+
+/// The Secrets and ConfigMaps of `bundle`, which OLM applies in the install namespace.
+fn config_objects(bundle: &LoadedBundle) -> Vec<Value> {
+    bundle
+        .objects
+        .iter()
+        .filter(|o| o.api_version() == "v1" && matches!(o.kind(), "Secret" | "ConfigMap"))
+        .map(|o| o.value.clone())
+        .collect()
 }
 
 /// The CSV's admission webhooks (`webhookdefinitions` of type `MutatingAdmissionWebhook` or
@@ -357,6 +370,7 @@ pub fn operator_identity(csv: &ClusterServiceVersion) -> Option<OperatorIdentity
         pod_template: template.map_or(Value::Null, |t| {
             serde_json::to_value(t).expect("a map of JSON values always serializes")
         }),
+        config: Vec::new(),
     })
 }
 

@@ -416,6 +416,13 @@ impl OlmV1Env {
             if let Some((conditions, typed)) = answer {
                 if installed_at(&conditions, &typed, version) {
                     let bundle = typed.bundle().map(|b| b.name.clone()).unwrap_or_default();
+                    // A process that cannot run is a crash loop now, not after the case.
+                    let settling = timeout.saturating_sub(started.elapsed());
+                    if let Some(host) = self.webhooks() {
+                        let settling = settling.min(crate::olm::webhooks::SETTLE_TIMEOUT);
+                        host.wait_settled(&self.client(), &spec.namespace, settling)
+                            .await;
+                    }
                     return Ok(StepEnd::Installed { bundle, conditions });
                 }
                 match refusal(&conditions).cloned() {

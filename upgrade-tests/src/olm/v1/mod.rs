@@ -27,10 +27,11 @@
 //!   conversion CRDs for service-ca, and [`crate::service_ca`] plays service-ca's part: the
 //!   Service's serving-certificate Secret, the CA in every `caBundle`.
 //! - **The operator's process:** no kubelet runs its pods; [`OlmV1Env::host_webhooks`]
-//!   starts a command in their place for each Deployment serving webhooks, with the
-//!   certificate service-ca issued, and points the Service's endpoints at it (OLM v0's
-//!   webhook host, the same command contract). The apiserver routes webhook calls to
-//!   endpoints (`--enable-aggregator-routing=true`).
+//!   starts a command in their place for each Deployment of the install (OLM v0's host, the
+//!   same command contract: a process that exits again after its restarts is a crash loop);
+//!   for a Deployment serving webhooks, with the certificate service-ca issued, and points
+//!   the Service's endpoints at it. The apiserver routes webhook calls to endpoints
+//!   (`--enable-aggregator-routing=true`).
 //! - **Identity of installs:** operator-controller v1.11 ignores `spec.serviceAccount` of a
 //!   ClusterExtension ("deprecated, ignored": it installs as its own cluster-admin account),
 //!   so running it with the admin kubeconfig is what it does in a cluster.

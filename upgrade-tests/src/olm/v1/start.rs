@@ -156,9 +156,9 @@ impl OlmV1Env {
         &self.cluster_crds
     }
 
-    /// Starts `command` as the process of every Deployment in `namespace` that serves
-    /// webhooks (OLM v0's webhook host, [`crate::olm::webhooks`]: the serving certificate
-    /// service-ca issued for the Deployment's Service, an EndpointSlice to the process),
+    /// Starts `command` as the process of every Deployment in `namespace` (OLM v0's host,
+    /// [`crate::olm::webhooks`]; for a Deployment serving webhooks, with the serving
+    /// certificate service-ca issued for its Service and an EndpointSlice to the process),
     /// replacing any hosting started before; `None` hosts nothing.
     pub fn host_webhooks(
         &mut self,
