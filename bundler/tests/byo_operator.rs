@@ -37,7 +37,7 @@ fn webhook_command(bin: &Path) -> String {
   project.v0.1.0) manager='{}/0.1.0/manager' ;;
   *) manager='{}/0.2.0/manager' ;;
 esac
-"$manager" "$@""#,
+"$manager" "$@" --leader-elect=false"#,
         bin.display(),
         bin.display()
     )

@@ -22,7 +22,8 @@ use serde_json::Value;
 
 /// the kubebuilder webhook command of docs/upgrade-test.md, verbatim: each release's manager, picked by the
 /// version in the CSV name, with its Deployment's arguments (`"$@"`).
-const WEBHOOK_COMMAND: &str = r#""./bin/${OLMPACK_RELEASE##*.v}/manager" "$@""#;
+const WEBHOOK_COMMAND: &str =
+    r#""./bin/${OLMPACK_RELEASE##*.v}/manager" "$@" --leader-elect=false"#;
 
 /// The scaffold's empty spec, and the same with its example field set.
 const SPEC_FOO: [(&str, &str); 1] = [(

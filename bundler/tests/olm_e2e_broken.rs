@@ -582,16 +582,20 @@ async fn crash_loop_case(olm: OlmVersion) {
         done.is_some_and(|l| l.contains("done: FAIL (pod: Deployment metrics-manager: container manager of metrics.v2.0.0 exited")),
         "{said:#?}"
     );
-    // Each release's process was started with its Deployment's arguments; 1.0.0's ran on.
+    // Every start of each release's process had its Deployment's arguments; 1.0.0's ran
+    // on, and 2.0.0's was started at least as often as a crash loop takes (3 exits). More
+    // starts are not wrong: like a kubelet, the host goes on restarting a crash-looping
+    // container (with back-off) until the case ends, which under load can be one more.
     let lines = std::fs::read_to_string(starts.path()).unwrap();
     let old = "metrics.v1.0.0 --metrics-bind-address=:8443";
     let new = "metrics.v2.0.0 --metrics-bind-address=:8443 --metrics-cert-path=/tmp/k8s-metrics-server/metrics-certs";
     let count = |line: &str| lines.lines().filter(|l| *l == line).count();
     assert_eq!(
-        (count(old) >= 1, count(new), lines.lines().count()),
-        (true, 3, count(old) + 3),
+        (count(old) >= 1, count(new) >= 3),
+        (true, true),
         "{lines}"
     );
+    assert_eq!(lines.lines().count(), count(old) + count(new), "{lines}");
     // In seconds: far from the step timeout, which no step reached.
     assert!(took < step, "{took:?}");
 }
