@@ -1,5 +1,6 @@
-//! `olmpack upgrade olm`: the real OLM v0 installs every release of a catalog by Subscription
-//! and upgrades along the edges it would take, and reports what OLM said.
+//! `olmpack upgrade olm`: the real OLM — OLM v0 by Subscription ([`v0`]), or OLM v1 by
+//! ClusterExtension ([`v1`]) — installs every release of a catalog and upgrades along the
+//! edges it would take, and reports what OLM said.
 //!
 //! Contract:
 //! - The cases come from the catalog alone ([`plan_cases`]): per package and per channel, one
