@@ -590,11 +590,7 @@ async fn crash_loop_case(olm: OlmVersion) {
     let old = "metrics.v1.0.0 --metrics-bind-address=:8443";
     let new = "metrics.v2.0.0 --metrics-bind-address=:8443 --metrics-cert-path=/tmp/k8s-metrics-server/metrics-certs";
     let count = |line: &str| lines.lines().filter(|l| *l == line).count();
-    assert_eq!(
-        (count(old) >= 1, count(new) >= 3),
-        (true, true),
-        "{lines}"
-    );
+    assert_eq!((count(old) >= 1, count(new) >= 3), (true, true), "{lines}");
     assert_eq!(lines.lines().count(), count(old) + count(new), "{lines}");
     // In seconds: far from the step timeout, which no step reached.
     assert!(took < step, "{took:?}");
