@@ -173,8 +173,12 @@ pub fn load_cases_for(
         .collect())
 }
 
-/// The catalog of `dir` as a model; `Err` when it does not load or fails validation.
-fn load_model(dir: &Path, limits: &crate::input::Limits) -> Result<Model, OlmRunError> {
+/// The catalog of `dir` as loaded, within `limits`: what every reader of `upgrade olm`
+/// starts from (the cases, the catalog served to OLM v0).
+pub(super) fn load_catalog(
+    dir: &Path,
+    limits: &crate::input::Limits,
+) -> Result<crate::catalog::declcfg::DeclarativeConfig, OlmRunError> {
     let options = LoadOptions {
         limits: *limits,
         ..LoadOptions::default()
@@ -183,7 +187,12 @@ fn load_model(dir: &Path, limits: &crate::input::Limits) -> Result<Model, OlmRun
         dir: dir.to_owned(),
         source,
     })?;
-    let (model, findings) = Model::from_config(loaded.config);
+    Ok(loaded.config)
+}
+
+/// The catalog of `dir` as a model; `Err` when it does not load or fails validation.
+fn load_model(dir: &Path, limits: &crate::input::Limits) -> Result<Model, OlmRunError> {
+    let (model, findings) = Model::from_config(load_catalog(dir, limits)?);
     if let Some(first) = findings
         .iter()
         .find(|f| f.severity == olmpack_model::report::Severity::Error)

@@ -21,7 +21,6 @@ use olmpack_envtest::olm::{
 use super::driver::{Driver, Ended, Session};
 use super::log::CaseLog;
 use super::{Case, OlmRunError, RunOptions};
-use crate::catalog::load::{LoadOptions, load_dir_with};
 
 /// OLM v0 for a run: the catalog as it is served, and how cases get their environments.
 pub(super) struct OlmV0 {
@@ -236,15 +235,7 @@ pub fn inline_catalog(
     dir: &Path,
     limits: &crate::input::Limits,
 ) -> Result<tempfile::TempDir, OlmRunError> {
-    let options = LoadOptions {
-        limits: *limits,
-        ..LoadOptions::default()
-    };
-    let loaded = load_dir_with(dir, options).map_err(|source| OlmRunError::Load {
-        dir: dir.to_owned(),
-        source,
-    })?;
-    let mut config = loaded.config;
+    let mut config = super::cases::load_catalog(dir, limits)?;
     for bundle in &mut config.bundles {
         if !bundle
             .properties
