@@ -160,6 +160,20 @@ pub struct Installed {
     pub deployments: Vec<String>,
 }
 
+impl Installed {
+    /// Adds every served version of `crd` (`name/version`), as both OLMs' environments list
+    /// them.
+    pub(crate) fn add_crd(
+        &mut self,
+        crd: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+    ) {
+        let name = crd.metadata.name.as_deref().unwrap_or_default();
+        let served = crd.spec.versions.iter().filter(|v| v.served);
+        self.crds
+            .extend(served.map(|v| format!("{name}/{}", v.name)));
+    }
+}
+
 /// An example object created from a CSV's `alm-examples`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Example {
@@ -712,17 +726,9 @@ impl OlmEnv {
             .call("list CustomResourceDefinitions", || crds.list(&all))
             .await?
         {
-            if crd.spec.group == "operators.coreos.com" {
-                continue;
+            if crd.spec.group != "operators.coreos.com" {
+                installed.add_crd(&crd);
             }
-            let name = crd.metadata.name.unwrap_or_default();
-            installed.crds.extend(
-                crd.spec
-                    .versions
-                    .iter()
-                    .filter(|v| v.served)
-                    .map(|v| format!("{name}/{}", v.name)),
-            );
         }
         let deployments: Api<Deployment> =
             Api::namespaced(self.client(), self.operator_namespace());

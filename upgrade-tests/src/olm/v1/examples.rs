@@ -91,14 +91,7 @@ impl OlmV1Env {
         })?;
         let mut installed = Installed::default();
         for crd in listed.items.iter().filter(|c| c.spec.group != OLM_V1_GROUP) {
-            let name = crd.metadata.name.clone().unwrap_or_default();
-            installed.crds.extend(
-                crd.spec
-                    .versions
-                    .iter()
-                    .filter(|v| v.served)
-                    .map(|v| format!("{name}/{}", v.name)),
-            );
+            installed.add_crd(crd);
         }
         let deployments: Api<Deployment> = Api::namespaced(self.client(), namespace);
         let listed = deployments
