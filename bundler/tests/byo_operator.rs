@@ -30,14 +30,17 @@ const FIX: [(&str, &str); 1] = [(
 )];
 
 /// The webhook command of docs/upgrade-test.md's kubebuilder workflow: one manager per release, picked by
-/// `$OLMPACK_RELEASE`, with its Deployment's arguments (`"$@"`).
-fn webhook_command(bin: &Path) -> String {
+/// `$OLMPACK_RELEASE`, with its Deployment's arguments (`"$@"`), and `--leader-elect=false`
+/// after them when `elect` is false (the docs' commands add it to save the wait for the
+/// stopped manager's Lease; without it olmpack waits as a rolling update does).
+fn webhook_command(bin: &Path, elect: bool) -> String {
+    let tail = if elect { "" } else { " --leader-elect=false" };
     format!(
         r#"case "$OLMPACK_RELEASE" in
   project.v0.1.0) manager='{}/0.1.0/manager' ;;
   *) manager='{}/0.2.0/manager' ;;
 esac
-"$manager" "$@" --leader-elect=false"#,
+"$manager" "$@"{tail}"#,
         bin.display(),
         bin.display()
     )
@@ -73,9 +76,14 @@ impl NewUser<'_> {
 }
 
 /// Builds both managers (0.2.0 with `fix` applied or not), generates nothing but what the
-/// plan asks, and runs `olmpack upgrade test` (as `user` when given); returns its JSON report
-/// and stderr.
-fn upgrade_test(test: &str, fixed: bool, user: Option<&NewUser>) -> Option<(Vec<Value>, String)> {
+/// plan asks, and runs `olmpack upgrade test` (as `user` when given; the managers electing
+/// their leader when `elect`); returns its JSON report and stderr.
+fn upgrade_test(
+    test: &str,
+    fixed: bool,
+    elect: bool,
+    user: Option<&NewUser>,
+) -> Option<(Vec<Value>, String)> {
     let book = byo_support::book(test)?;
     byo_support::tools(test)?;
     let dir = tempfile::Builder::new()
@@ -119,7 +127,7 @@ fn upgrade_test(test: &str, fixed: bool, user: Option<&NewUser>) -> Option<(Vec<
         "json",
     ])
     .arg("--webhook-command")
-    .arg(webhook_command(&bin))
+    .arg(webhook_command(&bin, elect))
     .current_dir(dir.path());
     if let Some(user) = user {
         user.apply(&mut cmd);
@@ -141,7 +149,10 @@ fn upgrade_test(test: &str, fixed: bool, user: Option<&NewUser>) -> Option<(Vec<
 #[test]
 fn byo_operator_book_conversion_loses_status_conditions() {
     let test = "byo_operator_book_conversion_loses_status_conditions";
-    let Some((reports, stderr)) = upgrade_test(test, false, None) else {
+    // The managers elect their leader as their Deployment says (`--leader-elect`): each new
+    // one waits out the stopped one's Lease, and olmpack waits for it before it watches
+    // what its controllers write (without that wait the loss below was not seen).
+    let Some((reports, stderr)) = upgrade_test(test, false, true, None) else {
         return;
     };
     let shown = serde_json::to_string_pretty(&reports).unwrap();
@@ -151,6 +162,13 @@ fn byo_operator_book_conversion_loses_status_conditions() {
     assert_eq!(report["from"], "project.v0.1.0", "{shown}");
     assert_eq!(report["to"], "project.v0.2.0", "{shown}");
     assert_eq!(report["verdict"], "data-lost", "{shown}\n{stderr}");
+    let took_lease = report["steps"].as_array().unwrap().iter().any(|s| {
+        s["step"] == "lease"
+            && s["outcome"].as_str().is_some_and(|o| {
+                o.starts_with("project.v0.2.0's process took the leader-election Lease")
+            })
+    });
+    assert!(took_lease, "0.2.0 never took 0.1.0's Lease:\n{shown}");
     let lossy: Vec<&Value> = report["findings"]
         .as_array()
         .unwrap()
@@ -193,7 +211,7 @@ fn byo_operator_book_conversion_loses_status_conditions() {
 #[test]
 fn byo_operator_fixed_conversion_passes() {
     let test = "byo_operator_fixed_conversion_passes";
-    let Some((reports, stderr)) = upgrade_test(test, true, None) else {
+    let Some((reports, stderr)) = upgrade_test(test, true, false, None) else {
         return;
     };
     let shown = serde_json::to_string_pretty(&reports).unwrap();
@@ -274,7 +292,7 @@ fn byo_operator_tools_image_in_an_empty_home() {
         tools_image: &reference,
     };
     let started = std::time::Instant::now();
-    let Some((reports, stderr)) = upgrade_test(test, true, Some(&user)) else {
+    let Some((reports, stderr)) = upgrade_test(test, true, false, Some(&user)) else {
         return;
     };
     eprintln!(
@@ -401,7 +419,7 @@ fn upgrade_olm_through_the_real_managers(test: &str, olm: &str) {
     std::fs::create_dir_all(&logs).unwrap();
     let command = format!(
         "{} >> '{}'/\"$OLMPACK_RELEASE\".log 2>&1",
-        webhook_command(&bin),
+        webhook_command(&bin, false),
         logs.display()
     );
     // Two shards, as two CI jobs would run them, then their JUnit reports merged.

@@ -15,6 +15,7 @@ use super::admission;
 use super::api::{self, apiserver_message, crd_name, status_code};
 use super::compare::FieldChange;
 use super::identity::{self, OperatorIdentity};
+use super::lease;
 use super::webhook::{CertFiles, ProcessEnv, RunningWebhook, WebhookError};
 use super::{
     EdgeOptions, EdgeReport, LiveError, ProcessLog, ReleaseUnderTest, StepRecord, Webhook, refused,
@@ -315,6 +316,10 @@ impl<'a> Run<'a> {
         for note in env.container.iter().flat_map(|c| &c.notes) {
             self.step("container", format!("{}: {note}", release.name));
         }
+        let held = match webhook {
+            Webhook::Command(_) => lease::held(self.client, &self.options.namespace).await,
+            Webhook::Router(_) => Vec::new(),
+        };
         let log = self.dir.path().join(format!(
             "webhook-{}-{}.log",
             self.processes.len() + 1,
@@ -336,6 +341,7 @@ impl<'a> Run<'a> {
                 self.webhook = Some((release.name.clone(), running));
                 if process {
                     self.register_admission(release).await?;
+                    self.await_leases(&release.name, &held).await;
                 }
                 Ok(true)
             }
@@ -373,6 +379,40 @@ impl<'a> Run<'a> {
                 .is_ok()
         {
             tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Waits until `release`'s process has taken the leader-election Leases that the stopped
+    /// process held (see [`lease`]), so the windows that watch its controllers start once they
+    /// run; records what became of each, and a warning when one was not taken.
+    async fn await_leases(&mut self, release: &str, held: &[lease::Held]) {
+        let namespace = self.options.namespace.clone();
+        for outcome in lease::await_takeover(self.client, &namespace, held).await {
+            let words = match &outcome {
+                lease::Takeover::Taken { lease, after } => format!(
+                    "{release}'s process took the leader-election Lease {namespace}/{lease} after {:.1} s (the stopped process held it; a rolling update waits the same)",
+                    after.as_secs_f64()
+                ),
+                lease::Takeover::Released { lease } => {
+                    format!("the leader-election Lease {namespace}/{lease} was given back")
+                }
+                lease::Takeover::NotTaken { lease, waited } => {
+                    let words = format!(
+                        "{release}'s process did not take the leader-election Lease {namespace}/{lease} within {:.1} s, {:?} after it expired: if {release} elects its leader with this Lease, its controllers did not run, and what they write was not compared",
+                        waited.as_secs_f64(),
+                        lease::GRACE
+                    );
+                    self.find(
+                        Finding::new(rules::LEASE_NOT_TAKEN, Severity::Warning, words.clone())
+                            .object(format!("Lease/{lease}")),
+                    );
+                    words
+                }
+                lease::Takeover::Unread { lease, error } => format!(
+                    "the leader-election Lease {namespace}/{lease} could not be read: {error}"
+                ),
+            };
+            self.step("lease", words);
         }
     }
 

@@ -33,6 +33,7 @@ pub mod api;
 pub mod compare;
 mod edge;
 pub mod identity;
+pub mod lease;
 pub mod webhook;
 
 use std::path::PathBuf;
@@ -255,6 +256,9 @@ pub mod rules {
     /// The release's pod would not run: the kubelet refuses its container, or it exits
     /// again after every restart (crash-loops).
     pub const POD_CANNOT_START: &str = "live/pod-cannot-start";
+    /// The next release's process did not take the leader-election Lease the stopped one
+    /// held: its controllers may not have run while their writes were compared.
+    pub const LEASE_NOT_TAKEN: &str = "live/lease-not-taken";
 }
 
 /// The live test could not run (not a finding about the release).
