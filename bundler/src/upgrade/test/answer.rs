@@ -144,8 +144,7 @@ mod tests {
 
     fn live(verdict: Verdict) -> EdgeReport {
         EdgeReport {
-            from: "a.v1".into(),
-            to: "a.v2".into(),
+            edge: Edge::new("a", "a.v1", "a.v2"),
             verdict,
             objects: 1,
             steps: Vec::new(),

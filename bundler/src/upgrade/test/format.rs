@@ -58,8 +58,8 @@ fn text(reports: &[EdgeAnswer]) -> String {
         let _ = writeln!(
             out,
             "{} → {}: {} ({} objects, {:.1} s); rollback: {}",
-            r.from,
-            r.to,
+            r.edge.from,
+            r.edge.to,
             r.verdict.word(),
             r.objects,
             r.seconds,
@@ -119,7 +119,7 @@ fn junit(reports: &[EdgeAnswer]) -> String {
                 kind: r.verdict.word().to_owned(),
             }
         };
-        let name = format!("{} → {}", r.from, r.to);
+        let name = format!("{} → {}", r.edge.from, r.edge.to);
         suite
             .cases
             .push(junit::TestCase::new("upgrade", name, outcome).time(format!("{:.3}", r.seconds)));
@@ -147,8 +147,8 @@ fn markdown(reports: &[EdgeAnswer]) -> String {
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {} | {} | {} | {:.1} |",
-            markdown_escape(&r.from),
-            markdown_escape(&r.to),
+            markdown_escape(&r.edge.from),
+            markdown_escape(&r.edge.to),
             r.verdict.word(),
             r.verdicts.live.word(),
             markdown_escape(&check),
@@ -180,8 +180,8 @@ fn markdown(reports: &[EdgeAnswer]) -> String {
             let _ = writeln!(
                 out,
                 "| {} → {} | `{}` | {} |",
-                markdown_escape(&r.from),
-                markdown_escape(&r.to),
+                markdown_escape(&r.edge.from),
+                markdown_escape(&r.edge.to),
                 f.rule,
                 markdown_escape(&describe(f))
             );
@@ -198,8 +198,7 @@ mod tests {
     #[test]
     fn a_markdown_cell_keeps_line_breaks_and_pipes_inside_its_row() {
         let report = EdgeReport {
-            from: "op.v1".into(),
-            to: "op.v2".into(),
+            edge: olmpack_model::upgrade::Edge::new("op", "op.v1", "op.v2"),
             verdict: Verdict::Refused,
             objects: 1,
             steps: Vec::new(),
