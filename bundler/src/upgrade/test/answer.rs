@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 use crate::upgrade::check::graph::EdgeResult;
-use crate::upgrade::check::{Consumers, Refuser, UPGRADE_CONSUMERS};
+use crate::upgrade::check::{Consumers, UPGRADE_CONSUMERS};
 use olmpack_envtest::live::EdgeReport;
 use olmpack_model::report::{Consumer, Finding, Severity};
 use olmpack_model::upgrade::Verdict;
@@ -88,14 +88,12 @@ pub fn combine(live: Verdict, check: Verdict) -> Verdict {
 
 /// The live report of an edge joined with `upgrade check`'s result for the same edge.
 pub fn join(mut live: EdgeReport, check: &EdgeResult) -> EdgeAnswer {
-    let mut refused_by: Vec<Consumer> = UPGRADE_CONSUMERS
+    let refused_by: Vec<Consumer> = UPGRADE_CONSUMERS
         .iter()
+        .chain([&Consumer::KubeApiserver])
         .filter(|c| check.refused_by_consumer(**c))
         .copied()
         .collect();
-    if check.refused_by.contains(&Refuser::Apiserver) {
-        refused_by.push(Consumer::KubeApiserver);
-    }
     let findings = check
         .findings
         .iter()
@@ -104,7 +102,7 @@ pub fn join(mut live: EdgeReport, check: &EdgeResult) -> EdgeAnswer {
         .collect();
     let verdicts = Verdicts {
         live: live.verdict,
-        check: check.judge(Consumers::All),
+        check: check.verdict(Consumers::All),
     };
     live.verdict = combine(verdicts.live, verdicts.check);
     EdgeAnswer {
@@ -164,7 +162,7 @@ mod tests {
                 Finding::error("upgrade/deployment-selector", "selector changed"),
                 Finding::info("crd-upgrade/cel-not-evaluated", "not asked"),
             ],
-            refused_by: [Refuser::BothOlms].into(),
+            refused_by: [crate::upgrade::check::RefusedBy::BOTH_OLMS].into(),
         };
         let answer = join(live(Verdict::Passed), &check);
         assert_eq!(answer.verdict, Verdict::Refused);
