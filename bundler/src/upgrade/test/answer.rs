@@ -195,6 +195,21 @@ mod tests {
     }
 
     #[test]
+    fn a_report_writes_its_edge_as_its_ends_first() {
+        let mut report = live(Verdict::Passed);
+        report.edge.channels.insert("stable".to_owned());
+        let json = serde_json::to_string(&EdgeAnswer::from(report)).unwrap();
+        assert!(
+            json.starts_with(r#"{"from":"a.v1","to":"a.v2","verdict":"passed","objects":1,"#),
+            "{json}"
+        );
+        assert!(
+            !json.contains("stable") && !json.contains("package"),
+            "{json}"
+        );
+    }
+
+    #[test]
     fn a_live_report_alone_keeps_its_verdict_and_says_only_what_it_judged() {
         let answer = EdgeAnswer::from(live(Verdict::DataLost));
         assert_eq!(answer.verdict, Verdict::DataLost);
