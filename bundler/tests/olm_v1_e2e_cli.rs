@@ -53,13 +53,7 @@ async fn run_v1(catalog: &Path) -> Vec<CaseReport> {
 
 /// `FROM → TO` of each case (`FROM` alone when OLM v1 has no successor).
 fn edges(reports: &[CaseReport]) -> Vec<String> {
-    reports
-        .iter()
-        .map(|r| match r.case.to() {
-            Some(to) => format!("{} → {to}", r.case.from),
-            None => r.case.from.clone(),
-        })
-        .collect()
+    reports.iter().map(|r| r.case.title()).collect()
 }
 
 const EDGES: [&str; 5] = [

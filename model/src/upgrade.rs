@@ -39,9 +39,14 @@ impl Edge {
         }
     }
 
-    /// `from -> to`.
+    /// `from -> to`, as findings locate an object of the upgrade.
     pub fn label(&self) -> String {
         format!("{} -> {}", self.from, self.to)
+    }
+
+    /// `from → to`, as reports title the upgrade.
+    pub fn title(&self) -> String {
+        format!("{} → {}", self.from, self.to)
     }
 }
 

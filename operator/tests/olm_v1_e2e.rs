@@ -40,13 +40,7 @@ async fn olm_v1_e2e_reference_operator_serves_its_webhooks_along_every_edge() {
         &limits,
     )
     .unwrap();
-    let edges: Vec<String> = cases
-        .iter()
-        .map(|c| match c.to() {
-            Some(to) => format!("{} → {to}", c.from),
-            None => c.from.clone(),
-        })
-        .collect();
+    let edges: Vec<String> = cases.iter().map(|c| c.title()).collect();
     assert_eq!(
         edges,
         [

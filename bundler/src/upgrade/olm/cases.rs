@@ -88,16 +88,22 @@ impl Case {
         self.upgrade.as_ref().map(|edge| edge.to.as_str())
     }
 
+    /// What the case runs: `FROM → TO`, or `FROM` when it only installs.
+    pub fn title(&self) -> String {
+        self.upgrade
+            .as_ref()
+            .map_or_else(|| self.from.clone(), Edge::title)
+    }
+
     /// The case's name in reports: `FROM → TO [channels] (mode)`.
     pub fn name(&self) -> String {
-        let target = self.to().map(|to| format!(" → {to}")).unwrap_or_default();
         let olm = match self.olm {
             OlmVersion::V0 => String::new(),
             OlmVersion::V1 => " on OLM v1".to_owned(),
         };
         format!(
-            "{}{target} [{}] ({}){olm}",
-            self.from,
+            "{} [{}] ({}){olm}",
+            self.title(),
             self.channels.join(","),
             self.install_mode
         )

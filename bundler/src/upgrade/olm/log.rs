@@ -47,10 +47,7 @@ pub(super) struct CaseLog {
 impl CaseLog {
     /// The lines of `case`, its seconds counted from now.
     pub(super) fn new(log: &StepLog, case: &Case) -> Self {
-        let label = match case.to() {
-            Some(to) => format!("{} {} → {to}", case.package, case.from),
-            None => format!("{} {}", case.package, case.from),
-        };
+        let label = format!("{} {}", case.package, case.title());
         Self {
             log: log.clone(),
             label: format!("{label}, {}", case.install_mode),

@@ -57,9 +57,8 @@ fn text(reports: &[EdgeAnswer]) -> String {
     for r in reports {
         let _ = writeln!(
             out,
-            "{} → {}: {} ({} objects, {:.1} s); rollback: {}",
-            r.edge.from,
-            r.edge.to,
+            "{}: {} ({} objects, {:.1} s); rollback: {}",
+            r.edge.title(),
             r.verdict.word(),
             r.objects,
             r.seconds,
@@ -119,7 +118,7 @@ fn junit(reports: &[EdgeAnswer]) -> String {
                 kind: r.verdict.word().to_owned(),
             }
         };
-        let name = format!("{} → {}", r.edge.from, r.edge.to);
+        let name = r.edge.title();
         suite
             .cases
             .push(junit::TestCase::new("upgrade", name, outcome).time(format!("{:.3}", r.seconds)));
@@ -179,9 +178,8 @@ fn markdown(reports: &[EdgeAnswer]) -> String {
         for (r, f) in findings {
             let _ = writeln!(
                 out,
-                "| {} → {} | `{}` | {} |",
-                markdown_escape(&r.edge.from),
-                markdown_escape(&r.edge.to),
+                "| {} | `{}` | {} |",
+                markdown_escape(&r.edge.title()),
                 f.rule,
                 markdown_escape(&describe(f))
             );
