@@ -10,8 +10,8 @@ use std::process::Command;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use olmpack::bundle::load;
 use olmpack::upgrade::check::graph::{InstalledBundle, apply_conversion_webhook};
-use olmpack::upgrade::check::{self, PairInput, Problem, Refuser};
-use olmpack_model::report::Severity;
+use olmpack::upgrade::check::{self, PairInput, Problem, RefusedBy};
+use olmpack_model::report::{Consumer, Severity};
 use olmpack_testkit::defects::{self, Defect};
 
 fn workspace() -> PathBuf {
@@ -196,47 +196,47 @@ fn crd_upgrade_reference_catalog_and_bundles_pass_in_every_format() {
 }
 
 /// One row per defect: rule, version, path, who refuses, and the exact message.
-const EXPECTED: &[(Defect, &str, Option<&str>, Refuser, &str)] = &[
+const EXPECTED: &[(Defect, &str, Option<&str>, RefusedBy, &str)] = &[
     (
         Defect::FieldRemoved,
         "v1",
         Some("^.spec.containerPort"),
-        Refuser::OlmV1,
+        RefusedBy::only(Consumer::OlmV1),
         "field removed from an existing version",
     ),
     (
         Defect::NewRequiredField,
         "v1",
         Some("^.spec"),
-        Refuser::OlmV1,
+        RefusedBy::only(Consumer::OlmV1),
         "new required fields: [\"olmpackRequiredField\"]",
     ),
     (
         Defect::EnumValueRemoved,
         "v1",
         Some("^.spec.logLevel"),
-        Refuser::OlmV1,
+        RefusedBy::only(Consumer::OlmV1),
         "allowed enum values removed: [\"Debug\"]",
     ),
     (
         Defect::TypeChanged,
         "v1",
         Some("^.spec.containerPort"),
-        Refuser::OlmV1,
+        RefusedBy::only(Consumer::OlmV1),
         "type changed: \"integer\" -> \"string\"",
     ),
     (
         Defect::StorageVersionDropped,
         "v1",
         None,
-        Refuser::BothOlms,
+        RefusedBy::BOTH_OLMS,
         "v1 is in the old CRD's status.storedVersions but not in the new spec.versions (objects may still be stored at v1; migrate them and prune status.storedVersions first); kube-apiserver refuses it too",
     ),
     (
         Defect::ServedVersionRemoved,
         "v1beta1",
         None,
-        Refuser::Apiserver,
+        RefusedBy::only(Consumer::KubeApiserver),
         "apps.olmpack.dev/v1beta1 is no longer served although the installed CRD did not deprecate it: clients and manifests using it get 404 from kube-apiserver (deprecate it for at least one release first)",
     ),
 ];
@@ -324,7 +324,7 @@ fn crd_upgrade_broken_next_releases_fail_with_their_rule() {
             );
         }
         if b.defect == Defect::ConversionWebhookMissing {
-            assert_eq!(hit.refused_by, Refuser::Nobody);
+            assert_eq!(hit.refused_by, RefusedBy::NOBODY);
             assert!(hit.message.starts_with("the installed CRD converts through a webhook, the new one has spec.conversion.strategy None, but its served versions differ"), "{}", hit.message);
         }
     }

@@ -53,13 +53,7 @@ async fn run_v1(catalog: &Path) -> Vec<CaseReport> {
 
 /// `FROM → TO` of each case (`FROM` alone when OLM v1 has no successor).
 fn edges(reports: &[CaseReport]) -> Vec<String> {
-    reports
-        .iter()
-        .map(|r| match &r.case.expected {
-            Some((to, _)) => format!("{} → {to}", r.case.from),
-            None => r.case.from.clone(),
-        })
-        .collect()
+    reports.iter().map(|r| r.case.title()).collect()
 }
 
 const EDGES: [&str; 5] = [
@@ -96,10 +90,10 @@ async fn olm_v1_e2e_cli_every_edge_of_the_reference_catalog_installs_and_upgrade
             "{:?}",
             r.install.observed
         );
-        if let Some((to, _)) = &r.case.expected {
+        if let Some(to) = r.case.to() {
             let step = r.upgrade.as_ref().expect("the upgrade ran");
-            assert_eq!(step.outcome, Outcome::Succeeded { csv: to.clone() });
-            assert_eq!(step.csv.as_deref(), Some(to.as_str()));
+            assert_eq!(step.outcome, Outcome::Succeeded { csv: to.to_owned() });
+            assert_eq!(step.csv.as_deref(), Some(to));
         }
         assert!(
             !r.installed.crds.is_empty()
@@ -193,11 +187,7 @@ async fn olm_v1_e2e_cli_a_lowered_maximum_is_refused_in_the_preflights_words() {
     let reports = run_v1(&catalog).await;
     assert_eq!(edges(&reports), EDGES);
     for r in &reports {
-        let into_1_0_1 = r
-            .case
-            .expected
-            .as_ref()
-            .is_some_and(|(to, _)| to == "webapp-operator.v1.0.1");
+        let into_1_0_1 = r.case.to() == Some("webapp-operator.v1.0.1");
         if r.case.from == "webapp-operator.v0.1.0" {
             // Without webhooks: every example created after the install; 0.2.0 converts
             // through a webhook nothing serves, so reading them back is not run.

@@ -188,10 +188,10 @@ async fn olm_v1_e2e_corpus_verdicts_are_olm_v1s_and_upgrade_check_agrees() {
             }
         }
         // Static = live wherever OLM v1 ran the upgrade.
-        let (Some((to, _)), Some(upgrade)) = (&report.case.expected, &report.upgrade) else {
+        let (Some(to), Some(upgrade)) = (report.case.to(), &report.upgrade) else {
             continue;
         };
-        if uninstallable.contains(&to.as_str()) {
+        if uninstallable.contains(&to) {
             eprintln!(
                 "not compared: {} → {to}: OLM v1 does not install {to} on its own",
                 report.case.from
@@ -204,7 +204,7 @@ async fn olm_v1_e2e_corpus_verdicts_are_olm_v1s_and_upgrade_check_agrees() {
             _ => continue,
         };
         compared += 1;
-        let edge = (report.case.from.clone(), to.clone());
+        let edge = (report.case.from.clone(), to.to_owned());
         match statics.get(&edge) {
             Some(predicted) if *predicted == live => {}
             other => problems.push(format!(

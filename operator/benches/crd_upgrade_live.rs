@@ -46,10 +46,13 @@ fn main() {
         ))
         .expect("every edge runs");
     let seconds = started.elapsed().as_secs_f64();
-    reports.sort_by(|a, b| (&a.from, &a.to).cmp(&(&b.from, &b.to)));
+    reports.sort_by(|a, b| (&a.edge.from, &a.edge.to).cmp(&(&b.edge.from, &b.edge.to)));
     let objects: usize = reports.iter().map(|r| r.objects).sum();
     for report in &reports {
-        eprintln!("{} → {}: {:.1} s", report.from, report.to, report.seconds);
+        eprintln!(
+            "{} → {}: {:.1} s",
+            report.edge.from, report.edge.to, report.seconds
+        );
         for step in &report.steps {
             eprintln!("  {:>6.1} s  {}", step.seconds, step.step);
         }
@@ -86,7 +89,7 @@ async fn floor(
     let started = Instant::now();
     futures::stream::iter(reports)
         .map(|report| {
-            let trips: usize = inputs.releases[&report.to]
+            let trips: usize = inputs.releases[&report.edge.to]
                 .crds
                 .iter()
                 .map(|crd| olmpack_envtest::live::api::served(crd).len())

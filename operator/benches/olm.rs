@@ -28,7 +28,7 @@ fn main() {
     let cases = olm::load_cases(&catalog, Some("webapp-operator")).expect("the catalog loads");
     let head = cases
         .iter()
-        .find(|c| c.expected.is_none())
+        .find(|c| c.upgrade.is_none())
         .cloned()
         .expect("a channel head");
     let options = |jobs, envs| RunOptions {

@@ -391,7 +391,7 @@ async fn crd_upgrade_live_defects_two_edges_at_once() {
         cases.iter().zip(reports.iter().zip(&two.edges))
     {
         assert_eq!(
-            (&report.from, &report.to),
+            (&report.edge.from, &report.edge.to),
             (&edge.from, &edge.to),
             "{defect}: edge order"
         );

@@ -40,13 +40,7 @@ async fn olm_v1_e2e_reference_operator_serves_its_webhooks_along_every_edge() {
         &limits,
     )
     .unwrap();
-    let edges: Vec<String> = cases
-        .iter()
-        .map(|c| match &c.expected {
-            Some((to, _)) => format!("{} → {to}", c.from),
-            None => c.from.clone(),
-        })
-        .collect();
+    let edges: Vec<String> = cases.iter().map(|c| c.title()).collect();
     assert_eq!(
         edges,
         [
@@ -89,9 +83,9 @@ async fn olm_v1_e2e_reference_operator_serves_its_webhooks_along_every_edge() {
             examples.iter().all(|e| e.refused.is_none()),
             "{name}: {examples:#?}"
         );
-        if let Some((to, _)) = &r.case.expected {
+        if let Some(to) = r.case.to() {
             let step = r.upgrade.as_ref().expect("the upgrade ran");
-            assert_eq!(step.outcome, Outcome::Succeeded { csv: to.clone() });
+            assert_eq!(step.outcome, Outcome::Succeeded { csv: to.to_owned() });
             // Read back through the conversion webhook of the release upgraded to.
             assert_eq!(r.examples_after.len(), examples.len(), "{name}");
             assert!(

@@ -40,7 +40,7 @@ use std::path::PathBuf;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use olmpack_model::report::{Consumer, Finding, Severity};
-use olmpack_model::upgrade::Verdict;
+use olmpack_model::upgrade::{Edge, Verdict};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -132,8 +132,10 @@ pub enum Rollback {
 /// The result of one edge.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct EdgeReport {
-    pub from: String,
-    pub to: String,
+    /// The upgrade run, written as its ends `from` and `to` (the live run knows the releases
+    /// by name only: a caller that knows the package, channels and ways sets them).
+    #[serde(flatten, serialize_with = "ends")]
+    pub edge: Edge,
     /// Passed, refused, data lost or failed (never not run: a run that cannot finish is a
     /// [`LiveError`]).
     pub verdict: Verdict,
@@ -169,11 +171,20 @@ impl ProcessLog {
     }
 }
 
+/// An edge as a live report writes it: its ends `from` and `to`.
+fn ends<S: serde::Serializer>(edge: &Edge, serializer: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeStruct as _;
+    let mut ends = serializer.serialize_struct("Ends", 2)?;
+    ends.serialize_field("from", &edge.from)?;
+    ends.serialize_field("to", &edge.to)?;
+    ends.end()
+}
+
 impl EdgeReport {
+    /// The report of the edge from release `from` to release `to`, before anything ran.
     fn new(from: &str, to: &str) -> Self {
         Self {
-            from: from.to_owned(),
-            to: to.to_owned(),
+            edge: Edge::new("", from, to),
             verdict: Verdict::Passed,
             objects: 0,
             steps: Vec::new(),

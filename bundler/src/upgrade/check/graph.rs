@@ -19,8 +19,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{
-    Consumer, Consumers, PairInput, Problem, Refuser, UPGRADE_CONSUMERS, assumed_stored_versions,
-    check_pair,
+    Consumer, Consumers, PairInput, Problem, RefusedBy, assumed_stored_versions, check_pair,
 };
 use crate::bundle::load::{LoadedBundle, Object};
 use crate::bundle::validate;
@@ -380,8 +379,9 @@ pub struct EdgeResult {
     pub crds: Vec<String>,
     /// What the comparison found, in report order.
     pub findings: Vec<Finding>,
-    /// Who refuses the edge (from the error findings), in order.
-    pub refused_by: BTreeSet<Refuser>,
+    /// Who refuses the edge: who refuses each of its errors (nobody, for an error that breaks
+    /// clusters although nobody refuses it), each once, in the tables' order.
+    pub refused_by: BTreeSet<RefusedBy>,
 }
 
 impl EdgeResult {
@@ -392,7 +392,7 @@ impl EdgeResult {
 
     /// Whether `consumer` refuses the edge.
     pub fn refused_by_consumer(&self, consumer: Consumer) -> bool {
-        self.refused_by.iter().any(|r| r.refuses(consumer))
+        self.refused_by.iter().any(|r| r.contains(consumer))
     }
 
     /// Whether the edge breaks clusters although no OLM refuses it (kube-apiserver refuses
@@ -404,45 +404,25 @@ impl EdgeResult {
     /// Whether the edge fails the check for `consumers`: one of them refuses it, or it breaks
     /// clusters whoever installs it.
     pub fn fails(&self, consumers: Consumers) -> bool {
-        self.judge(consumers).failed()
+        self.verdict(consumers).failed()
     }
 
     /// The edge's verdict for `consumers`: refused when one of them refuses it, or when
     /// kube-apiserver refuses clients' requests afterwards; data lost when it breaks clusters
     /// otherwise (nobody refuses, data is lost); else passed. It fails the check exactly when
     /// [`Verdict::failed`].
-    pub fn judge(&self, consumers: Consumers) -> Verdict {
+    pub fn verdict(&self, consumers: Consumers) -> Verdict {
         let selected = consumers
             .list()
             .iter()
             .any(|c| self.refused_by_consumer(*c));
-        if selected || self.refused_by.contains(&Refuser::Apiserver) {
+        if selected || self.refused_by_consumer(Consumer::KubeApiserver) {
             Verdict::Refused
         } else if self.breaks_clusters() {
             Verdict::DataLost
         } else {
             Verdict::Passed
         }
-    }
-
-    /// The verdict of every consumer, in words: `OLM v0 takes it, OLM v1 refuses it`, and
-    /// whether it breaks clusters without a refusal.
-    pub fn verdict(&self) -> String {
-        let mut parts: Vec<String> = UPGRADE_CONSUMERS
-            .iter()
-            .map(|c| {
-                let word = if self.refused_by_consumer(*c) {
-                    "refuses it"
-                } else {
-                    "takes it"
-                };
-                format!("{} {word}", c.as_str())
-            })
-            .collect();
-        if self.breaks_clusters() {
-            parts.push("it breaks clusters that take it (kube-apiserver refuses requests afterwards, or data is lost)".to_owned());
-        }
-        parts.join(", ")
     }
 }
 
@@ -477,7 +457,7 @@ pub fn check_edge(edge: &Edge, from: &InstalledBundle, to: &InstalledBundle) -> 
         }
     }
     for (name, old, new) in changed_selectors(from, to) {
-        refused_by.insert(Refuser::BothOlms);
+        refused_by.insert(RefusedBy::BOTH_OLMS);
         findings.push(
             Finding::error(
                 "upgrade/deployment-selector",
@@ -494,7 +474,7 @@ pub fn check_edge(edge: &Edge, from: &InstalledBundle, to: &InstalledBundle) -> 
             f.object.as_deref().unwrap_or(&to.name)
         ));
         if f.severity == Severity::Error {
-            refused_by.insert(Refuser::BothOlms);
+            refused_by.insert(RefusedBy::BOTH_OLMS);
         }
         findings.push(f);
     }
@@ -528,7 +508,7 @@ fn crd_removed(name: &str) -> Problem {
         version: None,
         path: None,
         message: "the next release no longer ships this CRD: its objects lose their operator, and an installer that prunes what a release no longer contains deletes the CRD with every object".into(),
-        refused_by: Refuser::Nobody,
+        refused_by: RefusedBy::NOBODY,
         severity: Severity::Error,
     }
 }
@@ -767,6 +747,10 @@ mod tests {
         assert!(result.refused_by_consumer(Consumer::OlmV0));
         assert!(result.refused_by_consumer(Consumer::OlmV1));
         assert!(result.fails(Consumers::OlmV1) && result.fails(Consumers::All));
-        assert_eq!(result.verdict(), "OLM v0 refuses it, OLM v1 refuses it");
+        assert_eq!(result.verdict(Consumers::All), Verdict::Refused);
+        assert_eq!(
+            super::super::verdict::consumers_say(&result),
+            "OLM v0 refuses it, OLM v1 refuses it"
+        );
     }
 }

@@ -38,7 +38,7 @@ pub fn format(subject: &str, results: &[EdgeResult], consumers: Consumers) -> St
                 "takes"
             }
         };
-        let by: Vec<&str> = r.refused_by.iter().map(|b| b.short()).collect();
+        let by: Vec<String> = r.refused_by.iter().map(|b| b.short()).collect();
         let via: Vec<&str> = r.edge.via.iter().map(|v| v.as_str()).collect();
         let channels: Vec<&str> = r.edge.channels.iter().map(String::as_str).collect();
         let _ = writeln!(
@@ -78,7 +78,7 @@ pub fn format(subject: &str, results: &[EdgeResult], consumers: Consumers) -> St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::upgrade::check::Refuser;
+    use crate::upgrade::check::RefusedBy;
     use olmpack_model::report::Finding;
     use olmpack_model::upgrade::Edge;
 
@@ -93,7 +93,7 @@ mod tests {
                 "crd-upgrade/type",
                 "validating upgrade for CRD \"a.b.c\": v1: a\nv1alpha1: b | c",
             )],
-            refused_by: [Refuser::OlmV1].into(),
+            refused_by: [RefusedBy::only(Consumer::OlmV1)].into(),
         };
         let md = format("subject|x", &[result], Consumers::All);
         let lines: Vec<&str> = md.lines().collect();

@@ -27,64 +27,13 @@ pub mod request;
 pub mod schema;
 pub mod verdict;
 
-use std::fmt;
-
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde::Serialize;
 use serde_json::Value;
 
 use olmpack_model::objects::Identity;
 use olmpack_model::report::{Consumer, Finding, Severity};
-
-/// Who refuses a change (or, for the last two, who is hurt by it although nobody refuses it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Refuser {
-    /// OLM v1's preflight (operator-controller, crdify).
-    OlmV1,
-    /// OLM v0's catalog operator (InstallPlan CRD step).
-    OlmV0,
-    /// Both OLMs (and for stored versions, kube-apiserver too).
-    BothOlms,
-    /// Neither OLM; kube-apiserver refuses requests clients make (a version it no longer
-    /// serves, updates of objects the new schema rejects).
-    Apiserver,
-    /// Nobody refuses it, but it breaks clusters (data lost on conversion), or it is only
-    /// information.
-    Nobody,
-}
-
-impl Refuser {
-    /// Short form for tables: `v1`, `v0`, `both`, `apiserver`, `none`.
-    pub fn short(self) -> &'static str {
-        match self {
-            Refuser::OlmV1 => "v1",
-            Refuser::OlmV0 => "v0",
-            Refuser::BothOlms => "both",
-            Refuser::Apiserver => "apiserver",
-            Refuser::Nobody => "none",
-        }
-    }
-
-    /// Whether OLM v1 refuses it.
-    pub fn olm_v1(self) -> bool {
-        matches!(self, Refuser::OlmV1 | Refuser::BothOlms)
-    }
-
-    /// Whether `consumer` refuses it (only OLM v0 and OLM v1 are judged here).
-    pub fn refuses(self, consumer: Consumer) -> bool {
-        match consumer {
-            Consumer::OlmV0 => matches!(self, Refuser::OlmV0 | Refuser::BothOlms),
-            Consumer::OlmV1 => self.olm_v1(),
-            _ => false,
-        }
-    }
-
-    /// Whether it hurts clusters although no OLM refuses it.
-    pub fn breaks_clusters(self) -> bool {
-        matches!(self, Refuser::Apiserver | Refuser::Nobody)
-    }
-}
+pub use olmpack_model::upgrade::RefusedBy;
 
 /// The installers whose verdict on an upgrade edge `upgrade check` gives, in order: the
 /// report's one [`Consumer`] type, OLM v0 and OLM v1.
@@ -129,18 +78,6 @@ impl olmpack_model::choice::Choice for Consumers {
     ];
 }
 
-impl fmt::Display for Refuser {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Refuser::OlmV1 => "refused by OLM v1",
-            Refuser::OlmV0 => "refused by OLM v0",
-            Refuser::BothOlms => "refused by OLM v0 and OLM v1",
-            Refuser::Apiserver => "refused by kube-apiserver (not by OLM)",
-            Refuser::Nobody => "refused by nobody",
-        })
-    }
-}
-
 /// One incompatibility between two CRDs.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Problem {
@@ -154,8 +91,9 @@ pub struct Problem {
     pub path: Option<String>,
     /// What changed, in our words.
     pub message: String,
-    /// Which consumer refuses the change.
-    pub refused_by: Refuser,
+    /// Who refuses the change (nobody: it is information, or it breaks clusters although
+    /// nobody refuses it).
+    pub refused_by: RefusedBy,
     /// `error` unless said otherwise (a deprecated version that stops being served is
     /// `info`; what OLM v0 only warns about is `warning`).
     pub severity: Severity,
@@ -258,7 +196,7 @@ fn served_version_removal(
                     version.name
                 ),
                 Severity::Info,
-                Refuser::Nobody,
+                RefusedBy::NOBODY,
             )
         } else {
             (
@@ -267,7 +205,7 @@ fn served_version_removal(
                     version.name
                 ),
                 Severity::Error,
-                Refuser::Apiserver,
+                RefusedBy::only(Consumer::KubeApiserver),
             )
         };
         out.push(Problem {
@@ -305,7 +243,7 @@ fn conversion_webhook_missing(
             "the installed CRD converts through a webhook, the new one has spec.conversion.strategy None, but its served versions differ ({} differences, first: {what}): kube-apiserver will only rewrite apiVersion (declare a ConversionWebhook for this CRD in the CSV)",
             pairs.len()
         ),
-        refused_by: Refuser::Nobody,
+        refused_by: RefusedBy::NOBODY,
         severity: Severity::Error,
     }]
 }
@@ -333,7 +271,7 @@ pub fn check_files(old: &CustomResourceDefinition, new: &CustomResourceDefinitio
                 version: Some(version.clone()),
                 path: None,
                 message: format!("{version} is the old CRD's storage version and is gone from the new spec.versions; the file carries no status.storedVersions, but on a cluster it lists {version} unless every object was migrated and the list pruned, and then OLM v0, OLM v1 and kube-apiserver refuse the new CRD"),
-                refused_by: Refuser::BothOlms,
+                refused_by: RefusedBy::BOTH_OLMS,
                 severity: Severity::Warning,
             });
         }
@@ -383,7 +321,7 @@ pub fn crd_files_result(
 pub fn olm_v1_refuses(problems: &[Problem]) -> bool {
     problems
         .iter()
-        .any(|p| p.severity == Severity::Error && p.refused_by.olm_v1())
+        .any(|p| p.severity == Severity::Error && p.refused_by.contains(Consumer::OlmV1))
 }
 
 /// A CRD file could not be read as one `apiextensions.k8s.io/v1` CRD.

@@ -19,10 +19,10 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 };
 use serde_json::Value;
 
-use super::{PairInput, Problem, Refuser, olm_v1};
+use super::{PairInput, Problem, RefusedBy, olm_v1};
 use crate::bundle::cr_schema::{Invalid, as_created, has_cel_rules, validate_object};
 use olmpack_model::objects::Identity;
-use olmpack_model::report::{Consumer, Severity};
+use olmpack_model::report::Severity;
 use olmpack_model::upgrade::EXISTING_OBJECT_INVALID;
 
 /// `crd-upgrade/` + the shared rule [`EXISTING_OBJECT_INVALID`]'s name.
@@ -81,7 +81,7 @@ pub fn check<'a>(input: &PairInput<'a>) -> Vec<Problem> {
             version: Some(version.clone()),
             path: None,
             message: format!("the new {version} schema has CEL rules (x-kubernetes-validations); the examples were not checked against them (OLM v0 does not run them either, kube-apiserver does on every write)"),
-            refused_by: Refuser::Nobody,
+            refused_by: RefusedBy::NOBODY,
             severity: Severity::Info,
         });
     }
@@ -176,7 +176,7 @@ impl Example<'_> {
                 "example {name} is already invalid under the installed {version} schema ({}), so it cannot exist on a cluster as written (unless a mutating webhook fixes it); not checked against the new schema",
                 first_reason(self.object, old_root)
             ),
-            refused_by: Refuser::Nobody,
+            refused_by: RefusedBy::NOBODY,
             severity: Severity::Info,
         }
     }
@@ -192,7 +192,7 @@ impl Example<'_> {
             self.version,
             reason(invalid)
         );
-        self.invalid(invalid, Severity::Warning, Refuser::Nobody, message)
+        self.invalid(invalid, Severity::Warning, RefusedBy::NOBODY, message)
     }
 
     /// The example is invalid under the new schema: OLM v0 refuses the upgrade, or (with a
@@ -200,10 +200,7 @@ impl Example<'_> {
     fn invalid_after_upgrade(&self, invalid: &Invalid, webhook: bool) -> Problem {
         let judged = (EXISTING_OBJECT_INVALID.judge)(webhook);
         let (severity, consequence) = (judged.severity, judged.consequence);
-        let refused_by = match judged.refused_by {
-            Consumer::OlmV0 => Refuser::OlmV0,
-            _ => Refuser::Apiserver,
-        };
+        let refused_by = RefusedBy::only(judged.refused_by);
         let message = format!(
             "{} is invalid under the new {} schema: {}; {consequence}",
             self.described(),
@@ -236,7 +233,7 @@ impl Example<'_> {
         &self,
         invalid: &Invalid,
         severity: Severity,
-        refused_by: Refuser,
+        refused_by: RefusedBy,
         message: String,
     ) -> Problem {
         Problem {

@@ -26,8 +26,8 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 };
 
 use super::schema::{differing_fields, flatten, json_text, own};
-use super::{Problem, Refuser, kube_version};
-use olmpack_model::report::Severity;
+use super::{Problem, RefusedBy, kube_version};
+use olmpack_model::report::{Consumer, Severity};
 
 /// A property-level problem before it is tied to a CRD: `(path, rule, message)`.
 type PropertyProblem = (String, &'static str, String);
@@ -60,7 +60,7 @@ pub fn check(
                 "scope changed: {:?} -> {:?}",
                 old.spec.scope, new.spec.scope
             ),
-            Refuser::OlmV1,
+            RefusedBy::only(Consumer::OlmV1),
         ));
     }
     let (old_by_name, new_by_name) = (by_name(old), by_name(new));
@@ -69,7 +69,7 @@ pub fn check(
         .filter(|v| !new_by_name.contains_key(v.as_str()))
         .collect();
     for version in removed {
-        out.push(problem("crd-upgrade/stored-version-removal", Some(version), None, format!("{version} is in the old CRD's status.storedVersions but not in the new spec.versions (objects may still be stored at {version}; migrate them and prune status.storedVersions first); kube-apiserver refuses it too"), Refuser::BothOlms));
+        out.push(problem("crd-upgrade/stored-version-removal", Some(version), None, format!("{version} is in the old CRD's status.storedVersions but not in the new spec.versions (objects may still be stored at {version}; migrate them and prune status.storedVersions first); kube-apiserver refuses it too"), RefusedBy::BOTH_OLMS));
     }
     for new_version in &new.spec.versions {
         let Some(old_version) = old_by_name.get(new_version.name.as_str()) else {
@@ -85,7 +85,7 @@ pub fn check(
                 Some(&new_version.name),
                 Some(path.clone()),
                 "field removed from an existing version".into(),
-                Refuser::OlmV1,
+                RefusedBy::only(Consumer::OlmV1),
             ));
         }
     }
@@ -99,7 +99,7 @@ pub fn check(
                 Some(&old_version.name),
                 Some(path),
                 message,
-                Refuser::OlmV1,
+                RefusedBy::only(Consumer::OlmV1),
             ));
         }
     }
@@ -109,7 +109,7 @@ pub fn check(
             Some(&pair),
             Some(path),
             format!("served versions are incompatible without a conversion webhook: {message}"),
-            Refuser::OlmV1,
+            RefusedBy::only(Consumer::OlmV1),
         ));
     }
     out

@@ -16,7 +16,7 @@ use olmpack_model::report::{OutputFormat, Report, Severity, junit};
 pub fn text(results: &[EdgeResult], consumers: Consumers) -> String {
     let mut out = String::new();
     for r in results.iter().filter(|r| r.refused()) {
-        let _ = writeln!(out, "{}: {}", r.edge.label(), r.verdict());
+        let _ = writeln!(out, "{}: {}", r.edge.label(), consumers_say(r));
     }
     let failing = results.iter().filter(|r| r.fails(consumers)).count();
     let per: Vec<String> = UPGRADE_CONSUMERS
@@ -35,6 +35,26 @@ pub fn text(results: &[EdgeResult], consumers: Consumers) -> String {
         per.join(", ")
     );
     out
+}
+
+/// Every consumer's verdict on the edge, in words: `OLM v0 takes it, OLM v1 refuses it`,
+/// and whether it breaks clusters without a refusal.
+pub fn consumers_say(r: &EdgeResult) -> String {
+    let mut parts: Vec<String> = UPGRADE_CONSUMERS
+        .iter()
+        .map(|c| {
+            let word = if r.refused_by_consumer(*c) {
+                "refuses it"
+            } else {
+                "takes it"
+            };
+            format!("{} {word}", c.as_str())
+        })
+        .collect();
+    if r.breaks_clusters() {
+        parts.push("it breaks clusters that take it (kube-apiserver refuses requests afterwards, or data is lost)".to_owned());
+    }
+    parts.join(", ")
 }
 
 /// The report as JSON with `edges`: per edge its ends, channels, ways, each consumer's

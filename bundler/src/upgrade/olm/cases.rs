@@ -2,7 +2,7 @@
 //! entries, per install mode, one case per entry (install it, then take OLM v0's upgrade
 //! from it, if any).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use olmpack_envtest::olm::operator_group;
@@ -10,6 +10,7 @@ use olmpack_model::choice::Choice;
 use olmpack_model::csv::ClusterServiceVersion;
 use olmpack_model::plan::InstallModeType;
 use olmpack_model::report::Consumer;
+use olmpack_model::upgrade::Edge;
 use serde::Serialize;
 
 use super::OlmRunError;
@@ -17,7 +18,6 @@ use crate::catalog::load::{LoadOptions, load_dir_with};
 use crate::catalog::model::{Bundle, Channel, Model, Package};
 use crate::catalog::property::{self, Typed};
 use crate::catalog::upgrade::{edges_between, v0_successor, v1_successor};
-use olmpack_model::upgrade_graph::EdgeKind;
 
 /// Which OLM installs and upgrades the cases.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -68,34 +68,42 @@ pub struct Case {
     pub channels: Vec<String>,
     /// The bundle installed first (the starting CSV).
     pub from: String,
-    /// OLM v0's successor of `from` in the channel, and every edge from `from` to it
-    /// (replaces, skips, skipRange: each that holds).
-    pub expected: Option<(String, Vec<EdgeKind>)>,
+    /// The upgrade the OLM should take from `from`: to its successor in the channels, by
+    /// every way that holds (replaces, skips, skipRange). `None`: `from` has no successor
+    /// (a channel head), and the case only installs it.
+    pub upgrade: Option<Edge>,
     /// The OperatorGroup the operator is installed under.
     pub install_mode: InstallModeType,
     /// The `olm.maxOpenShiftVersion` property values of the case's bundles that have any
     /// (bundle name → values), which OpenShift's OLM judges once they are installed.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub max_openshift_versions: BTreeMap<String, Vec<serde_json::Value>>,
-    /// The OLM that runs the case; its successor of `from` is `expected`.
+    /// The OLM that runs the case; its successor of `from` is `upgrade`'s `to`.
     pub olm: OlmVersion,
 }
 
 impl Case {
+    /// The bundle the case upgrades to, when it has an upgrade.
+    pub fn to(&self) -> Option<&str> {
+        self.upgrade.as_ref().map(|edge| edge.to.as_str())
+    }
+
+    /// What the case runs: `FROM → TO`, or `FROM` when it only installs.
+    pub fn title(&self) -> String {
+        self.upgrade
+            .as_ref()
+            .map_or_else(|| self.from.clone(), Edge::title)
+    }
+
     /// The case's name in reports: `FROM → TO [channels] (mode)`.
     pub fn name(&self) -> String {
-        let target = self
-            .expected
-            .as_ref()
-            .map(|(to, _)| format!(" → {to}"))
-            .unwrap_or_default();
         let olm = match self.olm {
             OlmVersion::V0 => String::new(),
             OlmVersion::V1 => " on OLM v1".to_owned(),
         };
         format!(
-            "{}{target} [{}] ({}){olm}",
-            self.from,
+            "{} [{}] ({}){olm}",
+            self.title(),
             self.channels.join(","),
             self.install_mode
         )
@@ -129,17 +137,14 @@ pub fn load_cases_of(
                 .iter()
                 .filter_map(|c| pkg.channels.get(c))
                 .collect();
-            case.expected = v1_successor(pkg, &channels, &case.from).map(|s| {
-                let mut edges: Vec<EdgeKind> = channels
+            case.upgrade = v1_successor(pkg, &channels, &case.from).map(|s| {
+                let via = channels
                     .iter()
                     .flat_map(|ch| edges_between(pkg, ch, &case.from, &s.to))
                     .collect();
-                edges.sort();
-                edges.dedup();
-                (s.to, edges)
+                upgrade(&case.package, &case.channels, &case.from, s.to, via)
             });
-            let bundles = std::iter::once(case.from.as_str())
-                .chain(case.expected.as_ref().map(|(to, _)| to.as_str()));
+            let bundles = std::iter::once(case.from.as_str()).chain(case.to());
             case.max_openshift_versions = max_openshift_versions(pkg, bundles);
             case.olm = OlmVersion::V1;
         }
@@ -231,6 +236,7 @@ pub fn plan_cases(pkg: &Package, modes: &[InstallModeType]) -> Vec<Case> {
             v(a).cmp(&v(b)).then_with(|| a.cmp(b))
         });
         names.dedup();
+        let channels: Vec<String> = channels.iter().map(|c| (*c).to_owned()).collect();
         for from in names {
             let chosen = match modes {
                 [] => vec![
@@ -240,18 +246,18 @@ pub fn plan_cases(pkg: &Package, modes: &[InstallModeType]) -> Vec<Case> {
                 ],
                 some => some.to_vec(),
             };
-            let expected = v0_successor(pkg, ch, from).map(|s| {
-                let edges = edges_between(pkg, ch, from, &s.to);
-                (s.to, edges)
+            let next = v0_successor(pkg, ch, from).map(|s| {
+                let via = edges_between(pkg, ch, from, &s.to).into_iter().collect();
+                upgrade(&pkg.name, &channels, from, s.to, via)
             });
-            let bundles = std::iter::once(from).chain(expected.as_ref().map(|(to, _)| to.as_str()));
+            let bundles = std::iter::once(from).chain(next.as_ref().map(|edge| edge.to.as_str()));
             let max_openshift_versions = max_openshift_versions(pkg, bundles);
             for install_mode in chosen {
                 cases.push(Case {
                     package: pkg.name.clone(),
-                    channels: channels.iter().map(|c| (*c).to_owned()).collect(),
+                    channels: channels.clone(),
                     from: from.to_owned(),
-                    expected: expected.clone(),
+                    upgrade: next.clone(),
                     install_mode,
                     max_openshift_versions: max_openshift_versions.clone(),
                     olm: OlmVersion::V0,
@@ -260,6 +266,21 @@ pub fn plan_cases(pkg: &Package, modes: &[InstallModeType]) -> Vec<Case> {
         }
     }
     cases
+}
+
+/// A case's upgrade of `package` from `from` to `to` in `channels`, by `via`.
+fn upgrade(
+    package: &str,
+    channels: &[String],
+    from: &str,
+    to: String,
+    via: BTreeSet<olmpack_model::upgrade_graph::EdgeKind>,
+) -> Edge {
+    Edge {
+        channels: channels.iter().cloned().collect(),
+        via,
+        ..Edge::new(package, from, to)
+    }
 }
 
 /// The `olm.maxOpenShiftVersion` values of each of `bundles` that has any.

@@ -179,8 +179,8 @@ async fn steps<S: Session>(
     let made = log.awaiting("the examples to be created", creating).await?;
     let made = examples_line(report.examples.insert(made));
     log.step(format_args!("examples: {made}"));
-    let last = match &case.expected {
-        Some((to, _)) => upgrade(session, report, to, log).await?,
+    let last = match case.to() {
+        Some(to) => upgrade(session, report, to, log).await?,
         None => Some(csv),
     };
     if let Some(csv) = last {
@@ -348,7 +348,7 @@ mod tests {
             package: "op".into(),
             channels: vec!["stable".into()],
             from: "op.v1".into(),
-            expected: None,
+            upgrade: None,
             install_mode: olmpack_model::plan::InstallModeType::AllNamespaces,
             max_openshift_versions: Default::default(),
             olm: Default::default(),
@@ -378,7 +378,7 @@ mod tests {
             package: "op".into(),
             channels: vec!["stable".into()],
             from: "op.v1".into(),
-            expected: Some(("op.v2".into(), Vec::new())),
+            upgrade: Some(olmpack_model::upgrade::Edge::new("op", "op.v1", "op.v2")),
             install_mode: olmpack_model::plan::InstallModeType::AllNamespaces,
             max_openshift_versions: [
                 ("op.v1".to_owned(), vec![serde_json::json!("4.8")]),

@@ -47,10 +47,7 @@ pub(super) struct CaseLog {
 impl CaseLog {
     /// The lines of `case`, its seconds counted from now.
     pub(super) fn new(log: &StepLog, case: &Case) -> Self {
-        let label = match &case.expected {
-            Some((to, _)) => format!("{} {} → {to}", case.package, case.from),
-            None => format!("{} {}", case.package, case.from),
-        };
+        let label = format!("{} {}", case.package, case.title());
         Self {
             log: log.clone(),
             label: format!("{label}, {}", case.install_mode),
@@ -172,7 +169,7 @@ mod tests {
             package: "op".into(),
             channels: vec!["stable".into()],
             from: "op.v1".into(),
-            expected: Some(("op.v2".into(), Vec::new())),
+            upgrade: Some(olmpack_model::upgrade::Edge::new("op", "op.v1", "op.v2")),
             install_mode: olmpack_model::plan::InstallModeType::OwnNamespace,
             max_openshift_versions: Default::default(),
             olm: Default::default(),

@@ -8,8 +8,7 @@ use serde::Serialize;
 
 use super::cases::{Case, OlmVersion};
 use olmpack_model::report::{Consumer, Finding, junit, markdown_escape};
-use olmpack_model::upgrade::Verdict;
-use olmpack_model::upgrade_graph::EdgeKind;
+use olmpack_model::upgrade::{Edge, Verdict};
 
 /// What happened in one case.
 #[derive(Clone, Debug, Serialize)]
@@ -139,8 +138,8 @@ impl CaseReport {
                 ));
             }
         }
-        match (&self.case.expected, &self.upgrade) {
-            (Some((to, _)), Some(step)) => {
+        match (self.case.to(), &self.upgrade) {
+            (Some(to), Some(step)) => {
                 if let Some(other) = self.other_upgrade(step, to) {
                     out.push(olm("other-upgrade", other));
                 }
@@ -152,7 +151,7 @@ impl CaseReport {
                     out.push(olm("upgrade-failed", format!("upgrade to {to}: {what}")));
                 }
             }
-            (Some((to, _)), None) if self.environment.is_none() => {
+            (Some(to), None) if self.environment.is_none() => {
                 out.push(olm(
                     "upgrade-not-run",
                     format!("upgrade to {to} did not run"),
@@ -297,15 +296,15 @@ pub fn markdown(reports: &[CaseReport]) -> String {
 }
 
 fn upgrade_cell(r: &CaseReport) -> String {
-    match (&r.case.expected, &r.upgrade) {
+    match (&r.case.upgrade, &r.upgrade) {
         (None, _) => "— (channel head)".to_owned(),
-        (Some((to, via)), None) => format!("→ {to} ({}) not run", edges(via)),
-        (Some((_, via)), Some(step)) => match &step.outcome {
-            Outcome::Succeeded { csv } => format!("→ {csv} ({}) upgraded", edges(via)),
+        (Some(edge), None) => format!("→ {} ({}) not run", edge.to, edges(edge)),
+        (Some(edge), Some(step)) => match &step.outcome {
+            Outcome::Succeeded { csv } => format!("→ {csv} ({}) upgraded", edges(edge)),
             other => format!(
                 "→ {} ({}): {}",
                 step.csv.as_deref().unwrap_or("none"),
-                edges(via),
+                edges(edge),
                 describe(other)
             ),
         },
@@ -343,9 +342,9 @@ fn result_cell(r: &CaseReport) -> &'static str {
     }
 }
 
-/// `replaces, skipRange`: every edge that leads to the successor.
-fn edges(via: &[EdgeKind]) -> String {
-    let names: Vec<&str> = via.iter().map(|kind| kind.as_str()).collect();
+/// `replaces, skipRange`: every way the upgrade leads to the successor.
+fn edges(edge: &Edge) -> String {
+    let names: Vec<&str> = edge.via.iter().map(|kind| kind.as_str()).collect();
     names.join(", ")
 }
 
@@ -399,13 +398,17 @@ fn junit_outcome(r: &CaseReport) -> junit::Outcome {
 mod tests {
     use super::*;
     use olmpack_model::plan::InstallModeType;
+    use olmpack_model::upgrade_graph::EdgeKind;
 
     fn case(expected: Option<Vec<EdgeKind>>) -> Case {
         Case {
             package: "op".into(),
             channels: vec!["stable".into()],
             from: "op.v1".into(),
-            expected: expected.map(|via| ("op.v2".into(), via)),
+            upgrade: expected.map(|via| Edge {
+                via: via.into_iter().collect(),
+                ..Edge::new("op", "op.v1", "op.v2")
+            }),
             install_mode: InstallModeType::AllNamespaces,
             max_openshift_versions: Default::default(),
             olm: Default::default(),

@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 use crate::upgrade::check::graph::EdgeResult;
-use crate::upgrade::check::{Consumers, Refuser, UPGRADE_CONSUMERS};
+use crate::upgrade::check::{Consumers, UPGRADE_CONSUMERS};
 use olmpack_envtest::live::EdgeReport;
 use olmpack_model::report::{Consumer, Finding, Severity};
 use olmpack_model::upgrade::Verdict;
@@ -88,14 +88,12 @@ pub fn combine(live: Verdict, check: Verdict) -> Verdict {
 
 /// The live report of an edge joined with `upgrade check`'s result for the same edge.
 pub fn join(mut live: EdgeReport, check: &EdgeResult) -> EdgeAnswer {
-    let mut refused_by: Vec<Consumer> = UPGRADE_CONSUMERS
+    let refused_by: Vec<Consumer> = UPGRADE_CONSUMERS
         .iter()
+        .chain([&Consumer::KubeApiserver])
         .filter(|c| check.refused_by_consumer(**c))
         .copied()
         .collect();
-    if check.refused_by.contains(&Refuser::Apiserver) {
-        refused_by.push(Consumer::KubeApiserver);
-    }
     let findings = check
         .findings
         .iter()
@@ -104,7 +102,7 @@ pub fn join(mut live: EdgeReport, check: &EdgeResult) -> EdgeAnswer {
         .collect();
     let verdicts = Verdicts {
         live: live.verdict,
-        check: check.judge(Consumers::All),
+        check: check.verdict(Consumers::All),
     };
     live.verdict = combine(verdicts.live, verdicts.check);
     EdgeAnswer {
@@ -144,8 +142,7 @@ mod tests {
 
     fn live(verdict: Verdict) -> EdgeReport {
         EdgeReport {
-            from: "a.v1".into(),
-            to: "a.v2".into(),
+            edge: Edge::new("a", "a.v1", "a.v2"),
             verdict,
             objects: 1,
             steps: Vec::new(),
@@ -165,7 +162,7 @@ mod tests {
                 Finding::error("upgrade/deployment-selector", "selector changed"),
                 Finding::info("crd-upgrade/cel-not-evaluated", "not asked"),
             ],
-            refused_by: [Refuser::BothOlms].into(),
+            refused_by: [crate::upgrade::check::RefusedBy::BOTH_OLMS].into(),
         };
         let answer = join(live(Verdict::Passed), &check);
         assert_eq!(answer.verdict, Verdict::Refused);
@@ -195,6 +192,21 @@ mod tests {
             serde_json::json!(["OLM v0", "OLM v1"])
         );
         assert_eq!(json["from"], "a.v1");
+    }
+
+    #[test]
+    fn a_report_writes_its_edge_as_its_ends_first() {
+        let mut report = live(Verdict::Passed);
+        report.edge.channels.insert("stable".to_owned());
+        let json = serde_json::to_string(&EdgeAnswer::from(report)).unwrap();
+        assert!(
+            json.starts_with(r#"{"from":"a.v1","to":"a.v2","verdict":"passed","objects":1,"#),
+            "{json}"
+        );
+        assert!(
+            !json.contains("stable") && !json.contains("package"),
+            "{json}"
+        );
     }
 
     #[test]

@@ -57,9 +57,8 @@ fn text(reports: &[EdgeAnswer]) -> String {
     for r in reports {
         let _ = writeln!(
             out,
-            "{} → {}: {} ({} objects, {:.1} s); rollback: {}",
-            r.from,
-            r.to,
+            "{}: {} ({} objects, {:.1} s); rollback: {}",
+            r.edge.title(),
             r.verdict.word(),
             r.objects,
             r.seconds,
@@ -119,7 +118,7 @@ fn junit(reports: &[EdgeAnswer]) -> String {
                 kind: r.verdict.word().to_owned(),
             }
         };
-        let name = format!("{} → {}", r.from, r.to);
+        let name = r.edge.title();
         suite
             .cases
             .push(junit::TestCase::new("upgrade", name, outcome).time(format!("{:.3}", r.seconds)));
@@ -147,8 +146,8 @@ fn markdown(reports: &[EdgeAnswer]) -> String {
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {} | {} | {} | {:.1} |",
-            markdown_escape(&r.from),
-            markdown_escape(&r.to),
+            markdown_escape(&r.edge.from),
+            markdown_escape(&r.edge.to),
             r.verdict.word(),
             r.verdicts.live.word(),
             markdown_escape(&check),
@@ -179,9 +178,8 @@ fn markdown(reports: &[EdgeAnswer]) -> String {
         for (r, f) in findings {
             let _ = writeln!(
                 out,
-                "| {} → {} | `{}` | {} |",
-                markdown_escape(&r.from),
-                markdown_escape(&r.to),
+                "| {} | `{}` | {} |",
+                markdown_escape(&r.edge.title()),
                 f.rule,
                 markdown_escape(&describe(f))
             );
@@ -198,8 +196,7 @@ mod tests {
     #[test]
     fn a_markdown_cell_keeps_line_breaks_and_pipes_inside_its_row() {
         let report = EdgeReport {
-            from: "op.v1".into(),
-            to: "op.v2".into(),
+            edge: olmpack_model::upgrade::Edge::new("op", "op.v1", "op.v2"),
             verdict: Verdict::Refused,
             objects: 1,
             steps: Vec::new(),

@@ -136,8 +136,21 @@ async fn run_live(
 }
 
 /// One edge: on the given cluster (its client and kubeconfig), or on a test environment of
-/// its own.
+/// its own. Its report names the whole `edge` (package, channels, ways), which the live run
+/// knows by its releases' names only.
 async fn run_one(
+    edge: &Edge,
+    from: ReleaseUnderTest,
+    to: ReleaseUnderTest,
+    shared: Option<&(kube::Client, PathBuf)>,
+    options: &EdgeOptions,
+) -> Result<EdgeReport, RunError> {
+    let mut report = run_live_edge(edge, from, to, shared, options).await?;
+    report.edge = edge.clone();
+    Ok(report)
+}
+
+async fn run_live_edge(
     edge: &Edge,
     from: ReleaseUnderTest,
     to: ReleaseUnderTest,
