@@ -4,7 +4,10 @@
 //! Data flows one way: **plan → read → build → validate → lay out → write/push**. The pure
 //! model is its own crate, [`olmpack_model`] (the plan's types and parsing, findings, the
 //! upgrade graph, versions, the Go-compatible YAML reader), which depends on no I/O or
-//! command-line crate (`cargo xtask lint` checks).
+//! command-line crate (`cargo xtask lint` checks). Below it all lies [`olmpack_oci`]: OCI
+//! images, registries, SBOMs and signatures, and safe file reading and writing — nothing OLM
+//! (`cargo xtask lint` checks); its `input`, `output`, `leftovers` and `supply` are re-exported
+//! here, and [`image`] builds bundle and catalog images on its images.
 //!
 //! - [`plan`]: loading the release plan (`olmpack.yaml`) and resolving the files it names.
 //! - [`input`]: reading input files safely (regular files only, bounded, symlinks kept inside).
@@ -15,7 +18,8 @@
 //! - [`build`]: every bundle of a plan and the catalog that publishes them, built in memory.
 //! - [`install`]: install manifests for users (OLM v0 Subscription, OLM v1 ClusterExtension + RBAC).
 //! - [`output`]: generated file trees, written atomically or checked against disk.
-//! - [`image`]: bundle and catalog images without a container engine; OCI layouts and pushes.
+//! - [`image`]: bundle and catalog images without a container engine, on [`olmpack_oci::image`]
+//!   (OCI layouts, pushes, pulls).
 //! - [`supply`]: SBOMs and signatures attached to pushed images.
 //! - [`release`]: the `olmpack release` job — from the plan to pushed, digest-pinned images.
 //! - [`upgrade`]: will the next release break installed clusters — [`upgrade::check`]
@@ -40,18 +44,16 @@ pub mod bundle;
 pub mod catalog;
 pub mod cluster_crds;
 pub mod image;
-pub mod input;
 pub mod install;
 pub mod json;
 pub mod kubebuilder;
-pub mod leftovers;
-pub mod output;
 pub mod plan;
 pub mod refusal;
 pub mod release;
-pub mod supply;
 pub mod tools;
 pub mod upgrade;
+
+pub use olmpack_oci::{input, leftovers, output, supply};
 
 /// Installs rustls' ring provider as the process default; call first in every binary and test
 /// harness that may use TLS. One definition for every crate that uses TLS: the test

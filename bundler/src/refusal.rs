@@ -112,6 +112,41 @@ impl Refusal for olmpack_model::csv::examples::ExamplesError {
     }
 }
 
+/// The errors of the lower layer, [`olmpack_oci`], say through its own
+/// [`RefusesInput`](olmpack_oci::RefusesInput), implemented beside each of them; here each is
+/// asked. One line per error: an error of that crate missing here cannot reach `main`.
+macro_rules! ask_the_lower_layer {
+    ($($error:ty),* $(,)?) => {
+        $(
+            impl Refusal for $error {
+                fn refuses_input(&self) -> bool {
+                    olmpack_oci::RefusesInput::refuses_input(self)
+                }
+            }
+        )*
+    };
+}
+
+ask_the_lower_layer!(
+    olmpack_oci::input::InputError,
+    olmpack_oci::output::OutputError,
+    olmpack_oci::image::base::BaseError,
+    olmpack_oci::image::build::BuildError,
+    olmpack_oci::image::layer::LayerError,
+    olmpack_oci::image::layout::LayoutError,
+    olmpack_oci::image::operator::OperatorError,
+    olmpack_oci::image::pull::PullError,
+    olmpack_oci::image::push::PushError,
+    olmpack_oci::image::reference::ReferenceError,
+    olmpack_oci::image::registry::RegistryError,
+    olmpack_oci::image::resolve::ResolveError,
+    olmpack_oci::supply::attach::AttachError,
+    olmpack_oci::supply::cosign::KeyError,
+    olmpack_oci::supply::cosign::SignError,
+    olmpack_oci::supply::oci::RepoError,
+    olmpack_oci::supply::sbom::SbomError,
+);
+
 impl<E: Refusal + ?Sized> Refusal for Box<E> {
     fn refuses_input(&self) -> bool {
         (**self).refuses_input()

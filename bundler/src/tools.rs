@@ -34,12 +34,12 @@ use std::path::{Component, Path, PathBuf};
 use olmpack_envtest::binaries::{Tool, ToolData};
 
 use crate::image::base::{self, BaseError, BaseImage, PlatformImage};
-use crate::image::build::{BuildError, BuildOptions, build_files_image};
 use crate::image::layer::{self, Entries, Entry, LayerSource};
 use crate::image::layout::{Descriptor, LayoutError, LayoutWriter, Platform};
 use crate::image::progress::Progress;
 use crate::image::registry::RegistryAccess;
 use crate::image::unpack::{Budget, tar_stream};
+use olmpack_oci::image::build::{BuildError, BuildOptions, build_files_image};
 
 /// The data directories the artifact carries besides the tools' (what `upgrade olm
 /// --platform openshift` serves: OpenShift's API kinds).

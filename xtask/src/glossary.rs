@@ -29,6 +29,7 @@ use crate::layout::{blank_strings_and_comments, rust_files, without_test_items};
 pub const SOURCES: &[&str] = &[
     "bundler/src",
     "model/src",
+    "oci/src",
     "upgrade-tests/src",
     "operator/src",
     "crd-migrate/src",

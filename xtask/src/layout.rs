@@ -13,6 +13,10 @@
 //!   enclosing module (`super::X` from a child) is not an arrow.
 //! - [`check_shipped_avoid_dev_only`]: no shipped crate ([`SHIPPED`]) reaches a test-only
 //!   crate ([`DEV_ONLY`]) through normal dependencies.
+//! - [`check_lower_layer_knows_no_olm`]: `olmpack-oci` (images, registries, SBOMs,
+//!   signatures, safe file reading and writing) depends on no crate that knows OLM
+//!   ([`OLM_CRATES`]), uses `olmpack-model` only for [`LOWER_MODEL_USES`], and its code
+//!   (comments included, tests aside) names none of OLM's words ([`OLM_WORDS`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -38,12 +42,13 @@ pub const DENIED: &[&str] = &[
 ];
 
 /// The crates whose top-level modules must not import each other in a cycle.
-pub const CHECKED_CRATES: &[&str] = &["bundler/src", "model/src"];
+pub const CHECKED_CRATES: &[&str] = &["bundler/src", "model/src", "oci/src"];
 
 /// The product crates' sources: no two of their files may import each other in a circle.
 pub const PRODUCT_SOURCES: &[&str] = &[
     "bundler/src",
     "model/src",
+    "oci/src",
     "upgrade-tests/src",
     "operator/src",
     "crd-migrate/src",
@@ -54,6 +59,7 @@ pub const PRODUCT_SOURCES: &[&str] = &[
 pub const SHIPPED: &[&str] = &[
     "olmpack",
     "olmpack-model",
+    "olmpack-oci",
     "olmpack-envtest",
     "webapp-operator",
     "crd-migrate",
@@ -65,11 +71,48 @@ pub const DEV_ONLY: &[&str] = &["olmpack-testkit"];
 /// The pure model crate.
 const MODEL: &str = "olmpack-model";
 
+/// The lower layer: OCI images, registries, SBOMs, signatures, and the safe file reading and
+/// writing beneath them.
+const LOWER: &str = "olmpack-oci";
+
+/// The lower layer's sources.
+pub const LOWER_SOURCES: &str = "oci/src";
+
+/// The workspace crates that know OLM: the lower layer reaches none of them.
+pub const OLM_CRATES: &[&str] = &[
+    "olmpack",
+    "olmpack-envtest",
+    "olmpack-testkit",
+    "webapp-operator",
+    "crd-migrate",
+];
+
+/// What the lower layer may use of `olmpack-model`: its terminal-safe text, nothing of the
+/// plan, bundles or catalogs.
+pub const LOWER_MODEL_USES: &[&str] = &["olmpack_model::report::safe_line"];
+
+/// Words that name OLM or what it packages (whole words, case as written); the lower layer's
+/// code and comments use none of them.
+pub const OLM_WORDS: &[&str] = &[
+    "OLM",
+    "opm",
+    "CSV",
+    "ClusterServiceVersion",
+    "operatorframework",
+    "File-Based Catalog",
+    "annotations.yaml",
+    "registry+v1",
+    "Subscription",
+    "ClusterExtension",
+    "CatalogSource",
+];
+
 /// Every layout check, all run; fails with every problem found.
 pub fn check_all(root: &Path) -> Result<()> {
     let mut results = vec![
         check_model_is_pure(root),
         check_shipped_avoid_dev_only(root),
+        check_lower_layer_knows_no_olm(root),
     ];
     results.extend(
         CHECKED_CRATES
@@ -131,6 +174,75 @@ pub fn check_shipped_avoid_dev_only(root: &Path) -> Result<()> {
         "shipped crates must not depend on test-only crates (make it a dev-dependency):\n{}",
         lines.join("\n")
     )
+}
+
+/// Fails when the lower layer ([`LOWER`]) reaches a crate that knows OLM ([`OLM_CRATES`])
+/// through normal dependencies, or when its code names OLM ([`olm_mentions`]).
+pub fn check_lower_layer_knows_no_olm(root: &Path) -> Result<()> {
+    let metadata = metadata(root)?;
+    let mut lines: Vec<String> = denied_chains(&metadata, LOWER, OLM_CRATES)?
+        .iter()
+        .map(|c| format!("  {}", c.join(" -> ")))
+        .collect();
+    let files = rust_files(&root.join(LOWER_SOURCES))?;
+    lines.extend(
+        olm_mentions(&files)
+            .into_iter()
+            .map(|m| format!("  {LOWER_SOURCES}/{m}")),
+    );
+    if lines.is_empty() {
+        return Ok(());
+    }
+    bail!(
+        "{LOWER} is the layer below OLM, but knows OLM (move the OLM part up into olmpack, or \
+         have olmpack pass it in):\n{}",
+        lines.join("\n")
+    )
+}
+
+/// Each `file:line` of `files` whose code or comments (test items aside) name one of
+/// [`OLM_WORDS`] as a whole word, or use `olmpack_model` beyond [`LOWER_MODEL_USES`].
+pub fn olm_mentions(files: &[(PathBuf, String)]) -> Vec<String> {
+    let mut mentions = Vec::new();
+    for (path, text) in files {
+        for (n, line) in without_test_items(text).lines().enumerate() {
+            let words: Vec<&str> = OLM_WORDS
+                .iter()
+                .copied()
+                .filter(|w| has_whole_word(line, w))
+                .collect();
+            if !words.is_empty() {
+                mentions.push(format!(
+                    "{}:{}: names {}",
+                    path.display(),
+                    n + 1,
+                    words.join(", ")
+                ));
+            }
+            let model_uses = line.matches("olmpack_model::").count();
+            let allowed: usize = LOWER_MODEL_USES
+                .iter()
+                .map(|u| line.matches(u).count())
+                .sum();
+            if model_uses > allowed {
+                mentions.push(format!(
+                    "{}:{}: uses olmpack_model beyond {}",
+                    path.display(),
+                    n + 1,
+                    LOWER_MODEL_USES.join(", ")
+                ));
+            }
+        }
+    }
+    mentions
+}
+
+/// Whether `word` stands in `line` on its own: no letter, digit or `_` right before or after.
+fn has_whole_word(line: &str, word: &str) -> bool {
+    let is_word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    line.match_indices(word).any(|(at, _)| {
+        !is_word(line[..at].chars().next_back()) && !is_word(line[at + word.len()..].chars().next())
+    })
 }
 
 /// `cargo metadata` of the workspace at `root`.
@@ -995,5 +1107,53 @@ pub(crate) mod tests {
         });
         let chains = denied_chains(&metadata, "olmpack-model", DENIED).unwrap();
         assert_eq!(chains, [["olmpack-model", "helper", "tokio"]]);
+    }
+
+    #[test]
+    fn the_lower_layer_naming_olm_is_found() {
+        let files = files(&[
+            (
+                "image/build.rs",
+                "//! Images of files.\n\
+                 pub const LABEL: &str = \"operators.operatorframework.io.index.configs.v1\";\n\
+                 /// Serves the catalog with opm.\n\
+                 fn f() { olmpack_model::plan::load(); }\n\
+                 fn g() { olmpack_model::report::safe_line(\"x\"); }\n\
+                 #[cfg(test)]\nmod tests {\n    const CSV: &str = \"kind: ClusterServiceVersion\";\n}\n",
+            ),
+            (
+                "image/layout.rs",
+                "//! OLMish olmpack layouts, CSVs, topmost.\n",
+            ),
+        ]);
+        assert_eq!(
+            olm_mentions(&files),
+            [
+                "image/build.rs:2: names operatorframework",
+                "image/build.rs:3: names opm",
+                "image/build.rs:4: uses olmpack_model beyond olmpack_model::report::safe_line",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_lower_layer_reaching_an_olm_crate_is_named() {
+        let metadata = serde_json::json!({
+            "packages": [
+                {"id": "i", "name": "olmpack-oci"},
+                {"id": "m", "name": "olmpack-model"},
+                {"id": "o", "name": "olmpack"},
+            ],
+            "resolve": {"nodes": [
+                {"id": "i", "deps": [
+                    {"pkg": "m", "dep_kinds": [{"kind": null}]},
+                    {"pkg": "o", "dep_kinds": [{"kind": null}]},
+                ]},
+                {"id": "m", "deps": []},
+                {"id": "o", "deps": [{"pkg": "i", "dep_kinds": [{"kind": null}]}]},
+            ]},
+        });
+        let chains = denied_chains(&metadata, "olmpack-oci", OLM_CRATES).unwrap();
+        assert_eq!(chains, [["olmpack-oci", "olmpack"]]);
     }
 }

@@ -5,8 +5,9 @@
 //!   `realworld_` conformance tests included), then checks that the run
 //!   left no process and no test-environment directory behind.
 //! - `cargo xtask env` prints the `export` lines that point a plain `cargo test` at the tools.
-//! - `cargo xtask lint` checks the crate layout ([`layout`]: the model crate stays pure, no
-//!   shipped crate needs a test-only one, no module cycle in `olmpack`, no import circle of
+//! - `cargo xtask lint` checks the crate layout ([`layout`]: the model crate stays pure, the
+//!   lower layer `olmpack-oci` knows no OLM, no shipped crate needs a test-only one, no module
+//!   cycle in `olmpack`, no import circle of
 //!   files in product code) and the glossary ([`glossary`]: docs/architecture.md's words keep their one
 //!   meaning in product code), then runs `cargo fmt --check` and `cargo clippy -D warnings`.
 //! - `cargo xtask conformance` unpacks the real-world corpora once and runs the `realworld_`
@@ -62,13 +63,13 @@ enum Cmd {
     /// Print `export VAR=...` lines for the pinned tools, for use with a plain `cargo test`.
     Env,
     /// Print the import graph of olmpack's top-level modules and run the layout checks of
-    /// `lint` (model purity, no module cycle) alone.
+    /// `lint` (model purity, a lower layer without OLM, no module cycle) alone.
     Layout {
         /// The crate source directory to graph and check (default: bundler/src).
         src: Option<PathBuf>,
     },
-    /// Check the crate layout (olmpack-model depends on no I/O or CLI crate; olmpack's
-    /// top-level modules import each other without a cycle), the glossary (docs/architecture.md's words keep
+    /// Check the crate layout (olmpack-model depends on no I/O or CLI crate; olmpack-oci on
+    /// nothing OLM; olmpack's top-level modules import each other without a cycle), the glossary (docs/architecture.md's words keep
     /// their one meaning in product code), formatting, and run clippy with warnings denied.
     Lint,
     /// Unpack the real-world corpora (once, into ~/.cache/olmpack/corpus) and run the
@@ -122,9 +123,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let src = src.unwrap_or_else(|| root.join("bundler/src"));
             print!("{}", layout::describe(&src)?);
             layout::check_model_is_pure(&root)?;
+            layout::check_lower_layer_knows_no_olm(&root)?;
             layout::check_module_cycles(&src)?;
             println!(
-                "layout: olmpack-model is pure; no module cycle in {}",
+                "layout: olmpack-model is pure; olmpack-oci knows no OLM; no module cycle in {}",
                 src.display()
             );
             Ok(ExitCode::SUCCESS)

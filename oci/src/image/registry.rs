@@ -251,7 +251,7 @@ pub enum RegistryError {
 }
 
 /// Never about the input olmpack reads: a failure to do the job (exit 2).
-impl crate::refusal::Refusal for RegistryError {
+impl crate::RefusesInput for RegistryError {
     fn refuses_input(&self) -> bool {
         false
     }
@@ -977,7 +977,7 @@ mod tests {
 
     /// A client for a registry nobody talks to: `attempt` is the only request.
     fn quick_client(attempts: u32) -> RegistryClient {
-        crate::install_crypto_provider();
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let access = RegistryAccess {
             credentials: Credentials::Anonymous,
             retry: RetryPolicy {

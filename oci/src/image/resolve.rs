@@ -24,7 +24,7 @@ pub enum ResolveError {
 }
 
 /// Never about the input olmpack reads: a failure to do the job (exit 2).
-impl crate::refusal::Refusal for ResolveError {
+impl crate::RefusesInput for ResolveError {
     fn refuses_input(&self) -> bool {
         false
     }

@@ -75,7 +75,7 @@ pub enum AttachError {
 }
 
 /// Never about the input olmpack reads: a failure to do the job (exit 2).
-impl crate::refusal::Refusal for AttachError {
+impl crate::RefusesInput for AttachError {
     fn refuses_input(&self) -> bool {
         false
     }

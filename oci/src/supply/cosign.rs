@@ -21,7 +21,7 @@
 //!   Signatures already at the tag are kept; a signature already there is not added twice.
 #![warn(missing_docs)]
 
-use crate::refusal::Refusal;
+use crate::RefusesInput;
 use std::collections::BTreeMap;
 
 use base64::Engine as _;
@@ -100,7 +100,7 @@ pub enum KeyError {
 }
 
 /// A key file olmpack refuses to read (exit 1); a key it cannot use is a bad argument (exit 2).
-impl Refusal for KeyError {
+impl RefusesInput for KeyError {
     fn refuses_input(&self) -> bool {
         match self {
             KeyError::Read { source } => source.is_refusal(),
@@ -135,7 +135,7 @@ pub enum SignError {
 }
 
 /// Never about the input olmpack reads: a failure to do the job (exit 2).
-impl crate::refusal::Refusal for SignError {
+impl crate::RefusesInput for SignError {
     fn refuses_input(&self) -> bool {
         false
     }

@@ -156,7 +156,7 @@ pub enum LayoutError {
 
 /// A blob olmpack refuses to read (exit 1); anything else is a failure to write or read the
 /// layout (exit 2).
-impl crate::refusal::Refusal for LayoutError {
+impl crate::RefusesInput for LayoutError {
     fn refuses_input(&self) -> bool {
         match self {
             LayoutError::BlobUnreadable { refusal, .. } => *refusal,

@@ -82,7 +82,7 @@ pub enum PushError {
 }
 
 /// A layout blob olmpack refuses to read (exit 1); a registry or network failure is exit 2.
-impl crate::refusal::Refusal for PushError {
+impl crate::RefusesInput for PushError {
     fn refuses_input(&self) -> bool {
         match self {
             PushError::Layout(layout) => layout.refuses_input(),

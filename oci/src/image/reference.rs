@@ -29,7 +29,7 @@ pub enum ReferenceError {
 }
 
 /// Never about the input olmpack reads: a failure to do the job (exit 2).
-impl crate::refusal::Refusal for ReferenceError {
+impl crate::RefusesInput for ReferenceError {
     fn refuses_input(&self) -> bool {
         false
     }

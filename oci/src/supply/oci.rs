@@ -37,7 +37,7 @@ pub enum RepoError {
 }
 
 /// Never about the input olmpack reads: a failure to do the job (exit 2).
-impl crate::refusal::Refusal for RepoError {
+impl crate::RefusesInput for RepoError {
     fn refuses_input(&self) -> bool {
         false
     }

@@ -1,4 +1,4 @@
-//! SPDX 2.3 SBOMs (JSON) of bundle and catalog images: the files in the image and the images
+//! SPDX 2.3 SBOMs (JSON) of images: the files in the image and the images
 //! it references by digest.
 //!
 //! Contract:
@@ -11,8 +11,8 @@
 //!   Every file it holds is listed with the SHA1 checksum SPDX 2.3 requires (plus SHA256) and
 //!   related with `CONTAINS`; the package's `packageVerificationCode` is computed from those
 //!   SHA1s as SPDX 2.3 §7.9 defines it.
-//! - **Referenced images** (a bundle's CSV related and container images; a catalog's bundle
-//!   images) are packages related with `DEPENDS_ON`. Those pinned by digest carry a `pkg:oci`
+//! - **Referenced images** (the images the image's files name, as the caller lists them) are
+//!   packages related with `DEPENDS_ON`. Those pinned by digest carry a `pkg:oci`
 //!   purl with the digest as version; an image named only by tag is still listed, with
 //!   `versionInfo: NOASSERTION` and no purl (a purl needs the digest).
 
@@ -69,7 +69,7 @@ pub enum SbomError {
 }
 
 /// Never about the input olmpack reads: a failure to do the job (exit 2).
-impl crate::refusal::Refusal for SbomError {
+impl crate::RefusesInput for SbomError {
     fn refuses_input(&self) -> bool {
         false
     }

@@ -187,7 +187,7 @@ impl LayerError {
     }
 }
 
-impl crate::refusal::Refusal for LayerError {
+impl crate::RefusesInput for LayerError {
     fn refuses_input(&self) -> bool {
         self.is_refusal()
     }

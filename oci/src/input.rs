@@ -183,7 +183,7 @@ pub enum InputError {
     },
 }
 
-impl crate::refusal::Refusal for InputError {
+impl crate::RefusesInput for InputError {
     fn refuses_input(&self) -> bool {
         self.is_refusal()
     }
@@ -338,8 +338,8 @@ pub fn decode(path: &Path, bytes: Vec<u8>) -> Result<String, InputError> {
     })
 }
 
-/// [`text`] with a leading byte-order mark kept, for a reader that reads such a file as opm
-/// does (opm reads JSON behind the mark as YAML).
+/// [`text`] with a leading byte-order mark kept, for a reader that must see the mark (one
+/// that reads JSON behind the mark as YAML, as the Go tools olmpack matches do).
 pub fn text_keeping_bom(path: &Path, limits: &Limits) -> Result<String, InputError> {
     decode_keeping_bom(path, read(path, limits)?)
 }

@@ -15,7 +15,7 @@
 //!   depends on it is deterministic.
 #![warn(missing_docs)]
 
-use crate::refusal::Refusal;
+use crate::RefusesInput;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::fs;
@@ -61,16 +61,16 @@ pub enum OutputError {
 }
 
 /// Writing an output, or one olmpack may not replace: a failure to do the job (exit 2).
-impl Refusal for OutputError {
+impl RefusesInput for OutputError {
     fn refuses_input(&self) -> bool {
         false
     }
 }
 
 /// The file olmpack puts into every directory it generates; a directory with it may be
-/// replaced by the next run. [`FileTree::check_against`] ignores it. It is empty: a catalog
-/// directory is served as it is (`opm serve`, catalog images), and an empty file holds no
-/// catalog objects, so every reader skips it.
+/// replaced by the next run. [`FileTree::check_against`] ignores it. It is empty: a generated
+/// directory may be served as it is (by a server of its files, or in an image), and an empty
+/// file holds no objects, so every reader of the directory skips it.
 pub const STAMP_FILE: &str = ".olmpack-generated";
 
 const STAMP: &[u8] = b"";

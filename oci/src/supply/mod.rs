@@ -1,4 +1,4 @@
-//! Supply chain artifacts of a release: SPDX SBOMs of the bundle and catalog images
+//! Supply chain artifacts of a release: SPDX SBOMs of the images
 //! ([`sbom`]), attached to them as OCI artifacts.
 #![warn(missing_docs)]
 

@@ -1,13 +1,13 @@
-//! Pulling an image's files: the union of its layers as a file tree in memory, e.g. to read a
-//! bundle image the way `opm render <bundle-image>` does.
+//! Pulling an image's files: the union of its layers as a file tree in memory, e.g. to read
+//! the files an image carries without a container engine.
 //!
 //! Contract: the image is fetched with [`super::base::fetch`] (digests verified, retries), its
 //! layers applied in order (later files win; OCI whiteouts `.wh.<name>` delete). Only regular
 //! files are kept, with paths relative to the image root. Nothing is written outside a temp
 //! directory that is removed before returning. For an index, the first platform image is used
-//! (bundle and catalog content is the same on every platform).
+//! (the images pulled this way hold files, the same on every platform).
 
-use crate::refusal::Refusal;
+use crate::RefusesInput;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -63,7 +63,7 @@ pub enum PullError {
 }
 
 /// A blob olmpack refuses to read (exit 1); a registry or disk failure is exit 2.
-impl Refusal for PullError {
+impl RefusesInput for PullError {
     fn refuses_input(&self) -> bool {
         match self {
             PullError::Fetch { source, .. } => source.refuses_input(),

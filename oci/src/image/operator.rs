@@ -18,7 +18,7 @@
 //! - `created` and every file time is the source date epoch, so the digest depends only on the
 //!   binaries, the base and the options.
 
-use crate::refusal::Refusal;
+use crate::RefusesInput;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -118,7 +118,7 @@ pub enum OperatorError {
 
 /// What building the image answers; a binary or base image olmpack cannot use is a bad
 /// argument (exit 2).
-impl Refusal for OperatorError {
+impl RefusesInput for OperatorError {
     fn refuses_input(&self) -> bool {
         match self {
             OperatorError::Build(build) => build.refuses_input(),

@@ -4,7 +4,7 @@
 //! media types are mapped to their OCI equivalents (same bytes); attestation and unknown-platform
 //! entries of an index are skipped; non-distributable (foreign) layers are refused.
 
-use crate::refusal::Refusal;
+use crate::RefusesInput;
 use std::collections::HashSet;
 
 use oci_client::RegistryOperation;
@@ -77,7 +77,7 @@ pub enum BaseError {
 
 /// A layout blob olmpack refuses (exit 1); a registry or a base image it cannot use is a
 /// failure to build (exit 2).
-impl Refusal for BaseError {
+impl RefusesInput for BaseError {
     fn refuses_input(&self) -> bool {
         match self {
             BaseError::Layout(layout) => layout.refuses_input(),
