@@ -145,8 +145,8 @@ async fn olm_e2e_reference_operator_installs_and_upgrades_along_every_edge() {
 async fn olm_e2e_a_certificate_refresh_seen_late_is_followed_back_to_succeeded() {
     use k8s_openapi::api::core::v1::Secret;
     use kube::api::{Api, DeleteParams};
-    use olmpack_envtest::olm::v0::resources::{self, Csv};
     use olmpack_envtest::olm::StillSucceeded;
+    use olmpack_envtest::olm::v0::resources::{self, Csv};
     use olmpack_envtest::olm::v0::{OlmEnv, OlmEnvOptions};
 
     let env = OlmEnv::start_with(OlmEnvOptions {

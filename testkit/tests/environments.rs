@@ -479,12 +479,13 @@ async fn envtest_registry_roundtrip() {
 /// are the same with it.
 #[tokio::test]
 async fn envtest_olm_catalog_operator_gets_the_install_plan_retry_window() {
-    let env = olmpack_envtest::olm::v0::OlmEnv::start_with(olmpack_envtest::olm::v0::OlmEnvOptions {
-        install_plan_retry: Duration::from_secs(7),
-        ..Default::default()
-    })
-    .await
-    .expect("OLM starts");
+    let env =
+        olmpack_envtest::olm::v0::OlmEnv::start_with(olmpack_envtest::olm::v0::OlmEnvOptions {
+            install_plan_retry: Duration::from_secs(7),
+            ..Default::default()
+        })
+        .await
+        .expect("OLM starts");
     let commands: Vec<String> = env
         .pids()
         .iter()
