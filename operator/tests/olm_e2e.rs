@@ -145,8 +145,9 @@ async fn olm_e2e_reference_operator_installs_and_upgrades_along_every_edge() {
 async fn olm_e2e_a_certificate_refresh_seen_late_is_followed_back_to_succeeded() {
     use k8s_openapi::api::core::v1::Secret;
     use kube::api::{Api, DeleteParams};
-    use olmpack_envtest::olm::resources::{self, Csv};
-    use olmpack_envtest::olm::{OlmEnv, OlmEnvOptions, StillSucceeded};
+    use olmpack_envtest::olm::StillSucceeded;
+    use olmpack_envtest::olm::v0::resources::{self, Csv};
+    use olmpack_envtest::olm::v0::{OlmEnv, OlmEnvOptions};
 
     let env = OlmEnv::start_with(OlmEnvOptions {
         webhook_command: Some(operator_command()),
@@ -230,7 +231,7 @@ async fn olm_e2e_a_reset_environment_keeps_nothing_of_the_last_install() {
     use k8s_openapi::api::core::v1::Namespace;
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     use kube::api::{Api, ListParams};
-    use olmpack_envtest::olm::{OlmEnv, OlmEnvOptions};
+    use olmpack_envtest::olm::v0::{OlmEnv, OlmEnvOptions};
     use olmpack_model::plan::InstallModeType;
 
     let mut env = OlmEnv::start_with(OlmEnvOptions {
@@ -288,9 +289,9 @@ async fn olm_e2e_a_reset_environment_keeps_nothing_of_the_last_install() {
 /// The reference operator's head installed by OLM in `env` from the catalog `served`, its
 /// webhooks served and its examples created; the catalog is served until dropped.
 async fn install_head(
-    env: &olmpack_envtest::olm::OlmEnv,
+    env: &olmpack_envtest::olm::v0::OlmEnv,
     served: &Path,
-) -> olmpack_envtest::olm::Catalog {
+) -> olmpack_envtest::olm::v0::Catalog {
     let head = "webapp-operator.v1.0.1";
     let catalog = install(env, served, head).await;
     env.wait_for_webhooks(head, std::time::Duration::from_secs(90))
@@ -320,10 +321,10 @@ where
 /// The reference operator's release `csv` installed by OLM in `env` from the catalog
 /// `served` (channel `stable`); the catalog is served until dropped.
 async fn install(
-    env: &olmpack_envtest::olm::OlmEnv,
+    env: &olmpack_envtest::olm::v0::OlmEnv,
     served: &Path,
     csv: &str,
-) -> olmpack_envtest::olm::Catalog {
+) -> olmpack_envtest::olm::v0::Catalog {
     let catalog = env.serve_catalog("olmpack", served).await.unwrap();
     env.subscribe(&catalog, "webapp-operator", "stable", csv)
         .await

@@ -2,7 +2,7 @@
 //! ReplicaSets, garbage collection), kube-scheduler and kwok with a number of fake nodes, so
 //! that pods are created, scheduled and become Running and Ready without a kubelet.
 //!
-//! Unlike [`olmpack_envtest::olm::OlmEnv`]'s single node (whose pods also wait for the kubelet stand-in's
+//! Unlike [`olmpack_envtest::olm::v0::OlmEnv`]'s single node (whose pods also wait for the kubelet stand-in's
 //! admission), kwok here runs its stages unchanged: every scheduled pod becomes Ready. Each
 //! component's client limits are raised ([`FakeNodesOptions`]) so that the control plane, not
 //! its own clients' defaults (20 requests/s for kube-controller-manager), is what a load test

@@ -479,12 +479,13 @@ async fn envtest_registry_roundtrip() {
 /// are the same with it.
 #[tokio::test]
 async fn envtest_olm_catalog_operator_gets_the_install_plan_retry_window() {
-    let env = olmpack_envtest::olm::OlmEnv::start_with(olmpack_envtest::olm::OlmEnvOptions {
-        install_plan_retry: Duration::from_secs(7),
-        ..Default::default()
-    })
-    .await
-    .expect("OLM starts");
+    let env =
+        olmpack_envtest::olm::v0::OlmEnv::start_with(olmpack_envtest::olm::v0::OlmEnvOptions {
+            install_plan_retry: Duration::from_secs(7),
+            ..Default::default()
+        })
+        .await
+        .expect("OLM starts");
     let commands: Vec<String> = env
         .pids()
         .iter()
@@ -714,7 +715,7 @@ async fn cutting_proxy(target: String, cut: usize) -> std::net::SocketAddr {
 /// a refusal is not retried.
 #[tokio::test]
 async fn envtest_transient_transport_errors_are_retried_and_named() {
-    use olmpack_envtest::olm::transient::{Retried, retrying, transient};
+    use olmpack_envtest::olm::v0::transient::{Retried, retrying, transient};
     let env = TestEnv::start().await.expect("test environment starts");
     let target = env.server_url().trim_start_matches("https://").to_owned();
     let proxy = cutting_proxy(target, 2).await;
@@ -773,7 +774,7 @@ async fn envtest_transient_transport_errors_are_retried_and_named() {
 #[tokio::test]
 async fn envtest_olm_manages_the_namespace_before_a_plan_is_approved() {
     use olmpack_model::plan::InstallModeType;
-    let mut env = olmpack_envtest::olm::OlmEnv::start()
+    let mut env = olmpack_envtest::olm::v0::OlmEnv::start()
         .await
         .expect("OLM starts");
     let deadline = || Instant::now() + Duration::from_secs(60);

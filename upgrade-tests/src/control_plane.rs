@@ -75,7 +75,7 @@ pub enum EnvError {
 pub struct TestEnvOptions {
     /// Also run kube-controller-manager with the garbage collector, namespace, service
     /// account, deployment and root-CA publisher controllers (no scheduler or kubelet here:
-    /// pods never run; [`crate::olm::OlmEnv`] adds both).
+    /// pods never run; [`crate::olm::v0::OlmEnv`] adds both).
     pub controller_manager: bool,
     /// Extra `--flag=value` arguments for kube-apiserver.
     pub apiserver_args: Vec<String>,

@@ -1,8 +1,8 @@
 //! olmpack's upgrade-test engine — a shipped part of the product, not a test suite (the
 //! folder is named for what it answers): the environments olmpack's live commands start,
 //! also used by its tests: a real etcd + kube-apiserver (+ kube-controller-manager) — the
-//! envtest that Rust lacks — real OLM v0 on it, and the live CRD upgrade runs (`olmpack
-//! upgrade test`) and OLM installs (`olmpack upgrade olm`) on them.
+//! envtest that Rust lacks — real OLM v0 and OLM v1 on it ([`olm`]), and the live CRD upgrade
+//! runs (`olmpack upgrade test`) and OLM installs (`olmpack upgrade olm`) on them.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {

@@ -1,43 +1,28 @@
-//! [`OlmEnv`]: the real OLM v0 on a [`crate::control_plane::TestEnv`], installing and upgrading operators by
-//! Subscription — without a cluster, a kubelet or a container runtime.
+//! What OLM v0 and OLM v1 share, and each OLM's environment: [`v0::OlmEnv`] runs the real
+//! OLM v0 (Subscription, InstallPlan, CSV), [`v1::OlmV1Env`] the real OLM v1
+//! (ClusterCatalog, ClusterExtension), each on a [`crate::control_plane::TestEnv`] without a
+//! cluster, a kubelet or a container runtime.
 //!
-//! What runs (all real binaries, pinned in `tools.toml`): etcd, kube-apiserver (with
-//! `--enable-aggregator-routing=true`, so webhook calls go to EndpointSlice addresses),
-//! kube-controller-manager (Deployments, ReplicaSets, garbage collection), kube-scheduler,
-//! kwok (one fake node; pods become Running and Ready), OLM's olm-operator and
-//! catalog-operator with OLM's CRDs, and `opm serve` for each catalog (a CatalogSource with
-//! `spec.address`, so no catalog pod is needed; bundles carry `olm.bundle.object`, so no
-//! unpack Job is needed).
-//!
-//! Webhooks OLM wires must answer: pods are fake, so a [`WebhookCommand`] is started as the
-//! process of every Deployment OLM created a webhook serving certificate for, with that
-//! certificate, and an EndpointSlice of OLM's webhook Service points at it (see [`webhooks`]).
-//! EndpointSlices may not hold loopback addresses (the apiserver refuses them), so the slice
-//! names this machine's own non-loopback IPv4 address, where a forwarder relays to the
-//! command on 127.0.0.1. Without such an address webhooks cannot be served, and
-//! [`OlmEnv::webhooks_available`] says so.
-//!
-//! Guarantees: every process dies with the [`OlmEnv`] (and with the test process); every file
-//! lives in the [`crate::control_plane::TestEnv`]'s directory, removed on drop.
+//! This module itself holds only what both use:
+//! - `step.rs`: what a step ends as ([`Outcome`], [`InstallStep`]), how long OLM may take
+//!   ([`Timeouts`]), what is installed after it ([`Installed`]);
+//! - `examples.rs`: the `alm-examples` objects created and read back ([`Example`]);
+//! - [`progress`]: what OLM is doing while a step waits, told to an [`Observer`];
+//! - [`webhooks`]: the processes standing in for an install's pods ([`WebhookCommand`]);
+//! - `uninstall.rs`: letting a CRD's objects go before it is deleted;
+//! - [`OlmError`]: failure to start or drive either environment.
 
-mod env;
-mod install;
-pub mod kubelet;
-pub mod operator_group;
+mod examples;
 pub mod progress;
-pub(crate) mod reset;
-pub mod resources;
-mod settle;
-pub mod transient;
+mod step;
+mod uninstall;
+pub mod v0;
 pub mod v1;
 pub mod webhooks;
 
-pub use env::{Catalog, OlmEnv, OlmEnvOptions};
-pub(crate) use install::create_example;
-pub use install::{
-    Example, InstallStep, Installed, Outcome, StillSucceeded, Timeouts, read_back_resource,
-};
+pub use examples::{Example, read_back_resource};
 pub use progress::{Event, Observer, Progress};
+pub use step::{InstallStep, Installed, Outcome, StillSucceeded, Timeouts};
 pub use webhooks::WebhookCommand;
 
 use std::path::PathBuf;
@@ -47,7 +32,7 @@ use crate::binaries::ToolNotFound;
 use crate::control_plane::EnvError;
 use crate::process::ProcessError;
 
-/// Failure to start or drive the test environment of either OLM ([`OlmEnv`],
+/// Failure to start or drive the test environment of either OLM ([`v0::OlmEnv`],
 /// [`v1::OlmV1Env`]). (What OLM does with an operator is an [`Outcome`] or, under OLM v1,
 /// its conditions — not an error.)
 #[derive(Debug, thiserror::Error)]
@@ -80,8 +65,8 @@ pub enum OlmError {
         #[source]
         source: kube::Error,
     },
-    /// A call failed transiently ([`transient::transient`]) for longer than
-    /// [`transient::RETRY_FOR`]: the test control plane's apiserver could not be reached
+    /// A call failed transiently ([`v0::transient::transient`]) for longer than
+    /// [`v0::transient::RETRY_FOR`]: the test control plane's apiserver could not be reached
     /// reliably, which says nothing about the operator.
     #[error(
         "the test control plane's apiserver could not be reached to {action}: {cause}, still after {waited:.0?} of retries"

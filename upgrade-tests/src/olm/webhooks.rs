@@ -1,4 +1,4 @@
-//! The processes of the fake pods of an [`super::OlmEnv`] (and of an OLM v1 install): with a
+//! The processes of the fake pods of an [`super::v0::OlmEnv`] (and of an OLM v1 install): with a
 //! [`WebhookCommand`], every Deployment in the namespace gets one, as a kubelet would start
 //! its pod — also a Deployment serving no webhooks, whose process may exit (a crash loop)
 //! like any other.
@@ -971,6 +971,12 @@ fn serves_webhooks(found: &Deployment, services: &BTreeSet<String>) -> bool {
             })
         });
     services.contains(&format!("{name}-service")) || mounts_secret
+}
+
+/// A CSV's `spec` typed, read as olmpack's validators read a CSV: a field of another type than
+/// OLM's Go types counts as absent (OLM itself refuses such a CSV before installing it).
+pub fn csv_spec(spec: &serde_json::Value) -> CsvSpec {
+    olmpack_model::decode::lenient(spec)
 }
 
 /// The types of the webhooks a CSV's `spec` declares (`webhookdefinitions[].type`), in

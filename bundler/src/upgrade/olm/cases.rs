@@ -5,7 +5,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use olmpack_envtest::olm::operator_group;
 use olmpack_model::choice::Choice;
 use olmpack_model::csv::ClusterServiceVersion;
 use olmpack_model::plan::InstallModeType;
@@ -303,14 +302,22 @@ fn max_openshift_versions<'a>(
         .collect()
 }
 
+/// Every install mode, in the order a user installing by hand would prefer them.
+const PREFERENCE: [InstallModeType; 4] = [
+    InstallModeType::AllNamespaces,
+    InstallModeType::OwnNamespace,
+    InstallModeType::SingleNamespace,
+    InstallModeType::MultiNamespace,
+];
+
 /// The property OpenShift's OLM reads a bundle's highest OpenShift release from.
 const MAX_OPENSHIFT_VERSION: &str = "olm.maxOpenShiftVersion";
 
-/// The first install mode of [`operator_group::PREFERENCE`] that the bundle's CSV supports
+/// The first install mode of [`PREFERENCE`] that the bundle's CSV supports
 /// (AllNamespaces when it says nothing usable: OLM's verdict then shows what it accepts).
 pub fn preferred_mode(bundle: &Bundle) -> InstallModeType {
     let supported = supported_modes(bundle);
-    operator_group::PREFERENCE
+    PREFERENCE
         .into_iter()
         .find(|m| supported.contains(m))
         .unwrap_or(InstallModeType::AllNamespaces)

@@ -14,9 +14,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use olmpack_envtest::olm::{
-    Catalog, Example, InstallStep, Installed, Observer, OlmEnv, OlmEnvOptions, StillSucceeded,
-};
+use olmpack_envtest::olm::v0::{Catalog, OlmEnv, OlmEnvOptions};
+use olmpack_envtest::olm::{Example, InstallStep, Installed, Observer, StillSucceeded};
 
 use super::driver::{Driver, Ended, Session};
 use super::log::CaseLog;

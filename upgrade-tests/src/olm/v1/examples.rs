@@ -11,7 +11,8 @@ use serde_json::Value;
 
 use super::{OlmError, OlmV1Env};
 use crate::live::api::apiserver_message;
-use crate::olm::{Example, Installed, create_example, read_back_resource};
+use crate::olm::examples::create_example;
+use crate::olm::{Example, Installed, read_back_resource};
 
 /// How long example creation waits for the CRDs OLM v1 installed to be served.
 const CRDS_SERVED: std::time::Duration = std::time::Duration::from_secs(60);

@@ -24,12 +24,13 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::discovery::{Discovery, verbs};
+use olmpack_model::report::error_chain;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{Condition, OlmError, OlmV1Env, is_true, problems};
 use crate::olm::progress::{Observer, Tracker};
-use crate::olm::reset::release_objects;
+use crate::olm::uninstall::release_objects;
 
 /// The apiVersion of OLM v1's objects.
 pub const API_VERSION: &str = "olm.operatorframework.io/v1";
@@ -604,7 +605,7 @@ impl OlmV1Env {
             let released = tokio::time::timeout(RELEASE_CALL, release_objects(&client, crd));
             match released.await {
                 Ok(Ok(())) => {}
-                Ok(Err(e)) => held.push(crate::olm::transient::error_chain(&e)),
+                Ok(Err(e)) => held.push(error_chain(&e)),
                 Err(_) => held.push(format!(
                     "letting the objects of CustomResourceDefinition {crd} go took over {RELEASE_CALL:?}"
                 )),
@@ -647,7 +648,7 @@ impl OlmV1Env {
             Ok(Ok(discovery)) => discovery,
             Ok(Err(source)) => {
                 let error = api_error("discover the kinds the apiserver serves".to_owned())(source);
-                return Ok((Vec::new(), vec![crate::olm::transient::error_chain(&error)]));
+                return Ok((Vec::new(), vec![error_chain(&error)]));
             }
             Err(_) => {
                 let slow = format!("discovering the served kinds took over {RELEASE_CALL:?}");
@@ -671,7 +672,7 @@ impl OlmV1Env {
                 Ok(Err(kube::Error::Api(e))) if e.code == 404 => continue,
                 Ok(Err(source)) => {
                     let error = api_error(format!("list {} of {name}", resource.plural))(source);
-                    unlisted.push(crate::olm::transient::error_chain(&error));
+                    unlisted.push(error_chain(&error));
                     continue;
                 }
                 Err(_) => {

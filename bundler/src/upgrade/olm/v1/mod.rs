@@ -40,7 +40,7 @@ use olmpack_envtest::olm::v1::{
     Condition, ExtensionSpec, LocalRegistry, OlmV1Env, StepEnd, UpgradePolicy,
 };
 use olmpack_envtest::olm::{
-    Example, InstallStep, Installed, Observer, Outcome, StillSucceeded, resources, webhooks,
+    Example, InstallStep, Installed, Observer, Outcome, StillSucceeded, webhooks,
 };
 use olmpack_model::csv::ClusterServiceVersion;
 use olmpack_model::plan::InstallModeType;
@@ -225,7 +225,7 @@ impl Session for V1Session {
         conversion_only: bool,
     ) -> Result<Result<(), String>, OlmRunError> {
         let bundle = self.bundle(csv)?;
-        let Some(spec) = csv_of(bundle).map(|csv| resources::csv_spec(&csv["spec"])) else {
+        let Some(spec) = csv_of(bundle).map(|csv| webhooks::csv_spec(&csv["spec"])) else {
             return Ok(Ok(()));
         };
         let declared = webhooks::declared_webhooks(&spec, conversion_only);

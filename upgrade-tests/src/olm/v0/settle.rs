@@ -2,7 +2,7 @@
 //! in phase `Succeeded` does not yet mean OLM has finished. A step is done when the
 //! InstallPlan is `Complete`, the CSV is `Succeeded` and every CRD its `ConversionWebhook`
 //! definitions name converts through the webhook — all together, for
-//! [`super::Timeouts::settle`] without a break. What OLM does on the way (the CSV leaving
+//! [`crate::olm::Timeouts::settle`] without a break. What OLM does on the way (the CSV leaving
 //! `Succeeded`, a CRD's conversion reset) is kept as evidence for the report.
 
 use std::collections::BTreeSet;
@@ -14,13 +14,16 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 use kube::api::{Api, ListParams};
 use serde_json::Value;
 
-use super::install::{Outcome, POLL, Timeouts};
-use super::progress::{self, Tracker};
+use super::install::POLL;
+use super::progress;
 use super::resources::{
     self, Csv, InstallPlan, InstallPlanStatus, InstallPlanStep, RequirementStatus, StepResource,
 };
 use super::{OlmEnv, OlmError, kubelet};
 use crate::control_plane::crd_condition_true;
+use crate::olm::progress::Tracker;
+use crate::olm::step::{Outcome, Timeouts};
+use crate::olm::webhooks;
 use crate::service_ca;
 
 /// What one look at the step showed.
@@ -41,7 +44,7 @@ impl Look {
     }
 }
 
-/// What happened while waiting, for [`super::InstallStep::observed`].
+/// What happened while waiting, for [`crate::olm::InstallStep::observed`].
 #[derive(Default)]
 struct Record {
     succeeded_at: Option<Instant>,
@@ -75,7 +78,7 @@ impl Record {
     }
 }
 
-/// How long a step has stood still with pods refused ([`super::Timeouts::stuck`]).
+/// How long a step has stood still with pods refused ([`crate::olm::Timeouts::stuck`]).
 #[derive(Default)]
 struct Stillness {
     /// What was last seen, and since when.
@@ -179,7 +182,7 @@ impl OlmEnv {
                 if kinds_checked.is_none_or(|at| now.duration_since(at) >= KINDS_CHECKED_EVERY) {
                     kinds_checked = Some(now);
                     let missing = self.steps_not_served(&look.plan).await?;
-                    tracker.not_served(plan_name, &missing, now);
+                    progress::not_served(tracker, plan_name, &missing, now);
                 }
                 let still = stillness.note(&look, blocks.clone(), now);
                 // Only once OLM has applied everything: an InstallPlan it still retries ends
@@ -666,7 +669,7 @@ fn refusal(plan_name: &str, csv_name: &str, look: &Look, at_deadline: bool) -> O
 
 /// The CRD names of a CSV spec's `ConversionWebhook` definitions.
 fn conversion_crds(spec: &Value) -> Vec<String> {
-    let spec = resources::csv_spec(spec);
+    let spec = webhooks::csv_spec(spec);
     let mut names: Vec<String> = spec
         .webhookdefinitions
         .iter()

@@ -4,18 +4,19 @@
 use std::time::{Duration, Instant};
 
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
-use kube::core::GroupVersionKind;
-use kube::discovery::{self, Scope};
+use kube::discovery::Scope;
 use olmpack_model::csv::examples;
-use serde::Serialize;
 use serde_json::json;
 
-use super::env::{Catalog, OLM_INSTALL_PLAN_RETRY};
+use super::env::Catalog;
 use super::operator_group;
-use super::progress::{Observer, Tracker};
 use super::resources::{self, Csv, InstallPlan, Subscription};
-use super::{OlmEnv, OlmError, webhooks};
+use super::{OlmEnv, OlmError};
 use crate::live::api::apiserver_message;
+use crate::olm::examples::{Example, create_example, read_back_resource};
+use crate::olm::progress::{Observer, Tracker};
+use crate::olm::step::{InstallStep, Installed, Outcome, StillSucceeded, Timeouts};
+use crate::olm::webhooks;
 
 pub(super) const POLL: Duration = Duration::from_millis(250);
 
@@ -47,157 +48,6 @@ fn subscription_summary(sub: &Subscription) -> String {
 /// Service or its endpoints are missing ([`webhook_unreachable`]). Longer is a real failure,
 /// reported with the last error.
 const READ_SETTLES: Duration = Duration::from_secs(60);
-
-/// How long OLM may take.
-#[derive(Clone, Copy, Debug)]
-pub struct Timeouts {
-    /// From the Subscription (or the previous step) to the CSV's final phase.
-    pub step: Duration,
-    /// How long a step must hold still to be done: the InstallPlan `Complete`, the CSV
-    /// `Succeeded` and every CRD it converts with a webhook set to `Webhook` conversion, all
-    /// at once and throughout. OLM's operators work concurrently: the catalog-operator may
-    /// still be applying the bundle's objects (and resetting a CRD's conversion) after the
-    /// olm-operator has marked the CSV `Succeeded`.
-    pub settle: Duration,
-    /// How long OLM's catalog-operator retries an InstallPlan step that fails (an object the
-    /// apiserver refuses, existing objects invalid under a new CRD) before it fails the
-    /// plan: its `--install-plan-retry-timeout`, one minute unless set. The refusal is the
-    /// same with a shorter time; only a fault that heals itself within the minute (none
-    /// does on the test control plane, where every API is there from the start) would read
-    /// differently.
-    pub install_plan_retry: Duration,
-    /// How long a step may stand still, blocked by what nothing on the test control plane
-    /// can unblock, before the step ends early as stuck: pods of the operator namespace the
-    /// kubelet refuses (a missing Secret or ConfigMap) or the scheduler cannot place ("no
-    /// node fits") — kwok runs no container, so no pod creates what is missing, and the
-    /// nodes never change — or a requirement OLM reports not met that nothing here meets (a
-    /// CRD the apiserver has not established, the CSV's own `minKubeVersion`). OLM itself
-    /// would wait until the step's time runs out. Standing still means the CSV's phase,
-    /// reason and message and what blocks it all unchanged, with the InstallPlan complete.
-    pub stuck: Duration,
-}
-
-impl Default for Timeouts {
-    fn default() -> Self {
-        Self {
-            step: Duration::from_secs(180),
-            settle: Duration::from_secs(3),
-            install_plan_retry: OLM_INSTALL_PLAN_RETRY,
-            stuck: Duration::from_secs(20),
-        }
-    }
-}
-
-/// What OLM did with one install or upgrade step.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "result", rename_all = "camelCase")]
-pub enum Outcome {
-    /// The CSV reached phase `Succeeded`.
-    Succeeded { csv: String },
-    /// OLM refused: `by` names the object whose status says so, `message` is OLM's own.
-    Refused {
-        by: String,
-        reason: String,
-        message: String,
-    },
-    /// No final phase in time: the CSV's (or InstallPlan's) phase and reason then, and what
-    /// the kubelet stand-in reported about the pods.
-    TimedOut {
-        waiting_for: String,
-        phase: String,
-        reason: String,
-        message: String,
-        pods: Vec<String>,
-    },
-    /// OLM's verdict is unknown: the step did not finish because the test environment
-    /// failed first (`why`, in olmpack's words); says nothing about the operator.
-    Unfinished { why: String },
-}
-
-/// One step: the CSV OLM's InstallPlan proposed, and how it ended.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct InstallStep {
-    /// The CSV the approved InstallPlan installs (`None` when OLM proposed none).
-    pub csv: Option<String>,
-    pub outcome: Outcome,
-    /// What OLM did on the way that a reader of the outcome should know: the CSV leaving
-    /// `Succeeded` for a while, OLM resetting a CRD's conversion (with who and when).
-    pub observed: Vec<String>,
-    #[serde(skip)]
-    pub elapsed: Duration,
-}
-
-impl InstallStep {
-    /// A step not yet finished ([`Outcome::Unfinished`], with no reason yet).
-    pub fn unfinished() -> Self {
-        Self {
-            csv: None,
-            outcome: Outcome::Unfinished { why: String::new() },
-            observed: Vec::new(),
-            elapsed: Duration::ZERO,
-        }
-    }
-}
-
-/// Whether a CSV whose step was done is still `Succeeded` ([`OlmEnv::left_succeeded`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum StillSucceeded {
-    /// It is.
-    Yes,
-    /// It left `Succeeded` for an install OLM started again by itself and came back; what
-    /// was seen.
-    Recovered(String),
-    /// It is not: OLM's status.
-    Left(String),
-}
-
-/// What is installed in the cluster after a step, to compare with the bundle: every served
-/// version of every CRD but OLM's own (`name/version`), and the Deployments of the operator
-/// namespace, each sorted.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Installed {
-    pub crds: Vec<String>,
-    pub deployments: Vec<String>,
-}
-
-impl Installed {
-    /// Adds every served version of `crd` (`name/version`), as both OLMs' environments list
-    /// them.
-    pub(crate) fn add_crd(
-        &mut self,
-        crd: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
-    ) {
-        let name = crd.metadata.name.as_deref().unwrap_or_default();
-        let served = crd.spec.versions.iter().filter(|v| v.served);
-        self.crds
-            .extend(served.map(|v| format!("{name}/{}", v.name)));
-    }
-}
-
-/// An example object created from a CSV's `alm-examples`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Example {
-    pub api_version: String,
-    pub kind: String,
-    /// The name it is created under: the name `alm-examples` gives it, suffixed with the
-    /// version (`<name>-<version>`, see [`OlmEnv::create_examples`]).
-    pub name: String,
-    /// The name `alm-examples` gives it.
-    pub declared: String,
-    /// Why the API server refused it (a webhook's or the schema's message), if it did.
-    pub refused: Option<String>,
-}
-
-impl Example {
-    /// `Kind NAME (API_VERSION, created as NAME-VERSION)`: the example by the name
-    /// `alm-examples` gives it, and the name it was created under.
-    pub fn label(&self) -> String {
-        format!(
-            "{} {} ({}, created as {})",
-            self.kind, self.declared, self.api_version, self.name
-        )
-    }
-}
 
 impl OlmEnv {
     /// Subscribes to `package` in `channel` of `catalog` at `starting_csv`, with manual
@@ -257,7 +107,7 @@ impl OlmEnv {
     }
 
     /// As [`Self::next_step`], telling `observer` what OLM is doing while the step waits
-    /// (see [`super::progress`]).
+    /// (see [`crate::olm::progress`]).
     pub async fn next_step_observed(
         &self,
         package: &str,
@@ -549,7 +399,7 @@ impl OlmEnv {
     /// version needs).
     pub async fn has_webhooks(&self, csv: &str, conversion_only: bool) -> Result<bool, OlmError> {
         let found = self.read_csv(csv).await?;
-        let spec = resources::csv_spec(&found.spec);
+        let spec = webhooks::csv_spec(&found.spec);
         Ok(!webhooks::declared_webhooks(&spec, conversion_only).is_empty())
     }
 
@@ -615,7 +465,7 @@ impl OlmEnv {
         let csvs: Api<Csv> =
             Api::namespaced_with(self.client(), self.operator_namespace(), &resources::csv());
         let found = csvs.get(csv).await.map_err(|e| e.to_string())?;
-        let deployments = webhooks::webhook_deployments(&resources::csv_spec(&found.spec));
+        let deployments = webhooks::webhook_deployments(&webhooks::csv_spec(&found.spec));
         self.webhooks()
             .wait_serving(
                 &self.client(),
@@ -651,51 +501,6 @@ impl OlmEnv {
             })
             .unwrap_or_default()
     }
-}
-
-/// The API an object written at `api_version` as a `kind` is read back through after an
-/// upgrade: that apiVersion while the apiserver serves the kind there, else the most stable
-/// other version of the group that serves the kind — never the group's preferred version as
-/// such, which belongs to whichever kind of the group gained the newest version. Each
-/// version is looked up on its own: right after a CRD changes, discovery may still list a
-/// version whose endpoint is already gone, which must not hide the others. `Err` names the
-/// kind and the versions asked when none serves it (in the apiserver's words, when it
-/// refused the discovery read).
-pub async fn read_back_resource(
-    client: &kube::Client,
-    api_version: &str,
-    kind: &str,
-) -> Result<(kube::discovery::ApiResource, Scope), String> {
-    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    let served = |version: &str| {
-        let gvk = GroupVersionKind::gvk(group, version, kind);
-        async move { discovery::pinned_kind(client, &gvk).await.ok() }
-    };
-    if let Some((resource, caps)) = served(version).await {
-        return Ok((resource, caps.scope));
-    }
-    let groups = client.list_api_groups().await.map_err(|e| {
-        format!(
-            "{kind} is no longer served at {api_version}, and the apiserver refused to list its API groups: {}",
-            apiserver_message(&e)
-        )
-    })?;
-    let mut others: Vec<String> = groups
-        .groups
-        .into_iter()
-        .filter(|g| g.name == group)
-        .flat_map(|g| g.versions.into_iter().map(|v| v.version))
-        .filter(|v| v != version)
-        .collect();
-    others.sort_by_cached_key(|v| std::cmp::Reverse(kube::core::Version::parse(v).priority()));
-    for other in others {
-        if let Some((resource, caps)) = served(&other).await {
-            return Ok((resource, caps.scope));
-        }
-    }
-    Err(format!(
-        "{kind} is no longer served at {api_version} nor at any other version of group {group:?}"
-    ))
 }
 
 /// The CSV of `plan` the Subscription resolved to (`current`, its `status.currentCSV`): a
@@ -741,96 +546,6 @@ impl OlmEnv {
         installed.crds.sort();
         installed.deployments.sort();
         Ok(installed)
-    }
-}
-
-/// Creates one `alm-examples` object as a user would (`kubectl create -n NS`): named
-/// `<name>-<version>` so that examples of one object at several versions do not collide,
-/// a namespaced kind in `namespace` (whatever namespace it names), a cluster-scoped one
-/// without. A refusal (the kind not served, the apiserver's no) is recorded in the
-/// [`Example`]; `Err` only when the object is no Kubernetes object at all, with the example
-/// as it would have been named.
-pub(crate) async fn create_example(
-    client: &kube::Client,
-    mut object: serde_json::Value,
-    namespace: &str,
-) -> Result<Example, (Example, serde_json::Error)> {
-    let api_version = object["apiVersion"].as_str().unwrap_or_default().to_owned();
-    let kind = object["kind"].as_str().unwrap_or_default().to_owned();
-    let version = api_version.rsplit('/').next().unwrap_or_default();
-    let declared = object["metadata"]["name"]
-        .as_str()
-        .unwrap_or("example")
-        .to_owned();
-    let name = format!("{declared}-{version}");
-    let mut example = Example {
-        api_version,
-        kind,
-        name,
-        declared,
-        refused: None,
-    };
-    let (api, namespace) =
-        match example_api(client, &example.api_version, &example.kind, namespace).await {
-            Ok(found) => found,
-            Err(why) => {
-                example.refused = Some(why);
-                return Ok(example);
-            }
-        };
-    place(&mut object, &example.name, namespace);
-    let object: DynamicObject = match serde_json::from_value(object) {
-        Ok(object) => object,
-        Err(e) => return Err((example, e)),
-    };
-    example.refused = api
-        .create(&PostParams::default(), &object)
-        .await
-        .err()
-        .map(|e| apiserver_message(&e));
-    Ok(example)
-}
-
-/// The API of an example's kind, and the namespace its objects go to (`None`:
-/// cluster-scoped); `Err` when the apiserver does not serve the kind.
-async fn example_api<'a>(
-    client: &kube::Client,
-    api_version: &str,
-    kind: &str,
-    namespace: &'a str,
-) -> Result<(Api<DynamicObject>, Option<&'a str>), String> {
-    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    let gvk = GroupVersionKind::gvk(group, version, kind);
-    let (resource, caps) = discovery::pinned_kind(client, &gvk).await.map_err(|e| {
-        format!(
-            "{api_version} {kind} is not served: {}",
-            apiserver_message(&e)
-        )
-    })?;
-    Ok(match caps.scope {
-        Scope::Namespaced => (
-            Api::namespaced_with(client.clone(), namespace, &resource),
-            Some(namespace),
-        ),
-        Scope::Cluster => (Api::all_with(client.clone(), &resource), None),
-    })
-}
-
-/// Names an example object and puts it where `kubectl create -n NS` would: in `namespace`
-/// when its kind is namespaced (whatever namespace it names), in none when cluster-scoped.
-fn place(object: &mut serde_json::Value, name: &str, namespace: Option<&str>) {
-    let metadata = &mut object["metadata"];
-    if !metadata.is_object() {
-        *metadata = json!({});
-    }
-    metadata["name"] = json!(name);
-    match namespace {
-        Some(ns) => metadata["namespace"] = json!(ns),
-        None => {
-            if let Some(m) = metadata.as_object_mut() {
-                m.remove("namespace");
-            }
-        }
     }
 }
 
@@ -909,26 +624,6 @@ fn left_now(csv: &str, began: &resources::CsvCondition, now: &resources::CsvStat
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn examples_go_where_kubectl_create_n_puts_them() {
-        let mut namespaced =
-            json!({"kind": "A", "metadata": {"name": "a", "namespace": "elsewhere"}});
-        place(&mut namespaced, "a-v1", Some("olmpack-target-a"));
-        assert_eq!(
-            namespaced["metadata"],
-            json!({"name": "a-v1", "namespace": "olmpack-target-a"})
-        );
-        let mut cluster = json!({"kind": "B", "metadata": {"name": "b", "namespace": "x"}});
-        place(&mut cluster, "b-v1", None);
-        assert_eq!(cluster["metadata"], json!({"name": "b-v1"}));
-        let mut bare = json!({"kind": "C"});
-        place(&mut bare, "example-v1", Some("default"));
-        assert_eq!(
-            bare["metadata"],
-            json!({"name": "example-v1", "namespace": "default"})
-        );
-    }
 
     #[test]
     fn the_step_waits_for_the_subscribed_csv_not_a_dependency() {

@@ -201,14 +201,9 @@ pub struct DependentStatus {
 pub type Subscription = Object<serde_json::Value, SubscriptionStatus>;
 /// An InstallPlan as read.
 pub type InstallPlan = Object<InstallPlanSpec, InstallPlanStatus>;
-/// A ClusterServiceVersion as read (its spec as the cluster holds it; [`csv_spec`] types it).
+/// A ClusterServiceVersion as read (its spec as the cluster holds it;
+/// [`crate::olm::webhooks::csv_spec`] types it).
 pub type Csv = Object<serde_json::Value, CsvStatus>;
-
-/// A CSV's `spec` typed, read as olmpack's validators read a CSV: a field of another type than
-/// OLM's Go types counts as absent (OLM itself refuses such a CSV before installing it).
-pub fn csv_spec(spec: &serde_json::Value) -> olmpack_model::csv::CsvSpec {
-    olmpack_model::decode::lenient(spec)
-}
 /// A CatalogSource as read.
 pub type CatalogSource = Object<serde_json::Value, CatalogSourceStatus>;
 

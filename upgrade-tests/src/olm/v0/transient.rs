@@ -12,6 +12,8 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use olmpack_model::report::error_chain;
+
 use super::OlmError;
 
 /// How long one call is retried while it fails transiently; longer is an environment
@@ -61,10 +63,6 @@ pub fn transient(err: &kube::Error) -> Option<String> {
         .find(|(library, _)| chain.contains(library))
         .map(|(_, ours)| (*ours).to_owned())
 }
-
-/// `err` and its sources, joined with `: ` (transport errors say what happened only deep in
-/// the chain): the model's one definition.
-pub use olmpack_model::report::error_chain;
 
 impl super::OlmEnv {
     /// [`retrying`] with this environment's record of retries ([`super::OlmEnv::retried`]).

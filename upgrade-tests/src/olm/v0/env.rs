@@ -13,16 +13,15 @@ use super::operator_group::{self, CATALOG_NAMESPACE, Namespaces};
 use super::reset::{self, Baseline};
 use super::resources::{self, CatalogSource};
 use super::transient::Retried;
-use super::webhooks::{WebhookCommand, WebhookHost};
 use super::{OlmError, kubelet};
 use crate::binaries::{Tool, ToolData};
 use crate::control_plane::{TestEnv, TestEnvOptions};
+use crate::olm::step::OLM_INSTALL_PLAN_RETRY;
+use crate::olm::webhooks::{WebhookCommand, WebhookHost};
 use crate::process::{ChildProcess, free_port, wait_until};
 use crate::service_ca::{ServiceCa, ServiceCaTask};
 use olmpack_model::plan::InstallModeType;
 
-/// OLM's own `--install-plan-retry-timeout` default.
-pub const OLM_INSTALL_PLAN_RETRY: Duration = Duration::from_secs(60);
 /// The kwok node every pod is scheduled to.
 const NODE: &str = "kwok-node";
 /// How long a component or a catalog may take to become ready.
@@ -40,7 +39,7 @@ pub struct OlmEnvOptions {
     /// The OperatorGroup of the operator namespace (and the namespaces it targets).
     pub install_mode: InstallModeType,
     /// The catalog-operator's `--install-plan-retry-timeout` (see
-    /// [`super::Timeouts::install_plan_retry`]).
+    /// [`crate::olm::Timeouts::install_plan_retry`]).
     pub install_plan_retry: Duration,
     /// CRDs the cluster has before OLM installs anything (another operator's APIs that
     /// bundles ship objects of); they stay through [`OlmEnv::reset`].

@@ -13,14 +13,6 @@ pub const OPERATOR_NAMESPACE: &str = "operators";
 /// environment's first install targets; neither is the operator namespace.
 pub const TARGET_NAMESPACES: [&str; 2] = ["olmpack-target-a", "olmpack-target-b"];
 
-/// Every mode, in the order a user installing by hand would prefer them.
-pub const PREFERENCE: [InstallModeType; 4] = [
-    InstallModeType::AllNamespaces,
-    InstallModeType::OwnNamespace,
-    InstallModeType::SingleNamespace,
-    InstallModeType::MultiNamespace,
-];
-
 /// The namespaces of one install: the operator's, and the ones its OperatorGroup may target.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Namespaces {
