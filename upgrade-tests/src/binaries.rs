@@ -392,7 +392,7 @@ impl KubeMinor {
                 version: self.version(),
                 tool: tool.file_name(),
                 looked_at: Vec::new(),
-                default: Some(source),
+                default: Some(Box::new(source)),
             });
         }
         let relative = self.cache_dir().join("bin").join(tool.file_name());
@@ -443,7 +443,7 @@ pub struct KubeMinorNotInstalled {
     /// Where it was looked for (another minor's: the tool caches).
     pub looked_at: Vec<PathBuf>,
     /// The default minor's lookup failure (its usual message).
-    pub default: Option<ToolNotFound>,
+    pub default: Option<Box<ToolNotFound>>,
 }
 
 #[derive(Debug, serde::Deserialize)]

@@ -64,6 +64,18 @@ struct KubeBuild<'a> {
     staging: &'a str,
     go: &'a str,
     toolchain: Option<&'a str>,
+    /// The OpenShift releases that ship it (a minor's; for the setup report).
+    openshift: Option<&'a str>,
+}
+
+impl KubeBuild<'_> {
+    /// `v1.27.16 (OpenShift 4.14's)`, for the setup report.
+    fn name(&self) -> String {
+        match self.openshift {
+            Some(openshift) => format!("{} (OpenShift {openshift}'s)", self.version),
+            None => self.version.to_owned(),
+        }
+    }
 }
 
 impl KubernetesPin {
@@ -74,12 +86,14 @@ impl KubernetesPin {
             staging: &self.staging,
             go: &self.go,
             toolchain: None,
+            openshift: None,
         };
         let minors = self.minor.iter().map(|m| KubeBuild {
             version: &m.version,
             staging: &m.staging,
             go: &m.go,
             toolchain: m.toolchain.as_deref(),
+            openshift: Some(&m.openshift),
         });
         std::iter::once(default).chain(minors).collect()
     }
@@ -509,7 +523,7 @@ fn install_kubernetes(pin: KubeBuild<'_>, layout: &Layout) -> Result<String> {
     parts.extend(pin.toolchain);
     let stamp = stamp(&parts);
     if is_complete(&dest, &stamp, &KUBE_BINARIES) {
-        return Ok(format!("kubernetes {}: up to date", pin.version));
+        return Ok(format!("kubernetes {}: up to date", pin.name()));
     }
     let started = Instant::now();
     build_into(&dest, &stamp, |work| {
@@ -557,7 +571,7 @@ fn install_kubernetes(pin: KubeBuild<'_>, layout: &Layout) -> Result<String> {
     })?;
     Ok(format!(
         "kubernetes {}: built {} in {:.0?}{}",
-        pin.version,
+        pin.name(),
         KUBE_BINARIES.join(", "),
         started.elapsed(),
         pin.toolchain

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use olmpack::image::progress::Progress;
 use olmpack::tools::{self as artifact, Installed};
-use olmpack_envtest::binaries::{KubeMinor, Tool};
 use olmpack_envtest::binaries::{KUBEBUILDER_ASSETS, tools_cache_dir};
+use olmpack_envtest::binaries::{KubeMinor, Tool};
 
 use super::CmdResult;
 use super::image::{BuildArgs, RegistryArgs};
