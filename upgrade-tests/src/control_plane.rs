@@ -467,8 +467,8 @@ fn kube_binary(kubernetes: KubeMinor, tool: Tool) -> Result<PathBuf, EnvError> {
 }
 
 /// The controllers the tests rely on, as `--controllers` of `kubernetes` names them: 1.28
-/// renamed them (`garbagecollector` became `garbage-collector-controller`, …) and later
-/// releases refuse the old names; 1.27 knows only those.
+/// renamed them (`garbagecollector` became `garbage-collector-controller`, …; the old names
+/// stay as aliases), and 1.27 knows only the old names (its `NewControllerInitializers`).
 fn controllers(kubernetes: KubeMinor) -> &'static str {
     if kubernetes.minor() < 28 {
         "garbagecollector,namespace,serviceaccount,serviceaccount-token,deployment,replicaset,root-ca-cert-publisher"
