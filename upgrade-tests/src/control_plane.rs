@@ -160,7 +160,7 @@ impl TestEnv {
 
         // kube-apiserver
         let port = free_port().map_err(EnvError::Port)?;
-        let args = apiserver_args(options, kubernetes, &client_url, port, path, &pki);
+        let args = apiserver_args(options, &client_url, port, path, &pki);
         let mut apiserver = ChildProcess::start(
             "kube-apiserver",
             &apiserver_bin,
@@ -416,10 +416,10 @@ async fn start_etcd(bin: &Path, path: &Path) -> Result<(ChildProcess, String), E
 }
 
 /// kube-apiserver's command line: serving on `port` with the environment's PKI, RBAC, and
-/// the caller's extra arguments last.
+/// the caller's extra arguments last. The same for every pinned minor: 1.27's apiserver
+/// takes each of these flags.
 fn apiserver_args(
     options: &TestEnvOptions,
-    _kubernetes: KubeMinor,
     etcd_url: &str,
     port: u16,
     path: &Path,
