@@ -88,7 +88,7 @@ fn minors(what: &str) -> Option<(KubeMinor, KubeMinor)> {
 }
 
 #[tokio::test]
-async fn a_cel_function_1_29_added_is_served_by_the_default_minor_and_refused_by_1_27() {
+async fn a_cel_function_1_28_added_is_served_by_the_default_minor_and_refused_by_1_27() {
     let what = "a CEL rule calling isQuantity on two minors";
     let (default, old) = minors(what).expect("both minors are pinned");
     let crd = crd("isQuantity(self.size)", json!({}));
