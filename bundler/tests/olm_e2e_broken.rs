@@ -142,7 +142,7 @@ fn validate(name: &str, version: &str) -> (i32, String) {
 /// Runs the catalog's case that starts at `from` under OLM, with what the static checks
 /// predicted for the fixture.
 async fn run(name: &str, from: &str, step: Duration) -> (CaseReport, Predicted) {
-    run_on(name, from, step, Platform::Kubernetes).await
+    run_on(name, from, step, Platform::kubernetes()).await
 }
 
 /// [`run`] on a cluster of `platform`.
@@ -401,7 +401,7 @@ async fn olm_e2e_openshift_native_apis_install_on_openshift_only() {
         "openshift-native-apis",
         "routed.v1.0.0",
         Duration::from_secs(180),
-        Platform::Kubernetes,
+        Platform::kubernetes(),
     )
     .await;
     let Outcome::Refused {
@@ -448,7 +448,7 @@ async fn olm_e2e_openshift_native_apis_alone_are_stuck_on_kubernetes_and_met_on_
         "openshift-native-apis-held",
         "held.v1.0.0",
         Duration::from_secs(300),
-        Platform::Kubernetes,
+        Platform::kubernetes(),
     )
     .await;
     let Outcome::TimedOut {

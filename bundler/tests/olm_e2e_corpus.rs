@@ -48,7 +48,7 @@ struct Expected {
 
 /// The platforms every case runs on, in the table's column order.
 fn platforms() -> [Platform; 2] {
-    [Platform::Kubernetes, Platform::openshift()]
+    [Platform::kubernetes(), Platform::openshift()]
 }
 
 /// The rows of the table (lines starting with `#` skipped), each checked to have its nine
@@ -138,7 +138,7 @@ fn verdict(report: &CaseReport) -> (String, String, String) {
 /// roles as the CLI's `--platform` sets them.
 fn options(platform: Platform, envs: &EnvPool) -> RunOptions {
     let cluster_crds = match platform {
-        Platform::Kubernetes => monitoring_crds(),
+        Platform::Kubernetes { .. } => monitoring_crds(),
         Platform::OpenShift { .. } => platform
             .cluster_crds(&olmpack::input::Limits::default())
             .expect("the OpenShift CRDs are installed (cargo xtask setup)"),

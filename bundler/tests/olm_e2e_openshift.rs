@@ -28,7 +28,7 @@ async fn install_on(platform: Platform, test: &str) -> Option<CaseReport> {
     let cases = olm::load_cases(&dir, Some(&name)).unwrap();
     assert_eq!(cases.len(), 1, "one bundle, one install: {cases:#?}");
     let mut cluster_crds = platform.cluster_crds(&Default::default()).unwrap();
-    if platform == Platform::Kubernetes {
+    if platform == Platform::kubernetes() {
         // Its ServiceMonitor's kind, as a user gives it with --cluster-crd: the Secret is
         // then the only thing plain Kubernetes lacks.
         cluster_crds
@@ -51,7 +51,7 @@ async fn install_on(platform: Platform, test: &str) -> Option<CaseReport> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn olm_e2e_openshift_service_ca_secret_is_made_on_openshift_only() {
     let test = "olm_e2e_openshift_service_ca_secret_is_made_on_openshift_only";
-    let Some(report) = install_on(Platform::Kubernetes, test).await else {
+    let Some(report) = install_on(Platform::kubernetes(), test).await else {
         return;
     };
     let Outcome::TimedOut {

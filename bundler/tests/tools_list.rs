@@ -49,6 +49,11 @@ fn tools_list_finds_envtest_assets_then_the_cache() {
         line(&text, "etcd").contains("not found ($OLMPACK_ETCD to set it)"),
         "{text}"
     );
+    // Another pinned Kubernetes minor: one line, with how to get it.
+    assert!(
+        line(&text, "kubernetes-1.27").contains("not installed: kube-apiserver v1.27."),
+        "{text}"
+    );
     assert!(
         text.contains(&format!(
             "tool cache: {}",

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use olmpack_envtest::binaries::Tool;
+use olmpack_envtest::binaries::{KubeMinor, Tool};
 use serde_json::Value;
 
 fn fixture() -> PathBuf {
@@ -16,20 +16,26 @@ fn fixture() -> PathBuf {
 
 /// `olmpack upgrade test` on the fixture in `output`: exit code and stdout.
 fn upgrade_test(output: &str) -> (Option<i32>, String) {
+    upgrade_test_with(&["--output", output], |_| {})
+}
+
+/// `olmpack upgrade test` on the fixture with `args`, its command adjusted by `adjust`: exit
+/// code, stdout then stderr.
+fn upgrade_test_with(args: &[&str], adjust: impl FnOnce(&mut Command)) -> (Option<i32>, String) {
     let catalog = tempfile::tempdir().unwrap();
     std::fs::copy(
         fixture().join("package.json"),
         catalog.path().join("package.json"),
     )
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_olmpack"))
-        .args(["upgrade", "test", "--catalog"])
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_olmpack"));
+    cmd.args(["upgrade", "test", "--catalog"])
         .arg(catalog.path())
         .arg("--bundles")
         .arg(fixture().join("bundles"))
-        .args(["--output", output])
-        .output()
-        .unwrap();
+        .args(args);
+    adjust(&mut cmd);
+    let out = cmd.output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr);
     (out.status.code(), format!("{stdout}{stderr}"))
@@ -84,4 +90,68 @@ fn upgrade_test_an_edge_both_olms_refuse_is_refused_and_says_what_each_answer_ju
     ] {
         assert!(text.contains(line), "no {line:?} in:\n{text}");
     }
+}
+
+/// `--platform kubernetes-1.27` runs the edge on Kubernetes 1.27's own apiserver, and the
+/// report says so; the default names its own minor.
+#[test]
+fn upgrade_test_runs_on_the_kubernetes_minor_asked_for_and_says_which() {
+    let old = KubeMinor::of(27).expect("tools.toml pins Kubernetes 1.27");
+    for minor in [KubeMinor::default(), old] {
+        if !olmpack_testkit::tools::require_kubernetes(minor, "upgrade test --platform") {
+            continue;
+        }
+        let platform = format!("kubernetes-{minor}");
+        let (code, shown) =
+            upgrade_test_with(&["--platform", &platform, "--output", "json"], |_| {});
+        assert_eq!(code, Some(1), "{shown}");
+        let start = shown.find('[').unwrap_or_default();
+        let reports: Vec<Value> = serde_json::Deserializer::from_str(&shown[start..])
+            .into_iter()
+            .next()
+            .and_then(Result::ok)
+            .unwrap_or_else(|| panic!("no JSON report:\n{shown}"));
+        assert_eq!(
+            reports[0]["platform"],
+            format!("Kubernetes {minor} (kube-apiserver {})", minor.version()),
+            "{shown}"
+        );
+        assert_eq!(reports[0]["verdicts"]["live"], "passed", "{shown}");
+    }
+}
+
+/// A pinned minor whose tools are not installed is an error before any edge runs, naming
+/// the minor and how to get it (no real tool needed: kubebuilder's envtest binaries stand in
+/// for the default minor's).
+#[test]
+fn upgrade_test_on_a_minor_that_is_not_installed_says_how_to_get_it() {
+    let home = tempfile::tempdir().unwrap();
+    let assets = home.path().join("envtest");
+    std::fs::create_dir_all(&assets).unwrap();
+    for binary in ["etcd", "kube-apiserver"] {
+        use std::os::unix::fs::PermissionsExt as _;
+        let path = assets.join(binary);
+        std::fs::write(&path, "#!/bin/sh\nexit 1\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let (code, shown) = upgrade_test_with(&["--platform", "kubernetes-1.27"], |cmd| {
+        cmd.env_clear()
+            .env("PATH", "/nonexistent")
+            .env("HOME", home.path())
+            .env("KUBEBUILDER_ASSETS", &assets);
+    });
+    assert_eq!(code, Some(2), "{shown}");
+    for words in [
+        "kube-apiserver of Kubernetes 1.27 (v1.27.",
+        "is not installed",
+        "`cargo xtask setup`",
+    ] {
+        assert!(shown.contains(words), "no {words:?} in:\n{shown}");
+    }
+    let (code, shown) = upgrade_test_with(&["--platform", "kubernetes-1.2"], |_| {});
+    assert_eq!(code, Some(2), "{shown}");
+    assert!(
+        shown.contains("olmpack pins these Kubernetes minors"),
+        "{shown}"
+    );
 }

@@ -39,7 +39,7 @@ fn main() {
     let mut reports = runtime
         .block_on(olmpack::upgrade::test::run(
             &inputs,
-            &olmpack::upgrade::test::Target::TestEnv,
+            &olmpack::upgrade::test::Target::TestEnv(Default::default()),
             Some(&webhook),
             &options,
             2,

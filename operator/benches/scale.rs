@@ -282,6 +282,7 @@ async fn control_plane() -> (harness::Cluster, FakeNodes) {
             // One ClusterIP per WebApp: the test environment's /24 holds 254.
             "--service-cluster-ip-range=10.96.0.0/16".to_owned(),
         ],
+        ..TestEnvOptions::default()
     };
     let cluster = harness::cluster_with(OperatorRelease::latest(), options).await;
     let nodes = FakeNodes::start(&cluster.env, &FakeNodesOptions::default())

@@ -283,7 +283,7 @@ fn on_path(file_name: &str) -> Option<PathBuf> {
 /// The versions olmpack pins (`tools.toml`, compiled in), as far as lookups need them.
 #[derive(Debug, serde::Deserialize)]
 struct Pins {
-    kubernetes: VersionPin,
+    kubernetes: KubernetesPin,
     olm: OlmPin,
     #[serde(default)]
     olmv1: Option<VersionPin>,
@@ -296,6 +296,154 @@ struct Pins {
 #[derive(Debug, serde::Deserialize)]
 struct VersionPin {
     version: String,
+}
+
+/// `[kubernetes]`: the default version and the other pinned minors.
+#[derive(Debug, serde::Deserialize)]
+struct KubernetesPin {
+    version: String,
+    #[serde(default)]
+    minor: Vec<KubernetesMinorPin>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct KubernetesMinorPin {
+    version: String,
+    openshift: String,
+}
+
+/// A Kubernetes minor whose control plane (kube-apiserver, kube-controller-manager,
+/// kube-scheduler) the test environments can run: the default one `tools.toml` pins
+/// (`[kubernetes] version`) or one of its `[[kubernetes.minor]]`. Only pinned minors exist
+/// ([`KubeMinor::pinned`]); etcd is the same for all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct KubeMinor(u64);
+
+impl Default for KubeMinor {
+    fn default() -> Self {
+        KubeMinor(minor_of(&pins().kubernetes.version))
+    }
+}
+
+impl std::fmt::Display for KubeMinor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "1.{}", self.0)
+    }
+}
+
+impl KubeMinor {
+    /// Every pinned minor, the default first.
+    pub fn pinned() -> Vec<KubeMinor> {
+        let kubernetes = &pins().kubernetes;
+        std::iter::once(&kubernetes.version)
+            .chain(kubernetes.minor.iter().map(|m| &m.version))
+            .map(|v| KubeMinor(minor_of(v)))
+            .collect()
+    }
+
+    /// Kubernetes 1.`minor`, when it is pinned.
+    pub fn of(minor: u64) -> Option<KubeMinor> {
+        Self::pinned().into_iter().find(|m| m.0 == minor)
+    }
+
+    /// The minor number (`27` for Kubernetes 1.27).
+    pub fn minor(self) -> u64 {
+        self.0
+    }
+
+    /// Whether this is the default minor (`[kubernetes] version`).
+    pub fn is_default(self) -> bool {
+        self == KubeMinor::default()
+    }
+
+    /// The pinned release of this minor (`v1.27.16`).
+    pub fn version(self) -> &'static str {
+        let kubernetes = &pins().kubernetes;
+        std::iter::once(&kubernetes.version)
+            .chain(kubernetes.minor.iter().map(|m| &m.version))
+            .find(|v| minor_of(v) == self.0)
+            .map(String::as_str)
+            .expect("a KubeMinor is one of the pinned minors")
+    }
+
+    /// The OpenShift releases that ship this minor, as `tools.toml` says (`None` for the
+    /// default minor).
+    pub fn openshift(self) -> Option<&'static str> {
+        pins()
+            .kubernetes
+            .minor
+            .iter()
+            .find(|m| minor_of(&m.version) == self.0)
+            .map(|m| m.openshift.as_str())
+    }
+
+    /// This minor's directory inside the tool cache, relative (`kubernetes/v1.27.16`).
+    pub fn cache_dir(self) -> PathBuf {
+        Path::new("kubernetes").join(self.version())
+    }
+
+    /// The path of `tool` (kube-apiserver, kube-controller-manager or kube-scheduler) of this
+    /// minor. The default minor's are looked up as [`Tool::locate`] says; another minor's
+    /// only in the tool cache: the one the default tools were found in, else the per-user one.
+    pub fn tool_path(self, tool: Tool) -> Result<PathBuf, KubeMinorNotInstalled> {
+        if self.is_default() {
+            return tool.path().map_err(|source| KubeMinorNotInstalled {
+                minor: self,
+                version: self.version(),
+                tool: tool.file_name(),
+                looked_at: Vec::new(),
+                default: Some(Box::new(source)),
+            });
+        }
+        let relative = self.cache_dir().join("bin").join(tool.file_name());
+        let looked_at: Vec<PathBuf> = located_cache_dir()
+            .into_iter()
+            .chain(tools_cache_dir())
+            .map(|cache| cache.join(&relative))
+            .collect();
+        looked_at
+            .iter()
+            .find(|p| p.is_file())
+            .cloned()
+            .ok_or(KubeMinorNotInstalled {
+                minor: self,
+                version: self.version(),
+                tool: tool.file_name(),
+                looked_at,
+                default: None,
+            })
+    }
+}
+
+/// `v1.27.16` → 27 (0 when the version does not read so; tools.toml's own tests keep it
+/// readable).
+fn minor_of(version: &str) -> u64 {
+    version
+        .trim_start_matches('v')
+        .split('.')
+        .nth(1)
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0)
+}
+
+/// A binary of a pinned Kubernetes minor that is not installed.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{tool} of Kubernetes {minor} ({version}) is not installed{}{}",
+    if looked_at.is_empty() { String::new() } else { format!(" (looked at {})", looked_at.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")) },
+    match default { Some(source) => format!(": {source}"), None => format!(": run `cargo xtask setup` in olmpack's checkout, which builds every minor tools.toml pins into the tool cache (tools/kubernetes/{version}/); `olmpack tools install` carries only Kubernetes {} so far", KubeMinor::default()) }
+)]
+pub struct KubeMinorNotInstalled {
+    /// The minor.
+    pub minor: KubeMinor,
+    /// Its pinned release.
+    pub version: &'static str,
+    /// The binary's file name.
+    pub tool: &'static str,
+    /// Where it was looked for (another minor's: the tool caches).
+    pub looked_at: Vec<PathBuf>,
+    /// The default minor's lookup failure (its usual message).
+    pub default: Option<Box<ToolNotFound>>,
 }
 
 #[derive(Debug, serde::Deserialize)]

@@ -22,7 +22,7 @@ use kube::api::{Api, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
-use crate::binaries::{Tool, ToolNotFound};
+use crate::binaries::{KubeMinor, KubeMinorNotInstalled, Tool, ToolNotFound};
 use crate::pki::{CertificateAuthority, PkiError};
 use crate::process::{ChildProcess, ProcessError, free_port, wait_until};
 
@@ -36,6 +36,8 @@ const START_ATTEMPTS: usize = 3;
 pub enum EnvError {
     #[error(transparent)]
     ToolNotFound(#[from] ToolNotFound),
+    #[error(transparent)]
+    KubeMinorNotInstalled(#[from] KubeMinorNotInstalled),
     #[error("failed to create the test environment's certificates")]
     Pki(#[from] PkiError),
     #[error("failed to write {path}")]
@@ -79,6 +81,9 @@ pub struct TestEnvOptions {
     pub controller_manager: bool,
     /// Extra `--flag=value` arguments for kube-apiserver.
     pub apiserver_args: Vec<String>,
+    /// The Kubernetes minor whose kube-apiserver and kube-controller-manager run (`None`:
+    /// the default one `tools.toml` pins).
+    pub kubernetes: Option<KubeMinor>,
 }
 
 /// A running control plane. See the module docs for its guarantees.
@@ -88,6 +93,7 @@ pub struct TestEnv {
     apiserver: ChildProcess,
     etcd: ChildProcess,
     ca: CertificateAuthority,
+    kubernetes: KubeMinor,
     config: Config,
     client: Client,
     kubeconfig: PathBuf,
@@ -119,7 +125,9 @@ impl TestEnv {
             match Self::try_start(&options).await {
                 Ok(env) => return Ok(env),
                 // Missing binaries will not appear on a retry.
-                Err(err @ EnvError::ToolNotFound(_)) => return Err(err),
+                Err(err @ (EnvError::ToolNotFound(_) | EnvError::KubeMinorNotInstalled(_))) => {
+                    return Err(err);
+                }
                 Err(err) => {
                     tracing::warn!(error = %err, "test environment failed to start; retrying");
                     last = Some(err);
@@ -133,10 +141,11 @@ impl TestEnv {
     }
 
     async fn try_start(options: &TestEnvOptions) -> Result<Self, EnvError> {
+        let kubernetes = options.kubernetes.unwrap_or_default();
         let etcd_bin = Tool::Etcd.path()?;
-        let apiserver_bin = Tool::KubeApiserver.path()?;
+        let apiserver_bin = kube_binary(kubernetes, Tool::KubeApiserver)?;
         let kcm_bin = if options.controller_manager {
-            Some(Tool::KubeControllerManager.path()?)
+            Some(kube_binary(kubernetes, Tool::KubeControllerManager)?)
         } else {
             None
         };
@@ -174,7 +183,12 @@ impl TestEnv {
         let controller_manager = match kcm_bin {
             Some(bin) => {
                 let keys = (pki.sa_key_file.as_path(), pki.ca_file.as_path());
-                Some(start_controller_manager(&bin, path, &kubeconfig, keys, &client).await?)
+                let kcm = ControllerManager {
+                    bin: &bin,
+                    kubernetes,
+                    keys,
+                };
+                Some(kcm.start(path, &kubeconfig, &client).await?)
             }
             None => None,
         };
@@ -184,6 +198,7 @@ impl TestEnv {
             apiserver,
             etcd,
             ca: pki.ca,
+            kubernetes,
             config,
             client,
             kubeconfig,
@@ -195,6 +210,11 @@ impl TestEnv {
     /// A client authenticated as the cluster admin (`system:masters`).
     pub fn client(&self) -> Client {
         self.client.clone()
+    }
+
+    /// The Kubernetes minor this control plane runs.
+    pub fn kubernetes(&self) -> KubeMinor {
+        self.kubernetes
     }
 
     /// The admin client's configuration, e.g. to derive clients with other settings.
@@ -270,16 +290,15 @@ impl TestEnv {
             return Ok(());
         };
         drop(running);
-        let bin = Tool::KubeControllerManager.path()?;
+        let bin = kube_binary(self.kubernetes, Tool::KubeControllerManager)?;
         let path = self.dir.path();
         let keys = (path.join("sa.key"), path.join("ca.crt"));
-        let kcm = start_controller_manager(
-            &bin,
-            path,
-            &self.kubeconfig,
-            (&keys.0, &keys.1),
-            &self.client,
-        )
+        let kcm = ControllerManager {
+            bin: &bin,
+            kubernetes: self.kubernetes,
+            keys: (&keys.0, &keys.1),
+        }
+        .start(path, &self.kubeconfig, &self.client)
         .await?;
         self.controller_manager = Some(kcm);
         Ok(())
@@ -397,7 +416,8 @@ async fn start_etcd(bin: &Path, path: &Path) -> Result<(ChildProcess, String), E
 }
 
 /// kube-apiserver's command line: serving on `port` with the environment's PKI, RBAC, and
-/// the caller's extra arguments last.
+/// the caller's extra arguments last. The same for every pinned minor: 1.27's apiserver
+/// takes each of these flags.
 fn apiserver_args(
     options: &TestEnvOptions,
     etcd_url: &str,
@@ -436,38 +456,72 @@ fn apiserver_args(
     args
 }
 
-/// Starts kube-controller-manager with the controllers the tests rely on and waits until
-/// they run.
-async fn start_controller_manager(
-    bin: &Path,
-    path: &Path,
-    kubeconfig: &Path,
-    (sa_key_file, ca_file): (&Path, &Path),
-    client: &Client,
-) -> Result<ChildProcess, EnvError> {
-    let mut kcm = ChildProcess::start(
-        "kube-controller-manager",
-        bin,
-        &[
-            format!("--kubeconfig={}", kubeconfig.display()),
-            "--controllers=garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller,deployment-controller,replicaset-controller,root-ca-certificate-publisher-controller".to_owned(),
-            format!("--service-account-private-key-file={}", sa_key_file.display()),
-            format!("--root-ca-file={}", ca_file.display()),
-            "--leader-elect=false".to_owned(),
-            "--secure-port=0".to_owned(),
-            "--use-service-account-credentials=false".to_owned(),
-        ],
-        &path.join("controller-manager.log"),
-    )?;
-    // The service-account controller creating `default` in `default` shows the
-    // controllers are connected and running.
-    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), "default");
-    wait_until(&mut kcm, START_TIMEOUT, || {
-        let accounts = accounts.clone();
-        async move { matches!(accounts.get_opt("default").await, Ok(Some(_))) }
-    })
-    .await?;
-    Ok(kcm)
+/// The binary or cache path of `tool` of `kubernetes`: the default minor's as [`Tool::path`]
+/// finds it, another's from the tool cache.
+fn kube_binary(kubernetes: KubeMinor, tool: Tool) -> Result<PathBuf, EnvError> {
+    if kubernetes.is_default() {
+        Ok(tool.path()?)
+    } else {
+        Ok(kubernetes.tool_path(tool)?)
+    }
+}
+
+/// The controllers the tests rely on, as `--controllers` of `kubernetes` names them: 1.28
+/// renamed them (`garbagecollector` became `garbage-collector-controller`, …; the old names
+/// stay as aliases), and 1.27 knows only the old names (its `NewControllerInitializers`).
+fn controllers(kubernetes: KubeMinor) -> &'static str {
+    if kubernetes.minor() < 28 {
+        "garbagecollector,namespace,serviceaccount,serviceaccount-token,deployment,replicaset,root-ca-cert-publisher"
+    } else {
+        "garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller,deployment-controller,replicaset-controller,root-ca-certificate-publisher-controller"
+    }
+}
+
+/// A kube-controller-manager to start: its binary, its minor, and the service-account
+/// signing key and CA files.
+struct ControllerManager<'a> {
+    bin: &'a Path,
+    kubernetes: KubeMinor,
+    keys: (&'a Path, &'a Path),
+}
+
+impl ControllerManager<'_> {
+    /// Starts kube-controller-manager with the controllers the tests rely on and waits until
+    /// they run.
+    async fn start(
+        &self,
+        path: &Path,
+        kubeconfig: &Path,
+        client: &Client,
+    ) -> Result<ChildProcess, EnvError> {
+        let (sa_key_file, ca_file) = self.keys;
+        let mut kcm = ChildProcess::start(
+            "kube-controller-manager",
+            self.bin,
+            &[
+                format!("--kubeconfig={}", kubeconfig.display()),
+                format!("--controllers={}", controllers(self.kubernetes)),
+                format!(
+                    "--service-account-private-key-file={}",
+                    sa_key_file.display()
+                ),
+                format!("--root-ca-file={}", ca_file.display()),
+                "--leader-elect=false".to_owned(),
+                "--secure-port=0".to_owned(),
+                "--use-service-account-credentials=false".to_owned(),
+            ],
+            &path.join("controller-manager.log"),
+        )?;
+        // The service-account controller creating `default` in `default` shows the
+        // controllers are connected and running.
+        let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), "default");
+        wait_until(&mut kcm, START_TIMEOUT, || {
+            let accounts = accounts.clone();
+            async move { matches!(accounts.get_opt("default").await, Ok(Some(_))) }
+        })
+        .await?;
+        Ok(kcm)
+    }
 }
 
 fn write(dir: &Path, name: &str, contents: &str) -> Result<PathBuf, EnvError> {

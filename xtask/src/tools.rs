@@ -38,6 +38,65 @@ pub struct KubernetesPin {
     pub version: String,
     pub staging: String,
     pub go: String,
+    /// More Kubernetes minors, each built next to the default one.
+    #[serde(default)]
+    pub minor: Vec<KubernetesMinorPin>,
+}
+
+/// One more Kubernetes minor (`[[kubernetes.minor]]`): `--platform kubernetes-1.<minor>`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KubernetesMinorPin {
+    pub version: String,
+    pub staging: String,
+    pub go: String,
+    /// GOTOOLCHAIN for the build (`go1.22.5`), when the local Go cannot build this minor.
+    #[serde(default)]
+    pub toolchain: Option<String>,
+    /// The OpenShift releases that ship this minor (why it is pinned).
+    pub openshift: String,
+}
+
+/// What one Kubernetes build needs: the default pin's or a minor's.
+#[derive(Debug, Clone, Copy)]
+struct KubeBuild<'a> {
+    version: &'a str,
+    staging: &'a str,
+    go: &'a str,
+    toolchain: Option<&'a str>,
+    /// The OpenShift releases that ship it (a minor's; for the setup report).
+    openshift: Option<&'a str>,
+}
+
+impl KubeBuild<'_> {
+    /// `v1.27.16 (OpenShift 4.14's)`, for the setup report.
+    fn name(&self) -> String {
+        match self.openshift {
+            Some(openshift) => format!("{} (OpenShift {openshift}'s)", self.version),
+            None => self.version.to_owned(),
+        }
+    }
+}
+
+impl KubernetesPin {
+    /// The default version first, then each minor in file order.
+    fn builds(&self) -> Vec<KubeBuild<'_>> {
+        let default = KubeBuild {
+            version: &self.version,
+            staging: &self.staging,
+            go: &self.go,
+            toolchain: None,
+            openshift: None,
+        };
+        let minors = self.minor.iter().map(|m| KubeBuild {
+            version: &m.version,
+            staging: &m.staging,
+            go: &m.go,
+            toolchain: m.toolchain.as_deref(),
+            openshift: Some(&m.openshift),
+        });
+        std::iter::once(default).chain(minors).collect()
+    }
 }
 
 /// OLM v0 (olm-operator, catalog-operator, its CRDs) and kwok, built from one wrapper module.
@@ -339,14 +398,16 @@ fn env_var_for(tool: &str) -> String {
 pub fn setup(pins: &Pins, layout: &Layout, vendor: &Path) -> Result<Vec<String>> {
     fs::create_dir_all(&layout.cache)
         .with_context(|| format!("creating {}", layout.cache.display()))?;
-    let mut report = vec![
-        install_debian(&pins.debian)?,
-        install_kubernetes(&pins.kubernetes, layout)?,
+    let mut report = vec![install_debian(&pins.debian)?];
+    for build in pins.kubernetes.builds() {
+        report.push(install_kubernetes(build, layout)?);
+    }
+    report.extend([
         install_olm(&pins.olm, layout)?,
         install_olmv1(&pins.olmv1, layout, vendor)?,
         install_openshift_api(&pins.openshift, layout)?,
         install_upstream_testdata(&pins.upstream, layout)?,
-    ];
+    ]);
     for (name, pin) in &pins.go {
         report.push(install_go_tool(name, pin, layout)?);
     }
@@ -451,22 +512,24 @@ fn is_complete(dir: &Path, stamp: &str, binaries: &[&str]) -> bool {
         && binaries.iter().all(|b| dir.join("bin").join(b).is_file())
 }
 
-fn install_kubernetes(pin: &KubernetesPin, layout: &Layout) -> Result<String> {
-    let dest = layout.tool_dir("kubernetes", &pin.version);
-    let stamp = stamp(&[
+fn install_kubernetes(pin: KubeBuild<'_>, layout: &Layout) -> Result<String> {
+    let dest = layout.tool_dir("kubernetes", pin.version);
+    let mut parts = vec![
         "k8s.io/kubernetes",
-        &pin.version,
-        &pin.staging,
+        pin.version,
+        pin.staging,
         "version-ldflags",
-    ]);
+    ];
+    parts.extend(pin.toolchain);
+    let stamp = stamp(&parts);
     if is_complete(&dest, &stamp, &KUBE_BINARIES) {
-        return Ok(format!("kubernetes {}: up to date", pin.version));
+        return Ok(format!("kubernetes {}: up to date", pin.name()));
     }
     let started = Instant::now();
     build_into(&dest, &stamp, |work| {
         // The staging modules are replaced with ./staging paths in kubernetes' own go.mod;
         // read that list from the published go.mod and pin each to its release instead.
-        let gomod = go_mod_of("k8s.io/kubernetes", &pin.version, work)?;
+        let gomod = go_mod_of("k8s.io/kubernetes", pin.version, work)?;
         let staging = staging_modules(&gomod)?;
         let mut module = format!(
             "module olmpack.dev/tools/kubernetes\n\ngo {}\n\nrequire k8s.io/kubernetes {}\n\nreplace (\n",
@@ -481,7 +544,7 @@ fn install_kubernetes(pin: &KubernetesPin, layout: &Layout) -> Result<String> {
             .map(|b| (format!("k8s.io/kubernetes/cmd/{b}"), (*b).to_owned()))
             .collect();
         // Without these the binaries report v0.0.0-master, which breaks version checks.
-        let (major, minor) = kube_major_minor(&pin.version)?;
+        let (major, minor) = kube_major_minor(pin.version)?;
         let ldflags = [
             "k8s.io/component-base/version",
             "k8s.io/client-go/pkg/version",
@@ -501,15 +564,19 @@ fn install_kubernetes(pin: &KubernetesPin, layout: &Layout) -> Result<String> {
             &BuildFlags {
                 tags: "",
                 ldflags: &ldflags,
+                toolchain: pin.toolchain,
             },
             &packages,
         )
     })?;
     Ok(format!(
-        "kubernetes {}: built {} in {:.0?}",
-        pin.version,
+        "kubernetes {}: built {} in {:.0?}{}",
+        pin.name(),
         KUBE_BINARIES.join(", "),
-        started.elapsed()
+        started.elapsed(),
+        pin.toolchain
+            .map(|t| format!(" with {t}"))
+            .unwrap_or_default()
     ))
 }
 
@@ -534,6 +601,7 @@ fn install_go_tool(name: &str, pin: &GoPin, layout: &Layout) -> Result<String> {
             &BuildFlags {
                 tags: &tags,
                 ldflags: "",
+                toolchain: None,
             },
             &[(pin.package.clone(), pin.binary.clone())],
         )
@@ -600,6 +668,7 @@ fn install_olm(pin: &OlmPin, layout: &Layout) -> Result<String> {
             &BuildFlags {
                 tags: "",
                 ldflags: "",
+                toolchain: None,
             },
             &packages,
         )
@@ -665,6 +734,7 @@ fn install_olmv1(pin: &OlmV1Pin, layout: &Layout, vendor: &Path) -> Result<Strin
         let flags = BuildFlags {
             tags: &tags,
             ldflags: "",
+            toolchain: None,
         };
         build_wrapper_module(work, &module, &flags, &packages)?;
         let unpacked = work.join(BOXCUTTER_SRC);
@@ -928,6 +998,8 @@ fn staging_modules(gomod: &str) -> Result<Vec<String>> {
 struct BuildFlags<'a> {
     tags: &'a str,
     ldflags: &'a str,
+    /// GOTOOLCHAIN (`go1.22.5`); `None` builds with the local Go.
+    toolchain: Option<&'a str>,
 }
 
 /// `v1.37.2` → `("1", "37")`.
@@ -969,7 +1041,7 @@ fn build_wrapper_module(
         cmd.args(args)
             .current_dir(&src)
             .env("GOFLAGS", "-mod=mod")
-            .env("GOTOOLCHAIN", "local");
+            .env("GOTOOLCHAIN", flags.toolchain.unwrap_or("local"));
         run(&mut cmd)
     };
     go(&["mod", "tidy"])?;
@@ -1039,6 +1111,25 @@ mod tests {
             vec!["k8s.io/api".to_owned(), "k8s.io/kms".to_owned()]
         );
         assert!(staging_modules("module x\n").is_err());
+    }
+
+    #[test]
+    fn each_pinned_kubernetes_minor_is_built_with_its_own_staging_release() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let pins = Pins::load(&root).unwrap();
+        let builds = pins.kubernetes.builds();
+        assert_eq!(builds[0].version, pins.kubernetes.version);
+        assert!(builds.iter().any(|b| b.version.starts_with("v1.27.")));
+        for build in &builds {
+            assert_eq!(
+                build.staging,
+                build.version.replacen("v1.", "v0.", 1),
+                "{}",
+                build.version
+            );
+        }
+        let versions: std::collections::BTreeSet<_> = builds.iter().map(|b| b.version).collect();
+        assert_eq!(versions.len(), builds.len(), "a minor is pinned twice");
     }
 
     #[test]

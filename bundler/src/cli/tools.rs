@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use olmpack::image::progress::Progress;
 use olmpack::tools::{self as artifact, Installed};
-use olmpack_envtest::binaries::Tool;
 use olmpack_envtest::binaries::{KUBEBUILDER_ASSETS, tools_cache_dir};
+use olmpack_envtest::binaries::{KubeMinor, Tool};
 
 use super::CmdResult;
 use super::image::{BuildArgs, RegistryArgs};
@@ -174,6 +174,16 @@ fn list() -> (String, bool) {
             }
         };
         let _ = writeln!(out, "{:<24} {line}", tool.file_name());
+    }
+    for minor in KubeMinor::pinned().into_iter().filter(|m| !m.is_default()) {
+        let line = match minor.tool_path(Tool::KubeApiserver) {
+            Ok(path) => format!("{} (from tool cache)", path.display()),
+            Err(_) => format!(
+                "not installed: kube-apiserver {} (`cargo xtask setup` in olmpack's checkout builds it)",
+                minor.version()
+            ),
+        };
+        let _ = writeln!(out, "{:<24} {line}", format!("kubernetes-{minor}"));
     }
     if missing > 0 {
         let _ = writeln!(out, "{}", install_hint(missing, default_image().as_deref()));

@@ -101,7 +101,8 @@ pub struct OlmArgs {
     /// as kubebuilder's projects do), which OLM can create only where that kind is served.
     #[arg(long = "cluster-crd", value_name = "FILE|NAME")]
     pub cluster_crds: Vec<PathBuf>,
-    /// The cluster the operator is installed on: `kubernetes`, `openshift` (the OpenShift
+    /// The cluster the operator is installed on: `kubernetes` (`kubernetes-1.N`, another
+    /// Kubernetes minor olmpack pins, runs `upgrade test` only so far), `openshift` (the OpenShift
     /// release olmpack pins) or `openshift-4.N` (an older one): the control plane then also
     /// serves OpenShift's own API kinds (Route, ConsolePlugin, ConsoleLink, ConsoleYAMLSample,
     /// SecurityContextConstraints, the config.openshift.io kinds, …; those of the pinned
@@ -135,6 +136,7 @@ pub struct OlmArgs {
 pub fn run(args: OlmArgs, policy: &olmpack::input::Policy) -> CmdResult {
     // Bad arguments are refused before anything is read, `--list` or not.
     refuse_v0_only_flags(&args)?;
+    refuse_other_kubernetes_minor(&args)?;
     let limits = policy.limits;
     let generated;
     let catalog: PathBuf = match (&args.plan, &args.catalog) {
@@ -231,6 +233,19 @@ fn announce(args: &OlmArgs, count: usize, total: usize) {
     );
 }
 
+/// `Err` when `--platform kubernetes-1.N` names another minor than the default: OLM's
+/// environments run on the default minor's control plane only so far (bad arguments, exit 2).
+fn refuse_other_kubernetes_minor(args: &OlmArgs) -> Result<(), crate::cli::Failure> {
+    let minor = args.platform.kubernetes_minor();
+    if minor.is_default() {
+        return Ok(());
+    }
+    Err(crate::cli::Failure(format!(
+        "--platform kubernetes-{minor}: `upgrade olm` runs OLM on Kubernetes {} only so far; Kubernetes {minor} runs `upgrade test`",
+        olmpack_envtest::binaries::KubeMinor::default()
+    )))
+}
+
 /// `Err` naming the flag when `--olm v1` is given with a flag only OLM v0 runs with: bad
 /// arguments (exit 2).
 fn refuse_v0_only_flags(args: &OlmArgs) -> Result<(), crate::cli::Failure> {
@@ -239,7 +254,10 @@ fn refuse_v0_only_flags(args: &OlmArgs) -> Result<(), crate::cli::Failure> {
     }
     let given = [(
         "--platform openshift",
-        args.platform != olmpack::upgrade::olm::platform::Platform::Kubernetes,
+        matches!(
+            args.platform,
+            olmpack::upgrade::olm::platform::Platform::OpenShift { .. }
+        ),
     )];
     match given.into_iter().find(|(_, set)| *set) {
         Some((flag, _)) => Err(crate::cli::Failure(format!(

@@ -5,8 +5,9 @@ use std::process::ExitCode;
 
 use olmpack::build::BuildError;
 use olmpack::bundle::generate::GenerateError;
+use olmpack::upgrade::olm::platform::Platform;
 use olmpack::upgrade::test::{self, LiveInputsError, Target};
-use olmpack_envtest::binaries::Tool;
+use olmpack_envtest::binaries::{KubeMinor, Tool};
 use olmpack_envtest::live::EdgeOptions;
 use olmpack_model::plan;
 use olmpack_model::report::OutputFormat;
@@ -42,6 +43,16 @@ pub struct TestArgs {
     /// network.
     #[arg(long)]
     webhook_command: Option<String>,
+    /// The Kubernetes minor whose control plane runs the edges: `kubernetes` (the default
+    /// minor olmpack pins) or `kubernetes-1.N` (another minor tools.toml pins: its own
+    /// kube-apiserver, built by `cargo xtask setup`). The report names it.
+    #[arg(
+        long,
+        value_name = "PLATFORM",
+        default_value = "kubernetes",
+        conflicts_with = "kubeconfig"
+    )]
+    platform: Platform,
     /// Copies of every example object.
     #[arg(long, default_value_t = 1)]
     copies: usize,
@@ -71,6 +82,17 @@ fn inputs_of_plan(
     }
 }
 
+/// The Kubernetes minor `--platform` names; `Err` for OpenShift, whose kinds and service-ca
+/// only `upgrade olm` serves (bad arguments, exit 2).
+fn kubernetes_minor(platform: Platform) -> Result<KubeMinor, crate::cli::Failure> {
+    match platform {
+        Platform::Kubernetes { minor } => Ok(minor),
+        Platform::OpenShift { .. } => Err(crate::cli::Failure(format!(
+            "--platform: `upgrade test` runs on Kubernetes (kubernetes, kubernetes-1.N); {platform} is for `upgrade olm`"
+        ))),
+    }
+}
+
 /// Runs `olmpack upgrade test`.
 pub fn run(args: TestArgs, policy: &olmpack::input::Policy) -> CmdResult {
     let inputs = match (&args.catalog, &args.bundles) {
@@ -86,8 +108,12 @@ pub fn run(args: TestArgs, policy: &olmpack::input::Policy) -> CmdResult {
     let target = match &args.kubeconfig {
         Some(path) => Target::Kubeconfig(path.clone()),
         None => {
+            let minor = kubernetes_minor(args.platform)?;
             crate::cli::tools::ensure(&[Tool::Etcd, Tool::KubeApiserver])?;
-            Target::TestEnv
+            minor
+                .tool_path(Tool::KubeApiserver)
+                .map_err(|e| crate::cli::Failure(e.to_string()))?;
+            Target::TestEnv(minor)
         }
     };
     let options = EdgeOptions {

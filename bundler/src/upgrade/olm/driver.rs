@@ -403,7 +403,7 @@ mod tests {
         assert_eq!(platform_gates(&report, on), [line("op.v1")]);
         report.upgrade = Some(succeeded("op.v2"));
         assert_eq!(platform_gates(&report, on), [line("op.v1"), line("op.v2")]);
-        assert!(platform_gates(&report, Platform::Kubernetes).is_empty());
+        assert!(platform_gates(&report, Platform::kubernetes()).is_empty());
         assert!(platform_gates(&report, Platform::OpenShift { minor: 7 }).is_empty());
         report.install = InstallStep::unfinished();
         report.upgrade = None;

@@ -216,7 +216,7 @@ impl Default for RunOptions {
             jobs: 1,
             envs: None,
             cluster_crds: Vec::new(),
-            platform: Platform::Kubernetes,
+            platform: Platform::kubernetes(),
             steps: StepLog::silent(),
             limits: crate::input::Limits::default(),
             olm: OlmVersion::V0,

@@ -18,6 +18,10 @@
 //! `openshift-4.N` names an older OpenShift release: the API kinds served are still those of
 //! the pinned release; the release number is what OpenShift's OLM judges a bundle's
 //! `olm.maxOpenShiftVersion` against ([`Platform::upgrade_gate`]).
+//!
+//! `kubernetes-1.N` names a Kubernetes minor `tools.toml` pins ([`KubeMinor::pinned`]): its
+//! own kube-apiserver and kube-controller-manager run the control plane (`upgrade test`);
+//! `kubernetes` is the default minor. OpenShift runs on the default minor's control plane.
 #![warn(missing_docs)]
 
 use std::fmt;
@@ -25,18 +29,20 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use olmpack_envtest::binaries::{ToolData, ToolNotFound, openshift_release};
+use olmpack_envtest::binaries::{KubeMinor, ToolData, ToolNotFound, openshift_release};
 
 use crate::cluster_crds;
 use crate::input::{self, InputError, Limits};
 use crate::upgrade::check::{CrdFileError, parse_crd_file};
 
 /// A cluster platform.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Platform {
     /// Plain Kubernetes: only the kinds the apiserver and the bundle's CRDs serve.
-    #[default]
-    Kubernetes,
+    Kubernetes {
+        /// The Kubernetes minor whose control plane runs.
+        minor: KubeMinor,
+    },
     /// OpenShift 4.`minor` (`openshift`: the release olmpack pins, [`openshift_release`]).
     OpenShift {
         /// The minor release of OpenShift 4.
@@ -45,9 +51,31 @@ pub enum Platform {
 }
 
 /// The names `--platform` takes, in the order help lists them.
-pub const NAMES: [&str; 3] = ["kubernetes", "openshift", "openshift-4.N"];
+pub const NAMES: [&str; 4] = ["kubernetes", "kubernetes-1.N", "openshift", "openshift-4.N"];
+
+impl Default for Platform {
+    fn default() -> Self {
+        Platform::kubernetes()
+    }
+}
 
 impl Platform {
+    /// Kubernetes at the default minor `tools.toml` pins.
+    pub fn kubernetes() -> Self {
+        Platform::Kubernetes {
+            minor: KubeMinor::default(),
+        }
+    }
+
+    /// The Kubernetes minor whose control plane runs the platform (OpenShift: the default
+    /// minor's, not yet the one that OpenShift release ships).
+    pub fn kubernetes_minor(self) -> KubeMinor {
+        match self {
+            Platform::Kubernetes { minor } => minor,
+            Platform::OpenShift { .. } => KubeMinor::default(),
+        }
+    }
+
     /// OpenShift at the release olmpack pins.
     pub fn openshift() -> Self {
         Platform::OpenShift {
@@ -68,12 +96,15 @@ impl FromStr for Platform {
     type Err = String;
 
     fn from_str(name: &str) -> Result<Self, String> {
+        if let Some(minor) = name.strip_prefix("kubernetes-1.") {
+            return kubernetes_minor(name, minor);
+        }
         let pinned = pinned_openshift_minor();
         let minor = name
             .strip_prefix("openshift-4.")
             .and_then(|m| m.parse::<u64>().ok());
         match (name, minor) {
-            ("kubernetes", _) => Ok(Platform::Kubernetes),
+            ("kubernetes", _) => Ok(Platform::kubernetes()),
             ("openshift", _) => Ok(Platform::openshift()),
             (_, Some(minor)) if (1..=pinned).contains(&minor) => Ok(Platform::OpenShift { minor }),
             (_, Some(minor)) => Err(format!(
@@ -87,10 +118,29 @@ impl FromStr for Platform {
     }
 }
 
+/// `kubernetes-1.<minor>` as a pinned minor, or why not.
+fn kubernetes_minor(name: &str, minor: &str) -> Result<Platform, String> {
+    let pinned = || {
+        KubeMinor::pinned()
+            .iter()
+            .map(|m| format!("kubernetes-{m} ({})", m.version()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match minor.parse::<u64>().ok().and_then(KubeMinor::of) {
+        Some(minor) => Ok(Platform::Kubernetes { minor }),
+        None => Err(format!(
+            "{name:?}: olmpack pins these Kubernetes minors (tools.toml): {}",
+            pinned()
+        )),
+    }
+}
+
 impl fmt::Display for Platform {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Platform::Kubernetes => f.write_str("Kubernetes"),
+            Platform::Kubernetes { minor } if minor.is_default() => f.write_str("Kubernetes"),
+            Platform::Kubernetes { minor } => write!(f, "Kubernetes {minor}"),
             Platform::OpenShift { minor } => write!(f, "OpenShift 4.{minor}"),
         }
     }
@@ -143,7 +193,7 @@ impl Platform {
         limits: &Limits,
     ) -> Result<Vec<CustomResourceDefinition>, PlatformError> {
         match self {
-            Platform::Kubernetes => Ok(Vec::new()),
+            Platform::Kubernetes { .. } => Ok(Vec::new()),
             Platform::OpenShift { .. } => {
                 let dir = ToolData::OpenShiftCrds.path().map_err(|source| {
                     PlatformError::NotInstalled {
@@ -212,7 +262,7 @@ impl Platform {
     /// tolerate masters run as they do there; none on Kubernetes (a plain worker).
     pub fn node_roles(self) -> Vec<String> {
         match self {
-            Platform::Kubernetes => Vec::new(),
+            Platform::Kubernetes { .. } => Vec::new(),
             Platform::OpenShift { .. } => ["master", "control-plane", "worker"]
                 .map(str::to_owned)
                 .to_vec(),
@@ -294,7 +344,23 @@ mod tests {
 
     #[test]
     fn names_parse_and_others_are_refused_with_the_choices() {
-        assert_eq!("kubernetes".parse(), Ok(Platform::Kubernetes));
+        assert_eq!("kubernetes".parse(), Ok(Platform::kubernetes()));
+        let default = KubeMinor::default();
+        assert_eq!(
+            format!("kubernetes-{default}").parse(),
+            Ok(Platform::kubernetes())
+        );
+        for minor in KubeMinor::pinned() {
+            assert_eq!(
+                format!("kubernetes-{minor}").parse(),
+                Ok(Platform::Kubernetes { minor })
+            );
+        }
+        let unknown = "kubernetes-1.2".parse::<Platform>().unwrap_err();
+        assert!(
+            unknown.contains(&format!("kubernetes-{default} ({})", default.version())),
+            "{unknown}"
+        );
         assert_eq!("openshift".parse(), Ok(Platform::openshift()));
         assert_eq!(
             "openshift-4.14".parse(),
@@ -303,7 +369,7 @@ mod tests {
         assert_eq!(
             "okd".parse::<Platform>(),
             Err(
-                "\"okd\" is not a platform olmpack knows; use one of: kubernetes, openshift, openshift-4.N"
+                "\"okd\" is not a platform olmpack knows; use one of: kubernetes, kubernetes-1.N, openshift, openshift-4.N"
                     .to_owned()
             )
         );
@@ -370,7 +436,7 @@ mod tests {
             assert_eq!(gate(&values), want, "{values:?}");
         }
         assert_eq!(
-            Platform::Kubernetes.upgrade_gate("op.v1", &[json!("4.8")]),
+            Platform::kubernetes().upgrade_gate("op.v1", &[json!("4.8")]),
             None
         );
     }
@@ -417,7 +483,7 @@ mod tests {
     #[test]
     fn kubernetes_serves_nothing_more() {
         assert!(
-            Platform::Kubernetes
+            Platform::kubernetes()
                 .cluster_crds(&Limits::default())
                 .unwrap()
                 .is_empty()

@@ -32,6 +32,10 @@ pub struct EdgeAnswer {
     /// on its own).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub check: Option<StaticAnswer>,
+    /// The platform the live run ran on, when olmpack started it (`Kubernetes 1.27
+    /// (kube-apiserver v1.27.16)`); `None` on a given cluster.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub platform: Option<String>,
 }
 
 impl std::ops::Deref for EdgeAnswer {
@@ -53,6 +57,7 @@ impl From<EdgeReport> for EdgeAnswer {
             live,
             verdicts,
             check: None,
+            platform: None,
         }
     }
 }
@@ -112,6 +117,7 @@ pub fn join(mut live: EdgeReport, check: &EdgeResult) -> EdgeAnswer {
             refused_by,
             findings,
         }),
+        platform: None,
     }
 }
 

@@ -65,6 +65,9 @@ fn text(reports: &[EdgeAnswer]) -> String {
             rollback(&r.rollback)
         );
         let _ = writeln!(out, "  {}", r.summary());
+        if let Some(platform) = &r.platform {
+            let _ = writeln!(out, "  platform: {platform}");
+        }
         for step in &r.steps {
             let _ = writeln!(
                 out,
@@ -162,6 +165,9 @@ fn markdown(reports: &[EdgeAnswer]) -> String {
         super::answer::LIVE_JUDGES,
         super::answer::CHECK_JUDGES
     );
+    if let Some(platform) = reports.iter().find_map(|r| r.platform.as_deref()) {
+        let _ = writeln!(out, "platform: {}.", markdown_escape(platform));
+    }
     let findings: Vec<(&EdgeAnswer, &Finding)> = reports
         .iter()
         .flat_map(|r| {

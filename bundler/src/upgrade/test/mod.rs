@@ -20,6 +20,8 @@ use std::path::PathBuf;
 use futures::{StreamExt as _, TryStreamExt as _};
 
 use crate::upgrade::check::graph::check_edges;
+use olmpack_envtest::binaries::KubeMinor;
+use olmpack_envtest::control_plane::{TestEnv, TestEnvOptions};
 use olmpack_envtest::live::{EdgeOptions, EdgeReport, LiveError, ReleaseUnderTest, Webhook};
 use olmpack_model::upgrade::{Edge, Verdict};
 
@@ -30,8 +32,9 @@ pub use inputs::{Inputs, LiveInputsError, from_dirs, from_plan, operator_identit
 /// Where the edges run.
 #[derive(Clone, Debug)]
 pub enum Target {
-    /// A fresh etcd + kube-apiserver per edge, from the tools `cargo xtask setup` installs.
-    TestEnv,
+    /// A fresh etcd + kube-apiserver of this Kubernetes minor per edge, from the tools
+    /// `cargo xtask setup` installs.
+    TestEnv(KubeMinor),
     /// The cluster of this kubeconfig (its apiserver must reach 127.0.0.1, where the webhook
     /// listens); edges run one after another and clean up their CRDs.
     Kubeconfig(PathBuf),
@@ -99,11 +102,29 @@ pub async fn run(
 ) -> Result<Vec<EdgeAnswer>, RunError> {
     let reports = run_live(inputs, target, webhook_command, options, jobs).await?;
     let checked = check_edges(&inputs.edges, &inputs.installed);
+    let platform = target.platform();
     Ok(reports
         .into_iter()
         .zip(&checked)
-        .map(|(report, check)| answer::join(report, check))
+        .map(|(report, check)| EdgeAnswer {
+            platform: platform.clone(),
+            ..answer::join(report, check)
+        })
         .collect())
+}
+
+impl Target {
+    /// The platform the edges run on, for the report: the test environment's Kubernetes
+    /// minor and release; `None` on a given cluster (olmpack does not ask its version).
+    fn platform(&self) -> Option<String> {
+        match self {
+            Target::TestEnv(minor) => Some(format!(
+                "Kubernetes {minor} (kube-apiserver {})",
+                minor.version()
+            )),
+            Target::Kubeconfig(_) => None,
+        }
+    }
 }
 
 /// The live reports of every edge, in edge order.
@@ -120,32 +141,42 @@ async fn run_live(
         release.webhook = webhook.clone();
         release
     };
-    let shared = match target {
-        Target::TestEnv => None,
-        Target::Kubeconfig(path) => Some((client_for(path).await?, path.clone())),
+    let (shared, kubernetes) = match target {
+        Target::TestEnv(minor) => (None, *minor),
+        Target::Kubeconfig(path) => (
+            Some((client_for(path).await?, path.clone())),
+            KubeMinor::default(),
+        ),
     };
     let jobs = if shared.is_some() { 1 } else { jobs.max(1) };
     futures::stream::iter(&inputs.edges)
         .map(|edge| {
             let (from, to) = (release(&edge.from), release(&edge.to));
-            run_one(edge, from, to, shared.as_ref(), options)
+            let on = shared.as_ref().map_or(On::TestEnv(kubernetes), On::Cluster);
+            run_one(edge, from, to, on, options)
         })
         .buffered(jobs)
         .try_collect()
         .await
 }
 
-/// One edge: on the given cluster (its client and kubeconfig), or on a test environment of
-/// its own. Its report names the whole `edge` (package, channels, ways), which the live run
-/// knows by its releases' names only.
+/// Where one edge runs: the given cluster (its client and kubeconfig), or a test
+/// environment of its own of this minor.
+enum On<'a> {
+    Cluster(&'a (kube::Client, PathBuf)),
+    TestEnv(KubeMinor),
+}
+
+/// One edge, where `on` says. Its report names the whole `edge` (package, channels,
+/// ways), which the live run knows by its releases' names only.
 async fn run_one(
     edge: &Edge,
     from: ReleaseUnderTest,
     to: ReleaseUnderTest,
-    shared: Option<&(kube::Client, PathBuf)>,
+    on: On<'_>,
     options: &EdgeOptions,
 ) -> Result<EdgeReport, RunError> {
-    let mut report = run_live_edge(edge, from, to, shared, options).await?;
+    let mut report = run_live_edge(edge, from, to, on, options).await?;
     report.edge = edge.clone();
     Ok(report)
 }
@@ -154,7 +185,7 @@ async fn run_live_edge(
     edge: &Edge,
     from: ReleaseUnderTest,
     to: ReleaseUnderTest,
-    shared: Option<&(kube::Client, PathBuf)>,
+    on: On<'_>,
     options: &EdgeOptions,
 ) -> Result<EdgeReport, RunError> {
     let wrap = |source| RunError::Edge {
@@ -162,8 +193,8 @@ async fn run_live_edge(
         to: edge.to.clone(),
         source,
     };
-    match shared {
-        Some((client, path)) => {
+    match on {
+        On::Cluster((client, path)) => {
             let options = EdgeOptions {
                 kubeconfig: Some(path.clone()),
                 ..options.clone()
@@ -172,8 +203,12 @@ async fn run_live_edge(
                 .await
                 .map_err(wrap)
         }
-        None => {
-            let env = olmpack_envtest::control_plane::TestEnv::start().await?;
+        On::TestEnv(kubernetes) => {
+            let env = TestEnv::start_with(TestEnvOptions {
+                kubernetes: Some(kubernetes),
+                ..TestEnvOptions::default()
+            })
+            .await?;
             let options = EdgeOptions {
                 cleanup: false,
                 kubeconfig: Some(env.kubeconfig_path().to_owned()),

@@ -144,6 +144,7 @@ impl OlmEnv {
         let env = TestEnv::start_with(TestEnvOptions {
             controller_manager: true,
             apiserver_args: vec!["--enable-aggregator-routing=true".to_owned()],
+            ..TestEnvOptions::default()
         })
         .await?;
         let dir = env.dir().to_owned();

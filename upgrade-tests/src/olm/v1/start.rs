@@ -74,6 +74,7 @@ impl OlmV1Env {
         let mut env = TestEnv::start_with(TestEnvOptions {
             controller_manager: true,
             apiserver_args: vec!["--enable-aggregator-routing=true".to_owned()],
+            ..TestEnvOptions::default()
         })
         .await?;
         install_crds(&env, &crds).await?;
