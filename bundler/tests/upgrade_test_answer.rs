@@ -41,18 +41,23 @@ fn upgrade_test_with(args: &[&str], adjust: impl FnOnce(&mut Command)) -> (Optio
     (out.status.code(), format!("{stdout}{stderr}"))
 }
 
+/// The JSON report array in `shown` (stdout then stderr); panics showing it when there is none.
+fn json_reports(shown: &str) -> Vec<Value> {
+    let start = shown.find('[').unwrap_or_default();
+    serde_json::Deserializer::from_str(&shown[start..])
+        .into_iter()
+        .next()
+        .and_then(Result::ok)
+        .unwrap_or_else(|| panic!("no JSON report:\n{shown}"))
+}
+
 #[test]
 fn upgrade_test_an_edge_both_olms_refuse_is_refused_and_says_what_each_answer_judged() {
     if !olmpack_testkit::tools::require(&[Tool::Etcd, Tool::KubeApiserver], "upgrade test") {
         return;
     }
     let (code, shown) = upgrade_test("json");
-    let start = shown.find('[').unwrap_or_default();
-    let reports: Vec<Value> = serde_json::Deserializer::from_str(&shown[start..])
-        .into_iter()
-        .next()
-        .and_then(Result::ok)
-        .unwrap_or_else(|| panic!("no JSON report:\n{shown}"));
+    let reports = json_reports(&shown);
     assert_eq!(code, Some(1), "{shown}");
     assert_eq!(reports.len(), 1, "{shown}");
     let report = &reports[0];
@@ -105,12 +110,7 @@ fn upgrade_test_runs_on_the_kubernetes_minor_asked_for_and_says_which() {
         let (code, shown) =
             upgrade_test_with(&["--platform", &platform, "--output", "json"], |_| {});
         assert_eq!(code, Some(1), "{shown}");
-        let start = shown.find('[').unwrap_or_default();
-        let reports: Vec<Value> = serde_json::Deserializer::from_str(&shown[start..])
-            .into_iter()
-            .next()
-            .and_then(Result::ok)
-            .unwrap_or_else(|| panic!("no JSON report:\n{shown}"));
+        let reports = json_reports(&shown);
         assert_eq!(
             reports[0]["platform"],
             format!("Kubernetes {minor} (kube-apiserver {})", minor.version()),
