@@ -13,7 +13,9 @@ use super::operator_group;
 use super::resources::{self, Csv, InstallPlan, Subscription};
 use super::{OlmEnv, OlmError};
 use crate::live::api::apiserver_message;
-use crate::olm::examples::{Example, create_example, read_back_resource};
+use crate::olm::examples::{
+    Example, WEBHOOK_SETTLES, create_example, read_back_resource, webhook_unreachable,
+};
 use crate::olm::progress::{Observer, Tracker};
 use crate::olm::step::{InstallStep, Installed, Outcome, StillSucceeded, Timeouts};
 use crate::olm::webhooks;
@@ -39,15 +41,6 @@ fn subscription_summary(sub: &Subscription) -> String {
     }
     line
 }
-
-/// How long a read of an example is retried while the conversion webhook it goes through is
-/// not yet trusted or not reachable, as happens on a real cluster as here right after an
-/// upgrade: OLM rotates the serving certificate and the CRD's `caBundle` together, and for a
-/// moment the apiserver's view of one lags the other (`x509: ...`); and whenever OLM installs
-/// the CSV again it deletes the webhook's Service and creates it anew, so for a moment the
-/// Service or its endpoints are missing ([`webhook_unreachable`]). Longer is a real failure,
-/// reported with the last error.
-const READ_SETTLES: Duration = Duration::from_secs(60);
 
 impl OlmEnv {
     /// Subscribes to `package` in `channel` of `catalog` at `starting_csv`, with manual
@@ -290,8 +283,10 @@ impl OlmEnv {
     pub async fn create_examples(&self, csv: &str) -> Result<Vec<Example>, OlmError> {
         let namespace = self.namespaces().for_examples(self.install_mode());
         let mut out = Vec::new();
+        let settled = Instant::now() + WEBHOOK_SETTLES;
+        let retried = |action: &str, cause: &str| self.retries().note(action, cause);
         for object in self.alm_examples(csv).await? {
-            let example = create_example(&self.client(), object, namespace)
+            let example = create_example(&self.client(), object, namespace, settled, &retried)
                 .await
                 .map_err(|(example, e)| OlmError::Invalid {
                     path: format!("ClusterServiceVersion {csv}").into(),
@@ -329,7 +324,7 @@ impl OlmEnv {
             let action = format!("read {} {} back", example.kind, example.name);
             let result = loop {
                 match self.read_example(example).await {
-                    Err((_, Some(cause))) if started.elapsed() < READ_SETTLES => {
+                    Err((_, Some(cause))) if started.elapsed() < WEBHOOK_SETTLES => {
                         self.retries().note(&action, &cause);
                         tokio::time::sleep(POLL).await;
                     }
@@ -571,36 +566,6 @@ fn reinstall(began: &resources::CsvCondition) -> bool {
     )
 }
 
-/// Why a read refused with `message` is worth repeating, when the apiserver could not reach
-/// the conversion webhook at all: its Service missing (`service "…" not found`), without
-/// endpoints, or refusing the connection. OLM deletes the webhook's Service and creates it
-/// anew whenever it installs a CSV again (after an upgrade, or when it finds a component
-/// unhealthy), and the webhook's pod may be restarting; neither is an answer of the webhook.
-fn webhook_unreachable(message: &str) -> Option<String> {
-    if !message.contains("conversion webhook for") {
-        return None;
-    }
-    let missing = message.contains("service \"") && message.contains("\" not found");
-    let causes = [
-        (
-            missing,
-            "the conversion webhook's Service was missing for a moment",
-        ),
-        (
-            message.contains("no endpoints available for service"),
-            "the conversion webhook's Service had no endpoints for a moment",
-        ),
-        (
-            message.contains("connect: connection refused"),
-            "the conversion webhook refused the connection for a moment",
-        ),
-    ];
-    causes
-        .iter()
-        .find(|(seen, _)| *seen)
-        .map(|(_, why)| (*why).to_owned())
-}
-
 /// How CSV `csv` left `Succeeded` after its step: the phase it entered, why.
 fn left_for(csv: &str, began: &resources::CsvCondition) -> String {
     format!(
@@ -667,38 +632,6 @@ mod tests {
             "ClusterServiceVersion a.v1 left Succeeded after its step was done: phase Pending, \
              reason NeedsCertRotation: CSV owns resources that require a cert refresh"
         );
-    }
-
-    #[test]
-    fn a_read_is_repeated_only_while_the_conversion_webhook_is_unreachable() {
-        let post = "conversion webhook for crew.testproject.org/v2, Kind=FirstMate failed: \
-                    Post \"https://op-service.op-system.svc:443/convert?timeout=30s\": ";
-        let cases = [
-            (
-                format!("{post}service \"op-service\" not found"),
-                Some("the conversion webhook's Service was missing for a moment"),
-            ),
-            (
-                format!("{post}no endpoints available for service \"op-service\""),
-                Some("the conversion webhook's Service had no endpoints for a moment"),
-            ),
-            (
-                format!("{post}dial tcp 10.0.0.1:443: connect: connection refused"),
-                Some("the conversion webhook refused the connection for a moment"),
-            ),
-            // The webhook answered: its answer is the verdict.
-            (
-                "conversion webhook for crew.testproject.org/v2, Kind=FirstMate returned \
-                 failure status: spec.size: field missing"
-                    .to_owned(),
-                None,
-            ),
-            // Not a conversion: a missing Service named in another message is no cause.
-            ("services \"op-service\" not found".to_owned(), None),
-        ];
-        for (message, want) in cases {
-            assert_eq!(webhook_unreachable(&message).as_deref(), want, "{message}");
-        }
     }
 
     #[test]

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::{OlmError, OlmV1Env};
 use crate::live::api::apiserver_message;
-use crate::olm::examples::create_example;
+use crate::olm::examples::{WEBHOOK_SETTLES, create_example};
 use crate::olm::{Example, Installed, read_back_resource};
 
 /// How long example creation waits for the CRDs OLM v1 installed to be served.
@@ -32,8 +32,11 @@ impl OlmV1Env {
     pub async fn create_examples(&self, objects: Vec<Value>, namespace: &str) -> Vec<Example> {
         self.wait_crds_established().await;
         let mut out = Vec::new();
+        let settled = std::time::Instant::now() + WEBHOOK_SETTLES;
+        let (client, retried) = (self.client(), |_: &str, _: &str| {});
         for object in objects {
-            let example = match create_example(&self.client(), object, namespace).await {
+            let created = create_example(&client, object, namespace, settled, &retried);
+            let example = match created.await {
                 Ok(example) => example,
                 Err((mut example, e)) => {
                     example.refused = Some(format!("not a Kubernetes object: {e}"));
