@@ -13,10 +13,10 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use olmpack::image::progress::Progress;
-use olmpack::image::{
-    auth::Credentials, build::BuildOptions, build::build_catalog_image, push::push_layout,
-    registry::RegistryAccess,
+use olmpack::image::build::build_catalog_image;
+use olmpack_oci::image::progress::Progress;
+use olmpack_oci::image::{
+    auth::Credentials, build::BuildOptions, push::push_layout, registry::RegistryAccess,
 };
 use serde_json::json;
 
@@ -153,8 +153,8 @@ fn main() {
             .unwrap()
     });
     let layer_size: u64 = {
-        let layout = olmpack::image::layout::Layout::open(&layout).unwrap();
-        let manifest: olmpack::image::layout::ImageManifest =
+        let layout = olmpack_oci::image::layout::Layout::open(&layout).unwrap();
+        let manifest: olmpack_oci::image::layout::ImageManifest =
             layout.read_json(&root.digest, "manifest").unwrap();
         manifest.layers.iter().map(|l| l.size).sum()
     };

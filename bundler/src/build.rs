@@ -14,10 +14,10 @@ use crate::bundle::load::LoadedBundle;
 use crate::catalog::declcfg::DeclarativeConfig;
 use crate::catalog::generate::{self as catalog_generate, PackageMeta};
 use crate::catalog::render::{self, RenderOptions};
-use crate::output::FileTree;
 use olmpack_model::csv::{ClusterServiceVersion, Icon};
 use olmpack_model::plan::LoadedPlan;
 use olmpack_model::report::Report;
+use olmpack_oci::output::FileTree;
 
 /// Failure to build a plan's bundles and catalog.
 #[derive(Debug, thiserror::Error)]

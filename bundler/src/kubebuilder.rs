@@ -466,7 +466,7 @@ fn yaml<T: Serialize>(value: &T) -> Result<String, KubebuilderError> {
 /// plan's text, so it is refused naming the file.
 fn plan_path(path: &std::path::Path) -> Result<String, KubebuilderError> {
     match path.to_str() {
-        Some(_) => Ok(crate::input::slash_path(path)),
+        Some(_) => Ok(olmpack_oci::input::slash_path(path)),
         None => Err(KubebuilderError::NotUtf8 {
             file: path.to_path_buf(),
         }),

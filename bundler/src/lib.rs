@@ -6,25 +6,22 @@
 //! upgrade graph, versions, the Go-compatible YAML reader), which depends on no I/O or
 //! command-line crate (`cargo xtask lint` checks). Below it all lies [`olmpack_oci`]: OCI
 //! images, registries, SBOMs and signatures, and safe file reading and writing — nothing OLM
-//! (`cargo xtask lint` checks); its `input`, `output`, `leftovers` and `supply` are re-exported
-//! here, and [`image`] builds bundle and catalog images on its images.
+//! (`cargo xtask lint` checks), named by its own paths (`olmpack_oci::input`, ...); [`image`]
+//! builds bundle and catalog images on its images.
 //!
 //! - [`plan`]: loading the release plan (`olmpack.yaml`) and resolving the files it names.
-//! - [`input`]: reading input files safely (regular files only, bounded, symlinks kept inside).
 //! - [`bundle`]: registry+v1 bundles: build the CSV and bundle files from manifests, validate
 //!   any bundle directory.
 //! - [`catalog`]: File-Based Catalogs: model, opm's render, templates, upgrade graphs,
 //!   validation.
 //! - [`build`]: every bundle of a plan and the catalog that publishes them, built in memory.
 //! - [`install`]: install manifests for users (OLM v0 Subscription, OLM v1 ClusterExtension + RBAC).
-//! - [`output`]: generated file trees, written atomically or checked against disk.
 //! - [`image`]: bundle and catalog images without a container engine, on [`olmpack_oci::image`]
 //!   (OCI layouts, pushes, pulls).
-//! - [`supply`]: SBOMs and signatures attached to pushed images.
 //! - [`release`]: the `olmpack release` job — from the plan to pushed, digest-pinned images.
 //! - [`upgrade`]: will the next release break installed clusters — [`upgrade::check`]
 //!   (static, OLM v0 and v1's checks), [`upgrade::test`] (a real apiserver), [`upgrade::olm`]
-//!   (the real OLM v0; [`upgrade::olm::platform`]: the cluster it runs as, Kubernetes or
+//!   (the real OLM v0 or OLM v1 behind one driver; [`upgrade::olm::platform`]: the cluster it runs as, Kubernetes or
 //!   OpenShift, for `upgrade olm --platform`).
 //! - [`cluster_crds`]: kinds of other operators a bundle may ship (ServiceMonitor, …) and
 //!   stand-in CRDs for them, for `upgrade olm --cluster-crd NAME`.
@@ -52,8 +49,6 @@ pub mod refusal;
 pub mod release;
 pub mod tools;
 pub mod upgrade;
-
-pub use olmpack_oci::{input, leftovers, output, supply};
 
 /// Installs rustls' ring provider as the process default; call first in every binary and test
 /// harness that may use TLS. One definition for every crate that uses TLS: the test

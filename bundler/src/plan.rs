@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use olmpack_model::plan::{LoadedPlan, PlanError, parse};
 
-use crate::input::{self, InputError, Policy};
+use olmpack_oci::input::{self, InputError, Policy};
 
 /// Failure to load a release plan: its file could not be read, or its text is refused.
 #[derive(Debug, thiserror::Error)]

@@ -33,13 +33,13 @@ use std::path::{Component, Path, PathBuf};
 
 use olmpack_envtest::binaries::{Tool, ToolData};
 
-use crate::image::base::{self, BaseError, BaseImage, PlatformImage};
-use crate::image::layer::{self, Entries, Entry, LayerSource};
-use crate::image::layout::{Descriptor, LayoutError, LayoutWriter, Platform};
-use crate::image::progress::Progress;
-use crate::image::registry::RegistryAccess;
-use crate::image::unpack::{Budget, tar_stream};
+use olmpack_oci::image::base::{self, BaseError, BaseImage, PlatformImage};
 use olmpack_oci::image::build::{BuildError, BuildOptions, build_files_image};
+use olmpack_oci::image::layer::{self, Entries, Entry, LayerSource};
+use olmpack_oci::image::layout::{Descriptor, LayoutError, LayoutWriter, Platform};
+use olmpack_oci::image::progress::Progress;
+use olmpack_oci::image::registry::RegistryAccess;
+use olmpack_oci::image::unpack::{Budget, tar_stream};
 
 /// The data directories the artifact carries besides the tools' (what `upgrade olm
 /// --platform openshift` serves: OpenShift's API kinds).
@@ -186,7 +186,7 @@ impl Refusal for ToolsError {
 fn io_err(path: &Path) -> impl Fn(io::Error) -> ToolsError + '_ {
     move |e| ToolsError::Io {
         path: path.to_owned(),
-        problem: crate::input::describe_io(&e),
+        problem: olmpack_oci::input::describe_io(&e),
     }
 }
 
@@ -288,7 +288,7 @@ pub fn pack(
         if let Some(lacks) = lacks(&abs, &markers) {
             return Err(ToolsError::Incomplete { dir: abs, lacks });
         }
-        let dest = crate::input::slash_path(&dir);
+        let dest = olmpack_oci::input::slash_path(&dir);
         let source = LayerSource {
             dir: abs,
             dest: dest.clone(),
@@ -405,7 +405,7 @@ pub async fn install(
     let image = tools_image(reference, &pulled)?;
     let tree = staging.path().join("tree");
     // The tools are input like any other: the default input limits bound what they unpack to.
-    let mut budget = Budget::new(&crate::input::Limits::default());
+    let mut budget = Budget::new(&olmpack_oci::input::Limits::default());
     for blob in &image.layers {
         let file = io::BufReader::new(writer.open_staged_blob(&blob.digest)?);
         unpack(reference, blob, file, &tree, &mut budget)?;
@@ -518,7 +518,7 @@ fn unpack(
     let broken = |e: io::Error| ToolsError::Unpack {
         reference: reference.to_owned(),
         digest: blob.digest.clone(),
-        problem: crate::input::describe_io(&e),
+        problem: olmpack_oci::input::describe_io(&e),
     };
     let mut archive = tar::Archive::new(tar_stream(layer, true));
     for entry in archive.entries().map_err(broken)? {
@@ -670,7 +670,7 @@ impl Moves {
     fn undo(self) {
         for (from, to) in self.done.into_iter().rev() {
             if let Err(err) = fs::rename(&to, &from) {
-                tracing::warn!(path = %to.display(), error = %crate::input::describe_io(&err), "could not move back after a failed install");
+                tracing::warn!(path = %to.display(), error = %olmpack_oci::input::describe_io(&err), "could not move back after a failed install");
             }
         }
         for dir in self.created.into_iter().rev() {

@@ -8,8 +8,8 @@ mod bundle_support;
 
 use olmpack::bundle::generate::{GenerateOptions, generate};
 use olmpack::catalog::render::{self, RenderOptions};
-use olmpack::output::read_tree;
 use olmpack_envtest::binaries::Tool;
+use olmpack_oci::output::read_tree;
 
 fn example_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("example")

@@ -22,7 +22,7 @@ fn run(cmd: &mut Command) -> String {
 /// The example plan with only release 1.1.1, its images moved to `host`.
 fn example_for(host: &str, dir: &Path) {
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("example");
-    for (path, contents) in olmpack::output::read_tree(&example, &Default::default()).unwrap() {
+    for (path, contents) in olmpack_oci::output::read_tree(&example, &Default::default()).unwrap() {
         let target = dir.join(&path);
         std::fs::create_dir_all(target.parent().unwrap()).unwrap();
         let text = String::from_utf8(contents)

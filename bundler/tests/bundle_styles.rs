@@ -70,7 +70,7 @@ fn the_sdk_scaffold_is_not_ready_for_operatorhub() {
 fn an_older_cluster_target_turns_removed_api_errors_into_warnings() {
     let dir = tempfile::tempdir().unwrap();
     for (path, contents) in
-        olmpack::output::read_tree(&fixture("hand-written-json"), &Default::default()).unwrap()
+        olmpack_oci::output::read_tree(&fixture("hand-written-json"), &Default::default()).unwrap()
     {
         let target = dir.path().join(path);
         std::fs::create_dir_all(target.parent().unwrap()).unwrap();

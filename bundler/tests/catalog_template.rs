@@ -12,12 +12,12 @@ use std::process::Command;
 
 use olmpack::catalog::serialize::{Format, to_string};
 use olmpack::catalog::template::{self, DirResolver};
-use olmpack::image::progress::Progress;
-use olmpack::image::{
-    auth::Credentials, build::BuildOptions, build::build_bundle_image, push::push_layout,
-    registry::RegistryAccess,
-};
+use olmpack::image::build::build_bundle_image;
 use olmpack_envtest::binaries::Tool;
+use olmpack_oci::image::progress::Progress;
+use olmpack_oci::image::{
+    auth::Credentials, build::BuildOptions, push::push_layout, registry::RegistryAccess,
+};
 use olmpack_testkit::{registry::Registry, registry::RegistryAuth};
 use serde_json::Value;
 

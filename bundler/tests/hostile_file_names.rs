@@ -125,7 +125,7 @@ fn hostile_catalog_names_stay_inside_each_commands_directory() {
             let before = snapshot(&work);
             let served = olmpack::upgrade::olm::inline_catalog(
                 &work.join("c"),
-                &olmpack::input::Limits::default(),
+                &olmpack_oci::input::Limits::default(),
             );
             let served = served.unwrap_or_else(|e| panic!("{what}: OLM v0's served catalog: {e}"));
             let files: Vec<String> = snapshot(served.path())

@@ -468,7 +468,7 @@ async fn hostile_registry_digest_lie_in_release_sbom_step_names_the_image() {
         .split_once("/manifests/")
         .unwrap();
     let subject = tag.replacen("sha256-", "sha256:", 1);
-    let actual = olmpack::image::digest::sha256_digest(EMPTY_INDEX.as_bytes());
+    let actual = olmpack_oci::image::digest::sha256_digest(EMPTY_INDEX.as_bytes());
     let host = proxy.host();
     out.says(&format!(
         "error: release step \"sbom\" failed\n  caused by: listing the referrers of {host}/{repo}@{subject} failed after 1 attempt(s): http://{host}: what it sent has the digest {actual}, not {LYING_DIGEST}\n"

@@ -10,10 +10,10 @@ use std::sync::{Arc, Mutex};
 use base64::Engine as _;
 use image_support::{Inspector, access, fixture, options};
 use oci_client::secrets::RegistryAuth as OciAuth;
-use olmpack::image::progress::Progress;
-use olmpack::image::{
-    auth::Credentials, auth::Secret, build::build_bundle_image, push::push_layout,
-    resolve::resolve_digest,
+use olmpack::image::build::build_bundle_image;
+use olmpack_oci::image::progress::Progress;
+use olmpack_oci::image::{
+    auth::Credentials, auth::Secret, push::push_layout, resolve::resolve_digest,
 };
 use olmpack_testkit::{registry::Registry, registry::RegistryAuth};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -10,10 +10,11 @@ use std::process::Command;
 use std::time::{Duration, SystemTime};
 
 use image_support::{copy_tree, fixture, options, read_tree, run};
-use olmpack::image::layout::{ImageManifest, Layout};
-use olmpack::image::progress::Progress;
-use olmpack::image::{build::BuildOptions, build::build_bundle_image, build::build_catalog_image};
+use olmpack::image::{build::build_bundle_image, build::build_catalog_image};
 use olmpack_envtest::binaries::Tool;
+use olmpack_oci::image::build::BuildOptions;
+use olmpack_oci::image::layout::{ImageManifest, Layout};
+use olmpack_oci::image::progress::Progress;
 use serde_json::Value;
 
 fn layer_listing(layout: &Layout, digest: &str) -> Vec<String> {

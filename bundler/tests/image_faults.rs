@@ -12,10 +12,9 @@ use std::time::Duration;
 use image_support::proxy::{Fault, FaultProxy, Rule};
 use image_support::{Inspector, access, fixture, options};
 use oci_client::secrets::RegistryAuth as OciAuth;
-use olmpack::image::progress::Progress;
-use olmpack::image::{
-    auth::Credentials, build::build_bundle_image, build::build_catalog_image, push::push_layout,
-};
+use olmpack::image::{build::build_bundle_image, build::build_catalog_image};
+use olmpack_oci::image::progress::Progress;
+use olmpack_oci::image::{auth::Credentials, push::push_layout};
 use olmpack_testkit::{registry::Registry, registry::RegistryAuth};
 
 fn build(dir: &Path) {

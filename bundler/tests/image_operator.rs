@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use image_support::run;
-use olmpack::image::layout::{ImageIndex, ImageManifest, Layout};
 use olmpack_envtest::binaries::Tool;
+use olmpack_oci::image::layout::{ImageIndex, ImageManifest, Layout};
 use serde_json::Value;
 
 fn olmpack() -> Command {
@@ -87,7 +87,7 @@ fn operator_image_is_reproducible_multi_platform_and_runs_as_numeric_nonroot() {
     let platforms: Vec<String> = index
         .manifests
         .iter()
-        .map(|m| olmpack::image::operator::platform_name(m.platform.as_ref().unwrap()))
+        .map(|m| olmpack_oci::image::operator::platform_name(m.platform.as_ref().unwrap()))
         .collect();
     assert_eq!(platforms, ["linux/amd64", "linux/arm64"]);
     // Both platforms share the base-files layer.

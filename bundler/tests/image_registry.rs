@@ -9,16 +9,16 @@ use std::process::Command;
 use base64::Engine as _;
 use image_support::{Inspector, access, fixture, options, run};
 use oci_client::secrets::RegistryAuth as OciAuth;
-use olmpack::image::layer::{self, LayerOptions, LayerSource};
-use olmpack::image::layout::{
+use olmpack::image::{build::build_bundle_image, build::build_catalog_image};
+use olmpack_envtest::binaries::Tool;
+use olmpack_oci::image::layer::{self, LayerOptions, LayerSource};
+use olmpack_oci::image::layout::{
     Descriptor, ImageIndex, ImageManifest, Layout, LayoutWriter, Platform,
 };
-use olmpack::image::progress::Progress;
-use olmpack::image::{
-    auth::Credentials, auth::Secret, build::build_bundle_image, build::build_catalog_image,
-    media_type, push::push_layout, resolve::resolve_digest,
+use olmpack_oci::image::progress::Progress;
+use olmpack_oci::image::{
+    auth::Credentials, auth::Secret, media_type, push::push_layout, resolve::resolve_digest,
 };
-use olmpack_envtest::binaries::Tool;
 use olmpack_testkit::{registry::Registry, registry::RegistryAuth};
 use serde_json::{Value, json};
 
@@ -407,7 +407,7 @@ fn write_base_layout(dir: &Path, out: &Path) {
         }])
         .unwrap();
         let (written, digest, size) = writer
-            .write_blob_with::<olmpack::image::layout::LayoutError, _>(|w| {
+            .write_blob_with::<olmpack_oci::image::layout::LayoutError, _>(|w| {
                 Ok(layer::write(&entries, LayerOptions::default(), w).unwrap())
             })
             .unwrap();

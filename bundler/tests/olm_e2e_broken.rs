@@ -12,12 +12,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use olmpack::input::Limits;
 use olmpack::upgrade::olm::platform::Platform;
 use olmpack::upgrade::olm::{self, CaseReport, OlmVersion, RunOptions};
 use olmpack_envtest::binaries::Tool;
 use olmpack_envtest::olm::{Outcome, Timeouts, WebhookCommand};
 use olmpack_model::upgrade::Verdict;
+use olmpack_oci::input::Limits;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -140,7 +140,7 @@ fn options(platform: Platform, envs: &EnvPool) -> RunOptions {
     let cluster_crds = match platform {
         Platform::Kubernetes { .. } => monitoring_crds(),
         Platform::OpenShift { .. } => platform
-            .cluster_crds(&olmpack::input::Limits::default())
+            .cluster_crds(&olmpack_oci::input::Limits::default())
             .expect("the OpenShift CRDs are installed (cargo xtask setup)"),
     };
     RunOptions {

@@ -31,7 +31,7 @@ fn olm_v1_installed() -> bool {
 
 /// Every case of `catalog` under OLM v1, through the library entry the CLI calls.
 async fn run_v1(catalog: &Path) -> Vec<CaseReport> {
-    let limits = olmpack::input::Limits::default();
+    let limits = olmpack_oci::input::Limits::default();
     let cases = olm::load_cases_of(OlmVersion::V1, catalog, None, &[], &limits).unwrap();
     let options = RunOptions {
         olm: OlmVersion::V1,
@@ -363,7 +363,7 @@ fn olm_v1_e2e_cli_lists_olm_v1s_cases_and_refuses_flags_of_olm_v0() {
 async fn olm_v1_e2e_cli_an_install_mode_olm_v1_cannot_run_is_not_run_and_says_why() {
     // No tools needed: with no case OLM v1 can run, no environment starts.
     let catalog = root().join("catalog");
-    let limits = olmpack::input::Limits::default();
+    let limits = olmpack_oci::input::Limits::default();
     let modes = [olmpack_model::plan::InstallModeType::MultiNamespace];
     let cases = olm::load_cases_of(OlmVersion::V1, &catalog, None, &modes, &limits).unwrap();
     let options = RunOptions {
@@ -416,7 +416,7 @@ async fn olm_v1_e2e_cli_own_and_single_namespace_run_through_the_gate_and_multi_
     }
     let work = tempfile::tempdir().unwrap();
     let catalog = namespaced_first(work.path());
-    let limits = olmpack::input::Limits::default();
+    let limits = olmpack_oci::input::Limits::default();
     let modes = [
         InstallModeType::OwnNamespace,
         InstallModeType::SingleNamespace,

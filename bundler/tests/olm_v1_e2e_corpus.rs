@@ -146,7 +146,7 @@ async fn olm_v1_e2e_corpus_verdicts_are_olm_v1s_and_upgrade_check_agrees() {
         .tempdir()
         .unwrap();
     let (catalog, package_dirs) = catalog(&corpus, work.path());
-    let limits = olmpack::input::Limits::default();
+    let limits = olmpack_oci::input::Limits::default();
     let cases = olm::load_cases_of(OlmVersion::V1, &catalog, None, &[], &limits).unwrap();
     let options = RunOptions {
         olm: OlmVersion::V1,

@@ -84,7 +84,7 @@ fn the_example_job_writes_bundles_and_a_catalog_opm_accepts() {
 fn generate_check_passes_on_fresh_output_and_fails_on_a_stale_catalog() {
     let work = tempfile::tempdir().unwrap();
     let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("example");
-    for (path, contents) in olmpack::output::read_tree(&example, &Default::default()).unwrap() {
+    for (path, contents) in olmpack_oci::output::read_tree(&example, &Default::default()).unwrap() {
         let target = work.path().join(path);
         std::fs::create_dir_all(target.parent().unwrap()).unwrap();
         std::fs::write(target, contents).unwrap();

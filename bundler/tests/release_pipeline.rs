@@ -32,7 +32,7 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (Vec<u8>, std::time::SystemTime)> {
 }
 
 fn layout_digest(out: &Path, name: &str) -> String {
-    let layout = olmpack::image::layout::Layout::open(&out.join("images").join(name)).unwrap();
+    let layout = olmpack_oci::image::layout::Layout::open(&out.join("images").join(name)).unwrap();
     layout.find(None).unwrap().digest
 }
 

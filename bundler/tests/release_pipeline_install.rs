@@ -150,7 +150,7 @@ async fn release_pipeline_install_manifests_pass_a_server_side_dry_run_against_t
         ]
     );
     // Both name the catalog image the release built, by digest.
-    let catalog = olmpack::image::layout::Layout::open(&out.join("images/catalog"))
+    let catalog = olmpack_oci::image::layout::Layout::open(&out.join("images/catalog"))
         .unwrap()
         .find(None)
         .unwrap()

@@ -145,7 +145,7 @@ fn sbom_of(host: &str, repo: &str, artifact: &str, subject: &str) -> serde_json:
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
-    olmpack::image::digest::sha256_digest(bytes)[7..].to_owned()
+    olmpack_oci::image::digest::sha256_digest(bytes)[7..].to_owned()
 }
 
 /// Checks the SBOMs of the summary's bundle and catalog images; returns (subject, artifact).
@@ -266,9 +266,9 @@ fn json(output: &Output) -> serde_json::Value {
 /// Pushes a foreign artifact about `subject` and the fallback index naming it, as another
 /// tool would; returns the artifact's digest.
 async fn push_foreign_referrer(pinned: &str, subject: &serde_json::Value) -> String {
-    use olmpack::supply::oci::Repo;
+    use olmpack_oci::supply::oci::Repo;
     olmpack::install_crypto_provider();
-    let access = olmpack::image::registry::RegistryAccess::default();
+    let access = olmpack_oci::image::registry::RegistryAccess::default();
     let repo = Repo::connect(pinned, &access).await.unwrap();
     let config = repo
         .ensure_blob("application/vnd.oci.empty.v1+json", b"{}")
@@ -283,7 +283,7 @@ async fn push_foreign_referrer(pinned: &str, subject: &serde_json::Value) -> Str
         "subject": subject,
     });
     let bytes = serde_json::to_vec(&manifest).unwrap();
-    let digest = olmpack::image::digest::sha256_digest(&bytes);
+    let digest = olmpack_oci::image::digest::sha256_digest(&bytes);
     repo.put_manifest(
         &repo.at_digest(&digest),
         &bytes,
@@ -330,7 +330,7 @@ async fn release_pipeline_sbom_attached_by_the_tag_schema_where_the_registry_has
     // fallback tag); olmpack must keep it.
     let first = &planned["bundles"][0];
     let (_, _, digest) = split_pinned(first["pinned"].as_str().unwrap());
-    let layout = olmpack::image::layout::Layout::open(&project.out.join("images/bundle-1.0.0"));
+    let layout = olmpack_oci::image::layout::Layout::open(&project.out.join("images/bundle-1.0.0"));
     assert!(layout.is_err(), "a dry run writes no layout");
     // The foreign referrer's subject need not exist yet in docker-registry 2.8.
     let subject = serde_json::json!({"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": digest, "size": 1});

@@ -546,7 +546,7 @@ fn bundle_files(testdata: &Path, case: &Case) -> BTreeMap<PathBuf, Vec<u8>> {
     for entry in case.files.iter().chain(extra) {
         let path = testdata.join(entry);
         if path.join("manifests").is_dir() {
-            let tree = olmpack::input::read_tree(&path, &Default::default()).unwrap();
+            let tree = olmpack_oci::input::read_tree(&path, &Default::default()).unwrap();
             assert!(
                 tree.refused.is_empty(),
                 "{}: {:?}",

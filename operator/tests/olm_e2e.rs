@@ -155,8 +155,11 @@ async fn olm_e2e_a_certificate_refresh_seen_late_is_followed_back_to_succeeded()
     })
     .await
     .unwrap();
-    let served =
-        olm::inline_catalog(&root().join("catalog"), &olmpack::input::Limits::default()).unwrap();
+    let served = olm::inline_catalog(
+        &root().join("catalog"),
+        &olmpack_oci::input::Limits::default(),
+    )
+    .unwrap();
     let head = "webapp-operator.v1.0.1";
     let _catalog = install(&env, served.path(), head).await;
 
@@ -252,8 +255,11 @@ async fn olm_e2e_a_reset_environment_keeps_nothing_of_the_last_install() {
         all.extend(names::<MutatingWebhookConfiguration>(&client).await);
         all
     };
-    let served =
-        olm::inline_catalog(&root().join("catalog"), &olmpack::input::Limits::default()).unwrap();
+    let served = olm::inline_catalog(
+        &root().join("catalog"),
+        &olmpack_oci::input::Limits::default(),
+    )
+    .unwrap();
     let catalog = install_head(&env, served.path()).await;
     let (before_crds, before_webhooks) = (crd_names().await, webhooks().await);
     assert!(

@@ -31,7 +31,7 @@ async fn olm_v1_e2e_reference_operator_serves_its_webhooks_along_every_edge() {
         return;
     }
     let catalog = root().join("catalog");
-    let limits = olmpack::input::Limits::default();
+    let limits = olmpack_oci::input::Limits::default();
     let cases = olm::load_cases_of(
         OlmVersion::V1,
         &catalog,

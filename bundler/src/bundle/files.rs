@@ -12,11 +12,11 @@ use std::path::Path;
 
 use super::csv::BuiltBundle;
 use super::load::{LoadedBundle, Object};
-use crate::output::{FileTree, OutputError};
 use olmpack_model::decode::text;
 use olmpack_model::file_name::{FileName, MAX_STEM_LEN};
 use olmpack_model::objects::{self, CustomResourceDefinition, Identity};
 use olmpack_model::yaml::YamlError;
+use olmpack_oci::output::{FileTree, OutputError};
 
 /// Failure to lay out a bundle's files.
 #[derive(Debug, thiserror::Error)]

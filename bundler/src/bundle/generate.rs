@@ -19,11 +19,11 @@ use super::load::LoadedBundle;
 use super::pin;
 use super::read::{self, ReadPlan, ReadRelease};
 use super::validate;
-use crate::input::Policy;
-use crate::output::FileTree;
 use olmpack_model::plan::{LoadedPlan, Release};
 use olmpack_model::report::{Finding, Report, Severity};
 use olmpack_model::upgrade_graph::UpgradeGraph;
+use olmpack_oci::input::Policy;
+use olmpack_oci::output::FileTree;
 
 /// Failure to generate bundles.
 #[derive(Debug, thiserror::Error)]

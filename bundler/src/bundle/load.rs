@@ -11,7 +11,7 @@
 //! - Files are visited in sorted path order: loading is deterministic.
 #![warn(missing_docs)]
 
-use crate::input::Limits;
+use olmpack_oci::input::Limits;
 use std::borrow::Cow;
 
 use olmpack_model::objects::{CustomResourceDefinition, Identity};
@@ -47,7 +47,7 @@ pub enum BundleLoadError {
         path: PathBuf,
         /// Why reading failed.
         #[source]
-        source: crate::input::InputError,
+        source: olmpack_oci::input::InputError,
     },
     /// A file opm reads (directly in the bundle, `manifests/` or `metadata/`) cannot be read
     /// at all: a FIFO, a device, a socket, a symlink loop or one leading outside, too large.
@@ -103,7 +103,10 @@ impl crate::refusal::Refusal for BundleLoadError {
 /// Refuses a bundle one of whose files opm reads cannot be read at all (see
 /// [`BundleLoadError::Unreadable`]); unreadable files deeper down (which opm does not read)
 /// stay in `tree` for the validator to report.
-pub fn refuse_unreadable(dir: &Path, tree: &mut crate::input::Tree) -> Result<(), BundleLoadError> {
+pub fn refuse_unreadable(
+    dir: &Path,
+    tree: &mut olmpack_oci::input::Tree,
+) -> Result<(), BundleLoadError> {
     let (read_by_opm, deeper): (Vec<_>, Vec<_>) = std::mem::take(&mut tree.refused)
         .into_iter()
         .partition(|r| r.file.components().count() <= 2);
@@ -264,7 +267,7 @@ pub fn load_dir_with(dir: &Path, limits: &Limits) -> Result<LoadedBundle, Bundle
         });
     }
     let mut tree =
-        crate::input::read_tree(dir, limits).map_err(|source| BundleLoadError::Read {
+        olmpack_oci::input::read_tree(dir, limits).map_err(|source| BundleLoadError::Read {
             path: dir.to_path_buf(),
             source,
         })?;

@@ -18,10 +18,10 @@ use std::path::{Path, PathBuf};
 
 use super::inputs::{Inputs, Sourced};
 use crate::bundle::certmanager;
-use crate::input::Limits;
 use crate::json::str_at;
 use olmpack_model::plan::{ErrorOrDrop, Plan};
 use olmpack_model::report::Finding;
+use olmpack_oci::input::Limits;
 
 /// The plan's choices about input objects OLM has no counterpart for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -71,7 +71,7 @@ pub const SUPPORTED_EXTRA_KINDS: [&str; 22] = [
 ];
 
 /// Reads every manifest under `dir`, or the file `dir` names (symlinks may lead anywhere
-/// inside `root`, see [`crate::input::read_tree_within`]); `Err` holds every problem found.
+/// inside `root`, see [`olmpack_oci::input::read_tree_within`]); `Err` holds every problem found.
 pub fn read_dir(
     dir: &Path,
     root: Option<&Path>,
@@ -81,7 +81,7 @@ pub fn read_dir(
     if dir.is_file() {
         return read_file(dir, choices, limits);
     }
-    let tree = match crate::input::read_tree_within(dir, root, limits) {
+    let tree = match olmpack_oci::input::read_tree_within(dir, root, limits) {
         Ok(tree) if tree.files.is_empty() && tree.refused.is_empty() => {
             return Err(vec![
                 Finding::error("input/no-manifests", "the manifests directory is empty")
@@ -124,7 +124,7 @@ pub fn read_dir(
 /// [`read_dir`] for a release whose `manifests` is one file (kubebuilder's
 /// `dist/install.yaml`): whatever its extension, it is read as YAML.
 fn read_file(file: &Path, choices: ImportChoices, limits: &Limits) -> Result<Inputs, Vec<Finding>> {
-    let contents = crate::input::read(file, limits).map_err(|err| {
+    let contents = olmpack_oci::input::read(file, limits).map_err(|err| {
         vec![Finding::error("input/unreadable", err.to_string()).file(file.display().to_string())]
     })?;
     let mut problems = Vec::new();
@@ -147,7 +147,7 @@ fn parse_files(
     let mut objects = Vec::new();
     let mut lenient = Vec::new();
     for (file, contents) in files {
-        let text = match crate::input::decode(&file, contents) {
+        let text = match olmpack_oci::input::decode(&file, contents) {
             Ok(text) => text,
             Err(_) => {
                 problems.push(Finding::error("input/not-utf8", "not UTF-8 text").file(file));

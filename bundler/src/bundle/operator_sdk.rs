@@ -21,7 +21,6 @@ use std::path::Path;
 use serde_json::{Map, Value, json};
 
 use super::inputs::{Imported, Inputs, Sourced};
-use crate::input::{Limits, Policy};
 use crate::json::str_at;
 use olmpack_model::csv::examples::ALM_EXAMPLES;
 use olmpack_model::csv::{
@@ -35,6 +34,7 @@ use olmpack_model::plan::{
     VersionDescriptors,
 };
 use olmpack_model::report::Finding;
+use olmpack_oci::input::{Limits, Policy};
 
 /// CSV annotations the generator computes or takes from their own plan fields.
 const NOT_COPIED_ANNOTATIONS: [&str; 7] = [
@@ -1032,7 +1032,7 @@ pub fn read_bundle_metadata(dir: &Path, root: Option<&Path>, inputs: &mut Inputs
     }
     if let Some(root) = root
         && let Ok(relative) = file.strip_prefix(root)
-        && crate::input::inside(
+        && olmpack_oci::input::inside(
             root,
             relative,
             &Policy {
@@ -1044,7 +1044,7 @@ pub fn read_bundle_metadata(dir: &Path, root: Option<&Path>, inputs: &mut Inputs
     {
         return;
     }
-    let Ok(text) = crate::input::text(&file, limits) else {
+    let Ok(text) = olmpack_oci::input::text(&file, limits) else {
         return;
     };
     let Ok(value) = olmpack_model::yaml::from_str(&text) else {

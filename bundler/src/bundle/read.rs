@@ -16,12 +16,12 @@ use base64::Engine as _;
 use super::inputs::{Inputs, Sourced};
 use super::manifests;
 use super::operator_sdk;
-use crate::input::Policy;
 use crate::plan::PlanInputs as _;
 use olmpack_model::csv::Icon;
 use olmpack_model::plan::{CsvMetadata, LoadedPlan, Release};
 use olmpack_model::report::Finding;
 use olmpack_model::upgrade_graph::UpgradeGraph;
+use olmpack_oci::input::Policy;
 
 /// A plan with everything it names read: what the build pass needs, and no more files to read.
 #[derive(Debug)]
@@ -157,9 +157,9 @@ fn read_samples(
 ) -> Vec<Sourced> {
     let mut samples = Vec::new();
     for (i, path) in paths.iter().enumerate() {
-        let read = plan
-            .resolve_input(path, policy)
-            .and_then(|file| crate::input::text(&file, &policy.limits).map(|text| (file, text)));
+        let read = plan.resolve_input(path, policy).and_then(|file| {
+            olmpack_oci::input::text(&file, &policy.limits).map(|text| (file, text))
+        });
         let (file, text) = match read {
             Ok(read) => read,
             Err(err) => {
@@ -192,7 +192,7 @@ fn read_icon(plan: &LoadedPlan, policy: &Policy, problems: &mut Vec<Finding>) ->
     let icon = plan.plan.csv.icon.as_ref()?;
     let read = plan
         .resolve_input(&icon.path, policy)
-        .and_then(|file| crate::input::read(&file, &policy.limits));
+        .and_then(|file| olmpack_oci::input::read(&file, &policy.limits));
     match read {
         Ok(bytes) => {
             let data = base64::engine::general_purpose::STANDARD.encode(bytes);
@@ -210,7 +210,7 @@ fn read_icon(plan: &LoadedPlan, policy: &Policy, problems: &mut Vec<Finding>) ->
 fn plan_path_finding(
     plan: &LoadedPlan,
     rule: &str,
-    err: &crate::input::InputError,
+    err: &olmpack_oci::input::InputError,
     field: String,
 ) -> Finding {
     Finding::error(rule, err.to_string())

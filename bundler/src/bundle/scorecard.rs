@@ -15,9 +15,9 @@ use std::path::Path;
 use super::csv::clean_object;
 use super::files::BundleFilesError;
 use super::inputs::{Inputs, Sourced};
-use crate::input::Limits;
-use crate::output::FileTree;
 use olmpack_model::report::Finding;
+use olmpack_oci::input::Limits;
+use olmpack_oci::output::FileTree;
 
 /// The scorecard configuration's API group.
 pub const GROUP: &str = "scorecard.operatorframework.io";
@@ -67,17 +67,17 @@ pub fn read_beside_bundle(dir: &Path, root: Option<&Path>, inputs: &mut Inputs, 
     if inputs.imported.is_none() || !file.is_file() {
         return;
     }
-    let policy = crate::input::Policy {
+    let policy = olmpack_oci::input::Policy {
         limits: *limits,
         allow_outside_paths: false,
     };
     if let Some(root) = root
         && let Ok(relative) = file.strip_prefix(root)
-        && crate::input::inside(root, relative, &policy).is_err()
+        && olmpack_oci::input::inside(root, relative, &policy).is_err()
     {
         return;
     }
-    let value = crate::input::text(&file, limits)
+    let value = olmpack_oci::input::text(&file, limits)
         .map_err(|e| e.to_string())
         .and_then(|text| olmpack_model::yaml::from_str(&text).map_err(|e| e.to_string()));
     let object = match value {

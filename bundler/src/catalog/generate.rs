@@ -15,10 +15,10 @@ use super::declcfg::{
 use std::path::Path;
 
 use super::model::Model;
-use crate::output::{FileTree, OutputError};
 use olmpack_model::csv::Icon;
 use olmpack_model::file_name::FileName;
 use olmpack_model::upgrade_graph::UpgradeGraph;
+use olmpack_oci::output::{FileTree, OutputError};
 
 /// Package-level metadata from the plan.
 #[derive(Clone, Debug, Default, PartialEq)]

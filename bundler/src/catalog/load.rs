@@ -26,7 +26,7 @@ use serde_json::Value;
 use super::declcfg::{DeclarativeConfig, DeclcfgError, Meta, Origin};
 use super::ignore::IgnoreMatcher;
 use super::split::{Scan, Splitter};
-use crate::input::slash_path;
+use olmpack_oci::input::slash_path;
 
 /// Name of the files whose gitignore-style patterns hide paths of a catalog tree from loading
 /// (opm's `.indexignore`); the files themselves are never loaded.
@@ -49,7 +49,7 @@ pub enum LoadError {
         path: PathBuf,
         /// What the safe reader refused, and for which entry.
         #[source]
-        source: crate::input::InputError,
+        source: olmpack_oci::input::InputError,
     },
 }
 
@@ -101,7 +101,7 @@ pub struct LoadOptions {
     /// validates exactly as the full one but must not be serialised or written back.
     pub lean: bool,
     /// How much is read at most (the command line's `--max-*` flags).
-    pub limits: crate::input::Limits,
+    pub limits: olmpack_oci::input::Limits,
 }
 
 /// Loads a catalog directory (see the module contract).
@@ -171,7 +171,7 @@ fn load_files(root: &Path, files: &[PathBuf], options: LoadOptions) -> Vec<FileL
 /// a JSON stream the splitter is unsure of) read whole.
 fn load_file(root: &Path, rel: &Path, options: LoadOptions) -> FileLoad {
     let path = root.join(rel);
-    let refused = |err: &crate::input::InputError| {
+    let refused = |err: &olmpack_oci::input::InputError| {
         (
             DeclarativeConfig::default(),
             vec![refused_problem(rel, err)],
@@ -181,7 +181,7 @@ fn load_file(root: &Path, rel: &Path, options: LoadOptions) -> FileLoad {
     let whole = match stream_json(&path, rel, options) {
         Ok(Read::Streamed(load)) => return load,
         Ok(Read::Whole(bytes)) => bytes,
-        Ok(Read::Again) => match crate::input::read(&path, &options.limits) {
+        Ok(Read::Again) => match olmpack_oci::input::read(&path, &options.limits) {
             Ok(bytes) => bytes,
             Err(err) => return refused(&err),
         },
@@ -211,8 +211,8 @@ fn stream_json(
     path: &Path,
     rel: &Path,
     options: LoadOptions,
-) -> Result<Read, crate::input::InputError> {
-    let mut reader = crate::input::Bounded::open(path, &options.limits)?;
+) -> Result<Read, olmpack_oci::input::InputError> {
+    let mut reader = olmpack_oci::input::Bounded::open(path, &options.limits)?;
     let mut buf = Vec::new();
     reader.fill(&mut buf, CHUNK)?;
     // A byte-order mark makes opm read the file as YAML ([`parse_bom_json`]): read it whole.
@@ -256,7 +256,7 @@ fn stream_json(
 /// not the catalog.
 pub fn for_each_file(
     root: &Path,
-    limits: &crate::input::Limits,
+    limits: &olmpack_oci::input::Limits,
     mut each: impl FnMut(DeclarativeConfig) -> bool,
 ) -> Result<(Vec<LoadProblem>, Vec<LoadProblem>), LoadError> {
     if !root.is_dir() {
@@ -367,7 +367,7 @@ pub fn parse_file_noting(rel: &Path, bytes: &[u8], options: LoadOptions) -> File
     match bytes.strip_prefix(BOM) {
         Some(rest) if is_json(rest) => parse_bom_json(&mut blobs, rest),
         _ => {
-            let bytes = crate::input::strip_bom(bytes);
+            let bytes = olmpack_oci::input::strip_bom(bytes);
             if is_json(bytes) {
                 parse_json(&mut blobs, bytes);
             } else {
@@ -605,7 +605,7 @@ fn is_json(bytes: &[u8]) -> bool {
 /// Parses a stream of documents: JSON values back to back, or `---`-separated YAML (read as
 /// opm reads it: a key given twice keeps its last value).
 pub fn parse_stream(bytes: &[u8]) -> Result<Vec<Value>, String> {
-    let bytes = crate::input::strip_bom(bytes);
+    let bytes = olmpack_oci::input::strip_bom(bytes);
     if is_json(bytes) {
         let mut docs = Vec::new();
         for doc in serde_json::Deserializer::from_slice(bytes).into_iter::<Value>() {
@@ -637,7 +637,7 @@ pub fn load_stream(name: &Path, bytes: &[u8]) -> LoadedCatalog {
 }
 
 /// A file the safe reader refused, as a load problem.
-fn refused_problem(rel: &Path, err: &crate::input::InputError) -> LoadProblem {
+fn refused_problem(rel: &Path, err: &olmpack_oci::input::InputError) -> LoadProblem {
     let full = err.to_string();
     let prefix = format!("{}: ", err.path().display());
     LoadProblem {
@@ -652,13 +652,13 @@ fn refused_problem(rel: &Path, err: &crate::input::InputError) -> LoadProblem {
 /// hidden too. Fails when the files to read exceed the input limits.
 fn list_files(
     root: &Path,
-    limits: &crate::input::Limits,
-) -> Result<(Vec<PathBuf>, Vec<crate::input::Refusal>), LoadError> {
+    limits: &olmpack_oci::input::Limits,
+) -> Result<(Vec<PathBuf>, Vec<olmpack_oci::input::Refusal>), LoadError> {
     let read_err = |source| LoadError::Read {
         path: root.to_path_buf(),
         source,
     };
-    let listing = crate::input::list_tree(root, Some(root), limits).map_err(read_err)?;
+    let listing = olmpack_oci::input::list_tree(root, Some(root), limits).map_err(read_err)?;
     let mut matcher = IgnoreMatcher::new();
     // Shallower `.indexignore` files first, as opm applies them.
     let mut ignores: Vec<&PathBuf> = listing
@@ -669,7 +669,7 @@ fn list_files(
         .collect();
     ignores.sort_by_key(|rel| (rel.components().count(), rel.to_path_buf()));
     for rel in ignores {
-        let text = crate::input::text(&root.join(rel), limits).map_err(read_err)?;
+        let text = olmpack_oci::input::text(&root.join(rel), limits).map_err(read_err)?;
         let dir = rel.parent().unwrap_or(Path::new(""));
         matcher.add_file(&slash_path(dir), &text);
     }

@@ -253,7 +253,7 @@ pub struct RenderOptions {
     /// How far to migrate the rendered blob.
     pub migrate: MigrateLevel,
     /// How much is read at most (the command line's `--max-*` flags).
-    pub limits: crate::input::Limits,
+    pub limits: olmpack_oci::input::Limits,
 }
 
 /// Renders the bundle directory at `dir`.
@@ -269,11 +269,12 @@ pub fn render_dir_reporting(dir: &Path, options: &RenderOptions) -> Result<Rende
         }
         .into());
     }
-    let mut tree =
-        crate::input::read_tree(dir, &options.limits).map_err(|source| BundleLoadError::Read {
+    let mut tree = olmpack_oci::input::read_tree(dir, &options.limits).map_err(|source| {
+        BundleLoadError::Read {
             path: dir.to_path_buf(),
             source,
-        })?;
+        }
+    })?;
     // A file opm would read that cannot be read at all (a FIFO, a symlink loop, too large) is
     // the error, not what is missing because of it; `bundle validate` and `image build` refuse
     // it alike.
@@ -519,7 +520,7 @@ fn first_csv_only<'a>(objects: impl Iterator<Item = Cow<'a, Value>>) -> Vec<Cow<
 /// read as Go's decoder reads it (a key given twice keeps its last value); what was read that
 /// way comes back as notes, each with its line in the file.
 pub fn first_document(contents: &[u8]) -> Result<Option<(Value, Vec<Leniency>)>, String> {
-    let text = std::str::from_utf8(crate::input::strip_bom(contents))
+    let text = std::str::from_utf8(olmpack_oci::input::strip_bom(contents))
         .map_err(|_| "not UTF-8 text".to_owned())?;
     let trimmed = text.trim_start();
     if trimmed.starts_with('{') {
@@ -574,7 +575,7 @@ fn first_document_bounds(text: &str) -> Result<(usize, usize), String> {
 
 /// Whether Kubernetes' YAML-or-JSON decoder reads `contents` as JSON (it starts with `{`).
 fn is_json_text(contents: &[u8]) -> bool {
-    crate::input::strip_bom(contents)
+    olmpack_oci::input::strip_bom(contents)
         .iter()
         .find(|b| !b.is_ascii_whitespace())
         == Some(&b'{')

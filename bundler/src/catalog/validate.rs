@@ -36,7 +36,7 @@ pub struct ValidateOptions {
     /// Add `catalog/upgrade-path-differs` infos.
     pub upgrade_paths: bool,
     /// How much is read at most (the command line's `--max-*` flags).
-    pub limits: crate::input::Limits,
+    pub limits: olmpack_oci::input::Limits,
 }
 
 /// Loads and validates a catalog directory, lean ([`LoadOptions::lean`]) and one package at a

@@ -5,9 +5,9 @@ use std::process::ExitCode;
 
 use olmpack::bundle::generate::{self, GenerateError};
 use olmpack::bundle::{load, validate};
-use olmpack::input::{Limits, Policy};
 use olmpack_model::plan;
 use olmpack_model::report::{OutputFormat, Report};
+use olmpack_oci::input::{Limits, Policy};
 
 use super::CmdResult;
 

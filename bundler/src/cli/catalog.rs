@@ -15,8 +15,8 @@ use olmpack::catalog::stream::{Blob, Emitter, StreamError, render_refs};
 use olmpack::catalog::template::{self, DirResolver};
 use olmpack::catalog::upgrade;
 use olmpack::catalog::validate::{ValidateOptions, validate_dir};
-use olmpack::input::{Limits, Policy};
 use olmpack_model::report::OutputFormat;
+use olmpack_oci::input::{Limits, Policy};
 
 use super::{CmdResult, Failure, Invalid};
 use olmpack::refusal::{CommandError, Refusal};
@@ -200,9 +200,9 @@ fn expand_template(
     limits: Limits,
 ) -> CmdResult {
     let text = if file.as_os_str() == "-" {
-        olmpack::input::stdin_text("the template", &limits)?
+        olmpack_oci::input::stdin_text("the template", &limits)?
     } else {
-        olmpack::input::text_keeping_bom(file, &limits)?
+        olmpack_oci::input::text_keeping_bom(file, &limits)?
     };
     let mut resolver = DirResolver {
         migrate: migrate_level,
@@ -348,9 +348,9 @@ fn render_ref(
             return Ok(());
         }
         Err(e) => {
-            return Err(olmpack::input::InputError::Io {
+            return Err(olmpack_oci::input::InputError::Io {
                 path: reference.to_owned(),
-                problem: olmpack::input::describe_io(&e),
+                problem: olmpack_oci::input::describe_io(&e),
                 kind: e.kind(),
             }
             .into());
@@ -468,7 +468,7 @@ fn load_catalog(
 ) -> Result<LoadedCatalog, CommandError> {
     let options = LoadOptions { lean, limits };
     let loaded = if std::fs::metadata(path).is_ok_and(|m| !m.is_dir()) {
-        let bytes = olmpack::input::read(path, &limits)?;
+        let bytes = olmpack_oci::input::read(path, &limits)?;
         let (config, problems, lenient) = parse_file_noting(path, &bytes, options);
         LoadedCatalog {
             config,
@@ -500,7 +500,7 @@ fn render_image(
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let files = runtime.block_on(olmpack::image::pull::pull_files(
+    let files = runtime.block_on(olmpack_oci::image::pull::pull_files(
         reference,
         &net.access(),
         &limits,

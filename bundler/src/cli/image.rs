@@ -5,16 +5,16 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use olmpack::image::auth::AuthFiles;
-use olmpack::image::layout::{Descriptor, Platform};
-use olmpack::image::progress::Progress;
-use olmpack::image::{
+use olmpack_oci::image::auth::AuthFiles;
+use olmpack_oci::image::layout::{Descriptor, Platform};
+use olmpack_oci::image::progress::Progress;
+use olmpack_oci::image::{
     auth::Credentials, auth::Secret, build::BuildOptions, operator::OperatorBinary,
     operator::OperatorOptions, registry::RegistryAccess,
 };
 
 use super::CmdResult;
-use olmpack::input::{Limits, Policy};
+use olmpack_oci::input::{Limits, Policy};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum ImageCommand {
@@ -63,7 +63,7 @@ pub enum BuildCommand {
         #[arg(long, value_name = "REF")]
         base: Option<String>,
         /// Where the binary lands in the image; the image's entrypoint.
-        #[arg(long, default_value = olmpack::image::operator::DEFAULT_ENTRYPOINT)]
+        #[arg(long, default_value = olmpack_oci::image::operator::DEFAULT_ENTRYPOINT)]
         entrypoint: String,
         #[command(flatten)]
         output: BuildArgs,
@@ -259,7 +259,7 @@ pub fn run(cmd: ImageCommand, policy: &Policy) -> CmdResult {
             registry,
         } => {
             let access = registry.access()?;
-            let report = runtime.block_on(olmpack::image::push::push_layout(
+            let report = runtime.block_on(olmpack_oci::image::push::push_layout(
                 &source, &target, &access, &progress,
             ))?;
             eprintln!(
@@ -273,8 +273,9 @@ pub fn run(cmd: ImageCommand, policy: &Policy) -> CmdResult {
             registry,
         } => {
             let access = registry.access()?;
-            let digest =
-                runtime.block_on(olmpack::image::resolve::resolve_digest(&reference, &access))?;
+            let digest = runtime.block_on(olmpack_oci::image::resolve::resolve_digest(
+                &reference, &access,
+            ))?;
             println!("{digest}");
         }
     }
@@ -336,7 +337,7 @@ fn run_build(
                 entrypoint,
             };
             let access = registry.access()?;
-            runtime.block_on(olmpack::image::operator::build_operator_image(
+            runtime.block_on(olmpack_oci::image::operator::build_operator_image(
                 &binaries,
                 &output.layout,
                 &options,

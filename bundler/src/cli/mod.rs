@@ -44,7 +44,7 @@ including an invalid olmpack.yaml, input olmpack refuses to read, and a stale --
 could not do its job (missing or unreadable input, bad arguments, an output it may not replace, \
 I/O or network failure).";
 
-/// Limits on what olmpack reads (see `olmpack::input`).
+/// Limits on what olmpack reads (see `olmpack_oci::input`).
 #[derive(Debug, clap::Args)]
 struct InputArgs {
     /// Largest input file olmpack reads, in MiB.
@@ -64,10 +64,10 @@ struct InputArgs {
 }
 
 impl InputArgs {
-    fn policy(&self) -> olmpack::input::Policy {
+    fn policy(&self) -> olmpack_oci::input::Policy {
         const MIB: u64 = 1024 * 1024;
-        olmpack::input::Policy {
-            limits: olmpack::input::Limits {
+        olmpack_oci::input::Policy {
+            limits: olmpack_oci::input::Limits {
                 max_file_bytes: self.max_file_size.saturating_mul(MIB),
                 max_tree_bytes: self.max_input_size.saturating_mul(MIB),
                 max_tree_files: self.max_input_files,
@@ -205,7 +205,9 @@ pub fn digest_resolver(
     Ok(olmpack::bundle::generate::ImageResolver(
         std::sync::Arc::new(move |reference: &str| {
             runtime
-                .block_on(olmpack::image::resolve::resolve_digest(reference, &access))
+                .block_on(olmpack_oci::image::resolve::resolve_digest(
+                    reference, &access,
+                ))
                 .map(|digest| Some(olmpack::bundle::pin::Rewrite::Digest(digest)))
                 .map_err(unresolved)
         }),
@@ -214,10 +216,12 @@ pub fn digest_resolver(
 
 /// A failed resolve for `--pin-digests`: a reference that names nothing is the plan's problem
 /// (exit 1); a registry that cannot be asked is not (exit 2).
-fn unresolved(err: olmpack::image::resolve::ResolveError) -> olmpack::bundle::generate::Unresolved {
+fn unresolved(
+    err: olmpack_oci::image::resolve::ResolveError,
+) -> olmpack::bundle::generate::Unresolved {
     use olmpack::bundle::generate::Unresolved;
-    use olmpack::image::registry::RegistryError;
-    use olmpack::image::resolve::ResolveError;
+    use olmpack_oci::image::registry::RegistryError;
+    use olmpack_oci::image::resolve::ResolveError;
     match &err {
         ResolveError::Reference(_)
         | ResolveError::Registry {
@@ -232,7 +236,7 @@ fn unresolved(err: olmpack::image::resolve::ResolveError) -> olmpack::bundle::ge
 /// settings it resolves with).
 pub fn generate_options(
     pin_digests: Option<&image::NetArgs>,
-    policy: &olmpack::input::Policy,
+    policy: &olmpack_oci::input::Policy,
 ) -> Result<olmpack::bundle::generate::GenerateOptions, CommandError> {
     Ok(olmpack::bundle::generate::GenerateOptions {
         input: *policy,
@@ -308,7 +312,7 @@ fn print_error(err: &(dyn Error + 'static)) {
 
 fn words(err: &(dyn Error + 'static)) -> String {
     match err.downcast_ref::<std::io::Error>() {
-        Some(io) => olmpack::input::describe_io(io),
+        Some(io) => olmpack_oci::input::describe_io(io),
         None => err.to_string(),
     }
 }
@@ -342,11 +346,11 @@ fn init_logging(verbose: u8, json: bool) {
 mod tests {
     use super::*;
     use olmpack::catalog::load::LoadError;
-    use olmpack::image::layout::LayoutError;
-    use olmpack::image::push::PushError;
-    use olmpack::input::InputError;
     use olmpack::plan::PlanLoadError;
     use olmpack::upgrade::check::request::RequestError;
+    use olmpack_oci::image::layout::LayoutError;
+    use olmpack_oci::image::push::PushError;
+    use olmpack_oci::input::InputError;
     use std::path::PathBuf;
 
     /// A missing file (exit 2) and a named pipe where a file is read (exit 1).

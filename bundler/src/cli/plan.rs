@@ -50,7 +50,7 @@ pub enum PlanCommand {
     },
 }
 
-pub fn run(cmd: PlanCommand, policy: &olmpack::input::Policy) -> CmdResult {
+pub fn run(cmd: PlanCommand, policy: &olmpack_oci::input::Policy) -> CmdResult {
     match cmd {
         PlanCommand::Init {
             project,
@@ -100,12 +100,12 @@ fn init(
     repository: Option<String>,
     channel: String,
     force: bool,
-    limits: &olmpack::input::Limits,
+    limits: &olmpack_oci::input::Limits,
 ) -> CmdResult {
     let project_file = dir.join("PROJECT");
     let project = Project::parse(
         &project_file.display().to_string(),
-        &olmpack::input::text(&project_file, limits)?,
+        &olmpack_oci::input::text(&project_file, limits)?,
     )?;
     let (manifests, installer) = match &project.operator_sdk {
         Some(key) => sdk_manifests(dir, key, limits)?,
@@ -174,7 +174,7 @@ fn init(
 /// A kubebuilder project's manifests: `make build-installer`'s `dist/install.yaml`.
 fn installer_manifests(
     dir: &Path,
-    limits: &olmpack::input::Limits,
+    limits: &olmpack_oci::input::Limits,
 ) -> Result<(PathBuf, kubebuilder::Installer), CommandError> {
     let manifests = PathBuf::from("dist/install.yaml");
     let install = dir.join(&manifests);
@@ -188,7 +188,7 @@ fn installer_manifests(
         ))
         .into());
     }
-    let installer = kubebuilder::Installer::read(&olmpack::input::text(&install, limits)?);
+    let installer = kubebuilder::Installer::read(&olmpack_oci::input::text(&install, limits)?);
     Ok((manifests, installer))
 }
 
@@ -197,7 +197,7 @@ fn installer_manifests(
 fn sdk_manifests(
     dir: &Path,
     key: &str,
-    limits: &olmpack::input::Limits,
+    limits: &olmpack_oci::input::Limits,
 ) -> Result<(PathBuf, kubebuilder::Installer), CommandError> {
     let manifests = PathBuf::from(kubebuilder::OPERATOR_SDK_MANIFESTS);
     let bundle = dir.join(&manifests);
@@ -213,7 +213,7 @@ fn sdk_manifests(
     }
     files.sort();
     let texts = (files.iter())
-        .map(|f| olmpack::input::text(f, limits))
+        .map(|f| olmpack_oci::input::text(f, limits))
         .collect::<Result<Vec<_>, _>>()?;
     let installer = kubebuilder::Installer::read_files(texts.iter().map(String::as_str));
     if installer.csv_version.is_none() {

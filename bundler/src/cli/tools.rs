@@ -3,10 +3,10 @@
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
-use olmpack::image::progress::Progress;
 use olmpack::tools::{self as artifact, Installed};
 use olmpack_envtest::binaries::{KUBEBUILDER_ASSETS, tools_cache_dir};
 use olmpack_envtest::binaries::{KubeMinor, Tool};
+use olmpack_oci::image::progress::Progress;
 
 use super::CmdResult;
 use super::image::{BuildArgs, RegistryArgs};
@@ -66,7 +66,7 @@ pub fn run(cmd: ToolsCommand) -> CmdResult {
         ToolsCommand::Pack { output } => {
             let options = output.options(
                 &artifact::host_platform(),
-                &olmpack::input::Limits::default(),
+                &olmpack_oci::input::Limits::default(),
             );
             let progress = |line: &str| eprintln!("olmpack tools pack: {line}");
             let cache = artifact::cache_dir()?;
@@ -136,7 +136,7 @@ pub(super) fn ensure(needed: &[Tool]) -> Result<(), olmpack::refusal::CommandErr
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let access = olmpack::image::registry::RegistryAccess::default();
+    let access = olmpack_oci::image::registry::RegistryAccess::default();
     runtime.block_on(artifact::install(
         &reference,
         &cache,

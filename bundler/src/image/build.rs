@@ -27,13 +27,13 @@ use olmpack_oci::image::layout::{Descriptor, LayoutError, LayoutWriter};
 use serde_json::Value;
 
 use super::CATALOG_CONFIGS_LABEL;
-use super::base;
-use super::layer::{self, LayerSource};
-use super::progress::Progress;
-use super::registry::RegistryAccess;
+use olmpack_oci::image::base;
+use olmpack_oci::image::layer::{self, LayerSource};
+use olmpack_oci::image::progress::Progress;
+use olmpack_oci::image::registry::RegistryAccess;
 
 /// The settings of a build: those of every image olmpack builds.
-pub use olmpack_oci::image::build::BuildOptions;
+use olmpack_oci::image::build::BuildOptions;
 
 /// The catalog directory's place in the image.
 pub const CATALOG_DIR: &str = "/configs";
@@ -63,7 +63,7 @@ pub enum BuildError {
         path: PathBuf,
         /// Why reading failed.
         #[source]
-        source: crate::input::InputError,
+        source: olmpack_oci::input::InputError,
     },
     /// `metadata/annotations.yaml` is not YAML.
     #[error("{path} is not valid YAML")]
@@ -117,13 +117,14 @@ impl Refusal for BuildError {
 /// Reads `metadata/annotations.yaml`'s `annotations` map: the bundle image's labels.
 pub fn read_bundle_labels(
     bundle_dir: &Path,
-    limits: &crate::input::Limits,
+    limits: &olmpack_oci::input::Limits,
 ) -> Result<BTreeMap<String, String>, BuildError> {
     let path = bundle_dir.join("metadata/annotations.yaml");
-    let text = crate::input::text(&path, limits).map_err(|source| BuildError::ReadAnnotations {
-        path: path.clone(),
-        source,
-    })?;
+    let text =
+        olmpack_oci::input::text(&path, limits).map_err(|source| BuildError::ReadAnnotations {
+            path: path.clone(),
+            source,
+        })?;
     let doc: Value =
         olmpack_model::yaml::from_str(&text).map_err(|source| BuildError::ParseAnnotations {
             path: path.clone(),

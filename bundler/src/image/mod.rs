@@ -1,7 +1,7 @@
 //! Bundle and catalog images without a container engine: built byte-reproducibly into OCI
 //! image layouts, pushed to registries, resolved to digests. What is not OLM's — layers,
-//! layouts, registries, pulls, pushes, operator images — is [`olmpack_oci::image`], whose
-//! modules are re-exported here; [`build`] adds the bundle and catalog images.
+//! layouts, registries, pulls, pushes, operator images — is [`olmpack_oci::image`];
+//! [`build`] adds the bundle and catalog images.
 //!
 //! Contract (beside that of [`olmpack_oci::image`]: reproducible, whole or absent, no
 //! credentials printed):
@@ -13,11 +13,6 @@
 //!   (the opm image) it keeps every base layer and setting, appends its layer and runs
 //!   `/bin/opm serve /configs --cache-dir=/tmp/cache --cache-enforce-integrity=false`.
 #![warn(missing_docs)]
-
-pub use olmpack_oci::image::{
-    REF_NAME_ANNOTATION, auth, base, digest, fetch, layer, layout, media_type, operator, progress,
-    pull, push, realm, reference, registry, resolve, unpack,
-};
 
 pub mod build;
 

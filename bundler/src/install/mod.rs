@@ -28,8 +28,8 @@ pub mod rbac;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::output::FileTree;
 use facts::{BundleFacts, InstallMode};
+use olmpack_oci::output::FileTree;
 use rbac::{InstallerNames, installer_rbac};
 
 /// The OLM v0 manifests' file name under `install/`.
@@ -64,7 +64,7 @@ pub enum InstallError {
     },
     /// Placing the manifests into the output tree failed.
     #[error(transparent)]
-    Output(#[from] crate::output::OutputError),
+    Output(#[from] olmpack_oci::output::OutputError),
 }
 
 /// Never about the input olmpack reads: a failure to do the job (exit 2).

@@ -3,8 +3,8 @@
 use std::path::Path;
 
 use super::state::{BuiltImage, State};
-use crate::image::progress::Progress;
-use crate::image::push::push_layout;
+use olmpack_oci::image::progress::Progress;
+use olmpack_oci::image::push::push_layout;
 
 use super::names::split_tag;
 use super::{ImageSummary, Options, Prepared, ReleaseError, Summary, fail, install, step, supply};
@@ -98,7 +98,7 @@ pub(super) fn place_layout(
     };
     std::fs::create_dir_all(out.join("images")).map_err(io)?;
     if !recorded {
-        crate::image::layout::check_replaceable(&to).map_err(fail(step::WRITE))?;
+        olmpack_oci::image::layout::check_replaceable(&to).map_err(fail(step::WRITE))?;
     }
     if to.exists() {
         let old = staging.join("replaced").join(name);

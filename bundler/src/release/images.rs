@@ -7,14 +7,15 @@ use std::path::Path;
 use sha2::{Digest as _, Sha256};
 
 use super::state::State;
-use crate::image::build::{BuildOptions, build_bundle_image, build_catalog_image};
-use crate::image::digest::format_digest;
-use crate::image::layout::{Layout, Platform};
-use crate::image::operator::{OperatorBinary, OperatorOptions, build_operator_image};
-use crate::image::progress::Progress;
-use crate::output::FileTree;
+use crate::image::build::{build_bundle_image, build_catalog_image};
 use olmpack_model::file_name::FileName;
 use olmpack_model::plan::{LoadedPlan, image_for_release};
+use olmpack_oci::image::build::BuildOptions;
+use olmpack_oci::image::digest::format_digest;
+use olmpack_oci::image::layout::{Layout, Platform};
+use olmpack_oci::image::operator::{OperatorBinary, OperatorOptions, build_operator_image};
+use olmpack_oci::image::progress::Progress;
+use olmpack_oci::output::FileTree;
 
 use super::names::{Names, pinned, split_tag};
 use super::{Change, ImageSummary, Options, ReleaseError, Step, fail, step, supply};
@@ -254,7 +255,7 @@ pub(super) async fn operator_step(
             .into(),
         })?;
         parts.push((
-            crate::image::operator::platform_name(&binary.platform),
+            olmpack_oci::image::operator::platform_name(&binary.platform),
             bytes,
         ));
     }

@@ -6,8 +6,8 @@ use serde::Serialize;
 use super::{Change, ImageSummary, Options, ReleaseError, Step, fail, stale, step};
 use crate::bundle::generate::Generated;
 use crate::install::{self, InstallInput, OLM_V0_FILE, OLM_V1_FILE, facts};
-use crate::output::FileTree;
 use olmpack_model::plan::LoadedPlan;
+use olmpack_oci::output::FileTree;
 
 /// The directory under `--out` the install manifests go to.
 pub const INSTALL_DIR: &str = "install";

@@ -55,7 +55,7 @@ impl OutLock {
     pub fn acquire(out: &Path) -> Result<OutLock, LockError> {
         let io = |e: std::io::Error| LockError::Io {
             out: out.to_owned(),
-            problem: crate::input::describe_io(&e),
+            problem: olmpack_oci::input::describe_io(&e),
         };
         let dir = File::open(out).map_err(io)?;
         match dir.try_lock() {

@@ -44,14 +44,14 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::image::operator::OperatorBinary;
-use crate::image::progress::Progress;
-use crate::image::registry::RegistryAccess;
-use crate::output::FileTree;
 use crate::refusal::Refusal;
 use crate::upgrade::check::graph::EdgeResult;
 use olmpack_model::plan::LoadedPlan;
 use olmpack_model::report::Finding;
+use olmpack_oci::image::operator::OperatorBinary;
+use olmpack_oci::image::progress::Progress;
+use olmpack_oci::image::registry::RegistryAccess;
+use olmpack_oci::output::FileTree;
 use state::State;
 
 /// Step names, in order; errors and the printed steps use them.
@@ -145,10 +145,10 @@ pub struct Options {
     /// Push to the registries (otherwise only files and layouts).
     pub push: bool,
     /// With push, sign every bundle and catalog image with this key (cosign's format).
-    pub signer: Option<crate::supply::cosign::Signer>,
+    pub signer: Option<olmpack_oci::supply::cosign::Signer>,
     /// How the plan's files are read (the command line's `--max-*` and
     /// `--allow-outside-paths` flags).
-    pub input: crate::input::Policy,
+    pub input: olmpack_oci::input::Policy,
 }
 
 /// Whether a step changes something.
@@ -301,7 +301,7 @@ fn stale(
     tree: &FileTree,
     dir: &Path,
     step: &'static str,
-    limits: &crate::input::Limits,
+    limits: &olmpack_oci::input::Limits,
 ) -> Result<bool, ReleaseError> {
     Ok(!tree
         .check_against(dir, limits)

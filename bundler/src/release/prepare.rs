@@ -10,12 +10,12 @@ use crate::bundle::generate::{self, GenerateError, GenerateOptions, ImageResolve
 use crate::bundle::pin::Rewrite;
 use crate::catalog::declcfg::DeclarativeConfig;
 use crate::catalog::model::Model;
-use crate::image::progress::Progress;
-use crate::input::Limits;
 use crate::upgrade::check::graph::EdgeResult;
 use crate::upgrade::check::request::Request;
 use olmpack_model::plan::{LoadedPlan, image_for_release};
 use olmpack_model::report::{Finding, Report, Severity};
+use olmpack_oci::image::progress::Progress;
+use olmpack_oci::input::Limits;
 
 use super::images::{
     bundle_files, bundle_image_step, catalog_image_step, image_step, images_step, operator_step,
@@ -385,17 +385,20 @@ pub(super) async fn verify_pushed(
     images: impl Iterator<Item = &mut ImageSummary>,
     options: &Options,
 ) -> Result<(), ReleaseError> {
-    use crate::supply::oci::Repo;
+    use olmpack_oci::supply::oci::Repo;
     for image in images.filter(|i| !i.needs_push) {
         let repo = Repo::connect(&image.reference, &options.access)
             .await
             .map_err(fail(step::PUSH))?;
         let tag = split_tag(&image.reference).1.unwrap_or("latest");
         let found = repo
-            .get_manifest(&repo.at_tag(tag), crate::image::media_type::ALL_MANIFESTS)
+            .get_manifest(
+                &repo.at_tag(tag),
+                olmpack_oci::image::media_type::ALL_MANIFESTS,
+            )
             .await
             .map_err(fail(step::PUSH))?;
-        let why = match found.map(|bytes| crate::image::digest::sha256_digest(&bytes)) {
+        let why = match found.map(|bytes| olmpack_oci::image::digest::sha256_digest(&bytes)) {
             None => MISSING.to_owned(),
             Some(digest) if digest != image.digest => {
                 format!("the registry has its tag at {digest}")

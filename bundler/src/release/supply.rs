@@ -1,6 +1,6 @@
 //! The release's supply chain steps: an SPDX SBOM of every bundle and catalog image, attached
-//! to it in its registry ([`crate::supply::attach`]), and (with a signing key) a cosign
-//! signature of each ([`crate::supply::cosign`]).
+//! to it in its registry ([`olmpack_oci::supply::attach`]), and (with a signing key) a cosign
+//! signature of each ([`olmpack_oci::supply::cosign`]).
 //!
 //! Contract:
 //! - Only with push: SBOMs and signatures live next to the images in their registries.
@@ -17,14 +17,14 @@ use super::state::{Attachment, Kind, State};
 use super::{Change, ImageSummary, MISSING, Options, ReleaseError, Step, fail, step};
 use crate::build::BuiltCatalog;
 use crate::catalog::declcfg::DeclarativeConfig;
-use crate::image::auth::Secret;
-use crate::image::layout::{Descriptor, Layout};
-use crate::image::media_type;
-use crate::output::FileTree;
-use crate::supply::attach::{self, Artifact, Discovery};
-use crate::supply::cosign::{self, Signer};
-use crate::supply::oci::Repo;
-use crate::supply::sbom::{self, SPDX_JSON, SbomInput};
+use olmpack_oci::image::auth::Secret;
+use olmpack_oci::image::layout::{Descriptor, Layout};
+use olmpack_oci::image::media_type;
+use olmpack_oci::output::FileTree;
+use olmpack_oci::supply::attach::{self, Artifact, Discovery};
+use olmpack_oci::supply::cosign::{self, Signer};
+use olmpack_oci::supply::oci::Repo;
+use olmpack_oci::supply::sbom::{self, SPDX_JSON, SbomInput};
 
 /// The SBOM of one image, ready to attach.
 #[derive(Clone, Debug)]

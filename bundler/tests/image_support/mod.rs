@@ -12,12 +12,12 @@ use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::manifest::OciDescriptor;
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
-use olmpack::image::layout::{ImageIndex, ImageManifest, Layout};
-use olmpack::image::{
+use olmpack_envtest::binaries::Tool;
+use olmpack_oci::image::layout::{ImageIndex, ImageManifest, Layout};
+use olmpack_oci::image::{
     auth::Credentials, build::BuildOptions, media_type, registry::RegistryAccess,
     registry::RetryPolicy,
 };
-use olmpack_envtest::binaries::Tool;
 
 pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -33,7 +33,7 @@ pub fn stderr(output: &Output) -> String {
 /// The example operator copied to `dir`; returns its plan.
 pub fn example_project(dir: &Path) -> PathBuf {
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("example");
-    for (path, contents) in olmpack::output::read_tree(&example, &Default::default()).unwrap() {
+    for (path, contents) in olmpack_oci::output::read_tree(&example, &Default::default()).unwrap() {
         let target = dir.join(path);
         std::fs::create_dir_all(target.parent().unwrap()).unwrap();
         std::fs::write(target, contents).unwrap();

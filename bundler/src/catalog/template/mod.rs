@@ -65,7 +65,7 @@ pub struct DirResolver {
     /// How far to migrate the rendered bundles (like `opm render --migrate-level`).
     pub migrate: MigrateLevel,
     /// How much of each bundle directory is read at most.
-    pub limits: crate::input::Limits,
+    pub limits: olmpack_oci::input::Limits,
 }
 
 impl BundleResolver for DirResolver {

@@ -9,7 +9,7 @@ use olmpack::bundle::generate::GenerateError;
 use olmpack_model::plan;
 
 use crate::cli::CmdResult;
-use olmpack::input::Policy;
+use olmpack_oci::input::Policy;
 
 /// The example operator, embedded so `olmpack example` needs no files.
 const EXAMPLE: &[(&str, &str)] = &[
@@ -95,7 +95,7 @@ pub fn example_cmd(out: &Path, policy: &Policy) -> CmdResult {
             .and_then(|e| u64::try_from(e).ok()),
         binaries: Vec::new(),
         registry: None,
-        access: olmpack::image::registry::RegistryAccess::default(),
+        access: olmpack_oci::image::registry::RegistryAccess::default(),
         push: false,
         signer: None,
         input: *policy,

@@ -6,11 +6,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use olmpack::image::layout::Platform;
-use olmpack::image::operator::OperatorBinary;
-use olmpack::image::progress::Progress;
 use olmpack::release::{self, Change, Options, ReleaseError, Summary};
 use olmpack_model::plan;
+use olmpack_oci::image::layout::Platform;
+use olmpack_oci::image::operator::OperatorBinary;
+use olmpack_oci::image::progress::Progress;
 
 use crate::cli::CmdResult;
 use crate::cli::image::{RegistryArgs, parse_epoch, parse_platform};
@@ -67,7 +67,7 @@ pub struct ReleaseArgs {
 }
 
 /// Runs `olmpack release`.
-pub fn release_cmd(args: ReleaseArgs, policy: &olmpack::input::Policy) -> CmdResult {
+pub fn release_cmd(args: ReleaseArgs, policy: &olmpack_oci::input::Policy) -> CmdResult {
     let loaded = olmpack::plan::load(&args.plan, policy)?;
     let out = args
         .out

@@ -13,7 +13,7 @@ use olmpack_model::plan;
 use olmpack_model::report::OutputFormat;
 
 use crate::cli::CmdResult;
-use olmpack::input::{Limits, Policy};
+use olmpack_oci::input::{Limits, Policy};
 
 pub const LONG_ABOUT: &str = "\
 Static check of every upgrade edge (no cluster): for each edge of the upgrade graph, compare the

@@ -28,7 +28,7 @@ pub enum UpgradeCommand {
     MergeShards(olm::MergeArgs),
 }
 
-pub fn run(cmd: UpgradeCommand, policy: &olmpack::input::Policy) -> CmdResult {
+pub fn run(cmd: UpgradeCommand, policy: &olmpack_oci::input::Policy) -> CmdResult {
     match cmd {
         UpgradeCommand::Check(args) => check::run(args, policy),
         UpgradeCommand::Test(args) => test::run(args, policy),

@@ -133,7 +133,7 @@ pub struct OlmArgs {
 }
 
 /// Runs `olmpack upgrade olm`.
-pub fn run(args: OlmArgs, policy: &olmpack::input::Policy) -> CmdResult {
+pub fn run(args: OlmArgs, policy: &olmpack_oci::input::Policy) -> CmdResult {
     // Bad arguments are refused before anything is read, `--list` or not.
     refuse_v0_only_flags(&args)?;
     refuse_other_kubernetes_minor(&args)?;
@@ -192,7 +192,7 @@ pub fn run(args: OlmArgs, policy: &olmpack::input::Policy) -> CmdResult {
 fn run_options(
     args: &OlmArgs,
     cluster_crds: Vec<CustomResourceDefinition>,
-    limits: olmpack::input::Limits,
+    limits: olmpack_oci::input::Limits,
 ) -> RunOptions {
     RunOptions {
         webhook_command: args.webhook_command.as_deref().map(WebhookCommand::shell),
@@ -270,7 +270,7 @@ fn refuse_v0_only_flags(args: &OlmArgs) -> Result<(), crate::cli::Failure> {
 /// The CRDs of `--cluster-crd`: each a file, or the name of a CRD olmpack knows.
 fn cluster_crds_of(
     paths: &[PathBuf],
-    limits: &olmpack::input::Limits,
+    limits: &olmpack_oci::input::Limits,
 ) -> Result<Vec<CustomResourceDefinition>, olmpack::refusal::CommandError> {
     let mut crds = Vec::new();
     for path in paths {
@@ -307,7 +307,7 @@ fn missing_cluster_crd(path: &Path) -> olmpack::refusal::CommandError {
 /// invalid (findings printed).
 fn catalog_of_plan(
     plan_path: &Path,
-    policy: &olmpack::input::Policy,
+    policy: &olmpack_oci::input::Policy,
 ) -> Result<Result<tempfile::TempDir, ExitCode>, olmpack::refusal::CommandError> {
     let loaded = olmpack::plan::load(plan_path, policy)?;
     let output = match build::build(&loaded, &crate::cli::generate_options(None, policy)?) {
@@ -405,12 +405,12 @@ pub struct MergeArgs {
 }
 
 /// Runs `olmpack upgrade merge-shards`.
-pub fn merge(args: MergeArgs, limits: &olmpack::input::Limits) -> CmdResult {
+pub fn merge(args: MergeArgs, limits: &olmpack_oci::input::Limits) -> CmdResult {
     let mut reports = Vec::new();
     for path in &args.reports {
         reports.push((
             path.display().to_string(),
-            olmpack::input::text(path, limits)?,
+            olmpack_oci::input::text(path, limits)?,
         ));
     }
     let merged = shard::merge(&reports)

@@ -69,7 +69,7 @@ pub struct TestArgs {
 /// findings printed, as `generate` prints them).
 fn inputs_of_plan(
     path: &std::path::Path,
-    policy: &olmpack::input::Policy,
+    policy: &olmpack_oci::input::Policy,
 ) -> Result<Result<test::Inputs, ExitCode>, olmpack::refusal::CommandError> {
     let loaded = olmpack::plan::load(path, policy)?;
     match test::from_plan(&loaded, policy) {
@@ -94,7 +94,7 @@ fn kubernetes_minor(platform: Platform) -> Result<KubeMinor, crate::cli::Failure
 }
 
 /// Runs `olmpack upgrade test`.
-pub fn run(args: TestArgs, policy: &olmpack::input::Policy) -> CmdResult {
+pub fn run(args: TestArgs, policy: &olmpack_oci::input::Policy) -> CmdResult {
     let inputs = match (&args.catalog, &args.bundles) {
         (Some(catalog), Some(bundles)) => {
             super::refuse_same_dir(catalog, bundles)?;

@@ -329,7 +329,7 @@ pub fn olm_v1_refuses(problems: &[Problem]) -> bool {
 pub enum CrdFileError {
     /// The file cannot be read.
     #[error(transparent)]
-    Read(crate::input::InputError),
+    Read(olmpack_oci::input::InputError),
     /// The file is not YAML.
     #[error("{file}: {message}")]
     Yaml {
@@ -385,9 +385,9 @@ impl crate::refusal::Refusal for CrdFileError {
 /// Reads CRD file `path` (within `limits`) and parses it as [`parse_crd_file`] does.
 pub fn read_crd_file(
     path: &std::path::Path,
-    limits: &crate::input::Limits,
+    limits: &olmpack_oci::input::Limits,
 ) -> Result<CustomResourceDefinition, CrdFileError> {
-    let text = crate::input::text(path, limits).map_err(CrdFileError::Read)?;
+    let text = olmpack_oci::input::text(path, limits).map_err(CrdFileError::Read)?;
     parse_crd_file(&path.display().to_string(), &text)
 }
 

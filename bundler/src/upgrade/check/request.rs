@@ -14,8 +14,8 @@ use crate::build::Built;
 use crate::bundle::load::{self, BundleLoadError, LoadedBundle};
 use crate::catalog::load::{self as catalog_load, LoadError, LoadOptions};
 use crate::catalog::model::Model;
-use crate::input::Limits;
 use olmpack_model::plan::LoadedPlan;
+use olmpack_oci::input::Limits;
 
 /// A request could not be put together (not a finding about the releases).
 #[derive(Debug, thiserror::Error)]
@@ -234,7 +234,7 @@ fn bundle_dirs(dir: &Path) -> Result<Vec<PathBuf>, RequestError> {
     }
     let entries = std::fs::read_dir(dir).map_err(|e| RequestError::BundleDirs {
         dir: dir.to_owned(),
-        message: crate::input::describe_io(&e),
+        message: olmpack_oci::input::describe_io(&e),
     })?;
     let mut dirs: Vec<PathBuf> = entries
         .filter_map(Result::ok)

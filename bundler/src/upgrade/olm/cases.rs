@@ -112,7 +112,7 @@ impl Case {
 /// Loads the catalog in `dir` and plans its cases, each in the install mode its starting
 /// bundle prefers (see [`preferred_mode`]).
 pub fn load_cases(dir: &Path, package: Option<&str>) -> Result<Vec<Case>, OlmRunError> {
-    load_cases_for(dir, package, &[], &crate::input::Limits::default())
+    load_cases_for(dir, package, &[], &olmpack_oci::input::Limits::default())
 }
 
 /// As [`load_cases_for`], for the OLM `olm`: under OLM v1 each case's upgrade is OLM v1's
@@ -122,7 +122,7 @@ pub fn load_cases_of(
     dir: &Path,
     package: Option<&str>,
     modes: &[InstallModeType],
-    limits: &crate::input::Limits,
+    limits: &olmpack_oci::input::Limits,
 ) -> Result<Vec<Case>, OlmRunError> {
     let mut cases = load_cases_for(dir, package, modes, limits)?;
     if olm == OlmVersion::V1 {
@@ -158,7 +158,7 @@ pub fn load_cases_for(
     dir: &Path,
     package: Option<&str>,
     modes: &[InstallModeType],
-    limits: &crate::input::Limits,
+    limits: &olmpack_oci::input::Limits,
 ) -> Result<Vec<Case>, OlmRunError> {
     let model = load_model(dir, limits)?;
     if let Some(name) = package
@@ -181,7 +181,7 @@ pub fn load_cases_for(
 /// starts from (the cases, the catalog served to OLM v0).
 pub(super) fn load_catalog(
     dir: &Path,
-    limits: &crate::input::Limits,
+    limits: &olmpack_oci::input::Limits,
 ) -> Result<crate::catalog::declcfg::DeclarativeConfig, OlmRunError> {
     let options = LoadOptions {
         limits: *limits,
@@ -195,7 +195,7 @@ pub(super) fn load_catalog(
 }
 
 /// The catalog of `dir` as a model; `Err` when it does not load or fails validation.
-fn load_model(dir: &Path, limits: &crate::input::Limits) -> Result<Model, OlmRunError> {
+fn load_model(dir: &Path, limits: &olmpack_oci::input::Limits) -> Result<Model, OlmRunError> {
     let (model, findings) = Model::from_config(load_catalog(dir, limits)?);
     if let Some(first) = findings
         .iter()

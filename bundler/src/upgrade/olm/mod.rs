@@ -145,7 +145,7 @@ pub enum OlmRunError {
         target: String,
         /// The registry client's error.
         #[source]
-        source: Box<crate::image::push::PushError>,
+        source: Box<olmpack_oci::image::push::PushError>,
     },
 }
 
@@ -203,7 +203,7 @@ pub struct RunOptions {
     /// Told each step of each case as it happens (the CLI prints them on stderr).
     pub steps: StepLog,
     /// How much of the catalog is read at most (the command line's `--max-*` flags).
-    pub limits: crate::input::Limits,
+    pub limits: olmpack_oci::input::Limits,
     /// The OLM that runs the cases ([`v1`] for OLM v1).
     pub olm: OlmVersion,
 }
@@ -218,7 +218,7 @@ impl Default for RunOptions {
             cluster_crds: Vec::new(),
             platform: Platform::kubernetes(),
             steps: StepLog::silent(),
-            limits: crate::input::Limits::default(),
+            limits: olmpack_oci::input::Limits::default(),
             olm: OlmVersion::V0,
         }
     }

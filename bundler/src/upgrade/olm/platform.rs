@@ -32,8 +32,8 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use olmpack_envtest::binaries::{KubeMinor, ToolData, ToolNotFound, openshift_release};
 
 use crate::cluster_crds;
-use crate::input::{self, InputError, Limits};
 use crate::upgrade::check::{CrdFileError, parse_crd_file};
+use olmpack_oci::input::{self, InputError, Limits};
 
 /// A cluster platform.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

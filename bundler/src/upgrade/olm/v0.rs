@@ -232,7 +232,7 @@ impl std::fmt::Debug for EnvPool {
 /// its bundles by `opm render` or by `olmpack generate`.
 pub fn inline_catalog(
     dir: &Path,
-    limits: &crate::input::Limits,
+    limits: &olmpack_oci::input::Limits,
 ) -> Result<tempfile::TempDir, OlmRunError> {
     let mut config = super::cases::load_catalog(dir, limits)?;
     for bundle in &mut config.bundles {

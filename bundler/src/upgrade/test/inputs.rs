@@ -13,7 +13,6 @@ use serde_json::Value;
 use crate::bundle::generate::{self, GenerateOptions};
 use crate::bundle::load::LoadedBundle;
 use crate::catalog::model::{Model, Package};
-use crate::input::Policy;
 use crate::plan::PlanInputs as _;
 use crate::upgrade::check::graph::{GraphError, InstalledBundle, apply_conversion_webhook};
 use k8s_openapi::api::rbac::v1::PolicyRule;
@@ -21,6 +20,7 @@ use olmpack_model::csv::examples::ExamplesError;
 use olmpack_model::csv::{ClusterServiceVersion, StrategyPermissions};
 use olmpack_model::plan::LoadedPlan;
 use olmpack_model::upgrade::Edge;
+use olmpack_oci::input::Policy;
 
 /// Failure to prepare the live test's inputs.
 #[derive(Debug, thiserror::Error)]
@@ -152,7 +152,7 @@ pub fn from_plan(plan: &LoadedPlan, policy: &Policy) -> Result<Inputs, LiveInput
 pub fn from_dirs(
     catalog: &Path,
     bundles: &Path,
-    limits: &crate::input::Limits,
+    limits: &olmpack_oci::input::Limits,
 ) -> Result<Inputs, LiveInputsError> {
     let options = crate::catalog::load::LoadOptions {
         limits: *limits,
@@ -381,7 +381,7 @@ fn plan_samples(plan: &LoadedPlan, policy: &Policy) -> Result<Vec<Value>, LiveIn
     for path in &plan.plan.samples {
         let text = plan
             .resolve_input(path, policy)
-            .and_then(|file| crate::input::text(&file, &policy.limits))
+            .and_then(|file| olmpack_oci::input::text(&file, &policy.limits))
             .map_err(|err| LiveInputsError::Sample {
                 path: plan.resolve(path),
                 reason: err.to_string(),

@@ -45,7 +45,7 @@ pub fn check(path: &Path, config: &Kubeconfig) -> Result<(), KubeconfigCheckErro
         (Some(data), _) => base64::engine::general_purpose::STANDARD
             .decode(data.trim())
             .ok(),
-        (None, Some(file)) => crate::input::read_secret(std::path::Path::new(file)).ok(),
+        (None, Some(file)) => olmpack_oci::input::read_secret(std::path::Path::new(file)).ok(),
         (None, None) => None,
     };
     let Some(first) = pem.and_then(|pem| CertificateDer::pem_slice_iter(&pem).next()?.ok()) else {

@@ -15,11 +15,12 @@ use super::super::OlmRunError;
 use crate::catalog::declcfg::{Bundle, DeclarativeConfig};
 use crate::catalog::load::{LoadOptions, load_dir_with};
 use crate::catalog::property::{self, Typed};
-use crate::image::auth::Credentials;
-use crate::image::build::{BuildOptions, build_bundle_image, build_catalog_image};
-use crate::image::progress::Progress;
-use crate::image::push::push_layout;
-use crate::image::registry::RegistryAccess;
+use crate::image::build::{build_bundle_image, build_catalog_image};
+use olmpack_oci::image::auth::Credentials;
+use olmpack_oci::image::build::BuildOptions;
+use olmpack_oci::image::progress::Progress;
+use olmpack_oci::image::push::push_layout;
+use olmpack_oci::image::registry::RegistryAccess;
 
 /// The repository path under the registry of every image pushed.
 const NAMESPACE: &str = "olmpack";
@@ -47,7 +48,7 @@ pub struct Served {
 pub async fn serve(
     catalog_dir: &Path,
     registry: &LocalRegistry,
-    limits: &crate::input::Limits,
+    limits: &olmpack_oci::input::Limits,
 ) -> Result<Served, OlmRunError> {
     let options = LoadOptions {
         limits: *limits,
