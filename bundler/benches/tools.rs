@@ -84,6 +84,8 @@ fn main() {
                 "install",
                 "--from",
                 &reference,
+                "--kubernetes",
+                "all",
             ];
             let (secs, rss) = best_of(1, Path::new("/usr/bin/env"), &args);
             best = (best.0.min(secs), best.1.max(rss));

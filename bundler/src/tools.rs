@@ -31,7 +31,7 @@ use std::fs::{self, File};
 use std::io::{self, Read};
 use std::path::{Component, Path, PathBuf};
 
-use olmpack_envtest::binaries::{Tool, ToolData};
+use olmpack_envtest::binaries::{KubeMinor, Tool, ToolData, older_openshift_crds_dirs};
 
 use olmpack_oci::image::base::{self, BaseError, BaseImage, PlatformImage};
 use olmpack_oci::image::build::{BuildError, BuildOptions, build_files_image};
@@ -40,9 +40,11 @@ use olmpack_oci::image::layout::{Descriptor, LayoutError, LayoutWriter, Platform
 use olmpack_oci::image::progress::Progress;
 use olmpack_oci::image::registry::RegistryAccess;
 use olmpack_oci::image::unpack::{Budget, tar_stream};
+use serde_json::Value;
 
 /// The data directories the artifact carries besides the tools' (what `upgrade olm
-/// --platform openshift` serves: OpenShift's API kinds).
+/// --platform openshift` serves: OpenShift's API kinds; older releases' own, which
+/// `tools.toml` pins, come too).
 pub const ARTIFACT_DATA: [ToolData; 1] = [ToolData::OpenShiftCrds];
 
 /// The tools the artifact carries: what `upgrade test` and `upgrade olm` run (OLM v1's
@@ -205,11 +207,50 @@ fn make_cache_dir(cache: &Path) -> Result<(), ToolsError> {
     })
 }
 
+/// The binaries of a Kubernetes minor's directory (`kubernetes/<version>/bin/`).
+const MINOR_TOOLS: [Tool; 3] = [
+    Tool::KubeApiserver,
+    Tool::KubeControllerManager,
+    Tool::KubeScheduler,
+];
+
 /// The tool directories the artifact carries (relative to the cache), each with what marks
 /// it whole besides its stamp (every binary the tools built together install there,
 /// `bin/<name>`, or the data directory it holds), in order and without repeats: the tools'
-/// directories, then the data directories'.
+/// directories, the data directories', then each other Kubernetes minor `tools.toml` pins
+/// (`kubernetes/<version>`, the control plane of `--platform kubernetes-1.N`).
 pub fn artifact_dirs() -> Vec<(PathBuf, Vec<String>)> {
+    let mut dirs = base_dirs();
+    for minor in KubeMinor::pinned().into_iter().filter(|m| !m.is_default()) {
+        dirs.push(minor_dir(minor));
+    }
+    dirs
+}
+
+/// The directories an install puts in place for a run on the Kubernetes minors `minors`:
+/// every tool and data directory, and of the other minors only those asked for (the
+/// default minor is among the tools'), in [`artifact_dirs`] order.
+pub fn dirs_for(minors: &[KubeMinor]) -> Vec<(PathBuf, Vec<String>)> {
+    let mut dirs = base_dirs();
+    for minor in KubeMinor::pinned().into_iter().filter(|m| !m.is_default()) {
+        if minors.contains(&minor) {
+            dirs.push(minor_dir(minor));
+        }
+    }
+    dirs
+}
+
+/// Kubernetes `minor`'s directory and its binaries.
+fn minor_dir(minor: KubeMinor) -> (PathBuf, Vec<String>) {
+    let markers = MINOR_TOOLS
+        .iter()
+        .map(|tool| format!("bin/{}", tool.file_name()))
+        .collect();
+    (minor.cache_dir(), markers)
+}
+
+/// The tools' and data directories ([`artifact_dirs`] without the other minors).
+fn base_dirs() -> Vec<(PathBuf, Vec<String>)> {
     let mut dirs: Vec<(PathBuf, Vec<String>)> = Vec::new();
     let mut add = |dir: PathBuf, marker: String| match dirs.iter_mut().find(|(d, _)| *d == dir) {
         Some((_, markers)) if !markers.contains(&marker) => markers.push(marker),
@@ -223,10 +264,8 @@ pub fn artifact_dirs() -> Vec<(PathBuf, Vec<String>)> {
         let name = binary.file_name().unwrap_or_default();
         add(dir, format!("bin/{}", name.to_string_lossy()));
     }
-    for data in ARTIFACT_DATA {
-        let Some(path) = data.cache_dir() else {
-            continue;
-        };
+    let data = ARTIFACT_DATA.iter().filter_map(|data| data.cache_dir());
+    for path in data.chain(older_openshift_crds_dirs()) {
         if let (Some(dir), Some(name)) = (path.parent(), path.file_name()) {
             add(dir.to_owned(), name.to_string_lossy().into_owned());
         }
@@ -258,9 +297,10 @@ fn is_whole(dir: &Path, markers: &[String]) -> bool {
     lacks(dir, markers).is_none()
 }
 
-/// The tool directories of the artifact that `cache` lacks or holds incomplete (relative).
-pub fn missing_in(cache: &Path) -> Vec<PathBuf> {
-    artifact_dirs()
+/// The tool directories a run on `minors` needs ([`dirs_for`]) that `cache` lacks or holds
+/// incomplete (relative).
+pub fn missing_in(cache: &Path, minors: &[KubeMinor]) -> Vec<PathBuf> {
+    dirs_for(minors)
         .into_iter()
         .filter(|(dir, markers)| !is_whole(&cache.join(dir), markers))
         .map(|(dir, _)| dir)
@@ -364,13 +404,17 @@ pub fn host_platform() -> Platform {
     }
 }
 
-/// Installs the tools image `reference` into `cache` (module docs).
+/// Installs the tools image `reference` into `cache` (module docs): the directories a run on
+/// the Kubernetes minors `minors` needs ([`dirs_for`]; the default minor's are always among
+/// them), pulling only their layers.
 pub async fn install(
     reference: &str,
     cache: &Path,
     access: &RegistryAccess,
     progress: &Progress,
+    minors: &[KubeMinor],
 ) -> Result<Installed, ToolsError> {
+    let wanted = dirs_for(minors);
     make_cache_dir(cache)?;
     let lock = File::open(cache).map_err(io_err(cache))?;
     if lock.try_lock().is_err() {
@@ -380,8 +424,8 @@ pub async fn install(
         ));
         lock.lock().map_err(io_err(cache))?;
     }
-    check_targets(cache)?;
-    if missing_in(cache).is_empty() {
+    check_targets(cache, &wanted)?;
+    if missing_in(cache, minors).is_empty() {
         return Ok(Installed::AlreadyThere);
     }
     remove_leftovers(cache)?;
@@ -396,7 +440,8 @@ pub async fn install(
     )
     .map_err(io_err(&marker))?;
     let writer = LayoutWriter::create(&staging.path().join("layout"))?;
-    let pulled = base::fetch(reference, access, &writer, progress)
+    let keep = |config: &Value, index: usize| wanted_layer(config, index, &wanted);
+    let pulled = base::fetch_selected(reference, access, &writer, progress, &keep)
         .await
         .map_err(|source| ToolsError::Pull {
             reference: reference.to_owned(),
@@ -406,13 +451,29 @@ pub async fn install(
     let tree = staging.path().join("tree");
     // The tools are input like any other: the default input limits bound what they unpack to.
     let mut budget = Budget::new(&olmpack_oci::input::Limits::default());
-    for blob in &image.layers {
+    for (index, blob) in image.layers.iter().enumerate() {
+        if !wanted_layer(&image.config, index, &wanted) {
+            continue;
+        }
         let file = io::BufReader::new(writer.open_staged_blob(&blob.digest)?);
-        unpack(reference, blob, file, &tree, &mut budget)?;
+        unpack(reference, blob, file, &tree, &mut budget, &wanted)?;
     }
-    let installed = move_into_place(reference, &tree, cache, staging.path())?;
+    let installed = move_into_place(reference, &tree, cache, staging.path(), &wanted)?;
     drop(lock);
     Ok(Installed::Dirs(installed))
+}
+
+/// Whether layer `index` of a tools image with `config` holds one of the `wanted`
+/// directories: its [`TOOLS_LABEL`] names each layer's directory, in layer order. A layer
+/// the label does not name is pulled (and refused by [`unpack`] if it holds anything).
+fn wanted_layer(config: &Value, index: usize, wanted: &[(PathBuf, Vec<String>)]) -> bool {
+    let Some(label) = config["config"]["Labels"][TOOLS_LABEL].as_str() else {
+        return true;
+    };
+    match label.split(',').nth(index) {
+        Some(name) => wanted.iter().any(|(dir, _)| Path::new(name) == dir),
+        None => true,
+    }
 }
 
 /// Removes the staging directories of installs that were killed (the lock is held, so no
@@ -437,12 +498,12 @@ fn remove_leftovers(cache: &Path) -> Result<(), ToolsError> {
 /// symbolic link at any level below the cache (followed, it would write or delete outside
 /// the cache), something that is not a directory, or an incomplete tool directory olmpack did
 /// not install (replacing it would delete someone else's files).
-fn check_targets(cache: &Path) -> Result<(), ToolsError> {
+fn check_targets(cache: &Path, wanted: &[(PathBuf, Vec<String>)]) -> Result<(), ToolsError> {
     let in_the_way = |path: &Path, why: String| ToolsError::InTheWay {
         path: path.to_owned(),
         why,
     };
-    for (dir, markers) in artifact_dirs() {
+    for (dir, markers) in wanted {
         let mut path = cache.to_owned();
         for component in dir.components() {
             path.push(component);
@@ -463,9 +524,9 @@ fn check_targets(cache: &Path) -> Result<(), ToolsError> {
                 return Err(in_the_way(&path, "is not a directory".into()));
             }
         }
-        let target = cache.join(&dir);
+        let target = cache.join(dir);
         let owned = fs::symlink_metadata(target.join(OWNER)).is_ok_and(|m| m.is_file());
-        if target.is_dir() && !is_whole(&target, &markers) && !owned {
+        if target.is_dir() && !is_whole(&target, markers) && !owned {
             return Err(in_the_way(
                 &target,
                 format!(
@@ -507,8 +568,9 @@ fn unpack(
     layer: impl Read,
     tree: &Path,
     budget: &mut Budget,
+    wanted: &[(PathBuf, Vec<String>)],
 ) -> Result<(), ToolsError> {
-    let allowed: BTreeSet<PathBuf> = artifact_dirs().into_iter().map(|(d, _)| d).collect();
+    let allowed: BTreeSet<&PathBuf> = wanted.iter().map(|(d, _)| d).collect();
     let refused = |path: &Path, why| ToolsError::Refused {
         reference: reference.to_owned(),
         digest: blob.digest.clone(),
@@ -530,7 +592,7 @@ fn unpack(
         let kind = entry.header().entry_type();
         let inside = allowed
             .iter()
-            .any(|dir| path.starts_with(dir) && path != *dir);
+            .any(|dir| path.starts_with(dir) && path != **dir);
         if !inside {
             // The parents of a tool directory (`etcd/`) are the only other entries allowed.
             if kind.is_dir() && allowed.iter().any(|dir| dir.starts_with(&path)) {
@@ -581,9 +643,9 @@ fn move_into_place(
     tree: &Path,
     cache: &Path,
     staging: &Path,
+    dirs: &[(PathBuf, Vec<String>)],
 ) -> Result<Vec<PathBuf>, ToolsError> {
-    let dirs = artifact_dirs();
-    for (dir, markers) in &dirs {
+    for (dir, markers) in dirs {
         if let Some(lacks) = lacks(&tree.join(dir), markers) {
             return Err(ToolsError::Missing {
                 reference: reference.to_owned(),
@@ -595,10 +657,10 @@ fn move_into_place(
     let mut moves = Moves::default();
     let mut installed = Vec::new();
     for (dir, markers) in dirs {
-        if is_whole(&cache.join(&dir), &markers) {
+        if is_whole(&cache.join(dir), markers) {
             continue;
         }
-        let owner = tree.join(&dir).join(OWNER);
+        let owner = tree.join(dir).join(OWNER);
         let moved = fs::write(
             &owner,
             format!("installed by olmpack tools install from {reference}\n"),
@@ -606,16 +668,16 @@ fn move_into_place(
         .map_err(io_err(&owner))
         .and_then(|()| {
             moves.install(
-                &tree.join(&dir),
-                &cache.join(&dir),
-                &staging.join("replaced").join(&dir),
+                &tree.join(dir),
+                &cache.join(dir),
+                &staging.join("replaced").join(dir),
             )
         });
         if let Err(err) = moved {
             moves.undo();
             return Err(err);
         }
-        installed.push(dir);
+        installed.push(dir.clone());
     }
     Ok(installed)
 }
@@ -736,8 +798,10 @@ mod tests {
             let binary = tool.cache_binary().unwrap();
             fs::remove_file(tree.join(&binary)).unwrap();
             let dir = tool.cache_dir().unwrap();
-            assert_eq!(missing_in(&tree), vec![dir.clone()], "{tool:?}");
-            let err = move_into_place("r/tools@sha256:1", &tree, &cache, &staging).unwrap_err();
+            assert_eq!(missing_in(&tree, &[]), vec![dir.clone()], "{tool:?}");
+            let dirs = artifact_dirs();
+            let err =
+                move_into_place("r/tools@sha256:1", &tree, &cache, &staging, &dirs).unwrap_err();
             let lacks = format!("bin/{}", binary.file_name().unwrap().to_string_lossy());
             assert_eq!(
                 err.to_string(),
@@ -759,7 +823,7 @@ mod tests {
             work.path().join("staging"),
         );
         staged(&tree);
-        let dirs = artifact_dirs();
+        let dirs = dirs_for(&[]);
         // An incomplete tool directory of an earlier install (moved aside, then restored),
         // and, for the last tool, a file where its parent directory goes: that move fails.
         let first = cache.join(&dirs[0].0);
@@ -770,7 +834,7 @@ mod tests {
         fs::create_dir_all(blocker.parent().unwrap()).unwrap();
         fs::write(blocker, "in the way\n").unwrap();
         let before = (snapshot(&cache), snapshot(&tree));
-        let err = move_into_place("r/tools@sha256:1", &tree, &cache, &staging).unwrap_err();
+        let err = move_into_place("r/tools@sha256:1", &tree, &cache, &staging, &dirs).unwrap_err();
         assert!(
             matches!(&err, ToolsError::Io { path, .. } if *path == last),
             "{err:?}"
@@ -779,5 +843,49 @@ mod tests {
         let mut tree_after = snapshot(&tree);
         tree_after.retain(|p, _| !p.ends_with(OWNER));
         assert_eq!(tree_after, before.1, "a staged directory is lost");
+    }
+
+    /// The image carries every pinned minor; a run needs the default one and those it asks
+    /// for, and pulls only their layers.
+    #[test]
+    fn only_the_kubernetes_minors_asked_for_are_needed_and_pulled() {
+        let others: Vec<KubeMinor> = KubeMinor::pinned()
+            .into_iter()
+            .filter(|m| !m.is_default())
+            .collect();
+        assert!(!others.is_empty(), "tools.toml pins more than one minor");
+        let work = tempfile::tempdir().unwrap();
+        let tree = work.path().join("tree");
+        staged(&tree);
+        for minor in &others {
+            fs::remove_dir_all(tree.join(minor.cache_dir())).unwrap();
+        }
+        assert_eq!(missing_in(&tree, &[]), Vec::<PathBuf>::new());
+        assert_eq!(
+            missing_in(&tree, &[KubeMinor::default()]),
+            Vec::<PathBuf>::new()
+        );
+        assert_eq!(missing_in(&tree, &others[..1]), vec![others[0].cache_dir()]);
+        let all = artifact_dirs();
+        let names: Vec<String> = all
+            .iter()
+            .map(|(d, _)| olmpack_oci::input::slash_path(d))
+            .collect();
+        let config = serde_json::json!({"config": {"Labels": {TOOLS_LABEL: names.join(",")}}});
+        let wanted = dirs_for(&others[..1]);
+        let pulled: Vec<&str> = (0..names.len())
+            .filter(|i| wanted_layer(&config, *i, &wanted))
+            .map(|i| names[i].as_str())
+            .collect();
+        assert_eq!(pulled.len(), all.len() - others.len() + 1, "{pulled:?}");
+        let first = olmpack_oci::input::slash_path(&others[0].cache_dir());
+        assert!(pulled.contains(&first.as_str()), "{pulled:?}");
+        for minor in &others[1..] {
+            let name = olmpack_oci::input::slash_path(&minor.cache_dir());
+            assert!(
+                !pulled.contains(&name.as_str()),
+                "{name} pulled: {pulled:?}"
+            );
+        }
     }
 }

@@ -313,6 +313,13 @@ fn byo_operator_tools_image_in_an_empty_home() {
             .unwrap(),
     );
     assert!(etcd.is_file(), "{} not installed", etcd.display());
+    // The image carries every pinned Kubernetes minor; a run on the default one installs
+    // none of the others.
+    let minors = olmpack_envtest::binaries::KubeMinor::pinned();
+    for minor in minors.into_iter().filter(|m| !m.is_default()) {
+        let dir = installed.join(minor.cache_dir());
+        assert!(!dir.exists(), "{} installed unasked", dir.display());
+    }
     let shown = serde_json::to_string_pretty(&reports).unwrap();
     assert_eq!(reports.len(), 1, "{shown}");
     assert_eq!(reports[0]["verdict"], "passed", "{shown}\n{stderr}");

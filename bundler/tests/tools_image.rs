@@ -12,7 +12,7 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use olmpack::tools::{ARTIFACT_TOOLS, artifact_dirs};
+use olmpack::tools::{ARTIFACT_TOOLS, artifact_dirs, dirs_for};
 use olmpack_testkit::registry::{Registry, RegistryAuth};
 
 fn olmpack(args: &[&str], cache: &Path) -> Output {
@@ -42,6 +42,19 @@ fn fake_cache(root: &Path) {
         std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     for (dir, markers) in artifact_dirs() {
+        // Another Kubernetes minor's binaries (the tools' are written above).
+        for name in markers.iter().filter_map(|m| m.strip_prefix("bin/")) {
+            let binary = root.join(&dir).join("bin").join(name);
+            if !binary.exists() {
+                std::fs::create_dir_all(binary.parent().unwrap()).unwrap();
+                std::fs::write(
+                    &binary,
+                    format!("#!/bin/sh\necho {name} {}\n", dir.display()),
+                )
+                .unwrap();
+                std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
+        }
         for marker in markers.iter().filter(|m| !m.starts_with("bin/")) {
             // A data directory (OpenShift's API kinds): one CRD file in it.
             let data = root.join(&dir).join(marker);
@@ -92,11 +105,14 @@ fn tree(dir: &Path) -> BTreeMap<PathBuf, (u32, Vec<u8>)> {
     out
 }
 
-/// [`tree`] of a cache `tools install` filled, after checking each tool directory carries
-/// olmpack's owner marker, without the markers.
-fn installed_tree(cache: &Path) -> BTreeMap<PathBuf, (u32, Vec<u8>)> {
+/// [`tree`] of a cache `tools install` filled with `dirs`, after checking each of them
+/// carries olmpack's owner marker, without the markers.
+fn installed_tree(
+    cache: &Path,
+    dirs: &[(PathBuf, Vec<String>)],
+) -> BTreeMap<PathBuf, (u32, Vec<u8>)> {
     let mut found = tree(cache);
-    for (dir, _) in artifact_dirs() {
+    for (dir, _) in dirs {
         let owner = found.remove(&dir.join(olmpack::tools::OWNER));
         assert!(owner.is_some(), "{} has no owner marker", dir.display());
     }
@@ -166,24 +182,65 @@ fn tools_image_is_reproducible_and_installs_whole_tool_directories() {
     let cache = work.path().join("empty");
     let install = olmpack(&["tools", "install", "--from", &reference], &cache);
     assert!(install.status.success(), "{}", text(&install));
-    let stderr = String::from_utf8_lossy(&install.stderr);
-    let dirs: Vec<String> = artifact_dirs()
-        .iter()
-        .map(|(d, _)| d.display().to_string())
+    // Without --kubernetes: every tool, and of the Kubernetes minors only the default one.
+    let base = dirs_for(&[]);
+    let others: Vec<(PathBuf, Vec<String>)> = artifact_dirs()
+        .into_iter()
+        .filter(|d| !base.contains(d))
         .collect();
-    assert!(
-        stderr.contains(&format!(
-            "installed {} into {}",
-            dirs.join(", "),
-            cache.display()
-        )),
-        "{}",
-        text(&install)
-    );
+    assert!(!others.is_empty(), "tools.toml pins more than one minor");
+    let names = |dirs: &[(PathBuf, Vec<String>)]| {
+        let names: Vec<String> = dirs.iter().map(|(d, _)| d.display().to_string()).collect();
+        names.join(", ")
+    };
+    let said = format!("installed {} into {}", names(&base), cache.display());
+    assert!(text(&install).contains(&said), "{}", text(&install));
+    let mut packed = tree(&source);
+    let without_others = |t: &BTreeMap<PathBuf, (u32, Vec<u8>)>| {
+        let mut t = t.clone();
+        t.retain(|p, _| !others.iter().any(|(d, _)| p.starts_with(d)));
+        t
+    };
     assert_eq!(
-        installed_tree(&cache),
-        tree(&source),
+        installed_tree(&cache, &base),
+        without_others(&packed),
+        "the installed cache is the packed one, without the other minors"
+    );
+    // The other minors, when asked for: only they are installed.
+    let more = olmpack(
+        &[
+            "tools",
+            "install",
+            "--from",
+            &reference,
+            "--kubernetes",
+            "all",
+        ],
+        &cache,
+    );
+    let said = format!("installed {} into {}", names(&others), cache.display());
+    assert!(text(&more).contains(&said), "{}", text(&more));
+    assert_eq!(
+        installed_tree(&cache, &artifact_dirs()),
+        std::mem::take(&mut packed),
         "the installed cache is the packed one"
+    );
+    let unknown = olmpack(
+        &[
+            "tools",
+            "install",
+            "--from",
+            &reference,
+            "--kubernetes",
+            "1.2",
+        ],
+        &cache,
+    );
+    assert_eq!(unknown.status.code(), Some(2), "{}", text(&unknown));
+    assert!(
+        text(&unknown).contains("error: --kubernetes \"1.2\": olmpack pins Kubernetes 1.27, "),
+        "{}",
+        text(&unknown)
     );
     let etcd = olmpack_envtest::binaries::Tool::Etcd
         .cache_binary()
@@ -268,7 +325,11 @@ fn tools_install_refuses_a_tampered_or_truncated_blob_and_leaves_the_cache_alone
     for (damage, bytes, message) in rows {
         std::fs::write(&layer, &bytes).unwrap();
         let cache = work.path().join(damage);
-        let install = olmpack(&["tools", "install", "--from", &reference], &cache);
+        let all = ["--kubernetes", "all"];
+        let install = olmpack(
+            &[&["tools", "install", "--from", &reference], &all[..]].concat(),
+            &cache,
+        );
         let shown = text(&install);
         assert_eq!(install.status.code(), Some(2), "{damage}: {shown}");
         assert!(
@@ -289,7 +350,14 @@ fn tools_install_refuses_a_tampered_or_truncated_blob_and_leaves_the_cache_alone
 /// `olmpack tools install --from REFERENCE` into `cache`, started with its output piped.
 fn install(reference: &str, cache: &Path) -> std::process::Child {
     Command::new(env!("CARGO_BIN_EXE_olmpack"))
-        .args(["tools", "install", "--from", reference])
+        .args([
+            "tools",
+            "install",
+            "--from",
+            reference,
+            "--kubernetes",
+            "all",
+        ])
         .env("OLMPACK_TOOLS_DIR", cache)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -318,7 +386,7 @@ fn tools_install_run_twice_at_once_installs_once() {
         .filter(|s| s.contains("tools already installed"))
         .count();
     assert_eq!((installed, already), (1, 1), "{shown:#?}");
-    assert_eq!(installed_tree(&cache), tree(&source));
+    assert_eq!(installed_tree(&cache, &artifact_dirs()), tree(&source));
 }
 
 /// An install finds the cache locked (as by another install): it says it waits, writes
@@ -362,7 +430,7 @@ fn tools_install_waits_while_the_cache_is_locked() {
     reader.join().unwrap();
     said.extend(seen.try_iter());
     assert!(status.success(), "{said:#?}");
-    assert_eq!(installed_tree(&cache), tree(&source));
+    assert_eq!(installed_tree(&cache, &artifact_dirs()), tree(&source));
 }
 
 #[test]

@@ -377,6 +377,18 @@ impl KubeMinor {
             .map(|m| m.openshift.as_str())
     }
 
+    /// The pinned minor that OpenShift 4.`openshift` ships, when `tools.toml` pins one for it
+    /// (its `openshift` field names that release).
+    pub fn of_openshift(openshift: u64) -> Option<KubeMinor> {
+        let release = format!("4.{openshift}");
+        pins()
+            .kubernetes
+            .minor
+            .iter()
+            .find(|m| m.openshift.split(',').any(|r| r.trim() == release))
+            .map(|m| KubeMinor(minor_of(&m.version)))
+    }
+
     /// This minor's directory inside the tool cache, relative (`kubernetes/v1.27.16`).
     pub fn cache_dir(self) -> PathBuf {
         Path::new("kubernetes").join(self.version())
@@ -431,7 +443,7 @@ fn minor_of(version: &str) -> u64 {
 #[error(
     "{tool} of Kubernetes {minor} ({version}) is not installed{}{}",
     if looked_at.is_empty() { String::new() } else { format!(" (looked at {})", looked_at.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")) },
-    match default { Some(source) => format!(": {source}"), None => format!(": run `cargo xtask setup` in olmpack's checkout, which builds every minor tools.toml pins into the tool cache (tools/kubernetes/{version}/); `olmpack tools install` carries only Kubernetes {} so far", KubeMinor::default()) }
+    match default { Some(source) => format!(": {source}"), None => format!(": `olmpack tools install --kubernetes {minor}` installs it from olmpack's tools image (the live commands do on first use when a tools image is known), and `cargo xtask setup` in olmpack's checkout builds every minor tools.toml pins into the tool cache (tools/kubernetes/{version}/)") }
 )]
 pub struct KubeMinorNotInstalled {
     /// The minor.
@@ -450,6 +462,57 @@ pub struct KubeMinorNotInstalled {
 struct OpenShiftPin {
     api: String,
     release: String,
+    #[serde(default)]
+    older: Vec<OpenShiftReleasePin>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct OpenShiftReleasePin {
+    api: String,
+    release: String,
+}
+
+/// The directory of OpenShift 4.`minor`'s own API kinds (CRDs) in the tool cache, relative
+/// (`openshift-api/<version>/crds`), when `tools.toml` pins an older release of that number
+/// (`[[openshift.older]]`); the pinned release's own are [`ToolData::OpenShiftCrds`].
+pub fn older_openshift_crds_dir(minor: u64) -> Option<PathBuf> {
+    let release = format!("4.{minor}");
+    let pin = pins().openshift.as_ref()?;
+    pin.older
+        .iter()
+        .find(|o| o.release == release)
+        .map(|o| Path::new("openshift-api").join(&o.api).join("crds"))
+}
+
+/// Every older OpenShift release's API-kinds directory `tools.toml` pins (relative), in its
+/// order; see [`older_openshift_crds_dir`].
+pub fn older_openshift_crds_dirs() -> Vec<PathBuf> {
+    let Some(pin) = pins().openshift.as_ref() else {
+        return Vec::new();
+    };
+    pin.older
+        .iter()
+        .map(|o| Path::new("openshift-api").join(&o.api).join("crds"))
+        .collect()
+}
+
+/// OpenShift 4.`minor`'s API kinds: its own when `tools.toml` pins that release
+/// ([`older_openshift_crds_dir`], looked up in the tool cache only), else the pinned
+/// release's ([`ToolData::OpenShiftCrds`]).
+pub fn openshift_crds(minor: u64) -> Result<PathBuf, ToolNotFound> {
+    let Some(relative) = older_openshift_crds_dir(minor) else {
+        return ToolData::OpenShiftCrds.path();
+    };
+    let cache = tools_cache_dir().map(|cache| cache.join(&relative));
+    match cache.clone().filter(|dir| dir.is_dir()) {
+        Some(dir) => Ok(dir),
+        None => Err(ToolNotFound {
+            tool: "the API kinds (CRDs) of that OpenShift release",
+            env_var: ToolData::OpenShiftCrds.env_var(),
+            looked_at: cache.clone(),
+            cache,
+        }),
+    }
 }
 
 /// The OpenShift release whose API kinds [`ToolData::OpenShiftCrds`] holds (`4.22`), as

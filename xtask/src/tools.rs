@@ -131,6 +131,33 @@ pub struct OpenShiftPin {
     pub api: String,
     /// The OpenShift release that module version describes (`4.22`).
     pub release: String,
+    /// Older releases whose own API kinds are pinned too (`openshift-4.N` on the Kubernetes
+    /// minor that release ships).
+    #[serde(default)]
+    pub older: Vec<OpenShiftReleasePin>,
+}
+
+/// An older OpenShift release's API kinds: openshift/api at a commit of its release branch.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenShiftReleasePin {
+    /// The openshift/api module version (a pseudo-version of a commit on `release-4.N`).
+    pub api: String,
+    /// The release (`4.14`).
+    pub release: String,
+}
+
+impl OpenShiftPin {
+    /// `(module version, release)` of every pinned release, the newest first.
+    pub fn releases(&self) -> Vec<(&str, &str)> {
+        std::iter::once((self.api.as_str(), self.release.as_str()))
+            .chain(
+                self.older
+                    .iter()
+                    .map(|o| (o.api.as_str(), o.release.as_str())),
+            )
+            .collect()
+    }
 }
 
 /// Upstream validators' test data (valid and invalid bundles, CSVs, CRDs) and a real operator's
@@ -405,9 +432,11 @@ pub fn setup(pins: &Pins, layout: &Layout, vendor: &Path) -> Result<Vec<String>>
     report.extend([
         install_olm(&pins.olm, layout)?,
         install_olmv1(&pins.olmv1, layout, vendor)?,
-        install_openshift_api(&pins.openshift, layout)?,
         install_upstream_testdata(&pins.upstream, layout)?,
     ]);
+    for (api, release) in pins.openshift.releases() {
+        report.push(install_openshift_api(api, release, layout)?);
+    }
     for (name, pin) in &pins.go {
         report.push(install_go_tool(name, pin, layout)?);
     }
@@ -786,26 +815,32 @@ fn boxcutter_source(version: &str, work: &Path, vendor: &Path) -> Result<Option<
     }
 }
 
-/// OpenShift's API kinds as CRDs: the files of [`OPENSHIFT_CRDS`]' directories that
-/// [`openshift_default_crd`] picks, copied from openshift/api at the pinned version.
-fn install_openshift_api(pin: &OpenShiftPin, layout: &Layout) -> Result<String> {
-    let dest = layout.tool_dir("openshift-api", &pin.api);
+/// OpenShift `release`'s API kinds as CRDs: the files of [`OPENSHIFT_CRDS`]' directories that
+/// [`openshift_default_crd`] picks, copied from openshift/api at module version `api`. Before
+/// openshift/api generated its manifests into `zz_generated.crd-manifests/` (release 4.14's
+/// branch), they are in the API version's directory itself.
+fn install_openshift_api(api: &str, release: &str, layout: &Layout) -> Result<String> {
+    let dest = layout.tool_dir("openshift-api", api);
     let stamp = stamp(&[
         OPENSHIFT_API_MODULE,
-        &pin.api,
+        api,
         &OPENSHIFT_CRDS.0.join(" "),
         OPENSHIFT_CRDS.1,
     ]);
     if is_complete(&dest, &stamp, &[]) && dest.join(OPENSHIFT_CRDS.1).is_dir() {
-        return Ok(format!("openshift api {}: up to date", pin.release));
+        return Ok(format!("openshift api {release}: up to date"));
     }
     let started = Instant::now();
     build_into(&dest, &stamp, |work| {
-        let dir = module_dir(OPENSHIFT_API_MODULE, &pin.api, work)?;
+        let dir = module_dir(OPENSHIFT_API_MODULE, api, work)?;
         let to = work.join(OPENSHIFT_CRDS.1);
         fs::create_dir_all(&to)?;
         for from in OPENSHIFT_CRDS.0 {
-            let from = dir.join(from);
+            let generated = dir.join(from);
+            let from = match generated.is_dir() {
+                true => generated,
+                false => generated.parent().unwrap_or(&dir).to_owned(),
+            };
             let mut copied = 0;
             for entry in
                 fs::read_dir(&from).with_context(|| format!("reading {}", from.display()))?
@@ -827,9 +862,7 @@ fn install_openshift_api(pin: &OpenShiftPin, layout: &Layout) -> Result<String> 
         Ok(())
     })?;
     Ok(format!(
-        "openshift api {} ({}): copied in {:.0?}",
-        pin.release,
-        pin.api,
+        "openshift api {release} ({api}): copied in {:.0?}",
         started.elapsed()
     ))
 }

@@ -35,6 +35,12 @@ pub enum ToolsCommand {
         /// else the image this olmpack release was built with.
         #[arg(long)]
         from: Option<String>,
+        /// Also install the control plane of this Kubernetes minor (`1.27`), one that
+        /// olmpack pins (repeatable; `olmpack tools list` shows them), or `all`. The default
+        /// minor is always installed; the live commands install the one `--platform` runs on
+        /// when it is missing.
+        #[arg(long = "kubernetes", value_name = "1.N|all")]
+        kubernetes: Vec<String>,
         #[command(flatten)]
         registry: Box<RegistryArgs>,
     },
@@ -55,13 +61,18 @@ pub fn run(cmd: ToolsCommand) -> CmdResult {
             print!("{text}");
             Ok(ExitCode::from(u8::from(!ready)))
         }
-        ToolsCommand::Install { from, registry } => {
+        ToolsCommand::Install {
+            from,
+            kubernetes,
+            registry,
+        } => {
+            let minors = minors_named(&kubernetes)?;
             let reference = from.or_else(default_image).ok_or_else(|| {
                 super::Invalid(format!(
                     "no tools image known to this build of olmpack: give --from host/repository@sha256:… or set {TOOLS_IMAGE_VAR}"
                 ))
             })?;
-            install(&reference, &registry)
+            install(&reference, &registry, &minors)
         }
         ToolsCommand::Pack { output } => {
             let options = output.options(
@@ -89,7 +100,34 @@ fn default_image() -> Option<String> {
         })
 }
 
-fn install(reference: &str, registry: &RegistryArgs) -> CmdResult {
+/// The Kubernetes minors `--kubernetes` names (`1.27`, `all`); `Err` (bad arguments, exit 2)
+/// naming the pinned ones when it names another.
+fn minors_named(names: &[String]) -> Result<Vec<KubeMinor>, super::Failure> {
+    let mut pinned = KubeMinor::pinned();
+    pinned.sort();
+    let mut minors = Vec::new();
+    for name in names {
+        if name == "all" {
+            minors.extend(pinned.iter().copied());
+            continue;
+        }
+        let found = name
+            .strip_prefix("1.")
+            .and_then(|m| m.parse::<u64>().ok())
+            .and_then(KubeMinor::of);
+        let Some(minor) = found else {
+            let choices: Vec<String> = pinned.iter().map(ToString::to_string).collect();
+            return Err(super::Failure(format!(
+                "--kubernetes {name:?}: olmpack pins Kubernetes {} (or give `all`)",
+                choices.join(", ")
+            )));
+        };
+        minors.push(minor);
+    }
+    Ok(minors)
+}
+
+fn install(reference: &str, registry: &RegistryArgs, minors: &[KubeMinor]) -> CmdResult {
     let cache = artifact::cache_dir()?;
     let access = registry.access()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -100,6 +138,7 @@ fn install(reference: &str, registry: &RegistryArgs) -> CmdResult {
         &cache,
         &access,
         &Progress::auto(),
+        minors,
     ))?;
     match outcome {
         Installed::AlreadyThere => eprintln!("tools already installed in {}", cache.display()),
@@ -118,12 +157,18 @@ fn install(reference: &str, registry: &RegistryArgs) -> CmdResult {
 /// Installs the tools image on first use: when one of `needed` is found nowhere (and no
 /// variable names it) and a tools image is known, says so on stderr and installs it. Without
 /// a known image nothing happens; the command then fails naming the tool and how to get it.
-pub(super) fn ensure(needed: &[Tool]) -> Result<(), olmpack::refusal::CommandError> {
-    let missing: Vec<&str> = needed
+pub(super) fn ensure(
+    needed: &[Tool],
+    minor: KubeMinor,
+) -> Result<(), olmpack::refusal::CommandError> {
+    let mut missing: Vec<String> = needed
         .iter()
         .filter(|tool| tool.locate().is_err_and(|e| e.looked_at.is_none()))
-        .map(|tool| tool.file_name())
+        .map(|tool| tool.file_name().to_owned())
         .collect();
+    if !minor.is_default() && minor.tool_path(Tool::KubeApiserver).is_err() {
+        missing.push(format!("kube-apiserver {}", minor.version()));
+    }
     let Some(reference) = default_image().filter(|_| !missing.is_empty()) else {
         return Ok(());
     };
@@ -142,6 +187,7 @@ pub(super) fn ensure(needed: &[Tool]) -> Result<(), olmpack::refusal::CommandErr
         &cache,
         &access,
         &Progress::Lines,
+        &[minor],
     ))?;
     Ok(())
 }
@@ -179,7 +225,7 @@ fn list() -> (String, bool) {
         let line = match minor.tool_path(Tool::KubeApiserver) {
             Ok(path) => format!("{} (from tool cache)", path.display()),
             Err(_) => format!(
-                "not installed: kube-apiserver {} (`cargo xtask setup` in olmpack's checkout builds it)",
+                "not installed: kube-apiserver {} (`olmpack tools install --kubernetes {minor}`)",
                 minor.version()
             ),
         };

@@ -106,12 +106,29 @@ pub struct PlatformImage {
     pub layers: Vec<Descriptor>,
 }
 
+/// Which layers of an image [`fetch_selected`] pulls: asked with the image's config and the
+/// layer's index (lowest first).
+pub type LayerFilter<'a> = &'a (dyn Fn(&Value, usize) -> bool + Sync);
+
 /// Pulls `reference` and stores its layers in `writer`.
 pub async fn fetch(
     reference: &str,
     access: &RegistryAccess,
     writer: &LayoutWriter,
     progress: &Progress,
+) -> Result<BaseImage, BaseError> {
+    fetch_selected(reference, access, writer, progress, &|_, _| true).await
+}
+
+/// As [`fetch`], pulling only the layers `keep` selects: every layer stays listed in its
+/// [`PlatformImage::layers`], but only the selected ones are stored in `writer` (an image
+/// whose layers are files of separate directories installs the ones asked for).
+pub async fn fetch_selected(
+    reference: &str,
+    access: &RegistryAccess,
+    writer: &LayoutWriter,
+    progress: &Progress,
+    keep: LayerFilter<'_>,
 ) -> Result<BaseImage, BaseError> {
     let reference = reference::parse(reference)?;
     let client = RegistryClient::new(&reference, access)?;
@@ -141,7 +158,7 @@ pub async fn fetch(
                 &child,
                 &bytes,
                 &digest,
-                writer,
+                (writer, keep),
                 progress,
                 &mut fetched,
             )
@@ -159,7 +176,7 @@ pub async fn fetch(
             &reference,
             &bytes,
             &digest,
-            writer,
+            (writer, keep),
             progress,
             &mut fetched,
         )
@@ -224,7 +241,7 @@ async fn fetch_image(
     reference: &Reference,
     bytes: &[u8],
     digest: &str,
-    writer: &LayoutWriter,
+    (writer, keep): (&LayoutWriter, LayerFilter<'_>),
     progress: &Progress,
     fetched: &mut HashSet<String>,
 ) -> Result<PlatformImage, BaseError> {
@@ -242,9 +259,9 @@ async fn fetch_image(
             digest: manifest.config.digest.clone(),
         })?;
     let mut layers = Vec::new();
-    for layer in &manifest.layers {
+    for (index, layer) in manifest.layers.iter().enumerate() {
         let media = oci_layer_media_type(layer)?;
-        if fetched.insert(layer.digest.clone()) {
+        if keep(&config, index) && fetched.insert(layer.digest.clone()) {
             pull_to_layout(client, reference, layer, writer).await?;
             progress.blob("pulled", &layer.digest, layer.size);
         }

@@ -101,9 +101,11 @@ pub struct OlmArgs {
     /// as kubebuilder's projects do), which OLM can create only where that kind is served.
     #[arg(long = "cluster-crd", value_name = "FILE|NAME")]
     pub cluster_crds: Vec<PathBuf>,
-    /// The cluster the operator is installed on: `kubernetes` (`kubernetes-1.N`, another
-    /// Kubernetes minor olmpack pins, runs `upgrade test` only so far), `openshift` (the OpenShift
-    /// release olmpack pins) or `openshift-4.N` (an older one): the control plane then also
+    /// The cluster the operator is installed on: `kubernetes` (`kubernetes-1.N`: another
+    /// Kubernetes minor olmpack pins, whose own control plane then runs), `openshift` (the
+    /// OpenShift release olmpack pins) or `openshift-4.N` (an older one; on the Kubernetes
+    /// minor that release ships when olmpack pins it, else on the default one, as the report
+    /// says): the control plane then also
     /// serves OpenShift's own API kinds (Route, ConsolePlugin, ConsoleLink, ConsoleYAMLSample,
     /// SecurityContextConstraints, the config.openshift.io kinds, …; those of the pinned
     /// release) and prometheus-operator's ServiceMonitor, PodMonitor and PrometheusRule, so a
@@ -136,7 +138,6 @@ pub struct OlmArgs {
 pub fn run(args: OlmArgs, policy: &olmpack_oci::input::Policy) -> CmdResult {
     // Bad arguments are refused before anything is read, `--list` or not.
     refuse_v0_only_flags(&args)?;
-    refuse_other_kubernetes_minor(&args)?;
     let limits = policy.limits;
     let generated;
     let catalog: PathBuf = match (&args.plan, &args.catalog) {
@@ -176,7 +177,8 @@ pub fn run(args: OlmArgs, policy: &olmpack_oci::input::Policy) -> CmdResult {
     let mut cluster_crds = args.platform.cluster_crds(&limits)?;
     cluster_crds.extend(cluster_crds_of(&args.cluster_crds, &limits)?);
     if args.olm == OlmVersion::V0 {
-        crate::cli::tools::ensure(&olmpack::tools::ARTIFACT_TOOLS)?;
+        let minor = args.platform.kubernetes_minor();
+        crate::cli::tools::ensure(&olmpack::tools::ARTIFACT_TOOLS, minor)?;
     }
     let options = run_options(&args, cluster_crds, limits);
     if !args.quiet {
@@ -228,22 +230,10 @@ fn announce(args: &OlmArgs, count: usize, total: usize) {
         OlmVersion::V1 => 1,
     };
     eprintln!(
-        "olmpack upgrade olm: {count} case(s){of_shard}, {at_once} at once, OLM {}",
-        args.olm
+        "olmpack upgrade olm: {count} case(s){of_shard}, {at_once} at once, OLM {}, on {}",
+        args.olm,
+        args.platform.control_plane()
     );
-}
-
-/// `Err` when `--platform kubernetes-1.N` names another minor than the default: OLM's
-/// environments run on the default minor's control plane only so far (bad arguments, exit 2).
-fn refuse_other_kubernetes_minor(args: &OlmArgs) -> Result<(), crate::cli::Failure> {
-    let minor = args.platform.kubernetes_minor();
-    if minor.is_default() {
-        return Ok(());
-    }
-    Err(crate::cli::Failure(format!(
-        "--platform kubernetes-{minor}: `upgrade olm` runs OLM on Kubernetes {} only so far; Kubernetes {minor} runs `upgrade test`",
-        olmpack_envtest::binaries::KubeMinor::default()
-    )))
 }
 
 /// `Err` naming the flag when `--olm v1` is given with a flag only OLM v0 runs with: bad

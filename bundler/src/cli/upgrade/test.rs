@@ -109,7 +109,7 @@ pub fn run(args: TestArgs, policy: &olmpack_oci::input::Policy) -> CmdResult {
         Some(path) => Target::Kubeconfig(path.clone()),
         None => {
             let minor = kubernetes_minor(args.platform)?;
-            crate::cli::tools::ensure(&[Tool::Etcd, Tool::KubeApiserver])?;
+            crate::cli::tools::ensure(&[Tool::Etcd, Tool::KubeApiserver], minor)?;
             minor
                 .tool_path(Tool::KubeApiserver)
                 .map_err(|e| crate::cli::Failure(e.to_string()))?;

@@ -15,13 +15,16 @@
 //! cluster (no ClusterVersion or Infrastructure object exists, only their kinds), and
 //! admission by SecurityContextConstraints.
 //!
-//! `openshift-4.N` names an older OpenShift release: the API kinds served are still those of
-//! the pinned release; the release number is what OpenShift's OLM judges a bundle's
-//! `olm.maxOpenShiftVersion` against ([`Platform::upgrade_gate`]).
+//! `openshift-4.N` names an older OpenShift release: the API kinds served are its own where
+//! `tools.toml` pins them (`[[openshift.older]]`: 4.14), else those of the pinned release; the
+//! release number is what OpenShift's OLM judges a bundle's
+//! `olm.maxOpenShiftVersion` against ([`Platform::upgrade_gate`]). Its control plane is the
+//! Kubernetes minor that release ships when `tools.toml` pins it (4.14: 1.27, 4.22: 1.35),
+//! else the default minor ([`Platform::kubernetes_minor`]).
 //!
 //! `kubernetes-1.N` names a Kubernetes minor `tools.toml` pins ([`KubeMinor::pinned`]): its
-//! own kube-apiserver and kube-controller-manager run the control plane (`upgrade test`);
-//! `kubernetes` is the default minor. OpenShift runs on the default minor's control plane.
+//! own kube-apiserver, kube-controller-manager and kube-scheduler run the control plane
+//! (`upgrade test`, and `upgrade olm` under either OLM); `kubernetes` is the default minor.
 #![warn(missing_docs)]
 
 use std::fmt;
@@ -29,7 +32,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use olmpack_envtest::binaries::{KubeMinor, ToolData, ToolNotFound, openshift_release};
+use olmpack_envtest::binaries::{KubeMinor, ToolNotFound, openshift_crds, openshift_release};
 
 use crate::cluster_crds;
 use crate::upgrade::check::{CrdFileError, parse_crd_file};
@@ -67,12 +70,44 @@ impl Platform {
         }
     }
 
-    /// The Kubernetes minor whose control plane runs the platform (OpenShift: the default
-    /// minor's, not yet the one that OpenShift release ships).
+    /// The Kubernetes minor whose control plane runs the platform. OpenShift 4.N: the minor
+    /// that release ships when `tools.toml` pins it (`[[kubernetes.minor]] openshift`), else
+    /// the default minor ([`Self::ships_its_own_kubernetes`] says which).
     pub fn kubernetes_minor(self) -> KubeMinor {
         match self {
             Platform::Kubernetes { minor } => minor,
-            Platform::OpenShift { .. } => KubeMinor::default(),
+            Platform::OpenShift { minor } => KubeMinor::of_openshift(minor).unwrap_or_default(),
+        }
+    }
+
+    /// The control plane the platform runs on, for reports: `OpenShift 4.22 on Kubernetes
+    /// 1.35 (kube-apiserver v1.35.8)`; for an OpenShift release whose own minor is not pinned
+    /// that says so (OpenShift 4.N ships Kubernetes 1.(N+13) from 4.3 on).
+    pub fn control_plane(self) -> String {
+        let minor = self.kubernetes_minor();
+        let apiserver = format!("Kubernetes {minor} (kube-apiserver {})", minor.version());
+        match self {
+            Platform::Kubernetes { .. } => apiserver,
+            Platform::OpenShift { minor: os } if self.ships_its_own_kubernetes() => {
+                format!("OpenShift 4.{os} on {apiserver}")
+            }
+            Platform::OpenShift { minor: os } => format!(
+                "OpenShift 4.{os} on {apiserver}: the Kubernetes minor OpenShift 4.{os} ships{} is not pinned",
+                if os >= 3 {
+                    format!(" (1.{})", os + 13)
+                } else {
+                    String::new()
+                }
+            ),
+        }
+    }
+
+    /// Whether the control plane is the Kubernetes release the platform ships: always for
+    /// Kubernetes; for OpenShift 4.N when olmpack pins the minor 4.N ships.
+    pub fn ships_its_own_kubernetes(self) -> bool {
+        match self {
+            Platform::Kubernetes { .. } => true,
+            Platform::OpenShift { minor } => KubeMinor::of_openshift(minor).is_some(),
         }
     }
 
@@ -187,19 +222,18 @@ pub enum PlatformError {
 
 impl Platform {
     /// The CRDs the cluster has before OLM installs anything: none on Kubernetes; OpenShift's
-    /// API kinds on OpenShift, read from `$OLMPACK_OPENSHIFT_CRDS` or the tool cache.
+    /// API kinds on OpenShift — that release's own when `tools.toml` pins them (4.14), else
+    /// the pinned release's, read from `$OLMPACK_OPENSHIFT_CRDS` or the tool cache.
     pub fn cluster_crds(
         self,
         limits: &Limits,
     ) -> Result<Vec<CustomResourceDefinition>, PlatformError> {
         match self {
             Platform::Kubernetes { .. } => Ok(Vec::new()),
-            Platform::OpenShift { .. } => {
-                let dir = ToolData::OpenShiftCrds.path().map_err(|source| {
-                    PlatformError::NotInstalled {
-                        platform: self,
-                        source,
-                    }
+            Platform::OpenShift { minor } => {
+                let dir = openshift_crds(minor).map_err(|source| PlatformError::NotInstalled {
+                    platform: self,
+                    source,
                 })?;
                 let mut crds = self.crds_in(&dir, limits)?;
                 let monitoring = cluster_crds::WELL_KNOWN
@@ -386,6 +420,50 @@ mod tests {
         assert_eq!(
             Platform::OpenShift { minor: 14 }.to_string(),
             "OpenShift 4.14"
+        );
+    }
+
+    #[test]
+    fn openshift_runs_on_the_kubernetes_minor_it_ships_where_pinned() {
+        let default = KubeMinor::default();
+        let table = [
+            (
+                14,
+                27,
+                "OpenShift 4.14 on Kubernetes 1.27 (kube-apiserver v1.27.16)".to_owned(),
+            ),
+            (
+                22,
+                35,
+                "OpenShift 4.22 on Kubernetes 1.35 (kube-apiserver v1.35.8)".to_owned(),
+            ),
+            (
+                16,
+                default.minor(),
+                format!(
+                    "OpenShift 4.16 on Kubernetes {default} (kube-apiserver {}): the Kubernetes minor OpenShift 4.16 ships (1.29) is not pinned",
+                    default.version()
+                ),
+            ),
+        ];
+        for (openshift, kubernetes, said) in table {
+            let platform = Platform::OpenShift { minor: openshift };
+            assert_eq!(
+                platform.kubernetes_minor().minor(),
+                kubernetes,
+                "4.{openshift}"
+            );
+            assert_eq!(platform.control_plane(), said);
+        }
+        assert_eq!(
+            Platform::openshift().kubernetes_minor().minor(),
+            35,
+            "the pinned OpenShift release runs on its own minor"
+        );
+        let minor = KubeMinor::of(27).expect("1.27 is pinned");
+        assert_eq!(
+            Platform::Kubernetes { minor }.control_plane(),
+            "Kubernetes 1.27 (kube-apiserver v1.27.16)"
         );
     }
 

@@ -168,6 +168,7 @@ async fn env_for(case: &Case, options: &RunOptions, log: &CaseLog) -> Result<Olm
         cluster_crds: options.cluster_crds.clone(),
         service_ca: options.platform.service_ca(),
         node_roles: options.platform.node_roles(),
+        kubernetes: options.platform.kubernetes_minor(),
     };
     if let Some(mut env) = options.envs.as_ref().and_then(|pool| pool.take(&wanted)) {
         let reset = env.reset(case.install_mode);
@@ -189,7 +190,17 @@ async fn env_for(case: &Case, options: &RunOptions, log: &CaseLog) -> Result<Olm
     let env = log
         .awaiting("the control plane and OLM to start", starting)
         .await?;
-    log.step(format_args!("OLM environment up"));
+    // The control plane's own word on its release (`--platform` chose it).
+    let version = match env.client().apiserver_version().await {
+        Ok(info) => info.git_version,
+        Err(e) => format!(
+            "version not read: {}",
+            olmpack_model::report::error_chain(&e)
+        ),
+    };
+    log.step(format_args!(
+        "OLM environment up (kube-apiserver {version})"
+    ));
     Ok(env)
 }
 

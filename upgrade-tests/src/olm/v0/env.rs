@@ -14,7 +14,7 @@ use super::reset::{self, Baseline};
 use super::resources::{self, CatalogSource};
 use super::transient::Retried;
 use super::{OlmError, kubelet};
-use crate::binaries::{Tool, ToolData};
+use crate::binaries::{KubeMinor, Tool, ToolData};
 use crate::control_plane::{TestEnv, TestEnvOptions};
 use crate::olm::step::OLM_INSTALL_PLAN_RETRY;
 use crate::olm::webhooks::{WebhookCommand, WebhookHost};
@@ -51,6 +51,9 @@ pub struct OlmEnvOptions {
     /// OpenShift's node is `master`, `control-plane` and `worker` (pods that select masters
     /// run there); none: a plain worker node.
     pub node_roles: Vec<String>,
+    /// The Kubernetes minor whose kube-apiserver, kube-controller-manager and
+    /// kube-scheduler run the cluster OLM runs on.
+    pub kubernetes: KubeMinor,
 }
 
 impl OlmEnvOptions {
@@ -62,6 +65,7 @@ impl OlmEnvOptions {
             && self.cluster_crds == other.cluster_crds
             && self.service_ca == other.service_ca
             && self.node_roles == other.node_roles
+            && self.kubernetes == other.kubernetes
     }
 }
 
@@ -74,6 +78,7 @@ impl Default for OlmEnvOptions {
             cluster_crds: Vec::new(),
             service_ca: false,
             node_roles: Vec::new(),
+            kubernetes: KubeMinor::default(),
         }
     }
 }
@@ -140,11 +145,11 @@ impl OlmEnv {
     /// namespace with an OperatorGroup for `options.install_mode` (and the namespaces it
     /// targets).
     pub async fn start_with(options: OlmEnvOptions) -> Result<Self, OlmError> {
-        let programs = Programs::locate()?;
+        let programs = Programs::locate(options.kubernetes)?;
         let env = TestEnv::start_with(TestEnvOptions {
             controller_manager: true,
             apiserver_args: vec!["--enable-aggregator-routing=true".to_owned()],
-            ..TestEnvOptions::default()
+            kubernetes: Some(options.kubernetes),
         })
         .await?;
         let dir = env.dir().to_owned();
@@ -431,9 +436,11 @@ struct Programs {
 }
 
 impl Programs {
-    fn locate() -> Result<Self, OlmError> {
+    /// Everything but the control plane; kube-scheduler of Kubernetes `minor`.
+    fn locate(minor: KubeMinor) -> Result<Self, OlmError> {
+        let scheduler = minor.tool_path(Tool::KubeScheduler);
         Ok(Programs {
-            scheduler: Tool::KubeScheduler.path()?,
+            scheduler: scheduler.map_err(crate::control_plane::EnvError::from)?,
             kwok: Tool::Kwok.path()?,
             olm_operator: Tool::OlmOperator.path()?,
             catalog_operator: Tool::CatalogOperator.path()?,

@@ -12,7 +12,7 @@ use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::json;
 
 use super::{Condition, OlmError, SYSTEM_NAMESPACE, conditions, registries_conf};
-use crate::binaries::{Tool, ToolData};
+use crate::binaries::{KubeMinor, Tool, ToolData};
 use crate::control_plane::{TestEnv, TestEnvOptions};
 use crate::olm::webhooks::{WebhookCommand, WebhookHost};
 use crate::process::{ChildProcess, free_port};
@@ -60,9 +60,18 @@ struct Component<'a> {
 }
 
 impl OlmV1Env {
-    /// Starts the control plane, OLM v1's CRDs, catalogd and operator-controller; images are
-    /// pulled from `insecure_registries` (`host:port`) over plain HTTP.
+    /// Starts the control plane of the default Kubernetes minor, OLM v1's CRDs, catalogd and
+    /// operator-controller; images are pulled from `insecure_registries` (`host:port`) over
+    /// plain HTTP.
     pub async fn start(insecure_registries: &[String]) -> Result<Self, OlmError> {
+        Self::start_on(insecure_registries, KubeMinor::default()).await
+    }
+
+    /// As [`Self::start`], on the control plane of Kubernetes `kubernetes`.
+    pub async fn start_on(
+        insecure_registries: &[String],
+        kubernetes: KubeMinor,
+    ) -> Result<Self, OlmError> {
         let catalogd = Tool::Catalogd.path()?;
         let operator_controller = Tool::OperatorController.path()?;
         // The experimental set: a ClusterExtension's `config` (watchNamespace) is in it.
@@ -74,7 +83,7 @@ impl OlmV1Env {
         let mut env = TestEnv::start_with(TestEnvOptions {
             controller_manager: true,
             apiserver_args: vec!["--enable-aggregator-routing=true".to_owned()],
-            ..TestEnvOptions::default()
+            kubernetes: Some(kubernetes),
         })
         .await?;
         install_crds(&env, &crds).await?;

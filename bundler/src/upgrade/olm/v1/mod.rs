@@ -94,7 +94,8 @@ impl Driver for OlmV1 {
             registry.host()
         ));
         let started = Instant::now();
-        let mut env = OlmV1Env::start(&[registry.host()]).await?;
+        let minor = options.platform.kubernetes_minor();
+        let mut env = OlmV1Env::start_on(&[registry.host()], minor).await?;
         for crd in &options.cluster_crds {
             env.install_cluster_crd(crd).await?;
         }
