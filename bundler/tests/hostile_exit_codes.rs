@@ -264,6 +264,19 @@ fn bad_arguments_exit_2() {
             "--cluster-crd widgets.example.com: no such file, and not a CRD name".to_owned(),
         ),
         (
+            vec![
+                "upgrade",
+                "olm",
+                "--olm",
+                "v1",
+                "--catalog",
+                "c",
+                "--platform",
+                "kubernetes-1.27",
+            ],
+            "--olm v1 on Kubernetes 1.27: OLM v1's CRDs call CEL's format library, which kube-apiserver accepts from Kubernetes 1.32 on (1.27 refuses them: \"undeclared reference to 'format'\"); choose a --platform of 1.32 or later".to_owned(),
+        ),
+        (
             vec!["upgrade", "check", "--catalog", "c", "--bundles", "c"],
             same.to_owned(),
         ),

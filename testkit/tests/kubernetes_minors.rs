@@ -1,6 +1,7 @@
 //! The test environment on each Kubernetes minor `tools.toml` pins: the same CRD is served
-//! differently by the default minor and by Kubernetes 1.27 (OpenShift 4.14's), in the
-//! apiserver's own words. Fails if every minor ran the default's apiserver.
+//! differently by the default minor, Kubernetes 1.35 (OpenShift 4.22's) and Kubernetes 1.27
+//! (OpenShift 4.14's), in the apiserver's own words. Fails if every minor ran the default's
+//! apiserver.
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, PostParams};
@@ -10,6 +11,9 @@ use serde_json::json;
 
 /// Kubernetes 1.27, the minor OpenShift 4.14 ships.
 const OPENSHIFT_4_14: u64 = 27;
+
+/// Kubernetes 1.35, the minor OpenShift 4.22 ships.
+const OPENSHIFT_4_22: u64 = 35;
 
 /// A CRD whose one field is validated by `rule` (a CEL expression on `self.size`), with
 /// `extra` merged into that validation rule.
@@ -159,4 +163,47 @@ async fn the_1_27_control_plane_runs_its_controller_manager() {
         .await
         .expect("the apiserver says its version");
     assert_eq!(version.git_version, old.version());
+}
+
+/// CEL's format library (`format.dns1123Label()`), which OLM v1's own CRDs use: a new CRD
+/// may call it from Kubernetes 1.32 on (the library came with 1.31, and a new expression is
+/// compiled at the previous minor's compatibility version). 1.35 takes it, 1.27 refuses it —
+/// which is why `upgrade olm --olm v1` refuses minors before 1.32.
+#[tokio::test]
+async fn the_format_library_olm_v1s_crds_use_is_served_by_1_35_and_refused_by_1_27() {
+    let what = "a CEL rule calling format.dns1123Label on two minors";
+    let newer = KubeMinor::of(OPENSHIFT_4_22)
+        .unwrap_or_else(|| panic!("tools.toml pins Kubernetes 1.{OPENSHIFT_4_22} ({what})"));
+    let (_, old) = minors(what).expect("both minors are pinned");
+    let rule = "!format.dns1123Label().validate(self.size).hasValue()";
+    let crds = olmpack_envtest::binaries::ToolData::OlmV1ExperimentalCrds.path();
+    if let Ok(dir) = crds {
+        let text: String = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+            .collect();
+        assert!(
+            text.contains("!format.dns1123Label().validate(self).hasValue()"),
+            "OLM v1's CRDs ({}) call the format library",
+            dir.display()
+        );
+    }
+    let crd = crd(rule, json!({}));
+    if let Some(env) = env_of(newer, what).await {
+        assert_eq!(env.kubernetes(), newer);
+        let stored = create(&env, &crd).await;
+        assert!(
+            stored.is_ok(),
+            "Kubernetes {newer} takes format: {stored:?}"
+        );
+    }
+    if let Some(env) = env_of(old, what).await {
+        let refused = create(&env, &crd)
+            .await
+            .expect_err("Kubernetes 1.27 refuses format");
+        assert!(
+            refused.contains("undeclared reference to 'format'"),
+            "Kubernetes {old} refuses format in its own words: {refused}"
+        );
+    }
 }

@@ -138,6 +138,7 @@ pub struct OlmArgs {
 pub fn run(args: OlmArgs, policy: &olmpack_oci::input::Policy) -> CmdResult {
     // Bad arguments are refused before anything is read, `--list` or not.
     refuse_v0_only_flags(&args)?;
+    refuse_olm_v1_below_its_kubernetes(&args)?;
     let limits = policy.limits;
     let generated;
     let catalog: PathBuf = match (&args.plan, &args.catalog) {
@@ -234,6 +235,25 @@ fn announce(args: &OlmArgs, count: usize, total: usize) {
         args.olm,
         args.platform.control_plane()
     );
+}
+
+/// The oldest Kubernetes minor OLM v1 (operator-controller v1.11) installs on: its CRDs'
+/// validation rules call CEL's format library (`format.dns1123Label()`), which kube-apiserver
+/// accepts in a new CRD from 1.32 on (testkit/tests/kubernetes_minors.rs shows 1.27 refusing
+/// it and 1.35 taking it).
+const OLM_V1_MIN_KUBERNETES: u64 = 32;
+
+/// `Err` when `--olm v1` runs on a Kubernetes minor OLM v1 cannot be installed on (bad
+/// arguments, exit 2).
+fn refuse_olm_v1_below_its_kubernetes(args: &OlmArgs) -> Result<(), crate::cli::Failure> {
+    let minor = args.platform.kubernetes_minor();
+    if args.olm == OlmVersion::V0 || minor.minor() >= OLM_V1_MIN_KUBERNETES {
+        return Ok(());
+    }
+    Err(crate::cli::Failure(format!(
+        "--olm v1 on Kubernetes {minor}: OLM v1's CRDs call CEL's format library, which kube-apiserver accepts from Kubernetes 1.{OLM_V1_MIN_KUBERNETES} on (1.{} refuses them: \"undeclared reference to 'format'\"); choose a --platform of 1.{OLM_V1_MIN_KUBERNETES} or later",
+        minor.minor()
+    )))
 }
 
 /// `Err` naming the flag when `--olm v1` is given with a flag only OLM v0 runs with: bad
