@@ -1,0 +1,140 @@
+//! `openshift/` findings (`bundle validate --platform openshift-4.N`): OpenShift's own version
+//! gates on the bundle, judged against release 4.N by [`olmpack_model::openshift`].
+//!
+//! Every finding here is a warning, never an error: nobody refuses the bundle.
+//! - `openshift/catalog`: `com.redhat.openshift.versions` leaves 4.N out. Red Hat's pipeline
+//!   then does not add the bundle to 4.N's catalog; the bundle itself is accepted, and OLM on
+//!   4.N installs it from any catalog that has it (no cluster reads the annotation).
+//! - `openshift/versions`: the annotation is not one the pipeline reads (it adds such a bundle
+//!   to no catalog, or refuses its submission); olmpack cannot say which catalogs carry it.
+//! - `openshift/max-version`: `olm.maxOpenShiftVersion` is below 4.(N+1) or invalid. OLM
+//!   installs the bundle; while it is installed, the cluster cannot be upgraded to the next
+//!   minor release. The message quotes the line OLM writes into the `operator-lifecycle-manager`
+//!   ClusterOperator's `Upgradeable=False` condition.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use super::{Finding, LoadedBundle};
+use crate::json::str_at;
+use olmpack_model::openshift::{
+    self, CatalogVersions, MAX_VERSION_PROPERTY, Release, UpgradeGate, VERSIONS_ANNOTATION,
+};
+
+/// The `openshift/` findings of `bundle` on OpenShift `release`.
+pub(super) fn check(bundle: &LoadedBundle, release: Release, out: &mut Vec<Finding>) {
+    catalog(bundle, release, out);
+    max_version(bundle, release, out);
+}
+
+/// Whether OpenShift `release`'s catalog carries the bundle, by its annotation.
+fn catalog(bundle: &LoadedBundle, release: Release, out: &mut Vec<Finding>) {
+    let Some(value) = bundle
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(VERSIONS_ANNOTATION))
+    else {
+        return;
+    };
+    let at = |finding: Finding| {
+        finding
+            .file("metadata/annotations.yaml")
+            .field(VERSIONS_ANNOTATION)
+    };
+    match CatalogVersions::parse(value) {
+        Err(why) => out.push(at(Finding::warning(
+            "openshift/versions",
+            format!("{why}; which OpenShift catalogs carry the bundle cannot be told"),
+        ))),
+        Ok(versions) if !versions.carries(release) => out.push(at(Finding::warning(
+            "openshift/catalog",
+            format!(
+                "OpenShift's catalog for {release} does not carry the bundle: {value:?} names {}",
+                versions.describe()
+            ),
+        ))),
+        Ok(_) => {}
+    }
+}
+
+/// A property value and where it was declared.
+struct Declared {
+    value: Value,
+    file: PathBuf,
+    object: Option<String>,
+    field: String,
+}
+
+/// Whether OpenShift `release`'s OLM blocks cluster upgrades while the bundle is installed.
+fn max_version(bundle: &LoadedBundle, release: Release, out: &mut Vec<Finding>) {
+    let declared = max_versions(bundle);
+    let values: Vec<Value> = declared.iter().map(|d| d.value.clone()).collect();
+    let gate = openshift::upgrade_gate(release, &values);
+    let csv = bundle
+        .csv()
+        .map(|o| o.name().to_owned())
+        .unwrap_or_else(|| "the bundle's CSV".to_owned());
+    let Some(line) = gate.condition_line("<namespace>", &csv) else {
+        return;
+    };
+    let next = release.next_minor();
+    let why = match &gate {
+        UpgradeGate::Blocked { max, .. } => format!("its {MAX_VERSION_PROPERTY} is {max}"),
+        _ => format!("its {MAX_VERSION_PROPERTY} is invalid"),
+    };
+    let message = format!(
+        "OpenShift {release}'s OLM blocks upgrades of the cluster to {next} while {csv} is installed: {why}; the operator-lifecycle-manager ClusterOperator reports Upgradeable=False (IncompatibleOperatorsInstalled): {line:?}"
+    );
+    let first = &declared[0];
+    let mut finding = Finding::warning("openshift/max-version", message)
+        .file(first.file.clone())
+        .field(first.field.clone());
+    if let Some(object) = &first.object {
+        finding = finding.object(object.clone());
+    }
+    out.push(finding);
+}
+
+/// The bundle's `olm.maxOpenShiftVersion` properties, as the catalog lists them and OLM
+/// projects them onto the installed CSV: `metadata/properties.yaml`'s, then the CSV's
+/// `olm.properties` annotation's; the same value declared twice counts once.
+fn max_versions(bundle: &LoadedBundle) -> Vec<Declared> {
+    let mut declared = Vec::new();
+    for (i, item) in bundle.properties.iter().flatten().enumerate() {
+        if let (MAX_VERSION_PROPERTY, Some(value)) = (str_at(item, "/type"), item.get("value")) {
+            declared.push(Declared {
+                value: value.clone(),
+                file: "metadata/properties.yaml".into(),
+                object: None,
+                field: format!("properties[{i}]"),
+            });
+        }
+    }
+    if let Some(csv) = bundle.csv() {
+        let annotation = csv
+            .value
+            .pointer("/metadata/annotations/olm.properties")
+            .and_then(Value::as_str)
+            .and_then(|text| serde_json::from_str::<Vec<Value>>(text).ok())
+            .unwrap_or_default();
+        for item in annotation {
+            if let (MAX_VERSION_PROPERTY, Some(value)) = (str_at(&item, "/type"), item.get("value"))
+            {
+                declared.push(Declared {
+                    value: value.clone(),
+                    file: csv.file.clone(),
+                    object: Some(csv.display_name()),
+                    field: "metadata.annotations.olm.properties".to_owned(),
+                });
+            }
+        }
+    }
+    let mut seen = Vec::new();
+    declared.retain(|d| {
+        let new = !seen.contains(&d.value);
+        seen.push(d.value.clone());
+        new
+    });
+    declared
+}
