@@ -138,3 +138,107 @@ fn max_versions(bundle: &LoadedBundle) -> Vec<Declared> {
     });
     declared
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::bundle::load::load_files;
+
+    /// The `openshift/` findings on 4.14 of a bundle with these annotations, properties file
+    /// and CSV `olm.properties` annotation, as `rule file field: message`.
+    fn findings(versions: Option<&str>, properties: &str, csv_properties: &str) -> Vec<String> {
+        let mut annotations =
+            "annotations:\n  operators.operatorframework.io.bundle.package.v1: op\n".to_owned();
+        if let Some(v) = versions {
+            annotations.push_str(&format!("  com.redhat.openshift.versions: {v:?}\n"));
+        }
+        let csv = format!(
+            "apiVersion: operators.coreos.com/v1alpha1\nkind: ClusterServiceVersion\nmetadata:\n  name: op.v1\n  annotations:\n    olm.properties: '{csv_properties}'\nspec: {{}}\n"
+        );
+        let files: [(&Path, &[u8]); 3] = [
+            (
+                Path::new("metadata/annotations.yaml"),
+                annotations.as_bytes(),
+            ),
+            (Path::new("metadata/properties.yaml"), properties.as_bytes()),
+            (Path::new("manifests/op.csv.yaml"), csv.as_bytes()),
+        ];
+        let bundle = load_files(Path::new("b"), files);
+        let mut out = Vec::new();
+        check(&bundle, Release::four(14), &mut out);
+        out.iter()
+            .map(|f| {
+                format!(
+                    "{} {} {}: {}",
+                    f.rule,
+                    f.file.as_ref().unwrap().display(),
+                    f.field.as_deref().unwrap(),
+                    f.message
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn openshift_gates_are_named_with_their_file_and_field() {
+        let none = "properties: []\n";
+        let max =
+            |v: &str| format!("properties:\n- type: olm.maxOpenShiftVersion\n  value: {v:?}\n");
+        let blocked = |max: &str, at: &str| {
+            format!(
+                "openshift/max-version {at}: OpenShift 4.14's OLM blocks upgrades of the cluster to 4.15 while op.v1 is installed: its olm.maxOpenShiftVersion is {max}; the operator-lifecycle-manager ClusterOperator reports Upgradeable=False (IncompatibleOperatorsInstalled): \"maximum supported OCP version for <namespace>/op.v1 is {max}\""
+            )
+        };
+        let table: [(Option<&str>, String, &str, Vec<String>); 9] = [
+            (None, none.to_owned(), "[]", vec![]),
+            (Some("v4.12-v4.14"), max("4.15"), "[]", vec![]),
+            (
+                Some("v4.15"),
+                none.to_owned(),
+                "[]",
+                vec!["openshift/catalog metadata/annotations.yaml com.redhat.openshift.versions: OpenShift's catalog for 4.14 does not carry the bundle: \"v4.15\" names 4.15 and later".to_owned()],
+            ),
+            (
+                Some("=v4.13"),
+                none.to_owned(),
+                "[]",
+                vec!["openshift/catalog metadata/annotations.yaml com.redhat.openshift.versions: OpenShift's catalog for 4.14 does not carry the bundle: \"=v4.13\" names 4.13 only".to_owned()],
+            ),
+            (
+                Some("v4.12,v4.13"),
+                none.to_owned(),
+                "[]",
+                vec!["openshift/versions metadata/annotations.yaml com.redhat.openshift.versions: \"v4.12,v4.13\": Red Hat's pipeline allows a comma only in the legacy values v4.5,v4.6 and v4.6,v4.5 (both meaning v4.5 and later) and adds a bundle with any other list to no OpenShift catalog; which OpenShift catalogs carry the bundle cannot be told".to_owned()],
+            ),
+            (None, max("4.14"), "[]", vec![blocked("4.14", "metadata/properties.yaml properties[0]")]),
+            (
+                None,
+                none.to_owned(),
+                r#"[{"type":"olm.maxOpenShiftVersion","value":"4.8"}]"#,
+                vec![blocked("4.8", "manifests/op.csv.yaml metadata.annotations.olm.properties")],
+            ),
+            // The same value in both places is one property, as the catalog lists it.
+            (
+                None,
+                max("4.8"),
+                r#"[{"type":"olm.maxOpenShiftVersion","value":"4.8"}]"#,
+                vec![blocked("4.8", "metadata/properties.yaml properties[0]")],
+            ),
+            (
+                None,
+                max("4.15"),
+                r#"[{"type":"olm.maxOpenShiftVersion","value":"4.16"}]"#,
+                vec!["openshift/max-version metadata/properties.yaml properties[0]: OpenShift 4.14's OLM blocks upgrades of the cluster to 4.15 while op.v1 is installed: its olm.maxOpenShiftVersion is invalid; the operator-lifecycle-manager ClusterOperator reports Upgradeable=False (IncompatibleOperatorsInstalled): \"<namespace>/op.v1 has invalid olm.maxOpenShiftVersion properties: defining more than one \\\"olm.maxOpenShiftVersion\\\" property is not allowed\"".to_owned()],
+            ),
+        ];
+        for (versions, properties, csv_properties, want) in table {
+            assert_eq!(
+                findings(versions, &properties, csv_properties),
+                want,
+                "{versions:?} {properties:?} {csv_properties:?}"
+            );
+        }
+    }
+}

@@ -377,7 +377,10 @@ mod tests {
             (vec![json!("5")], None),
             (vec![json!("\"4.20\"")], None),
             (vec![json!(4.8)], blocks("4.8")),
-            (vec![json!("")], invalid(r#"value cannot be "" (an empty string)"#)),
+            (
+                vec![json!("")],
+                invalid(r#"value cannot be "" (an empty string)"#),
+            ),
             (
                 vec![json!("4.15.1")],
                 invalid(
