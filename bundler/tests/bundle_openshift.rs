@@ -82,3 +82,34 @@ fn a_kubernetes_platform_is_refused_with_the_flag_to_use() {
         "{stderr}"
     );
 }
+
+/// `upgrade olm --plan … --platform openshift-4.N` judges the plan's
+/// `com.redhat.openshift.versions` bundle label by the same rule (fixture
+/// `tests/fixtures/openshift-gates-plan`: `v4.16-v4.18`); `--list` starts no cluster.
+#[test]
+fn upgrade_olm_says_when_the_plans_bundles_are_not_in_the_releases_catalog() {
+    let plan = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/openshift-gates-plan/olmpack.yaml");
+    let list = |platform: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_olmpack"))
+            .args(["upgrade", "olm", "--list", "--platform", platform, "--plan"])
+            .arg(&plan)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "demo\tdemo.v1.0.0 [stable] (AllNamespaces)\n"
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    assert_eq!(
+        list("openshift-4.14"),
+        format!(
+            "warning[platform]: {}: bundleLabels.com.redhat.openshift.versions: OpenShift's catalog for 4.14 does not carry the bundle: \"v4.16-v4.18\" names 4.16 to 4.18\n",
+            plan.display()
+        )
+    );
+    assert_eq!(list("openshift-4.17"), "");
+    assert_eq!(list("kubernetes"), "");
+}

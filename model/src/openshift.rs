@@ -167,6 +167,38 @@ impl CatalogVersions {
     }
 }
 
+/// Why OpenShift `release`'s catalog lacks a bundle, by its `com.redhat.openshift.versions`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CatalogGap {
+    /// The value names other releases.
+    #[error("OpenShift's catalog for {release} does not carry the bundle: {value:?} names {}", versions.describe())]
+    LeftOut {
+        /// The annotation's value.
+        value: String,
+        /// The releases it names.
+        versions: CatalogVersions,
+        /// The release whose catalog lacks the bundle.
+        release: Release,
+    },
+    /// The value is not one Red Hat's pipeline reads.
+    #[error("{0}; which OpenShift catalogs carry the bundle cannot be told")]
+    Unreadable(VersionsError),
+}
+
+/// Why OpenShift `release`'s catalog lacks a bundle whose `com.redhat.openshift.versions` is
+/// `value`; `None` when it carries the bundle.
+pub fn catalog_gap(value: &str, release: Release) -> Option<CatalogGap> {
+    match CatalogVersions::parse(value) {
+        Err(why) => Some(CatalogGap::Unreadable(why)),
+        Ok(versions) if !versions.carries(release) => Some(CatalogGap::LeftOut {
+            value: value.to_owned(),
+            versions,
+            release,
+        }),
+        Ok(_) => None,
+    }
+}
+
 /// `v<major>.<minor>` as a release.
 fn release(text: &str) -> Option<Release> {
     let (major, minor) = text.strip_prefix('v')?.split_once('.')?;
@@ -384,6 +416,29 @@ mod tests {
         assert_eq!(
             CatalogVersions::parse("=v4.12").unwrap().describe(),
             "4.12 only"
+        );
+    }
+
+    #[test]
+    fn a_catalog_gap_says_which_releases_the_value_names() {
+        let gap = |value: &str| catalog_gap(value, Release::four(14)).map(|g| g.to_string());
+        assert_eq!(gap("v4.12-v4.14"), None);
+        assert_eq!(gap("v4.6,v4.5"), None);
+        assert_eq!(
+            gap("v4.15"),
+            Some("OpenShift's catalog for 4.14 does not carry the bundle: \"v4.15\" names 4.15 and later".to_owned())
+        );
+        assert_eq!(
+            gap("=v4.13"),
+            Some("OpenShift's catalog for 4.14 does not carry the bundle: \"=v4.13\" names 4.13 only".to_owned())
+        );
+        assert_eq!(
+            gap("v4.10-v4.13"),
+            Some("OpenShift's catalog for 4.14 does not carry the bundle: \"v4.10-v4.13\" names 4.10 to 4.13".to_owned())
+        );
+        assert_eq!(
+            gap("v4.13 "),
+            Some("\"v4.13 \" holds a space, which Red Hat's pipeline does not allow; which OpenShift catalogs carry the bundle cannot be told".to_owned())
         );
     }
 

@@ -19,7 +19,7 @@ use serde_json::Value;
 use super::{Finding, LoadedBundle};
 use crate::json::str_at;
 use olmpack_model::openshift::{
-    self, CatalogVersions, MAX_VERSION_PROPERTY, Release, UpgradeGate, VERSIONS_ANNOTATION,
+    self, CatalogGap, MAX_VERSION_PROPERTY, Release, UpgradeGate, VERSIONS_ANNOTATION,
 };
 
 /// The `openshift/` findings of `bundle` on OpenShift `release`.
@@ -37,25 +37,16 @@ fn catalog(bundle: &LoadedBundle, release: Release, out: &mut Vec<Finding>) {
     else {
         return;
     };
-    let at = |finding: Finding| {
-        finding
-            .file("metadata/annotations.yaml")
-            .field(VERSIONS_ANNOTATION)
+    let (rule, gap) = match openshift::catalog_gap(value, release) {
+        None => return,
+        Some(gap @ CatalogGap::LeftOut { .. }) => ("openshift/catalog", gap),
+        Some(gap @ CatalogGap::Unreadable(_)) => ("openshift/versions", gap),
     };
-    match CatalogVersions::parse(value) {
-        Err(why) => out.push(at(Finding::warning(
-            "openshift/versions",
-            format!("{why}; which OpenShift catalogs carry the bundle cannot be told"),
-        ))),
-        Ok(versions) if !versions.carries(release) => out.push(at(Finding::warning(
-            "openshift/catalog",
-            format!(
-                "OpenShift's catalog for {release} does not carry the bundle: {value:?} names {}",
-                versions.describe()
-            ),
-        ))),
-        Ok(_) => {}
-    }
+    out.push(
+        Finding::warning(rule, gap.to_string())
+            .file("metadata/annotations.yaml")
+            .field(VERSIONS_ANNOTATION),
+    );
 }
 
 /// A property value and where it was declared.
