@@ -150,9 +150,9 @@ pub fn run(args: OlmArgs, policy: &olmpack::input::Policy) -> CmdResult {
                 .clone()
                 .unwrap_or_else(|| PathBuf::from("olmpack.yaml"));
             match catalog_of_plan(&plan_path, policy)? {
-                Ok((dir, labels)) => {
-                    warn_catalog_gap(&args, &plan_path, &labels);
-                    generated = dir;
+                Ok(plan_catalog) => {
+                    warn_catalog_gap(&args, &plan_path, &plan_catalog.bundle_labels);
+                    generated = plan_catalog.dir;
                     generated.path().join("catalog")
                 }
                 Err(code) => return Ok(code),
@@ -327,15 +327,17 @@ fn warn_catalog_gap(args: &OlmArgs, plan_path: &Path, labels: &BTreeMap<String, 
     }
 }
 
-/// The plan's catalog, generated into a temp directory, and the plan's bundle labels;
-/// `Err(exit code)` when the plan is invalid (findings printed).
+/// A plan's catalog, generated into a temp directory, and the plan's bundle labels.
+struct PlanCatalog {
+    dir: tempfile::TempDir,
+    bundle_labels: BTreeMap<String, String>,
+}
+
+/// The plan's catalog; `Err(exit code)` when the plan is invalid (findings printed).
 fn catalog_of_plan(
     plan_path: &Path,
     policy: &olmpack::input::Policy,
-) -> Result<
-    Result<(tempfile::TempDir, BTreeMap<String, String>), ExitCode>,
-    olmpack::refusal::CommandError,
-> {
+) -> Result<Result<PlanCatalog, ExitCode>, olmpack::refusal::CommandError> {
     let loaded = olmpack::plan::load(plan_path, policy)?;
     let output = match build::build(&loaded, &crate::cli::generate_options(None, policy)?) {
         Ok(output) => output,
@@ -349,7 +351,10 @@ fn catalog_of_plan(
         .tempdir()?;
     // In a subdirectory: write_to swaps a whole directory into place.
     output.catalog.files.write_to(&dir.path().join("catalog"))?;
-    Ok(Ok((dir, loaded.plan.bundle_labels.clone())))
+    Ok(Ok(PlanCatalog {
+        dir,
+        bundle_labels: loaded.plan.bundle_labels.clone(),
+    }))
 }
 
 fn write_reports(args: &OlmArgs, reports: &[CaseReport]) -> CmdResult {
