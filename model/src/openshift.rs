@@ -26,22 +26,22 @@ pub const MAX_VERSION_PROPERTY: &str = "olm.maxOpenShiftVersion";
 
 /// An OpenShift release, `major.minor`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Release {
+pub struct OpenShiftRelease {
     /// The major version (4).
     pub major: u64,
     /// The minor version.
     pub minor: u64,
 }
 
-impl Release {
+impl OpenShiftRelease {
     /// OpenShift 4.`minor`.
     pub const fn four(minor: u64) -> Self {
-        Release { major: 4, minor }
+        OpenShiftRelease { major: 4, minor }
     }
 
     /// The next minor release (4.14 → 4.15).
     pub const fn next_minor(self) -> Self {
-        Release {
+        OpenShiftRelease {
             major: self.major,
             minor: self.minor + 1,
         }
@@ -49,15 +49,15 @@ impl Release {
 
     /// The release as OpenShift's OLM compares it: 4.23 and 5.0 are the same release.
     fn normalized(self) -> Self {
-        if self == Release::four(23) {
-            Release { major: 5, minor: 0 }
+        if self == OpenShiftRelease::four(23) {
+            OpenShiftRelease { major: 5, minor: 0 }
         } else {
             self
         }
     }
 }
 
-impl fmt::Display for Release {
+impl fmt::Display for OpenShiftRelease {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}.{}", self.major, self.minor)
     }
@@ -69,11 +69,11 @@ impl fmt::Display for Release {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CatalogVersions {
     /// `v4.12`: 4.12 and every later release.
-    AndLater(Release),
+    AndLater(OpenShiftRelease),
     /// `=v4.12`: 4.12 only.
-    Only(Release),
+    Only(OpenShiftRelease),
     /// `v4.12-v4.14`: 4.12 to 4.14, both included.
-    Range(Release, Release),
+    Range(OpenShiftRelease, OpenShiftRelease),
     /// `v4.5,v4.6` or `v4.6,v4.5`: the two comma lists the pipeline still accepts, for
     /// historical reasons; both mean `v4.5` (4.5 and later). Any other list is refused.
     Legacy,
@@ -147,12 +147,12 @@ impl CatalogVersions {
     }
 
     /// Whether the catalog of OpenShift `release` carries the bundle.
-    pub fn carries(&self, release: Release) -> bool {
+    pub fn carries(&self, release: OpenShiftRelease) -> bool {
         match *self {
             CatalogVersions::AndLater(from) => release >= from,
             CatalogVersions::Only(only) => release == only,
             CatalogVersions::Range(from, to) => (from..=to).contains(&release),
-            CatalogVersions::Legacy => release >= Release::four(5),
+            CatalogVersions::Legacy => release >= OpenShiftRelease::four(5),
         }
     }
 
@@ -178,7 +178,7 @@ pub enum CatalogGap {
         /// The releases it names.
         versions: CatalogVersions,
         /// The release whose catalog lacks the bundle.
-        release: Release,
+        release: OpenShiftRelease,
     },
     /// The value is not one Red Hat's pipeline reads.
     #[error("{0}; which OpenShift catalogs carry the bundle cannot be told")]
@@ -187,7 +187,7 @@ pub enum CatalogGap {
 
 /// Why OpenShift `release`'s catalog lacks a bundle whose `com.redhat.openshift.versions` is
 /// `value`; `None` when it carries the bundle.
-pub fn catalog_gap(value: &str, release: Release) -> Option<CatalogGap> {
+pub fn catalog_gap(value: &str, release: OpenShiftRelease) -> Option<CatalogGap> {
     match CatalogVersions::parse(value) {
         Err(why) => Some(CatalogGap::Unreadable(why)),
         Ok(versions) if !versions.carries(release) => Some(CatalogGap::LeftOut {
@@ -200,14 +200,14 @@ pub fn catalog_gap(value: &str, release: Release) -> Option<CatalogGap> {
 }
 
 /// `v<major>.<minor>` as a release.
-fn release(text: &str) -> Option<Release> {
+fn release(text: &str) -> Option<OpenShiftRelease> {
     let (major, minor) = text.strip_prefix('v')?.split_once('.')?;
     let number = |s: &str| {
         (!s.is_empty() && s.chars().all(|c| c.is_ascii_digit()))
             .then(|| s.parse().ok())
             .flatten()
     };
-    Some(Release {
+    Some(OpenShiftRelease {
         major: number(major)?,
         minor: number(minor)?,
     })
@@ -242,7 +242,7 @@ pub enum InvalidMax {
 /// such property), read as OpenShift's OLM reads it: the value's JSON text without its quotes
 /// as a tolerant semver of only major and minor. A JSON number is read from serde's text of
 /// it, which drops trailing zeros (`4.10` as a number reads as 4.1 — write it as a string).
-pub fn max_openshift_version(values: &[Value]) -> Result<Option<Release>, InvalidMax> {
+pub fn max_openshift_version(values: &[Value]) -> Result<Option<OpenShiftRelease>, InvalidMax> {
     let value = match values {
         [] => return Ok(None),
         [one] => one,
@@ -263,7 +263,7 @@ pub fn max_openshift_version(values: &[Value]) -> Result<Option<Release>, Invali
     if version.patch != 0 || !version.pre.is_empty() || !version.build.is_empty() {
         return Err(InvalidMax::NotMajorMinor(version.to_string()));
     }
-    Ok(Some(Release {
+    Ok(Some(OpenShiftRelease {
         major: version.major,
         minor: version.minor,
     }))
@@ -278,9 +278,9 @@ pub enum UpgradeGate {
     /// Upgrades to the next minor release are blocked: the CSV's maximum is below it.
     Blocked {
         /// The CSV's `olm.maxOpenShiftVersion`.
-        max: Release,
+        max: OpenShiftRelease,
         /// The release the cluster cannot upgrade to.
-        next: Release,
+        next: OpenShiftRelease,
     },
     /// Every upgrade is blocked: the property is invalid.
     Invalid(InvalidMax),
@@ -289,7 +289,7 @@ pub enum UpgradeGate {
 /// What OpenShift's OLM on a cluster at `current` does about a CSV whose
 /// `olm.maxOpenShiftVersion` properties are `values` (4.23 and 5.0 count as one release, as
 /// OLM counts them).
-pub fn upgrade_gate(current: Release, values: &[Value]) -> UpgradeGate {
+pub fn upgrade_gate(current: OpenShiftRelease, values: &[Value]) -> UpgradeGate {
     let max = match max_openshift_version(values) {
         Ok(Some(max)) => max,
         Ok(None) => return UpgradeGate::Open,
@@ -331,15 +331,21 @@ mod tests {
     fn versions_parse_as_red_hats_pipeline_documents_them() {
         use CatalogVersions::*;
         let table: [(&str, Result<CatalogVersions, &str>); 14] = [
-            ("v4.12", Ok(AndLater(Release::four(12)))),
-            ("=v4.12", Ok(Only(Release::four(12)))),
+            ("v4.12", Ok(AndLater(OpenShiftRelease::four(12)))),
+            ("=v4.12", Ok(Only(OpenShiftRelease::four(12)))),
             (
                 "v4.12-v4.14",
-                Ok(Range(Release::four(12), Release::four(14))),
+                Ok(Range(
+                    OpenShiftRelease::four(12),
+                    OpenShiftRelease::four(14),
+                )),
             ),
             (
                 "v4.14-v4.14",
-                Ok(Range(Release::four(14), Release::four(14))),
+                Ok(Range(
+                    OpenShiftRelease::four(14),
+                    OpenShiftRelease::four(14),
+                )),
             ),
             ("v4.5,v4.6", Ok(Legacy)),
             ("v4.6,v4.5", Ok(Legacy)),
@@ -399,7 +405,7 @@ mod tests {
         let carried = |value: &str| -> Vec<u64> {
             let versions = CatalogVersions::parse(value).unwrap();
             (1..=22)
-                .filter(|&m| versions.carries(Release::four(m)))
+                .filter(|&m| versions.carries(OpenShiftRelease::four(m)))
                 .collect()
         };
         assert_eq!(carried("v4.20"), [20, 21, 22]);
@@ -407,7 +413,7 @@ mod tests {
         assert_eq!(carried("v4.12-v4.14"), [12, 13, 14]);
         assert_eq!(carried("v4.6,v4.5"), (5..=22).collect::<Vec<_>>());
         let later = CatalogVersions::parse("v4.20").unwrap();
-        assert!(later.carries(Release { major: 5, minor: 0 }));
+        assert!(later.carries(OpenShiftRelease { major: 5, minor: 0 }));
         assert_eq!(later.describe(), "4.20 and later");
         assert_eq!(
             CatalogVersions::parse("v4.12-v4.14").unwrap().describe(),
@@ -421,7 +427,8 @@ mod tests {
 
     #[test]
     fn a_catalog_gap_says_which_releases_the_value_names() {
-        let gap = |value: &str| catalog_gap(value, Release::four(14)).map(|g| g.to_string());
+        let gap =
+            |value: &str| catalog_gap(value, OpenShiftRelease::four(14)).map(|g| g.to_string());
         assert_eq!(gap("v4.12-v4.14"), None);
         assert_eq!(gap("v4.6,v4.5"), None);
         assert_eq!(
@@ -445,7 +452,7 @@ mod tests {
     #[test]
     fn max_openshift_version_gates_upgrades_as_openshifts_olm_does() {
         let gate = |current: u64, values: &[Value]| {
-            let gate = upgrade_gate(Release::four(current), values);
+            let gate = upgrade_gate(OpenShiftRelease::four(current), values);
             gate.condition_line("ns", "op.v1")
         };
         let blocked = |max: &str| {
@@ -519,10 +526,10 @@ mod tests {
             assert_eq!(gate(current, &values), want, "4.{current} {values:?}");
         }
         assert_eq!(
-            upgrade_gate(Release::four(14), &[json!("4.8")]),
+            upgrade_gate(OpenShiftRelease::four(14), &[json!("4.8")]),
             UpgradeGate::Blocked {
-                max: Release::four(8),
-                next: Release::four(15)
+                max: OpenShiftRelease::four(8),
+                next: OpenShiftRelease::four(15)
             }
         );
     }

@@ -7,7 +7,7 @@ use olmpack::bundle::generate::{self, GenerateError};
 use olmpack::bundle::{load, validate};
 use olmpack::input::{Limits, Policy};
 use olmpack::upgrade::olm::platform::Platform;
-use olmpack_model::openshift::Release;
+use olmpack_model::openshift::OpenShiftRelease;
 use olmpack_model::plan;
 use olmpack_model::report::{OutputFormat, Report};
 
@@ -79,12 +79,12 @@ pub enum BundleCommand {
         /// `openshift/max-version` when its olm.maxOpenShiftVersion makes OpenShift's OLM block
         /// the cluster's upgrade to 4.(N+1). All are warnings: nobody refuses the bundle.
         #[arg(long, value_name = "PLATFORM", value_parser = parse_openshift)]
-        platform: Option<Release>,
+        platform: Option<OpenShiftRelease>,
     },
 }
 
 /// `--platform` of `bundle validate`: an OpenShift release (Kubernetes has `--kube-version`).
-fn parse_openshift(text: &str) -> Result<Release, String> {
+fn parse_openshift(text: &str) -> Result<OpenShiftRelease, String> {
     let platform: Platform = text.parse()?;
     platform.as_openshift().ok_or_else(|| {
         format!(

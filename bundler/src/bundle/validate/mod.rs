@@ -62,7 +62,7 @@ pub struct Options {
     pub strict: bool,
     /// The OpenShift release to judge OpenShift's version gates against
     /// (`--platform openshift-4.N`); none: they are not judged.
-    pub openshift: Option<olmpack_model::openshift::Release>,
+    pub openshift: Option<olmpack_model::openshift::OpenShiftRelease>,
 }
 
 /// The newest Kubernetes minor olmpack knows (the version its tests run against).

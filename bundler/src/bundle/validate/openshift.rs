@@ -19,17 +19,17 @@ use serde_json::Value;
 use super::{Finding, LoadedBundle};
 use crate::json::str_at;
 use olmpack_model::openshift::{
-    self, CatalogGap, MAX_VERSION_PROPERTY, Release, UpgradeGate, VERSIONS_ANNOTATION,
+    self, CatalogGap, MAX_VERSION_PROPERTY, OpenShiftRelease, UpgradeGate, VERSIONS_ANNOTATION,
 };
 
 /// The `openshift/` findings of `bundle` on OpenShift `release`.
-pub(super) fn check(bundle: &LoadedBundle, release: Release, out: &mut Vec<Finding>) {
+pub(super) fn check(bundle: &LoadedBundle, release: OpenShiftRelease, out: &mut Vec<Finding>) {
     catalog(bundle, release, out);
     max_version(bundle, release, out);
 }
 
 /// Whether OpenShift `release`'s catalog carries the bundle, by its annotation.
-fn catalog(bundle: &LoadedBundle, release: Release, out: &mut Vec<Finding>) {
+fn catalog(bundle: &LoadedBundle, release: OpenShiftRelease, out: &mut Vec<Finding>) {
     let Some(value) = bundle
         .annotations
         .as_ref()
@@ -58,7 +58,7 @@ struct Declared {
 }
 
 /// Whether OpenShift `release`'s OLM blocks cluster upgrades while the bundle is installed.
-fn max_version(bundle: &LoadedBundle, release: Release, out: &mut Vec<Finding>) {
+fn max_version(bundle: &LoadedBundle, release: OpenShiftRelease, out: &mut Vec<Finding>) {
     let declared = max_versions(bundle);
     let values: Vec<Value> = declared.iter().map(|d| d.value.clone()).collect();
     let gate = openshift::upgrade_gate(release, &values);
@@ -158,7 +158,7 @@ mod tests {
         ];
         let bundle = load_files(Path::new("b"), files);
         let mut out = Vec::new();
-        check(&bundle, Release::four(14), &mut out);
+        check(&bundle, OpenShiftRelease::four(14), &mut out);
         out.iter()
             .map(|f| {
                 format!(

@@ -150,9 +150,9 @@ pub fn run(args: OlmArgs, policy: &olmpack::input::Policy) -> CmdResult {
                 .clone()
                 .unwrap_or_else(|| PathBuf::from("olmpack.yaml"));
             match catalog_of_plan(&plan_path, policy)? {
-                Ok(plan_catalog) => {
-                    warn_catalog_gap(&args, &plan_path, &plan_catalog.bundle_labels);
-                    generated = plan_catalog.dir;
+                Ok(generated_catalog) => {
+                    warn_catalog_gap(&args, &plan_path, &generated_catalog.bundle_labels);
+                    generated = generated_catalog.dir;
                     generated.path().join("catalog")
                 }
                 Err(code) => return Ok(code),
@@ -328,7 +328,7 @@ fn warn_catalog_gap(args: &OlmArgs, plan_path: &Path, labels: &BTreeMap<String, 
 }
 
 /// A plan's catalog, generated into a temp directory, and the plan's bundle labels.
-struct PlanCatalog {
+struct GeneratedCatalog {
     dir: tempfile::TempDir,
     bundle_labels: BTreeMap<String, String>,
 }
@@ -337,7 +337,7 @@ struct PlanCatalog {
 fn catalog_of_plan(
     plan_path: &Path,
     policy: &olmpack::input::Policy,
-) -> Result<Result<PlanCatalog, ExitCode>, olmpack::refusal::CommandError> {
+) -> Result<Result<GeneratedCatalog, ExitCode>, olmpack::refusal::CommandError> {
     let loaded = olmpack::plan::load(plan_path, policy)?;
     let output = match build::build(&loaded, &crate::cli::generate_options(None, policy)?) {
         Ok(output) => output,
@@ -351,7 +351,7 @@ fn catalog_of_plan(
         .tempdir()?;
     // In a subdirectory: write_to swaps a whole directory into place.
     output.catalog.files.write_to(&dir.path().join("catalog"))?;
-    Ok(Ok(PlanCatalog {
+    Ok(Ok(GeneratedCatalog {
         dir,
         bundle_labels: loaded.plan.bundle_labels.clone(),
     }))

@@ -30,7 +30,7 @@ use std::str::FromStr;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use olmpack_envtest::binaries::{KubeMinor, ToolData, ToolNotFound, openshift_release};
-use olmpack_model::openshift::{self, Release, UpgradeGate};
+use olmpack_model::openshift::{self, OpenShiftRelease, UpgradeGate};
 
 use crate::cluster_crds;
 use crate::input::{self, InputError, Limits};
@@ -230,7 +230,7 @@ impl Platform {
         let Platform::OpenShift { minor } = self else {
             return None;
         };
-        match openshift::upgrade_gate(Release::four(minor), values) {
+        match openshift::upgrade_gate(OpenShiftRelease::four(minor), values) {
             UpgradeGate::Open => None,
             UpgradeGate::Blocked { max, next } => Some(format!(
                 "OLM on {self} blocks upgrades of the cluster to {next} while {csv} is \
@@ -244,9 +244,9 @@ impl Platform {
     }
 
     /// The OpenShift release the platform is, if it is OpenShift.
-    pub fn as_openshift(self) -> Option<Release> {
+    pub fn as_openshift(self) -> Option<OpenShiftRelease> {
         match self {
-            Platform::OpenShift { minor } => Some(Release::four(minor)),
+            Platform::OpenShift { minor } => Some(OpenShiftRelease::four(minor)),
             Platform::Kubernetes { .. } => None,
         }
     }
