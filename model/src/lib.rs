@@ -13,6 +13,8 @@
 //! - [`decode`]: values into typed views, strictly (as Go) or leniently, in OLM's words.
 //! - [`objects`]: the parts of Deployments, Services and CRDs the builders and validators read, typed.
 //! - [`names`]: Kubernetes name rules (DNS-1123).
+//! - [`openshift`]: OpenShift's own version gates on a bundle (which releases' catalogs carry it,
+//!   which cluster upgrades it blocks).
 //! - [`file_name`]: one plain path component made of input text, the only way input names a file.
 //! - [`pod`]: what a pod needs before it starts (the kubelet's view), and OLM's certificate mounts.
 //! - [`container`]: one container of a pod as the process the kubelet starts (argv, env, volumes).
@@ -31,6 +33,7 @@ pub mod decode;
 pub mod file_name;
 pub mod names;
 pub mod objects;
+pub mod openshift;
 pub mod plan;
 pub mod pod;
 pub mod pullspec;

@@ -16,6 +16,33 @@ pub fn parse_version(text: &str) -> Result<Version, String> {
     Version::parse(text).map_err(|e| blang_message(text).unwrap_or_else(|| e.to_string()))
 }
 
+/// Parses a version as blang's `ParseTolerant` does (OLM reads `olm.maxOpenShiftVersion` so):
+/// spaces around it and a leading `v` dropped, leading zeros of each part dropped, and a
+/// missing minor or patch read as 0 (`4.8` is 4.8.0) — unless that short form carries a
+/// pre-release or build suffix.
+pub fn parse_tolerant(text: &str) -> Result<Version, String> {
+    let text = text.trim();
+    let text = text.strip_prefix('v').unwrap_or(text);
+    let mut parts: Vec<String> = text
+        .splitn(3, '.')
+        .map(|part| {
+            let trimmed = part.trim_start_matches('0');
+            match trimmed.chars().next() {
+                _ if part.len() <= 1 => part.to_owned(),
+                Some(c) if c.is_ascii_digit() => trimmed.to_owned(),
+                _ => format!("0{trimmed}"),
+            }
+        })
+        .collect();
+    if parts.len() < 3 {
+        if parts.last().is_some_and(|p| p.contains(['+', '-'])) {
+            return Err("Short version cannot contain PreRelease/Build meta data".to_owned());
+        }
+        parts.resize(3, "0".to_owned());
+    }
+    parse_version(&parts.join("."))
+}
+
 /// blang's wording for the common ways a version is malformed (opm prints these).
 fn blang_message(text: &str) -> Option<String> {
     if text.is_empty() {

@@ -5,6 +5,8 @@ use std::process::ExitCode;
 
 use olmpack::bundle::generate::{self, GenerateError};
 use olmpack::bundle::{load, validate};
+use olmpack::upgrade::olm::platform::Platform;
+use olmpack_model::openshift::OpenShiftRelease;
 use olmpack_model::plan;
 use olmpack_model::report::{OutputFormat, Report};
 use olmpack_oci::input::{Limits, Policy};
@@ -70,7 +72,25 @@ pub enum BundleCommand {
         /// Treat every warning as an error.
         #[arg(long)]
         strict: bool,
+        /// Judge OpenShift's own version gates against this release (`openshift-4.N`, or
+        /// `openshift`: the release olmpack pins): `openshift/catalog` when the bundle's
+        /// com.redhat.openshift.versions leaves 4.N out of the releases whose catalogs carry
+        /// it, `openshift/versions` when that value is not one Red Hat's pipeline reads, and
+        /// `openshift/max-version` when its olm.maxOpenShiftVersion makes OpenShift's OLM block
+        /// the cluster's upgrade to 4.(N+1). All are warnings: nobody refuses the bundle.
+        #[arg(long, value_name = "PLATFORM", value_parser = parse_openshift)]
+        platform: Option<OpenShiftRelease>,
     },
+}
+
+/// `--platform` of `bundle validate`: an OpenShift release (Kubernetes has `--kube-version`).
+fn parse_openshift(text: &str) -> Result<OpenShiftRelease, String> {
+    let platform: Platform = text.parse()?;
+    platform.as_openshift().ok_or_else(|| {
+        format!(
+            "{text:?}: bundle validate judges only OpenShift releases by --platform (openshift, openshift-4.N); name a Kubernetes version with --kube-version"
+        )
+    })
 }
 
 fn parse_kube_version(s: &str) -> Result<(u64, u64), String> {
@@ -97,6 +117,7 @@ pub fn run(cmd: BundleCommand, policy: &Policy) -> CmdResult {
             kube_version,
             operatorhub,
             strict,
+            platform,
         } => validate_cmd(
             &dir,
             output,
@@ -105,6 +126,7 @@ pub fn run(cmd: BundleCommand, policy: &Policy) -> CmdResult {
                 kube_version,
                 operatorhub,
                 strict,
+                openshift: platform,
             },
         ),
     }

@@ -18,6 +18,7 @@
 //! | `good-practice/` | resource requests, descriptions, channel names, meta-operator permissions |
 //! | `security/` | the restricted Pod Security Standard for the operator's pods |
 //! | `olmv1/` | what OLM v1 refuses or handles differently |
+//! | `openshift/` | with `--platform openshift-4.N`: OpenShift's version gates (catalogs, cluster upgrades) |
 //!
 //! Validation is pure: it reads a [`LoadedBundle`] and never touches the file system.
 #![warn(missing_docs)]
@@ -30,6 +31,7 @@ mod deprecated;
 pub mod examples;
 mod layout;
 mod objects;
+mod openshift;
 mod operatorhub;
 pub mod podstart;
 mod practices;
@@ -58,6 +60,9 @@ pub struct Options {
     pub operatorhub: bool,
     /// Every warning is an error (`--strict`).
     pub strict: bool,
+    /// The OpenShift release to judge OpenShift's version gates against
+    /// (`--platform openshift-4.N`); none: they are not judged.
+    pub openshift: Option<olmpack_model::openshift::OpenShiftRelease>,
 }
 
 /// The newest Kubernetes minor olmpack knows (the version its tests run against).
@@ -69,6 +74,7 @@ impl Default for Options {
             kube_version: TARGET_KUBE_VERSION,
             operatorhub: false,
             strict: false,
+            openshift: None,
         }
     }
 }
@@ -92,6 +98,9 @@ pub fn validate(bundle: &LoadedBundle, options: &Options) -> Report {
     crd::check_all(bundle, &mut out);
     objects::check(bundle, &mut out);
     deprecated::check(bundle, spec, options, &mut out);
+    if let Some(release) = options.openshift {
+        openshift::check(bundle, release, &mut out);
+    }
     if !options.operatorhub {
         for finding in &mut out {
             if finding.rule.starts_with("operatorhub/") && finding.severity == Severity::Error {

@@ -1,6 +1,7 @@
 //! `olmpack upgrade olm`: let the real OLM (v0, or v1 with `--olm v1`) install and upgrade
 //! the catalog's releases.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -12,6 +13,7 @@ use olmpack::upgrade::olm::CaseReport;
 use olmpack::upgrade::olm::shard::{self, Shard};
 use olmpack::upgrade::olm::{self, OlmVersion, RunOptions, StepLog};
 use olmpack_envtest::olm::{Timeouts, WebhookCommand};
+use olmpack_model::openshift;
 use olmpack_model::plan::InstallModeType;
 use olmpack_model::upgrade::Verdict;
 
@@ -113,7 +115,9 @@ pub struct OlmArgs {
     /// serving-certificate Secrets for annotated Services and injects its CA where annotated;
     /// the node is a single-node OpenShift's (a master); and a bundle whose
     /// olm.maxOpenShiftVersion is below the next release is reported as blocking cluster
-    /// upgrades (warning[platform]). docs/upgrade-olm.md says what is not emulated.
+    /// upgrades (warning[platform]), as is, with --plan, a com.redhat.openshift.versions
+    /// bundle label that leaves the release's catalog without the plan's bundles.
+    /// docs/upgrade-olm.md says what is not emulated.
     #[arg(long, value_name = "PLATFORM", default_value = "kubernetes")]
     pub platform: olmpack::upgrade::olm::platform::Platform,
     /// Also write the results as JUnit XML to this file.
@@ -148,8 +152,9 @@ pub fn run(args: OlmArgs, policy: &olmpack_oci::input::Policy) -> CmdResult {
                 .clone()
                 .unwrap_or_else(|| PathBuf::from("olmpack.yaml"));
             match catalog_of_plan(&plan_path, policy)? {
-                Ok(dir) => {
-                    generated = dir;
+                Ok(generated_catalog) => {
+                    warn_catalog_gap(&args, &plan_path, &generated_catalog.bundle_labels);
+                    generated = generated_catalog.dir;
                     generated.path().join("catalog")
                 }
                 Err(code) => return Ok(code),
@@ -313,12 +318,36 @@ fn missing_cluster_crd(path: &Path) -> olmpack::refusal::CommandError {
     }
 }
 
-/// The plan's catalog, generated into a temp directory; `Err(exit code)` when the plan is
-/// invalid (findings printed).
+/// `--platform openshift-4.N` with `--plan`: a warning when the plan's
+/// `com.redhat.openshift.versions` bundle label leaves 4.N's catalog without its bundles (a
+/// catalog directory carries no bundle labels, so `--catalog` cannot be judged so).
+fn warn_catalog_gap(args: &OlmArgs, plan_path: &Path, labels: &BTreeMap<String, String>) {
+    let (Some(release), Some(value)) = (
+        args.platform.as_openshift(),
+        labels.get(openshift::VERSIONS_ANNOTATION),
+    ) else {
+        return;
+    };
+    if let Some(gap) = openshift::catalog_gap(value, release) {
+        eprintln!(
+            "warning[platform]: {}: bundleLabels.{}: {gap}",
+            plan_path.display(),
+            openshift::VERSIONS_ANNOTATION
+        );
+    }
+}
+
+/// A plan's catalog, generated into a temp directory, and the plan's bundle labels.
+struct GeneratedCatalog {
+    dir: tempfile::TempDir,
+    bundle_labels: BTreeMap<String, String>,
+}
+
+/// The plan's catalog; `Err(exit code)` when the plan is invalid (findings printed).
 fn catalog_of_plan(
     plan_path: &Path,
     policy: &olmpack_oci::input::Policy,
-) -> Result<Result<tempfile::TempDir, ExitCode>, olmpack::refusal::CommandError> {
+) -> Result<Result<GeneratedCatalog, ExitCode>, olmpack::refusal::CommandError> {
     let loaded = olmpack::plan::load(plan_path, policy)?;
     let output = match build::build(&loaded, &crate::cli::generate_options(None, policy)?) {
         Ok(output) => output,
@@ -332,7 +361,10 @@ fn catalog_of_plan(
         .tempdir()?;
     // In a subdirectory: write_to swaps a whole directory into place.
     output.catalog.files.write_to(&dir.path().join("catalog"))?;
-    Ok(Ok(dir))
+    Ok(Ok(GeneratedCatalog {
+        dir,
+        bundle_labels: loaded.plan.bundle_labels.clone(),
+    }))
 }
 
 fn write_reports(args: &OlmArgs, reports: &[CaseReport]) -> CmdResult {

@@ -294,7 +294,7 @@ fn max_openshift_versions<'a>(
                 .get(name)?
                 .properties
                 .iter()
-                .filter(|p| p.type_ == MAX_OPENSHIFT_VERSION)
+                .filter(|p| p.type_ == olmpack_model::openshift::MAX_VERSION_PROPERTY)
                 .map(|p| p.value.clone())
                 .collect();
             (!values.is_empty()).then(|| (name.to_owned(), values))
@@ -309,9 +309,6 @@ const PREFERENCE: [InstallModeType; 4] = [
     InstallModeType::SingleNamespace,
     InstallModeType::MultiNamespace,
 ];
-
-/// The property OpenShift's OLM reads a bundle's highest OpenShift release from.
-const MAX_OPENSHIFT_VERSION: &str = "olm.maxOpenShiftVersion";
 
 /// The first install mode of [`PREFERENCE`] that the bundle's CSV supports
 /// (AllNamespaces when it says nothing usable: OLM's verdict then shows what it accepts).

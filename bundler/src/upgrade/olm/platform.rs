@@ -33,6 +33,7 @@ use std::str::FromStr;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use olmpack_envtest::binaries::{KubeMinor, ToolNotFound, openshift_crds, openshift_release};
+use olmpack_model::openshift::{self, OpenShiftRelease, UpgradeGate};
 
 use crate::cluster_crds;
 use crate::upgrade::check::{CrdFileError, parse_crd_file};
@@ -256,39 +257,32 @@ impl Platform {
     /// `values` is installed as ClusterServiceVersion `csv`: it blocks upgrades of the cluster
     /// to the next minor release when the maximum is below it, or when the property is
     /// invalid (OLM's operator-lifecycle-manager ClusterOperator reports Upgradeable=False).
-    /// `None` when nothing is blocked (and always on Kubernetes). A value is read as OLM reads
-    /// it: its JSON text without quotes, as a tolerant semver of only major and minor (a JSON
-    /// number is read from serde's text of it, which drops trailing zeros: `4.10` as a
-    /// number reads as 4.1 — write it as a string).
+    /// `None` when nothing is blocked (and always on Kubernetes). The value is read as OLM
+    /// reads it, and an invalid one is named in OLM's words
+    /// ([`olmpack_model::openshift::upgrade_gate`]).
     pub fn upgrade_gate(self, csv: &str, values: &[serde_json::Value]) -> Option<String> {
         let Platform::OpenShift { minor } = self else {
             return None;
         };
-        let invalid = |why: String| {
-            Some(format!(
+        match openshift::upgrade_gate(OpenShiftRelease::four(minor), values) {
+            UpgradeGate::Open => None,
+            UpgradeGate::Blocked { max, next } => Some(format!(
+                "OLM on {self} blocks upgrades of the cluster to {next} while {csv} is \
+                 installed: its olm.maxOpenShiftVersion is {max}"
+            )),
+            UpgradeGate::Invalid(why) => Some(format!(
                 "OLM on {self} blocks upgrades of the cluster while {csv} is installed: its \
                  olm.maxOpenShiftVersion property is invalid ({why})"
-            ))
-        };
-        let value = match values {
-            [] => return None,
-            [one] => one,
-            _ => return invalid("defined more than once".to_owned()),
-        };
-        let max = match max_openshift_version(value) {
-            Ok(max) => max,
-            Err(why) => return invalid(why),
-        };
-        let next = (4, minor + 1);
-        (max < next).then(|| {
-            format!(
-                "OLM on {self} blocks upgrades of the cluster to 4.{} while {csv} is \
-                 installed: its olm.maxOpenShiftVersion is {}.{}",
-                minor + 1,
-                max.0,
-                max.1
-            )
-        })
+            )),
+        }
+    }
+
+    /// The OpenShift release the platform is, if it is OpenShift.
+    pub fn as_openshift(self) -> Option<OpenShiftRelease> {
+        match self {
+            Platform::OpenShift { minor } => Some(OpenShiftRelease::four(minor)),
+            Platform::Kubernetes { .. } => None,
+        }
     }
 
     /// The roles of the test control plane's one node: on OpenShift a single-node
@@ -339,37 +333,6 @@ impl Platform {
             })
             .collect()
     }
-}
-
-/// `(major, minor)` of an `olm.maxOpenShiftVersion` value as OLM reads it (see
-/// [`Platform::upgrade_gate`]); `Err` says why OLM finds it invalid.
-fn max_openshift_version(value: &serde_json::Value) -> Result<(u64, u64), String> {
-    let text = match value {
-        serde_json::Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
-    let text = text.trim_matches('"');
-    if text.is_empty() {
-        return Err("the value is an empty string".to_owned());
-    }
-    let tolerant = text.trim().trim_start_matches('v');
-    let (core, rest) = match tolerant.find(['-', '+']) {
-        Some(at) => tolerant.split_at(at),
-        None => (tolerant, ""),
-    };
-    let mut parts: Vec<&str> = core.split('.').collect();
-    if parts.len() > 3 {
-        return Err(format!("{text:?} is not a semantic version"));
-    }
-    parts.resize(3, "0");
-    let numbers: Result<Vec<u64>, _> = parts.iter().map(|p| p.parse::<u64>()).collect();
-    let Ok(numbers) = numbers else {
-        return Err(format!("{text:?} is not a semantic version"));
-    };
-    if numbers[2] != 0 || !rest.is_empty() {
-        return Err(format!("{text:?}: only <major>.<minor> may be given"));
-    }
-    Ok((numbers[0], numbers[1]))
 }
 
 #[cfg(test)]
@@ -492,22 +455,21 @@ mod tests {
             (vec![json!("5")], None),
             (vec![json!("\"4.20\"")], None),
             (vec![json!(4.8)], blocks("4.8")),
-            (vec![json!("")], invalid("the value is an empty string")),
+            (
+                vec![json!("")],
+                invalid(r#"value cannot be "" (an empty string)"#),
+            ),
             (
                 vec![json!("4.15.1")],
-                invalid("\"4.15.1\": only <major>.<minor> may be given"),
-            ),
-            (
-                vec![json!("4.15-rc1")],
-                invalid("\"4.15-rc1\": only <major>.<minor> may be given"),
-            ),
-            (
-                vec![json!("four")],
-                invalid("\"four\" is not a semantic version"),
+                invalid(
+                    "property olm.maxOpenShiftVersion must specify only <major>.<minor> version, got invalid value 4.15.1",
+                ),
             ),
             (
                 vec![json!("4.15"), json!("4.16")],
-                invalid("defined more than once"),
+                invalid(
+                    r#"defining more than one "olm.maxOpenShiftVersion" property is not allowed"#,
+                ),
             ),
         ];
         for (values, want) in table {
