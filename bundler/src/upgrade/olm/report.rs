@@ -7,8 +7,8 @@ use olmpack_envtest::olm::{Example, InstallStep, Installed, Outcome};
 use serde::Serialize;
 
 use super::cases::{Case, OlmVersion};
-use olmpack_model::report::{Consumer, Finding, junit, markdown_escape};
-use olmpack_model::upgrade::{Edge, Verdict};
+use olmpack_model::report::{Consumer, Finding, markdown_escape};
+use olmpack_model::upgrade::{self, Edge, Verdict};
 
 /// What happened in one case.
 #[derive(Clone, Debug, Serialize)]
@@ -69,10 +69,7 @@ pub const CRASH_LOOP_RULE: &str = "pod/crash-loop";
 /// Who a finding of a case blames, as `error[…]` lines and JUnit failure types name it: its
 /// rule's family, [`OLM_RULES`] or [`EXAMPLE_RULES`].
 pub fn blamed(finding: &Finding) -> &str {
-    finding
-        .rule
-        .split_once('/')
-        .map_or(finding.rule.as_str(), |(family, _)| family)
+    upgrade::outcome::family(finding)
 }
 
 impl CaseReport {
@@ -228,6 +225,24 @@ impl CaseReport {
     pub fn name(&self) -> String {
         self.case.name()
     }
+
+    /// The case as the upgrade answers' one outcome: its failures (quoted by who is blamed,
+    /// the first typing the failure), the test environment's error, the checks not run.
+    pub fn outcome(&self) -> upgrade::Outcome {
+        let findings = self.failures();
+        upgrade::Outcome {
+            group: self.case.package.clone(),
+            name: self.name(),
+            edge: self.case.upgrade.clone(),
+            verdict: self.verdict(),
+            blamed: findings.first().map_or(OLM_RULES, blamed).to_owned(),
+            findings,
+            quote: upgrade::Quote::Family,
+            not_run: self.not_run(),
+            error: self.error().map(str::to_owned),
+            time: Some(format!("{:.1}", self.seconds)),
+        }
+    }
 }
 
 /// One line for an outcome, in OLM's words.
@@ -348,11 +363,13 @@ fn edges(edge: &Edge) -> String {
     names.join(", ")
 }
 
-/// JUnit XML: one test case per case; failures name who is to blame and quote them; a case
-/// that passed with checks not run is `<skipped>`, never a plain pass. A shard's report says
-/// which shard it is ([`super::shard::SHARD_PROPERTY`]), for `upgrade merge-shards`.
+/// JUnit XML: one test case per case ([`CaseReport::outcome`]); failures name who is to
+/// blame and quote them; a case that passed with checks not run is `<skipped>`, never a plain
+/// pass. A shard's report says which shard it is ([`super::shard::SHARD_PROPERTY`]), for
+/// `upgrade merge-shards`.
 pub fn junit(reports: &[CaseReport], shard: Option<super::shard::Shard>) -> String {
-    let mut suite = junit::Suite::new("olmpack upgrade olm");
+    let outcomes: Vec<upgrade::Outcome> = reports.iter().map(CaseReport::outcome).collect();
+    let mut suite = upgrade::outcome::junit_suite("olmpack upgrade olm", &outcomes);
     // Not `.sum()`: the sum of no f64 is -0.0, printed "-0.0".
     let total = reports.iter().fold(0.0, |sum, r| sum + r.seconds);
     suite.time = Some(format!("{total:.1}"));
@@ -361,43 +378,14 @@ pub fn junit(reports: &[CaseReport], shard: Option<super::shard::Shard>) -> Stri
             .properties
             .push((super::shard::SHARD_PROPERTY.to_owned(), shard.to_string()));
     }
-    for r in reports {
-        let outcome = junit_outcome(r);
-        let case = junit::TestCase::new(&r.case.package, r.name(), outcome);
-        suite.cases.push(case.time(format!("{:.1}", r.seconds)));
-    }
     suite.to_xml()
-}
-
-/// A case's JUnit outcome by its verdict: the failures (typed by who is blamed first), the
-/// test environment's error, the checks not run, or passed.
-fn junit_outcome(r: &CaseReport) -> junit::Outcome {
-    let failures = r.failures();
-    let not_run = r.not_run();
-    match r.verdict() {
-        Verdict::Refused | Verdict::DataLost | Verdict::Failed => {
-            let text: Vec<String> = failures
-                .iter()
-                .map(|f| format!("[{}] {}", blamed(f), f.message))
-                .collect();
-            junit::Outcome::Failed {
-                message: text.join("; "),
-                kind: failures.first().map_or(OLM_RULES, blamed).to_owned(),
-            }
-        }
-        Verdict::NotRun => junit::Outcome::Error {
-            message: r.error().unwrap_or_default().to_owned(),
-            kind: "environment".to_owned(),
-        },
-        Verdict::Passed if !not_run.is_empty() => junit::Outcome::Skipped(not_run.join("; ")),
-        Verdict::Passed => junit::Outcome::Passed,
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use olmpack_model::plan::InstallModeType;
+    use olmpack_model::report::junit;
     use olmpack_model::upgrade_graph::EdgeKind;
 
     fn case(expected: Option<Vec<EdgeKind>>) -> Case {
@@ -543,7 +531,7 @@ mod tests {
         let mut report = CaseReport::new(case(None));
         report.install = succeeded("op.v1");
         report.examples = Some(Ok(vec![]));
-        assert_eq!(junit_outcome(&report), junit::Outcome::Passed);
+        assert_eq!(report.outcome().junit_outcome(), junit::Outcome::Passed);
     }
 
     #[test]

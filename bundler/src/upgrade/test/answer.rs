@@ -10,7 +10,7 @@ use crate::upgrade::check::graph::EdgeResult;
 use crate::upgrade::check::{Consumers, UPGRADE_CONSUMERS};
 use olmpack_envtest::live::EdgeReport;
 use olmpack_model::report::{Consumer, Finding, Severity};
-use olmpack_model::upgrade::Verdict;
+use olmpack_model::upgrade::{Outcome, Quote, Verdict};
 
 /// What the live run judges, for the report's summary.
 pub const LIVE_JUDGES: &str = "the CRD data, live on kube-apiserver";
@@ -122,6 +122,30 @@ pub fn join(mut live: EdgeReport, check: &EdgeResult) -> EdgeAnswer {
 }
 
 impl EdgeAnswer {
+    /// Every error of the edge: the live run's, then `upgrade check`'s.
+    pub fn all_errors(&self) -> impl Iterator<Item = &Finding> {
+        let check = self.check.iter().flat_map(|c| c.findings.iter());
+        self.errors()
+            .chain(check.filter(|f| f.severity == Severity::Error))
+    }
+
+    /// The edge as the upgrade answers' one outcome: failed when either answer found an
+    /// error (whatever its verdict), each quoted with where it is and who refuses it.
+    pub fn outcome(&self) -> Outcome {
+        Outcome {
+            group: "upgrade".to_owned(),
+            name: self.edge.title(),
+            edge: Some(self.edge.clone()),
+            verdict: self.verdict,
+            findings: self.all_errors().cloned().collect(),
+            quote: Quote::Described,
+            blamed: self.verdict.word().to_owned(),
+            not_run: Vec::new(),
+            error: None,
+            time: Some(format!("{:.3}", self.seconds)),
+        }
+    }
+
     /// The summary: what each answer judged and what it said, e.g. `live (the CRD data,
     /// live on kube-apiserver): passed; upgrade check (…): refused by OLM v0 and OLM v1`.
     pub fn summary(&self) -> String {
