@@ -1,5 +1,7 @@
-//! What a case found, who is to blame for each failure, and the case reports as Markdown and
-//! JUnit.
+//! What a case found, who is to blame for each failure, and the case reports as Markdown,
+//! JUnit and text ([`text`]).
+
+pub mod text;
 
 use std::fmt::Write as _;
 
@@ -662,6 +664,43 @@ mod tests {
                 "| stable | AllNamespaces | op.v1 installed (0 s) | → op.v2 (replaces): refused by ClusterExtension ce: Progressing=True (Retrying): validating upgrade for CRD \"a\": v1: x<br>v1alpha1: y \\| z | none (alm-examples is empty) | FAIL |",
             ]
         );
+    }
+
+    #[test]
+    fn the_text_says_each_failure_and_unfinished_case_then_counts_them() {
+        let mut failed = CaseReport::new(case(None));
+        failed.install = InstallStep {
+            csv: Some("op.v1".into()),
+            outcome: Outcome::Refused {
+                by: "InstallPlan ip".into(),
+                reason: "InstallComponentFailed".into(),
+                message: "m".into(),
+            },
+            ..InstallStep::unfinished()
+        };
+        let mut skipped = CaseReport::new(case(None));
+        skipped.install = succeeded("op.v1");
+        skipped.examples = Some(Err("no webhook command was given".into()));
+        skipped.retried = vec!["get CSV: reset (retried 1×)".into()];
+        let mut unfinished = CaseReport::new(case(None));
+        unfinished.environment = Some("apiserver gone".into());
+        let reports = [failed, skipped, unfinished];
+        let name = reports[0].name();
+        let want: Vec<String> = [
+            format!("error[olm]: {name}: install of op.v1: refused by InstallPlan ip: InstallComponentFailed: m"),
+            format!("warning[not-run]: {name}: example checks: no webhook command was given"),
+            format!("note[retried]: {name}: get CSV: reset (retried 1×)"),
+            format!("error[environment]: {name}: not finished: apiserver gone"),
+        ]
+        .into();
+        assert_eq!(text::lines(&reports), want);
+        assert_eq!(
+            text::summary(&reports),
+            "3 case(s): 0 passed, 1 failed, 1 passed with checks NOT RUN, 1 not finished (the test environment failed)"
+        );
+        assert_eq!(text::exit_code(&reports), 1);
+        assert_eq!(text::exit_code(&reports[1..]), 2);
+        assert_eq!(text::exit_code(&reports[1..2]), 0);
     }
 
     #[test]
