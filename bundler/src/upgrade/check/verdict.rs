@@ -153,3 +153,34 @@ pub fn junit(subject: &str, results: &[EdgeResult], consumers: Consumers) -> Str
         .collect();
     outcome::junit_suite(format!("olmpack upgrade check: {subject}"), &outcomes).to_xml()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::upgrade::check::RefusedBy;
+    use olmpack_model::report::Consumer;
+    use olmpack_model::upgrade::Edge;
+
+    #[test]
+    fn junit_fails_the_consumer_that_refuses_with_the_edges_errors() {
+        let result = EdgeResult {
+            edge: Edge::new("op", "op.v1", "op.v2"),
+            crds: vec!["a.b.c".to_owned()],
+            findings: vec![
+                olmpack_model::report::Finding::error("crd-upgrade/enum", "value removed")
+                    .field("^.spec.x"),
+                olmpack_model::report::Finding::warning("crd-upgrade/w", "not quoted"),
+            ],
+            refused_by: [RefusedBy::only(Consumer::OlmV1)].into(),
+        };
+        assert_eq!(
+            junit("s", &[result], Consumers::All),
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+             <testsuites><testsuite name=\"olmpack upgrade check: s\" tests=\"3\" failures=\"1\" errors=\"0\" skipped=\"0\">\n\
+             <testcase classname=\"op\" name=\"op.v1 -&gt; op.v2 (OLM v0)\"/>\n\
+             <testcase classname=\"op\" name=\"op.v1 -&gt; op.v2 (OLM v1)\"><failure message=\"crd-upgrade/enum ^.spec.x: value removed\" type=\"crd-upgrade\"/></testcase>\n\
+             <testcase classname=\"op\" name=\"op.v1 -&gt; op.v2 (clusters)\"/>\n\
+             </testsuite></testsuites>\n"
+        );
+    }
+}

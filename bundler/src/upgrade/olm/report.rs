@@ -704,6 +704,41 @@ mod tests {
     }
 
     #[test]
+    fn junit_is_one_case_per_report_failed_in_error_skipped_or_passed() {
+        let mut failed = CaseReport::new(case(None));
+        failed.install = InstallStep {
+            csv: Some("op.v1".into()),
+            outcome: Outcome::Refused {
+                by: "InstallPlan ip".into(),
+                reason: "InstallComponentFailed".into(),
+                message: "m".into(),
+            },
+            ..InstallStep::unfinished()
+        };
+        failed.seconds = 2.25;
+        let mut skipped = CaseReport::new(case(None));
+        skipped.install = succeeded("op.v1");
+        skipped.examples = Some(Err("no webhook command".into()));
+        let mut unfinished = CaseReport::new(case(None));
+        unfinished.environment = Some("apiserver gone".into());
+        let mut passed = CaseReport::new(case(None));
+        passed.install = succeeded("op.v1");
+        passed.examples = Some(Ok(vec![]));
+        let name = failed.name();
+        let xml = junit(&[failed, skipped, unfinished, passed], None);
+        let want = format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+             <testsuites><testsuite name=\"olmpack upgrade olm\" tests=\"4\" failures=\"1\" errors=\"1\" skipped=\"1\" time=\"2.2\">\n\
+             <testcase classname=\"op\" name=\"{name}\" time=\"2.2\"><failure message=\"[olm] install of op.v1: refused by InstallPlan ip: InstallComponentFailed: m\" type=\"olm\"/></testcase>\n\
+             <testcase classname=\"op\" name=\"{name}\" time=\"0.0\"><skipped message=\"example checks: no webhook command\"/></testcase>\n\
+             <testcase classname=\"op\" name=\"{name}\" time=\"0.0\"><error message=\"apiserver gone\" type=\"environment\"/></testcase>\n\
+             <testcase classname=\"op\" name=\"{name}\" time=\"0.0\"/>\n\
+             </testsuite></testsuites>\n"
+        );
+        assert_eq!(xml, want);
+    }
+
+    #[test]
     fn an_empty_report_has_no_negative_time() {
         let xml = junit(&[], None);
         assert!(xml.contains("time=\"0.0\""), "{xml}");

@@ -188,4 +188,38 @@ mod tests {
             "{md}"
         );
     }
+
+    #[test]
+    fn junit_fails_an_edge_on_either_answers_errors_typed_by_its_verdict() {
+        let report = EdgeReport {
+            edge: olmpack_model::upgrade::Edge::new("op", "op.v1", "op.v2"),
+            verdict: Verdict::DataLost,
+            objects: 1,
+            steps: Vec::new(),
+            findings: vec![
+                Finding::error("live/data-lost", "gone")
+                    .object("Widget/a")
+                    .version("v1")
+                    .field("spec.x"),
+                Finding::warning("live/w", "not quoted"),
+            ],
+            rollback: Rollback::Intact,
+            seconds: 1.5,
+            processes: Vec::new(),
+        };
+        let passed = EdgeReport {
+            verdict: Verdict::Passed,
+            findings: Vec::new(),
+            ..report.clone()
+        };
+        let xml = junit(&[EdgeAnswer::from(report), EdgeAnswer::from(passed)]);
+        assert_eq!(
+            xml,
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+             <testsuites><testsuite name=\"olmpack upgrade test\" tests=\"2\" failures=\"1\" errors=\"0\" skipped=\"0\">\n\
+             <testcase classname=\"upgrade\" name=\"op.v1 → op.v2\" time=\"1.500\"><failure message=\"[live/data-lost] Widget/a: v1: spec.x: gone\" type=\"data lost\"/></testcase>\n\
+             <testcase classname=\"upgrade\" name=\"op.v1 → op.v2\" time=\"1.500\"/>\n\
+             </testsuite></testsuites>\n"
+        );
+    }
 }
