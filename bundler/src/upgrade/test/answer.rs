@@ -150,17 +150,24 @@ impl EdgeAnswer {
     /// live on kube-apiserver): passed; upgrade check (…): refused by OLM v0 and OLM v1`.
     pub fn summary(&self) -> String {
         let live = format!("live ({LIVE_JUDGES}): {}", self.verdicts.live.word());
-        let Some(check) = &self.check else {
-            return live;
-        };
-        let said = match check.refused_by.as_slice() {
-            [] => self.verdicts.check.word().to_owned(),
+        match self.check_said() {
+            Some(said) => format!("{live}; upgrade check ({CHECK_JUDGES}): {said}"),
+            None => live,
+        }
+    }
+
+    /// What `upgrade check` said of the edge: its verdict and who refuses it (`refused by
+    /// OLM v0 and OLM v1`); `None` when it was not asked.
+    pub fn check_said(&self) -> Option<String> {
+        let check = self.check.as_ref()?;
+        let word = self.verdicts.check.word();
+        Some(match check.refused_by.as_slice() {
+            [] => word.to_owned(),
             by => {
                 let names: Vec<&str> = by.iter().map(|c| c.as_str()).collect();
-                format!("{} by {}", self.verdicts.check.word(), names.join(" and "))
+                format!("{word} by {}", names.join(" and "))
             }
-        };
-        format!("{live}; upgrade check ({CHECK_JUDGES}): {said}")
+        })
     }
 }
 

@@ -104,14 +104,7 @@ fn markdown(reports: &[EdgeAnswer]) -> String {
             Rollback::Refused(_) => "refused by kube-apiserver".to_owned(),
             other => rollback(other),
         };
-        let check = match &r.check {
-            None => "not asked".to_owned(),
-            Some(c) if c.refused_by.is_empty() => r.verdicts.check.word().to_owned(),
-            Some(c) => {
-                let by: Vec<&str> = c.refused_by.iter().map(|c| c.as_str()).collect();
-                format!("{} by {}", r.verdicts.check.word(), by.join(" and "))
-            }
-        };
+        let check = r.check_said().unwrap_or_else(|| "not asked".to_owned());
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {} | {} | {} | {:.1} |",
