@@ -8,7 +8,8 @@
 //! - [`version`]: semantic versions and OLM's version ranges (`skipRange`, dependencies).
 //! - [`pullspec`]: container image references as OLM and the container runtimes accept them.
 //! - [`report`]: validation findings, who refuses them, and their text/JSON/JUnit/Markdown form.
-//! - [`upgrade`]: the one verdict of `upgrade check`, `upgrade test` and `upgrade olm` on an upgrade.
+//! - [`upgrade`]: the one verdict of `upgrade check`, `upgrade test` and `upgrade olm` on an upgrade,
+//!   and the one outcome (edge, verdict, findings) each gives, with its one JUnit mapping.
 //! - [`yaml`]: YAML text to values and back, read the way Go's decoders read it.
 //! - [`decode`]: values into typed views, strictly (as Go) or leniently, in OLM's words.
 //! - [`objects`]: the parts of Deployments, Services and CRDs the builders and validators read, typed.

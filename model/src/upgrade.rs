@@ -3,7 +3,11 @@
 //! under OLM v0 or OLM v1) each give one [`Verdict`] per edge or case, in the same words; who
 //! refuses is named by the [`Finding`](crate::report::Finding)s behind it (their
 //! [`Consumer`](crate::report::Consumer)), and who refuses one change is a set of consumers
-//! ([`RefusedBy`]). Every answer names the upgrade it judges with the one [`Edge`].
+//! ([`RefusedBy`]). Every answer names the upgrade it judges with the one [`Edge`], and
+//! gives its word on each edge or case as the one [`Outcome`] (edge, verdict, findings), which
+//! one JUnit mapping writes ([`outcome`]).
+
+pub mod outcome;
 
 use std::collections::BTreeSet;
 
@@ -11,6 +15,8 @@ use serde::Serialize;
 
 use crate::report::{Consumer, Severity};
 use crate::upgrade_graph::EdgeKind;
+
+pub use outcome::{Outcome, Quote};
 
 /// One upgrade: from an installed bundle to the next, as every upgrade answer names it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

@@ -15,7 +15,6 @@ use olmpack::upgrade::olm::{self, OlmVersion, RunOptions, StepLog};
 use olmpack_envtest::olm::{Timeouts, WebhookCommand};
 use olmpack_model::openshift;
 use olmpack_model::plan::InstallModeType;
-use olmpack_model::upgrade::Verdict;
 
 use crate::cli::CmdResult;
 
@@ -378,60 +377,11 @@ fn write_reports(args: &OlmArgs, reports: &[CaseReport]) -> CmdResult {
         std::fs::write(path, olm::junit(reports, args.shard))
             .map_err(|e| crate::cli::Failure(format!("failed to write {}: {e}", path.display())))?;
     }
-    let mut failed = 0;
-    for r in reports {
-        for f in r.failures() {
-            failed += 1;
-            eprintln!("error[{}]: {}: {}", olm::blamed(&f), r.name(), f.message);
-        }
+    for line in olm::text::lines(reports) {
+        eprintln!("{line}");
     }
-    let not_run: Vec<(String, String)> = reports
-        .iter()
-        .filter(|r| r.failures().is_empty())
-        .flat_map(|r| r.not_run().into_iter().map(|why| (r.name(), why)))
-        .collect();
-    for (case, why) in &not_run {
-        eprintln!("warning[not-run]: {case}: {why}");
-    }
-    for r in reports {
-        for gate in &r.platform_gates {
-            eprintln!("warning[platform]: {}: {gate}", r.name());
-        }
-    }
-    for r in reports {
-        let steps = std::iter::once(&r.install).chain(r.upgrade.as_ref());
-        for seen in steps.flat_map(|step| &step.observed) {
-            eprintln!("note[olm]: {}: {seen}", r.name());
-        }
-        for call in &r.retried {
-            eprintln!("note[retried]: {}: {call}", r.name());
-        }
-    }
-    let unfinished: Vec<&CaseReport> = reports
-        .iter()
-        .filter(|r| r.verdict() == Verdict::NotRun)
-        .collect();
-    for r in &unfinished {
-        let why = r.error().unwrap_or_default();
-        eprintln!("error[environment]: {}: not finished: {why}", r.name());
-    }
-    let passed = reports
-        .iter()
-        .filter(|r| r.verdict() == Verdict::Passed && r.not_run().is_empty())
-        .count();
-    let failing = reports.iter().filter(|r| r.verdict().failed()).count();
-    println!(
-        "{} case(s): {passed} passed, {failing} failed, {} passed with checks NOT RUN, {} not finished (the test environment failed)",
-        reports.len(),
-        reports.len() - passed - failing - unfinished.len(),
-        unfinished.len()
-    );
-    // A verdict about the operator (1) outweighs the environment failing elsewhere (2).
-    Ok(match (failed, unfinished.len()) {
-        (0, 0) => ExitCode::SUCCESS,
-        (0, _) => ExitCode::from(2),
-        _ => ExitCode::from(1),
-    })
+    println!("{}", olm::text::summary(reports));
+    Ok(ExitCode::from(olm::text::exit_code(reports)))
 }
 
 /// Arguments of `olmpack upgrade merge-shards`.

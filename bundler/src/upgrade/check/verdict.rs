@@ -9,7 +9,9 @@ use serde_json::{Value, json};
 
 use super::graph::EdgeResult;
 use super::{Consumers, UPGRADE_CONSUMERS};
-use olmpack_model::report::{OutputFormat, Report, Severity, junit};
+use olmpack_model::report::{Consumer, Finding, OutputFormat, Report, Severity};
+use olmpack_model::upgrade::Verdict;
+use olmpack_model::upgrade::outcome::{self, Outcome, Quote};
 
 /// One line per edge that anyone refuses, then the count for the selected consumers with
 /// each consumer's own count.
@@ -95,45 +97,90 @@ pub fn json(report: &Report, results: &[EdgeResult], consumers: Consumers) -> St
     s
 }
 
-/// JUnit: per edge, one test case per selected consumer (failed when it refuses the edge)
-/// and one for the clusters (failed when the edge breaks them without a refusal); each
-/// failure lists the error findings.
+/// The edge's outcomes: one per selected consumer (failed when it refuses the edge) and one
+/// for the clusters (failed when the edge breaks them without a refusal); each failure holds
+/// the edge's error findings.
+pub fn outcomes(r: &EdgeResult, consumers: Consumers) -> Vec<Outcome> {
+    let errors: Vec<Finding> = r
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .cloned()
+        .collect();
+    let refused = |failed: bool, how: Verdict| if failed { how } else { Verdict::Passed };
+    let clusters = match r.refused_by_consumer(Consumer::KubeApiserver) {
+        true => Verdict::Refused,
+        false => Verdict::DataLost,
+    };
+    let mut checks: Vec<(String, Verdict)> = consumers
+        .list()
+        .iter()
+        .map(|c| {
+            let verdict = refused(r.refused_by_consumer(*c), Verdict::Refused);
+            (c.as_str().to_owned(), verdict)
+        })
+        .collect();
+    checks.push((
+        "clusters".to_owned(),
+        refused(r.breaks_clusters(), clusters),
+    ));
+    checks
+        .into_iter()
+        .map(|(who, verdict)| Outcome {
+            group: r.edge.package.clone(),
+            name: format!("{} ({who})", r.edge.label()),
+            edge: Some(r.edge.clone()),
+            verdict,
+            findings: match verdict.failed() {
+                true => errors.clone(),
+                false => Vec::new(),
+            },
+            quote: Quote::RuleAndField,
+            blamed: "crd-upgrade".to_owned(),
+            not_run: Vec::new(),
+            error: None,
+            time: None,
+        })
+        .collect()
+}
+
+/// JUnit: per edge, its [`outcomes`]: one test case per selected consumer and one for the
+/// clusters; each failure lists the error findings.
 pub fn junit(subject: &str, results: &[EdgeResult], consumers: Consumers) -> String {
-    let mut suite = junit::Suite::new(format!("olmpack upgrade check: {subject}"));
-    for r in results {
-        let errors: Vec<String> = r
-            .findings
-            .iter()
-            .filter(|f| f.severity == Severity::Error)
-            .map(|f| {
-                let field = f
-                    .field
-                    .as_deref()
-                    .map(|p| format!(" {p}"))
-                    .unwrap_or_default();
-                format!("{}{field}: {}", f.rule, f.message)
-            })
-            .collect();
-        let mut checks: Vec<(String, bool)> = consumers
-            .list()
-            .iter()
-            .map(|c| (c.as_str().to_owned(), r.refused_by_consumer(*c)))
-            .collect();
-        checks.push(("clusters".to_owned(), r.breaks_clusters()));
-        for (who, failed) in checks {
-            let outcome = if failed {
-                junit::Outcome::Failed {
-                    message: errors.join("; "),
-                    kind: "crd-upgrade".to_owned(),
-                }
-            } else {
-                junit::Outcome::Passed
-            };
-            let name = format!("{} ({who})", r.edge.label());
-            suite
-                .cases
-                .push(junit::TestCase::new(&r.edge.package, name, outcome));
-        }
+    let outcomes: Vec<Outcome> = results
+        .iter()
+        .flat_map(|r| outcomes(r, consumers))
+        .collect();
+    outcome::junit_suite(format!("olmpack upgrade check: {subject}"), &outcomes).to_xml()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::upgrade::check::RefusedBy;
+    use olmpack_model::report::Consumer;
+    use olmpack_model::upgrade::Edge;
+
+    #[test]
+    fn junit_fails_the_consumer_that_refuses_with_the_edges_errors() {
+        let result = EdgeResult {
+            edge: Edge::new("op", "op.v1", "op.v2"),
+            crds: vec!["a.b.c".to_owned()],
+            findings: vec![
+                olmpack_model::report::Finding::error("crd-upgrade/enum", "value removed")
+                    .field("^.spec.x"),
+                olmpack_model::report::Finding::warning("crd-upgrade/w", "not quoted"),
+            ],
+            refused_by: [RefusedBy::only(Consumer::OlmV1)].into(),
+        };
+        assert_eq!(
+            junit("s", &[result], Consumers::All),
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+             <testsuites><testsuite name=\"olmpack upgrade check: s\" tests=\"3\" failures=\"1\" errors=\"0\" skipped=\"0\">\n\
+             <testcase classname=\"op\" name=\"op.v1 -&gt; op.v2 (OLM v0)\"/>\n\
+             <testcase classname=\"op\" name=\"op.v1 -&gt; op.v2 (OLM v1)\"><failure message=\"crd-upgrade/enum ^.spec.x: value removed\" type=\"crd-upgrade\"/></testcase>\n\
+             <testcase classname=\"op\" name=\"op.v1 -&gt; op.v2 (clusters)\"/>\n\
+             </testsuite></testsuites>\n"
+        );
     }
-    suite.to_xml()
 }

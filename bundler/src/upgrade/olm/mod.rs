@@ -64,7 +64,7 @@ pub use cases::{
     Case, OlmVersion, load_cases, load_cases_for, load_cases_of, plan_cases, preferred_mode,
 };
 pub use log::StepLog;
-pub use report::{CaseReport, EXAMPLE_RULES, OLM_RULES, blamed, describe, junit, markdown};
+pub use report::{CaseReport, EXAMPLE_RULES, OLM_RULES, blamed, describe, junit, markdown, text};
 pub use v0::{EnvPool, inline_catalog};
 
 use platform::Platform;

@@ -1,5 +1,7 @@
-//! What a case found, who is to blame for each failure, and the case reports as Markdown and
-//! JUnit.
+//! What a case found, who is to blame for each failure, and the case reports as Markdown,
+//! JUnit and text ([`text`]).
+
+pub mod text;
 
 use std::fmt::Write as _;
 
@@ -7,8 +9,8 @@ use olmpack_envtest::olm::{Example, InstallStep, Installed, Outcome};
 use serde::Serialize;
 
 use super::cases::{Case, OlmVersion};
-use olmpack_model::report::{Consumer, Finding, junit, markdown_escape};
-use olmpack_model::upgrade::{Edge, Verdict};
+use olmpack_model::report::{Consumer, Finding, markdown_escape};
+use olmpack_model::upgrade::{self, Edge, Verdict};
 
 /// What happened in one case.
 #[derive(Clone, Debug, Serialize)]
@@ -69,10 +71,7 @@ pub const CRASH_LOOP_RULE: &str = "pod/crash-loop";
 /// Who a finding of a case blames, as `error[…]` lines and JUnit failure types name it: its
 /// rule's family, [`OLM_RULES`] or [`EXAMPLE_RULES`].
 pub fn blamed(finding: &Finding) -> &str {
-    finding
-        .rule
-        .split_once('/')
-        .map_or(finding.rule.as_str(), |(family, _)| family)
+    upgrade::outcome::family(finding)
 }
 
 impl CaseReport {
@@ -228,6 +227,24 @@ impl CaseReport {
     pub fn name(&self) -> String {
         self.case.name()
     }
+
+    /// The case as the upgrade answers' one outcome: its failures (quoted by who is blamed,
+    /// the first typing the failure), the test environment's error, the checks not run.
+    pub fn outcome(&self) -> upgrade::Outcome {
+        let findings = self.failures();
+        upgrade::Outcome {
+            group: self.case.package.clone(),
+            name: self.name(),
+            edge: self.case.upgrade.clone(),
+            verdict: self.verdict(),
+            blamed: findings.first().map_or(OLM_RULES, blamed).to_owned(),
+            findings,
+            quote: upgrade::Quote::Family,
+            not_run: self.not_run(),
+            error: self.error().map(str::to_owned),
+            time: Some(format!("{:.1}", self.seconds)),
+        }
+    }
 }
 
 /// One line for an outcome, in OLM's words.
@@ -348,11 +365,13 @@ fn edges(edge: &Edge) -> String {
     names.join(", ")
 }
 
-/// JUnit XML: one test case per case; failures name who is to blame and quote them; a case
-/// that passed with checks not run is `<skipped>`, never a plain pass. A shard's report says
-/// which shard it is ([`super::shard::SHARD_PROPERTY`]), for `upgrade merge-shards`.
+/// JUnit XML: one test case per case ([`CaseReport::outcome`]); failures name who is to
+/// blame and quote them; a case that passed with checks not run is `<skipped>`, never a plain
+/// pass. A shard's report says which shard it is ([`super::shard::SHARD_PROPERTY`]), for
+/// `upgrade merge-shards`.
 pub fn junit(reports: &[CaseReport], shard: Option<super::shard::Shard>) -> String {
-    let mut suite = junit::Suite::new("olmpack upgrade olm");
+    let outcomes: Vec<upgrade::Outcome> = reports.iter().map(CaseReport::outcome).collect();
+    let mut suite = upgrade::outcome::junit_suite("olmpack upgrade olm", &outcomes);
     // Not `.sum()`: the sum of no f64 is -0.0, printed "-0.0".
     let total = reports.iter().fold(0.0, |sum, r| sum + r.seconds);
     suite.time = Some(format!("{total:.1}"));
@@ -361,43 +380,14 @@ pub fn junit(reports: &[CaseReport], shard: Option<super::shard::Shard>) -> Stri
             .properties
             .push((super::shard::SHARD_PROPERTY.to_owned(), shard.to_string()));
     }
-    for r in reports {
-        let outcome = junit_outcome(r);
-        let case = junit::TestCase::new(&r.case.package, r.name(), outcome);
-        suite.cases.push(case.time(format!("{:.1}", r.seconds)));
-    }
     suite.to_xml()
-}
-
-/// A case's JUnit outcome by its verdict: the failures (typed by who is blamed first), the
-/// test environment's error, the checks not run, or passed.
-fn junit_outcome(r: &CaseReport) -> junit::Outcome {
-    let failures = r.failures();
-    let not_run = r.not_run();
-    match r.verdict() {
-        Verdict::Refused | Verdict::DataLost | Verdict::Failed => {
-            let text: Vec<String> = failures
-                .iter()
-                .map(|f| format!("[{}] {}", blamed(f), f.message))
-                .collect();
-            junit::Outcome::Failed {
-                message: text.join("; "),
-                kind: failures.first().map_or(OLM_RULES, blamed).to_owned(),
-            }
-        }
-        Verdict::NotRun => junit::Outcome::Error {
-            message: r.error().unwrap_or_default().to_owned(),
-            kind: "environment".to_owned(),
-        },
-        Verdict::Passed if !not_run.is_empty() => junit::Outcome::Skipped(not_run.join("; ")),
-        Verdict::Passed => junit::Outcome::Passed,
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use olmpack_model::plan::InstallModeType;
+    use olmpack_model::report::junit;
     use olmpack_model::upgrade_graph::EdgeKind;
 
     fn case(expected: Option<Vec<EdgeKind>>) -> Case {
@@ -543,7 +533,7 @@ mod tests {
         let mut report = CaseReport::new(case(None));
         report.install = succeeded("op.v1");
         report.examples = Some(Ok(vec![]));
-        assert_eq!(junit_outcome(&report), junit::Outcome::Passed);
+        assert_eq!(report.outcome().junit_outcome(), junit::Outcome::Passed);
     }
 
     #[test]
@@ -674,6 +664,78 @@ mod tests {
                 "| stable | AllNamespaces | op.v1 installed (0 s) | → op.v2 (replaces): refused by ClusterExtension ce: Progressing=True (Retrying): validating upgrade for CRD \"a\": v1: x<br>v1alpha1: y \\| z | none (alm-examples is empty) | FAIL |",
             ]
         );
+    }
+
+    #[test]
+    fn the_text_says_each_failure_and_unfinished_case_then_counts_them() {
+        let mut failed = CaseReport::new(case(None));
+        failed.install = InstallStep {
+            csv: Some("op.v1".into()),
+            outcome: Outcome::Refused {
+                by: "InstallPlan ip".into(),
+                reason: "InstallComponentFailed".into(),
+                message: "m".into(),
+            },
+            ..InstallStep::unfinished()
+        };
+        let mut skipped = CaseReport::new(case(None));
+        skipped.install = succeeded("op.v1");
+        skipped.examples = Some(Err("no webhook command was given".into()));
+        skipped.retried = vec!["get CSV: reset (retried 1×)".into()];
+        let mut unfinished = CaseReport::new(case(None));
+        unfinished.environment = Some("apiserver gone".into());
+        let reports = [failed, skipped, unfinished];
+        let name = reports[0].name();
+        let want: Vec<String> = [
+            format!("error[olm]: {name}: install of op.v1: refused by InstallPlan ip: InstallComponentFailed: m"),
+            format!("warning[not-run]: {name}: example checks: no webhook command was given"),
+            format!("note[retried]: {name}: get CSV: reset (retried 1×)"),
+            format!("error[environment]: {name}: not finished: apiserver gone"),
+        ]
+        .into();
+        assert_eq!(text::lines(&reports), want);
+        assert_eq!(
+            text::summary(&reports),
+            "3 case(s): 0 passed, 1 failed, 1 passed with checks NOT RUN, 1 not finished (the test environment failed)"
+        );
+        assert_eq!(text::exit_code(&reports), 1);
+        assert_eq!(text::exit_code(&reports[1..]), 2);
+        assert_eq!(text::exit_code(&reports[1..2]), 0);
+    }
+
+    #[test]
+    fn junit_is_one_case_per_report_failed_in_error_skipped_or_passed() {
+        let mut failed = CaseReport::new(case(None));
+        failed.install = InstallStep {
+            csv: Some("op.v1".into()),
+            outcome: Outcome::Refused {
+                by: "InstallPlan ip".into(),
+                reason: "InstallComponentFailed".into(),
+                message: "m".into(),
+            },
+            ..InstallStep::unfinished()
+        };
+        failed.seconds = 2.25;
+        let mut skipped = CaseReport::new(case(None));
+        skipped.install = succeeded("op.v1");
+        skipped.examples = Some(Err("no webhook command".into()));
+        let mut unfinished = CaseReport::new(case(None));
+        unfinished.environment = Some("apiserver gone".into());
+        let mut passed = CaseReport::new(case(None));
+        passed.install = succeeded("op.v1");
+        passed.examples = Some(Ok(vec![]));
+        let name = failed.name();
+        let xml = junit(&[failed, skipped, unfinished, passed], None);
+        let want = format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+             <testsuites><testsuite name=\"olmpack upgrade olm\" tests=\"4\" failures=\"1\" errors=\"1\" skipped=\"1\" time=\"2.2\">\n\
+             <testcase classname=\"op\" name=\"{name}\" time=\"2.2\"><failure message=\"[olm] install of op.v1: refused by InstallPlan ip: InstallComponentFailed: m\" type=\"olm\"/></testcase>\n\
+             <testcase classname=\"op\" name=\"{name}\" time=\"0.0\"><skipped message=\"example checks: no webhook command\"/></testcase>\n\
+             <testcase classname=\"op\" name=\"{name}\" time=\"0.0\"><error message=\"apiserver gone\" type=\"environment\"/></testcase>\n\
+             <testcase classname=\"op\" name=\"{name}\" time=\"0.0\"/>\n\
+             </testsuite></testsuites>\n"
+        );
+        assert_eq!(xml, want);
     }
 
     #[test]

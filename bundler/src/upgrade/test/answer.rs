@@ -10,7 +10,7 @@ use crate::upgrade::check::graph::EdgeResult;
 use crate::upgrade::check::{Consumers, UPGRADE_CONSUMERS};
 use olmpack_envtest::live::EdgeReport;
 use olmpack_model::report::{Consumer, Finding, Severity};
-use olmpack_model::upgrade::Verdict;
+use olmpack_model::upgrade::{Outcome, Quote, Verdict};
 
 /// What the live run judges, for the report's summary.
 pub const LIVE_JUDGES: &str = "the CRD data, live on kube-apiserver";
@@ -122,21 +122,52 @@ pub fn join(mut live: EdgeReport, check: &EdgeResult) -> EdgeAnswer {
 }
 
 impl EdgeAnswer {
+    /// Every error of the edge: the live run's, then `upgrade check`'s.
+    pub fn all_errors(&self) -> impl Iterator<Item = &Finding> {
+        let check = self.check.iter().flat_map(|c| c.findings.iter());
+        self.errors()
+            .chain(check.filter(|f| f.severity == Severity::Error))
+    }
+
+    /// The edge as the upgrade answers' one outcome: failed when either answer found an
+    /// error (whatever its verdict), each quoted with where it is and who refuses it.
+    pub fn outcome(&self) -> Outcome {
+        Outcome {
+            group: "upgrade".to_owned(),
+            name: self.edge.title(),
+            edge: Some(self.edge.clone()),
+            verdict: self.verdict,
+            findings: self.all_errors().cloned().collect(),
+            quote: Quote::Described,
+            blamed: self.verdict.word().to_owned(),
+            not_run: Vec::new(),
+            error: None,
+            time: Some(format!("{:.3}", self.seconds)),
+        }
+    }
+
     /// The summary: what each answer judged and what it said, e.g. `live (the CRD data,
     /// live on kube-apiserver): passed; upgrade check (…): refused by OLM v0 and OLM v1`.
     pub fn summary(&self) -> String {
         let live = format!("live ({LIVE_JUDGES}): {}", self.verdicts.live.word());
-        let Some(check) = &self.check else {
-            return live;
-        };
-        let said = match check.refused_by.as_slice() {
-            [] => self.verdicts.check.word().to_owned(),
+        match self.check_said() {
+            Some(said) => format!("{live}; upgrade check ({CHECK_JUDGES}): {said}"),
+            None => live,
+        }
+    }
+
+    /// What `upgrade check` said of the edge: its verdict and who refuses it (`refused by
+    /// OLM v0 and OLM v1`); `None` when it was not asked.
+    pub fn check_said(&self) -> Option<String> {
+        let check = self.check.as_ref()?;
+        let word = self.verdicts.check.word();
+        Some(match check.refused_by.as_slice() {
+            [] => word.to_owned(),
             by => {
                 let names: Vec<&str> = by.iter().map(|c| c.as_str()).collect();
-                format!("{} by {}", self.verdicts.check.word(), names.join(" and "))
+                format!("{word} by {}", names.join(" and "))
             }
-        };
-        format!("{live}; upgrade check ({CHECK_JUDGES}): {said}")
+        })
     }
 }
 

@@ -6,8 +6,9 @@ use std::fmt::Write as _;
 
 use super::answer::EdgeAnswer;
 use olmpack_envtest::live::Rollback;
-use olmpack_model::report::{Finding, OutputFormat, Severity, junit, markdown_escape};
+use olmpack_model::report::{Finding, OutputFormat, Severity, markdown_escape};
 use olmpack_model::upgrade::Verdict;
+use olmpack_model::upgrade::outcome::{self, describe};
 
 /// The reports in `format`.
 pub fn format(reports: &[EdgeAnswer], format: OutputFormat) -> String {
@@ -23,19 +24,6 @@ pub fn format(reports: &[EdgeAnswer], format: OutputFormat) -> String {
     }
 }
 
-/// `refused by …: object: version: field: message`, the parts that are known.
-fn describe(f: &Finding) -> String {
-    let mut parts = Vec::new();
-    if let Some(by) = f.consumer {
-        parts.push(by.outcome());
-    }
-    parts.extend(f.object.clone());
-    parts.extend(f.version.clone());
-    parts.extend(f.field.clone());
-    parts.push(f.message.clone());
-    parts.join(": ")
-}
-
 fn rollback(r: &Rollback) -> String {
     match r {
         Rollback::NotRun => "not run".to_owned(),
@@ -43,13 +31,6 @@ fn rollback(r: &Rollback) -> String {
         Rollback::Intact => "data intact".to_owned(),
         Rollback::DataLost => "data lost".to_owned(),
     }
-}
-
-/// Every error of an edge: the live run's, then `upgrade check`'s.
-fn errors(r: &EdgeAnswer) -> impl Iterator<Item = &Finding> {
-    let check = r.check.iter().flat_map(|c| c.findings.iter());
-    r.errors()
-        .chain(check.filter(|f| f.severity == Severity::Error))
 }
 
 fn text(reports: &[EdgeAnswer]) -> String {
@@ -107,26 +88,11 @@ fn text(reports: &[EdgeAnswer]) -> String {
     out
 }
 
+/// One JUnit test case per edge ([`EdgeAnswer::outcome`]): failed when either answer found
+/// an error, typed by the edge's verdict.
 fn junit(reports: &[EdgeAnswer]) -> String {
-    let mut suite = junit::Suite::new("olmpack upgrade test");
-    for r in reports {
-        let errors: Vec<String> = errors(r)
-            .map(|f| format!("[{}] {}", f.rule, describe(f)))
-            .collect();
-        let outcome = if errors.is_empty() {
-            junit::Outcome::Passed
-        } else {
-            junit::Outcome::Failed {
-                message: errors.join("; "),
-                kind: r.verdict.word().to_owned(),
-            }
-        };
-        let name = r.edge.title();
-        suite
-            .cases
-            .push(junit::TestCase::new("upgrade", name, outcome).time(format!("{:.3}", r.seconds)));
-    }
-    suite.to_xml()
+    let outcomes: Vec<_> = reports.iter().map(EdgeAnswer::outcome).collect();
+    outcome::junit_suite("olmpack upgrade test", &outcomes).to_xml()
 }
 
 fn markdown(reports: &[EdgeAnswer]) -> String {
@@ -138,14 +104,7 @@ fn markdown(reports: &[EdgeAnswer]) -> String {
             Rollback::Refused(_) => "refused by kube-apiserver".to_owned(),
             other => rollback(other),
         };
-        let check = match &r.check {
-            None => "not asked".to_owned(),
-            Some(c) if c.refused_by.is_empty() => r.verdicts.check.word().to_owned(),
-            Some(c) => {
-                let by: Vec<&str> = c.refused_by.iter().map(|c| c.as_str()).collect();
-                format!("{} by {}", r.verdicts.check.word(), by.join(" and "))
-            }
-        };
+        let check = r.check_said().unwrap_or_else(|| "not asked".to_owned());
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {} | {} | {} | {:.1} |",
@@ -220,6 +179,40 @@ mod tests {
                 "| op.v1 → op.v2 | `live/refused` | line one<br>split \\| here |",
             ],
             "{md}"
+        );
+    }
+
+    #[test]
+    fn junit_fails_an_edge_on_either_answers_errors_typed_by_its_verdict() {
+        let report = EdgeReport {
+            edge: olmpack_model::upgrade::Edge::new("op", "op.v1", "op.v2"),
+            verdict: Verdict::DataLost,
+            objects: 1,
+            steps: Vec::new(),
+            findings: vec![
+                Finding::error("live/data-lost", "gone")
+                    .object("Widget/a")
+                    .version("v1")
+                    .field("spec.x"),
+                Finding::warning("live/w", "not quoted"),
+            ],
+            rollback: Rollback::Intact,
+            seconds: 1.5,
+            processes: Vec::new(),
+        };
+        let passed = EdgeReport {
+            verdict: Verdict::Passed,
+            findings: Vec::new(),
+            ..report.clone()
+        };
+        let xml = junit(&[EdgeAnswer::from(report), EdgeAnswer::from(passed)]);
+        assert_eq!(
+            xml,
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+             <testsuites><testsuite name=\"olmpack upgrade test\" tests=\"2\" failures=\"1\" errors=\"0\" skipped=\"0\">\n\
+             <testcase classname=\"upgrade\" name=\"op.v1 → op.v2\" time=\"1.500\"><failure message=\"[live/data-lost] Widget/a: v1: spec.x: gone\" type=\"data lost\"/></testcase>\n\
+             <testcase classname=\"upgrade\" name=\"op.v1 → op.v2\" time=\"1.500\"/>\n\
+             </testsuite></testsuites>\n"
         );
     }
 }
