@@ -118,6 +118,22 @@ fn upgrade_test_runs_on_the_kubernetes_minor_asked_for_and_says_which() {
         );
         assert_eq!(reports[0]["verdicts"]["live"], "passed", "{shown}");
     }
+    // OpenShift 4.14's CRDs are Kubernetes 1.27's: the edge runs there, and the report says
+    // which OpenShift release asked for it.
+    if olmpack_testkit::tools::require_kubernetes(old, "upgrade test --platform openshift-4.14") {
+        let args = ["--platform", "openshift-4.14", "--output", "json"];
+        let (code, shown) = upgrade_test_with(&args, |_| {});
+        assert_eq!(code, Some(1), "{shown}");
+        let reports = json_reports(&shown);
+        assert_eq!(
+            reports[0]["platform"],
+            format!(
+                "OpenShift 4.14 on Kubernetes 1.27 (kube-apiserver {})",
+                old.version()
+            ),
+            "{shown}"
+        );
+    }
 }
 
 /// A pinned minor whose tools are not installed is an error before any edge runs, naming
@@ -152,6 +168,14 @@ fn upgrade_test_on_a_minor_that_is_not_installed_says_how_to_get_it() {
     assert_eq!(code, Some(2), "{shown}");
     assert!(
         shown.contains("olmpack pins these Kubernetes minors"),
+        "{shown}"
+    );
+    let (code, shown) = upgrade_test_with(&["--platform", "openshift-4.16"], |_| {});
+    assert_eq!(code, Some(2), "{shown}");
+    assert!(
+        shown.contains(
+            "--platform openshift-4.16: `upgrade test` runs on the Kubernetes minor an OpenShift release ships, and olmpack does not pin OpenShift 4.16's (1.29); pinned: kubernetes-1.27 (OpenShift 4.14), kubernetes-1.35 (OpenShift 4.22), kubernetes-1.37"
+        ),
         "{shown}"
     );
 }

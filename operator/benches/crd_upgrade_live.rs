@@ -39,7 +39,10 @@ fn main() {
     let mut reports = runtime
         .block_on(olmpack::upgrade::test::run(
             &inputs,
-            &olmpack::upgrade::test::Target::TestEnv(Default::default()),
+            &olmpack::upgrade::test::Target::TestEnv {
+                kubernetes: Default::default(),
+                openshift: None,
+            },
             Some(&webhook),
             &options,
             2,

@@ -378,7 +378,10 @@ async fn crd_upgrade_live_defects_two_edges_at_once() {
     let started = std::time::Instant::now();
     let reports = olmpack::upgrade::test::run(
         &two,
-        &olmpack::upgrade::test::Target::TestEnv(Default::default()),
+        &olmpack::upgrade::test::Target::TestEnv {
+            kubernetes: Default::default(),
+            openshift: None,
+        },
         Some(&webhook),
         &EdgeOptions::default(),
         2,

@@ -44,8 +44,10 @@ pub struct TestArgs {
     #[arg(long)]
     webhook_command: Option<String>,
     /// The Kubernetes minor whose control plane runs the edges: `kubernetes` (the default
-    /// minor olmpack pins) or `kubernetes-1.N` (another minor tools.toml pins: its own
-    /// kube-apiserver, built by `cargo xtask setup`). The report names it.
+    /// minor olmpack pins), `kubernetes-1.N` (another minor tools.toml pins: its own
+    /// kube-apiserver, built by `cargo xtask setup`), or `openshift`/`openshift-4.N` (the
+    /// Kubernetes minor that OpenShift release ships, when pinned: 4.14 on 1.27, 4.22 on
+    /// 1.35). The report names it.
     #[arg(
         long,
         value_name = "PLATFORM",
@@ -82,14 +84,41 @@ fn inputs_of_plan(
     }
 }
 
-/// The Kubernetes minor `--platform` names; `Err` for OpenShift, whose kinds and service-ca
-/// only `upgrade olm` serves (bad arguments, exit 2).
-fn kubernetes_minor(platform: Platform) -> Result<KubeMinor, crate::cli::Failure> {
+/// Where `--platform` runs the edges: its Kubernetes minor, and the OpenShift release when it
+/// names one. A CRD's upgrade is the apiserver's alone, so OpenShift 4.N is the Kubernetes
+/// minor it ships; `Err` (bad arguments, exit 2) when olmpack does not pin that minor.
+fn test_env(platform: Platform) -> Result<Target, crate::cli::Failure> {
     match platform {
-        Platform::Kubernetes { minor } => Ok(minor),
-        Platform::OpenShift { .. } => Err(crate::cli::Failure(format!(
-            "--platform: `upgrade test` runs on Kubernetes (kubernetes, kubernetes-1.N); {platform} is for `upgrade olm`"
-        ))),
+        Platform::Kubernetes { minor } => Ok(Target::TestEnv {
+            kubernetes: minor,
+            openshift: None,
+        }),
+        Platform::OpenShift { minor } if platform.ships_its_own_kubernetes() => {
+            Ok(Target::TestEnv {
+                kubernetes: platform.kubernetes_minor(),
+                openshift: Some(minor),
+            })
+        }
+        Platform::OpenShift { minor } => {
+            let mut pinned = KubeMinor::pinned();
+            pinned.sort();
+            let pinned: Vec<String> = pinned
+                .iter()
+                .map(|m| match m.openshift() {
+                    Some(os) => format!("kubernetes-{m} (OpenShift {os})"),
+                    None => format!("kubernetes-{m}"),
+                })
+                .collect();
+            Err(crate::cli::Failure(format!(
+                "--platform openshift-4.{minor}: `upgrade test` runs on the Kubernetes minor an OpenShift release ships, and olmpack does not pin OpenShift 4.{minor}'s{}; pinned: {}",
+                if minor >= 3 {
+                    format!(" (1.{})", minor + 13)
+                } else {
+                    String::new()
+                },
+                pinned.join(", ")
+            )))
+        }
     }
 }
 
@@ -108,12 +137,13 @@ pub fn run(args: TestArgs, policy: &olmpack_oci::input::Policy) -> CmdResult {
     let target = match &args.kubeconfig {
         Some(path) => Target::Kubeconfig(path.clone()),
         None => {
-            let minor = kubernetes_minor(args.platform)?;
+            let target = test_env(args.platform)?;
+            let minor = args.platform.kubernetes_minor();
             crate::cli::tools::ensure(&[Tool::Etcd, Tool::KubeApiserver], minor)?;
             minor
                 .tool_path(Tool::KubeApiserver)
                 .map_err(|e| crate::cli::Failure(e.to_string()))?;
-            Target::TestEnv(minor)
+            target
         }
     };
     let options = EdgeOptions {

@@ -32,9 +32,15 @@ pub use inputs::{Inputs, LiveInputsError, from_dirs, from_plan, operator_identit
 /// Where the edges run.
 #[derive(Clone, Debug)]
 pub enum Target {
-    /// A fresh etcd + kube-apiserver of this Kubernetes minor per edge, from the tools
-    /// `cargo xtask setup` installs.
-    TestEnv(KubeMinor),
+    /// A fresh etcd + kube-apiserver of Kubernetes `kubernetes` per edge, from the tools
+    /// `cargo xtask setup` installs; `openshift`: the OpenShift 4 minor release that ships
+    /// that Kubernetes minor, when `--platform openshift-4.N` named it (the report says so).
+    TestEnv {
+        /// The Kubernetes minor whose control plane runs.
+        kubernetes: KubeMinor,
+        /// The OpenShift 4 minor release asked for, if any.
+        openshift: Option<u64>,
+    },
     /// The cluster of this kubeconfig (its apiserver must reach 127.0.0.1, where the webhook
     /// listens); edges run one after another and clean up their CRDs.
     Kubeconfig(PathBuf),
@@ -118,10 +124,19 @@ impl Target {
     /// minor and release; `None` on a given cluster (olmpack does not ask its version).
     fn platform(&self) -> Option<String> {
         match self {
-            Target::TestEnv(minor) => Some(format!(
-                "Kubernetes {minor} (kube-apiserver {})",
-                minor.version()
-            )),
+            Target::TestEnv {
+                kubernetes,
+                openshift,
+            } => {
+                let apiserver = format!(
+                    "Kubernetes {kubernetes} (kube-apiserver {})",
+                    kubernetes.version()
+                );
+                Some(match openshift {
+                    Some(minor) => format!("OpenShift 4.{minor} on {apiserver}"),
+                    None => apiserver,
+                })
+            }
             Target::Kubeconfig(_) => None,
         }
     }
@@ -142,7 +157,7 @@ async fn run_live(
         release
     };
     let (shared, kubernetes) = match target {
-        Target::TestEnv(minor) => (None, *minor),
+        Target::TestEnv { kubernetes, .. } => (None, *kubernetes),
         Target::Kubeconfig(path) => (
             Some((client_for(path).await?, path.clone())),
             KubeMinor::default(),
