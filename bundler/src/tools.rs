@@ -220,11 +220,7 @@ const MINOR_TOOLS: [Tool; 3] = [
 /// directories, the data directories', then each other Kubernetes minor `tools.toml` pins
 /// (`kubernetes/<version>`, the control plane of `--platform kubernetes-1.N`).
 pub fn artifact_dirs() -> Vec<(PathBuf, Vec<String>)> {
-    let mut dirs = base_dirs();
-    for minor in KubeMinor::pinned().into_iter().filter(|m| !m.is_default()) {
-        dirs.push(minor_dir(minor));
-    }
-    dirs
+    dirs_for(&KubeMinor::pinned())
 }
 
 /// The directories an install puts in place for a run on the Kubernetes minors `minors`:

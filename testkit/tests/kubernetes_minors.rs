@@ -176,17 +176,19 @@ async fn the_format_library_olm_v1s_crds_use_is_served_by_1_35_and_refused_by_1_
         .unwrap_or_else(|| panic!("tools.toml pins Kubernetes 1.{OPENSHIFT_4_22} ({what})"));
     let (_, old) = minors(what).expect("both minors are pinned");
     let rule = "!format.dns1123Label().validate(self.size).hasValue()";
-    let crds = olmpack_envtest::binaries::ToolData::OlmV1ExperimentalCrds.path();
-    if let Ok(dir) = crds {
-        let text: String = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
-            .collect();
-        assert!(
-            text.contains("!format.dns1123Label().validate(self).hasValue()"),
-            "OLM v1's CRDs ({}) call the format library",
-            dir.display()
-        );
+    match olmpack_envtest::binaries::ToolData::OlmV1ExperimentalCrds.path() {
+        Err(e) => eprintln!("NOT RUN: {what}: that OLM v1's CRDs call it is not checked: {e}"),
+        Ok(dir) => {
+            let text: String = std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+                .collect();
+            assert!(
+                text.contains("!format.dns1123Label().validate(self).hasValue()"),
+                "OLM v1's CRDs ({}) call the format library",
+                dir.display()
+            );
+        }
     }
     let crd = crd(rule, json!({}));
     if let Some(env) = env_of(newer, what).await {

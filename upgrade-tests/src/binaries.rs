@@ -389,6 +389,11 @@ impl KubeMinor {
             .map(|m| KubeMinor(minor_of(&m.version)))
     }
 
+    /// This minor's control plane, for reports: `Kubernetes 1.27 (kube-apiserver v1.27.16)`.
+    pub fn control_plane(self) -> String {
+        format!("Kubernetes {self} (kube-apiserver {})", self.version())
+    }
+
     /// This minor's directory inside the tool cache, relative (`kubernetes/v1.27.16`).
     pub fn cache_dir(self) -> PathBuf {
         Path::new("kubernetes").join(self.version())

@@ -111,11 +111,7 @@ fn test_env(platform: Platform) -> Result<Target, crate::cli::Failure> {
                 .collect();
             Err(crate::cli::Failure(format!(
                 "--platform openshift-4.{minor}: `upgrade test` runs on the Kubernetes minor an OpenShift release ships, and olmpack does not pin OpenShift 4.{minor}'s{}; pinned: {}",
-                if minor >= 3 {
-                    format!(" (1.{})", minor + 13)
-                } else {
-                    String::new()
-                },
+                olmpack::upgrade::olm::platform::shipped_kubernetes(minor),
                 pinned.join(", ")
             )))
         }

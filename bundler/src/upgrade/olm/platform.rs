@@ -85,8 +85,7 @@ impl Platform {
     /// 1.35 (kube-apiserver v1.35.8)`; for an OpenShift release whose own minor is not pinned
     /// that says so (OpenShift 4.N ships Kubernetes 1.(N+13) from 4.3 on).
     pub fn control_plane(self) -> String {
-        let minor = self.kubernetes_minor();
-        let apiserver = format!("Kubernetes {minor} (kube-apiserver {})", minor.version());
+        let apiserver = self.kubernetes_minor().control_plane();
         match self {
             Platform::Kubernetes { .. } => apiserver,
             Platform::OpenShift { minor: os } if self.ships_its_own_kubernetes() => {
@@ -94,11 +93,7 @@ impl Platform {
             }
             Platform::OpenShift { minor: os } => format!(
                 "OpenShift 4.{os} on {apiserver}: the Kubernetes minor OpenShift 4.{os} ships{} is not pinned",
-                if os >= 3 {
-                    format!(" (1.{})", os + 13)
-                } else {
-                    String::new()
-                }
+                shipped_kubernetes(os)
             ),
         }
     }
@@ -117,6 +112,15 @@ impl Platform {
         Platform::OpenShift {
             minor: pinned_openshift_minor(),
         }
+    }
+}
+
+/// ` (1.M)`: the Kubernetes minor OpenShift 4.`openshift` ships (1.(N+13) from 4.3 on), for
+/// messages; empty before 4.3.
+pub fn shipped_kubernetes(openshift: u64) -> String {
+    match openshift >= 3 {
+        true => format!(" (1.{})", openshift + 13),
+        false => String::new(),
     }
 }
 

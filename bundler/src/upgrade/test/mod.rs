@@ -128,10 +128,7 @@ impl Target {
                 kubernetes,
                 openshift,
             } => {
-                let apiserver = format!(
-                    "Kubernetes {kubernetes} (kube-apiserver {})",
-                    kubernetes.version()
-                );
+                let apiserver = kubernetes.control_plane();
                 Some(match openshift {
                     Some(minor) => format!("OpenShift 4.{minor} on {apiserver}"),
                     None => apiserver,
